@@ -1,0 +1,3 @@
+//! The `scheduler` command: schedule previews and config checks for operators.
+
+fn main() {}

@@ -1,0 +1,59 @@
+//! # scheduler
+//!
+//! Reliable business cron tasks on one or many machines. Tasks are written as code with
+//! [`#[task]`](macro@task), steered by an external, hot-reloaded config (which tasks are enabled and
+//! on what schedule), and coordinated through PostgreSQL so that every tick runs exactly once across
+//! all nodes.
+//!
+//! ```no_run
+//! use scheduler::{task, TaskContext};
+//!
+//! #[task(name = "syncAdvertiserReport")]
+//! async fn sync_advertiser_report(ctx: TaskContext) -> anyhow::Result<()> {
+//!     tracing::info!(tick = %ctx.scheduled_at(), "syncing");
+//!     Ok(())
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> scheduler::Result<()> {
+//!     scheduler::run().await
+//! }
+//! ```
+//!
+//! The crate is organised one module per concept, with dependencies pointing one way:
+//! tasks -> public API ([`task`], [`TaskContext`], [`Scheduler`]) -> [`engine`] -> [`store`].
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod config;
+mod context;
+pub mod engine;
+mod error;
+pub mod reconciler;
+pub mod registry;
+pub mod schedule;
+pub mod store;
+
+pub use context::{MissingState, TaskContext};
+pub use engine::{Scheduler, SchedulerBuilder, run};
+pub use error::{Error, Result};
+pub use registry::{TaskDescriptor, TaskRegistry};
+pub use schedule::ScheduleSpec;
+pub use scheduler_macros::task;
+
+/// Not public API: the paths the `#[task]` expansion names.
+///
+/// Everything here may change in any release; only the macro may use it.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::registry::{IntoTaskResult, TaskFuture, TaskOptions};
+    pub use crate::{TaskContext, TaskDescriptor};
+    pub use inventory;
+    pub use std::boxed::Box;
+
+    /// Asserts at the attribute's span that a handler's future is `Send + 'static`.
+    pub fn assert_send<F: core::future::Future + Send + 'static>(f: F) -> F {
+        f
+    }
+}

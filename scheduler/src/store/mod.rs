@@ -1,0 +1,1 @@
+//! Run state storage. (Stub.)
