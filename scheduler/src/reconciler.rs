@@ -1,2 +1,285 @@
 //! The reconciler: syncs the config's desired state into the store's run state.
-//! (Stub.)
+//!
+//! The config (see [`crate::config`]) says which registered tasks run and on what schedule; the
+//! store holds the run state. [`Reconciler::reconcile`] computes the difference ([`plan`], a pure
+//! function) and writes it in one transaction. The rules, from the original design:
+//!
+//! | config entry | row | what happens |
+//! |---|---|---|
+//! | name not registered in this binary | any | refused, logged, nothing created or changed |
+//! | invalid cron or zone, or the name listed twice | any | refused; the row keeps its last valid schedule |
+//! | valid | none | created (disabled entries too, so the task is visible) |
+//! | `enabled: false` | enabled | disabled; the row is kept, never deleted |
+//! | `enabled: true` | disabled | enabled; next run computed from now (missed ticks are not replayed) |
+//! | changed cron or zone | exists | updated in place, next run recomputed; lock columns untouched, so a running handler finishes undisturbed and no second run can start |
+//! | unchanged | exists | nothing written (an overdue next run is never overwritten) |
+//!
+//! A registered task **absent** from the config is not scheduled: its row, if any, is disabled
+//! (never deleted) and a warning names it. A row whose task is neither in the config nor
+//! registered in this binary is kept and flagged (`orphaned_since`), with a warning.
+//!
+//! **Rollouts.** Nodes only reconcile when the document *they* see changes (and once at start), so
+//! a node still holding an old document does not rewrite what a newer one set. For strict
+//! protection give documents a monotonically increasing top-level `version`: the store refuses to
+//! apply a version lower than the highest one applied (checked under a row lock, so two nodes
+//! cannot interleave), which keeps a lagging node from flipping the database back and forth.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use crate::config::{ConfigDocument, ValidatedConfig, validate};
+use crate::store::{ApplyOutcome, ConfigState, Store, TaskChange, TaskRow};
+use crate::{Result, TaskRegistry};
+
+/// What one reconcile did, logged as one structured line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReconcileReport {
+    /// Rows created.
+    pub created: Vec<String>,
+    /// Rows enabled.
+    pub enabled: Vec<String>,
+    /// Rows disabled (by the config, or because the task is absent from it).
+    pub disabled: Vec<String>,
+    /// Rows whose cron or zone changed in place.
+    pub updated: Vec<String>,
+    /// Entries refused, with the reason.
+    pub refused: Vec<(String, String)>,
+    /// Registered tasks missing from the config (not scheduled).
+    pub absent: Vec<String>,
+    /// Rows known to neither the config nor this binary (kept, flagged).
+    pub orphaned: Vec<String>,
+    /// Entries that matched their row already.
+    pub unchanged: usize,
+    /// Set when the whole document was refused as older than the applied one.
+    pub stale: Option<StaleDocument>,
+}
+
+/// A document older than the one already applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaleDocument {
+    /// This document's version.
+    pub version: i64,
+    /// The applied version.
+    pub current: i64,
+}
+
+impl ReconcileReport {
+    /// Whether the reconcile wrote anything.
+    pub fn changed_anything(&self) -> bool {
+        self.stale.is_none()
+            && !(self.created.is_empty()
+                && self.enabled.is_empty()
+                && self.disabled.is_empty()
+                && self.updated.is_empty()
+                && self.orphaned.is_empty())
+    }
+}
+
+impl fmt::Display for ReconcileReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(stale) = self.stale {
+            return write!(
+                f,
+                "config version {} refused: version {} is already applied",
+                stale.version, stale.current
+            );
+        }
+        write!(
+            f,
+            "created {}, enabled {}, disabled {}, updated {}, unchanged {}, refused {}, absent {}, orphaned {}",
+            self.created.len(),
+            self.enabled.len(),
+            self.disabled.len(),
+            self.updated.len(),
+            self.unchanged,
+            self.refused.len(),
+            self.absent.len(),
+            self.orphaned.len()
+        )
+    }
+}
+
+/// Computes the changes that bring `rows` to the desired state, and the report describing them.
+///
+/// Pure: no I/O, `db_now` is the database's clock. Next runs are computed strictly after it.
+pub fn plan(
+    doc: &ConfigDocument,
+    validated: &ValidatedConfig,
+    registry: &TaskRegistry,
+    rows: &[TaskRow],
+    db_now: DateTime<Utc>,
+) -> (Vec<TaskChange>, ReconcileReport) {
+    let rows: BTreeMap<&str, &TaskRow> = rows.iter().map(|r| (r.name.as_str(), r)).collect();
+    let mut changes = Vec::new();
+    let mut report = ReconcileReport::default();
+
+    for desired in validated.desired.values() {
+        let cron = desired.schedule.expression().to_owned();
+        let timezone = desired.schedule.timezone().name().to_owned();
+        let next = || if desired.enabled { desired.schedule.next_after(db_now) } else { None };
+        let Some(row) = rows.get(desired.name.as_str()) else {
+            changes.push(TaskChange::Create {
+                name: desired.name.clone(),
+                cron,
+                timezone,
+                enabled: desired.enabled,
+                next_run_at: next(),
+            });
+            report.created.push(desired.name.clone());
+            continue;
+        };
+        let schedule_changed = row.cron != cron || row.timezone != timezone;
+        let enabling = desired.enabled && !row.enabled;
+        let disabling = !desired.enabled && row.enabled;
+        if !schedule_changed && !enabling && !disabling && row.orphaned_since.is_none() {
+            report.unchanged += 1;
+            continue;
+        }
+        let recompute = desired.enabled && (schedule_changed || enabling || row.next_run_at.is_none());
+        changes.push(TaskChange::Update {
+            name: desired.name.clone(),
+            cron,
+            timezone,
+            enabled: desired.enabled,
+            next_run_at: if recompute { next() } else { None },
+        });
+        if schedule_changed {
+            report.updated.push(desired.name.clone());
+        }
+        if enabling {
+            report.enabled.push(desired.name.clone());
+        }
+        if disabling {
+            report.disabled.push(desired.name.clone());
+        }
+        if !(schedule_changed || enabling || disabling) {
+            report.unchanged += 1;
+        }
+    }
+
+    for name in &validated.absent {
+        report.absent.push(name.clone());
+        if let Some(row) = rows.get(name.as_str())
+            && row.enabled
+        {
+            changes.push(TaskChange::Update {
+                name: name.clone(),
+                cron: row.cron.clone(),
+                timezone: row.timezone.clone(),
+                enabled: false,
+                next_run_at: None,
+            });
+            report.disabled.push(name.clone());
+        }
+    }
+
+    for refusal in &validated.refused {
+        report.refused.push((refusal.name.clone(), refusal.reason.to_string()));
+    }
+
+    let in_config: BTreeSet<&str> = doc.tasks.iter().map(|t| t.name.as_str()).collect();
+    for row in rows.values() {
+        if !in_config.contains(row.name.as_str()) && !registry.contains(&row.name) {
+            report.orphaned.push(row.name.clone());
+            if row.orphaned_since.is_none() {
+                changes.push(TaskChange::Orphaned { name: row.name.clone(), orphaned: true });
+            }
+        }
+    }
+    (changes, report)
+}
+
+/// A stable digest of the desired state, to record which document was applied.
+fn digest(validated: &ValidatedConfig) -> String {
+    // FNV-1a: change detection, not security.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for b in bytes.iter().chain(b"\x1f") {
+            hash ^= u64::from(*b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for d in validated.desired.values() {
+        feed(d.name.as_bytes());
+        feed(if d.enabled { b"1" } else { b"0" });
+        feed(d.schedule.expression().as_bytes());
+        feed(d.schedule.timezone().name().as_bytes());
+    }
+    format!("{hash:016x}")
+}
+
+/// Syncs config documents into the store.
+pub struct Reconciler {
+    store: Arc<dyn Store>,
+    registry: TaskRegistry,
+    default_tz: Tz,
+    node_id: String,
+}
+
+impl fmt::Debug for Reconciler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reconciler")
+            .field("tasks", &self.registry.len())
+            .field("default_tz", &self.default_tz)
+            .field("node_id", &self.node_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reconciler {
+    /// A reconciler for the tasks in `registry`, reading zone-less entries in `default_tz`.
+    pub fn new(store: Arc<dyn Store>, registry: TaskRegistry, default_tz: Tz, node_id: &str) -> Self {
+        Self { store, registry, default_tz, node_id: node_id.to_owned() }
+    }
+
+    /// Validates `doc`, writes what differs from the store (nothing when nothing differs), logs
+    /// every refusal and one summary line, and returns the report.
+    pub async fn reconcile(&self, doc: &ConfigDocument) -> Result<ReconcileReport> {
+        let validated = validate(doc, &self.registry, self.default_tz);
+        let (db_now, rows) = self.store.load_tasks().await?;
+        let (changes, mut report) = plan(doc, &validated, &self.registry, &rows, db_now);
+        for (name, reason) in &report.refused {
+            tracing::error!(task = %name, %reason, "config entry refused; the task keeps its last valid state");
+        }
+        for name in &report.absent {
+            tracing::warn!(task = %name, "task is registered but absent from the config: not scheduled");
+        }
+        for name in &report.orphaned {
+            tracing::warn!(task = %name, "task row is known to neither the config nor this binary: kept, flagged orphaned");
+        }
+        if changes.is_empty() {
+            tracing::debug!(%report, "config reconciled: nothing to change");
+            return Ok(report);
+        }
+        let state = ConfigState {
+            version: doc.version,
+            digest: digest(&validated),
+            applied_by: self.node_id.clone(),
+        };
+        match self.store.apply_config(&state, &changes).await? {
+            ApplyOutcome::Applied => {
+                tracing::info!(
+                    created = ?report.created,
+                    enabled = ?report.enabled,
+                    disabled = ?report.disabled,
+                    updated = ?report.updated,
+                    refused = report.refused.len(),
+                    unchanged = report.unchanged,
+                    version = doc.version,
+                    "config reconciled: {report}"
+                );
+            }
+            ApplyOutcome::Stale { current } => {
+                let version = doc.version.unwrap_or_default();
+                report.stale = Some(StaleDocument { version, current });
+                tracing::warn!(version, current, "{report}");
+            }
+        }
+        Ok(report)
+    }
+}

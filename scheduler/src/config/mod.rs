@@ -44,3 +44,6 @@ impl ConfigDocument {
         })
     }
 }
+
+mod validate;
+pub use validate::{DesiredTask, Refusal, RefusalReason, ValidatedConfig, validate};

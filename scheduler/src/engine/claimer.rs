@@ -1,0 +1,155 @@
+//! The claim loop: sleeps until the earliest thing this node could claim is due, claims due ticks
+//! in batches bounded by free handler slots, and hands each run to the runner.
+//!
+//! No busy polling: the loop sleeps until the store's next wake time, wakes early on a change
+//! notification (another node released a lock, a config was applied) or when one of its own
+//! handlers finishes, and re-checks at least every poll interval as a safety net.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, backoff, runner};
+use crate::schedule::ScheduleSpec;
+use crate::store::{ClaimPlan, DueTask, RescuedLock};
+
+/// How long to wait before looking again when something was due but nothing could be claimed
+/// (another node was claiming the same rows at that instant).
+const CONTENDED_RETRY: Duration = Duration::from_millis(20);
+/// Missed ticks are counted up to this many; beyond it the count is capped.
+const MAX_COUNTED_TICKS: usize = 1_000_000;
+
+/// What one claim pass did.
+#[derive(Debug, Default)]
+pub(crate) struct ClaimPass {
+    /// Locks released because they expired.
+    pub rescued: Vec<RescuedLock>,
+    /// Runs started.
+    pub claimed: usize,
+    /// No free handler slot: wait for a handler to finish.
+    pub saturated: bool,
+    /// Something was due but nothing could be claimed.
+    pub contended: bool,
+    /// How long until something may be due (`None`: nothing scheduled).
+    pub wake_in: Option<Duration>,
+}
+
+/// The plan for a due task: the tick it serves, the next run strictly after the DB's now, and how
+/// many ticks in between are folded into this run (never a burst of catch-up runs).
+pub(crate) fn plan_claim(task: &DueTask, db_now: DateTime<Utc>) -> ClaimPlan {
+    match ScheduleSpec::parse(&task.cron, &task.timezone) {
+        Ok(spec) => {
+            let from = db_now.max(task.next_run_at);
+            let collapsed = spec.count_fires(task.next_run_at, db_now, MAX_COUNTED_TICKS);
+            ClaimPlan {
+                scheduled_at: task.next_run_at,
+                next_run_at: spec.next_after(from),
+                ticks_collapsed: i32::try_from(collapsed).unwrap_or(i32::MAX),
+            }
+        }
+        Err(e) => {
+            tracing::error!(task = %task.name, cron = %task.cron, error = %e, "stored schedule is invalid; running this tick and not scheduling another until the config fixes it");
+            ClaimPlan { scheduled_at: task.next_run_at, next_run_at: None, ticks_collapsed: 0 }
+        }
+    }
+}
+
+pub(crate) struct ClaimLoop {
+    shared: Arc<Shared>,
+}
+
+impl ClaimLoop {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    /// One pass: claim everything due now that fits in the free handler slots.
+    pub(crate) async fn run_once(&self) -> Result<ClaimPass, sqlx::Error> {
+        let shared = &self.shared;
+        let info = shared.store.next_wake(&shared.names).await?;
+        let wake_in = info.wake_at.map(|w| (w - info.db_now).to_std().unwrap_or(Duration::ZERO));
+        if !info.wake_at.is_some_and(|w| w <= info.db_now) {
+            return Ok(ClaimPass { wake_in, ..ClaimPass::default() });
+        }
+        let limit = shared.permits.available_permits();
+        let sent = Instant::now();
+        let (rescued, claimed) = shared
+            .store
+            .claim_due(&shared.node_id, &shared.names, limit, shared.settings.lock_lifetime, &plan_claim)
+            .await?;
+        for lock in &rescued {
+            tracing::warn!(
+                task = %lock.task_name,
+                previous_owner = %lock.previous_owner,
+                lost_run_id = lock.lost_run_id,
+                "released an expired lock; its run is recorded lost and the tick runs again"
+            );
+        }
+        let n = claimed.len();
+        for run in claimed {
+            let Ok(permit) = Arc::clone(&shared.permits).try_acquire_owned() else {
+                // Only this loop acquires permits and it claimed no more than were free.
+                unreachable!("claimed more runs than free handler slots");
+            };
+            let task_shared = Arc::clone(shared);
+            shared.tracker.spawn(async move {
+                runner::run(task_shared, run, sent).await;
+                drop(permit);
+            });
+        }
+        Ok(ClaimPass {
+            claimed: n,
+            saturated: limit == 0,
+            contended: n == 0 && rescued.is_empty() && limit > 0,
+            rescued,
+            wake_in: Some(Duration::ZERO),
+        })
+    }
+
+    /// Claims until `stop` is cancelled, surviving database outages with backoff.
+    pub(crate) async fn run(self, stop: CancellationToken) {
+        let shared = Arc::clone(&self.shared);
+        let poll = shared.settings.poll_interval;
+        let mut failures = 0u32;
+        while !stop.is_cancelled() {
+            let pause = match self.run_once().await {
+                Ok(pass) => {
+                    if failures > 0 {
+                        tracing::info!(after_failures = failures, "database reachable again; scheduling resumed");
+                        failures = 0;
+                    }
+                    if pass.claimed > 0 || !pass.rescued.is_empty() {
+                        Duration::ZERO
+                    } else if pass.saturated {
+                        poll
+                    } else if pass.contended {
+                        CONTENDED_RETRY
+                    } else {
+                        pass.wake_in.map_or(poll, |w| w.min(poll))
+                    }
+                }
+                Err(e) => {
+                    let pause = backoff(failures);
+                    if failures == 0 {
+                        tracing::error!(error = %e, retry_in = ?pause, "cannot reach the database; running handlers continue, claiming paused");
+                    } else {
+                        tracing::debug!(error = %e, retry_in = ?pause, "database still unreachable");
+                    }
+                    failures += 1;
+                    pause
+                }
+            };
+            if pause.is_zero() {
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = shared.wake.notified() => {}
+                _ = stop.cancelled() => break,
+            }
+        }
+    }
+}

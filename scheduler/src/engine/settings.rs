@@ -1,0 +1,109 @@
+//! Engine settings: defaults, the environment contract, and validation.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use chrono_tz::Tz;
+
+use crate::{Error, Result};
+
+/// Default lock lifetime: a node that stops renewing loses its lock after this long.
+pub const DEFAULT_LOCK_LIFETIME: Duration = Duration::from_secs(60);
+/// Default number of handlers one node runs at once.
+pub const DEFAULT_MAX_CONCURRENT: usize = 100;
+/// Default time running handlers get to finish after SIGTERM/SIGINT.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default safety-net interval: an idle node re-checks the store at least this often, even if no
+/// notification arrives.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(30);
+/// Default interval of the node heartbeat.
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
+/// Default retention of finished runs in `scheduler_runs`.
+pub const DEFAULT_RUN_RETENTION: Duration = Duration::from_secs(14 * 24 * 3600);
+/// Default interval between polls of the task config.
+pub const DEFAULT_CONFIG_POLL_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Validated engine settings. Built by [`SchedulerBuilder`](crate::SchedulerBuilder).
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub node_id: String,
+    pub lock_lifetime: Duration,
+    pub renew_interval: Duration,
+    pub max_concurrent: usize,
+    pub shutdown_timeout: Duration,
+    pub poll_interval: Duration,
+    pub heartbeat_interval: Duration,
+    pub run_retention: Duration,
+    pub default_timezone: Tz,
+    pub config_poll_interval: Duration,
+}
+
+impl Settings {
+    pub(crate) fn validate(&self) -> Result<()> {
+        let invalid = |name: &'static str, message: String| {
+            Err(Error::InvalidSetting { name: Cow::Borrowed(name), message })
+        };
+        if self.node_id.is_empty() || self.node_id.len() > 200 {
+            return invalid("node_id", "must be 1 to 200 characters".into());
+        }
+        if self.lock_lifetime < Duration::from_millis(300) {
+            return invalid("lock_lifetime", "must be at least 300ms".into());
+        }
+        if self.renew_interval.is_zero() || self.renew_interval * 2 > self.lock_lifetime {
+            return invalid(
+                "lock_renew_interval",
+                format!(
+                    "must be more than zero and at most half the lock lifetime ({})",
+                    humantime::format_duration(self.lock_lifetime)
+                ),
+            );
+        }
+        if self.max_concurrent == 0 {
+            return invalid("max_concurrent", "must be at least 1".into());
+        }
+        for (name, d) in [
+            ("poll_interval", self.poll_interval),
+            ("heartbeat_interval", self.heartbeat_interval),
+            ("config_poll_interval", self.config_poll_interval),
+            ("run_retention", self.run_retention),
+        ] {
+            if d.is_zero() {
+                return invalid(name, "must be more than zero".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// When a run must be stopped if its lock was last confirmed at `confirmed`: ahead of the
+    /// lock's expiry in the database by a safety margin, so the handler is stopped before any
+    /// other node can take the lock over.
+    pub(crate) fn stop_margin(&self) -> Duration {
+        (self.lock_lifetime / 10).min(Duration::from_secs(2))
+    }
+}
+
+/// The default node id: `hostname-pid`.
+pub(crate) fn default_node_id() -> String {
+    format!("{}-{}", hostname(), std::process::id())
+}
+
+pub(crate) fn hostname() -> String {
+    gethostname::gethostname().to_string_lossy().into_owned()
+}
+
+/// Reads an environment variable; unset and empty are the same.
+pub(crate) fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Parses a duration written like `2s`, `500ms`, `10m`.
+pub(crate) fn parse_duration(name: &'static str, value: &str) -> Result<Duration> {
+    humantime::parse_duration(value.trim()).map_err(|e| Error::InvalidSetting {
+        name: Cow::Borrowed(name),
+        message: format!("`{value}` is not a duration ({e}); write it like `2s`, `500ms` or `10m`"),
+    })
+}
+
+pub(crate) fn env_duration(name: &'static str) -> Result<Option<Duration>> {
+    env_var(name).map(|v| parse_duration(name, &v)).transpose()
+}

@@ -1,0 +1,3 @@
+SELECT name, cron, timezone, enabled, next_run_at, orphaned_since, now() AS db_now
+FROM scheduler_tasks
+ORDER BY name

@@ -1,0 +1,1 @@
+INSERT INTO scheduler_migrations (version, description) VALUES ($1, $2)

@@ -1,0 +1,12 @@
+-- Update schedule and enabled flag in place. Lock columns are never touched, so a running
+-- handler finishes undisturbed and no second run can start. A NULL next run keeps the stored one.
+UPDATE scheduler_tasks AS t
+SET cron = u.cron,
+    timezone = u.timezone,
+    enabled = u.enabled,
+    next_run_at = COALESCE(u.next_run_at, t.next_run_at),
+    orphaned_since = NULL,
+    updated_at = now()
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[])
+     AS u(name, cron, timezone, enabled, next_run_at)
+WHERE t.name = u.name
