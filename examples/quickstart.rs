@@ -1,0 +1,50 @@
+//! The quickstart: two tasks written as code, scheduled by `quickstart.json`, coordinated through
+//! PostgreSQL. Run it with `scripts/quickstart` (which finds or starts a PostgreSQL for you), or
+//! with `DATABASE_URL` set: `cargo run -p scheduler-examples --example quickstart`.
+//!
+//! Edit `examples/quickstart.json` while it runs: schedule changes apply within seconds. Start a
+//! second copy in another terminal: every tick still runs exactly once. Ctrl-C drains gracefully.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use scheduler::{SchedulerBuilder, TaskContext, task};
+
+/// Application state shared with every handler (a database pool or HTTP client in real code).
+#[derive(Default)]
+struct ReportClient {
+    synced: AtomicU64,
+}
+
+#[task(name = "syncAdvertiserReport")]
+async fn sync_advertiser_report(ctx: TaskContext) -> anyhow::Result<()> {
+    let client = ctx.state::<ReportClient>()?;
+    let n = client.synced.fetch_add(1, Ordering::Relaxed) + 1;
+    tracing::info!(tick = %ctx.scheduled_at(), synced = n, "synced the advertiser report");
+    Ok(())
+}
+
+#[task(name = "refreshMaterialCache")]
+async fn refresh_material_cache(ctx: TaskContext) -> anyhow::Result<()> {
+    tokio::select! {
+        // Long work should watch for cancellation (shutdown, or a lost lock) and stop cleanly.
+        _ = ctx.cancelled() => tracing::info!("refresh interrupted; the next tick retries"),
+        _ = tokio::time::sleep(std::time::Duration::from_millis(300)) => {
+            tracing::info!(run_id = ctx.run_id(), "material cache refreshed");
+        }
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    scheduler::init_tracing();
+    let config = std::env::var("SCHEDULER_CONFIG")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/quickstart.json").to_owned());
+    SchedulerBuilder::from_env()?
+        .config(config)
+        .state(ReportClient::default())
+        .build()?
+        .run_until(scheduler::shutdown_signal())
+        .await?;
+    Ok(())
+}

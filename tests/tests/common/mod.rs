@@ -1,0 +1,162 @@
+//! Helpers shared by the engine's integration tests: a recorder handlers write into, node
+//! builders with test-sized intervals, and bounded waiting.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use scheduler::config::{ConfigDocument, TaskConfig};
+use scheduler::{Scheduler, SchedulerBuilder, TaskContext, TaskRegistry};
+use scheduler_tests::TestSchema;
+use sqlx::Row;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// What handlers saw, shared with them as scheduler state.
+#[derive(Default)]
+pub struct Recorder {
+    running: Mutex<HashMap<String, usize>>,
+    pub max_overlap: AtomicUsize,
+    pub starts: Mutex<Vec<(String, DateTime<Utc>, String)>>,
+}
+
+impl Recorder {
+    /// Records a start; returns a guard that records the end. Tracks per-task overlap.
+    pub fn enter(&self, ctx: &TaskContext) -> RunGuard<'_> {
+        let mut running = self.running.lock().unwrap();
+        let n = running.entry(ctx.task_name().to_owned()).or_default();
+        *n += 1;
+        self.max_overlap.fetch_max(*n, Ordering::SeqCst);
+        self.starts.lock().unwrap().push((
+            ctx.task_name().to_owned(),
+            ctx.scheduled_at(),
+            ctx.node_id().to_owned(),
+        ));
+        RunGuard { recorder: self, task: ctx.task_name().to_owned() }
+    }
+
+    pub fn starts_of(&self, task: &str) -> usize {
+        self.starts.lock().unwrap().iter().filter(|(t, _, _)| t == task).count()
+    }
+}
+
+pub struct RunGuard<'a> {
+    recorder: &'a Recorder,
+    task: String,
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        *self.recorder.running.lock().unwrap().get_mut(&self.task).unwrap() -= 1;
+    }
+}
+
+/// The recorder of a handler's scheduler (every test node shares one).
+pub fn recorder(ctx: &TaskContext) -> &std::sync::Arc<Recorder> {
+    ctx.state::<std::sync::Arc<Recorder>>().expect("test nodes share a Recorder")
+}
+
+/// Registry of the tasks in this test binary whose names start with `prefix`.
+pub fn tasks(prefix: &str) -> TaskRegistry {
+    TaskRegistry::collect().unwrap().retain(|n| n.starts_with(prefix))
+}
+
+pub fn entry(name: &str, cron: &str) -> TaskConfig {
+    TaskConfig { name: name.into(), enabled: true, cron: cron.into(), timezone: None }
+}
+
+pub fn doc(entries: Vec<TaskConfig>) -> ConfigDocument {
+    ConfigDocument { version: None, tasks: entries }
+}
+
+/// A node on `db` with test-sized intervals.
+pub fn node(db: &TestSchema, id: &str, registry: TaskRegistry) -> SchedulerBuilder {
+    Scheduler::builder()
+        .database_url(db.url.clone())
+        .schema(db.schema.clone())
+        .node_id(id)
+        .registry(registry)
+        .lock_lifetime(Duration::from_secs(3))
+        .poll_interval(Duration::from_secs(2))
+        .heartbeat_interval(Duration::from_secs(1))
+        .shutdown_timeout(Duration::from_secs(5))
+        .max_connections(4)
+}
+
+/// A running node, stopped gracefully with [`RunningNode::stop`].
+pub struct RunningNode {
+    pub stop: CancellationToken,
+    pub handle: JoinHandle<scheduler::Result<()>>,
+}
+
+impl RunningNode {
+    pub async fn stop(self) {
+        self.stop.cancel();
+        tokio::time::timeout(Duration::from_secs(60), self.handle)
+            .await
+            .expect("node stops within a minute")
+            .expect("node task did not panic")
+            .expect("node ran without error");
+    }
+}
+
+pub fn start(scheduler: Scheduler) -> RunningNode {
+    let stop = CancellationToken::new();
+    let s = stop.clone();
+    let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
+    RunningNode { stop, handle }
+}
+
+/// Polls `check` every 50 ms until it returns true; panics with `what` after `limit`.
+pub async fn wait_until<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if check().await {
+            return;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {limit:?} waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `(status, count)` of a task's runs.
+pub async fn run_statuses(db: &TestSchema, task: &str) -> HashMap<String, i64> {
+    sqlx::query("SELECT status, count(*) AS n FROM scheduler_runs WHERE task_name = $1 GROUP BY status")
+        .bind(task)
+        .fetch_all(&pool(db))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get::<String, _>("status"), r.get::<i64, _>("n")))
+        .collect()
+}
+
+pub async fn count_runs(db: &TestSchema, task: &str, status: &str) -> i64 {
+    run_statuses(db, task).await.get(status).copied().unwrap_or(0)
+}
+
+/// A pool whose connections see the scheduler tables of `db` (its schema on the search path).
+pub fn pool(db: &TestSchema) -> sqlx::PgPool {
+    store(db).pool().clone()
+}
+
+pub fn store(db: &TestSchema) -> scheduler::store::PgStore {
+    scheduler::store::PgStore::connect_lazy(&db.url, &db.schema, 2).unwrap()
+}
+
+/// Creates the scheduler tables in `db`.
+pub async fn migrate(db: &TestSchema) {
+    use scheduler::store::Store;
+    store(db).migrate().await.unwrap();
+}

@@ -1,0 +1,155 @@
+//! Faults a node must survive: being killed mid-run, and its database restarting under it.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use scheduler::{TaskContext, task};
+use scheduler_tests::{TempCluster, TestSchema};
+use sqlx::Row;
+
+/// The survivor's implementation of the task the killed node was running.
+#[task(name = "kill.slow")]
+async fn kill_slow(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+}
+
+#[task(name = "restart.tick")]
+async fn restart_tick(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+}
+
+/// A node killed with SIGKILL mid-run leaves its lock behind; once it expires another node marks
+/// the orphaned run `lost` and runs the task again, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_node_is_taken_over() {
+    scheduler_tests::init_tracing();
+    let db = TestSchema::new("kill").await;
+    let dir = tempfile_dir("kill");
+    let config = dir.join("tasks.json");
+    std::fs::write(
+        &config,
+        r#"{"tasks":[{"name":"kill.slow","enabled":true,"cron":"0 0 1 1 *","timezone":"UTC"}]}"#,
+    )
+    .unwrap();
+    let mut victim = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
+        .env("DATABASE_URL", &db.url)
+        .env("SCHEDULER_SCHEMA", &db.schema)
+        .env("SCHEDULER_NODE_ID", "victim")
+        .env("SCHEDULER_LOCK_LIFETIME", "2s")
+        .env("SCHEDULER_POLL_INTERVAL", "500ms")
+        .env("SCHEDULER_CONFIG", &config)
+        .env("RUST_LOG", "warn")
+        .spawn()
+        .expect("start the victim node");
+    let pool = pool(&db);
+    wait_until(Duration::from_secs(60), "the victim applied its config", || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
+                .fetch_one(&pool)
+                .await
+                .map(|n| n == 1)
+                .unwrap_or(false)
+        }
+    })
+    .await;
+    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()").execute(&pool).await.unwrap();
+    wait_until(Duration::from_secs(20), "the victim runs the slow task", || async {
+        count_runs(&db, "kill.slow", "running").await == 1
+    })
+    .await;
+    victim.kill().expect("SIGKILL the victim");
+    victim.wait().unwrap();
+    let killed_at = Instant::now();
+
+    let rec = Arc::new(Recorder::default());
+    let survivor = start(
+        node(&db, "survivor", tasks("kill."))
+            .poll_interval(Duration::from_millis(500))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(30), "the survivor reruns the task", || async {
+        rec.starts_of("kill.slow") == 1
+    })
+    .await;
+    let recovery = killed_at.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    survivor.stop().await;
+    eprintln!("recovered {recovery:?} after the kill (lock lifetime 2s)");
+
+    let runs = sqlx::query("SELECT node_id, status, error, scheduled_at FROM scheduler_runs ORDER BY id")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 2, "the lost run and exactly one rerun");
+    assert_eq!(runs[0].get::<String, _>("node_id"), "victim");
+    assert_eq!(runs[0].get::<String, _>("status"), "lost");
+    assert!(runs[0].get::<String, _>("error").contains("lock expired"));
+    assert_eq!(runs[1].get::<String, _>("node_id"), "survivor");
+    assert_eq!(runs[1].get::<String, _>("status"), "succeeded");
+    assert_eq!(
+        runs[0].get::<chrono::DateTime<chrono::Utc>, _>("scheduled_at"),
+        runs[1].get::<chrono::DateTime<chrono::Utc>, _>("scheduled_at"),
+        "the rerun serves the lost tick"
+    );
+    assert_eq!(rec.starts_of("kill.slow"), 1);
+    db.cleanup().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The database restarts under a running node: the node keeps running, reconnects, and resumes
+/// scheduling; no tick runs twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_survives_a_database_restart() {
+    scheduler_tests::init_tracing();
+    let mut cluster = TempCluster::start().await.expect("a throwaway PostgreSQL cluster");
+    let rec = Arc::new(Recorder::default());
+    let scheduler = scheduler::Scheduler::builder()
+        .database_url(cluster.url())
+        .node_id("survivor")
+        .registry(tasks("restart."))
+        .lock_lifetime(Duration::from_secs(3))
+        .poll_interval(Duration::from_millis(500))
+        .heartbeat_interval(Duration::from_millis(500))
+        .max_connections(4)
+        .config_document(doc(vec![entry("restart.tick", "* * * * * *")]))
+        .state(Arc::clone(&rec))
+        .build()
+        .unwrap();
+    let node = start(scheduler);
+    wait_until(Duration::from_secs(60), "runs before the restart", || async {
+        rec.starts_of("restart.tick") >= 2
+    })
+    .await;
+    cluster.stop().await.expect("stop the database");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = rec.starts_of("restart.tick");
+    cluster.start_again().await.expect("start the database again");
+    wait_until(Duration::from_secs(60), "runs after the restart", || async {
+        rec.starts_of("restart.tick") >= before + 3
+    })
+    .await;
+    assert!(!node.handle.is_finished(), "the node kept running");
+    node.stop().await;
+
+    let pool = sqlx::PgPool::connect(&cluster.url()).await.unwrap();
+    let dup: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT scheduled_at FROM scheduler_runs GROUP BY scheduled_at HAVING count(*) > 1) d",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(dup, 0, "no tick ran twice");
+    pool.close().await;
+}
+
+fn tempfile_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("scheduler-{tag}-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
