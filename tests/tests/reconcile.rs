@@ -1,0 +1,293 @@
+//! The reconciler against a real PostgreSQL: every rule of the original design.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use common::*;
+use scheduler::config::{ConfigDocument, TaskConfig};
+use scheduler::reconciler::Reconciler;
+use scheduler::store::Store;
+use scheduler::{TaskContext, task};
+use scheduler_tests::TestSchema;
+use sqlx::Row;
+
+#[task(name = "rec.a")]
+async fn rec_a(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+}
+
+#[task(name = "rec.b")]
+async fn rec_b() {}
+
+#[task(name = "rec.c")]
+async fn rec_c() {}
+
+/// Runs for 2.5 s.
+#[task(name = "busy.task")]
+async fn busy_task(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+}
+
+fn reconciler(db: &TestSchema, node: &str) -> Reconciler {
+    let store: Arc<dyn Store> = Arc::new(store(db));
+    Reconciler::new(store, tasks("rec."), chrono_tz::Tz::UTC, node)
+}
+
+fn cfg(name: &str, enabled: bool, cron: &str) -> TaskConfig {
+    TaskConfig { name: name.into(), enabled, cron: cron.into(), timezone: None }
+}
+
+#[derive(Debug, PartialEq)]
+struct Row_ {
+    name: String,
+    cron: String,
+    timezone: String,
+    enabled: bool,
+    next_run_at: Option<DateTime<Utc>>,
+    orphaned: bool,
+}
+
+async fn rows(db: &TestSchema) -> Vec<Row_> {
+    sqlx::query("SELECT name, cron, timezone, enabled, next_run_at, orphaned_since IS NOT NULL AS orphaned FROM scheduler_tasks ORDER BY name")
+        .fetch_all(&pool(db))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| Row_ {
+            name: r.get("name"),
+            cron: r.get("cron"),
+            timezone: r.get("timezone"),
+            enabled: r.get("enabled"),
+            next_run_at: r.get("next_run_at"),
+            orphaned: r.get("orphaned"),
+        })
+        .collect()
+}
+
+/// The transaction ids that last wrote each row: unchanged when nothing was written.
+async fn row_versions(db: &TestSchema) -> Vec<String> {
+    sqlx::query_scalar("SELECT name || ':' || xmin::text FROM scheduler_tasks ORDER BY name")
+        .fetch_all(&pool(db))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_reconciler_rule() {
+    scheduler_tests::init_tracing();
+    let db = TestSchema::new("rules").await;
+    migrate(&db).await;
+    let r = reconciler(&db, "n1");
+
+    // Unknown names and bad cron are refused; valid entries created, disabled ones too.
+    let report = r
+        .reconcile(&doc(vec![
+            cfg("rec.a", true, "*/5 * * * *"),
+            cfg("rec.b", false, "0 3 * * *"),
+            cfg("rec.unknown", true, "* * * * *"),
+            cfg("rec.c", true, "61 * * * *"),
+        ]))
+        .await
+        .unwrap();
+    assert_eq!(report.created, ["rec.a", "rec.b"]);
+    let refused: Vec<_> = report.refused.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(refused, ["rec.unknown", "rec.c"]);
+    let reason = &report.refused.iter().find(|(n, _)| n == "rec.c").unwrap().1;
+    assert!(reason.contains("minute"), "the refusal names the field: {reason}");
+    let state = rows(&db).await;
+    assert_eq!(state.len(), 2, "nothing created for refused entries");
+    assert!(state[0].enabled && state[0].next_run_at.is_some());
+    assert!(!state[1].enabled && state[1].next_run_at.is_none());
+
+    // An unchanged config writes nothing.
+    let before = row_versions(&db).await;
+    let report = r
+        .reconcile(&doc(vec![
+            cfg("rec.a", true, "*/5 * * * *"),
+            cfg("rec.b", false, "0 3 * * *"),
+            cfg("rec.unknown", true, "* * * * *"),
+            cfg("rec.c", true, "61 * * * *"),
+        ]))
+        .await
+        .unwrap();
+    assert!(!report.changed_anything());
+    assert_eq!(row_versions(&db).await, before, "an unchanged config wrote rows");
+
+    // A cron change updates in place and recomputes the next run; enabling computes one; the
+    // now-valid entry is created.
+    let report = r
+        .reconcile(&doc(vec![
+            cfg("rec.a", true, "0 0 1 1 *"),
+            cfg("rec.b", true, "0 3 * * *"),
+            cfg("rec.c", true, "* * * * *"),
+        ]))
+        .await
+        .unwrap();
+    assert_eq!(report.updated, ["rec.a"]);
+    assert_eq!(report.enabled, ["rec.b"]);
+    assert_eq!(report.created, ["rec.c"]);
+    let state = rows(&db).await;
+    assert_eq!(state[0].cron, "0 0 1 1 *");
+    let next_a = state[0].next_run_at.unwrap();
+    assert_eq!(next_a.format("%m-%d %H:%M").to_string(), "01-01 00:00");
+    assert!(state[1].enabled && state[1].next_run_at.is_some());
+
+    // A bad cron keeps the previous valid schedule; other entries still apply.
+    let report = r
+        .reconcile(&doc(vec![
+            cfg("rec.a", true, "0 0 31 2 *"),
+            cfg("rec.b", false, "0 3 * * *"),
+            cfg("rec.c", true, "* * * * *"),
+        ]))
+        .await
+        .unwrap();
+    assert_eq!(report.refused.len(), 1);
+    assert_eq!(report.disabled, ["rec.b"]);
+    let state = rows(&db).await;
+    assert_eq!(state[0].cron, "0 0 1 1 *", "last valid schedule kept");
+    assert_eq!(state[0].next_run_at, Some(next_a));
+    assert!(!state[1].enabled, "disabled, not deleted");
+
+    // A duplicated entry is refused entirely; the row keeps its state.
+    let report = r
+        .reconcile(&doc(vec![
+            cfg("rec.a", true, "0 0 1 1 *"),
+            cfg("rec.b", false, "0 3 * * *"),
+            cfg("rec.c", true, "*/2 * * * *"),
+            cfg("rec.c", true, "*/3 * * * *"),
+        ]))
+        .await
+        .unwrap();
+    assert_eq!(report.refused.iter().filter(|(n, _)| n == "rec.c").count(), 2);
+    assert_eq!(rows(&db).await[2].cron, "* * * * *");
+
+    // A registered task absent from the config is disabled, never deleted; a row known to
+    // neither config nor code is kept and flagged.
+    sqlx::query("INSERT INTO scheduler_tasks (name, cron, timezone, enabled) VALUES ('gone.task', '* * * * *', 'UTC', true)")
+        .execute(&pool(&db))
+        .await
+        .unwrap();
+    let report = r
+        .reconcile(&doc(vec![cfg("rec.a", true, "0 0 1 1 *"), cfg("rec.b", false, "0 3 * * *")]))
+        .await
+        .unwrap();
+    assert_eq!(report.absent, ["rec.c"]);
+    assert_eq!(report.disabled, ["rec.c"]);
+    assert_eq!(report.orphaned, ["gone.task"]);
+    let state = rows(&db).await;
+    assert_eq!(state.len(), 4, "no row deleted");
+    let ghost = state.iter().find(|r| r.name == "gone.task").unwrap();
+    assert!(ghost.orphaned && ghost.enabled);
+    assert!(!state.iter().find(|r| r.name == "rec.c").unwrap().enabled);
+
+    // Time zones are stored and applied.
+    let report = r
+        .reconcile(&ConfigDocument {
+            version: None,
+            tasks: vec![
+                TaskConfig {
+                    name: "rec.a".into(),
+                    enabled: true,
+                    cron: "0 9 * * *".into(),
+                    timezone: Some("Asia/Shanghai".into()),
+                },
+                TaskConfig {
+                    name: "rec.b".into(),
+                    enabled: true,
+                    cron: "0 9 * * *".into(),
+                    timezone: Some("Mars/Olympus".into()),
+                },
+            ],
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.updated, ["rec.a"]);
+    assert_eq!(report.refused.len(), 1);
+    let a = &rows(&db).await[0];
+    assert_eq!(a.timezone, "Asia/Shanghai");
+    assert_eq!(a.next_run_at.unwrap().format("%H:%M").to_string(), "01:00");
+    db.cleanup().await;
+}
+
+/// Two nodes holding different document versions during a rollout: the older one cannot roll
+/// the database back.
+#[tokio::test]
+async fn an_older_config_version_cannot_roll_back_a_newer_one() {
+    scheduler_tests::init_tracing();
+    let db = TestSchema::new("versions").await;
+    migrate(&db).await;
+    let new_node = reconciler(&db, "new");
+    let old_node = reconciler(&db, "old");
+    let v = |version: i64, cron: &str| ConfigDocument {
+        version: Some(version),
+        tasks: vec![cfg("rec.a", true, cron)],
+    };
+    new_node.reconcile(&v(2, "*/2 * * * *")).await.unwrap();
+    let report = old_node.reconcile(&v(1, "*/1 * * * *")).await.unwrap();
+    assert_eq!(report.stale.map(|s| (s.version, s.current)), Some((1, 2)));
+    assert_eq!(rows(&db).await[0].cron, "*/2 * * * *");
+    // Flip-flopping back and forth changes nothing.
+    for _ in 0..3 {
+        new_node.reconcile(&v(2, "*/2 * * * *")).await.unwrap();
+        old_node.reconcile(&v(1, "*/1 * * * *")).await.unwrap();
+        assert_eq!(rows(&db).await[0].cron, "*/2 * * * *");
+    }
+    let report = old_node.reconcile(&v(3, "*/3 * * * *")).await.unwrap();
+    assert_eq!(report.updated, ["rec.a"]);
+    assert_eq!(rows(&db).await[0].cron, "*/3 * * * *");
+    db.cleanup().await;
+}
+
+/// A cron changed while its handler runs: the running handler keeps its lock, no second run
+/// starts, and the new schedule applies after it finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_change_while_running_never_starts_a_second_run() {
+    scheduler_tests::init_tracing();
+    let db = TestSchema::new("cronchange").await;
+    let rec = Arc::new(recorder_new());
+    let n = start(
+        node(&db, "a", tasks("busy."))
+            .config_document(doc(vec![entry("busy.task", "* * * * * *")]))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(20), "the handler runs", || async {
+        count_runs(&db, "busy.task", "running").await == 1
+    })
+    .await;
+    let lock_before: Option<uuid::Uuid> =
+        sqlx::query_scalar("SELECT lock_token FROM scheduler_tasks").fetch_one(&pool(&db)).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(store(&db));
+    let r = Reconciler::new(store, tasks("busy."), chrono_tz::Tz::UTC, "operator");
+    let report = r.reconcile(&doc(vec![entry("busy.task", "*/3 * * * * *")])).await.unwrap();
+    assert_eq!(report.updated, ["busy.task"]);
+    let lock_after: Option<uuid::Uuid> =
+        sqlx::query_scalar("SELECT lock_token FROM scheduler_tasks").fetch_one(&pool(&db)).await.unwrap();
+    assert!(lock_before.is_some());
+    assert_eq!(lock_before, lock_after, "the lock was not touched");
+    wait_until(Duration::from_secs(30), "two more runs on the new schedule", || async {
+        count_runs(&db, "busy.task", "succeeded").await >= 3
+    })
+    .await;
+    n.stop().await;
+    assert_eq!(rec.max_overlap.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let ticks: Vec<DateTime<Utc>> = sqlx::query_scalar(
+        "SELECT scheduled_at FROM scheduler_runs ORDER BY id OFFSET 1",
+    )
+    .fetch_all(&pool(&db))
+    .await
+    .unwrap();
+    for t in ticks {
+        assert_eq!(t.timestamp() % 3, 0, "runs after the change follow */3: {t}");
+    }
+    db.cleanup().await;
+}
+
+fn recorder_new() -> Recorder {
+    Recorder::default()
+}
