@@ -77,7 +77,7 @@ impl ConfigDocument {
                     source_name,
                     format,
                     (line > 0).then_some(line),
-                    (line > 0).then_some(column),
+                    (line > 0).then_some(column.max(1)),
                     e.to_string(),
                 )
             }),
