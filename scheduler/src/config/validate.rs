@@ -101,11 +101,12 @@ pub enum RefusalReason {
         /// How many entries use the name.
         count: usize,
     },
-    /// The `timezone` is not an IANA zone.
-    #[error("invalid timezone: {0}")]
+    /// The `timezone` is not an IANA zone. (The schedule module's message names the zone.)
+    #[error("{0}")]
     InvalidTimezone(ScheduleError),
-    /// The `cron` expression was refused.
-    #[error("invalid cron expression: {0}")]
+    /// The `cron` expression was refused. (The schedule module's message names the expression
+    /// and the field.)
+    #[error("{0}")]
     InvalidSchedule(ScheduleError),
 }
 
@@ -187,9 +188,7 @@ pub fn validate(doc: &ConfigDocument, registry: &TaskRegistry, default_tz: Tz) -
                     },
                 );
             }
-            _ => validated
-                .refused
-                .extend(refusals.into_iter().map(|reason| refuse(reason))),
+            _ => validated.refused.extend(refusals.into_iter().map(refuse)),
         }
     }
 
