@@ -242,3 +242,19 @@ fn format_detection() {
         ConfigFormat::Yaml
     );
 }
+
+#[test]
+fn a_leading_byte_order_mark_is_ignored() {
+    for (text, format) in [
+        (JSON, ConfigFormat::Json),
+        (TOML, ConfigFormat::Toml),
+        (YAML, ConfigFormat::Yaml),
+    ] {
+        let with_bom = format!("\u{feff}{text}");
+        assert_eq!(
+            ConfigDocument::parse(&with_bom, format, "t").unwrap(),
+            expected()
+        );
+        assert_eq!(RawConfig::new(with_bom).parse("t").unwrap(), expected());
+    }
+}

@@ -69,7 +69,10 @@ pub struct ConfigDocument {
 
 impl ConfigDocument {
     /// Parses `text` as `format`; `source_name` (a path or redacted URL) goes into errors.
+    ///
+    /// A leading byte-order mark (as some Windows editors write) is ignored.
     pub fn parse(text: &str, format: ConfigFormat, source_name: &str) -> Result<Self, ConfigError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         match format {
             ConfigFormat::Json => serde_json::from_str(text).map_err(|e| {
                 let (line, column) = (e.line(), e.column());

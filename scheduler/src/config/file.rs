@@ -15,6 +15,9 @@ use super::{ConfigError, ConfigFormat, ConfigSource, Fetched, RawConfig};
 /// A local config file, re-read by path on every fetch.
 ///
 /// The format comes from the extension (`.json`, `.toml`, `.yaml`/`.yml`), else it is sniffed.
+/// Writers should replace the file atomically (write a temp file, rename it over); a read that
+/// races an in-place rewrite is retried when the size on disk differs from what was read, but an
+/// in-place rewrite cannot be caught in every case.
 ///
 /// ```no_run
 /// use scheduler::config::{ConfigSource, FileSource, Fetched};
@@ -72,6 +75,15 @@ impl ConfigSource for FileSource {
                 source_name: self.describe(),
                 source,
             })?;
+        // A writer that rewrites in place (no temp file + rename) can be caught mid-write, and a
+        // cut-off YAML list may still parse, minus its last tasks. When the size on disk no longer
+        // matches what was read, skip this poll and read again next time.
+        if let Ok(meta) = tokio::fs::metadata(&self.path).await
+            && meta.len() != bytes.len() as u64
+        {
+            tracing::debug!(path = %self.path.display(), "config file changed while being read; retrying next poll");
+            return Ok(Fetched::Unchanged);
+        }
         let hash: [u8; 32] = Sha256::digest(&bytes).into();
         if self.last_hash == Some(hash) {
             return Ok(Fetched::Unchanged);

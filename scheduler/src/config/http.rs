@@ -3,6 +3,7 @@
 //! Owns the request (headers, token, timeout, `If-None-Match` / `If-Modified-Since`) and the
 //! mapping of responses to [`Fetched`]. URLs are redacted before they reach a log or an error.
 
+use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -53,7 +54,6 @@ const SECRET_QUERY_HINTS: &[&str] = &[
 /// assert_eq!(source.describe(), "https://***@config.example.com/myapp/tasks.json");
 /// # Ok::<(), scheduler::config::ConfigError>(())
 /// ```
-#[derive(Debug)]
 pub struct HttpSource {
     client: reqwest::Client,
     url: Url,
@@ -66,7 +66,6 @@ pub struct HttpSource {
 }
 
 /// Builds an [`HttpSource`]; see [`HttpSource::builder`].
-#[derive(Debug)]
 #[must_use = "call `build()` to get the source"]
 pub struct HttpSourceBuilder {
     url: String,
@@ -74,6 +73,31 @@ pub struct HttpSourceBuilder {
     timeout: Duration,
     format: Option<ConfigFormat>,
     error: Option<ConfigError>,
+}
+
+// By hand: the URL may hold credentials, so only its redacted form is shown.
+impl fmt::Debug for HttpSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpSource")
+            .field("url", &self.description)
+            .field("headers", &self.headers)
+            .field("timeout", &self.timeout)
+            .field("format", &self.format)
+            .field("etag", &self.etag)
+            .field("last_modified", &self.last_modified)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for HttpSourceBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpSourceBuilder")
+            .field("url", &redact(&self.url))
+            .field("headers", &self.headers)
+            .field("timeout", &self.timeout)
+            .field("format", &self.format)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpSource {
@@ -335,6 +359,14 @@ mod tests {
             redact_url(&url),
             "https://***@h.example/x?env=prod&access_token=***&apiKey=***"
         );
+        let source = HttpSource::builder("https://u:pw@h.example/x")
+            .bearer_token("tok")
+            .build()
+            .unwrap();
+        let debug = format!("{source:?}");
+        assert!(!debug.contains("pw") && !debug.contains("tok"), "{debug}");
+        let builder = HttpSource::builder("https://u:pw@h.example/x");
+        assert!(!format!("{builder:?}").contains("pw"));
         let url = Url::parse("https://tok@h.example/").unwrap();
         assert_eq!(redact_url(&url), "https://***@h.example/");
         let url = Url::parse("http://h.example:8080/tasks.json").unwrap();

@@ -12,7 +12,7 @@ use reqwest::Url;
 use super::http::redact;
 use super::{
     ConfigError, ConfigSource, ConfigWatcher, DEFAULT_HTTP_TIMEOUT, DEFAULT_POLL_INTERVAL,
-    FileSource, HttpSource,
+    FileSource, HttpSource, MIN_POLL_INTERVAL,
 };
 
 /// Path (optionally `file://...`) or `http(s)://` URL of the config document.
@@ -106,6 +106,15 @@ impl ConfigSettings {
         let mut settings = Self::new(location.trim());
         if let Some(v) = non_empty(ENV_CONFIG_POLL_INTERVAL) {
             settings.poll_interval = parse_duration(ENV_CONFIG_POLL_INTERVAL, &v)?;
+            if settings.poll_interval < MIN_POLL_INTERVAL {
+                return Err(ConfigError::invalid_setting(
+                    ENV_CONFIG_POLL_INTERVAL,
+                    format!(
+                        "`{v}` is too short; poll at most every {}",
+                        humantime::format_duration(MIN_POLL_INTERVAL)
+                    ),
+                ));
+            }
         }
         let is_http = is_http(&settings.location);
         let http_only = |name: &'static str| {
@@ -327,6 +336,7 @@ mod tests {
         for env in [
             &[(ENV_CONFIG, "t.json"), (ENV_CONFIG_POLL_INTERVAL, "often")][..],
             &[(ENV_CONFIG, "t.json"), (ENV_CONFIG_POLL_INTERVAL, "0s")][..],
+            &[(ENV_CONFIG, "t.json"), (ENV_CONFIG_POLL_INTERVAL, "10ms")][..],
             &[(ENV_CONFIG, "t.json"), (ENV_CONFIG_TOKEN, "x")][..],
             &[(ENV_CONFIG, "http://h/t"), (ENV_CONFIG_HEADERS, "novalue")][..],
         ] {

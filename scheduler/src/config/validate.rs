@@ -30,7 +30,6 @@ use crate::schedule::{ScheduleError, ScheduleSpec, parse_timezone};
 
 /// A config document checked against the registry.
 #[derive(Debug, Clone, Default)]
-#[non_exhaustive]
 pub struct ValidatedConfig {
     /// Accepted entries, by task name.
     pub desired: BTreeMap<String, DesiredTask>,
@@ -59,7 +58,6 @@ impl ValidatedConfig {
 
 /// An accepted entry: a registered task with a valid schedule.
 #[derive(Debug, Clone)]
-#[non_exhaustive]
 pub struct DesiredTask {
     /// The registered task's name.
     pub name: String,
@@ -71,7 +69,6 @@ pub struct DesiredTask {
 
 /// A refused entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct Refusal {
     /// The entry's name, as written.
     pub name: String,
