@@ -238,10 +238,36 @@ async fn a_garbage_body_is_a_parse_error_naming_the_url() {
         other => panic!("expected a parse error, got {other:?}"),
     }
     assert!(watcher.current().is_none());
+    assert!(
+        watcher
+            .last_error()
+            .unwrap()
+            .contains("invalid JSON config")
+    );
+
+    // A 500 in between, then the server is back with the same broken text (304): the broken
+    // text is the problem again.
+    state.lock().unwrap().status = Some(StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(matches!(watcher.poll_once().await, PollOutcome::Failed(_)));
+    assert!(
+        watcher
+            .last_error()
+            .unwrap()
+            .contains("500 Internal Server Error")
+    );
+    state.lock().unwrap().status = None;
+    assert!(matches!(watcher.poll_once().await, PollOutcome::Unchanged));
+    assert!(
+        watcher
+            .last_error()
+            .unwrap()
+            .contains("invalid JSON config")
+    );
 
     // Fixed on the server: picked up, then kept over a later HTML error page.
     *state.lock().unwrap() = json_served(4);
     assert_eq!(changed_version(watcher.poll_once().await), Some(4));
+    assert_eq!(watcher.last_error(), None);
     *state.lock().unwrap() = Served {
         body: "<html><body>maintenance</body></html>".to_owned(),
         content_type: Some("text/html"),

@@ -38,7 +38,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The server answered with a status that is neither success nor `304 Not Modified`.
-    #[error("{source_name}: config server answered {status}")]
+    #[error("{source_name}: config server answered {status}{}", reason(*.status))]
     HttpStatus {
         /// The redacted URL.
         source_name: String,
@@ -69,6 +69,14 @@ pub enum ConfigError {
         /// What is wrong and what to write instead.
         message: String,
     },
+}
+
+fn reason(status: u16) -> String {
+    reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .map(|r| format!(" {r}"))
+        .unwrap_or_default()
 }
 
 fn position(line: Option<usize>, column: Option<usize>) -> String {

@@ -65,8 +65,9 @@ pub struct ConfigWatcher {
     current: Option<Arc<ConfigDocument>>,
     /// Display of the last error logged, so a persisting failure is logged once, not every poll.
     last_error: Option<String>,
-    /// The source's latest text failed to parse, so its `Unchanged` means "still broken".
-    source_text_bad: bool,
+    /// Why the source's latest text failed to parse, if it did: its `Unchanged` then means
+    /// "still broken".
+    bad_text_error: Option<String>,
 }
 
 impl std::fmt::Debug for ConfigWatcher {
@@ -89,7 +90,7 @@ impl ConfigWatcher {
             poll_interval: DEFAULT_POLL_INTERVAL,
             current: None,
             last_error: None,
-            source_text_bad: false,
+            bad_text_error: None,
         }
     }
 
@@ -115,6 +116,14 @@ impl ConfigWatcher {
         self.current.clone()
     }
 
+    /// The failure currently in effect (for a health endpoint), or `None` while the source works.
+    ///
+    /// Cleared once the source answers again and, if the last text did not parse, once a new
+    /// text parses.
+    pub fn last_error(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
     /// Fetches once and reports what happened. Never sleeps.
     pub async fn poll_once(&mut self) -> PollOutcome {
         let fetched = match self.source.fetch().await {
@@ -123,8 +132,11 @@ impl ConfigWatcher {
         };
         let raw = match fetched {
             Fetched::Unchanged => {
-                if !self.source_text_bad {
-                    self.recovered();
+                match &self.bad_text_error {
+                    None => self.recovered(),
+                    // Reachable again (if it was not), but still serving the broken text, which
+                    // was logged when it arrived.
+                    Some(error) => self.last_error = Some(error.clone()),
                 }
                 return PollOutcome::Unchanged;
             }
@@ -133,11 +145,11 @@ impl ConfigWatcher {
         let doc = match raw.parse(&self.source_name) {
             Ok(doc) => doc,
             Err(e) => {
-                self.source_text_bad = true;
+                self.bad_text_error = Some(e.to_string());
                 return self.failed(e);
             }
         };
-        self.source_text_bad = false;
+        self.bad_text_error = None;
         self.recovered();
         if self.current.as_deref() == Some(&doc) {
             tracing::debug!(
