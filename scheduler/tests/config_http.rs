@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use config_support::doc_json;
 use scheduler::config::{
@@ -90,13 +90,22 @@ async fn serve(State(state): State<Shared>, headers: HeaderMap) -> Response {
 }
 
 /// Starts a server on 127.0.0.1:0 serving `served` at `/tasks`; returns its URL and state.
+///
+/// `/moved` redirects to `/tasks`; `/elsewhere` redirects to the same server named `localhost`
+/// (another host as far as the client can tell).
 async fn start(served: Served) -> (String, Shared) {
     let state = Arc::new(Mutex::new(served));
-    let app = Router::new()
-        .route("/tasks", get(serve))
-        .with_state(state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let elsewhere = format!("http://localhost:{}/tasks", addr.port());
+    let app = Router::new()
+        .route("/tasks", get(serve))
+        .route("/moved", get(|| async { Redirect::temporary("/tasks") }))
+        .route(
+            "/elsewhere",
+            get(move || async move { Redirect::temporary(&elsewhere) }),
+        )
+        .with_state(state.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (format!("http://{addr}/tasks"), state)
 }
@@ -378,4 +387,32 @@ async fn content_type_decides_the_format() {
         panic!("first fetch returns the document");
     };
     assert_eq!(raw.format, Some(ConfigFormat::Yaml));
+}
+
+#[tokio::test]
+async fn redirects_are_followed_only_within_the_host() {
+    let (url, _state) = start(Served {
+        required: vec![("x-api-key", "k3y")],
+        ..json_served(1)
+    })
+    .await;
+    let mut moved = HttpSource::builder(url.replace("/tasks", "/moved"))
+        .header("X-Api-Key", "k3y")
+        .build()
+        .unwrap();
+    let Fetched::Changed(raw) = moved.fetch().await.unwrap() else {
+        panic!("a same-host redirect is followed");
+    };
+    assert_eq!(raw.text, doc_json(1));
+
+    let mut elsewhere = HttpSource::builder(url.replace("/tasks", "/elsewhere"))
+        .header("X-Api-Key", "k3y")
+        .build()
+        .unwrap();
+    let err = elsewhere.fetch().await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("redirect to another host (localhost) refused"),
+        "{err}"
+    );
 }

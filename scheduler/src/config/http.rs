@@ -21,6 +21,9 @@ pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 /// A body larger than this is refused rather than buffered: a task list is a few kilobytes.
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
+/// Redirects followed per request, all within the configured host.
+const MAX_REDIRECTS: usize = 5;
+
 /// Query parameters whose values are hidden in [`ConfigSource::describe`] (matched as substrings,
 /// case-insensitive).
 const SECRET_QUERY_HINTS: &[&str] = &[
@@ -40,7 +43,8 @@ const SECRET_QUERY_HINTS: &[&str] = &[
 /// back as `If-None-Match` / `If-Modified-Since`, and `304 Not Modified` means
 /// [`Fetched::Unchanged`]. Any other non-2xx status is an error naming it. The format comes from
 /// the response's `Content-Type`, else it is sniffed. Credentials in the URL (`user:pass@`) are
-/// sent as basic auth and never shown.
+/// sent as basic auth and never shown. Redirects are followed only within the same host, so
+/// headers and tokens never leave it.
 ///
 /// ```
 /// use std::time::Duration;
@@ -196,6 +200,7 @@ impl HttpSourceBuilder {
         let client = reqwest::Client::builder()
             .timeout(self.timeout)
             .connect_timeout(self.timeout)
+            .redirect(same_host_redirects())
             .build()
             .map_err(|e| {
                 ConfigError::invalid_setting("http client", error_chain(&e.without_url()))
@@ -295,6 +300,27 @@ impl HttpSource {
             ConfigError::fetch(self.describe(), error_chain(&error.without_url()))
         }
     }
+}
+
+/// Follows redirects only within the configured host: extra headers (an API key) would otherwise
+/// be sent to wherever a redirect points. reqwest drops `Authorization` across hosts, but not
+/// custom headers.
+fn same_host_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let origin = attempt.previous().first().and_then(Url::host_str);
+        let target = attempt.url().host_str();
+        if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else if target != origin {
+            let message = format!(
+                "redirect to another host ({}) refused; configure the final URL instead",
+                target.unwrap_or("none")
+            );
+            attempt.error(message)
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// `error: cause: cause`, since reqwest's own message is often just "error sending request".
