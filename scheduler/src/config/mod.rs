@@ -1,49 +1,60 @@
-//! Task config: the desired state (which registered tasks run, on what schedule), its formats and
-//! its sources. (Stub: the Config issue fills this in; the signatures below are the contract.)
+//! Task config: the desired state (which registered tasks run, on what schedule), its document
+//! formats, the sources it is fetched from, the watcher that keeps the last good document, and the
+//! validation shared by the reconciler and `check-config`.
+//!
+//! Only *which* tasks run and *when* is configurable here. Handlers, concurrency, lock times and
+//! business parameters live in code and are deliberately not part of the document. This module
+//! never touches the database or the engine: it hands out [`ConfigDocument`]s and
+//! [`ValidatedConfig`]s, and the reconciler decides what to do with them.
+//!
+//! # The document
+//!
+//! ```json
+//! {
+//!   "version": 42,
+//!   "tasks": [
+//!     {"name": "syncAdvertiserReport", "enabled": true, "cron": "0 */5 * * * *", "timezone": "Asia/Shanghai"}
+//!   ]
+//! }
+//! ```
+//!
+//! The same shape is accepted as TOML (`[[tasks]]`) and YAML; see [`ConfigFormat`]. Unknown fields
+//! are refused by name, so a typo such as `enable` can never silently mean "disabled".
+//!
+//! # Sources and environment
+//!
+//! A [`ConfigSource`] fetches the raw text: [`FileSource`] (a local file, also behind Kubernetes
+//! ConfigMap symlinks), [`HttpSource`] (conditional GETs), or your own config centre (implement the
+//! trait; see `examples/custom_source.rs`). [`ConfigSettings::from_env`] reads the environment
+//! contract:
+//!
+//! | variable | meaning |
+//! | --- | --- |
+//! | `SCHEDULER_CONFIG` | path (optionally `file://`) or `http(s)://` URL of the document |
+//! | `SCHEDULER_CONFIG_POLL_INTERVAL` | how often to poll, humantime (`1s`, `500ms`, `2m`); default 10 s |
+//! | `SCHEDULER_CONFIG_TOKEN` | HTTP only: sent as `Authorization: Bearer <token>` |
+//! | `SCHEDULER_CONFIG_HEADERS` | HTTP only: extra headers, `Name=value` pairs separated by commas, values percent-encoded (the `OTEL_EXPORTER_OTLP_HEADERS` convention) |
+//! | `SCHEDULER_CONFIG_TIMEOUT` | HTTP only: request timeout, humantime; default 10 s |
 
-use serde::Deserialize;
-
-/// One entry of the config document.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TaskConfig {
-    /// The registered task's name.
-    pub name: String,
-    /// Whether the task should be scheduled.
-    pub enabled: bool,
-    /// The cron expression.
-    pub cron: String,
-    /// IANA zone; the scheduler's default zone when absent.
-    #[serde(default)]
-    pub timezone: Option<String>,
-}
-
-/// The whole config document: `{"tasks":[...]}`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct ConfigDocument {
-    /// Optional monotonically increasing revision of the document.
-    #[serde(default)]
-    pub version: Option<i64>,
-    /// The task entries.
-    pub tasks: Vec<TaskConfig>,
-}
-
-/// The config could not be read or parsed.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct ConfigError {
-    message: String,
-}
-
-impl ConfigDocument {
-    /// Parses a JSON document.
-    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
-        serde_json::from_str(text).map_err(|e| ConfigError {
-            message: e.to_string(),
-        })
-    }
-}
-
+mod check;
+mod document;
+mod error;
+mod file;
+mod http;
+mod settings;
+mod source;
 mod validate;
+mod watcher;
+
+pub use check::{CheckProblem, CheckReport, CheckedTask, check_config, check_config_text};
+pub use document::{ConfigDocument, ConfigFormat, TaskConfig};
+pub use error::ConfigError;
+pub use file::FileSource;
+pub use http::{DEFAULT_HTTP_TIMEOUT, HttpSource, HttpSourceBuilder};
+pub use settings::{
+    ConfigSettings, ENV_CONFIG, ENV_CONFIG_HEADERS, ENV_CONFIG_POLL_INTERVAL, ENV_CONFIG_TIMEOUT,
+    ENV_CONFIG_TOKEN, source_from_location,
+};
+pub use source::{ConfigSource, Fetched, RawConfig};
 pub use validate::{DesiredTask, Refusal, RefusalReason, ValidatedConfig, validate};
+pub use watcher::{ConfigWatcher, DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, PollOutcome};

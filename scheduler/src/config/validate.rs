@@ -1,94 +1,210 @@
-//! (Stub until the config branch lands.) Validation shared by the reconciler and check-config.
+//! Validation of a [`ConfigDocument`] against the [`TaskRegistry`], shared by the reconciler and
+//! `check-config`.
+//!
+//! Pure: no I/O, no database, no clock. Every entry is either accepted into
+//! [`ValidatedConfig::desired`] with a compiled [`ScheduleSpec`], or refused with a reason.
+//!
+//! Rules:
+//! - a name that is empty or has surrounding whitespace or control characters is refused
+//!   ([`RefusalReason::InvalidName`]);
+//! - a name listed more than once is refused entirely, every entry of it, with one
+//!   [`RefusalReason::DuplicateEntry`] (which entry was meant is a guess we do not make);
+//! - a name with no registered task is refused ([`RefusalReason::UnknownTask`]): nothing is created;
+//! - an invalid zone or cron expression is refused, **also for a disabled entry**: enabling it
+//!   later must not be the moment the mistake surfaces;
+//! - registered tasks the document does not mention are listed in
+//!   [`absent`](ValidatedConfig::absent). Refused names are not "absent": the reconciler keeps
+//!   their last valid state.
+//!
+//! An entry with several problems (unknown name *and* bad cron) gets one [`Refusal`] per problem,
+//! so `check-config` shows them all at once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use chrono_tz::Tz;
 
 use super::ConfigDocument;
 use crate::TaskRegistry;
-use crate::schedule::{ScheduleError, ScheduleSpec};
+use crate::schedule::{ScheduleError, ScheduleSpec, parse_timezone};
 
-/// A valid entry.
-#[derive(Debug, Clone)]
-pub struct DesiredTask {
-    /// Name.
-    pub name: String,
-    /// Enabled.
-    pub enabled: bool,
-    /// Parsed schedule.
-    pub schedule: ScheduleSpec,
-}
-
-/// Why an entry was refused.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum RefusalReason {
-    /// Not registered.
-    #[error("no task named so is registered in this binary")]
-    UnknownTask,
-    /// Bad cron or zone.
-    #[error("{0}")]
-    InvalidSchedule(ScheduleError),
-    /// Several entries.
-    #[error("the task appears {count} times in the config")]
-    DuplicateEntry {
-        /// How many.
-        count: usize,
-    },
-}
-
-/// A refused entry.
-#[derive(Debug, Clone)]
-pub struct Refusal {
-    /// Name.
-    pub name: String,
-    /// Why.
-    pub reason: RefusalReason,
-}
-
-/// The validated config.
+/// A config document checked against the registry.
 #[derive(Debug, Clone, Default)]
 pub struct ValidatedConfig {
-    /// Valid entries by name.
+    /// Accepted entries, by task name.
     pub desired: BTreeMap<String, DesiredTask>,
-    /// Refused entries.
+    /// Refused entries, in document order (one per problem; a name may appear more than once).
     pub refused: Vec<Refusal>,
-    /// Registered tasks absent from the document.
+    /// Registered tasks the document does not mention at all, by name.
     pub absent: Vec<String>,
 }
 
-/// Validates a document against the registry.
-pub fn validate(doc: &ConfigDocument, registry: &TaskRegistry, default_tz: Tz) -> ValidatedConfig {
-    let mut out = ValidatedConfig::default();
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for t in &doc.tasks {
-        *counts.entry(&t.name).or_default() += 1;
+impl ValidatedConfig {
+    /// Whether every entry was accepted (absent tasks do not count as problems).
+    pub fn is_clean(&self) -> bool {
+        self.refused.is_empty()
     }
-    for t in &doc.tasks {
-        let count = counts[t.name.as_str()];
-        let reason = if count > 1 {
-            Some(RefusalReason::DuplicateEntry { count })
-        } else if !registry.contains(&t.name) {
-            Some(RefusalReason::UnknownTask)
-        } else {
-            let spec = match &t.timezone {
-                Some(tz) => ScheduleSpec::parse(&t.cron, tz),
-                None => ScheduleSpec::new(&t.cron, default_tz),
-            };
-            match spec {
-                Ok(schedule) => {
-                    out.desired.insert(
-                        t.name.clone(),
-                        DesiredTask { name: t.name.clone(), enabled: t.enabled, schedule },
-                    );
+
+    /// Whether an entry named `name` was refused.
+    pub fn is_refused(&self, name: &str) -> bool {
+        self.refused.iter().any(|r| r.name == name)
+    }
+
+    /// The distinct names of refused entries.
+    pub fn refused_names(&self) -> BTreeSet<&str> {
+        self.refused.iter().map(|r| r.name.as_str()).collect()
+    }
+}
+
+/// An accepted entry: a registered task with a valid schedule.
+#[derive(Debug, Clone)]
+pub struct DesiredTask {
+    /// The registered task's name.
+    pub name: String,
+    /// Whether the task should be scheduled.
+    pub enabled: bool,
+    /// The cron expression compiled in the entry's zone (or the default zone).
+    pub schedule: ScheduleSpec,
+}
+
+/// A refused entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The entry's name, as written.
+    pub name: String,
+    /// Why it was refused.
+    pub reason: RefusalReason,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task `{}`: {}", self.name, self.reason)
+    }
+}
+
+/// Why an entry was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefusalReason {
+    /// No task with this name is registered in the binary.
+    #[error("no task with this name is registered; check the spelling or the deployed version")]
+    UnknownTask,
+    /// The name is unusable.
+    #[error("invalid task name: {0}")]
+    InvalidName(&'static str),
+    /// The name is listed more than once.
+    #[error("listed {count} times; keep exactly one entry (all are ignored until then)")]
+    DuplicateEntry {
+        /// How many entries use the name.
+        count: usize,
+    },
+    /// The `timezone` is not an IANA zone. (The schedule module's message names the zone.)
+    #[error("{0}")]
+    InvalidTimezone(ScheduleError),
+    /// The `cron` expression was refused. (The schedule module's message names the expression
+    /// and the field.)
+    #[error("{0}")]
+    InvalidSchedule(ScheduleError),
+}
+
+/// Checks `doc` against `registry`; entries without a `timezone` use `default_tz`.
+///
+/// ```
+/// use scheduler::config::{ConfigDocument, RefusalReason, validate};
+/// use scheduler::TaskRegistry;
+///
+/// let doc = ConfigDocument::from_json(
+///     r#"{"tasks":[{"name":"notRegistered","enabled":true,"cron":"0 * * * * *"}]}"#,
+/// )?;
+/// let validated = validate(&doc, &TaskRegistry::default(), chrono_tz::UTC);
+/// assert!(validated.desired.is_empty());
+/// assert_eq!(validated.refused[0].reason, RefusalReason::UnknownTask);
+/// # Ok::<(), scheduler::config::ConfigError>(())
+/// ```
+pub fn validate(doc: &ConfigDocument, registry: &TaskRegistry, default_tz: Tz) -> ValidatedConfig {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for entry in &doc.tasks {
+        *counts.entry(entry.name.as_str()).or_default() += 1;
+    }
+
+    let mut validated = ValidatedConfig::default();
+    let mut reported_duplicates = BTreeSet::new();
+    for entry in &doc.tasks {
+        let name = entry.name.as_str();
+        let refuse = |reason| Refusal {
+            name: name.to_owned(),
+            reason,
+        };
+        if let Some(problem) = name_problem(name) {
+            validated
+                .refused
+                .push(refuse(RefusalReason::InvalidName(problem)));
+            continue;
+        }
+        let count = counts[name];
+        if count > 1 {
+            if reported_duplicates.insert(name) {
+                validated
+                    .refused
+                    .push(refuse(RefusalReason::DuplicateEntry { count }));
+            }
+            continue;
+        }
+
+        let mut refusals = Vec::new();
+        if !registry.contains(name) {
+            refusals.push(RefusalReason::UnknownTask);
+        }
+        let zone = match &entry.timezone {
+            None => Some(default_tz),
+            Some(zone) => match parse_timezone(zone) {
+                Ok(zone) => Some(zone),
+                Err(e) => {
+                    refusals.push(RefusalReason::InvalidTimezone(e));
                     None
                 }
-                Err(e) => Some(RefusalReason::InvalidSchedule(e)),
+            },
+        };
+        // With a bad zone, still compile the cron (in the default zone) so both problems show.
+        let schedule = ScheduleSpec::new(&entry.cron, zone.unwrap_or(default_tz));
+        let schedule = match schedule {
+            Ok(schedule) => Some(schedule),
+            Err(e) => {
+                refusals.push(RefusalReason::InvalidSchedule(e));
+                None
             }
         };
-        if let Some(reason) = reason {
-            out.refused.push(Refusal { name: t.name.clone(), reason });
+        match (refusals.is_empty(), zone, schedule) {
+            (true, Some(_), Some(schedule)) => {
+                validated.desired.insert(
+                    name.to_owned(),
+                    DesiredTask {
+                        name: name.to_owned(),
+                        enabled: entry.enabled,
+                        schedule,
+                    },
+                );
+            }
+            _ => validated.refused.extend(refusals.into_iter().map(refuse)),
         }
     }
-    out.absent = registry.names().filter(|n| !counts.contains_key(n)).map(str::to_owned).collect();
-    out
+
+    validated.absent = registry
+        .names()
+        .filter(|name| !counts.contains_key(name))
+        .map(str::to_owned)
+        .collect();
+    validated
+}
+
+fn name_problem(name: &str) -> Option<&'static str> {
+    if name.trim().is_empty() {
+        Some("the name is empty")
+    } else if name.trim() != name {
+        Some("the name has leading or trailing whitespace")
+    } else if name.chars().any(char::is_control) {
+        Some("the name contains control characters")
+    } else {
+        None
+    }
 }

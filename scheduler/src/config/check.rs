@@ -1,0 +1,238 @@
+//! `check-config`: validates a config file for operators' CI, without any database.
+//!
+//! Lists every problem at once (parse errors, refusals) and, for each accepted task, its zone,
+//! enabled flag and next three fire times. The CLI wiring (`myapp check-config tasks.json`,
+//! non-zero exit unless [`CheckReport::is_ok`]) lives in `cli.rs`, not here.
+
+use std::fmt;
+use std::path::Path;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
+
+use super::{ConfigDocument, ConfigError, ConfigFormat, Refusal, validate};
+use crate::TaskRegistry;
+
+/// How many upcoming fire times the report shows per task.
+const FIRE_TIMES_SHOWN: usize = 3;
+
+/// The result of [`check_config`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct CheckReport {
+    /// The file checked.
+    pub source: String,
+    /// The document's `version`, if it parsed and has one.
+    pub version: Option<i64>,
+    /// Every problem found; empty means the config is fine.
+    pub problems: Vec<CheckProblem>,
+    /// The accepted tasks, by name.
+    pub tasks: Vec<CheckedTask>,
+    /// Registered tasks the document does not mention (not scheduled; a warning, not a problem).
+    pub absent: Vec<String>,
+}
+
+/// One problem found by [`check_config`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CheckProblem {
+    /// The file could not be read or parsed; nothing else was checked.
+    Unreadable(ConfigError),
+    /// An entry was refused.
+    Refused(Refusal),
+}
+
+impl fmt::Display for CheckProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unreadable(e) => write!(f, "{e}"),
+            Self::Refused(r) => write!(f, "{r}"),
+        }
+    }
+}
+
+/// An accepted task in a [`CheckReport`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CheckedTask {
+    /// The task name.
+    pub name: String,
+    /// Whether it is enabled.
+    pub enabled: bool,
+    /// The cron expression as written.
+    pub cron: String,
+    /// The zone it is read in (the entry's, or the default).
+    pub timezone: Tz,
+    /// The next fire times after `now`, in UTC (fewer than three if the schedule ends).
+    pub next_fire_times: Vec<DateTime<Utc>>,
+}
+
+impl CheckReport {
+    /// Whether no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Checks the config file at `path`: format by extension (else sniffed), then parsing, then
+/// [`validate`] against `registry`. Fire times are computed after `now`.
+///
+/// ```no_run
+/// use scheduler::TaskRegistry;
+/// use scheduler::config::check_config;
+///
+/// let registry = TaskRegistry::collect().expect("no duplicate task names");
+/// let report = check_config("tasks.json", &registry, chrono_tz::UTC, chrono::Utc::now());
+/// print!("{report}");
+/// std::process::exit(if report.is_ok() { 0 } else { 1 });
+/// ```
+pub fn check_config(
+    path: impl AsRef<Path>,
+    registry: &TaskRegistry,
+    default_tz: Tz,
+    now: DateTime<Utc>,
+) -> CheckReport {
+    let path = path.as_ref();
+    let source_name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => check_config_text(
+            &text,
+            ConfigFormat::from_path(path),
+            &source_name,
+            registry,
+            default_tz,
+            now,
+        ),
+        Err(source) => CheckReport {
+            source: source_name.clone(),
+            version: None,
+            problems: vec![CheckProblem::Unreadable(ConfigError::Io {
+                source_name,
+                source,
+            })],
+            tasks: Vec::new(),
+            absent: Vec::new(),
+        },
+    }
+}
+
+/// Like [`check_config`], for text already in memory; `format` `None` means sniffed.
+///
+/// ```
+/// use scheduler::TaskRegistry;
+/// use scheduler::config::{ConfigFormat, check_config_text};
+///
+/// let report = check_config_text(
+///     "[[tasks]]\nname = \"gone\"\nenabled = true\ncron = \"0 0 * * * *\"\n",
+///     Some(ConfigFormat::Toml),
+///     "tasks.toml",
+///     &TaskRegistry::default(),
+///     chrono_tz::UTC,
+///     chrono::Utc::now(),
+/// );
+/// assert!(!report.is_ok());
+/// assert!(report.to_string().contains("task `gone`: no task with this name is registered"));
+/// ```
+pub fn check_config_text(
+    text: &str,
+    format: Option<ConfigFormat>,
+    source_name: &str,
+    registry: &TaskRegistry,
+    default_tz: Tz,
+    now: DateTime<Utc>,
+) -> CheckReport {
+    let mut report = CheckReport {
+        source: source_name.to_owned(),
+        version: None,
+        problems: Vec::new(),
+        tasks: Vec::new(),
+        absent: Vec::new(),
+    };
+    let format = format.unwrap_or_else(|| ConfigFormat::sniff(text));
+    let doc = match ConfigDocument::parse(text, format, source_name) {
+        Ok(doc) => doc,
+        Err(e) => {
+            report.problems.push(CheckProblem::Unreadable(e));
+            return report;
+        }
+    };
+    report.version = doc.version;
+    let validated = validate(&doc, registry, default_tz);
+    report.problems = validated
+        .refused
+        .into_iter()
+        .map(CheckProblem::Refused)
+        .collect();
+    report.tasks = validated
+        .desired
+        .into_values()
+        .map(|task| CheckedTask {
+            next_fire_times: task
+                .schedule
+                .iter_after(now)
+                .take(FIRE_TIMES_SHOWN)
+                .collect(),
+            cron: task.schedule.expression().to_owned(),
+            timezone: task.schedule.timezone(),
+            enabled: task.enabled,
+            name: task.name,
+        })
+        .collect();
+    report.absent = validated.absent;
+    report
+}
+
+impl fmt::Display for CheckReport {
+    /// A listing for humans: a summary line, the problems, the accepted tasks with their next
+    /// fire times, then registered tasks the document does not mention.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let version = self
+            .version
+            .map(|v| format!(" (version {v})"))
+            .unwrap_or_default();
+        match self.problems.len() {
+            0 => writeln!(
+                f,
+                "{}{version}: ok, {} task(s)",
+                self.source,
+                self.tasks.len()
+            )?,
+            n => writeln!(
+                f,
+                "{}{version}: {n} problem(s), {} valid task(s)",
+                self.source,
+                self.tasks.len()
+            )?,
+        }
+        for problem in &self.problems {
+            writeln!(f, "  error: {problem}")?;
+        }
+        for task in &self.tasks {
+            writeln!(
+                f,
+                "  task `{}`: {}, cron `{}`, zone {}",
+                task.name,
+                if task.enabled { "enabled" } else { "disabled" },
+                task.cron,
+                task.timezone,
+            )?;
+            if task.next_fire_times.is_empty() {
+                writeln!(f, "    never fires after now")?;
+            }
+            for at in &task.next_fire_times {
+                writeln!(
+                    f,
+                    "    next: {}",
+                    at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+                )?;
+            }
+        }
+        for name in &self.absent {
+            writeln!(
+                f,
+                "  warning: registered task `{name}` is not in the config and will not be scheduled"
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,344 @@
+//! The config document and its formats: JSON, TOML and YAML, parsed into one shape.
+//!
+//! This file owns parsing and format detection only. It does not check task names, cron
+//! expressions or zones against anything; that is [`validate`](super::validate)'s job.
+
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+
+/// One entry of the config document.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskConfig {
+    /// The registered task's name.
+    pub name: String,
+    /// Whether the task should be scheduled.
+    pub enabled: bool,
+    /// The cron expression.
+    pub cron: String,
+    /// IANA zone; the scheduler's default zone when absent.
+    #[serde(default)]
+    pub timezone: Option<String>,
+}
+
+/// The whole config document: `{"tasks":[...]}`.
+///
+/// `tasks` is required (an empty or truncated file must not read as "run nothing"); write
+/// `"tasks": []` to schedule nothing on purpose.
+///
+/// ```
+/// use scheduler::config::{ConfigDocument, ConfigFormat};
+///
+/// let yaml = "
+/// version: 7
+/// tasks:
+///   - name: syncAdvertiserReport
+///     enabled: true
+///     cron: 0 */5 * * * *
+///     timezone: Asia/Shanghai
+/// ";
+/// let doc = ConfigDocument::parse(yaml, ConfigFormat::Yaml, "tasks.yaml")?;
+/// assert_eq!(doc.version, Some(7));
+/// assert_eq!(doc.tasks[0].cron, "0 */5 * * * *");
+///
+/// // A typo is refused by name, with its position.
+/// let err = ConfigDocument::parse(
+///     r#"{"tasks":[{"name":"a","enable":true,"cron":"* * * * * *"}]}"#,
+///     ConfigFormat::Json,
+///     "tasks.json",
+/// )
+/// .unwrap_err();
+/// assert!(err.to_string().contains("unknown field `enable`"), "{err}");
+/// assert!(err.to_string().contains("tasks.json"), "{err}");
+/// # Ok::<(), scheduler::config::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigDocument {
+    /// Optional monotonically increasing revision of the document.
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// The task entries.
+    pub tasks: Vec<TaskConfig>,
+}
+
+impl ConfigDocument {
+    /// Parses `text` as `format`; `source_name` (a path or redacted URL) goes into errors.
+    ///
+    /// A leading byte-order mark (as some Windows editors write) is ignored.
+    pub fn parse(text: &str, format: ConfigFormat, source_name: &str) -> Result<Self, ConfigError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        match format {
+            ConfigFormat::Json => serde_json::from_str(text).map_err(|e| {
+                let (line, column) = (e.line(), e.column());
+                parse_error(
+                    source_name,
+                    format,
+                    (line > 0).then_some(line),
+                    (line > 0).then_some(column.max(1)),
+                    e.to_string(),
+                )
+            }),
+            ConfigFormat::Toml => toml::from_str(text).map_err(|e| {
+                let (line, column) = match e.span() {
+                    Some(span) => {
+                        let (line, column) = line_column(text, span.start);
+                        (Some(line), Some(column))
+                    }
+                    None => (None, None),
+                };
+                parse_error(
+                    source_name,
+                    format,
+                    line,
+                    column,
+                    e.message().trim().to_owned(),
+                )
+            }),
+            ConfigFormat::Yaml => serde_norway::from_str(text).map_err(|e| {
+                let location = e.location();
+                parse_error(
+                    source_name,
+                    format,
+                    location.as_ref().map(|l| l.line()),
+                    location.as_ref().map(|l| l.column()),
+                    e.to_string(),
+                )
+            }),
+        }
+    }
+
+    /// Parses `text`, detecting its format from the content (see [`ConfigFormat::sniff`]).
+    pub fn parse_detected(text: &str, source_name: &str) -> Result<Self, ConfigError> {
+        Self::parse(text, ConfigFormat::sniff(text), source_name)
+    }
+
+    /// Parses a JSON document.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        Self::parse(text, ConfigFormat::Json, "<json>")
+    }
+}
+
+fn parse_error(
+    source_name: &str,
+    format: ConfigFormat,
+    line: Option<usize>,
+    column: Option<usize>,
+    message: String,
+) -> ConfigError {
+    // serde_json and serde_norway append " at line L column C" to their messages; the position
+    // is reported in its own fields, so drop the duplicate.
+    let message = match (line, column) {
+        (Some(line), Some(column)) => {
+            message.replacen(&format!(" at line {line} column {column}"), "", 1)
+        }
+        _ => message,
+    };
+    ConfigError::Parse {
+        source_name: source_name.to_owned(),
+        format,
+        line,
+        column,
+        message,
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+/// A config document's format.
+///
+/// Chosen, in order, by an explicit setting, the file extension ([`from_path`](Self::from_path))
+/// or the HTTP `Content-Type` ([`from_content_type`](Self::from_content_type)), and otherwise
+/// sniffed from the text ([`sniff`](Self::sniff)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConfigFormat {
+    /// JSON.
+    Json,
+    /// TOML, tasks as `[[tasks]]` tables.
+    Toml,
+    /// YAML (one document).
+    Yaml,
+}
+
+impl ConfigFormat {
+    /// The format named by a path's extension: `.json`, `.toml`, `.yaml` or `.yml`
+    /// (case-insensitive).
+    ///
+    /// ```
+    /// use scheduler::config::ConfigFormat;
+    /// assert_eq!(ConfigFormat::from_path("/etc/app/tasks.YML"), Some(ConfigFormat::Yaml));
+    /// assert_eq!(ConfigFormat::from_path("tasks.conf"), None);
+    /// ```
+    pub fn from_path(path: impl AsRef<Path>) -> Option<Self> {
+        let ext = path.as_ref().extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "json" => Some(Self::Json),
+            "toml" => Some(Self::Toml),
+            "yaml" | "yml" => Some(Self::Yaml),
+            _ => None,
+        }
+    }
+
+    /// The format named by an HTTP `Content-Type`, ignoring parameters such as `charset`.
+    ///
+    /// Generic types (`text/plain`, `application/octet-stream`) name no format.
+    ///
+    /// ```
+    /// use scheduler::config::ConfigFormat;
+    /// assert_eq!(
+    ///     ConfigFormat::from_content_type("application/json; charset=utf-8"),
+    ///     Some(ConfigFormat::Json)
+    /// );
+    /// assert_eq!(ConfigFormat::from_content_type("application/x-yaml"), Some(ConfigFormat::Yaml));
+    /// assert_eq!(ConfigFormat::from_content_type("text/plain"), None);
+    /// ```
+    pub fn from_content_type(content_type: &str) -> Option<Self> {
+        let essence = content_type
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        let (kind, subtype) = essence.split_once('/')?;
+        if !matches!(kind, "application" | "text") {
+            return None;
+        }
+        let subtype = subtype.strip_prefix("x-").unwrap_or(subtype);
+        // Structured-syntax suffixes: application/vnd.company.tasks+json.
+        let subtype = subtype
+            .rsplit_once('+')
+            .map_or(subtype, |(_, suffix)| suffix);
+        match subtype {
+            "json" => Some(Self::Json),
+            "toml" => Some(Self::Toml),
+            "yaml" | "yml" => Some(Self::Yaml),
+            _ => None,
+        }
+    }
+
+    /// Guesses the format from the text: a leading `{` is JSON; a table header (`[tasks]`,
+    /// `[[tasks]]`) or a `key = value` line is TOML; anything else is YAML. Blank lines, `#`
+    /// comments and a byte-order mark are skipped first.
+    ///
+    /// ```
+    /// use scheduler::config::ConfigFormat;
+    /// assert_eq!(ConfigFormat::sniff(r#"  {"tasks": []}"#), ConfigFormat::Json);
+    /// assert_eq!(ConfigFormat::sniff("# tasks\nversion = 3\n[[tasks]]\n"), ConfigFormat::Toml);
+    /// assert_eq!(ConfigFormat::sniff("tasks:\n  - name: a\n"), ConfigFormat::Yaml);
+    /// ```
+    pub fn sniff(text: &str) -> Self {
+        let text = text.trim_start_matches('\u{feff}');
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty() && !line.starts_with('#'));
+        let Some(first) = first else {
+            return Self::Yaml;
+        };
+        if first.starts_with('{') {
+            return Self::Json;
+        }
+        if first.starts_with('[') {
+            return Self::Toml;
+        }
+        let is_toml_key_value = first.split_once('=').is_some_and(|(key, _)| {
+            let key = key.trim();
+            !key.is_empty()
+                && !key.contains(':')
+                && key.chars().all(|c| {
+                    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"' | '\'' | ' ')
+                })
+        });
+        if is_toml_key_value {
+            Self::Toml
+        } else {
+            Self::Yaml
+        }
+    }
+
+    /// The lowercase name: `json`, `toml` or `yaml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Json => "json",
+            Self::Toml => "toml",
+            Self::Yaml => "yaml",
+        }
+    }
+}
+
+impl fmt::Display for ConfigFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str().to_uppercase().as_str())
+    }
+}
+
+impl FromStr for ConfigFormat {
+    type Err = ConfigError;
+
+    /// Accepts `json`, `toml`, `yaml` or `yml`, case-insensitive.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "json" => Ok(Self::Json),
+            "toml" => Ok(Self::Toml),
+            "yaml" | "yml" => Ok(Self::Yaml),
+            _ => Err(ConfigError::invalid_setting(
+                "format",
+                format!("unknown config format `{s}`; write `json`, `toml` or `yaml`"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_column_counts_characters_from_one() {
+        let text = "ab\ncdé\nf";
+        assert_eq!(line_column(text, 0), (1, 1));
+        assert_eq!(line_column(text, 3), (2, 1));
+        assert_eq!(line_column(text, text.find('f').unwrap()), (3, 1));
+        assert_eq!(line_column(text, "ab\ncdé".len()), (2, 4));
+    }
+
+    #[test]
+    fn sniff_does_not_mistake_yaml_with_equals_for_toml() {
+        assert_eq!(
+            ConfigFormat::sniff("tasks: # a = b\n  - name: x\n"),
+            ConfigFormat::Yaml
+        );
+        assert_eq!(ConfigFormat::sniff("---\ntasks: []\n"), ConfigFormat::Yaml);
+        assert_eq!(
+            ConfigFormat::sniff("\u{feff}\n\n{\"tasks\":[]}"),
+            ConfigFormat::Json
+        );
+    }
+
+    #[test]
+    fn content_type_suffixes_and_x_prefix() {
+        assert_eq!(
+            ConfigFormat::from_content_type("application/vnd.acme.tasks+json"),
+            Some(ConfigFormat::Json)
+        );
+        assert_eq!(
+            ConfigFormat::from_content_type("text/x-toml"),
+            Some(ConfigFormat::Toml)
+        );
+        assert_eq!(ConfigFormat::from_content_type("image/json"), None);
+        assert_eq!(ConfigFormat::from_content_type(""), None);
+    }
+}

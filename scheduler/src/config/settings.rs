@@ -1,0 +1,366 @@
+//! Where the config lives and how often to poll it: the environment contract and
+//! [`source_from_location`].
+//!
+//! This file only turns strings into sources and durations; it starts nothing.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reqwest::Url;
+
+use super::http::redact;
+use super::{
+    ConfigError, ConfigSource, ConfigWatcher, DEFAULT_HTTP_TIMEOUT, DEFAULT_POLL_INTERVAL,
+    FileSource, HttpSource, MIN_POLL_INTERVAL,
+};
+
+/// Path (optionally `file://...`) or `http(s)://` URL of the config document.
+pub const ENV_CONFIG: &str = "SCHEDULER_CONFIG";
+/// How often the config is polled, in humantime (`1s`, `500ms`, `2m`). Default 10 s.
+pub const ENV_CONFIG_POLL_INTERVAL: &str = "SCHEDULER_CONFIG_POLL_INTERVAL";
+/// HTTP only: a token sent as `Authorization: Bearer <token>`.
+pub const ENV_CONFIG_TOKEN: &str = "SCHEDULER_CONFIG_TOKEN";
+/// HTTP only: extra request headers as comma-separated `Name=value` pairs with percent-encoded
+/// values (`X-Env=prod,X-Api-Key=abc%2Cdef`), the `OTEL_EXPORTER_OTLP_HEADERS` convention.
+pub const ENV_CONFIG_HEADERS: &str = "SCHEDULER_CONFIG_HEADERS";
+/// HTTP only: request timeout in humantime. Default 10 s.
+pub const ENV_CONFIG_TIMEOUT: &str = "SCHEDULER_CONFIG_TIMEOUT";
+
+/// Where the config lives and how it is polled, usually read from the environment.
+///
+/// ```
+/// use std::time::Duration;
+/// use scheduler::config::ConfigSettings;
+///
+/// let env = [
+///     ("SCHEDULER_CONFIG", "https://config.example.com/myapp/tasks.json"),
+///     ("SCHEDULER_CONFIG_POLL_INTERVAL", "1s"),
+///     ("SCHEDULER_CONFIG_TOKEN", "t0ken"),
+/// ];
+/// let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string());
+/// let settings = ConfigSettings::from_lookup(lookup)?.expect("SCHEDULER_CONFIG is set");
+/// assert_eq!(settings.poll_interval, Duration::from_secs(1));
+/// let source = settings.source()?;
+/// assert_eq!(source.describe(), "https://config.example.com/myapp/tasks.json");
+/// assert!(!format!("{settings:?}").contains("t0ken"));
+/// # Ok::<(), scheduler::config::ConfigError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigSettings {
+    /// Path or URL, as accepted by [`source_from_location`].
+    pub location: String,
+    /// How often to poll. Default [`DEFAULT_POLL_INTERVAL`].
+    pub poll_interval: Duration,
+    /// HTTP request timeout. Default [`DEFAULT_HTTP_TIMEOUT`].
+    pub http_timeout: Duration,
+    /// Extra HTTP headers.
+    pub headers: Vec<(String, String)>,
+    /// HTTP bearer token.
+    pub token: Option<String>,
+}
+
+impl fmt::Debug for ConfigSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConfigSettings")
+            .field("location", &redact(&self.location))
+            .field("poll_interval", &self.poll_interval)
+            .field("http_timeout", &self.http_timeout)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+impl ConfigSettings {
+    /// Settings for `location` with every default.
+    pub fn new(location: impl Into<String>) -> Self {
+        Self {
+            location: location.into(),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            http_timeout: DEFAULT_HTTP_TIMEOUT,
+            headers: Vec::new(),
+            token: None,
+        }
+    }
+
+    /// Reads the `SCHEDULER_CONFIG*` variables ([`ENV_CONFIG`] and friends). `Ok(None)` when
+    /// `SCHEDULER_CONFIG` is unset or empty.
+    pub fn from_env() -> Result<Option<Self>, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), reading variables through `lookup` (for tests, or
+    /// another prefix).
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Self>, ConfigError> {
+        let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let Some(location) = non_empty(ENV_CONFIG) else {
+            return Ok(None);
+        };
+        let mut settings = Self::new(location.trim());
+        if let Some(v) = non_empty(ENV_CONFIG_POLL_INTERVAL) {
+            settings.poll_interval = parse_duration(ENV_CONFIG_POLL_INTERVAL, &v)?;
+            if settings.poll_interval < MIN_POLL_INTERVAL {
+                return Err(ConfigError::invalid_setting(
+                    ENV_CONFIG_POLL_INTERVAL,
+                    format!(
+                        "`{v}` is too short; poll at most every {}",
+                        humantime::format_duration(MIN_POLL_INTERVAL)
+                    ),
+                ));
+            }
+        }
+        let is_http = is_http(&settings.location);
+        let http_only = |name: &'static str| {
+            ConfigError::invalid_setting(
+                name,
+                format!("only applies to an http(s):// {ENV_CONFIG}, which is a file path here"),
+            )
+        };
+        if let Some(v) = non_empty(ENV_CONFIG_TIMEOUT) {
+            if !is_http {
+                return Err(http_only(ENV_CONFIG_TIMEOUT));
+            }
+            settings.http_timeout = parse_duration(ENV_CONFIG_TIMEOUT, &v)?;
+        }
+        if let Some(v) = non_empty(ENV_CONFIG_TOKEN) {
+            if !is_http {
+                return Err(http_only(ENV_CONFIG_TOKEN));
+            }
+            settings.token = Some(v.trim().to_owned());
+        }
+        if let Some(v) = non_empty(ENV_CONFIG_HEADERS) {
+            if !is_http {
+                return Err(http_only(ENV_CONFIG_HEADERS));
+            }
+            settings.headers = parse_headers(&v)?;
+        }
+        Ok(Some(settings))
+    }
+
+    /// Builds the source these settings describe.
+    pub fn source(&self) -> Result<Box<dyn ConfigSource>, ConfigError> {
+        if !is_http(&self.location) {
+            if self.token.is_some() || !self.headers.is_empty() {
+                return Err(ConfigError::invalid_setting(
+                    "location",
+                    "headers and tokens only apply to an http(s):// location",
+                ));
+            }
+            return source_from_location(&self.location);
+        }
+        let mut builder = HttpSource::builder(self.location.trim()).timeout(self.http_timeout);
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(token) = &self.token {
+            builder = builder.bearer_token(token);
+        }
+        Ok(Box::new(builder.build()?))
+    }
+
+    /// Builds the source and a [`ConfigWatcher`] polling it at `poll_interval`.
+    pub fn watcher(&self) -> Result<ConfigWatcher, ConfigError> {
+        Ok(ConfigWatcher::new(self.source()?).poll_interval(self.poll_interval))
+    }
+}
+
+/// A source for a path or URL: `http://` and `https://` give an [`HttpSource`] (default settings),
+/// anything else a [`FileSource`] (a `file://` prefix is allowed). Other schemes are refused:
+/// implement [`ConfigSource`] for them.
+///
+/// ```
+/// use scheduler::config::source_from_location;
+///
+/// assert_eq!(source_from_location("file:///etc/myapp/tasks.toml")?.describe(), "/etc/myapp/tasks.toml");
+/// assert_eq!(source_from_location("tasks.json")?.describe(), "tasks.json");
+/// assert!(source_from_location("consul://kv/myapp").is_err());
+/// # Ok::<(), scheduler::config::ConfigError>(())
+/// ```
+pub fn source_from_location(location: &str) -> Result<Box<dyn ConfigSource>, ConfigError> {
+    let location = location.trim();
+    if location.is_empty() {
+        return Err(ConfigError::invalid_setting(
+            "location",
+            "the config location is empty; give a file path or an http(s):// URL",
+        ));
+    }
+    if is_http(location) {
+        return Ok(Box::new(HttpSource::builder(location).build()?));
+    }
+    if let Some(rest) = strip_prefix_ignore_case(location, "file://") {
+        let path = if rest.starts_with('/') {
+            Url::parse(location)
+                .ok()
+                .and_then(|url| url.to_file_path().ok())
+                .ok_or_else(|| {
+                    ConfigError::invalid_setting(
+                        "location",
+                        format!("`{location}` is not a valid file:// URL"),
+                    )
+                })?
+        } else {
+            // `file://tasks.json`: not a proper URL, but the intent is clear.
+            PathBuf::from(rest)
+        };
+        return Ok(Box::new(FileSource::new(path)));
+    }
+    if let Some((scheme, _)) = location.split_once("://")
+        && !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return Err(ConfigError::invalid_setting(
+            "location",
+            format!(
+                "`{scheme}://` is not a built-in config source; use a file path, an http(s):// URL, \
+                 or implement `ConfigSource`"
+            ),
+        ));
+    }
+    Ok(Box::new(FileSource::new(location)))
+}
+
+fn is_http(location: &str) -> bool {
+    let location = location.trim();
+    strip_prefix_ignore_case(location, "http://").is_some()
+        || strip_prefix_ignore_case(location, "https://").is_some()
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
+}
+
+fn parse_duration(name: &'static str, value: &str) -> Result<Duration, ConfigError> {
+    let duration = humantime::parse_duration(value.trim()).map_err(|e| {
+        ConfigError::invalid_setting(
+            name,
+            format!("`{value}` is not a duration ({e}); write e.g. `10s`, `500ms` or `2m`"),
+        )
+    })?;
+    if duration.is_zero() {
+        return Err(ConfigError::invalid_setting(
+            name,
+            "must be greater than zero",
+        ));
+    }
+    Ok(duration)
+}
+
+fn parse_headers(value: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').ok_or_else(|| {
+                ConfigError::invalid_setting(
+                    ENV_CONFIG_HEADERS,
+                    "expected comma-separated `Name=value` pairs",
+                )
+            })?;
+            let value = percent_encoding::percent_decode_str(value.trim())
+                .decode_utf8()
+                .map_err(|_| {
+                    ConfigError::invalid_setting(
+                        ENV_CONFIG_HEADERS,
+                        format!(
+                            "the value of `{}` is not valid percent-encoded UTF-8",
+                            name.trim()
+                        ),
+                    )
+                })?;
+            Ok((name.trim().to_owned(), value.into_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup<'a>(env: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            env.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn unset_or_empty_location_means_no_config() {
+        assert_eq!(ConfigSettings::from_lookup(lookup(&[])).unwrap(), None);
+        assert_eq!(
+            ConfigSettings::from_lookup(lookup(&[(ENV_CONFIG, "  ")])).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let s = ConfigSettings::from_lookup(lookup(&[(ENV_CONFIG, "tasks.json")]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.poll_interval, DEFAULT_POLL_INTERVAL);
+        let s = ConfigSettings::from_lookup(lookup(&[
+            (ENV_CONFIG, "https://h.example/t.json"),
+            (ENV_CONFIG_POLL_INTERVAL, "1s"),
+            (ENV_CONFIG_TIMEOUT, "300ms"),
+            (ENV_CONFIG_HEADERS, "X-Env=prod, X-Key=a%2Cb"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(s.poll_interval, Duration::from_secs(1));
+        assert_eq!(s.http_timeout, Duration::from_millis(300));
+        assert_eq!(
+            s.headers,
+            vec![
+                ("X-Env".to_owned(), "prod".to_owned()),
+                ("X-Key".to_owned(), "a,b".to_owned())
+            ]
+        );
+        s.source().unwrap();
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for env in [
+            &[(ENV_CONFIG, "t.json"), (ENV_CONFIG_POLL_INTERVAL, "often")][..],
+            &[(ENV_CONFIG, "t.json"), (ENV_CONFIG_POLL_INTERVAL, "0s")][..],
+            &[(ENV_CONFIG, "t.json"), (ENV_CONFIG_POLL_INTERVAL, "10ms")][..],
+            &[(ENV_CONFIG, "t.json"), (ENV_CONFIG_TOKEN, "x")][..],
+            &[(ENV_CONFIG, "http://h/t"), (ENV_CONFIG_HEADERS, "novalue")][..],
+        ] {
+            let err = ConfigSettings::from_lookup(lookup(env)).unwrap_err();
+            let name = env[1].0;
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn locations() {
+        assert!(is_http("HTTPS://h/x"));
+        assert_eq!(
+            source_from_location("file://relative/tasks.yaml")
+                .unwrap()
+                .describe(),
+            "relative/tasks.yaml"
+        );
+        assert!(source_from_location("").is_err());
+        assert_eq!(
+            source_from_location("http://u:p@h.example/t")
+                .unwrap()
+                .describe(),
+            "http://***@h.example/t"
+        );
+    }
+}

@@ -1,0 +1,219 @@
+//! `check_config` on real files: every problem listed, next fire times for the good entries.
+
+mod config_support;
+
+use std::fs;
+
+use chrono::{DateTime, TimeZone, Utc};
+use config_support::registry;
+use scheduler::config::{CheckProblem, ConfigError, RefusalReason, check_config};
+
+const BERLIN: chrono_tz::Tz = chrono_tz::Europe::Berlin;
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap()
+}
+
+const MIXED: &str = r#"{
+  "version": 12,
+  "tasks": [
+    {"name": "syncAdvertiserReport", "enabled": true, "cron": "0 */5 * * * *", "timezone": "Asia/Shanghai"},
+    {"name": "purgeSessions", "enabled": false, "cron": "0 0 3 * * *"},
+    {"name": "syncAdvertizerReport", "enabled": true, "cron": "0 * * * * *"},
+    {"name": "sendDigest", "enabled": true, "cron": "0 0 8 * * *", "timezone": "Europe/Berln"},
+    {"name": "rebuildIndex", "enabled": true, "cron": "0 0 1 * * *"},
+    {"name": "rebuildIndex", "enabled": true, "cron": "0 0 2 * * *"}
+  ]
+}"#;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.path().join(name);
+    fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_mixed_file_lists_every_problem_and_the_valid_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "tasks.json", MIXED);
+    let report = check_config(&path, &registry(), BERLIN, now());
+
+    assert!(!report.is_ok());
+    assert_eq!(report.version, Some(12));
+    let refusals: Vec<(&str, &RefusalReason)> = report
+        .problems
+        .iter()
+        .map(|p| match p {
+            CheckProblem::Refused(r) => (r.name.as_str(), &r.reason),
+            other => panic!("unexpected problem {other}"),
+        })
+        .collect();
+    assert_eq!(refusals.len(), 3, "{refusals:?}");
+    assert_eq!(
+        refusals[0],
+        ("syncAdvertizerReport", &RefusalReason::UnknownTask)
+    );
+    assert!(matches!(
+        refusals[1],
+        ("sendDigest", RefusalReason::InvalidTimezone(_))
+    ));
+    assert_eq!(
+        refusals[2],
+        ("rebuildIndex", &RefusalReason::DuplicateEntry { count: 2 })
+    );
+
+    let names: Vec<&str> = report.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["purgeSessions", "syncAdvertiserReport"]);
+    let purge = &report.tasks[0];
+    assert!(!purge.enabled);
+    assert_eq!(purge.timezone, BERLIN);
+    assert_eq!(report.tasks[1].timezone, chrono_tz::Asia::Shanghai);
+
+    let shown = report.to_string();
+    assert!(shown.starts_with(&format!(
+        "{} (version 12): 3 problem(s), 2 valid task(s)\n",
+        path.display()
+    )));
+    for needle in [
+        "error: task `syncAdvertizerReport`: no task with this name is registered",
+        "error: task `sendDigest`: ",
+        "Europe/Berln",
+        "error: task `rebuildIndex`: listed 2 times",
+        "task `syncAdvertiserReport`: enabled, cron `0 */5 * * * *`, zone Asia/Shanghai",
+        "task `purgeSessions`: disabled, cron `0 0 3 * * *`, zone Europe/Berlin",
+    ] {
+        assert!(shown.contains(needle), "missing {needle:?} in:\n{shown}");
+    }
+    assert!(report.absent.is_empty());
+}
+
+#[test]
+#[ignore = "needs the schedule module"]
+fn valid_tasks_show_their_next_three_fire_times_in_utc() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "tasks.json", MIXED);
+    let report = check_config(&path, &registry(), BERLIN, now());
+
+    let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+    let sync = report
+        .tasks
+        .iter()
+        .find(|t| t.name == "syncAdvertiserReport")
+        .unwrap();
+    assert_eq!(
+        sync.next_fire_times,
+        [
+            at("2026-11-30T10:05:00Z"),
+            at("2026-11-30T10:10:00Z"),
+            at("2026-11-30T10:15:00Z")
+        ]
+    );
+    // 03:00 in Berlin (UTC+1 in winter), even though the task is disabled.
+    let purge = report
+        .tasks
+        .iter()
+        .find(|t| t.name == "purgeSessions")
+        .unwrap();
+    assert_eq!(
+        purge.next_fire_times,
+        [
+            at("2026-12-01T02:00:00Z"),
+            at("2026-12-02T02:00:00Z"),
+            at("2026-12-03T02:00:00Z")
+        ]
+    );
+    let shown = report.to_string();
+    for needle in [
+        "next: 2026-11-30T10:05:00Z",
+        "next: 2026-11-30T10:15:00Z",
+        "next: 2026-12-03T02:00:00Z",
+    ] {
+        assert!(shown.contains(needle), "missing {needle:?} in:\n{shown}");
+    }
+}
+
+#[test]
+#[ignore = "needs the schedule module"]
+fn a_bad_cron_is_listed_with_the_other_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "tasks.toml",
+        r#"
+[[tasks]]
+name = "sendDigest"
+enabled = false
+cron = "0 0 25 * * *"
+
+[[tasks]]
+name = "ghost"
+enabled = true
+cron = "0 0 1 * * *"
+"#,
+    );
+    let report = check_config(&path, &registry(), BERLIN, now());
+    assert_eq!(report.problems.len(), 2, "{report}");
+    let shown = report.to_string();
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("  error: task `sendDigest`: ") && l.contains("0 0 25 * * *")),
+        "{shown}"
+    );
+    assert!(shown.contains("error: task `ghost`"), "{shown}");
+}
+
+#[test]
+fn a_parse_error_is_the_one_problem_with_its_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "tasks.yaml",
+        "tasks:\n  - name: purgeSessions\n    enable: true\n    cron: 0 0 3 * * *\n",
+    );
+    let report = check_config(&path, &registry(), BERLIN, now());
+    assert!(!report.is_ok());
+    let [CheckProblem::Unreadable(ConfigError::Parse { line, .. })] = report.problems.as_slice()
+    else {
+        panic!("expected one parse error: {report}");
+    };
+    assert_eq!(*line, Some(3));
+    let shown = report.to_string();
+    assert!(shown.contains("unknown field `enable`"), "{shown}");
+    assert!(shown.contains("tasks.yaml"), "{shown}");
+    assert!(report.tasks.is_empty());
+}
+
+#[test]
+fn a_missing_file_is_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = check_config(dir.path().join("nope.json"), &registry(), BERLIN, now());
+    assert!(!report.is_ok());
+    assert!(matches!(
+        report.problems.as_slice(),
+        [CheckProblem::Unreadable(ConfigError::Io { .. })]
+    ));
+    assert!(report.to_string().contains("nope.json"), "{report}");
+}
+
+#[test]
+fn a_clean_file_is_ok_and_mentions_unconfigured_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "tasks.toml",
+        "[[tasks]]\nname = \"purgeSessions\"\nenabled = true\ncron = \"0 0 3 * * *\"\n",
+    );
+    let report = check_config(&path, &registry(), BERLIN, now());
+    assert!(report.is_ok(), "{report}");
+    assert_eq!(
+        report.absent,
+        ["rebuildIndex", "sendDigest", "syncAdvertiserReport"]
+    );
+    let shown = report.to_string();
+    assert!(shown.contains(": ok, 1 task(s)"), "{shown}");
+    assert!(
+        shown.contains("warning: registered task `sendDigest` is not in the config"),
+        "{shown}"
+    );
+}
