@@ -22,6 +22,7 @@
 //! down.
 
 mod claimer;
+mod config_sync;
 mod maintenance;
 mod runner;
 mod settings;
@@ -44,9 +45,9 @@ pub use settings::{
 };
 use settings::{Settings, env_duration, env_var};
 
-use crate::config::ConfigDocument;
+use crate::config::{ConfigDocument, ConfigSettings, ConfigSource, ConfigWatcher};
 use crate::context::StateMap;
-use crate::reconciler::Reconciler;
+use config_sync::{ConfigFeed, ConfigSync};
 use crate::store::postgres::{DEFAULT_MAX_CONNECTIONS, DEFAULT_SCHEMA, PgStore, redact_url};
 use crate::store::{NodeInfo, Store};
 use crate::{Error, Result, TaskRegistry};
@@ -77,9 +78,9 @@ pub(crate) struct Shared {
 }
 
 /// Where the task config comes from.
-#[derive(Debug, Clone)]
 enum ConfigOrigin {
-    Location(String),
+    Settings(ConfigSettings),
+    Source(Box<dyn ConfigSource>),
     Document(ConfigDocument),
 }
 
@@ -103,7 +104,7 @@ enum ConfigOrigin {
 /// ```
 pub struct Scheduler {
     shared: Arc<Shared>,
-    config: Option<ConfigOrigin>,
+    config: Option<ConfigFeed>,
     migrate: bool,
     store_description: String,
 }
@@ -173,7 +174,7 @@ impl Scheduler {
     ///
     /// Start-up order: database and migrations, config, workers. A database that is down at
     /// start is retried with backoff until it comes up or `shutdown` completes.
-    pub async fn run_until<F>(self, shutdown: F) -> Result<()>
+    pub async fn run_until<F>(mut self, shutdown: F) -> Result<()>
     where
         F: Future<Output = ()> + Send,
     {
@@ -188,21 +189,21 @@ impl Scheduler {
             "scheduler starting"
         );
         tokio::pin!(shutdown);
-        let started = tokio::select! {
-            r = self.start(&shared) => r,
+        let mut config = self.config.take().map(|feed| ConfigSync::new(&shared, feed));
+        tokio::select! {
+            () = self.start(&shared, config.as_mut()) => {}
             _ = &mut shutdown => {
                 tracing::info!("shutdown requested during start-up");
                 return Ok(());
             }
-        };
-        started?;
+        }
 
         let workers = TaskTracker::new();
         workers.spawn(claimer::ClaimLoop::new(Arc::clone(&shared)).run(stop.clone()));
         workers.spawn(maintenance::Maintenance::new(Arc::clone(&shared)).run(stop.clone()));
         workers.spawn(maintenance::listen(Arc::clone(&shared), stop.clone()));
-        if let Some(config) = self.config.clone() {
-            workers.spawn(config_loop(Arc::clone(&shared), config, stop.clone()));
+        if let Some(config) = config {
+            workers.spawn(config.run(Arc::clone(&shared), stop.clone()));
         }
         workers.close();
         tracing::info!(node = %shared.node_id, "scheduler running");
@@ -212,7 +213,7 @@ impl Scheduler {
         Ok(())
     }
 
-    async fn start(&self, shared: &Arc<Shared>) -> Result<()> {
+    async fn start(&self, shared: &Arc<Shared>, config: Option<&mut ConfigSync>) {
         let node = NodeInfo {
             node_id: shared.node_id.to_string(),
             hostname: settings::hostname(),
@@ -240,14 +241,16 @@ impl Scheduler {
             }
         }
         // The first reconcile happens before any claim, so a changed schedule applies at once.
-        if let Some(config) = &self.config {
-            if let Err(e) = reconcile_once(shared, config).await {
-                tracing::error!(error = %e, "the task config could not be applied; tasks keep their stored state");
+        match config {
+            Some(config) => {
+                if let Err(e) = config.run_once().await {
+                    tracing::error!(error = %e, "the task config could not be applied yet; tasks keep their stored state until it is");
+                }
             }
-        } else {
-            tracing::warn!("no task config (SCHEDULER_CONFIG): tasks run as stored in the database");
+            None => tracing::warn!(
+                "no task config (SCHEDULER_CONFIG): tasks run as stored in the database"
+            ),
         }
-        Ok(())
     }
 
     async fn drain(&self, shared: &Arc<Shared>, stop: CancellationToken, workers: TaskTracker) {
@@ -278,30 +281,6 @@ impl Scheduler {
     }
 }
 
-async fn reconcile_once(shared: &Shared, origin: &ConfigOrigin) -> Result<()> {
-    let doc = match origin {
-        ConfigOrigin::Document(doc) => doc.clone(),
-        ConfigOrigin::Location(location) => {
-            let text = tokio::fs::read_to_string(location).await?;
-            ConfigDocument::from_json(&text)?
-        }
-    };
-    let reconciler = Reconciler::new(
-        Arc::clone(&shared.store),
-        shared.registry.clone(),
-        shared.settings.default_timezone,
-        &shared.node_id,
-    );
-    reconciler.reconcile(&doc).await?;
-    Ok(())
-}
-
-async fn config_loop(shared: Arc<Shared>, origin: ConfigOrigin, stop: CancellationToken) {
-    // Hot reload arrives with the config watcher; until then the config is applied at start.
-    let _ = (shared, origin);
-    stop.cancelled().await;
-}
-
 impl SchedulerBuilder {
     /// A builder with settings from the environment:
     ///
@@ -311,6 +290,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_SCHEMA` | [`schema`](Self::schema) | `public` |
     /// | `SCHEDULER_CONFIG` | [`config`](Self::config) | none |
     /// | `SCHEDULER_CONFIG_POLL_INTERVAL` | [`config_poll_interval`](Self::config_poll_interval) | `10s` |
+    /// | `SCHEDULER_CONFIG_TOKEN`, `SCHEDULER_CONFIG_HEADERS`, `SCHEDULER_CONFIG_TIMEOUT` | HTTP config source (see [`ConfigSettings`]) | none, none, `10s` |
     /// | `SCHEDULER_NODE_ID` | [`node_id`](Self::node_id) | `hostname-pid` |
     /// | `SCHEDULER_LOCK_LIFETIME` | [`lock_lifetime`](Self::lock_lifetime) | `60s` |
     /// | `SCHEDULER_MAX_CONCURRENT` | [`max_concurrent`](Self::max_concurrent) | `100` |
@@ -326,8 +306,7 @@ impl SchedulerBuilder {
         let mut b = Self::default();
         b.database_url = env_var("SCHEDULER_DATABASE_URL").or_else(|| env_var("DATABASE_URL"));
         b.schema = env_var("SCHEDULER_SCHEMA");
-        b.config = env_var("SCHEDULER_CONFIG").map(ConfigOrigin::Location);
-        b.config_poll_interval = env_duration("SCHEDULER_CONFIG_POLL_INTERVAL")?;
+        b.config = ConfigSettings::from_env()?.map(ConfigOrigin::Settings);
         b.node_id = env_var("SCHEDULER_NODE_ID");
         b.lock_lifetime = env_duration("SCHEDULER_LOCK_LIFETIME")?;
         b.shutdown_timeout = env_duration("SCHEDULER_SHUTDOWN_TIMEOUT")?;
@@ -390,10 +369,24 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Where the task config lives: a file path or an HTTP(S) URL. Default: none (tasks run as
-    /// stored in the database).
+    /// Where the task config lives: a file path or an HTTP(S) URL, polled every
+    /// [`config_poll_interval`](Self::config_poll_interval). Default: none (tasks run as stored
+    /// in the database). Replaces any config set before.
     pub fn config(mut self, location: impl Into<String>) -> Self {
-        self.config = Some(ConfigOrigin::Location(location.into()));
+        self.config = Some(ConfigOrigin::Settings(ConfigSettings::new(location)));
+        self
+    }
+
+    /// The task config with every source setting spelled out (HTTP headers, token, timeout).
+    pub fn config_settings(mut self, settings: ConfigSettings) -> Self {
+        self.config = Some(ConfigOrigin::Settings(settings));
+        self
+    }
+
+    /// A custom config source (a company config centre), polled every
+    /// [`config_poll_interval`](Self::config_poll_interval).
+    pub fn config_source(mut self, source: impl ConfigSource + 'static) -> Self {
+        self.config = Some(ConfigOrigin::Source(Box::new(source)));
         self
     }
 
@@ -403,7 +396,8 @@ impl SchedulerBuilder {
         self
     }
 
-    /// How often the config is polled for changes. Default 10 s.
+    /// How often the config is polled for changes. Default 10 s (or
+    /// `SCHEDULER_CONFIG_POLL_INTERVAL`).
     pub fn config_poll_interval(mut self, interval: Duration) -> Self {
         self.config_poll_interval = Some(interval);
         self
@@ -517,6 +511,19 @@ impl SchedulerBuilder {
                 });
             }
         };
+        let config = match self.config {
+            None => None,
+            Some(ConfigOrigin::Document(doc)) => Some(ConfigFeed::Fixed(Arc::new(doc))),
+            Some(ConfigOrigin::Source(source)) => Some(ConfigFeed::Watched(
+                ConfigWatcher::new(source).poll_interval(settings.config_poll_interval),
+            )),
+            Some(ConfigOrigin::Settings(mut config)) => {
+                if let Some(interval) = self.config_poll_interval {
+                    config.poll_interval = interval;
+                }
+                Some(ConfigFeed::Watched(config.watcher()?))
+            }
+        };
         let names = registry.names().map(str::to_owned).collect();
         let shared = Arc::new(Shared {
             store,
@@ -534,7 +541,7 @@ impl SchedulerBuilder {
         });
         Ok(Scheduler {
             shared,
-            config: self.config,
+            config,
             migrate: self.migrate.unwrap_or(true),
             store_description,
         })

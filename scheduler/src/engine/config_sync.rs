@@ -1,0 +1,86 @@
+//! Keeps the store in line with the task config: polls the config source, and reconciles each
+//! new document. A document that cannot be fetched or parsed changes nothing (the watcher keeps
+//! the last good one); a reconcile that fails on the database is retried with the same document.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{Shared, backoff};
+use crate::config::{ConfigDocument, ConfigWatcher, PollOutcome};
+use crate::reconciler::{ReconcileReport, Reconciler};
+
+/// Where the documents come from.
+pub(crate) enum ConfigFeed {
+    /// A polled source.
+    Watched(ConfigWatcher),
+    /// One fixed document.
+    Fixed(Arc<ConfigDocument>),
+}
+
+pub(crate) struct ConfigSync {
+    feed: ConfigFeed,
+    reconciler: Reconciler,
+    /// A document seen but not yet applied (the database failed).
+    pending: Option<Arc<ConfigDocument>>,
+}
+
+impl ConfigSync {
+    pub(crate) fn new(shared: &Shared, feed: ConfigFeed) -> Self {
+        let pending = match &feed {
+            ConfigFeed::Fixed(doc) => Some(Arc::clone(doc)),
+            ConfigFeed::Watched(_) => None,
+        };
+        let reconciler = Reconciler::new(
+            Arc::clone(&shared.store),
+            shared.registry.clone(),
+            shared.settings.default_timezone,
+            &shared.node_id,
+        );
+        Self { feed, reconciler, pending }
+    }
+
+    /// Polls the source once and reconciles what is new (or still pending).
+    /// `Ok(None)`: nothing to do.
+    pub(crate) async fn run_once(&mut self) -> crate::Result<Option<ReconcileReport>> {
+        if let ConfigFeed::Watched(watcher) = &mut self.feed
+            && let PollOutcome::Changed(doc) = watcher.poll_once().await
+        {
+            self.pending = Some(doc);
+        }
+        let Some(doc) = self.pending.clone() else { return Ok(None) };
+        let report = self.reconciler.reconcile(&doc).await?;
+        self.pending = None;
+        Ok(Some(report))
+    }
+
+    pub(crate) async fn run(mut self, shared: Arc<Shared>, stop: CancellationToken) {
+        let interval = match &self.feed {
+            ConfigFeed::Watched(w) => w.interval(),
+            ConfigFeed::Fixed(_) => shared.settings.config_poll_interval,
+        };
+        let mut failures = 0u32;
+        while !stop.is_cancelled() {
+            let pause = match self.run_once().await {
+                Ok(_) => {
+                    failures = 0;
+                    interval
+                }
+                Err(e) => {
+                    if failures == 0 {
+                        tracing::error!(error = %e, "could not apply the config; retrying");
+                    }
+                    failures += 1;
+                    backoff(failures).min(interval)
+                }
+            };
+            if matches!(self.feed, ConfigFeed::Fixed(_)) && self.pending.is_none() {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = stop.cancelled() => return,
+            }
+        }
+    }
+}
