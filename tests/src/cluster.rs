@@ -24,6 +24,10 @@ const PG_CTL_WAIT_SECS: &str = "60";
 /// binding port 0, then released, so another process can take one first).
 const PORT_ATTEMPTS: usize = 5;
 
+/// A `scheduler-pg.*` dir with no running server and untouched for this long
+/// is a leftover of a killed test process, removed by the next start.
+const ABANDONED_DIR_AGE: Duration = Duration::from_secs(60 * 60);
+
 /// Why a [`TempCluster`] could not be started, stopped or restarted.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -136,6 +140,7 @@ impl TempCluster {
         } else {
             std::env::temp_dir()
         };
+        sweep_abandoned_dirs(&base);
         let root = base.join(format!(
             "scheduler-pg.{}",
             &uuid::Uuid::new_v4().simple().to_string()[..12]
@@ -365,6 +370,32 @@ fn kill_postmaster(pid_file: &Path) {
             libc::kill(pid, libc::SIGKILL);
         }
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Remove `scheduler-pg.*` dirs left by killed test processes (Drop never
+/// ran): no `postmaster.pid` (the server is down) and untouched for
+/// [`ABANDONED_DIR_AGE`], so a live cluster, or one a test stopped a moment
+/// ago, is never removed. Best effort.
+fn sweep_abandoned_dirs(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with("scheduler-pg."));
+        let idle = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > ABANDONED_DIR_AGE);
+        if ours && idle && !path.join("data").join("postmaster.pid").exists() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 
