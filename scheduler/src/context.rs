@@ -174,3 +174,17 @@ impl fmt::Debug for TaskContext {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_is_found_by_type() {
+        let mut state = StateMap::default();
+        state.insert(42_u32);
+        let ctx = TaskContext::standalone("demo").with_state(state);
+        assert_eq!(ctx.state::<u32>().unwrap(), &42);
+        assert!(ctx.state::<String>().is_err());
+    }
+}
