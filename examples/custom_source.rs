@@ -12,19 +12,15 @@
 //! source unwraps the envelope; parsing, keeping the last good document and validation are the
 //! scheduler's.
 //!
-//! Run with `CONFIG_CENTRE_URL=http://config-centre:8080 CONFIG_CENTRE_TOKEN=... cargo run
-//! --example custom_source`.
+//! Run with `DATABASE_URL=... CONFIG_CENTRE_URL=http://config-centre:8080 CONFIG_CENTRE_TOKEN=...
+//! cargo run -p scheduler-examples --example custom_source`.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use scheduler::TaskRegistry;
-use scheduler::config::{
-    ConfigError, ConfigFormat, ConfigSource, ConfigWatcher, Fetched, RawConfig, validate,
-};
+use scheduler::SchedulerBuilder;
+use scheduler::config::{ConfigError, ConfigFormat, ConfigSource, Fetched, RawConfig};
 use serde::Deserialize;
-use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
 
 #[scheduler::task(name = "syncAdvertiserReport")]
 async fn sync_advertiser_report(ctx: scheduler::TaskContext) -> anyhow::Result<()> {
@@ -125,46 +121,19 @@ impl ConfigSource for ConfigCentreSource {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
-
+    scheduler::init_tracing();
     let base =
         std::env::var("CONFIG_CENTRE_URL").unwrap_or_else(|_| "http://127.0.0.1:8080".to_owned());
     let token = std::env::var("CONFIG_CENTRE_TOKEN").unwrap_or_default();
     let source = ConfigCentreSource::new(&base, "myapp", "scheduler-tasks", token)?;
 
-    // From here on it is the same as for a file or an HTTP URL.
-    let watcher = ConfigWatcher::new(source).poll_interval(Duration::from_secs(5));
-    let (tx, mut rx) = watch::channel(None);
-    let shutdown = CancellationToken::new();
-    let watching = tokio::spawn(watcher.run(shutdown.clone(), tx));
-
-    let registry = TaskRegistry::collect()?;
-    loop {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
-            changed = rx.changed() => {
-                if changed.is_err() {
-                    break;
-                }
-                let Some(doc) = rx.borrow_and_update().clone() else { continue };
-                let validated = validate(&doc, &registry, chrono_tz::UTC);
-                for refusal in &validated.refused {
-                    tracing::warn!("{refusal}");
-                }
-                for task in validated.desired.values() {
-                    tracing::info!(
-                        task = %task.name,
-                        enabled = task.enabled,
-                        cron = task.schedule.expression(),
-                        "desired",
-                    );
-                }
-            }
-        }
-    }
-    shutdown.cancel();
-    watching.await?;
+    // From here on it is the same as for a file or an HTTP URL: polled, last good document kept,
+    // reconciled into the database on every change.
+    SchedulerBuilder::from_env()?
+        .config_source(source)
+        .config_poll_interval(Duration::from_secs(5))
+        .build()?
+        .run_until(scheduler::shutdown_signal())
+        .await?;
     Ok(())
 }
