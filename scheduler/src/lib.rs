@@ -56,4 +56,19 @@ pub mod __private {
     pub fn assert_send<F: core::future::Future + Send + 'static>(f: F) -> F {
         f
     }
+
+    /// Boxes a handler's future, converting its output with `convert`.
+    ///
+    /// The conversion is passed in (rather than required as a bound here) so that the macro can
+    /// place the `IntoTaskResult` check at the return type's span, and so that a future that is
+    /// not `Send` is reported once, by [`assert_send`], not a second time here.
+    pub fn task_future<F>(
+        future: F,
+        convert: fn(F::Output) -> Result<(), crate::registry::TaskError>,
+    ) -> TaskFuture
+    where
+        F: core::future::Future + Send + 'static,
+    {
+        Box::pin(async move { convert(future.await) })
+    }
 }
