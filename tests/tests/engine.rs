@@ -17,7 +17,7 @@ use sqlx::Row;
 // ---- tasks ---------------------------------------------------------------------------------
 
 macro_rules! quick_tasks {
-    ($($fn_name:ident = $name:literal),* $(,)?) => {$(
+    ($($fn_name:ident = $name:tt),* $(,)?) => {$(
         #[task(name = $name)]
         async fn $fn_name(ctx: TaskContext) {
             let _guard = recorder(&ctx).enter(&ctx);

@@ -107,7 +107,7 @@ async fn killed_node_is_taken_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_survives_a_database_restart() {
     scheduler_tests::init_tracing();
-    let mut cluster = TempCluster::start().await.expect("a throwaway PostgreSQL cluster");
+    let cluster = TempCluster::start().await.expect("a throwaway PostgreSQL cluster");
     let rec = Arc::new(Recorder::default());
     let scheduler = scheduler::Scheduler::builder()
         .database_url(cluster.url())
