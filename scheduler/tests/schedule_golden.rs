@@ -77,7 +77,11 @@ fn every_vector_and_every_reject_row_holds() {
         }
     }
 
-    assert!(vectors > 0 && rejects > 0, "no rows read from {}", path.display());
+    assert!(
+        vectors > 0 && rejects > 0,
+        "no rows read from {}",
+        path.display()
+    );
     assert!(
         failures.is_empty(),
         "{} of {} rows failed:\n{}",

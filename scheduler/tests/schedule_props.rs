@@ -114,7 +114,11 @@ impl Field {
         let mut out = Vec::new();
         let mut add = |from: u32, to: u32, step: Option<u32>| {
             for v in (from..=to).step_by(step.unwrap_or(1) as usize) {
-                let v = if self.kind == Kind::DayOfWeek { v % 7 } else { v };
+                let v = if self.kind == Kind::DayOfWeek {
+                    v % 7
+                } else {
+                    v
+                };
                 if !out.contains(&v) {
                     out.push(v);
                 }
@@ -157,7 +161,11 @@ impl Field {
 }
 
 fn days_in_month(year: i32, month: u32) -> u32 {
-    let (next_year, next_month) = if month == 12 { (year + 1, 1) } else { (year, month + 1) };
+    let (next_year, next_month) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
     NaiveDate::from_ymd_opt(next_year, next_month, 1)
         .unwrap()
         .pred_opt()
@@ -197,10 +205,12 @@ impl Expression {
     fn fixed_time(&self) -> bool {
         let hour = &self.fields[2];
         !hour.starts_with_star()
-            && !hour
-                .items
-                .iter()
-                .any(|item| matches!(item, Item::Range(_, _, Some(_)) | Item::From(..) | Item::Star(Some(_))))
+            && !hour.items.iter().any(|item| {
+                matches!(
+                    item,
+                    Item::Range(_, _, Some(_)) | Item::From(..) | Item::Star(Some(_))
+                )
+            })
     }
 
     /// Vixie cron's day rule, with `+` forcing AND.
@@ -218,7 +228,12 @@ impl Expression {
     }
 
     /// Every fire instant in `(after, until]`, by enumeration.
-    fn brute_force(&self, zone: Tz, after: DateTime<Utc>, until: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    fn brute_force(
+        &self,
+        zone: Tz,
+        after: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Vec<DateTime<Utc>> {
         let (seconds, minutes, hours) = (
             self.fields[0].values(),
             self.fields[1].values(),
@@ -265,7 +280,11 @@ fn after_gap(zone: Tz, wall: NaiveDateTime) -> DateTime<Utc> {
     while t.with_timezone(&zone).naive_local() < wall {
         t += Duration::minutes(1);
     }
-    while (t - Duration::seconds(1)).with_timezone(&zone).naive_local() > wall {
+    while (t - Duration::seconds(1))
+        .with_timezone(&zone)
+        .naive_local()
+        > wall
+    {
         t -= Duration::seconds(1);
     }
     t
@@ -292,12 +311,11 @@ fn step(kind: Kind) -> BoxedStrategy<u32> {
 }
 
 fn plain_item(kind: Kind) -> BoxedStrategy<Item> {
-    let range = (value(kind), value(kind), proptest::option::of(step(kind))).prop_map(
-        move |(a, b, s)| {
+    let range =
+        (value(kind), value(kind), proptest::option::of(step(kind))).prop_map(move |(a, b, s)| {
             let (a, b) = if a <= b { (a, b) } else { (b, a) };
             Item::Range(a, b, s)
-        },
-    );
+        });
     prop_oneof![
         3 => value(kind).prop_map(Item::Value),
         2 => range,
@@ -392,18 +410,29 @@ fn transitions(zone: Tz, year: i32) -> Vec<DateTime<Utc>> {
 
 /// Half uniform over 2020-2035, half within two days before a clock change.
 fn after(zone: Tz) -> impl Strategy<Value = DateTime<Utc>> {
-    let start = Utc.with_ymd_and_hms(2020, 1, 1, 0, 0, 0).unwrap().timestamp();
-    let end = Utc.with_ymd_and_hms(2036, 1, 1, 0, 0, 0).unwrap().timestamp();
-    (any::<bool>(), start..end, 2020i32..=2035, any::<usize>(), 0i64..172_800).prop_map(
-        move |(near_change, uniform, year, pick, before)| {
+    let start = Utc
+        .with_ymd_and_hms(2020, 1, 1, 0, 0, 0)
+        .unwrap()
+        .timestamp();
+    let end = Utc
+        .with_ymd_and_hms(2036, 1, 1, 0, 0, 0)
+        .unwrap()
+        .timestamp();
+    (
+        any::<bool>(),
+        start..end,
+        2020i32..=2035,
+        any::<usize>(),
+        0i64..172_800,
+    )
+        .prop_map(move |(near_change, uniform, year, pick, before)| {
             let changes = transitions(zone, year);
             if near_change && !changes.is_empty() {
                 changes[pick % changes.len()] - Duration::seconds(before)
             } else {
                 DateTime::from_timestamp(uniform, 0).unwrap()
             }
-        },
-    )
+        })
 }
 
 fn case() -> impl Strategy<Value = (Expression, Tz, DateTime<Utc>)> {

@@ -53,7 +53,11 @@ struct FieldRefusal {
 }
 
 impl FieldRefusal {
-    fn new(value: impl Into<String>, problem: impl Into<String>, allowed: impl Into<String>) -> Self {
+    fn new(
+        value: impl Into<String>,
+        problem: impl Into<String>,
+        allowed: impl Into<String>,
+    ) -> Self {
         Self {
             value: value.into(),
             problem: problem.into(),
@@ -188,7 +192,9 @@ pub(crate) fn compile(expression: &str) -> Result<Compiled, ScheduleError> {
             ScheduleError::expression(
                 expression,
                 None,
-                format!("internal error: croner refused the normalized pattern `{pattern}`: {error}"),
+                format!(
+                    "internal error: croner refused the normalized pattern `{pattern}`: {error}"
+                ),
             )
         })?;
 
@@ -219,13 +225,15 @@ pub(crate) fn compile(expression: &str) -> Result<Compiled, ScheduleError> {
     Ok(Compiled { cron, kind })
 }
 
-fn expand_alias<'a>(expression: &str, trimmed: &'a str) -> Result<&'static str, ScheduleError> {
+fn expand_alias(expression: &str, trimmed: &str) -> Result<&'static str, ScheduleError> {
     let lower = trimmed.to_ascii_lowercase();
     if let Some((_, expansion)) = ALIASES.iter().find(|(alias, _)| *alias == lower) {
         return Ok(expansion);
     }
     let problem = if lower == "@reboot" {
-        format!("`@reboot` is not a schedule (tasks run on their clock, not at start-up); allowed {ALIAS_LIST}")
+        format!(
+            "`@reboot` is not a schedule (tasks run on their clock, not at start-up); allowed {ALIAS_LIST}"
+        )
     } else {
         format!("unknown alias `{trimmed}`; allowed {ALIAS_LIST}")
     };
@@ -358,10 +366,18 @@ fn parse_item(field: CronField, item: &str, parsed: &mut ParsedField) -> Result<
             let span = field.max() - field.min();
             let allowed_steps = format!("steps 1-{span}");
             if step.is_empty() {
-                return Err(FieldRefusal::new(item, "is missing its step", allowed_steps));
+                return Err(FieldRefusal::new(
+                    item,
+                    "is missing its step",
+                    allowed_steps,
+                ));
             }
             if !step.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(FieldRefusal::new(item, "has a step that is not a number", allowed_steps));
+                return Err(FieldRefusal::new(
+                    item,
+                    "has a step that is not a number",
+                    allowed_steps,
+                ));
             }
             let step_value: u32 = step.parse().unwrap_or(u32::MAX);
             if step_value == 0 {
@@ -410,11 +426,7 @@ fn parse_item(field: CronField, item: &str, parsed: &mut ParsedField) -> Result<
                     )
                 }
             };
-            let hint = format!(
-                "{},{}",
-                piece(start, field.max()),
-                piece(field.min(), end)
-            );
+            let hint = format!("{},{}", piece(start, field.max()), piece(field.min(), end));
             return Err(FieldRefusal::new(
                 item,
                 "is a reversed range",
@@ -433,7 +445,11 @@ fn parse_item(field: CronField, item: &str, parsed: &mut ParsedField) -> Result<
 
     let step = step.unwrap_or(1) as usize;
     for value in (start..=end).step_by(step) {
-        let value = if field == CronField::DayOfWeek { value % 7 } else { value };
+        let value = if field == CronField::DayOfWeek {
+            value % 7
+        } else {
+            value
+        };
         parsed.values |= 1 << value;
     }
     Ok(())

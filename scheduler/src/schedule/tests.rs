@@ -68,7 +68,10 @@ fn reversed_ranges_get_a_rewrite() {
     );
     let (message, field) = refusal("0 0 * * FRI-MON");
     assert_eq!(field, Some(CronField::DayOfWeek));
-    assert!(message.contains("`FRI-MON` is a reversed range"), "{message}");
+    assert!(
+        message.contains("`FRI-MON` is a reversed range"),
+        "{message}"
+    );
     assert!(message.contains("write `FRI-SAT,SUN-MON`"), "{message}");
     let (message, _) = refusal("0 0 * NOV-FEB *");
     assert!(message.contains("write `NOV-DEC,JAN-FEB`"), "{message}");
@@ -76,7 +79,12 @@ fn reversed_ranges_get_a_rewrite() {
 
 #[test]
 fn sunday_as_the_end_of_a_day_of_week_range_is_the_crontab_idiom() {
-    for expression in ["0 0 * * FRI-SUN", "0 0 * * 5-0", "0 0 * * 5-7", "0 0 * * fri-sun"] {
+    for expression in [
+        "0 0 * * FRI-SUN",
+        "0 0 * * 5-0",
+        "0 0 * * 5-7",
+        "0 0 * * fri-sun",
+    ] {
         let spec = ScheduleSpec::parse(expression, "UTC").unwrap();
         // 2026-01-01 is a Thursday: Friday, Saturday, Sunday, then Friday again.
         let after = "2026-01-01T00:00:00Z".parse().unwrap();
@@ -161,13 +169,28 @@ fn field_count_and_aliases() {
          or 6 with a leading second field, found 4",
     );
     let (message, _) = refusal("0 0 0 1 1 * 2030");
-    assert!(message.ends_with("found 7; a year field is not supported"), "{message}");
+    assert!(
+        message.ends_with("found 7; a year field is not supported"),
+        "{message}"
+    );
     let (message, _) = refusal("@reboot");
     assert!(message.contains("`@reboot` is not a schedule"), "{message}");
     assert!(message.contains("allowed @hourly @daily"), "{message}");
     let (message, _) = refusal("@fortnightly");
-    assert!(message.contains("unknown alias `@fortnightly`"), "{message}");
-    for alias in ["@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly", "@annually", "@DAILY"] {
+    assert!(
+        message.contains("unknown alias `@fortnightly`"),
+        "{message}"
+    );
+    for alias in [
+        "@hourly",
+        "@daily",
+        "@midnight",
+        "@weekly",
+        "@monthly",
+        "@yearly",
+        "@annually",
+        "@DAILY",
+    ] {
         assert!(ScheduleSpec::parse(alias, "UTC").is_ok(), "{alias}");
     }
 }
@@ -181,11 +204,25 @@ fn expressions_that_never_fire_are_refused() {
          the schedule would never fire; allowed a day that exists in one of the months \
          (29 February is fine: it fires in leap years)",
     );
-    for expression in ["0 0 30 2 *", "0 0 31 4,6,9,11 *", "0 0 30W 2 *", "0 0 1 * +FRI#2"] {
+    for expression in [
+        "0 0 30 2 *",
+        "0 0 31 4,6,9,11 *",
+        "0 0 30W 2 *",
+        "0 0 1 * +FRI#2",
+    ] {
         refusal(expression);
     }
-    for expression in ["0 0 29 2 *", "0 0 31 2,3 *", "0 0 L 2 *", "0 0 31 2 MON", "0 0 29 2 +MON"] {
-        assert!(ScheduleSpec::parse(expression, "UTC").is_ok(), "{expression}");
+    for expression in [
+        "0 0 29 2 *",
+        "0 0 31 2,3 *",
+        "0 0 L 2 *",
+        "0 0 31 2 MON",
+        "0 0 29 2 +MON",
+    ] {
+        assert!(
+            ScheduleSpec::parse(expression, "UTC").is_ok(),
+            "{expression}"
+        );
     }
 }
 
@@ -194,14 +231,20 @@ fn unknown_time_zone_is_refused_clearly() {
     let error = ScheduleSpec::parse("* * * * *", "Europe/Londres").unwrap_err();
     assert_eq!(error.field(), None);
     assert!(
-        error.to_string().starts_with("unknown time zone `Europe/Londres`; allowed an IANA zone name"),
+        error
+            .to_string()
+            .starts_with("unknown time zone `Europe/Londres`; allowed an IANA zone name"),
         "{error}"
     );
 }
 
 #[test]
 fn fixed_time_is_decided_by_the_hour_field() {
-    let fixed = |expression: &str| ScheduleSpec::parse(expression, "UTC").unwrap().is_fixed_time();
+    let fixed = |expression: &str| {
+        ScheduleSpec::parse(expression, "UTC")
+            .unwrap()
+            .is_fixed_time()
+    };
     assert!(fixed("30 2 * * *"));
     assert!(fixed("*/10 2 * * *"));
     assert!(fixed("0 9,17 * * *"));
@@ -220,7 +263,10 @@ fn vixie_day_rule() {
         use chrono::Datelike;
         let spec = ScheduleSpec::parse(expression, "UTC").unwrap();
         let after = "2026-01-31T00:00:00Z".parse().unwrap();
-        spec.iter_after(after).take(5).map(|fire| fire.day()).collect()
+        spec.iter_after(after)
+            .take(5)
+            .map(|fire| fire.day())
+            .collect()
     };
     // February 2026: Mondays are 2, 9, 16, 23.
     assert_eq!(days("0 0 10 2 1"), [2, 9, 10, 16, 23]); // either
