@@ -1,3 +1,121 @@
 //! The command line shared by the `scheduler` binary and by applications built on
-//! [`run`](crate::run): `next` previews a schedule, `check-config` validates a config file.
-//! (Stub.)
+//! [`run`](crate::run): `next` previews a schedule.
+//!
+//! This module owns argument parsing (clap derive) and what each subcommand prints; the logic
+//! it calls lives in the modules it names ([`schedule`](crate::schedule) for `next`). It must
+//! not start the engine or touch the database.
+//!
+//! Each subcommand is a variant of [`Command`] with its own `Args` struct; adding one (the
+//! planned `check-config`) is a new variant and a new arm in [`Cli::run`].
+//!
+//! ```
+//! use clap::Parser;
+//! use scheduler::cli::Cli;
+//!
+//! let cli = Cli::try_parse_from([
+//!     "scheduler", "next", "30 2 * * *",
+//!     "--tz", "America/New_York",
+//!     "--after", "2026-03-07T12:00:00Z",
+//!     "--count", "2",
+//! ])?;
+//! let mut out = Vec::new();
+//! cli.run(&mut out)?;
+//! // 02:30 does not exist on 2026-03-08 in New York: the job runs at 03:00 EDT.
+//! assert_eq!(String::from_utf8(out)?, "2026-03-08T07:00:00Z\n2026-03-09T06:30:00Z\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use clap::{Args, Parser, Subcommand};
+
+use crate::schedule::ScheduleSpec;
+
+/// `scheduler <COMMAND>`: operator tools for a scheduler deployment.
+#[derive(Debug, Parser)]
+#[command(name = "scheduler", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+#[non_exhaustive]
+pub enum Command {
+    /// Print the next fire instants of a cron expression, one a line, in UTC.
+    Next(NextArgs),
+}
+
+/// Arguments of `scheduler next`.
+#[derive(Debug, Clone, Args)]
+pub struct NextArgs {
+    /// The cron expression: 5 fields, 6 with a leading second, or an alias such as `@daily`.
+    pub expression: String,
+
+    /// The IANA time zone the expression is read in, such as `Europe/London`.
+    #[arg(long, value_name = "ZONE", default_value = "UTC")]
+    pub tz: String,
+
+    /// Print fire instants strictly after this RFC 3339 instant [default: now].
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    pub after: Option<DateTime<Utc>>,
+
+    /// How many fire instants to print.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub count: u32,
+}
+
+impl Cli {
+    /// Parses the process arguments, runs the command with output on stdout, and reports an
+    /// error on stderr with a non-zero exit code. This is the whole `main` of the binary.
+    pub fn main() -> ExitCode {
+        let cli = Cli::parse();
+        let stdout = std::io::stdout();
+        match cli.run(&mut stdout.lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    /// Runs the command, writing its output to `out`. Nothing is written when the input is
+    /// refused.
+    pub fn run(self, out: &mut dyn Write) -> crate::Result<()> {
+        match self.command {
+            Command::Next(args) => args.run(out),
+        }
+    }
+}
+
+impl NextArgs {
+    /// Prints the next [`count`](Self::count) fire instants after [`after`](Self::after).
+    pub fn run(&self, out: &mut dyn Write) -> crate::Result<()> {
+        let spec = ScheduleSpec::parse(&self.expression, &self.tz)?;
+        let after = self.after.unwrap_or_else(Utc::now);
+        let mut lines = String::new();
+        for fire in spec.iter_after(after).take(self.count as usize) {
+            lines.push_str(&fire.to_rfc3339_opts(SecondsFormat::AutoSi, true));
+            lines.push('\n');
+        }
+        out.write_all(lines.as_bytes())?;
+        out.flush()?;
+        Ok(())
+    }
+}
+
+fn parse_instant(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|instant| instant.to_utc())
+        .map_err(|error| {
+            format!(
+                "`{text}` is not an RFC 3339 instant ({error}); write e.g. 2026-03-08T00:00:00Z"
+            )
+        })
+}

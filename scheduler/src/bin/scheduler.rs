@@ -1,3 +1,6 @@
-//! The `scheduler` command: schedule previews and config checks for operators.
+//! The `scheduler` command: schedule previews for operators. The arguments and what each
+//! subcommand does live in [`scheduler::cli`], which applications reuse.
 
-fn main() {}
+fn main() -> std::process::ExitCode {
+    scheduler::cli::Cli::main()
+}

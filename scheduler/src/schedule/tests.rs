@@ -1,0 +1,276 @@
+//! Messages and classification; fire times are covered by `tests/schedule_golden.rs` and
+//! `tests/schedule_props.rs`.
+
+use super::{CronField, ScheduleSpec};
+
+#[track_caller]
+fn refusal(expression: &str) -> (String, Option<CronField>) {
+    match ScheduleSpec::parse(expression, "UTC") {
+        Ok(_) => panic!("`{expression}` was accepted"),
+        Err(error) => (error.to_string(), error.field()),
+    }
+}
+
+#[track_caller]
+fn assert_refused(expression: &str, field: Option<CronField>, message: &str) {
+    let (actual, actual_field) = refusal(expression);
+    assert_eq!(actual, message, "message for `{expression}`");
+    assert_eq!(actual_field, field, "field for `{expression}`");
+}
+
+#[test]
+fn out_of_range_values_name_field_value_and_range() {
+    assert_refused(
+        "0 24 * * *",
+        Some(CronField::Hour),
+        "invalid cron `0 24 * * *`: hour field value `24` is out of range; allowed 0-23",
+    );
+    assert_refused(
+        "60 * * * *",
+        Some(CronField::Minute),
+        "invalid cron `60 * * * *`: minute field value `60` is out of range; allowed 0-59",
+    );
+    assert_refused(
+        "0 0 32 * *",
+        Some(CronField::DayOfMonth),
+        "invalid cron `0 0 32 * *`: day-of-month field value `32` is out of range; allowed 1-31",
+    );
+    assert_refused(
+        "0 0 * 13 *",
+        Some(CronField::Month),
+        "invalid cron `0 0 * 13 *`: month field value `13` is out of range; allowed 1-12 or JAN-DEC",
+    );
+    assert_refused(
+        "0 0 * * 8",
+        Some(CronField::DayOfWeek),
+        "invalid cron `0 0 * * 8`: day-of-week field value `8` is out of range; \
+         allowed 0-7 or SUN-SAT (0 and 7 are Sunday)",
+    );
+    assert_refused(
+        "61 0 0 * * *",
+        Some(CronField::Second),
+        "invalid cron `61 0 0 * * *`: second field value `61` is out of range; allowed 0-59",
+    );
+    assert_refused(
+        "0 1-99 * * *",
+        Some(CronField::Hour),
+        "invalid cron `0 1-99 * * *`: hour field value `99` is out of range; allowed 0-23",
+    );
+}
+
+#[test]
+fn reversed_ranges_get_a_rewrite() {
+    assert_refused(
+        "0 22-2 * * *",
+        Some(CronField::Hour),
+        "invalid cron `0 22-2 * * *`: hour field value `22-2` is a reversed range; \
+         allowed ranges from low to high; write `22-23,0-2` to wrap around",
+    );
+    let (message, field) = refusal("0 0 * * FRI-MON");
+    assert_eq!(field, Some(CronField::DayOfWeek));
+    assert!(
+        message.contains("`FRI-MON` is a reversed range"),
+        "{message}"
+    );
+    assert!(message.contains("write `FRI-SAT,SUN-MON`"), "{message}");
+    let (message, _) = refusal("0 0 * NOV-FEB *");
+    assert!(message.contains("write `NOV-DEC,JAN-FEB`"), "{message}");
+}
+
+#[test]
+fn sunday_as_the_end_of_a_day_of_week_range_is_the_crontab_idiom() {
+    for expression in [
+        "0 0 * * FRI-SUN",
+        "0 0 * * 5-0",
+        "0 0 * * 5-7",
+        "0 0 * * fri-sun",
+    ] {
+        let spec = ScheduleSpec::parse(expression, "UTC").unwrap();
+        // 2026-01-01 is a Thursday: Friday, Saturday, Sunday, then Friday again.
+        let after = "2026-01-01T00:00:00Z".parse().unwrap();
+        let days: Vec<String> = spec
+            .iter_after(after)
+            .take(4)
+            .map(|fire| fire.format("%a").to_string())
+            .collect();
+        assert_eq!(days, ["Fri", "Sat", "Sun", "Fri"], "{expression}");
+    }
+}
+
+#[test]
+fn names_only_in_their_own_field() {
+    assert_refused(
+        "0 0 * * JAN",
+        Some(CronField::DayOfWeek),
+        "invalid cron `0 0 * * JAN`: day-of-week field value `JAN` is a month name; \
+         allowed 0-7 or SUN-SAT (0 and 7 are Sunday)",
+    );
+    assert_refused(
+        "0 0 * MON *",
+        Some(CronField::Month),
+        "invalid cron `0 0 * MON *`: month field value `MON` is a day name; allowed 1-12 or JAN-DEC",
+    );
+    assert_refused(
+        "0 JAN * * *",
+        Some(CronField::Hour),
+        "invalid cron `0 JAN * * *`: hour field value `JAN` is a month name; allowed 0-23",
+    );
+    assert!(ScheduleSpec::parse("0 0 * jan,Jul mon-Fri", "UTC").is_ok());
+}
+
+#[test]
+fn sloppy_syntax_is_refused() {
+    assert_refused(
+        "*/0 * * * *",
+        Some(CronField::Minute),
+        "invalid cron `*/0 * * * *`: minute field value `*/0` has step 0; allowed steps 1-59",
+    );
+    assert_refused(
+        "1,,2 * * * *",
+        Some(CronField::Minute),
+        "invalid cron `1,,2 * * * *`: minute field value `1,,2` has an empty list item; \
+         allowed a comma-separated list without empty items, such as `1,15`",
+    );
+    assert_refused(
+        "/15 * * * *",
+        Some(CronField::Minute),
+        "invalid cron `/15 * * * *`: minute field value `/15` has a step without a start; \
+         allowed `*/15` or a start such as `0/15`",
+    );
+    let (message, field) = refusal("0 0 ? * *");
+    assert_eq!(field, Some(CronField::DayOfMonth));
+    assert!(message.contains("uses `?`; allowed `*`"), "{message}");
+    for expression in [
+        "1, * * * *",
+        ",1 * * * *",
+        "*/ * * * *",
+        "*/60 * * * *",
+        "1-2-3 * * * *",
+        "1/2/3 * * * *",
+        "x * * * *",
+        "-1 * * * *",
+        "0 0 * * L",
+        "0 0 * * 5#6",
+        "0 0 1L * *",
+        "0 0 * * 1+2",
+        "0 0 * * +",
+    ] {
+        let (_, field) = refusal(expression);
+        assert!(field.is_some(), "`{expression}` should name a field");
+    }
+}
+
+#[test]
+fn field_count_and_aliases() {
+    assert_refused(
+        "* * * *",
+        None,
+        "invalid cron `* * * *`: expected 5 fields (minute hour day-of-month month day-of-week) \
+         or 6 with a leading second field, found 4",
+    );
+    let (message, _) = refusal("0 0 0 1 1 * 2030");
+    assert!(
+        message.ends_with("found 7; a year field is not supported"),
+        "{message}"
+    );
+    let (message, _) = refusal("@reboot");
+    assert!(message.contains("`@reboot` is not a schedule"), "{message}");
+    assert!(message.contains("allowed @hourly @daily"), "{message}");
+    let (message, _) = refusal("@fortnightly");
+    assert!(
+        message.contains("unknown alias `@fortnightly`"),
+        "{message}"
+    );
+    for alias in [
+        "@hourly",
+        "@daily",
+        "@midnight",
+        "@weekly",
+        "@monthly",
+        "@yearly",
+        "@annually",
+        "@DAILY",
+    ] {
+        assert!(ScheduleSpec::parse(alias, "UTC").is_ok(), "{alias}");
+    }
+}
+
+#[test]
+fn expressions_that_never_fire_are_refused() {
+    assert_refused(
+        "0 0 31 2 *",
+        Some(CronField::DayOfMonth),
+        "invalid cron `0 0 31 2 *`: day-of-month field value `31` never occurs in month `2`, so \
+         the schedule would never fire; allowed a day that exists in one of the months \
+         (29 February is fine: it fires in leap years)",
+    );
+    for expression in [
+        "0 0 30 2 *",
+        "0 0 31 4,6,9,11 *",
+        "0 0 30W 2 *",
+        "0 0 1 * +FRI#2",
+    ] {
+        refusal(expression);
+    }
+    for expression in [
+        "0 0 29 2 *",
+        "0 0 31 2,3 *",
+        "0 0 L 2 *",
+        "0 0 31 2 MON",
+        "0 0 29 2 +MON",
+    ] {
+        assert!(
+            ScheduleSpec::parse(expression, "UTC").is_ok(),
+            "{expression}"
+        );
+    }
+}
+
+#[test]
+fn unknown_time_zone_is_refused_clearly() {
+    let error = ScheduleSpec::parse("* * * * *", "Europe/Londres").unwrap_err();
+    assert_eq!(error.field(), None);
+    assert!(
+        error
+            .to_string()
+            .starts_with("unknown time zone `Europe/Londres`; allowed an IANA zone name"),
+        "{error}"
+    );
+}
+
+#[test]
+fn fixed_time_is_decided_by_the_hour_field() {
+    let fixed = |expression: &str| {
+        ScheduleSpec::parse(expression, "UTC")
+            .unwrap()
+            .is_fixed_time()
+    };
+    assert!(fixed("30 2 * * *"));
+    assert!(fixed("*/10 2 * * *"));
+    assert!(fixed("0 9,17 * * *"));
+    assert!(fixed("0 1-3 * * *"));
+    assert!(fixed("@daily"));
+    assert!(!fixed("0 * * * *"));
+    assert!(!fixed("*/30 * * * *"));
+    assert!(!fixed("0 */2 * * *"));
+    assert!(!fixed("0 1-10/3 * * *"));
+    assert!(!fixed("@hourly"));
+}
+
+#[test]
+fn vixie_day_rule() {
+    let days = |expression: &str| -> Vec<u32> {
+        use chrono::Datelike;
+        let spec = ScheduleSpec::parse(expression, "UTC").unwrap();
+        let after = "2026-01-31T00:00:00Z".parse().unwrap();
+        spec.iter_after(after)
+            .take(5)
+            .map(|fire| fire.day())
+            .collect()
+    };
+    // February 2026: Mondays are 2, 9, 16, 23.
+    assert_eq!(days("0 0 10 2 1"), [2, 9, 10, 16, 23]); // either
+    // A day of month starting with `*` counts as unrestricted: both (odd Mondays in February).
+    assert_eq!(days("0 0 */2 2 1"), [9, 23, 1, 15, 7]);
+    assert_eq!(days("0 0 * 2 1"), [2, 9, 16, 23, 1]);
+}
