@@ -264,11 +264,6 @@ impl ScheduleSpec {
         )
     }
 
-    /// How many fire instants fall in `(after, until]`, counting at most `cap`.
-    pub fn count_fires(&self, after: DateTime<Utc>, until: DateTime<Utc>, cap: usize) -> usize {
-        self.iter_after(after).take_while(|t| *t <= until).take(cap).count()
-    }
-
     /// Fire instants strictly after `after`, in order.
     pub fn iter_after(&self, after: DateTime<Utc>) -> impl Iterator<Item = DateTime<Utc>> + '_ {
         let mut cursor = after;
