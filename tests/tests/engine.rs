@@ -91,7 +91,7 @@ async fn drain_stubborn(ctx: TaskContext) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_tick_runs_exactly_once_across_three_nodes() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("once").await;
+    let db = migrated_schema("once").await;
     let rec = Arc::new(Recorder::default());
     let config = doc((0..20).map(|i| entry(&format!("once.{i:02}"), "* * * * * *")).collect());
     let nodes: Vec<_> = ["a", "b", "c"]
@@ -173,7 +173,7 @@ async fn every_tick_runs_exactly_once_across_three_nodes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_handler_is_renewed_and_never_started_twice() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("renew").await;
+    let db = migrated_schema("renew").await;
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![entry("long.renewed", "* * * * * *")]);
     let build = |id: &str| {
@@ -222,7 +222,7 @@ async fn long_handler_is_renewed_and_never_started_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overrunning_handler_runs_once_after_finishing() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("overrun").await;
+    let db = migrated_schema("overrun").await;
     let rec = Arc::new(Recorder::default());
     let n = start(
         node(&db, "a", tasks("overrun."))
@@ -265,7 +265,7 @@ async fn overrunning_handler_runs_once_after_finishing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panics_and_errors_are_recorded_and_the_node_lives() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("panic").await;
+    let db = migrated_schema("panic").await;
     let rec = Arc::new(Recorder::default());
     let registry = scheduler::TaskRegistry::collect()
         .unwrap()
@@ -315,7 +315,7 @@ async fn panics_and_errors_are_recorded_and_the_node_lives() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_drains_and_hands_over() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("drain").await;
+    let db = migrated_schema("drain").await;
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![entry("drain.polite", "0 0 1 1 *"), entry("drain.stubborn", "0 0 1 1 *")]);
     let a = start(
@@ -393,7 +393,7 @@ async fn graceful_shutdown_drains_and_hands_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_claims_only_registered_tasks() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("deploy").await;
+    let db = migrated_schema("deploy").await;
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![entry("deploy.old", "* * * * * *"), entry("deploy.new", "* * * * * *")]);
     // The old binary knows only deploy.old; the new one both.
@@ -426,8 +426,7 @@ async fn a_node_claims_only_registered_tasks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overdue_task_runs_once_after_downtime() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("overdue").await;
-    migrate(&db).await;
+    let db = migrated_schema("overdue").await;
     let pool = pool(&db);
     // As left by a cluster that went down 2 hours ago: every-minute task, next run long past.
     sqlx::query(
@@ -473,8 +472,7 @@ async fn overdue_task_runs_once_after_downtime() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_lock_on_a_future_task_is_released() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("expired").await;
-    migrate(&db).await;
+    let db = migrated_schema("expired").await;
     let pool = pool(&db);
     sqlx::query(
         "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at, lock_owner, lock_token, lock_expires_at) VALUES ('overdue.task', '0 0 1 1 *', 'UTC', true, now() + interval '1 day', 'dead-node', gen_random_uuid(), now() - interval '1 second')",

@@ -26,7 +26,7 @@ async fn restart_tick(ctx: TaskContext) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_node_is_taken_over() {
     scheduler_tests::init_tracing();
-    let db = TestSchema::new("kill").await;
+    let db = migrated_schema("kill").await;
     let dir = tempfile_dir("kill");
     let config = dir.join("tasks.json");
     std::fs::write(

@@ -160,3 +160,10 @@ pub async fn migrate(db: &TestSchema) {
     use scheduler::store::Store;
     store(db).migrate().await.unwrap();
 }
+
+/// A fresh schema with the scheduler tables already created, so tests can query them at once.
+pub async fn migrated_schema(prefix: &str) -> TestSchema {
+    let db = TestSchema::new(prefix).await;
+    migrate(&db).await;
+    db
+}
