@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # PostgreSQL helpers shared by scripts/test, scripts/pg-throwaway and (later)
-# scripts/bench. Source it; it defines functions only and changes no options.
+# scripts/bench and scripts/quickstart. Source it; it defines functions only and changes no options.
 #
 # What it owns: finding the PostgreSQL binaries, deciding whether a server is
 # reachable, and starting/stopping a private throwaway cluster. It never
@@ -254,4 +254,61 @@ pg_throwaway_stop() {
         pg_log "throwaway cluster stopped and removed"
         unset PG_THROWAWAY_DIR PG_THROWAWAY_PORT PG_THROWAWAY_URL
     fi
+}
+
+# pg_use_system_server : sets DATABASE_URL to the server on 127.0.0.1:5432
+# (database `test` if it exists, else `scheduler_test`, created if missing).
+pg_use_system_server() {
+    local base="postgres://postgres@127.0.0.1:5432" db
+    pg_reachable "$base/postgres" || return 1
+    if [[ "$(pg_query "$base/postgres" "select 1 from pg_database where datname = 'test'")" == 1 ]]; then
+        db="test"
+    else
+        db=scheduler_test
+        if [[ "$(pg_query "$base/postgres" "select 1 from pg_database where datname = '$db'")" != 1 ]]; then
+            # A concurrent run may win the race; re-check rather than fail.
+            pg_query "$base/postgres" "create database $db" >/dev/null 2>&1 || true
+        fi
+        pg_reachable "$base/$db" || return 1
+    fi
+    DATABASE_URL="$base/$db"
+}
+
+# pg_ensure_server [-c NAME=VALUE]... : sets DATABASE_URL (and pg_source, a
+# description) to a reachable PostgreSQL:
+#   1. $DATABASE_URL, if set and reachable;
+#   2. else the server on 127.0.0.1:5432 (pg_use_system_server);
+#   3. else a throwaway cluster (pg_throwaway_start with the given settings);
+#      the caller stops it with pg_throwaway_stop "$PG_THROWAWAY_DIR".
+# SCHEDULER_TEST_FORCE_THROWAWAY=1 skips 1 and 2. With settings given, 1 and
+# 2 are skipped too: only a private cluster can be started with them.
+pg_ensure_server() {
+    pg_source=""
+    if [[ "${SCHEDULER_TEST_FORCE_THROWAWAY:-}" == 1 ]]; then
+        pg_log "SCHEDULER_TEST_FORCE_THROWAWAY=1: skipping server detection"
+    elif (($# > 0)); then
+        pg_log "server settings requested ($*): using a private cluster"
+    else
+        if [[ -n "${DATABASE_URL:-}" ]]; then
+            if [[ -z "$(pg_psql)" ]]; then
+                pg_log "no psql client to check DATABASE_URL; using it as given"
+                pg_source="DATABASE_URL (unchecked)"
+            elif pg_reachable "$DATABASE_URL"; then
+                pg_source="DATABASE_URL"
+            else
+                pg_log "warning: DATABASE_URL=$(pg_redact_url "$DATABASE_URL") is not reachable; looking for another server"
+                unset DATABASE_URL
+            fi
+        fi
+        if [[ -z "$pg_source" ]] && pg_use_system_server; then
+            pg_source="running server on 127.0.0.1:5432"
+        fi
+    fi
+    if [[ -z "$pg_source" ]]; then
+        pg_log "no usable PostgreSQL yet; starting a throwaway cluster"
+        pg_throwaway_start "$@"
+        DATABASE_URL="$PG_THROWAWAY_URL"
+        pg_source="throwaway cluster in $PG_THROWAWAY_DIR"
+    fi
+    export DATABASE_URL
 }
