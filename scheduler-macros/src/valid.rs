@@ -94,7 +94,9 @@ pub fn validate(args: syn::Result<TaskArgs>, item: TokenStream) -> syn::Result<T
         let options = options.expect("options are valid when there are no errors");
         Task {
             func: func.expect("the item is a fn when there are no errors"),
-            name: options.name.expect("`name` is present when there are no errors"),
+            name: options
+                .name
+                .expect("`name` is present when there are no errors"),
             krate: options
                 .krate
                 .unwrap_or_else(|| syn::parse_quote!(::scheduler)),
@@ -192,7 +194,10 @@ fn is_name_char(c: char) -> bool {
 fn parse_crate(value: &Expr) -> syn::Result<Path> {
     match value {
         Expr::Path(ExprPath {
-            attrs, qself: None, path, ..
+            attrs,
+            qself: None,
+            path,
+            ..
         }) if attrs.is_empty() => Ok(path.clone()),
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
@@ -209,12 +214,15 @@ fn validate_signature(func: &ItemFn, errors: &mut Errors) -> bool {
     let sig = &func.sig;
     if sig.asyncness.is_none() {
         errors.at(
-            &sig.fn_token,
+            sig.fn_token,
             "#[task] requires an `async fn`: write `async fn`",
         );
     }
     if let Some(unsafety) = &sig.unsafety {
-        errors.at(unsafety, "#[task] functions cannot be `unsafe`: remove `unsafe`");
+        errors.at(
+            unsafety,
+            "#[task] functions cannot be `unsafe`: remove `unsafe`",
+        );
     }
     if let Some(abi) = &sig.abi {
         errors.at(abi, "#[task] functions cannot have an ABI: remove `extern`");
@@ -226,7 +234,10 @@ fn validate_signature(func: &ItemFn, errors: &mut Errors) -> bool {
              remove the generic parameters",
         );
     } else if let Some(where_clause) = &sig.generics.where_clause {
-        errors.at(where_clause, "#[task] functions cannot have a `where` clause: remove it");
+        errors.at(
+            where_clause,
+            "#[task] functions cannot have a `where` clause: remove it",
+        );
     }
     if let Some(variadic) = &sig.variadic {
         errors.at(variadic, "#[task] functions cannot be variadic");
@@ -262,7 +273,8 @@ fn check_context_type(ty: &Type, errors: &mut Errors) {
         Type::Paren(inner) => check_context_type(&inner.elem, errors),
         Type::Group(inner) => check_context_type(&inner.elem, errors),
         Type::Path(path) if path.qself.is_none() && is_task_context(&path.path) => {}
-        Type::Reference(reference) if matches!(&*reference.elem, Type::Path(p) if is_task_context(&p.path)) => {
+        Type::Reference(reference) if matches!(&*reference.elem, Type::Path(p) if is_task_context(&p.path)) =>
+        {
             errors.at(
                 ty,
                 "#[task] functions take `TaskContext` by value: write `ctx: TaskContext`",
