@@ -105,11 +105,20 @@ pub fn validate(args: syn::Result<TaskArgs>, item: TokenStream) -> syn::Result<T
     })
 }
 
+/// The value without the invisible group a `macro_rules!` `$value:expr` wraps it in.
+fn ungroup(mut value: &Expr) -> &Expr {
+    while let Expr::Group(group) = value {
+        value = &group.expr;
+    }
+    value
+}
+
 /// Checks every `key = value`; returns the options when all of them are valid.
 fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Option<Options> {
     let mut options = Options::default();
     let mut ok = true;
     for ArgEntry { key, value } in &args.entries {
+        let value = ungroup(value);
         // Adding an option is one arm here plus a field in `Options`.
         let result = match key.to_string().as_str() {
             "name" => parse_name(value).and_then(|v| set_once(&mut options.name, key, v)),
@@ -215,7 +224,7 @@ fn validate_signature(func: &ItemFn, errors: &mut Errors) -> bool {
     if sig.asyncness.is_none() {
         errors.at(
             sig.fn_token,
-            "#[task] requires an `async fn`: write `async fn`",
+            "#[task] requires an `async fn`: add `async` before `fn`",
         );
     }
     if let Some(unsafety) = &sig.unsafety {
