@@ -10,7 +10,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
-use syn::{Ident, ReturnType};
+use syn::{Ident, Path, ReturnType};
 
 use crate::valid::Task;
 
@@ -30,25 +30,33 @@ pub fn expand(task: &Task) -> TokenStream {
     let ctx_arg = takes_context.then(|| quote!(#ctx));
 
     // The call is spanned at the function's name so that "future cannot be sent between threads
-    // safely" points at the user's function, not at generated code.
+    // safely" points at the user's function, not at generated code. Every token of the
+    // expression carries that span, since rustc spans an expression from its first token to its
+    // last.
     let fn_span = fn_name.span();
-    let future = quote_spanned!(fn_span=> #private::assert_send(#fn_name(#ctx_arg)));
+    let private_at_fn = private_at(krate, fn_span);
+    let future = quote_spanned!(fn_span=> #private_at_fn::assert_send(#fn_name(#ctx_arg)));
 
-    // The conversion is spanned at the return type so that an error type that does not convert
-    // into `TaskError` is reported there.
-    let output_span = match &func.sig.output {
-        ReturnType::Default => fn_span,
-        ReturnType::Type(_, ty) => first_span(ty),
+    // The conversion is spanned over the return type so that an unsupported return type, or an
+    // error type that does not convert into `TaskError`, is reported there: the path starts at
+    // the type's first token and ends at its last.
+    let (output_first, output_last) = match &func.sig.output {
+        ReturnType::Default => (fn_span, fn_span),
+        ReturnType::Type(_, ty) => token_spans(ty),
     };
+    let private_at_output = private_at(krate, output_first);
+    let convert = Ident::new("into_task_result", output_last);
     let into_task_result =
-        quote_spanned!(output_span=> #private::IntoTaskResult::into_task_result);
+        quote_spanned!(output_first=> #private_at_output::IntoTaskResult::#convert);
+    let task_future =
+        quote_spanned!(fn_span=> #private_at_fn::task_future(#future, #into_task_result));
 
     quote! {
         #func
 
         const _: () = {
             fn __scheduler_task_handler(#ctx: #private::TaskContext) -> #private::TaskFuture {
-                #private::task_future(#future, #into_task_result)
+                #task_future
             }
 
             #private::inventory::submit! {
@@ -65,10 +73,23 @@ pub fn expand(task: &Task) -> TokenStream {
     }
 }
 
-/// The span of a node's first token (spans cannot be joined on stable).
-fn first_span(node: &impl ToTokens) -> Span {
-    node.to_token_stream()
-        .into_iter()
+/// The spans of a node's first and last tokens (spans cannot be joined on stable).
+fn token_spans(node: &impl ToTokens) -> (Span, Span) {
+    let mut tokens = node.to_token_stream().into_iter();
+    let first = tokens
         .next()
-        .map_or_else(Span::call_site, |token| token.span())
+        .map_or_else(Span::call_site, |token| token.span());
+    let last = tokens.last().map_or(first, |token| token.span());
+    (first, last)
+}
+
+/// `<krate>::__private` with every token at `span`, for expressions whose errors must land there.
+fn private_at(krate: &Path, span: Span) -> TokenStream {
+    quote!(#krate::__private)
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
 }

@@ -2,9 +2,9 @@
 //!
 //! This file only wires the three passes together; each owns one concern:
 //!
-//! - [`ast`] parses the attribute arguments into a typed view that keeps the syn nodes for spans;
-//! - [`valid`] checks the arguments and the function signature, collecting every error at once;
-//! - [`expand`] turns a validated task into the generated registration code.
+//! - `ast` parses the attribute arguments into a typed view that keeps the syn nodes for spans;
+//! - `valid` checks the arguments and the function signature, collecting every error at once;
+//! - `expand` turns a validated task into the generated registration code.
 //!
 //! When anything fails, the user's item is emitted unchanged next to the `compile_error!`s, so
 //! one mistake does not cascade into "cannot find function" errors at every call site.
@@ -35,7 +35,8 @@ use proc_macro::TokenStream;
 ///
 /// The function takes no parameter or one `TaskContext`, and returns `()` or `Result<(), E>`
 /// for any `E` that converts into `Box<dyn std::error::Error + Send + Sync>`. Its future must
-/// be `Send + 'static`.
+/// be `Send + 'static`. It must be a free function (in a module or a block): a registration
+/// cannot be emitted inside an `impl` block.
 #[proc_macro_attribute]
 pub fn task(args: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);

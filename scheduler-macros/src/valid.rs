@@ -45,13 +45,6 @@ impl Errors {
     fn at(&mut self, tokens: impl ToTokens, message: impl Display) {
         self.push(syn::Error::new_spanned(tokens, message));
     }
-
-    fn finish<T>(self, value: impl FnOnce() -> T) -> syn::Result<T> {
-        match self.0 {
-            Some(errors) => Err(errors),
-            None => Ok(value()),
-        }
-    }
 }
 
 /// The options as given, before defaults are applied.
@@ -67,7 +60,7 @@ pub fn validate(args: syn::Result<TaskArgs>, item: TokenStream) -> syn::Result<T
     let mut errors = Errors::default();
 
     let options = match args {
-        Ok(args) => validate_options(&args, &mut errors),
+        Ok(args) => Some(validate_options(&args, &mut errors)),
         Err(error) => {
             errors.push(error);
             None
@@ -88,59 +81,77 @@ pub fn validate(args: syn::Result<TaskArgs>, item: TokenStream) -> syn::Result<T
             None
         }
     };
-    let takes_context = func.as_ref().map(|f| validate_signature(f, &mut errors));
+    let takes_context = func
+        .as_ref()
+        .is_some_and(|func| validate_signature(func, &mut errors));
 
-    errors.finish(|| {
-        let options = options.expect("options are valid when there are no errors");
-        Task {
-            func: func.expect("the item is a fn when there are no errors"),
-            name: options.name.expect("`name` is present when there are no errors"),
-            krate: options
-                .krate
-                .unwrap_or_else(|| syn::parse_quote!(::scheduler)),
-            takes_context: takes_context.unwrap_or(false),
-        }
-    })
+    match (errors.0, options, func) {
+        (Some(errors), _, _) => Err(errors),
+        (
+            None,
+            Some(Options {
+                name: Some(name),
+                krate,
+            }),
+            Some(func),
+        ) => Ok(Task {
+            func,
+            name,
+            krate: krate.unwrap_or_else(|| syn::parse_quote!(::scheduler)),
+            takes_context,
+        }),
+        (None, _, _) => unreachable!("a missing part without an error"),
+    }
 }
 
-/// Checks every `key = value`; returns the options when all of them are valid.
-fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Option<Options> {
+/// The value without the invisible group a `macro_rules!` `$value:expr` wraps it in.
+fn ungroup(mut value: &Expr) -> &Expr {
+    while let Expr::Group(group) = value {
+        value = &group.expr;
+    }
+    value
+}
+
+/// Checks every `key = value` and that `name` is given; pushes what is wrong.
+fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
     let mut options = Options::default();
-    let mut ok = true;
+    let mut seen = Vec::new();
     for ArgEntry { key, value } in &args.entries {
-        // Adding an option is one arm here plus a field in `Options`.
-        let result = match key.to_string().as_str() {
-            "name" => parse_name(value).and_then(|v| set_once(&mut options.name, key, v)),
-            "crate" => parse_crate(value).and_then(|v| set_once(&mut options.krate, key, v)),
-            _ => Err(syn::Error::new(
+        let key_name = key.to_string();
+        if seen.contains(&key_name) {
+            errors.push(syn::Error::new(
                 key.span(),
-                format!("unknown #[task] option `{key}`: the options are `name` and `crate`"),
-            )),
+                format!("`{key}` specified more than once"),
+            ));
+            continue;
+        }
+        let value = ungroup(value);
+        // Adding an option is one arm here plus a field in `Options`.
+        let result = match key_name.as_str() {
+            "name" => parse_name(value).map(|name| options.name = Some(name)),
+            "crate" => parse_crate(value).map(|krate| options.krate = Some(krate)),
+            _ => {
+                errors.push(syn::Error::new(
+                    key.span(),
+                    format!("unknown #[task] option `{key}`: the options are `name` and `crate`"),
+                ));
+                continue;
+            }
         };
+        // A known key with an invalid value still counts as given, so it is not also reported
+        // as missing.
+        seen.push(key_name);
         if let Err(error) = result {
             errors.push(error);
-            ok = false;
         }
     }
-    if options.name.is_none() && ok {
+    if !seen.iter().any(|key| key == "name") {
         errors.push(syn::Error::new(
             Span::call_site(),
             "missing `name`: write #[task(name = \"...\")]",
         ));
-        ok = false;
     }
-    ok.then_some(options)
-}
-
-fn set_once<T>(slot: &mut Option<T>, key: &syn::Ident, value: T) -> syn::Result<()> {
-    if slot.is_some() {
-        return Err(syn::Error::new(
-            key.span(),
-            format!("`{key}` specified more than once"),
-        ));
-    }
-    *slot = Some(value);
-    Ok(())
+    options
 }
 
 fn parse_name(value: &Expr) -> syn::Result<LitStr> {
@@ -192,7 +203,10 @@ fn is_name_char(c: char) -> bool {
 fn parse_crate(value: &Expr) -> syn::Result<Path> {
     match value {
         Expr::Path(ExprPath {
-            attrs, qself: None, path, ..
+            attrs,
+            qself: None,
+            path,
+            ..
         }) if attrs.is_empty() => Ok(path.clone()),
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
@@ -209,12 +223,15 @@ fn validate_signature(func: &ItemFn, errors: &mut Errors) -> bool {
     let sig = &func.sig;
     if sig.asyncness.is_none() {
         errors.at(
-            &sig.fn_token,
-            "#[task] requires an `async fn`: write `async fn`",
+            sig.fn_token,
+            "#[task] requires an `async fn`: add `async` before `fn`",
         );
     }
     if let Some(unsafety) = &sig.unsafety {
-        errors.at(unsafety, "#[task] functions cannot be `unsafe`: remove `unsafe`");
+        errors.at(
+            unsafety,
+            "#[task] functions cannot be `unsafe`: remove `unsafe`",
+        );
     }
     if let Some(abi) = &sig.abi {
         errors.at(abi, "#[task] functions cannot have an ABI: remove `extern`");
@@ -226,7 +243,10 @@ fn validate_signature(func: &ItemFn, errors: &mut Errors) -> bool {
              remove the generic parameters",
         );
     } else if let Some(where_clause) = &sig.generics.where_clause {
-        errors.at(where_clause, "#[task] functions cannot have a `where` clause: remove it");
+        errors.at(
+            where_clause,
+            "#[task] functions cannot have a `where` clause: remove it",
+        );
     }
     if let Some(variadic) = &sig.variadic {
         errors.at(variadic, "#[task] functions cannot be variadic");
@@ -262,7 +282,8 @@ fn check_context_type(ty: &Type, errors: &mut Errors) {
         Type::Paren(inner) => check_context_type(&inner.elem, errors),
         Type::Group(inner) => check_context_type(&inner.elem, errors),
         Type::Path(path) if path.qself.is_none() && is_task_context(&path.path) => {}
-        Type::Reference(reference) if matches!(&*reference.elem, Type::Path(p) if is_task_context(&p.path)) => {
+        Type::Reference(reference) if matches!(&*reference.elem, Type::Path(p) if is_task_context(&p.path)) =>
+        {
             errors.at(
                 ty,
                 "#[task] functions take `TaskContext` by value: write `ctx: TaskContext`",

@@ -60,8 +60,9 @@ pub mod __private {
     /// Boxes a handler's future, converting its output with `convert`.
     ///
     /// The conversion is passed in (rather than required as a bound here) so that the macro can
-    /// place the `IntoTaskResult` check at the return type's span, and so that a future that is
-    /// not `Send` is reported once, by [`assert_send`], not a second time here.
+    /// place the `IntoTaskResult` check at the return type's span. The `Send` bound repeats
+    /// [`assert_send`]'s; the macro gives both calls the same span, so rustc reports a future
+    /// that is not `Send` once.
     pub fn task_future<F>(
         future: F,
         convert: fn(F::Output) -> Result<(), crate::registry::TaskError>,

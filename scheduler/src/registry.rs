@@ -77,6 +77,11 @@ impl fmt::Debug for TaskDescriptor {
 inventory::collect!(TaskDescriptor);
 
 /// Converts what a handler returns into the engine's result: `()` or `Result<(), E>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a supported return type for a #[task] function",
+    label = "return `()` or `Result<(), E>` here",
+    note = "a #[task] function returns `()` or `Result<(), E>` where `E` converts into `Box<dyn std::error::Error + Send + Sync>`"
+)]
 pub trait IntoTaskResult {
     /// Performs the conversion.
     fn into_task_result(self) -> Result<(), TaskError>;

@@ -1,0 +1,6 @@
+use scheduler::task;
+
+#[task(name = "")]
+async fn sync_report() {}
+
+fn main() {}

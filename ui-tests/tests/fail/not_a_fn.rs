@@ -1,0 +1,8 @@
+use scheduler::task;
+
+#[task(name = "syncReport")]
+struct SyncReport;
+
+fn main() {
+    let _ = SyncReport;
+}

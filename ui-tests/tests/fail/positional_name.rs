@@ -1,0 +1,6 @@
+use scheduler::task;
+
+#[task("syncReport")]
+async fn sync_report() {}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use std::error::Error;
+
+use scheduler::task;
+
+#[task(name = "boxedError")]
+async fn boxed_error() -> Result<(), Box<dyn Error + Send + Sync>> {
+    Err("no data".into())
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+use scheduler::{TaskContext, task};
+
+#[derive(Debug, thiserror::Error)]
+enum ReportError {
+    #[error("advertiser {0} not found")]
+    NotFound(u64),
+}
+
+#[task(name = "customError")]
+async fn custom_error(_ctx: TaskContext) -> Result<(), ReportError> {
+    Err(ReportError::NotFound(7))
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use scheduler::task;
+
+#[task(name = "noParameter")]
+async fn no_parameter() {}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use scheduler::{TaskContext, task};
+
+#[task(name = "implicitUnit")]
+async fn implicit_unit(_ctx: TaskContext) {}
+
+#[task(name = "explicitUnit")]
+#[allow(clippy::unused_unit)]
+async fn explicit_unit(_ctx: TaskContext) -> () {}
+
+fn main() {}

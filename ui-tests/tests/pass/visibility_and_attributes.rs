@@ -1,0 +1,20 @@
+pub mod jobs {
+    use scheduler::{TaskContext, task};
+
+    /// Doc comments and other attributes are kept on the function.
+    #[task(name = "public.task")]
+    #[allow(clippy::needless_return)]
+    #[must_use]
+    pub async fn public_task(_ctx: TaskContext) -> anyhow::Result<()> {
+        return Ok(());
+    }
+
+    #[task(name = "crate.task")]
+    pub(crate) async fn crate_task() {}
+}
+
+fn main() {
+    // Still callable like any function.
+    let _ = jobs::public_task(scheduler::TaskContext::standalone("public.task"));
+    let _ = jobs::crate_task();
+}
