@@ -126,6 +126,7 @@ mod next;
 mod normalize;
 
 use std::fmt;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -143,11 +144,24 @@ use normalize::{Compiled, JobKind};
 /// assert_eq!(spec.next_after(after), "2026-01-05T09:00:00Z".parse().ok());
 /// # Ok::<(), scheduler::schedule::ScheduleError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ScheduleSpec {
     expression: String,
     timezone: Tz,
-    compiled: Compiled,
+    // Shared: croner's pattern holds a few kilobytes (its year field), and specs are cloned
+    // into engine and reconciler state.
+    compiled: Arc<Compiled>,
+}
+
+impl fmt::Debug for ScheduleSpec {
+    // croner's pattern is bitfields; the expression says the same thing readably.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScheduleSpec")
+            .field("expression", &self.expression)
+            .field("timezone", &self.timezone)
+            .field("fixed_time", &self.is_fixed_time())
+            .finish()
+    }
 }
 
 /// A field of a cron expression, as named in error messages.
@@ -236,7 +250,7 @@ impl ScheduleSpec {
         Ok(Self {
             expression: expression.to_owned(),
             timezone,
-            compiled: normalize::compile(expression)?,
+            compiled: Arc::new(normalize::compile(expression)?),
         })
     }
 

@@ -355,3 +355,12 @@ mod croner_alone {
         );
     }
 }
+
+#[test]
+fn debug_shows_the_expression_not_croner_bitfields() {
+    let spec = ScheduleSpec::parse("0 9 * * MON-FRI", "Europe/London").unwrap();
+    assert_eq!(
+        format!("{spec:?}"),
+        r#"ScheduleSpec { expression: "0 9 * * MON-FRI", timezone: Europe/London, fixed_time: true }"#
+    );
+}
