@@ -100,12 +100,18 @@ impl NextArgs {
         let spec = ScheduleSpec::parse(&self.expression, &self.tz)?;
         let after = self.after.unwrap_or_else(Utc::now);
         let mut lines = String::new();
+        let mut printed = 0;
         for fire in spec.iter_after(after).take(self.count as usize) {
             lines.push_str(&fire.to_rfc3339_opts(SecondsFormat::AutoSi, true));
             lines.push('\n');
+            printed += 1;
         }
         out.write_all(lines.as_bytes())?;
         out.flush()?;
+        if printed < self.count {
+            // Only past the year 5000, where the search stops.
+            eprintln!("note: only {printed} fire instants follow {after}");
+        }
         Ok(())
     }
 }

@@ -536,6 +536,11 @@ fn parse_value(field: CronField, token: &str) -> Result<u32, FieldRefusal> {
         (CronField::DayOfWeek, _, Some(index)) => Ok(index as u32),
         (_, Some(_), _) => Err(FieldRefusal::new(token, "is a month name", allowed)),
         (_, _, Some(_)) => Err(FieldRefusal::new(token, "is a day name", allowed)),
+        (CronField::Month | CronField::DayOfWeek, _, _) => Err(FieldRefusal::new(
+            token,
+            "is not a number or a three-letter name",
+            allowed,
+        )),
         _ => Err(FieldRefusal::new(token, "is not a number", allowed)),
     }
 }

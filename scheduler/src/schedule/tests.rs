@@ -274,3 +274,93 @@ fn vixie_day_rule() {
     assert_eq!(days("0 0 */2 2 1"), [9, 23, 1, 15, 7]);
     assert_eq!(days("0 0 * 2 1"), [2, 9, 16, 23, 1]);
 }
+
+/// What croner does on its own, pinned so that an upgrade that changes it is noticed; each is
+/// a reason for `normalize.rs` or `next.rs` (see the module docs).
+mod croner_alone {
+    use std::str::FromStr;
+
+    use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+    use croner::Cron;
+
+    #[test]
+    fn accepts_what_we_refuse() {
+        for expression in [
+            "0 0 * * JAN",
+            "1,,2 * * * *",
+            "0 0 ? * *",
+            "0 0 0 1 1 * 2030",
+            "0 0 31 2 *",
+        ] {
+            assert!(
+                Cron::from_str(expression).is_ok(),
+                "croner now refuses `{expression}`"
+            );
+        }
+        // `JAN` in the day of week is read as 1, Monday.
+        let monday = NaiveDate::from_ymd_opt(2026, 1, 5)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap();
+        assert!(
+            Cron::from_str("0 0 * * JAN")
+                .unwrap()
+                .is_time_matching(&monday)
+                .unwrap()
+        );
+    }
+
+    #[test]
+    fn errors_name_no_field() {
+        let error = Cron::from_str("0 24 * * *").unwrap_err().to_string();
+        assert!(
+            !error.contains("hour"),
+            "croner now names the field: {error}"
+        );
+    }
+
+    #[test]
+    fn only_an_exact_star_makes_a_day_field_unrestricted() {
+        // Vixie: `*/2` counts as unrestricted, so this is odd days AND Mondays. croner ORs.
+        let cron = Cron::from_str("0 0 */2 * 1").unwrap();
+        let even_monday = NaiveDate::from_ymd_opt(2026, 2, 2)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap();
+        assert!(cron.is_time_matching(&even_monday).unwrap());
+    }
+
+    #[test]
+    fn runs_a_job_with_two_fixed_hours_twice_in_a_repeated_hour() {
+        // croner's fixed-time test wants a single hour; ours looks at the hour field's form.
+        let zone: chrono_tz::Tz = "America/New_York".parse().unwrap();
+        let after = zone.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
+        let cron = Cron::from_str("30 1,13 * * *").unwrap();
+        let fires: Vec<DateTime<Utc>> = cron
+            .iter_after(after)
+            .take(2)
+            .map(|fire| fire.to_utc())
+            .collect();
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(
+            fires,
+            [at("2026-11-01T05:30:00Z"), at("2026-11-01T06:30:00Z")]
+        );
+
+        let ours = super::ScheduleSpec::parse("30 1,13 * * *", "America/New_York").unwrap();
+        let fires: Vec<DateTime<Utc>> = ours.iter_after(after.to_utc()).take(2).collect();
+        assert_eq!(
+            fires,
+            [at("2026-11-01T05:30:00Z"), at("2026-11-01T18:30:00Z")]
+        );
+    }
+}
+
+#[test]
+fn debug_shows_the_expression_not_croner_bitfields() {
+    let spec = ScheduleSpec::parse("0 9 * * MON-FRI", "Europe/London").unwrap();
+    assert_eq!(
+        format!("{spec:?}"),
+        r#"ScheduleSpec { expression: "0 9 * * MON-FRI", timezone: Europe/London, fixed_time: true }"#
+    );
+}
