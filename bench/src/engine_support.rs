@@ -14,7 +14,10 @@ pub struct Lags(pub Mutex<Vec<f64>>);
 
 fn recording_handler(ctx: TaskContext) -> TaskFuture {
     Box::pin(async move {
-        let lag = (Utc::now() - ctx.scheduled_at()).num_microseconds().unwrap_or(i64::MAX) as f64 / 1000.0;
+        let lag = (Utc::now() - ctx.scheduled_at())
+            .num_microseconds()
+            .unwrap_or(i64::MAX) as f64
+            / 1000.0;
         if let Ok(lags) = ctx.state::<std::sync::Arc<Lags>>() {
             lags.0.lock().unwrap().push(lag);
         }
@@ -48,16 +51,21 @@ pub fn percentile(values: &mut [f64], p: f64) -> f64 {
 }
 
 pub fn database_url() -> String {
-    std::env::var("DATABASE_URL").expect("DATABASE_URL is not set: run the benchmarks with scripts/bench")
+    std::env::var("DATABASE_URL")
+        .expect("DATABASE_URL is not set: run the benchmarks with scripts/bench")
 }
 
 /// A fresh schema for one benchmark scenario.
 pub async fn fresh_schema(url: &str, name: &str) -> sqlx::PgPool {
-    let admin = sqlx::PgPool::connect(url).await.expect("connect to DATABASE_URL");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {name} CASCADE")))
-        .execute(&admin)
+    let admin = sqlx::PgPool::connect(url)
         .await
-        .unwrap();
+        .expect("connect to DATABASE_URL");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA IF EXISTS {name} CASCADE"
+    )))
+    .execute(&admin)
+    .await
+    .unwrap();
     admin.close().await;
     let store = scheduler::store::PgStore::connect_lazy(url, name, 4).unwrap();
     use scheduler::store::Store;

@@ -121,7 +121,13 @@ pub fn plan(
     for desired in validated.desired.values() {
         let cron = desired.schedule.expression().to_owned();
         let timezone = desired.schedule.timezone().name().to_owned();
-        let next = || if desired.enabled { desired.schedule.next_after(db_now) } else { None };
+        let next = || {
+            if desired.enabled {
+                desired.schedule.next_after(db_now)
+            } else {
+                None
+            }
+        };
         let Some(row) = rows.get(desired.name.as_str()) else {
             changes.push(TaskChange::Create {
                 name: desired.name.clone(),
@@ -140,7 +146,8 @@ pub fn plan(
             report.unchanged += 1;
             continue;
         }
-        let recompute = desired.enabled && (schedule_changed || enabling || row.next_run_at.is_none());
+        let recompute =
+            desired.enabled && (schedule_changed || enabling || row.next_run_at.is_none());
         changes.push(TaskChange::Update {
             name: desired.name.clone(),
             cron,
@@ -179,7 +186,9 @@ pub fn plan(
     }
 
     for refusal in &validated.refused {
-        report.refused.push((refusal.name.clone(), refusal.reason.to_string()));
+        report
+            .refused
+            .push((refusal.name.clone(), refusal.reason.to_string()));
     }
 
     let in_config: BTreeSet<&str> = doc.tasks.iter().map(|t| t.name.as_str()).collect();
@@ -187,7 +196,10 @@ pub fn plan(
         if !in_config.contains(row.name.as_str()) && !registry.contains(&row.name) {
             report.orphaned.push(row.name.clone());
             if row.orphaned_since.is_none() {
-                changes.push(TaskChange::Orphaned { name: row.name.clone(), orphaned: true });
+                changes.push(TaskChange::Orphaned {
+                    name: row.name.clone(),
+                    orphaned: true,
+                });
             }
         }
     }
@@ -233,8 +245,18 @@ impl fmt::Debug for Reconciler {
 
 impl Reconciler {
     /// A reconciler for the tasks in `registry`, reading zone-less entries in `default_tz`.
-    pub fn new(store: Arc<dyn Store>, registry: TaskRegistry, default_tz: Tz, node_id: &str) -> Self {
-        Self { store, registry, default_tz, node_id: node_id.to_owned() }
+    pub fn new(
+        store: Arc<dyn Store>,
+        registry: TaskRegistry,
+        default_tz: Tz,
+        node_id: &str,
+    ) -> Self {
+        Self {
+            store,
+            registry,
+            default_tz,
+            node_id: node_id.to_owned(),
+        }
     }
 
     /// Validates `doc`, writes what differs from the store (nothing when nothing differs), logs

@@ -11,7 +11,6 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use common::*;
 use scheduler::{TaskContext, task};
-use scheduler_tests::TestSchema;
 use sqlx::Row;
 
 // ---- tasks ---------------------------------------------------------------------------------
@@ -93,7 +92,9 @@ async fn every_tick_runs_exactly_once_across_three_nodes() {
     scheduler_tests::init_tracing();
     let db = migrated_schema("once").await;
     let rec = Arc::new(Recorder::default());
-    let config = doc((0..20).map(|i| entry(&format!("once.{i:02}"), "* * * * * *")).collect());
+    let config = doc((0..20)
+        .map(|i| entry(&format!("once.{i:02}"), "* * * * * *"))
+        .collect());
     let nodes: Vec<_> = ["a", "b", "c"]
         .iter()
         .map(|id| {
@@ -160,11 +161,21 @@ async fn every_tick_runs_exactly_once_across_three_nodes() {
         let covered: i64 = runs.iter().map(|(_, c)| 1 + i64::from(*c)).sum::<i64>()
             - i64::from(runs.last().unwrap().1);
         let span = (runs.last().unwrap().0 - runs.first().unwrap().0).num_seconds() + 1;
-        assert_eq!(covered, span, "{task}: ticks missing between first and last run");
+        assert_eq!(
+            covered, span,
+            "{task}: ticks missing between first and last run"
+        );
         assert!(runs.len() >= 30, "{task}: only {} runs", runs.len());
     }
-    assert_eq!(rec.max_overlap.load(Ordering::SeqCst), 1, "a task ran twice at the same time");
-    assert!(nodes_used.len() >= 2, "work was spread over the nodes: {nodes_used:?}");
+    assert_eq!(
+        rec.max_overlap.load(Ordering::SeqCst),
+        1,
+        "a task ran twice at the same time"
+    );
+    assert!(
+        nodes_used.len() >= 2,
+        "work was spread over the nodes: {nodes_used:?}"
+    );
     db.cleanup().await;
 }
 
@@ -205,7 +216,11 @@ async fn long_handler_is_renewed_and_never_started_twice() {
     a.stop().await;
     b.stop().await;
     assert_eq!(count_runs(&db, "long.renewed", "lost").await, 0);
-    assert_eq!(rec.max_overlap.load(Ordering::SeqCst), 1, "the task ran twice at once");
+    assert_eq!(
+        rec.max_overlap.load(Ordering::SeqCst),
+        1,
+        "the task ran twice at once"
+    );
     // Each run outlived the lock lifetime several times over.
     let longest: f64 = sqlx::query_scalar(
         "SELECT max(extract(epoch FROM finished_at - started_at))::float8 FROM scheduler_runs WHERE status = 'succeeded'",
@@ -235,10 +250,12 @@ async fn overrunning_handler_runs_once_after_finishing() {
     wait_until(Duration::from_secs(60), "three overrunning runs", || {
         let pool = pool.clone();
         async move {
-            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_runs WHERE status = 'succeeded'")
-                .fetch_one(&pool)
-                .await
-                .unwrap()
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM scheduler_runs WHERE status = 'succeeded'",
+            )
+            .fetch_one(&pool)
+            .await
+            .unwrap()
                 >= 3
         }
     })
@@ -256,7 +273,10 @@ async fn overrunning_handler_runs_once_after_finishing() {
         let next_start: DateTime<Utc> = pair[1].get("started_at");
         assert!(next_start >= prev_end, "runs overlapped");
         let collapsed: i32 = pair[1].get("ticks_collapsed");
-        assert!(collapsed >= 1, "the ticks missed during a 2.5 s run are folded into one run");
+        assert!(
+            collapsed >= 1,
+            "the ticks missed during a 2.5 s run are folded into one run"
+        );
     }
     db.cleanup().await;
 }
@@ -280,13 +300,17 @@ async fn panics_and_errors_are_recorded_and_the_node_lives() {
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(30), "panics, successes and failures recorded", || async {
-        let p = run_statuses(&db, "panic.task").await;
-        let f = run_statuses(&db, "fails.task").await;
-        p.get("failed").copied().unwrap_or(0) >= 2
-            && p.get("succeeded").copied().unwrap_or(0) >= 2
-            && f.get("failed").copied().unwrap_or(0) >= 2
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "panics, successes and failures recorded",
+        || async {
+            let p = run_statuses(&db, "panic.task").await;
+            let f = run_statuses(&db, "fails.task").await;
+            p.get("failed").copied().unwrap_or(0) >= 2
+                && p.get("succeeded").copied().unwrap_or(0) >= 2
+                && f.get("failed").copied().unwrap_or(0) >= 2
+        },
+    )
     .await;
     n.stop().await;
     let pool = pool(&db);
@@ -296,7 +320,10 @@ async fn panics_and_errors_are_recorded_and_the_node_lives() {
     .fetch_one(&pool)
     .await
     .unwrap();
-    assert!(panic_error.contains("handler panicked: boom at an even second"), "{panic_error}");
+    assert!(
+        panic_error.contains("handler panicked: boom at an even second"),
+        "{panic_error}"
+    );
     let row = sqlx::query(
         "SELECT last_status, last_error, consecutive_failures FROM scheduler_tasks WHERE name = 'fails.task'",
     )
@@ -317,7 +344,10 @@ async fn graceful_shutdown_drains_and_hands_over() {
     scheduler_tests::init_tracing();
     let db = migrated_schema("drain").await;
     let rec = Arc::new(Recorder::default());
-    let config = doc(vec![entry("drain.polite", "0 0 1 1 *"), entry("drain.stubborn", "0 0 1 1 *")]);
+    let config = doc(vec![
+        entry("drain.polite", "0 0 1 1 *"),
+        entry("drain.stubborn", "0 0 1 1 *"),
+    ]);
     let a = start(
         node(&db, "a", tasks("drain."))
             .shutdown_timeout(Duration::from_millis(500))
@@ -339,7 +369,10 @@ async fn graceful_shutdown_drains_and_hands_over() {
     })
     .await;
     // Trigger both now (the yearly schedule would not).
-    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()").execute(&pool).await.unwrap();
+    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()")
+        .execute(&pool)
+        .await
+        .unwrap();
     sqlx::query("SELECT pg_notify('scheduler_' || current_schema(), 'test')")
         .execute(&pool)
         .await
@@ -368,9 +401,11 @@ async fn graceful_shutdown_drains_and_hands_over() {
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(20), "node b takes the handed-over tick", || async {
-        rec.starts_of("drain.stubborn") == 2
-    })
+    wait_until(
+        Duration::from_secs(20),
+        "node b takes the handed-over tick",
+        || async { rec.starts_of("drain.stubborn") == 2 },
+    )
     .await;
     b.stop().await;
     let nodes: Vec<String> = sqlx::query_scalar(
@@ -395,19 +430,44 @@ async fn a_node_claims_only_registered_tasks() {
     scheduler_tests::init_tracing();
     let db = migrated_schema("deploy").await;
     let rec = Arc::new(Recorder::default());
-    let config = doc(vec![entry("deploy.old", "* * * * * *"), entry("deploy.new", "* * * * * *")]);
+    let config = doc(vec![
+        entry("deploy.old", "* * * * * *"),
+        entry("deploy.new", "* * * * * *"),
+    ]);
     // The old binary knows only deploy.old; the new one both.
-    let old = scheduler::TaskRegistry::collect().unwrap().retain(|n| n == "deploy.old");
-    let a = start(node(&db, "old", old).config_document(config.clone()).state(Arc::clone(&rec)).build().unwrap());
-    wait_until(Duration::from_secs(20), "old node runs deploy.old", || async {
-        rec.starts_of("deploy.old") >= 2
-    })
+    let old = scheduler::TaskRegistry::collect()
+        .unwrap()
+        .retain(|n| n == "deploy.old");
+    let a = start(
+        node(&db, "old", old)
+            .config_document(config.clone())
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(20),
+        "old node runs deploy.old",
+        || async { rec.starts_of("deploy.old") >= 2 },
+    )
     .await;
-    assert_eq!(rec.starts_of("deploy.new"), 0, "old node never runs a task it does not have");
-    let b = start(node(&db, "new", tasks("deploy.")).config_document(config).state(Arc::clone(&rec)).build().unwrap());
-    wait_until(Duration::from_secs(20), "new node runs deploy.new", || async {
-        rec.starts_of("deploy.new") >= 2
-    })
+    assert_eq!(
+        rec.starts_of("deploy.new"),
+        0,
+        "old node never runs a task it does not have"
+    );
+    let b = start(
+        node(&db, "new", tasks("deploy."))
+            .config_document(config)
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(20),
+        "new node runs deploy.new",
+        || async { rec.starts_of("deploy.new") >= 2 },
+    )
     .await;
     a.stop().await;
     b.stop().await;
@@ -450,13 +510,17 @@ async fn overdue_task_runs_once_after_downtime() {
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     n.stop().await;
-    let rows = sqlx::query("SELECT ticks_collapsed FROM scheduler_runs WHERE task_name = 'overdue.task'")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
+    let rows =
+        sqlx::query("SELECT ticks_collapsed FROM scheduler_runs WHERE task_name = 'overdue.task'")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
     assert_eq!(rows.len(), 1, "one run, not a burst of catch-ups");
     let collapsed: i32 = rows[0].get("ticks_collapsed");
-    assert!((119..=121).contains(&collapsed), "ticks_collapsed = {collapsed}");
+    assert!(
+        (119..=121).contains(&collapsed),
+        "ticks_collapsed = {collapsed}"
+    );
     let future: bool = sqlx::query_scalar(
         "SELECT next_run_at > now() FROM scheduler_tasks WHERE name = 'overdue.task'",
     )
@@ -480,7 +544,12 @@ async fn expired_lock_on_a_future_task_is_released() {
     .execute(&pool)
     .await
     .unwrap();
-    let n = start(node(&db, "a", tasks("overdue.")).state(Arc::new(Recorder::default())).build().unwrap());
+    let n = start(
+        node(&db, "a", tasks("overdue."))
+            .state(Arc::new(Recorder::default()))
+            .build()
+            .unwrap(),
+    );
     wait_until(Duration::from_secs(20), "lock released", || {
         let pool = pool.clone();
         async move {
@@ -493,7 +562,13 @@ async fn expired_lock_on_a_future_task_is_released() {
     .await;
     n.stop().await;
     let next_in_future: bool =
-        sqlx::query_scalar("SELECT next_run_at > now() FROM scheduler_tasks").fetch_one(&pool).await.unwrap();
-    assert!(next_in_future, "a released lock without a lost run does not trigger a run");
+        sqlx::query_scalar("SELECT next_run_at > now() FROM scheduler_tasks")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(
+        next_in_future,
+        "a released lock without a lost run does not trigger a run"
+    );
     db.cleanup().await;
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use scheduler::{TaskContext, task};
-use scheduler_tests::{TempCluster, TestSchema};
+use scheduler_tests::TempCluster;
 use sqlx::Row;
 
 /// The survivor's implementation of the task the killed node was running.
@@ -45,21 +45,30 @@ async fn killed_node_is_taken_over() {
         .spawn()
         .expect("start the victim node");
     let pool = pool(&db);
-    wait_until(Duration::from_secs(60), "the victim applied its config", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
-                .fetch_one(&pool)
-                .await
-                .map(|n| n == 1)
-                .unwrap_or(false)
-        }
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "the victim applied its config",
+        || {
+            let pool = pool.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
+                    .fetch_one(&pool)
+                    .await
+                    .map(|n| n == 1)
+                    .unwrap_or(false)
+            }
+        },
+    )
     .await;
-    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()").execute(&pool).await.unwrap();
-    wait_until(Duration::from_secs(20), "the victim runs the slow task", || async {
-        count_runs(&db, "kill.slow", "running").await == 1
-    })
+    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()")
+        .execute(&pool)
+        .await
+        .unwrap();
+    wait_until(
+        Duration::from_secs(20),
+        "the victim runs the slow task",
+        || async { count_runs(&db, "kill.slow", "running").await == 1 },
+    )
     .await;
     victim.kill().expect("SIGKILL the victim");
     victim.wait().unwrap();
@@ -73,19 +82,22 @@ async fn killed_node_is_taken_over() {
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(30), "the survivor reruns the task", || async {
-        rec.starts_of("kill.slow") == 1
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "the survivor reruns the task",
+        || async { rec.starts_of("kill.slow") == 1 },
+    )
     .await;
     let recovery = killed_at.elapsed();
     tokio::time::sleep(Duration::from_millis(500)).await;
     survivor.stop().await;
     eprintln!("recovered {recovery:?} after the kill (lock lifetime 2s)");
 
-    let runs = sqlx::query("SELECT node_id, status, error, scheduled_at FROM scheduler_runs ORDER BY id")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
+    let runs =
+        sqlx::query("SELECT node_id, status, error, scheduled_at FROM scheduler_runs ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
     assert_eq!(runs.len(), 2, "the lost run and exactly one rerun");
     assert_eq!(runs[0].get::<String, _>("node_id"), "victim");
     assert_eq!(runs[0].get::<String, _>("status"), "lost");
@@ -107,7 +119,9 @@ async fn killed_node_is_taken_over() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_survives_a_database_restart() {
     scheduler_tests::init_tracing();
-    let cluster = TempCluster::start().await.expect("a throwaway PostgreSQL cluster");
+    let cluster = TempCluster::start()
+        .await
+        .expect("a throwaway PostgreSQL cluster");
     let rec = Arc::new(Recorder::default());
     let scheduler = scheduler::Scheduler::builder()
         .database_url(cluster.url())
@@ -122,17 +136,24 @@ async fn node_survives_a_database_restart() {
         .build()
         .unwrap();
     let node = start(scheduler);
-    wait_until(Duration::from_secs(60), "runs before the restart", || async {
-        rec.starts_of("restart.tick") >= 2
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "runs before the restart",
+        || async { rec.starts_of("restart.tick") >= 2 },
+    )
     .await;
     cluster.stop().await.expect("stop the database");
     tokio::time::sleep(Duration::from_secs(3)).await;
     let before = rec.starts_of("restart.tick");
-    cluster.start_again().await.expect("start the database again");
-    wait_until(Duration::from_secs(60), "runs after the restart", || async {
-        rec.starts_of("restart.tick") >= before + 3
-    })
+    cluster
+        .start_again()
+        .await
+        .expect("start the database again");
+    wait_until(
+        Duration::from_secs(60),
+        "runs after the restart",
+        || async { rec.starts_of("restart.tick") >= before + 3 },
+    )
     .await;
     assert!(!node.handle.is_finished(), "the node kept running");
     node.stop().await;

@@ -38,7 +38,12 @@ fn reconciler(db: &TestSchema, node: &str) -> Reconciler {
 }
 
 fn cfg(name: &str, enabled: bool, cron: &str) -> TaskConfig {
-    TaskConfig { name: name.into(), enabled, cron: cron.into(), timezone: None }
+    TaskConfig {
+        name: name.into(),
+        enabled,
+        cron: cron.into(),
+        timezone: None,
+    }
 }
 
 #[derive(Debug, PartialEq)]
@@ -96,7 +101,10 @@ async fn every_reconciler_rule() {
     let refused: Vec<_> = report.refused.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(refused, ["rec.unknown", "rec.c"]);
     let reason = &report.refused.iter().find(|(n, _)| n == "rec.c").unwrap().1;
-    assert!(reason.contains("minute"), "the refusal names the field: {reason}");
+    assert!(
+        reason.contains("minute"),
+        "the refusal names the field: {reason}"
+    );
     let state = rows(&db).await;
     assert_eq!(state.len(), 2, "nothing created for refused entries");
     assert!(state[0].enabled && state[0].next_run_at.is_some());
@@ -114,7 +122,11 @@ async fn every_reconciler_rule() {
         .await
         .unwrap();
     assert!(!report.changed_anything());
-    assert_eq!(row_versions(&db).await, before, "an unchanged config wrote rows");
+    assert_eq!(
+        row_versions(&db).await,
+        before,
+        "an unchanged config wrote rows"
+    );
 
     // A cron change updates in place and recomputes the next run; enabling computes one; the
     // now-valid entry is created.
@@ -161,9 +173,17 @@ async fn every_reconciler_rule() {
         ]))
         .await
         .unwrap();
-    let dup: Vec<_> = report.refused.iter().filter(|(n, _)| n == "rec.c").collect();
+    let dup: Vec<_> = report
+        .refused
+        .iter()
+        .filter(|(n, _)| n == "rec.c")
+        .collect();
     assert_eq!(dup.len(), 1, "{dup:?}");
-    assert!(dup[0].1.contains('2'), "the refusal says how often the name appears: {}", dup[0].1);
+    assert!(
+        dup[0].1.contains('2'),
+        "the refusal says how often the name appears: {}",
+        dup[0].1
+    );
     assert_eq!(rows(&db).await[2].cron, "* * * * *");
 
     // A registered task absent from the config is disabled, never deleted; a row known to
@@ -173,7 +193,10 @@ async fn every_reconciler_rule() {
         .await
         .unwrap();
     let report = r
-        .reconcile(&doc(vec![cfg("rec.a", true, "0 0 1 1 *"), cfg("rec.b", false, "0 3 * * *")]))
+        .reconcile(&doc(vec![
+            cfg("rec.a", true, "0 0 1 1 *"),
+            cfg("rec.b", false, "0 3 * * *"),
+        ]))
         .await
         .unwrap();
     assert_eq!(report.absent, ["rec.c"]);
@@ -262,29 +285,43 @@ async fn cron_change_while_running_never_starts_a_second_run() {
     })
     .await;
     let lock_before: Option<uuid::Uuid> =
-        sqlx::query_scalar("SELECT lock_token FROM scheduler_tasks").fetch_one(&pool(&db)).await.unwrap();
+        sqlx::query_scalar("SELECT lock_token FROM scheduler_tasks")
+            .fetch_one(&pool(&db))
+            .await
+            .unwrap();
     let store: Arc<dyn Store> = Arc::new(store(&db));
     let r = Reconciler::new(store, tasks("busy."), chrono_tz::Tz::UTC, "operator");
-    let report = r.reconcile(&doc(vec![entry("busy.task", "*/3 * * * * *")])).await.unwrap();
+    let report = r
+        .reconcile(&doc(vec![entry("busy.task", "*/3 * * * * *")]))
+        .await
+        .unwrap();
     assert_eq!(report.updated, ["busy.task"]);
     let lock_after: Option<uuid::Uuid> =
-        sqlx::query_scalar("SELECT lock_token FROM scheduler_tasks").fetch_one(&pool(&db)).await.unwrap();
+        sqlx::query_scalar("SELECT lock_token FROM scheduler_tasks")
+            .fetch_one(&pool(&db))
+            .await
+            .unwrap();
     assert!(lock_before.is_some());
     assert_eq!(lock_before, lock_after, "the lock was not touched");
-    wait_until(Duration::from_secs(30), "two more runs on the new schedule", || async {
-        count_runs(&db, "busy.task", "succeeded").await >= 3
-    })
+    wait_until(
+        Duration::from_secs(30),
+        "two more runs on the new schedule",
+        || async { count_runs(&db, "busy.task", "succeeded").await >= 3 },
+    )
     .await;
     n.stop().await;
     assert_eq!(rec.max_overlap.load(std::sync::atomic::Ordering::SeqCst), 1);
-    let ticks: Vec<DateTime<Utc>> = sqlx::query_scalar(
-        "SELECT scheduled_at FROM scheduler_runs ORDER BY id OFFSET 1",
-    )
-    .fetch_all(&pool(&db))
-    .await
-    .unwrap();
+    let ticks: Vec<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT scheduled_at FROM scheduler_runs ORDER BY id OFFSET 1")
+            .fetch_all(&pool(&db))
+            .await
+            .unwrap();
     for t in ticks {
-        assert_eq!(t.timestamp() % 3, 0, "runs after the change follow */3: {t}");
+        assert_eq!(
+            t.timestamp() % 3,
+            0,
+            "runs after the change follow */3: {t}"
+        );
     }
     db.cleanup().await;
 }

@@ -15,7 +15,14 @@ use scheduler::Scheduler;
 use scheduler::config::{ConfigDocument, TaskConfig};
 use tokio_util::sync::CancellationToken;
 
-async fn scenario(label: &str, schema: &str, tasks: usize, cron: &str, ticks: i64, max_concurrent: usize) {
+async fn scenario(
+    label: &str,
+    schema: &str,
+    tasks: usize,
+    cron: &str,
+    ticks: i64,
+    max_concurrent: usize,
+) {
     let url = database_url();
     let pool = fresh_schema(&url, schema).await;
     let registry = synthetic_registry("lag.", tasks);
@@ -23,7 +30,12 @@ async fn scenario(label: &str, schema: &str, tasks: usize, cron: &str, ticks: i6
         version: None,
         tasks: registry
             .names()
-            .map(|n| TaskConfig { name: n.into(), enabled: true, cron: cron.into(), timezone: None })
+            .map(|n| TaskConfig {
+                name: n.into(),
+                enabled: true,
+                cron: cron.into(),
+                timezone: None,
+            })
             .collect(),
     };
     let lags = Arc::new(Lags::default());
@@ -44,10 +56,11 @@ async fn scenario(label: &str, schema: &str, tasks: usize, cron: &str, ticks: i6
     let want = (tasks as i64) * (ticks + 1);
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let done: i64 = sqlx::query_scalar("SELECT count(*) FROM scheduler_runs WHERE status = 'succeeded'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+        let done: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM scheduler_runs WHERE status = 'succeeded'")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
         if done >= want {
             break;
         }
@@ -80,7 +93,31 @@ async fn scenario(label: &str, schema: &str, tasks: usize, cron: &str, ticks: i6
 async fn main() {
     println!("| scenario | runs | p50 ms | p99 ms | max ms | handler p50 ms | handler p99 ms |");
     println!("|---|---|---|---|---|---|---|");
-    scenario("1 task, every second, 60 ticks", "bench_lag_one", 1, "* * * * * *", 60, 100).await;
-    scenario("1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 100 (default)", "bench_lag_1k", 1000, "*/5 * * * * *", 6, 100).await;
-    scenario("1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 1000", "bench_lag_1k_wide", 1000, "*/5 * * * * *", 6, 1000).await;
+    scenario(
+        "1 task, every second, 60 ticks",
+        "bench_lag_one",
+        1,
+        "* * * * * *",
+        60,
+        100,
+    )
+    .await;
+    scenario(
+        "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 100 (default)",
+        "bench_lag_1k",
+        1000,
+        "*/5 * * * * *",
+        6,
+        100,
+    )
+    .await;
+    scenario(
+        "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 1000",
+        "bench_lag_1k_wide",
+        1000,
+        "*/5 * * * * *",
+        6,
+        1000,
+    )
+    .await;
 }

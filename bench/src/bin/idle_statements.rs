@@ -15,7 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() {
-    let minutes: u64 = std::env::var("IDLE_MINUTES").ok().and_then(|m| m.parse().ok()).unwrap_or(3);
+    let minutes: u64 = std::env::var("IDLE_MINUTES")
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(3);
     let url = database_url();
     let pool = fresh_schema(&url, "bench_idle").await;
     sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
@@ -27,7 +30,12 @@ async fn main() {
         version: None,
         tasks: registry
             .names()
-            .map(|n| TaskConfig { name: n.into(), enabled: true, cron: "0 0 1 1 *".into(), timezone: None })
+            .map(|n| TaskConfig {
+                name: n.into(),
+                enabled: true,
+                cron: "0 0 1 1 *".into(),
+                timezone: None,
+            })
             .collect(),
     };
     let scheduler = Scheduler::builder()
@@ -43,7 +51,10 @@ async fn main() {
     let node = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
     // Let start-up (migrations, first reconcile) finish, then count from zero.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    sqlx::query("SELECT pg_stat_statements_reset()").execute(&pool).await.unwrap();
+    sqlx::query("SELECT pg_stat_statements_reset()")
+        .execute(&pool)
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_secs(60 * minutes)).await;
     let rows = sqlx::query(
         "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) AS q FROM pg_stat_statements
@@ -57,8 +68,15 @@ async fn main() {
     stop.cancel();
     node.await.unwrap().unwrap();
     let total: i64 = rows.iter().map(|r| r.get::<i64, _>("calls")).sum();
-    println!("idle node, 1,000 tasks registered, none due, {minutes} min: {total} statements = {:.1} per minute", total as f64 / minutes as f64);
+    println!(
+        "idle node, 1,000 tasks registered, none due, {minutes} min: {total} statements = {:.1} per minute",
+        total as f64 / minutes as f64
+    );
     for r in &rows {
-        println!("  {:>5}  {}", r.get::<i64, _>("calls"), r.get::<String, _>("q"));
+        println!(
+            "  {:>5}  {}",
+            r.get::<i64, _>("calls"),
+            r.get::<String, _>("q")
+        );
     }
 }

@@ -53,7 +53,11 @@ pub(crate) fn plan_claim(task: &DueTask, db_now: DateTime<Utc>) -> ClaimPlan {
         }
         Err(e) => {
             tracing::error!(task = %task.name, cron = %task.cron, error = %e, "stored schedule is invalid; running this tick and not scheduling another until the config fixes it");
-            ClaimPlan { scheduled_at: task.next_run_at, next_run_at: None, ticks_collapsed: 0 }
+            ClaimPlan {
+                scheduled_at: task.next_run_at,
+                next_run_at: None,
+                ticks_collapsed: 0,
+            }
         }
     }
 }
@@ -71,15 +75,26 @@ impl ClaimLoop {
     pub(crate) async fn run_once(&self) -> Result<ClaimPass, sqlx::Error> {
         let shared = &self.shared;
         let info = shared.store.next_wake(&shared.names).await?;
-        let wake_in = info.wake_at.map(|w| (w - info.db_now).to_std().unwrap_or(Duration::ZERO));
-        if !info.wake_at.is_some_and(|w| w <= info.db_now) {
-            return Ok(ClaimPass { wake_in, ..ClaimPass::default() });
+        let wake_in = info
+            .wake_at
+            .map(|w| (w - info.db_now).to_std().unwrap_or(Duration::ZERO));
+        if info.wake_at.is_none_or(|w| w > info.db_now) {
+            return Ok(ClaimPass {
+                wake_in,
+                ..ClaimPass::default()
+            });
         }
         let limit = shared.permits.available_permits();
         let sent = Instant::now();
         let (rescued, claimed) = shared
             .store
-            .claim_due(&shared.node_id, &shared.names, limit, shared.settings.lock_lifetime, &plan_claim)
+            .claim_due(
+                &shared.node_id,
+                &shared.names,
+                limit,
+                shared.settings.lock_lifetime,
+                &plan_claim,
+            )
             .await?;
         for lock in &rescued {
             tracing::warn!(
@@ -119,7 +134,10 @@ impl ClaimLoop {
             let pause = match self.run_once().await {
                 Ok(pass) => {
                     if failures > 0 {
-                        tracing::info!(after_failures = failures, "database reachable again; scheduling resumed");
+                        tracing::info!(
+                            after_failures = failures,
+                            "database reachable again; scheduling resumed"
+                        );
                         failures = 0;
                     }
                     if pass.claimed > 0 || !pass.rescued.is_empty() {

@@ -37,7 +37,11 @@ impl ConfigSync {
             shared.settings.default_timezone,
             &shared.node_id,
         );
-        Self { feed, reconciler, pending }
+        Self {
+            feed,
+            reconciler,
+            pending,
+        }
     }
 
     /// Polls the source once and reconciles what is new (or still pending).
@@ -48,7 +52,9 @@ impl ConfigSync {
         {
             self.pending = Some(doc);
         }
-        let Some(doc) = self.pending.clone() else { return Ok(None) };
+        let Some(doc) = self.pending.clone() else {
+            return Ok(None);
+        };
         let report = self.reconciler.reconcile(&doc).await?;
         self.pending = None;
         Ok(Some(report))

@@ -19,7 +19,10 @@ pub(crate) struct Maintenance {
 
 impl Maintenance {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self { shared, next_prune: Instant::now() }
+        Self {
+            shared,
+            next_prune: Instant::now(),
+        }
     }
 
     /// Heartbeat, and prune when due. Returns how many runs were pruned.
@@ -28,7 +31,11 @@ impl Maintenance {
         if Instant::now() < self.next_prune {
             return Ok(0);
         }
-        let pruned = self.shared.store.prune_runs(self.shared.settings.run_retention).await?;
+        let pruned = self
+            .shared
+            .store
+            .prune_runs(self.shared.settings.run_retention)
+            .await?;
         self.next_prune = Instant::now() + PRUNE_INTERVAL;
         if pruned > 0 {
             tracing::info!(pruned, retention = ?self.shared.settings.run_retention, "pruned old runs");

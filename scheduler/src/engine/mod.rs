@@ -40,17 +40,16 @@ use tokio_util::task::TaskTracker;
 
 pub use settings::{
     DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
-    DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
-    DEFAULT_SHUTDOWN_TIMEOUT,
+    DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION, DEFAULT_SHUTDOWN_TIMEOUT,
 };
 use settings::{Settings, env_duration, env_var};
 
 use crate::config::{ConfigDocument, ConfigSettings, ConfigSource, ConfigWatcher};
 use crate::context::StateMap;
-use config_sync::{ConfigFeed, ConfigSync};
 use crate::store::postgres::{DEFAULT_MAX_CONNECTIONS, DEFAULT_SCHEMA, PgStore, redact_url};
 use crate::store::{NodeInfo, Store};
 use crate::{Error, Result, TaskRegistry};
+use config_sync::{ConfigFeed, ConfigSync};
 
 /// Exponential backoff for retries against the store: 250 ms doubling to 10 s.
 pub(crate) fn backoff(attempt: u32) -> Duration {
@@ -145,7 +144,10 @@ pub struct SchedulerBuilder {
 impl std::fmt::Debug for SchedulerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SchedulerBuilder")
-            .field("database_url", &self.database_url.as_deref().map(redact_url))
+            .field(
+                "database_url",
+                &self.database_url.as_deref().map(redact_url),
+            )
             .field("schema", &self.schema)
             .field("node_id", &self.node_id)
             .finish_non_exhaustive()
@@ -189,7 +191,10 @@ impl Scheduler {
             "scheduler starting"
         );
         tokio::pin!(shutdown);
-        let mut config = self.config.take().map(|feed| ConfigSync::new(&shared, feed));
+        let mut config = self
+            .config
+            .take()
+            .map(|feed| ConfigSync::new(&shared, feed));
         tokio::select! {
             () = self.start(&shared, config.as_mut()) => {}
             _ = &mut shutdown => {
@@ -268,7 +273,10 @@ impl Scheduler {
                 "drain timeout elapsed: stopping the remaining handlers and handing their ticks over"
             );
             shared.hard_stop.cancel();
-            if tokio::time::timeout(Duration::from_secs(10), shared.tracker.wait()).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(10), shared.tracker.wait())
+                .await
+                .is_err()
+            {
                 shared.hard_stop_finished.cancel();
                 shared.tracker.wait().await;
             }
@@ -303,15 +311,17 @@ impl SchedulerBuilder {
     /// Durations are written like `2s`, `500ms`, `10m`. Invalid values are an error naming the
     /// variable.
     pub fn from_env() -> Result<Self> {
-        let mut b = Self::default();
-        b.database_url = env_var("SCHEDULER_DATABASE_URL").or_else(|| env_var("DATABASE_URL"));
-        b.schema = env_var("SCHEDULER_SCHEMA");
-        b.config = ConfigSettings::from_env()?.map(ConfigOrigin::Settings);
-        b.node_id = env_var("SCHEDULER_NODE_ID");
-        b.lock_lifetime = env_duration("SCHEDULER_LOCK_LIFETIME")?;
-        b.shutdown_timeout = env_duration("SCHEDULER_SHUTDOWN_TIMEOUT")?;
-        b.poll_interval = env_duration("SCHEDULER_POLL_INTERVAL")?;
-        b.run_retention = env_duration("SCHEDULER_RUN_RETENTION")?;
+        let mut b = Self {
+            database_url: env_var("SCHEDULER_DATABASE_URL").or_else(|| env_var("DATABASE_URL")),
+            schema: env_var("SCHEDULER_SCHEMA"),
+            config: ConfigSettings::from_env()?.map(ConfigOrigin::Settings),
+            node_id: env_var("SCHEDULER_NODE_ID"),
+            lock_lifetime: env_duration("SCHEDULER_LOCK_LIFETIME")?,
+            shutdown_timeout: env_duration("SCHEDULER_SHUTDOWN_TIMEOUT")?,
+            poll_interval: env_duration("SCHEDULER_POLL_INTERVAL")?,
+            run_retention: env_duration("SCHEDULER_RUN_RETENTION")?,
+            ..Self::default()
+        };
         if let Some(v) = env_var("SCHEDULER_MAX_CONCURRENT") {
             b.max_concurrent = Some(v.trim().parse().map_err(|_| Error::InvalidSetting {
                 name: Cow::Borrowed("SCHEDULER_MAX_CONCURRENT"),
@@ -483,13 +493,20 @@ impl SchedulerBuilder {
             max_concurrent: self.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT),
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
             poll_interval: self.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL),
-            heartbeat_interval: self.heartbeat_interval.unwrap_or(DEFAULT_HEARTBEAT_INTERVAL),
+            heartbeat_interval: self
+                .heartbeat_interval
+                .unwrap_or(DEFAULT_HEARTBEAT_INTERVAL),
             run_retention: self.run_retention.unwrap_or(DEFAULT_RUN_RETENTION),
             default_timezone: self.default_timezone.unwrap_or(Tz::UTC),
-            config_poll_interval: self.config_poll_interval.unwrap_or(DEFAULT_CONFIG_POLL_INTERVAL),
+            config_poll_interval: self
+                .config_poll_interval
+                .unwrap_or(DEFAULT_CONFIG_POLL_INTERVAL),
         };
         settings.validate()?;
-        let (store, store_description): (Arc<dyn Store>, String) = match (self.store, self.database_url) {
+        let (store, store_description): (Arc<dyn Store>, String) = match (
+            self.store,
+            self.database_url,
+        ) {
             (Some(store), _) => (store, "custom store".to_owned()),
             (None, Some(url)) => {
                 let schema = self.schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
@@ -502,7 +519,10 @@ impl SchedulerBuilder {
                     name: Cow::Borrowed("database_url"),
                     message: format!("`{}` is not a usable PostgreSQL URL: {e}", redact_url(&url)),
                 })?;
-                (Arc::new(store), format!("{} (schema {schema})", redact_url(&url)))
+                (
+                    Arc::new(store),
+                    format!("{} (schema {schema})", redact_url(&url)),
+                )
             }
             (None, None) => {
                 return Err(Error::InvalidSetting {
@@ -581,7 +601,9 @@ pub async fn shutdown_signal() {
 pub fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
     let _ = if env_var("SCHEDULER_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json")) {
         builder.json().try_init()
     } else {

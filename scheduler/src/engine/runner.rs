@@ -58,7 +58,10 @@ async fn execute(
 ) -> (RunStatus, Option<String>) {
     let Some(descriptor) = shared.registry.get(&claimed.task_name) else {
         // Claims are filtered by the registered names, so this is a bug, not a user error.
-        return (RunStatus::Failed, Some("task is not registered on this node".into()));
+        return (
+            RunStatus::Failed,
+            Some("task is not registered on this node".into()),
+        );
     };
     let cancel = shared.handlers_cancel.child_token();
     let ctx = TaskContext::new(

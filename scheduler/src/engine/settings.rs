@@ -41,7 +41,10 @@ pub(crate) struct Settings {
 impl Settings {
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |name: &'static str, message: String| {
-            Err(Error::InvalidSetting { name: Cow::Borrowed(name), message })
+            Err(Error::InvalidSetting {
+                name: Cow::Borrowed(name),
+                message,
+            })
         };
         if self.node_id.is_empty() || self.node_id.len() > 200 {
             return invalid("node_id", "must be 1 to 200 characters".into());

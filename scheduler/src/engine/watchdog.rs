@@ -76,7 +76,11 @@ impl LockWatchdog {
     /// A database error is returned as `Ok(Err(..))` so the caller can retry.
     pub(crate) async fn renew_once(&mut self) -> Result<Result<(), sqlx::Error>, LockLoss> {
         let sent = Instant::now();
-        match self.store.renew_lock(&self.task_name, &self.node_id, self.token, self.lifetime).await {
+        match self
+            .store
+            .renew_lock(&self.task_name, &self.node_id, self.token, self.lifetime)
+            .await
+        {
             Ok(RenewOutcome::Renewed(_)) => {
                 self.deadline = sent + self.lifetime - self.margin;
                 Ok(Ok(()))
@@ -117,7 +121,9 @@ impl LockWatchdog {
                 Err(loss) => return loss,
             }
             if Instant::now() >= self.deadline {
-                return LockLoss::Unrenewable(last_error.unwrap_or_else(|| "renewal was too slow".into()));
+                return LockLoss::Unrenewable(
+                    last_error.unwrap_or_else(|| "renewal was too slow".into()),
+                );
             }
         }
     }

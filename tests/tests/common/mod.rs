@@ -37,11 +37,19 @@ impl Recorder {
             ctx.scheduled_at(),
             ctx.node_id().to_owned(),
         ));
-        RunGuard { recorder: self, task: ctx.task_name().to_owned() }
+        RunGuard {
+            recorder: self,
+            task: ctx.task_name().to_owned(),
+        }
     }
 
     pub fn starts_of(&self, task: &str) -> usize {
-        self.starts.lock().unwrap().iter().filter(|(t, _, _)| t == task).count()
+        self.starts
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _, _)| t == task)
+            .count()
     }
 }
 
@@ -52,26 +60,43 @@ pub struct RunGuard<'a> {
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
-        *self.recorder.running.lock().unwrap().get_mut(&self.task).unwrap() -= 1;
+        *self
+            .recorder
+            .running
+            .lock()
+            .unwrap()
+            .get_mut(&self.task)
+            .unwrap() -= 1;
     }
 }
 
 /// The recorder of a handler's scheduler (every test node shares one).
 pub fn recorder(ctx: &TaskContext) -> &std::sync::Arc<Recorder> {
-    ctx.state::<std::sync::Arc<Recorder>>().expect("test nodes share a Recorder")
+    ctx.state::<std::sync::Arc<Recorder>>()
+        .expect("test nodes share a Recorder")
 }
 
 /// Registry of the tasks in this test binary whose names start with `prefix`.
 pub fn tasks(prefix: &str) -> TaskRegistry {
-    TaskRegistry::collect().unwrap().retain(|n| n.starts_with(prefix))
+    TaskRegistry::collect()
+        .unwrap()
+        .retain(|n| n.starts_with(prefix))
 }
 
 pub fn entry(name: &str, cron: &str) -> TaskConfig {
-    TaskConfig { name: name.into(), enabled: true, cron: cron.into(), timezone: None }
+    TaskConfig {
+        name: name.into(),
+        enabled: true,
+        cron: cron.into(),
+        timezone: None,
+    }
 }
 
 pub fn doc(entries: Vec<TaskConfig>) -> ConfigDocument {
-    ConfigDocument { version: None, tasks: entries }
+    ConfigDocument {
+        version: None,
+        tasks: entries,
+    }
 }
 
 /// A node on `db` with test-sized intervals.
@@ -132,18 +157,24 @@ where
 
 /// `(status, count)` of a task's runs.
 pub async fn run_statuses(db: &TestSchema, task: &str) -> HashMap<String, i64> {
-    sqlx::query("SELECT status, count(*) AS n FROM scheduler_runs WHERE task_name = $1 GROUP BY status")
-        .bind(task)
-        .fetch_all(&pool(db))
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get::<String, _>("status"), r.get::<i64, _>("n")))
-        .collect()
+    sqlx::query(
+        "SELECT status, count(*) AS n FROM scheduler_runs WHERE task_name = $1 GROUP BY status",
+    )
+    .bind(task)
+    .fetch_all(&pool(db))
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get::<String, _>("status"), r.get::<i64, _>("n")))
+    .collect()
 }
 
 pub async fn count_runs(db: &TestSchema, task: &str, status: &str) -> i64 {
-    run_statuses(db, task).await.get(status).copied().unwrap_or(0)
+    run_statuses(db, task)
+        .await
+        .get(status)
+        .copied()
+        .unwrap_or(0)
 }
 
 /// A pool whose connections see the scheduler tables of `db` (its schema on the search path).

@@ -6,12 +6,18 @@ use sqlx::{Connection, PgPool, Row};
 use super::{StoreResult, quote_ident};
 
 /// `(version, description, sql)` of every migration, in order. Never edit one that has landed.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] =
-    &[(1, "init", include_str!("../../../../migrations/0001_init.sql"))];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "init",
+    include_str!("../../../../migrations/0001_init.sql"),
+)];
 
 pub(crate) async fn run(pool: &PgPool, schema: &str) -> StoreResult<()> {
     let mut conn = pool.acquire().await?;
-    sqlx::query(include_str!("queries/migrate_lock.sql")).bind(schema).execute(&mut *conn).await?;
+    sqlx::query(include_str!("queries/migrate_lock.sql"))
+        .bind(schema)
+        .execute(&mut *conn)
+        .await?;
     let result = apply_all(&mut conn, schema).await;
     let unlock = sqlx::query(include_str!("queries/migrate_unlock.sql"))
         .bind(schema)
@@ -28,7 +34,9 @@ async fn apply_all(conn: &mut sqlx::PgConnection, schema: &str) -> StoreResult<(
     sqlx::raw_sql(sqlx::AssertSqlSafe(create))
         .execute(&mut *conn)
         .await?;
-    sqlx::query(include_str!("queries/migrate_table.sql")).execute(&mut *conn).await?;
+    sqlx::query(include_str!("queries/migrate_table.sql"))
+        .execute(&mut *conn)
+        .await?;
     let applied: Vec<i64> = sqlx::query(include_str!("queries/migrate_applied.sql"))
         .fetch_all(&mut *conn)
         .await?

@@ -108,7 +108,11 @@ impl PgStore {
 
     /// Wraps a pool whose connections already use `schema` as their `search_path`.
     pub fn from_pool(pool: PgPool, schema: &str) -> Self {
-        Self { pool, schema: schema.to_owned(), channel: notify_channel(schema) }
+        Self {
+            pool,
+            schema: schema.to_owned(),
+            channel: notify_channel(schema),
+        }
     }
 
     /// The pool (for the application's own queries against run history).
@@ -179,18 +183,30 @@ impl Store for PgStore {
     }
 
     async fn heartbeat(&self, node_id: &str) -> StoreResult<()> {
-        sqlx::query(query!("heartbeat")).bind(node_id).execute(&self.pool).await?;
+        sqlx::query(query!("heartbeat"))
+            .bind(node_id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
     async fn deregister_node(&self, node_id: &str) -> StoreResult<()> {
-        sqlx::query(query!("deregister_node")).bind(node_id).execute(&self.pool).await?;
+        sqlx::query(query!("deregister_node"))
+            .bind(node_id)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
     async fn next_wake(&self, tasks: &[String]) -> StoreResult<WakeInfo> {
-        let row = sqlx::query(query!("next_wake")).bind(tasks).fetch_one(&self.pool).await?;
-        Ok(WakeInfo { db_now: row.try_get("db_now")?, wake_at: row.try_get("wake_at")? })
+        let row = sqlx::query(query!("next_wake"))
+            .bind(tasks)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(WakeInfo {
+            db_now: row.try_get("db_now")?,
+            wake_at: row.try_get("wake_at")?,
+        })
     }
 
     async fn claim_due(
@@ -243,7 +259,11 @@ impl Store for PgStore {
                 next_run_at: row.try_get("next_run_at")?,
             };
             let db_now: DateTime<Utc> = row.try_get("db_now")?;
-            let ClaimPlan { scheduled_at, next_run_at, ticks_collapsed } = planner(&task, db_now);
+            let ClaimPlan {
+                scheduled_at,
+                next_run_at,
+                ticks_collapsed,
+            } = planner(&task, db_now);
             names.push(task.name);
             tokens.push(Uuid::new_v4());
             scheduled.push(scheduled_at);
@@ -310,17 +330,27 @@ impl Store for PgStore {
     }
 
     async fn prune_runs(&self, retention: Duration) -> StoreResult<u64> {
-        let done =
-            sqlx::query(query!("prune_runs")).bind(millis(retention)).execute(&self.pool).await?;
-        sqlx::query(query!("prune_nodes")).bind(millis(retention)).execute(&self.pool).await?;
+        let done = sqlx::query(query!("prune_runs"))
+            .bind(millis(retention))
+            .execute(&self.pool)
+            .await?;
+        sqlx::query(query!("prune_nodes"))
+            .bind(millis(retention))
+            .execute(&self.pool)
+            .await?;
         Ok(done.rows_affected())
     }
 
     async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
-        let rows = sqlx::query(query!("load_tasks")).fetch_all(&self.pool).await?;
+        let rows = sqlx::query(query!("load_tasks"))
+            .fetch_all(&self.pool)
+            .await?;
         let db_now = match rows.first() {
             Some(row) => row.try_get("db_now")?,
-            None => sqlx::query(query!("db_now")).fetch_one(&self.pool).await?.try_get("db_now")?,
+            None => sqlx::query(query!("db_now"))
+                .fetch_one(&self.pool)
+                .await?
+                .try_get("db_now")?,
         };
         let tasks = rows
             .iter()
@@ -339,7 +369,9 @@ impl Store for PgStore {
     }
 
     async fn config_state(&self) -> StoreResult<Option<ConfigState>> {
-        let row = sqlx::query(query!("config_state")).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(query!("config_state"))
+            .fetch_optional(&self.pool)
+            .await?;
         row.map(|row| {
             Ok(ConfigState {
                 version: row.try_get("version")?,
@@ -356,8 +388,10 @@ impl Store for PgStore {
         changes: &[TaskChange],
     ) -> StoreResult<ApplyOutcome> {
         let mut tx = self.pool.begin().await?;
-        let current: Option<i64> =
-            sqlx::query(query!("config_state_lock")).fetch_one(&mut *tx).await?.try_get(0)?;
+        let current: Option<i64> = sqlx::query(query!("config_state_lock"))
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
         if let (Some(current), Some(version)) = (current, state.version)
             && version < current
         {
@@ -369,12 +403,20 @@ impl Store for PgStore {
         let (mut orphan_names, mut orphan_flags) = (Vec::new(), Vec::new());
         for change in changes {
             match change {
-                TaskChange::Create { name, cron, timezone, enabled, next_run_at } => {
-                    create.push(name, cron, timezone, *enabled, *next_run_at)
-                }
-                TaskChange::Update { name, cron, timezone, enabled, next_run_at } => {
-                    update.push(name, cron, timezone, *enabled, *next_run_at)
-                }
+                TaskChange::Create {
+                    name,
+                    cron,
+                    timezone,
+                    enabled,
+                    next_run_at,
+                } => create.push(name, cron, timezone, *enabled, *next_run_at),
+                TaskChange::Update {
+                    name,
+                    cron,
+                    timezone,
+                    enabled,
+                    next_run_at,
+                } => update.push(name, cron, timezone, *enabled, *next_run_at),
                 TaskChange::Orphaned { name, orphaned } => {
                     orphan_names.push(name.clone());
                     orphan_flags.push(*orphaned);
@@ -382,10 +424,16 @@ impl Store for PgStore {
             }
         }
         if !create.names.is_empty() {
-            create.bind(sqlx::query(query!("tasks_create"))).execute(&mut *tx).await?;
+            create
+                .bind(sqlx::query(query!("tasks_create")))
+                .execute(&mut *tx)
+                .await?;
         }
         if !update.names.is_empty() {
-            update.bind(sqlx::query(query!("tasks_update"))).execute(&mut *tx).await?;
+            update
+                .bind(sqlx::query(query!("tasks_update")))
+                .execute(&mut *tx)
+                .await?;
         }
         if !orphan_names.is_empty() {
             sqlx::query(query!("tasks_orphaned"))
@@ -400,7 +448,11 @@ impl Store for PgStore {
             .bind(&state.applied_by)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(query!("notify")).bind(&self.channel).bind("config").execute(&mut *tx).await?;
+        sqlx::query(query!("notify"))
+            .bind(&self.channel)
+            .bind("config")
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(ApplyOutcome::Applied)
     }
@@ -452,7 +504,14 @@ struct TaskColumns {
 }
 
 impl TaskColumns {
-    fn push(&mut self, name: &str, cron: &str, zone: &str, enabled: bool, next: Option<DateTime<Utc>>) {
+    fn push(
+        &mut self,
+        name: &str,
+        cron: &str,
+        zone: &str,
+        enabled: bool,
+        next: Option<DateTime<Utc>>,
+    ) {
         self.names.push(name.to_owned());
         self.crons.push(cron.to_owned());
         self.zones.push(zone.to_owned());
@@ -464,6 +523,10 @@ impl TaskColumns {
         &'q self,
         q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-        q.bind(&self.names).bind(&self.crons).bind(&self.zones).bind(&self.enabled).bind(&self.next)
+        q.bind(&self.names)
+            .bind(&self.crons)
+            .bind(&self.zones)
+            .bind(&self.enabled)
+            .bind(&self.next)
     }
 }
