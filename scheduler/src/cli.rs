@@ -1,5 +1,7 @@
 //! The command line shared by the `scheduler` binary and by applications built on
-//! [`run`](crate::run): `next` previews a schedule.
+//! [`run`](crate::run): `next` previews a schedule; in an application, `check-config` validates a
+//! config file against the tasks the binary registers, and no subcommand (or `run`) runs the
+//! scheduler.
 //!
 //! This module owns argument parsing (clap derive) and what each subcommand prints; the logic
 //! it calls lives in the modules it names ([`schedule`](crate::schedule) for `next`). It must
@@ -31,7 +33,11 @@ use std::process::ExitCode;
 use chrono::{DateTime, SecondsFormat, Utc};
 use clap::{Args, Parser, Subcommand};
 
-use crate::schedule::ScheduleSpec;
+use std::path::PathBuf;
+
+use crate::TaskRegistry;
+use crate::config::check_config;
+use crate::schedule::{ScheduleSpec, parse_timezone};
 
 /// `scheduler <COMMAND>`: operator tools for a scheduler deployment.
 #[derive(Debug, Parser)]
@@ -124,4 +130,76 @@ fn parse_instant(text: &str) -> Result<DateTime<Utc>, String> {
                 "`{text}` is not an RFC 3339 instant ({error}); write e.g. 2026-03-08T00:00:00Z"
             )
         })
+}
+
+/// The command line of an application whose `main` calls [`run`](crate::run):
+///
+/// ```text
+/// myapp                          run the scheduler (settings from the environment)
+/// myapp run                      the same
+/// myapp check-config tasks.json  validate a config file against this binary's tasks; no database
+/// myapp next '0 9 * * MON-FRI' --tz Asia/Shanghai --count 3
+/// ```
+///
+/// ```
+/// use clap::Parser;
+/// use scheduler::cli::{AppCli, AppCommand};
+///
+/// let cli = AppCli::try_parse_from(["myapp", "check-config", "tasks.json"])?;
+/// assert!(matches!(cli.command, Some(AppCommand::CheckConfig(_))));
+/// assert!(AppCli::try_parse_from(["myapp"])?.command.is_none());
+/// # Ok::<(), clap::Error>(())
+/// ```
+#[derive(Debug, Parser)]
+#[command(version, about = "A scheduler node; run without a command to start it", long_about = None)]
+pub struct AppCli {
+    /// What to do; nothing means `run`.
+    #[command(subcommand)]
+    pub command: Option<AppCommand>,
+}
+
+/// The subcommands of an application.
+#[derive(Debug, Subcommand)]
+#[non_exhaustive]
+pub enum AppCommand {
+    /// Run the scheduler until SIGTERM or SIGINT (the default).
+    Run,
+    /// Check a config file against the tasks this binary registers, without a database: every
+    /// problem is listed, and the next three fire times of each valid task. Exits non-zero on
+    /// any problem.
+    CheckConfig(CheckConfigArgs),
+    /// Print the next fire instants of a cron expression, one a line, in UTC.
+    Next(NextArgs),
+}
+
+/// Arguments of `check-config`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckConfigArgs {
+    /// The config file (JSON, TOML or YAML, by extension).
+    pub path: PathBuf,
+
+    /// The zone of entries that name none [default: SCHEDULER_TIMEZONE, else UTC].
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
+}
+
+impl CheckConfigArgs {
+    /// Checks the file against `registry`, prints the report to `out`, and returns whether the
+    /// config is free of problems.
+    pub fn run(&self, registry: &TaskRegistry, out: &mut dyn Write) -> crate::Result<bool> {
+        let zone = self
+            .tz
+            .clone()
+            .or_else(|| {
+                std::env::var("SCHEDULER_TIMEZONE")
+                    .ok()
+                    .filter(|z| !z.trim().is_empty())
+            })
+            .unwrap_or_else(|| "UTC".to_owned());
+        let tz = parse_timezone(zone.trim())?;
+        let report = check_config(&self.path, registry, tz, Utc::now());
+        write!(out, "{report}")?;
+        out.flush()?;
+        Ok(report.is_ok())
+    }
 }

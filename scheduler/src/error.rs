@@ -3,7 +3,11 @@
 use std::borrow::Cow;
 
 /// Everything that can go wrong in the scheduler's public API.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the message and its causes rather than the enum's structure, because
+/// `fn main() -> scheduler::Result<()>` shows an error through `Debug`: an operator should read
+/// "invalid setting `SCHEDULER_LOCK_LIFETIME`: ...", not a struct dump.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Two or more tasks are registered under one name.
@@ -42,3 +46,40 @@ pub enum Error {
 
 /// `Result` with the scheduler's [`Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")?;
+        let mut source = std::error::Error::source(self);
+        let mut first = true;
+        while let Some(cause) = source {
+            let text = cause.to_string();
+            if !self.to_string().contains(&text) {
+                if first {
+                    f.write_str("\n\nCaused by:")?;
+                    first = false;
+                }
+                write!(f, "\n    {text}")?;
+            }
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_reads_like_a_message() {
+        let e = Error::InvalidSetting {
+            name: Cow::Borrowed("SCHEDULER_LOCK_LIFETIME"),
+            message: "`abc` is not a duration".into(),
+        };
+        assert_eq!(
+            format!("{e:?}"),
+            "invalid setting `SCHEDULER_LOCK_LIFETIME`: `abc` is not a duration"
+        );
+    }
+}

@@ -611,8 +611,14 @@ pub fn init_tracing() {
     };
 }
 
-/// Runs the scheduler with settings from the environment (see [`SchedulerBuilder::from_env`])
-/// until SIGTERM or SIGINT, then shuts down gracefully.
+/// The whole `main` of a scheduler application: runs the scheduler with settings from the
+/// environment (see [`SchedulerBuilder::from_env`]) until SIGTERM or SIGINT, then shuts down
+/// gracefully.
+///
+/// The process arguments select an operator command instead (see [`AppCli`](crate::cli::AppCli)):
+/// `myapp check-config tasks.json` checks a config file against the tasks this binary registers
+/// without touching the database, and exits non-zero on any problem; `myapp next '<cron>'`
+/// previews a schedule.
 ///
 /// ```no_run
 /// #[tokio::main]
@@ -621,7 +627,24 @@ pub fn init_tracing() {
 /// }
 /// ```
 pub async fn run() -> Result<()> {
-    init_tracing();
-    let scheduler = SchedulerBuilder::from_env()?.build()?;
-    scheduler.run_until(shutdown_signal()).await
+    use clap::Parser;
+
+    use crate::cli::{AppCli, AppCommand};
+
+    match AppCli::parse().command {
+        None | Some(AppCommand::Run) => {
+            init_tracing();
+            let scheduler = SchedulerBuilder::from_env()?.build()?;
+            scheduler.run_until(shutdown_signal()).await
+        }
+        Some(AppCommand::CheckConfig(args)) => {
+            let registry = TaskRegistry::collect()?;
+            if !args.run(&registry, &mut std::io::stdout().lock())? {
+                // The report above lists the problems; the exit code is what CI reads.
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Some(AppCommand::Next(args)) => args.run(&mut std::io::stdout().lock()),
+    }
 }

@@ -1,0 +1,107 @@
+//! The command line of an application built on `scheduler::run()` (the `test_node` binary):
+//! `check-config` and `next`, run as a real process. No database is involved.
+
+use std::process::Command;
+
+fn app(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_test_node"))
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .expect("run the application binary");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn write_config(name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("scheduler-cli-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn check_config_lists_every_problem_and_fails() {
+    let path = write_config(
+        "tasks.json",
+        r#"{"tasks":[
+            {"name":"kill.slow","enabled":true,"cron":"0 9 * * MON-FRI","timezone":"Asia/Shanghai"},
+            {"name":"no.such.task","enabled":true,"cron":"* * * * *"},
+            {"name":"kill.slow","enabled":true,"cron":"0 24 * * *"}
+        ]}"#,
+    );
+    let (code, stdout, _) = app(&["check-config", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("no.such.task"), "{stdout}");
+    assert!(stdout.contains("kill.slow"), "{stdout}");
+    assert!(
+        stdout.contains("2 times") || stdout.contains("twice") || stdout.contains("duplicate"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_config_passes_a_good_file_and_shows_next_fire_times() {
+    let path = write_config(
+        "tasks.toml",
+        "[[tasks]]\nname = \"kill.slow\"\nenabled = true\ncron = \"0 9 * * MON-FRI\"\ntimezone = \"Asia/Shanghai\"\n",
+    );
+    let (code, stdout, stderr) = app(&["check-config", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("kill.slow"), "{stdout}");
+    // 09:00 in Shanghai is 01:00 UTC; three fire times are listed.
+    assert_eq!(stdout.matches("T01:00:00Z").count(), 3, "{stdout}");
+}
+
+#[test]
+fn check_config_of_a_malformed_file_fails_with_its_position() {
+    let path = write_config(
+        "tasks.json",
+        "{\"tasks\":[{\"name\":\"kill.slow\",\"enable\":true}]}",
+    );
+    let (code, stdout, _) = app(&["check-config", path.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(
+        stdout.contains("enable"),
+        "the unknown field is named: {stdout}"
+    );
+    assert!(stdout.contains("line 1"), "the position is given: {stdout}");
+}
+
+#[test]
+fn next_previews_a_schedule_and_refuses_bad_input() {
+    let (code, stdout, _) = app(&[
+        "next",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2026-03-07T12:00:00Z",
+        "--count",
+        "2",
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(stdout, "2026-03-08T07:00:00Z\n2026-03-09T06:30:00Z\n");
+    let (code, stdout, stderr) = app(&["next", "0 22-2 * * *"]);
+    assert_ne!(code, 0);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains("hour"), "{stderr}");
+}
+
+#[test]
+fn a_missing_database_url_is_a_clear_error() {
+    let (code, _, stderr) = app(&[]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("SCHEDULER_DATABASE_URL or DATABASE_URL"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("InvalidSetting"),
+        "no struct dump: {stderr}"
+    );
+}
