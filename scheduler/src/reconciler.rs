@@ -31,7 +31,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use crate::config::{ConfigDocument, ValidatedConfig, validate};
+use crate::config::{ConfigDocument, ValidatedConfig, validate_with};
+use crate::schedule::SpecCache;
 use crate::store::{ApplyOutcome, ConfigState, Store, TaskChange, TaskRow};
 use crate::{Result, TaskRegistry};
 
@@ -231,6 +232,7 @@ pub struct Reconciler {
     registry: TaskRegistry,
     default_tz: Tz,
     node_id: String,
+    specs: SpecCache,
 }
 
 impl fmt::Debug for Reconciler {
@@ -256,13 +258,14 @@ impl Reconciler {
             registry,
             default_tz,
             node_id: node_id.to_owned(),
+            specs: SpecCache::default(),
         }
     }
 
     /// Validates `doc`, writes what differs from the store (nothing when nothing differs), logs
     /// every refusal and one summary line, and returns the report.
     pub async fn reconcile(&self, doc: &ConfigDocument) -> Result<ReconcileReport> {
-        let validated = validate(doc, &self.registry, self.default_tz);
+        let validated = validate_with(doc, &self.registry, self.default_tz, &self.specs);
         let (db_now, rows) = self.store.load_tasks().await?;
         let (changes, mut report) = plan(doc, &validated, &self.registry, &rows, db_now);
         for (name, reason) in &report.refused {

@@ -56,5 +56,6 @@ pub use settings::{
     ENV_CONFIG_TOKEN, source_from_location,
 };
 pub use source::{ConfigSource, Fetched, RawConfig};
+pub(crate) use validate::validate_with;
 pub use validate::{DesiredTask, Refusal, RefusalReason, ValidatedConfig, validate};
 pub use watcher::{ConfigWatcher, DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, PollOutcome};

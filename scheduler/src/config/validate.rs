@@ -26,7 +26,7 @@ use chrono_tz::Tz;
 
 use super::ConfigDocument;
 use crate::TaskRegistry;
-use crate::schedule::{ScheduleError, ScheduleSpec, parse_timezone};
+use crate::schedule::{ScheduleError, ScheduleSpec, SpecCache, parse_timezone};
 
 /// A config document checked against the registry.
 #[derive(Debug, Clone, Default)]
@@ -122,6 +122,17 @@ pub enum RefusalReason {
 /// # Ok::<(), scheduler::config::ConfigError>(())
 /// ```
 pub fn validate(doc: &ConfigDocument, registry: &TaskRegistry, default_tz: Tz) -> ValidatedConfig {
+    validate_with(doc, registry, default_tz, &SpecCache::default())
+}
+
+/// [`validate`] with compiled schedules memoized in `specs` across calls (the reconciler keeps
+/// one, so re-validating an unchanged config of thousands of tasks compiles nothing).
+pub(crate) fn validate_with(
+    doc: &ConfigDocument,
+    registry: &TaskRegistry,
+    default_tz: Tz,
+    specs: &SpecCache,
+) -> ValidatedConfig {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for entry in &doc.tasks {
         *counts.entry(entry.name.as_str()).or_default() += 1;
@@ -166,7 +177,7 @@ pub fn validate(doc: &ConfigDocument, registry: &TaskRegistry, default_tz: Tz) -
             },
         };
         // With a bad zone, still compile the cron (in the default zone) so both problems show.
-        let schedule = ScheduleSpec::new(&entry.cron, zone.unwrap_or(default_tz));
+        let schedule = specs.get(&entry.cron, zone.unwrap_or(default_tz));
         let schedule = match schedule {
             Ok(schedule) => Some(schedule),
             Err(e) => {

@@ -5,8 +5,7 @@
 //! notification (another node released a lock, a config was applied) or when one of its own
 //! handlers finishes, and re-checks at least every poll interval as a safety net.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -14,12 +13,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Shared, backoff, runner};
-use crate::schedule::{ScheduleError, ScheduleSpec};
+use crate::schedule::SpecCache;
 use crate::store::{ClaimPlan, DueTask, RescuedLock};
 
 /// How long to wait before looking again when something was due but nothing could be claimed
 /// (another node was claiming the same rows at that instant).
 const CONTENDED_RETRY: Duration = Duration::from_millis(20);
+/// How long to wait for a batch of handler slots to free up after filling all of them.
+const REFILL_WAIT: Duration = Duration::from_millis(5);
 /// Missed ticks are counted up to this many (`ticks_collapsed` saturates there), so a claim
 /// after a long outage of an every-second task stays cheap.
 const MAX_COUNTED_TICKS: usize = 10_000;
@@ -35,6 +36,8 @@ pub(crate) struct ClaimPass {
     pub saturated: bool,
     /// Something was due but nothing could be claimed.
     pub contended: bool,
+    /// Every free slot was filled: more may be due.
+    pub filled: bool,
     /// How long until something may be due (`None`: nothing scheduled).
     pub wake_in: Option<Duration>,
 }
@@ -42,7 +45,7 @@ pub(crate) struct ClaimPass {
 /// The plan for a due task: the tick it serves, the next run strictly after the DB's now, and how
 /// many ticks in between are folded into this run (never a burst of catch-up runs).
 pub(crate) fn plan_claim(specs: &SpecCache, task: &DueTask, db_now: DateTime<Utc>) -> ClaimPlan {
-    match specs.get(&task.cron, &task.timezone) {
+    match specs.get_named(&task.cron, &task.timezone) {
         Ok(spec) => {
             let from = db_now.max(task.next_run_at);
             let collapsed = spec.count_fires(task.next_run_at, db_now, MAX_COUNTED_TICKS);
@@ -63,32 +66,6 @@ pub(crate) fn plan_claim(specs: &SpecCache, task: &DueTask, db_now: DateTime<Utc
     }
 }
 
-/// Compiled schedules by `(cron, zone)`: compiling costs ~20 µs, a lookup well under one, and
-/// the claim transaction plans every due task while holding its row locks.
-#[derive(Default)]
-pub(crate) struct SpecCache {
-    specs: Mutex<HashMap<(String, String), ScheduleSpec>>,
-}
-
-impl SpecCache {
-    /// Bound on cached schedules; the cache starts over when full (config churn).
-    const CAPACITY: usize = 100_000;
-
-    fn get(&self, cron: &str, zone: &str) -> Result<ScheduleSpec, ScheduleError> {
-        let key = (cron.to_owned(), zone.to_owned());
-        let mut specs = self.specs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(spec) = specs.get(&key) {
-            return Ok(spec.clone());
-        }
-        let spec = ScheduleSpec::parse(cron, zone)?;
-        if specs.len() >= Self::CAPACITY {
-            specs.clear();
-        }
-        specs.insert(key, spec.clone());
-        Ok(spec)
-    }
-}
-
 pub(crate) struct ClaimLoop {
     shared: Arc<Shared>,
     specs: SpecCache,
@@ -102,18 +79,22 @@ impl ClaimLoop {
         }
     }
 
-    /// One pass: claim everything due now that fits in the free handler slots.
-    pub(crate) async fn run_once(&self) -> Result<ClaimPass, sqlx::Error> {
+    /// One pass: claim everything due now that fits in the free handler slots. With
+    /// `known_due` (the loop slept until a due time the store gave it) the wake-time query is
+    /// skipped and the claim runs at once.
+    pub(crate) async fn run_once(&self, known_due: bool) -> Result<ClaimPass, sqlx::Error> {
         let shared = &self.shared;
-        let info = shared.store.next_wake(&shared.names).await?;
-        let wake_in = info
-            .wake_at
-            .map(|w| (w - info.db_now).to_std().unwrap_or(Duration::ZERO));
-        if info.wake_at.is_none_or(|w| w > info.db_now) {
-            return Ok(ClaimPass {
-                wake_in,
-                ..ClaimPass::default()
-            });
+        if !known_due {
+            let info = shared.store.next_wake(&shared.names).await?;
+            if info.wake_at.is_none_or(|w| w > info.db_now) {
+                let wake_in = info
+                    .wake_at
+                    .map(|w| (w - info.db_now).to_std().unwrap_or(Duration::ZERO));
+                return Ok(ClaimPass {
+                    wake_in,
+                    ..ClaimPass::default()
+                });
+            }
         }
         let limit = shared.permits.available_permits();
         let sent = Instant::now();
@@ -143,13 +124,13 @@ impl ClaimLoop {
                 unreachable!("claimed more runs than free handler slots");
             };
             let task_shared = Arc::clone(shared);
-            shared.tracker.spawn(async move {
-                runner::run(task_shared, run, sent).await;
-                drop(permit);
-            });
+            shared
+                .tracker
+                .spawn(runner::run(task_shared, run, sent, permit));
         }
         Ok(ClaimPass {
             claimed: n,
+            filled: n == limit && limit > 0,
             saturated: limit == 0,
             contended: n == 0 && rescued.is_empty() && limit > 0,
             rescued,
@@ -161,9 +142,24 @@ impl ClaimLoop {
     pub(crate) async fn run(self, stop: CancellationToken) {
         let shared = Arc::clone(&self.shared);
         let poll = shared.settings.poll_interval;
+        let refill_batch = u32::try_from((shared.settings.max_concurrent / 2).max(1)).unwrap_or(1);
         let mut failures = 0u32;
+        let mut known_due = false;
         while !stop.is_cancelled() {
-            let pause = match self.run_once().await {
+            let pass = self.run_once(std::mem::take(&mut known_due)).await;
+            if let Ok(pass) = &pass
+                && pass.filled
+            {
+                // Every free slot was taken and more may be due: let a batch of slots free up
+                // (briefly) so the next claim is one transaction for many tasks, not one per
+                // finished handler.
+                let _ =
+                    tokio::time::timeout(REFILL_WAIT, shared.permits.acquire_many(refill_batch))
+                        .await;
+                continue;
+            }
+            let mut due_at_end = false;
+            let pause = match pass {
                 Ok(pass) => {
                     if failures > 0 {
                         tracing::info!(
@@ -179,7 +175,13 @@ impl ClaimLoop {
                     } else if pass.contended {
                         CONTENDED_RETRY
                     } else {
-                        pass.wake_in.map_or(poll, |w| w.min(poll))
+                        match pass.wake_in {
+                            Some(w) if w < poll => {
+                                due_at_end = true;
+                                w
+                            }
+                            _ => poll,
+                        }
                     }
                 }
                 Err(e) => {
@@ -197,7 +199,7 @@ impl ClaimLoop {
                 continue;
             }
             tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
+                _ = tokio::time::sleep(pause) => known_due = due_at_end,
                 _ = shared.wake.notified() => {}
                 _ = stop.cancelled() => break,
             }

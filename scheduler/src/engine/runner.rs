@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -16,7 +17,14 @@ use crate::store::{ClaimedRun, RunOutcome, RunStatus};
 /// How long a handler may take to stop after it was told its lock is lost, at most.
 const LOST_GRACE_MAX: Duration = Duration::from_secs(5);
 
-pub(crate) async fn run(shared: Arc<Shared>, claimed: ClaimedRun, confirmed_at: Instant) {
+/// Runs `claimed` holding one handler slot (`permit`), freed as soon as the handler is done so
+/// the claim loop can refill it while the outcome is being recorded.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    claimed: ClaimedRun,
+    confirmed_at: Instant,
+    permit: OwnedSemaphorePermit,
+) {
     let span = tracing::info_span!(
         "task_run",
         task = %claimed.task_name,
@@ -32,6 +40,8 @@ pub(crate) async fn run(shared: Arc<Shared>, claimed: ClaimedRun, confirmed_at: 
             tracing::info!("run started");
         }
         let (status, error) = execute(&shared, &claimed, confirmed_at).await;
+        drop(permit);
+        shared.wake.notify_one();
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         match status {
             RunStatus::Succeeded => tracing::info!(duration_ms, result = %status, "run finished"),

@@ -122,6 +122,8 @@
 //! `chrono-tz`, applying the policy above. A typical `next_after` takes well under a
 //! microsecond in release builds (see `BENCHMARKS.md`, "Next fire time").
 
+mod cache;
+pub(crate) use cache::SpecCache;
 mod next;
 mod normalize;
 

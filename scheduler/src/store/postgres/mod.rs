@@ -98,7 +98,8 @@ impl PgStore {
             .application_name("scheduler");
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
-            .min_connections(0)
+            // Warm connections: opening one costs more than a whole claim.
+            .min_connections(max_connections.min(2))
             .acquire_timeout(Duration::from_secs(5))
             .idle_timeout(Some(Duration::from_secs(600)))
             .test_before_acquire(false)
