@@ -22,6 +22,7 @@
 //! down.
 
 mod claimer;
+mod completer;
 mod config_sync;
 mod maintenance;
 mod runner;
@@ -74,6 +75,8 @@ pub(crate) struct Shared {
     /// Stops retrying store writes at the very end of shutdown.
     pub(crate) hard_stop_finished: CancellationToken,
     pub(crate) tracker: TaskTracker,
+    /// Where runners hand their outcomes to the completer.
+    pub(crate) completions: tokio::sync::mpsc::UnboundedSender<completer::Completion>,
 }
 
 /// Where the task config comes from.
@@ -103,6 +106,7 @@ enum ConfigOrigin {
 /// ```
 pub struct Scheduler {
     shared: Arc<Shared>,
+    completions: Option<tokio::sync::mpsc::UnboundedReceiver<completer::Completion>>,
     config: Option<ConfigFeed>,
     migrate: bool,
     store_description: String,
@@ -203,6 +207,14 @@ impl Scheduler {
             }
         }
 
+        let completer_stop = CancellationToken::new();
+        let completer = tokio::spawn(completer::run(
+            Arc::clone(&shared),
+            self.completions
+                .take()
+                .expect("run_until consumes the scheduler"),
+            completer_stop.clone(),
+        ));
         let workers = TaskTracker::new();
         workers.spawn(claimer::ClaimLoop::new(Arc::clone(&shared)).run(stop.clone()));
         workers.spawn(maintenance::Maintenance::new(Arc::clone(&shared)).run(stop.clone()));
@@ -215,6 +227,13 @@ impl Scheduler {
 
         shutdown.await;
         self.drain(&shared, stop, workers).await;
+        // Every runner has had its outcome recorded (or given up on) by now.
+        completer_stop.cancel();
+        let _ = completer.await;
+        if let Err(e) = shared.store.deregister_node(&shared.node_id).await {
+            tracing::warn!(error = %e, "could not mark the node stopped");
+        }
+        tracing::info!(node = %shared.node_id, "scheduler stopped");
         Ok(())
     }
 
@@ -282,10 +301,6 @@ impl Scheduler {
             }
         }
         workers.wait().await;
-        if let Err(e) = shared.store.deregister_node(&shared.node_id).await {
-            tracing::warn!(error = %e, "could not mark the node stopped");
-        }
-        tracing::info!(node = %shared.node_id, "scheduler stopped");
     }
 }
 
@@ -545,6 +560,7 @@ impl SchedulerBuilder {
             }
         };
         let names = registry.names().map(str::to_owned).collect();
+        let (completions, completion_queue) = tokio::sync::mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             store,
             registry,
@@ -558,9 +574,11 @@ impl SchedulerBuilder {
             hard_stop: CancellationToken::new(),
             hard_stop_finished: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            completions,
         });
         Ok(Scheduler {
             shared,
+            completions: Some(completion_queue),
             config,
             migrate: self.migrate.unwrap_or(true),
             store_description,

@@ -9,8 +9,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::Shared;
+use super::completer::Completion;
 use super::watchdog::{LockLoss, LockWatchdog};
-use super::{Shared, backoff};
 use crate::TaskContext;
 use crate::store::{ClaimedRun, RunOutcome, RunStatus};
 
@@ -55,7 +56,7 @@ pub(crate) async fn run(
             error,
             hand_over: (status == RunStatus::Cancelled).then_some(claimed.scheduled_at),
         };
-        record(&shared, &outcome).await;
+        record(&shared, outcome).await;
     }
     .instrument(span)
     .await
@@ -165,31 +166,14 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
-/// Records the outcome, retrying through a database outage for as long as the lock would have
-/// lived. After that another node rescues the run anyway.
-async fn record(shared: &Shared, outcome: &RunOutcome) {
-    let give_up = Instant::now() + shared.settings.lock_lifetime;
-    let mut attempt = 0u32;
-    loop {
-        match shared.store.finish_run(outcome).await {
-            Ok(held) => {
-                if !held && outcome.status != RunStatus::Lost {
-                    tracing::warn!("the lock had already been taken over when the run finished");
-                }
-                break;
-            }
-            Err(e) if Instant::now() < give_up && !shared.hard_stop_finished.is_cancelled() => {
-                if attempt == 0 {
-                    tracing::warn!(error = %e, "could not record the run's end; retrying");
-                }
-                tokio::time::sleep(backoff(attempt)).await;
-                attempt += 1;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "gave up recording the run's end; another node will mark it lost when its lock expires");
-                break;
-            }
-        }
+/// Hands the outcome to the completer and waits until it is recorded (or given up on).
+async fn record(shared: &Shared, outcome: RunOutcome) {
+    let (recorded, done) = tokio::sync::oneshot::channel();
+    if shared
+        .completions
+        .send(Completion { outcome, recorded })
+        .is_ok()
+    {
+        let _ = done.await;
     }
-    shared.wake.notify_one();
 }

@@ -152,7 +152,7 @@ pub enum RenewOutcome {
     Lost,
 }
 
-/// The end of a run, as recorded by [`Store::finish_run`].
+/// The end of a run, as recorded by [`Store::finish_runs`].
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
     /// The run's id.
@@ -312,9 +312,9 @@ pub trait Store: Send + Sync + 'static {
         token: Uuid,
         lock_lifetime: Duration,
     ) -> StoreResult<RenewOutcome>;
-    /// Records a run's end and releases its lock (if still ours). Returns whether the lock was
-    /// still held.
-    async fn finish_run(&self, outcome: &RunOutcome) -> StoreResult<bool>;
+    /// Records the end of a batch of runs and releases each lock that is still ours. Returns the
+    /// names of the tasks whose lock was still held.
+    async fn finish_runs(&self, outcomes: &[RunOutcome]) -> StoreResult<Vec<String>>;
     /// Deletes finished runs older than `retention`; returns how many.
     async fn prune_runs(&self, retention: Duration) -> StoreResult<u64>;
     /// Reads all task rows and the database clock.

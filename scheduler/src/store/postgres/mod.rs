@@ -316,18 +316,29 @@ impl Store for PgStore {
         })
     }
 
-    async fn finish_run(&self, outcome: &RunOutcome) -> StoreResult<bool> {
-        let row = sqlx::query(query!("finish_run"))
-            .bind(outcome.run_id)
-            .bind(&outcome.task_name)
-            .bind(outcome.lock_token)
-            .bind(outcome.status.as_str())
-            .bind(outcome.error.as_deref())
+    async fn finish_runs(&self, outcomes: &[RunOutcome]) -> StoreResult<Vec<String>> {
+        if outcomes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<i64> = outcomes.iter().map(|o| o.run_id).collect();
+        let names: Vec<&str> = outcomes.iter().map(|o| o.task_name.as_str()).collect();
+        let tokens: Vec<Uuid> = outcomes.iter().map(|o| o.lock_token).collect();
+        let statuses: Vec<&str> = outcomes.iter().map(|o| o.status.as_str()).collect();
+        let errors: Vec<Option<&str>> = outcomes.iter().map(|o| o.error.as_deref()).collect();
+        let hand_over: Vec<Option<DateTime<Utc>>> = outcomes.iter().map(|o| o.hand_over).collect();
+        sqlx::query(query!("finish_runs"))
+            .bind(&ids)
+            .bind(&names)
+            .bind(&tokens)
+            .bind(&statuses)
+            .bind(&errors)
+            .bind(&hand_over)
             .bind(&self.channel)
-            .bind(outcome.hand_over)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.is_some())
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| row.try_get("name"))
+            .collect()
     }
 
     async fn prune_runs(&self, retention: Duration) -> StoreResult<u64> {
