@@ -89,35 +89,48 @@ async fn scenario(
     pool.close().await;
 }
 
-#[tokio::main]
-async fn main() {
-    println!("| scenario | runs | p50 ms | p99 ms | max ms | handler p50 ms | handler p99 ms |");
-    println!("|---|---|---|---|---|---|---|");
-    scenario(
+/// `(key, label, schema, tasks, cron, ticks, max_concurrent)`; `LAG_SCENARIO=key` runs one.
+const SCENARIOS: &[(&str, &str, &str, usize, &str, i64, usize)] = &[
+    (
+        "one",
         "1 task, every second, 60 ticks",
         "bench_lag_one",
         1,
         "* * * * * *",
         60,
         100,
-    )
-    .await;
-    scenario(
-        "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 100 (default)",
+    ),
+    (
+        "1k",
+        "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 100",
         "bench_lag_1k",
         1000,
         "*/5 * * * * *",
         6,
         100,
-    )
-    .await;
-    scenario(
-        "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 1000",
+    ),
+    (
+        "1k-wide",
+        "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 1000 (default)",
         "bench_lag_1k_wide",
         1000,
         "*/5 * * * * *",
         6,
         1000,
-    )
-    .await;
+    ),
+];
+
+#[tokio::main]
+async fn main() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        scheduler::init_tracing();
+    }
+    let only = std::env::var("LAG_SCENARIO").ok();
+    println!("| scenario | runs | p50 ms | p99 ms | max ms | handler p50 ms | handler p99 ms |");
+    println!("|---|---|---|---|---|---|---|");
+    for &(key, label, schema, tasks, cron, ticks, max_concurrent) in SCENARIOS {
+        if only.as_deref().is_none_or(|o| o == key) {
+            scenario(label, schema, tasks, cron, ticks, max_concurrent).await;
+        }
+    }
 }

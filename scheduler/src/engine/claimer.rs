@@ -118,6 +118,9 @@ impl ClaimLoop {
             );
         }
         let n = claimed.len();
+        if n > 0 {
+            tracing::debug!(claimed = n, limit, elapsed = ?sent.elapsed(), "claimed due runs");
+        }
         for run in claimed {
             let Ok(permit) = Arc::clone(&shared.permits).try_acquire_owned() else {
                 // Only this loop acquires permits and it claimed no more than were free.
@@ -150,12 +153,13 @@ impl ClaimLoop {
             if let Ok(pass) = &pass
                 && pass.filled
             {
-                // Every free slot was taken and more may be due: let a batch of slots free up
-                // (briefly) so the next claim is one transaction for many tasks, not one per
-                // finished handler.
+                // Every free slot was taken and more is probably due: let a batch of slots free
+                // up (briefly) so the next claim is one transaction for many tasks, not one per
+                // finished handler, and claim again without asking for the wake time first.
                 let _ =
                     tokio::time::timeout(REFILL_WAIT, shared.permits.acquire_many(refill_batch))
                         .await;
+                known_due = true;
                 continue;
             }
             let mut due_at_end = false;

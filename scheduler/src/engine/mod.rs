@@ -316,7 +316,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_CONFIG_TOKEN`, `SCHEDULER_CONFIG_HEADERS`, `SCHEDULER_CONFIG_TIMEOUT` | HTTP config source (see [`ConfigSettings`]) | none, none, `10s` |
     /// | `SCHEDULER_NODE_ID` | [`node_id`](Self::node_id) | `hostname-pid` |
     /// | `SCHEDULER_LOCK_LIFETIME` | [`lock_lifetime`](Self::lock_lifetime) | `60s` |
-    /// | `SCHEDULER_MAX_CONCURRENT` | [`max_concurrent`](Self::max_concurrent) | `100` |
+    /// | `SCHEDULER_MAX_CONCURRENT` | [`max_concurrent`](Self::max_concurrent) | `1000` |
     /// | `SCHEDULER_SHUTDOWN_TIMEOUT` | [`shutdown_timeout`](Self::shutdown_timeout) | `30s` |
     /// | `SCHEDULER_POLL_INTERVAL` | [`poll_interval`](Self::poll_interval) | `30s` |
     /// | `SCHEDULER_TIMEZONE` | [`default_timezone`](Self::default_timezone) | `UTC` |
@@ -446,7 +446,11 @@ impl SchedulerBuilder {
         self
     }
 
-    /// How many handlers this node runs at once. Default 100.
+    /// How many handlers this node runs at once. Default 1,000.
+    ///
+    /// A task never overlaps itself, so this bounds how many *different* tasks run at once on
+    /// this node; below the number of tasks due on one tick it delays some of them (see
+    /// `BENCHMARKS.md`). Lower it to protect a shared downstream resource.
     pub fn max_concurrent(mut self, n: usize) -> Self {
         self.max_concurrent = Some(n);
         self

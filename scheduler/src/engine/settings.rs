@@ -9,8 +9,10 @@ use crate::{Error, Result};
 
 /// Default lock lifetime: a node that stops renewing loses its lock after this long.
 pub const DEFAULT_LOCK_LIFETIME: Duration = Duration::from_secs(60);
-/// Default number of handlers one node runs at once.
-pub const DEFAULT_MAX_CONCURRENT: usize = 100;
+/// Default number of handlers one node runs at once. Each task runs at most once at a time, so
+/// this bounds distinct tasks; it is high enough that 1,000 tasks due on one tick all start
+/// together (a lower bound delays the rest by a claim round trip per batch).
+pub const DEFAULT_MAX_CONCURRENT: usize = 1000;
 /// Default time running handlers get to finish after SIGTERM/SIGINT.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default safety-net interval: an idle node re-checks the store at least this often, even if no
