@@ -1,6 +1,7 @@
 //! Node upkeep: the heartbeat that shows the node is alive, pruning of old run history, and the
 //! change listener that wakes the claim loop early.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,9 +13,14 @@ use super::{Shared, backoff};
 /// How often old runs are pruned.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 
+/// A node is reported silent after this many of our heartbeat intervals without one of its own.
+const SILENT_AFTER_HEARTBEATS: u32 = 3;
+
 pub(crate) struct Maintenance {
     shared: Arc<Shared>,
     next_prune: Instant,
+    /// Nodes already reported silent (each is logged once, and again once it is back).
+    silent: BTreeSet<String>,
 }
 
 impl Maintenance {
@@ -22,12 +28,35 @@ impl Maintenance {
         Self {
             shared,
             next_prune: Instant::now(),
+            silent: BTreeSet::new(),
         }
     }
 
     /// Heartbeat, and prune when due. Returns how many runs were pruned.
     pub(crate) async fn run_once(&mut self) -> Result<u64, sqlx::Error> {
-        self.shared.store.heartbeat(&self.shared.node_id).await?;
+        let shared = &self.shared;
+        let silent_after = shared.settings.heartbeat_interval * SILENT_AFTER_HEARTBEATS;
+        let beat = shared
+            .store
+            .heartbeat(&shared.node_id, silent_after)
+            .await?;
+        if !beat.registered {
+            tracing::warn!(
+                "this node's row was missing (pruned after a long silence); registering again"
+            );
+            shared
+                .store
+                .register_node(&super::node_info(shared))
+                .await?;
+        }
+        let now_silent: BTreeSet<String> = beat.silent.into_iter().collect();
+        for node in now_silent.difference(&self.silent) {
+            tracing::warn!(node = %node, silent_for_more_than = ?silent_after, "node stopped sending heartbeats without shutting down (crashed, killed or cut off); its locks expire on their own and its runs will be recovered");
+        }
+        for node in self.silent.difference(&now_silent) {
+            tracing::info!(node = %node, "node is no longer silent (back, stopped cleanly, or forgotten)");
+        }
+        self.silent = now_silent;
         if Instant::now() < self.next_prune {
             return Ok(0);
         }

@@ -57,6 +57,17 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
 }
 
+/// This node as recorded in the node table.
+pub(crate) fn node_info(shared: &Shared) -> NodeInfo {
+    NodeInfo {
+        node_id: shared.node_id.to_string(),
+        hostname: settings::hostname(),
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        tasks: shared.names.clone(),
+    }
+}
+
 /// State shared by the engine's services.
 pub(crate) struct Shared {
     pub(crate) store: Arc<dyn Store>,
@@ -238,13 +249,7 @@ impl Scheduler {
     }
 
     async fn start(&self, shared: &Arc<Shared>, config: Option<&mut ConfigSync>) {
-        let node = NodeInfo {
-            node_id: shared.node_id.to_string(),
-            hostname: settings::hostname(),
-            pid: std::process::id(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            tasks: shared.names.clone(),
-        };
+        let node = node_info(shared);
         let mut attempt = 0u32;
         loop {
             let result = async {

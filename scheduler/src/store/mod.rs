@@ -81,6 +81,16 @@ pub struct NodeInfo {
     pub tasks: Vec<String>,
 }
 
+/// What a heartbeat learned about the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// Whether this node's row exists (false: it was pruned; register again).
+    pub registered: bool,
+    /// Other nodes that stopped sending heartbeats without stopping cleanly (crashed, killed,
+    /// cut off). Their locks expire on their own; this is for visibility.
+    pub silent: Vec<String>,
+}
+
 /// When the engine should next look at the store.
 #[derive(Debug, Clone, Copy)]
 pub struct WakeInfo {
@@ -287,8 +297,8 @@ pub trait Store: Send + Sync + 'static {
     async fn migrate(&self) -> StoreResult<()>;
     /// Records this node as a member of the cluster (upsert).
     async fn register_node(&self, node: &NodeInfo) -> StoreResult<()>;
-    /// Refreshes this node's heartbeat.
-    async fn heartbeat(&self, node_id: &str) -> StoreResult<()>;
+    /// Refreshes this node's heartbeat and reports the cluster's health.
+    async fn heartbeat(&self, node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat>;
     /// Marks this node stopped.
     async fn deregister_node(&self, node_id: &str) -> StoreResult<()>;
     /// When anything claimable by a node registering `tasks` becomes due, or any lock expires.

@@ -14,9 +14,9 @@ use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
 use super::{
-    ApplyOutcome, ChangeListener, ClaimPlan, ClaimedRun, ConfigState, DueTask, NodeInfo, Planner,
-    RenewOutcome, RescuedLock, RunOutcome, RunRecord, Store, StoreResult, TaskChange, TaskRow,
-    WakeInfo,
+    ApplyOutcome, ChangeListener, ClaimPlan, ClaimedRun, ConfigState, DueTask, Heartbeat, NodeInfo,
+    Planner, RenewOutcome, RescuedLock, RunOutcome, RunRecord, Store, StoreResult, TaskChange,
+    TaskRow, WakeInfo,
 };
 
 /// Default connection pool size of a node.
@@ -183,12 +183,16 @@ impl Store for PgStore {
         Ok(())
     }
 
-    async fn heartbeat(&self, node_id: &str) -> StoreResult<()> {
-        sqlx::query(query!("heartbeat"))
+    async fn heartbeat(&self, node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat> {
+        let row = sqlx::query(query!("heartbeat"))
             .bind(node_id)
-            .execute(&self.pool)
+            .bind(millis(silent_after))
+            .fetch_one(&self.pool)
             .await?;
-        Ok(())
+        Ok(Heartbeat {
+            registered: row.try_get("registered")?,
+            silent: row.try_get("silent")?,
+        })
     }
 
     async fn deregister_node(&self, node_id: &str) -> StoreResult<()> {

@@ -1,1 +1,13 @@
-UPDATE scheduler_nodes SET heartbeat_at = now(), stopped_at = NULL WHERE node_id = $1
+-- Refresh node $1's heartbeat; return whether its row exists, and the other nodes that went
+-- silent (no heartbeat for $2 ms) without stopping cleanly.
+WITH me AS (
+    UPDATE scheduler_nodes SET heartbeat_at = now(), stopped_at = NULL
+    WHERE node_id = $1
+    RETURNING node_id
+)
+SELECT (SELECT count(*) FROM me) > 0 AS registered,
+       ARRAY(SELECT node_id FROM scheduler_nodes
+             WHERE stopped_at IS NULL
+               AND node_id <> $1
+               AND heartbeat_at < now() - $2::int8 * interval '1 millisecond'
+             ORDER BY node_id) AS silent

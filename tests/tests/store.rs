@@ -1,0 +1,93 @@
+//! The PostgreSQL store's smaller duties: node heartbeats and silent nodes, run-history pruning,
+//! and concurrent migrations.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use scheduler::store::{NodeInfo, PgStore, Store};
+use scheduler_tests::TestSchema;
+
+fn node_info(id: &str) -> NodeInfo {
+    NodeInfo {
+        node_id: id.into(),
+        hostname: "host".into(),
+        pid: 1,
+        version: "test".into(),
+        tasks: vec!["a".into()],
+    }
+}
+
+#[tokio::test]
+async fn heartbeat_reports_silent_nodes_and_a_missing_row() {
+    let db = migrated_schema("heartbeat").await;
+    let s = store(&db);
+    let beat = s.heartbeat("me", Duration::from_secs(30)).await.unwrap();
+    assert!(!beat.registered, "no row yet");
+    s.register_node(&node_info("me")).await.unwrap();
+    s.register_node(&node_info("crashed")).await.unwrap();
+    s.register_node(&node_info("stopped")).await.unwrap();
+    s.deregister_node("stopped").await.unwrap();
+    sqlx::query("UPDATE scheduler_nodes SET heartbeat_at = now() - interval '5 minutes' WHERE node_id <> 'me'")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let beat = s.heartbeat("me", Duration::from_secs(30)).await.unwrap();
+    assert!(beat.registered);
+    assert_eq!(
+        beat.silent,
+        ["crashed"],
+        "a cleanly stopped node is not silent"
+    );
+    db.cleanup().await;
+}
+
+#[tokio::test]
+async fn old_runs_are_pruned_after_the_retention() {
+    let db = migrated_schema("prune").await;
+    let s = store(&db);
+    sqlx::query(
+        "INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, finished_at, status, node_id, lock_token)
+         SELECT 't', now() - d, now() - d, now() - d, 'succeeded', 'n', gen_random_uuid()
+         FROM (VALUES (interval '20 days'), (interval '15 days'), (interval '1 day')) AS v(d)",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, status, node_id, lock_token)
+         VALUES ('t', now() - interval '30 days', now() - interval '30 days', 'running', 'n', gen_random_uuid())",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let pruned = s
+        .prune_runs(Duration::from_secs(14 * 24 * 3600))
+        .await
+        .unwrap();
+    assert_eq!(pruned, 2);
+    let left = s.recent_runs(Some("t"), 10).await.unwrap();
+    assert_eq!(left.len(), 2, "the recent run and the unfinished one stay");
+    db.cleanup().await;
+}
+
+/// Several nodes starting at once apply each migration exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_migrations_apply_once() {
+    let db = TestSchema::new("migrate").await;
+    let mut nodes = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let s: PgStore = store(&db);
+        nodes.spawn(async move { s.migrate().await });
+    }
+    while let Some(result) = nodes.join_next().await {
+        result.unwrap().unwrap();
+    }
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM scheduler_migrations")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(applied, 1);
+    db.cleanup().await;
+}
