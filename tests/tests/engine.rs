@@ -16,7 +16,7 @@ use sqlx::Row;
 // ---- tasks ---------------------------------------------------------------------------------
 
 macro_rules! quick_tasks {
-    ($($fn_name:ident = $name:tt),* $(,)?) => {$(
+    ($($fn_name:ident = $name:literal),* $(,)?) => {$(
         #[task(name = $name)]
         async fn $fn_name(ctx: TaskContext) {
             let _guard = recorder(&ctx).enter(&ctx);
