@@ -142,7 +142,7 @@ pub struct ClaimedRun {
     pub ticks_collapsed: i32,
 }
 
-/// A lock found expired and released by [`Store::rescue_expired`].
+/// A lock found expired and released by [`Store::claim_due`].
 #[derive(Debug, Clone)]
 pub struct RescuedLock {
     /// Task name.
