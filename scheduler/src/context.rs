@@ -131,7 +131,12 @@ impl TaskContext {
     }
 
     /// Completes when the handler is asked to stop. A handler that checks it can finish cleanly;
-    /// one that ignores it is stopped after the grace period anyway.
+    /// one that ignores it is stopped after the grace period anyway, at its next `.await`.
+    ///
+    /// Stopping works at `.await` points: a handler that blocks its thread (long CPU work or
+    /// blocking I/O without `spawn_blocking`) cannot be stopped in time when its lock is lost,
+    /// so keep such work in `tokio::task::spawn_blocking` and check
+    /// [`is_cancelled`](Self::is_cancelled) between chunks.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await
     }

@@ -49,37 +49,9 @@ pub fn database_url() -> String {
     }
 }
 
-/// `url` with any password replaced by `***`, fit for logs and panic messages.
-pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_owned();
-    // userinfo password: scheme://user:password@host
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..]
-            .find(['/', '?'])
-            .map_or(out.len(), |i| rest_start + i);
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let at = rest_start + at;
-            if let Some(colon) = out[rest_start..at].find(':') {
-                out.replace_range(rest_start + colon + 1..at, "***");
-            }
-        }
-    }
-    // password=... query parameter
-    if let Some(q) = out.find('?') {
-        let (head, query) = out.split_at(q + 1);
-        let query = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if k == "password" => format!("{k}=***"),
-                _ => pair.to_owned(),
-            })
-            .collect::<Vec<_>>()
-            .join("&");
-        out = format!("{head}{query}");
-    }
-    out
-}
+/// `url` with any password replaced by `***`, fit for logs and panic messages (the library's
+/// own redaction, so tests and the scheduler agree on what a log may show).
+pub use scheduler::store::postgres::redact_url;
 
 /// Install a test-friendly tracing subscriber, once per process.
 ///
@@ -97,31 +69,4 @@ pub fn init_tracing() {
             .with_test_writer()
             .try_init();
     });
-}
-
-#[cfg(test)]
-mod unit {
-    use super::redact_url;
-
-    #[test]
-    fn redacts_userinfo_password() {
-        assert_eq!(
-            redact_url("postgres://app:s3cr:et@db.example:5432/x?sslmode=disable"),
-            "postgres://app:***@db.example:5432/x?sslmode=disable"
-        );
-    }
-
-    #[test]
-    fn redacts_query_password() {
-        assert_eq!(
-            redact_url("postgres://app@h/x?password=hunter2&sslmode=disable"),
-            "postgres://app@h/x?password=***&sslmode=disable"
-        );
-    }
-
-    #[test]
-    fn leaves_passwordless_urls_alone() {
-        let url = "postgres://postgres@127.0.0.1:5432/test";
-        assert_eq!(redact_url(url), url);
-    }
 }

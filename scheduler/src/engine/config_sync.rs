@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, backoff};
+use super::{RetryPause, Shared};
 use crate::config::{ConfigDocument, ConfigWatcher, PollOutcome};
 use crate::reconciler::{ReconcileReport, Reconciler};
 
@@ -65,21 +65,10 @@ impl ConfigSync {
             ConfigFeed::Watched(w) => w.interval(),
             ConfigFeed::Fixed(_) => shared.settings.config_poll_interval,
         };
-        let mut failures = 0u32;
+        let mut retry = RetryPause::default();
         while !stop.is_cancelled() {
-            let pause = match self.run_once().await {
-                Ok(_) => {
-                    failures = 0;
-                    interval
-                }
-                Err(e) => {
-                    if failures == 0 {
-                        tracing::error!(error = %e, "could not apply the config; retrying");
-                    }
-                    failures += 1;
-                    backoff(failures).min(interval)
-                }
-            };
+            let result = self.run_once().await;
+            let pause = retry.after(&result, interval, "could not apply the config");
             if matches!(self.feed, ConfigFeed::Fixed(_)) && self.pending.is_none() {
                 return;
             }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, backoff};
+use super::{RetryPause, Shared, backoff};
 
 /// How often old runs are pruned.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
@@ -74,21 +74,10 @@ impl Maintenance {
 
     pub(crate) async fn run(mut self, stop: CancellationToken) {
         let interval = self.shared.settings.heartbeat_interval;
-        let mut failures = 0u32;
+        let mut retry = RetryPause::default();
         while !stop.is_cancelled() {
-            let pause = match self.run_once().await {
-                Ok(_) => {
-                    failures = 0;
-                    interval
-                }
-                Err(e) => {
-                    if failures == 0 {
-                        tracing::warn!(error = %e, "heartbeat failed");
-                    }
-                    failures += 1;
-                    backoff(failures).min(interval)
-                }
-            };
+            let result = self.run_once().await;
+            let pause = retry.after(&result, interval, "heartbeat failed");
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
                 _ = stop.cancelled() => break,

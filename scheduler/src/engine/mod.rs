@@ -57,6 +57,36 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
 }
 
+/// The pause between passes of a periodic service: the interval after a success; after a
+/// failure, a backoff no longer than the interval, with the error logged once per outage.
+#[derive(Debug, Default)]
+pub(crate) struct RetryPause {
+    failures: u32,
+}
+
+impl RetryPause {
+    pub(crate) fn after<T, E: std::fmt::Display>(
+        &mut self,
+        result: &std::result::Result<T, E>,
+        interval: Duration,
+        what: &'static str,
+    ) -> Duration {
+        match result {
+            Ok(_) => {
+                self.failures = 0;
+                interval
+            }
+            Err(e) => {
+                if self.failures == 0 {
+                    tracing::warn!(error = %e, "{what}; retrying");
+                }
+                self.failures += 1;
+                backoff(self.failures).min(interval)
+            }
+        }
+    }
+}
+
 /// This node as recorded in the node table.
 pub(crate) fn node_info(shared: &Shared) -> NodeInfo {
     NodeInfo {
@@ -200,7 +230,7 @@ impl Scheduler {
         tracing::info!(
             node = %shared.node_id,
             store = %self.store_description,
-            tasks = ?shared.names,
+            tasks = shared.names.len(),
             max_concurrent = shared.settings.max_concurrent,
             lock_lifetime = ?shared.settings.lock_lifetime,
             "scheduler starting"

@@ -546,3 +546,30 @@ impl TaskColumns {
             .bind(&self.next)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn redacts_userinfo_password_even_with_a_colon_in_it() {
+        assert_eq!(
+            redact_url("postgres://app:s3cr:et@db.example:5432/x?sslmode=disable"),
+            "postgres://app:***@db.example:5432/x?sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn redacts_query_password() {
+        assert_eq!(
+            redact_url("postgres://app@h/x?password=hunter2&sslmode=disable"),
+            "postgres://app@h/x?password=***&sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn leaves_passwordless_urls_alone() {
+        let url = "postgres://postgres@127.0.0.1:5432/test";
+        assert_eq!(redact_url(url), url);
+    }
+}
