@@ -42,6 +42,22 @@ pub fn synthetic_registry(prefix: &str, n: usize) -> TaskRegistry {
     TaskRegistry::from_descriptors(descriptors).expect("unique names")
 }
 
+/// A config enabling every task of `registry` on `cron`.
+pub fn config_for(registry: &TaskRegistry, cron: &str) -> scheduler::config::ConfigDocument {
+    scheduler::config::ConfigDocument {
+        version: None,
+        tasks: registry
+            .names()
+            .map(|name| scheduler::config::TaskConfig {
+                name: name.into(),
+                enabled: true,
+                cron: cron.into(),
+                timezone: None,
+            })
+            .collect(),
+    }
+}
+
 /// The `p`-th percentile (0-100) of `values`, nearest-rank.
 pub fn percentile(values: &mut [f64], p: f64) -> f64 {
     assert!(!values.is_empty());

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use engine_support::*;
 use scheduler::Scheduler;
-use scheduler::config::{ConfigDocument, TaskConfig};
 use tokio_util::sync::CancellationToken;
 
 async fn scenario(
@@ -26,18 +25,7 @@ async fn scenario(
     let url = database_url();
     let pool = fresh_schema(&url, schema).await;
     let registry = synthetic_registry("lag.", tasks);
-    let doc = ConfigDocument {
-        version: None,
-        tasks: registry
-            .names()
-            .map(|n| TaskConfig {
-                name: n.into(),
-                enabled: true,
-                cron: cron.into(),
-                timezone: None,
-            })
-            .collect(),
-    };
+    let doc = config_for(&registry, cron);
     let lags = Arc::new(Lags::default());
     let scheduler = Scheduler::builder()
         .database_url(url.clone())

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use engine_support::*;
 use scheduler::Scheduler;
-use scheduler::config::{ConfigDocument, TaskConfig};
 use sqlx::Row;
 use tokio_util::sync::CancellationToken;
 
@@ -26,18 +25,7 @@ async fn main() {
         .await
         .expect("pg_stat_statements must be preloaded (scripts/bench starts such a cluster)");
     let registry = synthetic_registry("idle.", 1000);
-    let doc = ConfigDocument {
-        version: None,
-        tasks: registry
-            .names()
-            .map(|n| TaskConfig {
-                name: n.into(),
-                enabled: true,
-                cron: "0 0 1 1 *".into(),
-                timezone: None,
-            })
-            .collect(),
-    };
+    let doc = config_for(&registry, "0 0 1 1 *");
     let scheduler = Scheduler::builder()
         .database_url(url.clone())
         .schema("bench_idle")
