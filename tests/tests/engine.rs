@@ -83,6 +83,16 @@ async fn drain_stubborn(ctx: TaskContext) {
     tokio::time::sleep(Duration::from_secs(600)).await;
 }
 
+/// Runs until told to stop; remembers that it was.
+#[task(name = "steal.task")]
+async fn steal_task(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+    tokio::select! {
+        _ = ctx.cancelled() => recorder(&ctx).note_cancelled(),
+        _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+    }
+}
+
 // ---- tests ---------------------------------------------------------------------------------
 
 /// 20 tasks every second on three nodes for at least 30 ticks: every tick of every task runs
@@ -570,5 +580,78 @@ async fn expired_lock_on_a_future_task_is_released() {
         next_in_future,
         "a released lock without a lost run does not trigger a run"
     );
+    db.cleanup().await;
+}
+
+/// A lock taken over while the handler runs (here: stolen by hand) is noticed at the next
+/// renewal: the handler is told through its context and stopped, the run is recorded `lost`, and
+/// the new holder's lock is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("steal").await;
+    let rec = Arc::new(Recorder::default());
+    let n = start(
+        node(&db, "a", tasks("steal."))
+            .lock_lifetime(Duration::from_secs(1))
+            .lock_renew_interval(Duration::from_millis(250))
+            .config_document(doc(vec![entry("steal.task", "0 0 1 1 *")]))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    let pool = pool(&db);
+    wait_until(Duration::from_secs(20), "config applied", || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+                == 1
+        }
+    })
+    .await;
+    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_notify('scheduler_' || current_schema(), 'test')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    wait_until(Duration::from_secs(20), "the handler runs", || async {
+        count_runs(&db, "steal.task", "running").await == 1
+    })
+    .await;
+    sqlx::query(
+        "UPDATE scheduler_tasks SET lock_owner = 'thief', lock_token = gen_random_uuid(), lock_expires_at = now() + interval '1 hour'",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    wait_until(Duration::from_secs(20), "the run recorded lost", || async {
+        count_runs(&db, "steal.task", "lost").await == 1
+    })
+    .await;
+    assert_eq!(
+        rec.cancellations(),
+        1,
+        "the handler was told through its context"
+    );
+    let owner: String = sqlx::query_scalar("SELECT lock_owner FROM scheduler_tasks")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        owner, "thief",
+        "the new holder's lock is not released by the old one"
+    );
+    let error: String = sqlx::query_scalar("SELECT error FROM scheduler_runs")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(error.contains("another node took it over"), "{error}");
+    n.stop().await;
     db.cleanup().await;
 }

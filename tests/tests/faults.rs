@@ -169,6 +169,69 @@ async fn node_survives_a_database_restart() {
     pool.close().await;
 }
 
+/// Runs until told to stop; remembers that it was.
+#[task(name = "cutoff.task")]
+async fn cutoff_task(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+    tokio::select! {
+        _ = ctx.cancelled() => recorder(&ctx).note_cancelled(),
+        _ = tokio::time::sleep(Duration::from_secs(120)) => {}
+    }
+}
+
+/// The database goes away under a running handler: its lock cannot be renewed, so the handler
+/// is told to stop (before the lock could expire and another node take over), and once the
+/// database is back the run is recorded `lost` and the task runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_cut_off_from_the_database_is_stopped_and_rerun() {
+    scheduler_tests::init_tracing();
+    let cluster = TempCluster::start()
+        .await
+        .expect("a throwaway PostgreSQL cluster");
+    let rec = Arc::new(Recorder::default());
+    let scheduler = scheduler::Scheduler::builder()
+        .database_url(cluster.url())
+        .node_id("cutoff")
+        .registry(tasks("cutoff."))
+        .lock_lifetime(Duration::from_secs(2))
+        .lock_renew_interval(Duration::from_millis(500))
+        .poll_interval(Duration::from_millis(500))
+        .max_connections(4)
+        .config_document(doc(vec![entry("cutoff.task", "* * * * * *")]))
+        .state(Arc::clone(&rec))
+        .build()
+        .unwrap();
+    let node = start(scheduler);
+    wait_until(Duration::from_secs(60), "the handler runs", || async {
+        rec.starts_of("cutoff.task") == 1
+    })
+    .await;
+    cluster.stop().await.expect("stop the database");
+    wait_until(
+        Duration::from_secs(30),
+        "the handler is told to stop",
+        || async { rec.cancellations() == 1 },
+    )
+    .await;
+    cluster
+        .start_again()
+        .await
+        .expect("start the database again");
+    wait_until(Duration::from_secs(60), "the task runs again", || async {
+        rec.starts_of("cutoff.task") >= 2
+    })
+    .await;
+    node.stop().await;
+    let pool = sqlx::PgPool::connect(&cluster.url()).await.unwrap();
+    let first: (String, Option<String>) =
+        sqlx::query_as("SELECT status, error FROM scheduler_runs ORDER BY id LIMIT 1")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(first.0, "lost", "{first:?}");
+    pool.close().await;
+}
+
 fn tempfile_dir(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("scheduler-{tag}-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();

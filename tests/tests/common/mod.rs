@@ -23,6 +23,7 @@ pub struct Recorder {
     running: Mutex<HashMap<String, usize>>,
     pub max_overlap: AtomicUsize,
     pub starts: Mutex<Vec<(String, DateTime<Utc>, String)>>,
+    cancelled: AtomicUsize,
 }
 
 impl Recorder {
@@ -41,6 +42,15 @@ impl Recorder {
             recorder: self,
             task: ctx.task_name().to_owned(),
         }
+    }
+
+    /// A handler saw its context cancelled.
+    pub fn note_cancelled(&self) {
+        self.cancelled.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub fn cancellations(&self) -> usize {
+        self.cancelled.load(Ordering::SeqCst)
     }
 
     pub fn starts_of(&self, task: &str) -> usize {
