@@ -91,3 +91,35 @@ async fn concurrent_migrations_apply_once() {
     assert_eq!(applied, 1);
     db.cleanup().await;
 }
+
+/// Lock renewal is one write for all of a node's locks, fenced by owner and token.
+#[tokio::test]
+async fn renewal_extends_only_locks_still_held() {
+    let db = migrated_schema("renew_locks").await;
+    let s = store(&db);
+    sqlx::query(
+        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, lock_owner, lock_token, lock_expires_at)
+         VALUES ('mine', '* * * * *', 'UTC', true, 'me', '00000000-0000-0000-0000-000000000001', now()),
+                ('stolen', '* * * * *', 'UTC', true, 'thief', '00000000-0000-0000-0000-000000000002', now()),
+                ('retokened', '* * * * *', 'UTC', true, 'me', '00000000-0000-0000-0000-000000000009', now())",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let token = |n: u128| uuid::Uuid::from_u128(n);
+    let held = vec![
+        ("mine".to_owned(), token(1)),
+        ("stolen".to_owned(), token(2)),
+        ("retokened".to_owned(), token(3)),
+    ];
+    let renewed = s.renew_locks("me", &held, Duration::from_secs(60)).await.unwrap();
+    assert_eq!(renewed, [("mine".to_owned(), token(1))]);
+    let extended: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM scheduler_tasks WHERE lock_expires_at > now() + interval '50 seconds'",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(extended, ["mine"]);
+    db.cleanup().await;
+}

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | when to look, claiming in batches | `claimer` |
 //! | one run: handler, panics, outcome | `runner` |
-//! | lock renewal and loss | `watchdog` |
+//! | lock renewal (one write for all held locks) and loss | `watchdog` |
 //! | heartbeat, pruning, change notifications | `maintenance` |
 //! | settings and the environment contract | `settings` |
 //!
@@ -116,6 +116,8 @@ pub(crate) struct Shared {
     /// Stops retrying store writes at the very end of shutdown.
     pub(crate) hard_stop_finished: CancellationToken,
     pub(crate) tracker: TaskTracker,
+    /// Renews the locks of running handlers.
+    pub(crate) watchdog: Arc<watchdog::LockWatchdog>,
     /// Where runners hand their outcomes to the completer.
     pub(crate) completions: tokio::sync::mpsc::UnboundedSender<completer::Completion>,
 }
@@ -256,6 +258,7 @@ impl Scheduler {
                 .expect("run_until consumes the scheduler"),
             completer_stop.clone(),
         ));
+        let watchdog = tokio::spawn(Arc::clone(&shared.watchdog).run(completer_stop.clone()));
         let workers = TaskTracker::new();
         workers.spawn(claimer::ClaimLoop::new(Arc::clone(&shared)).run(stop.clone()));
         workers.spawn(maintenance::Maintenance::new(Arc::clone(&shared)).run(stop.clone()));
@@ -271,6 +274,7 @@ impl Scheduler {
         // Every runner has had its outcome recorded (or given up on) by now.
         completer_stop.cancel();
         let _ = completer.await;
+        let _ = watchdog.await;
         if let Err(e) = shared.store.deregister_node(&shared.node_id).await {
             tracing::warn!(error = %e, "could not mark the node stopped");
         }
@@ -600,6 +604,13 @@ impl SchedulerBuilder {
         };
         let names = registry.names().map(str::to_owned).collect();
         let (completions, completion_queue) = tokio::sync::mpsc::unbounded_channel();
+        let watchdog = Arc::new(watchdog::LockWatchdog::new(
+            Arc::clone(&store),
+            Arc::from(settings.node_id.as_str()),
+            settings.lock_lifetime,
+            settings.renew_interval,
+            settings.stop_margin(),
+        ));
         let shared = Arc::new(Shared {
             store,
             registry,
@@ -613,6 +624,7 @@ impl SchedulerBuilder {
             hard_stop: CancellationToken::new(),
             hard_stop_finished: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            watchdog,
             completions,
         });
         Ok(Scheduler {

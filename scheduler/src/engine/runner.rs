@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use super::Shared;
 use super::completer::Completion;
-use super::watchdog::{LockLoss, LockWatchdog};
+use super::watchdog::LockLoss;
 use crate::TaskContext;
 use crate::store::{ClaimedRun, RunOutcome, RunStatus};
 
@@ -87,19 +87,15 @@ async fn execute(
     // Calling the handler inside the spawned task means even a panic while building the future is
     // caught as a JoinError.
     let mut handle = tokio::spawn(async move { handler(ctx).await }.in_current_span());
-    let watchdog = LockWatchdog::new(
-        Arc::clone(&shared.store),
+    let mut lease = shared.watchdog.hold(
+        claimed.run_id,
         &claimed.task_name,
-        &shared.node_id,
         claimed.lock_token,
-        shared.settings.lock_lifetime,
-        shared.settings.renew_interval,
-        shared.settings.stop_margin(),
         confirmed_at,
     );
     tokio::select! {
         joined = &mut handle => from_join(joined),
-        loss = watchdog.guard() => {
+        loss = lease.lost() => {
             tracing::error!(reason = %loss.describe(), "stopping the handler: its lock can no longer be trusted");
             stop_after_loss(&cancel, &mut handle, &loss, shared.settings.lock_lifetime).await;
             (RunStatus::Lost, Some(loss.describe()))

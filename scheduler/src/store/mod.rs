@@ -153,15 +153,6 @@ pub struct RescuedLock {
     pub lost_run_id: Option<i64>,
 }
 
-/// Outcome of renewing a lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RenewOutcome {
-    /// The lock is still ours, now until the given instant (DB clock).
-    Renewed(DateTime<Utc>),
-    /// Somebody else holds the lock now, or it was released.
-    Lost,
-}
-
 /// The end of a run, as recorded by [`Store::finish_runs`].
 #[derive(Debug, Clone)]
 pub struct RunOutcome {
@@ -314,14 +305,14 @@ pub trait Store: Send + Sync + 'static {
         lock_lifetime: Duration,
         planner: &Planner<'_>,
     ) -> StoreResult<(Vec<RescuedLock>, Vec<ClaimedRun>)>;
-    /// Extends a lock we hold. Fenced by owner and token.
-    async fn renew_lock(
+    /// Extends the locks `node_id` holds (task name and token of each), in one write. Fenced by
+    /// owner and token. Returns the locks that were extended; any other was taken over.
+    async fn renew_locks(
         &self,
-        task_name: &str,
         node_id: &str,
-        token: Uuid,
+        held: &[(String, Uuid)],
         lock_lifetime: Duration,
-    ) -> StoreResult<RenewOutcome>;
+    ) -> StoreResult<Vec<(String, Uuid)>>;
     /// Records the end of a batch of runs and releases each lock that is still ours. Returns the
     /// names of the tasks whose lock was still held.
     async fn finish_runs(&self, outcomes: &[RunOutcome]) -> StoreResult<Vec<String>>;

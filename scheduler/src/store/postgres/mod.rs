@@ -15,8 +15,7 @@ use uuid::Uuid;
 
 use super::{
     ApplyOutcome, ChangeListener, ClaimPlan, ClaimedRun, ConfigState, DueTask, Heartbeat, NodeInfo,
-    Planner, RenewOutcome, RescuedLock, RunOutcome, RunRecord, Store, StoreResult, TaskChange,
-    TaskRow, WakeInfo,
+    Planner, RescuedLock, RunOutcome, RunRecord, Store, StoreResult, TaskChange, TaskRow, WakeInfo,
 };
 
 /// Default connection pool size of a node.
@@ -300,24 +299,29 @@ impl Store for PgStore {
         Ok((rescued, claimed))
     }
 
-    async fn renew_lock(
+    async fn renew_locks(
         &self,
-        task_name: &str,
         node_id: &str,
-        token: Uuid,
+        held: &[(String, Uuid)],
         lock_lifetime: Duration,
-    ) -> StoreResult<RenewOutcome> {
-        let row = sqlx::query(query!("renew_lock"))
-            .bind(task_name)
+    ) -> StoreResult<Vec<(String, Uuid)>> {
+        if held.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (names, tokens): (Vec<&str>, Vec<Uuid>) = held
+            .iter()
+            .map(|(name, token)| (name.as_str(), *token))
+            .unzip();
+        sqlx::query(query!("renew_locks"))
             .bind(node_id)
-            .bind(token)
             .bind(millis(lock_lifetime))
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(match row {
-            Some(row) => RenewOutcome::Renewed(row.try_get("lock_expires_at")?),
-            None => RenewOutcome::Lost,
-        })
+            .bind(&names)
+            .bind(&tokens)
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get("name")?, row.try_get("lock_token")?)))
+            .collect()
     }
 
     async fn finish_runs(&self, outcomes: &[RunOutcome]) -> StoreResult<Vec<String>> {
