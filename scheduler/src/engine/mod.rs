@@ -687,7 +687,10 @@ pub fn init_tracing() {
 /// The process arguments select an operator command instead (see [`AppCli`](crate::cli::AppCli)):
 /// `myapp check-config tasks.json` checks a config file against the tasks this binary registers
 /// without touching the database, and exits non-zero on any problem; `myapp next '<cron>'`
-/// previews a schedule.
+/// previews a schedule. `run` owns the command line: an application with arguments of its own
+/// builds the scheduler with [`SchedulerBuilder::from_env`] and calls
+/// [`Scheduler::run_until`] instead (and can still offer the commands through
+/// [`cli::AppCommand`](crate::cli::AppCommand)).
 ///
 /// ```no_run
 /// #[tokio::main]
