@@ -112,7 +112,10 @@ async fn renewal_extends_only_locks_still_held() {
         ("stolen".to_owned(), token(2)),
         ("retokened".to_owned(), token(3)),
     ];
-    let renewed = s.renew_locks("me", &held, Duration::from_secs(60)).await.unwrap();
+    let renewed = s
+        .renew_locks("me", &held, Duration::from_secs(60))
+        .await
+        .unwrap();
     assert_eq!(renewed, [("mine".to_owned(), token(1))]);
     let extended: Vec<String> = sqlx::query_scalar(
         "SELECT name FROM scheduler_tasks WHERE lock_expires_at > now() + interval '50 seconds'",
