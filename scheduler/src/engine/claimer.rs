@@ -210,3 +210,70 @@ impl ClaimLoop {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    fn due(cron: &str, next: &str) -> DueTask {
+        DueTask {
+            name: "t".into(),
+            cron: cron.into(),
+            timezone: "UTC".into(),
+            next_run_at: at(next),
+        }
+    }
+
+    #[test]
+    fn an_on_time_claim_serves_its_tick_and_schedules_the_next() {
+        let plan = plan_claim(
+            &SpecCache::default(),
+            &due("* * * * *", "2026-01-01T10:00:00Z"),
+            at("2026-01-01T10:00:00.004Z"),
+        );
+        assert_eq!(plan.scheduled_at, at("2026-01-01T10:00:00Z"));
+        assert_eq!(plan.next_run_at, Some(at("2026-01-01T10:01:00Z")));
+        assert_eq!(plan.ticks_collapsed, 0);
+    }
+
+    #[test]
+    fn a_late_claim_folds_the_missed_ticks_into_one_run() {
+        let plan = plan_claim(
+            &SpecCache::default(),
+            &due("* * * * *", "2026-01-01T10:00:00Z"),
+            at("2026-01-01T10:05:30Z"),
+        );
+        assert_eq!(plan.scheduled_at, at("2026-01-01T10:00:00Z"));
+        assert_eq!(plan.ticks_collapsed, 5, "10:01 to 10:05");
+        assert_eq!(
+            plan.next_run_at,
+            Some(at("2026-01-01T10:06:00Z")),
+            "strictly after now"
+        );
+    }
+
+    #[test]
+    fn a_long_outage_is_counted_up_to_the_cap() {
+        let plan = plan_claim(
+            &SpecCache::default(),
+            &due("* * * * * *", "2026-01-01T00:00:00Z"),
+            at("2026-01-02T00:00:00Z"),
+        );
+        assert_eq!(plan.ticks_collapsed, MAX_COUNTED_TICKS as i32);
+        assert_eq!(plan.next_run_at, Some(at("2026-01-02T00:00:01Z")));
+    }
+
+    #[test]
+    fn an_invalid_stored_schedule_runs_once_and_schedules_nothing() {
+        let plan = plan_claim(
+            &SpecCache::default(),
+            &due("61 * * * *", "2026-01-01T10:00:00Z"),
+            at("2026-01-01T10:00:01Z"),
+        );
+        assert_eq!(plan.next_run_at, None);
+    }
+}
