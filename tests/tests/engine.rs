@@ -367,26 +367,7 @@ async fn graceful_shutdown_drains_and_hands_over() {
             .unwrap(),
     );
     let pool = pool(&db);
-    wait_until(Duration::from_secs(20), "config applied", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-                == 2
-        }
-    })
-    .await;
-    // Trigger both now (the yearly schedule would not).
-    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()")
-        .execute(&pool)
-        .await
-        .unwrap();
-    sqlx::query("SELECT pg_notify('scheduler_' || current_schema(), 'test')")
-        .execute(&pool)
-        .await
-        .unwrap();
+    trigger_all_now(&db, 2).await;
     wait_until(Duration::from_secs(20), "both handlers running", || async {
         rec.starts_of("drain.polite") == 1 && rec.starts_of("drain.stubborn") == 1
     })
@@ -601,25 +582,7 @@ async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost() {
             .unwrap(),
     );
     let pool = pool(&db);
-    wait_until(Duration::from_secs(20), "config applied", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-                == 1
-        }
-    })
-    .await;
-    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()")
-        .execute(&pool)
-        .await
-        .unwrap();
-    sqlx::query("SELECT pg_notify('scheduler_' || current_schema(), 'test')")
-        .execute(&pool)
-        .await
-        .unwrap();
+    trigger_all_now(&db, 1).await;
     wait_until(Duration::from_secs(20), "the handler runs", || async {
         count_runs(&db, "steal.task", "running").await == 1
     })

@@ -45,25 +45,7 @@ async fn killed_node_is_taken_over() {
         .spawn()
         .expect("start the victim node");
     let pool = pool(&db);
-    wait_until(
-        Duration::from_secs(60),
-        "the victim applied its config",
-        || {
-            let pool = pool.clone();
-            async move {
-                sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
-                    .fetch_one(&pool)
-                    .await
-                    .map(|n| n == 1)
-                    .unwrap_or(false)
-            }
-        },
-    )
-    .await;
-    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()")
-        .execute(&pool)
-        .await
-        .unwrap();
+    trigger_all_now(&db, 1).await;
     wait_until(
         Duration::from_secs(20),
         "the victim runs the slow task",
@@ -123,16 +105,9 @@ async fn node_survives_a_database_restart() {
         .await
         .expect("a throwaway PostgreSQL cluster");
     let rec = Arc::new(Recorder::default());
-    let scheduler = scheduler::Scheduler::builder()
-        .database_url(cluster.url())
-        .node_id("survivor")
-        .registry(tasks("restart."))
+    let scheduler = cluster_node(&cluster, "restart.tick", &rec)
         .lock_lifetime(Duration::from_secs(3))
-        .poll_interval(Duration::from_millis(500))
         .heartbeat_interval(Duration::from_millis(500))
-        .max_connections(4)
-        .config_document(doc(vec![entry("restart.tick", "* * * * * *")]))
-        .state(Arc::clone(&rec))
         .build()
         .unwrap();
     let node = start(scheduler);
@@ -189,16 +164,9 @@ async fn a_handler_cut_off_from_the_database_is_stopped_and_rerun() {
         .await
         .expect("a throwaway PostgreSQL cluster");
     let rec = Arc::new(Recorder::default());
-    let scheduler = scheduler::Scheduler::builder()
-        .database_url(cluster.url())
-        .node_id("cutoff")
-        .registry(tasks("cutoff."))
+    let scheduler = cluster_node(&cluster, "cutoff.task", &rec)
         .lock_lifetime(Duration::from_secs(2))
         .lock_renew_interval(Duration::from_millis(500))
-        .poll_interval(Duration::from_millis(500))
-        .max_connections(4)
-        .config_document(doc(vec![entry("cutoff.task", "* * * * * *")]))
-        .state(Arc::clone(&rec))
         .build()
         .unwrap();
     let node = start(scheduler);
@@ -230,6 +198,26 @@ async fn a_handler_cut_off_from_the_database_is_stopped_and_rerun() {
             .unwrap();
     assert_eq!(first.0, "lost", "{first:?}");
     pool.close().await;
+}
+
+/// A node on `cluster` running only `task`, every second, with test-sized intervals.
+fn cluster_node(
+    cluster: &TempCluster,
+    task: &str,
+    rec: &Arc<Recorder>,
+) -> scheduler::SchedulerBuilder {
+    scheduler::Scheduler::builder()
+        .database_url(cluster.url())
+        .node_id("survivor")
+        .registry(
+            scheduler::TaskRegistry::collect()
+                .unwrap()
+                .retain(|n| n == task),
+        )
+        .poll_interval(Duration::from_millis(500))
+        .max_connections(4)
+        .config_document(doc(vec![entry(task, "* * * * * *")]))
+        .state(Arc::clone(rec))
 }
 
 fn tempfile_dir(tag: &str) -> std::path::PathBuf {

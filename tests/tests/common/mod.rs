@@ -165,6 +165,30 @@ where
     }
 }
 
+/// Waits until the config has created `rows` task rows, then makes every task due now and wakes
+/// the nodes (the yearly schedules tests use would not fire on their own).
+pub async fn trigger_all_now(db: &TestSchema, rows: i64) {
+    let pool = pool(db);
+    wait_until(Duration::from_secs(60), "the config applied", || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
+                .fetch_one(&pool)
+                .await
+                .is_ok_and(|n| n == rows)
+        }
+    })
+    .await;
+    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_notify('scheduler_' || current_schema(), 'test')")
+        .execute(&pool)
+        .await
+        .unwrap();
+}
+
 /// `(status, count)` of a task's runs.
 pub async fn run_statuses(db: &TestSchema, task: &str) -> HashMap<String, i64> {
     sqlx::query(
