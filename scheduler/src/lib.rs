@@ -38,6 +38,7 @@ pub mod store;
 pub use context::{MissingState, TaskContext};
 pub use engine::{Scheduler, SchedulerBuilder, init_tracing, run, shutdown_signal};
 pub use error::{Error, Result};
+
 pub use registry::{TaskDescriptor, TaskRegistry};
 pub use schedule::ScheduleSpec;
 pub use scheduler_macros::task;

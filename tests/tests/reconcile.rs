@@ -88,15 +88,13 @@ async fn every_reconciler_rule() {
     let r = reconciler(&db, "n1");
 
     // Unknown names and bad cron are refused; valid entries created, disabled ones too.
-    let report = r
-        .reconcile(&doc(vec![
-            cfg("rec.a", true, "*/5 * * * *"),
-            cfg("rec.b", false, "0 3 * * *"),
-            cfg("rec.unknown", true, "* * * * *"),
-            cfg("rec.c", true, "61 * * * *"),
-        ]))
-        .await
-        .unwrap();
+    let first = doc(vec![
+        cfg("rec.a", true, "*/5 * * * *"),
+        cfg("rec.b", false, "0 3 * * *"),
+        cfg("rec.unknown", true, "* * * * *"),
+        cfg("rec.c", true, "61 * * * *"),
+    ]);
+    let report = r.reconcile(&first).await.unwrap();
     assert_eq!(report.created, ["rec.a", "rec.b"]);
     let refused: Vec<_> = report.refused.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(refused, ["rec.unknown", "rec.c"]);
@@ -112,15 +110,7 @@ async fn every_reconciler_rule() {
 
     // An unchanged config writes nothing.
     let before = row_versions(&db).await;
-    let report = r
-        .reconcile(&doc(vec![
-            cfg("rec.a", true, "*/5 * * * *"),
-            cfg("rec.b", false, "0 3 * * *"),
-            cfg("rec.unknown", true, "* * * * *"),
-            cfg("rec.c", true, "61 * * * *"),
-        ]))
-        .await
-        .unwrap();
+    let report = r.reconcile(&first).await.unwrap();
     assert!(!report.changed_anything());
     assert_eq!(
         row_versions(&db).await,

@@ -14,6 +14,7 @@ use reqwest::header::{
 use reqwest::{StatusCode, Url};
 
 use super::{ConfigError, ConfigFormat, ConfigSource, Fetched, RawConfig};
+use crate::error::error_chain;
 
 /// Default time allowed for one request, connection to last body byte.
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -321,21 +322,6 @@ fn same_host_redirects() -> reqwest::redirect::Policy {
             attempt.follow()
         }
     })
-}
-
-/// `error: cause: cause`, since reqwest's own message is often just "error sending request".
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 /// `url` with any userinfo replaced by `***` and secret-looking query values hidden.

@@ -1,4 +1,4 @@
-//! Runs one claimed run: the handler in its own tokio task under a [`LockWatchdog`], panics
+//! Runs one claimed run: the handler in its own tokio task holding a lock lease, panics
 //! caught, the outcome recorded, the lock released.
 
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use super::Shared;
 use super::completer::Completion;
 use super::watchdog::LockLoss;
 use crate::TaskContext;
+use crate::error::error_chain;
 use crate::store::{ClaimedRun, RunOutcome, RunStatus};
 
 /// How long a handler may take to stop after it was told its lock is lost, at most.
@@ -145,21 +146,6 @@ fn from_join(
         }
         Err(_) => (RunStatus::Cancelled, Some("handler was cancelled".into())),
     }
-}
-
-/// `error: cause: cause`, like anyhow's `{:#}`.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !out.ends_with(&cause_text) {
-            out.push_str(": ");
-            out.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    out
 }
 
 /// Hands the outcome to the completer and waits until it is recorded (or given up on).
