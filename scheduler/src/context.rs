@@ -46,19 +46,43 @@ pub struct MissingState {
     type_name: &'static str,
 }
 
+/// A handler stopped before finishing its work because it was asked to (the node is shutting
+/// down, or the run's lock could not be kept).
+///
+/// Return it (or any error) after [`TaskContext::cancelled`] fires: the run is recorded
+/// `interrupted` and its tick is handed to another node at once. Return `Ok(())` only when the
+/// work is done: the run is then `succeeded`, whether or not it was asked to stop.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("interrupted before finishing: {reason}")]
+pub struct Interrupted {
+    reason: String,
+}
+
+impl Interrupted {
+    /// An interruption, saying what was left undone.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
+}
+
 /// Everything a task handler knows about the run it serves.
 ///
 /// ```
+/// use std::time::Duration;
 /// use scheduler::TaskContext;
 ///
-/// # #[derive(Debug)] struct Db;
-/// async fn handler(ctx: TaskContext) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// async fn handler(ctx: TaskContext) -> anyhow::Result<()> {
 ///     tracing::info!(task = ctx.task_name(), tick = %ctx.scheduled_at(), "working");
-///     tokio::select! {
-///         _ = ctx.cancelled() => return Ok(()), // shutting down or the lock was lost: stop early
-///         _ = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
+///     for page in 0..3 {
+///         ctx.check_cancelled()?; // asked to stop: not done, hand the tick over
+///         tokio::select! {
+///             _ = ctx.cancelled() => return Err(ctx.interrupted().into()),
+///             _ = tokio::time::sleep(Duration::from_millis(1)) => {} // fetch the page
+///         }
 ///     }
-///     Ok(())
+///     Ok(()) // done: `succeeded`
 /// }
 /// # tokio::runtime::Runtime::new().unwrap().block_on(handler(TaskContext::standalone("demo"))).unwrap();
 /// ```
@@ -130,15 +154,40 @@ impl TaskContext {
         self.cancel.is_cancelled()
     }
 
-    /// Completes when the handler is asked to stop. A handler that checks it can finish cleanly;
-    /// one that ignores it is stopped after the grace period anyway, at its next `.await`.
+    /// Completes when the handler is asked to stop: the node is shutting down (it then has the
+    /// shutdown timeout to finish), or the run's lock could not be kept (a short grace before
+    /// its lock could expire). A handler that cannot finish in time returns
+    /// [`interrupted`](Self::interrupted) (any error does): the run is recorded `interrupted` and
+    /// its tick runs again elsewhere. One that ignores the request is stopped at the end of the
+    /// grace: it is never polled again.
     ///
     /// Stopping works at `.await` points: a handler that blocks its thread (long CPU work or
-    /// blocking I/O without `spawn_blocking`) cannot be stopped in time when its lock is lost,
-    /// so keep such work in `tokio::task::spawn_blocking` and check
-    /// [`is_cancelled`](Self::is_cancelled) between chunks.
+    /// blocking I/O without `spawn_blocking`) cannot be stopped until it yields, so keep such
+    /// work in `tokio::task::spawn_blocking` and check [`is_cancelled`](Self::is_cancelled)
+    /// between chunks.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await
+    }
+
+    /// The error to return when the handler stops early because it was asked to: recorded as
+    /// `interrupted`, and the tick is handed over.
+    pub fn interrupted(&self) -> Interrupted {
+        Interrupted::new(format!("run {} of `{}` was asked to stop", self.run_id, self.task_name))
+    }
+
+    /// `Err(interrupted)` if the handler has been asked to stop, for loops that work in steps:
+    /// `ctx.check_cancelled()?;` between steps.
+    ///
+    /// ```
+    /// # let ctx = scheduler::TaskContext::standalone("demo");
+    /// assert!(ctx.check_cancelled().is_ok());
+    /// ```
+    pub fn check_cancelled(&self) -> Result<(), Interrupted> {
+        if self.is_cancelled() {
+            Err(self.interrupted())
+        } else {
+            Ok(())
+        }
     }
 
     /// The shared value of type `T` registered with

@@ -19,18 +19,9 @@ pub enum Error {
     /// The task config could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
-    /// The database failed or could not be reached.
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
-    /// Applying the schema migrations failed.
-    #[error("migration {version} failed: {source}")]
-    Migration {
-        /// The migration that failed.
-        version: i64,
-        /// Why.
-        #[source]
-        source: sqlx::Error,
-    },
+    /// The store (database) failed, could not be reached, or cannot be used as configured.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
     /// A setting (builder call or environment variable) is invalid.
     #[error("invalid setting `{name}`: {message}")]
     InvalidSetting {

@@ -30,15 +30,18 @@ pub mod config;
 mod context;
 pub mod engine;
 mod error;
+pub mod policy;
+pub mod redact;
 pub mod reconciler;
 pub mod registry;
 pub mod schedule;
 pub mod store;
 
-pub use context::{MissingState, TaskContext};
+pub use context::{Interrupted, MissingState, TaskContext};
 pub use engine::{Scheduler, SchedulerBuilder, init_tracing, run, shutdown_signal};
 pub use error::{Error, Result};
 
+pub use policy::{Misfire, Recovery};
 pub use registry::{TaskDescriptor, TaskRegistry};
 pub use schedule::ScheduleSpec;
 pub use scheduler_macros::task;

@@ -13,6 +13,14 @@
 //! | `enabled: true` | disabled | enabled; next run computed from now (missed ticks are not replayed) |
 //! | changed cron or zone | exists | updated in place, next run recomputed; lock columns untouched, so a running handler finishes undisturbed and no second run can start |
 //! | unchanged | exists | nothing written (an overdue next run is never overwritten) |
+//! | unchanged, enabled, but no next run | exists | repaired: next run computed (a rolling deploy left it unscheduled) |
+//!
+//! **No tick runs twice because of a reconcile.** A reconcile is planned twice: once on an
+//! unlocked read (an unchanged document writes nothing and takes no lock), and again inside the
+//! write transaction on rows locked for it, with the statement's clock — so a claim that ran
+//! while the reconcile waited (for another node's reconcile, say) is seen. A recomputed next
+//! run always lies after the tick most recently claimed (`last_scheduled_at`), never at or
+//! before it.
 //!
 //! A registered task **absent** from the config is not scheduled: its row, if any, is disabled
 //! (never deleted) and a warning names it. A row whose task is neither in the config nor
@@ -33,7 +41,7 @@ use chrono_tz::Tz;
 
 use crate::config::{ConfigDocument, ValidatedConfig, validate_with};
 use crate::schedule::SpecCache;
-use crate::store::{ApplyOutcome, ConfigState, Store, TaskChange, TaskRow};
+use crate::store::{ConfigPlan, ConfigSnapshot, ConfigState, Store, TaskChange, TaskRow};
 use crate::{Result, TaskRegistry};
 
 /// What one reconcile did, logged as one structured line.
@@ -54,6 +62,8 @@ pub struct ReconcileReport {
     pub absent: Vec<String>,
     /// Rows known to neither the config nor this binary (kept, flagged).
     pub orphaned: Vec<String>,
+    /// Enabled rows that had no next run and were given one.
+    pub repaired: Vec<String>,
     /// Entries that matched their row already.
     pub unchanged: usize,
     /// Set when the whole document was refused as older than the applied one.
@@ -77,7 +87,8 @@ impl ReconcileReport {
                 && self.enabled.is_empty()
                 && self.disabled.is_empty()
                 && self.updated.is_empty()
-                && self.orphaned.is_empty())
+                && self.orphaned.is_empty()
+                && self.repaired.is_empty())
     }
 }
 
@@ -92,11 +103,12 @@ impl fmt::Display for ReconcileReport {
         }
         write!(
             f,
-            "created {}, enabled {}, disabled {}, updated {}, unchanged {}, refused {}, absent {}, orphaned {}",
+            "created {}, enabled {}, disabled {}, updated {}, repaired {}, unchanged {}, refused {}, absent {}, orphaned {}",
             self.created.len(),
             self.enabled.len(),
             self.disabled.len(),
             self.updated.len(),
+            self.repaired.len(),
             self.unchanged,
             self.refused.len(),
             self.absent.len(),
@@ -122,9 +134,13 @@ pub fn plan(
     for desired in validated.desired.values() {
         let cron = desired.schedule.expression().to_owned();
         let timezone = desired.schedule.timezone().name().to_owned();
-        let next = || {
+        // Never at or before a tick already claimed: a claim may have advanced the row since.
+        let next = |row: Option<&TaskRow>| {
+            let floor = row
+                .and_then(|r| r.last_scheduled_at)
+                .map_or(db_now, |claimed| claimed.max(db_now));
             if desired.enabled {
-                desired.schedule.next_after(db_now)
+                desired.schedule.next_after(floor)
             } else {
                 None
             }
@@ -135,7 +151,7 @@ pub fn plan(
                 cron,
                 timezone,
                 enabled: desired.enabled,
-                next_run_at: next(),
+                next_run_at: next(None),
             });
             report.created.push(desired.name.clone());
             continue;
@@ -143,18 +159,23 @@ pub fn plan(
         let schedule_changed = row.cron != cron || row.timezone != timezone;
         let enabling = desired.enabled && !row.enabled;
         let disabling = !desired.enabled && row.enabled;
-        if !schedule_changed && !enabling && !disabling && row.orphaned_since.is_none() {
+        let unscheduled = desired.enabled && row.next_run_at.is_none();
+        if !schedule_changed
+            && !enabling
+            && !disabling
+            && !unscheduled
+            && row.orphaned_since.is_none()
+        {
             report.unchanged += 1;
             continue;
         }
-        let recompute =
-            desired.enabled && (schedule_changed || enabling || row.next_run_at.is_none());
+        let recompute = desired.enabled && (schedule_changed || enabling || unscheduled);
         changes.push(TaskChange::Update {
             name: desired.name.clone(),
             cron,
             timezone,
             enabled: desired.enabled,
-            next_run_at: if recompute { next() } else { None },
+            next_run_at: if recompute { next(Some(row)) } else { None },
         });
         if schedule_changed {
             report.updated.push(desired.name.clone());
@@ -165,7 +186,10 @@ pub fn plan(
         if disabling {
             report.disabled.push(desired.name.clone());
         }
-        if !(schedule_changed || enabling || disabling) {
+        if unscheduled && !(schedule_changed || enabling) {
+            report.repaired.push(desired.name.clone());
+        }
+        if !(schedule_changed || enabling || disabling || unscheduled) {
             report.unchanged += 1;
         }
     }
@@ -267,7 +291,7 @@ impl Reconciler {
     pub async fn reconcile(&self, doc: &ConfigDocument) -> Result<ReconcileReport> {
         let validated = validate_with(doc, &self.registry, self.default_tz, &self.specs);
         let (db_now, rows) = self.store.load_tasks().await?;
-        let (changes, mut report) = plan(doc, &validated, &self.registry, &rows, db_now);
+        let (changes, report) = plan(doc, &validated, &self.registry, &rows, db_now);
         for (name, reason) in &report.refused {
             tracing::error!(task = %name, %reason, "config entry refused; the task keeps its last valid state");
         }
@@ -281,28 +305,57 @@ impl Reconciler {
             tracing::debug!(%report, "config reconciled: nothing to change");
             return Ok(report);
         }
-        let state = ConfigState {
-            version: doc.version,
-            digest: digest(&validated),
-            applied_by: self.node_id.clone(),
+        // Plan again on the rows as they are inside the write transaction, locked.
+        let state = ConfigState::new(doc.version, digest(&validated), self.node_id.clone());
+        let final_report = std::sync::Mutex::new(report.clone());
+        let planner = |snapshot: &ConfigSnapshot| {
+            if let (Some(current), Some(version)) = (
+                snapshot.applied.as_ref().and_then(|a| a.version),
+                doc.version,
+            ) && version < current
+            {
+                return ConfigPlan::Stale { current };
+            }
+            let (changes, report) =
+                plan(doc, &validated, &self.registry, &snapshot.rows, snapshot.db_now);
+            *final_report.lock().unwrap_or_else(|p| p.into_inner()) = report;
+            if changes.is_empty() {
+                ConfigPlan::Nothing
+            } else {
+                ConfigPlan::Apply {
+                    changes,
+                    state: state.clone(),
+                }
+            }
         };
-        match self.store.apply_config(&state, &changes).await? {
-            ApplyOutcome::Applied => {
+        let outcome = self.store.apply_config(&planner).await?;
+        let mut report = final_report
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner());
+        match outcome {
+            ConfigPlan::Stale { current } => {
+                let version = doc.version.unwrap_or_default();
+                report.stale = Some(StaleDocument { version, current });
+                tracing::warn!(version, current, "{report}");
+            }
+            ConfigPlan::Nothing => {
+                tracing::debug!(%report, "config reconciled: another node had applied it already");
+            }
+            _ => {
+                for name in &report.repaired {
+                    tracing::warn!(task = %name, "enabled task had no next run (a node that could not read its schedule cleared it, or the row was edited): scheduled again");
+                }
                 tracing::info!(
                     created = ?report.created,
                     enabled = ?report.enabled,
                     disabled = ?report.disabled,
                     updated = ?report.updated,
+                    repaired = ?report.repaired,
                     refused = report.refused.len(),
                     unchanged = report.unchanged,
                     version = doc.version,
                     "config reconciled: {report}"
                 );
-            }
-            ApplyOutcome::Stale { current } => {
-                let version = doc.version.unwrap_or_default();
-                report.stale = Some(StaleDocument { version, current });
-                tracing::warn!(version, current, "{report}");
             }
         }
         Ok(report)

@@ -24,11 +24,16 @@ pub type TaskFuture = Pin<Box<dyn Future<Output = Result<(), TaskError>> + Send 
 pub struct TaskOptions {
     /// Reserved for a per-run timeout (`timeout = "30m"`); `None` means no limit.
     pub timeout: Option<Duration>,
+    /// What to do with a run whose outcome is unknown; `None`: the builder's default.
+    pub recovery: Option<crate::policy::Recovery>,
 }
 
 impl TaskOptions {
     /// The options of a task that sets none.
-    pub const DEFAULT: TaskOptions = TaskOptions { timeout: None };
+    pub const DEFAULT: TaskOptions = TaskOptions {
+        timeout: None,
+        recovery: None,
+    };
 }
 
 impl Default for TaskOptions {

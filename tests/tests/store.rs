@@ -6,17 +6,11 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use scheduler::store::{NodeInfo, PgStore, Store};
+use scheduler::store::{LockKey, NodeInfo, PgStore, Store};
 use scheduler_tests::TestSchema;
 
 fn node_info(id: &str) -> NodeInfo {
-    NodeInfo {
-        node_id: id.into(),
-        hostname: "host".into(),
-        pid: 1,
-        version: "test".into(),
-        tasks: vec!["a".into()],
-    }
+    NodeInfo::new(id, "host", 1, "test", vec!["a".into()])
 }
 
 #[tokio::test]
@@ -63,7 +57,7 @@ async fn old_runs_are_pruned_after_the_retention() {
     .await
     .unwrap();
     let pruned = s
-        .prune_runs(Duration::from_secs(14 * 24 * 3600))
+        .prune_history(Duration::from_secs(14 * 24 * 3600), 1)
         .await
         .unwrap();
     assert_eq!(pruned, 2);
@@ -88,7 +82,7 @@ async fn concurrent_migrations_apply_once() {
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    assert_eq!(applied, 1);
+    assert_eq!(applied, 2, "one row per migration");
     db.cleanup().await;
 }
 
@@ -108,15 +102,15 @@ async fn renewal_extends_only_locks_still_held() {
     .unwrap();
     let token = |n: u128| uuid::Uuid::from_u128(n);
     let held = vec![
-        ("mine".to_owned(), token(1)),
-        ("stolen".to_owned(), token(2)),
-        ("retokened".to_owned(), token(3)),
+        LockKey::new("mine", token(1)),
+        LockKey::new("stolen", token(2)),
+        LockKey::new("retokened", token(3)),
     ];
     let renewed = s
         .renew_locks("me", &held, Duration::from_secs(60))
         .await
         .unwrap();
-    assert_eq!(renewed, [("mine".to_owned(), token(1))]);
+    assert_eq!(renewed, [LockKey::new("mine", token(1))]);
     let extended: Vec<String> = sqlx::query_scalar(
         "SELECT name FROM scheduler_tasks WHERE lock_expires_at > now() + interval '50 seconds'",
     )

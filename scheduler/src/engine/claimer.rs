@@ -1,35 +1,39 @@
 //! The claim loop: sleeps until the earliest thing this node could claim is due, claims due ticks
-//! in batches bounded by free handler slots, and hands each run to the runner.
+//! in batches bounded by free handler slots, releases expired locks per the takeover rule, and
+//! hands each run to the runner.
 //!
-//! No busy polling: the loop sleeps until the store's next wake time, wakes early on a change
-//! notification (another node released a lock, a config was applied) or when one of its own
-//! handlers finishes, and re-checks at least every poll interval as a safety net.
+//! No busy polling: the loop sleeps until the store's next wake time (or until an expired lock
+//! it watches has been watched long enough), wakes early on a change notification (another
+//! node released a lock, a config was applied) or when one of its own handlers finishes, and
+//! re-checks at least every poll interval as a safety net. A due row held by another
+//! transaction is retried with a growing, jittered pause.
 
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::rules::{Rules, Takeover, Unreadable};
 use super::{Shared, backoff, runner};
-use crate::schedule::SpecCache;
-use crate::store::{ClaimPlan, DueTask, RescuedLock};
+use crate::store::{ClaimRequest, LockKey, SkipReason, SkipRecord, StoreError};
 
-/// How long to wait before looking again when something was due but nothing could be claimed
-/// (another node was claiming the same rows at that instant).
+/// First pause when something was due but nothing could be claimed (another transaction held
+/// the rows); doubles up to [`CONTENDED_RETRY_MAX`].
 const CONTENDED_RETRY: Duration = Duration::from_millis(20);
+const CONTENDED_RETRY_MAX: Duration = Duration::from_secs(1);
 /// How long to wait for a batch of handler slots to free up after filling all of them.
 const REFILL_WAIT: Duration = Duration::from_millis(5);
-/// Missed ticks are counted up to this many (`ticks_collapsed` saturates there), so a claim
-/// after a long outage of an every-second task stays cheap.
-const MAX_COUNTED_TICKS: usize = 10_000;
+/// A task whose stored schedule cannot be read is left out of claims this long, then looked at
+/// again (the config may have fixed it, or a newer node claimed it meanwhile).
+const UNREADABLE_RETRY: Duration = Duration::from_secs(300);
 
 /// What one claim pass did.
 #[derive(Debug, Default)]
 pub(crate) struct ClaimPass {
-    /// Locks released because they expired.
-    pub rescued: Vec<RescuedLock>,
+    /// Locks released because their owner was gone.
+    pub rescued: usize,
     /// Runs started.
     pub claimed: usize,
     /// No free handler slot: wait for a handler to finish.
@@ -42,54 +46,69 @@ pub(crate) struct ClaimPass {
     pub wake_in: Option<Duration>,
 }
 
-/// The plan for a due task: the tick it serves, the next run strictly after the DB's now, and how
-/// many ticks in between are folded into this run (never a burst of catch-up runs).
-pub(crate) fn plan_claim(specs: &SpecCache, task: &DueTask, db_now: DateTime<Utc>) -> ClaimPlan {
-    match specs.get_named(&task.cron, &task.timezone) {
-        Ok(spec) => {
-            let from = db_now.max(task.next_run_at);
-            let collapsed = spec.count_fires(task.next_run_at, db_now, MAX_COUNTED_TICKS);
-            ClaimPlan {
-                scheduled_at: task.next_run_at,
-                next_run_at: spec.next_after(from),
-                ticks_collapsed: i32::try_from(collapsed).unwrap_or(i32::MAX),
-            }
-        }
-        Err(e) => {
-            tracing::error!(task = %task.name, cron = %task.cron, error = %e, "stored schedule is invalid; running this tick and not scheduling another until the config fixes it");
-            ClaimPlan {
-                scheduled_at: task.next_run_at,
-                next_run_at: None,
-                ticks_collapsed: 0,
-            }
-        }
-    }
-}
-
 pub(crate) struct ClaimLoop {
     shared: Arc<Shared>,
-    specs: SpecCache,
+    takeover: Takeover,
+    /// Tasks left out of claims, until when.
+    unreadable: HashMap<String, Instant>,
+    /// Unreadable schedules already reported, so each is logged and recorded once.
+    reported: BTreeSet<(String, String, String)>,
 }
 
 impl ClaimLoop {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self {
             shared,
-            specs: SpecCache::default(),
+            takeover: Takeover::default(),
+            unreadable: HashMap::new(),
+            reported: BTreeSet::new(),
         }
+    }
+
+    fn claimable(&mut self) -> Vec<String> {
+        let now = Instant::now();
+        self.unreadable.retain(|_, until| *until > now);
+        if self.unreadable.is_empty() {
+            return self.shared.names.clone();
+        }
+        self.shared
+            .names
+            .iter()
+            .filter(|n| !self.unreadable.contains_key(*n))
+            .cloned()
+            .collect()
     }
 
     /// One pass: claim everything due now that fits in the free handler slots. With
     /// `known_due` (the loop slept until a due time the store gave it) the wake-time query is
     /// skipped and the claim runs at once.
-    pub(crate) async fn run_once(&self, known_due: bool) -> Result<ClaimPass, sqlx::Error> {
-        let shared = &self.shared;
+    pub(crate) async fn run_once(&mut self, known_due: bool) -> Result<ClaimPass, StoreError> {
+        let shared = Arc::clone(&self.shared);
+        let settings = &shared.settings;
+        let names = self.claimable();
+        let wait = settings.takeover_wait;
         if !known_due {
-            let info = shared.store.next_wake(&shared.names).await?;
-            if info.wake_at.is_none_or(|w| w > info.db_now) {
-                let wake_in = info
-                    .wake_at
-                    .map(|w| (w - info.db_now).to_std().unwrap_or(Duration::ZERO));
+            let info = shared.store.next_wake(&names).await?;
+            let until = |at: chrono::DateTime<chrono::Utc>| {
+                (at - info.db_now).to_std().unwrap_or(Duration::ZERO)
+            };
+            let due = info.due_at.filter(|d| *d <= info.db_now).is_some();
+            let expired = info.expiry_at.filter(|e| *e <= info.db_now).is_some();
+            let watched = self.takeover.next_decision(wait);
+            // An expired lock is worth a claim if nobody watches it yet or a watch has run out.
+            let rescue_due = expired && watched.is_none_or(|m| m <= Instant::now());
+            if !due && !rescue_due {
+                let mut wake_in = [
+                    info.due_at.map(until),
+                    info.expiry_at.filter(|e| *e > info.db_now).map(until),
+                    watched.map(|m| m.saturating_duration_since(Instant::now())),
+                ]
+                .into_iter()
+                .flatten()
+                .min();
+                if expired && wake_in.is_none() {
+                    wake_in = Some(wait);
+                }
                 return Ok(ClaimPass {
                     wake_in,
                     ..ClaimPass::default()
@@ -97,56 +116,117 @@ impl ClaimLoop {
             }
         }
         let limit = shared.permits.available_permits();
+        let rules = Rules::new(
+            &shared.registry,
+            &shared.specs,
+            &shared.watchdog,
+            &self.takeover,
+            wait,
+            settings.default_recovery,
+        );
         let sent = Instant::now();
-        let planner = |task: &DueTask, db_now| plan_claim(&self.specs, task, db_now);
-        let (rescued, claimed) = shared
+        let outcome = shared
             .store
-            .claim_due(
-                &shared.node_id,
-                &shared.names,
-                limit,
-                shared.settings.lock_lifetime,
-                &planner,
+            .claim(
+                ClaimRequest {
+                    node_id: &shared.node_id,
+                    tasks: &names,
+                    limit,
+                    lock_lifetime: settings.lock_lifetime,
+                },
+                &rules,
             )
-            .await?;
-        for lock in &rescued {
-            tracing::warn!(
-                task = %lock.task_name,
-                previous_owner = %lock.previous_owner,
-                lost_run_id = lock.lost_run_id,
-                "released an expired lock; its run is recorded lost and the tick runs again"
-            );
+            .await;
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                // Watching starts over once the store answers again.
+                self.takeover.reset();
+                return Err(e);
+            }
+        };
+        let maturity = self.takeover.retain_waiting(&outcome.waiting, wait);
+        for lock in &outcome.rescued {
+            match &lock.run_end {
+                Some(end) => tracing::warn!(
+                    task = %lock.task_name,
+                    previous_owner = %lock.previous_owner,
+                    run_id = lock.run_id,
+                    rerun = lock.rerun_at.is_some(),
+                    "released an expired lock whose owner stopped renewing it: {}",
+                    end.error.as_deref().unwrap_or("run lost")
+                ),
+                None => tracing::info!(task = %lock.task_name, previous_owner = %lock.previous_owner, "released an expired lock that protected no running run"),
+            }
         }
-        let n = claimed.len();
+        let unreadable = std::mem::take(&mut *rules.unreadable.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut planned = std::mem::take(&mut *rules.planned.lock().unwrap_or_else(|p| p.into_inner()));
+        drop(rules);
+        self.leave_unreadable(unreadable).await;
+
+        let n = outcome.claimed.len();
         if n > 0 {
             tracing::debug!(claimed = n, limit, elapsed = ?sent.elapsed(), "claimed due runs");
         }
-        for run in claimed {
+        for run in outcome.claimed {
             let Ok(permit) = Arc::clone(&shared.permits).try_acquire_owned() else {
                 // Only this loop acquires permits and it claimed no more than were free.
                 unreachable!("claimed more runs than free handler slots");
             };
-            let task_shared = Arc::clone(shared);
-            shared
-                .tracker
-                .spawn(runner::run(task_shared, run, sent, permit));
+            let lease = shared.watchdog.hold(
+                run.run_id,
+                LockKey::new(run.task_name.clone(), run.lock_token),
+                sent,
+            );
+            let spec = planned.remove(&run.task_name);
+            shared.tracker.spawn(runner::run(
+                Arc::clone(&shared),
+                run,
+                spec,
+                lease,
+                permit,
+            ));
         }
+        let contended = n == 0 && outcome.rescued.is_empty() && limit > 0 && outcome.left.is_empty() && outcome.waiting.is_empty();
         Ok(ClaimPass {
             claimed: n,
+            rescued: outcome.rescued.len(),
             filled: n == limit && limit > 0,
             saturated: limit == 0,
-            contended: n == 0 && rescued.is_empty() && limit > 0,
-            rescued,
-            wake_in: Some(Duration::ZERO),
+            contended,
+            wake_in: Some(maturity.map_or(Duration::ZERO, |m| {
+                m.saturating_duration_since(Instant::now())
+            })),
         })
     }
 
-    /// Claims until `stop` is cancelled, surviving database outages with backoff.
-    pub(crate) async fn run(self, stop: CancellationToken) {
+    /// Leaves tasks with an unreadable stored schedule out of claims for a while; reports each
+    /// (task, schedule) once, in the log and as a skip record of the tick it could not run.
+    async fn leave_unreadable(&mut self, unreadable: Vec<Unreadable>) {
+        for u in unreadable {
+            self.unreadable
+                .insert(u.name.clone(), Instant::now() + UNREADABLE_RETRY);
+            if !self
+                .reported
+                .insert((u.name.clone(), u.cron.clone(), u.timezone.clone()))
+            {
+                continue;
+            }
+            tracing::error!(task = %u.name, cron = %u.cron, timezone = %u.timezone, error = %u.error, "stored schedule cannot be read by this node: not running it here (a node that can read it will; fix the config otherwise)");
+            let skip = SkipRecord::new(&u.name, SkipReason::InvalidSchedule, u.due, u.due, 1);
+            if let Err(e) = self.shared.store.record_skips(&[skip]).await {
+                tracing::warn!(error = %e, task = %u.name, "could not record the skipped tick");
+            }
+        }
+    }
+
+    /// Claims until `stop` is cancelled, surviving store outages with backoff.
+    pub(crate) async fn run(mut self, stop: CancellationToken) {
         let shared = Arc::clone(&self.shared);
         let poll = shared.settings.poll_interval;
         let refill_batch = u32::try_from((shared.settings.max_concurrent / 2).max(1)).unwrap_or(1);
         let mut failures = 0u32;
+        let mut contended = 0u32;
         let mut known_due = false;
         while !stop.is_cancelled() {
             let pass = self.run_once(std::mem::take(&mut known_due)).await;
@@ -168,32 +248,39 @@ impl ClaimLoop {
                     if failures > 0 {
                         tracing::info!(
                             after_failures = failures,
-                            "database reachable again; scheduling resumed"
+                            "store reachable again; scheduling resumed"
                         );
                         failures = 0;
                     }
-                    if pass.claimed > 0 || !pass.rescued.is_empty() {
-                        Duration::ZERO
-                    } else if pass.saturated {
-                        poll
-                    } else if pass.contended {
-                        CONTENDED_RETRY
+                    if pass.contended {
+                        contended += 1;
+                        jitter(
+                            (CONTENDED_RETRY * 2u32.saturating_pow(contended.min(10) - 1))
+                                .min(CONTENDED_RETRY_MAX),
+                        )
                     } else {
-                        match pass.wake_in {
-                            Some(w) if w < poll => {
-                                due_at_end = true;
-                                w
+                        contended = 0;
+                        if pass.claimed > 0 || pass.rescued > 0 {
+                            Duration::ZERO
+                        } else if pass.saturated {
+                            poll
+                        } else {
+                            match pass.wake_in {
+                                Some(w) if w < poll => {
+                                    due_at_end = true;
+                                    w
+                                }
+                                _ => poll,
                             }
-                            _ => poll,
                         }
                     }
                 }
                 Err(e) => {
                     let pause = backoff(failures);
                     if failures == 0 {
-                        tracing::error!(error = %e, retry_in = ?pause, "cannot reach the database; running handlers continue, claiming paused");
+                        tracing::error!(error = %e, retry_in = ?pause, "cannot reach the store; running handlers continue, claiming paused");
                     } else {
-                        tracing::debug!(error = %e, retry_in = ?pause, "database still unreachable");
+                        tracing::debug!(error = %e, retry_in = ?pause, "store still unreachable");
                     }
                     failures += 1;
                     pause
@@ -211,69 +298,11 @@ impl ClaimLoop {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(s: &str) -> DateTime<Utc> {
-        s.parse().unwrap()
-    }
-
-    fn due(cron: &str, next: &str) -> DueTask {
-        DueTask {
-            name: "t".into(),
-            cron: cron.into(),
-            timezone: "UTC".into(),
-            next_run_at: at(next),
-        }
-    }
-
-    #[test]
-    fn an_on_time_claim_serves_its_tick_and_schedules_the_next() {
-        let plan = plan_claim(
-            &SpecCache::default(),
-            &due("* * * * *", "2026-01-01T10:00:00Z"),
-            at("2026-01-01T10:00:00.004Z"),
-        );
-        assert_eq!(plan.scheduled_at, at("2026-01-01T10:00:00Z"));
-        assert_eq!(plan.next_run_at, Some(at("2026-01-01T10:01:00Z")));
-        assert_eq!(plan.ticks_collapsed, 0);
-    }
-
-    #[test]
-    fn a_late_claim_folds_the_missed_ticks_into_one_run() {
-        let plan = plan_claim(
-            &SpecCache::default(),
-            &due("* * * * *", "2026-01-01T10:00:00Z"),
-            at("2026-01-01T10:05:30Z"),
-        );
-        assert_eq!(plan.scheduled_at, at("2026-01-01T10:00:00Z"));
-        assert_eq!(plan.ticks_collapsed, 5, "10:01 to 10:05");
-        assert_eq!(
-            plan.next_run_at,
-            Some(at("2026-01-01T10:06:00Z")),
-            "strictly after now"
-        );
-    }
-
-    #[test]
-    fn a_long_outage_is_counted_up_to_the_cap() {
-        let plan = plan_claim(
-            &SpecCache::default(),
-            &due("* * * * * *", "2026-01-01T00:00:00Z"),
-            at("2026-01-02T00:00:00Z"),
-        );
-        assert_eq!(plan.ticks_collapsed, MAX_COUNTED_TICKS as i32);
-        assert_eq!(plan.next_run_at, Some(at("2026-01-02T00:00:01Z")));
-    }
-
-    #[test]
-    fn an_invalid_stored_schedule_runs_once_and_schedules_nothing() {
-        let plan = plan_claim(
-            &SpecCache::default(),
-            &due("61 * * * *", "2026-01-01T10:00:00Z"),
-            at("2026-01-01T10:00:01Z"),
-        );
-        assert_eq!(plan.next_run_at, None);
-    }
+/// `d` scaled by a random factor in [0.5, 1.5), so contending nodes drift apart.
+fn jitter(d: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    d.mul_f64(0.5 + (random % 1000) as f64 / 1000.0)
 }

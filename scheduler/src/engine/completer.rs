@@ -1,23 +1,34 @@
 //! The completer: records the end of runs in batches, as River's batch completer does. Each
-//! runner hands its outcome over and waits for the acknowledgement; while one write is in
-//! flight, the next outcomes queue up and go out together, so a burst of 1,000 finishing runs
-//! costs a handful of statements, not 1,000, and claims are not starved of connections.
+//! runner hands over its outcome together with its lease and waits for the acknowledgement;
+//! while one write is in flight, the next outcomes queue up and go out together, so a burst of
+//! 1,000 finishing runs costs a handful of statements, not 1,000.
+//!
+//! An outcome is never silently dropped while the node runs: the lease keeps its lock renewed,
+//! so no other node mistakes the finished run for a dead one while it waits.
+//!
+//! - A store that is unreachable is retried every quarter renew interval, as long as the node
+//!   runs (the flush at shutdown has a deadline).
+//! - A batch the store *rejects* (bad data) is split in halves until the one bad outcome is
+//!   alone; that one is written again without its error text, and dropped (logged) only if even
+//!   that is refused. One poisoned outcome never holds back the others.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Shared, backoff};
-use crate::store::{RunOutcome, RunStatus};
+use super::Shared;
+use super::watchdog::Lease;
+use crate::store::{RunFinish, StoreError};
 
 /// The most outcomes written in one statement.
 const MAX_BATCH: usize = 1_000;
 
-/// An outcome to record, and who to tell once it is.
+/// An outcome to record, the lease that keeps its lock alive until then, and who to tell.
 pub(crate) struct Completion {
-    pub(crate) outcome: RunOutcome,
+    pub(crate) finish: RunFinish,
+    pub(crate) lease: Option<Lease>,
     pub(crate) recorded: oneshot::Sender<()>,
 }
 
@@ -43,39 +54,77 @@ pub(crate) async fn run(
                 Err(_) => break,
             }
         }
-        record(&shared, &batch).await;
+        record(&shared, &mut batch).await;
         for c in batch {
+            drop(c.lease);
             let _ = c.recorded.send(());
         }
         shared.wake.notify_one();
     }
 }
 
-/// Writes one batch, retrying through a database outage for as long as a lock would live.
-/// After that another node rescues the runs anyway.
-async fn record(shared: &Shared, batch: &[Completion]) {
-    let outcomes: Vec<RunOutcome> = batch.iter().map(|c| c.outcome.clone()).collect();
-    let give_up = Instant::now() + shared.settings.lock_lifetime;
-    let mut attempt = 0u32;
-    loop {
-        match shared.store.finish_runs(&outcomes).await {
-            Ok(held) => {
-                for o in &outcomes {
-                    if o.status != RunStatus::Lost && !held.contains(&o.task_name) {
-                        tracing::warn!(task = %o.task_name, run_id = o.run_id, "the lock had already been taken over when the run finished");
-                    }
+/// Writes `batch`, splitting it around rejected outcomes and retrying through outages until the
+/// flush deadline of a shutdown.
+async fn record(shared: &Shared, batch: &mut [Completion]) {
+    let mut pending: Vec<(usize, usize)> = vec![(0, batch.len())];
+    let mut failures = 0u32;
+    while let Some((from, to)) = pending.pop() {
+        let finishes: Vec<RunFinish> = batch[from..to].iter().map(|c| c.finish.clone()).collect();
+        match shared.store.finish_runs(&finishes).await {
+            Ok(results) => {
+                if failures > 0 {
+                    tracing::info!(runs = finishes.len(), "recorded the end of runs after retrying");
+                    failures = 0;
                 }
-                return;
+                for r in results.iter().filter(|r| !r.lock_held) {
+                    tracing::warn!(run_id = r.run_id, "another node had released the lock when the run's end was recorded");
+                }
             }
-            Err(e) if Instant::now() < give_up && !shared.hard_stop_finished.is_cancelled() => {
-                if attempt == 0 {
-                    tracing::warn!(error = %e, runs = outcomes.len(), "could not record the end of runs; retrying");
+            Err(e) if e.is_transient() => {
+                if shared.flush_deadline.is_cancelled() {
+                    tracing::error!(error = %e, runs = to - from, "gave up recording the end of runs at shutdown; other nodes will find their locks expired and treat the runs as lost");
+                    continue;
                 }
-                tokio::time::sleep(backoff(attempt)).await;
-                attempt += 1;
+                if failures == 0 {
+                    tracing::warn!(error = %e, runs = to - from, "could not record the end of runs; retrying while their locks are kept alive");
+                }
+                failures += 1;
+                pending.push((from, to));
+                tokio::select! {
+                    _ = tokio::time::sleep(shared.watchdog.retry_pause()) => {}
+                    _ = shared.flush_deadline.cancelled() => {}
+                }
             }
             Err(e) => {
-                tracing::error!(error = %e, runs = outcomes.len(), "gave up recording the end of runs; other nodes will mark them lost when their locks expire");
+                if to - from > 1 {
+                    let middle = from + (to - from) / 2;
+                    pending.push((middle, to));
+                    pending.push((from, middle));
+                } else {
+                    rescue_rejected(shared, &mut batch[from], e).await;
+                }
+            }
+        }
+    }
+}
+
+/// One outcome the store refused: written again without its error text, or dropped.
+async fn rescue_rejected(shared: &Shared, completion: &mut Completion, error: StoreError) {
+    let finish = &mut completion.finish;
+    tracing::error!(run_id = finish.run_id, error = %error, "the store refused a run's outcome; recording it without its error text");
+    finish.end.error = Some(format!(
+        "(the error text could not be stored: {})",
+        crate::engine::outcome::clean_error(&error.to_string())
+    ));
+    finish.skips.clear();
+    for attempt in 0..3u32 {
+        match shared.store.finish_runs(std::slice::from_ref(finish)).await {
+            Ok(_) => return,
+            Err(e) if e.is_transient() && !shared.flush_deadline.is_cancelled() => {
+                tokio::time::sleep(Duration::from_millis(100) * (attempt + 1)).await;
+            }
+            Err(e) => {
+                tracing::error!(run_id = finish.run_id, error = %e, "dropped a run's outcome the store refuses; its lock will expire and the run be treated as lost");
                 return;
             }
         }

@@ -12,6 +12,8 @@ use super::{RetryPause, Shared, backoff};
 
 /// How often old runs are pruned.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+/// Rows deleted per pruning statement, so none holds many row locks for long.
+pub(crate) const PRUNE_BATCH: u32 = 5_000;
 
 /// A node is reported silent after this many of our heartbeat intervals without one of its own.
 const SILENT_AFTER_HEARTBEATS: u32 = 3;
@@ -33,7 +35,7 @@ impl Maintenance {
     }
 
     /// Heartbeat, and prune when due. Returns how many runs were pruned.
-    pub(crate) async fn run_once(&mut self) -> Result<u64, sqlx::Error> {
+    pub(crate) async fn run_once(&mut self) -> crate::store::StoreResult<u64> {
         let shared = &self.shared;
         let silent_after = shared.settings.heartbeat_interval * SILENT_AFTER_HEARTBEATS;
         let beat = shared
@@ -63,7 +65,7 @@ impl Maintenance {
         let pruned = self
             .shared
             .store
-            .prune_runs(self.shared.settings.run_retention)
+            .prune_history(self.shared.settings.run_retention, PRUNE_BATCH)
             .await?;
         self.next_prune = Instant::now() + PRUNE_INTERVAL;
         if pruned > 0 {

@@ -24,7 +24,10 @@
 mod claimer;
 mod completer;
 mod config_sync;
+mod gate;
 mod maintenance;
+mod outcome;
+mod rules;
 mod runner;
 mod settings;
 mod watchdog;
@@ -42,6 +45,7 @@ use tokio_util::task::TaskTracker;
 pub use settings::{
     DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
     DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION, DEFAULT_SHUTDOWN_TIMEOUT,
+    FLUSH_TIMEOUT, HARD_STOP_WAIT,
 };
 use settings::{Settings, env_duration, env_var};
 
@@ -89,13 +93,13 @@ impl RetryPause {
 
 /// This node as recorded in the node table.
 pub(crate) fn node_info(shared: &Shared) -> NodeInfo {
-    NodeInfo {
-        node_id: shared.node_id.to_string(),
-        hostname: settings::hostname(),
-        pid: std::process::id(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        tasks: shared.names.clone(),
-    }
+    NodeInfo::new(
+        shared.node_id.to_string(),
+        settings::hostname(),
+        std::process::id(),
+        env!("CARGO_PKG_VERSION"),
+        shared.names.clone(),
+    )
 }
 
 /// State shared by the engine's services.
@@ -113,9 +117,11 @@ pub(crate) struct Shared {
     pub(crate) handlers_cancel: CancellationToken,
     /// Aborts handlers still running after the drain timeout.
     pub(crate) hard_stop: CancellationToken,
-    /// Stops retrying store writes at the very end of shutdown.
-    pub(crate) hard_stop_finished: CancellationToken,
+    /// Stops retrying outcome writes at the very end of shutdown.
+    pub(crate) flush_deadline: CancellationToken,
     pub(crate) tracker: TaskTracker,
+    /// Compiled schedules, shared by claims and runners.
+    pub(crate) specs: crate::schedule::SpecCache,
     /// Renews the locks of running handlers.
     pub(crate) watchdog: Arc<watchdog::LockWatchdog>,
     /// Where runners hand their outcomes to the completer.
@@ -316,30 +322,49 @@ impl Scheduler {
         }
     }
 
+    /// Stops claiming and every background service, asks handlers to stop, waits up to the
+    /// shutdown timeout, stops what is left (their ticks are handed over), and waits for the
+    /// last outcomes to be recorded (up to the flush timeout).
     async fn drain(&self, shared: &Arc<Shared>, stop: CancellationToken, workers: TaskTracker) {
         let running = shared.tracker.len();
-        tracing::info!(running, timeout = ?shared.settings.shutdown_timeout, "shutting down: no new claims, draining running handlers");
-        stop.cancel();
+        tracing::info!(running, timeout = ?shared.settings.shutdown_timeout, "shutting down: no new claims, asking running handlers to stop");
+        // Handlers first: a run claimed from here on is handed back without starting.
         shared.handlers_cancel.cancel();
+        stop.cancel();
         shared.tracker.close();
-        if tokio::time::timeout(shared.settings.shutdown_timeout, shared.tracker.wait())
+        let deadline = tokio::time::Instant::now() + shared.settings.shutdown_timeout;
+        if tokio::time::timeout_at(deadline, shared.tracker.wait())
             .await
             .is_err()
         {
             tracing::warn!(
                 still_running = shared.tracker.len(),
-                "drain timeout elapsed: stopping the remaining handlers and handing their ticks over"
+                "shutdown timeout elapsed: stopping the remaining handlers and handing their ticks over"
             );
             shared.hard_stop.cancel();
-            if tokio::time::timeout(Duration::from_secs(10), shared.tracker.wait())
+        }
+        let flush = tokio::time::Instant::now() + HARD_STOP_WAIT + FLUSH_TIMEOUT;
+        if tokio::time::timeout_at(flush, shared.tracker.wait())
+            .await
+            .is_err()
+        {
+            shared.flush_deadline.cancel();
+            if tokio::time::timeout(HARD_STOP_WAIT, shared.tracker.wait())
                 .await
                 .is_err()
             {
-                shared.hard_stop_finished.cancel();
-                shared.tracker.wait().await;
+                tracing::error!(
+                    still_running = shared.tracker.len(),
+                    "some handlers did not stop (they block their threads); exiting without their outcomes: other nodes will treat those runs as lost"
+                );
             }
         }
-        workers.wait().await;
+        if tokio::time::timeout(HARD_STOP_WAIT, workers.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("a background service did not stop in time");
+        }
     }
 }
 
@@ -544,10 +569,15 @@ impl SchedulerBuilder {
             None => TaskRegistry::collect()?,
         };
         let lock_lifetime = self.lock_lifetime.unwrap_or(DEFAULT_LOCK_LIFETIME);
+        let renew_interval = self
+            .renew_interval
+            .unwrap_or_else(|| Settings::default_renew_interval(lock_lifetime));
         let settings = Settings {
             node_id: self.node_id.unwrap_or_else(settings::default_node_id),
             lock_lifetime,
-            renew_interval: self.renew_interval.unwrap_or(lock_lifetime / 3),
+            renew_interval,
+            takeover_wait: Settings::takeover_wait_for(renew_interval),
+            default_recovery: crate::policy::Recovery::default(),
             max_concurrent: self.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT),
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
             poll_interval: self.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL),
@@ -561,26 +591,18 @@ impl SchedulerBuilder {
                 .unwrap_or(DEFAULT_CONFIG_POLL_INTERVAL),
         };
         settings.validate()?;
-        let (store, store_description): (Arc<dyn Store>, String) = match (
-            self.store,
-            self.database_url,
-        ) {
-            (Some(store), _) => (store, "custom store".to_owned()),
+        let store: Arc<dyn Store> = match (self.store, self.database_url) {
+            (Some(store), _) => store,
             (None, Some(url)) => {
-                let schema = self.schema.as_deref().unwrap_or(DEFAULT_SCHEMA);
-                let store = PgStore::connect_lazy(
-                    &url,
-                    schema,
-                    self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
-                )
-                .map_err(|e| Error::InvalidSetting {
-                    name: Cow::Borrowed("database_url"),
-                    message: format!("`{}` is not a usable PostgreSQL URL: {e}", redact_url(&url)),
-                })?;
-                (
-                    Arc::new(store),
-                    format!("{} (schema {schema})", redact_url(&url)),
-                )
+                let store = PgStore::builder(&url)
+                    .schema(self.schema.as_deref().unwrap_or(DEFAULT_SCHEMA))
+                    .max_connections(self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS))
+                    .connect_lazy()
+                    .map_err(|e| Error::InvalidSetting {
+                        name: Cow::Borrowed("database_url"),
+                        message: e.to_string(),
+                    })?;
+                Arc::new(store)
             }
             (None, None) => {
                 return Err(Error::InvalidSetting {
@@ -589,6 +611,7 @@ impl SchedulerBuilder {
                 });
             }
         };
+        let store_description = store.describe();
         let config = match self.config {
             None => None,
             Some(ConfigOrigin::Document(doc)) => Some(ConfigFeed::Fixed(Arc::new(doc))),
@@ -607,9 +630,8 @@ impl SchedulerBuilder {
         let watchdog = Arc::new(watchdog::LockWatchdog::new(
             Arc::clone(&store),
             Arc::from(settings.node_id.as_str()),
-            settings.lock_lifetime,
+            settings.lease_times(),
             settings.renew_interval,
-            settings.stop_margin(),
         ));
         let shared = Arc::new(Shared {
             store,
@@ -622,8 +644,9 @@ impl SchedulerBuilder {
             wake: Notify::new(),
             handlers_cancel: CancellationToken::new(),
             hard_stop: CancellationToken::new(),
-            hard_stop_finished: CancellationToken::new(),
+            flush_deadline: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
         });

@@ -1,30 +1,32 @@
-//! Runs one claimed run: the handler in its own tokio task holding a lock lease, panics
-//! caught, the outcome recorded, the lock released.
+//! Runs one claimed run: the handler in its own tokio task behind its lock's poll gate, told to
+//! stop on shutdown or lock loss and stopped when it must be, panics caught, the outcome decided
+//! by [`outcome::decide`] and handed to the completer together with the lease, which keeps the
+//! lock renewed until the outcome is recorded.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Shared;
 use super::completer::Completion;
-use super::watchdog::LockLoss;
+use super::gate::{Gated, Stopped};
+use super::outcome::{self, Ending, StopReason};
+use super::rules::skipped_ticks;
+use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
-use crate::error::error_chain;
-use crate::store::{ClaimedRun, RunOutcome, RunStatus};
-
-/// How long a handler may take to stop after it was told its lock is lost, at most.
-const LOST_GRACE_MAX: Duration = Duration::from_secs(5);
+use crate::schedule::ScheduleSpec;
+use crate::store::{ClaimedRun, LockKey, RunFinish, RunStatus};
 
 /// Runs `claimed` holding one handler slot (`permit`), freed as soon as the handler is done so
-/// the claim loop can refill it while the outcome is being recorded.
+/// the claim loop can refill it while the outcome is being recorded. `lease` was taken when the
+/// claim was sent.
 pub(crate) async fn run(
     shared: Arc<Shared>,
     claimed: ClaimedRun,
-    confirmed_at: Instant,
+    spec: Option<ScheduleSpec>,
+    lease: Lease,
     permit: OwnedSemaphorePermit,
 ) {
     let span = tracing::info_span!(
@@ -36,43 +38,76 @@ pub(crate) async fn run(
     );
     async move {
         let started = Instant::now();
-        if claimed.ticks_collapsed > 0 {
-            tracing::info!(ticks_collapsed = claimed.ticks_collapsed, "run started (missed ticks folded into this run)");
+        let (ending, stop, lease) = if shared.handlers_cancel.is_cancelled() {
+            // Claimed while the node began to drain: hand it back untouched.
+            (Ending::NotStarted, Some(StopReason::Shutdown), lease)
         } else {
             tracing::info!("run started");
-        }
-        let (status, error) = execute(&shared, &claimed, confirmed_at).await;
+            execute(&shared, &claimed, lease).await
+        };
         drop(permit);
         shared.wake.notify_one();
+        let decision = outcome::decide(ending, stop.as_ref());
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let status = decision.end.status;
         match status {
             RunStatus::Succeeded => tracing::info!(duration_ms, result = %status, "run finished"),
-            _ => tracing::warn!(duration_ms, result = %status, error = error.as_deref().unwrap_or(""), "run finished"),
+            _ => tracing::warn!(
+                duration_ms,
+                result = %status,
+                error = decision.end.error.as_deref().unwrap_or(""),
+                "run finished"
+            ),
         }
-        let outcome = RunOutcome {
-            run_id: claimed.run_id,
-            task_name: claimed.task_name.clone(),
-            lock_token: claimed.lock_token,
-            status,
-            error,
-            hand_over: (status == RunStatus::Cancelled).then_some(claimed.scheduled_at),
-        };
-        record(&shared, outcome).await;
+        let mut finish = RunFinish::new(
+            claimed.run_id,
+            LockKey::new(claimed.task_name.clone(), claimed.lock_token),
+            decision.end.clone(),
+            decision.failures,
+        );
+        finish.hand_over_at = outcome::hand_over_at(&decision, claimed.scheduled_at);
+        if let Some(spec) = spec
+            && !decision.hand_over
+        {
+            // A handed-over tick runs again, and that run accounts for the ticks after it.
+            finish.skips = account_skips(&claimed, spec).await;
+        }
+        record(&shared, finish, lease).await;
     }
     .instrument(span)
     .await
 }
 
+async fn account_skips(claimed: &ClaimedRun, spec: ScheduleSpec) -> Vec<crate::store::SkipRecord> {
+    let (task, scheduled, claimed_at, previous, run_id) = (
+        claimed.task_name.clone(),
+        claimed.scheduled_at,
+        claimed.claimed_at,
+        claimed.previous_finished_at,
+        claimed.run_id,
+    );
+    let count = move || skipped_ticks(&task, &spec, scheduled, claimed_at, previous, run_id);
+    if claimed_at - scheduled < chrono::TimeDelta::minutes(10) {
+        count()
+    } else {
+        // Many ticks to walk after a long outage: off the async workers.
+        tokio::task::spawn_blocking(count).await.unwrap_or_default()
+    }
+}
+
+/// Runs the handler until it returns or is stopped; returns how it ended, why it was asked to
+/// stop (if it was), and the lease.
 async fn execute(
     shared: &Arc<Shared>,
     claimed: &ClaimedRun,
-    confirmed_at: Instant,
-) -> (RunStatus, Option<String>) {
+    mut lease: Lease,
+) -> (Ending, Option<StopReason>, Lease) {
     let Some(descriptor) = shared.registry.get(&claimed.task_name) else {
         // Claims are filtered by the registered names, so this is a bug, not a user error.
         return (
-            RunStatus::Failed,
-            Some("task is not registered on this node".into()),
+            Ending::Returned(Err("task is not registered on this node".into())),
+            None,
+            lease,
         );
     };
     let cancel = shared.handlers_cancel.child_token();
@@ -85,56 +120,77 @@ async fn execute(
         shared.state.clone(),
     );
     let handler = descriptor.handler;
-    // Calling the handler inside the spawned task means even a panic while building the future is
-    // caught as a JoinError.
-    let mut handle = tokio::spawn(async move { handler(ctx).await }.in_current_span());
-    let mut lease = shared.watchdog.hold(
-        claimed.run_id,
-        &claimed.task_name,
-        claimed.lock_token,
-        confirmed_at,
-    );
-    tokio::select! {
-        joined = &mut handle => from_join(joined),
-        loss = lease.lost() => {
-            tracing::error!(reason = %loss.describe(), "stopping the handler: its lock can no longer be trusted");
-            stop_after_loss(&cancel, &mut handle, &loss, shared.settings.lock_lifetime).await;
-            (RunStatus::Lost, Some(loss.describe()))
+    let gate = Arc::clone(lease.gate());
+    // Calling the handler inside the spawned task means even a panic while building the future
+    // is caught as a JoinError.
+    let mut handle =
+        tokio::spawn(Gated::new(async move { handler(ctx).await }, gate).in_current_span());
+    let mut stop: Option<StopReason> = None;
+    let mut lock_lost = false;
+    let ending = loop {
+        let stop_at = lease.stop_at();
+        tokio::select! {
+            joined = &mut handle => break from_join(joined),
+            loss = lease.lost(), if !lock_lost => {
+                cancel.cancel();
+                lock_lost = true;
+                let taken_over = loss == LockLoss::TakenOver;
+                tracing::error!(reason = %loss.describe(), "asking the handler to stop: its lock can no longer be trusted");
+                stop = Some(StopReason::LockLost(loss));
+                if taken_over {
+                    // Somebody else may already be running it: stop at once.
+                    break hard_stop(&lease, &mut handle).await;
+                }
+            }
+            // Whatever else is going on (a drain, too), a lost lock's deadline stands.
+            _ = tokio::time::sleep_until(stop_at), if lock_lost => {
+                if Instant::now() >= lease.stop_at() {
+                    break hard_stop(&lease, &mut handle).await;
+                }
+            }
+            _ = shared.handlers_cancel.cancelled(), if stop.is_none() => {
+                stop = Some(StopReason::Shutdown);
+            }
+            _ = shared.hard_stop.cancelled() => {
+                stop.get_or_insert(StopReason::Shutdown);
+                break hard_stop(&lease, &mut handle).await;
+            }
         }
-        _ = shared.hard_stop.cancelled() => {
-            handle.abort();
-            let _ = handle.await;
-            (RunStatus::Cancelled, Some("node shut down before the handler finished; handed over".into()))
-        }
-    }
+    };
+    (ending, stop, lease)
 }
 
-/// Tells the handler to stop, gives it a short grace, then aborts it. The watchdog's deadline
-/// already keeps a margin before the lock's expiry in the database.
-async fn stop_after_loss(
-    cancel: &CancellationToken,
-    handle: &mut tokio::task::JoinHandle<Result<(), crate::registry::TaskError>>,
-    loss: &LockLoss,
-    lifetime: Duration,
-) {
-    cancel.cancel();
-    let grace = match loss {
-        // Somebody else may already be running it: stop at once.
-        LockLoss::TakenOver => Duration::ZERO,
-        LockLoss::Unrenewable(_) => (lifetime / 20).min(LOST_GRACE_MAX),
+/// Closes the gate and aborts the handler; waits for it to be gone.
+async fn hard_stop(
+    lease: &Lease,
+    handle: &mut tokio::task::JoinHandle<Result<Result<(), crate::registry::TaskError>, Stopped>>,
+) -> Ending {
+    lease.gate().close();
+    handle.abort();
+    let joined = match tokio::time::timeout(std::time::Duration::from_secs(1), &mut *handle).await {
+        Ok(joined) => joined,
+        Err(_) => {
+            tracing::error!(
+                "the handler did not stop when aborted: it is blocking its thread (CPU work or \
+                 blocking I/O without an .await) and cannot be stopped until it yields"
+            );
+            (&mut *handle).await
+        }
     };
-    if tokio::time::timeout(grace, &mut *handle).await.is_err() {
-        handle.abort();
-        let _ = (&mut *handle).await;
+    match from_join(joined) {
+        // It returned in the same instant: its own result stands.
+        Ending::Returned(r) => Ending::Returned(r),
+        Ending::Panicked(p) => Ending::Panicked(p),
+        _ => Ending::Stopped,
     }
 }
 
 fn from_join(
-    joined: Result<Result<(), crate::registry::TaskError>, tokio::task::JoinError>,
-) -> (RunStatus, Option<String>) {
+    joined: Result<Result<Result<(), crate::registry::TaskError>, Stopped>, tokio::task::JoinError>,
+) -> Ending {
     match joined {
-        Ok(Ok(())) => (RunStatus::Succeeded, None),
-        Ok(Err(e)) => (RunStatus::Failed, Some(error_chain(&*e))),
+        Ok(Ok(result)) => Ending::Returned(result),
+        Ok(Err(Stopped)) => Ending::Stopped,
         Err(e) if e.is_panic() => {
             let payload = e.into_panic();
             let msg = payload
@@ -142,18 +198,23 @@ fn from_join(
                 .map(|s| (*s).to_owned())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "non-string panic payload".into());
-            (RunStatus::Failed, Some(format!("handler panicked: {msg}")))
+            Ending::Panicked(msg)
         }
-        Err(_) => (RunStatus::Cancelled, Some("handler was cancelled".into())),
+        Err(_) => Ending::Stopped,
     }
 }
 
-/// Hands the outcome to the completer and waits until it is recorded (or given up on).
-async fn record(shared: &Shared, outcome: RunOutcome) {
+/// Hands the outcome (and the lease, renewed until it is written) to the completer and waits
+/// until it is recorded or given up on.
+async fn record(shared: &Shared, finish: RunFinish, lease: Lease) {
     let (recorded, done) = tokio::sync::oneshot::channel();
     if shared
         .completions
-        .send(Completion { outcome, recorded })
+        .send(Completion {
+            finish,
+            lease: Some(lease),
+            recorded,
+        })
         .is_ok()
     {
         let _ = done.await;

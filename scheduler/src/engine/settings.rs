@@ -8,13 +8,27 @@ use chrono_tz::Tz;
 use crate::{Error, Result};
 
 /// Default lock lifetime: a node that stops renewing loses its lock after this long.
-pub const DEFAULT_LOCK_LIFETIME: Duration = Duration::from_secs(60);
+///
+/// 20 s, renewed every 4 s: a node killed with `kill -9` is taken over within the lifetime plus
+/// the takeover wait (at most 24 s, inside the 30 s that users of Kubernetes' default grace
+/// period expect), and a handler rides out a database failover or outage of at least 14 s
+/// (lifetime - renew interval - stop margin) before it is asked to stop. For a database whose
+/// failover takes longer (RDS Multi-AZ: 60-120 s), raise it above the failover time; takeover
+/// after a crash then takes as long. See `RELIABILITY.md`.
+pub const DEFAULT_LOCK_LIFETIME: Duration = Duration::from_secs(20);
 /// Default number of handlers one node runs at once. Each task runs at most once at a time, so
 /// this bounds distinct tasks; it is high enough that 1,000 tasks due on one tick all start
 /// together (a lower bound delays the rest by a claim round trip per batch).
 pub const DEFAULT_MAX_CONCURRENT: usize = 1000;
-/// Default time running handlers get to finish after SIGTERM/SIGINT.
-pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default time running handlers get to finish after SIGTERM/SIGINT. With the hard stop (up to
+/// [`HARD_STOP_WAIT`]) and the final flush of outcomes (up to [`FLUSH_TIMEOUT`]) a node exits
+/// within 27 s, inside Kubernetes' default 30 s grace period, with its unfinished ticks handed
+/// over.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(20);
+/// At shutdown, how long stopped handlers get to be gone after the shutdown timeout.
+pub const HARD_STOP_WAIT: Duration = Duration::from_secs(2);
+/// At shutdown, how long the last outcomes get to be recorded.
+pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default safety-net interval: an idle node re-checks the store at least this often, even if no
 /// notification arrives.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(30);
@@ -31,6 +45,9 @@ pub(crate) struct Settings {
     pub node_id: String,
     pub lock_lifetime: Duration,
     pub renew_interval: Duration,
+    /// How long an expired lock is watched before it is released (see `engine::rules`).
+    pub takeover_wait: Duration,
+    pub default_recovery: crate::policy::Recovery,
     pub max_concurrent: usize,
     pub shutdown_timeout: Duration,
     pub poll_interval: Duration,
@@ -79,11 +96,21 @@ impl Settings {
         Ok(())
     }
 
-    /// When a run must be stopped if its lock was last confirmed at `confirmed`: ahead of the
-    /// lock's expiry in the database by a safety margin, so the handler is stopped before any
-    /// other node can take the lock over.
-    pub(crate) fn stop_margin(&self) -> Duration {
-        (self.lock_lifetime / 10).min(Duration::from_secs(2))
+    /// The local deadlines of a run's lease.
+    pub(crate) fn lease_times(&self) -> super::watchdog::LeaseTimes {
+        super::watchdog::LeaseTimes::for_lifetime(self.lock_lifetime)
+    }
+
+    /// The default renew interval for a lock lifetime: a fifth of it.
+    pub(crate) fn default_renew_interval(lock_lifetime: Duration) -> Duration {
+        lock_lifetime / 5
+    }
+
+    /// The takeover wait for a renew interval: the interval itself (an owner in touch with the
+    /// store renews at least that often, and retries four times as often after a failure), at
+    /// least 200 ms.
+    pub(crate) fn takeover_wait_for(renew_interval: Duration) -> Duration {
+        renew_interval.max(Duration::from_millis(200))
     }
 }
 

@@ -1,18 +1,23 @@
-//! The lock watchdog: keeps the locks of a node's running handlers alive, and tells each run
-//! when its lock can no longer be trusted. Handlers never see the lock.
+//! The lock watchdog: keeps the locks of a node's runs alive, and tells each run when its lock
+//! can no longer be trusted. Handlers never see the lock.
 //!
 //! One [`LockWatchdog`] per node renews every held lock in a single statement per renew interval
-//! (1,000 long handlers cost one write every 20 s by default, not 1,000), fenced by owner and
-//! token. Each run holds a [`Lease`] that resolves when its lock is lost:
+//! (1,000 long handlers cost one write per interval, not 1,000), fenced by owner and token. A
+//! run holds a [`Lease`] from its claim until its outcome is *recorded*, not just until its
+//! handler returns: while an outcome waits to be written (the database is slow or away), the
+//! lock stays renewed, so no other node mistakes the finished run for a dead one.
 //!
-//! - **taken over**: the renewal did not return it (it expired and another node took it, or it
-//!   was released);
-//! - **unrenewable**: no renewal succeeded before the run's local deadline (database
-//!   unreachable).
+//! Each lease has two local deadlines, counted on the monotonic clock from the moment the last
+//! successful renewal (or the claim) was *sent* — the database set the expiry from its own clock
+//! at a later moment plus the lifetime, so both fall before the expiry whatever the clock skew
+//! or the round trip:
 //!
-//! Deadlines are counted on the node's monotonic clock from the moment a renewal was *sent*: the
-//! database set the expiry from its own clock at a later moment plus the lifetime, so the local
-//! deadline (less a safety margin) always falls before the database's, whatever the clock skew.
+//! - **warn** (`lifetime - margin - grace`): [`Lease::lost`] resolves, and the runner asks the
+//!   handler to stop;
+//! - **stop** (`lifetime - margin`): the run's [gate](super::gate) closes and the handler is
+//!   never polled again.
+//!
+//! A lock is also lost at once when a renewal does not return it (another node released it).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,34 +26,67 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
-use crate::store::Store;
+use super::gate::GateState;
+use crate::store::{LockKey, Store};
 
 /// Why a run's lock can no longer be trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum LockLoss {
-    /// Another node holds the lock now (it expired and was taken over), or it was released.
+    /// Another node holds the lock now (it expired and was released), or it was released.
     TakenOver,
-    /// Renewal kept failing (database unreachable) until the safety margin before expiry.
+    /// Renewal kept failing (database unreachable) until the warn deadline.
     Unrenewable(String),
 }
 
 impl LockLoss {
     pub(crate) fn describe(&self) -> String {
         match self {
-            LockLoss::TakenOver => "lock lost: another node took it over after it expired".into(),
+            LockLoss::TakenOver => "lock lost: another node released it after it expired".into(),
             LockLoss::Unrenewable(e) => {
-                format!("lock lost: could not renew it before it expired ({e})")
+                format!("lock could not be renewed before it would expire ({e})")
             }
         }
     }
 }
 
+/// The local deadlines of a lease, as offsets from the instant a renewal was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LeaseTimes {
+    /// The lock lifetime in the database.
+    pub lifetime: Duration,
+    /// How long before the expiry the gate closes.
+    pub margin: Duration,
+    /// How long before the gate closes the handler is asked to stop.
+    pub grace: Duration,
+}
+
+impl LeaseTimes {
+    /// The deadlines for `lifetime`: margin and grace are a tenth of it each, bounded (at least
+    /// 10 ms; the margin at most 2 s, the grace at most 5 s). For every lifetime the gate closes
+    /// strictly before the expiry, and the handler is told strictly before that.
+    pub(crate) fn for_lifetime(lifetime: Duration) -> Self {
+        let tenth = lifetime / 10;
+        Self {
+            lifetime,
+            margin: tenth.clamp(Duration::from_millis(10), Duration::from_secs(2)),
+            grace: tenth.clamp(Duration::from_millis(10), Duration::from_secs(5)),
+        }
+    }
+
+    fn stop_after(&self, sent: Instant) -> Instant {
+        sent + self.lifetime - self.margin
+    }
+
+    fn warn_after(&self, sent: Instant) -> Instant {
+        self.stop_after(sent) - self.grace
+    }
+}
+
 struct Held {
-    task_name: String,
-    token: Uuid,
-    deadline: watch::Sender<Instant>,
+    key: LockKey,
+    warn: watch::Sender<Instant>,
+    gate: Arc<GateState>,
     taken_over: CancellationToken,
 }
 
@@ -56,19 +94,20 @@ struct Held {
 pub(crate) struct LockWatchdog {
     store: Arc<dyn Store>,
     node_id: Arc<str>,
-    lifetime: Duration,
+    times: LeaseTimes,
     renew_every: Duration,
-    margin: Duration,
     held: Mutex<HashMap<i64, Held>>,
     last_error: Mutex<Option<String>>,
 }
 
-/// One run's claim on its lock; [`lost`](Lease::lost) resolves when the lock is gone.
-/// Dropping it stops the renewals.
+/// One run's claim on its lock, from the claim until its outcome is recorded;
+/// [`lost`](Lease::lost) resolves when the lock can no longer be trusted. Dropping it stops the
+/// renewals.
 pub(crate) struct Lease {
     watchdog: Arc<LockWatchdog>,
     run_id: i64,
-    deadline: watch::Receiver<Instant>,
+    warn: watch::Receiver<Instant>,
+    gate: Arc<GateState>,
     taken_over: CancellationToken,
 }
 
@@ -76,66 +115,68 @@ impl LockWatchdog {
     pub(crate) fn new(
         store: Arc<dyn Store>,
         node_id: Arc<str>,
-        lifetime: Duration,
+        times: LeaseTimes,
         renew_every: Duration,
-        margin: Duration,
     ) -> Self {
         Self {
             store,
             node_id,
-            lifetime,
+            times,
             renew_every,
-            margin,
             held: Mutex::new(HashMap::new()),
             last_error: Mutex::new(None),
         }
     }
 
-    /// Starts renewing the lock of run `run_id`, taken by a claim sent at `confirmed_at`.
-    pub(crate) fn hold(
-        self: &Arc<Self>,
-        run_id: i64,
-        task_name: &str,
-        token: Uuid,
-        confirmed_at: Instant,
-    ) -> Lease {
-        let (deadline, receiver) = watch::channel(confirmed_at + self.lifetime - self.margin);
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Held>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts renewing the lock of run `run_id`, taken by a claim sent at `sent`.
+    pub(crate) fn hold(self: &Arc<Self>, run_id: i64, key: LockKey, sent: Instant) -> Lease {
+        let (warn, receiver) = watch::channel(self.times.warn_after(sent));
+        let gate = GateState::new(self.times.stop_after(sent));
         let taken_over = CancellationToken::new();
-        self.held.lock().unwrap_or_else(|p| p.into_inner()).insert(
+        self.held().insert(
             run_id,
             Held {
-                task_name: task_name.to_owned(),
-                token,
-                deadline,
+                key,
+                warn,
+                gate: Arc::clone(&gate),
                 taken_over: taken_over.clone(),
             },
         );
         Lease {
             watchdog: Arc::clone(self),
             run_id,
-            deadline: receiver,
+            warn: receiver,
+            gate,
             taken_over,
         }
     }
 
+    /// Whether this node holds `key` (a run of its own, running or waiting for its outcome to
+    /// be recorded). Such a lock is never rescued by this node.
+    pub(crate) fn holds(&self, key: &LockKey) -> bool {
+        self.held().values().any(|h| &h.key == key)
+    }
+
     /// One renewal of every held lock. Returns how many were extended; locks not extended are
     /// told they were taken over.
-    pub(crate) async fn renew_once(&self) -> Result<usize, sqlx::Error> {
-        let batch: Vec<(i64, String, Uuid)> = self
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+    pub(crate) async fn renew_once(&self) -> crate::store::StoreResult<usize> {
+        let batch: Vec<(i64, LockKey)> = self
+            .held()
             .iter()
-            .map(|(run, h)| (*run, h.task_name.clone(), h.token))
+            .map(|(run, h)| (*run, h.key.clone()))
             .collect();
         if batch.is_empty() {
             return Ok(0);
         }
         let sent = Instant::now();
-        let locks: Vec<(String, Uuid)> = batch.iter().map(|(_, n, t)| (n.clone(), *t)).collect();
+        let keys: Vec<LockKey> = batch.iter().map(|(_, k)| k.clone()).collect();
         let renewed = match self
             .store
-            .renew_locks(&self.node_id, &locks, self.lifetime)
+            .renew_locks(&self.node_id, &keys, self.times.lifetime)
             .await
         {
             Ok(renewed) => renewed,
@@ -157,12 +198,13 @@ impl LockWatchdog {
         {
             tracing::info!("lock renewal works again");
         }
-        let renewed: std::collections::HashSet<(String, Uuid)> = renewed.into_iter().collect();
-        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        for (run, name, token) in &batch {
-            let Some(h) = held.get(run) else { continue }; // finished meanwhile
-            if renewed.contains(&(name.clone(), *token)) {
-                h.deadline.send_replace(sent + self.lifetime - self.margin);
+        let renewed: std::collections::HashSet<LockKey> = renewed.into_iter().collect();
+        let held = self.held();
+        for (run, key) in &batch {
+            let Some(h) = held.get(run) else { continue }; // recorded meanwhile
+            if renewed.contains(key) {
+                h.gate.set_deadline(self.times.stop_after(sent));
+                h.warn.send_replace(self.times.warn_after(sent));
             } else {
                 h.taken_over.cancel();
             }
@@ -170,18 +212,25 @@ impl LockWatchdog {
         Ok(renewed.len())
     }
 
-    /// Renews every renew interval (sooner after a failure) until `stop` is cancelled.
+    /// Renews every renew interval (a quarter of it after a failure) until `stop` is cancelled.
     pub(crate) async fn run(self: Arc<Self>, stop: CancellationToken) {
         loop {
             let pause = match self.renew_once().await {
                 Ok(_) => self.renew_every,
-                Err(_) => (self.renew_every / 4).max(Duration::from_millis(50)),
+                Err(_) => self.retry_pause(),
             };
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
                 _ = stop.cancelled() => return,
             }
         }
+    }
+
+    /// The pause before retrying a failed renewal (also the completer's): a quarter of the renew
+    /// interval, so an owner back in touch with the database renews well within the time other
+    /// nodes wait before releasing its expired locks.
+    pub(crate) fn retry_pause(&self) -> Duration {
+        (self.renew_every / 4).max(Duration::from_millis(20))
     }
 
     fn last_error(&self) -> String {
@@ -194,18 +243,19 @@ impl LockWatchdog {
 }
 
 impl Lease {
-    /// Resolves when the lock is lost. Cancel-safe.
+    /// Resolves when the lock can no longer be trusted: taken over, or not renewed by the warn
+    /// deadline. Cancel-safe.
     pub(crate) async fn lost(&mut self) -> LockLoss {
         loop {
-            let deadline = *self.deadline.borrow_and_update();
+            let warn = *self.warn.borrow_and_update();
             tokio::select! {
                 _ = self.taken_over.cancelled() => return LockLoss::TakenOver,
-                _ = tokio::time::sleep_until(deadline) => {
-                    if *self.deadline.borrow() <= deadline {
+                _ = tokio::time::sleep_until(warn) => {
+                    if *self.warn.borrow() <= warn {
                         return LockLoss::Unrenewable(self.watchdog.last_error());
                     }
                 }
-                changed = self.deadline.changed() => {
+                changed = self.warn.changed() => {
                     if changed.is_err() {
                         // The watchdog forgot this lease; only Drop does that.
                         std::future::pending::<()>().await;
@@ -214,14 +264,37 @@ impl Lease {
             }
         }
     }
+
+    /// The gate of this run's handler.
+    pub(crate) fn gate(&self) -> &Arc<GateState> {
+        &self.gate
+    }
+
+    /// The instant the gate closes by itself, unless renewed.
+    pub(crate) fn stop_at(&self) -> Instant {
+        *self.warn.borrow() + self.watchdog.times.grace
+    }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.watchdog
-            .held
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.run_id);
+        self.watchdog.held().remove(&self.run_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_handler_is_stopped_strictly_before_the_lock_can_expire_for_every_lifetime() {
+        for ms in [300u64, 1_000, 3_000, 20_000, 40_000, 60_000, 120_000, 3_600_000] {
+            let t = LeaseTimes::for_lifetime(Duration::from_millis(ms));
+            let sent = Instant::now();
+            let expiry = sent + t.lifetime;
+            assert!(t.stop_after(sent) < expiry, "{ms} ms");
+            assert!(t.warn_after(sent) < t.stop_after(sent), "{ms} ms");
+            assert!(t.margin >= Duration::from_millis(10), "{ms} ms");
+        }
     }
 }

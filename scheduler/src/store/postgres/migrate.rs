@@ -1,24 +1,34 @@
-//! Schema migrations, embedded from the workspace's `migrations/` folder and applied in order
-//! under an advisory lock, so nodes starting together apply each migration exactly once.
+//! Schema migrations, embedded from `scheduler/migrations/postgres/` (shipped with the crate) and
+//! applied in order under an advisory lock, so nodes starting together apply each migration
+//! exactly once. A database migrated by a newer binary (a version this one does not know) is
+//! refused rather than half-understood.
 
-use sqlx::{Connection, PgPool, Row};
+use sqlx::{Connection, PgConnection, Row};
 
-use super::{StoreResult, quote_ident};
+use super::quote_ident;
+
+macro_rules! migration {
+    ($version:literal, $description:literal, $file:literal) => {
+        (
+            $version,
+            $description,
+            include_str!(concat!("../../../migrations/postgres/", $file)),
+        )
+    };
+}
 
 /// `(version, description, sql)` of every migration, in order. Never edit one that has landed.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "init",
-    include_str!("../../../../migrations/0001_init.sql"),
-)];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    migration!(1, "init", "0001_init.sql"),
+    migration!(2, "guarantees", "0002_guarantees.sql"),
+];
 
-pub(crate) async fn run(pool: &PgPool, schema: &str) -> StoreResult<()> {
-    let mut conn = pool.acquire().await?;
+pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> Result<(), sqlx::Error> {
     sqlx::query(include_str!("queries/migrate_lock.sql"))
         .bind(schema)
         .execute(&mut *conn)
         .await?;
-    let result = apply_all(&mut conn, schema).await;
+    let result = apply_all(conn, schema).await;
     let unlock = sqlx::query(include_str!("queries/migrate_unlock.sql"))
         .bind(schema)
         .execute(&mut *conn)
@@ -28,7 +38,7 @@ pub(crate) async fn run(pool: &PgPool, schema: &str) -> StoreResult<()> {
     Ok(())
 }
 
-async fn apply_all(conn: &mut sqlx::PgConnection, schema: &str) -> StoreResult<()> {
+async fn apply_all(conn: &mut PgConnection, schema: &str) -> Result<(), sqlx::Error> {
     // Identifiers cannot be bound; the schema name is quoted instead.
     let create = format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(schema));
     sqlx::raw_sql(sqlx::AssertSqlSafe(create))
@@ -43,11 +53,21 @@ async fn apply_all(conn: &mut sqlx::PgConnection, schema: &str) -> StoreResult<(
         .iter()
         .map(|r| r.try_get(0))
         .collect::<Result<_, _>>()?;
+    let known = MIGRATIONS.last().map_or(0, |m| m.0);
+    if let Some(newer) = applied.iter().find(|v| **v > known) {
+        return Err(sqlx::Error::Protocol(format!(
+            "schema `{schema}` has migration {newer}, newer than this binary knows (up to {known}); upgrade this node"
+        )));
+    }
     for &(version, description, sql) in MIGRATIONS {
         if applied.contains(&version) {
             continue;
         }
         let mut tx = conn.begin().await?;
+        // A migration may take longer than the statement timeout of the scheduler's queries.
+        sqlx::query("SET LOCAL statement_timeout = 0")
+            .execute(&mut *tx)
+            .await?;
         sqlx::raw_sql(sql).execute(&mut *tx).await?;
         sqlx::query(include_str!("queries/migrate_record.sql"))
             .bind(version)

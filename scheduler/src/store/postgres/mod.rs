@@ -1,118 +1,253 @@
 //! The PostgreSQL store. All of its SQL is in `queries/*.sql`, included at compile time; every
 //! value is a bound parameter. The schema is selected per connection (`search_path` as a startup
-//! option), so the queries name tables without a schema.
+//! option, quoted), so the queries name tables without a schema.
+//!
+//! **Nothing waits forever.** Every operation acquires its connection within the acquire
+//! timeout and finishes within the operation timeout (the server's `statement_timeout` plus a
+//! little); a connection whose operation timed out is closed, not reused, because a half-read
+//! reply would poison the next query. Connections carry `lock_timeout` (a row held by a stuck
+//! transaction fails the waiter instead of freezing it), `idle_in_transaction_session_timeout`
+//! (a node that died mid-transaction frees its row locks) and server-side TCP keepalives.
 
+mod listener;
 mod migrate;
+mod ops;
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use sqlx::{PgPool, Row};
-use uuid::Uuid;
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-use super::{
-    ApplyOutcome, ChangeListener, ClaimPlan, ClaimedRun, ConfigState, DueTask, Heartbeat, NodeInfo,
-    Planner, RescuedLock, RunOutcome, RunRecord, Store, StoreResult, TaskChange, TaskRow, WakeInfo,
-};
+use super::{StoreError, StoreResult};
 
-/// Default connection pool size of a node.
-pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+/// Default size of a node's connection pool, the change listener's connection included.
+///
+/// A node needs one connection for the listener and, at most at once, one each for claiming,
+/// recording outcomes and renewing locks; maintenance and reconciles wait briefly for one of
+/// those. Four per node lets 20 nodes (80 connections) fit PostgreSQL's default
+/// `max_connections` of 100 with room for the application (see `RELIABILITY.md`).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 4;
 /// Default Postgres schema.
 pub const DEFAULT_SCHEMA: &str = "public";
+/// Default server-side limit of one statement (`statement_timeout`).
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default wait for a pooled connection.
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default wait for a row lock held by another transaction (`lock_timeout`).
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+/// A session idle inside a transaction this long is ended by the server, freeing its locks.
+const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// How much longer than the statement timeout the client waits before closing the connection.
+const CLIENT_TIMEOUT_SLACK: Duration = Duration::from_secs(2);
+/// PostgreSQL's identifier limit (NAMEDATALEN - 1), in bytes.
+const MAX_IDENTIFIER_BYTES: usize = 63;
 
-macro_rules! query {
-    ($file:literal) => {
-        include_str!(concat!("queries/", $file, ".sql"))
-    };
-}
+pub use crate::redact::redact_url;
 
 /// Milliseconds of a duration as the `int8` the queries multiply by `interval '1 millisecond'`.
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Quotes an SQL identifier (for `CREATE SCHEMA`, where no parameter can be bound).
+/// Quotes an SQL identifier (for `CREATE SCHEMA` and `search_path`, where nothing can be bound).
 pub(crate) fn quote_ident(ident: &str) -> String {
     format!("\"{}\"", ident.replace('"', "\"\""))
 }
 
-/// Removes the password from a database URL, for logs and error messages.
-///
-/// ```
-/// use scheduler::store::postgres::redact_url;
-/// assert_eq!(
-///     redact_url("postgres://app:s3cret@db.internal:5432/jobs"),
-///     "postgres://app:***@db.internal:5432/jobs"
-/// );
-/// assert_eq!(redact_url("postgres://db/jobs?password=x&sslmode=require"), "postgres://db/jobs?password=***&sslmode=require");
-/// ```
-pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_owned();
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..]
-            .find(['/', '?'])
-            .map_or(out.len(), |i| rest_start + i);
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let userinfo = &out[rest_start..rest_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                let pass_start = rest_start + colon + 1;
-                out.replace_range(pass_start..rest_start + at, "***");
-            }
-        }
+/// Checks a schema name: 1 to 63 bytes, no NUL. Any other character works (the name is quoted
+/// everywhere it is used), so `Jobs` and `计划` are schemas of their own, not `jobs`.
+fn validate_schema(schema: &str) -> StoreResult<()> {
+    if schema.is_empty() || schema.len() > MAX_IDENTIFIER_BYTES || schema.contains('\0') {
+        return Err(StoreError::setup(format!(
+            "invalid schema name `{}`: PostgreSQL schema names are 1 to {MAX_IDENTIFIER_BYTES} bytes without NUL characters",
+            schema.escape_debug()
+        )));
     }
-    if let Some(q) = out.find('?') {
-        let (head, query) = out.split_at(q + 1);
-        let redacted: Vec<String> = query
-            .split('&')
-            .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => kv.to_owned(),
-            })
-            .collect();
-        out = format!("{head}{}", redacted.join("&"));
-    }
-    out
+    Ok(())
 }
 
-/// The PostgreSQL implementation of [`Store`].
+/// The NOTIFY channel of one schema's scheduler (channels are per database, so per schema here).
+/// A plain lower-case ASCII schema keeps its readable name (`scheduler_public`); any other gets
+/// a digest, so the channel is always a valid identifier of at most 63 bytes.
+fn notify_channel(schema: &str) -> String {
+    let plain = schema
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if plain && schema.len() <= MAX_IDENTIFIER_BYTES - "scheduler_".len() {
+        format!("scheduler_{schema}")
+    } else {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(schema.as_bytes());
+        let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+        format!("scheduler_{hex}")
+    }
+}
+
+/// Builds a [`PgStore`]; every setting has a documented default.
+///
+/// ```
+/// use std::time::Duration;
+/// use scheduler::store::postgres::PgStoreBuilder;
+///
+/// let store = PgStoreBuilder::new("postgres://app@127.0.0.1:5432/app")
+///     .schema("jobs")
+///     .max_connections(4)
+///     .statement_timeout(Duration::from_secs(5))
+///     .connect_lazy()?;
+/// assert_eq!(store.schema(), "jobs");
+/// # Ok::<(), scheduler::store::StoreError>(())
+/// ```
+#[derive(Clone)]
+pub struct PgStoreBuilder {
+    url: String,
+    schema: String,
+    max_connections: u32,
+    statement_timeout: Duration,
+    acquire_timeout: Duration,
+    lock_timeout: Duration,
+}
+
+impl std::fmt::Debug for PgStoreBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStoreBuilder")
+            .field("url", &redact_url(&self.url))
+            .field("schema", &self.schema)
+            .field("max_connections", &self.max_connections)
+            .field("statement_timeout", &self.statement_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgStoreBuilder {
+    /// A store on the database at `url` (`postgres://` or `postgresql://`).
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            schema: DEFAULT_SCHEMA.to_owned(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
+            acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        }
+    }
+
+    /// The schema holding the `scheduler_*` tables (created by migrations). Default `public`.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// Connections in the pool, the change listener's included. Default 4; at least 2.
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// The longest one statement may run on the server. Default 10 s. The client gives up two
+    /// seconds later and closes the connection (a dead network gives no error of its own).
+    pub fn statement_timeout(mut self, timeout: Duration) -> Self {
+        self.statement_timeout = timeout;
+        self
+    }
+
+    /// The longest an operation waits for a pooled connection. Default 5 s.
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.acquire_timeout = timeout;
+        self
+    }
+
+    /// The longest a statement waits for a row lock held by another transaction. Default 5 s.
+    pub fn lock_timeout(mut self, timeout: Duration) -> Self {
+        self.lock_timeout = timeout;
+        self
+    }
+
+    /// Validates the settings and creates the pool. Connects to nothing until the first query,
+    /// so a node can start while the database is down and catch up when it returns.
+    pub fn connect_lazy(self) -> StoreResult<PgStore> {
+        validate_schema(&self.schema)?;
+        if self.max_connections < 2 {
+            return Err(StoreError::setup(
+                "max_connections must be at least 2 (one is the change listener's)",
+            ));
+        }
+        for (name, d) in [
+            ("statement_timeout", self.statement_timeout),
+            ("acquire_timeout", self.acquire_timeout),
+            ("lock_timeout", self.lock_timeout),
+        ] {
+            if d < Duration::from_millis(10) {
+                return Err(StoreError::setup(format!("{name} must be at least 10ms")));
+            }
+        }
+        let options = PgConnectOptions::from_str(&self.url).map_err(|e| {
+            StoreError::setup(format!(
+                "`{}` is not a usable PostgreSQL URL: {}",
+                redact_url(&self.url),
+                crate::redact::redact_text(&e.to_string())
+            ))
+        })?;
+        let ms = |d: Duration| millis(d).to_string();
+        let options = options
+            .options([
+                ("search_path", quote_ident(&self.schema)),
+                ("statement_timeout", ms(self.statement_timeout)),
+                ("lock_timeout", ms(self.lock_timeout)),
+                (
+                    "idle_in_transaction_session_timeout",
+                    ms(IDLE_IN_TRANSACTION_TIMEOUT),
+                ),
+                ("tcp_keepalives_idle", "10".to_owned()),
+                ("tcp_keepalives_interval", "5".to_owned()),
+                ("tcp_keepalives_count", "3".to_owned()),
+            ])
+            .application_name("scheduler");
+        let pool = PgPoolOptions::new()
+            .max_connections(self.max_connections)
+            // One warm connection: opening one costs more than a whole claim.
+            .min_connections(1)
+            .acquire_timeout(self.acquire_timeout)
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .test_before_acquire(false)
+            .connect_lazy_with(options);
+        let host = redact_url(&self.url);
+        Ok(PgStore {
+            pool,
+            description: format!("postgres {host} (schema {})", self.schema),
+            channel: notify_channel(&self.schema),
+            schema: self.schema,
+            op_timeout: self.statement_timeout + CLIENT_TIMEOUT_SLACK,
+            acquire_timeout: self.acquire_timeout,
+        })
+    }
+}
+
+/// The PostgreSQL implementation of [`Store`](super::Store).
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
     schema: String,
     channel: String,
+    description: String,
+    op_timeout: Duration,
+    acquire_timeout: Duration,
 }
 
 impl PgStore {
-    /// Connects lazily to `url`, using tables in `schema` (created by [`Store::migrate`]).
-    ///
-    /// No connection is made until the first query, so a node can start while the database is
-    /// down and catch up when it returns.
-    pub fn connect_lazy(url: &str, schema: &str, max_connections: u32) -> StoreResult<Self> {
-        let options = PgConnectOptions::from_str(url)?
-            .options([("search_path", schema)])
-            .application_name("scheduler");
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            // Warm connections: opening one costs more than a whole claim.
-            .min_connections(max_connections.min(2))
-            .acquire_timeout(Duration::from_secs(5))
-            .idle_timeout(Some(Duration::from_secs(600)))
-            .test_before_acquire(false)
-            .connect_lazy_with(options);
-        Ok(Self::from_pool(pool, schema))
+    /// A builder for a store on `url`.
+    pub fn builder(url: impl Into<String>) -> PgStoreBuilder {
+        PgStoreBuilder::new(url)
     }
 
-    /// Wraps a pool whose connections already use `schema` as their `search_path`.
-    pub fn from_pool(pool: PgPool, schema: &str) -> Self {
-        Self {
-            pool,
-            schema: schema.to_owned(),
-            channel: notify_channel(schema),
-        }
+    /// Connects lazily to `url`, using tables in `schema` (created by
+    /// [`Store::migrate`](super::Store::migrate)), with `max_connections` pooled connections and
+    /// every other setting at its default.
+    pub fn connect_lazy(url: &str, schema: &str, max_connections: u32) -> StoreResult<Self> {
+        PgStoreBuilder::new(url)
+            .schema(schema)
+            .max_connections(max_connections)
+            .connect_lazy()
     }
 
     /// The pool (for the application's own queries against run history).
@@ -124,456 +259,80 @@ impl PgStore {
     pub fn schema(&self) -> &str {
         &self.schema
     }
-}
 
-/// The NOTIFY channel of one schema's scheduler (channels are per database, so per schema here).
-fn notify_channel(schema: &str) -> String {
-    let mut channel = format!("scheduler_{schema}");
-    channel.truncate(63);
-    channel
-}
-
-struct PgChangeListener {
-    pool: PgPool,
-    channel: String,
-    listener: Option<PgListener>,
-}
-
-#[async_trait]
-impl ChangeListener for PgChangeListener {
-    async fn recv(&mut self) -> StoreResult<()> {
-        if self.listener.is_none() {
-            let mut listener = PgListener::connect_with(&self.pool).await?;
-            listener.listen(&self.channel).await?;
-            self.listener = Some(listener);
-            // Whatever happened while we were not listening may have been a change.
-            return Ok(());
-        }
-        let listener = self.listener.as_mut().expect("checked above");
-        match listener.try_recv().await {
-            Ok(Some(_)) => Ok(()),
-            Ok(None) => {
-                // The connection was lost; sqlx reconnects (and re-listens) on the next call.
-                Ok(())
-            }
-            Err(e) => {
-                self.listener = None;
-                Err(e)
-            }
-        }
+    /// The channel this store's nodes notify each other on.
+    pub fn notify_channel(&self) -> &str {
+        &self.channel
     }
 }
 
-#[async_trait]
-impl Store for PgStore {
-    async fn migrate(&self) -> StoreResult<()> {
-        migrate::run(&self.pool, &self.schema).await
-    }
-
-    async fn register_node(&self, node: &NodeInfo) -> StoreResult<()> {
-        sqlx::query(query!("register_node"))
-            .bind(&node.node_id)
-            .bind(&node.hostname)
-            .bind(i32::try_from(node.pid).unwrap_or(i32::MAX))
-            .bind(&node.version)
-            .bind(&node.tasks)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    async fn heartbeat(&self, node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat> {
-        let row = sqlx::query(query!("heartbeat"))
-            .bind(node_id)
-            .bind(millis(silent_after))
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(Heartbeat {
-            registered: row.try_get("registered")?,
-            silent: row.try_get("silent")?,
-        })
-    }
-
-    async fn deregister_node(&self, node_id: &str) -> StoreResult<()> {
-        sqlx::query(query!("deregister_node"))
-            .bind(node_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    async fn next_wake(&self, tasks: &[String]) -> StoreResult<WakeInfo> {
-        let row = sqlx::query(query!("next_wake"))
-            .bind(tasks)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(WakeInfo {
-            db_now: row.try_get("db_now")?,
-            wake_at: row.try_get("wake_at")?,
-        })
-    }
-
-    async fn claim_due(
-        &self,
-        node_id: &str,
-        tasks: &[String],
-        limit: usize,
-        lock_lifetime: Duration,
-        planner: &Planner<'_>,
-    ) -> StoreResult<(Vec<RescuedLock>, Vec<ClaimedRun>)> {
-        let mut tx = self.pool.begin().await?;
-        let rescued = sqlx::query(query!("rescue_expired"))
-            .fetch_all(&mut *tx)
-            .await?
-            .into_iter()
-            .map(|row| {
-                Ok(RescuedLock {
-                    task_name: row.try_get("name")?,
-                    previous_owner: row.try_get("lock_owner")?,
-                    lost_run_id: row.try_get("lost_run_id")?,
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        if limit == 0 {
-            tx.commit().await?;
-            return Ok((rescued, Vec::new()));
-        }
-        let due = sqlx::query(query!("claim_select"))
-            .bind(tasks)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&mut *tx)
-            .await?;
-        if due.is_empty() {
-            tx.commit().await?;
-            return Ok((rescued, Vec::new()));
-        }
-        let n = due.len();
-        let (mut names, mut tokens, mut scheduled, mut next, mut collapsed) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for row in &due {
-            let task = DueTask {
-                name: row.try_get("name")?,
-                cron: row.try_get("cron")?,
-                timezone: row.try_get("timezone")?,
-                next_run_at: row.try_get("next_run_at")?,
-            };
-            let db_now: DateTime<Utc> = row.try_get("db_now")?;
-            let ClaimPlan {
-                scheduled_at,
-                next_run_at,
-                ticks_collapsed,
-            } = planner(&task, db_now);
-            names.push(task.name);
-            tokens.push(Uuid::new_v4());
-            scheduled.push(scheduled_at);
-            next.push(next_run_at);
-            collapsed.push(ticks_collapsed);
-        }
-        let claimed = sqlx::query(query!("claim_apply"))
-            .bind(node_id)
-            .bind(millis(lock_lifetime))
-            .bind(&names)
-            .bind(&tokens)
-            .bind(&scheduled)
-            .bind(&next)
-            .bind(&collapsed)
-            .fetch_all(&mut *tx)
-            .await?
-            .into_iter()
-            .map(|row| {
-                Ok(ClaimedRun {
-                    run_id: row.try_get("id")?,
-                    task_name: row.try_get("task_name")?,
-                    lock_token: row.try_get("lock_token")?,
-                    scheduled_at: row.try_get("scheduled_at")?,
-                    ticks_collapsed: row.try_get("ticks_collapsed")?,
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        tx.commit().await?;
-        Ok((rescued, claimed))
-    }
-
-    async fn renew_locks(
-        &self,
-        node_id: &str,
-        held: &[(String, Uuid)],
-        lock_lifetime: Duration,
-    ) -> StoreResult<Vec<(String, Uuid)>> {
-        if held.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (names, tokens): (Vec<&str>, Vec<Uuid>) = held
-            .iter()
-            .map(|(name, token)| (name.as_str(), *token))
-            .unzip();
-        sqlx::query(query!("renew_locks"))
-            .bind(node_id)
-            .bind(millis(lock_lifetime))
-            .bind(&names)
-            .bind(&tokens)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|row| Ok((row.try_get("name")?, row.try_get("lock_token")?)))
-            .collect()
-    }
-
-    async fn finish_runs(&self, outcomes: &[RunOutcome]) -> StoreResult<Vec<String>> {
-        if outcomes.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<i64> = outcomes.iter().map(|o| o.run_id).collect();
-        let names: Vec<&str> = outcomes.iter().map(|o| o.task_name.as_str()).collect();
-        let tokens: Vec<Uuid> = outcomes.iter().map(|o| o.lock_token).collect();
-        let statuses: Vec<&str> = outcomes.iter().map(|o| o.status.as_str()).collect();
-        let errors: Vec<Option<&str>> = outcomes.iter().map(|o| o.error.as_deref()).collect();
-        let hand_over: Vec<Option<DateTime<Utc>>> = outcomes.iter().map(|o| o.hand_over).collect();
-        sqlx::query(query!("finish_runs"))
-            .bind(&ids)
-            .bind(&names)
-            .bind(&tokens)
-            .bind(&statuses)
-            .bind(&errors)
-            .bind(&hand_over)
-            .bind(&self.channel)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|row| row.try_get("name"))
-            .collect()
-    }
-
-    async fn prune_runs(&self, retention: Duration) -> StoreResult<u64> {
-        let done = sqlx::query(query!("prune_runs"))
-            .bind(millis(retention))
-            .execute(&self.pool)
-            .await?;
-        sqlx::query(query!("prune_nodes"))
-            .bind(millis(retention))
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected())
-    }
-
-    async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
-        let rows = sqlx::query(query!("load_tasks"))
-            .fetch_all(&self.pool)
-            .await?;
-        let db_now = match rows.first() {
-            Some(row) => row.try_get("db_now")?,
-            None => sqlx::query(query!("db_now"))
-                .fetch_one(&self.pool)
-                .await?
-                .try_get("db_now")?,
-        };
-        let tasks = rows
-            .iter()
-            .map(|row| {
-                Ok(TaskRow {
-                    name: row.try_get("name")?,
-                    cron: row.try_get("cron")?,
-                    timezone: row.try_get("timezone")?,
-                    enabled: row.try_get("enabled")?,
-                    next_run_at: row.try_get("next_run_at")?,
-                    orphaned_since: row.try_get("orphaned_since")?,
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        Ok((db_now, tasks))
-    }
-
-    async fn config_state(&self) -> StoreResult<Option<ConfigState>> {
-        let row = sqlx::query(query!("config_state"))
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|row| {
-            Ok(ConfigState {
-                version: row.try_get("version")?,
-                digest: row.try_get("digest")?,
-                applied_by: row.try_get("applied_by")?,
-            })
-        })
-        .transpose()
-    }
-
-    async fn apply_config(
-        &self,
-        state: &ConfigState,
-        changes: &[TaskChange],
-    ) -> StoreResult<ApplyOutcome> {
-        let mut tx = self.pool.begin().await?;
-        let current: Option<i64> = sqlx::query(query!("config_state_lock"))
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-        if let (Some(current), Some(version)) = (current, state.version)
-            && version < current
-        {
-            tx.rollback().await?;
-            return Ok(ApplyOutcome::Stale { current });
-        }
-        let mut create = TaskColumns::default();
-        let mut update = TaskColumns::default();
-        let (mut orphan_names, mut orphan_flags) = (Vec::new(), Vec::new());
-        for change in changes {
-            match change {
-                TaskChange::Create {
-                    name,
-                    cron,
-                    timezone,
-                    enabled,
-                    next_run_at,
-                } => create.push(name, cron, timezone, *enabled, *next_run_at),
-                TaskChange::Update {
-                    name,
-                    cron,
-                    timezone,
-                    enabled,
-                    next_run_at,
-                } => update.push(name, cron, timezone, *enabled, *next_run_at),
-                TaskChange::Orphaned { name, orphaned } => {
-                    orphan_names.push(name.clone());
-                    orphan_flags.push(*orphaned);
+/// Classifies a driver error for callers above the store.
+fn classify(operation: &'static str, error: sqlx::Error) -> StoreError {
+    use sqlx::Error as E;
+    let transient = match &error {
+        E::Io(_)
+        | E::Tls(_)
+        | E::Protocol(_)
+        | E::PoolTimedOut
+        | E::PoolClosed
+        | E::WorkerCrashed
+        | E::BeginFailed => Some(false),
+        E::Database(db) => {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            match code.as_str() {
+                // lock_not_available, serialization_failure, deadlock_detected
+                "55P03" | "40001" | "40P01" => Some(true),
+                // query_canceled (statement_timeout), admin/crash shutdown, cannot connect
+                // now, idle-in-transaction timeout
+                "57014" | "57P01" | "57P02" | "57P03" | "25P03" => Some(false),
+                // connection exceptions, insufficient resources, operator intervention
+                c if c.starts_with("08") || c.starts_with("53") || c.starts_with("58") => {
+                    Some(false)
                 }
+                _ => None,
             }
         }
-        if !create.names.is_empty() {
-            create
-                .bind(sqlx::query(query!("tasks_create")))
-                .execute(&mut *tx)
-                .await?;
-        }
-        if !update.names.is_empty() {
-            update
-                .bind(sqlx::query(query!("tasks_update")))
-                .execute(&mut *tx)
-                .await?;
-        }
-        if !orphan_names.is_empty() {
-            sqlx::query(query!("tasks_orphaned"))
-                .bind(&orphan_names)
-                .bind(&orphan_flags)
-                .execute(&mut *tx)
-                .await?;
-        }
-        sqlx::query(query!("config_state_save"))
-            .bind(state.version)
-            .bind(&state.digest)
-            .bind(&state.applied_by)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(query!("notify"))
-            .bind(&self.channel)
-            .bind("config")
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(ApplyOutcome::Applied)
-    }
-
-    async fn recent_runs(
-        &self,
-        task_name: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<RunRecord>> {
-        sqlx::query(query!("recent_runs"))
-            .bind(task_name)
-            .bind(limit)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(RunRecord {
-                    id: row.try_get("id")?,
-                    task_name: row.try_get("task_name")?,
-                    scheduled_at: row.try_get("scheduled_at")?,
-                    started_at: row.try_get("started_at")?,
-                    finished_at: row.try_get("finished_at")?,
-                    status: row.try_get("status")?,
-                    node_id: row.try_get("node_id")?,
-                    ticks_collapsed: row.try_get("ticks_collapsed")?,
-                    error: row.try_get("error")?,
-                })
-            })
-            .collect()
-    }
-
-    async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>> {
-        Ok(Box::new(PgChangeListener {
-            pool: self.pool.clone(),
-            channel: self.channel.clone(),
-            listener: None,
-        }))
-    }
-}
-
-/// Parallel arrays for the `unnest` of tasks_create / tasks_update.
-#[derive(Default)]
-struct TaskColumns {
-    names: Vec<String>,
-    crons: Vec<String>,
-    zones: Vec<String>,
-    enabled: Vec<bool>,
-    next: Vec<Option<DateTime<Utc>>>,
-}
-
-impl TaskColumns {
-    fn push(
-        &mut self,
-        name: &str,
-        cron: &str,
-        zone: &str,
-        enabled: bool,
-        next: Option<DateTime<Utc>>,
-    ) {
-        self.names.push(name.to_owned());
-        self.crons.push(cron.to_owned());
-        self.zones.push(zone.to_owned());
-        self.enabled.push(enabled);
-        self.next.push(next);
-    }
-
-    fn bind<'q>(
-        &'q self,
-        q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-        q.bind(&self.names)
-            .bind(&self.crons)
-            .bind(&self.zones)
-            .bind(&self.enabled)
-            .bind(&self.next)
+        _ => None,
+    };
+    let source: super::BoxError = Box::new(error);
+    match transient {
+        Some(true) => StoreError::Conflict { operation, source },
+        Some(false) => StoreError::Unavailable { operation, source },
+        None => StoreError::Rejected { operation, source },
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::redact_url;
+    use super::*;
 
     #[test]
-    fn redacts_userinfo_password_even_with_a_colon_in_it() {
-        assert_eq!(
-            redact_url("postgres://app:s3cr:et@db.example:5432/x?sslmode=disable"),
-            "postgres://app:***@db.example:5432/x?sslmode=disable"
-        );
+    fn channels_are_valid_identifiers_for_any_schema() {
+        assert_eq!(notify_channel("public"), "scheduler_public");
+        for schema in ["Jobs", "计划任务", "a\"b", &"x".repeat(63), "ü"] {
+            let channel = notify_channel(schema);
+            assert!(channel.len() <= 63, "{channel}");
+            assert!(channel.is_ascii(), "{channel}");
+        }
+        assert_ne!(notify_channel("Jobs"), notify_channel("jobs"));
     }
 
     #[test]
-    fn redacts_query_password() {
-        assert_eq!(
-            redact_url("postgres://app@h/x?password=hunter2&sslmode=disable"),
-            "postgres://app@h/x?password=***&sslmode=disable"
-        );
+    fn schema_names_are_checked_not_truncated() {
+        assert!(validate_schema("Jobs").is_ok());
+        assert!(validate_schema("计划").is_ok());
+        let long = "计".repeat(22); // 66 bytes
+        let error = validate_schema(&long).unwrap_err().to_string();
+        assert!(error.contains("1 to 63 bytes"), "{error}");
+        assert!(validate_schema("").is_err());
     }
 
     #[test]
-    fn leaves_passwordless_urls_alone() {
-        let url = "postgres://postgres@127.0.0.1:5432/test";
-        assert_eq!(redact_url(url), url);
+    fn a_bad_url_is_a_setup_error_without_its_password() {
+        let error = PgStoreBuilder::new("postgres://app:hunter2@db:notaport/x")
+            .connect_lazy()
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("hunter2"), "{error}");
     }
 }

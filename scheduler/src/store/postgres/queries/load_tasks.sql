@@ -1,3 +1,4 @@
-SELECT name, cron, timezone, enabled, next_run_at, orphaned_since, now() AS db_now
+SELECT name, cron, timezone, enabled, next_run_at, last_scheduled_at, orphaned_since,
+       now() AS db_now
 FROM scheduler_tasks
 ORDER BY name

@@ -1,3 +1,9 @@
--- Delete finished runs older than the retention ($1 ms).
+-- Delete up to $2 finished runs older than the retention ($1 ms), oldest first. Run again until
+-- it deletes fewer than $2, so no statement holds many row locks for long.
 DELETE FROM scheduler_runs
-WHERE finished_at < now() - $1::int8 * interval '1 millisecond'
+WHERE id IN (
+    SELECT id FROM scheduler_runs
+    WHERE finished_at < now() - $1::int8 * interval '1 millisecond'
+    ORDER BY finished_at
+    LIMIT $2
+)

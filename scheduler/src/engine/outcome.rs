@@ -1,0 +1,290 @@
+//! How a run ends: the one rule, for every path (a handler that returned, one stopped at
+//! shutdown or on lock loss, one never started, and a run whose node vanished).
+//!
+//! | how it ended | asked to stop? | status | its tick |
+//! |---|---|---|---|
+//! | returned `Ok` | either | `succeeded` | done |
+//! | returned an error | no | `failed` | done |
+//! | returned an error | yes (shutdown, lock lost) | `interrupted` | handed over: due again at once |
+//! | stopped by the engine (did not return in time) | yes | `interrupted` | handed over |
+//! | panicked | either | `failed` | done |
+//! | never started (claimed as the node began to drain) | yes | `interrupted` | handed over |
+//! | unknown (its node stopped renewing the lock) | — | `lost` | per the task's [`Recovery`]: `rerun` makes it due again, `never` does not |
+//!
+//! A handler that was told to stop says "I did not finish" by returning an error (idiomatically
+//! [`Interrupted`](crate::Interrupted), from [`TaskContext::interrupted`](crate::TaskContext)),
+//! and "I did finish" by returning `Ok`.
+
+use chrono::{DateTime, Utc};
+
+use super::watchdog::LockLoss;
+use crate::error::error_chain;
+use crate::registry::TaskError;
+use crate::store::{ExpiredLock, FailureCount, Recovery, RescueDecision, RunEnd, RunStatus};
+
+/// Error texts are stored at most this long (bytes), then cut with a marker.
+pub(crate) const MAX_ERROR_BYTES: usize = 8 * 1024;
+
+/// How the handler's run came to an end.
+#[derive(Debug)]
+pub(crate) enum Ending {
+    /// The handler returned.
+    Returned(Result<(), TaskError>),
+    /// The handler panicked, with this message.
+    Panicked(String),
+    /// The engine stopped it (gate closed, task aborted) before it returned.
+    Stopped,
+    /// It was never started.
+    NotStarted,
+}
+
+/// Why the handler was asked to stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StopReason {
+    /// The node is shutting down.
+    Shutdown,
+    /// The run's lock could not be kept.
+    LockLost(LockLoss),
+}
+
+impl StopReason {
+    fn describe(&self) -> String {
+        match self {
+            StopReason::Shutdown => "the node shut down".into(),
+            StopReason::LockLost(loss) => loss.describe(),
+        }
+    }
+}
+
+/// What the engine records for a run that ended on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Decision {
+    pub end: RunEnd,
+    /// Make the run's tick due again at once.
+    pub hand_over: bool,
+    pub failures: FailureCount,
+}
+
+/// The rule for a run that ended on this node.
+pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>) -> Decision {
+    let end = |status, error: Option<String>| RunEnd {
+        status,
+        error: error.map(|e| clean_error(&e)),
+    };
+    match (ending, stop) {
+        (Ending::Returned(Ok(())), _) => Decision {
+            end: end(RunStatus::Succeeded, None),
+            hand_over: false,
+            failures: FailureCount::Reset,
+        },
+        (Ending::Returned(Err(e)), None) => Decision {
+            end: end(RunStatus::Failed, Some(error_chain(&*e))),
+            hand_over: false,
+            failures: FailureCount::Increment,
+        },
+        (Ending::Panicked(message), _) => Decision {
+            end: end(
+                RunStatus::Failed,
+                Some(format!("handler panicked: {message}")),
+            ),
+            hand_over: false,
+            failures: FailureCount::Increment,
+        },
+        (Ending::Returned(Err(e)), Some(reason)) => Decision {
+            end: end(
+                RunStatus::Interrupted,
+                Some(format!(
+                    "{}; handed over: {}",
+                    reason.describe(),
+                    error_chain(&*e)
+                )),
+            ),
+            hand_over: true,
+            failures: FailureCount::Keep,
+        },
+        (Ending::Stopped, reason) => Decision {
+            end: end(
+                RunStatus::Interrupted,
+                Some(format!(
+                    "{}; the handler did not return in time and was stopped; handed over",
+                    reason.map_or_else(|| "stopped".into(), StopReason::describe)
+                )),
+            ),
+            hand_over: true,
+            failures: FailureCount::Keep,
+        },
+        (Ending::NotStarted, _) => Decision {
+            end: end(
+                RunStatus::Interrupted,
+                Some("claimed as the node began shutting down; handed over before starting".into()),
+            ),
+            hand_over: true,
+            failures: FailureCount::Keep,
+        },
+    }
+}
+
+/// The rule for a run whose outcome is unknown: its lock expired and was watched long enough
+/// without its owner renewing it.
+pub(crate) fn unknown(lock: &ExpiredLock) -> RescueDecision {
+    let Some(run) = &lock.run else {
+        // A lock without a running run (its holder died between claim and start, or its run
+        // was already recorded): just release it.
+        return RescueDecision::Release {
+            run_end: None,
+            rerun_at: None,
+            failures: FailureCount::Keep,
+        };
+    };
+    let rerun = run.recovery == Recovery::Rerun;
+    let error = format!(
+        "lock expired: node {} stopped renewing it (killed, crashed, paused or cut off from the database); {}",
+        lock.owner,
+        if rerun {
+            "the tick runs again (recovery = rerun)"
+        } else {
+            "not run again (recovery = never)"
+        }
+    );
+    RescueDecision::Release {
+        run_end: Some(RunEnd {
+            status: RunStatus::Lost,
+            error: Some(clean_error(&error)),
+        }),
+        rerun_at: rerun.then_some(run.scheduled_at),
+        failures: FailureCount::Increment,
+    }
+}
+
+/// The tick to hand over for a decision, if any.
+pub(crate) fn hand_over_at(decision: &Decision, tick: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    decision.hand_over.then_some(tick)
+}
+
+/// An error text fit for storage: no NUL or other control characters but newline and tab (text
+/// columns refuse NUL), at most [`MAX_ERROR_BYTES`], cut on a character boundary with a marker.
+pub(crate) fn clean_error(text: &str) -> String {
+    let mut clean: String = text
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '\u{fffd}'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if clean.len() > MAX_ERROR_BYTES {
+        let total = clean.len();
+        let marker = format!(" … [cut: {total} bytes in all]");
+        let mut cut = MAX_ERROR_BYTES - marker.len();
+        while !clean.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        clean.truncate(cut);
+        clean.push_str(&marker);
+    }
+    clean
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{LockKey, LockedRun};
+
+    fn err(message: &str) -> TaskError {
+        message.to_owned().into()
+    }
+
+    #[test]
+    fn ok_is_succeeded_even_when_asked_to_stop() {
+        for stop in [None, Some(StopReason::Shutdown)] {
+            let d = decide(Ending::Returned(Ok(())), stop.as_ref());
+            assert_eq!(d.end.status, RunStatus::Succeeded);
+            assert!(!d.hand_over);
+            assert_eq!(d.failures, FailureCount::Reset);
+        }
+    }
+
+    #[test]
+    fn an_error_is_a_failure_unless_the_handler_was_asked_to_stop() {
+        let d = decide(Ending::Returned(Err(err("upstream said no"))), None);
+        assert_eq!(d.end.status, RunStatus::Failed);
+        assert_eq!(d.end.error.as_deref(), Some("upstream said no"));
+        assert!(!d.hand_over);
+
+        for reason in [
+            StopReason::Shutdown,
+            StopReason::LockLost(LockLoss::Unrenewable("db down".into())),
+            StopReason::LockLost(LockLoss::TakenOver),
+        ] {
+            let d = decide(
+                Ending::Returned(Err(err("did not finish"))),
+                Some(&reason),
+            );
+            assert_eq!(d.end.status, RunStatus::Interrupted, "{reason:?}");
+            assert!(d.hand_over);
+            assert_eq!(d.failures, FailureCount::Keep);
+            assert!(d.end.error.unwrap().contains("did not finish"));
+        }
+    }
+
+    #[test]
+    fn stopped_and_never_started_runs_are_interrupted_and_handed_over() {
+        for ending in [Ending::Stopped, Ending::NotStarted] {
+            let d = decide(ending, Some(&StopReason::Shutdown));
+            assert_eq!(d.end.status, RunStatus::Interrupted);
+            assert!(d.hand_over);
+        }
+    }
+
+    #[test]
+    fn a_panic_is_a_failure() {
+        let d = decide(Ending::Panicked("boom".into()), Some(&StopReason::Shutdown));
+        assert_eq!(d.end.status, RunStatus::Failed);
+        assert_eq!(d.end.error.as_deref(), Some("handler panicked: boom"));
+    }
+
+    fn expired(recovery: Recovery) -> ExpiredLock {
+        ExpiredLock {
+            key: LockKey::new("t", uuid::Uuid::nil()),
+            owner: "n1".into(),
+            expired_at: "2026-01-01T00:00:10Z".parse().unwrap(),
+            run: Some(LockedRun {
+                run_id: 7,
+                scheduled_at: "2026-01-01T00:00:00Z".parse().unwrap(),
+                recovery,
+            }),
+        }
+    }
+
+    #[test]
+    fn an_unknown_outcome_is_lost_and_reruns_per_the_recovery_rule() {
+        let RescueDecision::Release {
+            run_end, rerun_at, ..
+        } = unknown(&expired(Recovery::Rerun))
+        else {
+            panic!("released")
+        };
+        assert_eq!(run_end.unwrap().status, RunStatus::Lost);
+        assert_eq!(rerun_at, Some("2026-01-01T00:00:00Z".parse().unwrap()));
+
+        let RescueDecision::Release {
+            run_end, rerun_at, ..
+        } = unknown(&expired(Recovery::Never))
+        else {
+            panic!("released")
+        };
+        assert!(run_end.unwrap().error.unwrap().contains("recovery = never"));
+        assert_eq!(rerun_at, None);
+    }
+
+    #[test]
+    fn errors_are_cleaned_and_bounded() {
+        assert_eq!(clean_error("a\0b\nc"), "a\u{fffd}b\nc");
+        let long = "é".repeat(10_000); // 20,000 bytes
+        let cleaned = clean_error(&long);
+        assert!(cleaned.len() <= MAX_ERROR_BYTES, "{}", cleaned.len());
+        assert!(cleaned.ends_with("[cut: 20000 bytes in all]"));
+    }
+}

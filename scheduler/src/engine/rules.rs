@@ -1,0 +1,279 @@
+//! The engine's decisions inside a claim ([`ClaimPolicy`]): when an expired lock may be
+//! released, what a due task's run serves and schedules next, and which ticks a run stands for
+//! without running them.
+//!
+//! **Takeover.** A lock past its expiry is released only after this node, while it could reach
+//! the store, has watched it stay expired, with the same token, for a whole takeover wait (the
+//! renew interval by default). An owner that is alive renews its locks every renew interval —
+//! also the locks of runs whose outcome is still waiting to be written, and also after they
+//! expired, since renewal is fenced by token, not expiry — and retries a failed renewal every
+//! quarter interval. So a lock still expired after the wait belongs to a node that could not
+//! reach the store for a lock lifetime plus the wait while this one could: dead, paused or cut
+//! off, and already stopped its handler (it does so before the lock can expire). A database
+//! outage that every node saw does not count: the watching starts when this node is back, and
+//! the owner is back too. This node never releases a lock it holds itself.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+
+use super::outcome;
+use super::watchdog::LockWatchdog;
+use crate::TaskRegistry;
+use crate::policy::Recovery;
+use crate::schedule::{ScheduleSpec, SpecCache};
+use crate::store::{
+    ClaimPlan, ClaimPolicy, DueDecision, DueTask, ExpiredLock, LockKey, RescueDecision,
+    SkipReason, SkipRecord,
+};
+
+/// Ticks counted one by one for a skip record, at most; beyond, the record says "at least".
+pub(crate) const MAX_COUNTED_TICKS: usize = 1_000_000;
+
+/// Expired locks being watched before release.
+#[derive(Debug, Default)]
+pub(crate) struct Takeover {
+    /// When each expired lock was first seen expired (local monotonic clock).
+    watched: Mutex<HashMap<LockKey, Instant>>,
+}
+
+impl Takeover {
+    fn watched(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, Instant>> {
+        self.watched.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// After a pass: forget locks no longer expired (renewed or released) and report when the
+    /// next watched one is due for a decision.
+    pub(crate) fn retain_waiting(&self, waiting: &[ExpiredLock], wait: Duration) -> Option<Instant> {
+        let mut watched = self.watched();
+        watched.retain(|k, _| waiting.iter().any(|l| &l.key == k));
+        watched.values().map(|seen| *seen + wait).min()
+    }
+
+    /// When the next watched lock is due for a decision, if any is watched.
+    pub(crate) fn next_decision(&self, wait: Duration) -> Option<Instant> {
+        self.watched().values().map(|seen| *seen + wait).min()
+    }
+
+    /// Forgets everything seen: after a failure to reach the store, watching starts over.
+    pub(crate) fn reset(&self) {
+        self.watched().clear();
+    }
+}
+
+/// A due task whose stored schedule this binary cannot read (a newer node wrote it, or the row
+/// was edited by hand).
+#[derive(Debug, Clone)]
+pub(crate) struct Unreadable {
+    pub name: String,
+    pub cron: String,
+    pub timezone: String,
+    pub due: DateTime<Utc>,
+    pub error: String,
+}
+
+/// The claim policy of one node.
+pub(crate) struct Rules<'a> {
+    pub registry: &'a TaskRegistry,
+    pub specs: &'a SpecCache,
+    pub watchdog: &'a Arc<LockWatchdog>,
+    pub takeover: &'a Takeover,
+    pub takeover_wait: Duration,
+    pub default_recovery: Recovery,
+    /// The schedules of the tasks planned to run in this claim, for their runners.
+    pub planned: Mutex<HashMap<String, ScheduleSpec>>,
+    /// Tasks left alone because their stored schedule cannot be read.
+    pub unreadable: Mutex<Vec<Unreadable>>,
+}
+
+impl<'a> Rules<'a> {
+    pub(crate) fn new(
+        registry: &'a TaskRegistry,
+        specs: &'a SpecCache,
+        watchdog: &'a Arc<LockWatchdog>,
+        takeover: &'a Takeover,
+        takeover_wait: Duration,
+        default_recovery: Recovery,
+    ) -> Self {
+        Self {
+            registry,
+            specs,
+            watchdog,
+            takeover,
+            takeover_wait,
+            default_recovery,
+            planned: Mutex::new(HashMap::new()),
+            unreadable: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn recovery_of(&self, task: &str) -> Recovery {
+        self.registry
+            .get(task)
+            .and_then(|d| d.options.recovery)
+            .unwrap_or(self.default_recovery)
+    }
+}
+
+impl ClaimPolicy for Rules<'_> {
+    fn rescue(&self, lock: &ExpiredLock, _db_now: DateTime<Utc>) -> RescueDecision {
+        if self.watchdog.holds(&lock.key) {
+            // Ours: the run is going, or its outcome is on its way. Look again later.
+            self.takeover
+                .watched()
+                .insert(lock.key.clone(), Instant::now());
+            return RescueDecision::Wait;
+        }
+        let mut watched = self.takeover.watched();
+        let seen = *watched.entry(lock.key.clone()).or_insert_with(Instant::now);
+        if seen.elapsed() < self.takeover_wait {
+            return RescueDecision::Wait;
+        }
+        watched.remove(&lock.key);
+        outcome::unknown(lock)
+    }
+
+    fn plan(&self, task: &DueTask, db_now: DateTime<Utc>) -> DueDecision {
+        match self.specs.get_named(&task.cron, &task.timezone) {
+            Ok(spec) => {
+                let next = spec.next_after(db_now.max(task.next_run_at));
+                self.planned
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(task.name.clone(), spec);
+                DueDecision::Run(ClaimPlan::new(
+                    task.next_run_at,
+                    next,
+                    self.recovery_of(&task.name),
+                ))
+            }
+            Err(e) => {
+                self.unreadable
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(Unreadable {
+                        name: task.name.clone(),
+                        cron: task.cron.clone(),
+                        timezone: task.timezone.clone(),
+                        due: task.next_run_at,
+                        error: e.to_string(),
+                    });
+                DueDecision::Leave
+            }
+        }
+    }
+}
+
+/// The ticks a run serving `scheduled_at`, claimed at `claimed_at`, stands for without having
+/// run them: those in `(scheduled_at, claimed_at]`. Ticks due while the previous run was still
+/// running (up to `previous_finished_at`) are an overlap; later ones a misfire (no node ran the
+/// task in time). At most two records, one per reason.
+pub(crate) fn skipped_ticks(
+    task: &str,
+    spec: &ScheduleSpec,
+    scheduled_at: DateTime<Utc>,
+    claimed_at: DateTime<Utc>,
+    previous_finished_at: Option<DateTime<Utc>>,
+    run_id: i64,
+) -> Vec<SkipRecord> {
+    let mut records: Vec<SkipRecord> = Vec::new();
+    let mut counted = 0usize;
+    for tick in spec.iter_after(scheduled_at) {
+        if tick > claimed_at {
+            break;
+        }
+        counted += 1;
+        if counted > MAX_COUNTED_TICKS {
+            if let Some(last) = records.last_mut() {
+                last.exact = false;
+                last.last_tick = claimed_at;
+            }
+            break;
+        }
+        let reason = if previous_finished_at.is_some_and(|f| tick <= f) {
+            SkipReason::Overlap
+        } else {
+            SkipReason::Misfire
+        };
+        match records.last_mut() {
+            Some(r) if r.reason == reason => {
+                r.last_tick = tick;
+                r.ticks += 1;
+            }
+            _ => {
+                let mut record = SkipRecord::new(task, reason, tick, tick, 1);
+                record.run_id = Some(run_id);
+                records.push(record);
+            }
+        }
+    }
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn an_on_time_run_stands_for_no_other_tick() {
+        let spec = ScheduleSpec::parse("* * * * * *", "UTC").unwrap();
+        let skips = skipped_ticks(
+            "t",
+            &spec,
+            at("2026-01-01T00:00:00Z"),
+            at("2026-01-01T00:00:00.400Z"),
+            None,
+            1,
+        );
+        assert!(skips.is_empty());
+    }
+
+    #[test]
+    fn ticks_during_the_previous_run_are_an_overlap_and_later_ones_a_misfire() {
+        let spec = ScheduleSpec::parse("* * * * * *", "UTC").unwrap();
+        let skips = skipped_ticks(
+            "t",
+            &spec,
+            at("2026-01-01T00:00:00Z"),
+            at("2026-01-01T00:00:05.500Z"),
+            Some(at("2026-01-01T00:00:02.500Z")),
+            9,
+        );
+        assert_eq!(skips.len(), 2, "{skips:?}");
+        assert_eq!(skips[0].reason, SkipReason::Overlap);
+        assert_eq!(
+            (skips[0].first_tick, skips[0].last_tick, skips[0].ticks),
+            (at("2026-01-01T00:00:01Z"), at("2026-01-01T00:00:02Z"), 2)
+        );
+        assert_eq!(skips[1].reason, SkipReason::Misfire);
+        assert_eq!(
+            (skips[1].first_tick, skips[1].last_tick, skips[1].ticks),
+            (at("2026-01-01T00:00:03Z"), at("2026-01-01T00:00:05Z"), 3)
+        );
+        assert!(skips.iter().all(|s| s.exact && s.run_id == Some(9)));
+    }
+
+    #[test]
+    fn a_very_long_outage_is_counted_up_to_a_bound_and_says_so() {
+        let spec = ScheduleSpec::parse("* * * * * *", "UTC").unwrap();
+        let skips = skipped_ticks(
+            "t",
+            &spec,
+            at("2026-01-01T00:00:00Z"),
+            at("2026-01-20T00:00:00Z"),
+            None,
+            1,
+        );
+        assert_eq!(skips.len(), 1);
+        assert_eq!(skips[0].ticks, MAX_COUNTED_TICKS as i64);
+        assert!(!skips[0].exact);
+        assert_eq!(skips[0].last_tick, at("2026-01-20T00:00:00Z"));
+    }
+}

@@ -1,0 +1,93 @@
+//! LISTEN/NOTIFY: wakes a node when another one released a lock or applied a config.
+//!
+//! A LISTEN connection that silently died (a dead network gives no error) would only cost
+//! early wake-ups, since the claim loop polls anyway; still, the connection is checked with a
+//! cheap round trip after a long silence, so a dead one is replaced.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::PgPool;
+use sqlx::postgres::PgListener;
+
+use super::classify;
+use crate::store::{ChangeListener, StoreError, StoreResult};
+
+/// After this long without a notification, the connection is checked.
+const CHECK_AFTER_SILENCE: Duration = Duration::from_secs(300);
+
+pub(super) struct PgChangeListener {
+    pool: PgPool,
+    channel: String,
+    timeout: Duration,
+    listener: Option<PgListener>,
+}
+
+impl PgChangeListener {
+    pub(super) fn new(pool: PgPool, channel: String, timeout: Duration) -> Self {
+        Self {
+            pool,
+            channel,
+            timeout,
+            listener: None,
+        }
+    }
+
+    async fn connect(&mut self) -> StoreResult<()> {
+        let connect = async {
+            let mut listener = PgListener::connect_with(&self.pool).await?;
+            listener.listen(&self.channel).await?;
+            Ok::<_, sqlx::Error>(listener)
+        };
+        match tokio::time::timeout(self.timeout, connect).await {
+            Ok(Ok(listener)) => {
+                self.listener = Some(listener);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(classify("listen", e)),
+            Err(_) => Err(StoreError::Timeout {
+                operation: "listen",
+                timeout: self.timeout,
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl ChangeListener for PgChangeListener {
+    async fn recv(&mut self) -> StoreResult<()> {
+        if self.listener.is_none() {
+            self.connect().await?;
+            // Whatever happened while we were not listening may have been a change.
+            return Ok(());
+        }
+        let listener = self.listener.as_mut().expect("connected above");
+        match tokio::time::timeout(CHECK_AFTER_SILENCE, listener.try_recv()).await {
+            // A notification, or the connection was lost and sqlx reconnects (and re-listens) on
+            // the next call: either way something may have changed.
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => {
+                self.listener = None;
+                Err(classify("listen", e))
+            }
+            Err(_) => {
+                // Silence: make sure the connection is still there.
+                let check = sqlx::query("SELECT 1").execute(&mut *listener);
+                match tokio::time::timeout(self.timeout, check).await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => {
+                        self.listener = None;
+                        Err(classify("listen", e))
+                    }
+                    Err(_) => {
+                        self.listener = None;
+                        Err(StoreError::Timeout {
+                            operation: "listen",
+                            timeout: self.timeout,
+                        })
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+-- Every task row, locked for the reconcile planned on them (claims skip locked rows). The clock
+-- is the statement's, not the transaction's start: the transaction may have waited for the
+-- config-state lock.
+SELECT name, cron, timezone, enabled, next_run_at, last_scheduled_at, orphaned_since,
+       clock_timestamp() AS db_now
+FROM scheduler_tasks
+ORDER BY name
+FOR UPDATE
