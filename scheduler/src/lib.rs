@@ -33,6 +33,7 @@ mod error;
 pub mod policy;
 pub mod redact;
 pub mod reconciler;
+pub mod redact;
 pub mod registry;
 pub mod schedule;
 pub mod store;

@@ -1,34 +1,619 @@
-//! Redaction of secrets (placeholder until the secrets branch lands).
+//! Hiding secrets in connection strings, and in text that embeds them, before they reach a log
+//! line, an error message or a `Debug` output.
+//!
+//! Owns the rules for every form the crate meets: URLs (`scheme://user:password@host/db?password=`),
+//! libpq keyword/value strings (`host=db password='s3 cret'`), and free text that embeds either
+//! (an error message quoting a URL). The output is for people to read, never to connect with:
+//! when a string is ambiguous the rule is to hide too much rather than too little. This module
+//! must not parse for connecting, and nothing here may log.
 
-/// Removes the password from a database URL.
+use std::ops::Range;
+
+/// What a hidden value is replaced by.
+const MASK: &str = "***";
+
+/// A query parameter or keyword whose name contains one of these (ASCII case-insensitive, after
+/// percent-decoding) has its value hidden.
+const SECRET_KEY_HINTS: &[&str] = &["password", "passwd", "secret", "token"];
+
+/// Removes passwords from a database or HTTP connection string, for logs and error messages.
+///
+/// Accepts every form a connection string comes in:
+///
+/// - a URL: the password of `scheme://user:password@host` is replaced by `***` (the user name
+///   stays). The password may hold unencoded `/`, `?`, `#`, `@` or `:`; it is taken to run from the
+///   first `:` of the user info to the **last** `@` of the string, so an `@` later in the path or
+///   query hides more than the password, never less;
+/// - URL query parameters named `password`, `sslpassword`, or anything containing `password`,
+///   `passwd`, `secret` or `token` (any case, percent-encoded or not): the value is replaced, up to
+///   the next `&name=`;
+/// - a libpq keyword/value string (`host=db user=app password='it''s s3cret'`): values of such
+///   keywords, unquoted (with `\` escapes) or single-quoted (with `\'`, `\\` or `''` inside);
+/// - anything else is treated as text and goes through [`redact_text`].
+///
+/// ```
+/// use scheduler::redact::redact_url;
+///
+/// assert_eq!(
+///     redact_url("postgres://app:s3cret@db.internal:5432/jobs"),
+///     "postgres://app:***@db.internal:5432/jobs"
+/// );
+/// // Unencoded delimiters in the password: everything up to the last `@` is hidden.
+/// assert_eq!(
+///     redact_url("postgres://app:pa/ss?w#o@rd@db:5432/x"),
+///     "postgres://app:***@db:5432/x"
+/// );
+/// assert_eq!(
+///     redact_url("postgres://db/jobs?sslmode=require&Pass%77ord=x"),
+///     "postgres://db/jobs?sslmode=require&Pass%77ord=***"
+/// );
+/// assert_eq!(
+///     redact_url("host=db user=app password='a b\\' c' dbname=jobs"),
+///     "host=db user=app password='***' dbname=jobs"
+/// );
+/// // Nothing secret: unchanged.
+/// assert_eq!(redact_url("postgres://app@db/jobs"), "postgres://app@db/jobs");
+/// ```
 pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_owned();
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..]
-            .find(['/', '?'])
-            .map_or(out.len(), |i| rest_start + i);
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let userinfo = &out[rest_start..rest_start + at];
-            if let Some(colon) = userinfo.find(':') {
-                let pass_start = rest_start + colon + 1;
-                out.replace_range(pass_start..rest_start + at, "***");
-            }
-        }
+    let lead = url.len() - url.trim_start().len();
+    match scheme_len(&url[lead..]) {
+        Some(scheme) => redact_url_form(url, lead + scheme),
+        None => redact_text(url),
     }
-    if let Some(q) = out.find('?') {
-        let (head, query) = out.split_at(q + 1);
-        let redacted: Vec<String> = query
-            .split('&')
-            .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => kv.to_owned(),
-            })
-            .collect();
-        out = format!("{head}{}", redacted.join("&"));
+}
+
+/// Removes passwords from free text that may embed connection strings, such as an error message
+/// quoting a URL.
+///
+/// Finds, anywhere in `text`:
+///
+/// - URLs (`scheme://...`, up to the next whitespace), redacted as by [`redact_url`]. When the
+///   whitespace comes while the user info is still open (`scheme://user:` and no `@` yet), the
+///   password is taken to contain a space and to run to the last `@` on that line;
+/// - `key=value` pairs (spaces around `=` allowed) whose key contains `password`, `passwd`,
+///   `secret` or `token` (any case, e.g. `PGPASSWORD=`, `sslpassword = '...'`, `--token=`). The
+///   value is hidden up to the next whitespace, or up to its closing quote when it starts with
+///   `'` or `"`.
+///
+/// Known limit: in text (unlike [`redact_url`]) a URL ends at whitespace, so a URL password that
+/// contains both an `@` and, after it, a space can show its part after the space. Quoted JSON-style
+/// pairs (`"password": "x"`) are not recognised.
+///
+/// ```
+/// use scheduler::redact::redact_text;
+///
+/// assert_eq!(
+///     redact_text("cannot connect to `postgres://app:s3cret@db:5432/jobs`: timed out"),
+///     "cannot connect to `postgres://app:***@db:5432/jobs`: timed out"
+/// );
+/// assert_eq!(
+///     redact_text("invalid DSN host=db password = 'it''s s3cret' dbname=jobs"),
+///     "invalid DSN host=db password = '***' dbname=jobs"
+/// );
+/// assert_eq!(redact_text("retry in 5s (attempt 3)"), "retry in 5s (attempt 3)");
+/// ```
+pub fn redact_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let at_word_start = text[..i]
+            .bytes()
+            .next_back()
+            .is_none_or(|b| !is_word_byte(b));
+        let word = if at_word_start {
+            rest.bytes().take_while(|&b| is_word_byte(b)).count()
+        } else {
+            0
+        };
+        if word == 0 {
+            let c = rest.chars().next().expect("i < text.len()");
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        if let Some(scheme) = scheme_len(rest) {
+            let end = url_extent(rest, scheme);
+            out.push_str(&redact_url_form(&rest[..end], scheme));
+            i += end;
+        } else if is_secret_key(&rest[..word])
+            && let Some(value) = keyword_value(rest, word)
+        {
+            out.push_str(&rest[..value.start]);
+            push_masked(&mut out, &rest[value.clone()]);
+            i += value.end;
+        } else {
+            out.push_str(&rest[..word]);
+            i += word;
+        }
     }
     out
 }
 
-/// Redacts URLs inside a text.
-pub fn redact_text(text: &str) -> String { text.split(" ").map(redact_url).collect::<Vec<_>>().join(" ") }
+/// Bytes of a word: a keyword, a URL scheme, or a flag like `--token`.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'+')
+}
+
+/// The length of `scheme://` when `s` starts with one.
+fn scheme_len(s: &str) -> Option<usize> {
+    if !s.as_bytes().first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    let name = s
+        .bytes()
+        .take_while(|&b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        .count();
+    s[name..].starts_with("://").then_some(name + 3)
+}
+
+fn is_secret_key(key: &str) -> bool {
+    let key = percent_encoding::percent_decode_str(key)
+        .decode_utf8_lossy()
+        .to_ascii_lowercase();
+    SECRET_KEY_HINTS.iter().any(|hint| key.contains(hint))
+}
+
+/// `url` redacted, where `url[..authority]` is `scheme://` (with any leading whitespace).
+fn redact_url_form(url: &str, authority: usize) -> String {
+    let mut out = String::with_capacity(url.len());
+    out.push_str(&url[..authority]);
+    let mut rest = &url[authority..];
+    if let Some(password) = password_span(rest) {
+        out.push_str(&rest[..password.start]);
+        out.push_str(MASK);
+        rest = &rest[password.end..];
+    }
+    // With the password gone, the first `?` or `#` is the real end of the path.
+    match rest.find(['?', '#']) {
+        Some(q) if rest.as_bytes()[q] == b'?' => {
+            out.push_str(&rest[..=q]);
+            redact_query(&rest[q + 1..], &mut out);
+        }
+        _ => out.push_str(rest),
+    }
+    out
+}
+
+/// The password of the `user:password@host...` that follows `scheme://`: from after the first
+/// `:` (when it comes before any `/`, `?` or `#`) to the last `@`. A password cannot extend
+/// beyond the last `@`, so this never ends too early; an `@` in the path or query makes it end
+/// too late, which hides more than needed. `None` for an empty password.
+fn password_span(after_scheme: &str) -> Option<Range<usize>> {
+    let colon = after_scheme
+        .find([':', '/', '?', '#'])
+        .filter(|&i| after_scheme.as_bytes()[i] == b':')?;
+    let at = colon + after_scheme[colon..].rfind('@')?;
+    (at > colon + 1).then_some(colon + 1..at)
+}
+
+/// Appends `query` (after the `?`) with secret values replaced.
+fn redact_query(query: &str, out: &mut String) {
+    let mut rest = query;
+    loop {
+        let end = rest.find(['&', '#']).unwrap_or(rest.len());
+        let pair = &rest[..end];
+        if let Some((key, value)) = pair.split_once('=')
+            && is_secret_key(key)
+        {
+            out.push_str(key);
+            out.push('=');
+            let value_start = key.len() + 1;
+            // The value may hold unencoded `&` or `#`: it runs to the next `&name=`.
+            match next_parameter(&rest[value_start..]) {
+                Some(amp) => {
+                    push_masked(out, &rest[value_start..value_start + amp]);
+                    out.push('&');
+                    rest = &rest[value_start + amp + 1..];
+                    continue;
+                }
+                None => {
+                    if !value.is_empty() || end < rest.len() {
+                        out.push_str(MASK);
+                    }
+                    return;
+                }
+            }
+        }
+        out.push_str(pair);
+        match rest.as_bytes().get(end) {
+            Some(b'&') => {
+                out.push('&');
+                rest = &rest[end + 1..];
+            }
+            // The fragment: shown as is.
+            Some(_) => {
+                out.push_str(&rest[end..]);
+                return;
+            }
+            None => return,
+        }
+    }
+}
+
+/// Where in a query value the next parameter starts: the first `&` followed by `name=`.
+fn next_parameter(value: &str) -> Option<usize> {
+    value.match_indices('&').map(|(i, _)| i).find(|&i| {
+        let after = &value[i + 1..];
+        after
+            .find(['=', '&', '#'])
+            .is_some_and(|n| n > 0 && after.as_bytes()[n] == b'=')
+    })
+}
+
+/// How far the URL at the start of `text` (whose `scheme://` is `scheme` bytes) extends: to the
+/// first whitespace; but while its user info is still open (`scheme://user:`, no `@` yet) the
+/// password is taken to contain whitespace, and the URL runs on to the last `@` of the line and
+/// the host after it.
+fn url_extent(text: &str, scheme: usize) -> usize {
+    let token_end = text[scheme..]
+        .find(char::is_whitespace)
+        .map_or(text.len(), |i| scheme + i);
+    let token = &text[scheme..token_end];
+    let open = token
+        .find([':', '/', '?', '#', '@'])
+        .is_some_and(|i| token.as_bytes()[i] == b':' && !token[i..].contains('@'));
+    if !open {
+        return token_end;
+    }
+    let line_end = text[token_end..]
+        .find('\n')
+        .map_or(text.len(), |i| token_end + i);
+    match text[token_end..line_end].rfind('@') {
+        Some(at) => {
+            let at = token_end + at;
+            text[at..]
+                .find(char::is_whitespace)
+                .map_or(text.len(), |i| at + i)
+        }
+        None => token_end,
+    }
+}
+
+/// The value of the `key = value` pair at the start of `text` (whose key is `key` bytes), as a
+/// byte range of `text` including any quotes; `None` when no `=` follows or the value is empty.
+fn keyword_value(text: &str, key: usize) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    let blanks = |from: usize| {
+        from + bytes[from..]
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count()
+    };
+    let eq = blanks(key);
+    if bytes.get(eq) != Some(&b'=') {
+        return None;
+    }
+    let start = blanks(eq + 1);
+    let first = *bytes.get(start)?;
+    let end = match first {
+        b'\'' | b'"' => quoted_end(bytes, start, first),
+        _ if first.is_ascii_whitespace() => return None,
+        _ => {
+            // Unquoted, libpq style: up to whitespace, `\` escaping the next byte.
+            let mut k = start;
+            while let Some(&b) = bytes.get(k) {
+                if b == b'\\' {
+                    k += 2;
+                } else if b.is_ascii_whitespace() {
+                    break;
+                } else {
+                    k += 1;
+                }
+            }
+            k.min(bytes.len())
+        }
+    };
+    Some(start..end)
+}
+
+/// The end (after the closing quote) of the value quoted by `quote` at `bytes[open]`: `\` escapes
+/// the next byte and a doubled quote stands for one. Unterminated: the end of the text.
+fn quoted_end(bytes: &[u8], open: usize, quote: u8) -> usize {
+    let mut k = open + 1;
+    while let Some(&b) = bytes.get(k) {
+        if b == b'\\' {
+            k += 2;
+        } else if b == quote {
+            if bytes.get(k + 1) == Some(&quote) {
+                k += 2;
+            } else {
+                return k + 1;
+            }
+        } else {
+            k += 1;
+        }
+    }
+    bytes.len()
+}
+
+/// Appends `***` in place of `value`, keeping its quotes; an empty value stays empty.
+fn push_masked(out: &mut String, value: &str) {
+    let quote = value.chars().next().filter(|c| matches!(c, '\'' | '"'));
+    match quote {
+        Some(q) if value.len() == 2 && value.ends_with(q) => out.push_str(value),
+        Some(q) => {
+            out.push(q);
+            out.push_str(MASK);
+            out.push(q);
+        }
+        None if value.is_empty() => {}
+        None => out.push_str(MASK),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn urls() {
+        let cases = [
+            // (input, expected)
+            (
+                "postgres://app:s3cret@db.example:5432/x",
+                "postgres://app:***@db.example:5432/x",
+            ),
+            (
+                "postgres://app:s3cr:et@db.example:5432/x?sslmode=disable",
+                "postgres://app:***@db.example:5432/x?sslmode=disable",
+            ),
+            (
+                "postgres://app:pa/ss?w#o@rd@db:5432/x",
+                "postgres://app:***@db:5432/x",
+            ),
+            ("postgres://app:p@ss@db/x", "postgres://app:***@db/x"),
+            ("postgres://app:p%40ss@db/x", "postgres://app:***@db/x"),
+            ("postgres://app:a b c@db/x", "postgres://app:***@db/x"),
+            // An unencoded `@` in the user name.
+            ("postgres://me@corp:pw@db/x", "postgres://me@corp:***@db/x"),
+            (
+                "  postgresql://app:pw@[::1]:5432/x",
+                "  postgresql://app:***@[::1]:5432/x",
+            ),
+            ("redis://:pw@cache:6379/0", "redis://:***@cache:6379/0"),
+            (
+                "https://deploy:t0k@config.example/tasks.json",
+                "https://deploy:***@config.example/tasks.json",
+            ),
+            // No password: unchanged.
+            (
+                "postgres://postgres@127.0.0.1:5432/test",
+                "postgres://postgres@127.0.0.1:5432/test",
+            ),
+            ("postgres://app:@db/x", "postgres://app:@db/x"),
+            ("postgres://db:5432/x", "postgres://db:5432/x"),
+            ("postgres:///x?host=/run/pg", "postgres:///x?host=/run/pg"),
+            ("http://h.example/a:b", "http://h.example/a:b"),
+            // An `@` after the host: over-redacted, never under.
+            (
+                "postgres://app:pw@db/x?application_name=a@b",
+                "postgres://app:***@b",
+            ),
+            ("postgres://db:5432/x?email=a@b", "postgres://db:***@b"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact_url(input), expected, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn query_parameters() {
+        let cases = [
+            (
+                "postgres://app@h/x?password=hunter2&sslmode=disable",
+                "postgres://app@h/x?password=***&sslmode=disable",
+            ),
+            (
+                "postgres://h/x?sslmode=verify-full&sslpassword=k3y",
+                "postgres://h/x?sslmode=verify-full&sslpassword=***",
+            ),
+            (
+                "postgres://h/x?PassWord=a&DB_PASSWD=b&client_secret=c&access_token=d&env=prod",
+                "postgres://h/x?PassWord=***&DB_PASSWD=***&client_secret=***&access_token=***&env=prod",
+            ),
+            // Percent-encoded names (`%77` is `w`, `%5F` is `_`) and values.
+            (
+                "postgres://h/x?pass%77ord=a%26b&ssl%5Fpassword=c",
+                "postgres://h/x?pass%77ord=***&ssl%5Fpassword=***",
+            ),
+            // Unencoded `&`, `#` and `=` inside a secret value: hidden up to the next `&name=`.
+            (
+                "postgres://h/x?password=a&b#c=d&sslmode=require",
+                "postgres://h/x?password=***&sslmode=require",
+            ),
+            ("postgres://h/x?token=a&b#frag", "postgres://h/x?token=***"),
+            // Both forms at once, and a `?` in the user-info password.
+            (
+                "postgres://app:p?w@h/x?password=q",
+                "postgres://app:***@h/x?password=***",
+            ),
+            // Not secret, empty, or in the fragment: unchanged.
+            (
+                "postgres://h/x?sslmode=require&application_name=jobs#password=x",
+                "postgres://h/x?sslmode=require&application_name=jobs#password=x",
+            ),
+            ("postgres://h/x?password=", "postgres://h/x?password="),
+            ("postgres://h/x?password", "postgres://h/x?password"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact_url(input), expected, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn keyword_value_strings() {
+        let cases = [
+            (
+                "host=db user=app password=secret dbname=x",
+                "host=db user=app password=*** dbname=x",
+            ),
+            (
+                "host=db password = 'it''s s3cret' dbname=x",
+                "host=db password = '***' dbname=x",
+            ),
+            (
+                r"host=db password='a b\' c' dbname=x",
+                "host=db password='***' dbname=x",
+            ),
+            (
+                r"host=db password='back\\slash' dbname=x",
+                "host=db password='***' dbname=x",
+            ),
+            (
+                r"host=db password=un\ quoted\'s dbname=x",
+                "host=db password=*** dbname=x",
+            ),
+            (
+                "HOST=db PassWord=Secret SSLPASSWORD='k 3y' dbname=x",
+                "HOST=db PassWord=*** SSLPASSWORD='***' dbname=x",
+            ),
+            (
+                "sslpassword=k3y sslmode=require",
+                "sslpassword=*** sslmode=require",
+            ),
+            ("password=\tsecret", "password=\t***"),
+            // Unterminated quote: hidden to the end.
+            ("password='never closed dbname=x", "password='***'"),
+            // Empty: nothing to hide.
+            ("password='' dbname=x", "password='' dbname=x"),
+            ("password= ", "password= "),
+            // No secret keyword: unchanged.
+            ("host=db user=app dbname=x", "host=db user=app dbname=x"),
+            // A key that merely contains a hint counts as secret: over-redacted, never under.
+            ("passwordless=true", "passwordless=***"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact_url(input), expected, "input: {input}");
+        }
+    }
+
+    #[test]
+    fn text() {
+        let cases = [
+            (
+                "`postgres://app:s3cret@db:5432/x` is not a usable PostgreSQL URL: invalid port",
+                "`postgres://app:***@db:5432/x` is not a usable PostgreSQL URL: invalid port",
+            ),
+            // A secret value at the end of a URL in text runs to the whitespace, `)` included.
+            (
+                "error sending request for url (https://u:pw@h.example/t?token=abc)",
+                "error sending request for url (https://u:***@h.example/t?token=***",
+            ),
+            (
+                "jdbc:postgresql://h/x?user=app&password=pw next",
+                "jdbc:postgresql://h/x?user=app&password=*** next",
+            ),
+            // A space in a URL password: the URL runs to the last `@` of the line.
+            (
+                "failed: postgres://app:a b@db/x: refused\nnext line a@b",
+                "failed: postgres://app:***@db/x: refused\nnext line a@b",
+            ),
+            // Two URLs in one message are redacted separately.
+            (
+                "from http://a:1@h1/x to http://b:2@h2/y",
+                "from http://a:***@h1/x to http://b:***@h2/y",
+            ),
+            (
+                "PGPASSWORD=hunter2 psql --token=t0k -h db",
+                "PGPASSWORD=*** psql --token=*** -h db",
+            ),
+            (
+                r#"config: password="a \" b" db.password=c, api_secret = 'd e'."#,
+                r#"config: password="***" db.password=*** api_secret = '***'."#,
+            ),
+            (
+                "le mot de passe épassword=x",
+                "le mot de passe épassword=***",
+            ),
+            // Words that merely contain a hint, without `=`, are text.
+            (
+                "password authentication failed for user \"app\"; token expired",
+                "password authentication failed for user \"app\"; token expired",
+            ),
+            (
+                "http://127.0.0.1:8080/tasks: 500",
+                "http://127.0.0.1:8080/tasks: 500",
+            ),
+            ("", ""),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact_text(input), expected, "input: {input}");
+        }
+    }
+
+    /// Printable ASCII, space, quotes, backslash and URL delimiters included.
+    fn password() -> impl Strategy<Value = String> {
+        "[ -~]{1,24}"
+    }
+
+    /// `pw` quoted for a libpq keyword/value string.
+    fn libpq_quoted(pw: &str) -> String {
+        format!("'{}'", pw.replace('\\', r"\\").replace('\'', r"\'"))
+    }
+
+    /// `pw` unquoted for a libpq keyword/value string: whitespace, quotes and `\` escaped.
+    fn libpq_unquoted(pw: &str) -> String {
+        pw.chars()
+            .flat_map(|c| {
+                let escape = c == '\\' || c == '\'' || c == '"' || c.is_whitespace();
+                escape.then_some('\\').into_iter().chain([c])
+            })
+            .collect()
+    }
+
+    /// The honest check: the output must be exactly `expected`, which does not depend on the
+    /// password, so it carries nothing of it. "Does not contain the password" is checked too,
+    /// unless the password is short or happens to be a piece of the fixed text around it (a
+    /// password of `5432` is in `h:5432` whatever the redactor does).
+    fn assert_hidden(output: &str, expected: &str, pw: &str) -> Result<(), TestCaseError> {
+        prop_assert_eq!(output, expected);
+        if pw.len() >= 4 && !expected.contains(pw) {
+            prop_assert!(!output.contains(pw));
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn url_passwords_never_show(pw in password(), query in prop::bool::ANY) {
+            let query = if query { "?sslmode=require&application_name=jobs" } else { "" };
+            let url = format!("postgres://u:{pw}@h:5432/db{query}");
+            assert_hidden(&redact_url(&url), &format!("postgres://u:***@h:5432/db{query}"), &pw)?;
+        }
+
+        #[test]
+        fn query_passwords_never_show(pw in password()) {
+            let encoded = percent_encoding::utf8_percent_encode(&pw, percent_encoding::NON_ALPHANUMERIC);
+            let url = format!("postgres://h:5432/db?password={encoded}&sslmode=require");
+            assert_hidden(&redact_url(&url), "postgres://h:5432/db?password=***&sslmode=require", &pw)?;
+        }
+
+        #[test]
+        fn keyword_passwords_never_show(pw in password()) {
+            let dsn = format!("host=h user=u password={} dbname=db", libpq_quoted(&pw));
+            assert_hidden(&redact_url(&dsn), "host=h user=u password='***' dbname=db", &pw)?;
+            let dsn = format!("host=h password={} dbname=db", libpq_unquoted(&pw));
+            assert_hidden(&redact_url(&dsn), "host=h password=*** dbname=db", &pw)?;
+        }
+
+        /// In text a URL ends at whitespace, so the password has no whitespace, or no `@` (see
+        /// the known limit on `redact_text`).
+        #[test]
+        fn passwords_in_text_never_show(
+            pw in prop_oneof!["[!-~]{1,24}", "[ -?A-~]{1,24}"],
+        ) {
+            let text = format!("error: `postgres://u:{pw}@h:5432/db`: timed out (attempt 2)");
+            assert_hidden(
+                &redact_text(&text),
+                "error: `postgres://u:***@h:5432/db`: timed out (attempt 2)",
+                &pw,
+            )?;
+            let text = format!("bad DSN host=h password = {} dbname=db: refused", libpq_quoted(&pw));
+            assert_hidden(&redact_text(&text), "bad DSN host=h password = '***' dbname=db: refused", &pw)?;
+        }
+    }
+}
