@@ -298,7 +298,12 @@ impl HttpSource {
                 timeout: self.timeout,
             }
         } else {
-            ConfigError::fetch(self.describe(), error_chain(&error.without_url()))
+            // Without its URL the chain names none, as far as reqwest goes; redacting anyway
+            // keeps a URL nested in a cause (a proxy's, a redirect's) from slipping through.
+            ConfigError::fetch(
+                self.describe(),
+                crate::redact::redact_text(&error_chain(&error.without_url())),
+            )
         }
     }
 }
@@ -324,7 +329,9 @@ fn same_host_redirects() -> reqwest::redirect::Policy {
     })
 }
 
-/// `url` with any userinfo replaced by `***` and secret-looking query values hidden.
+/// `url` with any userinfo replaced by `***` and secret-looking query values hidden, then through
+/// [`crate::redact::redact_url`] for what the parser did not see as user info (an unencoded `/` in
+/// a password makes `http://u:12/34@h/` parse as host `u`, port 12).
 pub(super) fn redact_url(url: &Url) -> String {
     let mut shown = url.clone();
     if !url.username().is_empty() || url.password().is_some() {
@@ -348,7 +355,7 @@ pub(super) fn redact_url(url: &Url) -> String {
             .collect();
         shown.query_pairs_mut().clear().extend_pairs(pairs);
     }
-    shown.to_string().replace("%2A%2A%2A", "***")
+    crate::redact::redact_url(&shown.to_string().replace("%2A%2A%2A", "***"))
 }
 
 /// Redacts a string that may or may not parse as a URL.
@@ -383,6 +390,17 @@ mod tests {
         assert_eq!(redact_url(&url), "https://***@h.example/");
         let url = Url::parse("http://h.example:8080/tasks.json").unwrap();
         assert_eq!(redact_url(&url), "http://h.example:8080/tasks.json");
+    }
+
+    #[test]
+    fn a_password_the_parser_misreads_is_still_hidden() {
+        // An unencoded `/` makes the parser see host `u`, port 12 and a path holding the rest.
+        let url = Url::parse("http://u:12/34@h.example/x").unwrap();
+        assert_eq!(redact_url(&url), "http://u:***@h.example/x");
+        assert_eq!(
+            redact("http://u:pa/ss@h.example/x"),
+            "<unparseable URL with credentials>"
+        );
     }
 
     #[test]
