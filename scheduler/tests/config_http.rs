@@ -1,5 +1,6 @@
 //! `HttpSource` against a real HTTP server on 127.0.0.1: conditional requests, status errors,
-//! timeouts, garbage bodies, auth headers and content types.
+//! timeouts, garbage bodies, auth headers, content types, and redirects that must not carry
+//! credentials to another origin.
 
 mod config_support;
 
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use config_support::doc_json;
@@ -91,8 +92,9 @@ async fn serve(State(state): State<Shared>, headers: HeaderMap) -> Response {
 
 /// Starts a server on 127.0.0.1:0 serving `served` at `/tasks`; returns its URL and state.
 ///
-/// `/moved` redirects to `/tasks`; `/elsewhere` redirects to the same server named `localhost`
-/// (another host as far as the client can tell).
+/// `/moved` redirects to `/tasks` (and `/moved-twice` to `/moved`), `/loop` to itself;
+/// `/elsewhere` redirects to the same server named `localhost` (another host as far as the
+/// client can tell).
 async fn start(served: Served) -> (String, Shared) {
     let state = Arc::new(Mutex::new(served));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -101,6 +103,11 @@ async fn start(served: Served) -> (String, Shared) {
     let app = Router::new()
         .route("/tasks", get(serve))
         .route("/moved", get(|| async { Redirect::temporary("/tasks") }))
+        .route(
+            "/moved-twice",
+            get(|| async { Redirect::temporary("/moved") }),
+        )
+        .route("/loop", get(|| async { Redirect::temporary("/loop") }))
         .route(
             "/elsewhere",
             get(move || async move { Redirect::temporary(&elsewhere) }),
@@ -389,30 +396,143 @@ async fn content_type_decides_the_format() {
     assert_eq!(raw.format, Some(ConfigFormat::Yaml));
 }
 
+/// Every request a recording server received: its path and query, and its headers.
+type Received = Arc<Mutex<Vec<(String, HeaderMap)>>>;
+
+/// Starts a server on 127.0.0.1:0 (so on a port of its own) that records every request and
+/// answers it with `doc_json(1)`, or with a redirect to `redirect_to`. Returns `http://addr`.
+async fn start_recorder(redirect_to: Option<String>) -> (String, Received) {
+    let received = Received::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let record = received.clone();
+    let app = Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
+        record.lock().unwrap().push((uri.to_string(), headers));
+        let redirect_to = redirect_to.clone();
+        async move {
+            match redirect_to {
+                Some(location) => Redirect::temporary(&location).into_response(),
+                None => doc_json(1).into_response(),
+            }
+        }
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), received)
+}
+
+fn header_of<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
 #[tokio::test]
-async fn redirects_are_followed_only_within_the_host() {
-    let (url, _state) = start(Served {
-        required: vec![("x-api-key", "k3y")],
+async fn a_same_origin_redirect_is_followed_with_the_credentials() {
+    let (url, state) = start(Served {
+        required: vec![("authorization", "Bearer s3cret"), ("x-api-key", "k3y")],
         ..json_served(1)
     })
     .await;
-    let mut moved = HttpSource::builder(url.replace("/tasks", "/moved"))
+    for path in ["/moved", "/moved-twice"] {
+        let mut moved = HttpSource::builder(url.replace("/tasks", path))
+            .bearer_token("s3cret")
+            .header("X-Api-Key", "k3y")
+            .build()
+            .unwrap();
+        let Fetched::Changed(raw) = moved.fetch().await.unwrap() else {
+            panic!("a same-origin redirect is followed");
+        };
+        assert_eq!(raw.text, doc_json(1));
+    }
+    // `/tasks` answers 401 without both, so they arrived at the final path.
+    let statuses: Vec<u16> = state.lock().unwrap().seen.iter().map(|s| s.2).collect();
+    assert_eq!(statuses, [200, 200]);
+
+    let mut looping = HttpSource::builder(url.replace("/tasks", "/loop"))
+        .build()
+        .unwrap();
+    let err = looping.fetch().await.unwrap_err();
+    assert!(err.to_string().contains("more than 5 redirects"), "{err}");
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_port_is_refused_and_gets_no_credentials() {
+    let (other, other_received) = start_recorder(None).await;
+    // Credentials in the redirect target itself must not show in the error either.
+    let target = format!(
+        "{}/tasks?token=t4rget&env=prod",
+        other.replace("http://", "http://user:l3ak@")
+    );
+    let (first, first_received) = start_recorder(Some(target)).await;
+    let mut source = HttpSource::builder(format!("{first}/tasks"))
+        .bearer_token("s3cret")
         .header("X-Api-Key", "k3y")
         .build()
         .unwrap();
-    let Fetched::Changed(raw) = moved.fetch().await.unwrap() else {
-        panic!("a same-host redirect is followed");
-    };
-    assert_eq!(raw.text, doc_json(1));
 
+    let err = source.fetch().await.unwrap_err();
+    assert!(matches!(err, ConfigError::Fetch { .. }), "{err:?}");
+    let message = err.to_string();
+    let shown_target = format!(
+        "{}/tasks?token=***&env=prod",
+        other.replace("http://", "http://***@")
+    );
+    assert!(
+        message.contains(&format!(
+            "redirected to {shown_target}, which is not {first}"
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("point SCHEDULER_CONFIG at the final URL"),
+        "{message}"
+    );
+    for secret in ["s3cret", "k3y", "l3ak", "t4rget"] {
+        assert!(!message.contains(secret), "{message}");
+        assert!(!format!("{err:?}").contains(secret), "{err:?}");
+    }
+
+    // The configured origin got the credentials; the other port got nothing at all.
+    {
+        let first_received = first_received.lock().unwrap();
+        assert_eq!(first_received.len(), 1);
+        assert_eq!(
+            header_of(&first_received[0].1, "authorization"),
+            Some("Bearer s3cret")
+        );
+        assert_eq!(header_of(&first_received[0].1, "x-api-key"), Some("k3y"));
+    }
+    assert!(other_received.lock().unwrap().is_empty());
+
+    // The recorder does see credentials that reach it: asked directly, it records them.
+    let mut direct = HttpSource::builder(format!("{other}/tasks"))
+        .bearer_token("s3cret")
+        .header("X-Api-Key", "k3y")
+        .build()
+        .unwrap();
+    assert!(matches!(direct.fetch().await.unwrap(), Fetched::Changed(_)));
+    let other_received = other_received.lock().unwrap();
+    assert_eq!(other_received.len(), 1);
+    assert_eq!(other_received[0].0, "/tasks");
+    assert_eq!(
+        header_of(&other_received[0].1, "authorization"),
+        Some("Bearer s3cret")
+    );
+    assert_eq!(header_of(&other_received[0].1, "x-api-key"), Some("k3y"));
+}
+
+#[tokio::test]
+async fn a_redirect_to_another_host_name_is_refused() {
+    let (url, state) = start(json_served(1)).await;
     let mut elsewhere = HttpSource::builder(url.replace("/tasks", "/elsewhere"))
         .header("X-Api-Key", "k3y")
         .build()
         .unwrap();
     let err = elsewhere.fetch().await.unwrap_err();
+    let localhost = url.replace("127.0.0.1", "localhost");
     assert!(
         err.to_string()
-            .contains("redirect to another host (localhost) refused"),
+            .contains(&format!("the server redirected to {localhost}")),
         "{err}"
     );
+    // `/tasks` was never asked, under either name.
+    assert!(state.lock().unwrap().seen.is_empty());
 }

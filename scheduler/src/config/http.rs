@@ -1,7 +1,9 @@
 //! [`HttpSource`]: a config document served over HTTP(S), polled with conditional requests.
 //!
 //! Owns the request (headers, token, timeout, `If-None-Match` / `If-Modified-Since`) and the
-//! mapping of responses to [`Fetched`]. URLs are redacted before they reach a log or an error.
+//! mapping of responses to [`Fetched`], and where requests may go: redirects stay within the
+//! configured origin, so credentials never reach another one. URLs are redacted before they reach
+//! a log or an error.
 
 use std::fmt;
 use std::time::Duration;
@@ -13,6 +15,7 @@ use reqwest::header::{
 };
 use reqwest::{StatusCode, Url};
 
+use super::settings::ENV_CONFIG;
 use super::{ConfigError, ConfigFormat, ConfigSource, Fetched, RawConfig};
 use crate::error::error_chain;
 
@@ -22,7 +25,7 @@ pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 /// A body larger than this is refused rather than buffered: a task list is a few kilobytes.
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// Redirects followed per request, all within the configured host.
+/// Redirects followed per request, all within the configured origin.
 const MAX_REDIRECTS: usize = 5;
 
 /// Query parameters whose values are hidden in [`ConfigSource::describe`] (matched as substrings,
@@ -44,8 +47,11 @@ const SECRET_QUERY_HINTS: &[&str] = &[
 /// back as `If-None-Match` / `If-Modified-Since`, and `304 Not Modified` means
 /// [`Fetched::Unchanged`]. Any other non-2xx status is an error naming it. The format comes from
 /// the response's `Content-Type`, else it is sniffed. Credentials in the URL (`user:pass@`) are
-/// sent as basic auth and never shown. Redirects are followed only within the same host, so
-/// headers and tokens never leave it.
+/// sent as basic auth and never shown.
+///
+/// Redirects are followed (at most 5) only within the configured origin (scheme, host and port):
+/// the token, the headers and URL credentials go with every request, so a redirect elsewhere is
+/// an error naming its target, and the fix is to configure the final URL.
 ///
 /// ```
 /// use std::time::Duration;
@@ -198,17 +204,18 @@ impl HttpSourceBuilder {
                 "the HTTP timeout must be greater than zero",
             ));
         }
+        let description = redact_url(&url);
         let client = reqwest::Client::builder()
             .timeout(self.timeout)
             .connect_timeout(self.timeout)
-            .redirect(same_host_redirects())
+            .redirect(same_origin_redirects(url.clone()))
             .build()
             .map_err(|e| {
                 ConfigError::invalid_setting("http client", error_chain(&e.without_url()))
             })?;
         Ok(HttpSource {
             client,
-            description: redact_url(&url),
+            description,
             url,
             headers: self.headers,
             timeout: self.timeout,
@@ -293,40 +300,74 @@ impl ConfigSource for HttpSource {
 impl HttpSource {
     fn request_error(&self, error: reqwest::Error) -> ConfigError {
         if error.is_timeout() {
-            ConfigError::Timeout {
+            return ConfigError::Timeout {
                 source_name: self.describe(),
                 timeout: self.timeout,
-            }
-        } else {
-            // Without its URL the chain names none, as far as reqwest goes; redacting anyway
-            // keeps a URL nested in a cause (a proxy's, a redirect's) from slipping through.
-            ConfigError::fetch(
-                self.describe(),
-                crate::redact::redact_text(&error_chain(&error.without_url())),
-            )
+            };
         }
+        let error = error.without_url();
+        // A refused redirect says all there is to say; reqwest's "error following redirect"
+        // around it adds nothing.
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+        while let Some(e) = cause {
+            if let Some(refusal) = e.downcast_ref::<RedirectRefusal>() {
+                return ConfigError::fetch(self.describe(), refusal);
+            }
+            cause = e.source();
+        }
+        // Without its URL the chain names none, as far as reqwest goes; redacting anyway keeps
+        // a URL nested in a cause (a proxy's, a redirect's) from slipping through.
+        ConfigError::fetch(
+            self.describe(),
+            crate::redact::redact_text(&error_chain(&error)),
+        )
     }
 }
 
-/// Follows redirects only within the configured host: extra headers (an API key) would otherwise
-/// be sent to wherever a redirect points. reqwest drops `Authorization` across hosts, but not
-/// custom headers.
-fn same_host_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let origin = attempt.previous().first().and_then(Url::host_str);
-        let target = attempt.url().host_str();
-        if attempt.previous().len() > MAX_REDIRECTS {
-            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
-        } else if target != origin {
-            let message = format!(
-                "redirect to another host ({}) refused; configure the final URL instead",
-                target.unwrap_or("none")
-            );
-            attempt.error(message)
-        } else {
-            attempt.follow()
+/// Follows redirects only within the origin of `configured`: the token, custom headers and URL
+/// credentials are sent with every request, and reqwest only drops `Authorization` when the
+/// origin changes, not custom headers (an API key).
+fn same_origin_redirects(configured: Url) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
+        // `previous` holds every URL requested so far, the configured one first.
+        match check_redirect(&configured, attempt.url(), attempt.previous().len()) {
+            Ok(()) => attempt.follow(),
+            Err(refusal) => attempt.error(refusal),
         }
     })
+}
+
+/// Whether a redirect to `target`, after `requests` requests to `configured`'s origin, may be
+/// followed. Origins compare scheme, host and port (a default port equals its explicit form).
+fn check_redirect(configured: &Url, target: &Url, requests: usize) -> Result<(), RedirectRefusal> {
+    if target.origin() != configured.origin() {
+        Err(RedirectRefusal::OtherOrigin {
+            target: redact_url(target),
+            origin: configured.origin().ascii_serialization(),
+        })
+    } else if requests > MAX_REDIRECTS {
+        Err(RedirectRefusal::TooMany)
+    } else {
+        Ok(())
+    }
+}
+
+/// Why a redirect was not followed; the message of the fetch error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum RedirectRefusal {
+    #[error(
+        "the server redirected to {target}, which is not {origin} (another scheme, host or \
+         port); not followed, because the token, headers and URL credentials are never sent to \
+         another origin: point {ENV_CONFIG} at the final URL"
+    )]
+    OtherOrigin {
+        /// The redacted target.
+        target: String,
+        /// The configured origin, `scheme://host:port`.
+        origin: String,
+    },
+    #[error("more than {MAX_REDIRECTS} redirects")]
+    TooMany,
 }
 
 /// `url` with any userinfo replaced by `***` and secret-looking query values hidden, then through
@@ -400,6 +441,59 @@ mod tests {
         assert_eq!(
             redact("http://u:pa/ss@h.example/x"),
             "<unparseable URL with credentials>"
+        );
+    }
+
+    #[test]
+    fn redirects_stay_within_the_origin() {
+        let configured = Url::parse("https://cfg.example/app/tasks.json").unwrap();
+        let url = |s: &str| Url::parse(s).unwrap();
+        for same in [
+            "https://cfg.example/app/v2/tasks.json",
+            "https://CFG.example:443/other?x=1",
+        ] {
+            assert_eq!(check_redirect(&configured, &url(same), 1), Ok(()), "{same}");
+        }
+        assert_eq!(
+            check_redirect(&configured, &url("https://cfg.example/x"), MAX_REDIRECTS),
+            Ok(())
+        );
+        assert_eq!(
+            check_redirect(
+                &configured,
+                &url("https://cfg.example/x"),
+                MAX_REDIRECTS + 1
+            ),
+            Err(RedirectRefusal::TooMany)
+        );
+        for other in [
+            "http://cfg.example/app/tasks.json",
+            "https://cfg.example:8443/app/tasks.json",
+            "https://cdn.cfg.example/app/tasks.json",
+            "https://evil.example/app/tasks.json",
+        ] {
+            let refusal = check_redirect(&configured, &url(other), 1).unwrap_err();
+            let message = refusal.to_string();
+            assert!(message.contains(other), "{message}");
+            assert!(message.contains("https://cfg.example"), "{message}");
+            assert!(
+                message.contains("point SCHEDULER_CONFIG at the final URL"),
+                "{message}"
+            );
+        }
+        // The target is shown redacted.
+        let refusal = check_redirect(
+            &configured,
+            &url("https://u:pw@evil.example/t?token=abc&env=prod"),
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(
+            refusal,
+            RedirectRefusal::OtherOrigin {
+                target: "https://***@evil.example/t?token=***&env=prod".to_owned(),
+                origin: "https://cfg.example".to_owned(),
+            }
         );
     }
 
