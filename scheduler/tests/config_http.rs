@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
-use config_support::doc_json;
+use config_support::{LogCapture, doc_json};
 use scheduler::config::{
     ConfigError, ConfigFormat, ConfigSettings, ConfigSource, ConfigWatcher, Fetched, HttpSource,
     PollOutcome, source_from_location,
@@ -535,4 +535,41 @@ async fn a_redirect_to_another_host_name_is_refused() {
     );
     // `/tasks` was never asked, under either name.
     assert!(state.lock().unwrap().seen.is_empty());
+}
+
+#[test]
+fn credentials_over_plain_http_to_a_remote_host_are_warned_about_at_build() {
+    let logs = LogCapture::start();
+    let warning = "travel unencrypted";
+    HttpSource::builder("http://config.example.invalid/tasks.json")
+        .bearer_token("s3cret")
+        .build()
+        .unwrap();
+    assert_eq!(logs.count(warning), 1, "{}", logs.text());
+    assert!(
+        logs.text()
+            .contains("source=http://config.example.invalid/tasks.json"),
+        "{}",
+        logs.text()
+    );
+    HttpSource::builder("http://deploy:pa55@10.1.2.3:8080/tasks.json")
+        .build()
+        .unwrap();
+    assert_eq!(logs.count(warning), 2, "{}", logs.text());
+
+    // Encrypted, loopback, or nothing to protect: no warning.
+    HttpSource::builder("https://config.example.invalid/tasks.json")
+        .bearer_token("s3cret")
+        .header("X-Env", "prod")
+        .build()
+        .unwrap();
+    HttpSource::builder("http://127.0.0.1:8080/tasks.json")
+        .bearer_token("s3cret")
+        .build()
+        .unwrap();
+    HttpSource::builder("http://config.example.invalid/tasks.json")
+        .build()
+        .unwrap();
+    assert_eq!(logs.count(warning), 2, "{}", logs.text());
+    assert!(!logs.text().contains("s3cret") && !logs.text().contains("pa55"));
 }

@@ -6,6 +6,7 @@
 //! a log or an error.
 
 use std::fmt;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -51,7 +52,8 @@ const SECRET_QUERY_HINTS: &[&str] = &[
 ///
 /// Redirects are followed (at most 5) only within the configured origin (scheme, host and port):
 /// the token, the headers and URL credentials go with every request, so a redirect elsewhere is
-/// an error naming its target, and the fix is to configure the final URL.
+/// an error naming its target, and the fix is to configure the final URL. A source that sends
+/// credentials over plain `http://` to a host that is not loopback logs a warning when built.
 ///
 /// ```
 /// use std::time::Duration;
@@ -205,6 +207,15 @@ impl HttpSourceBuilder {
             ));
         }
         let description = redact_url(&url);
+        let has_credentials =
+            !self.headers.is_empty() || !url.username().is_empty() || url.password().is_some();
+        if credentials_travel_in_clear(&url, has_credentials) {
+            tracing::warn!(
+                source = %description,
+                "the config token, headers or URL credentials travel unencrypted: the URL is \
+                 http:// and the host is not loopback; use https://"
+            );
+        }
         let client = reqwest::Client::builder()
             .timeout(self.timeout)
             .connect_timeout(self.timeout)
@@ -370,6 +381,23 @@ enum RedirectRefusal {
     TooMany,
 }
 
+/// Whether credentials (`has_credentials`: a token, headers or URL user info) sent to `url` would
+/// cross the network unencrypted: plain `http://` to a host that is not loopback.
+fn credentials_travel_in_clear(url: &Url, has_credentials: bool) -> bool {
+    // The parser has normalised the host: IPv4 in dotted decimal, IPv6 in brackets.
+    let host = url.host_str().unwrap_or_default();
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<Ipv4Addr>().is_ok_and(|ip| ip.is_loopback())
+        || host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .and_then(|h| h.parse::<Ipv6Addr>().ok())
+            .is_some_and(|ip| {
+                ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            });
+    has_credentials && url.scheme() == "http" && !loopback
+}
+
 /// `url` with any userinfo replaced by `***` and secret-looking query values hidden, then through
 /// [`crate::redact::redact_url`] for what the parser did not see as user info (an unencoded `/` in
 /// a password makes `http://u:12/34@h/` parse as host `u`, port 12).
@@ -495,6 +523,33 @@ mod tests {
                 origin: "https://cfg.example".to_owned(),
             }
         );
+    }
+
+    #[test]
+    fn credentials_in_clear_only_over_http_to_a_host_that_is_not_loopback() {
+        let in_clear = |url: &str, has_credentials| {
+            credentials_travel_in_clear(&Url::parse(url).unwrap(), has_credentials)
+        };
+        for url in [
+            "http://config.example/t",
+            "http://10.0.0.7:8080/t",
+            "http://[2001:db8::1]/t",
+            "http://localhost.example/t",
+        ] {
+            assert!(in_clear(url, true), "{url}");
+            assert!(!in_clear(url, false), "{url}");
+        }
+        for url in [
+            "https://config.example/t",
+            "http://localhost:8080/t",
+            "http://LOCALHOST/t",
+            "http://127.0.0.1/t",
+            "http://127.3.2.1:9/t",
+            "http://[::1]:8080/t",
+            "http://[::ffff:127.0.0.1]/t",
+        ] {
+            assert!(!in_clear(url, true), "{url}");
+        }
     }
 
     #[test]
