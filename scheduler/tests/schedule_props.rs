@@ -202,15 +202,10 @@ impl Expression {
         texts.join(" ")
     }
 
+    /// cronie's rule: fixed-time unless the minute or the hour field starts with `*`; the
+    /// seconds field plays no part.
     fn fixed_time(&self) -> bool {
-        let hour = &self.fields[2];
-        !hour.starts_with_star()
-            && !hour.items.iter().any(|item| {
-                matches!(
-                    item,
-                    Item::Range(_, _, Some(_)) | Item::From(..) | Item::Star(Some(_))
-                )
-            })
+        !self.fields[1].starts_with_star() && !self.fields[2].starts_with_star()
     }
 
     /// Vixie cron's day rule, with `+` forcing AND.

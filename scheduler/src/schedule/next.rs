@@ -2,8 +2,9 @@
 //! real instants in the task's zone under our DST policy (see the `schedule` module docs).
 //!
 //! croner is only ever given `NaiveDateTime`s here, so its own DST handling never runs: its
-//! fixed-time test (a single second, minute and hour) differs from ours (the hour field), and
-//! the engine needs one policy for every expression.
+//! fixed-time test (a single second, minute and hour) differs from ours (cronie's: neither the
+//! minute nor the hour field starts with `*`), and the engine needs one policy for every
+//! expression.
 
 use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike, Utc};
 use chrono_tz::{GapInfo, Tz};

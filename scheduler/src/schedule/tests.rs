@@ -239,22 +239,39 @@ fn unknown_time_zone_is_refused_clearly() {
 }
 
 #[test]
-fn fixed_time_is_decided_by_the_hour_field() {
+fn fixed_time_unless_the_minute_or_hour_field_starts_with_a_star() {
     let fixed = |expression: &str| {
         ScheduleSpec::parse(expression, "UTC")
             .unwrap()
             .is_fixed_time()
     };
     assert!(fixed("30 2 * * *"));
-    assert!(fixed("*/10 2 * * *"));
     assert!(fixed("0 9,17 * * *"));
     assert!(fixed("0 1-3 * * *"));
+    assert!(fixed("0,30 2 * * *"));
+    assert!(fixed("15 2 * * *"));
+    // cronie looks at the field's first character, not at whether it has a step.
+    assert!(fixed("0 1-10/3 * * *"));
+    assert!(fixed("0-59/10 2 * * *"));
     assert!(fixed("@daily"));
+    assert!(fixed("@midnight"));
+    assert!(fixed("@weekly"));
+    assert!(fixed("@monthly"));
+    assert!(fixed("@yearly"));
+
+    assert!(!fixed("*/20 1 * * *"));
+    assert!(!fixed("*/10 2 * * *"));
+    assert!(!fixed("* 2 * * *"));
     assert!(!fixed("0 * * * *"));
     assert!(!fixed("*/30 * * * *"));
     assert!(!fixed("0 */2 * * *"));
-    assert!(!fixed("0 1-10/3 * * *"));
     assert!(!fixed("@hourly"));
+
+    // The seconds field plays no part: only minute and hour decide.
+    assert!(fixed("*/10 30 2 * * *"));
+    assert!(fixed("* 0 9 * * *"));
+    assert!(!fixed("0 */10 2 * * *"));
+    assert!(!fixed("0 0 * * * *"));
 }
 
 #[test]
@@ -332,7 +349,8 @@ mod croner_alone {
 
     #[test]
     fn runs_a_job_with_two_fixed_hours_twice_in_a_repeated_hour() {
-        // croner's fixed-time test wants a single hour; ours looks at the hour field's form.
+        // croner's fixed-time test wants a single hour; ours (cronie's) looks at whether the
+        // minute or hour field starts with `*`.
         let zone: chrono_tz::Tz = "America/New_York".parse().unwrap();
         let after = zone.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
         let cron = Cron::from_str("30 1,13 * * *").unwrap();
