@@ -403,7 +403,8 @@ fn transitions(zone: Tz, year: i32) -> Vec<DateTime<Utc>> {
     out
 }
 
-/// Half uniform over 2020-2035, half within two days before a clock change.
+/// A third uniform over 2020-2035, a third within two days before a clock change, a third
+/// within two hours after one (so `after` can sit in the second half of a repeated range).
 fn after(zone: Tz) -> impl Strategy<Value = DateTime<Utc>> {
     let start = Utc
         .with_ymd_and_hms(2020, 1, 1, 0, 0, 0)
@@ -414,18 +415,23 @@ fn after(zone: Tz) -> impl Strategy<Value = DateTime<Utc>> {
         .unwrap()
         .timestamp();
     (
-        any::<bool>(),
+        0u8..3,
         start..end,
         2020i32..=2035,
         any::<usize>(),
         0i64..172_800,
+        0i64..7_200,
     )
-        .prop_map(move |(near_change, uniform, year, pick, before)| {
+        .prop_map(move |(choice, uniform, year, pick, before, since)| {
             let changes = transitions(zone, year);
-            if near_change && !changes.is_empty() {
-                changes[pick % changes.len()] - Duration::seconds(before)
-            } else {
-                DateTime::from_timestamp(uniform, 0).unwrap()
+            match choice {
+                1 if !changes.is_empty() => {
+                    changes[pick % changes.len()] - Duration::seconds(before)
+                }
+                2 if !changes.is_empty() => {
+                    changes[pick % changes.len()] + Duration::seconds(since)
+                }
+                _ => DateTime::from_timestamp(uniform, 0).unwrap(),
             }
         })
 }
