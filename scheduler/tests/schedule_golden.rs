@@ -1,5 +1,6 @@
-//! Golden vectors: `<workspace root>/../shared/cron-vectors.tsv` is the referee for fire
-//! times and refusals. A missing file fails the test; it never passes silently.
+//! Golden vectors: `tests/data/cron-vectors.tsv` is the referee for fire times and refusals.
+//! Its header says which rows are the shared referee's and which `tests/data/cron_reference.py`
+//! generated. A missing file fails the test; it never passes silently.
 
 use std::path::PathBuf;
 
@@ -7,8 +8,7 @@ use chrono::{DateTime, Utc};
 use scheduler::ScheduleSpec;
 
 fn vectors_path() -> PathBuf {
-    // scheduler/ -> workspace root -> its parent, where `shared/` sits beside the clone.
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/cron-vectors.tsv")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/cron-vectors.tsv")
 }
 
 fn instant(text: &str, line: &str) -> DateTime<Utc> {
@@ -21,8 +21,7 @@ fn every_vector_and_every_reject_row_holds() {
     let path = vectors_path();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|error| {
         panic!(
-            "cannot read the golden vectors at {}: {error}\n\
-             (the file lives in `shared/` beside the workspace root)",
+            "cannot read the golden vectors at {}: {error}",
             path.display()
         )
     });

@@ -202,15 +202,10 @@ impl Expression {
         texts.join(" ")
     }
 
+    /// cronie's rule: fixed-time unless the minute or the hour field starts with `*`; the
+    /// seconds field plays no part.
     fn fixed_time(&self) -> bool {
-        let hour = &self.fields[2];
-        !hour.starts_with_star()
-            && !hour.items.iter().any(|item| {
-                matches!(
-                    item,
-                    Item::Range(_, _, Some(_)) | Item::From(..) | Item::Star(Some(_))
-                )
-            })
+        !self.fields[1].starts_with_star() && !self.fields[2].starts_with_star()
     }
 
     /// Vixie cron's day rule, with `+` forcing AND.
@@ -408,7 +403,8 @@ fn transitions(zone: Tz, year: i32) -> Vec<DateTime<Utc>> {
     out
 }
 
-/// Half uniform over 2020-2035, half within two days before a clock change.
+/// A third uniform over 2020-2035, a third within two days before a clock change, a third
+/// within two hours after one (so `after` can sit in the second half of a repeated range).
 fn after(zone: Tz) -> impl Strategy<Value = DateTime<Utc>> {
     let start = Utc
         .with_ymd_and_hms(2020, 1, 1, 0, 0, 0)
@@ -419,18 +415,23 @@ fn after(zone: Tz) -> impl Strategy<Value = DateTime<Utc>> {
         .unwrap()
         .timestamp();
     (
-        any::<bool>(),
+        0u8..3,
         start..end,
         2020i32..=2035,
         any::<usize>(),
         0i64..172_800,
+        0i64..7_200,
     )
-        .prop_map(move |(near_change, uniform, year, pick, before)| {
+        .prop_map(move |(choice, uniform, year, pick, before, since)| {
             let changes = transitions(zone, year);
-            if near_change && !changes.is_empty() {
-                changes[pick % changes.len()] - Duration::seconds(before)
-            } else {
-                DateTime::from_timestamp(uniform, 0).unwrap()
+            match choice {
+                1 if !changes.is_empty() => {
+                    changes[pick % changes.len()] - Duration::seconds(before)
+                }
+                2 if !changes.is_empty() => {
+                    changes[pick % changes.len()] + Duration::seconds(since)
+                }
+                _ => DateTime::from_timestamp(uniform, 0).unwrap(),
             }
         })
 }

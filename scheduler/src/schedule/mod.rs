@@ -58,13 +58,24 @@
 //! strictly after the instant asked about. Where the wall clock jumps, the rule depends on
 //! what the expression is about:
 //!
-//! - A **fixed-time** job (the hour field names hours: `30 2 * * *`, `0 9,17 * * MON-FRI`)
-//!   belongs to a time of day. If that time falls into a spring-forward gap, the job runs at
-//!   the first instant after the gap. In a repeated fall-back hour it runs once, at the first
-//!   occurrence.
-//! - An **interval** job (the hour field is `*` or a step: `*/30 * * * *`, `0 * * * *`,
-//!   `0 */2 * * *`) runs at every real instant whose wall clock matches: nothing in a gap,
-//!   twice in a repeated hour.
+//! Which kind a job is follows cronie (its `MIN_STAR` and `HR_STAR` flags): the form of the
+//! minute and hour fields decides, not the values they expand to.
+//!
+//! - A **fixed-time** job (neither the minute nor the hour field starts with `*`:
+//!   `30 2 * * *`, `0 9,17 * * MON-FRI`, `0 1-3 * * *`, `0,30 2 * * *`, `@daily`) belongs to
+//!   times of day. If such a time falls into a spring-forward gap, the job runs at the first
+//!   instant after the gap (once, however many of its times the gap swallowed). In a repeated
+//!   fall-back range it runs once, at the first occurrence.
+//! - An **interval** job (the minute or the hour field starts with `*`: `*/30 * * * *`,
+//!   `0 * * * *`, `0 */2 * * *`, `*/20 1 * * *`, `@hourly`) runs at every real instant whose
+//!   wall clock matches: nothing in a gap, in both halves of a repeated range.
+//!
+//! A step that does not start with `*` keeps a field fixed (`0 1-10/3 * * *` is fixed-time,
+//! as in cronie), and the seconds field of the 6-field form plays no part
+//! (`*/10 30 2 * * *` is fixed-time, `0 */10 2 * * *` is an interval job). Not every zone
+//! shifts by an hour: Australia/Lord_Howe moves between +10:30 and +11:00, so there the gap
+//! and the repeated range are half an hour long (02:00-02:29 in October, 01:30-01:59 in
+//! April).
 //!
 //! ```
 //! use chrono::{DateTime, Utc};
@@ -90,6 +101,16 @@
 //!     fires,
 //!     [at("2026-11-01T05:30:00Z"), at("2026-11-01T06:00:00Z"), at("2026-11-01T06:30:00Z")]
 //! );
+//!
+//! // A minute field starting with `*` makes an interval job even with the hour named: every
+//! // 20 minutes of 01:00-01:59 EDT, then of 01:00-01:59 EST.
+//! let in_hour_one = ScheduleSpec::parse("*/20 1 * * *", "America/New_York")?;
+//! assert!(!in_hour_one.is_fixed_time());
+//! let fires: Vec<_> = in_hour_one.iter_after(at("2026-11-01T05:30:00Z")).take(3).collect();
+//! assert_eq!(
+//!     fires,
+//!     [at("2026-11-01T05:40:00Z"), at("2026-11-01T06:00:00Z"), at("2026-11-01T06:20:00Z")]
+//! );
 //! # Ok::<(), scheduler::schedule::ScheduleError>(())
 //! ```
 //!
@@ -113,8 +134,10 @@
 //! - reports errors such as "Number out of bounds." that name neither field nor value;
 //! - accepts expressions that never fire (`0 0 31 2 *`), which then fail at search time;
 //! - classifies a job as fixed-time only when second, minute and hour are each a single
-//!   value, so `30 1,13 * * *` would run twice in a repeated hour. (For single-hour jobs its
-//!   own DST handling on zoned date types agrees with ours on every golden vector.)
+//!   value, where we follow cronie (neither minute nor hour starts with `*`): croner would run
+//!   `30 1,13 * * *` twice in a repeated hour, and `*/20 1 * * *` only once. (For jobs with
+//!   a single second, minute and hour its own DST handling on zoned date types agrees with
+//!   ours on every golden vector.)
 //!
 //! So this module validates every field itself, writes a canonical numbers-only pattern for
 //! croner (with `+` where Vixie's rule means AND), asks croner only for the next matching
@@ -266,8 +289,16 @@ impl ScheduleSpec {
         self.timezone
     }
 
-    /// Whether the expression is a fixed-time job (the hour field names hours) rather than an
-    /// interval job (the hour field is `*` or a step); see the module docs on DST.
+    /// Whether the expression is a fixed-time job (neither the minute nor the hour field
+    /// starts with `*`) rather than an interval job; see the module docs on DST.
+    ///
+    /// ```
+    /// use scheduler::ScheduleSpec;
+    ///
+    /// let fixed = |expression| ScheduleSpec::parse(expression, "UTC").unwrap().is_fixed_time();
+    /// assert!(fixed("30 2 * * *") && fixed("0 9,17 * * *") && fixed("@daily"));
+    /// assert!(!fixed("*/20 1 * * *") && !fixed("0 */2 * * *") && !fixed("@hourly"));
+    /// ```
     pub fn is_fixed_time(&self) -> bool {
         self.compiled.kind == JobKind::FixedTime
     }

@@ -2,8 +2,9 @@
 //! real instants in the task's zone under our DST policy (see the `schedule` module docs).
 //!
 //! croner is only ever given `NaiveDateTime`s here, so its own DST handling never runs: its
-//! fixed-time test (a single second, minute and hour) differs from ours (the hour field), and
-//! the engine needs one policy for every expression.
+//! fixed-time test (a single second, minute and hour) differs from ours (cronie's: neither the
+//! minute nor the hour field starts with `*`), and the engine needs one policy for every
+//! expression.
 
 use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeDelta, TimeZone, Timelike, Utc};
 use chrono_tz::{GapInfo, Tz};
@@ -39,8 +40,15 @@ pub(crate) fn next_after(
         let in_first_half = after_offset == earlier;
         match kind {
             // A fixed-time job already ran on the first half; from inside the second half,
-            // skip ahead to the first wall-clock time that happens only once.
-            JobKind::FixedTime if !in_first_half => cursor = local + repeat,
+            // skip to the end of the repeated range, the first wall-clock time that happens
+            // only once. (Not `local + repeat`: that is `after` on the earlier offset's wall
+            // clock, past the end, and the walk would skip the times in between.)
+            JobKind::FixedTime if !in_first_half => {
+                // One repeat earlier the clock had not gone back yet.
+                let change = clock_goes_back(zone, after - repeat, after, later)?;
+                let end = change.naive_utc() + TimeDelta::seconds(i64::from(earlier));
+                cursor = end - TimeDelta::seconds(1);
+            }
             JobKind::Interval if in_first_half => {
                 second_half = first_in_second_half(cron, zone, after, repeat, earlier, later);
             }
@@ -107,23 +115,35 @@ fn first_in_second_half(
     earlier_offset: i32,
     later_offset: i32,
 ) -> Option<DateTime<Utc>> {
-    // Bisect for the instant the clock goes back: the offset is `earlier_offset` at `after`
-    // and `later_offset` one repeat later.
-    let mut before = after.with_nanosecond(0)?;
-    let mut at_or_after = before + repeat;
-    while at_or_after - before > TimeDelta::seconds(1) {
+    // The offset is `earlier_offset` at `after` and `later_offset` one repeat later.
+    let change = clock_goes_back(zone, after, after + repeat, later_offset)?;
+    let start = change.naive_utc() + TimeDelta::seconds(i64::from(later_offset));
+    let end = change.naive_utc() + TimeDelta::seconds(i64::from(earlier_offset));
+    let wall = cron.find_next_occurrence(&start, true).ok()?;
+    (wall < end).then(|| (wall - TimeDelta::seconds(i64::from(later_offset))).and_utc())
+}
+
+/// The instant the clock goes back to `later_offset`, to the second: `before` must still be on
+/// the earlier offset and `at_or_after` already on `later_offset`.
+fn clock_goes_back(
+    zone: Tz,
+    before: DateTime<Utc>,
+    at_or_after: DateTime<Utc>,
+    later_offset: i32,
+) -> Option<DateTime<Utc>> {
+    // Whole seconds (zones change their clocks on whole seconds), so the result can be
+    // handed to croner as a wall-clock time without a fraction.
+    let (mut before, mut at_or_after) = (before.timestamp(), at_or_after.timestamp());
+    while at_or_after - before > 1 {
         let middle = before + (at_or_after - before) / 2;
-        if offset_seconds(&middle.with_timezone(&zone)) == later_offset {
+        let zoned = DateTime::from_timestamp(middle, 0)?.with_timezone(&zone);
+        if offset_seconds(&zoned) == later_offset {
             at_or_after = middle;
         } else {
             before = middle;
         }
     }
-    let change = at_or_after;
-    let start = change.naive_utc() + TimeDelta::seconds(i64::from(later_offset));
-    let end = change.naive_utc() + TimeDelta::seconds(i64::from(earlier_offset));
-    let wall = cron.find_next_occurrence(&start, true).ok()?;
-    (wall < end).then(|| (wall - TimeDelta::seconds(i64::from(later_offset))).and_utc())
+    DateTime::from_timestamp(at_or_after, 0)
 }
 
 fn offset_seconds(zoned: &DateTime<Tz>) -> i32 {

@@ -32,9 +32,11 @@ const DAY_NAMES: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
 /// How a job treats daylight-saving transitions (see the module docs of `schedule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum JobKind {
-    /// The hour field names specific hours: the job belongs to a wall-clock time of day.
+    /// Neither the minute nor the hour field starts with `*`: the job belongs to wall-clock
+    /// times of day.
     FixedTime,
-    /// The hour field is `*` or a step: the job runs on every real instant that matches.
+    /// The minute or the hour field starts with `*`: the job runs on every real instant that
+    /// matches.
     Interval,
 }
 
@@ -75,10 +77,9 @@ struct ParsedField {
     specials: Vec<String>,
     /// The field is exactly `*`.
     is_star: bool,
-    /// The field starts with `*` (Vixie: the day field counts as unrestricted).
+    /// The field starts with `*` (Vixie: the day field counts as unrestricted; cronie: a
+    /// minute or hour field makes the job an interval job).
     starts_with_star: bool,
-    /// Some item has a `/step`.
-    has_step: bool,
     /// Day of week only: a leading `+` asks for AND with the day of month.
     force_and: bool,
 }
@@ -174,8 +175,10 @@ pub(crate) fn compile(expression: &str) -> Result<Compiled, ScheduleError> {
         parsed.push(one);
     }
 
-    let hour = &parsed[2];
-    let kind = if hour.starts_with_star || hour.has_step {
+    // cronie's rule (its MIN_STAR and HR_STAR flags): the form of the minute and hour fields
+    // decides, not the values they expand to, and the seconds field plays no part.
+    let (minute, hour) = (&parsed[1], &parsed[2]);
+    let kind = if minute.starts_with_star || hour.starts_with_star {
         JobKind::Interval
     } else {
         JobKind::FixedTime
@@ -390,7 +393,6 @@ fn parse_item(field: CronField, item: &str, parsed: &mut ParsedField) -> Result<
                     allowed_steps,
                 ));
             }
-            parsed.has_step = true;
             (base, Some(step_value))
         }
     };

@@ -1,5 +1,7 @@
-//! Messages and classification; fire times are covered by `tests/schedule_golden.rs` and
-//! `tests/schedule_props.rs`.
+//! Messages, classification and pinned DST regressions; fire times at large are covered by
+//! `tests/schedule_golden.rs` and `tests/schedule_props.rs`.
+
+use chrono::{DateTime, Utc};
 
 use super::{CronField, ScheduleSpec};
 
@@ -239,22 +241,93 @@ fn unknown_time_zone_is_refused_clearly() {
 }
 
 #[test]
-fn fixed_time_is_decided_by_the_hour_field() {
+fn fixed_time_unless_the_minute_or_hour_field_starts_with_a_star() {
     let fixed = |expression: &str| {
         ScheduleSpec::parse(expression, "UTC")
             .unwrap()
             .is_fixed_time()
     };
     assert!(fixed("30 2 * * *"));
-    assert!(fixed("*/10 2 * * *"));
     assert!(fixed("0 9,17 * * *"));
     assert!(fixed("0 1-3 * * *"));
+    assert!(fixed("0,30 2 * * *"));
+    assert!(fixed("15 2 * * *"));
+    // cronie looks at the field's first character, not at whether it has a step.
+    assert!(fixed("0 1-10/3 * * *"));
+    assert!(fixed("0-59/10 2 * * *"));
     assert!(fixed("@daily"));
+    assert!(fixed("@midnight"));
+    assert!(fixed("@weekly"));
+    assert!(fixed("@monthly"));
+    assert!(fixed("@yearly"));
+
+    assert!(!fixed("*/20 1 * * *"));
+    assert!(!fixed("*/10 2 * * *"));
+    assert!(!fixed("* 2 * * *"));
     assert!(!fixed("0 * * * *"));
     assert!(!fixed("*/30 * * * *"));
     assert!(!fixed("0 */2 * * *"));
-    assert!(!fixed("0 1-10/3 * * *"));
     assert!(!fixed("@hourly"));
+
+    // The seconds field plays no part: only minute and hour decide.
+    assert!(fixed("*/10 30 2 * * *"));
+    assert!(fixed("* 0 9 * * *"));
+    assert!(!fixed("0 */10 2 * * *"));
+    assert!(!fixed("0 0 * * * *"));
+}
+
+#[track_caller]
+fn assert_fires(expression: &str, zone: &str, after: &str, expected: &[&str]) {
+    let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+    let spec = ScheduleSpec::parse(expression, zone).unwrap();
+    let fires: Vec<DateTime<Utc>> = spec.iter_after(at(after)).take(expected.len()).collect();
+    let expected: Vec<DateTime<Utc>> = expected.iter().map(|s| at(s)).collect();
+    assert_eq!(fires, expected, "`{expression}` in {zone} after {after}");
+}
+
+/// Asked from the second half of a repeated range, a fixed-time job still runs at its times
+/// that come after the range, right after it. Expected instants from
+/// `tests/data/cron_reference.py`.
+#[test]
+fn fixed_time_job_asked_from_the_second_half_of_a_repeated_range() {
+    // Lord Howe, 2026-04-05: 02:00 LHDT (+11:00, 15:00Z) goes back to 01:30 LHST (+10:30), so
+    // 01:30-01:59 happens twice and 02:00 LHST is 15:30Z.
+    let lord_howe = "Australia/Lord_Howe";
+    assert_fires(
+        "0 2 * * *",
+        lord_howe,
+        "2026-04-04T15:00:00Z",
+        &["2026-04-04T15:30:00Z", "2026-04-05T15:30:00Z"],
+    );
+    assert_fires(
+        "15 2 * * *",
+        lord_howe,
+        "2026-04-04T15:20:00Z",
+        &["2026-04-04T15:45:00Z", "2026-04-05T15:45:00Z"],
+    );
+    assert_fires(
+        "10 1-3 * * *",
+        lord_howe,
+        "2026-04-04T15:10:00Z",
+        &["2026-04-04T15:40:00Z", "2026-04-04T16:40:00Z"],
+    );
+    // The same in a whole-hour zone: New York repeats 01:00-01:59 on 2026-11-01.
+    assert_fires(
+        "0 2 * * *",
+        "America/New_York",
+        "2026-11-01T06:00:00Z",
+        &["2026-11-01T07:00:00Z", "2026-11-02T07:00:00Z"],
+    );
+    assert_fires(
+        "0,20,40 1,2 * * *",
+        "America/New_York",
+        "2026-11-01T06:10:00Z",
+        &[
+            "2026-11-01T07:00:00Z",
+            "2026-11-01T07:20:00Z",
+            "2026-11-01T07:40:00Z",
+        ],
+    );
 }
 
 #[test]
@@ -332,7 +405,8 @@ mod croner_alone {
 
     #[test]
     fn runs_a_job_with_two_fixed_hours_twice_in_a_repeated_hour() {
-        // croner's fixed-time test wants a single hour; ours looks at the hour field's form.
+        // croner's fixed-time test wants a single hour; ours (cronie's) looks at whether the
+        // minute or hour field starts with `*`.
         let zone: chrono_tz::Tz = "America/New_York".parse().unwrap();
         let after = zone.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
         let cron = Cron::from_str("30 1,13 * * *").unwrap();
