@@ -31,7 +31,6 @@ mod context;
 pub mod engine;
 mod error;
 pub mod policy;
-pub mod redact;
 pub mod reconciler;
 pub mod redact;
 pub mod registry;

@@ -105,7 +105,7 @@ async fn node_survives_a_database_restart() {
         .await
         .expect("a throwaway PostgreSQL cluster");
     let rec = Arc::new(Recorder::default());
-    let scheduler = cluster_node(&cluster, "restart.tick", &rec)
+    let scheduler = cluster_node(&cluster, "survivor", "restart.tick", "* * * * * *", &rec)
         .lock_lifetime(Duration::from_secs(3))
         .heartbeat_interval(Duration::from_millis(500))
         .build()
@@ -146,17 +146,21 @@ async fn node_survives_a_database_restart() {
 
 /// Runs until told to stop; remembers that it was.
 #[task(name = "cutoff.task")]
-async fn cutoff_task(ctx: TaskContext) {
+async fn cutoff_task(ctx: TaskContext) -> Result<(), scheduler::Interrupted> {
     let _guard = recorder(&ctx).enter(&ctx);
     tokio::select! {
-        _ = ctx.cancelled() => recorder(&ctx).note_cancelled(),
-        _ = tokio::time::sleep(Duration::from_secs(120)) => {}
+        _ = ctx.cancelled() => {
+            recorder(&ctx).note_cancelled();
+            Err(ctx.interrupted())
+        }
+        _ = tokio::time::sleep(Duration::from_secs(120)) => Ok(()),
     }
 }
 
 /// The database goes away under a running handler: its lock cannot be renewed, so the handler
-/// is told to stop (before the lock could expire and another node take over), and once the
-/// database is back the run is recorded `lost` and the task runs again.
+/// is told to stop (before the lock could expire and another node take over); it says it did
+/// not finish, so once the database is back the run is recorded `interrupted` and the same
+/// tick runs again at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_cut_off_from_the_database_is_stopped_and_rerun() {
     scheduler_tests::init_tracing();
@@ -164,7 +168,7 @@ async fn a_handler_cut_off_from_the_database_is_stopped_and_rerun() {
         .await
         .expect("a throwaway PostgreSQL cluster");
     let rec = Arc::new(Recorder::default());
-    let scheduler = cluster_node(&cluster, "cutoff.task", &rec)
+    let scheduler = cluster_node(&cluster, "survivor", "cutoff.task", "* * * * * *", &rec)
         .lock_lifetime(Duration::from_secs(2))
         .lock_renew_interval(Duration::from_millis(500))
         .build()
@@ -191,33 +195,19 @@ async fn a_handler_cut_off_from_the_database_is_stopped_and_rerun() {
     .await;
     node.stop().await;
     let pool = sqlx::PgPool::connect(&cluster.url()).await.unwrap();
-    let first: (String, Option<String>) =
-        sqlx::query_as("SELECT status, error FROM scheduler_runs ORDER BY id LIMIT 1")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert_eq!(first.0, "lost", "{first:?}");
+    let runs: Vec<(String, Option<String>, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        "SELECT status, error, scheduled_at FROM scheduler_runs ORDER BY id LIMIT 2",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(runs[0].0, "interrupted", "{runs:?}");
+    assert!(
+        runs[0].1.as_deref().unwrap().contains("could not be renewed"),
+        "{runs:?}"
+    );
+    assert_eq!(runs[1].2, runs[0].2, "the interrupted tick ran again: {runs:?}");
     pool.close().await;
-}
-
-/// A node on `cluster` running only `task`, every second, with test-sized intervals.
-fn cluster_node(
-    cluster: &TempCluster,
-    task: &str,
-    rec: &Arc<Recorder>,
-) -> scheduler::SchedulerBuilder {
-    scheduler::Scheduler::builder()
-        .database_url(cluster.url())
-        .node_id("survivor")
-        .registry(
-            scheduler::TaskRegistry::collect()
-                .unwrap()
-                .retain(|n| n == task),
-        )
-        .poll_interval(Duration::from_millis(500))
-        .max_connections(4)
-        .config_document(doc(vec![entry(task, "* * * * * *")]))
-        .state(Arc::clone(rec))
 }
 
 fn tempfile_dir(tag: &str) -> std::path::PathBuf {

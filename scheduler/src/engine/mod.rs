@@ -331,8 +331,15 @@ impl Scheduler {
         // Handlers first: a run claimed from here on is handed back without starting.
         shared.handlers_cancel.cancel();
         stop.cancel();
-        shared.tracker.close();
         let deadline = tokio::time::Instant::now() + shared.settings.shutdown_timeout;
+        // A claim in flight finishes first, so its runs are handed back, not forgotten.
+        if tokio::time::timeout_at(deadline, workers.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("a background service (a claim in flight?) did not stop by the shutdown timeout");
+        }
+        shared.tracker.close();
         if tokio::time::timeout_at(deadline, shared.tracker.wait())
             .await
             .is_err()
@@ -358,12 +365,6 @@ impl Scheduler {
                     "some handlers did not stop (they block their threads); exiting without their outcomes: other nodes will treat those runs as lost"
                 );
             }
-        }
-        if tokio::time::timeout(HARD_STOP_WAIT, workers.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("a background service did not stop in time");
         }
     }
 }

@@ -161,10 +161,11 @@ pub(crate) fn hand_over_at(decision: &Decision, tick: DateTime<Utc>) -> Option<D
     decision.hand_over.then_some(tick)
 }
 
-/// An error text fit for storage: no NUL or other control characters but newline and tab (text
+/// An error text fit for logs and storage: secrets redacted (handler errors often quote the URL
+/// or DSN they failed on), no NUL or other control characters but newline and tab (text
 /// columns refuse NUL), at most [`MAX_ERROR_BYTES`], cut on a character boundary with a marker.
 pub(crate) fn clean_error(text: &str) -> String {
-    let mut clean: String = text
+    let mut clean: String = crate::redact::redact_text(text)
         .chars()
         .map(|c| {
             if c.is_control() && c != '\n' && c != '\t' {
@@ -277,6 +278,20 @@ mod tests {
         };
         assert!(run_end.unwrap().error.unwrap().contains("recovery = never"));
         assert_eq!(rerun_at, None);
+    }
+
+    #[test]
+    fn errors_are_redacted() {
+        let d = decide(
+            Ending::Returned(Err(err("cannot reach postgres://app:s3cret@db:5432/jobs: refused"))),
+            None,
+        );
+        assert_eq!(
+            d.end.error.as_deref(),
+            Some("cannot reach postgres://app:***@db:5432/jobs: refused")
+        );
+        let d = decide(Ending::Panicked("bad DSN host=db password='s3 cret'".into()), None);
+        assert!(!d.end.error.unwrap().contains("s3 cret"));
     }
 
     #[test]

@@ -178,6 +178,7 @@ pub(crate) fn skipped_ticks(
     claimed_at: DateTime<Utc>,
     previous_finished_at: Option<DateTime<Utc>>,
     run_id: i64,
+    cap: usize,
 ) -> Vec<SkipRecord> {
     let mut records: Vec<SkipRecord> = Vec::new();
     let mut counted = 0usize;
@@ -186,7 +187,7 @@ pub(crate) fn skipped_ticks(
             break;
         }
         counted += 1;
-        if counted > MAX_COUNTED_TICKS {
+        if counted > cap {
             if let Some(last) = records.last_mut() {
                 last.exact = false;
                 last.last_tick = claimed_at;
@@ -231,6 +232,7 @@ mod tests {
             at("2026-01-01T00:00:00.400Z"),
             None,
             1,
+            MAX_COUNTED_TICKS,
         );
         assert!(skips.is_empty());
     }
@@ -245,6 +247,7 @@ mod tests {
             at("2026-01-01T00:00:05.500Z"),
             Some(at("2026-01-01T00:00:02.500Z")),
             9,
+            MAX_COUNTED_TICKS,
         );
         assert_eq!(skips.len(), 2, "{skips:?}");
         assert_eq!(skips[0].reason, SkipReason::Overlap);
@@ -270,9 +273,10 @@ mod tests {
             at("2026-01-20T00:00:00Z"),
             None,
             1,
+            1_000,
         );
         assert_eq!(skips.len(), 1);
-        assert_eq!(skips[0].ticks, MAX_COUNTED_TICKS as i64);
+        assert_eq!(skips[0].ticks, 1_000);
         assert!(!skips[0].exact);
         assert_eq!(skips[0].last_tick, at("2026-01-20T00:00:00Z"));
     }

@@ -13,7 +13,7 @@ use super::Shared;
 use super::completer::Completion;
 use super::gate::{Gated, Stopped};
 use super::outcome::{self, Ending, StopReason};
-use super::rules::skipped_ticks;
+use super::rules::{MAX_COUNTED_TICKS, skipped_ticks};
 use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
 use crate::schedule::ScheduleSpec;
@@ -86,7 +86,9 @@ async fn account_skips(claimed: &ClaimedRun, spec: ScheduleSpec) -> Vec<crate::s
         claimed.previous_finished_at,
         claimed.run_id,
     );
-    let count = move || skipped_ticks(&task, &spec, scheduled, claimed_at, previous, run_id);
+    let count = move || {
+        skipped_ticks(&task, &spec, scheduled, claimed_at, previous, run_id, MAX_COUNTED_TICKS)
+    };
     if claimed_at - scheduled < chrono::TimeDelta::minutes(10) {
         count()
     } else {

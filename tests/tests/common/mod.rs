@@ -23,6 +23,8 @@ pub struct Recorder {
     running: Mutex<HashMap<String, usize>>,
     pub max_overlap: AtomicUsize,
     pub starts: Mutex<Vec<(String, DateTime<Utc>, String)>>,
+    /// Runs whose handler returned `Ok`: (task, tick).
+    pub finishes: Mutex<Vec<(String, DateTime<Utc>)>>,
     cancelled: AtomicUsize,
 }
 
@@ -42,6 +44,27 @@ impl Recorder {
             recorder: self,
             task: ctx.task_name().to_owned(),
         }
+    }
+
+    /// A handler is about to return `Ok`.
+    pub fn finished(&self, ctx: &TaskContext) {
+        self.finishes
+            .lock()
+            .unwrap()
+            .push((ctx.task_name().to_owned(), ctx.scheduled_at()));
+    }
+
+    /// Ticks of `task` started more than once, with how often.
+    pub fn ticks_started_twice(&self, task: &str) -> Vec<(DateTime<Utc>, usize)> {
+        let mut by_tick: HashMap<DateTime<Utc>, usize> = HashMap::new();
+        for (t, tick, _) in self.starts.lock().unwrap().iter() {
+            if t == task {
+                *by_tick.entry(*tick).or_default() += 1;
+            }
+        }
+        let mut twice: Vec<_> = by_tick.into_iter().filter(|(_, n)| *n > 1).collect();
+        twice.sort();
+        twice
     }
 
     /// A handler saw its context cancelled.
@@ -209,6 +232,26 @@ pub async fn count_runs(db: &TestSchema, task: &str, status: &str) -> i64 {
         .get(status)
         .copied()
         .unwrap_or(0)
+}
+
+/// A node on the private `cluster` running only `task`, on `cron`, with test-sized intervals.
+pub fn cluster_node(
+    cluster: &scheduler_tests::TempCluster,
+    id: &str,
+    task: &str,
+    cron: &str,
+    rec: &std::sync::Arc<Recorder>,
+) -> SchedulerBuilder {
+    let name = task.to_owned();
+    Scheduler::builder()
+        .database_url(cluster.url())
+        .node_id(id)
+        .registry(TaskRegistry::collect().unwrap().retain(move |n| n == name))
+        .poll_interval(Duration::from_millis(500))
+        .heartbeat_interval(Duration::from_millis(500))
+        .max_connections(4)
+        .config_document(doc(vec![entry(task, cron)]))
+        .state(std::sync::Arc::clone(rec))
 }
 
 /// A pool whose connections see the scheduler tables of `db` (its schema on the search path).
