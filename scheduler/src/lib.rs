@@ -30,6 +30,7 @@ pub mod config;
 mod context;
 pub mod engine;
 mod error;
+pub mod policy;
 pub mod reconciler;
 pub mod registry;
 pub mod schedule;
@@ -38,6 +39,7 @@ pub mod store;
 pub use context::{MissingState, TaskContext};
 pub use engine::{Scheduler, SchedulerBuilder, init_tracing, run, shutdown_signal};
 pub use error::{Error, Result};
+pub use policy::{Misfire, Recovery};
 
 pub use registry::{TaskDescriptor, TaskRegistry};
 pub use schedule::ScheduleSpec;
@@ -48,6 +50,7 @@ pub use scheduler_macros::task;
 /// Everything here may change in any release; only the macro may use it.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::policy::{Misfire, Recovery};
     pub use crate::registry::{IntoTaskResult, TaskFuture, TaskOptions};
     pub use crate::{TaskContext, TaskDescriptor};
     pub use inventory;
