@@ -30,15 +30,30 @@ pub type TaskFuture = Pin<Box<dyn Future<Output = Result<(), TaskError>> + Send 
 /// ```
 /// use std::time::Duration;
 /// use scheduler::registry::TaskOptions;
-/// use scheduler::Misfire;
+/// use scheduler::{task, Misfire, Recovery, TaskRegistry};
 ///
-/// // What `#[task(name = "...", timeout = "30m", misfire = "skip")]` registers.
-/// const OPTIONS: TaskOptions = TaskOptions::DEFAULT
-///     .timeout(Duration::from_secs(30 * 60))
-///     .misfire(Misfire::Skip);
-/// assert_eq!(OPTIONS.timeout, Some(Duration::from_secs(1800)));
-/// assert_eq!(OPTIONS.misfire, Some(Misfire::Skip));
-/// assert_eq!(OPTIONS.retries, None);
+/// #[task(name = "sendPayouts", timeout = "30m", retries = 3, misfire = "skip", recovery = "never")]
+/// async fn send_payouts() -> anyhow::Result<()> {
+///     Ok(())
+/// }
+///
+/// let registry = TaskRegistry::collect().unwrap();
+/// let options = registry.get("sendPayouts").unwrap().options;
+/// assert_eq!(options.timeout, Some(Duration::from_secs(30 * 60)));
+/// assert_eq!(options.retries, Some(3));
+/// assert_eq!(options.misfire, Some(Misfire::Skip));
+/// assert_eq!(options.recovery, Some(Recovery::Never));
+/// // Left out: the scheduler's default applies.
+/// assert_eq!(options.backoff, None);
+/// assert_eq!(options.lock_lifetime, None);
+///
+/// // The attribute expands to this constant.
+/// const SEND_PAYOUTS: TaskOptions = TaskOptions::DEFAULT
+///     .timeout(Duration::from_secs(1800))
+///     .retries(3)
+///     .misfire(Misfire::Skip)
+///     .recovery(Recovery::Never);
+/// assert_eq!(options, SEND_PAYOUTS);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
