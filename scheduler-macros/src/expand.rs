@@ -8,11 +8,13 @@
 //! Type checks that only rustc can do are placed at the user's tokens: the `Send + 'static`
 //! bound on the future at the function's name, the `IntoTaskResult` bound at the return type.
 
-use proc_macro2::{Span, TokenStream};
+use std::time::Duration;
+
+use proc_macro2::{Literal, Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::{Ident, Path, ReturnType};
 
-use crate::valid::Task;
+use crate::valid::{Policy, Task};
 
 /// The generated code for one task: the function, then its registration.
 pub fn expand(task: &Task) -> TokenStream {
@@ -21,8 +23,10 @@ pub fn expand(task: &Task) -> TokenStream {
         name,
         krate,
         takes_context,
+        policy,
     } = task;
     let private = quote!(#krate::__private);
+    let options = task_options(&private, policy);
     let fn_name = &func.sig.ident;
 
     // Hygienic (mixed-site) local, so a user fn that happens to be called `ctx` still resolves.
@@ -65,12 +69,58 @@ pub fn expand(task: &Task) -> TokenStream {
                     file: ::core::file!(),
                     line: ::core::line!(),
                     module_path: ::core::module_path!(),
-                    options: #private::TaskOptions::DEFAULT,
+                    options: #options,
                     handler: __scheduler_task_handler,
                 }
             }
         };
     }
+}
+
+/// The `TaskOptions` constant: `DEFAULT` with one setter call per option given. It must stay a
+/// const expression, since `inventory::submit!` places it in a static.
+fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
+    let Policy {
+        timeout,
+        retries,
+        backoff,
+        misfire,
+        lock_lifetime,
+        recovery,
+    } = policy;
+    let timeout = timeout.map(|d| {
+        let d = duration(d);
+        quote!(.timeout(#d))
+    });
+    let retries = retries.map(|n| {
+        let n = Literal::u32_unsuffixed(n);
+        quote!(.retries(#n))
+    });
+    let backoff = backoff.map(|d| {
+        let d = duration(d);
+        quote!(.backoff(#d))
+    });
+    let misfire = misfire
+        .as_ref()
+        .map(|variant| quote!(.misfire(#private::Misfire::#variant)));
+    let lock_lifetime = lock_lifetime.map(|d| {
+        let d = duration(d);
+        quote!(.lock_lifetime(#d))
+    });
+    let recovery = recovery
+        .as_ref()
+        .map(|variant| quote!(.recovery(#private::Recovery::#variant)));
+    quote! {
+        #private::TaskOptions::DEFAULT
+            #timeout #retries #backoff #misfire #lock_lifetime #recovery
+    }
+}
+
+/// A `Duration` constant equal to `d` to the nanosecond (`from_millis` would round `"1500us"`).
+fn duration(d: Duration) -> TokenStream {
+    let secs = Literal::u64_unsuffixed(d.as_secs());
+    let nanos = Literal::u32_unsuffixed(d.subsec_nanos());
+    quote!(::core::time::Duration::new(#secs, #nanos))
 }
 
 /// The spans of a node's first and last tokens (spans cannot be joined on stable).

@@ -24,14 +24,46 @@ use proc_macro::TokenStream;
 /// async fn sync_advertiser_report(ctx: TaskContext) -> anyhow::Result<()> {
 ///     Ok(())
 /// }
+///
+/// #[task(
+///     name = "sendPayouts",
+///     timeout = "30m",
+///     retries = 3,
+///     backoff = "30s",
+///     misfire = "skip",
+///     lock_lifetime = "2m",
+///     recovery = "never",
+/// )]
+/// async fn send_payouts() -> anyhow::Result<()> {
+///     Ok(())
+/// }
 /// ```
 ///
-/// Options:
+/// Options, each at most once, in any order:
 ///
 /// - `name = "..."` (required): the stable task name stored in the database and used in config;
 ///   1 to 128 ASCII letters, digits, `_`, `.`, `:` or `-`.
 /// - `crate = path`: where the `scheduler` crate is, for a renamed dependency (default
 ///   `::scheduler`).
+///
+/// Policy options. Each one left out takes the scheduler's default for all tasks (from its
+/// builder or the environment); the registered `TaskOptions` keeps it `None`. Durations are
+/// strings in humantime syntax (`"500ms"`, `"30s"`, `"5m"`, `"1h30m"`, `"1h 30m"`), parsed and
+/// checked at compile time.
+///
+/// - `timeout = "30m"`: how long one run may take before it is cancelled and counted as failed;
+///   at least 1ms.
+/// - `retries = 3`: how many times a failed run is retried for the same tick, on top of the
+///   first attempt; an integer from 0 to 100.
+/// - `backoff = "30s"`: how long to wait after a failed attempt before retrying; at least 1ms.
+/// - `misfire = "once" | "skip"`: what to do with ticks missed while no node could run the
+///   task: `"once"` runs once for all of them as soon as a node can, `"skip"` waits for the
+///   next tick on the schedule.
+/// - `lock_lifetime = "2m"`: how long a run's lock outlives its node's last renewal, i.e. how
+///   soon a run whose node went silent is taken for lost; at least 1s.
+/// - `recovery = "rerun" | "never"`: what to do with a run whose outcome is unknown because its
+///   node crashed or lost its lock mid-run: `"rerun"` runs the tick again (at-least-once),
+///   `"never"` records the run as `lost`, raises an alert and never re-runs it (at-most-once).
 ///
 /// The function takes no parameter or one `TaskContext`, and returns `()` or `Result<(), E>`
 /// for any `E` that converts into `Box<dyn std::error::Error + Send + Sync>`. Its future must

@@ -1,22 +1,53 @@
 //! Validation pass: decides whether a `#[task]` is well formed and, if so, builds the [`Task`]
 //! that [`crate::expand`] turns into code.
 //!
-//! This module owns every rule of the attribute: which options exist and what values they take,
+//! This module owns every rule of the attribute: which options exist and what values they take
+//! (durations are parsed here, at compile time, so a typo never reaches a running scheduler),
 //! what a task name may contain, and which function signatures the scheduler can call. It reports
 //! every violation at once, each at the offending token, in rustc's voice. It does not check types
 //! that only rustc can judge (whether the error type converts, whether the future is `Send`): the
 //! expansion leaves those to trait bounds placed at the right spans.
 
 use std::fmt::Display;
+use std::time::Duration;
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
-use syn::{Expr, ExprLit, ExprPath, FnArg, Item, ItemFn, Lit, LitStr, Path, Type};
+use syn::{
+    Expr, ExprLit, ExprPath, ExprUnary, FnArg, Ident, Item, ItemFn, Lit, LitStr, Path, Type, UnOp,
+};
 
 use crate::ast::{ArgEntry, TaskArgs};
 
 /// The longest task name accepted; names are stored in a database column and shown in config.
 const MAX_NAME_LEN: usize = 128;
+
+/// Every option `#[task]` accepts, in the order the unknown-option message lists them.
+const KEYS: [&str; 8] = [
+    "name",
+    "crate",
+    "timeout",
+    "retries",
+    "backoff",
+    "misfire",
+    "lock_lifetime",
+    "recovery",
+];
+
+/// The most retries one run may ask for; more is a loop, not a retry policy.
+const MAX_RETRIES: u32 = 100;
+
+/// The shortest `timeout`: below a millisecond the engine's timers cannot tell.
+const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+/// The shortest `backoff`, for the same reason.
+const MIN_BACKOFF: Duration = Duration::from_millis(1);
+/// The shortest per-task `lock_lifetime`: the lock must survive a renewal round trip.
+const MIN_LOCK_LIFETIME: Duration = Duration::from_secs(1);
+
+/// The names of the misfire policies and the `scheduler::Misfire` variant each one means.
+const MISFIRE_POLICIES: &[(&str, &str)] = &[("once", "Once"), ("skip", "Skip")];
+/// The names of the recovery policies and the `scheduler::Recovery` variant each one means.
+const RECOVERY_POLICIES: &[(&str, &str)] = &[("rerun", "Rerun"), ("never", "Never")];
 
 /// A `#[task]` that passed validation.
 pub struct Task {
@@ -28,6 +59,21 @@ pub struct Task {
     pub krate: Path,
     /// Whether the function takes the `TaskContext` parameter.
     pub takes_context: bool,
+    /// The policy options given in the attribute; unset ones stay `None`.
+    pub policy: Policy,
+}
+
+/// The policy options of a task, checked and converted; the expansion emits only those given.
+#[derive(Default)]
+pub struct Policy {
+    pub timeout: Option<Duration>,
+    pub retries: Option<u32>,
+    pub backoff: Option<Duration>,
+    /// The `Misfire` variant, spanned at the literal that chose it.
+    pub misfire: Option<Ident>,
+    pub lock_lifetime: Option<Duration>,
+    /// The `Recovery` variant, spanned at the literal that chose it.
+    pub recovery: Option<Ident>,
 }
 
 /// Every error found so far, combined into one so they are all reported together.
@@ -52,6 +98,7 @@ impl Errors {
 struct Options {
     name: Option<LitStr>,
     krate: Option<Path>,
+    policy: Policy,
 }
 
 /// Validates the parsed arguments and the annotated item together, so that a mistake in one does
@@ -92,6 +139,7 @@ pub fn validate(args: syn::Result<TaskArgs>, item: TokenStream) -> syn::Result<T
             Some(Options {
                 name: Some(name),
                 krate,
+                policy,
             }),
             Some(func),
         ) => Ok(Task {
@@ -99,6 +147,7 @@ pub fn validate(args: syn::Result<TaskArgs>, item: TokenStream) -> syn::Result<T
             name,
             krate: krate.unwrap_or_else(|| syn::parse_quote!(::scheduler)),
             takes_context,
+            policy,
         }),
         (None, _, _) => unreachable!("a missing part without an error"),
     }
@@ -126,14 +175,29 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
             continue;
         }
         let value = ungroup(value);
-        // Adding an option is one arm here plus a field in `Options`.
+        // Adding an option is one arm here, its name in `KEYS` and a field in `Options`.
+        let policy = &mut options.policy;
         let result = match key_name.as_str() {
             "name" => parse_name(value).map(|name| options.name = Some(name)),
             "crate" => parse_crate(value).map(|krate| options.krate = Some(krate)),
+            "timeout" => parse_duration("timeout", "30m", MIN_TIMEOUT, value)
+                .map(|timeout| policy.timeout = Some(timeout)),
+            "retries" => parse_retries(value).map(|retries| policy.retries = Some(retries)),
+            "backoff" => parse_duration("backoff", "30s", MIN_BACKOFF, value)
+                .map(|backoff| policy.backoff = Some(backoff)),
+            "misfire" => parse_policy("misfire", MISFIRE_POLICIES, value)
+                .map(|misfire| policy.misfire = Some(misfire)),
+            "lock_lifetime" => parse_duration("lock_lifetime", "2m", MIN_LOCK_LIFETIME, value)
+                .map(|lifetime| policy.lock_lifetime = Some(lifetime)),
+            "recovery" => parse_policy("recovery", RECOVERY_POLICIES, value)
+                .map(|recovery| policy.recovery = Some(recovery)),
             _ => {
                 errors.push(syn::Error::new(
                     key.span(),
-                    format!("unknown #[task] option `{key}`: the options are `name` and `crate`"),
+                    format!(
+                        "unknown #[task] option `{key}`: the options are {}",
+                        prose_list(KEYS.iter().map(|key| format!("`{key}`")), "and")
+                    ),
                 ));
                 continue;
             }
@@ -215,6 +279,124 @@ fn parse_crate(value: &Expr) -> syn::Result<Path> {
             value,
             "`crate` must be a path: write crate = ::scheduler",
         )),
+    }
+}
+
+/// A duration written as a string literal in humantime syntax (`"30s"`, `"1h30m"`), at least
+/// `min`.
+fn parse_duration(key: &str, example: &str, min: Duration, value: &Expr) -> syn::Result<Duration> {
+    let Expr::Lit(ExprLit {
+        lit: Lit::Str(lit), ..
+    }) = value
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!("`{key}` must be a string literal such as \"{example}\""),
+        ));
+    };
+    let text = lit.value();
+    if text.trim().is_empty() {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!("`{key}` cannot be empty: write it like `30s`, `5m` or `1h30m`"),
+        ));
+    }
+    let duration = humantime::parse_duration(&text).map_err(|_| {
+        syn::Error::new(
+            lit.span(),
+            format!(
+                "invalid `{key}`: `{}` is not a duration; write it like `30s`, `5m` or `1h30m`",
+                text.escape_debug()
+            ),
+        )
+    })?;
+    if duration < min {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "`{key}` must be at least {}",
+                humantime::format_duration(min)
+            ),
+        ));
+    }
+    Ok(duration)
+}
+
+/// The number of retries: an integer literal from 0 to [`MAX_RETRIES`].
+fn parse_retries(value: &Expr) -> syn::Result<u32> {
+    let out_of_range = |shown: &dyn Display| {
+        syn::Error::new_spanned(
+            value,
+            format!("`retries` must be between 0 and {MAX_RETRIES}, not {shown}"),
+        )
+    };
+    let not_an_integer = || {
+        syn::Error::new_spanned(
+            value,
+            format!("`retries` must be an integer literal from 0 to {MAX_RETRIES}, such as `3`"),
+        )
+    };
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => match lit.base10_parse::<u32>() {
+            Ok(retries) if retries <= MAX_RETRIES => Ok(retries),
+            _ => Err(out_of_range(&lit.base10_digits())),
+        },
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) => match ungroup(expr) {
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(lit), ..
+            }) => Err(out_of_range(&format_args!("-{}", lit.base10_digits()))),
+            _ => Err(not_an_integer()),
+        },
+        _ => Err(not_an_integer()),
+    }
+}
+
+/// One of a policy's names as a string literal; returns the runtime enum's variant, spanned at
+/// the literal.
+fn parse_policy(key: &str, policies: &[(&str, &str)], value: &Expr) -> syn::Result<Ident> {
+    let choices = || {
+        prose_list(
+            policies.iter().map(|(name, _)| format!("`\"{name}\"`")),
+            "or",
+        )
+    };
+    let Expr::Lit(ExprLit {
+        lit: Lit::Str(lit), ..
+    }) = value
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!("`{key}` must be a string literal: write {}", choices()),
+        ));
+    };
+    let text = lit.value();
+    match policies.iter().find(|(name, _)| *name == text) {
+        Some((_, variant)) => Ok(Ident::new(variant, lit.span())),
+        None => Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "unknown `{key}` policy `{}`: write {}",
+                text.escape_debug(),
+                choices()
+            ),
+        )),
+    }
+}
+
+/// "a or b", "a, b or c" (or with "and").
+fn prose_list(items: impl IntoIterator<Item = String>, conjunction: &str) -> String {
+    let items: Vec<String> = items.into_iter().collect();
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => {
+            format!("{} {conjunction} {last}", rest.join(", "))
+        }
+        _ => items.concat(),
     }
 }
 
@@ -325,5 +507,90 @@ fn not_a_fn(item: &Item) -> syn::Error {
         syn::Error::new(Span::call_site(), message)
     } else {
         syn::Error::new_spanned(head, message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(tokens: TokenStream) -> (Options, Option<syn::Error>) {
+        let args = TaskArgs::parse(tokens).expect("arguments parse");
+        let mut errors = Errors::default();
+        let options = validate_options(&args, &mut errors);
+        (options, errors.0)
+    }
+
+    #[test]
+    fn every_listed_key_is_accepted() {
+        let tokens = quote! {
+            name = "t", crate = ::scheduler, timeout = "1ms", retries = 100, backoff = "1ms",
+            misfire = "skip", lock_lifetime = "1s", recovery = "never",
+        };
+        let keys: Vec<String> = TaskArgs::parse(tokens.clone())
+            .unwrap()
+            .entries
+            .iter()
+            .map(|entry| entry.key.to_string())
+            .collect();
+        assert_eq!(keys, KEYS, "the unknown-option message must list every key");
+
+        let (options, errors) = options(tokens);
+        assert!(errors.is_none(), "{errors:?}");
+        let policy = options.policy;
+        assert_eq!(policy.timeout, Some(Duration::from_millis(1)));
+        assert_eq!(policy.retries, Some(100));
+        assert_eq!(policy.backoff, Some(Duration::from_millis(1)));
+        assert_eq!(policy.misfire.unwrap(), "Skip");
+        assert_eq!(policy.lock_lifetime, Some(Duration::from_secs(1)));
+        assert_eq!(policy.recovery.unwrap(), "Never");
+    }
+
+    #[test]
+    fn unset_options_stay_unset() {
+        let (options, errors) = options(quote!(name = "t"));
+        assert!(errors.is_none());
+        let Policy {
+            timeout,
+            retries,
+            backoff,
+            misfire,
+            lock_lifetime,
+            recovery,
+        } = options.policy;
+        assert!(timeout.is_none() && retries.is_none() && backoff.is_none());
+        assert!(misfire.is_none() && lock_lifetime.is_none() && recovery.is_none());
+    }
+
+    #[test]
+    fn durations_use_humantime_syntax() {
+        let parse = |text: &str| {
+            let lit = LitStr::new(text, Span::call_site());
+            parse_duration("timeout", "30m", MIN_TIMEOUT, &syn::parse_quote!(#lit))
+        };
+        assert_eq!(parse("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse("1h 30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse("1500us").unwrap(), Duration::from_micros(1500));
+        assert!(parse("999us").is_err());
+        assert!(parse("30").is_err());
+        assert!(parse(" ").is_err());
+    }
+
+    #[test]
+    fn retries_range_is_inclusive() {
+        let parse = |tokens: TokenStream| parse_retries(&syn::parse2(tokens).unwrap());
+        assert_eq!(parse(quote!(0)).unwrap(), 0);
+        assert_eq!(parse(quote!(100)).unwrap(), 100);
+        assert!(parse(quote!(101)).is_err());
+        assert!(parse(quote!(-0)).is_err());
+        assert!(parse(quote!(99999999999999999999)).is_err());
+    }
+
+    #[test]
+    fn lists_read_as_prose() {
+        let list = |items: &[&str]| prose_list(items.iter().map(|s| s.to_string()), "or");
+        assert_eq!(list(&["a"]), "a");
+        assert_eq!(list(&["a", "b"]), "a or b");
+        assert_eq!(list(&["a", "b", "c"]), "a, b or c");
     }
 }

@@ -40,7 +40,6 @@ pub mod store;
 pub use context::{Interrupted, MissingState, TaskContext};
 pub use engine::{Scheduler, SchedulerBuilder, init_tracing, run, shutdown_signal};
 pub use error::{Error, Result};
-
 pub use policy::{Misfire, Recovery};
 pub use registry::{TaskDescriptor, TaskRegistry};
 pub use schedule::ScheduleSpec;
@@ -51,6 +50,7 @@ pub use scheduler_macros::task;
 /// Everything here may change in any release; only the macro may use it.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::policy::{Misfire, Recovery};
     pub use crate::registry::{IntoTaskResult, TaskFuture, TaskOptions};
     pub use crate::{TaskContext, TaskDescriptor};
     pub use inventory;

@@ -1,32 +1,124 @@
-//! Per-task policies (placeholder until the macro branch lands its full version).
+//! Per-task policies for what the schedule cannot express on its own: ticks that nobody ran, and
+//! runs whose outcome nobody knows.
+//!
+//! This module owns only the vocabulary: the policy enums, their names (`once`, `skip`, `rerun`,
+//! `never`, as written in `#[task(...)]` and in environment variables) and their parsing. Which
+//! policy applies to a task is decided in [`TaskOptions`](crate::registry::TaskOptions) and the
+//! engine's settings; applying it is the engine's job.
+//!
+//! # Misfire: ticks missed while no node could run the task
+//!
+//! When every node was down, or the task was still running, past its next ticks, those ticks
+//! *misfired*. [`Misfire::Once`] (the default) runs the task once for all of them as soon as a node
+//! can; [`Misfire::Skip`] drops them and waits for the next tick on the schedule. Choose `skip` for
+//! work that only makes sense at its time (a "good morning" notification), `once` for catch-up
+//! work (a report sync that reads everything since the last run).
+//!
+//! ```
+//! use scheduler::Misfire;
+//!
+//! let policy: Misfire = "skip".parse().unwrap();
+//! assert_eq!(policy, Misfire::Skip);
+//! assert_eq!(policy.to_string(), "skip");
+//! assert_eq!(Misfire::default(), Misfire::Once);
+//!
+//! let error = "later".parse::<Misfire>().unwrap_err();
+//! assert_eq!(
+//!     error.to_string(),
+//!     "unknown misfire policy `later`: expected `once` or `skip`"
+//! );
+//! ```
+//!
+//! # Recovery: runs whose outcome is unknown
+//!
+//! A run's outcome is unknown when its node crashed or lost its lock mid-run: the handler may have
+//! finished its work, done half of it, or none. [`Recovery::Rerun`] (the default) runs the tick
+//! again on another node (at-least-once; make the handler idempotent). [`Recovery::Never`]
+//! records the run as `lost`, raises an alert and never re-runs it (at-most-once, like Quartz's
+//! `requestsRecovery = false`): choose it for work that must not happen twice, such as sending
+//! payments, and reconcile lost runs by hand.
+//!
+//! ```
+//! use scheduler::Recovery;
+//!
+//! let policy: Recovery = "never".parse().unwrap();
+//! assert_eq!(policy, Recovery::Never);
+//! assert_eq!(policy.as_str(), "never");
+//! assert_eq!(Recovery::default(), Recovery::Rerun);
+//!
+//! let error = "maybe".parse::<Recovery>().unwrap_err();
+//! assert_eq!(
+//!     error.to_string(),
+//!     "unknown recovery policy `maybe`: expected `rerun` or `never`"
+//! );
+//! ```
 
 use std::fmt;
+use std::str::FromStr;
 
-/// What to do with ticks missed while no node could run the task.
+/// What to do with ticks missed while no node could run the task. See the
+/// [module docs](crate::policy#misfire-ticks-missed-while-no-node-could-run-the-task).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Misfire {
-    /// Run once for all of them.
+    /// Run once for all the missed ticks, as soon as a node can (the default).
     #[default]
     Once,
-    /// Wait for the next tick.
+    /// Drop the missed ticks and wait for the next tick on the schedule.
     Skip,
 }
 
-/// What to do with a run whose outcome is unknown.
+impl Misfire {
+    /// Every policy, in the order their names are listed in messages.
+    const ALL: [Misfire; 2] = [Misfire::Once, Misfire::Skip];
+    const NAMES: [&'static str; 2] = [Misfire::Once.as_str(), Misfire::Skip.as_str()];
+
+    /// The policy's name as written in `#[task(misfire = "...")]` and in the environment.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Misfire::Once => "once",
+            Misfire::Skip => "skip",
+        }
+    }
+}
+
+impl fmt::Display for Misfire {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Misfire {
+    type Err = ParsePolicyError;
+
+    /// Parses a policy name exactly as [`Misfire::as_str`] writes it (`once`, `skip`).
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|policy| policy.as_str() == value)
+            .ok_or_else(|| ParsePolicyError::new("misfire", value, &Self::NAMES))
+    }
+}
+
+/// What to do with a run whose outcome is unknown because its node crashed or lost its lock
+/// mid-run. See the [module docs](crate::policy#recovery-runs-whose-outcome-is-unknown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Recovery {
-    /// Run the tick again.
+    /// Run the tick again (at-least-once; the default).
     #[default]
     Rerun,
-    /// Record it lost and never run it again.
+    /// Record the run as `lost`, raise an alert and never run the tick again (at-most-once).
     Never,
 }
 
 impl Recovery {
-    /// The stored value.
-    pub fn as_str(self) -> &'static str {
+    /// Every policy, in the order their names are listed in messages.
+    const ALL: [Recovery; 2] = [Recovery::Rerun, Recovery::Never];
+    const NAMES: [&'static str; 2] = [Recovery::Rerun.as_str(), Recovery::Never.as_str()];
+
+    /// The policy's name as written in `#[task(recovery = "...")]` and in the environment.
+    pub const fn as_str(self) -> &'static str {
         match self {
             Recovery::Rerun => "rerun",
             Recovery::Never => "never",
@@ -40,13 +132,67 @@ impl fmt::Display for Recovery {
     }
 }
 
-impl std::str::FromStr for Recovery {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "rerun" => Ok(Recovery::Rerun),
-            "never" => Ok(Recovery::Never),
-            other => Err(format!("unknown recovery `{other}`; write `rerun` or `never`")),
+impl FromStr for Recovery {
+    type Err = ParsePolicyError;
+
+    /// Parses a policy name exactly as [`Recovery::as_str`] writes it (`rerun`, `never`).
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|policy| policy.as_str() == value)
+            .ok_or_else(|| ParsePolicyError::new("recovery", value, &Self::NAMES))
+    }
+}
+
+/// A policy name that is not one of the allowed values; the message lists them.
+///
+/// ```
+/// use scheduler::Misfire;
+///
+/// // Names are exact: lowercase, no surrounding spaces.
+/// let error = "Skip".parse::<Misfire>().unwrap_err();
+/// assert_eq!(error.kind(), "misfire");
+/// assert_eq!(error.value(), "Skip");
+/// assert_eq!(error.allowed(), ["once", "skip"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} policy `{value}`: expected {}", allowed_list(allowed))]
+pub struct ParsePolicyError {
+    kind: &'static str,
+    value: String,
+    allowed: &'static [&'static str],
+}
+
+impl ParsePolicyError {
+    fn new(kind: &'static str, value: &str, allowed: &'static [&'static str]) -> Self {
+        Self {
+            kind,
+            value: value.to_owned(),
+            allowed,
         }
+    }
+
+    /// Which policy was being parsed: `misfire` or `recovery`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The value that was rejected.
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    /// The values that would have been accepted.
+    pub fn allowed(&self) -> &'static [&'static str] {
+        self.allowed
+    }
+}
+
+/// "`a` or `b`", "`a`, `b` or `c`".
+fn allowed_list(allowed: &[&str]) -> String {
+    let quoted: Vec<String> = allowed.iter().map(|value| format!("`{value}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.concat(),
     }
 }

@@ -11,6 +11,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use crate::TaskContext;
+use crate::policy::{Misfire, Recovery};
 
 /// The error a handler returns, boxed so any error type fits (anyhow, thiserror types, io).
 pub type TaskError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -18,22 +19,115 @@ pub type TaskError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// The boxed future a handler produces.
 pub type TaskFuture = Pin<Box<dyn Future<Output = Result<(), TaskError>> + Send + 'static>>;
 
-/// Per-task options given in the attribute. Every field has a default.
+/// Per-task policy options given in the attribute, such as
+/// `#[task(name = "...", timeout = "30m", retries = 3)]`.
+///
+/// Every field is `None` unless the attribute sets it; an unset option takes the default that the
+/// [`SchedulerBuilder`](crate::SchedulerBuilder) or the environment gives for all tasks. Values
+/// are validated at compile time by [`#[task]`](macro@crate::task), whose documentation lists
+/// every option.
+///
+/// ```
+/// use std::time::Duration;
+/// use scheduler::registry::TaskOptions;
+/// use scheduler::{task, Misfire, Recovery, TaskRegistry};
+///
+/// #[task(name = "sendPayouts", timeout = "30m", retries = 3, misfire = "skip", recovery = "never")]
+/// async fn send_payouts() -> anyhow::Result<()> {
+///     Ok(())
+/// }
+///
+/// let registry = TaskRegistry::collect().unwrap();
+/// let options = registry.get("sendPayouts").unwrap().options;
+/// assert_eq!(options.timeout, Some(Duration::from_secs(30 * 60)));
+/// assert_eq!(options.retries, Some(3));
+/// assert_eq!(options.misfire, Some(Misfire::Skip));
+/// assert_eq!(options.recovery, Some(Recovery::Never));
+/// // Left out: the scheduler's default applies.
+/// assert_eq!(options.backoff, None);
+/// assert_eq!(options.lock_lifetime, None);
+///
+/// // The attribute expands to this constant.
+/// const SEND_PAYOUTS: TaskOptions = TaskOptions::DEFAULT
+///     .timeout(Duration::from_secs(1800))
+///     .retries(3)
+///     .misfire(Misfire::Skip)
+///     .recovery(Recovery::Never);
+/// assert_eq!(options, SEND_PAYOUTS);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskOptions {
-    /// Reserved for a per-run timeout (`timeout = "30m"`); `None` means no limit.
+    /// `timeout = "30m"`: how long one run may take before it is cancelled and counted as
+    /// failed. `None`: the default timeout for all tasks applies.
     pub timeout: Option<Duration>,
-    /// What to do with a run whose outcome is unknown; `None`: the builder's default.
-    pub recovery: Option<crate::policy::Recovery>,
+    /// `retries = 3`: how many times a failed run is retried for the same tick, on top of the
+    /// first attempt (`0` means never retry). `None`: the default for all tasks applies.
+    pub retries: Option<u32>,
+    /// `backoff = "30s"`: how long to wait after a failed attempt before the next retry. `None`:
+    /// the default for all tasks applies.
+    pub backoff: Option<Duration>,
+    /// `misfire = "once"` or `"skip"`: what to do with ticks missed while no node could run the
+    /// task; see [`Misfire`]. `None`: the default for all tasks applies ([`Misfire::Once`] unless
+    /// configured otherwise).
+    pub misfire: Option<Misfire>,
+    /// `lock_lifetime = "2m"`: how long a run's lock outlives its node's last renewal, i.e. how
+    /// soon a run whose node went silent is taken for lost. `None`: the scheduler's lock lifetime
+    /// applies.
+    pub lock_lifetime: Option<Duration>,
+    /// `recovery = "rerun"` or `"never"`: what to do with a run whose outcome is unknown because
+    /// its node crashed or lost its lock mid-run; see [`Recovery`]. `None`: the default for all
+    /// tasks applies ([`Recovery::Rerun`] unless configured otherwise).
+    pub recovery: Option<Recovery>,
 }
 
 impl TaskOptions {
-    /// The options of a task that sets none.
+    /// The options of a task that sets none: every field `None`.
     pub const DEFAULT: TaskOptions = TaskOptions {
         timeout: None,
+        retries: None,
+        backoff: None,
+        misfire: None,
+        lock_lifetime: None,
         recovery: None,
     };
+
+    /// Sets [`timeout`](Self::timeout). Used by the macro; set options in the attribute.
+    pub const fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets [`retries`](Self::retries). Used by the macro; set options in the attribute.
+    pub const fn retries(mut self, retries: u32) -> Self {
+        self.retries = Some(retries);
+        self
+    }
+
+    /// Sets [`backoff`](Self::backoff). Used by the macro; set options in the attribute.
+    pub const fn backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = Some(backoff);
+        self
+    }
+
+    /// Sets [`misfire`](Self::misfire). Used by the macro; set options in the attribute.
+    pub const fn misfire(mut self, misfire: Misfire) -> Self {
+        self.misfire = Some(misfire);
+        self
+    }
+
+    /// Sets [`lock_lifetime`](Self::lock_lifetime). Used by the macro; set options in the
+    /// attribute.
+    pub const fn lock_lifetime(mut self, lock_lifetime: Duration) -> Self {
+        self.lock_lifetime = Some(lock_lifetime);
+        self
+    }
+
+    /// Sets [`recovery`](Self::recovery). Used by the macro; set options in the attribute.
+    pub const fn recovery(mut self, recovery: Recovery) -> Self {
+        self.recovery = Some(recovery);
+        self
+    }
 }
 
 impl Default for TaskOptions {

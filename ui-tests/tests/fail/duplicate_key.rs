@@ -10,4 +10,7 @@ async fn sync_other() {}
 #[task(name = 5, name = "syncThird")]
 async fn sync_third() {}
 
+#[task(name = "syncFourth", timeout = "1m", retries = 2, timeout = "2m")]
+async fn sync_fourth() {}
+
 fn main() {}

@@ -1,6 +1,6 @@
 use scheduler::task;
 
-#[task(name = "syncReport", retries = 3)]
+#[task(name = "syncReport", retry = 3)]
 async fn sync_report() {}
 
 fn main() {}
