@@ -618,3 +618,33 @@ async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost() {
     n.stop().await;
     db.cleanup().await;
 }
+
+quick_tasks! { stuck_task = "stuck.task" }
+
+/// Without any config to reconcile, an enabled task that lost its next run is scheduled again
+/// from its stored cron by the node's maintenance, and runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enabled_task_without_a_next_run_is_rescheduled_without_a_config() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("stuck").await;
+    sqlx::query(
+        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at)
+         VALUES ('stuck.task', '* * * * * *', 'UTC', true, NULL)",
+    )
+    .execute(&pool(&db))
+    .await
+    .unwrap();
+    let rec = Arc::new(Recorder::default());
+    let n = start(
+        node(&db, "a", tasks("stuck."))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(20), "it runs", || async {
+        rec.starts_of("stuck.task") >= 1
+    })
+    .await;
+    n.stop().await;
+    db.cleanup().await;
+}

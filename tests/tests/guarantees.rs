@@ -422,6 +422,12 @@ impl scheduler::store::Store for SlowClaims {
     ) -> scheduler::store::StoreResult<Vec<scheduler::store::FinishResult>> {
         self.inner.finish_runs(finishes).await
     }
+    async fn reschedule(
+        &self,
+        next_runs: &[(String, DateTime<Utc>)],
+    ) -> scheduler::store::StoreResult<Vec<String>> {
+        self.inner.reschedule(next_runs).await
+    }
     async fn record_skips(&self, skips: &[scheduler::store::SkipRecord]) -> scheduler::store::StoreResult<()> {
         self.inner.record_skips(skips).await
     }

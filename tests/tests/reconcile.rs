@@ -319,3 +319,63 @@ async fn cron_change_while_running_never_starts_a_second_run() {
 fn recorder_new() -> Recorder {
     Recorder::default()
 }
+
+/// An enabled row that lost its next run (an older node could not read its schedule and
+/// cleared it, or it was edited by hand) is repaired by the next reconcile, even though its
+/// entry did not change, and the repair is reported.
+#[tokio::test]
+async fn an_enabled_task_without_a_next_run_is_repaired() {
+    let db = migrated_schema("repair").await;
+    let rec = reconciler(&db, "n1");
+    let doc = ConfigDocument {
+        version: None,
+        tasks: vec![cfg("rec.a", true, "*/5 * * * *")],
+    };
+    rec.reconcile(&doc).await.unwrap();
+    sqlx::query("UPDATE scheduler_tasks SET next_run_at = NULL")
+        .execute(&pool(&db))
+        .await
+        .unwrap();
+    let report = rec.reconcile(&doc).await.unwrap();
+    assert_eq!(report.repaired, ["rec.a"]);
+    assert!(rows(&db).await[0].next_run_at.is_some());
+    let again = rec.reconcile(&doc).await.unwrap();
+    assert!(again.repaired.is_empty() && !again.changed_anything());
+    db.cleanup().await;
+}
+
+/// A reconcile never schedules the next run at or before the tick most recently claimed, even
+/// when its own clock lags behind the claim (it planned before the claim committed).
+#[tokio::test]
+async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick() {
+    let db = migrated_schema("floor").await;
+    let rec = reconciler(&db, "n1");
+    rec.reconcile(&ConfigDocument {
+        version: None,
+        tasks: vec![cfg("rec.a", true, "0 0 1 1 *")],
+    })
+    .await
+    .unwrap();
+    // A claim served the tick an hour from now (as if the database clock were ahead of the
+    // reconcile's) and advanced the row.
+    sqlx::query(
+        "UPDATE scheduler_tasks SET last_scheduled_at = date_trunc('hour', now()) + interval '1 hour',
+                                    next_run_at = date_trunc('hour', now()) + interval '2 hours'",
+    )
+    .execute(&pool(&db))
+    .await
+    .unwrap();
+    rec.reconcile(&ConfigDocument {
+        version: None,
+        tasks: vec![cfg("rec.a", true, "0 * * * *")],
+    })
+    .await
+    .unwrap();
+    let (next, claimed): (DateTime<Utc>, DateTime<Utc>) =
+        sqlx::query_as("SELECT next_run_at, last_scheduled_at FROM scheduler_tasks")
+            .fetch_one(&pool(&db))
+            .await
+            .unwrap();
+    assert!(next > claimed, "next {next} after the claimed tick {claimed}");
+    db.cleanup().await;
+}

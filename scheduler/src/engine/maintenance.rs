@@ -23,6 +23,8 @@ pub(crate) struct Maintenance {
     next_prune: Instant,
     /// Nodes already reported silent (each is logged once, and again once it is back).
     silent: BTreeSet<String>,
+    /// Tasks reported as impossible to schedule (each logged once).
+    unschedulable: BTreeSet<String>,
 }
 
 impl Maintenance {
@@ -31,6 +33,7 @@ impl Maintenance {
             shared,
             next_prune: Instant::now(),
             silent: BTreeSet::new(),
+            unschedulable: BTreeSet::new(),
         }
     }
 
@@ -62,6 +65,7 @@ impl Maintenance {
         if Instant::now() < self.next_prune {
             return Ok(0);
         }
+        self.reschedule_stuck().await?;
         let pruned = self
             .shared
             .store
@@ -72,6 +76,42 @@ impl Maintenance {
             tracing::info!(pruned, retention = ?self.shared.settings.run_retention, "pruned old runs");
         }
         Ok(pruned)
+    }
+
+    /// Enabled tasks of this binary with no next run would never run again (an older node that
+    /// could not read the schedule cleared it, or the row was edited): schedule them from their
+    /// stored cron, or report (once) why that is impossible.
+    async fn reschedule_stuck(&mut self) -> crate::store::StoreResult<()> {
+        let shared = &self.shared;
+        let (db_now, rows) = shared.store.load_tasks().await?;
+        let mut next_runs = Vec::new();
+        for row in rows
+            .iter()
+            .filter(|r| r.enabled && r.next_run_at.is_none() && shared.registry.contains(&r.name))
+        {
+            match shared.specs.get_named(&row.cron, &row.timezone) {
+                Ok(spec) => {
+                    let floor = row.last_scheduled_at.map_or(db_now, |t| t.max(db_now));
+                    match spec.next_after(floor) {
+                        Some(next) => next_runs.push((row.name.clone(), next)),
+                        None => {
+                            if self.unschedulable.insert(row.name.clone()) {
+                                tracing::error!(task = %row.name, cron = %row.cron, "enabled task whose schedule never fires again: it will not run");
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    if self.unschedulable.insert(row.name.clone()) {
+                        tracing::error!(task = %row.name, cron = %row.cron, error = %e, "enabled task has no next run and a schedule this node cannot read: it will not run until the config fixes it");
+                    }
+                }
+            }
+        }
+        for name in shared.store.reschedule(&next_runs).await? {
+            tracing::warn!(task = %name, "enabled task had no next run: scheduled again from its stored cron");
+        }
+        Ok(())
     }
 
     pub(crate) async fn run(mut self, stop: CancellationToken) {

@@ -687,6 +687,9 @@ pub trait Store: Send + Sync + 'static {
     /// Records the end of a batch of runs (also over a run another node marked `lost`), writes
     /// their skip records, and releases each lock still held under its token.
     async fn finish_runs(&self, finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>>;
+    /// Gives each named enabled, unlocked task that has no next run the next run decided for it;
+    /// returns the tasks changed (others got a next run or a lock meanwhile).
+    async fn reschedule(&self, next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
     /// Records ranges of ticks that did not get a run of their own (outside any run's finish).
     async fn record_skips(&self, skips: &[SkipRecord]) -> StoreResult<()>;
     /// Deletes finished runs and skip records older than `retention`, in batches of at most

@@ -381,6 +381,24 @@ impl Store for PgStore {
         })
     }
 
+    async fn reschedule(&self, next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>> {
+        if next_runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (names, next): (Vec<&str>, Vec<DateTime<Utc>>) =
+            next_runs.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
+        timed!(self, "reschedule", |conn| {
+            sqlx::query(query!("tasks_reschedule"))
+                .bind(&names)
+                .bind(&next)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(|row| row.try_get("name"))
+                .collect()
+        })
+    }
+
     async fn record_skips(&self, skips: &[SkipRecord]) -> StoreResult<()> {
         if skips.is_empty() {
             return Ok(());
