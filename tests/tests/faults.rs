@@ -16,22 +16,30 @@ async fn kill_slow(ctx: TaskContext) {
     let _guard = recorder(&ctx).enter(&ctx);
 }
 
+/// The survivor's implementation of the at-most-once task.
+#[task(name = "kill.never", recovery = "never")]
+async fn kill_never(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+}
+
 #[task(name = "restart.tick")]
 async fn restart_tick(ctx: TaskContext) {
     let _guard = recorder(&ctx).enter(&ctx);
 }
 
-/// A node killed with SIGKILL mid-run leaves its lock behind; once it expires another node marks
-/// the orphaned run `lost` and runs the task again, once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_node_is_taken_over() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("kill").await;
-    let dir = tempfile_dir("kill");
+/// Starts a victim process running `task` (triggered now), waits until it runs, SIGKILLs it,
+/// and starts a survivor in-process. Returns the schema, the survivor, its recorder and the kill
+/// instant.
+async fn kill_a_victim_running(
+    task: &str,
+    tag: &str,
+) -> (scheduler_tests::TestSchema, RunningNode, Arc<Recorder>, Instant) {
+    let db = migrated_schema(tag).await;
+    let dir = tempfile_dir(tag);
     let config = dir.join("tasks.json");
     std::fs::write(
         &config,
-        r#"{"tasks":[{"name":"kill.slow","enabled":true,"cron":"0 0 1 1 *","timezone":"UTC"}]}"#,
+        format!(r#"{{"tasks":[{{"name":"{task}","enabled":true,"cron":"0 0 1 1 *","timezone":"UTC"}}]}}"#),
     )
     .unwrap();
     let mut victim = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
@@ -44,26 +52,37 @@ async fn killed_node_is_taken_over() {
         .env("RUST_LOG", "warn")
         .spawn()
         .expect("start the victim node");
-    let pool = pool(&db);
     trigger_all_now(&db, 1).await;
     wait_until(
         Duration::from_secs(20),
-        "the victim runs the slow task",
-        || async { count_runs(&db, "kill.slow", "running").await == 1 },
+        "the victim runs the task",
+        || async { count_runs(&db, task, "running").await == 1 },
     )
     .await;
     victim.kill().expect("SIGKILL the victim");
     victim.wait().unwrap();
     let killed_at = Instant::now();
+    let _ = std::fs::remove_dir_all(dir);
 
+    let prefix = format!("{}.", task.split('.').next().unwrap());
     let rec = Arc::new(Recorder::default());
     let survivor = start(
-        node(&db, "survivor", tasks("kill."))
+        node(&db, "survivor", tasks(&prefix))
             .poll_interval(Duration::from_millis(500))
             .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
+    (db, survivor, rec, killed_at)
+}
+
+/// A node killed with SIGKILL mid-run leaves its lock behind; once it expires and has been
+/// watched expired for the takeover wait, another node marks the orphaned run `lost` and runs
+/// the task again, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_node_is_taken_over() {
+    scheduler_tests::init_tracing();
+    let (db, survivor, rec, killed_at) = kill_a_victim_running("kill.slow", "kill").await;
     wait_until(
         Duration::from_secs(30),
         "the survivor reruns the task",
@@ -77,7 +96,7 @@ async fn killed_node_is_taken_over() {
 
     let runs =
         sqlx::query("SELECT node_id, status, error, scheduled_at FROM scheduler_runs ORDER BY id")
-            .fetch_all(&pool)
+            .fetch_all(&pool(&db))
             .await
             .unwrap();
     assert_eq!(runs.len(), 2, "the lost run and exactly one rerun");
@@ -93,7 +112,35 @@ async fn killed_node_is_taken_over() {
     );
     assert_eq!(rec.starts_of("kill.slow"), 1);
     db.cleanup().await;
-    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// With `recovery = "never"`, the run of a killed node is recorded `lost` once its lock is
+/// released, and its tick is never run again (at most once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_most_once_task_is_not_rerun_after_a_crash() {
+    scheduler_tests::init_tracing();
+    let (db, survivor, rec, _) = kill_a_victim_running("kill.never", "never").await;
+    wait_until(Duration::from_secs(30), "the run recorded lost", || async {
+        count_runs(&db, "kill.never", "lost").await == 1
+    })
+    .await;
+    // Well past the moment a rerun would have started.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    survivor.stop().await;
+    assert_eq!(rec.starts_of("kill.never"), 0, "never run again");
+    let error: String = sqlx::query_scalar("SELECT error FROM scheduler_runs WHERE status = 'lost'")
+        .fetch_one(&pool(&db))
+        .await
+        .unwrap();
+    assert!(error.contains("recovery = never"), "{error}");
+    let (free, future): (bool, bool) = sqlx::query_as(
+        "SELECT lock_token IS NULL, next_run_at > now() FROM scheduler_tasks",
+    )
+    .fetch_one(&pool(&db))
+    .await
+    .unwrap();
+    assert!(free && future, "lock released, the next run is the next tick");
+    db.cleanup().await;
 }
 
 /// The database restarts under a running node: the node keeps running, reconnects, and resumes

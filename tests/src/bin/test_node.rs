@@ -12,6 +12,13 @@ async fn kill_slow(ctx: TaskContext) {
     tokio::time::sleep(Duration::from_secs(3600)).await;
 }
 
+/// Runs until killed; at most once per tick (a run whose outcome is unknown is not rerun).
+#[task(name = "kill.never", recovery = "never")]
+async fn kill_never(ctx: TaskContext) {
+    tracing::info!(run_id = ctx.run_id(), "victim started the at-most-once task");
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+}
+
 #[tokio::main]
 async fn main() -> scheduler::Result<()> {
     scheduler::run().await
