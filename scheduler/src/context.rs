@@ -172,7 +172,10 @@ impl TaskContext {
     /// The error to return when the handler stops early because it was asked to: recorded as
     /// `interrupted`, and the tick is handed over.
     pub fn interrupted(&self) -> Interrupted {
-        Interrupted::new(format!("run {} of `{}` was asked to stop", self.run_id, self.task_name))
+        Interrupted::new(format!(
+            "run {} of `{}` was asked to stop",
+            self.run_id, self.task_name
+        ))
     }
 
     /// `Err(interrupted)` if the handler has been asked to stop, for loops that work in steps:

@@ -316,8 +316,13 @@ impl Reconciler {
             {
                 return ConfigPlan::Stale { current };
             }
-            let (changes, report) =
-                plan(doc, &validated, &self.registry, &snapshot.rows, snapshot.db_now);
+            let (changes, report) = plan(
+                doc,
+                &validated,
+                &self.registry,
+                &snapshot.rows,
+                snapshot.db_now,
+            );
             *final_report.lock().unwrap_or_else(|p| p.into_inner()) = report;
             if changes.is_empty() {
                 ConfigPlan::Nothing
@@ -329,9 +334,7 @@ impl Reconciler {
             }
         };
         let outcome = self.store.apply_config(&planner).await?;
-        let mut report = final_report
-            .into_inner()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut report = final_report.into_inner().unwrap_or_else(|p| p.into_inner());
         match outcome {
             ConfigPlan::Stale { current } => {
                 let version = doc.version.unwrap_or_default();

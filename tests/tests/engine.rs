@@ -593,9 +593,11 @@ async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost() {
     .execute(&pool)
     .await
     .unwrap();
-    wait_until(Duration::from_secs(20), "the run recorded interrupted", || async {
-        count_runs(&db, "steal.task", "interrupted").await == 1
-    })
+    wait_until(
+        Duration::from_secs(20),
+        "the run recorded interrupted",
+        || async { count_runs(&db, "steal.task", "interrupted").await == 1 },
+    )
     .await;
     assert_eq!(
         rec.cancellations(),

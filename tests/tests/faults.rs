@@ -33,7 +33,12 @@ async fn restart_tick(ctx: TaskContext) {
 async fn kill_a_victim_running(
     task: &str,
     tag: &str,
-) -> (scheduler_tests::TestSchema, RunningNode, Arc<Recorder>, Instant) {
+) -> (
+    scheduler_tests::TestSchema,
+    RunningNode,
+    Arc<Recorder>,
+    Instant,
+) {
     let db = migrated_schema(tag).await;
     let dir = tempfile_dir(tag);
     let config = dir.join("tasks.json");
@@ -128,18 +133,21 @@ async fn an_at_most_once_task_is_not_rerun_after_a_crash() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     survivor.stop().await;
     assert_eq!(rec.starts_of("kill.never"), 0, "never run again");
-    let error: String = sqlx::query_scalar("SELECT error FROM scheduler_runs WHERE status = 'lost'")
-        .fetch_one(&pool(&db))
-        .await
-        .unwrap();
+    let error: String =
+        sqlx::query_scalar("SELECT error FROM scheduler_runs WHERE status = 'lost'")
+            .fetch_one(&pool(&db))
+            .await
+            .unwrap();
     assert!(error.contains("recovery = never"), "{error}");
-    let (free, future): (bool, bool) = sqlx::query_as(
-        "SELECT lock_token IS NULL, next_run_at > now() FROM scheduler_tasks",
-    )
-    .fetch_one(&pool(&db))
-    .await
-    .unwrap();
-    assert!(free && future, "lock released, the next run is the next tick");
+    let (free, future): (bool, bool) =
+        sqlx::query_as("SELECT lock_token IS NULL, next_run_at > now() FROM scheduler_tasks")
+            .fetch_one(&pool(&db))
+            .await
+            .unwrap();
+    assert!(
+        free && future,
+        "lock released, the next run is the next tick"
+    );
     db.cleanup().await;
 }
 
@@ -250,10 +258,17 @@ async fn a_handler_cut_off_from_the_database_is_stopped_and_rerun() {
     .unwrap();
     assert_eq!(runs[0].0, "interrupted", "{runs:?}");
     assert!(
-        runs[0].1.as_deref().unwrap().contains("could not be renewed"),
+        runs[0]
+            .1
+            .as_deref()
+            .unwrap()
+            .contains("could not be renewed"),
         "{runs:?}"
     );
-    assert_eq!(runs[1].2, runs[0].2, "the interrupted tick ran again: {runs:?}");
+    assert_eq!(
+        runs[1].2, runs[0].2,
+        "the interrupted tick ran again: {runs:?}"
+    );
     pool.close().await;
 }
 

@@ -64,7 +64,10 @@ async fn a_tick_whose_handler_finished_during_an_outage_is_not_run_again() {
         .fetch_one(&pool)
         .await
         .unwrap();
-    assert_eq!(lost, 0, "the finished run was recorded as it ended, not lost");
+    assert_eq!(
+        lost, 0,
+        "the finished run was recorded as it ended, not lost"
+    );
     pool.close().await;
 }
 
@@ -123,10 +126,7 @@ async fn an_interrupted_run_is_recorded_so_and_its_tick_runs_elsewhere() {
     b.stop().await;
     let starts = rec.starts.lock().unwrap().clone();
     assert_eq!(starts[0].1, starts[1].1, "the same tick");
-    assert_eq!(
-        (starts[0].2.as_str(), starts[1].2.as_str()),
-        ("a", "b")
-    );
+    assert_eq!((starts[0].2.as_str(), starts[1].2.as_str()), ("a", "b"));
     db.cleanup().await;
 }
 
@@ -269,12 +269,11 @@ async fn hung_connections_time_out_and_scheduling_goes_on() {
     })
     .await;
     let admin = sqlx::PgPool::connect(&cluster.url()).await.unwrap();
-    let pids: Vec<i32> = sqlx::query_scalar(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'scheduler'",
-    )
-    .fetch_all(&admin)
-    .await
-    .unwrap();
+    let pids: Vec<i32> =
+        sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE application_name = 'scheduler'")
+            .fetch_all(&admin)
+            .await
+            .unwrap();
     assert!(!pids.is_empty());
     for pid in &pids {
         // SAFETY: plain kill(2) on a PostgreSQL backend of our own throwaway cluster.
@@ -288,7 +287,10 @@ async fn hung_connections_time_out_and_scheduling_goes_on() {
         || async { rec.starts_of("hung.tick") >= before + 3 },
     )
     .await;
-    eprintln!("scheduling resumed {:?} after the freeze", frozen_at.elapsed());
+    eprintln!(
+        "scheduling resumed {:?} after the freeze",
+        frozen_at.elapsed()
+    );
     for pid in &pids {
         // SAFETY: as above.
         unsafe { libc::kill(*pid, libc::SIGCONT) };
@@ -352,9 +354,11 @@ async fn a_locked_due_row_is_retried_with_backoff() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let during = xacts().await - start_count;
     hold.rollback().await.unwrap();
-    wait_until(Duration::from_secs(10), "the task runs once free", || async {
-        rec.starts_of("contended.tick") == 1
-    })
+    wait_until(
+        Duration::from_secs(10),
+        "the task runs once free",
+        || async { rec.starts_of("contended.tick") == 1 },
+    )
     .await;
     n.stop().await;
     eprintln!("{during} transactions in 3 s while the row was held");
@@ -383,7 +387,10 @@ impl scheduler::store::Store for SlowClaims {
     async fn migrate(&self) -> scheduler::store::StoreResult<()> {
         self.inner.migrate().await
     }
-    async fn register_node(&self, node: &scheduler::store::NodeInfo) -> scheduler::store::StoreResult<()> {
+    async fn register_node(
+        &self,
+        node: &scheduler::store::NodeInfo,
+    ) -> scheduler::store::StoreResult<()> {
         self.inner.register_node(node).await
     }
     async fn heartbeat(
@@ -396,7 +403,10 @@ impl scheduler::store::Store for SlowClaims {
     async fn deregister_node(&self, node_id: &str) -> scheduler::store::StoreResult<()> {
         self.inner.deregister_node(node_id).await
     }
-    async fn next_wake(&self, tasks: &[String]) -> scheduler::store::StoreResult<scheduler::store::WakeInfo> {
+    async fn next_wake(
+        &self,
+        tasks: &[String],
+    ) -> scheduler::store::StoreResult<scheduler::store::WakeInfo> {
         self.inner.next_wake(tasks).await
     }
     async fn claim(
@@ -428,10 +438,17 @@ impl scheduler::store::Store for SlowClaims {
     ) -> scheduler::store::StoreResult<Vec<String>> {
         self.inner.reschedule(next_runs).await
     }
-    async fn record_skips(&self, skips: &[scheduler::store::SkipRecord]) -> scheduler::store::StoreResult<()> {
+    async fn record_skips(
+        &self,
+        skips: &[scheduler::store::SkipRecord],
+    ) -> scheduler::store::StoreResult<()> {
         self.inner.record_skips(skips).await
     }
-    async fn prune_history(&self, retention: Duration, batch: u32) -> scheduler::store::StoreResult<u64> {
+    async fn prune_history(
+        &self,
+        retention: Duration,
+        batch: u32,
+    ) -> scheduler::store::StoreResult<u64> {
         self.inner.prune_history(retention, batch).await
     }
     async fn load_tasks(
@@ -439,7 +456,9 @@ impl scheduler::store::Store for SlowClaims {
     ) -> scheduler::store::StoreResult<(DateTime<Utc>, Vec<scheduler::store::TaskRow>)> {
         self.inner.load_tasks().await
     }
-    async fn config_state(&self) -> scheduler::store::StoreResult<Option<scheduler::store::ConfigState>> {
+    async fn config_state(
+        &self,
+    ) -> scheduler::store::StoreResult<Option<scheduler::store::ConfigState>> {
         self.inner.config_state().await
     }
     async fn apply_config(
@@ -462,7 +481,9 @@ impl scheduler::store::Store for SlowClaims {
     ) -> scheduler::store::StoreResult<Vec<scheduler::store::SkipRecord>> {
         self.inner.skips(task_name, since).await
     }
-    async fn listener(&self) -> scheduler::store::StoreResult<Box<dyn scheduler::store::ChangeListener>> {
+    async fn listener(
+        &self,
+    ) -> scheduler::store::StoreResult<Box<dyn scheduler::store::ChangeListener>> {
         self.inner.listener().await
     }
 }
@@ -532,7 +553,10 @@ async fn schema_tick(ctx: TaskContext) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_case_non_ascii_schema_works() {
     scheduler_tests::init_tracing();
-    let schema = format!("Sched_Ü计划_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let schema = format!(
+        "Sched_Ü计划_{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
     let rec = Arc::new(Recorder::default());
     let url = scheduler_tests::database_url();
     let n = start(

@@ -376,6 +376,9 @@ async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick() {
             .fetch_one(&pool(&db))
             .await
             .unwrap();
-    assert!(next > claimed, "next {next} after the claimed tick {claimed}");
+    assert!(
+        next > claimed,
+        "next {next} after the claimed tick {claimed}"
+    );
     db.cleanup().await;
 }

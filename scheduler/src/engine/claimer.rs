@@ -156,11 +156,15 @@ impl ClaimLoop {
                     "released an expired lock whose owner stopped renewing it: {}",
                     end.error.as_deref().unwrap_or("run lost")
                 ),
-                None => tracing::info!(task = %lock.task_name, previous_owner = %lock.previous_owner, "released an expired lock that protected no running run"),
+                None => {
+                    tracing::info!(task = %lock.task_name, previous_owner = %lock.previous_owner, "released an expired lock that protected no running run")
+                }
             }
         }
-        let unreadable = std::mem::take(&mut *rules.unreadable.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut planned = std::mem::take(&mut *rules.planned.lock().unwrap_or_else(|p| p.into_inner()));
+        let unreadable =
+            std::mem::take(&mut *rules.unreadable.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut planned =
+            std::mem::take(&mut *rules.planned.lock().unwrap_or_else(|p| p.into_inner()));
         drop(rules);
         self.leave_unreadable(unreadable).await;
 
@@ -179,15 +183,15 @@ impl ClaimLoop {
                 sent,
             );
             let spec = planned.remove(&run.task_name);
-            shared.tracker.spawn(runner::run(
-                Arc::clone(&shared),
-                run,
-                spec,
-                lease,
-                permit,
-            ));
+            shared
+                .tracker
+                .spawn(runner::run(Arc::clone(&shared), run, spec, lease, permit));
         }
-        let contended = n == 0 && outcome.rescued.is_empty() && limit > 0 && outcome.left.is_empty() && outcome.waiting.is_empty();
+        let contended = n == 0
+            && outcome.rescued.is_empty()
+            && limit > 0
+            && outcome.left.is_empty()
+            && outcome.waiting.is_empty();
         Ok(ClaimPass {
             claimed: n,
             rescued: outcome.rescued.len(),

@@ -73,11 +73,17 @@ async fn record(shared: &Shared, batch: &mut [Completion]) {
         match shared.store.finish_runs(&finishes).await {
             Ok(results) => {
                 if failures > 0 {
-                    tracing::info!(runs = finishes.len(), "recorded the end of runs after retrying");
+                    tracing::info!(
+                        runs = finishes.len(),
+                        "recorded the end of runs after retrying"
+                    );
                     failures = 0;
                 }
                 for r in results.iter().filter(|r| !r.lock_held) {
-                    tracing::warn!(run_id = r.run_id, "another node had released the lock when the run's end was recorded");
+                    tracing::warn!(
+                        run_id = r.run_id,
+                        "another node had released the lock when the run's end was recorded"
+                    );
                 }
             }
             Err(e) if e.is_transient() => {

@@ -61,7 +61,9 @@ impl GateState {
         if self.closed.load(Ordering::Acquire) {
             return false;
         }
-        let elapsed = Instant::now().saturating_duration_since(self.base).as_nanos();
+        let elapsed = Instant::now()
+            .saturating_duration_since(self.base)
+            .as_nanos();
         elapsed < u128::from(self.deadline_nanos.load(Ordering::Acquire))
     }
 }

@@ -337,7 +337,9 @@ impl Scheduler {
             .await
             .is_err()
         {
-            tracing::warn!("a background service (a claim in flight?) did not stop by the shutdown timeout");
+            tracing::warn!(
+                "a background service (a claim in flight?) did not stop by the shutdown timeout"
+            );
         }
         shared.tracker.close();
         if tokio::time::timeout_at(deadline, shared.tracker.wait())

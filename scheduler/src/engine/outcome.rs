@@ -219,10 +219,7 @@ mod tests {
             StopReason::LockLost(LockLoss::Unrenewable("db down".into())),
             StopReason::LockLost(LockLoss::TakenOver),
         ] {
-            let d = decide(
-                Ending::Returned(Err(err("did not finish"))),
-                Some(&reason),
-            );
+            let d = decide(Ending::Returned(Err(err("did not finish"))), Some(&reason));
             assert_eq!(d.end.status, RunStatus::Interrupted, "{reason:?}");
             assert!(d.hand_over);
             assert_eq!(d.failures, FailureCount::Keep);
@@ -283,14 +280,19 @@ mod tests {
     #[test]
     fn errors_are_redacted() {
         let d = decide(
-            Ending::Returned(Err(err("cannot reach postgres://app:s3cret@db:5432/jobs: refused"))),
+            Ending::Returned(Err(err(
+                "cannot reach postgres://app:s3cret@db:5432/jobs: refused",
+            ))),
             None,
         );
         assert_eq!(
             d.end.error.as_deref(),
             Some("cannot reach postgres://app:***@db:5432/jobs: refused")
         );
-        let d = decide(Ending::Panicked("bad DSN host=db password='s3 cret'".into()), None);
+        let d = decide(
+            Ending::Panicked("bad DSN host=db password='s3 cret'".into()),
+            None,
+        );
         assert!(!d.end.error.unwrap().contains("s3 cret"));
     }
 

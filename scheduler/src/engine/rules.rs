@@ -26,8 +26,8 @@ use crate::TaskRegistry;
 use crate::policy::Recovery;
 use crate::schedule::{ScheduleSpec, SpecCache};
 use crate::store::{
-    ClaimPlan, ClaimPolicy, DueDecision, DueTask, ExpiredLock, LockKey, RescueDecision,
-    SkipReason, SkipRecord,
+    ClaimPlan, ClaimPolicy, DueDecision, DueTask, ExpiredLock, LockKey, RescueDecision, SkipReason,
+    SkipRecord,
 };
 
 /// Ticks counted one by one for a skip record, at most; beyond, the record says "at least".
@@ -47,7 +47,11 @@ impl Takeover {
 
     /// After a pass: forget locks no longer expired (renewed or released) and report when the
     /// next watched one is due for a decision.
-    pub(crate) fn retain_waiting(&self, waiting: &[ExpiredLock], wait: Duration) -> Option<Instant> {
+    pub(crate) fn retain_waiting(
+        &self,
+        waiting: &[ExpiredLock],
+        wait: Duration,
+    ) -> Option<Instant> {
         let mut watched = self.watched();
         watched.retain(|k, _| waiting.iter().any(|l| &l.key == k));
         watched.values().map(|seen| *seen + wait).min()

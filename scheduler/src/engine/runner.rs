@@ -87,7 +87,15 @@ async fn account_skips(claimed: &ClaimedRun, spec: ScheduleSpec) -> Vec<crate::s
         claimed.run_id,
     );
     let count = move || {
-        skipped_ticks(&task, &spec, scheduled, claimed_at, previous, run_id, MAX_COUNTED_TICKS)
+        skipped_ticks(
+            &task,
+            &spec,
+            scheduled,
+            claimed_at,
+            previous,
+            run_id,
+            MAX_COUNTED_TICKS,
+        )
     };
     if claimed_at - scheduled < chrono::TimeDelta::minutes(10) {
         count()

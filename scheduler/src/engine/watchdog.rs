@@ -288,7 +288,9 @@ mod tests {
 
     #[test]
     fn the_handler_is_stopped_strictly_before_the_lock_can_expire_for_every_lifetime() {
-        for ms in [300u64, 1_000, 3_000, 20_000, 40_000, 60_000, 120_000, 3_600_000] {
+        for ms in [
+            300u64, 1_000, 3_000, 20_000, 40_000, 60_000, 120_000, 3_600_000,
+        ] {
             let t = LeaseTimes::for_lifetime(Duration::from_millis(ms));
             let sent = Instant::now();
             let expiry = sent + t.lifetime;

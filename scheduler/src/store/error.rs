@@ -66,7 +66,9 @@ impl StoreError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            StoreError::Unavailable { .. } | StoreError::Timeout { .. } | StoreError::Conflict { .. }
+            StoreError::Unavailable { .. }
+                | StoreError::Timeout { .. }
+                | StoreError::Conflict { .. }
         )
     }
 

@@ -571,7 +571,11 @@ pub struct ConfigState {
 
 impl ConfigState {
     /// The state recording a document.
-    pub fn new(version: Option<i64>, digest: impl Into<String>, applied_by: impl Into<String>) -> Self {
+    pub fn new(
+        version: Option<i64>,
+        digest: impl Into<String>,
+        applied_by: impl Into<String>,
+    ) -> Self {
         Self {
             version,
             digest: digest.into(),

@@ -15,7 +15,10 @@ async fn kill_slow(ctx: TaskContext) {
 /// Runs until killed; at most once per tick (a run whose outcome is unknown is not rerun).
 #[task(name = "kill.never", recovery = "never")]
 async fn kill_never(ctx: TaskContext) {
-    tracing::info!(run_id = ctx.run_id(), "victim started the at-most-once task");
+    tracing::info!(
+        run_id = ctx.run_id(),
+        "victim started the at-most-once task"
+    );
     tokio::time::sleep(Duration::from_secs(3600)).await;
 }
 

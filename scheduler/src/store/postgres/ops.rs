@@ -11,11 +11,11 @@ use uuid::Uuid;
 
 use super::{PgStore, classify, listener::PgChangeListener, migrate, millis};
 use crate::store::{
-    ChangeListener, ClaimOutcome, ClaimPolicy, ClaimRequest, ClaimedRun, ConfigPlan,
-    ConfigPlanner, ConfigSnapshot, ConfigState, DueDecision, DueTask, ExpiredLock, FinishResult,
-    Heartbeat, LockKey, LockedRun, NodeInfo, Recovery, RescueDecision, RescuedLock, RunEnd,
-    RunFinish, RunRecord, RunStatus, SkipReason, SkipRecord, Store, StoreError, StoreResult,
-    TaskChange, TaskRow, WakeInfo,
+    ChangeListener, ClaimOutcome, ClaimPolicy, ClaimRequest, ClaimedRun, ConfigPlan, ConfigPlanner,
+    ConfigSnapshot, ConfigState, DueDecision, DueTask, ExpiredLock, FinishResult, Heartbeat,
+    LockKey, LockedRun, NodeInfo, Recovery, RescueDecision, RescuedLock, RunEnd, RunFinish,
+    RunRecord, RunStatus, SkipReason, SkipRecord, Store, StoreError, StoreResult, TaskChange,
+    TaskRow, WakeInfo,
 };
 
 macro_rules! query {
@@ -85,7 +85,8 @@ impl PgStore {
 }
 
 fn parse_status(s: &str) -> Result<RunStatus, sqlx::Error> {
-    RunStatus::parse(s).ok_or_else(|| sqlx::Error::Decode(format!("unknown run status `{s}`").into()))
+    RunStatus::parse(s)
+        .ok_or_else(|| sqlx::Error::Decode(format!("unknown run status `{s}`").into()))
 }
 
 fn parse_recovery(s: &str) -> Recovery {
@@ -197,7 +198,10 @@ impl Store for PgStore {
                     None => None,
                 };
                 let lock = ExpiredLock {
-                    key: LockKey::new(row.try_get::<String, _>("name")?, row.try_get("lock_token")?),
+                    key: LockKey::new(
+                        row.try_get::<String, _>("name")?,
+                        row.try_get("lock_token")?,
+                    ),
                     owner: row.try_get("lock_owner")?,
                     expired_at: row.try_get("lock_expires_at")?,
                     run,
@@ -235,9 +239,7 @@ impl Store for PgStore {
                     .map(|row| row.try_get("name"))
                     .collect::<Result<_, _>>()?;
                 // A lock its owner renewed meanwhile was not released: nothing happened to it.
-                outcome
-                    .rescued
-                    .retain(|r| released.contains(&r.task_name));
+                outcome.rescued.retain(|r| released.contains(&r.task_name));
             }
 
             if request.limit > 0 {
@@ -288,10 +290,7 @@ impl Store for PgStore {
                             let task_name: String = row.try_get("task_name")?;
                             Ok(ClaimedRun {
                                 run_id: row.try_get("id")?,
-                                previous_finished_at: previous
-                                    .get(&task_name)
-                                    .copied()
-                                    .flatten(),
+                                previous_finished_at: previous.get(&task_name).copied().flatten(),
                                 task_name,
                                 lock_token: row.try_get("lock_token")?,
                                 scheduled_at: row.try_get("scheduled_at")?,
@@ -326,7 +325,12 @@ impl Store for PgStore {
                 .fetch_all(conn)
                 .await?
                 .iter()
-                .map(|row| Ok(LockKey::new(row.try_get::<String, _>("name")?, row.try_get("lock_token")?)))
+                .map(|row| {
+                    Ok(LockKey::new(
+                        row.try_get::<String, _>("name")?,
+                        row.try_get("lock_token")?,
+                    ))
+                })
                 .collect()
         })
     }
@@ -374,7 +378,10 @@ impl Store for PgStore {
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
             if !skips.names.is_empty() {
-                skips.bind(sqlx::query(query!("skips_insert"))).execute(&mut *tx).await?;
+                skips
+                    .bind(sqlx::query(query!("skips_insert")))
+                    .execute(&mut *tx)
+                    .await?;
             }
             tx.commit().await?;
             Ok(results)
@@ -449,7 +456,9 @@ impl Store for PgStore {
 
     async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
         timed!(self, "load_tasks", |conn| {
-            let rows = sqlx::query(query!("load_tasks")).fetch_all(&mut *conn).await?;
+            let rows = sqlx::query(query!("load_tasks"))
+                .fetch_all(&mut *conn)
+                .await?;
             let db_now = match rows.first() {
                 Some(row) => row.try_get("db_now")?,
                 None => sqlx::query(query!("db_now"))
