@@ -25,13 +25,18 @@ async fn sync_advertiser_report(ctx: TaskContext) -> anyhow::Result<()> {
 
 #[task(name = "refreshMaterialCache")]
 async fn refresh_material_cache(ctx: TaskContext) -> anyhow::Result<()> {
-    tokio::select! {
-        // Long work should watch for cancellation (shutdown, or a lost lock) and stop cleanly.
-        _ = ctx.cancelled() => tracing::info!("refresh interrupted; the next tick retries"),
-        _ = tokio::time::sleep(std::time::Duration::from_millis(300)) => {
-            tracing::info!(run_id = ctx.run_id(), "material cache refreshed");
+    for shard in 0..3 {
+        // Long work watches for cancellation (shutdown, or a lock that could not be kept). Not
+        // done? Say so: the run is recorded `interrupted` and its tick runs again elsewhere.
+        ctx.check_cancelled()?;
+        tokio::select! {
+            _ = ctx.cancelled() => return Err(ctx.interrupted().into()),
+            _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                tracing::debug!(shard, "material cache shard refreshed");
+            }
         }
     }
+    tracing::info!(run_id = ctx.run_id(), "material cache refreshed");
     Ok(())
 }
 

@@ -205,8 +205,8 @@ impl PgStoreBuilder {
             .application_name("scheduler");
         let pool = PgPoolOptions::new()
             .max_connections(self.max_connections)
-            // One warm connection: opening one costs more than a whole claim.
-            .min_connections(1)
+            // No connection is kept open on its own (that would need a runtime to build the
+            // store); the node's regular queries keep one warm.
             .acquire_timeout(self.acquire_timeout)
             .idle_timeout(Some(Duration::from_secs(600)))
             .test_before_acquire(false)
