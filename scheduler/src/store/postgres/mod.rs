@@ -90,13 +90,14 @@ fn notify_channel(schema: &str) -> String {
 /// use std::time::Duration;
 /// use scheduler::store::postgres::PgStoreBuilder;
 ///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), scheduler::store::StoreError> {
 /// let store = PgStoreBuilder::new("postgres://app@127.0.0.1:5432/app")
 ///     .schema("jobs")
 ///     .max_connections(4)
 ///     .statement_timeout(Duration::from_secs(5))
 ///     .connect_lazy()?;
 /// assert_eq!(store.schema(), "jobs");
-/// # Ok::<(), scheduler::store::StoreError>(())
+/// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct PgStoreBuilder {
@@ -163,10 +164,16 @@ impl PgStoreBuilder {
         self
     }
 
-    /// Validates the settings and creates the pool. Connects to nothing until the first query,
-    /// so a node can start while the database is down and catch up when it returns.
+    /// Validates the settings and creates the pool, inside a Tokio runtime (the pool's upkeep
+    /// runs on it). Connects to nothing until the first query, so a node can start while the
+    /// database is down and catch up when it returns.
     pub fn connect_lazy(self) -> StoreResult<PgStore> {
         validate_schema(&self.schema)?;
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(StoreError::setup(
+                "the PostgreSQL store must be created inside a Tokio runtime (in `#[tokio::main]`)",
+            ));
+        }
         if self.max_connections < 2 {
             return Err(StoreError::setup(
                 "max_connections must be at least 2 (one is the change listener's)",
@@ -328,11 +335,21 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_url_is_a_setup_error_without_its_password() {
+    fn outside_a_runtime_the_store_is_refused_not_a_panic() {
+        let error = PgStoreBuilder::new("postgres://app@127.0.0.1/x")
+            .connect_lazy()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("inside a Tokio runtime"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_bad_url_is_a_setup_error_without_its_password() {
         let error = PgStoreBuilder::new("postgres://app:hunter2@db:notaport/x")
             .connect_lazy()
             .unwrap_err()
             .to_string();
+        assert!(error.contains("is not a usable PostgreSQL URL"), "{error}");
         assert!(!error.contains("hunter2"), "{error}");
     }
 }
