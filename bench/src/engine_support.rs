@@ -88,3 +88,13 @@ pub async fn fresh_schema(url: &str, name: &str) -> sqlx::PgPool {
     store.migrate().await.unwrap();
     store.pool().clone()
 }
+
+/// The PostgreSQL store of one benchmark schema, with the default pool.
+pub fn pg_store(url: &str, schema: &str) -> std::sync::Arc<dyn scheduler::store::Store> {
+    std::sync::Arc::new(
+        scheduler::store::PgStore::builder(url)
+            .schema(schema)
+            .connect_lazy()
+            .unwrap(),
+    )
+}

@@ -7,8 +7,8 @@
 //! it calls lives in the modules it names ([`schedule`](crate::schedule) for `next`). It must
 //! not start the engine or touch the database.
 //!
-//! Each subcommand is a variant of [`Command`] with its own `Args` struct; adding one (the
-//! planned `check-config`) is a new variant and a new arm in [`Cli::run`].
+//! Each subcommand is a variant of [`Command`] (or [`AppCommand`]) with its own `Args` struct;
+//! adding one is a new variant and a new arm in [`Cli::run`] (or in the application entry).
 //!
 //! ```
 //! use clap::Parser;
@@ -187,16 +187,12 @@ impl CheckConfigArgs {
     /// Checks the file against `registry`, prints the report to `out`, and returns whether the
     /// config is free of problems.
     pub fn run(&self, registry: &TaskRegistry, out: &mut dyn Write) -> crate::Result<bool> {
-        let zone = self
-            .tz
-            .clone()
-            .or_else(|| {
-                std::env::var("SCHEDULER_TIMEZONE")
-                    .ok()
-                    .filter(|z| !z.trim().is_empty())
-            })
-            .unwrap_or_else(|| "UTC".to_owned());
-        let tz = parse_timezone(zone.trim())?;
+        let tz = match &self.tz {
+            Some(zone) => parse_timezone(zone.trim())?,
+            None => crate::env::Env::new(&crate::env::process)
+                .timezone(crate::vars::TIMEZONE)?
+                .unwrap_or(chrono_tz::Tz::UTC),
+        };
         let report = check_config(&self.path, registry, tz, Utc::now());
         write!(out, "{report}")?;
         out.flush()?;

@@ -21,14 +21,19 @@
 //! ```
 //!
 //! The crate is organised one module per concept, with dependencies pointing one way:
-//! tasks -> public API ([`task`], [`TaskContext`], [`Scheduler`]) -> [`engine`] -> [`store`].
+//! tasks -> public API ([`task`], [`TaskContext`], [`Scheduler`], [`SchedulerBuilder`]) ->
+//! [`engine`] -> [`store`]. The application entry ([`run`]) and the composition root
+//! ([`SchedulerBuilder`]) stand apart from the engine.
 
 #![warn(missing_docs)]
 
+mod app;
+mod builder;
 pub mod cli;
 pub mod config;
 mod context;
 pub mod engine;
+mod env;
 mod error;
 pub mod policy;
 pub mod reconciler;
@@ -37,8 +42,10 @@ pub mod registry;
 pub mod schedule;
 pub mod store;
 
+pub use app::{init_tracing, run, shutdown_signal};
+pub use builder::{SchedulerBuilder, vars};
 pub use context::{Interrupted, MissingState, TaskContext};
-pub use engine::{Scheduler, SchedulerBuilder, init_tracing, run, shutdown_signal};
+pub use engine::Scheduler;
 pub use error::{Error, Result};
 pub use policy::{Misfire, Recovery};
 pub use registry::{TaskDescriptor, TaskRegistry};

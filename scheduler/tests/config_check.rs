@@ -88,7 +88,6 @@ fn a_mixed_file_lists_every_problem_and_the_valid_tasks() {
 }
 
 #[test]
-#[ignore = "needs the schedule module"]
 fn valid_tasks_show_their_next_three_fire_times_in_utc() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, "tasks.json", MIXED);
@@ -133,7 +132,6 @@ fn valid_tasks_show_their_next_three_fire_times_in_utc() {
 }
 
 #[test]
-#[ignore = "needs the schedule module"]
 fn a_bad_cron_is_listed_with_the_other_problems() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(

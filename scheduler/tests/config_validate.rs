@@ -78,7 +78,6 @@ fn an_invalid_timezone_is_refused() {
 }
 
 #[test]
-#[ignore = "needs the schedule module"]
 fn an_invalid_cron_is_refused_even_when_disabled() {
     let v = check(
         r#"

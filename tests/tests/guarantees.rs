@@ -561,12 +561,16 @@ async fn a_mixed_case_non_ascii_schema_works() {
     let url = scheduler_tests::database_url();
     let n = start(
         scheduler::Scheduler::builder()
-            .database_url(url.clone())
-            .schema(schema.clone())
+            .store(Arc::new(
+                scheduler::store::PgStore::builder(url.clone())
+                    .schema(schema.clone())
+                    .max_connections(3)
+                    .connect_lazy()
+                    .unwrap(),
+            ))
             .node_id("a")
             .registry(tasks("schema."))
             .poll_interval(Duration::from_secs(1))
-            .max_connections(3)
             .config_document(doc(vec![entry("schema.tick", "* * * * * *")]))
             .state(Arc::clone(&rec))
             .build()

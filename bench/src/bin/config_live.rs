@@ -42,8 +42,7 @@ async fn main() {
     let mut nodes = Vec::new();
     for id in ["a", "b", "c"] {
         let scheduler = Scheduler::builder()
-            .database_url(url.clone())
-            .schema(schema)
+            .store(pg_store(&url, schema))
             .node_id(id)
             .registry(synthetic_registry("live.", 1))
             .config(path.to_str().unwrap())

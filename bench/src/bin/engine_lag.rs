@@ -28,8 +28,7 @@ async fn scenario(
     let doc = config_for(&registry, cron);
     let lags = Arc::new(Lags::default());
     let scheduler = Scheduler::builder()
-        .database_url(url.clone())
-        .schema(schema)
+        .store(pg_store(&url, schema))
         .node_id("bench")
         .registry(registry)
         .max_concurrent(max_concurrent)

@@ -27,8 +27,7 @@ async fn main() {
     let registry = synthetic_registry("idle.", 1000);
     let doc = config_for(&registry, "0 0 1 1 *");
     let scheduler = Scheduler::builder()
-        .database_url(url.clone())
-        .schema("bench_idle")
+        .store(pg_store(&url, "bench_idle"))
         .node_id("idle")
         .registry(registry)
         .config_document(doc)

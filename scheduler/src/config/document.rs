@@ -294,7 +294,7 @@ impl FromStr for ConfigFormat {
             "json" => Ok(Self::Json),
             "toml" => Ok(Self::Toml),
             "yaml" | "yml" => Ok(Self::Yaml),
-            _ => Err(ConfigError::invalid_setting(
+            _ => Err(ConfigError::invalid(
                 "format",
                 format!("unknown config format `{s}`; write `json`, `toml` or `yaml`"),
             )),

@@ -61,11 +61,12 @@ pub enum ConfigError {
         /// Why, with secrets removed.
         message: String,
     },
-    /// A location, builder call or environment variable is invalid.
-    #[error("invalid config setting `{name}`: {message}")]
-    InvalidSetting {
-        /// The setting or environment variable.
-        name: Cow<'static, str>,
+    /// A location or a source builder call is invalid (environment variables are reported as
+    /// [`Error::InvalidSetting`](crate::Error::InvalidSetting), like every other setting).
+    #[error("invalid config {what}: {message}")]
+    Invalid {
+        /// What is invalid (`location`, `header`, ...).
+        what: Cow<'static, str>,
         /// What is wrong and what to write instead.
         message: String,
     },
@@ -98,10 +99,10 @@ impl ConfigError {
         }
     }
 
-    /// An invalid setting (builder argument, location or environment variable).
-    pub fn invalid_setting(name: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Self::InvalidSetting {
-            name: name.into(),
+    /// An invalid location or source builder argument.
+    pub fn invalid(what: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            what: what.into(),
             message: message.into(),
         }
     }
@@ -114,7 +115,7 @@ impl ConfigError {
             | Self::HttpStatus { source_name, .. }
             | Self::Timeout { source_name, .. }
             | Self::Fetch { source_name, .. } => Some(source_name),
-            Self::InvalidSetting { .. } => None,
+            Self::Invalid { .. } => None,
         }
     }
 

@@ -138,14 +138,14 @@ impl HttpSourceBuilder {
         let (name, value) = (name.as_ref(), value.as_ref());
         let parsed = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| {
-                ConfigError::invalid_setting(
+                ConfigError::invalid(
                     "header",
                     format!("`{name}` is not a valid HTTP header name"),
                 )
             })
             .and_then(|name| {
                 let mut value = HeaderValue::from_str(value).map_err(|_| {
-                    ConfigError::invalid_setting(
+                    ConfigError::invalid(
                         "header",
                         format!("the value of header `{name}` is not a valid HTTP header value"),
                     )
@@ -189,19 +189,16 @@ impl HttpSourceBuilder {
             return Err(e);
         }
         let url = Url::parse(&self.url).map_err(|e| {
-            ConfigError::invalid_setting(
-                "url",
-                format!("`{}` is not a URL: {e}", redact(&self.url)),
-            )
+            ConfigError::invalid("url", format!("`{}` is not a URL: {e}", redact(&self.url)))
         })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(ConfigError::invalid_setting(
+            return Err(ConfigError::invalid(
                 "url",
                 format!("`{}` is not an http:// or https:// URL", redact_url(&url)),
             ));
         }
         if self.timeout.is_zero() {
-            return Err(ConfigError::invalid_setting(
+            return Err(ConfigError::invalid(
                 "timeout",
                 "the HTTP timeout must be greater than zero",
             ));
@@ -221,9 +218,7 @@ impl HttpSourceBuilder {
             .connect_timeout(self.timeout)
             .redirect(same_origin_redirects(url.clone()))
             .build()
-            .map_err(|e| {
-                ConfigError::invalid_setting("http client", error_chain(&e.without_url()))
-            })?;
+            .map_err(|e| ConfigError::invalid("http client", error_chain(&e.without_url())))?;
         Ok(HttpSource {
             client,
             description,

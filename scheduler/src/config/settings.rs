@@ -44,7 +44,7 @@ pub const ENV_CONFIG_TIMEOUT: &str = "SCHEDULER_CONFIG_TIMEOUT";
 /// let source = settings.source()?;
 /// assert_eq!(source.describe(), "https://config.example.com/myapp/tasks.json");
 /// assert!(!format!("{settings:?}").contains("t0ken"));
-/// # Ok::<(), scheduler::config::ConfigError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -89,57 +89,61 @@ impl ConfigSettings {
     }
 
     /// Reads the `SCHEDULER_CONFIG*` variables ([`ENV_CONFIG`] and friends). `Ok(None)` when
-    /// `SCHEDULER_CONFIG` is unset or empty.
-    pub fn from_env() -> Result<Option<Self>, ConfigError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+    /// `SCHEDULER_CONFIG` is unset or empty. An invalid value is an
+    /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
+    pub fn from_env() -> crate::Result<Option<Self>> {
+        Self::from_lookup(crate::env::process)
     }
 
     /// Like [`from_env`](Self::from_env), reading variables through `lookup` (for tests, or
     /// another prefix).
-    pub fn from_lookup(
-        lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<Self>, ConfigError> {
-        let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-        let Some(location) = non_empty(ENV_CONFIG) else {
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> crate::Result<Option<Self>> {
+        Self::from_reader(&crate::env::Env::new(&lookup))
+    }
+
+    pub(crate) fn from_reader(env: &crate::env::Env<'_>) -> crate::Result<Option<Self>> {
+        use crate::env::invalid;
+        let Some(location) = env.string(ENV_CONFIG) else {
             return Ok(None);
         };
-        let mut settings = Self::new(location.trim());
-        if let Some(v) = non_empty(ENV_CONFIG_POLL_INTERVAL) {
-            settings.poll_interval = parse_duration(ENV_CONFIG_POLL_INTERVAL, &v)?;
-            if settings.poll_interval < MIN_POLL_INTERVAL {
-                return Err(ConfigError::invalid_setting(
+        let mut settings = Self::new(location);
+        if let Some(interval) = env.duration(ENV_CONFIG_POLL_INTERVAL)? {
+            if interval < MIN_POLL_INTERVAL {
+                return Err(invalid(
                     ENV_CONFIG_POLL_INTERVAL,
                     format!(
-                        "`{v}` is too short; poll at most every {}",
+                        "`{}` is too short; poll at most every {}",
+                        humantime::format_duration(interval),
                         humantime::format_duration(MIN_POLL_INTERVAL)
                     ),
                 ));
             }
+            settings.poll_interval = interval;
         }
         let is_http = is_http(&settings.location);
         let http_only = |name: &'static str| {
-            ConfigError::invalid_setting(
+            invalid(
                 name,
                 format!("only applies to an http(s):// {ENV_CONFIG}, which is a file path here"),
             )
         };
-        if let Some(v) = non_empty(ENV_CONFIG_TIMEOUT) {
+        if let Some(timeout) = env.duration(ENV_CONFIG_TIMEOUT)? {
             if !is_http {
                 return Err(http_only(ENV_CONFIG_TIMEOUT));
             }
-            settings.http_timeout = parse_duration(ENV_CONFIG_TIMEOUT, &v)?;
+            settings.http_timeout = timeout;
         }
-        if let Some(v) = non_empty(ENV_CONFIG_TOKEN) {
+        if let Some(token) = env.string(ENV_CONFIG_TOKEN) {
             if !is_http {
                 return Err(http_only(ENV_CONFIG_TOKEN));
             }
-            settings.token = Some(v.trim().to_owned());
+            settings.token = Some(token);
         }
-        if let Some(v) = non_empty(ENV_CONFIG_HEADERS) {
+        if let Some(headers) = env.string(ENV_CONFIG_HEADERS) {
             if !is_http {
                 return Err(http_only(ENV_CONFIG_HEADERS));
             }
-            settings.headers = parse_headers(&v)?;
+            settings.headers = parse_headers(&headers)?;
         }
         Ok(Some(settings))
     }
@@ -148,7 +152,7 @@ impl ConfigSettings {
     pub fn source(&self) -> Result<Box<dyn ConfigSource>, ConfigError> {
         if !is_http(&self.location) {
             if self.token.is_some() || !self.headers.is_empty() {
-                return Err(ConfigError::invalid_setting(
+                return Err(ConfigError::invalid(
                     "location",
                     "headers and tokens only apply to an http(s):// location",
                 ));
@@ -186,7 +190,7 @@ impl ConfigSettings {
 pub fn source_from_location(location: &str) -> Result<Box<dyn ConfigSource>, ConfigError> {
     let location = location.trim();
     if location.is_empty() {
-        return Err(ConfigError::invalid_setting(
+        return Err(ConfigError::invalid(
             "location",
             "the config location is empty; give a file path or an http(s):// URL",
         ));
@@ -200,7 +204,7 @@ pub fn source_from_location(location: &str) -> Result<Box<dyn ConfigSource>, Con
                 .ok()
                 .and_then(|url| url.to_file_path().ok())
                 .ok_or_else(|| {
-                    ConfigError::invalid_setting(
+                    ConfigError::invalid(
                         "location",
                         format!("`{location}` is not a valid file:// URL"),
                     )
@@ -217,7 +221,7 @@ pub fn source_from_location(location: &str) -> Result<Box<dyn ConfigSource>, Con
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
     {
-        return Err(ConfigError::invalid_setting(
+        return Err(ConfigError::invalid(
             "location",
             format!(
                 "`{scheme}://` is not a built-in config source; use a file path, an http(s):// URL, \
@@ -240,30 +244,14 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &s[prefix.len()..])
 }
 
-fn parse_duration(name: &'static str, value: &str) -> Result<Duration, ConfigError> {
-    let duration = humantime::parse_duration(value.trim()).map_err(|e| {
-        ConfigError::invalid_setting(
-            name,
-            format!("`{value}` is not a duration ({e}); write e.g. `10s`, `500ms` or `2m`"),
-        )
-    })?;
-    if duration.is_zero() {
-        return Err(ConfigError::invalid_setting(
-            name,
-            "must be greater than zero",
-        ));
-    }
-    Ok(duration)
-}
-
-fn parse_headers(value: &str) -> Result<Vec<(String, String)>, ConfigError> {
+fn parse_headers(value: &str) -> crate::Result<Vec<(String, String)>> {
     value
         .split(',')
         .map(str::trim)
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (name, value) = pair.split_once('=').ok_or_else(|| {
-                ConfigError::invalid_setting(
+                crate::env::invalid(
                     ENV_CONFIG_HEADERS,
                     "expected comma-separated `Name=value` pairs",
                 )
@@ -271,7 +259,7 @@ fn parse_headers(value: &str) -> Result<Vec<(String, String)>, ConfigError> {
             let value = percent_encoding::percent_decode_str(value.trim())
                 .decode_utf8()
                 .map_err(|_| {
-                    ConfigError::invalid_setting(
+                    crate::env::invalid(
                         ENV_CONFIG_HEADERS,
                         format!(
                             "the value of `{}` is not valid percent-encoded UTF-8",

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::rules::{Rules, Takeover, Unreadable};
+use super::service::{Service, Woke};
 use super::{Shared, backoff, runner};
 use crate::store::{ClaimRequest, LockKey, SkipReason, SkipRecord, StoreError};
 
@@ -53,6 +53,12 @@ pub(crate) struct ClaimLoop {
     unreadable: HashMap<String, Instant>,
     /// Unreadable schedules already reported, so each is logged and recorded once.
     reported: BTreeSet<(String, String, String)>,
+    /// The next pass may skip the wake-time query (it was computed before the pause).
+    known_due: bool,
+    /// The last pause ran until a due time.
+    due_at_end: bool,
+    /// Passes in a row that found due rows held by other transactions.
+    contended: u32,
 }
 
 impl ClaimLoop {
@@ -62,6 +68,9 @@ impl ClaimLoop {
             takeover: Takeover::default(),
             unreadable: HashMap::new(),
             reported: BTreeSet::new(),
+            known_due: false,
+            due_at_end: false,
+            contended: 0,
         }
     }
 
@@ -82,7 +91,7 @@ impl ClaimLoop {
     /// One pass: claim everything due now that fits in the free handler slots. With
     /// `known_due` (the loop slept until a due time the store gave it) the wake-time query is
     /// skipped and the claim runs at once.
-    pub(crate) async fn run_once(&mut self, known_due: bool) -> Result<ClaimPass, StoreError> {
+    pub(crate) async fn claim_once(&mut self, known_due: bool) -> Result<ClaimPass, StoreError> {
         let shared = Arc::clone(&self.shared);
         let settings = &shared.settings;
         let names = self.claimable();
@@ -137,14 +146,7 @@ impl ClaimLoop {
                 &rules,
             )
             .await;
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                // Watching starts over once the store answers again.
-                self.takeover.reset();
-                return Err(e);
-            }
-        };
+        let outcome = outcome?;
         let maturity = self.takeover.retain_waiting(&outcome.waiting, wait);
         for lock in &outcome.rescued {
             match &lock.run_end {
@@ -223,82 +225,70 @@ impl ClaimLoop {
             }
         }
     }
+}
 
-    /// Claims until `stop` is cancelled, surviving store outages with backoff.
-    pub(crate) async fn run(mut self, stop: CancellationToken) {
-        let shared = Arc::clone(&self.shared);
-        let poll = shared.settings.poll_interval;
-        let refill_batch = u32::try_from((shared.settings.max_concurrent / 2).max(1)).unwrap_or(1);
-        let mut failures = 0u32;
-        let mut contended = 0u32;
-        let mut known_due = false;
-        while !stop.is_cancelled() {
-            let pass = self.run_once(std::mem::take(&mut known_due)).await;
-            if let Ok(pass) = &pass
-                && pass.filled
-            {
-                // Every free slot was taken and more is probably due: let a batch of slots free
-                // up (briefly) so the next claim is one transaction for many tasks, not one per
-                // finished handler, and claim again without asking for the wake time first.
-                let _ =
-                    tokio::time::timeout(REFILL_WAIT, shared.permits.acquire_many(refill_batch))
-                        .await;
-                known_due = true;
-                continue;
-            }
-            let mut due_at_end = false;
-            let pause = match pass {
-                Ok(pass) => {
-                    if failures > 0 {
-                        tracing::info!(
-                            after_failures = failures,
-                            "store reachable again; scheduling resumed"
-                        );
-                        failures = 0;
-                    }
-                    if pass.contended {
-                        contended += 1;
-                        jitter(
-                            (CONTENDED_RETRY * 2u32.saturating_pow(contended.min(10) - 1))
-                                .min(CONTENDED_RETRY_MAX),
-                        )
-                    } else {
-                        contended = 0;
-                        if pass.claimed > 0 || pass.rescued > 0 {
-                            Duration::ZERO
-                        } else if pass.saturated {
-                            poll
-                        } else {
-                            match pass.wake_in {
-                                Some(w) if w < poll => {
-                                    due_at_end = true;
-                                    w
-                                }
-                                _ => poll,
-                            }
-                        }
-                    }
-                }
-                Err(e) => {
-                    let pause = backoff(failures);
-                    if failures == 0 {
-                        tracing::error!(error = %e, retry_in = ?pause, "cannot reach the store; running handlers continue, claiming paused");
-                    } else {
-                        tracing::debug!(error = %e, retry_in = ?pause, "store still unreachable");
-                    }
-                    failures += 1;
-                    pause
-                }
-            };
-            if pause.is_zero() {
-                continue;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => known_due = due_at_end,
-                _ = shared.wake.notified() => {}
-                _ = stop.cancelled() => break,
-            }
+impl Service for ClaimLoop {
+    type Pass = ClaimPass;
+    type Error = StoreError;
+
+    fn what(&self) -> &'static str {
+        "claiming (running handlers go on)"
+    }
+
+    async fn run_once(&mut self) -> Result<ClaimPass, StoreError> {
+        let known_due = std::mem::take(&mut self.known_due);
+        let pass = self.claim_once(known_due).await?;
+        if pass.filled {
+            // Every free slot was taken and more is probably due: let a batch of slots free up
+            // (briefly) so the next claim is one transaction for many tasks, not one per
+            // finished handler, and claim again without asking for the wake time first.
+            let batch =
+                u32::try_from((self.shared.settings.max_concurrent / 2).max(1)).unwrap_or(1);
+            let _ =
+                tokio::time::timeout(REFILL_WAIT, self.shared.permits.acquire_many(batch)).await;
+            self.known_due = true;
         }
+        Ok(pass)
+    }
+
+    fn pause_after(&mut self, pass: ClaimPass) -> Option<Duration> {
+        let poll = self.shared.settings.poll_interval;
+        self.due_at_end = false;
+        if pass.filled {
+            return Some(Duration::ZERO);
+        }
+        if pass.contended {
+            self.contended += 1;
+            return Some(jitter(
+                (CONTENDED_RETRY * 2u32.saturating_pow(self.contended.min(10) - 1))
+                    .min(CONTENDED_RETRY_MAX),
+            ));
+        }
+        self.contended = 0;
+        Some(if pass.claimed > 0 || pass.rescued > 0 {
+            Duration::ZERO
+        } else if pass.saturated {
+            poll
+        } else {
+            match pass.wake_in {
+                Some(w) if w < poll => {
+                    self.due_at_end = true;
+                    w
+                }
+                _ => poll,
+            }
+        })
+    }
+
+    fn pause_after_failure(&mut self, failures: u32) -> Duration {
+        // Watching expired locks starts over once the store answers again.
+        self.takeover.reset();
+        backoff(failures - 1)
+    }
+
+    fn woke(&mut self, by: Woke) {
+        // Slept until a due time the store gave: claim at once, without asking again.
+        self.known_due = by == Woke::Timer && self.due_at_end;
     }
 }
 

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
+use std::time::Duration;
 
-use super::{RetryPause, Shared};
+use super::service::Service;
+use super::{Shared, backoff};
 use crate::config::{ConfigDocument, ConfigWatcher, PollOutcome};
 use crate::reconciler::{ReconcileReport, Reconciler};
 
@@ -23,6 +24,8 @@ pub(crate) struct ConfigSync {
     reconciler: Reconciler,
     /// A document seen but not yet applied (the database failed).
     pending: Option<Arc<ConfigDocument>>,
+    /// The pause between polls.
+    interval: Duration,
 }
 
 impl ConfigSync {
@@ -37,16 +40,21 @@ impl ConfigSync {
             shared.settings.default_timezone,
             &shared.node_id,
         );
+        let interval = match &feed {
+            ConfigFeed::Watched(w) => w.interval(),
+            ConfigFeed::Fixed(_) => shared.settings.config_poll_interval,
+        };
         Self {
             feed,
             reconciler,
             pending,
+            interval,
         }
     }
 
     /// Polls the source once and reconciles what is new (or still pending).
     /// `Ok(None)`: nothing to do.
-    pub(crate) async fn run_once(&mut self) -> crate::Result<Option<ReconcileReport>> {
+    pub(crate) async fn apply_pending(&mut self) -> crate::Result<Option<ReconcileReport>> {
         if let ConfigFeed::Watched(watcher) = &mut self.feed
             && let PollOutcome::Changed(doc) = watcher.poll_once().await
         {
@@ -59,23 +67,28 @@ impl ConfigSync {
         self.pending = None;
         Ok(Some(report))
     }
+}
 
-    pub(crate) async fn run(mut self, shared: Arc<Shared>, stop: CancellationToken) {
-        let interval = match &self.feed {
-            ConfigFeed::Watched(w) => w.interval(),
-            ConfigFeed::Fixed(_) => shared.settings.config_poll_interval,
-        };
-        let mut retry = RetryPause::default();
-        while !stop.is_cancelled() {
-            let result = self.run_once().await;
-            let pause = retry.after(&result, interval, "could not apply the config");
-            if matches!(self.feed, ConfigFeed::Fixed(_)) && self.pending.is_none() {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = stop.cancelled() => return,
-            }
+impl Service for ConfigSync {
+    type Pass = ();
+    type Error = crate::Error;
+
+    fn what(&self) -> &'static str {
+        "applying the config"
+    }
+
+    async fn run_once(&mut self) -> crate::Result<()> {
+        self.apply_pending().await.map(drop)
+    }
+
+    fn pause_after(&mut self, (): ()) -> Option<Duration> {
+        match &self.feed {
+            ConfigFeed::Fixed(_) if self.pending.is_none() => None,
+            _ => Some(self.interval),
         }
+    }
+
+    fn pause_after_failure(&mut self, failures: u32) -> Duration {
+        backoff(failures - 1).min(self.interval)
     }
 }

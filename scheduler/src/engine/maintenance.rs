@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
-use super::{RetryPause, Shared, backoff};
+use super::service::Service;
+use super::{Shared, backoff};
+use crate::store::{ChangeListener, StoreError};
 
 /// How often old runs are pruned.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
@@ -38,7 +39,7 @@ impl Maintenance {
     }
 
     /// Heartbeat, and prune when due. Returns how many runs were pruned.
-    pub(crate) async fn run_once(&mut self) -> crate::store::StoreResult<u64> {
+    pub(crate) async fn beat_and_prune(&mut self) -> crate::store::StoreResult<u64> {
         let shared = &self.shared;
         let silent_after = shared.settings.heartbeat_interval * SILENT_AFTER_HEARTBEATS;
         let beat = shared
@@ -113,57 +114,63 @@ impl Maintenance {
         }
         Ok(())
     }
+}
 
-    pub(crate) async fn run(mut self, stop: CancellationToken) {
-        let interval = self.shared.settings.heartbeat_interval;
-        let mut retry = RetryPause::default();
-        while !stop.is_cancelled() {
-            let result = self.run_once().await;
-            let pause = retry.after(&result, interval, "heartbeat failed");
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = stop.cancelled() => break,
-            }
-        }
+impl Service for Maintenance {
+    type Pass = u64;
+    type Error = StoreError;
+
+    fn what(&self) -> &'static str {
+        "the heartbeat"
+    }
+
+    async fn run_once(&mut self) -> Result<u64, StoreError> {
+        self.beat_and_prune().await
+    }
+
+    fn pause_after(&mut self, _pruned: u64) -> Option<Duration> {
+        Some(self.shared.settings.heartbeat_interval)
+    }
+
+    fn pause_after_failure(&mut self, failures: u32) -> Duration {
+        backoff(failures - 1).min(self.shared.settings.heartbeat_interval)
     }
 }
 
 /// Forwards change notifications from other nodes to the claim loop.
-pub(crate) async fn listen(shared: Arc<Shared>, stop: CancellationToken) {
-    let mut failures = 0u32;
-    let mut listener = loop {
-        match shared.store.listener().await {
-            Ok(l) => break l,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot create the change listener; retrying");
-                failures += 1;
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff(failures)) => {}
-                    _ = stop.cancelled() => return,
-                }
-            }
+pub(crate) struct Listener {
+    shared: Arc<Shared>,
+    listener: Option<Box<dyn ChangeListener>>,
+}
+
+impl Listener {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            listener: None,
         }
-    };
-    failures = 0;
-    loop {
-        tokio::select! {
-            received = listener.recv() => match received {
-                Ok(()) => {
-                    failures = 0;
-                    shared.wake.notify_one();
-                }
-                Err(e) => {
-                    if failures == 0 {
-                        tracing::warn!(error = %e, "change listener lost its connection; reconnecting (the poll interval still applies)");
-                    }
-                    failures += 1;
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff(failures)) => {}
-                        _ = stop.cancelled() => return,
-                    }
-                }
-            },
-            _ = stop.cancelled() => return,
-        }
+    }
+}
+
+impl Service for Listener {
+    type Pass = ();
+    type Error = StoreError;
+
+    fn what(&self) -> &'static str {
+        "the change listener (the poll interval still applies)"
+    }
+
+    async fn run_once(&mut self) -> Result<(), StoreError> {
+        let listener = match &mut self.listener {
+            Some(l) => l,
+            None => self.listener.insert(self.shared.store.listener().await?),
+        };
+        listener.recv().await?;
+        self.shared.wake.notify_one();
+        Ok(())
+    }
+
+    fn pause_after(&mut self, (): ()) -> Option<Duration> {
+        Some(Duration::ZERO)
     }
 }

@@ -122,20 +122,3 @@ pub(crate) fn default_node_id() -> String {
 pub(crate) fn hostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()
 }
-
-/// Reads an environment variable; unset and empty are the same.
-pub(crate) fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-/// Parses a duration written like `2s`, `500ms`, `10m`.
-pub(crate) fn parse_duration(name: &'static str, value: &str) -> Result<Duration> {
-    humantime::parse_duration(value.trim()).map_err(|e| Error::InvalidSetting {
-        name: Cow::Borrowed(name),
-        message: format!("`{value}` is not a duration ({e}); write it like `2s`, `500ms` or `10m`"),
-    })
-}
-
-pub(crate) fn env_duration(name: &'static str) -> Result<Option<Duration>> {
-    env_var(name).map(|v| parse_duration(name, &v)).transpose()
-}

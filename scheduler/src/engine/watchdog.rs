@@ -181,23 +181,15 @@ impl LockWatchdog {
         {
             Ok(renewed) => renewed,
             Err(e) => {
-                let mut last = self.last_error.lock().unwrap_or_else(|p| p.into_inner());
-                if last.is_none() {
-                    tracing::warn!(error = %e, locks = batch.len(), "lock renewal failed; retrying until the locks would expire");
-                }
-                *last = Some(e.to_string());
+                // Logged by the service loop; kept for the runs whose lock it costs.
+                *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
                 return Err(e);
             }
         };
-        if self
-            .last_error
+        self.last_error
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .is_some()
-        {
-            tracing::info!("lock renewal works again");
-        }
+            .take();
         let renewed: std::collections::HashSet<LockKey> = renewed.into_iter().collect();
         let held = self.held();
         for (run, key) in &batch {
@@ -210,20 +202,6 @@ impl LockWatchdog {
             }
         }
         Ok(renewed.len())
-    }
-
-    /// Renews every renew interval (a quarter of it after a failure) until `stop` is cancelled.
-    pub(crate) async fn run(self: Arc<Self>, stop: CancellationToken) {
-        loop {
-            let pause = match self.renew_once().await {
-                Ok(_) => self.renew_every,
-                Err(_) => self.retry_pause(),
-            };
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = stop.cancelled() => return,
-            }
-        }
     }
 
     /// The pause before retrying a failed renewal (also the completer's): a quarter of the renew
@@ -239,6 +217,30 @@ impl LockWatchdog {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
             .unwrap_or_else(|| "renewal did not complete in time".into())
+    }
+}
+
+/// Renews every renew interval, a quarter of it after a failure.
+pub(crate) struct Renewer(pub(crate) Arc<LockWatchdog>);
+
+impl super::service::Service for Renewer {
+    type Pass = usize;
+    type Error = crate::store::StoreError;
+
+    fn what(&self) -> &'static str {
+        "lock renewal"
+    }
+
+    async fn run_once(&mut self) -> crate::store::StoreResult<usize> {
+        self.0.renew_once().await
+    }
+
+    fn pause_after(&mut self, _renewed: usize) -> Option<Duration> {
+        Some(self.0.renew_every)
+    }
+
+    fn pause_after_failure(&mut self, _failures: u32) -> Duration {
+        self.0.retry_pause()
     }
 }
 

@@ -12,6 +12,7 @@
 //! [`ConfigPlanner`] plans a reconcile on rows locked for it. A store only applies decisions, so
 //! every backend behaves alike and the rules are unit-tested without a database.
 
+mod connect;
 mod error;
 pub mod postgres;
 
@@ -23,6 +24,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use crate::policy::Recovery;
+pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
 pub use error::{BoxError, StoreError, StoreResult};
 pub use postgres::PgStore;
 

@@ -135,15 +135,13 @@ pub fn doc(entries: Vec<TaskConfig>) -> ConfigDocument {
 /// A node on `db` with test-sized intervals.
 pub fn node(db: &TestSchema, id: &str, registry: TaskRegistry) -> SchedulerBuilder {
     Scheduler::builder()
-        .database_url(db.url.clone())
-        .schema(db.schema.clone())
+        .store(std::sync::Arc::new(store_with(db, 4)))
         .node_id(id)
         .registry(registry)
         .lock_lifetime(Duration::from_secs(3))
         .poll_interval(Duration::from_secs(2))
         .heartbeat_interval(Duration::from_secs(1))
         .shutdown_timeout(Duration::from_secs(5))
-        .max_connections(4)
 }
 
 /// A running node, stopped gracefully with [`RunningNode::stop`].
@@ -249,7 +247,6 @@ pub fn cluster_node(
         .registry(TaskRegistry::collect().unwrap().retain(move |n| n == name))
         .poll_interval(Duration::from_millis(500))
         .heartbeat_interval(Duration::from_millis(500))
-        .max_connections(4)
         .config_document(doc(vec![entry(task, cron)]))
         .state(std::sync::Arc::clone(rec))
 }
@@ -260,7 +257,12 @@ pub fn pool(db: &TestSchema) -> sqlx::PgPool {
 }
 
 pub fn store(db: &TestSchema) -> scheduler::store::PgStore {
-    scheduler::store::PgStore::connect_lazy(&db.url, &db.schema, 2).unwrap()
+    store_with(db, 2)
+}
+
+/// A store on `db` with `connections` in its pool.
+pub fn store_with(db: &TestSchema, connections: u32) -> scheduler::store::PgStore {
+    scheduler::store::PgStore::connect_lazy(&db.url, &db.schema, connections).unwrap()
 }
 
 /// Creates the scheduler tables in `db`.

@@ -1,0 +1,92 @@
+//! The application entry: [`run`] is the whole `main` of a scheduler application (command
+//! line, log output, settings from the environment, signals, exit status). Nothing here is
+//! needed to embed a scheduler in an application of its own: build one with
+//! [`SchedulerBuilder`] and call [`Scheduler::run_until`](crate::Scheduler::run_until).
+
+use crate::{Result, SchedulerBuilder, TaskRegistry};
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("received SIGINT"),
+        _ = terminate => tracing::info!("received SIGTERM"),
+    }
+}
+
+/// Installs the default log output: `RUST_LOG` filter (default `info`), human-readable lines,
+/// or JSON lines with `SCHEDULER_LOG_FORMAT=json`. Does nothing if a subscriber is already set.
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false);
+    let json = crate::env::process("SCHEDULER_LOG_FORMAT")
+        .is_some_and(|f| f.trim().eq_ignore_ascii_case("json"));
+    let _ = if json {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
+}
+
+/// The whole `main` of a scheduler application: runs the scheduler with settings from the
+/// environment (see [`SchedulerBuilder::from_env`]) until SIGTERM or SIGINT, then shuts down
+/// gracefully.
+///
+/// The process arguments select an operator command instead (see [`AppCli`](crate::cli::AppCli)):
+/// `myapp check-config tasks.json` checks a config file against the tasks this binary registers
+/// without touching the database, and exits non-zero on any problem; `myapp next '<cron>'`
+/// previews a schedule. `run` owns the command line: an application with arguments of its own
+/// builds the scheduler with [`SchedulerBuilder::from_env`] and calls
+/// [`Scheduler::run_until`] instead (and can still offer the commands through
+/// [`cli::AppCommand`](crate::cli::AppCommand)).
+///
+/// ```no_run
+/// #[tokio::main]
+/// async fn main() -> scheduler::Result<()> {
+///     scheduler::run().await
+/// }
+/// ```
+pub async fn run() -> Result<()> {
+    use clap::Parser;
+
+    use crate::cli::{AppCli, AppCommand};
+
+    match AppCli::parse().command {
+        None | Some(AppCommand::Run) => {
+            init_tracing();
+            let scheduler = SchedulerBuilder::from_env()?.build()?;
+            scheduler.run_until(shutdown_signal()).await
+        }
+        Some(AppCommand::CheckConfig(args)) => {
+            let registry = TaskRegistry::collect()?;
+            if !args.run(&registry, &mut std::io::stdout().lock())? {
+                // The report above lists the problems; the exit code is what CI reads.
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Some(AppCommand::Next(args)) => args.run(&mut std::io::stdout().lock()),
+    }
+}

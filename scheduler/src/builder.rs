@@ -1,0 +1,359 @@
+//! The composition root: [`SchedulerBuilder`] gathers the settings (in code, or from the
+//! environment through the one reader in `env`), validates them, picks the store by URL, and
+//! assembles a [`Scheduler`]. It builds; it does not run (that is the engine's).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono_tz::Tz;
+
+use crate::config::{ConfigDocument, ConfigSettings, ConfigSource, ConfigWatcher};
+use crate::context::StateMap;
+use crate::engine::{
+    ConfigFeed, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
+    DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION, DEFAULT_SHUTDOWN_TIMEOUT,
+    Scheduler, Settings,
+};
+use crate::env::Env;
+use crate::policy::Recovery;
+use crate::store::{Store, StoreSettings};
+use crate::{Result, TaskRegistry};
+
+/// Environment variables of the contract, in one place.
+pub mod vars {
+    /// The database URL (`postgres://`, `postgresql://` or `sqlite://PATH`).
+    pub const DATABASE_URL: &str = "SCHEDULER_DATABASE_URL";
+    /// Read when [`DATABASE_URL`] is unset.
+    pub const DATABASE_URL_FALLBACK: &str = "DATABASE_URL";
+    /// PostgreSQL only: the schema of the tables.
+    pub const SCHEMA: &str = "SCHEDULER_SCHEMA";
+    /// PostgreSQL only: connections per node.
+    pub const MAX_CONNECTIONS: &str = "SCHEDULER_MAX_CONNECTIONS";
+    /// Apply migrations at start.
+    pub const MIGRATE: &str = "SCHEDULER_MIGRATE";
+    /// This node's id.
+    pub const NODE_ID: &str = "SCHEDULER_NODE_ID";
+    /// Lock lifetime.
+    pub const LOCK_LIFETIME: &str = "SCHEDULER_LOCK_LIFETIME";
+    /// Handlers one node runs at once.
+    pub const MAX_CONCURRENT: &str = "SCHEDULER_MAX_CONCURRENT";
+    /// Time handlers get to finish at shutdown.
+    pub const SHUTDOWN_TIMEOUT: &str = "SCHEDULER_SHUTDOWN_TIMEOUT";
+    /// Safety-net poll interval.
+    pub const POLL_INTERVAL: &str = "SCHEDULER_POLL_INTERVAL";
+    /// Zone of config entries that name none.
+    pub const TIMEZONE: &str = "SCHEDULER_TIMEZONE";
+    /// How long finished runs are kept.
+    pub const RUN_RETENTION: &str = "SCHEDULER_RUN_RETENTION";
+    /// The recovery rule of tasks that set none (`rerun` or `never`).
+    pub const DEFAULT_RECOVERY: &str = "SCHEDULER_DEFAULT_RECOVERY";
+}
+
+/// Where the task config comes from.
+enum ConfigOrigin {
+    Settings(ConfigSettings),
+    Source(Box<dyn ConfigSource>),
+    Document(ConfigDocument),
+}
+
+/// Builds a [`Scheduler`]; every setting has a documented default.
+///
+/// ```no_run
+/// # async fn demo() -> scheduler::Result<()> {
+/// use std::time::Duration;
+///
+/// struct Db; // an application pool, for example
+///
+/// let scheduler = scheduler::Scheduler::builder()
+///     .database_url("postgres://app@127.0.0.1/app")
+///     .config("tasks.json")
+///     .lock_lifetime(Duration::from_secs(30))
+///     .max_concurrent(20)
+///     .state(Db)
+///     .build()?;
+/// scheduler.run_until(async { let _ = tokio::signal::ctrl_c().await; }).await
+/// # }
+/// ```
+#[derive(Default)]
+pub struct SchedulerBuilder {
+    store_settings: StoreSettings,
+    store: Option<Arc<dyn Store>>,
+    registry: Option<TaskRegistry>,
+    state: StateMap,
+    config: Option<ConfigOrigin>,
+    node_id: Option<String>,
+    lock_lifetime: Option<Duration>,
+    renew_interval: Option<Duration>,
+    max_concurrent: Option<usize>,
+    shutdown_timeout: Option<Duration>,
+    poll_interval: Option<Duration>,
+    heartbeat_interval: Option<Duration>,
+    run_retention: Option<Duration>,
+    default_timezone: Option<Tz>,
+    default_recovery: Option<Recovery>,
+    config_poll_interval: Option<Duration>,
+    migrate: Option<bool>,
+}
+
+impl std::fmt::Debug for SchedulerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchedulerBuilder")
+            .field("store", &self.store_settings)
+            .field("node_id", &self.node_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SchedulerBuilder {
+    /// A builder with settings from the process environment:
+    ///
+    /// | variable | setting | default |
+    /// |---|---|---|
+    /// | `SCHEDULER_DATABASE_URL`, else `DATABASE_URL` | [`database_url`](Self::database_url) | `sqlite://scheduler.db` |
+    /// | `SCHEDULER_SCHEMA` | PostgreSQL only: schema of the tables | `public` |
+    /// | `SCHEDULER_MAX_CONNECTIONS` | PostgreSQL only: connections per node, the listener's included | `4` |
+    /// | `SCHEDULER_CONFIG` | [`config`](Self::config) | none |
+    /// | `SCHEDULER_CONFIG_POLL_INTERVAL` | [`config_poll_interval`](Self::config_poll_interval) | `10s` |
+    /// | `SCHEDULER_CONFIG_TOKEN`, `SCHEDULER_CONFIG_HEADERS`, `SCHEDULER_CONFIG_TIMEOUT` | HTTP config source (see [`ConfigSettings`]) | none, none, `10s` |
+    /// | `SCHEDULER_NODE_ID` | [`node_id`](Self::node_id) | `hostname-pid` |
+    /// | `SCHEDULER_LOCK_LIFETIME` | [`lock_lifetime`](Self::lock_lifetime) | `20s` |
+    /// | `SCHEDULER_MAX_CONCURRENT` | [`max_concurrent`](Self::max_concurrent) | `1000` |
+    /// | `SCHEDULER_SHUTDOWN_TIMEOUT` | [`shutdown_timeout`](Self::shutdown_timeout) | `20s` |
+    /// | `SCHEDULER_POLL_INTERVAL` | [`poll_interval`](Self::poll_interval) | `30s` |
+    /// | `SCHEDULER_TIMEZONE` | [`default_timezone`](Self::default_timezone) | `UTC` |
+    /// | `SCHEDULER_RUN_RETENTION` | [`run_retention`](Self::run_retention) | `14days` |
+    /// | `SCHEDULER_DEFAULT_RECOVERY` | [`default_recovery`](Self::default_recovery) | `rerun` |
+    /// | `SCHEDULER_MIGRATE` | [`migrate`](Self::migrate) (`false` to skip) | `true` |
+    ///
+    /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
+    /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(crate::env::process)
+    }
+
+    /// Like [`from_env`](Self::from_env), reading variables through `lookup`.
+    ///
+    /// ```
+    /// let env = [("SCHEDULER_LOCK_LIFETIME", "soon")];
+    /// let lookup = |name: &str| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string());
+    /// let error = scheduler::SchedulerBuilder::from_lookup(lookup).unwrap_err();
+    /// assert!(error.to_string().starts_with("invalid setting `SCHEDULER_LOCK_LIFETIME`"));
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let env = Env::new(&lookup);
+        Ok(Self {
+            store_settings: StoreSettings {
+                url: env
+                    .string(vars::DATABASE_URL)
+                    .or_else(|| env.string(vars::DATABASE_URL_FALLBACK)),
+                schema: env.string(vars::SCHEMA),
+                max_connections: env.number(vars::MAX_CONNECTIONS)?,
+            },
+            config: ConfigSettings::from_reader(&env)?.map(ConfigOrigin::Settings),
+            node_id: env.string(vars::NODE_ID),
+            lock_lifetime: env.duration(vars::LOCK_LIFETIME)?,
+            max_concurrent: env.number(vars::MAX_CONCURRENT)?,
+            shutdown_timeout: env.duration(vars::SHUTDOWN_TIMEOUT)?,
+            poll_interval: env.duration(vars::POLL_INTERVAL)?,
+            default_timezone: env.timezone(vars::TIMEZONE)?,
+            run_retention: env.duration(vars::RUN_RETENTION)?,
+            default_recovery: env.parsed(vars::DEFAULT_RECOVERY)?,
+            migrate: env.boolean(vars::MIGRATE)?,
+            ..Self::default()
+        })
+    }
+
+    /// The database: `postgres://` (or `postgresql://`) for PostgreSQL, `sqlite://PATH` for the
+    /// embedded store. Default `sqlite://scheduler.db`. Never logged with its password. For
+    /// PostgreSQL options (schema, pool size), pass a [`store`](Self::store) built with
+    /// [`PgStore::builder`](crate::store::PgStore::builder).
+    pub fn database_url(mut self, url: impl Into<String>) -> Self {
+        self.store_settings.url = Some(url.into());
+        self
+    }
+
+    /// Uses an existing store instead of connecting to a [`database_url`](Self::database_url)
+    /// (a [`PgStore`](crate::store::PgStore) built with its own options, for instance).
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The tasks this node runs. Default: every `#[task]` in the binary
+    /// ([`TaskRegistry::collect`]).
+    pub fn registry(mut self, registry: TaskRegistry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    /// Shares `value` with every handler, read with
+    /// [`TaskContext::state`](crate::TaskContext::state). One value per type.
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
+    }
+
+    /// Where the task config lives: a file path or an HTTP(S) URL, polled every
+    /// [`config_poll_interval`](Self::config_poll_interval). Default: none (tasks run as stored
+    /// in the database). Replaces any config set before.
+    pub fn config(mut self, location: impl Into<String>) -> Self {
+        self.config = Some(ConfigOrigin::Settings(ConfigSettings::new(location)));
+        self
+    }
+
+    /// The task config with every source setting spelled out (HTTP headers, token, timeout).
+    pub fn config_settings(mut self, settings: ConfigSettings) -> Self {
+        self.config = Some(ConfigOrigin::Settings(settings));
+        self
+    }
+
+    /// A custom config source (a company config centre), polled every
+    /// [`config_poll_interval`](Self::config_poll_interval).
+    pub fn config_source(mut self, source: impl ConfigSource + 'static) -> Self {
+        self.config = Some(ConfigOrigin::Source(Box::new(source)));
+        self
+    }
+
+    /// A fixed config document, applied at start (tests, embedded configs).
+    pub fn config_document(mut self, doc: ConfigDocument) -> Self {
+        self.config = Some(ConfigOrigin::Document(doc));
+        self
+    }
+
+    /// How often the config is polled for changes. Default 10 s (or
+    /// `SCHEDULER_CONFIG_POLL_INTERVAL`).
+    pub fn config_poll_interval(mut self, interval: Duration) -> Self {
+        self.config_poll_interval = Some(interval);
+        self
+    }
+
+    /// This node's id, unique in the cluster. Default `hostname-pid`.
+    pub fn node_id(mut self, id: impl Into<String>) -> Self {
+        self.node_id = Some(id.into());
+        self
+    }
+
+    /// How long a lock lives without renewal. Default 20 s; at least 300 ms. Also how long a
+    /// running handler rides out a database outage before it is asked to stop (see
+    /// `RELIABILITY.md`).
+    pub fn lock_lifetime(mut self, lifetime: Duration) -> Self {
+        self.lock_lifetime = Some(lifetime);
+        self
+    }
+
+    /// How often a running handler's lock is renewed. Default: a fifth of the lock lifetime.
+    pub fn lock_renew_interval(mut self, interval: Duration) -> Self {
+        self.renew_interval = Some(interval);
+        self
+    }
+
+    /// How many handlers this node runs at once. Default 1,000.
+    ///
+    /// A task never overlaps itself, so this bounds how many *different* tasks run at once on
+    /// this node; below the number of tasks due on one tick it delays some of them (see
+    /// `BENCHMARKS.md`). Lower it to protect a shared downstream resource.
+    pub fn max_concurrent(mut self, n: usize) -> Self {
+        self.max_concurrent = Some(n);
+        self
+    }
+
+    /// How long running handlers get to finish on shutdown. Default 20 s; the node exits at
+    /// most [`HARD_STOP_WAIT`](crate::engine::HARD_STOP_WAIT) +
+    /// [`FLUSH_TIMEOUT`](crate::engine::FLUSH_TIMEOUT) later.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = Some(timeout);
+        self
+    }
+
+    /// The safety-net interval at which an idle node re-checks the store. Default 30 s.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = Some(interval);
+        self
+    }
+
+    /// How often the node's heartbeat is written. Default 10 s.
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = Some(interval);
+        self
+    }
+
+    /// How long finished runs stay in `scheduler_runs`. Default 14 days.
+    pub fn run_retention(mut self, retention: Duration) -> Self {
+        self.run_retention = Some(retention);
+        self
+    }
+
+    /// The zone of config entries that name none. Default UTC.
+    pub fn default_timezone(mut self, tz: Tz) -> Self {
+        self.default_timezone = Some(tz);
+        self
+    }
+
+    /// Whether to apply the schema migrations at start. Default true.
+    pub fn migrate(mut self, migrate: bool) -> Self {
+        self.migrate = Some(migrate);
+        self
+    }
+
+    /// The recovery rule of tasks whose attribute sets none. Default [`Recovery::Rerun`].
+    pub fn default_recovery(mut self, recovery: Recovery) -> Self {
+        self.default_recovery = Some(recovery);
+        self
+    }
+
+    /// Validates the settings and builds the scheduler. Connects to nothing yet.
+    pub fn build(self) -> Result<Scheduler> {
+        let registry = match self.registry {
+            Some(r) => r,
+            None => TaskRegistry::collect()?,
+        };
+        let lock_lifetime = self.lock_lifetime.unwrap_or(DEFAULT_LOCK_LIFETIME);
+        let renew_interval = self
+            .renew_interval
+            .unwrap_or_else(|| Settings::default_renew_interval(lock_lifetime));
+        let settings = Settings {
+            node_id: self.node_id.unwrap_or_else(crate::engine::default_node_id),
+            lock_lifetime,
+            renew_interval,
+            takeover_wait: Settings::takeover_wait_for(renew_interval),
+            default_recovery: self.default_recovery.unwrap_or_default(),
+            max_concurrent: self.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT),
+            shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+            poll_interval: self.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL),
+            heartbeat_interval: self
+                .heartbeat_interval
+                .unwrap_or(DEFAULT_HEARTBEAT_INTERVAL),
+            run_retention: self.run_retention.unwrap_or(DEFAULT_RUN_RETENTION),
+            default_timezone: self.default_timezone.unwrap_or(Tz::UTC),
+            config_poll_interval: self
+                .config_poll_interval
+                .unwrap_or(DEFAULT_CONFIG_POLL_INTERVAL),
+        };
+        settings.validate()?;
+        let store: Arc<dyn Store> = match self.store {
+            Some(store) => store,
+            None => crate::store::connect(&self.store_settings)?,
+        };
+        let config = match self.config {
+            None => None,
+            Some(ConfigOrigin::Document(doc)) => Some(ConfigFeed::Fixed(Arc::new(doc))),
+            Some(ConfigOrigin::Source(source)) => Some(ConfigFeed::Watched(
+                ConfigWatcher::new(source).poll_interval(settings.config_poll_interval),
+            )),
+            Some(ConfigOrigin::Settings(mut config)) => {
+                if let Some(interval) = self.config_poll_interval {
+                    config.poll_interval = interval;
+                }
+                Some(ConfigFeed::Watched(config.watcher()?))
+            }
+        };
+        Ok(Scheduler::assemble(
+            store,
+            registry,
+            settings,
+            self.state,
+            config,
+            self.migrate.unwrap_or(true),
+        ))
+    }
+}

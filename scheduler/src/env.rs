@@ -1,0 +1,152 @@
+//! The one reader of the environment contract: every `SCHEDULER_*` variable is read here (through
+//! a lookup, so tests need no process environment), and every invalid value becomes one kind of
+//! error, [`Error::InvalidSetting`], naming the variable and saying what to write instead.
+//!
+//! This module only turns strings into values; what the values mean belongs to the modules that
+//! use them ([`SchedulerBuilder::from_env`](crate::SchedulerBuilder::from_env),
+//! [`ConfigSettings::from_lookup`](crate::config::ConfigSettings::from_lookup), the command line).
+
+use std::borrow::Cow;
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono_tz::Tz;
+
+use crate::{Error, Result};
+
+/// Reads variables through a lookup; unset and blank are the same.
+pub(crate) struct Env<'a> {
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// The process environment.
+pub(crate) fn process(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// An invalid value of `name`.
+pub(crate) fn invalid(name: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Error {
+    Error::InvalidSetting {
+        name: name.into(),
+        message: message.into(),
+    }
+}
+
+impl<'a> Env<'a> {
+    pub(crate) fn new(lookup: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Self { lookup }
+    }
+
+    /// The trimmed value, if set and not blank.
+    pub(crate) fn string(&self, name: &str) -> Option<String> {
+        (self.lookup)(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// A duration written like `2s`, `500ms`, `10m`; zero is refused.
+    pub(crate) fn duration(&self, name: &'static str) -> Result<Option<Duration>> {
+        self.string(name)
+            .map(|v| parse_duration(name, &v))
+            .transpose()
+    }
+
+    /// A whole number.
+    pub(crate) fn number<T: FromStr>(&self, name: &'static str) -> Result<Option<T>> {
+        self.string(name)
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| invalid(name, format!("`{v}` is not a whole number in range")))
+            })
+            .transpose()
+    }
+
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`).
+    pub(crate) fn boolean(&self, name: &'static str) -> Result<Option<bool>> {
+        self.string(name)
+            .map(|v| match v.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" => Ok(false),
+                _ => Err(invalid(
+                    name,
+                    format!("`{v}` is not a boolean; write `true` or `false`"),
+                )),
+            })
+            .transpose()
+    }
+
+    /// An IANA time zone.
+    pub(crate) fn timezone(&self, name: &'static str) -> Result<Option<Tz>> {
+        self.string(name)
+            .map(|v| crate::schedule::parse_timezone(&v).map_err(|e| invalid(name, e.to_string())))
+            .transpose()
+    }
+
+    /// A value parsed by its own `FromStr` (policies), whose error says what is allowed.
+    pub(crate) fn parsed<T>(&self, name: &'static str) -> Result<Option<T>>
+    where
+        T: FromStr,
+        T::Err: std::fmt::Display,
+    {
+        self.string(name)
+            .map(|v| v.parse().map_err(|e: T::Err| invalid(name, e.to_string())))
+            .transpose()
+    }
+}
+
+/// Parses a duration written like `2s`, `500ms`, `10m`; zero is refused.
+pub(crate) fn parse_duration(name: &'static str, value: &str) -> Result<Duration> {
+    let d = humantime::parse_duration(value.trim()).map_err(|e| {
+        invalid(
+            name,
+            format!("`{value}` is not a duration ({e}); write it like `2s`, `500ms` or `10m`"),
+        )
+    })?;
+    if d.is_zero() {
+        return Err(invalid(name, "must be more than zero"));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn blank_is_unset_and_values_are_trimmed() {
+        let lookup = env(&[("A", "  "), ("B", " 2s ")]);
+        let e = Env::new(&lookup);
+        assert_eq!(e.string("A"), None);
+        assert_eq!(e.duration("B").unwrap(), Some(Duration::from_secs(2)));
+        assert_eq!(e.duration("C").unwrap(), None);
+    }
+
+    #[test]
+    fn every_refusal_names_the_variable_and_the_fix() {
+        let lookup = env(&[
+            ("D", "soon"),
+            ("Z", "0s"),
+            ("N", "-3"),
+            ("F", "maybe"),
+            ("T", "Mars/Olympus"),
+        ]);
+        let e = Env::new(&lookup);
+        let msg = |r: Result<()>| r.unwrap_err().to_string();
+        assert!(
+            msg(e.duration("D").map(drop))
+                .starts_with("invalid setting `D`: `soon` is not a duration")
+        );
+        assert!(msg(e.duration("Z").map(drop)).contains("more than zero"));
+        assert!(msg(e.number::<u32>("N").map(drop)).contains("`-3` is not a whole number"));
+        assert!(msg(e.boolean("F").map(drop)).contains("write `true` or `false`"));
+        assert!(msg(e.timezone("T").map(drop)).contains("unknown time zone `Mars/Olympus`"));
+    }
+}
