@@ -167,6 +167,11 @@ async fn execute(
             }
         }
     };
+    // The handler may have seen the shutdown and returned in the same instant the loop would
+    // have noticed it: the request counts all the same.
+    if stop.is_none() && shared.handlers_cancel.is_cancelled() {
+        stop = Some(StopReason::Shutdown);
+    }
     (ending, stop, lease)
 }
 
