@@ -35,6 +35,7 @@ mod context;
 pub mod engine;
 mod env;
 mod error;
+pub mod events;
 pub mod policy;
 pub mod reconciler;
 pub mod redact;

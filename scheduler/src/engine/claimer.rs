@@ -149,6 +149,15 @@ impl ClaimLoop {
         let outcome = outcome?;
         let maturity = self.takeover.retain_waiting(&outcome.waiting, wait);
         for lock in &outcome.rescued {
+            if let (Some(run_id), Some(scheduled_at)) = (lock.run_id, lock.run_scheduled_at) {
+                shared.events.emit(crate::events::SchedulerEvent::RunLost {
+                    task: lock.task_name.clone(),
+                    run_id,
+                    scheduled_at,
+                    previous_owner: lock.previous_owner.clone(),
+                    rerun: lock.rerun_at.is_some(),
+                });
+            }
             match &lock.run_end {
                 Some(end) => tracing::warn!(
                     task = %lock.task_name,
@@ -220,6 +229,15 @@ impl ClaimLoop {
             }
             tracing::error!(task = %u.name, cron = %u.cron, timezone = %u.timezone, error = %u.error, "stored schedule cannot be read by this node: not running it here (a node that can read it will; fix the config otherwise)");
             let skip = SkipRecord::new(&u.name, SkipReason::InvalidSchedule, u.due, u.due, 1);
+            self.shared
+                .events
+                .emit(crate::events::SchedulerEvent::TickSkipped {
+                    task: u.name.clone(),
+                    reason: SkipReason::InvalidSchedule,
+                    first_tick: u.due,
+                    last_tick: u.due,
+                    ticks: 1,
+                });
             if let Err(e) = self.shared.store.record_skips(&[skip]).await {
                 tracing::warn!(error = %e, task = %u.name, "could not record the skipped tick");
             }

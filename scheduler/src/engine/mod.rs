@@ -95,6 +95,8 @@ pub(crate) struct Shared {
     pub(crate) watchdog: Arc<watchdog::LockWatchdog>,
     /// Where runners hand their outcomes to the completer.
     pub(crate) completions: tokio::sync::mpsc::UnboundedSender<completer::Completion>,
+    /// What happened, for subscribers.
+    pub(crate) events: crate::events::EventBus,
 }
 
 /// A configured scheduler node, ready to [`run_until`](Scheduler::run_until) a shutdown signal.
@@ -157,6 +159,7 @@ impl Scheduler {
             specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
+            events: crate::events::EventBus::default(),
         });
         Scheduler {
             shared,
@@ -165,6 +168,12 @@ impl Scheduler {
             migrate,
             store_description,
         }
+    }
+
+    /// A stream of what happens on this node from now on (see [`crate::events`]). Subscribe
+    /// before [`run_until`](Self::run_until); any number of subscribers may.
+    pub fn subscribe(&self) -> crate::events::EventStream {
+        self.shared.events.subscribe()
     }
 
     /// The store this node uses.
@@ -259,7 +268,11 @@ impl Scheduler {
         if let Err(e) = shared.store.deregister_node(&shared.node_id).await {
             tracing::warn!(error = %e, "could not mark the node stopped");
         }
-        tracing::info!(node = %shared.node_id, "scheduler stopped");
+        tracing::info!(
+            node = %shared.node_id,
+            events_dropped = shared.events.dropped(),
+            "scheduler stopped"
+        );
         Ok(())
     }
 

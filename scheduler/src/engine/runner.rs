@@ -16,6 +16,7 @@ use super::outcome::{self, Ending, StopReason};
 use super::rules::{MAX_COUNTED_TICKS, skipped_ticks};
 use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
+use crate::events::{RunRef, SchedulerEvent};
 use crate::schedule::ScheduleSpec;
 use crate::store::{ClaimedRun, LockKey, RunFinish, RunStatus};
 
@@ -43,6 +44,9 @@ pub(crate) async fn run(
             (Ending::NotStarted, Some(StopReason::Shutdown), lease)
         } else {
             tracing::info!("run started");
+            shared.events.emit(SchedulerEvent::RunStarted {
+                run: run_ref(&shared, &claimed),
+            });
             execute(&shared, &claimed, lease).await
         };
         drop(permit);
@@ -72,10 +76,46 @@ pub(crate) async fn run(
             // A handed-over tick runs again, and that run accounts for the ticks after it.
             finish.skips = account_skips(&claimed, spec).await;
         }
+        emit_end(&shared, &claimed, &finish, duration_ms);
         record(&shared, finish, lease).await;
     }
     .instrument(span)
     .await
+}
+
+fn run_ref(shared: &Shared, claimed: &ClaimedRun) -> RunRef {
+    RunRef {
+        task: claimed.task_name.clone(),
+        run_id: claimed.run_id,
+        scheduled_at: claimed.scheduled_at,
+        attempt: 1,
+        trigger: "schedule".into(),
+        node: shared.node_id.to_string(),
+    }
+}
+
+/// The events of a run's end: how it ended, and the ticks it stands for.
+fn emit_end(shared: &Shared, claimed: &ClaimedRun, finish: &RunFinish, duration_ms: u64) {
+    let run = run_ref(shared, claimed);
+    let error = finish.end.error.clone().unwrap_or_default();
+    shared.events.emit(match finish.end.status {
+        RunStatus::Succeeded => SchedulerEvent::RunSucceeded { run, duration_ms },
+        RunStatus::Interrupted => SchedulerEvent::RunInterrupted { run, reason: error },
+        _ => SchedulerEvent::RunFailed {
+            run,
+            error,
+            duration_ms,
+        },
+    });
+    for skip in &finish.skips {
+        shared.events.emit(SchedulerEvent::TickSkipped {
+            task: skip.task_name.clone(),
+            reason: skip.reason,
+            first_tick: skip.first_tick,
+            last_tick: skip.last_tick,
+            ticks: skip.ticks,
+        });
+    }
 }
 
 async fn account_skips(claimed: &ClaimedRun, spec: ScheduleSpec) -> Vec<crate::store::SkipRecord> {

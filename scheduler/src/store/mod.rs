@@ -84,7 +84,8 @@ impl fmt::Display for RunStatus {
 }
 
 /// Why due ticks did not get a run of their own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SkipReason {
     /// Due while the task's previous run was still running (a task never overlaps itself).
@@ -422,6 +423,8 @@ pub struct RescuedLock {
     pub previous_owner: String,
     /// The run ended under it, if one was running.
     pub run_id: Option<i64>,
+    /// That run's tick.
+    pub run_scheduled_at: Option<DateTime<Utc>>,
     /// How that run was recorded.
     pub run_end: Option<RunEnd>,
     /// The tick made due again, if any.

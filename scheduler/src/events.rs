@@ -1,0 +1,377 @@
+//! What happened, as one typed stream: every run's start and end, retries, skipped ticks, missed
+//! and recovered tasks, refused config entries, orphaned tasks and the scheduler's own errors.
+//!
+//! Subscribe before running the node; events arrive in the order the node saw them:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> scheduler::Result<()> {
+//! use scheduler::events::SchedulerEvent;
+//!
+//! let scheduler = scheduler::Scheduler::builder()
+//!     .database_url("postgres://app@127.0.0.1/app")
+//! #   .registry(scheduler::TaskRegistry::default())
+//!     .build()?;
+//! let mut events = scheduler.subscribe();
+//! tokio::spawn(async move {
+//!     while let Some(event) = events.recv().await {
+//!         if let SchedulerEvent::RunFailed { run, error, .. } = &event {
+//!             eprintln!("{} failed: {error}", run.task);
+//!         }
+//!     }
+//! });
+//! // scheduler.run_until(scheduler::shutdown_signal()).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! **A slow subscriber never stalls the engine.** Each subscriber has a buffer of
+//! [`EVENT_BUFFER`] events; one that falls further behind loses the oldest it has not read, is
+//! told how many when it reads again (see [`EventStream::lost`]), and every loss is counted
+//! (`scheduler_events_dropped_total` once metrics are on). Alerts that must not be lost go
+//! through the durable outbox and the webhook as well (see [`crate::webhook`]).
+//!
+//! Events of one node's runs come from that node; cluster-wide alerts (`missed`, `recovered`,
+//! `lost`, `task.orphaned`) come from the one node that detected them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+use crate::store::SkipReason;
+
+/// How many events a subscriber may fall behind before it loses the oldest.
+pub const EVENT_BUFFER: usize = 4096;
+
+/// The run an event is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RunRef {
+    /// Task name.
+    pub task: String,
+    /// Run id.
+    pub run_id: i64,
+    /// The tick the run serves.
+    pub scheduled_at: DateTime<Utc>,
+    /// 1 for the first attempt at a tick, 2 for its first retry, ...
+    pub attempt: i32,
+    /// `schedule`, `retry` or `manual`.
+    pub trigger: String,
+    /// The node running it.
+    pub node: String,
+}
+
+/// Something that happened. The JSON form (`type` plus the fields) is what the webhook sends as
+/// `data`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type")]
+#[non_exhaustive]
+pub enum SchedulerEvent {
+    /// A handler started.
+    #[serde(rename = "run.started")]
+    RunStarted {
+        /// The run.
+        run: RunRef,
+    },
+    /// A handler returned `Ok`.
+    #[serde(rename = "run.succeeded")]
+    RunSucceeded {
+        /// The run.
+        run: RunRef,
+        /// How long it took.
+        duration_ms: u64,
+    },
+    /// A handler returned an error or panicked.
+    #[serde(rename = "run.failed")]
+    RunFailed {
+        /// The run.
+        run: RunRef,
+        /// The error (cleaned, bounded, secrets redacted).
+        error: String,
+        /// How long it took.
+        duration_ms: u64,
+    },
+    /// A handler ran past its timeout and was stopped.
+    #[serde(rename = "run.timed_out")]
+    RunTimedOut {
+        /// The run.
+        run: RunRef,
+        /// The timeout.
+        timeout_ms: u64,
+    },
+    /// A handler was asked to stop (shutdown, lost lock) and did not finish; its tick was
+    /// handed over.
+    #[serde(rename = "run.interrupted")]
+    RunInterrupted {
+        /// The run.
+        run: RunRef,
+        /// Why.
+        reason: String,
+    },
+    /// A run whose node stopped renewing its lock was released by this node.
+    #[serde(rename = "run.lost")]
+    RunLost {
+        /// Task name.
+        task: String,
+        /// The run.
+        run_id: i64,
+        /// Its tick.
+        scheduled_at: DateTime<Utc>,
+        /// The node that held it.
+        previous_owner: String,
+        /// Whether the tick runs again (`recovery = "rerun"`).
+        rerun: bool,
+    },
+    /// A failed or timed-out run will be tried again.
+    #[serde(rename = "run.retry_scheduled")]
+    RetryScheduled {
+        /// The run that failed.
+        run: RunRef,
+        /// The attempt that will run.
+        next_attempt: i32,
+        /// When.
+        retry_at: DateTime<Utc>,
+    },
+    /// Due ticks that did not get a run of their own.
+    #[serde(rename = "tick.skipped")]
+    TickSkipped {
+        /// Task name.
+        task: String,
+        /// Why.
+        reason: SkipReason,
+        /// The first skipped tick.
+        first_tick: DateTime<Utc>,
+        /// The last skipped tick.
+        last_tick: DateTime<Utc>,
+        /// How many.
+        ticks: i64,
+    },
+    /// A task has not started since a tick it should have run (all nodes down, its node gone, a
+    /// handler hung): raised once per incident.
+    #[serde(rename = "task.missed")]
+    Missed {
+        /// Task name.
+        task: String,
+        /// The tick that did not run.
+        expected_at: DateTime<Utc>,
+        /// How late it was allowed to be.
+        grace_ms: u64,
+    },
+    /// A task that was missed runs again.
+    #[serde(rename = "task.recovered")]
+    Recovered {
+        /// Task name.
+        task: String,
+        /// Since when it was missed.
+        missed_since: DateTime<Utc>,
+        /// The run that ended the incident.
+        run_id: i64,
+    },
+    /// A config entry was refused; the task keeps its last valid state.
+    #[serde(rename = "config.refused")]
+    ConfigRefused {
+        /// The entry's task name.
+        task: String,
+        /// Why.
+        reason: String,
+    },
+    /// A task row is known to neither the config nor any node's code.
+    #[serde(rename = "task.orphaned")]
+    TaskOrphaned {
+        /// Task name.
+        task: String,
+    },
+    /// The scheduler itself failed at something (the store unreachable, a write refused).
+    #[serde(rename = "scheduler.error")]
+    InternalError {
+        /// What it was doing.
+        what: String,
+        /// The error.
+        error: String,
+    },
+}
+
+impl SchedulerEvent {
+    /// The event's type as sent to webhooks (`run.failed`, `task.missed`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::RunStarted { .. } => "run.started",
+            Self::RunSucceeded { .. } => "run.succeeded",
+            Self::RunFailed { .. } => "run.failed",
+            Self::RunTimedOut { .. } => "run.timed_out",
+            Self::RunInterrupted { .. } => "run.interrupted",
+            Self::RunLost { .. } => "run.lost",
+            Self::RetryScheduled { .. } => "run.retry_scheduled",
+            Self::TickSkipped { .. } => "tick.skipped",
+            Self::Missed { .. } => "task.missed",
+            Self::Recovered { .. } => "task.recovered",
+            Self::ConfigRefused { .. } => "config.refused",
+            Self::TaskOrphaned { .. } => "task.orphaned",
+            Self::InternalError { .. } => "scheduler.error",
+        }
+    }
+
+    /// Every event type, for configuration checks.
+    pub const KINDS: &'static [&'static str] = &[
+        "run.started",
+        "run.succeeded",
+        "run.failed",
+        "run.timed_out",
+        "run.interrupted",
+        "run.lost",
+        "run.retry_scheduled",
+        "tick.skipped",
+        "task.missed",
+        "task.recovered",
+        "config.refused",
+        "task.orphaned",
+        "scheduler.error",
+    ];
+
+    /// The types that are alerts by default: the five things the original batch design alerts
+    /// on (a timeout, a failure, a run that did not happen, a task that disappeared, the
+    /// scheduler's own errors), plus `lost` and `recovered`.
+    pub const ALERTS: &'static [&'static str] = &[
+        "run.failed",
+        "run.timed_out",
+        "run.lost",
+        "task.missed",
+        "task.recovered",
+        "task.orphaned",
+        "config.refused",
+        "scheduler.error",
+    ];
+
+    /// The task the event is about, if any.
+    pub fn task(&self) -> Option<&str> {
+        match self {
+            Self::RunStarted { run }
+            | Self::RunSucceeded { run, .. }
+            | Self::RunFailed { run, .. }
+            | Self::RunTimedOut { run, .. }
+            | Self::RunInterrupted { run, .. }
+            | Self::RetryScheduled { run, .. } => Some(&run.task),
+            Self::RunLost { task, .. }
+            | Self::TickSkipped { task, .. }
+            | Self::Missed { task, .. }
+            | Self::Recovered { task, .. }
+            | Self::ConfigRefused { task, .. }
+            | Self::TaskOrphaned { task } => Some(task),
+            Self::InternalError { .. } => None,
+        }
+    }
+}
+
+/// The node's event fan-out.
+#[derive(Debug)]
+pub(crate) struct EventBus {
+    sender: broadcast::Sender<Arc<SchedulerEvent>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self {
+            sender: broadcast::channel(EVENT_BUFFER).0,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+impl EventBus {
+    /// Sends `event` to every subscriber; never waits.
+    pub(crate) fn emit(&self, event: SchedulerEvent) {
+        // No subscriber is not an error.
+        let _ = self.sender.send(Arc::new(event));
+    }
+
+    /// A new subscriber, from now on.
+    pub(crate) fn subscribe(&self) -> EventStream {
+        EventStream {
+            receiver: self.sender.subscribe(),
+            dropped: Arc::clone(&self.dropped),
+            lost: 0,
+        }
+    }
+
+    /// Events subscribers lost by falling behind, in all.
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// One subscriber's events (see the [module docs](self)).
+#[derive(Debug)]
+pub struct EventStream {
+    receiver: broadcast::Receiver<Arc<SchedulerEvent>>,
+    dropped: Arc<AtomicU64>,
+    lost: u64,
+}
+
+impl EventStream {
+    /// The next event; `None` once the node is gone. Events missed by falling behind are
+    /// skipped (and counted in [`lost`](Self::lost)).
+    pub async fn recv(&mut self) -> Option<SchedulerEvent> {
+        loop {
+            match self.receiver.recv().await {
+                Ok(event) => return Some((*event).clone()),
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    self.lost += n;
+                    self.dropped.fetch_add(n, Ordering::Relaxed);
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// How many events this subscriber lost by falling behind.
+    pub fn lost(&self) -> u64 {
+        self.lost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn started(n: i64) -> SchedulerEvent {
+        SchedulerEvent::RunStarted {
+            run: RunRef {
+                task: "t".into(),
+                run_id: n,
+                scheduled_at: DateTime::UNIX_EPOCH,
+                attempt: 1,
+                trigger: "schedule".into(),
+                node: "n1".into(),
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_slow_subscriber_loses_the_oldest_and_is_told() {
+        let bus = EventBus::default();
+        let mut slow = bus.subscribe();
+        for n in 0..(EVENT_BUFFER as i64 + 10) {
+            bus.emit(started(n));
+        }
+        let first = slow.recv().await.unwrap();
+        let SchedulerEvent::RunStarted { run } = first else {
+            panic!()
+        };
+        assert_eq!(run.run_id, 10, "the ten oldest were lost");
+        assert_eq!(slow.lost(), 10);
+        assert_eq!(bus.dropped(), 10);
+    }
+
+    #[test]
+    fn the_json_form_carries_the_type() {
+        let json = serde_json::to_value(started(7)).unwrap();
+        assert_eq!(json["type"], "run.started");
+        assert_eq!(json["run"]["run_id"], 7);
+        assert!(SchedulerEvent::KINDS.contains(&started(7).kind()));
+        for alert in SchedulerEvent::ALERTS {
+            assert!(SchedulerEvent::KINDS.contains(alert));
+        }
+    }
+}
