@@ -15,7 +15,7 @@ use crate::engine::{
     Scheduler, Settings,
 };
 use crate::env::Env;
-use crate::policy::Recovery;
+use crate::policy::{Misfire, Recovery};
 use crate::store::{Store, StoreSettings};
 use crate::{Result, TaskRegistry};
 
@@ -47,6 +47,14 @@ pub mod vars {
     pub const RUN_RETENTION: &str = "SCHEDULER_RUN_RETENTION";
     /// The recovery rule of tasks that set none (`rerun` or `never`).
     pub const DEFAULT_RECOVERY: &str = "SCHEDULER_DEFAULT_RECOVERY";
+    /// The timeout of tasks that set none.
+    pub const DEFAULT_TIMEOUT: &str = "SCHEDULER_DEFAULT_TIMEOUT";
+    /// The retries of tasks that set none.
+    pub const DEFAULT_RETRIES: &str = "SCHEDULER_DEFAULT_RETRIES";
+    /// The retry backoff of tasks that set none.
+    pub const DEFAULT_BACKOFF: &str = "SCHEDULER_DEFAULT_BACKOFF";
+    /// The misfire rule of tasks that set none (`once` or `skip`).
+    pub const DEFAULT_MISFIRE: &str = "SCHEDULER_DEFAULT_MISFIRE";
 }
 
 /// Where the task config comes from.
@@ -91,6 +99,10 @@ pub struct SchedulerBuilder {
     run_retention: Option<Duration>,
     default_timezone: Option<Tz>,
     default_recovery: Option<Recovery>,
+    default_timeout: Option<Duration>,
+    default_retries: Option<u32>,
+    default_backoff: Option<Duration>,
+    default_misfire: Option<Misfire>,
     config_poll_interval: Option<Duration>,
     migrate: Option<bool>,
 }
@@ -123,6 +135,10 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_TIMEZONE` | [`default_timezone`](Self::default_timezone) | `UTC` |
     /// | `SCHEDULER_RUN_RETENTION` | [`run_retention`](Self::run_retention) | `14days` |
     /// | `SCHEDULER_DEFAULT_RECOVERY` | [`default_recovery`](Self::default_recovery) | `rerun` |
+    /// | `SCHEDULER_DEFAULT_TIMEOUT` | [`default_timeout`](Self::default_timeout) | none |
+    /// | `SCHEDULER_DEFAULT_RETRIES` | [`default_retries`](Self::default_retries) | `0` |
+    /// | `SCHEDULER_DEFAULT_BACKOFF` | [`default_backoff`](Self::default_backoff) | `30s` |
+    /// | `SCHEDULER_DEFAULT_MISFIRE` | [`default_misfire`](Self::default_misfire) | `once` |
     /// | `SCHEDULER_MIGRATE` | [`migrate`](Self::migrate) (`false` to skip) | `true` |
     ///
     /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
@@ -158,6 +174,10 @@ impl SchedulerBuilder {
             default_timezone: env.timezone(vars::TIMEZONE)?,
             run_retention: env.duration(vars::RUN_RETENTION)?,
             default_recovery: env.parsed(vars::DEFAULT_RECOVERY)?,
+            default_timeout: env.duration(vars::DEFAULT_TIMEOUT)?,
+            default_retries: env.number(vars::DEFAULT_RETRIES)?,
+            default_backoff: env.duration(vars::DEFAULT_BACKOFF)?,
+            default_misfire: env.parsed(vars::DEFAULT_MISFIRE)?,
             migrate: env.boolean(vars::MIGRATE)?,
             ..Self::default()
         })
@@ -301,6 +321,30 @@ impl SchedulerBuilder {
         self
     }
 
+    /// The timeout of tasks whose attribute sets none. Default: none.
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = Some(timeout);
+        self
+    }
+
+    /// The retries of tasks whose attribute sets none. Default 0.
+    pub fn default_retries(mut self, retries: u32) -> Self {
+        self.default_retries = Some(retries);
+        self
+    }
+
+    /// The retry backoff of tasks whose attribute sets none. Default 30 s.
+    pub fn default_backoff(mut self, backoff: Duration) -> Self {
+        self.default_backoff = Some(backoff);
+        self
+    }
+
+    /// The misfire rule of tasks whose attribute sets none. Default [`Misfire::Once`].
+    pub fn default_misfire(mut self, misfire: Misfire) -> Self {
+        self.default_misfire = Some(misfire);
+        self
+    }
+
     /// Validates the settings and builds the scheduler. Connects to nothing yet.
     pub fn build(self) -> Result<Scheduler> {
         let registry = match self.registry {
@@ -316,7 +360,16 @@ impl SchedulerBuilder {
             lock_lifetime,
             renew_interval,
             takeover_wait: Settings::takeover_wait_for(renew_interval),
-            default_recovery: self.default_recovery.unwrap_or_default(),
+            defaults: {
+                let d = crate::engine::PolicyDefaults::default();
+                crate::engine::PolicyDefaults {
+                    timeout: self.default_timeout.or(d.timeout),
+                    retries: self.default_retries.unwrap_or(d.retries),
+                    backoff: self.default_backoff.unwrap_or(d.backoff),
+                    misfire: self.default_misfire.unwrap_or(d.misfire),
+                    recovery: self.default_recovery.unwrap_or(d.recovery),
+                }
+            },
             max_concurrent: self.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT),
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
             poll_interval: self.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL),

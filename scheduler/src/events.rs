@@ -97,8 +97,10 @@ pub enum SchedulerEvent {
     RunTimedOut {
         /// The run.
         run: RunRef,
-        /// The timeout.
-        timeout_ms: u64,
+        /// What happened (names the timeout).
+        error: String,
+        /// How long it ran.
+        duration_ms: u64,
     },
     /// A handler was asked to stop (shutdown, lost lock) and did not finish; its tick was
     /// handed over.

@@ -131,7 +131,7 @@ impl ClaimLoop {
             &shared.watchdog,
             &self.takeover,
             wait,
-            settings.default_recovery,
+            settings,
         );
         let sent = Instant::now();
         let outcome = shared

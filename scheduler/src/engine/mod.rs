@@ -44,11 +44,11 @@ use tokio_util::task::TaskTracker;
 
 pub(crate) use config_sync::ConfigFeed;
 pub use settings::{
-    DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
-    DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION, DEFAULT_SHUTDOWN_TIMEOUT,
-    FLUSH_TIMEOUT, HARD_STOP_WAIT,
+    DEFAULT_BACKOFF, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_LOCK_LIFETIME, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
+    DEFAULT_SHUTDOWN_TIMEOUT, FLUSH_TIMEOUT, HARD_STOP_WAIT,
 };
-pub(crate) use settings::{Settings, default_node_id};
+pub(crate) use settings::{PolicyDefaults, Settings, default_node_id};
 
 use crate::context::StateMap;
 use crate::store::{NodeInfo, Store, StoreError};

@@ -7,6 +7,7 @@
 //! | returned an error | no | `failed` | done |
 //! | returned an error | yes (shutdown, lock lost) | `interrupted` | handed over: due again at once |
 //! | stopped by the engine (did not return in time) | yes | `interrupted` | handed over |
+//! | returned an error, or stopped, after its timeout | yes (timeout) | `timed_out` | per the retry policy |
 //! | panicked | either | `failed` | done |
 //! | never started (claimed as the node began to drain) | yes | `interrupted` | handed over |
 //! | unknown (its node stopped renewing the lock) | — | `lost` | per the task's [`Recovery`]: `rerun` makes it due again, `never` does not |
@@ -45,6 +46,8 @@ pub(crate) enum StopReason {
     Shutdown,
     /// The run's lock could not be kept.
     LockLost(LockLoss),
+    /// The run took longer than its timeout.
+    Timeout(std::time::Duration),
 }
 
 impl StopReason {
@@ -52,6 +55,10 @@ impl StopReason {
         match self {
             StopReason::Shutdown => "the node shut down".into(),
             StopReason::LockLost(loss) => loss.describe(),
+            StopReason::Timeout(t) => format!(
+                "the run exceeded its timeout of {}",
+                humantime::format_duration(*t)
+            ),
         }
     }
 }
@@ -86,6 +93,25 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>) -> Decision {
             end: end(
                 RunStatus::Failed,
                 Some(format!("handler panicked: {message}")),
+            ),
+            hand_over: false,
+            failures: FailureCount::Increment,
+        },
+        (Ending::Returned(Err(e)), Some(reason @ StopReason::Timeout(_))) => Decision {
+            end: end(
+                RunStatus::TimedOut,
+                Some(format!("{}: {}", reason.describe(), error_chain(&*e))),
+            ),
+            hand_over: false,
+            failures: FailureCount::Increment,
+        },
+        (Ending::Stopped, Some(reason @ StopReason::Timeout(_))) => Decision {
+            end: end(
+                RunStatus::TimedOut,
+                Some(format!(
+                    "{}; the handler did not return and was stopped",
+                    reason.describe()
+                )),
             ),
             hand_over: false,
             failures: FailureCount::Increment,
@@ -234,6 +260,20 @@ mod tests {
             assert_eq!(d.end.status, RunStatus::Interrupted);
             assert!(d.hand_over);
         }
+    }
+
+    #[test]
+    fn past_its_timeout_a_run_is_timed_out_unless_it_finished() {
+        let t = StopReason::Timeout(std::time::Duration::from_secs(30));
+        for ending in [Ending::Returned(Err(err("cut short"))), Ending::Stopped] {
+            let d = decide(ending, Some(&t));
+            assert_eq!(d.end.status, RunStatus::TimedOut);
+            assert!(!d.hand_over, "the retry policy decides");
+            assert_eq!(d.failures, FailureCount::Increment);
+            assert!(d.end.error.unwrap().contains("timeout of 30s"));
+        }
+        let d = decide(Ending::Returned(Ok(())), Some(&t));
+        assert_eq!(d.end.status, RunStatus::Succeeded);
     }
 
     #[test]

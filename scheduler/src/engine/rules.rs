@@ -86,7 +86,7 @@ pub(crate) struct Rules<'a> {
     pub watchdog: &'a Arc<LockWatchdog>,
     pub takeover: &'a Takeover,
     pub takeover_wait: Duration,
-    pub default_recovery: Recovery,
+    pub settings: &'a super::Settings,
     /// The schedules of the tasks planned to run in this claim, for their runners.
     pub planned: Mutex<HashMap<String, ScheduleSpec>>,
     /// Tasks left alone because their stored schedule cannot be read.
@@ -100,7 +100,7 @@ impl<'a> Rules<'a> {
         watchdog: &'a Arc<LockWatchdog>,
         takeover: &'a Takeover,
         takeover_wait: Duration,
-        default_recovery: Recovery,
+        settings: &'a super::Settings,
     ) -> Self {
         Self {
             registry,
@@ -108,7 +108,7 @@ impl<'a> Rules<'a> {
             watchdog,
             takeover,
             takeover_wait,
-            default_recovery,
+            settings,
             planned: Mutex::new(HashMap::new()),
             unreadable: Mutex::new(Vec::new()),
         }
@@ -117,8 +117,9 @@ impl<'a> Rules<'a> {
     fn recovery_of(&self, task: &str) -> Recovery {
         self.registry
             .get(task)
-            .and_then(|d| d.options.recovery)
-            .unwrap_or(self.default_recovery)
+            .map_or(self.settings.defaults.recovery, |d| {
+                self.settings.policy_of(&d.options).recovery
+            })
     }
 }
 

@@ -4,6 +4,7 @@
 //! lock renewed until the outcome is recorded.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
@@ -101,6 +102,11 @@ fn emit_end(shared: &Shared, claimed: &ClaimedRun, finish: &RunFinish, duration_
     shared.events.emit(match finish.end.status {
         RunStatus::Succeeded => SchedulerEvent::RunSucceeded { run, duration_ms },
         RunStatus::Interrupted => SchedulerEvent::RunInterrupted { run, reason: error },
+        RunStatus::TimedOut => SchedulerEvent::RunTimedOut {
+            run,
+            error,
+            duration_ms,
+        },
         _ => SchedulerEvent::RunFailed {
             run,
             error,
@@ -170,6 +176,13 @@ async fn execute(
         shared.state.clone(),
     );
     let handler = descriptor.handler;
+    let policy = shared.settings.policy_of(&descriptor.options);
+    let started = Instant::now();
+    // Past the timeout the handler is told; a grace later it is stopped.
+    let timeout = policy.timeout.map(|t| {
+        let grace = (t / 10).clamp(Duration::from_millis(100), Duration::from_secs(10));
+        (t, started + t, started + t + grace)
+    });
     let gate = Arc::clone(lease.gate());
     // Calling the handler inside the spawned task means even a panic while building the future
     // is caught as a JoinError.
@@ -177,6 +190,8 @@ async fn execute(
         tokio::spawn(Gated::new(async move { handler(ctx).await }, gate).in_current_span());
     let mut stop: Option<StopReason> = None;
     let mut lock_lost = false;
+    let mut timed_out = false;
+    let far = Instant::now() + Duration::from_secs(86_400 * 365);
     let ending = loop {
         let stop_at = lease.stop_at();
         tokio::select! {
@@ -197,6 +212,16 @@ async fn execute(
                 if Instant::now() >= lease.stop_at() {
                     break hard_stop(&lease, &mut handle).await;
                 }
+            }
+            _ = tokio::time::sleep_until(timeout.map_or(far, |t| t.1)), if timeout.is_some() && !timed_out => {
+                timed_out = true;
+                cancel.cancel();
+                let limit = timeout.expect("guarded").0;
+                tracing::warn!(timeout = ?limit, "the run exceeded its timeout: asking the handler to stop");
+                stop.get_or_insert(StopReason::Timeout(limit));
+            }
+            _ = tokio::time::sleep_until(timeout.map_or(far, |t| t.2)), if timed_out => {
+                break hard_stop(&lease, &mut handle).await;
             }
             _ = shared.handlers_cancel.cancelled(), if stop.is_none() => {
                 stop = Some(StopReason::Shutdown);

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use chrono_tz::Tz;
 
+use crate::policy::{Misfire, Recovery};
+use crate::registry::TaskOptions;
 use crate::{Error, Result};
 
 /// Default lock lifetime: a node that stops renewing loses its lock after this long.
@@ -39,6 +41,42 @@ pub const DEFAULT_RUN_RETENTION: Duration = Duration::from_secs(14 * 24 * 3600);
 /// Default interval between polls of the task config.
 pub const DEFAULT_CONFIG_POLL_INTERVAL: Duration = Duration::from_secs(10);
 
+/// Default retry backoff of a task with retries and no `backoff` of its own.
+pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The policies of tasks whose attribute sets none (builder calls, `SCHEDULER_DEFAULT_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PolicyDefaults {
+    pub timeout: Option<Duration>,
+    pub retries: u32,
+    pub backoff: Duration,
+    pub misfire: Misfire,
+    pub recovery: Recovery,
+}
+
+impl Default for PolicyDefaults {
+    fn default() -> Self {
+        Self {
+            timeout: None,
+            retries: 0,
+            backoff: DEFAULT_BACKOFF,
+            misfire: Misfire::Once,
+            recovery: Recovery::Rerun,
+        }
+    }
+}
+
+/// One task's policies: its attribute's options, else the defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TaskPolicy {
+    pub timeout: Option<Duration>,
+    pub retries: u32,
+    pub backoff: Duration,
+    pub misfire: Misfire,
+    pub recovery: Recovery,
+    pub lock_lifetime: Duration,
+}
+
 /// Validated engine settings. Built by [`SchedulerBuilder`](crate::SchedulerBuilder).
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -47,7 +85,8 @@ pub(crate) struct Settings {
     pub renew_interval: Duration,
     /// How long an expired lock is watched before it is released (see `engine::rules`).
     pub takeover_wait: Duration,
-    pub default_recovery: crate::policy::Recovery,
+    /// The policies of tasks whose attribute sets none.
+    pub defaults: PolicyDefaults,
     pub max_concurrent: usize,
     pub shutdown_timeout: Duration,
     pub poll_interval: Duration,
@@ -94,6 +133,19 @@ impl Settings {
             }
         }
         Ok(())
+    }
+
+    /// The policies of a task with these attribute options.
+    pub(crate) fn policy_of(&self, options: &TaskOptions) -> TaskPolicy {
+        let d = &self.defaults;
+        TaskPolicy {
+            timeout: options.timeout.or(d.timeout),
+            retries: options.retries.unwrap_or(d.retries),
+            backoff: options.backoff.unwrap_or(d.backoff),
+            misfire: options.misfire.unwrap_or(d.misfire),
+            recovery: options.recovery.unwrap_or(d.recovery),
+            lock_lifetime: options.lock_lifetime.unwrap_or(self.lock_lifetime),
+        }
     }
 
     /// The local deadlines of a run's lease.

@@ -38,6 +38,8 @@ pub enum RunStatus {
     Succeeded,
     /// The handler returned an error or panicked, without having been asked to stop.
     Failed,
+    /// The run exceeded its timeout: the handler was told, then stopped.
+    TimedOut,
     /// The handler was asked to stop (shutdown, or its lock could not be kept) and did not
     /// finish: it returned an error after the request, or was stopped. Its tick is handed over
     /// and runs again at once.
@@ -57,6 +59,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::Succeeded => "succeeded",
             RunStatus::Failed => "failed",
+            RunStatus::TimedOut => "timed_out",
             RunStatus::Interrupted => "interrupted",
             RunStatus::Lost => "lost",
             RunStatus::Cancelled => "cancelled",
@@ -69,6 +72,7 @@ impl RunStatus {
             "running" => RunStatus::Running,
             "succeeded" => RunStatus::Succeeded,
             "failed" => RunStatus::Failed,
+            "timed_out" => RunStatus::TimedOut,
             "interrupted" => RunStatus::Interrupted,
             "lost" => RunStatus::Lost,
             "cancelled" => RunStatus::Cancelled,

@@ -21,6 +21,7 @@ macro_rules! migration {
 pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "guarantees", "0002_guarantees.sql"),
+    migration!(3, "policies", "0003_policies.sql"),
 ];
 
 pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> Result<(), sqlx::Error> {
