@@ -42,6 +42,7 @@ pub mod redact;
 pub mod registry;
 pub mod schedule;
 pub mod store;
+pub mod webhook;
 
 pub use app::{init_tracing, run, shutdown_signal};
 pub use builder::{SchedulerBuilder, vars};
