@@ -270,18 +270,25 @@ impl SchedulerEvent {
 pub(crate) struct EventBus {
     sender: broadcast::Sender<Arc<SchedulerEvent>>,
     dropped: Arc<AtomicU64>,
+    counter: prometheus_client::metrics::counter::Counter,
 }
 
 impl Default for EventBus {
     fn default() -> Self {
-        Self {
-            sender: broadcast::channel(EVENT_BUFFER).0,
-            dropped: Arc::new(AtomicU64::new(0)),
-        }
+        Self::counted(prometheus_client::metrics::counter::Counter::default())
     }
 }
 
 impl EventBus {
+    /// A bus whose losses are also counted in `counter` (the node's metric).
+    pub(crate) fn counted(counter: prometheus_client::metrics::counter::Counter) -> Self {
+        Self {
+            sender: broadcast::channel(EVENT_BUFFER).0,
+            dropped: Arc::new(AtomicU64::new(0)),
+            counter,
+        }
+    }
+
     /// Sends `event` to every subscriber; never waits.
     pub(crate) fn emit(&self, event: SchedulerEvent) {
         // No subscriber is not an error.
@@ -293,6 +300,7 @@ impl EventBus {
         EventStream {
             receiver: self.sender.subscribe(),
             dropped: Arc::clone(&self.dropped),
+            counter: self.counter.clone(),
             lost: 0,
         }
     }
@@ -308,6 +316,7 @@ impl EventBus {
 pub struct EventStream {
     receiver: broadcast::Receiver<Arc<SchedulerEvent>>,
     dropped: Arc<AtomicU64>,
+    counter: prometheus_client::metrics::counter::Counter,
     lost: u64,
 }
 
@@ -321,6 +330,7 @@ impl EventStream {
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     self.lost += n;
                     self.dropped.fetch_add(n, Ordering::Relaxed);
+                    self.counter.inc_by(n);
                 }
                 Err(broadcast::error::RecvError::Closed) => return None,
             }

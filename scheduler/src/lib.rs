@@ -36,6 +36,7 @@ pub mod engine;
 mod env;
 mod error;
 pub mod events;
+pub mod metrics;
 pub mod policy;
 pub mod reconciler;
 pub mod redact;

@@ -62,6 +62,8 @@ pub struct ReconcileReport {
     pub absent: Vec<String>,
     /// Rows known to neither the config nor this binary (kept, flagged).
     pub orphaned: Vec<String>,
+    /// Of those, the rows this reconcile flagged (the others were flagged before).
+    pub newly_orphaned: Vec<String>,
     /// Enabled rows that had no next run and were given one.
     pub repaired: Vec<String>,
     /// Entries that matched their row already.
@@ -225,6 +227,7 @@ pub fn plan(
                     name: row.name.clone(),
                     orphaned: true,
                 });
+                report.newly_orphaned.push(row.name.clone());
             }
         }
     }
@@ -339,6 +342,7 @@ impl Reconciler {
             ConfigPlan::Stale { current } => {
                 let version = doc.version.unwrap_or_default();
                 report.stale = Some(StaleDocument { version, current });
+                report.newly_orphaned.clear();
                 tracing::warn!(version, current, "{report}");
             }
             ConfigPlan::Nothing => {

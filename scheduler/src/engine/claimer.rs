@@ -193,7 +193,10 @@ impl ClaimLoop {
                 LockKey::new(run.task_name.clone(), run.lock_token),
                 sent,
             );
-            let spec = planned.remove(&run.task_name);
+            let spec = planned.remove(&run.task_name).map(|(spec, next)| {
+                shared.metrics.next_run(&run.task_name, next);
+                spec
+            });
             shared
                 .tracker
                 .spawn(runner::run(Arc::clone(&shared), run, spec, lease, permit));

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::service::Service;
 use super::{Shared, backoff};
 use crate::config::{ConfigDocument, ConfigWatcher, PollOutcome};
+use crate::events::SchedulerEvent;
 use crate::reconciler::{ReconcileReport, Reconciler};
 
 /// Where the documents come from.
@@ -26,10 +27,11 @@ pub(crate) struct ConfigSync {
     pending: Option<Arc<ConfigDocument>>,
     /// The pause between polls.
     interval: Duration,
+    shared: Arc<Shared>,
 }
 
 impl ConfigSync {
-    pub(crate) fn new(shared: &Shared, feed: ConfigFeed) -> Self {
+    pub(crate) fn new(shared: &Arc<Shared>, feed: ConfigFeed) -> Self {
         let pending = match &feed {
             ConfigFeed::Fixed(doc) => Some(Arc::clone(doc)),
             ConfigFeed::Watched(_) => None,
@@ -49,23 +51,57 @@ impl ConfigSync {
             reconciler,
             pending,
             interval,
+            shared: Arc::clone(shared),
         }
     }
 
     /// Polls the source once and reconciles what is new (or still pending).
     /// `Ok(None)`: nothing to do.
     pub(crate) async fn apply_pending(&mut self) -> crate::Result<Option<ReconcileReport>> {
-        if let ConfigFeed::Watched(watcher) = &mut self.feed
-            && let PollOutcome::Changed(doc) = watcher.poll_once().await
-        {
-            self.pending = Some(doc);
+        if let ConfigFeed::Watched(watcher) = &mut self.feed {
+            match watcher.poll_once().await {
+                PollOutcome::Changed(doc) => self.pending = Some(doc),
+                PollOutcome::Failed(_) => self.shared.metrics.config_read_error(),
+                PollOutcome::Unchanged => {}
+            }
         }
         let Some(doc) = self.pending.clone() else {
             return Ok(None);
         };
-        let report = self.reconciler.reconcile(&doc).await?;
+        let report = match self.reconciler.reconcile(&doc).await {
+            Ok(report) => report,
+            Err(e) => {
+                self.shared.metrics.reconcile("failed", 0);
+                return Err(e);
+            }
+        };
         self.pending = None;
+        self.report(&report);
         Ok(Some(report))
+    }
+
+    /// Counts the reconcile and raises its events (once per document: a reconcile is retried
+    /// only when it failed, and then reported nothing).
+    fn report(&self, report: &ReconcileReport) {
+        let outcome = if report.stale.is_some() {
+            "stale"
+        } else if report.changed_anything() {
+            "applied"
+        } else {
+            "unchanged"
+        };
+        self.shared.metrics.reconcile(outcome, report.refused.len());
+        for (task, reason) in &report.refused {
+            self.shared.events.emit(SchedulerEvent::ConfigRefused {
+                task: task.clone(),
+                reason: reason.clone(),
+            });
+        }
+        for task in &report.newly_orphaned {
+            self.shared
+                .events
+                .emit(SchedulerEvent::TaskOrphaned { task: task.clone() });
+        }
     }
 }
 

@@ -97,6 +97,8 @@ pub(crate) struct Shared {
     pub(crate) completions: tokio::sync::mpsc::UnboundedSender<completer::Completion>,
     /// What happened, for subscribers.
     pub(crate) events: crate::events::EventBus,
+    /// This node's metrics.
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// A configured scheduler node, ready to [`run_until`](Scheduler::run_until) a shutdown signal.
@@ -143,6 +145,7 @@ impl Scheduler {
             settings.renew_interval,
         ));
         let store_description = store.describe();
+        let metrics = Arc::new(crate::metrics::Metrics::new());
         let shared = Arc::new(Shared {
             store,
             registry,
@@ -159,7 +162,8 @@ impl Scheduler {
             specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
-            events: crate::events::EventBus::default(),
+            events: crate::events::EventBus::counted(metrics.events_dropped.clone()),
+            metrics,
         });
         Scheduler {
             shared,
@@ -174,6 +178,11 @@ impl Scheduler {
     /// before [`run_until`](Self::run_until); any number of subscribers may.
     pub fn subscribe(&self) -> crate::events::EventStream {
         self.shared.events.subscribe()
+    }
+
+    /// This node's metrics (what the admin server serves at `/metrics`).
+    pub fn metrics(&self) -> Arc<crate::metrics::Metrics> {
+        Arc::clone(&self.shared.metrics)
     }
 
     /// The store this node uses.
@@ -228,7 +237,7 @@ impl Scheduler {
             completer_stop.clone(),
         ));
         let watchdog = tokio::spawn(service::run(
-            watchdog::Renewer(Arc::clone(&shared.watchdog)),
+            watchdog::Renewer(Arc::clone(&shared.watchdog), Arc::clone(&shared.metrics)),
             completer_stop.clone(),
             None,
         ));

@@ -87,8 +87,8 @@ pub(crate) struct Rules<'a> {
     pub takeover: &'a Takeover,
     pub takeover_wait: Duration,
     pub settings: &'a super::Settings,
-    /// The schedules of the tasks planned to run in this claim, for their runners.
-    pub planned: Mutex<HashMap<String, ScheduleSpec>>,
+    /// The schedules (and next runs) of the tasks planned to run in this claim.
+    pub planned: Mutex<HashMap<String, (ScheduleSpec, Option<DateTime<Utc>>)>>,
     /// Tasks left alone because their stored schedule cannot be read.
     pub unreadable: Mutex<Vec<Unreadable>>,
 }
@@ -148,7 +148,7 @@ impl ClaimPolicy for Rules<'_> {
                 self.planned
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(task.name.clone(), spec);
+                    .insert(task.name.clone(), (spec, next));
                 DueDecision::Run(ClaimPlan::new(
                     task.next_run_at,
                     next,

@@ -40,7 +40,8 @@ pub(crate) async fn run(
     );
     async move {
         let started = Instant::now();
-        let (ending, stop, lease) = if shared.handlers_cancel.is_cancelled() {
+        let was_started = !shared.handlers_cancel.is_cancelled();
+        let (ending, stop, lease) = if !was_started {
             // Claimed while the node began to drain: hand it back untouched.
             (Ending::NotStarted, Some(StopReason::Shutdown), lease)
         } else {
@@ -48,6 +49,12 @@ pub(crate) async fn run(
             shared.events.emit(SchedulerEvent::RunStarted {
                 run: run_ref(&shared, &claimed),
             });
+            shared.metrics.run_started(
+                &claimed.task_name,
+                claimed.scheduled_at,
+                "schedule",
+                chrono::Utc::now(),
+            );
             execute(&shared, &claimed, lease).await
         };
         drop(permit);
@@ -78,6 +85,19 @@ pub(crate) async fn run(
             finish.skips = account_skips(&claimed, spec).await;
         }
         emit_end(&shared, &claimed, &finish, duration_ms);
+        shared.metrics.run_ended(
+            &claimed.task_name,
+            status.as_str(),
+            "schedule",
+            started.elapsed().as_secs_f64(),
+            was_started,
+            chrono::Utc::now(),
+        );
+        for skip in &finish.skips {
+            shared
+                .metrics
+                .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
+        }
         record(&shared, finish, lease).await;
     }
     .instrument(span)
@@ -200,6 +220,7 @@ async fn execute(
                 cancel.cancel();
                 lock_lost = true;
                 let taken_over = loss == LockLoss::TakenOver;
+                shared.metrics.lock_lost(taken_over);
                 tracing::error!(reason = %loss.describe(), "asking the handler to stop: its lock can no longer be trusted");
                 stop = Some(StopReason::LockLost(loss));
                 if taken_over {

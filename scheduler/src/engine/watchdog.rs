@@ -221,7 +221,10 @@ impl LockWatchdog {
 }
 
 /// Renews every renew interval, a quarter of it after a failure.
-pub(crate) struct Renewer(pub(crate) Arc<LockWatchdog>);
+pub(crate) struct Renewer(
+    pub(crate) Arc<LockWatchdog>,
+    pub(crate) Arc<crate::metrics::Metrics>,
+);
 
 impl super::service::Service for Renewer {
     type Pass = usize;
@@ -232,7 +235,11 @@ impl super::service::Service for Renewer {
     }
 
     async fn run_once(&mut self) -> crate::store::StoreResult<usize> {
-        self.0.renew_once().await
+        let result = self.0.renew_once().await;
+        if !matches!(result, Ok(0)) {
+            self.1.renewal(result.is_ok());
+        }
+        result
     }
 
     fn pause_after(&mut self, _renewed: usize) -> Option<Duration> {

@@ -1,0 +1,371 @@
+//! Prometheus metrics of one node, in an explicit registry (several nodes in one process stay
+//! apart), served by the admin server at `/metrics` in the OpenMetrics text format.
+//!
+//! Names follow Prometheus' conventions; the only per-task label is `task` (never a run id), so
+//! the series count grows with the number of tasks, not with history. "Has not succeeded for X"
+//! and "skipped a tick" are one alert rule each (see `docs/alerts.yml`):
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `scheduler_task_runs_total` | counter | `task`, `outcome`, `trigger` |
+//! | `scheduler_task_run_duration_seconds` | histogram | `task` |
+//! | `scheduler_task_start_delay_seconds` | histogram | `task` (scheduled runs: start minus tick) |
+//! | `scheduler_task_ticks_skipped_total` | counter | `task`, `reason` |
+//! | `scheduler_task_last_success_timestamp_seconds` | gauge | `task` |
+//! | `scheduler_task_next_run_timestamp_seconds` | gauge | `task` (as last seen by this node) |
+//! | `scheduler_task_running` | gauge | `task` |
+//! | `scheduler_task_missed` | gauge | `task` (1 while a missed-run incident is open) |
+//! | `scheduler_lock_renewals_total` | counter | `result` (`ok`, `failed`) |
+//! | `scheduler_lock_losses_total` | counter | `reason` (`taken_over`, `unrenewable`) |
+//! | `scheduler_reconciles_total` | counter | `outcome` (`applied`, `unchanged`, `stale`, `failed`) |
+//! | `scheduler_config_entries_refused_total` | counter | — |
+//! | `scheduler_config_read_errors_total` | counter | — |
+//! | `scheduler_webhook_deliveries_total` | counter | `result` (`delivered`, `retry`, `failed`, `disabled`) |
+//! | `scheduler_events_dropped_total` | counter | — (events slow subscribers lost) |
+//! | `scheduler_build_info` | gauge | `version` (always 1) |
+
+use std::sync::atomic::AtomicU64;
+
+use chrono::{DateTime, Utc};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabel {
+    task: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunLabels {
+    task: String,
+    outcome: String,
+    trigger: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SkipLabels {
+    task: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VersionLabel {
+    version: String,
+}
+
+type Seconds = Gauge<f64, AtomicU64>;
+
+fn duration_buckets() -> Histogram {
+    // 5 ms to about 2.7 hours.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.005, 3.0, 14,
+    ))
+}
+
+fn delay_buckets() -> Histogram {
+    // 1 ms to about 9 minutes.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.001, 3.0, 13,
+    ))
+}
+
+/// The metrics of one node.
+pub struct Metrics {
+    registry: Registry,
+    runs: Family<RunLabels, Counter>,
+    duration: Family<TaskLabel, Histogram, fn() -> Histogram>,
+    delay: Family<TaskLabel, Histogram, fn() -> Histogram>,
+    skipped: Family<SkipLabels, Counter>,
+    last_success: Family<TaskLabel, Seconds>,
+    next_run: Family<TaskLabel, Seconds>,
+    running: Family<TaskLabel, Gauge>,
+    missed: Family<TaskLabel, Gauge>,
+    renewals: Family<ResultLabel, Counter>,
+    losses: Family<ReasonLabel, Counter>,
+    reconciles: Family<OutcomeLabel, Counter>,
+    refused: Counter,
+    config_errors: Counter,
+    webhook: Family<ResultLabel, Counter>,
+    pub(crate) events_dropped: Counter,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn ts(at: DateTime<Utc>) -> f64 {
+    at.timestamp_millis() as f64 / 1000.0
+}
+
+impl Metrics {
+    /// A fresh registry with every metric registered.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let m = Self {
+            runs: Family::default(),
+            duration: Family::new_with_constructor(duration_buckets),
+            delay: Family::new_with_constructor(delay_buckets),
+            skipped: Family::default(),
+            last_success: Family::default(),
+            next_run: Family::default(),
+            running: Family::default(),
+            missed: Family::default(),
+            renewals: Family::default(),
+            losses: Family::default(),
+            reconciles: Family::default(),
+            refused: Counter::default(),
+            config_errors: Counter::default(),
+            webhook: Family::default(),
+            events_dropped: Counter::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "scheduler_task_runs",
+            "Runs that ended, by task, outcome and trigger",
+            m.runs.clone(),
+        );
+        registry.register(
+            "scheduler_task_run_duration_seconds",
+            "How long runs took",
+            m.duration.clone(),
+        );
+        registry.register(
+            "scheduler_task_start_delay_seconds",
+            "How late scheduled runs started after their tick",
+            m.delay.clone(),
+        );
+        registry.register(
+            "scheduler_task_ticks_skipped",
+            "Due ticks that did not get a run of their own, by reason",
+            m.skipped.clone(),
+        );
+        registry.register(
+            "scheduler_task_last_success_timestamp_seconds",
+            "When a run of the task last succeeded on this node",
+            m.last_success.clone(),
+        );
+        registry.register(
+            "scheduler_task_next_run_timestamp_seconds",
+            "The task's next run, as this node last saw it",
+            m.next_run.clone(),
+        );
+        registry.register(
+            "scheduler_task_running",
+            "Runs of the task running on this node",
+            m.running.clone(),
+        );
+        registry.register(
+            "scheduler_task_missed",
+            "1 while a missed-run incident of the task is open",
+            m.missed.clone(),
+        );
+        registry.register(
+            "scheduler_lock_renewals",
+            "Lock renewal statements, by result",
+            m.renewals.clone(),
+        );
+        registry.register(
+            "scheduler_lock_losses",
+            "Runs whose lock could not be kept, by reason",
+            m.losses.clone(),
+        );
+        registry.register(
+            "scheduler_reconciles",
+            "Config reconciles, by outcome",
+            m.reconciles.clone(),
+        );
+        registry.register(
+            "scheduler_config_entries_refused",
+            "Config entries refused (unknown task, invalid cron or zone)",
+            m.refused.clone(),
+        );
+        registry.register(
+            "scheduler_config_read_errors",
+            "Config documents that could not be fetched or parsed",
+            m.config_errors.clone(),
+        );
+        registry.register(
+            "scheduler_webhook_deliveries",
+            "Webhook delivery attempts, by result",
+            m.webhook.clone(),
+        );
+        registry.register(
+            "scheduler_events_dropped",
+            "Events that slow subscribers lost",
+            m.events_dropped.clone(),
+        );
+        let build = Family::<VersionLabel, Gauge>::default();
+        build
+            .get_or_create(&VersionLabel {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+            })
+            .set(1);
+        registry.register("scheduler_build_info", "The scheduler's version", build);
+        Self { registry, ..m }
+    }
+
+    /// The text exposition (OpenMetrics).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    fn task(task: &str) -> TaskLabel {
+        TaskLabel {
+            task: task.to_owned(),
+        }
+    }
+
+    pub(crate) fn run_started(
+        &self,
+        task: &str,
+        tick: DateTime<Utc>,
+        trigger: &str,
+        now: DateTime<Utc>,
+    ) {
+        self.running.get_or_create(&Self::task(task)).inc();
+        if trigger == "schedule" {
+            let delay = (now - tick).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6;
+            self.delay.get_or_create(&Self::task(task)).observe(delay);
+        }
+    }
+
+    pub(crate) fn run_ended(
+        &self,
+        task: &str,
+        outcome: &str,
+        trigger: &str,
+        seconds: f64,
+        started: bool,
+        now: DateTime<Utc>,
+    ) {
+        if started {
+            self.running.get_or_create(&Self::task(task)).dec();
+            self.duration
+                .get_or_create(&Self::task(task))
+                .observe(seconds);
+        }
+        self.runs
+            .get_or_create(&RunLabels {
+                task: task.to_owned(),
+                outcome: outcome.to_owned(),
+                trigger: trigger.to_owned(),
+            })
+            .inc();
+        if outcome == "succeeded" {
+            self.last_success
+                .get_or_create(&Self::task(task))
+                .set(ts(now));
+        }
+    }
+
+    pub(crate) fn ticks_skipped(&self, task: &str, reason: &str, ticks: i64) {
+        self.skipped
+            .get_or_create(&SkipLabels {
+                task: task.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .inc_by(u64::try_from(ticks).unwrap_or(0));
+    }
+
+    pub(crate) fn next_run(&self, task: &str, at: Option<DateTime<Utc>>) {
+        match at {
+            Some(at) => {
+                self.next_run.get_or_create(&Self::task(task)).set(ts(at));
+            }
+            None => {
+                self.next_run.remove(&Self::task(task));
+            }
+        }
+    }
+
+    pub(crate) fn renewal(&self, ok: bool) {
+        self.renewals
+            .get_or_create(&ResultLabel {
+                result: if ok { "ok" } else { "failed" }.into(),
+            })
+            .inc();
+    }
+
+    pub(crate) fn lock_lost(&self, taken_over: bool) {
+        self.losses
+            .get_or_create(&ReasonLabel {
+                reason: if taken_over {
+                    "taken_over"
+                } else {
+                    "unrenewable"
+                }
+                .into(),
+            })
+            .inc();
+    }
+
+    pub(crate) fn reconcile(&self, outcome: &str, refused: usize) {
+        self.reconciles
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+        self.refused.inc_by(refused as u64);
+    }
+
+    pub(crate) fn config_read_error(&self) {
+        self.config_errors.inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_and_skips_are_counted_per_task_in_prometheus_names() {
+        let m = Metrics::new();
+        let now = Utc::now();
+        m.run_started("sync", now, "schedule", now);
+        m.run_ended("sync", "succeeded", "schedule", 0.2, true, now);
+        m.ticks_skipped("sync", "overlap", 3);
+        let text = m.encode();
+        assert!(
+            text.contains(
+                r#"scheduler_task_runs_total{task="sync",outcome="succeeded",trigger="schedule"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"scheduler_task_ticks_skipped_total{task="sync",reason="overlap"} 3"#)
+        );
+        assert!(text.contains(r#"scheduler_task_running{task="sync"} 0"#));
+        assert!(text.contains("scheduler_task_run_duration_seconds_count"));
+        assert!(text.contains(r#"scheduler_build_info{version=""#));
+    }
+}
