@@ -79,6 +79,9 @@ pub(crate) struct Unreadable {
     pub error: String,
 }
 
+/// A task planned to run: its schedule and the next run scheduled after this one.
+pub(crate) type Planned = (ScheduleSpec, Option<DateTime<Utc>>);
+
 /// The claim policy of one node.
 pub(crate) struct Rules<'a> {
     pub registry: &'a TaskRegistry,
@@ -88,7 +91,7 @@ pub(crate) struct Rules<'a> {
     pub takeover_wait: Duration,
     pub settings: &'a super::Settings,
     /// The schedules (and next runs) of the tasks planned to run in this claim.
-    pub planned: Mutex<HashMap<String, (ScheduleSpec, Option<DateTime<Utc>>)>>,
+    pub planned: Mutex<HashMap<String, Planned>>,
     /// Tasks left alone because their stored schedule cannot be read.
     pub unreadable: Mutex<Vec<Unreadable>>,
 }
