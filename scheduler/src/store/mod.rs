@@ -254,6 +254,23 @@ pub struct ClaimRequest<'a> {
     pub lock_lifetime: Duration,
 }
 
+impl<'a> ClaimRequest<'a> {
+    /// A claim by `node_id` of at most `limit` runs among `tasks`, under locks of `lock_lifetime`.
+    pub fn new(
+        node_id: &'a str,
+        tasks: &'a [String],
+        limit: usize,
+        lock_lifetime: Duration,
+    ) -> Self {
+        Self {
+            node_id,
+            tasks,
+            limit,
+            lock_lifetime,
+        }
+    }
+}
+
 /// A lock found past its expiry, offered to [`ClaimPolicy::rescue`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -288,6 +305,13 @@ pub struct RunEnd {
     pub status: RunStatus,
     /// Error message (already cleaned and bounded by the engine).
     pub error: Option<String>,
+}
+
+impl RunEnd {
+    /// A run that ended with `status` and `error`.
+    pub fn new(status: RunStatus, error: Option<String>) -> Self {
+        Self { status, error }
+    }
 }
 
 /// How a finished run changes the task's consecutive-failure count.
