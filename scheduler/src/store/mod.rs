@@ -1,7 +1,9 @@
 //! Run-state storage behind one narrow interface.
 //!
 //! The engine and the reconciler talk to a [`Store`]; [`postgres::PgStore`] is the production
-//! implementation (all of its SQL lives in `store/postgres/queries/`). This module owns the data
+//! implementation for one or many nodes (all of its SQL lives in `store/postgres/queries/`), and
+//! [`sqlite::SqliteStore`] keeps the same records in a local file for a single process (its SQL
+//! in `store/sqlite/queries/`). Both pass one contract suite (`tests/tests/store_contract.rs`). This module owns the data
 //! that crosses the boundary and the store's error type; it knows nothing about cron syntax,
 //! handlers or config formats.
 //!
@@ -14,6 +16,7 @@
 
 mod error;
 pub mod postgres;
+pub mod sqlite;
 
 use std::fmt;
 use std::time::Duration;
@@ -25,6 +28,7 @@ use uuid::Uuid;
 pub use crate::policy::Recovery;
 pub use error::{BoxError, StoreError, StoreResult};
 pub use postgres::PgStore;
+pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 
 /// How a run ended, as stored in `scheduler_runs.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
