@@ -1,7 +1,9 @@
 //! Run-state storage behind one narrow interface.
 //!
 //! The engine and the reconciler talk to a [`Store`]; [`postgres::PgStore`] is the production
-//! implementation (all of its SQL lives in `store/postgres/queries/`). This module owns the data
+//! implementation for one or many nodes (all of its SQL lives in `store/postgres/queries/`), and
+//! [`sqlite::SqliteStore`] keeps the same records in a local file for a single process (its SQL
+//! in `store/sqlite/queries/`). Both pass one contract suite (`tests/tests/store_contract.rs`). This module owns the data
 //! that crosses the boundary and the store's error type; it knows nothing about cron syntax,
 //! handlers or config formats.
 //!
@@ -15,6 +17,7 @@
 mod connect;
 mod error;
 pub mod postgres;
+pub mod sqlite;
 
 use std::fmt;
 use std::time::Duration;
@@ -27,6 +30,7 @@ pub use crate::policy::Recovery;
 pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
 pub use error::{BoxError, StoreError, StoreResult};
 pub use postgres::PgStore;
+pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 
 /// How a run ended, as stored in `scheduler_runs.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -261,6 +265,23 @@ pub struct ClaimRequest<'a> {
     pub lock_lifetime: Duration,
 }
 
+impl<'a> ClaimRequest<'a> {
+    /// A claim by `node_id` of at most `limit` runs among `tasks`, under locks of `lock_lifetime`.
+    pub fn new(
+        node_id: &'a str,
+        tasks: &'a [String],
+        limit: usize,
+        lock_lifetime: Duration,
+    ) -> Self {
+        Self {
+            node_id,
+            tasks,
+            limit,
+            lock_lifetime,
+        }
+    }
+}
+
 /// A lock found past its expiry, offered to [`ClaimPolicy::rescue`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -295,6 +316,13 @@ pub struct RunEnd {
     pub status: RunStatus,
     /// Error message (already cleaned and bounded by the engine).
     pub error: Option<String>,
+}
+
+impl RunEnd {
+    /// A run that ended with `status` and `error`.
+    pub fn new(status: RunStatus, error: Option<String>) -> Self {
+        Self { status, error }
+    }
 }
 
 /// How a finished run changes the task's consecutive-failure count.

@@ -5,7 +5,8 @@
 
 use sqlx::{Connection, PgConnection, Row};
 
-use super::quote_ident;
+use super::{classify, quote_ident};
+use crate::store::{StoreError, StoreResult};
 
 macro_rules! migration {
     ($version:literal, $description:literal, $file:literal) => {
@@ -24,58 +25,69 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(3, "policies", "0003_policies.sql"),
 ];
 
-pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> Result<(), sqlx::Error> {
+pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> StoreResult<()> {
+    let sql = |e| classify("migrate", e);
     sqlx::query(include_str!("queries/migrate_lock.sql"))
         .bind(schema)
         .execute(&mut *conn)
-        .await?;
+        .await
+        .map_err(sql)?;
     let result = apply_all(conn, schema).await;
     let unlock = sqlx::query(include_str!("queries/migrate_unlock.sql"))
         .bind(schema)
         .execute(&mut *conn)
         .await;
     result?;
-    unlock?;
+    unlock.map_err(sql)?;
     Ok(())
 }
 
-async fn apply_all(conn: &mut PgConnection, schema: &str) -> Result<(), sqlx::Error> {
+async fn apply_all(conn: &mut PgConnection, schema: &str) -> StoreResult<()> {
+    let sql = |e| classify("migrate", e);
     // Identifiers cannot be bound; the schema name is quoted instead.
     let create = format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(schema));
     sqlx::raw_sql(sqlx::AssertSqlSafe(create))
         .execute(&mut *conn)
-        .await?;
+        .await
+        .map_err(sql)?;
     sqlx::query(include_str!("queries/migrate_table.sql"))
         .execute(&mut *conn)
-        .await?;
+        .await
+        .map_err(sql)?;
     let applied: Vec<i64> = sqlx::query(include_str!("queries/migrate_applied.sql"))
         .fetch_all(&mut *conn)
-        .await?
+        .await
+        .map_err(sql)?
         .iter()
         .map(|r| r.try_get(0))
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()
+        .map_err(sql)?;
     let known = MIGRATIONS.last().map_or(0, |m| m.0);
     if let Some(newer) = applied.iter().find(|v| **v > known) {
-        return Err(sqlx::Error::Protocol(format!(
+        // Not transient: retrying cannot make this binary understand the schema.
+        return Err(StoreError::setup(format!(
             "schema `{schema}` has migration {newer}, newer than this binary knows (up to {known}); upgrade this node"
         )));
     }
-    for &(version, description, sql) in MIGRATIONS {
+    for &(version, description, migration) in MIGRATIONS {
         if applied.contains(&version) {
             continue;
         }
-        let mut tx = conn.begin().await?;
-        // A migration may take longer than the statement timeout of the scheduler's queries.
-        sqlx::query("SET LOCAL statement_timeout = 0")
-            .execute(&mut *tx)
-            .await?;
-        sqlx::raw_sql(sql).execute(&mut *tx).await?;
-        sqlx::query(include_str!("queries/migrate_record.sql"))
-            .bind(version)
-            .bind(description)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+        let apply = async {
+            let mut tx = conn.begin().await?;
+            // A migration may take longer than the statement timeout of the scheduler's queries.
+            sqlx::query("SET LOCAL statement_timeout = 0")
+                .execute(&mut *tx)
+                .await?;
+            sqlx::raw_sql(migration).execute(&mut *tx).await?;
+            sqlx::query(include_str!("queries/migrate_record.sql"))
+                .bind(version)
+                .bind(description)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await
+        };
+        apply.await.map_err(sql)?;
         tracing::info!(version, description, schema, "applied migration");
     }
     Ok(())

@@ -115,9 +115,7 @@ impl Store for PgStore {
 
     async fn migrate(&self) -> StoreResult<()> {
         let mut conn = self.acquire("migrate").await?;
-        migrate::run(&mut conn, &self.schema)
-            .await
-            .map_err(|e| classify("migrate", e))
+        migrate::run(&mut conn, &self.schema).await
     }
 
     async fn register_node(&self, node: &NodeInfo) -> StoreResult<()> {

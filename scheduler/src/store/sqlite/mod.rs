@@ -1,0 +1,647 @@
+//! The embedded SQLite store: one scheduler process keeping its run state in one local file.
+//!
+//! It owns the database file at its path (the `scheduler_*` tables, created by
+//! [`Store::migrate`](super::Store::migrate) from `scheduler/migrations/sqlite/`), the lock file
+//! beside it (`<database>.lock`), and the in-process wake-ups that stand in for PostgreSQL's
+//! LISTEN/NOTIFY. All of its SQL is in `queries/*.sql`, included at compile time; every value is
+//! a bound parameter. It behaves like [`PgStore`](super::PgStore) in everything the
+//! [`Store`](super::Store) contract says; the contract suite (`tests/tests/store_contract.rs`)
+//! runs every behaviour against both. It never creates directories, and never locks the database
+//! file itself (SQLite does, its own way).
+//!
+//! **One process per file.** [`SqliteStoreBuilder::connect`] takes an exclusive lock on
+//! `<database>.lock` (an `flock`, released by the kernel when the process exits or dies, however
+//! it dies) and writes the holder's pid, host and start time into it. A second store on the same
+//! file, from another process or this one, is refused with a [`StoreError::Setup`] naming the
+//! holder. Several nodes need a store they can share over the network: PostgreSQL. The lock file
+//! is left in place when the store closes (deleting it would let two processes lock two different
+//! files of one name); what it says is only the last holder's record.
+//!
+//! **The clock.** One process owns the file, so there is one clock: the process's
+//! ([`Utc::now`](chrono::Utc::now)), taken once per operation (by a write, once its transaction
+//! holds the write lock) and used for everything the operation writes and compares, as
+//! PostgreSQL's `now()` is. Timestamps are stored as INTEGER unix microseconds (the resolution of
+//! `timestamptz`). A wall-clock step moves due times and lock expiries with it, as a step of the
+//! database server's clock would on PostgreSQL.
+//!
+//! **Writers take turns.** SQLite allows one writer at a time. Every write is one transaction
+//! begun with `BEGIN IMMEDIATE`, so it holds the write lock from its first statement and never
+//! has to upgrade a read lock (the upgrade that deadlocks or fails with `SQLITE_BUSY`). Writers of
+//! this process also queue in Rust for their turn before they take a pooled connection, so they
+//! wait in order instead of polling in SQLite's busy handler; the `busy_timeout` (5 s by default)
+//! covers another program holding the file briefly (a backup, the `sqlite3` shell). Because a
+//! claim's transaction excludes every other writer, it needs no `FOR UPDATE SKIP LOCKED`: nothing
+//! can interleave between reading the due rows and locking them. Reads run beside the writer
+//! (WAL mode) on the rest of the pool.
+//!
+//! **Durability.** WAL with `synchronous = NORMAL` by default: a committed transaction survives
+//! a crash or kill of the process (the OS has the write), but the last transactions before a
+//! power loss or kernel crash may be rolled back (never corrupted). Set
+//! [`Synchronous::Full`] with [`SqliteStoreBuilder::synchronous`] to make every commit durable
+//! across power loss, at the cost of an fsync per commit.
+//!
+//! **Nothing waits forever.** Every operation, its wait for a writer's turn and for a connection
+//! included, finishes within the operation timeout or fails with [`StoreError::Timeout`] (a
+//! migration within [`MIGRATION_TIMEOUT`]); a connection whose operation timed out is closed, not
+//! reused.
+//!
+//! **Beyond the contract**, three details differ from PostgreSQL, none of which a caller may rely
+//! on: names are ordered bytewise (PostgreSQL uses the database's collation), due tasks with the
+//! same next run are offered in name order (PostgreSQL: any order), and a claim that released an
+//! expired lock also wakes the listeners (PostgreSQL's claim does not notify).
+//!
+//! **Why sqlx's SQLite driver.** It resolves next to the sqlx 0.9 the PostgreSQL store uses, shares
+//! its pool, its async model and its row decoding (so both stores are written alike), and builds
+//! SQLite from source (`sqlite-bundled`), so no system library is needed. `tokio-rusqlite` 0.8
+//! does not resolve next to this dependency tree.
+
+mod listener;
+mod lockfile;
+mod migrate;
+mod ops;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use super::{StoreError, StoreResult};
+use lockfile::ProcessLock;
+
+/// Default size of the connection pool: one writer at a time (SQLite's rule) and readers beside it.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 4;
+/// Default wait for SQLite's write lock held by another program (`busy_timeout`).
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default limit of one operation, its waits included.
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Limit of [`Store::migrate`](super::Store::migrate): a migration may rewrite a large table.
+pub const MIGRATION_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// What a commit survives (SQLite's `synchronous` setting, in WAL mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Synchronous {
+    /// `NORMAL`: a commit survives a crash of the process; the last commits before a power loss
+    /// or OS crash may be rolled back. The default.
+    #[default]
+    Normal,
+    /// `FULL`: every commit is synced to disk before it returns, and survives power loss.
+    Full,
+}
+
+impl Synchronous {
+    fn to_sqlx(self) -> SqliteSynchronous {
+        match self {
+            Synchronous::Normal => SqliteSynchronous::Normal,
+            Synchronous::Full => SqliteSynchronous::Full,
+        }
+    }
+}
+
+/// Builds a [`SqliteStore`]; every setting has a documented default.
+///
+/// ```
+/// use std::time::Duration;
+/// use scheduler::store::sqlite::{SqliteStoreBuilder, Synchronous};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), scheduler::store::StoreError> {
+/// # let dir = std::env::temp_dir().join(format!("scheduler-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir).unwrap();
+/// # let url = format!("sqlite://{}/scheduler.db", dir.display());
+/// let store = SqliteStoreBuilder::from_url(&url)? // e.g. "sqlite://scheduler.db"
+///     .synchronous(Synchronous::Full)
+///     .operation_timeout(Duration::from_secs(5))
+///     .connect()?;
+/// assert!(store.path().ends_with("scheduler.db"));
+/// # drop(store); std::fs::remove_dir_all(&dir).unwrap();
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteStoreBuilder {
+    path: PathBuf,
+    synchronous: Synchronous,
+    busy_timeout: Duration,
+    operation_timeout: Duration,
+    max_connections: u32,
+}
+
+impl SqliteStoreBuilder {
+    /// A store on the database file at `path` (created if missing; its directory must exist).
+    /// A relative path is taken from the current directory when the store connects.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            synchronous: Synchronous::default(),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            operation_timeout: DEFAULT_OPERATION_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+
+    /// A builder for the file named by a `sqlite://PATH` URL; see [`from_url`].
+    pub fn from_url(url: &str) -> StoreResult<Self> {
+        from_url(url)
+    }
+
+    /// What a commit survives. Default [`Synchronous::Normal`] (a process crash).
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// The longest a statement waits for SQLite's write lock while another program holds it.
+    /// Default 5 s; then the operation fails with [`StoreError::Conflict`].
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// The longest one operation may take, its waits for a writer's turn and a connection
+    /// included. Default 10 s; then it fails with [`StoreError::Timeout`].
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// Connections in the pool. Default 4; at least 1 (writers use one at a time).
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// Validates the settings, takes the lock file (refused when another store holds it) and
+    /// creates the pool, inside a Tokio runtime (the pool's upkeep runs on it).
+    ///
+    /// Synchronous, like [`PgStoreBuilder::connect_lazy`](super::postgres::PgStoreBuilder::connect_lazy),
+    /// so a composition root builds either store the same way: taking the lock is a quick local
+    /// file operation, and a refusal surfaces here, before the node starts anything. The database
+    /// file itself is opened (and created) by the first operation, normally
+    /// [`Store::migrate`](super::Store::migrate).
+    pub fn connect(self) -> StoreResult<SqliteStore> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(StoreError::setup(
+                "the SQLite store must be created inside a Tokio runtime (in `#[tokio::main]`)",
+            ));
+        }
+        if self.max_connections < 1 {
+            return Err(StoreError::setup("max_connections must be at least 1"));
+        }
+        for (name, d) in [
+            ("busy_timeout", self.busy_timeout),
+            ("operation_timeout", self.operation_timeout),
+        ] {
+            if d < Duration::from_millis(10) {
+                return Err(StoreError::setup(format!("{name} must be at least 10ms")));
+            }
+        }
+        let path = absolute_database_path(&self.path)?;
+        let holder = ProcessLock::acquire(&path)?;
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(self.synchronous.to_sqlx())
+            .busy_timeout(self.busy_timeout);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(self.max_connections)
+            // The operation's own deadline bounds the wait; this only backs it up.
+            .acquire_timeout(self.operation_timeout)
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .test_before_acquire(false)
+            .connect_lazy_with(options);
+        let (changes, _) = tokio::sync::watch::channel(0u64);
+        Ok(SqliteStore {
+            inner: Arc::new(Inner {
+                pool,
+                description: format!("sqlite {}", path.display()),
+                path,
+                op_timeout: self.operation_timeout,
+                writer: tokio::sync::Mutex::new(()),
+                changes,
+                _holder: holder,
+            }),
+        })
+    }
+}
+
+/// A builder for the database named by a `sqlite://PATH` URL.
+///
+/// Everything after `sqlite://` is the path, percent-decoded: `sqlite://scheduler.db` and
+/// `sqlite://./data/x.db` are relative to the current directory, `sqlite:///var/lib/x.db` is
+/// absolute. One query option is understood, `synchronous=normal|full` (see [`Synchronous`]);
+/// any other option, another scheme, an in-memory database or a URL without a path is refused
+/// with a [`StoreError::Setup`] saying what to write instead.
+///
+/// ```
+/// use scheduler::store::sqlite::from_url;
+///
+/// assert!(from_url("sqlite://scheduler.db").is_ok());
+/// assert!(from_url("sqlite:///var/lib/scheduler/jobs.db?synchronous=full").is_ok());
+/// assert!(from_url("sqlite://jobs.db?mode=ro").is_err());
+/// assert!(from_url("postgres://app@db/app").is_err());
+/// ```
+pub fn from_url(url: &str) -> StoreResult<SqliteStoreBuilder> {
+    const SCHEME: &str = "sqlite://";
+    const FORM: &str =
+        "write `sqlite://PATH`, e.g. `sqlite://scheduler.db` or `sqlite:///var/lib/scheduler.db`";
+    let shown = crate::redact::redact_url(url);
+    let rest = match url.get(..SCHEME.len()) {
+        Some(head) if head.eq_ignore_ascii_case(SCHEME) => &url[SCHEME.len()..],
+        _ if url
+            .get(..7)
+            .is_some_and(|head| head.eq_ignore_ascii_case("sqlite:")) =>
+        {
+            return Err(StoreError::setup(format!(
+                "`{shown}` is not a SQLite URL the scheduler understands: {FORM}"
+            )));
+        }
+        _ => {
+            return Err(StoreError::setup(format!(
+                "`{shown}` is not a SQLite URL: {FORM} (or `postgres://...` for PostgreSQL)"
+            )));
+        }
+    };
+    if rest.contains('#') {
+        return Err(StoreError::setup(format!(
+            "`{shown}`: a SQLite URL has no `#` fragment; {FORM} (percent-encode a `#` in the file name as `%23`)"
+        )));
+    }
+    let (raw_path, query) = match rest.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (rest, None),
+    };
+    let path = percent_encoding::percent_decode_str(raw_path)
+        .decode_utf8()
+        .map_err(|_| {
+            StoreError::setup(format!(
+                "`{shown}`: the path is not valid UTF-8 once percent-decoded"
+            ))
+        })?
+        .into_owned();
+    if path.is_empty() {
+        return Err(StoreError::setup(format!(
+            "`{shown}` names no database file: {FORM}"
+        )));
+    }
+    if path == ":memory:" {
+        return Err(StoreError::setup(format!(
+            "`{shown}`: an in-memory database would lose every schedule and run record when the process exits; name a file: {FORM}"
+        )));
+    }
+    let mut builder = SqliteStoreBuilder::new(path);
+    for pair in query.into_iter().flat_map(|q| q.split('&')) {
+        if pair.is_empty() {
+            continue;
+        }
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "synchronous" => {
+                builder.synchronous = match value.to_ascii_lowercase().as_str() {
+                    "normal" => Synchronous::Normal,
+                    "full" => Synchronous::Full,
+                    _ => {
+                        return Err(StoreError::setup(format!(
+                            "`{shown}`: `synchronous` must be `normal` or `full`, not `{value}`"
+                        )));
+                    }
+                }
+            }
+            _ => {
+                return Err(StoreError::setup(format!(
+                    "`{shown}`: unknown option `{key}`; the SQLite store understands only `synchronous=normal|full`"
+                )));
+            }
+        }
+    }
+    Ok(builder)
+}
+
+/// The database path made absolute (relative to the current directory), its directory resolved.
+/// A directory that does not exist is a setup error naming it: the store creates the file, never
+/// directories (a typo in a path should not grow a tree somewhere unexpected).
+fn absolute_database_path(path: &Path) -> StoreResult<PathBuf> {
+    let Some(file_name) = path.file_name() else {
+        return Err(StoreError::setup(format!(
+            "`{}` does not name a database file",
+            path.display()
+        )));
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let dir = std::fs::canonicalize(dir).map_err(|e| {
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            "does not exist; create it first".to_owned()
+        } else {
+            format!("cannot be used: {e}")
+        };
+        StoreError::setup(format!(
+            "the directory `{}` of the SQLite database `{}` {why}",
+            dir.display(),
+            path.display()
+        ))
+    })?;
+    if !dir.is_dir() {
+        return Err(StoreError::setup(format!(
+            "`{}` (the directory of the SQLite database `{}`) is not a directory",
+            dir.display(),
+            path.display()
+        )));
+    }
+    let path = dir.join(file_name);
+    if path.is_dir() {
+        return Err(StoreError::setup(format!(
+            "`{}` is a directory, not a database file",
+            path.display()
+        )));
+    }
+    // An existing file is named by its real path, so two symbolic links to one database share
+    // one lock file.
+    Ok(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
+/// The SQLite implementation of [`Store`](super::Store). Clones share the pool and the lock file;
+/// the lock is released when the last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: SqlitePool,
+    path: PathBuf,
+    description: String,
+    op_timeout: Duration,
+    /// Writers of this process take turns here before they take a connection.
+    writer: tokio::sync::Mutex<()>,
+    /// Bumped after a commit that released a lock or applied a config; listeners watch it.
+    changes: tokio::sync::watch::Sender<u64>,
+    /// Declared last, so it is dropped after the pool: the file is given up when the store is.
+    _holder: ProcessLock,
+}
+
+impl SqliteStore {
+    /// A builder for a store on the database file at `path`.
+    pub fn builder(path: impl Into<PathBuf>) -> SqliteStoreBuilder {
+        SqliteStoreBuilder::new(path)
+    }
+
+    /// The pool (for the application's own queries against run history).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.inner.pool
+    }
+
+    /// The database file (absolute).
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The lock file that keeps other processes off the database.
+    pub fn lock_path(&self) -> &Path {
+        self.inner._holder.path()
+    }
+}
+
+/// Classifies a driver error for callers above the store.
+fn classify(operation: &'static str, error: sqlx::Error) -> StoreError {
+    use sqlx::Error as E;
+    let transient = match &error {
+        E::Io(_) | E::PoolTimedOut | E::PoolClosed | E::WorkerCrashed | E::BeginFailed => {
+            Some(false)
+        }
+        E::Database(db) => {
+            // SQLite's extended result code; its low byte is the primary code.
+            let code: i32 = db.code().and_then(|c| c.parse().ok()).unwrap_or(0);
+            match code & 0xff {
+                // SQLITE_BUSY, SQLITE_LOCKED: another writer holds the lock.
+                5 | 6 => Some(true),
+                // SQLITE_NOMEM, SQLITE_READONLY, SQLITE_INTERRUPT, SQLITE_IOERR, SQLITE_FULL,
+                // SQLITE_CANTOPEN, SQLITE_PROTOCOL: the file or the machine is in trouble.
+                7 | 8 | 9 | 10 | 13 | 14 | 15 => Some(false),
+                // Constraints, type mismatches, a corrupt file, not a database, SQL errors.
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    let source: super::BoxError = Box::new(error);
+    match transient {
+        Some(true) => StoreError::Conflict { operation, source },
+        Some(false) => StoreError::Unavailable { operation, source },
+        None => StoreError::Rejected { operation, source },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(url: &str) -> SqliteStoreBuilder {
+        from_url(url).unwrap_or_else(|e| panic!("{url}: {e}"))
+    }
+
+    fn refused(url: &str) -> String {
+        match from_url(url) {
+            Err(StoreError::Setup { message }) => message,
+            Err(e) => panic!("{url}: not a setup error: {e}"),
+            Ok(b) => panic!("{url}: accepted as {b:?}"),
+        }
+    }
+
+    #[test]
+    fn urls_name_relative_and_absolute_files() {
+        assert_eq!(
+            parsed("sqlite://scheduler.db").path,
+            Path::new("scheduler.db")
+        );
+        assert_eq!(
+            parsed("sqlite://./data/x.db").path,
+            Path::new("./data/x.db")
+        );
+        assert_eq!(
+            parsed("sqlite:///var/lib/x.db").path,
+            Path::new("/var/lib/x.db")
+        );
+        assert_eq!(parsed("SQLite://a.db").path, Path::new("a.db"));
+        assert_eq!(
+            parsed("sqlite:///tmp/my%20jobs.db").path,
+            Path::new("/tmp/my jobs.db")
+        );
+    }
+
+    #[test]
+    fn the_synchronous_option_is_understood() {
+        assert_eq!(parsed("sqlite://a.db").synchronous, Synchronous::Normal);
+        assert_eq!(
+            parsed("sqlite://a.db?synchronous=full").synchronous,
+            Synchronous::Full
+        );
+        assert_eq!(
+            parsed("sqlite://a.db?synchronous=NORMAL").synchronous,
+            Synchronous::Normal
+        );
+        let e = refused("sqlite://a.db?synchronous=off");
+        assert!(e.contains("`normal` or `full`"), "{e}");
+    }
+
+    #[test]
+    fn other_schemes_options_and_forms_are_refused_with_what_to_write() {
+        let e = refused("postgres://app:hunter2@db/app");
+        assert!(e.contains("not a SQLite URL"), "{e}");
+        assert!(e.contains("sqlite://PATH"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        let e = refused("sqlite:scheduler.db");
+        assert!(e.contains("sqlite://PATH"), "{e}");
+        let e = refused("sqlite://a.db?mode=ro");
+        assert!(e.contains("unknown option `mode`"), "{e}");
+        let e = refused("sqlite://");
+        assert!(e.contains("names no database file"), "{e}");
+        let e = refused("sqlite://:memory:");
+        assert!(e.contains("in-memory"), "{e}");
+        let e = refused("sqlite://a.db#x");
+        assert!(e.contains("fragment"), "{e}");
+        let e = refused("scheduler.db");
+        assert!(e.contains("not a SQLite URL"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_directory_is_named_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope");
+        let error = SqliteStoreBuilder::new(missing.join("x.db"))
+            .connect()
+            .unwrap_err();
+        let StoreError::Setup { message } = &error else {
+            panic!("not a setup error: {error}");
+        };
+        assert!(
+            message.contains(&missing.display().to_string()),
+            "{message}"
+        );
+        assert!(message.contains("does not exist"), "{message}");
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn outside_a_runtime_the_store_is_refused_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = SqliteStoreBuilder::new(dir.path().join("x.db"))
+            .connect()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("inside a Tokio runtime"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn describe_names_the_absolute_path() {
+        use crate::store::Store;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStoreBuilder::new(dir.path().join("s.db"))
+            .connect()
+            .unwrap();
+        let expected = std::fs::canonicalize(dir.path()).unwrap().join("s.db");
+        assert_eq!(store.describe(), format!("sqlite {}", expected.display()));
+        assert_eq!(store.path(), expected);
+    }
+
+    #[test]
+    fn a_relative_path_is_taken_from_the_current_directory() {
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        assert_eq!(
+            absolute_database_path(Path::new("x.db")).unwrap(),
+            cwd.join("x.db")
+        );
+        assert_eq!(
+            absolute_database_path(Path::new("./x.db")).unwrap(),
+            cwd.join("x.db")
+        );
+        let e = absolute_database_path(Path::new("no-such-dir/x.db")).unwrap_err();
+        assert!(e.to_string().contains("`no-such-dir`"), "{e}");
+    }
+
+    /// Another program holding SQLite's write lock: a write waits `busy_timeout`, then fails as
+    /// a conflict; an operation timeout shorter than that fails it as a timeout. Both transient.
+    #[tokio::test]
+    async fn a_held_write_lock_is_a_conflict_or_a_timeout() {
+        use crate::store::{NodeInfo, Store};
+        use sqlx::{Connection, Executor};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy.db");
+        let node = NodeInfo::new("n", "h", 1, "v", vec![]);
+        {
+            let store = SqliteStoreBuilder::new(&path).connect().unwrap();
+            store.migrate().await.unwrap();
+        }
+        let mut other =
+            sqlx::SqliteConnection::connect_with(&SqliteConnectOptions::new().filename(&path))
+                .await
+                .unwrap();
+        other.execute("BEGIN IMMEDIATE").await.unwrap();
+
+        let store = SqliteStoreBuilder::new(&path)
+            .busy_timeout(Duration::from_millis(50))
+            .connect()
+            .unwrap();
+        let error = store.register_node(&node).await.unwrap_err();
+        assert!(matches!(error, StoreError::Conflict { .. }), "{error:?}");
+        assert!(error.is_transient());
+        drop(store);
+
+        let store = SqliteStoreBuilder::new(&path)
+            .operation_timeout(Duration::from_millis(100))
+            .connect()
+            .unwrap();
+        let error = store.register_node(&node).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                StoreError::Timeout {
+                    operation: "register_node",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        // Reads do not wait for the writer (WAL).
+        assert!(store.load_tasks().await.unwrap().1.is_empty());
+
+        other.execute("ROLLBACK").await.unwrap();
+        store.register_node(&node).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_second_store_on_the_same_file_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.db");
+        let first = SqliteStoreBuilder::new(&path).connect().unwrap();
+        let error = SqliteStoreBuilder::new(&path).connect().unwrap_err();
+        let StoreError::Setup { message } = &error else {
+            panic!("not a setup error: {error}");
+        };
+        let pid = std::process::id().to_string();
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        assert!(message.contains(&format!("pid {pid}")), "{message}");
+        assert!(message.contains(&host), "{message}");
+        assert!(message.contains("started 20"), "{message}");
+        assert!(message.contains("postgres://"), "{message}");
+        assert!(message.contains("jobs.db"), "{message}");
+        assert!(
+            message.contains("already open in this process"),
+            "{message}"
+        );
+        // A clone shares the lock; only dropping the last one gives the file up.
+        let clone = first.clone();
+        drop(first);
+        assert!(SqliteStoreBuilder::new(&path).connect().is_err());
+        drop(clone);
+        let again = SqliteStoreBuilder::new(&path).connect().unwrap();
+        assert_eq!(
+            again.lock_path(),
+            dir.path().canonicalize().unwrap().join("jobs.db.lock")
+        );
+    }
+}

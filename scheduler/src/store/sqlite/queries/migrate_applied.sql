@@ -1,0 +1,1 @@
+SELECT version FROM scheduler_migrations ORDER BY version
