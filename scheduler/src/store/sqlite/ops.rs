@@ -394,6 +394,7 @@ impl Store for SqliteStore {
                     task_name: lock.key.task_name.clone(),
                     previous_owner: lock.owner.clone(),
                     run_id: lock.run.as_ref().map(|r| r.run_id),
+                    run_scheduled_at: lock.run.as_ref().map(|r| r.scheduled_at),
                     run_end,
                     rerun_at,
                 });
