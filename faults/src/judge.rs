@@ -129,6 +129,9 @@ pub struct Overlap {
     pub second: (String, u32, i64, DateTime<Utc>),
     /// How long both were alive (ms).
     pub overlap_ms: i64,
+    /// Records the earlier run wrote after the later one had started (work done at the same
+    /// time, as opposed to a frozen process merely holding its run open).
+    pub records_after: usize,
 }
 
 /// Takeover after a kill or pause.
@@ -167,6 +170,9 @@ pub struct Verdict {
     pub collapsed_or_skipped: usize,
     /// Worst lateness of a start (start time minus tick) among expected ticks (ms).
     pub worst_start_lag_ms: Option<i64>,
+    /// Reported: starts serving a tick that is not a fire time of the task's configured
+    /// schedule at that tick (a disabled task, a stale cron), outside fault windows.
+    pub off_schedule: Vec<TaskTick>,
     /// Reported: takeover after kills and pauses.
     pub takeover: Option<Takeover>,
     /// Invariant: nodes that exited on their own, or badly after SIGTERM.
@@ -222,6 +228,7 @@ pub fn judge(h: &History<'_>) -> Result<Verdict, JudgeError> {
     v.unaccounted = ticks.unaccounted;
     v.collapsed_or_skipped = ticks.collapsed_or_skipped;
     v.worst_start_lag_ms = ticks.worst_lag_ms;
+    v.off_schedule = ticks.off_schedule;
     if h.params.takeover {
         v.takeover = Some(takeover(h.records, h.timeline, h.clock_offsets_ms));
     }
@@ -274,6 +281,8 @@ pub fn started_after_success(records: &[Record], offsets: &HashMap<String, i64>)
 /// One run as seen in the records: its first and last record on the harness's clock.
 #[derive(Debug, Clone)]
 struct RunSpan {
+    /// Every record time of the run, sorted.
+    times: Vec<i64>,
     node: String,
     pid: u32,
     run_id: i64,
@@ -291,6 +300,7 @@ fn run_spans(records: &[Record], offsets: &HashMap<String, i64>) -> Vec<RunSpan>
         let span = spans
             .entry((r.node.clone(), r.pid, r.run_id))
             .or_insert_with(|| RunSpan {
+                times: Vec::new(),
                 node: r.node.clone(),
                 pid: r.pid,
                 run_id: r.run_id,
@@ -300,6 +310,7 @@ fn run_spans(records: &[Record], offsets: &HashMap<String, i64>) -> Vec<RunSpan>
                 last: t,
                 ended: None,
             });
+        span.times.push(t);
         span.first = span.first.min(t);
         span.last = span.last.max(t);
         if r.ev == Ev::End {
@@ -307,6 +318,9 @@ fn run_spans(records: &[Record], offsets: &HashMap<String, i64>) -> Vec<RunSpan>
         }
     }
     let mut spans: Vec<RunSpan> = spans.into_values().collect();
+    for s in &mut spans {
+        s.times.sort_unstable();
+    }
     spans.sort_by(|a, b| {
         (&a.task, a.first, a.pid, a.run_id).cmp(&(&b.task, b.first, b.pid, b.run_id))
     });
@@ -337,6 +351,7 @@ pub fn overlaps(records: &[Record], offsets: &HashMap<String, i64>) -> Vec<Overl
                     first: (prev.node.clone(), prev.pid, prev.run_id, prev.tick),
                     second: (s.node.clone(), s.pid, s.run_id, s.tick),
                     overlap_ms: prev.last.min(s.last) - s.first,
+                    records_after: prev.times.iter().filter(|t| **t > s.first).count(),
                 });
             }
             if longest.is_none_or(|p| s.last > p.last) {
@@ -506,6 +521,7 @@ impl Schedules {
 }
 
 struct TickAccount {
+    off_schedule: Vec<TaskTick>,
     expected: Vec<TaskTick>,
     unaccounted: Vec<TaskTick>,
     collapsed_or_skipped: usize,
@@ -546,7 +562,21 @@ fn expected_ticks(h: &History<'_>) -> Result<TickAccount, JudgeError> {
         })
     };
 
+    let mut off_schedule = BTreeSet::new();
+    for (task, tick) in first_start.keys() {
+        let t = tick.timestamp_millis();
+        if faults.iter().any(|f| f.from <= t && t <= f.to) {
+            continue;
+        }
+        let due = schedules.at(task, t).is_some_and(|spec| {
+            spec.next_after(*tick - chrono::Duration::milliseconds(1)) == Some(*tick)
+        });
+        if !due {
+            off_schedule.insert((task.clone(), *tick));
+        }
+    }
     let mut acc = TickAccount {
+        off_schedule: off_schedule.into_iter().collect(),
         expected: Vec::new(),
         unaccounted: Vec::new(),
         collapsed_or_skipped: 0,
@@ -893,6 +923,7 @@ mod tests {
         );
         assert_eq!(v.overlaps[0].first.2, 11);
         assert_eq!(v.overlaps[0].second.3, tick(11));
+        assert_eq!(v.overlaps[0].records_after, 14, "beats at 11.12 .. 12.42 s");
         // Other tasks never overlap each other.
         let mut g = Fixture::clean();
         g.records.extend(clean_run("f.tick.01", 3, 500, "b", 200));
@@ -1023,6 +1054,13 @@ mod tests {
             f.drop_tick(s);
         }
         assert!(f.verdict().unaccounted.is_empty());
+        // Runs of ticks 21..24 under the old cron would be off the new schedule.
+        let mut h = Fixture::clean();
+        h.schedules = f.schedules.clone();
+        let v = h.verdict();
+        assert_eq!(v.off_schedule.len(), 16, "{:?}", v.off_schedule);
+        assert_eq!(v.off_schedule[0], ("f.tick.00".to_owned(), tick(21)));
+        assert!(Fixture::clean().verdict().off_schedule.is_empty());
         f.drop_tick(25);
         assert_eq!(
             f.verdict().unaccounted,
