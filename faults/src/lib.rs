@@ -9,7 +9,11 @@
 //! Nothing here reaches into the engine: it is judged from outside, through its environment
 //! contract, its task API and its tables, so it can be rewritten underneath.
 
+pub mod chaos;
+pub mod harness;
 pub mod judge;
 pub mod prng;
 pub mod record;
+pub mod report;
+pub mod scenarios;
 pub mod timeline;
