@@ -96,7 +96,7 @@ pub fn render(rows: &[Row], command: &str, master_seed: u64) -> String {
                 let exits = if v.bad_exits.is_empty() {
                     "0".to_owned()
                 } else {
-                    format!("**{}**", v.bad_exits.len())
+                    format!("**{}**: {}", v.bad_exits.len(), v.bad_exits.join("; "))
                 };
                 let n = |k: usize| {
                     if k == 0 {
