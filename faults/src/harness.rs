@@ -38,6 +38,8 @@ pub const LOCK_LIFETIME: Duration = Duration::from_secs(3);
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a node may take to exit after SIGTERM: its shutdown timeout + 10 s.
 pub const EXIT_DEADLINE: Duration = Duration::from_secs(20);
+/// A node is running at least this long before the final stop.
+const MIN_UPTIME_BEFORE_STOP: Duration = Duration::from_secs(2);
 /// How often the harness looks at the node processes and record files while it waits.
 const LOOK_EVERY: Duration = Duration::from_millis(50);
 /// The harness's own `application_name`, so killing the scheduler's backends spares it.
@@ -76,6 +78,7 @@ struct Proc {
     child: Child,
     pid: u32,
     state: State,
+    started: Instant,
 }
 
 #[derive(Debug)]
@@ -171,6 +174,14 @@ impl Fleet {
             .collect()
     }
 
+    /// How long the most recently started running node has been running.
+    pub fn youngest_uptime(&self) -> Option<Duration> {
+        self.slots
+            .iter()
+            .filter_map(|s| s.proc.as_ref().map(|p| p.started.elapsed()))
+            .min()
+    }
+
     /// The node index running `pid`.
     pub fn by_pid(&self, pid: u32) -> Option<usize> {
         self.slots
@@ -241,6 +252,7 @@ impl Fleet {
             child,
             pid,
             state: State::Up,
+            started: Instant::now(),
         });
         tl.push(EventKind::NodeStarted {
             node: slot.spec.id.clone(),
@@ -727,6 +739,13 @@ impl Scenario {
     /// Stops every node (SIGTERM, then SIGKILL after the deadline), reads the rows and the
     /// records, and judges.
     pub async fn finish(mut self) -> Result<Outcome> {
+        // A process SIGTERMed before it has installed its signal handler dies of the signal;
+        // that says nothing about the engine, so give a node just started time to come up.
+        if let Some(age) = self.fleet.youngest_uptime()
+            && age < MIN_UPTIME_BEFORE_STOP
+        {
+            self.idle(MIN_UPTIME_BEFORE_STOP - age).await;
+        }
         self.look();
         self.timeline.push(EventKind::StoppingAll);
         let all: Vec<usize> = (0..self.fleet.len()).collect();

@@ -1,5 +1,5 @@
 //! `config-chaos`: two nodes read a config file, one an HTTP source served by the harness on
-//! 127.0.0.1. For `--minutes`, the harness writes thousands of documents that must be refused
+//! 127.0.0.1. For `--minutes`, the harness writes thousands of documents (one every 15-50 ms) that must be refused
 //! (truncated, oversized, wrong-typed, unknown fields, random JSON, binary garbage), by plain
 //! overwrite and by write-then-rename, and answers the HTTP node with the same (plus 500s,
 //! cut-off bodies, slow answers and bodies over the size limit). Rarely it publishes a valid
@@ -102,7 +102,7 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
             _ => Answer::Body(doc),
         };
         server.set(answer);
-        let pause = Duration::from_millis(sc.rng.range(30, 81));
+        let pause = Duration::from_millis(sc.rng.range(15, 51));
         sc.idle(pause).await;
     }
     let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -116,7 +116,7 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
         kinds.join(", ")
     ));
     sc.notes.push(format!(
-        "HTTP source: {} requests answered; tricks: {}",
+        "HTTP source: {} requests answered; besides the refused documents, its answer was set to: {}",
         server.served(),
         tricks.join(", ")
     ));
