@@ -1,0 +1,37 @@
+//! The scenarios: each starts its own cluster and nodes, injects one family of faults, stops
+//! everything and hands the history to the judge.
+
+mod clock;
+mod config_chaos;
+mod config_race;
+mod db;
+mod kill;
+mod rolling;
+mod sigstop;
+
+use crate::harness::{Options, Outcome, Result};
+
+/// Every scenario, in the order `all` runs them.
+pub const ALL: &[&str] = &[
+    "kill",
+    "db",
+    "sigstop",
+    "clock",
+    "rolling",
+    "config-race",
+    "config-chaos",
+];
+
+/// Runs the scenario called `name`.
+pub async fn run(name: &str, opts: &Options) -> Result<Outcome> {
+    match name {
+        "kill" => kill::run(opts).await,
+        "db" => db::run(opts).await,
+        "sigstop" => sigstop::run(opts).await,
+        "clock" => clock::run(opts).await,
+        "rolling" => rolling::run(opts).await,
+        "config-race" => config_race::run(opts).await,
+        "config-chaos" => config_chaos::run(opts).await,
+        other => Err(format!("unknown scenario `{other}`").into()),
+    }
+}
