@@ -308,6 +308,20 @@ impl Metrics {
         }
     }
 
+    pub(crate) fn missed(&self, task: &str, open: bool) {
+        self.missed
+            .get_or_create(&Self::task(task))
+            .set(i64::from(open));
+    }
+
+    pub(crate) fn webhook_delivery(&self, result: &str) {
+        self.webhook
+            .get_or_create(&ResultLabel {
+                result: result.to_owned(),
+            })
+            .inc();
+    }
+
     pub(crate) fn renewal(&self, ok: bool) {
         self.renewals
             .get_or_create(&ResultLabel {

@@ -41,7 +41,9 @@ use chrono_tz::Tz;
 
 use crate::config::{ConfigDocument, ValidatedConfig, validate_with};
 use crate::schedule::SpecCache;
-use crate::store::{ConfigPlan, ConfigSnapshot, ConfigState, Store, TaskChange, TaskRow};
+use crate::store::{
+    ConfigPlan, ConfigSnapshot, ConfigState, SkipRecord, Store, TaskChange, TaskRow,
+};
 use crate::{Result, TaskRegistry};
 
 /// What one reconcile did, logged as one structured line.
@@ -66,6 +68,14 @@ pub struct ReconcileReport {
     pub newly_orphaned: Vec<String>,
     /// Enabled rows that had no next run and were given one.
     pub repaired: Vec<String>,
+    /// Rows an operator paused: kept paused (a reconcile never ends a pause).
+    pub paused: Vec<String>,
+    /// Ticks of tasks enabled again that were due while they were disabled (recorded).
+    pub disabled_ticks: Vec<SkipRecord>,
+    /// Whether this reconcile recorded the document (false: nothing to write, or another node
+    /// had recorded it). Alerts about the document (refused entries, orphaned tasks) are sent
+    /// by the node that recorded it.
+    pub recorded: bool,
     /// Entries that matched their row already.
     pub unchanged: usize,
     /// Set when the whole document was refused as older than the applied one.
@@ -161,6 +171,19 @@ pub fn plan(
         let schedule_changed = row.cron != cron || row.timezone != timezone;
         let enabling = desired.enabled && !row.enabled;
         let disabling = !desired.enabled && row.enabled;
+        if row.paused {
+            report.paused.push(desired.name.clone());
+        }
+        if enabling && let Some(since) = row.disabled_at {
+            report
+                .disabled_ticks
+                .extend(crate::engine::ticks_while_disabled(
+                    &desired.name,
+                    &desired.schedule,
+                    since,
+                    db_now,
+                ));
+        }
         let unscheduled = desired.enabled && row.next_run_at.is_none();
         if !schedule_changed
             && !enabling
@@ -309,8 +332,23 @@ impl Reconciler {
             return Ok(report);
         }
         // Plan again on the rows as they are inside the write transaction, locked.
-        let state = ConfigState::new(doc.version, digest(&validated), self.node_id.clone());
+        let digest = digest(&validated);
+        if changes.is_empty() {
+            // Only refusals: the document is recorded once (its alerts sent by one node).
+            if report.refused.is_empty()
+                || self
+                    .store
+                    .config_state()
+                    .await?
+                    .is_some_and(|s| s.digest == digest)
+            {
+                tracing::debug!(%report, "config reconciled: nothing to change");
+                return Ok(report);
+            }
+        }
+        let state = ConfigState::new(doc.version, digest.clone(), self.node_id.clone());
         let final_report = std::sync::Mutex::new(report.clone());
+        let refusals = !report.refused.is_empty();
         let planner = |snapshot: &ConfigSnapshot| {
             if let (Some(current), Some(version)) = (
                 snapshot.applied.as_ref().and_then(|a| a.version),
@@ -326,13 +364,19 @@ impl Reconciler {
                 &snapshot.rows,
                 snapshot.db_now,
             );
+            let already = snapshot
+                .applied
+                .as_ref()
+                .is_some_and(|a| a.digest == digest);
+            let skips = report.disabled_ticks.clone();
             *final_report.lock().unwrap_or_else(|p| p.into_inner()) = report;
-            if changes.is_empty() {
+            if changes.is_empty() && (already || !refusals) {
                 ConfigPlan::Nothing
             } else {
                 ConfigPlan::Apply {
                     changes,
                     state: state.clone(),
+                    skips,
                 }
             }
         };
@@ -343,12 +387,16 @@ impl Reconciler {
                 let version = doc.version.unwrap_or_default();
                 report.stale = Some(StaleDocument { version, current });
                 report.newly_orphaned.clear();
+                report.disabled_ticks.clear();
                 tracing::warn!(version, current, "{report}");
             }
             ConfigPlan::Nothing => {
+                report.newly_orphaned.clear();
+                report.disabled_ticks.clear();
                 tracing::debug!(%report, "config reconciled: another node had applied it already");
             }
             _ => {
+                report.recorded = true;
                 for name in &report.repaired {
                     tracing::warn!(task = %name, "enabled task had no next run (a node that could not read its schedule cleared it, or the row was edited): scheduled again");
                 }

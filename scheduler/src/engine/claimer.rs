@@ -136,15 +136,7 @@ impl ClaimLoop {
         let sent = Instant::now();
         let outcome = shared
             .store
-            .claim(
-                ClaimRequest {
-                    node_id: &shared.node_id,
-                    tasks: &names,
-                    limit,
-                    lock_lifetime: settings.lock_lifetime,
-                },
-                &rules,
-            )
+            .claim(ClaimRequest::new(&shared.node_id, &names, limit), &rules)
             .await;
         let outcome = outcome?;
         let maturity = self.takeover.retain_waiting(&outcome.waiting, wait);
@@ -155,7 +147,7 @@ impl ClaimLoop {
                     run_id,
                     scheduled_at,
                     previous_owner: lock.previous_owner.clone(),
-                    rerun: lock.rerun_at.is_some(),
+                    rerun: lock.requeue.is_some(),
                 });
             }
             match &lock.run_end {
@@ -163,7 +155,7 @@ impl ClaimLoop {
                     task = %lock.task_name,
                     previous_owner = %lock.previous_owner,
                     run_id = lock.run_id,
-                    rerun = lock.rerun_at.is_some(),
+                    rerun = lock.requeue.is_some(),
                     "released an expired lock whose owner stopped renewing it: {}",
                     end.error.as_deref().unwrap_or("run lost")
                 ),
@@ -178,6 +170,20 @@ impl ClaimLoop {
             std::mem::take(&mut *rules.planned.lock().unwrap_or_else(|p| p.into_inner()));
         drop(rules);
         self.leave_unreadable(unreadable).await;
+        for skip in &outcome.skipped {
+            shared
+                .metrics
+                .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
+            shared
+                .events
+                .emit(crate::events::SchedulerEvent::TickSkipped {
+                    task: skip.task_name.clone(),
+                    reason: skip.reason,
+                    first_tick: skip.first_tick,
+                    last_tick: skip.last_tick,
+                    ticks: skip.ticks,
+                });
+        }
 
         let n = outcome.claimed.len();
         if n > 0 {
@@ -188,18 +194,41 @@ impl ClaimLoop {
                 // Only this loop acquires permits and it claimed no more than were free.
                 unreachable!("claimed more runs than free handler slots");
             };
+            let lifetime = shared
+                .registry
+                .get(&run.task_name)
+                .map_or(settings.lock_lifetime, |d| {
+                    settings.policy_of(&d.options).lock_lifetime
+                });
             let lease = shared.watchdog.hold(
                 run.run_id,
                 LockKey::new(run.task_name.clone(), run.lock_token),
+                lifetime,
                 sent,
             );
+            if let Some(since) = run.missed_since {
+                tracing::info!(task = %run.task_name, missed_since = %since, "task recovered: it runs again");
+                shared.metrics.missed(&run.task_name, false);
+                shared
+                    .events
+                    .emit(crate::events::SchedulerEvent::Recovered {
+                        task: run.task_name.clone(),
+                        missed_since: since,
+                        run_id: run.run_id,
+                    });
+            }
             let spec = planned.remove(&run.task_name).map(|(spec, next)| {
                 shared.metrics.next_run(&run.task_name, next);
                 spec
             });
-            shared
-                .tracker
-                .spawn(runner::run(Arc::clone(&shared), run, spec, lease, permit));
+            shared.tracker.spawn(runner::run(
+                Arc::clone(&shared),
+                run,
+                spec,
+                lease,
+                permit,
+                sent,
+            ));
         }
         let contended = n == 0
             && outcome.rescued.is_empty()
@@ -232,6 +261,9 @@ impl ClaimLoop {
             }
             tracing::error!(task = %u.name, cron = %u.cron, timezone = %u.timezone, error = %u.error, "stored schedule cannot be read by this node: not running it here (a node that can read it will; fix the config otherwise)");
             let skip = SkipRecord::new(&u.name, SkipReason::InvalidSchedule, u.due, u.due, 1);
+            self.shared
+                .metrics
+                .ticks_skipped(&u.name, SkipReason::InvalidSchedule.as_str(), 1);
             self.shared
                 .events
                 .emit(crate::events::SchedulerEvent::TickSkipped {

@@ -48,7 +48,7 @@ pub use settings::{
     DEFAULT_LOCK_LIFETIME, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
     DEFAULT_SHUTDOWN_TIMEOUT, FLUSH_TIMEOUT, HARD_STOP_WAIT,
 };
-pub(crate) use settings::{PolicyDefaults, Settings, default_node_id};
+pub(crate) use settings::{PolicyDefaults, Settings, TaskPolicy, default_node_id};
 
 use crate::context::StateMap;
 use crate::store::{NodeInfo, Store, StoreError};
@@ -58,6 +58,22 @@ use config_sync::ConfigSync;
 /// Exponential backoff for retries against the store: 250 ms doubling to 10 s.
 pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
+}
+
+/// The ticks of `task` due while it was disabled (from `since` to `now`), as a skip record.
+pub(crate) fn ticks_while_disabled(
+    task: &str,
+    spec: &crate::schedule::ScheduleSpec,
+    since: chrono::DateTime<chrono::Utc>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<crate::store::SkipRecord> {
+    rules::ticks_between(
+        task,
+        spec,
+        since + chrono::TimeDelta::microseconds(1),
+        now,
+        crate::store::SkipReason::Disabled,
+    )
 }
 
 /// This node as recorded in the node table.
@@ -141,7 +157,6 @@ impl Scheduler {
         let watchdog = Arc::new(watchdog::LockWatchdog::new(
             Arc::clone(&store),
             Arc::from(settings.node_id.as_str()),
-            settings.lease_times(),
             settings.renew_interval,
         ));
         let store_description = store.describe();

@@ -21,7 +21,9 @@ use chrono::{DateTime, Utc};
 use super::watchdog::LockLoss;
 use crate::error::error_chain;
 use crate::registry::TaskError;
-use crate::store::{ExpiredLock, FailureCount, Recovery, RescueDecision, RunEnd, RunStatus};
+use crate::store::{
+    ExpiredLock, FailureCount, Recovery, Requeue, RescueDecision, RunEnd, RunStatus, Trigger,
+};
 
 /// Error texts are stored at most this long (bytes), then cut with a marker.
 pub(crate) const MAX_ERROR_BYTES: usize = 8 * 1024;
@@ -152,17 +154,26 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>) -> Decision {
 
 /// The rule for a run whose outcome is unknown: its lock expired and was watched long enough
 /// without its owner renewing it.
-pub(crate) fn unknown(lock: &ExpiredLock) -> RescueDecision {
+pub(crate) fn unknown(lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecision {
     let Some(run) = &lock.run else {
         // A lock without a running run (its holder died between claim and start, or its run
         // was already recorded): just release it.
         return RescueDecision::Release {
             run_end: None,
-            rerun_at: None,
+            requeue: None,
             failures: FailureCount::Keep,
         };
     };
     let rerun = run.recovery == Recovery::Rerun;
+    let requeue = rerun.then(|| {
+        requeue_of(
+            run.trigger,
+            run.scheduled_at,
+            run.attempt,
+            run.triggered_by.clone(),
+            db_now,
+        )
+    });
     let error = format!(
         "lock expired: node {} stopped renewing it (killed, crashed, paused or cut off from the database); {}",
         lock.owner,
@@ -177,14 +188,32 @@ pub(crate) fn unknown(lock: &ExpiredLock) -> RescueDecision {
             status: RunStatus::Lost,
             error: Some(clean_error(&error)),
         }),
-        rerun_at: rerun.then_some(run.scheduled_at),
+        requeue,
         failures: FailureCount::Increment,
     }
 }
 
-/// The tick to hand over for a decision, if any.
-pub(crate) fn hand_over_at(decision: &Decision, tick: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    decision.hand_over.then_some(tick)
+/// The same run again, as soon as possible (`now`): the tick of a scheduled run, the same
+/// attempt of a retry, the manual request of a manual run.
+pub(crate) fn requeue_of(
+    trigger: Trigger,
+    scheduled_at: DateTime<Utc>,
+    attempt: i32,
+    triggered_by: Option<String>,
+    now: DateTime<Utc>,
+) -> Requeue {
+    match trigger {
+        Trigger::Retry => Requeue::Retry {
+            tick: scheduled_at,
+            attempt,
+            at: now,
+        },
+        Trigger::Manual => Requeue::Manual {
+            at: scheduled_at,
+            by: triggered_by,
+        },
+        _ => Requeue::Tick(scheduled_at),
+    }
 }
 
 /// An error text fit for logs and storage: secrets redacted (handler errors often quote the URL
@@ -292,6 +321,9 @@ mod tests {
                 run_id: 7,
                 scheduled_at: "2026-01-01T00:00:00Z".parse().unwrap(),
                 recovery,
+                attempt: 1,
+                trigger: Trigger::Schedule,
+                triggered_by: None,
             }),
         }
     }
@@ -299,22 +331,25 @@ mod tests {
     #[test]
     fn an_unknown_outcome_is_lost_and_reruns_per_the_recovery_rule() {
         let RescueDecision::Release {
-            run_end, rerun_at, ..
-        } = unknown(&expired(Recovery::Rerun))
+            run_end, requeue, ..
+        } = unknown(&expired(Recovery::Rerun), Utc::now())
         else {
             panic!("released")
         };
         assert_eq!(run_end.unwrap().status, RunStatus::Lost);
-        assert_eq!(rerun_at, Some("2026-01-01T00:00:00Z".parse().unwrap()));
+        assert_eq!(
+            requeue,
+            Some(Requeue::Tick("2026-01-01T00:00:00Z".parse().unwrap()))
+        );
 
         let RescueDecision::Release {
-            run_end, rerun_at, ..
-        } = unknown(&expired(Recovery::Never))
+            run_end, requeue, ..
+        } = unknown(&expired(Recovery::Never), Utc::now())
         else {
             panic!("released")
         };
         assert!(run_end.unwrap().error.unwrap().contains("recovery = never"));
-        assert_eq!(rerun_at, None);
+        assert_eq!(requeue, None);
     }
 
     #[test]

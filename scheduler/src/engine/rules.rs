@@ -17,17 +17,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use tokio::time::Instant;
 
+use super::TaskPolicy;
 use super::outcome;
 use super::watchdog::LockWatchdog;
 use crate::TaskRegistry;
-use crate::policy::Recovery;
+use crate::policy::Misfire;
 use crate::schedule::{ScheduleSpec, SpecCache};
 use crate::store::{
-    ClaimPlan, ClaimPolicy, DueDecision, DueTask, ExpiredLock, LockKey, RescueDecision, SkipReason,
-    SkipRecord,
+    ClaimPlan, ClaimPolicy, DueDecision, DueTask, ExpiredLock, LockKey, NextRun, RescueDecision,
+    SkipReason, SkipRecord, Trigger,
 };
 
 /// Ticks counted one by one for a skip record, at most; beyond, the record says "at least".
@@ -117,17 +118,39 @@ impl<'a> Rules<'a> {
         }
     }
 
-    fn recovery_of(&self, task: &str) -> Recovery {
-        self.registry
-            .get(task)
-            .map_or(self.settings.defaults.recovery, |d| {
-                self.settings.policy_of(&d.options).recovery
-            })
+    fn policy_of(&self, task: &str) -> TaskPolicy {
+        match self.registry.get(task) {
+            Some(d) => self.settings.policy_of(&d.options),
+            None => self
+                .settings
+                .policy_of(&crate::registry::TaskOptions::DEFAULT),
+        }
+    }
+
+    fn unreadable(&self, task: &DueTask, error: String) -> DueDecision {
+        self.unreadable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Unreadable {
+                name: task.name.clone(),
+                cron: task.cron.clone(),
+                timezone: task.timezone.clone(),
+                due: task.next_run_at.unwrap_or_default(),
+                error,
+            });
+        DueDecision::Leave
+    }
+
+    fn remember(&self, task: &str, spec: ScheduleSpec, next: Option<DateTime<Utc>>) {
+        self.planned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(task.to_owned(), (spec, next));
     }
 }
 
 impl ClaimPolicy for Rules<'_> {
-    fn rescue(&self, lock: &ExpiredLock, _db_now: DateTime<Utc>) -> RescueDecision {
+    fn rescue(&self, lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecision {
         if self.watchdog.holds(&lock.key) {
             // Ours: the run is going, or its outcome is on its way. Look again later.
             self.takeover
@@ -141,64 +164,206 @@ impl ClaimPolicy for Rules<'_> {
             return RescueDecision::Wait;
         }
         watched.remove(&lock.key);
-        outcome::unknown(lock)
+        outcome::unknown(lock, db_now)
     }
 
     fn plan(&self, task: &DueTask, db_now: DateTime<Utc>) -> DueDecision {
-        match self.specs.get_named(&task.cron, &task.timezone) {
-            Ok(spec) => {
-                let next = spec.next_after(db_now.max(task.next_run_at));
-                self.planned
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(task.name.clone(), (spec, next));
-                DueDecision::Run(ClaimPlan::new(
-                    task.next_run_at,
-                    next,
-                    self.recovery_of(&task.name),
-                ))
+        let policy = self.policy_of(&task.name);
+        let spec = match self.specs.get_named(&task.cron, &task.timezone) {
+            Ok(spec) => spec,
+            Err(e) if task.pause.is_none() && task.manual.is_none() => {
+                return self.unreadable(task, e.to_string());
             }
             Err(e) => {
-                self.unreadable
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(Unreadable {
-                        name: task.name.clone(),
-                        cron: task.cron.clone(),
-                        timezone: task.timezone.clone(),
-                        due: task.next_run_at,
-                        error: e.to_string(),
-                    });
-                DueDecision::Leave
+                // A manual run or the end of a pause needs no schedule to be read; the schedule
+                // itself waits for a node that can read it.
+                return match plan_without_schedule(task, &policy) {
+                    Some(decision) => decision,
+                    None => self.unreadable(task, e.to_string()),
+                };
             }
+        };
+        let decision = decide_due(task, &spec, &policy, db_now);
+        if let DueDecision::Run(plan) = &decision {
+            let next = match plan.next_run_at {
+                NextRun::Set(next) => next,
+                NextRun::Keep => task.next_run_at,
+            };
+            self.remember(&task.name, spec, next);
         }
+        decision
     }
 }
 
-/// The ticks a run serving `scheduled_at`, claimed at `claimed_at`, stands for without having
-/// run them: those in `(scheduled_at, claimed_at]`. Ticks due while the previous run was still
-/// running (up to `previous_finished_at`) are an overlap; later ones a misfire (no node ran the
-/// task in time). At most two records, one per reason.
+/// What is due for `task`, by the engine's rules, in this order:
+///
+/// 1. an expired pause ends: its ticks are recorded `paused`, the schedule resumes after it;
+/// 2. a manual run, as asked;
+/// 3. a scheduled tick: a pending retry gives way to it (recorded `retry_gave_way`); with
+///    `misfire = "skip"` a tick later than its misfire grace is skipped with every other due
+///    tick (recorded), otherwise it runs (late) and the ticks after it are accounted for by
+///    the run;
+/// 4. a retry that is due.
+pub(crate) fn decide_due(
+    task: &DueTask,
+    spec: &ScheduleSpec,
+    policy: &TaskPolicy,
+    db_now: DateTime<Utc>,
+) -> DueDecision {
+    if let Some(pause) = &task.pause {
+        let end = pause.until.unwrap_or(db_now).min(db_now);
+        let skips = match task.next_run_at {
+            Some(first) if first <= end => {
+                ticks_between(&task.name, spec, first, end, SkipReason::Paused)
+            }
+            _ => Vec::new(),
+        };
+        let next = match task.next_run_at {
+            Some(next) if next > end => Some(next),
+            _ => spec.next_after(end),
+        };
+        return DueDecision::Skip {
+            next_run_at: NextRun::Set(next),
+            clear_retry: false,
+            clear_pause: true,
+            skips,
+        };
+    }
+    if let Some(plan) = manual_plan(task, policy, db_now) {
+        return DueDecision::Run(plan);
+    }
+    let tick_due = task.enabled && task.next_run_at.is_some_and(|t| t <= db_now);
+    if let (true, Some(tick)) = (tick_due, task.next_run_at) {
+        let mut skips = Vec::new();
+        let clear_retry = task.retry.is_some();
+        if let Some(retry) = &task.retry {
+            skips.push(SkipRecord::new(
+                &task.name,
+                SkipReason::RetryGaveWay,
+                retry.tick,
+                retry.tick,
+                1,
+            ));
+        }
+        if policy.misfire == Misfire::Skip && db_now - tick > misfire_grace(spec, tick) {
+            skips.extend(skipped_ticks(
+                &task.name,
+                spec,
+                tick - TimeDelta::microseconds(1),
+                db_now,
+                task.last_finished_at,
+                None,
+                MAX_COUNTED_TICKS,
+            ));
+            return DueDecision::Skip {
+                next_run_at: NextRun::Set(spec.next_after(db_now)),
+                clear_retry,
+                clear_pause: false,
+                skips,
+            };
+        }
+        let mut plan = ClaimPlan::scheduled(
+            tick,
+            spec.next_after(db_now.max(tick)),
+            policy.recovery,
+            policy.lock_lifetime,
+        );
+        plan.clear_retry = clear_retry;
+        plan.skips = skips;
+        return DueDecision::Run(plan);
+    }
+    match &task.retry {
+        Some(retry) if task.enabled && retry.at <= db_now => {
+            let mut plan =
+                ClaimPlan::scheduled(retry.tick, None, policy.recovery, policy.lock_lifetime);
+            plan.trigger = Trigger::Retry;
+            plan.attempt = retry.attempt;
+            plan.next_run_at = NextRun::Keep;
+            plan.clear_retry = true;
+            DueDecision::Run(plan)
+        }
+        _ => DueDecision::Leave,
+    }
+}
+
+fn manual_plan(task: &DueTask, policy: &TaskPolicy, db_now: DateTime<Utc>) -> Option<ClaimPlan> {
+    let manual = task.manual.as_ref().filter(|m| m.at <= db_now)?;
+    let mut plan = ClaimPlan::scheduled(manual.at, None, policy.recovery, policy.lock_lifetime);
+    plan.trigger = Trigger::Manual;
+    plan.triggered_by = manual.by.clone();
+    plan.next_run_at = NextRun::Keep;
+    Some(plan)
+}
+
+/// A manual run, when the schedule itself cannot be read here.
+fn plan_without_schedule(task: &DueTask, policy: &TaskPolicy) -> Option<DueDecision> {
+    manual_plan(task, policy, DateTime::<Utc>::MAX_UTC).map(DueDecision::Run)
+}
+
+/// How late a tick may be claimed before `misfire = "skip"` skips it: half the interval to the
+/// next tick, at least 1 s, at most 60 s (Quartz's default threshold).
+pub(crate) fn misfire_grace(spec: &ScheduleSpec, tick: DateTime<Utc>) -> TimeDelta {
+    let interval = spec
+        .next_after(tick)
+        .map_or(TimeDelta::seconds(120), |n| n - tick);
+    (interval / 2).clamp(TimeDelta::seconds(1), TimeDelta::seconds(60))
+}
+
+/// The ticks from `first` to `last` (both included) as one record of `reason` (none if empty).
+pub(crate) fn ticks_between(
+    task: &str,
+    spec: &ScheduleSpec,
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+    reason: SkipReason,
+) -> Vec<SkipRecord> {
+    let mut record: Option<SkipRecord> = None;
+    let mut counted = 0usize;
+    for tick in spec.iter_after(first - TimeDelta::microseconds(1)) {
+        if tick > last {
+            break;
+        }
+        counted += 1;
+        match &mut record {
+            Some(r) if counted > MAX_COUNTED_TICKS => {
+                r.exact = false;
+                r.last_tick = last;
+                break;
+            }
+            Some(r) => {
+                r.last_tick = tick;
+                r.ticks += 1;
+            }
+            None => record = Some(SkipRecord::new(task, reason, tick, tick, 1)),
+        }
+    }
+    record.into_iter().collect()
+}
+
+/// The ticks in `(after, until]` that did not get a run of their own (a run serving `after`,
+/// claimed at `until`, stands for them). Ticks due while the previous run was still running (up
+/// to `previous_finished_at`) are an overlap; later ones a misfire (no node ran the task in
+/// time). At most two records, one per reason, tied to `run_id` if given.
 pub(crate) fn skipped_ticks(
     task: &str,
     spec: &ScheduleSpec,
-    scheduled_at: DateTime<Utc>,
-    claimed_at: DateTime<Utc>,
+    after: DateTime<Utc>,
+    until: DateTime<Utc>,
     previous_finished_at: Option<DateTime<Utc>>,
-    run_id: i64,
+    run_id: Option<i64>,
     cap: usize,
 ) -> Vec<SkipRecord> {
     let mut records: Vec<SkipRecord> = Vec::new();
     let mut counted = 0usize;
-    for tick in spec.iter_after(scheduled_at) {
-        if tick > claimed_at {
+    for tick in spec.iter_after(after) {
+        if tick > until {
             break;
         }
         counted += 1;
         if counted > cap {
             if let Some(last) = records.last_mut() {
                 last.exact = false;
-                last.last_tick = claimed_at;
+                last.last_tick = until;
             }
             break;
         }
@@ -214,7 +379,7 @@ pub(crate) fn skipped_ticks(
             }
             _ => {
                 let mut record = SkipRecord::new(task, reason, tick, tick, 1);
-                record.run_id = Some(run_id);
+                record.run_id = run_id;
                 records.push(record);
             }
         }
@@ -239,7 +404,7 @@ mod tests {
             at("2026-01-01T00:00:00Z"),
             at("2026-01-01T00:00:00.400Z"),
             None,
-            1,
+            Some(1),
             MAX_COUNTED_TICKS,
         );
         assert!(skips.is_empty());
@@ -254,7 +419,7 @@ mod tests {
             at("2026-01-01T00:00:00Z"),
             at("2026-01-01T00:00:05.500Z"),
             Some(at("2026-01-01T00:00:02.500Z")),
-            9,
+            Some(9),
             MAX_COUNTED_TICKS,
         );
         assert_eq!(skips.len(), 2, "{skips:?}");
@@ -280,7 +445,7 @@ mod tests {
             at("2026-01-01T00:00:00Z"),
             at("2026-01-20T00:00:00Z"),
             None,
-            1,
+            Some(1),
             1_000,
         );
         assert_eq!(skips.len(), 1);

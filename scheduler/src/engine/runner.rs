@@ -19,7 +19,10 @@ use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
 use crate::events::{RunRef, SchedulerEvent};
 use crate::schedule::ScheduleSpec;
-use crate::store::{ClaimedRun, LockKey, RunFinish, RunStatus};
+use crate::store::{
+    ClaimedRun, LockKey, Requeue, RunFinish, RunStatus, SkipReason, SkipRecord, Trigger,
+};
+use chrono::{DateTime, TimeDelta, Utc};
 
 /// Runs `claimed` holding one handler slot (`permit`), freed as soon as the handler is done so
 /// the claim loop can refill it while the outcome is being recorded. `lease` was taken when the
@@ -30,12 +33,15 @@ pub(crate) async fn run(
     spec: Option<ScheduleSpec>,
     lease: Lease,
     permit: OwnedSemaphorePermit,
+    claim_sent: Instant,
 ) {
     let span = tracing::info_span!(
         "task_run",
         task = %claimed.task_name,
         run_id = claimed.run_id,
         scheduled_at = %claimed.scheduled_at,
+        attempt = claimed.attempt,
+        trigger = %claimed.trigger,
         node = %shared.node_id,
     );
     async move {
@@ -52,8 +58,8 @@ pub(crate) async fn run(
             shared.metrics.run_started(
                 &claimed.task_name,
                 claimed.scheduled_at,
-                "schedule",
-                chrono::Utc::now(),
+                claimed.trigger.as_str(),
+                db_clock(&claimed, claim_sent),
             );
             execute(&shared, &claimed, lease).await
         };
@@ -77,18 +83,27 @@ pub(crate) async fn run(
             decision.end.clone(),
             decision.failures,
         );
-        finish.hand_over_at = outcome::hand_over_at(&decision, claimed.scheduled_at);
-        if let Some(spec) = spec
-            && !decision.hand_over
-        {
-            // A handed-over tick runs again, and that run accounts for the ticks after it.
-            finish.skips = account_skips(&claimed, spec).await;
+        let now = db_clock(&claimed, claim_sent);
+        if decision.hand_over {
+            // The same run again at once; the run that serves it accounts for later ticks.
+            finish.requeue = Some(outcome::requeue_of(
+                claimed.trigger,
+                claimed.scheduled_at,
+                claimed.attempt,
+                claimed.triggered_by.clone(),
+                now,
+            ));
+        } else if let Some(spec) = spec {
+            if claimed.trigger == Trigger::Schedule {
+                finish.skips = account_skips(&claimed, spec.clone()).await;
+            }
+            plan_retry(&shared, &claimed, &spec, &mut finish, now);
         }
         emit_end(&shared, &claimed, &finish, duration_ms);
         shared.metrics.run_ended(
             &claimed.task_name,
             status.as_str(),
-            "schedule",
+            claimed.trigger.as_str(),
             started.elapsed().as_secs_f64(),
             was_started,
             chrono::Utc::now(),
@@ -104,13 +119,93 @@ pub(crate) async fn run(
     .await
 }
 
+/// The store's clock now, as estimated from the claim: its clock then, plus the time elapsed on
+/// this node's monotonic clock (so a node's own wall clock never decides what is due).
+fn db_clock(claimed: &ClaimedRun, claim_sent: Instant) -> DateTime<Utc> {
+    let elapsed = TimeDelta::from_std(claim_sent.elapsed()).unwrap_or(TimeDelta::zero());
+    claimed.claimed_at + elapsed
+}
+
+/// A failed or timed-out run with retries left is tried again after its backoff, unless the
+/// retry would reach the task's next scheduled tick: then it gives way (recorded). Manual runs
+/// are not retried (whoever asked sees the outcome).
+fn plan_retry(
+    shared: &Shared,
+    claimed: &ClaimedRun,
+    spec: &ScheduleSpec,
+    finish: &mut RunFinish,
+    now: DateTime<Utc>,
+) {
+    if !matches!(finish.end.status, RunStatus::Failed | RunStatus::TimedOut)
+        || claimed.trigger == Trigger::Manual
+    {
+        return;
+    }
+    let Some(descriptor) = shared.registry.get(&claimed.task_name) else {
+        return;
+    };
+    let policy = shared.settings.policy_of(&descriptor.options);
+    let retries = i32::try_from(policy.retries).unwrap_or(i32::MAX);
+    if claimed.attempt > retries {
+        return;
+    }
+    let at = now
+        + TimeDelta::from_std(retry_delay(policy.backoff, claimed.attempt))
+            .unwrap_or(TimeDelta::zero());
+    let next_tick = spec.next_after(now);
+    if next_tick.is_some_and(|next| at >= next) {
+        let mut skip = SkipRecord::new(
+            &claimed.task_name,
+            SkipReason::RetryGaveWay,
+            claimed.scheduled_at,
+            claimed.scheduled_at,
+            1,
+        );
+        skip.run_id = Some(claimed.run_id);
+        tracing::info!(
+            next_attempt = claimed.attempt + 1,
+            "the retry would reach the next tick: it gives way to it"
+        );
+        finish.skips.push(skip);
+        return;
+    }
+    let attempt = claimed.attempt + 1;
+    tracing::info!(next_attempt = attempt, retry_at = %at, "retry scheduled");
+    shared.events.emit(SchedulerEvent::RetryScheduled {
+        run: run_ref(shared, claimed),
+        next_attempt: attempt,
+        retry_at: at,
+    });
+    finish.requeue = Some(Requeue::Retry {
+        tick: claimed.scheduled_at,
+        attempt,
+        at,
+    });
+}
+
+/// The pause before retry `attempt + 1`: `backoff` doubled per earlier attempt, capped at a
+/// day, with "equal jitter" (half fixed, half random) so nodes retrying together drift apart.
+pub(crate) fn retry_delay(backoff: Duration, attempt: i32) -> Duration {
+    let exp = u32::try_from(attempt.saturating_sub(1))
+        .unwrap_or(0)
+        .min(20);
+    let full = backoff
+        .saturating_mul(1u32 << exp)
+        .min(Duration::from_secs(86_400));
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    full / 2 + (full / 2).mul_f64((random % 10_000) as f64 / 10_000.0)
+}
+
 fn run_ref(shared: &Shared, claimed: &ClaimedRun) -> RunRef {
     RunRef {
         task: claimed.task_name.clone(),
         run_id: claimed.run_id,
         scheduled_at: claimed.scheduled_at,
-        attempt: 1,
-        trigger: "schedule".into(),
+        attempt: claimed.attempt,
+        trigger: claimed.trigger.as_str().into(),
         node: shared.node_id.to_string(),
     }
 }
@@ -134,6 +229,7 @@ fn emit_end(shared: &Shared, claimed: &ClaimedRun, finish: &RunFinish, duration_
         },
     });
     for skip in &finish.skips {
+        // (ticks a run stands for, and a retry that gave way)
         shared.events.emit(SchedulerEvent::TickSkipped {
             task: skip.task_name.clone(),
             reason: skip.reason,
@@ -159,7 +255,7 @@ async fn account_skips(claimed: &ClaimedRun, spec: ScheduleSpec) -> Vec<crate::s
             scheduled,
             claimed_at,
             previous,
-            run_id,
+            Some(run_id),
             MAX_COUNTED_TICKS,
         )
     };

@@ -148,11 +148,6 @@ impl Settings {
         }
     }
 
-    /// The local deadlines of a run's lease.
-    pub(crate) fn lease_times(&self) -> super::watchdog::LeaseTimes {
-        super::watchdog::LeaseTimes::for_lifetime(self.lock_lifetime)
-    }
-
     /// The default renew interval for a lock lifetime: a fifth of it.
     pub(crate) fn default_renew_interval(lock_lifetime: Duration) -> Duration {
         lock_lifetime / 5

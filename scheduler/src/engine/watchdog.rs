@@ -85,6 +85,7 @@ impl LeaseTimes {
 
 struct Held {
     key: LockKey,
+    times: LeaseTimes,
     warn: watch::Sender<Instant>,
     gate: Arc<GateState>,
     taken_over: CancellationToken,
@@ -94,7 +95,6 @@ struct Held {
 pub(crate) struct LockWatchdog {
     store: Arc<dyn Store>,
     node_id: Arc<str>,
-    times: LeaseTimes,
     renew_every: Duration,
     held: Mutex<HashMap<i64, Held>>,
     last_error: Mutex<Option<String>>,
@@ -106,22 +106,17 @@ pub(crate) struct LockWatchdog {
 pub(crate) struct Lease {
     watchdog: Arc<LockWatchdog>,
     run_id: i64,
+    times: LeaseTimes,
     warn: watch::Receiver<Instant>,
     gate: Arc<GateState>,
     taken_over: CancellationToken,
 }
 
 impl LockWatchdog {
-    pub(crate) fn new(
-        store: Arc<dyn Store>,
-        node_id: Arc<str>,
-        times: LeaseTimes,
-        renew_every: Duration,
-    ) -> Self {
+    pub(crate) fn new(store: Arc<dyn Store>, node_id: Arc<str>, renew_every: Duration) -> Self {
         Self {
             store,
             node_id,
-            times,
             renew_every,
             held: Mutex::new(HashMap::new()),
             last_error: Mutex::new(None),
@@ -132,15 +127,23 @@ impl LockWatchdog {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts renewing the lock of run `run_id`, taken by a claim sent at `sent`.
-    pub(crate) fn hold(self: &Arc<Self>, run_id: i64, key: LockKey, sent: Instant) -> Lease {
-        let (warn, receiver) = watch::channel(self.times.warn_after(sent));
-        let gate = GateState::new(self.times.stop_after(sent));
+    /// Starts renewing the lock of run `run_id`, taken for `lifetime` by a claim sent at `sent`.
+    pub(crate) fn hold(
+        self: &Arc<Self>,
+        run_id: i64,
+        key: LockKey,
+        lifetime: Duration,
+        sent: Instant,
+    ) -> Lease {
+        let times = LeaseTimes::for_lifetime(lifetime);
+        let (warn, receiver) = watch::channel(times.warn_after(sent));
+        let gate = GateState::new(times.stop_after(sent));
         let taken_over = CancellationToken::new();
         self.held().insert(
             run_id,
             Held {
                 key,
+                times,
                 warn,
                 gate: Arc::clone(&gate),
                 taken_over: taken_over.clone(),
@@ -149,6 +152,7 @@ impl LockWatchdog {
         Lease {
             watchdog: Arc::clone(self),
             run_id,
+            times,
             warn: receiver,
             gate,
             taken_over,
@@ -164,21 +168,20 @@ impl LockWatchdog {
     /// One renewal of every held lock. Returns how many were extended; locks not extended are
     /// told they were taken over.
     pub(crate) async fn renew_once(&self) -> crate::store::StoreResult<usize> {
-        let batch: Vec<(i64, LockKey)> = self
+        let batch: Vec<(i64, LockKey, LeaseTimes)> = self
             .held()
             .iter()
-            .map(|(run, h)| (*run, h.key.clone()))
+            .map(|(run, h)| (*run, h.key.clone(), h.times))
             .collect();
         if batch.is_empty() {
             return Ok(0);
         }
         let sent = Instant::now();
-        let keys: Vec<LockKey> = batch.iter().map(|(_, k)| k.clone()).collect();
-        let renewed = match self
-            .store
-            .renew_locks(&self.node_id, &keys, self.times.lifetime)
-            .await
-        {
+        let locks: Vec<(LockKey, Duration)> = batch
+            .iter()
+            .map(|(_, k, t)| (k.clone(), t.lifetime))
+            .collect();
+        let renewed = match self.store.renew_locks(&self.node_id, &locks).await {
             Ok(renewed) => renewed,
             Err(e) => {
                 // Logged by the service loop; kept for the runs whose lock it costs.
@@ -192,16 +195,27 @@ impl LockWatchdog {
             .take();
         let renewed: std::collections::HashSet<LockKey> = renewed.into_iter().collect();
         let held = self.held();
-        for (run, key) in &batch {
+        for (run, key, times) in &batch {
             let Some(h) = held.get(run) else { continue }; // recorded meanwhile
             if renewed.contains(key) {
-                h.gate.set_deadline(self.times.stop_after(sent));
-                h.warn.send_replace(self.times.warn_after(sent));
+                h.gate.set_deadline(times.stop_after(sent));
+                h.warn.send_replace(times.warn_after(sent));
             } else {
                 h.taken_over.cancel();
             }
         }
         Ok(renewed.len())
+    }
+
+    /// The pause between renewals: the renew interval, or a fifth of the shortest lock lifetime
+    /// held (a task with a short `lock_lifetime` of its own) if that is shorter.
+    fn renew_pause(&self) -> Duration {
+        self.held()
+            .values()
+            .map(|h| h.times.lifetime / 5)
+            .min()
+            .map_or(self.renew_every, |d| d.min(self.renew_every))
+            .max(Duration::from_millis(20))
     }
 
     /// The pause before retrying a failed renewal (also the completer's): a quarter of the renew
@@ -243,7 +257,7 @@ impl super::service::Service for Renewer {
     }
 
     fn pause_after(&mut self, _renewed: usize) -> Option<Duration> {
-        Some(self.0.renew_every)
+        Some(self.0.renew_pause())
     }
 
     fn pause_after_failure(&mut self, _failures: u32) -> Duration {
@@ -281,7 +295,7 @@ impl Lease {
 
     /// The instant the gate closes by itself, unless renewed.
     pub(crate) fn stop_at(&self) -> Instant {
-        *self.warn.borrow() + self.watchdog.times.grace
+        *self.warn.borrow() + self.times.grace
     }
 }
 

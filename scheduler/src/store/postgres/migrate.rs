@@ -23,6 +23,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(1, "init", "0001_init.sql"),
     migration!(2, "guarantees", "0002_guarantees.sql"),
     migration!(3, "policies", "0003_policies.sql"),
+    migration!(4, "operations", "0004_operations.sql"),
 ];
 
 pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> StoreResult<()> {

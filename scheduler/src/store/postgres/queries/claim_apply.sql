@@ -1,18 +1,28 @@
--- Take the locks planned for the rows selected by claim_select (same transaction), advance each
--- row's next run, and record one running run per task.
--- $1 node id, $2 lock lifetime in ms, $3.. parallel arrays: name, token, scheduled_at,
--- next_run_at, recovery.
+-- Take the locks planned for the rows selected by claim_select (same transaction), move each
+-- row's schedule as planned, clear what the run serves (its retry, its manual request, an open
+-- missed-run incident), and record one running run per task.
+-- $1 node id; $2.. parallel arrays: name, token, scheduled_at, set next run?, next_run_at,
+-- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?
 WITH plan AS (
     SELECT *
-    FROM unnest($3::text[], $4::uuid[], $5::timestamptz[], $6::timestamptz[], $7::text[])
-         AS p(name, token, scheduled_at, next_run_at, recovery)
+    FROM unnest($2::text[], $3::uuid[], $4::timestamptz[], $5::bool[], $6::timestamptz[],
+                $7::text[], $8::int8[], $9::text[], $10::int4[], $11::text[], $12::bool[])
+         AS p(name, token, scheduled_at, set_next, next_run_at, recovery, lock_ms, trigger,
+              attempt, triggered_by, clear_retry)
 ), locked AS (
     UPDATE scheduler_tasks AS t
     SET lock_owner = $1,
         lock_token = p.token,
-        lock_expires_at = clock_timestamp() + $2::int8 * interval '1 millisecond',
-        next_run_at = p.next_run_at,
-        last_scheduled_at = p.scheduled_at,
+        lock_expires_at = clock_timestamp() + p.lock_ms * interval '1 millisecond',
+        next_run_at = CASE WHEN p.set_next THEN p.next_run_at ELSE t.next_run_at END,
+        last_scheduled_at = CASE WHEN p.trigger = 'schedule' THEN p.scheduled_at
+                                 ELSE t.last_scheduled_at END,
+        retry_at = CASE WHEN p.clear_retry THEN NULL ELSE t.retry_at END,
+        retry_tick = CASE WHEN p.clear_retry THEN NULL ELSE t.retry_tick END,
+        retry_attempt = CASE WHEN p.clear_retry THEN NULL ELSE t.retry_attempt END,
+        manual_at = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_at END,
+        manual_by = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_by END,
+        missed_since = NULL,
         last_run_at = clock_timestamp(),
         updated_at = now()
     FROM plan AS p
@@ -20,8 +30,9 @@ WITH plan AS (
     RETURNING t.name
 )
 INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, status, node_id, lock_token,
-                            recovery)
-SELECT p.name, p.scheduled_at, clock_timestamp(), 'running', $1, p.token, p.recovery
+                            recovery, attempt, trigger, triggered_by)
+SELECT p.name, p.scheduled_at, clock_timestamp(), 'running', $1, p.token, p.recovery,
+       p.attempt, p.trigger, p.triggered_by
 FROM plan AS p
 JOIN locked AS l ON l.name = p.name
-RETURNING id, task_name, lock_token, scheduled_at
+RETURNING id, task_name, lock_token, scheduled_at, attempt, trigger, triggered_by

@@ -1,11 +1,16 @@
--- Lock up to $2 due, unlocked, enabled tasks among the names $1, oldest tick first. Rows another
--- transaction holds (a claim on another node, a reconcile) are skipped, not waited for.
-SELECT name, cron, timezone, next_run_at, last_finished_at, now() AS db_now
+-- Lock up to $2 unlocked tasks among the names $1 with something due: an enabled, unpaused
+-- task's tick or retry, an expired pause (to end it), or a manual run of an unpaused task;
+-- oldest first. Rows another transaction holds (a claim on another node, a reconcile) are
+-- skipped, not waited for.
+SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
+       retry_at, retry_tick, retry_attempt, manual_at, manual_by,
+       paused_at, paused_by, pause_reason, pause_until, missed_since, now() AS db_now
 FROM scheduler_tasks
-WHERE enabled
-  AND lock_token IS NULL
-  AND next_run_at <= now()
+WHERE lock_token IS NULL
   AND name = ANY($1)
-ORDER BY next_run_at
+  AND ((enabled AND paused_at IS NULL AND (next_run_at <= now() OR retry_at <= now()))
+       OR (paused_at IS NOT NULL AND pause_until <= now())
+       OR (paused_at IS NULL AND manual_at <= now()))
+ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until)
 LIMIT $2
 FOR UPDATE SKIP LOCKED

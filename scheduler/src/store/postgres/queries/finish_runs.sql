@@ -1,13 +1,18 @@
--- Record the end of a batch of runs as the engine decided it, and release each lock that is
--- still ours (token fence). A run another node already marked `lost` still gets its real
--- outcome. A hand-over tick becomes due again at once. Wakes the other nodes once per batch.
--- $1.. parallel arrays: run id, task, token, status, error, hand-over tick, failure count action,
--- ticks collapsed; $9 notify channel. Returns each run written and whether its lock was held.
+-- Record the end of a batch of runs as the engine decided it, and for each lock that is still
+-- ours (token fence) release it and requeue what the engine decided (a tick due again, a retry,
+-- a manual run). A run another node already marked `lost` still gets its real outcome. Wakes
+-- the other nodes once per batch.
+-- $1.. parallel arrays: run id, task, token, status, error, failure count action, ticks
+-- collapsed, requeue kind ('tick' | 'retry' | 'manual' | NULL), requeue tick, requeue attempt,
+-- requeue due time, requeue asker; $13 notify channel. Returns each run written and whether
+-- its lock was held.
 WITH outcome AS (
     SELECT *
-    FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::timestamptz[],
-                $7::text[], $8::int4[])
-         AS o(run_id, task_name, token, status, error, hand_over, failures, collapsed)
+    FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[],
+                $7::int4[], $8::text[], $9::timestamptz[], $10::int4[], $11::timestamptz[],
+                $12::text[])
+         AS o(run_id, task_name, token, status, error, failures, collapsed, rq_kind, rq_tick,
+              rq_attempt, rq_at, rq_by)
 ), run AS (
     UPDATE scheduler_runs AS r
     SET status = o.status,
@@ -24,8 +29,13 @@ WITH outcome AS (
     SET lock_owner = NULL,
         lock_token = NULL,
         lock_expires_at = NULL,
-        next_run_at = CASE WHEN o.hand_over IS NULL THEN t.next_run_at
-                           ELSE LEAST(t.next_run_at, o.hand_over) END,
+        next_run_at = CASE WHEN o.rq_kind = 'tick' THEN LEAST(t.next_run_at, o.rq_tick)
+                           ELSE t.next_run_at END,
+        retry_at = CASE WHEN o.rq_kind = 'retry' THEN o.rq_at ELSE t.retry_at END,
+        retry_tick = CASE WHEN o.rq_kind = 'retry' THEN o.rq_tick ELSE t.retry_tick END,
+        retry_attempt = CASE WHEN o.rq_kind = 'retry' THEN o.rq_attempt ELSE t.retry_attempt END,
+        manual_at = CASE WHEN o.rq_kind = 'manual' THEN o.rq_at ELSE t.manual_at END,
+        manual_by = CASE WHEN o.rq_kind = 'manual' THEN o.rq_by ELSE t.manual_by END,
         last_finished_at = clock_timestamp(),
         last_status = o.status,
         last_error = o.error,
@@ -37,7 +47,7 @@ WITH outcome AS (
     WHERE t.name = o.task_name AND t.lock_token = o.token
     RETURNING o.run_id
 ), notified AS (
-    SELECT pg_notify($9, 'released') FROM (SELECT 1 FROM released LIMIT 1) AS any_released
+    SELECT pg_notify($13, 'released') FROM (SELECT 1 FROM released LIMIT 1) AS any_released
 )
 SELECT o.run_id, (rl.run_id IS NOT NULL) AS lock_held,
        (SELECT count(*) FROM notified) AS notified

@@ -1,5 +1,6 @@
--- Refresh node $1's heartbeat; return whether its row exists, and the other nodes that went
--- silent (no heartbeat for $2 ms) without stopping cleanly.
+-- Refresh node $1's heartbeat; return whether its row exists, the other nodes that went
+-- silent (no heartbeat for $2 ms) without stopping cleanly, and how many enabled, unpaused
+-- tasks are more than $3 ms overdue with no missed-run incident open (a hint to look closer).
 WITH me AS (
     UPDATE scheduler_nodes SET heartbeat_at = now(), stopped_at = NULL
     WHERE node_id = $1
@@ -10,4 +11,7 @@ SELECT (SELECT count(*) FROM me) > 0 AS registered,
              WHERE stopped_at IS NULL
                AND node_id <> $1
                AND heartbeat_at < now() - $2::int8 * interval '1 millisecond'
-             ORDER BY node_id) AS silent
+             ORDER BY node_id) AS silent,
+       (SELECT count(*) FROM scheduler_tasks
+        WHERE enabled AND paused_at IS NULL AND missed_since IS NULL
+          AND next_run_at < now() - $3::int8 * interval '1 millisecond') AS overdue

@@ -1,10 +1,14 @@
--- Update schedule and enabled flag in place. Lock columns are never touched, so a running
--- handler finishes undisturbed and no second run can start. A NULL next run keeps the stored one.
+-- Update schedule and enabled flag in place. Lock and pause columns are never touched, so a
+-- running handler finishes undisturbed, no second run can start, and an operator's pause stays.
+-- A NULL next run keeps the stored one. Disabling records since when.
 UPDATE scheduler_tasks AS t
 SET cron = u.cron,
     timezone = u.timezone,
     enabled = u.enabled,
     next_run_at = COALESCE(u.next_run_at, t.next_run_at),
+    disabled_at = CASE WHEN u.enabled THEN NULL
+                       WHEN t.enabled THEN now()
+                       ELSE t.disabled_at END,
     orphaned_since = NULL,
     updated_at = now()
 FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[])

@@ -1,0 +1,447 @@
+//! The data of a claim and of a run's end: what the engine offers and decides inside the claim
+//! transaction ([`ClaimPolicy`]), and what a finished run records ([`RunFinish`]).
+
+use std::fmt;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Pause, RunStatus, SkipRecord};
+use crate::policy::Recovery;
+
+/// A lock, named by its task and fencing token.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LockKey {
+    /// Task name.
+    pub task_name: String,
+    /// Fencing token.
+    pub token: Uuid,
+}
+
+impl LockKey {
+    /// The lock of `task_name` with `token`.
+    pub fn new(task_name: impl Into<String>, token: Uuid) -> Self {
+        Self {
+            task_name: task_name.into(),
+            token,
+        }
+    }
+}
+
+/// What started a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Trigger {
+    /// A tick of the task's schedule.
+    #[default]
+    Schedule,
+    /// A retry of a failed or timed-out run of a tick.
+    Retry,
+    /// Somebody asked for a run now.
+    Manual,
+}
+
+impl Trigger {
+    /// The value stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "schedule",
+            Trigger::Retry => "retry",
+            Trigger::Manual => "manual",
+        }
+    }
+
+    /// Parses a stored value.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "schedule" => Trigger::Schedule,
+            "retry" => Trigger::Retry,
+            "manual" => Trigger::Manual,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a claim asks for.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ClaimRequest<'a> {
+    /// The claiming node.
+    pub node_id: &'a str,
+    /// The tasks it may claim (those its binary registers, less any it cannot schedule).
+    pub tasks: &'a [String],
+    /// At most this many runs (free handler slots).
+    pub limit: usize,
+}
+
+impl<'a> ClaimRequest<'a> {
+    /// A claim by `node_id` of at most `limit` runs among `tasks`.
+    pub fn new(node_id: &'a str, tasks: &'a [String], limit: usize) -> Self {
+        Self {
+            node_id,
+            tasks,
+            limit,
+        }
+    }
+}
+
+/// A lock found past its expiry, offered to [`ClaimPolicy::rescue`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ExpiredLock {
+    /// The lock.
+    pub key: LockKey,
+    /// The node that holds it.
+    pub owner: String,
+    /// When it expired (database clock).
+    pub expired_at: DateTime<Utc>,
+    /// The run it protects, if one is recorded running.
+    pub run: Option<LockedRun>,
+}
+
+/// The running run under an expired lock.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LockedRun {
+    /// Run id.
+    pub run_id: i64,
+    /// The tick it serves (for a manual run, when it was asked for).
+    pub scheduled_at: DateTime<Utc>,
+    /// What to do when its outcome is unknown, as the claiming node's binary said.
+    pub recovery: Recovery,
+    /// Its attempt at the tick.
+    pub attempt: i32,
+    /// What started it.
+    pub trigger: Trigger,
+    /// Who asked for it (manual runs).
+    pub triggered_by: Option<String>,
+}
+
+/// The end of a run, as decided by the engine (status, error) for the store to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunEnd {
+    /// Final status.
+    pub status: RunStatus,
+    /// Error message (already cleaned and bounded by the engine).
+    pub error: Option<String>,
+}
+
+impl RunEnd {
+    /// A run that ended with `status` and `error`.
+    pub fn new(status: RunStatus, error: Option<String>) -> Self {
+        Self { status, error }
+    }
+}
+
+/// How a finished run changes the task's consecutive-failure count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureCount {
+    /// Back to zero (the task succeeded).
+    Reset,
+    /// One more failure.
+    Increment,
+    /// Unchanged (an interruption says nothing about the task's health).
+    Keep,
+}
+
+impl FailureCount {
+    /// The value the store applies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureCount::Reset => "reset",
+            FailureCount::Increment => "increment",
+            FailureCount::Keep => "keep",
+        }
+    }
+}
+
+/// Something to run again, decided by the engine when a run ends (or is found lost).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Requeue {
+    /// A scheduled tick is due again: the task's next run becomes the earlier of it and the next
+    /// run it has.
+    Tick(DateTime<Utc>),
+    /// A retry of `tick`, as attempt `attempt`, due at `at` (replaces any pending retry).
+    Retry {
+        /// The tick retried.
+        tick: DateTime<Utc>,
+        /// The attempt it will be.
+        attempt: i32,
+        /// When it is due.
+        at: DateTime<Utc>,
+    },
+    /// A manual run is due again at `at` (it was interrupted before finishing).
+    Manual {
+        /// When it was first asked for.
+        at: DateTime<Utc>,
+        /// Who asked.
+        by: Option<String>,
+    },
+}
+
+/// What to do with an expired lock, decided by the engine inside the claim transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RescueDecision {
+    /// Leave it alone for now (its owner may still renew it or record its outcome).
+    Wait,
+    /// Release it, fenced by its token and expiry.
+    Release {
+        /// How the run under it ends, if there is one.
+        run_end: Option<RunEnd>,
+        /// What runs again.
+        requeue: Option<Requeue>,
+        /// What the release does to the failure count.
+        failures: FailureCount,
+    },
+}
+
+/// A retry waiting for its time, as stored on the task row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PendingRetry {
+    /// The tick retried.
+    pub tick: DateTime<Utc>,
+    /// The attempt it will be.
+    pub attempt: i32,
+    /// When it is due.
+    pub at: DateTime<Utc>,
+}
+
+/// A manual run asked for and not started yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PendingManual {
+    /// When it was asked for.
+    pub at: DateTime<Utc>,
+    /// Who asked.
+    pub by: Option<String>,
+}
+
+/// A task with something due (a tick, a retry, a manual run, or the end of a pause), locked
+/// for the claim and offered to [`ClaimPolicy::plan`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct DueTask {
+    /// Task name.
+    pub name: String,
+    /// Stored cron expression.
+    pub cron: String,
+    /// Stored IANA zone.
+    pub timezone: String,
+    /// Whether the config enables it.
+    pub enabled: bool,
+    /// The next scheduled tick.
+    pub next_run_at: Option<DateTime<Utc>>,
+    /// When the task's previous run ended (for telling overlap from misfire).
+    pub last_finished_at: Option<DateTime<Utc>>,
+    /// A retry waiting, if any.
+    pub retry: Option<PendingRetry>,
+    /// A manual run asked for, if any.
+    pub manual: Option<PendingManual>,
+    /// The operator's pause, if any (only an expired one is offered, to end it).
+    pub pause: Option<Pause>,
+    /// The open missed-run incident, if any.
+    pub missed_since: Option<DateTime<Utc>>,
+}
+
+/// The next scheduled run a claim leaves on the row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NextRun {
+    /// Unchanged (a retry or a manual run does not move the schedule).
+    Keep,
+    /// This one (`None`: the schedule never fires again).
+    Set(Option<DateTime<Utc>>),
+}
+
+/// What the engine decided for one due task, inside the claim transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DueDecision {
+    /// Run it now.
+    Run(ClaimPlan),
+    /// Do not run it: move its schedule on and record why (misfire = skip, a pause that
+    /// ended, a retry that gave way).
+    Skip {
+        /// The next scheduled run.
+        next_run_at: NextRun,
+        /// Drop the pending retry.
+        clear_retry: bool,
+        /// End the (expired) pause.
+        clear_pause: bool,
+        /// The ticks skipped.
+        skips: Vec<SkipRecord>,
+    },
+    /// Leave the row untouched (this node cannot schedule it; another may).
+    Leave,
+}
+
+/// The plan for a claimed run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClaimPlan {
+    /// The tick this run serves (for a manual run, when it was asked for).
+    pub scheduled_at: DateTime<Utc>,
+    /// What starts it.
+    pub trigger: Trigger,
+    /// Its attempt at the tick (1 unless a retry).
+    pub attempt: i32,
+    /// Who asked (manual runs).
+    pub triggered_by: Option<String>,
+    /// What to do if this run's outcome becomes unknown.
+    pub recovery: Recovery,
+    /// The lifetime of the lock taken.
+    pub lock_lifetime: Duration,
+    /// The row's next scheduled run after this claim.
+    pub next_run_at: NextRun,
+    /// Drop the pending retry (it is this run, or it gave way to this one).
+    pub clear_retry: bool,
+    /// Ticks recorded as skipped by this claim (a retry that gave way).
+    pub skips: Vec<SkipRecord>,
+}
+
+impl ClaimPlan {
+    /// A plan to serve the scheduled tick `scheduled_at` and schedule `next_run_at` after it.
+    pub fn scheduled(
+        scheduled_at: DateTime<Utc>,
+        next_run_at: Option<DateTime<Utc>>,
+        recovery: Recovery,
+        lock_lifetime: Duration,
+    ) -> Self {
+        Self {
+            scheduled_at,
+            trigger: Trigger::Schedule,
+            attempt: 1,
+            triggered_by: None,
+            recovery,
+            lock_lifetime,
+            next_run_at: NextRun::Set(next_run_at),
+            clear_retry: false,
+            skips: Vec::new(),
+        }
+    }
+}
+
+/// The engine's rules, consulted by [`Store::claim`](super::Store::claim) inside its
+/// transaction with the database clock. Both methods must be quick and pure: no I/O, no waiting.
+pub trait ClaimPolicy: Send + Sync {
+    /// What to do with a lock past its expiry.
+    fn rescue(&self, lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecision;
+    /// What to do with a due task.
+    fn plan(&self, task: &DueTask, db_now: DateTime<Utc>) -> DueDecision;
+}
+
+/// A claimed run, locked by this node.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClaimedRun {
+    /// The run's id in `scheduler_runs`.
+    pub run_id: i64,
+    /// Task name.
+    pub task_name: String,
+    /// The fencing token of the lock.
+    pub lock_token: Uuid,
+    /// The tick served.
+    pub scheduled_at: DateTime<Utc>,
+    /// The database clock at the claim (ticks up to here are this run's to account for).
+    pub claimed_at: DateTime<Utc>,
+    /// When the task's previous run ended.
+    pub previous_finished_at: Option<DateTime<Utc>>,
+    /// Its attempt at the tick.
+    pub attempt: i32,
+    /// What started it.
+    pub trigger: Trigger,
+    /// Who asked (manual runs).
+    pub triggered_by: Option<String>,
+    /// The missed-run incident this run ends, if one was open.
+    pub missed_since: Option<DateTime<Utc>>,
+}
+
+/// A lock released by [`Store::claim`](super::Store::claim) per a [`RescueDecision::Release`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RescuedLock {
+    /// Task name.
+    pub task_name: String,
+    /// The node that held the lock.
+    pub previous_owner: String,
+    /// The run ended under it, if one was running.
+    pub run_id: Option<i64>,
+    /// That run's tick.
+    pub run_scheduled_at: Option<DateTime<Utc>>,
+    /// How that run was recorded.
+    pub run_end: Option<RunEnd>,
+    /// What runs again, if anything.
+    pub requeue: Option<Requeue>,
+}
+
+/// What one [`Store::claim`](super::Store::claim) did.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ClaimOutcome {
+    /// Expired locks released.
+    pub rescued: Vec<RescuedLock>,
+    /// Expired locks the policy chose to wait for.
+    pub waiting: Vec<ExpiredLock>,
+    /// Runs started.
+    pub claimed: Vec<ClaimedRun>,
+    /// Due tasks the policy left alone.
+    pub left: Vec<String>,
+    /// Due tasks whose ticks the policy skipped, with the records written.
+    pub skipped: Vec<SkipRecord>,
+}
+
+/// The end of a run, as recorded by [`Store::finish_runs`](super::Store::finish_runs).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunFinish {
+    /// The run's id.
+    pub run_id: i64,
+    /// The run's lock.
+    pub lock: LockKey,
+    /// How it ended.
+    pub end: RunEnd,
+    /// What runs again (an interrupted run handed over, a retry).
+    pub requeue: Option<Requeue>,
+    /// What it does to the task's failure count.
+    pub failures: FailureCount,
+    /// Ticks this run accounts for without having run them.
+    pub skips: Vec<SkipRecord>,
+}
+
+impl RunFinish {
+    /// The record of `run_id`'s end under `lock`.
+    pub fn new(run_id: i64, lock: LockKey, end: RunEnd, failures: FailureCount) -> Self {
+        Self {
+            run_id,
+            lock,
+            end,
+            requeue: None,
+            failures,
+            skips: Vec::new(),
+        }
+    }
+}
+
+/// What [`Store::finish_runs`](super::Store::finish_runs) found for one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FinishResult {
+    /// The run.
+    pub run_id: i64,
+    /// Whether its lock was still held (and is now released). False: it had been taken over;
+    /// the run row still got its real outcome, and nothing was requeued.
+    pub lock_held: bool,
+}

@@ -1,0 +1,208 @@
+//! Run history, skip records, run logs, nodes and task states, and pruning.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{millis, parse_reason, run_record, task_state};
+use crate::store::postgres::PgStore;
+use crate::store::{LogChunk, NodeRecord, RunQuery, RunRecord, SkipRecord, StoreResult, TaskState};
+
+/// The most runs one query returns.
+const MAX_RUNS_PER_PAGE: u32 = 1_000;
+
+impl PgStore {
+    pub(super) async fn runs_impl(&self, q: &RunQuery) -> StoreResult<Vec<RunRecord>> {
+        let limit = i64::from(q.limit.clamp(1, MAX_RUNS_PER_PAGE));
+        timed!(self, "runs", |conn| {
+            sqlx::query(query!("runs_query"))
+                .bind(q.task.as_deref())
+                .bind(q.status.map(|s| s.as_str()))
+                .bind(q.trigger.map(|t| t.as_str()))
+                .bind(q.since)
+                .bind(q.until)
+                .bind(q.before_id)
+                .bind(limit)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(run_record)
+                .collect()
+        })
+    }
+
+    pub(super) async fn run_impl(&self, run_id: i64) -> StoreResult<Option<RunRecord>> {
+        timed!(self, "run", |conn| {
+            sqlx::query(query!("run_one"))
+                .bind(run_id)
+                .fetch_optional(conn)
+                .await?
+                .as_ref()
+                .map(run_record)
+                .transpose()
+        })
+    }
+
+    pub(super) async fn recent_runs_impl(
+        &self,
+        task_name: Option<&str>,
+        limit: i64,
+    ) -> StoreResult<Vec<RunRecord>> {
+        timed!(self, "recent_runs", |conn| {
+            sqlx::query(query!("recent_runs"))
+                .bind(task_name)
+                .bind(limit)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(run_record)
+                .collect()
+        })
+    }
+
+    pub(super) async fn skips_impl(
+        &self,
+        task_name: &str,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<SkipRecord>> {
+        timed!(self, "skips", |conn| {
+            sqlx::query(query!("skips_select"))
+                .bind(task_name)
+                .bind(since)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(|row| {
+                    let mut skip = SkipRecord::new(
+                        row.try_get::<String, _>("task_name")?,
+                        parse_reason(row.try_get("reason")?)?,
+                        row.try_get("first_tick")?,
+                        row.try_get("last_tick")?,
+                        row.try_get("ticks")?,
+                    );
+                    skip.exact = row.try_get("exact")?;
+                    skip.run_id = row.try_get("run_id")?;
+                    Ok(skip)
+                })
+                .collect()
+        })
+    }
+
+    pub(super) async fn append_run_logs_impl(&self, chunks: &[LogChunk]) -> StoreResult<()> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<i64> = chunks.iter().map(|c| c.run_id).collect();
+        let seqs: Vec<i32> = chunks.iter().map(|c| c.seq).collect();
+        let texts: Vec<&str> = chunks.iter().map(|c| c.text.as_str()).collect();
+        let lines: Vec<i32> = chunks.iter().map(|c| c.lines).collect();
+        let truncated: Vec<bool> = chunks.iter().map(|c| c.truncated).collect();
+        timed!(self, "append_run_logs", |conn| {
+            sqlx::query(query!("run_logs_insert"))
+                .bind(&ids)
+                .bind(&seqs)
+                .bind(&texts)
+                .bind(&lines)
+                .bind(&truncated)
+                .execute(conn)
+                .await
+                .map(drop)
+        })
+    }
+
+    pub(super) async fn run_log_impl(&self, run_id: i64) -> StoreResult<Vec<LogChunk>> {
+        timed!(self, "run_log", |conn| {
+            sqlx::query(query!("run_logs_select"))
+                .bind(run_id)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(|row| {
+                    Ok(LogChunk {
+                        run_id: row.try_get("run_id")?,
+                        seq: row.try_get("seq")?,
+                        text: row.try_get("text")?,
+                        lines: row.try_get("lines")?,
+                        truncated: row.try_get("truncated")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    pub(super) async fn nodes_impl(&self) -> StoreResult<Vec<NodeRecord>> {
+        timed!(self, "nodes", |conn| {
+            sqlx::query(query!("nodes"))
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(|row| {
+                    Ok(NodeRecord {
+                        node_id: row.try_get("node_id")?,
+                        hostname: row.try_get("hostname")?,
+                        pid: row.try_get("pid")?,
+                        version: row.try_get("version")?,
+                        tasks: row.try_get("tasks")?,
+                        started_at: row.try_get("started_at")?,
+                        heartbeat_at: row.try_get("heartbeat_at")?,
+                        stopped_at: row.try_get("stopped_at")?,
+                        running: row.try_get("running")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    pub(super) async fn task_states_impl(&self, task: Option<&str>) -> StoreResult<Vec<TaskState>> {
+        timed!(self, "task_states", |conn| {
+            sqlx::query(query!("task_states"))
+                .bind(task)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(task_state)
+                .collect()
+        })
+    }
+
+    pub(super) async fn prune_history_impl(
+        &self,
+        retention: Duration,
+        batch: u32,
+    ) -> StoreResult<u64> {
+        let batch = i64::from(batch.max(1));
+        let mut pruned_runs = 0;
+        for (table, sql) in [
+            ("runs", query!("prune_runs")),
+            ("skips", query!("prune_skips")),
+            ("outbox", query!("prune_outbox")),
+            ("audit", query!("prune_audit")),
+        ] {
+            loop {
+                let deleted: u64 = timed!(self, "prune_history", |conn| {
+                    sqlx::query(sql)
+                        .bind(millis(retention))
+                        .bind(batch)
+                        .execute(conn)
+                        .await
+                        .map(|done| done.rows_affected())
+                })?;
+                if table == "runs" {
+                    pruned_runs += deleted;
+                }
+                if deleted < batch as u64 {
+                    break;
+                }
+            }
+        }
+        timed!(self, "prune_history", |conn| {
+            sqlx::query(query!("prune_nodes"))
+                .bind(millis(retention))
+                .execute(conn)
+                .await
+                .map(|_| ())
+        })?;
+        Ok(pruned_runs)
+    }
+}

@@ -1,0 +1,17 @@
+-- Apply the engine's skip decisions on rows selected by claim_select (same transaction): move
+-- the schedule, drop the pending retry, end an expired pause. The skipped ticks are recorded
+-- by skips_insert in the same transaction.
+-- $1.. parallel arrays: name, set next run?, next_run_at, clear retry?, clear pause?
+UPDATE scheduler_tasks AS t
+SET next_run_at = CASE WHEN s.set_next THEN s.next_run_at ELSE t.next_run_at END,
+    retry_at = CASE WHEN s.clear_retry THEN NULL ELSE t.retry_at END,
+    retry_tick = CASE WHEN s.clear_retry THEN NULL ELSE t.retry_tick END,
+    retry_attempt = CASE WHEN s.clear_retry THEN NULL ELSE t.retry_attempt END,
+    paused_at = CASE WHEN s.clear_pause THEN NULL ELSE t.paused_at END,
+    paused_by = CASE WHEN s.clear_pause THEN NULL ELSE t.paused_by END,
+    pause_reason = CASE WHEN s.clear_pause THEN NULL ELSE t.pause_reason END,
+    pause_until = CASE WHEN s.clear_pause THEN NULL ELSE t.pause_until END,
+    updated_at = now()
+FROM unnest($1::text[], $2::bool[], $3::timestamptz[], $4::bool[], $5::bool[])
+     AS s(name, set_next, next_run_at, clear_retry, clear_pause)
+WHERE t.name = s.name AND t.lock_token IS NULL

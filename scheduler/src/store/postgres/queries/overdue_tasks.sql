@@ -1,0 +1,8 @@
+-- Enabled, unpaused tasks without an open missed-run incident whose next run is more than $1 ms
+-- old, oldest first, at most $2.
+SELECT name, cron, timezone, next_run_at, last_run_at
+FROM scheduler_tasks
+WHERE enabled AND paused_at IS NULL AND missed_since IS NULL
+  AND next_run_at < now() - $1::int8 * interval '1 millisecond'
+ORDER BY next_run_at
+LIMIT $2

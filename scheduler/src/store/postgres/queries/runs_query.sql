@@ -1,0 +1,13 @@
+-- Runs matching the filters (each NULL: any), newest first, at most $7.
+-- $1 task, $2 status, $3 trigger, $4 started at or after, $5 started before, $6 id below.
+SELECT id, task_name, scheduled_at, started_at, finished_at, status, node_id,
+       ticks_collapsed::int8 AS ticks_collapsed, error, attempt, trigger, triggered_by
+FROM scheduler_runs
+WHERE ($1::text IS NULL OR task_name = $1)
+  AND ($2::text IS NULL OR status = $2)
+  AND ($3::text IS NULL OR trigger = $3)
+  AND ($4::timestamptz IS NULL OR started_at >= $4)
+  AND ($5::timestamptz IS NULL OR started_at < $5)
+  AND ($6::int8 IS NULL OR id < $6)
+ORDER BY id DESC
+LIMIT $7
