@@ -55,6 +55,16 @@ pub mod vars {
     pub const DEFAULT_BACKOFF: &str = "SCHEDULER_DEFAULT_BACKOFF";
     /// The misfire rule of tasks that set none (`once` or `skip`).
     pub const DEFAULT_MISFIRE: &str = "SCHEDULER_DEFAULT_MISFIRE";
+    /// How late a tick may start before its task counts as missed.
+    pub const MISSED_GRACE: &str = "SCHEDULER_MISSED_GRACE";
+    /// The webhook endpoint.
+    pub const WEBHOOK_URL: &str = "SCHEDULER_WEBHOOK_URL";
+    /// The webhook signing secret (`whsec_...`).
+    pub const WEBHOOK_SECRET: &str = "SCHEDULER_WEBHOOK_SECRET";
+    /// The event types the webhook sends, comma-separated.
+    pub const WEBHOOK_EVENTS: &str = "SCHEDULER_WEBHOOK_EVENTS";
+    /// How long one webhook delivery may take.
+    pub const WEBHOOK_TIMEOUT: &str = "SCHEDULER_WEBHOOK_TIMEOUT";
 }
 
 /// Where the task config comes from.
@@ -103,6 +113,8 @@ pub struct SchedulerBuilder {
     default_retries: Option<u32>,
     default_backoff: Option<Duration>,
     default_misfire: Option<Misfire>,
+    missed_grace: Option<Duration>,
+    webhook: Option<crate::webhook::WebhookSettings>,
     config_poll_interval: Option<Duration>,
     migrate: Option<bool>,
 }
@@ -139,6 +151,9 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_DEFAULT_RETRIES` | [`default_retries`](Self::default_retries) | `0` |
     /// | `SCHEDULER_DEFAULT_BACKOFF` | [`default_backoff`](Self::default_backoff) | `30s` |
     /// | `SCHEDULER_DEFAULT_MISFIRE` | [`default_misfire`](Self::default_misfire) | `once` |
+    /// | `SCHEDULER_MISSED_GRACE` | [`missed_grace`](Self::missed_grace) | half the interval, 5 s to 15 min |
+    /// | `SCHEDULER_WEBHOOK_URL`, `SCHEDULER_WEBHOOK_SECRET` | [`webhook`](Self::webhook) | none |
+    /// | `SCHEDULER_WEBHOOK_EVENTS`, `SCHEDULER_WEBHOOK_TIMEOUT` | the webhook's events and timeout | the alerts, `10s` |
     /// | `SCHEDULER_MIGRATE` | [`migrate`](Self::migrate) (`false` to skip) | `true` |
     ///
     /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
@@ -178,6 +193,8 @@ impl SchedulerBuilder {
             default_retries: env.number(vars::DEFAULT_RETRIES)?,
             default_backoff: env.duration(vars::DEFAULT_BACKOFF)?,
             default_misfire: env.parsed(vars::DEFAULT_MISFIRE)?,
+            missed_grace: env.duration(vars::MISSED_GRACE)?,
+            webhook: webhook_from(&env)?,
             migrate: env.boolean(vars::MIGRATE)?,
             ..Self::default()
         })
@@ -339,6 +356,19 @@ impl SchedulerBuilder {
         self
     }
 
+    /// How late a tick may start before its task counts as missed (`task.missed`). Default:
+    /// half the task's interval, at least 5 s, at most 15 minutes (or `SCHEDULER_MISSED_GRACE`).
+    pub fn missed_grace(mut self, grace: Duration) -> Self {
+        self.missed_grace = Some(grace);
+        self
+    }
+
+    /// Sends alerts to a webhook (see [`crate::webhook`]). Default: none.
+    pub fn webhook(mut self, webhook: crate::webhook::WebhookSettings) -> Self {
+        self.webhook = Some(webhook);
+        self
+    }
+
     /// The misfire rule of tasks whose attribute sets none. Default [`Misfire::Once`].
     pub fn default_misfire(mut self, misfire: Misfire) -> Self {
         self.default_misfire = Some(misfire);
@@ -360,6 +390,7 @@ impl SchedulerBuilder {
             lock_lifetime,
             renew_interval,
             takeover_wait: Settings::takeover_wait_for(renew_interval),
+            missed_grace: self.missed_grace,
             defaults: {
                 let d = crate::engine::PolicyDefaults::default();
                 crate::engine::PolicyDefaults {
@@ -407,6 +438,49 @@ impl SchedulerBuilder {
             self.state,
             config,
             self.migrate.unwrap_or(true),
+            self.webhook,
         ))
     }
+}
+
+/// The webhook of the environment contract, if `SCHEDULER_WEBHOOK_URL` is set.
+fn webhook_from(env: &Env<'_>) -> Result<Option<crate::webhook::WebhookSettings>> {
+    use crate::env::invalid;
+    let Some(url) = env.string(vars::WEBHOOK_URL) else {
+        for name in [
+            vars::WEBHOOK_SECRET,
+            vars::WEBHOOK_EVENTS,
+            vars::WEBHOOK_TIMEOUT,
+        ] {
+            if env.string(name).is_some() {
+                return Err(invalid(
+                    name,
+                    format!("only applies with {}", vars::WEBHOOK_URL),
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    let Some(secret) = env.string(vars::WEBHOOK_SECRET) else {
+        return Err(invalid(
+            vars::WEBHOOK_SECRET,
+            "a webhook needs a signing secret (`whsec_` + base64, at least 16 bytes)",
+        ));
+    };
+    let mut webhook = crate::webhook::WebhookSettings::new(&url, &secret).map_err(|e| {
+        if e.contains("secret") {
+            invalid(vars::WEBHOOK_SECRET, e)
+        } else {
+            invalid(vars::WEBHOOK_URL, e)
+        }
+    })?;
+    if let Some(events) = env.string(vars::WEBHOOK_EVENTS) {
+        webhook = webhook
+            .events(events.split(','))
+            .map_err(|e| invalid(vars::WEBHOOK_EVENTS, e))?;
+    }
+    if let Some(timeout) = env.duration(vars::WEBHOOK_TIMEOUT)? {
+        webhook.timeout = timeout;
+    }
+    Ok(Some(webhook))
 }

@@ -271,6 +271,8 @@ pub(crate) struct EventBus {
     sender: broadcast::Sender<Arc<SchedulerEvent>>,
     dropped: Arc<AtomicU64>,
     counter: prometheus_client::metrics::counter::Counter,
+    /// Where alerts go on to the webhook, if one is configured.
+    alerts: Option<Arc<crate::engine::AlertSink>>,
 }
 
 impl Default for EventBus {
@@ -286,11 +288,27 @@ impl EventBus {
             sender: broadcast::channel(EVENT_BUFFER).0,
             dropped: Arc::new(AtomicU64::new(0)),
             counter,
+            alerts: None,
         }
     }
 
-    /// Sends `event` to every subscriber; never waits.
+    /// Also hands the webhook's events to `sink`.
+    pub(crate) fn with_alerts(mut self, sink: Option<Arc<crate::engine::AlertSink>>) -> Self {
+        self.alerts = sink;
+        self
+    }
+
+    /// Sends `event` to every subscriber and, if it is one the webhook sends, to the outbox;
+    /// never waits.
     pub(crate) fn emit(&self, event: SchedulerEvent) {
+        if let Some(sink) = &self.alerts {
+            sink.offer(&event);
+        }
+        self.emit_local(event);
+    }
+
+    /// Sends `event` to this node's subscribers only (another node sends its alert).
+    pub(crate) fn emit_local(&self, event: SchedulerEvent) {
         // No subscriber is not an error.
         let _ = self.sender.send(Arc::new(event));
     }

@@ -37,6 +37,7 @@ mod env;
 mod error;
 pub mod events;
 pub mod metrics;
+pub mod operate;
 pub mod policy;
 pub mod reconciler;
 pub mod redact;

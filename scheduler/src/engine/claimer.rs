@@ -206,6 +206,29 @@ impl ClaimLoop {
                 lifetime,
                 sent,
             );
+            if run.missed_since.is_none()
+                && run.trigger == crate::store::Trigger::Schedule
+                && let Some((spec, _)) = planned.get(&run.task_name)
+            {
+                // Claimed so late that nobody ran it in time (every node was down, say): the
+                // incident opened and ends with this run, raised by the one node that claimed it.
+                let grace = super::missed_grace(spec, run.scheduled_at, settings.missed_grace);
+                if run.claimed_at - run.scheduled_at > grace {
+                    tracing::error!(task = %run.task_name, expected_at = %run.scheduled_at, "task missed a run: its tick is served late");
+                    shared.events.emit(crate::events::SchedulerEvent::Missed {
+                        task: run.task_name.clone(),
+                        expected_at: run.scheduled_at,
+                        grace_ms: u64::try_from(grace.num_milliseconds()).unwrap_or(0),
+                    });
+                    shared
+                        .events
+                        .emit(crate::events::SchedulerEvent::Recovered {
+                            task: run.task_name.clone(),
+                            missed_since: run.scheduled_at,
+                            run_id: run.run_id,
+                        });
+                }
+            }
             if let Some(since) = run.missed_since {
                 tracing::info!(task = %run.task_name, missed_since = %since, "task recovered: it runs again");
                 shared.metrics.missed(&run.task_name, false);
@@ -283,6 +306,10 @@ impl ClaimLoop {
 impl Service for ClaimLoop {
     type Pass = ClaimPass;
     type Error = StoreError;
+
+    fn events(&self) -> Option<&crate::events::EventBus> {
+        Some(&self.shared.events)
+    }
 
     fn what(&self) -> &'static str {
         "claiming (running handlers go on)"

@@ -91,16 +91,35 @@ impl ConfigSync {
             "unchanged"
         };
         self.shared.metrics.reconcile(outcome, report.refused.len());
+        // Every node that reads the document tells its own subscribers; the node that recorded
+        // it also sends the alerts (once per document).
+        let emit = |event| {
+            if report.recorded {
+                self.shared.events.emit(event);
+            } else {
+                self.shared.events.emit_local(event);
+            }
+        };
         for (task, reason) in &report.refused {
-            self.shared.events.emit(SchedulerEvent::ConfigRefused {
+            emit(SchedulerEvent::ConfigRefused {
                 task: task.clone(),
                 reason: reason.clone(),
             });
         }
         for task in &report.newly_orphaned {
+            emit(SchedulerEvent::TaskOrphaned { task: task.clone() });
+        }
+        for skip in &report.disabled_ticks {
             self.shared
-                .events
-                .emit(SchedulerEvent::TaskOrphaned { task: task.clone() });
+                .metrics
+                .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
+            emit(SchedulerEvent::TickSkipped {
+                task: skip.task_name.clone(),
+                reason: skip.reason,
+                first_tick: skip.first_tick,
+                last_tick: skip.last_tick,
+                ticks: skip.ticks,
+            });
         }
     }
 }
@@ -108,6 +127,10 @@ impl ConfigSync {
 impl Service for ConfigSync {
     type Pass = ();
     type Error = crate::Error;
+
+    fn events(&self) -> Option<&crate::events::EventBus> {
+        Some(&self.shared.events)
+    }
 
     fn what(&self) -> &'static str {
         "applying the config"

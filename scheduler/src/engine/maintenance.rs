@@ -13,6 +13,10 @@ use crate::store::{ChangeListener, StoreError};
 
 /// How often old runs are pruned.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+/// The least grace of the missed-run check (the store's overdue hint is 2 s).
+pub(crate) const MIN_MISSED_GRACE: Duration = Duration::from_secs(2);
+/// Overdue tasks looked at per check.
+const MISSED_CHECK_LIMIT: u32 = 1_000;
 /// Rows deleted per pruning statement, so none holds many row locks for long.
 pub(crate) const PRUNE_BATCH: u32 = 5_000;
 
@@ -63,6 +67,9 @@ impl Maintenance {
             tracing::info!(node = %node, "node is no longer silent (back, stopped cleanly, or forgotten)");
         }
         self.silent = now_silent;
+        if beat.overdue > 0 {
+            self.check_missed().await?;
+        }
         if Instant::now() < self.next_prune {
             return Ok(0);
         }
@@ -77,6 +84,49 @@ impl Maintenance {
             tracing::info!(pruned, retention = ?self.shared.settings.run_retention, "pruned old runs");
         }
         Ok(pruned)
+    }
+
+    /// Opens a missed-run incident for each overdue task past its grace that nobody is running
+    /// it for (all nodes were down, the nodes that run it are gone, or its handler hangs): one
+    /// node wins each incident (the store opens it once) and raises `task.missed`.
+    async fn check_missed(&mut self) -> crate::store::StoreResult<()> {
+        let shared = &self.shared;
+        let overdue = shared
+            .store
+            .overdue_tasks(MIN_MISSED_GRACE, MISSED_CHECK_LIMIT)
+            .await?;
+        // The node's clock only sets when the alert fires, never whether a tick runs.
+        let now = chrono::Utc::now();
+        let mut incidents = Vec::new();
+        for task in &overdue {
+            let Ok(spec) = shared.specs.get_named(&task.cron, &task.timezone) else {
+                continue; // reported as an unreadable schedule by the claimer
+            };
+            let grace = super::missed_grace(&spec, task.next_run_at, shared.settings.missed_grace);
+            if now - task.next_run_at > grace {
+                incidents.push((task.name.clone(), task.next_run_at));
+            }
+        }
+        for name in shared.store.open_missed(&incidents).await? {
+            let Some((_, expected_at)) = incidents.iter().find(|(n, _)| *n == name) else {
+                continue;
+            };
+            let spec = overdue
+                .iter()
+                .find(|t| t.name == name)
+                .and_then(|t| shared.specs.get_named(&t.cron, &t.timezone).ok());
+            let grace = spec.map_or(chrono::TimeDelta::zero(), |s| {
+                super::missed_grace(&s, *expected_at, shared.settings.missed_grace)
+            });
+            tracing::error!(task = %name, expected_at = %expected_at, "task missed a run: it has not started since a tick it should have run");
+            shared.metrics.missed(&name, true);
+            shared.events.emit(crate::events::SchedulerEvent::Missed {
+                task: name,
+                expected_at: *expected_at,
+                grace_ms: u64::try_from(grace.num_milliseconds()).unwrap_or(0),
+            });
+        }
+        Ok(())
     }
 
     /// Enabled tasks of this binary with no next run would never run again (an older node that
@@ -119,6 +169,10 @@ impl Maintenance {
 impl Service for Maintenance {
     type Pass = u64;
     type Error = StoreError;
+
+    fn events(&self) -> Option<&crate::events::EventBus> {
+        Some(&self.shared.events)
+    }
 
     fn what(&self) -> &'static str {
         "the heartbeat"

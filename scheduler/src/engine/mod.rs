@@ -25,6 +25,7 @@
 mod claimer;
 mod completer;
 mod config_sync;
+mod delivery;
 mod gate;
 mod maintenance;
 mod outcome;
@@ -43,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub(crate) use config_sync::ConfigFeed;
+pub(crate) use delivery::AlertSink;
 pub use settings::{
     DEFAULT_BACKOFF, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_LOCK_LIFETIME, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
@@ -59,6 +61,27 @@ use config_sync::ConfigSync;
 pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
 }
+
+/// How late a tick may start before its task counts as missed: `fixed` if set, else half the
+/// interval to the next tick, at least 5 s, at most 15 minutes.
+pub(crate) fn missed_grace(
+    spec: &crate::schedule::ScheduleSpec,
+    tick: chrono::DateTime<chrono::Utc>,
+    fixed: Option<Duration>,
+) -> chrono::TimeDelta {
+    if let Some(fixed) = fixed {
+        return chrono::TimeDelta::from_std(fixed).unwrap_or(chrono::TimeDelta::MAX);
+    }
+    let interval = spec
+        .next_after(tick)
+        .map_or(chrono::TimeDelta::minutes(30), |next| next - tick);
+    (interval / 2).clamp(
+        chrono::TimeDelta::seconds(5),
+        chrono::TimeDelta::minutes(15),
+    )
+}
+
+pub(crate) use rules::ticks_between;
 
 /// The ticks of `task` due while it was disabled (from `since` to `now`), as a skip record.
 pub(crate) fn ticks_while_disabled(
@@ -115,6 +138,8 @@ pub(crate) struct Shared {
     pub(crate) events: crate::events::EventBus,
     /// This node's metrics.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// Alerts on their way to the webhook, if one is configured.
+    pub(crate) alerts: Option<Arc<AlertSink>>,
 }
 
 /// A configured scheduler node, ready to [`run_until`](Scheduler::run_until) a shutdown signal.
@@ -151,7 +176,9 @@ impl Scheduler {
         state: StateMap,
         config: Option<ConfigFeed>,
         migrate: bool,
+        webhook: Option<crate::webhook::WebhookSettings>,
     ) -> Self {
+        let alerts = webhook.map(|w| Arc::new(AlertSink::new(Arc::new(w))));
         let names = registry.names().map(str::to_owned).collect();
         let (completions, completion_queue) = tokio::sync::mpsc::unbounded_channel();
         let watchdog = Arc::new(watchdog::LockWatchdog::new(
@@ -177,8 +204,10 @@ impl Scheduler {
             specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
-            events: crate::events::EventBus::counted(metrics.events_dropped.clone()),
+            events: crate::events::EventBus::counted(metrics.events_dropped.clone())
+                .with_alerts(alerts.clone()),
             metrics,
+            alerts,
         });
         Scheduler {
             shared,
@@ -279,6 +308,11 @@ impl Scheduler {
         ));
         if let Some(config) = config {
             workers.spawn(service::run(config, stop.clone(), None));
+        }
+        if let Some(sink) = shared.alerts.clone() {
+            let deliverer = delivery::Deliverer::new(Arc::clone(&shared), Arc::clone(&sink));
+            let stop = stop.clone();
+            workers.spawn(async move { service::run(deliverer, stop, Some(&sink.wake)).await });
         }
         workers.close();
         tracing::info!(node = %shared.node_id, "scheduler running");

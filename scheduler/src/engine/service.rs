@@ -46,6 +46,11 @@ pub(crate) trait Service: Send {
 
     /// Told how a pause ended.
     fn woke(&mut self, _by: Woke) {}
+
+    /// Where the first failure of an outage is raised as `scheduler.error` (none: only logged).
+    fn events(&self) -> Option<&crate::events::EventBus> {
+        None
+    }
 }
 
 /// Runs `service` until `stop` is cancelled (or it is done); pauses end early on `wake`.
@@ -72,6 +77,12 @@ pub(crate) async fn run<S: Service>(
                 let pause = service.pause_after_failure(failures);
                 if failures == 1 {
                     tracing::warn!(error = %e, retry_in = ?pause, "{} failed; retrying", service.what());
+                    if let Some(events) = service.events() {
+                        events.emit(crate::events::SchedulerEvent::InternalError {
+                            what: service.what().to_owned(),
+                            error: crate::redact::redact_text(&e.to_string()),
+                        });
+                    }
                 } else {
                     tracing::debug!(error = %e, retry_in = ?pause, failures, "{} still failing", service.what());
                 }

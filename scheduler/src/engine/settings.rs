@@ -87,6 +87,8 @@ pub(crate) struct Settings {
     pub takeover_wait: Duration,
     /// The policies of tasks whose attribute sets none.
     pub defaults: PolicyDefaults,
+    /// How late a tick may start before its task counts as missed (`None`: from its interval).
+    pub missed_grace: Option<Duration>,
     pub max_concurrent: usize,
     pub shutdown_timeout: Duration,
     pub poll_interval: Duration,

@@ -1,6 +1,184 @@
-//! The built-in webhook: alerts (see [`SchedulerEvent::ALERTS`](crate::events::SchedulerEvent::ALERTS))
-//! delivered as JSON `{type, timestamp, data}` to one URL, signed per Standard Webhooks.
+//! The built-in webhook: alerts delivered as JSON `{type, timestamp, data}` to one URL, signed
+//! per [Standard Webhooks](https://www.standardwebhooks.com/), from a durable outbox.
+//!
+//! ```text
+//! SCHEDULER_WEBHOOK_URL=https://hooks.example.com/scheduler
+//! SCHEDULER_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+//! SCHEDULER_WEBHOOK_EVENTS=run.failed,run.timed_out,task.missed   # default: the alerts
+//! ```
+//!
+//! - **Which events:** by default the alerts ([`SchedulerEvent::ALERTS`]): a failure, a
+//!   timeout, a lost run, a missed run and its recovery, a task that disappeared, a refused
+//!   config entry, the scheduler's own errors. Any of [`SchedulerEvent::KINDS`] may be listed.
+//! - **Once, by one node, surviving restarts:** the node that saw an event writes it to the
+//!   outbox table; any node claims due events with a lease (so one node sends each), posts them,
+//!   and records every attempt in the delivery log. Each event keeps its `webhook-id` across
+//!   retries, so a receiver can drop duplicates (an attempt whose answer was lost is retried).
+//! - **Retries:** any answer but 2xx, or none within the timeout, is retried after 10 s, 30 s,
+//!   90 s, ... (times 3, at most 6 h), 8 attempts in all, then the event is `failed`.
+//! - **410 Gone disables the endpoint** for every node (until the URL changes): nothing more is
+//!   sent to it, and that is logged and recorded.
+//! - Redirects are not followed. The secret is never logged.
+//!
+//! Mail or chat alerts need no code: point the webhook at the receiver of your alerting tool
+//! (most accept a generic JSON webhook), or at a small relay.
 
 mod sign;
 
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
 pub use sign::WebhookSecret;
+
+use crate::events::SchedulerEvent;
+
+/// Default time a delivery may take.
+pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
+/// Delivery attempts per event, in all.
+pub const MAX_ATTEMPTS: i32 = 8;
+
+/// Where and what the webhook sends.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct WebhookSettings {
+    /// The endpoint.
+    pub url: reqwest::Url,
+    /// The signing secret.
+    pub secret: WebhookSecret,
+    /// The event types sent.
+    pub events: Vec<String>,
+    /// How long one delivery may take.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for WebhookSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookSettings")
+            .field("url", &crate::redact::redact_url(self.url.as_str()))
+            .field("events", &self.events)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookSettings {
+    /// Settings for `url` signed with `secret`, sending the alerts, with the default timeout.
+    pub fn new(url: &str, secret: &str) -> Result<Self, String> {
+        let url = reqwest::Url::parse(url.trim())
+            .map_err(|e| format!("`{}` is not a URL: {e}", crate::redact::redact_url(url)))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!(
+                "`{}` is not an http(s) URL",
+                crate::redact::redact_url(url.as_str())
+            ));
+        }
+        Ok(Self {
+            url,
+            secret: WebhookSecret::parse(secret)?,
+            events: SchedulerEvent::ALERTS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            timeout: DEFAULT_WEBHOOK_TIMEOUT,
+        })
+    }
+
+    /// Sends these event types instead (comma-separated in `SCHEDULER_WEBHOOK_EVENTS`); an
+    /// unknown type is refused, naming the known ones.
+    pub fn events<I, S>(mut self, events: I) -> Result<Self, String>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut chosen = Vec::new();
+        for event in events {
+            let event = event.as_ref().trim();
+            if event.is_empty() {
+                continue;
+            }
+            if !SchedulerEvent::KINDS.contains(&event) {
+                return Err(format!(
+                    "unknown event type `{event}`; the types are {}",
+                    SchedulerEvent::KINDS.join(", ")
+                ));
+            }
+            chosen.push(event.to_owned());
+        }
+        self.events = chosen;
+        Ok(self)
+    }
+
+    /// Whether events of `kind` are sent.
+    pub fn sends(&self, kind: &str) -> bool {
+        self.events.iter().any(|e| e == kind)
+    }
+
+    /// A digest of the URL, naming the endpoint in the store (so a new URL starts enabled).
+    pub fn url_digest(&self) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.url.as_str().as_bytes());
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The JSON body of an event: `{"type": ..., "timestamp": ..., "data": {...}}`.
+pub fn body(event: &SchedulerEvent, at: DateTime<Utc>) -> String {
+    let mut data = serde_json::to_value(event).unwrap_or_default();
+    if let Some(map) = data.as_object_mut() {
+        map.remove("type");
+    }
+    serde_json::json!({
+        "type": event.kind(),
+        "timestamp": at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "data": data,
+    })
+    .to_string()
+}
+
+/// The pause before attempt `attempt + 1`: 10 s times 3 per earlier attempt, at most 6 h.
+pub fn retry_delay(attempt: i32) -> Duration {
+    let exp = u32::try_from(attempt.saturating_sub(1))
+        .unwrap_or(0)
+        .min(10);
+    (Duration::from_secs(10) * 3u32.pow(exp)).min(Duration::from_secs(6 * 3600))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_checked() {
+        let ok =
+            WebhookSettings::new("https://hooks.example.com/x", "a secret of sixteen+").unwrap();
+        assert!(ok.sends("run.failed") && !ok.sends("run.started"));
+        assert!(WebhookSettings::new("ftp://x", "a secret of sixteen+").is_err());
+        let err = ok
+            .clone()
+            .events(["run.failed", "run.exploded"])
+            .unwrap_err();
+        assert!(err.contains("unknown event type `run.exploded`"), "{err}");
+        let some = ok.events(["run.started", " "]).unwrap();
+        assert_eq!(some.events, ["run.started"]);
+    }
+
+    #[test]
+    fn the_body_is_type_timestamp_and_data() {
+        let event = SchedulerEvent::TaskOrphaned {
+            task: "old.task".into(),
+        };
+        let at: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().unwrap();
+        let json: serde_json::Value = serde_json::from_str(&body(&event, at)).unwrap();
+        assert_eq!(json["type"], "task.orphaned");
+        assert_eq!(json["timestamp"], "2026-01-01T00:00:00.000Z");
+        assert_eq!(json["data"], serde_json::json!({"task": "old.task"}));
+    }
+
+    #[test]
+    fn retries_back_off_to_six_hours() {
+        assert_eq!(retry_delay(1), Duration::from_secs(10));
+        assert_eq!(retry_delay(2), Duration::from_secs(30));
+        assert_eq!(retry_delay(9), Duration::from_secs(6 * 3600));
+    }
+}

@@ -1,0 +1,237 @@
+//! Webhook delivery: alerts this node raised go to the outbox; due outbox events (this node's or
+//! any other's) are claimed with a lease, posted, signed, and every attempt recorded. See
+//! [`crate::webhook`] for the contract.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::Shared;
+use super::service::Service;
+use crate::events::SchedulerEvent;
+use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreError};
+use crate::webhook::{MAX_ATTEMPTS, WebhookSettings, body, retry_delay};
+
+/// Events claimed per pass.
+const BATCH: u32 = 20;
+/// With nothing raised here, how often the outbox is looked at (other nodes' events, retries).
+const IDLE_POLL: Duration = Duration::from_secs(60);
+
+/// Where the node's alerts wait to be written to the outbox.
+#[derive(Debug)]
+pub(crate) struct AlertSink {
+    pub(crate) settings: Arc<WebhookSettings>,
+    queue: Mutex<Vec<NewEvent>>,
+    pub(crate) wake: Notify,
+}
+
+impl AlertSink {
+    pub(crate) fn new(settings: Arc<WebhookSettings>) -> Self {
+        Self {
+            settings,
+            queue: Mutex::new(Vec::new()),
+            wake: Notify::new(),
+        }
+    }
+
+    /// Queues `event` if the webhook sends its type; never waits.
+    pub(crate) fn offer(&self, event: &SchedulerEvent) {
+        if self.settings.sends(event.kind()) {
+            self.queue
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(NewEvent::new(event.kind(), body(event, Utc::now())));
+            self.wake.notify_one();
+        }
+    }
+
+    fn take(&self) -> Vec<NewEvent> {
+        std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn put_back(&self, mut events: Vec<NewEvent>) {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        events.append(&mut queue);
+        *queue = events;
+    }
+}
+
+/// What one pass did.
+pub(crate) struct Pass {
+    delivered: usize,
+    full: bool,
+}
+
+pub(crate) struct Deliverer {
+    shared: Arc<Shared>,
+    sink: Arc<AlertSink>,
+    client: reqwest::Client,
+    /// The endpoint answered 410 (here or on another node): nothing is sent any more.
+    disabled: Option<String>,
+    checked: bool,
+    next_retry: Option<Instant>,
+}
+
+impl Deliverer {
+    pub(crate) fn new(shared: Arc<Shared>, sink: Arc<AlertSink>) -> Self {
+        let client = reqwest::Client::builder()
+            .timeout(sink.settings.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("scheduler/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .unwrap_or_default();
+        Self {
+            shared,
+            sink,
+            client,
+            disabled: None,
+            checked: false,
+            next_retry: None,
+        }
+    }
+
+    async fn send(&self, row: &OutboxRow) -> Delivery {
+        let settings = &self.sink.settings;
+        let id = format!("msg_{}", row.id);
+        let timestamp = Utc::now().timestamp();
+        let signature = settings.secret.sign(&id, timestamp, row.payload.as_bytes());
+        let started = std::time::Instant::now();
+        let response = self
+            .client
+            .post(settings.url.clone())
+            .header("content-type", "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(row.payload.clone())
+            .send()
+            .await;
+        let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+        let attempt = row.attempts + 1;
+        let (status, error) = match &response {
+            Ok(r) => (Some(r.status().as_u16()), None),
+            Err(e) => (
+                None,
+                Some(crate::redact::redact_text(&crate::error::error_chain(e))),
+            ),
+        };
+        let next = match status {
+            Some(s) if (200..300).contains(&s) => DeliveryNext::Delivered,
+            Some(410) => DeliveryNext::Disabled,
+            _ if attempt >= MAX_ATTEMPTS => DeliveryNext::Failed,
+            _ => DeliveryNext::RetryAt(
+                Utc::now()
+                    + chrono::TimeDelta::from_std(retry_delay(attempt))
+                        .unwrap_or(chrono::TimeDelta::hours(1)),
+            ),
+        };
+        let error = error.or_else(|| {
+            status
+                .filter(|s| !(200..300).contains(s))
+                .map(|s| format!("the endpoint answered {s}"))
+        });
+        Delivery {
+            outbox_id: row.id,
+            attempt,
+            node_id: self.shared.node_id.to_string(),
+            status,
+            error,
+            duration_ms,
+            next,
+        }
+    }
+}
+
+impl Service for Deliverer {
+    type Pass = Pass;
+    type Error = StoreError;
+
+    fn what(&self) -> &'static str {
+        "webhook delivery"
+    }
+
+    async fn run_once(&mut self) -> Result<Pass, StoreError> {
+        let store = &self.shared.store;
+        let raised = self.sink.take();
+        if !raised.is_empty()
+            && let Err(e) = store.enqueue_events(&raised).await
+        {
+            self.sink.put_back(raised);
+            return Err(e);
+        }
+        let digest = self.sink.settings.url_digest();
+        if !self.checked {
+            self.disabled = store.webhook_disabled(&digest).await?;
+            self.checked = true;
+            if let Some(reason) = &self.disabled {
+                tracing::error!(reason = %reason, "the webhook endpoint is disabled (it answered 410 Gone); alerts stay in the outbox unsent until the URL changes");
+            }
+        }
+        if self.disabled.is_some() {
+            return Ok(Pass {
+                delivered: 0,
+                full: false,
+            });
+        }
+        let lease = self.sink.settings.timeout * 2 + Duration::from_secs(5);
+        let rows = store
+            .claim_outbox(&self.shared.node_id, BATCH, lease)
+            .await?;
+        let mut deliveries = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let delivery = self.send(row).await;
+            let result = match delivery.next {
+                DeliveryNext::Delivered => "delivered",
+                DeliveryNext::RetryAt(_) => "retry",
+                DeliveryNext::Failed => "failed",
+                DeliveryNext::Disabled => "disabled",
+            };
+            self.shared.metrics.webhook_delivery(result);
+            match delivery.next {
+                DeliveryNext::Delivered => {}
+                DeliveryNext::RetryAt(at) => {
+                    let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+                    let due = Instant::now() + wait;
+                    self.next_retry = Some(self.next_retry.map_or(due, |n| n.min(due)));
+                    tracing::warn!(event = row.id, kind = %row.kind, attempt = delivery.attempt, error = delivery.error.as_deref().unwrap_or(""), "webhook delivery failed; retrying");
+                }
+                DeliveryNext::Failed => {
+                    tracing::error!(event = row.id, kind = %row.kind, attempts = delivery.attempt, error = delivery.error.as_deref().unwrap_or(""), "webhook delivery given up")
+                }
+                _ => {}
+            }
+            let gone = delivery.next == DeliveryNext::Disabled;
+            deliveries.push(delivery);
+            if gone {
+                break;
+            }
+        }
+        store.record_deliveries(&deliveries).await?;
+        if deliveries.iter().any(|d| d.next == DeliveryNext::Disabled) {
+            let reason = "the endpoint answered 410 Gone".to_owned();
+            store.disable_webhook(&digest, &reason).await?;
+            tracing::error!(
+                "the webhook endpoint answered 410 Gone: disabled for every node; later alerts are not sent"
+            );
+            self.disabled = Some(reason);
+        }
+        Ok(Pass {
+            delivered: deliveries.len(),
+            full: rows.len() == BATCH as usize,
+        })
+    }
+
+    fn pause_after(&mut self, pass: Pass) -> Option<Duration> {
+        if pass.full && pass.delivered > 0 {
+            return Some(Duration::ZERO);
+        }
+        let until_retry = self
+            .next_retry
+            .take()
+            .map(|at| at.saturating_duration_since(Instant::now()));
+        Some(until_retry.map_or(IDLE_POLL, |d| d.min(IDLE_POLL)))
+    }
+}

@@ -1,0 +1,92 @@
+//! Operator actions against a store, shared by the command line, the admin API and the
+//! dashboard: run a task now, pause it, resume it. Each is written to the audit trail with who
+//! asked and from where, and takes effect cluster-wide (nodes are woken at once).
+//!
+//! ```no_run
+//! # async fn demo(store: &dyn scheduler::store::Store) -> scheduler::Result<()> {
+//! use scheduler::operate::{self, Actor};
+//!
+//! let who = Actor::new("alice", "cli@ops-host");
+//! operate::trigger(store, "syncAdvertiserReport", &who).await?;
+//! operate::pause(store, "syncAdvertiserReport", &who, "upstream API is down", None).await?;
+//! operate::resume(store, "syncAdvertiserReport", &who).await?;
+//! # Ok(()) }
+//! ```
+
+use chrono::{DateTime, Utc};
+
+use crate::Result;
+use crate::schedule::ScheduleSpec;
+use crate::store::{AuditEntry, Pause, ResumePlan, RunRequest, SkipReason, Store, TaskState};
+
+/// Who asks, and from where (for the audit trail).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    /// A person or a token's name.
+    pub name: String,
+    /// Where from (`cli@host`, a peer address).
+    pub source: String,
+}
+
+impl Actor {
+    /// `name` acting from `source`.
+    pub fn new(name: impl Into<String>, source: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            source: source.into(),
+        }
+    }
+}
+
+/// Asks for one run of `task` now, through the same locking as any run (it waits for a running
+/// one to end). Refused for a paused task.
+pub async fn trigger(store: &dyn Store, task: &str, actor: &Actor) -> Result<RunRequest> {
+    let audit = AuditEntry::new(&actor.name, "trigger", task, "run now", &actor.source);
+    Ok(store.request_run(task, &actor.name, &audit).await?)
+}
+
+/// Pauses `task` cluster-wide until resumed or `until`; false if there is no such task. Ticks
+/// due while paused are recorded as skipped (`paused`) when the pause ends.
+pub async fn pause(
+    store: &dyn Store,
+    task: &str,
+    actor: &Actor,
+    reason: &str,
+    until: Option<DateTime<Utc>>,
+) -> Result<bool> {
+    let detail = match until {
+        Some(until) => format!("{reason} (until {})", until.to_rfc3339()),
+        None => reason.to_owned(),
+    };
+    let audit = AuditEntry::new(&actor.name, "pause", task, detail, &actor.source);
+    let pause = Pause::new(Utc::now(), &actor.name, reason, until);
+    Ok(store.pause_task(task, &pause, &audit).await?)
+}
+
+/// Ends `task`'s pause: the ticks due meanwhile are recorded as skipped (`paused`), the next
+/// run is the first tick from now. Returns the pause that ended (`None`: it was not paused).
+pub async fn resume(store: &dyn Store, task: &str, actor: &Actor) -> Result<Option<Pause>> {
+    let audit = AuditEntry::new(&actor.name, "resume", task, "", &actor.source);
+    Ok(store.resume_task(task, &audit, &resume_plan).await?)
+}
+
+/// What ending a pause writes: the ticks due while paused (recorded), the next run after now.
+pub fn resume_plan(state: &TaskState, now: DateTime<Utc>) -> ResumePlan {
+    let Ok(spec) = ScheduleSpec::parse(&state.cron, &state.timezone) else {
+        // A schedule this binary cannot read: leave it to the nodes (they report it).
+        return ResumePlan {
+            next_run_at: state.next_run_at,
+            skips: Vec::new(),
+        };
+    };
+    match state.next_run_at {
+        Some(next) if next <= now => ResumePlan {
+            next_run_at: spec.next_after(now),
+            skips: crate::engine::ticks_between(&state.name, &spec, next, now, SkipReason::Paused),
+        },
+        other => ResumePlan {
+            next_run_at: other.or_else(|| spec.next_after(now)),
+            skips: Vec::new(),
+        },
+    }
+}
