@@ -160,6 +160,10 @@ pub struct Verdict {
     pub finished_twice: Vec<TaskTick>,
     /// Invariant: (task, tick) started again after an `end ok=true`.
     pub started_after_success: Vec<TaskTick>,
+    /// Reported, not a violation: (task, tick) run again after a success whose outcome never
+    /// reached the database because the harness SIGKILLed its node first (the run is recorded
+    /// `lost`; with `recovery = "rerun"` an unknown outcome runs again: at least once).
+    pub unknown_outcome_reruns: Vec<TaskTick>,
     /// Invariant: runs of one task alive at once.
     pub overlaps: Vec<Overlap>,
     /// Ticks the judge expected.
@@ -223,6 +227,11 @@ pub fn judge(h: &History<'_>) -> Result<Verdict, JudgeError> {
         overlaps: overlaps(h.records, h.clock_offsets_ms),
         ..Verdict::default()
     };
+    let died = died_before_recording(h);
+    let (excused, kept): (Vec<_>, Vec<_>) = v.finished_twice.drain(..).partition(|k| died.contains(k));
+    v.finished_twice = kept;
+    v.started_after_success.retain(|k| !died.contains(k));
+    v.unknown_outcome_reruns = excused;
     let ticks = expected_ticks(h)?;
     v.expected_ticks = ticks.expected.len();
     v.unaccounted = ticks.unaccounted;
@@ -236,6 +245,45 @@ pub fn judge(h: &History<'_>) -> Result<Verdict, JudgeError> {
     v.bad_exits = bad;
     v.expected_exits = ok;
     Ok(v)
+}
+
+/// (task, tick) pairs whose first successful run is recorded `lost` and whose process the
+/// harness SIGKILLed after that run's `end`: its outcome died with its node.
+pub fn died_before_recording(h: &History<'_>) -> BTreeSet<TaskTick> {
+    let lost: BTreeSet<i64> = h
+        .runs
+        .iter()
+        .filter(|r| r.status == "lost")
+        .map(|r| r.id)
+        .collect();
+    let mut first_success: HashMap<TaskTick, &Record> = HashMap::new();
+    for r in h
+        .records
+        .iter()
+        .filter(|r| r.ev == Ev::End && r.ok == Some(true))
+    {
+        let t = corrected(r, h.clock_offsets_ms);
+        first_success
+            .entry((r.task.clone(), r.tick))
+            .and_modify(|e| {
+                if t < corrected(e, h.clock_offsets_ms) {
+                    *e = r;
+                }
+            })
+            .or_insert(r);
+    }
+    first_success
+        .into_iter()
+        .filter(|(_, end)| lost.contains(&end.run_id))
+        .filter(|(_, end)| {
+            let ended = corrected(end, h.clock_offsets_ms);
+            h.timeline.iter().any(|e| {
+                matches!(&e.kind, crate::timeline::EventKind::NodeKilled { pid, .. } if *pid == end.pid)
+                    && e.t_ms >= ended
+            })
+        })
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// (task, tick) pairs with two or more `end ok=true`.
@@ -868,6 +916,40 @@ mod tests {
             vec![("f.tick.00".to_owned(), tick(4))]
         );
         assert!(v.overlaps.is_empty(), "{:?}", v.overlaps);
+    }
+
+    #[test]
+    fn a_success_that_died_with_its_killed_node_is_an_unknown_outcome_not_a_violation() {
+        let mut f = Fixture::clean();
+        // Tick 4 ran on a (run 5), which was SIGKILLed 1 ms after the handler's end, before the
+        // outcome was written: the run is recorded lost and b runs the tick again.
+        f.runs[4].status = "lost".into();
+        let killed_at = T0 + 4 * 1000 + 20 + 101;
+        f.timeline.push(Event {
+            t_ms: killed_at,
+            kind: EventKind::NodeKilled {
+                node: "a".into(),
+                pid: 100,
+            },
+        });
+        f.records.extend(
+            clean_run("f.tick.00", 4, 99, "b", 200)
+                .into_iter()
+                .map(|mut r| {
+                    r.t_ms += 300;
+                    r
+                }),
+        );
+        let v = f.verdict();
+        assert!(v.finished_twice.is_empty(), "{:?}", v.finished_twice);
+        assert!(v.started_after_success.is_empty());
+        assert_eq!(v.unknown_outcome_reruns, vec![("f.tick.00".to_owned(), tick(4))]);
+
+        // The same rerun without the kill (the outcome was recorded lost, the node lived): a
+        // violation.
+        f.timeline.retain(|e| !matches!(e.kind, EventKind::NodeKilled { .. }));
+        let v = f.verdict();
+        assert_eq!(v.finished_twice, vec![("f.tick.00".to_owned(), tick(4))]);
     }
 
     #[test]

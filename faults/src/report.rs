@@ -171,6 +171,13 @@ pub fn render(rows: &[Row], command: &str, master_seed: u64) -> String {
         for note in &o.notes {
             let _ = writeln!(s, "- {note}");
         }
+        if !v.unknown_outcome_reruns.is_empty() {
+            let _ = writeln!(
+                s,
+                "- run again after a success that died with its SIGKILLed node before its outcome was recorded (recorded `lost`; `recovery = \"rerun\"` is at least once for unknown outcomes; reported, not counted): {}",
+                ticks(&v.unknown_outcome_reruns, 8)
+            );
+        }
         if !v.finished_twice.is_empty() {
             let _ = writeln!(s, "- **finished twice**: {}", ticks(&v.finished_twice, 8));
         }

@@ -216,8 +216,8 @@ impl PgStore {
                 let mut skip = Skip::default();
                 let mut skips: Vec<SkipRecord> = Vec::new();
                 let mut db_now = None;
-                let mut seen: HashMap<String, (Option<DateTime<Utc>>, Option<DateTime<Utc>>)> =
-                    HashMap::new();
+                // Per claimed task: when its previous run ended, and its open missed incident.
+                let mut seen: HashMap<String, [Option<DateTime<Utc>>; 2]> = HashMap::new();
                 for row in &due {
                     let now: DateTime<Utc> = row.try_get("db_now")?;
                     db_now = Some(now);
@@ -226,7 +226,7 @@ impl PgStore {
                         DueDecision::Run(p) => {
                             seen.insert(
                                 task.name.clone(),
-                                (task.last_finished_at, task.missed_since),
+                                [task.last_finished_at, task.missed_since],
                             );
                             skips.extend(p.skips.iter().cloned());
                             plan.push(task.name, p);
@@ -264,7 +264,7 @@ impl PgStore {
                         .iter()
                         .map(|row| {
                             let task_name: String = row.try_get("task_name")?;
-                            let (previous_finished_at, missed_since) =
+                            let [previous_finished_at, missed_since] =
                                 seen.get(&task_name).copied().unwrap_or_default();
                             Ok(ClaimedRun {
                                 run_id: row.try_get("id")?,
