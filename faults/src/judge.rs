@@ -228,7 +228,8 @@ pub fn judge(h: &History<'_>) -> Result<Verdict, JudgeError> {
         ..Verdict::default()
     };
     let died = died_before_recording(h);
-    let (excused, kept): (Vec<_>, Vec<_>) = v.finished_twice.drain(..).partition(|k| died.contains(k));
+    let (excused, kept): (Vec<_>, Vec<_>) =
+        v.finished_twice.drain(..).partition(|k| died.contains(k));
     v.finished_twice = kept;
     v.started_after_success.retain(|k| !died.contains(k));
     v.unknown_outcome_reruns = excused;
@@ -943,11 +944,15 @@ mod tests {
         let v = f.verdict();
         assert!(v.finished_twice.is_empty(), "{:?}", v.finished_twice);
         assert!(v.started_after_success.is_empty());
-        assert_eq!(v.unknown_outcome_reruns, vec![("f.tick.00".to_owned(), tick(4))]);
+        assert_eq!(
+            v.unknown_outcome_reruns,
+            vec![("f.tick.00".to_owned(), tick(4))]
+        );
 
         // The same rerun without the kill (the outcome was recorded lost, the node lived): a
         // violation.
-        f.timeline.retain(|e| !matches!(e.kind, EventKind::NodeKilled { .. }));
+        f.timeline
+            .retain(|e| !matches!(e.kind, EventKind::NodeKilled { .. }));
         let v = f.verdict();
         assert_eq!(v.finished_twice, vec![("f.tick.00".to_owned(), tick(4))]);
     }

@@ -10,6 +10,16 @@ use common::*;
 use scheduler::events::SchedulerEvent;
 use scheduler::{TaskContext, task};
 
+/// Tasks that record their start and return at once; options in parentheses.
+macro_rules! quick_tasks {
+    ($($fn_name:ident = $name:literal ($($opt:tt)*)),* $(,)?) => {$(
+        #[task(name = $name, $($opt)*)]
+        async fn $fn_name(ctx: TaskContext) {
+            let _guard = recorder(&ctx).enter(&ctx);
+        }
+    )*};
+}
+
 /// Ignores cancellation and would run for a minute.
 #[task(name = "timeout.stubborn", timeout = "1s")]
 async fn timeout_stubborn(ctx: TaskContext) {
@@ -73,5 +83,724 @@ async fn a_run_past_its_timeout_is_stopped_and_recorded_timed_out() {
         }
     }
     assert_eq!(timed_out, 2);
+    db.cleanup().await;
+}
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use chrono::{DateTime, Utc};
+use scheduler::operate::{self, Actor};
+use scheduler::store::{RunQuery, RunRequest, SkipReason, Store, Trigger};
+
+/// Events of a node, gathered in the background.
+fn gather(mut events: scheduler::events::EventStream) -> Arc<Mutex<Vec<SchedulerEvent>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    tokio::spawn(async move {
+        while let Some(e) = events.recv().await {
+            sink.lock().unwrap().push(e);
+        }
+    });
+    seen
+}
+
+fn kinds(seen: &Mutex<Vec<SchedulerEvent>>) -> Vec<&'static str> {
+    seen.lock().unwrap().iter().map(|e| e.kind()).collect()
+}
+
+static FLAKY_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+/// Fails its first two attempts, then succeeds.
+#[task(name = "retry.flaky", retries = 2, backoff = "200ms")]
+async fn retry_flaky(ctx: TaskContext) -> Result<(), std::io::Error> {
+    let _guard = recorder(&ctx).enter(&ctx);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    if FLAKY_CALLS.fetch_add(1, Ordering::SeqCst) < 2 {
+        return Err(std::io::Error::other("upstream flaked"));
+    }
+    recorder(&ctx).finished(&ctx);
+    Ok(())
+}
+
+/// A failed run is retried with backoff, each attempt its own run (serving the same tick), on
+/// whichever node claims it, never two at once; the third attempt succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_is_retried_across_nodes_until_it_succeeds() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("retry").await;
+    let rec = Arc::new(Recorder::default());
+    let config = doc(vec![entry("retry.flaky", "0 0 1 1 *")]);
+    let a = node(&db, "a", tasks("retry."))
+        .config_document(config.clone())
+        .state(Arc::clone(&rec))
+        .build()
+        .unwrap();
+    let seen = gather(a.subscribe());
+    let a = start(a);
+    let b = start(
+        node(&db, "b", tasks("retry."))
+            .config_document(config)
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    trigger_all_now(&db, 1).await;
+    wait_until(
+        Duration::from_secs(30),
+        "the third attempt succeeds",
+        || async { count_runs(&db, "retry.flaky", "succeeded").await == 1 },
+    )
+    .await;
+    a.stop().await;
+    b.stop().await;
+    let runs = store(&db).runs(&RunQuery::latest(10)).await.unwrap();
+    let mut runs: Vec<_> = runs.into_iter().rev().collect();
+    runs.retain(|r| r.task_name == "retry.flaky");
+    let attempts: Vec<(i32, Trigger, String)> = runs
+        .iter()
+        .map(|r| (r.attempt, r.trigger, r.status.to_string()))
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            (1, Trigger::Schedule, "failed".to_owned()),
+            (2, Trigger::Retry, "failed".to_owned()),
+            (3, Trigger::Retry, "succeeded".to_owned())
+        ]
+    );
+    assert!(
+        runs.iter().all(|r| r.scheduled_at == runs[0].scheduled_at),
+        "one tick"
+    );
+    assert_eq!(
+        rec.max_overlap.load(Ordering::SeqCst),
+        1,
+        "never two attempts at once"
+    );
+    let retries = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, SchedulerEvent::RetryScheduled { .. }))
+        .count();
+    assert!(retries >= 1, "{:?}", kinds(&seen));
+    db.cleanup().await;
+}
+
+/// Always fails; its backoff is longer than its interval.
+#[task(name = "giveway.task", retries = 3, backoff = "30s")]
+async fn giveway_task(ctx: TaskContext) -> Result<(), std::io::Error> {
+    let _guard = recorder(&ctx).enter(&ctx);
+    Err(std::io::Error::other("still broken"))
+}
+
+/// A retry that would reach the next scheduled tick gives way to it, and that is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_that_would_reach_the_next_tick_gives_way() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("giveway").await;
+    let rec = Arc::new(Recorder::default());
+    let n = start(
+        node(&db, "a", tasks("giveway."))
+            .config_document(doc(vec![entry("giveway.task", "*/2 * * * * *")]))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(30), "two failed ticks", || async {
+        count_runs(&db, "giveway.task", "failed").await >= 2
+    })
+    .await;
+    n.stop().await;
+    let s = store(&db);
+    let retries = s
+        .runs(&RunQuery::latest(10).trigger(Trigger::Retry))
+        .await
+        .unwrap();
+    assert!(retries.is_empty(), "no retry ran: {retries:?}");
+    let gave_way = s
+        .skips("giveway.task", DateTime::<Utc>::UNIX_EPOCH)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|k| k.reason == SkipReason::RetryGaveWay)
+        .count();
+    assert!(gave_way >= 1);
+    db.cleanup().await;
+}
+
+quick_tasks! { misfire_skip = "misfire.skip" (misfire = "skip"), misfire_once = "misfire.once" () }
+
+/// After an outage, a task with `misfire = "skip"` skips every overdue tick (recorded) and waits
+/// for the next one; one with the default `once` runs the oldest late, once, and records the
+/// rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overdue_ticks_are_skipped_or_run_once_per_the_misfire_rule() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("misfire").await;
+    sqlx::query(
+        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at)
+         VALUES ('misfire.skip', '0 * * * * *', 'UTC', true, date_trunc('minute', now()) - interval '10 minutes'),
+                ('misfire.once', '0 * * * * *', 'UTC', true, date_trunc('minute', now()) - interval '10 minutes')",
+    )
+    .execute(&pool(&db))
+    .await
+    .unwrap();
+    let rec = Arc::new(Recorder::default());
+    let n = start(
+        node(&db, "a", tasks("misfire."))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(20),
+        "the late run of `once`",
+        || async { rec.starts_of("misfire.once") == 1 },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    n.stop().await;
+    assert_eq!(rec.starts_of("misfire.skip"), 0, "no overdue tick ran");
+    let s = store(&db);
+    let since = DateTime::<Utc>::UNIX_EPOCH;
+    let skipped = s.skips("misfire.skip", since).await.unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].reason, SkipReason::Misfire);
+    assert!(skipped[0].ticks >= 10, "{skipped:?}");
+    let once = s.skips("misfire.once", since).await.unwrap();
+    assert_eq!(
+        once.iter().map(|k| k.ticks).sum::<i64>(),
+        skipped[0].ticks - 1,
+        "the rest of the same ticks"
+    );
+    let next: DateTime<Utc> =
+        sqlx::query_scalar("SELECT next_run_at FROM scheduler_tasks WHERE name = 'misfire.skip'")
+            .fetch_one(&pool(&db))
+            .await
+            .unwrap();
+    assert!(
+        next > Utc::now() - chrono::TimeDelta::seconds(5),
+        "waits for the next tick"
+    );
+    db.cleanup().await;
+}
+
+quick_tasks! { manual_task = "manual.task" () }
+
+/// A manual run goes through the same locking, is recorded with its trigger and who asked, and
+/// is audited; a paused task refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manual_run_runs_once_recorded_and_audited() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("manual").await;
+    let rec = Arc::new(Recorder::default());
+    let n = start(
+        node(&db, "a", tasks("manual."))
+            .config_document(doc(vec![entry("manual.task", "0 0 1 1 *")]))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    let s = store(&db);
+    wait_until(Duration::from_secs(20), "the row", || async {
+        !s.task_states(Some("manual.task")).await.unwrap().is_empty()
+    })
+    .await;
+    let alice = Actor::new("alice", "test@localhost");
+    assert_eq!(
+        operate::trigger(&s, "manual.task", &alice).await.unwrap(),
+        RunRequest::Queued
+    );
+    wait_until(Duration::from_secs(20), "the manual run", || async {
+        rec.starts_of("manual.task") == 1
+    })
+    .await;
+    assert_eq!(
+        operate::trigger(&s, "no.such.task", &alice).await.unwrap(),
+        RunRequest::NotFound
+    );
+    assert!(
+        operate::pause(&s, "manual.task", &alice, "maintenance", None)
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        operate::trigger(&s, "manual.task", &alice).await.unwrap(),
+        RunRequest::Paused(_)
+    ));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    n.stop().await;
+    let runs = s.runs(&RunQuery::latest(10)).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].trigger, Trigger::Manual);
+    assert_eq!(runs[0].triggered_by.as_deref(), Some("alice"));
+    let audit = s.audit_log(10, None).await.unwrap();
+    let actions: Vec<&str> = audit.iter().map(|a| a.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["pause", "trigger"],
+        "newest first; the refused trigger is not audited"
+    );
+    assert!(
+        audit
+            .iter()
+            .all(|a| a.actor == "alice" && a.source == "test@localhost")
+    );
+    db.cleanup().await;
+}
+
+quick_tasks! { paused_tick = "paused.tick" () }
+
+/// A pause stops new runs, survives a reconcile of the config (which reports it), and ends with
+/// resume or its expiry; the ticks due while paused are recorded `paused`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_stops_runs_survives_reconciles_and_its_ticks_are_recorded() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("pause").await;
+    let rec = Arc::new(Recorder::default());
+    let n = start(
+        node(&db, "a", tasks("paused."))
+            .config_document(doc(vec![entry("paused.tick", "* * * * * *")]))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    let s = store(&db);
+    wait_until(Duration::from_secs(20), "runs", || async {
+        rec.starts_of("paused.tick") >= 2
+    })
+    .await;
+    let ops = Actor::new("ops", "test");
+    let until = Utc::now() + chrono::TimeDelta::seconds(3);
+    assert!(
+        operate::pause(&s, "paused.tick", &ops, "deploy", Some(until))
+            .await
+            .unwrap()
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await; // a run in flight may end
+    let at_pause = rec.starts_of("paused.tick");
+    // A reconcile of a changed document keeps the pause and reports it.
+    let reconciler = scheduler::reconciler::Reconciler::new(
+        Arc::new(store(&db)),
+        tasks("paused."),
+        chrono_tz::Tz::UTC,
+        "other",
+    );
+    let report = reconciler
+        .reconcile(&doc(vec![entry("paused.tick", "*/1 * * * * *")]))
+        .await
+        .unwrap();
+    assert_eq!(report.paused, ["paused.tick"]);
+    assert!(
+        s.task_states(Some("paused.tick")).await.unwrap()[0]
+            .pause
+            .is_some()
+    );
+    wait_until(
+        Duration::from_secs(20),
+        "runs after the pause expired",
+        || async { rec.starts_of("paused.tick") > at_pause + 1 },
+    )
+    .await;
+    n.stop().await;
+    let paused = s
+        .skips("paused.tick", DateTime::<Utc>::UNIX_EPOCH)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|k| k.reason == SkipReason::Paused)
+        .collect::<Vec<_>>();
+    assert_eq!(
+        paused.len(),
+        1,
+        "one record for the whole pause: {paused:?}"
+    );
+    assert!(paused[0].ticks >= 1);
+    assert!(
+        s.task_states(Some("paused.tick")).await.unwrap()[0]
+            .pause
+            .is_none()
+    );
+    db.cleanup().await;
+}
+
+quick_tasks! { missed_gone = "missed.gone" (), missed_other = "missed.other" () }
+
+/// A task nobody runs (its nodes are gone) raises `task.missed` once, from the database, on a
+/// node that does not even register it; a node that runs it again raises `task.recovered`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_nobody_runs_is_reported_missed_once_and_recovered() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("missed").await;
+    sqlx::query(
+        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at)
+         VALUES ('missed.gone', '*/2 * * * * *', 'UTC', true, now() - interval '30 seconds')",
+    )
+    .execute(&pool(&db))
+    .await
+    .unwrap();
+    let watcher = node(&db, "watcher", tasks("missed.other"))
+        .heartbeat_interval(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let seen = gather(watcher.subscribe());
+    let watcher = start(watcher);
+    wait_until(Duration::from_secs(20), "task.missed", || async {
+        kinds(&seen).contains(&"task.missed")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        kinds(&seen).iter().filter(|k| **k == "task.missed").count(),
+        1,
+        "once per incident"
+    );
+    let runner = node(&db, "runner", tasks("missed.gone")).build().unwrap();
+    let seen_runner = gather(runner.subscribe());
+    let runner = start(runner);
+    wait_until(Duration::from_secs(20), "task.recovered", || async {
+        kinds(&seen_runner).contains(&"task.recovered")
+    })
+    .await;
+    watcher.stop().await;
+    runner.stop().await;
+    let missed: Option<DateTime<Utc>> =
+        sqlx::query_scalar("SELECT missed_since FROM scheduler_tasks WHERE name = 'missed.gone'")
+            .fetch_one(&pool(&db))
+            .await
+            .unwrap();
+    assert_eq!(missed, None, "the incident is closed");
+    db.cleanup().await;
+}
+
+quick_tasks! { late_task = "late.task" () }
+
+/// When every node was down past a tick's grace, the first node back runs it and reports the
+/// incident (missed, then recovered) itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_node_back_reports_a_run_it_serves_late() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("late").await;
+    sqlx::query(
+        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at)
+         VALUES ('late.task', '0 * * * * *', 'UTC', true, date_trunc('minute', now()) - interval '5 minutes')",
+    )
+    .execute(&pool(&db))
+    .await
+    .unwrap();
+    let n = node(&db, "a", tasks("late.")).build().unwrap();
+    let seen = gather(n.subscribe());
+    let n = start(n);
+    wait_until(Duration::from_secs(20), "missed and recovered", || async {
+        let k = kinds(&seen);
+        k.contains(&"task.missed") && k.contains(&"task.recovered")
+    })
+    .await;
+    n.stop().await;
+    db.cleanup().await;
+}
+
+/// What a webhook receiver got: (id, timestamp, signature, body), and whether each verified.
+#[derive(Default)]
+struct Received {
+    calls: Mutex<Vec<(String, i64, String, String, bool)>>,
+}
+
+async fn receiver(
+    secret: &str,
+    status: u16,
+) -> (
+    std::net::SocketAddr,
+    Arc<Received>,
+    tokio::task::JoinHandle<()>,
+) {
+    use axum::extract::State;
+    use axum::http::{HeaderMap, StatusCode};
+    let secret = scheduler::webhook::WebhookSecret::parse(secret).unwrap();
+    let got = Arc::new(Received::default());
+    let state = (Arc::clone(&got), secret, status);
+    let app = axum::Router::new()
+        .route(
+            "/hook",
+            axum::routing::post(
+                |State((got, secret, status)): State<(
+                    Arc<Received>,
+                    scheduler::webhook::WebhookSecret,
+                    u16,
+                )>,
+                 headers: HeaderMap,
+                 body: String| async move {
+                    let h = |n: &str| {
+                        headers
+                            .get(n)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_owned()
+                    };
+                    let id = h("webhook-id");
+                    let ts: i64 = h("webhook-timestamp").parse().unwrap_or(0);
+                    let sig = h("webhook-signature");
+                    let ok = secret.verify(&id, ts, body.as_bytes(), &sig);
+                    got.calls.lock().unwrap().push((id, ts, sig, body, ok));
+                    StatusCode::from_u16(status).unwrap()
+                },
+            ),
+        )
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (addr, got, handle)
+}
+
+#[task(name = "hook.fails")]
+async fn hook_fails(ctx: TaskContext) -> Result<(), std::io::Error> {
+    let _guard = recorder(&ctx).enter(&ctx);
+    Err(std::io::Error::other("payment provider refused"))
+}
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// A failure is delivered to the webhook as a signed Standard Webhooks message that a receiver
+/// verifies; the attempt is in the delivery log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_is_delivered_to_the_webhook_signed() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("hook").await;
+    let (addr, got, server) = receiver(SECRET, 200).await;
+    let webhook =
+        scheduler::webhook::WebhookSettings::new(&format!("http://{addr}/hook"), SECRET).unwrap();
+    let n = start(
+        node(&db, "a", tasks("hook."))
+            .config_document(doc(vec![entry("hook.fails", "0 0 1 1 *")]))
+            .webhook(webhook)
+            .state(Arc::new(Recorder::default()))
+            .build()
+            .unwrap(),
+    );
+    trigger_all_now(&db, 1).await;
+    wait_until(Duration::from_secs(30), "the delivery", || async {
+        !got.calls.lock().unwrap().is_empty()
+    })
+    .await;
+    n.stop().await;
+    server.abort();
+    let calls = got.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let (id, _, sig, body, verified) = &calls[0];
+    assert!(verified, "signature verifies");
+    assert!(id.starts_with("msg_") && sig.starts_with("v1,"));
+    let json: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(json["type"], "run.failed");
+    assert_eq!(json["data"]["run"]["task"], "hook.fails");
+    assert!(
+        json["data"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("payment provider refused")
+    );
+    let log = store(&db).deliveries(10).await.unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].status, Some(200));
+    db.cleanup().await;
+}
+
+/// Alerts raised while the receiver is down wait in the outbox, survive the node that raised
+/// them, and are delivered once, by another node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alert_survives_its_node_and_is_delivered_once() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("outbox").await;
+    // Reserve a port, then close it: the receiver is down.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let webhook = scheduler::webhook::WebhookSettings::new(&url, SECRET).unwrap();
+    let a = start(
+        node(&db, "a", tasks("hook."))
+            .config_document(doc(vec![entry("hook.fails", "0 0 1 1 *")]))
+            .webhook(webhook.clone())
+            .state(Arc::new(Recorder::default()))
+            .build()
+            .unwrap(),
+    );
+    trigger_all_now(&db, 1).await;
+    let p = pool(&db);
+    wait_until(
+        Duration::from_secs(30),
+        "the alert in the outbox, tried once",
+        || async {
+            sqlx::query_scalar::<_, i32>("SELECT attempts FROM scheduler_outbox")
+                .fetch_optional(&p)
+                .await
+                .unwrap()
+                .is_some_and(|n| n >= 1)
+        },
+    )
+    .await;
+    a.stop().await;
+    // The receiver comes up on that port; make the retry due now; another node delivers.
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let got = Arc::new(Received::default());
+    let sink = Arc::clone(&got);
+    let server = tokio::spawn(async move {
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move |headers: axum::http::HeaderMap, body: String| {
+                let sink = Arc::clone(&sink);
+                async move {
+                    let id = headers["webhook-id"].to_str().unwrap().to_owned();
+                    sink.calls
+                        .lock()
+                        .unwrap()
+                        .push((id, 0, String::new(), body, true));
+                    axum::http::StatusCode::NO_CONTENT
+                }
+            }),
+        );
+        axum::serve(listener, app).await.unwrap();
+    });
+    sqlx::query("UPDATE scheduler_outbox SET deliver_after = now()")
+        .execute(&p)
+        .await
+        .unwrap();
+    let b = start(
+        node(&db, "b", tasks("none."))
+            .webhook(webhook)
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(30), "delivered", || async {
+        sqlx::query_scalar::<_, String>("SELECT state FROM scheduler_outbox")
+            .fetch_one(&p)
+            .await
+            .unwrap()
+            == "delivered"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    b.stop().await;
+    server.abort();
+    let calls = got.calls.lock().unwrap().clone();
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    for c in &calls {
+        *ids.entry(c.0.clone()).or_default() += 1;
+    }
+    assert_eq!(ids.len(), 1, "one event: {calls:?}");
+    assert!(ids.values().all(|n| *n == 1), "delivered once");
+    let attempts: Vec<(String, i32)> =
+        sqlx::query_as("SELECT node_id, attempt FROM scheduler_webhook_deliveries ORDER BY id")
+            .fetch_all(&p)
+            .await
+            .unwrap();
+    assert_eq!(attempts.last().unwrap().0, "b");
+    assert!(
+        attempts.iter().any(|(n, _)| n == "a"),
+        "the failed attempt is logged too"
+    );
+    db.cleanup().await;
+}
+
+/// An endpoint that answers 410 Gone is disabled for every node: later alerts are not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gone_endpoint_is_disabled() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("gone").await;
+    let (addr, got, server) = receiver(SECRET, 410).await;
+    let webhook =
+        scheduler::webhook::WebhookSettings::new(&format!("http://{addr}/hook"), SECRET).unwrap();
+    let n = start(
+        node(&db, "a", tasks("hook."))
+            .config_document(doc(vec![entry("hook.fails", "* * * * * *")]))
+            .webhook(webhook.clone())
+            .state(Arc::new(Recorder::default()))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(30), "disabled", || async {
+        store(&db)
+            .webhook_disabled(&webhook.url_digest())
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    n.stop().await;
+    server.abort();
+    assert_eq!(
+        got.calls.lock().unwrap().len(),
+        1,
+        "nothing sent after the 410"
+    );
+    let pending: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM scheduler_outbox WHERE state = 'pending'")
+            .fetch_one(&pool(&db))
+            .await
+            .unwrap();
+    assert_eq!(pending, 0);
+    db.cleanup().await;
+}
+
+/// A row whose task vanished from code and config raises `task.orphaned`, once; disabling and
+/// enabling a task again records the ticks it did not run as `disabled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphaned_tasks_and_disabled_ticks_are_reported() {
+    scheduler_tests::init_tracing();
+    let db = migrated_schema("gone_task").await;
+    sqlx::query(
+        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at)
+         VALUES ('vanished.task', '* * * * *', 'UTC', true, now())",
+    )
+    .execute(&pool(&db))
+    .await
+    .unwrap();
+    let s: Arc<dyn Store> = Arc::new(store(&db));
+    let reconciler = scheduler::reconciler::Reconciler::new(
+        Arc::clone(&s),
+        tasks("paused."),
+        chrono_tz::Tz::UTC,
+        "n1",
+    );
+    let off = doc(vec![scheduler::config::TaskConfig {
+        enabled: false,
+        ..entry("paused.tick", "* * * * * *")
+    }]);
+    let report = reconciler.reconcile(&off).await.unwrap();
+    assert_eq!(report.newly_orphaned, ["vanished.task"]);
+    let again = reconciler
+        .reconcile(&doc(vec![scheduler::config::TaskConfig {
+            enabled: false,
+            ..entry("paused.tick", "*/1 * * * * *")
+        }]))
+        .await
+        .unwrap();
+    assert!(again.newly_orphaned.is_empty(), "once");
+    sqlx::query("UPDATE scheduler_tasks SET disabled_at = now() - interval '10 seconds' WHERE name = 'paused.tick'")
+        .execute(&pool(&db))
+        .await
+        .unwrap();
+    let on = reconciler
+        .reconcile(&doc(vec![entry("paused.tick", "* * * * * *")]))
+        .await
+        .unwrap();
+    assert_eq!(on.disabled_ticks.len(), 1, "{on:?}");
+    let recorded = s
+        .skips("paused.tick", DateTime::<Utc>::UNIX_EPOCH)
+        .await
+        .unwrap();
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(recorded[0].reason, SkipReason::Disabled);
+    assert!((9..=11).contains(&recorded[0].ticks), "{recorded:?}");
     db.cleanup().await;
 }

@@ -156,6 +156,17 @@ impl Service for Deliverer {
     async fn run_once(&mut self) -> Result<Pass, StoreError> {
         let store = &self.shared.store;
         let raised = self.sink.take();
+        if self.disabled.is_some() {
+            // The endpoint is gone: nothing more is sent to it (the events still reach this
+            // node's subscribers and its log).
+            for _ in &raised {
+                self.shared.metrics.webhook_delivery("disabled");
+            }
+            return Ok(Pass {
+                delivered: 0,
+                full: false,
+            });
+        }
         if !raised.is_empty()
             && let Err(e) = store.enqueue_events(&raised).await
         {

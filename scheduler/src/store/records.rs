@@ -372,6 +372,37 @@ impl RunQuery {
             ..Self::default()
         }
     }
+
+    /// Only `task`'s runs.
+    pub fn task(mut self, task: impl Into<String>) -> Self {
+        self.task = Some(task.into());
+        self
+    }
+
+    /// Only runs that ended with `status` (or are running).
+    pub fn status(mut self, status: RunStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Only runs started so.
+    pub fn trigger(mut self, trigger: Trigger) -> Self {
+        self.trigger = Some(trigger);
+        self
+    }
+
+    /// Only runs started in `[since, until)`.
+    pub fn between(mut self, since: Option<DateTime<Utc>>, until: Option<DateTime<Utc>>) -> Self {
+        self.since = since;
+        self.until = until;
+        self
+    }
+
+    /// Only runs older than `id` (the next page after a run with that id).
+    pub fn before(mut self, id: i64) -> Self {
+        self.before_id = Some(id);
+        self
+    }
 }
 
 /// What asking for a manual run did.
