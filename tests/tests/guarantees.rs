@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use common::*;
+use scheduler::store::{self as st, StoreResult};
 use scheduler::{TaskContext, task};
 use scheduler_tests::TempCluster;
 use sqlx::Row;
@@ -421,10 +422,9 @@ impl scheduler::store::Store for SlowClaims {
     async fn renew_locks(
         &self,
         node_id: &str,
-        held: &[scheduler::store::LockKey],
-        lock_lifetime: Duration,
+        held: &[(scheduler::store::LockKey, Duration)],
     ) -> scheduler::store::StoreResult<Vec<scheduler::store::LockKey>> {
-        self.inner.renew_locks(node_id, held, lock_lifetime).await
+        self.inner.renew_locks(node_id, held).await
     }
     async fn finish_runs(
         &self,
@@ -485,6 +485,91 @@ impl scheduler::store::Store for SlowClaims {
         &self,
     ) -> scheduler::store::StoreResult<Box<dyn scheduler::store::ChangeListener>> {
         self.inner.listener().await
+    }
+    async fn nodes(&self) -> StoreResult<Vec<st::NodeRecord>> {
+        self.inner.nodes().await
+    }
+    async fn request_run(
+        &self,
+        task: &str,
+        by: &str,
+        audit: &st::AuditEntry,
+    ) -> StoreResult<st::RunRequest> {
+        self.inner.request_run(task, by, audit).await
+    }
+    async fn overdue_tasks(
+        &self,
+        late_by: Duration,
+        limit: u32,
+    ) -> StoreResult<Vec<st::OverdueTask>> {
+        self.inner.overdue_tasks(late_by, limit).await
+    }
+    async fn open_missed(&self, incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>> {
+        self.inner.open_missed(incidents).await
+    }
+    async fn pause_task(
+        &self,
+        task: &str,
+        pause: &st::Pause,
+        audit: &st::AuditEntry,
+    ) -> StoreResult<bool> {
+        self.inner.pause_task(task, pause, audit).await
+    }
+    async fn resume_task(
+        &self,
+        task: &str,
+        audit: &st::AuditEntry,
+        planner: &st::ResumePlanner<'_>,
+    ) -> StoreResult<Option<st::Pause>> {
+        self.inner.resume_task(task, audit, planner).await
+    }
+    async fn audit_log(
+        &self,
+        limit: u32,
+        before_id: Option<i64>,
+    ) -> StoreResult<Vec<st::AuditEntry>> {
+        self.inner.audit_log(limit, before_id).await
+    }
+    async fn runs(&self, query: &st::RunQuery) -> StoreResult<Vec<st::RunRecord>> {
+        self.inner.runs(query).await
+    }
+    async fn run(&self, run_id: i64) -> StoreResult<Option<st::RunRecord>> {
+        self.inner.run(run_id).await
+    }
+    async fn append_run_logs(&self, chunks: &[st::LogChunk]) -> StoreResult<()> {
+        self.inner.append_run_logs(chunks).await
+    }
+    async fn run_log(&self, run_id: i64) -> StoreResult<Vec<st::LogChunk>> {
+        self.inner.run_log(run_id).await
+    }
+    async fn task_states(&self, task: Option<&str>) -> StoreResult<Vec<st::TaskState>> {
+        self.inner.task_states(task).await
+    }
+    async fn enqueue_events(&self, events: &[st::NewEvent]) -> StoreResult<()> {
+        self.inner.enqueue_events(events).await
+    }
+    async fn claim_outbox(
+        &self,
+        node_id: &str,
+        limit: u32,
+        lease: Duration,
+    ) -> StoreResult<Vec<st::OutboxRow>> {
+        self.inner.claim_outbox(node_id, limit, lease).await
+    }
+    async fn record_deliveries(&self, deliveries: &[st::Delivery]) -> StoreResult<()> {
+        self.inner.record_deliveries(deliveries).await
+    }
+    async fn deliveries(&self, limit: u32) -> StoreResult<Vec<st::DeliveryRecord>> {
+        self.inner.deliveries(limit).await
+    }
+    async fn webhook_disabled(&self, url_digest: &str) -> StoreResult<Option<String>> {
+        self.inner.webhook_disabled(url_digest).await
+    }
+    async fn disable_webhook(&self, url_digest: &str, reason: &str) -> StoreResult<()> {
+        self.inner.disable_webhook(url_digest, reason).await
+    }
+    async fn notify(&self) -> StoreResult<()> {
+        self.inner.notify().await
     }
 }
 

@@ -82,7 +82,7 @@ async fn concurrent_migrations_apply_once() {
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    assert_eq!(applied, 3, "one row per migration");
+    assert_eq!(applied, 4, "one row per migration");
     db.cleanup().await;
 }
 
@@ -101,15 +101,13 @@ async fn renewal_extends_only_locks_still_held() {
     .await
     .unwrap();
     let token = |n: u128| uuid::Uuid::from_u128(n);
+    let minute = Duration::from_secs(60);
     let held = vec![
-        LockKey::new("mine", token(1)),
-        LockKey::new("stolen", token(2)),
-        LockKey::new("retokened", token(3)),
+        (LockKey::new("mine", token(1)), minute),
+        (LockKey::new("stolen", token(2)), minute),
+        (LockKey::new("retokened", token(3)), minute),
     ];
-    let renewed = s
-        .renew_locks("me", &held, Duration::from_secs(60))
-        .await
-        .unwrap();
+    let renewed = s.renew_locks("me", &held).await.unwrap();
     assert_eq!(renewed, [LockKey::new("mine", token(1))]);
     let extended: Vec<String> = sqlx::query_scalar(
         "SELECT name FROM scheduler_tasks WHERE lock_expires_at > now() + interval '50 seconds'",
