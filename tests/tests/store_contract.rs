@@ -16,8 +16,8 @@ use chrono::{DateTime, SubsecRound, Utc};
 use scheduler::store::{
     ClaimOutcome, ClaimPlan, ClaimPolicy, ClaimRequest, ClaimedRun, ConfigPlan, ConfigSnapshot,
     ConfigState, DueDecision, DueTask, ExpiredLock, FailureCount, LockKey, NodeInfo, PgStore,
-    Recovery, RescueDecision, RunEnd, RunFinish, RunRecord, RunStatus, SkipReason, SkipRecord,
-    SqliteStore, Store, StoreError, TaskChange, TaskRow,
+    Recovery, Requeue, RescueDecision, RunEnd, RunFinish, RunRecord, RunStatus, SkipReason,
+    SkipRecord, SqliteStore, Store, StoreError, TaskChange, TaskRow,
 };
 use scheduler_tests::TestSchema;
 use uuid::Uuid;
@@ -365,6 +365,7 @@ async fn apply(s: &dyn Store, changes: Vec<TaskChange>) {
         .apply_config(&move |_: &ConfigSnapshot| ConfigPlan::Apply {
             changes: changes.clone(),
             state: state.clone(),
+            skips: Vec::new(),
         })
         .await
         .unwrap();
@@ -417,6 +418,7 @@ struct Rules<'a> {
     rescue: RescueFn<'a>,
     plan: PlanFn<'a>,
     offered: Mutex<Vec<String>>,
+    tasks: Mutex<Vec<DueTask>>,
     expired: Mutex<Vec<ExpiredLock>>,
     clocks: Mutex<Vec<DateTime<Utc>>>,
 }
@@ -427,13 +429,10 @@ impl<'a> Rules<'a> {
         Self {
             rescue: Box::new(|_| RescueDecision::Wait),
             plan: Box::new(|t| {
-                DueDecision::Run(ClaimPlan::new(
-                    t.next_run_at,
-                    Some(t.next_run_at + HOUR),
-                    Recovery::Rerun,
-                ))
+                DueDecision::Run(scheduled(tick(t), Some(tick(t) + HOUR), Recovery::Rerun))
             }),
             offered: Mutex::default(),
+            tasks: Mutex::default(),
             expired: Mutex::default(),
             clocks: Mutex::default(),
         }
@@ -456,6 +455,11 @@ impl<'a> Rules<'a> {
         self.offered.lock().unwrap().clone()
     }
 
+    /// The due tasks offered, as offered.
+    fn tasks(&self) -> Vec<DueTask> {
+        self.tasks.lock().unwrap().clone()
+    }
+
     fn expired(&self) -> Vec<ExpiredLock> {
         self.expired.lock().unwrap().clone()
     }
@@ -471,30 +475,43 @@ impl ClaimPolicy for Rules<'_> {
     fn plan(&self, task: &DueTask, db_now: DateTime<Utc>) -> DueDecision {
         self.clocks.lock().unwrap().push(db_now);
         self.offered.lock().unwrap().push(task.name.clone());
+        self.tasks.lock().unwrap().push(task.clone());
         (self.plan)(task)
     }
 }
 
 /// A plan that keeps the task due (its next run is the tick just served).
 fn stay_due(t: &DueTask) -> DueDecision {
-    DueDecision::Run(ClaimPlan::new(
-        t.next_run_at,
-        Some(t.next_run_at),
-        Recovery::Rerun,
-    ))
+    DueDecision::Run(scheduled(tick(t), Some(tick(t)), Recovery::Rerun))
 }
 
 fn release(
     status: RunStatus,
     error: Option<&str>,
-    rerun_at: Option<DateTime<Utc>>,
+    requeue: Option<Requeue>,
     failures: FailureCount,
 ) -> RescueDecision {
     RescueDecision::Release {
         run_end: Some(RunEnd::new(status, error.map(str::to_owned))),
-        rerun_at,
+        requeue,
         failures,
     }
+}
+
+/// The tick a due task offers (the tests' tasks have one unless they say otherwise).
+#[track_caller]
+fn tick(task: &DueTask) -> DateTime<Utc> {
+    task.next_run_at.expect("a scheduled tick is due")
+}
+
+/// A plan serving the scheduled tick `served`, scheduling `next`, with the suite's lock lifetime.
+fn scheduled(served: DateTime<Utc>, next: Option<DateTime<Utc>>, recovery: Recovery) -> ClaimPlan {
+    ClaimPlan::scheduled(served, next, recovery, LIFETIME)
+}
+
+/// `keys`, each to be renewed for the suite's lock lifetime.
+fn held(keys: &[LockKey]) -> Vec<(LockKey, Duration)> {
+    keys.iter().map(|k| (k.clone(), LIFETIME)).collect()
 }
 
 async fn claim_as(
@@ -505,7 +522,7 @@ async fn claim_as(
     policy: &dyn ClaimPolicy,
 ) -> ClaimOutcome {
     let tasks = names(tasks);
-    s.claim(ClaimRequest::new(node, &tasks, limit, LIFETIME), policy)
+    s.claim(ClaimRequest::new(node, &tasks, limit), policy)
         .await
         .unwrap()
 }
@@ -766,10 +783,10 @@ async fn a_claim_records_what_the_plan_says(s: &dyn Store, _: &Arrange) {
     seed(s, &[("a", t), ("b", t)]).await;
     let rules = Rules::hourly().plan(|task| {
         let (served, next) = match task.name.as_str() {
-            "a" => (task.next_run_at, Some(task.next_run_at + HOUR * 5)),
-            _ => (task.next_run_at - HOUR, None),
+            "a" => (tick(task), Some(tick(task) + HOUR * 5)),
+            _ => (tick(task) - HOUR, None),
         };
-        DueDecision::Run(ClaimPlan::new(served, next, Recovery::Never))
+        DueDecision::Run(scheduled(served, next, Recovery::Never))
     });
     let out = claim(s, &["a", "b"], 5, &rules).await;
     assert_eq!(out.claimed.len(), 2);
@@ -831,13 +848,8 @@ async fn a_left_task_is_untouched(s: &dyn Store, _: &Arrange) {
 async fn an_expired_lock_the_policy_waits_for_is_left_alone(s: &dyn Store, arrange: &Arrange) {
     let t = now_s() - HOUR;
     seed(s, &[("a", t)]).await;
-    let rules = Rules::hourly().plan(|task| {
-        DueDecision::Run(ClaimPlan::new(
-            task.next_run_at,
-            Some(task.next_run_at),
-            Recovery::Never,
-        ))
-    });
+    let rules = Rules::hourly()
+        .plan(|task| DueDecision::Run(scheduled(tick(task), Some(tick(task)), Recovery::Never)));
     let run = claim_one(s, "a", &rules).await;
     let rules = Rules::hourly();
     assert!(
@@ -867,7 +879,7 @@ async fn an_expired_lock_the_policy_waits_for_is_left_alone(s: &dyn Store, arran
     let record = self::run(s, run.run_id).await;
     assert_eq!(record.status, RunStatus::Running);
     assert_eq!(
-        s.renew_locks(NODE, &[key(&run)], LIFETIME).await.unwrap(),
+        s.renew_locks(NODE, &held(&[key(&run)])).await.unwrap(),
         [key(&run)],
         "the lock is still its owner's"
     );
@@ -880,8 +892,8 @@ async fn a_released_lock_ends_its_run_as_decided_and_makes_the_tick_due_again(
     let t = now_s() - HOUR * 2;
     seed(s, &[("a", t), ("b", t), ("c", t), ("d", t)]).await;
     let rules = Rules::hourly().plan(|task| {
-        let next = (task.name != "d").then_some(task.next_run_at + HOUR);
-        DueDecision::Run(ClaimPlan::new(task.next_run_at, next, Recovery::Rerun))
+        let next = (task.name != "d").then_some(tick(task) + HOUR);
+        DueDecision::Run(scheduled(tick(task), next, Recovery::Rerun))
     });
     let out = claim(s, &["a", "b", "c", "d"], 4, &rules).await;
     assert_eq!(out.claimed.len(), 4);
@@ -899,7 +911,7 @@ async fn a_released_lock_ends_its_run_as_decided_and_makes_the_tick_due_again(
         "a" => release(
             RunStatus::Lost,
             Some("its node went silent"),
-            Some(t),
+            Some(Requeue::Tick(t)),
             FailureCount::Increment,
         ),
         // No rerun: the stored next run stays.
@@ -908,11 +920,16 @@ async fn a_released_lock_ends_its_run_as_decided_and_makes_the_tick_due_again(
         "c" => release(
             RunStatus::Lost,
             None,
-            Some(t + HOUR * 5),
+            Some(Requeue::Tick(t + HOUR * 5)),
             FailureCount::Reset,
         ),
         // No stored next run: the rerun tick is the next run.
-        _ => release(RunStatus::Lost, Some("gone"), Some(t), FailureCount::Keep),
+        _ => release(
+            RunStatus::Lost,
+            Some("gone"),
+            Some(Requeue::Tick(t)),
+            FailureCount::Keep,
+        ),
     });
     let out = claim(s, &["a", "b", "c", "d"], 0, &rules).await;
     assert!(out.waiting.is_empty() && out.claimed.is_empty());
@@ -929,7 +946,7 @@ async fn a_released_lock_ends_its_run_as_decided_and_makes_the_tick_due_again(
             Some("its node went silent".into())
         ))
     );
-    assert_eq!(a.rerun_at, Some(t));
+    assert_eq!(a.requeue, Some(Requeue::Tick(t)));
 
     let ra = run(s, runs["a"].run_id).await;
     assert_eq!(ra.status, RunStatus::Lost);
@@ -947,12 +964,7 @@ async fn a_released_lock_ends_its_run_as_decided_and_makes_the_tick_due_again(
 
     // The old tokens are worth nothing now.
     let old: Vec<LockKey> = runs.values().map(key).collect();
-    assert!(
-        s.renew_locks(NODE, &old, LIFETIME)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(s.renew_locks(NODE, &held(&old)).await.unwrap().is_empty());
     // The tick made due again is claimed again, under a new token.
     let again = claim_one(s, "a", &Rules::hourly()).await;
     assert_eq!(again.scheduled_at, t);
@@ -966,9 +978,9 @@ async fn a_rescued_tick_is_claimed_in_the_same_claim(s: &dyn Store, arrange: &Ar
         s,
         "a",
         &Rules::hourly().plan(|task| {
-            DueDecision::Run(ClaimPlan::new(
-                task.next_run_at,
-                Some(task.next_run_at + HOUR * 24),
+            DueDecision::Run(scheduled(
+                tick(task),
+                Some(tick(task) + HOUR * 24),
                 Recovery::Rerun,
             ))
         }),
@@ -980,7 +992,7 @@ async fn a_rescued_tick_is_claimed_in_the_same_claim(s: &dyn Store, arrange: &Ar
             release(
                 RunStatus::Lost,
                 None,
-                lock.run.as_ref().map(|r| r.scheduled_at),
+                lock.run.as_ref().map(|r| Requeue::Tick(r.scheduled_at)),
                 FailureCount::Keep,
             )
         })
@@ -1010,7 +1022,7 @@ async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange
             tokio::runtime::Handle::current().block_on(async {
                 tokio::time::timeout(
                     Duration::from_secs(1),
-                    s.renew_locks(NODE, std::slice::from_ref(&lock.key), LIFETIME),
+                    s.renew_locks(NODE, &held(std::slice::from_ref(&lock.key))),
                 )
                 .await
             })
@@ -1028,7 +1040,7 @@ async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange
         "released: {released}, renewed during the rescue: {renewed_inside}"
     );
     let renewed_after = !s
-        .renew_locks(NODE, &[key(&run)], LIFETIME)
+        .renew_locks(NODE, &held(&[key(&run)]))
         .await
         .unwrap()
         .is_empty();
@@ -1112,18 +1124,16 @@ async fn renewal_extends_only_locks_held_under_owner_and_token_also_after_expiry
     arrange.expire_lock("mine").await;
     let before = Utc::now();
 
-    let held = [
-        key(&mine),
-        LockKey::new("stolen", stolen.lock_token),
-        LockKey::new("mine", Uuid::new_v4()),
-        LockKey::new("missing", Uuid::new_v4()),
+    let hour = Duration::from_secs(3_600);
+    let keys = [
+        (key(&mine), hour),
+        (LockKey::new("stolen", stolen.lock_token), hour),
+        (LockKey::new("mine", Uuid::new_v4()), hour),
+        (LockKey::new("missing", Uuid::new_v4()), hour),
     ];
-    let renewed = s
-        .renew_locks("me", &held, Duration::from_secs(3_600))
-        .await
-        .unwrap();
+    let renewed = s.renew_locks("me", &keys).await.unwrap();
     assert_eq!(renewed, [key(&mine)], "expired but not released: renewed");
-    assert!(s.renew_locks("me", &[], LIFETIME).await.unwrap().is_empty());
+    assert!(s.renew_locks("me", &[]).await.unwrap().is_empty());
 
     // "mine" is no longer expired; "stolen" kept the thief's (shorter) expiry.
     let rules = Rules::hourly();
@@ -1178,8 +1188,8 @@ async fn a_finish_records_the_outcome_and_releases_only_its_own_lock(
         ])
         .await
         .unwrap();
-    let held: Vec<(i64, bool)> = results.iter().map(|r| (r.run_id, r.lock_held)).collect();
-    assert_eq!(held, [(a.run_id, true), (b.run_id, false)]);
+    let lock_held: Vec<(i64, bool)> = results.iter().map(|r| (r.run_id, r.lock_held)).collect();
+    assert_eq!(lock_held, [(a.run_id, true), (b.run_id, false)]);
 
     let ra = run(s, a.run_id).await;
     assert_eq!(
@@ -1204,11 +1214,11 @@ async fn a_finish_records_the_outcome_and_releases_only_its_own_lock(
         "a is unlocked with its planned next run"
     );
     assert_eq!(
-        s.renew_locks(NODE, &[key(&b)], LIFETIME).await.unwrap(),
+        s.renew_locks(NODE, &held(&[key(&b)])).await.unwrap(),
         [key(&b)]
     );
     assert!(
-        s.renew_locks(NODE, &[key(&a)], LIFETIME)
+        s.renew_locks(NODE, &held(&[key(&a)]))
             .await
             .unwrap()
             .is_empty()
@@ -1241,8 +1251,8 @@ async fn a_hand_over_makes_the_tick_due_at_once(s: &dyn Store, _: &Arrange) {
     let t = now_s() - HOUR;
     seed(s, &[("a", t), ("b", t), ("c", t)]).await;
     let rules = Rules::hourly().plan(|task| {
-        let next = (task.name != "c").then_some(task.next_run_at + HOUR * 2);
-        DueDecision::Run(ClaimPlan::new(task.next_run_at, next, Recovery::Rerun))
+        let next = (task.name != "c").then_some(tick(task) + HOUR * 2);
+        DueDecision::Run(scheduled(tick(task), next, Recovery::Rerun))
     });
     let out = claim(s, &["a", "b", "c"], 3, &rules).await;
     let by_name = |n: &str| out.claimed.iter().find(|r| r.task_name == n).unwrap();
@@ -1254,7 +1264,7 @@ async fn a_hand_over_makes_the_tick_due_at_once(s: &dyn Store, _: &Arrange) {
             Some("the node shut down"),
             FailureCount::Keep,
         );
-        f.hand_over_at = Some(hand_over);
+        f.requeue = Some(Requeue::Tick(hand_over));
         finishes.push(f);
     }
     let results = s.finish_runs(&finishes).await.unwrap();
@@ -1358,9 +1368,7 @@ async fn a_late_finish_over_a_lost_run_records_the_real_outcome(s: &dyn Store, a
 
     // The new holder is undisturbed.
     assert_eq!(
-        s.renew_locks("node-b", &[key(&a2)], LIFETIME)
-            .await
-            .unwrap(),
+        s.renew_locks("node-b", &held(&[key(&a2)])).await.unwrap(),
         [key(&a2)]
     );
     assert_eq!(run(s, a2.run_id).await.status, RunStatus::Running);
@@ -1453,7 +1461,7 @@ async fn reschedule_fills_only_enabled_unlocked_rows_without_a_next_run(
         s,
         "locked",
         &Rules::hourly()
-            .plan(|task| DueDecision::Run(ClaimPlan::new(task.next_run_at, None, Recovery::Rerun))),
+            .plan(|task| DueDecision::Run(scheduled(tick(task), None, Recovery::Rerun))),
     )
     .await;
     assert_eq!(row(s, "locked").await.next_run_at, None);
@@ -1571,6 +1579,7 @@ async fn apply_config_nothing_and_stale_write_nothing(s: &dyn Store, _: &Arrange
         .apply_config(&|_: &ConfigSnapshot| ConfigPlan::Apply {
             changes: vec![create("b", true, Some(t)), create("a", false, None)],
             state: state.clone(),
+            skips: Vec::new(),
         })
         .await
         .unwrap();
@@ -1578,7 +1587,9 @@ async fn apply_config_nothing_and_stale_write_nothing(s: &dyn Store, _: &Arrange
     assert_eq!(s.config_state().await.unwrap(), Some(state.clone()));
     let (db_now, rows) = s.load_tasks().await.unwrap();
     assert_near_now(db_now);
-    let a = TaskRow::new("a", "0 * * * *", "UTC", false);
+    let mut a = TaskRow::new("a", "0 * * * *", "UTC", false);
+    a.disabled_at = rows[0].disabled_at;
+    assert_near_now(a.disabled_at.expect("created disabled: disabled since now"));
     let mut b = TaskRow::new("b", "0 * * * *", "UTC", true);
     b.next_run_at = Some(t);
     assert_eq!(rows, [a.clone(), b.clone()], "by name");
@@ -1663,7 +1674,7 @@ async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn S
     let run = claim_one(s, "a", &Rules::hourly()).await;
     apply(s, vec![update("a", Some(t + HOUR * 9))]).await;
     assert_eq!(
-        s.renew_locks(NODE, &[key(&run)], LIFETIME).await.unwrap(),
+        s.renew_locks(NODE, &held(&[key(&run)])).await.unwrap(),
         [key(&run)]
     );
 
@@ -1723,6 +1734,7 @@ async fn a_document_without_a_version_keeps_the_applied_one(s: &dyn Store, _: &A
         s.apply_config(&move |_: &ConfigSnapshot| ConfigPlan::Apply {
             changes: vec![],
             state: state.clone(),
+            skips: Vec::new(),
         })
         .await
         .unwrap()

@@ -114,6 +114,5 @@ pub fn connect(settings: &StoreSettings) -> StoreResult<Arc<dyn Store>> {
 }
 
 fn connect_sqlite(url: &str) -> StoreResult<Arc<dyn Store>> {
-    // TEMP-SQLITE
-    Err(StoreError::setup(format!("TEMP-SQLITE {url}")))
+    Ok(Arc::new(super::sqlite::from_url(url)?.connect()?))
 }

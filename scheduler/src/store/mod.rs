@@ -20,7 +20,6 @@ mod error;
 mod outbox;
 pub mod postgres;
 mod records;
-#[cfg(any())] // TEMP-SQLITE
 pub mod sqlite;
 
 use std::time::Duration;
@@ -43,7 +42,6 @@ pub use records::{
     NodeInfo, NodeRecord, OverdueTask, Pause, ResumePlan, ResumePlanner, RunQuery, RunRecord,
     RunRequest, RunStatus, SkipReason, SkipRecord, TaskChange, TaskRow, TaskState, WakeInfo,
 };
-#[cfg(any())] // TEMP-SQLITE
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 
 /// Wakes a waiting engine when another node changed something (a lock released, a config applied).

@@ -74,6 +74,27 @@ pub struct Delivery {
     pub next: DeliveryNext,
 }
 
+impl Delivery {
+    /// Attempt `attempt` at event `outbox_id` by `node_id`, after which `next`; no answer, no
+    /// error and no time taken recorded yet (set the fields).
+    pub fn new(
+        outbox_id: i64,
+        attempt: i32,
+        node_id: impl Into<String>,
+        next: DeliveryNext,
+    ) -> Self {
+        Self {
+            outbox_id,
+            attempt,
+            node_id: node_id.into(),
+            status: None,
+            error: None,
+            duration_ms: 0,
+            next,
+        }
+    }
+}
+
 /// A recorded delivery attempt, for operators.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]

@@ -476,6 +476,19 @@ pub struct LogChunk {
     pub truncated: bool,
 }
 
+impl LogChunk {
+    /// Chunk `seq` of run `run_id`: `text`, `lines` lines of it, not cut.
+    pub fn new(run_id: i64, seq: i32, text: impl Into<String>, lines: i32) -> Self {
+        Self {
+            run_id,
+            seq,
+            text: text.into(),
+            lines,
+            truncated: false,
+        }
+    }
+}
+
 /// A task found overdue, offered to the missed-run check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -658,6 +671,13 @@ pub struct ResumePlan {
     pub next_run_at: Option<DateTime<Utc>>,
     /// The ticks skipped while paused.
     pub skips: Vec<SkipRecord>,
+}
+
+impl ResumePlan {
+    /// Resume with the next run `next_run_at`, recording `skips`.
+    pub fn new(next_run_at: Option<DateTime<Utc>>, skips: Vec<SkipRecord>) -> Self {
+        Self { next_run_at, skips }
+    }
 }
 
 /// Plans the end of a pause inside [`Store::resume_task`](super::Store::resume_task).

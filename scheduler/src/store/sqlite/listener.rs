@@ -1,7 +1,8 @@
 //! The change listener of a store owned by one process: LISTEN/NOTIFY becomes an in-process
-//! wake-up. The store bumps a counter after each commit that released a lock or applied a
-//! config; every listener watches it, so wake-ups between two `recv` calls are not lost (several
-//! of them are folded into one, which is all a wake-up needs).
+//! wake-up. The store bumps a counter after each commit that released a lock, applied a config,
+//! queued a manual run or ended a pause, and when asked to notify; every listener watches it, so
+//! wake-ups between two `recv` calls are not lost (several of them are folded into one, which is
+//! all a wake-up needs).
 
 use async_trait::async_trait;
 use tokio::sync::watch;

@@ -45,10 +45,12 @@
 //! migration within [`MIGRATION_TIMEOUT`]); a connection whose operation timed out is closed, not
 //! reused.
 //!
-//! **Beyond the contract**, three details differ from PostgreSQL, none of which a caller may rely
-//! on: names are ordered bytewise (PostgreSQL uses the database's collation), due tasks with the
-//! same next run are offered in name order (PostgreSQL: any order), and a claim that released an
-//! expired lock also wakes the listeners (PostgreSQL's claim does not notify).
+//! **Beyond the contract**, four details differ from PostgreSQL, none of which a caller may rely
+//! on: names are ordered bytewise (PostgreSQL uses the database's collation); due tasks, and
+//! overdue tasks, due at the same instant are listed in name order (PostgreSQL: any order); a
+//! claim that released an expired lock also wakes the listeners (PostgreSQL's claim does not
+//! notify); and an outbox event's payload is returned as it was written (PostgreSQL stores
+//! `jsonb` and returns its normalized text: keys reordered, whitespace changed).
 //!
 //! **Why sqlx's SQLite driver.** It resolves next to the sqlx 0.9 the PostgreSQL store uses, shares
 //! its pool, its async model and its row decoding (so both stores are written alike), and builds
@@ -378,7 +380,8 @@ struct Inner {
     op_timeout: Duration,
     /// Writers of this process take turns here before they take a connection.
     writer: tokio::sync::Mutex<()>,
-    /// Bumped after a commit that released a lock or applied a config; listeners watch it.
+    /// Bumped after a commit that released a lock, applied a config, queued a manual run or
+    /// ended a pause, and by [`Store::notify`](super::Store::notify); listeners watch it.
     changes: tokio::sync::watch::Sender<u64>,
     /// Declared last, so it is dropped after the pool: the file is given up when the store is.
     _holder: ProcessLock,

@@ -1,11 +1,20 @@
--- Take the lock planned for task ?1 (selected by claim_select in the same transaction) and
--- advance its next run. ?2 node, ?3 token, ?4 lock expiry, ?5 next run, ?6 tick served, ?7 now.
+-- Take the lock planned for task ?1 (selected by claim_select in the same transaction), move its
+-- schedule as planned, and clear what the run serves (its retry, its manual request, an open
+-- missed-run incident). ?2 node, ?3 token, ?4 lock expiry, ?5 set the next run?, ?6 next run,
+-- ?7 trigger, ?8 tick served, ?9 clear the retry?, ?10 now. The rows changed say whether the
+-- lock was taken.
 UPDATE scheduler_tasks
 SET lock_owner = ?2,
     lock_token = ?3,
     lock_expires_at = ?4,
-    next_run_at = ?5,
-    last_scheduled_at = ?6,
-    last_run_at = ?7,
-    updated_at = ?7
+    next_run_at = CASE WHEN ?5 THEN ?6 ELSE next_run_at END,
+    last_scheduled_at = CASE WHEN ?7 = 'schedule' THEN ?8 ELSE last_scheduled_at END,
+    retry_at = CASE WHEN ?9 THEN NULL ELSE retry_at END,
+    retry_tick = CASE WHEN ?9 THEN NULL ELSE retry_tick END,
+    retry_attempt = CASE WHEN ?9 THEN NULL ELSE retry_attempt END,
+    manual_at = CASE WHEN ?7 = 'manual' THEN NULL ELSE manual_at END,
+    manual_by = CASE WHEN ?7 = 'manual' THEN NULL ELSE manual_by END,
+    missed_since = NULL,
+    last_run_at = ?10,
+    updated_at = ?10
 WHERE name = ?1 AND lock_token IS NULL

@@ -1,11 +1,18 @@
--- Up to ?3 due (at ?1, now), unlocked, enabled tasks among the names ?2 (a JSON array), oldest
--- tick first. No row locking is needed: the claim's IMMEDIATE transaction holds the database's
--- write lock, so no other writer can interleave.
-SELECT name, cron, timezone, next_run_at, last_finished_at
+-- Up to ?3 unlocked tasks among the names ?2 (a JSON array) with something due at ?1 (now): an
+-- enabled, unpaused task's tick or retry, an expired pause (to end it), or a manual run of an
+-- unpaused task; oldest first (the earliest of the four instants, NULLs ignored like
+-- PostgreSQL's LEAST; then by name). No row locking is needed: the claim's IMMEDIATE
+-- transaction holds the database's write lock, so no other writer can interleave.
+SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
+       retry_at, retry_tick, retry_attempt, manual_at, manual_by,
+       paused_at, paused_by, pause_reason, pause_until, missed_since
 FROM scheduler_tasks
-WHERE enabled = 1
-  AND lock_token IS NULL
-  AND next_run_at <= ?1
+WHERE lock_token IS NULL
   AND name IN (SELECT value FROM json_each(?2))
-ORDER BY next_run_at, name
+  AND ((enabled = 1 AND paused_at IS NULL AND (next_run_at <= ?1 OR retry_at <= ?1))
+       OR (paused_at IS NOT NULL AND pause_until <= ?1)
+       OR (paused_at IS NULL AND manual_at <= ?1))
+ORDER BY min(coalesce(next_run_at, 9223372036854775807), coalesce(retry_at, 9223372036854775807),
+             coalesce(manual_at, 9223372036854775807), coalesce(pause_until, 9223372036854775807)),
+         name
 LIMIT ?3

@@ -3,6 +3,6 @@ DELETE FROM scheduler_skips
 WHERE id IN (
     SELECT id FROM scheduler_skips
     WHERE recorded_at < ?1
-    ORDER BY recorded_at
+    ORDER BY recorded_at, id
     LIMIT ?2
 )

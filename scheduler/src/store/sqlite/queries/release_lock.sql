@@ -1,21 +1,27 @@
 -- Apply one rescue decision: release task ?1's lock if it still has the token ?2 and is still
--- expired at ?8 (now), and make the decided tick ?5 due again (the earlier of it and the stored
--- next run; a missing next run counts as later, like PostgreSQL's LEAST). Returns the task when
--- released. ?3 the run ended (NULL: none), ?4 its status, ?6 its error, ?7 failure count action
--- ('reset' | 'increment' | 'keep').
+-- expired at ?12 (now), and requeue what the engine decided. Returns the task when released.
+-- ?3 the run ended (NULL: none), ?4 its status, ?5 its error, ?6 failure count action
+-- ('reset' | 'increment' | 'keep'); ?7 requeue kind ('tick' | 'retry' | 'manual' | NULL),
+-- ?8 requeue tick, ?9 requeue attempt, ?10 requeue due time, ?11 requeue asker. A requeued tick
+-- becomes the earlier of it and the stored next run (a missing next run counts as later, like
+-- PostgreSQL's LEAST).
 UPDATE scheduler_tasks
 SET lock_owner = NULL,
     lock_token = NULL,
     lock_expires_at = NULL,
-    next_run_at = CASE WHEN ?5 IS NULL THEN next_run_at
-                       WHEN next_run_at IS NULL OR ?5 < next_run_at THEN ?5
+    next_run_at = CASE WHEN ?7 = 'tick' AND (next_run_at IS NULL OR ?8 < next_run_at) THEN ?8
                        ELSE next_run_at END,
-    last_finished_at = CASE WHEN ?3 IS NULL THEN last_finished_at ELSE ?8 END,
+    retry_at = CASE WHEN ?7 = 'retry' THEN ?10 ELSE retry_at END,
+    retry_tick = CASE WHEN ?7 = 'retry' THEN ?8 ELSE retry_tick END,
+    retry_attempt = CASE WHEN ?7 = 'retry' THEN ?9 ELSE retry_attempt END,
+    manual_at = CASE WHEN ?7 = 'manual' THEN ?10 ELSE manual_at END,
+    manual_by = CASE WHEN ?7 = 'manual' THEN ?11 ELSE manual_by END,
+    last_finished_at = CASE WHEN ?3 IS NULL THEN last_finished_at ELSE ?12 END,
     last_status = COALESCE(?4, last_status),
-    last_error = CASE WHEN ?3 IS NULL THEN last_error ELSE ?6 END,
-    consecutive_failures = CASE ?7 WHEN 'reset' THEN 0
+    last_error = CASE WHEN ?3 IS NULL THEN last_error ELSE ?5 END,
+    consecutive_failures = CASE ?6 WHEN 'reset' THEN 0
                                    WHEN 'increment' THEN consecutive_failures + 1
                                    ELSE consecutive_failures END,
-    updated_at = ?8
-WHERE name = ?1 AND lock_token = ?2 AND lock_expires_at < ?8
+    updated_at = ?12
+WHERE name = ?1 AND lock_token = ?2 AND lock_expires_at < ?12
 RETURNING name

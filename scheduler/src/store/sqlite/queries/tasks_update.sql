@@ -1,11 +1,15 @@
--- Update task ?1's schedule and enabled flag in place. Lock columns are never touched, so a
--- running handler finishes undisturbed and no second run can start. A NULL next run ?5 keeps the
--- stored one. ?2 cron, ?3 zone, ?4 enabled, ?6 now.
+-- Update task ?1's schedule and enabled flag in place. Lock and pause columns are never touched,
+-- so a running handler finishes undisturbed, no second run can start, and an operator's pause
+-- stays. A NULL next run ?5 keeps the stored one. Disabling records since when (the SET
+-- expressions read the row as it was). ?2 cron, ?3 zone, ?4 enabled, ?6 now.
 UPDATE scheduler_tasks
 SET cron = ?2,
     timezone = ?3,
     enabled = ?4,
     next_run_at = COALESCE(?5, next_run_at),
+    disabled_at = CASE WHEN ?4 THEN NULL
+                       WHEN enabled = 1 THEN ?6
+                       ELSE disabled_at END,
     orphaned_since = NULL,
     updated_at = ?6
 WHERE name = ?1

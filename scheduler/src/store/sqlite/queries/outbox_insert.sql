@@ -1,0 +1,3 @@
+-- Write an event to deliver at ?3 (now): ?1 type, ?2 JSON body.
+INSERT INTO scheduler_outbox (event_type, payload, created_at, deliver_after)
+VALUES (?1, ?2, ?3, ?3)

@@ -1,0 +1,6 @@
+-- Pause task ?1 at ?5 (now): by ?2, for ?3, until ?4 (NULL: until resumed). Returns the task if
+-- it exists.
+UPDATE scheduler_tasks
+SET paused_at = ?5, paused_by = ?2, pause_reason = ?3, pause_until = ?4, updated_at = ?5
+WHERE name = ?1
+RETURNING name

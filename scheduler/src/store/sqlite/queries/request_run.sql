@@ -1,0 +1,4 @@
+-- Ask for a manual run of task ?1 by ?2 at ?3 (now), unless one is queued or the task is paused.
+UPDATE scheduler_tasks
+SET manual_at = ?3, manual_by = ?2, updated_at = ?3
+WHERE name = ?1 AND manual_at IS NULL AND paused_at IS NULL

@@ -1,0 +1,5 @@
+-- End task ?1's pause, with the next run ?2 the engine decided, at ?3 (now).
+UPDATE scheduler_tasks
+SET paused_at = NULL, paused_by = NULL, pause_reason = NULL, pause_until = NULL,
+    next_run_at = ?2, updated_at = ?3
+WHERE name = ?1

@@ -1,0 +1,4 @@
+SELECT id, task_name, scheduled_at, started_at, finished_at, status, node_id, ticks_collapsed,
+       error, attempt, trigger, triggered_by
+FROM scheduler_runs
+WHERE id = ?1
