@@ -503,10 +503,13 @@ async fn the_first_node_back_reports_a_run_it_serves_late() {
     db.cleanup().await;
 }
 
-/// What a webhook receiver got: (id, timestamp, signature, body), and whether each verified.
+/// One call a webhook receiver got: id, timestamp, signature, body, and whether it verified.
+type Call = (String, i64, String, String, bool);
+
+/// What a webhook receiver got.
 #[derive(Default)]
 struct Received {
-    calls: Mutex<Vec<(String, i64, String, String, bool)>>,
+    calls: Mutex<Vec<Call>>,
 }
 
 async fn receiver(
