@@ -139,13 +139,13 @@ async fn a_failed_run_is_retried_across_nodes_until_it_succeeds() {
         .unwrap();
     let seen = gather(a.subscribe());
     let a = start(a);
-    let b = start(
-        node(&db, "b", tasks("retry."))
-            .config_document(config)
-            .state(Arc::clone(&rec))
-            .build()
-            .unwrap(),
-    );
+    let b = node(&db, "b", tasks("retry."))
+        .config_document(config)
+        .state(Arc::clone(&rec))
+        .build()
+        .unwrap();
+    let seen_b = gather(b.subscribe());
+    let b = start(b);
     trigger_all_now(&db, 1).await;
     wait_until(
         Duration::from_secs(30),
@@ -179,13 +179,12 @@ async fn a_failed_run_is_retried_across_nodes_until_it_succeeds() {
         1,
         "never two attempts at once"
     );
-    let retries = seen
-        .lock()
-        .unwrap()
+    let retries = [&seen, &seen_b]
         .iter()
+        .flat_map(|s| s.lock().unwrap().clone())
         .filter(|e| matches!(e, SchedulerEvent::RetryScheduled { .. }))
         .count();
-    assert!(retries >= 1, "{:?}", kinds(&seen));
+    assert_eq!(retries, 2, "one per failed attempt");
     db.cleanup().await;
 }
 

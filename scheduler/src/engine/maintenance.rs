@@ -214,6 +214,10 @@ impl Service for Listener {
         "the change listener (the poll interval still applies)"
     }
 
+    fn cancel_safe(&self) -> bool {
+        true
+    }
+
     async fn run_once(&mut self) -> Result<(), StoreError> {
         let listener = match &mut self.listener {
             Some(l) => l,

@@ -47,6 +47,13 @@ pub(crate) trait Service: Send {
     /// Told how a pause ended.
     fn woke(&mut self, _by: Woke) {}
 
+    /// Whether a pass may be dropped half-way when the node stops (a pass that only waits, like
+    /// the change listener's). Default false: a pass runs to its end (a claim in flight must
+    /// finish, so its runs are handed back, not forgotten).
+    fn cancel_safe(&self) -> bool {
+        false
+    }
+
     /// Where the first failure of an outage is raised as `scheduler.error` (none: only logged).
     fn events(&self) -> Option<&crate::events::EventBus> {
         None
@@ -61,7 +68,15 @@ pub(crate) async fn run<S: Service>(
 ) {
     let mut failures = 0u32;
     while !stop.is_cancelled() {
-        let pause = match service.run_once().await {
+        let pass = if service.cancel_safe() {
+            tokio::select! {
+                pass = service.run_once() => pass,
+                _ = stop.cancelled() => return,
+            }
+        } else {
+            service.run_once().await
+        };
+        let pause = match pass {
             Ok(pass) => {
                 if failures > 0 {
                     tracing::info!(after_failures = failures, "{} works again", service.what());
