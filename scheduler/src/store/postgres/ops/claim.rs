@@ -20,6 +20,10 @@ const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
 /// A task is counted overdue by the heartbeat when its next run is this late.
 const OVERDUE_HINT: Duration = Duration::from_secs(2);
 
+/// What a claimed run reports of its task's row: when its previous run ended, and the open
+/// missed-run incident.
+type Seen = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
 /// The requeue columns of release_locks and finish_runs.
 #[derive(Default)]
 struct RequeueColumns {
@@ -216,8 +220,7 @@ impl PgStore {
                 let mut skip = Skip::default();
                 let mut skips: Vec<SkipRecord> = Vec::new();
                 let mut db_now = None;
-                let mut seen: HashMap<String, (Option<DateTime<Utc>>, Option<DateTime<Utc>>)> =
-                    HashMap::new();
+                let mut seen: HashMap<String, Seen> = HashMap::new();
                 for row in &due {
                     let now: DateTime<Utc> = row.try_get("db_now")?;
                     db_now = Some(now);
