@@ -2190,7 +2190,11 @@ async fn a_retry_that_gives_way_is_dropped_and_recorded_by_the_claim(s: &dyn Sto
         (run.scheduled_at, run.attempt, run.trigger),
         (t - HOUR, 1, Trigger::Schedule)
     );
-    assert_eq!(out.skipped, [gave_way.clone()], "the records written");
+    assert_eq!(
+        out.skipped,
+        std::slice::from_ref(&gave_way),
+        "the records written"
+    );
     assert_eq!(s.skips("a", t - HOUR * 3).await.unwrap(), [gave_way]);
     let a = task_state(s, "a").await;
     assert_eq!((a.retry_at, a.next_run_at), (None, Some(t)));
@@ -2318,7 +2322,7 @@ async fn an_expired_pause_is_offered_and_a_skip_ending_it_writes_its_skip_record
     );
     assert_near_now(pause.at);
     assert!(out.claimed.is_empty() && out.left.is_empty(), "{out:?}");
-    assert_eq!(out.skipped, [paused.clone()]);
+    assert_eq!(out.skipped, std::slice::from_ref(&paused));
     assert_eq!(s.skips("ended", t - HOUR * 3).await.unwrap(), [paused]);
     let ended = task_state(s, "ended").await;
     assert_eq!(ended.pause, None, "ended");
@@ -3580,7 +3584,10 @@ async fn task_states_report_every_column_by_name(s: &dyn Store, _: &Arrange) {
         (None, None, None, None, None, None, None)
     );
 
-    assert_eq!(s.task_states(Some("off")).await.unwrap(), [off.clone()]);
+    assert_eq!(
+        s.task_states(Some("off")).await.unwrap(),
+        std::slice::from_ref(off)
+    );
     assert!(s.task_states(Some("missing")).await.unwrap().is_empty());
 }
 
