@@ -59,8 +59,8 @@ pub fn init_tracing() {
 /// without touching the database, and exits non-zero on any problem; `myapp next '<cron>'`
 /// previews a schedule. `run` owns the command line: an application with arguments of its own
 /// builds the scheduler with [`SchedulerBuilder::from_env`] and calls
-/// [`Scheduler::run_until`] instead (and can still offer the commands through
-/// [`cli::AppCommand`](crate::cli::AppCommand)).
+/// [`Scheduler::run_until`](crate::Scheduler::run_until) instead (and can still offer the
+/// commands through [`cli::AppCommand`](crate::cli::AppCommand)).
 ///
 /// ```no_run
 /// #[tokio::main]

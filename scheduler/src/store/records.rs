@@ -599,7 +599,7 @@ pub enum ConfigPlan {
     Nothing,
 }
 
-/// Plans a reconcile inside [`Store::apply_config`]'s transaction.
+/// Plans a reconcile inside [`Store::apply_config`](super::Store::apply_config)'s transaction.
 pub type ConfigPlanner<'a> = dyn Fn(&ConfigSnapshot) -> ConfigPlan + Send + Sync + 'a;
 
 /// A recorded run.
