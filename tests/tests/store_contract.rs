@@ -6,7 +6,8 @@
 //! Tests arrange state through the API wherever it can. The few states it cannot reach (an
 //! expired lock, a lock with no run, old history, a database from a newer binary) are arranged by
 //! [`Arrange`], the one place that holds backend SQL; a behaviour never reads a backend's tables
-//! except for the consecutive-failure count, which no API reports.
+//! except for the consecutive-failure count and the size of the delivery log, which no API
+//! reports.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,10 +15,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use scheduler::store::{
-    ClaimOutcome, ClaimPlan, ClaimPolicy, ClaimRequest, ClaimedRun, ConfigPlan, ConfigSnapshot,
-    ConfigState, DueDecision, DueTask, ExpiredLock, FailureCount, LockKey, NodeInfo, PgStore,
-    Recovery, Requeue, RescueDecision, RunEnd, RunFinish, RunRecord, RunStatus, SkipReason,
-    SkipRecord, SqliteStore, Store, StoreError, TaskChange, TaskRow,
+    AuditEntry, ChangeListener, ClaimOutcome, ClaimPlan, ClaimPolicy, ClaimRequest, ClaimedRun,
+    ConfigPlan, ConfigSnapshot, ConfigState, Delivery, DeliveryNext, DueDecision, DueTask,
+    ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun, NodeInfo, Pause, PgStore,
+    Recovery, Requeue, RescueDecision, ResumePlan, RunEnd, RunFinish, RunQuery, RunRecord,
+    RunRequest, RunStatus, SkipReason, SkipRecord, SqliteStore, Store, StoreError, TaskChange,
+    TaskRow, TaskState, Trigger,
 };
 use scheduler_tests::TestSchema;
 use uuid::Uuid;
@@ -248,6 +251,72 @@ impl Arrange {
         }
     }
 
+    /// Moves the creation time of outbox event `id` `by` into the past.
+    async fn age_event(&self, id: i64, by: Duration) {
+        match self {
+            Arrange::Postgres { db, .. } => {
+                sqlx::query(
+                    "UPDATE scheduler_outbox SET created_at = created_at - $2 * interval '1 microsecond'
+                     WHERE id = $1",
+                )
+                .bind(id)
+                .bind(us(by))
+                .execute(&db.pool)
+                .await
+                .unwrap();
+            }
+            Arrange::Sqlite { store, .. } => {
+                sqlx::query(
+                    "UPDATE scheduler_outbox SET created_at = created_at - ?2 WHERE id = ?1",
+                )
+                .bind(id)
+                .bind(us(by))
+                .execute(store.pool())
+                .await
+                .unwrap();
+            }
+        }
+    }
+
+    /// Moves the time of `task`'s audit entries `by` into the past.
+    async fn age_audit(&self, task: &str, by: Duration) {
+        match self {
+            Arrange::Postgres { db, .. } => {
+                sqlx::query(
+                    "UPDATE scheduler_audit SET at = at - $2 * interval '1 microsecond' WHERE task = $1",
+                )
+                .bind(task)
+                .bind(us(by))
+                .execute(&db.pool)
+                .await
+                .unwrap();
+            }
+            Arrange::Sqlite { store, .. } => {
+                sqlx::query("UPDATE scheduler_audit SET at = at - ?2 WHERE task = ?1")
+                    .bind(task)
+                    .bind(us(by))
+                    .execute(store.pool())
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
+    /// How many delivery attempts are logged (the listing hides those of deleted events, so no
+    /// API shows that pruning deleted them).
+    async fn logged_deliveries(&self) -> i64 {
+        let sql = "SELECT count(*) FROM scheduler_webhook_deliveries";
+        match self {
+            Arrange::Postgres { db, .. } => {
+                sqlx::query_scalar(sql).fetch_one(&db.pool).await.unwrap()
+            }
+            Arrange::Sqlite { store, .. } => sqlx::query_scalar(sql)
+                .fetch_one(store.pool())
+                .await
+                .unwrap(),
+        }
+    }
+
     /// `task`'s consecutive-failure count (no API reports it).
     async fn consecutive_failures(&self, task: &str) -> i64 {
         match self {
@@ -323,6 +392,35 @@ contract![
     a_document_without_a_version_keeps_the_applied_one,
     recent_runs_are_newest_first_and_filtered_by_task,
     the_listener_wakes_after_a_released_lock_and_an_applied_config,
+    a_due_retry_is_offered_first_by_its_time_and_served,
+    a_retry_that_gives_way_is_dropped_and_recorded_by_the_claim,
+    a_manual_run_is_offered_even_for_a_disabled_task_but_not_for_a_paused_one,
+    an_expired_pause_is_offered_and_a_skip_ending_it_writes_its_skip_records,
+    a_skip_moves_the_schedule_drops_the_retry_and_records_its_skips,
+    a_claim_ends_the_missed_run_incident_and_reports_it,
+    a_release_requeues_a_retry_a_manual_run_or_nothing,
+    a_finish_requeues_a_retry_a_manual_run_or_a_tick_only_under_its_own_lock,
+    each_lock_lives_as_long_as_its_plan_or_renewal_says,
+    the_heartbeat_counts_overdue_tasks_without_an_incident,
+    request_run_queues_once_audits_and_wakes_the_nodes,
+    overdue_tasks_are_late_enabled_unpaused_and_without_an_incident_oldest_first,
+    open_missed_opens_an_incident_once_and_only_while_the_tick_is_next,
+    a_pause_holds_a_task_until_resumed_with_what_the_planner_decides,
+    the_audit_log_pages_newest_first,
+    runs_are_filtered_by_task_status_trigger_and_start_and_paged_by_id,
+    run_finds_one_run_by_id,
+    run_logs_are_appended_once_per_chunk_and_read_in_order,
+    prune_history_also_deletes_old_run_logs_outbox_events_deliveries_and_audit,
+    task_states_report_every_column_by_name,
+    nodes_are_listed_with_the_runs_they_hold,
+    apply_config_writes_the_skips_of_its_plan,
+    disabling_records_since_when_and_enabling_clears_it,
+    the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease,
+    deliveries_are_logged_and_say_what_happens_to_each_event,
+    a_gone_endpoint_stops_every_pending_event,
+    a_disabled_webhook_stays_disabled_with_its_first_reason,
+    notify_wakes_every_listener,
+    next_wake_counts_retries_manual_runs_and_the_ends_of_pauses,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -1864,4 +1962,2004 @@ async fn the_listener_wakes_after_a_released_lock_and_an_applied_config(
         woke(tokio::time::timeout(Duration::from_secs(10), listener.recv()).await),
         "a lock released"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run policies and operations: retries, manual runs, pauses, missed runs, the audit trail, run
+// queries and logs, the webhook outbox.
+// ---------------------------------------------------------------------------------------------
+
+const MINUTE: chrono::Duration = chrono::Duration::minutes(1);
+
+/// An audit entry of the suite's operator.
+fn audit(action: &str, task: &str) -> AuditEntry {
+    AuditEntry::new(
+        "alice",
+        action,
+        task,
+        format!("{action} {task}"),
+        "cli@host",
+    )
+}
+
+/// `task`'s row as operators see it.
+async fn task_state(s: &dyn Store, task: &str) -> TaskState {
+    let mut states = s.task_states(Some(task)).await.unwrap();
+    assert_eq!(states.len(), 1, "one row named {task}");
+    states.remove(0)
+}
+
+/// Whether `listener` wakes within `within`.
+async fn wakes(listener: &mut Box<dyn ChangeListener>, within: Duration) -> bool {
+    match tokio::time::timeout(within, listener.recv()).await {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => panic!("listener failed: {e}"),
+        Err(_) => false,
+    }
+}
+
+/// A listener past its first call (which returns at once, like a fresh connection).
+async fn quiet_listener(s: &dyn Store) -> Box<dyn ChangeListener> {
+    let mut listener = s.listener().await.unwrap();
+    assert!(wakes(&mut listener, Duration::from_secs(10)).await);
+    listener
+}
+
+/// Leaves every due task alone (to look at what is offered).
+fn leave(_: &DueTask) -> DueDecision {
+    DueDecision::Leave
+}
+
+/// Serves the due retry: its tick and attempt, the schedule kept, the retry cleared.
+fn serve_retry(task: &DueTask) -> DueDecision {
+    let retry = task.retry.as_ref().expect("a retry is due");
+    let mut plan = scheduled(retry.tick, None, Recovery::Rerun);
+    plan.trigger = Trigger::Retry;
+    plan.attempt = retry.attempt;
+    plan.next_run_at = NextRun::Keep;
+    plan.clear_retry = true;
+    DueDecision::Run(plan)
+}
+
+/// Serves the due manual run: the instant it was asked for, by whom, the schedule kept.
+fn serve_manual(task: &DueTask) -> DueDecision {
+    let manual = task.manual.as_ref().expect("a manual run is due");
+    let mut plan = scheduled(manual.at, None, Recovery::Rerun);
+    plan.trigger = Trigger::Manual;
+    plan.triggered_by = manual.by.clone();
+    plan.next_run_at = NextRun::Keep;
+    DueDecision::Run(plan)
+}
+
+/// Runs each due tick, scheduling the next run at `next`.
+fn run_then(next: DateTime<Utc>) -> impl Fn(&DueTask) -> DueDecision + Send + Sync + 'static {
+    move |task| DueDecision::Run(scheduled(tick(task), Some(next), Recovery::Rerun))
+}
+
+fn with_requeue(mut f: RunFinish, requeue: Requeue) -> RunFinish {
+    f.requeue = Some(requeue);
+    f
+}
+
+/// The claimed run of `task` in `out`.
+#[track_caller]
+fn claimed<'a>(out: &'a ClaimOutcome, task: &str) -> &'a ClaimedRun {
+    out.claimed
+        .iter()
+        .find(|r| r.task_name == task)
+        .unwrap_or_else(|| panic!("{task} not claimed: {out:?}"))
+}
+
+/// `at` is `lifetime` after an instant between `from` and `to` (give or take the clocks).
+#[track_caller]
+fn assert_expires(
+    at: Option<DateTime<Utc>>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    lifetime: Duration,
+) {
+    let at = at.expect("locked");
+    let lifetime = chrono::Duration::from_std(lifetime).unwrap();
+    let slack = chrono::Duration::seconds(2);
+    assert!(
+        at >= from + lifetime - slack && at <= to + lifetime + slack,
+        "{at} is not {lifetime} after {from}..{to}"
+    );
+}
+
+fn sorted(mut names: Vec<String>) -> Vec<String> {
+    names.sort();
+    names
+}
+
+async fn a_due_retry_is_offered_first_by_its_time_and_served(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    let far = t + HOUR * 24;
+    seed(
+        s,
+        &[
+            ("r", t - HOUR * 3),
+            ("later", t - HOUR * 3),
+            ("a-tick", t - HOUR),
+        ],
+    )
+    .await;
+    // "r" and "later" run their tick, fail, and wait for a retry (2 h ago, in an hour).
+    let out = claim(s, &["r", "later"], 2, &Rules::hourly().plan(run_then(far))).await;
+    let retry = |task: &str, at| {
+        with_requeue(
+            finish(
+                claimed(&out, task),
+                RunStatus::Failed,
+                Some("boom"),
+                FailureCount::Increment,
+            ),
+            Requeue::Retry {
+                tick: t - HOUR * 4,
+                attempt: 2,
+                at,
+            },
+        )
+    };
+    let results = s
+        .finish_runs(&[retry("r", t - HOUR * 2), retry("later", t + HOUR)])
+        .await
+        .unwrap();
+    assert!(results.iter().all(|r| r.lock_held));
+    assert_eq!(task_state(s, "r").await.retry_at, Some(t - HOUR * 2));
+    assert_eq!(task_state(s, "later").await.retry_at, Some(t + HOUR));
+
+    // Oldest first by the earliest due instant (not by name): "r"'s retry before "a-tick"'s tick.
+    let rules = Rules::hourly().plan(leave);
+    claim(s, &["a-tick", "later", "r"], 1, &rules).await;
+    assert_eq!(rules.offered(), ["r"]);
+    let rules = Rules::hourly().plan(leave);
+    claim(s, &["a-tick", "later", "r"], 5, &rules).await;
+    assert_eq!(
+        rules.offered(),
+        ["r", "a-tick"],
+        "a retry not due yet is not offered"
+    );
+    let offered = &rules.tasks()[0];
+    let pending = offered.retry.as_ref().expect("offered with its retry");
+    assert_eq!(
+        (pending.tick, pending.attempt, pending.at),
+        (t - HOUR * 4, 2, t - HOUR * 2)
+    );
+    assert_eq!(offered.next_run_at, Some(far));
+    assert!(offered.enabled);
+    assert!(offered.manual.is_none() && offered.pause.is_none() && offered.missed_since.is_none());
+    assert_near_now(offered.last_finished_at.expect("its run ended"));
+
+    let run = claim_one(s, "r", &Rules::hourly().plan(serve_retry)).await;
+    assert_eq!(
+        (
+            run.scheduled_at,
+            run.attempt,
+            run.trigger,
+            run.triggered_by.as_deref()
+        ),
+        (t - HOUR * 4, 2, Trigger::Retry, None)
+    );
+    let record = self::run(s, run.run_id).await;
+    assert_eq!(
+        (record.scheduled_at, record.attempt, record.trigger),
+        (t - HOUR * 4, 2, Trigger::Retry)
+    );
+    let r = task_state(s, "r").await;
+    assert_eq!(r.retry_at, None, "served: cleared");
+    assert_eq!(r.next_run_at, Some(far), "the schedule is kept");
+    assert_eq!(
+        row(s, "r").await.last_scheduled_at,
+        Some(t - HOUR * 3),
+        "a retry claims no new tick"
+    );
+    assert_eq!(task_state(s, "later").await.retry_at, Some(t + HOUR));
+}
+
+async fn a_retry_that_gives_way_is_dropped_and_recorded_by_the_claim(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    seed(s, &[("a", t - HOUR * 2)]).await;
+    // The tick fails; its retry is due, and so is the next tick.
+    let first = claim_one(s, "a", &Rules::hourly()).await;
+    assert!(
+        finish_one(
+            s,
+            with_requeue(
+                finish(&first, RunStatus::Failed, None, FailureCount::Increment),
+                Requeue::Retry {
+                    tick: t - HOUR * 2,
+                    attempt: 2,
+                    at: t - MINUTE * 30,
+                },
+            )
+        )
+        .await
+    );
+    let gave_way = skip("a", SkipReason::RetryGaveWay, t - HOUR * 2, t - HOUR * 2, 1);
+    let record = gave_way.clone();
+    let rules = Rules::hourly().plan(move |task| {
+        let mut plan = scheduled(tick(task), Some(tick(task) + HOUR), Recovery::Rerun);
+        plan.clear_retry = true;
+        plan.skips = vec![record.clone()];
+        DueDecision::Run(plan)
+    });
+    let out = claim(s, &["a"], 1, &rules).await;
+    let run = claimed(&out, "a");
+    assert_eq!(
+        (run.scheduled_at, run.attempt, run.trigger),
+        (t - HOUR, 1, Trigger::Schedule)
+    );
+    assert_eq!(
+        out.skipped,
+        std::slice::from_ref(&gave_way),
+        "the records written"
+    );
+    assert_eq!(s.skips("a", t - HOUR * 3).await.unwrap(), [gave_way]);
+    let a = task_state(s, "a").await;
+    assert_eq!((a.retry_at, a.next_run_at), (None, Some(t)));
+    assert_eq!(row(s, "a").await.last_scheduled_at, Some(t - HOUR));
+}
+
+async fn a_manual_run_is_offered_even_for_a_disabled_task_but_not_for_a_paused_one(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    apply(
+        s,
+        vec![
+            create("off", false, None),
+            create("on", true, Some(t + HOUR)),
+            create("held", true, Some(t + HOUR)),
+        ],
+    )
+    .await;
+    for task in ["off", "on", "held"] {
+        assert_eq!(
+            s.request_run(task, "alice", &audit("trigger", task))
+                .await
+                .unwrap(),
+            RunRequest::Queued
+        );
+    }
+    let pause = Pause::new(t, "bob", "maintenance", None);
+    assert!(
+        s.pause_task("held", &pause, &audit("pause", "held"))
+            .await
+            .unwrap()
+    );
+    let asked = task_state(s, "off").await.manual_at.expect("queued");
+    assert_near_now(asked);
+
+    let rules = Rules::hourly().plan(leave);
+    claim(s, &["off", "on", "held"], 5, &rules).await;
+    assert_eq!(sorted(rules.offered()), ["off", "on"]);
+    let off = rules.tasks().into_iter().find(|t| t.name == "off").unwrap();
+    assert!(!off.enabled);
+    assert_eq!(off.next_run_at, None);
+    let manual = off.manual.clone().expect("offered with its request");
+    assert_eq!((manual.at, manual.by.as_deref()), (asked, Some("alice")));
+
+    let out = claim(
+        s,
+        &["off", "on", "held"],
+        5,
+        &Rules::hourly().plan(serve_manual),
+    )
+    .await;
+    assert_eq!(out.claimed.len(), 2, "{out:?}");
+    for run in &out.claimed {
+        assert_eq!(
+            (run.trigger, run.attempt, run.triggered_by.as_deref()),
+            (Trigger::Manual, 1, Some("alice"))
+        );
+        let record = self::run(s, run.run_id).await;
+        assert_eq!(
+            (
+                record.trigger,
+                record.attempt,
+                record.triggered_by.as_deref()
+            ),
+            (Trigger::Manual, 1, Some("alice"))
+        );
+        let state = task_state(s, &run.task_name).await;
+        assert_eq!(state.manual_at, None, "served: cleared");
+        assert_eq!(state.lock_owner.as_deref(), Some(NODE));
+    }
+    assert_eq!(claimed(&out, "off").scheduled_at, asked);
+    assert_eq!(
+        task_state(s, "on").await.next_run_at,
+        Some(t + HOUR),
+        "the schedule is kept"
+    );
+    assert_eq!(
+        row(s, "on").await.last_scheduled_at,
+        None,
+        "a manual run claims no tick"
+    );
+    assert!(
+        task_state(s, "held").await.manual_at.is_some(),
+        "waiting for the pause to end"
+    );
+}
+
+async fn an_expired_pause_is_offered_and_a_skip_ending_it_writes_its_skip_records(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    seed(s, &[("ended", t - HOUR * 2), ("on", t - HOUR * 2)]).await;
+    let expired = Pause::new(t, "bob", "deploy", Some(t - MINUTE));
+    assert!(
+        s.pause_task("ended", &expired, &audit("pause", "ended"))
+            .await
+            .unwrap()
+    );
+    let in_force = Pause::new(t, "bob", "deploy", Some(t + HOUR));
+    assert!(
+        s.pause_task("on", &in_force, &audit("pause", "on"))
+            .await
+            .unwrap()
+    );
+    let paused = skip("ended", SkipReason::Paused, t - HOUR * 2, t - HOUR, 2);
+    let record = paused.clone();
+    let rules = Rules::hourly().plan(move |_| DueDecision::Skip {
+        next_run_at: NextRun::Set(Some(t + HOUR)),
+        clear_retry: false,
+        clear_pause: true,
+        skips: vec![record.clone()],
+    });
+    let out = claim(s, &["ended", "on"], 5, &rules).await;
+    assert_eq!(rules.offered(), ["ended"], "only the pause that ran out");
+    let pause = rules.tasks()[0]
+        .pause
+        .clone()
+        .expect("offered with its pause");
+    assert_eq!(
+        (pause.by.as_str(), pause.reason.as_str(), pause.until),
+        ("bob", "deploy", Some(t - MINUTE))
+    );
+    assert_near_now(pause.at);
+    assert!(out.claimed.is_empty() && out.left.is_empty(), "{out:?}");
+    assert_eq!(out.skipped, std::slice::from_ref(&paused));
+    assert_eq!(s.skips("ended", t - HOUR * 3).await.unwrap(), [paused]);
+    let ended = task_state(s, "ended").await;
+    assert_eq!(ended.pause, None, "ended");
+    assert_eq!(ended.next_run_at, Some(t + HOUR));
+    assert_eq!(ended.lock_owner, None, "a skip takes no lock");
+    assert!(!row(s, "ended").await.paused);
+    assert!(s.recent_runs(Some("ended"), 10).await.unwrap().is_empty());
+    assert!(row(s, "on").await.paused, "still in force");
+}
+
+async fn a_skip_moves_the_schedule_drops_the_retry_and_records_its_skips(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    seed(s, &[("moved", t - HOUR * 3), ("kept", t - HOUR * 2)]).await;
+    // "kept" ran its tick (which stays due) and has a retry waiting besides.
+    let first = claim_one(s, "kept", &Rules::hourly().plan(stay_due)).await;
+    assert!(
+        finish_one(
+            s,
+            with_requeue(
+                finish(&first, RunStatus::Failed, None, FailureCount::Increment),
+                Requeue::Retry {
+                    tick: t - HOUR * 2,
+                    attempt: 2,
+                    at: t + HOUR,
+                },
+            )
+        )
+        .await
+    );
+    let misfire = skip("moved", SkipReason::Misfire, t - HOUR * 3, t - HOUR, 3);
+    let overlap = skip("kept", SkipReason::Overlap, t - HOUR * 2, t - HOUR * 2, 1);
+    let (m, o) = (misfire.clone(), overlap.clone());
+    let rules = Rules::hourly().plan(move |task| match task.name.as_str() {
+        "moved" => DueDecision::Skip {
+            next_run_at: NextRun::Set(Some(t + HOUR * 2)),
+            clear_retry: false,
+            clear_pause: false,
+            skips: vec![m.clone()],
+        },
+        _ => DueDecision::Skip {
+            next_run_at: NextRun::Keep,
+            clear_retry: true,
+            clear_pause: false,
+            skips: vec![o.clone()],
+        },
+    });
+    let out = claim(s, &["moved", "kept"], 5, &rules).await;
+    assert_eq!(rules.offered(), ["moved", "kept"]);
+    assert!(out.claimed.is_empty(), "{out:?}");
+    assert_eq!(out.skipped, [misfire.clone(), overlap.clone()]);
+    assert_eq!(s.skips("moved", t - HOUR * 9).await.unwrap(), [misfire]);
+    assert_eq!(s.skips("kept", t - HOUR * 9).await.unwrap(), [overlap]);
+    let moved = task_state(s, "moved").await;
+    assert_eq!(
+        (moved.next_run_at, moved.lock_owner),
+        (Some(t + HOUR * 2), None)
+    );
+    let kept = task_state(s, "kept").await;
+    assert_eq!(
+        (kept.next_run_at, kept.retry_at, kept.lock_owner),
+        (Some(t - HOUR * 2), None, None),
+        "next run kept, retry dropped, no lock"
+    );
+    assert!(s.recent_runs(Some("moved"), 10).await.unwrap().is_empty());
+
+    // A skip to no next run: the schedule never fires again.
+    let rules = Rules::hourly().plan(|_| DueDecision::Skip {
+        next_run_at: NextRun::Set(None),
+        clear_retry: false,
+        clear_pause: false,
+        skips: vec![],
+    });
+    let out = claim(s, &["kept"], 1, &rules).await;
+    assert!(out.skipped.is_empty());
+    assert_eq!(task_state(s, "kept").await.next_run_at, None);
+}
+
+async fn a_claim_ends_the_missed_run_incident_and_reports_it(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t)]).await;
+    assert_eq!(s.open_missed(&[("a".into(), t)]).await.unwrap(), ["a"]);
+    let rules = Rules::hourly().plan(stay_due);
+    let run = claim_one(s, "a", &rules).await;
+    assert_eq!(rules.tasks()[0].missed_since, Some(t), "offered with it");
+    assert_eq!(run.missed_since, Some(t), "this run ends it");
+    assert_eq!(task_state(s, "a").await.missed_since, None, "closed");
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    assert_eq!(claim_one(s, "a", &rules).await.missed_since, None);
+}
+
+async fn a_release_requeues_a_retry_a_manual_run_or_nothing(s: &dyn Store, arrange: &Arrange) {
+    let t = now_s();
+    let far = t + HOUR * 24;
+    seed(s, &[("retry", t - HOUR), ("none", t - HOUR)]).await;
+    apply(s, vec![create("manual", true, Some(far))]).await;
+    assert_eq!(
+        s.request_run("manual", "alice", &audit("trigger", "manual"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    let asked = task_state(s, "manual").await.manual_at.unwrap();
+    let next = run_then(far);
+    let rules = Rules::hourly().plan(move |task| {
+        if task.manual.is_some() {
+            serve_manual(task)
+        } else {
+            next(task)
+        }
+    });
+    let all = ["retry", "none", "manual"];
+    let out = claim(s, &all, 3, &rules).await;
+    assert_eq!(out.claimed.len(), 3);
+    for task in all {
+        arrange.expire_lock(task).await;
+    }
+
+    let retry_at = t - MINUTE;
+    let rescue = Rules::hourly().rescue(move |lock| match lock.key.task_name.as_str() {
+        "retry" => release(
+            RunStatus::Lost,
+            None,
+            Some(Requeue::Retry {
+                tick: t - HOUR,
+                attempt: 2,
+                at: retry_at,
+            }),
+            FailureCount::Increment,
+        ),
+        "manual" => release(
+            RunStatus::Lost,
+            None,
+            Some(Requeue::Manual {
+                at: asked,
+                by: Some("alice".into()),
+            }),
+            FailureCount::Keep,
+        ),
+        _ => release(RunStatus::Lost, None, None, FailureCount::Keep),
+    });
+    let out = claim(s, &all, 0, &rescue).await;
+    assert_eq!(out.rescued.len(), 3, "{out:?}");
+    // The rescuer saw how each run had started.
+    let offered = rescue.expired();
+    let run_of = |task: &str| {
+        offered
+            .iter()
+            .find(|l| l.key.task_name == task)
+            .and_then(|l| l.run.clone())
+            .expect("a running run")
+    };
+    let manual = run_of("manual");
+    assert_eq!(
+        (
+            manual.scheduled_at,
+            manual.attempt,
+            manual.trigger,
+            manual.triggered_by.as_deref()
+        ),
+        (asked, 1, Trigger::Manual, Some("alice"))
+    );
+    let retry = run_of("retry");
+    assert_eq!(
+        (retry.attempt, retry.trigger, retry.triggered_by.as_deref()),
+        (1, Trigger::Schedule, None)
+    );
+    let rescued = |task: &str| {
+        out.rescued
+            .iter()
+            .find(|r| r.task_name == task)
+            .unwrap()
+            .requeue
+            .clone()
+    };
+    assert_eq!(
+        rescued("retry"),
+        Some(Requeue::Retry {
+            tick: t - HOUR,
+            attempt: 2,
+            at: retry_at
+        })
+    );
+    assert_eq!(
+        rescued("manual"),
+        Some(Requeue::Manual {
+            at: asked,
+            by: Some("alice".into())
+        })
+    );
+    assert_eq!(rescued("none"), None);
+
+    let r = task_state(s, "retry").await;
+    assert_eq!(
+        (r.retry_at, r.manual_at, r.next_run_at, r.lock_owner),
+        (Some(retry_at), None, Some(far), None)
+    );
+    let m = task_state(s, "manual").await;
+    assert_eq!(
+        (m.manual_at, m.retry_at, m.next_run_at),
+        (Some(asked), None, Some(far))
+    );
+    let n = task_state(s, "none").await;
+    assert_eq!(
+        (n.retry_at, n.manual_at, n.next_run_at),
+        (None, None, Some(far))
+    );
+
+    // Offered again as requeued.
+    let rules = Rules::hourly().plan(leave);
+    claim(s, &all, 5, &rules).await;
+    assert_eq!(sorted(rules.offered()), ["manual", "retry"]);
+    let tasks = rules.tasks();
+    let retry = tasks
+        .iter()
+        .find(|t| t.name == "retry")
+        .and_then(|t| t.retry.clone())
+        .unwrap();
+    assert_eq!(
+        (retry.tick, retry.attempt, retry.at),
+        (t - HOUR, 2, retry_at)
+    );
+    let manual = tasks
+        .iter()
+        .find(|t| t.name == "manual")
+        .and_then(|t| t.manual.clone())
+        .unwrap();
+    assert_eq!((manual.at, manual.by.as_deref()), (asked, Some("alice")));
+}
+
+async fn a_finish_requeues_a_retry_a_manual_run_or_a_tick_only_under_its_own_lock(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    let far = t + HOUR * 24;
+    let all = ["retry", "manual", "tick", "taken"];
+    seed(s, &all.map(|n| (n, t - HOUR))).await;
+    let out = claim(s, &all, 4, &Rules::hourly().plan(run_then(far))).await;
+    let failed = |task: &str, requeue: Requeue| {
+        with_requeue(
+            finish(
+                claimed(&out, task),
+                RunStatus::Failed,
+                Some("boom"),
+                FailureCount::Increment,
+            ),
+            requeue,
+        )
+    };
+    let retry_at = t - MINUTE;
+    let asked = t - MINUTE * 5;
+    let retry = Requeue::Retry {
+        tick: t - HOUR,
+        attempt: 2,
+        at: retry_at,
+    };
+    let mut taken = failed("taken", retry.clone());
+    taken.lock.token = Uuid::new_v4();
+    let results = s
+        .finish_runs(&[
+            failed("retry", retry.clone()),
+            failed(
+                "manual",
+                Requeue::Manual {
+                    at: asked,
+                    by: Some("bob".into()),
+                },
+            ),
+            failed("tick", Requeue::Tick(t - HOUR)),
+            taken,
+        ])
+        .await
+        .unwrap();
+    let lock_held: Vec<bool> = results.iter().map(|r| r.lock_held).collect();
+    assert_eq!(lock_held, [true, true, true, false]);
+
+    let st = task_state(s, "retry").await;
+    assert_eq!(
+        (st.retry_at, st.manual_at, st.next_run_at),
+        (Some(retry_at), None, Some(far))
+    );
+    let st = task_state(s, "manual").await;
+    assert_eq!(
+        (st.manual_at, st.retry_at, st.next_run_at),
+        (Some(asked), None, Some(far))
+    );
+    let st = task_state(s, "tick").await;
+    assert_eq!(
+        (st.next_run_at, st.retry_at, st.manual_at),
+        (Some(t - HOUR), None, None),
+        "the earlier of the tick and the next run"
+    );
+    let st = task_state(s, "taken").await;
+    assert_eq!(
+        (st.retry_at, st.next_run_at, st.lock_owner.as_deref()),
+        (None, Some(far), Some(NODE)),
+        "not its lock: nothing requeued"
+    );
+
+    let rules = Rules::hourly().plan(leave);
+    claim(s, &all, 5, &rules).await;
+    assert_eq!(sorted(rules.offered()), ["manual", "retry", "tick"]);
+    let tasks = rules.tasks();
+    let pending = tasks
+        .iter()
+        .find(|t| t.name == "retry")
+        .and_then(|t| t.retry.clone())
+        .unwrap();
+    assert_eq!(
+        (pending.tick, pending.attempt, pending.at),
+        (t - HOUR, 2, retry_at)
+    );
+    let manual = tasks
+        .iter()
+        .find(|t| t.name == "manual")
+        .and_then(|t| t.manual.clone())
+        .unwrap();
+    assert_eq!((manual.at, manual.by.as_deref()), (asked, Some("bob")));
+
+    // A retry replaces the one pending.
+    let run = claim_one(s, "tick", &Rules::hourly().plan(run_then(far))).await;
+    let later = Requeue::Retry {
+        tick: t - HOUR,
+        attempt: 3,
+        at: t + HOUR,
+    };
+    let mut again = finish(&run, RunStatus::Failed, None, FailureCount::Increment);
+    again.requeue = Some(later);
+    assert!(finish_one(s, again).await);
+    let run = claim_one(s, "retry", &Rules::hourly().plan(serve_retry)).await;
+    assert_eq!(run.attempt, 2);
+    assert!(
+        finish_one(
+            s,
+            with_requeue(
+                finish(&run, RunStatus::Failed, None, FailureCount::Increment),
+                Requeue::Retry {
+                    tick: t - HOUR,
+                    attempt: 3,
+                    at: t + HOUR * 2,
+                },
+            )
+        )
+        .await
+    );
+    assert_eq!(task_state(s, "retry").await.retry_at, Some(t + HOUR * 2));
+    assert_eq!(task_state(s, "tick").await.retry_at, Some(t + HOUR));
+}
+
+async fn each_lock_lives_as_long_as_its_plan_or_renewal_says(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("short", t), ("long", t)]).await;
+    let (half_minute, hour) = (Duration::from_secs(30), Duration::from_secs(3_600));
+    let rules = Rules::hourly().plan(move |task| {
+        let mut plan = scheduled(tick(task), Some(tick(task) + HOUR * 24), Recovery::Rerun);
+        plan.lock_lifetime = if task.name == "short" {
+            half_minute
+        } else {
+            hour
+        };
+        DueDecision::Run(plan)
+    });
+    let before = Utc::now();
+    let out = claim(s, &["short", "long"], 2, &rules).await;
+    let after = Utc::now();
+    assert_expires(
+        task_state(s, "short").await.lock_expires_at,
+        before,
+        after,
+        half_minute,
+    );
+    assert_expires(
+        task_state(s, "long").await.lock_expires_at,
+        before,
+        after,
+        hour,
+    );
+
+    let before = Utc::now();
+    let renewed = s
+        .renew_locks(
+            NODE,
+            &[
+                (key(claimed(&out, "short")), hour * 2),
+                (key(claimed(&out, "long")), Duration::from_secs(60)),
+            ],
+        )
+        .await
+        .unwrap();
+    let after = Utc::now();
+    let mut renewed: Vec<String> = renewed.into_iter().map(|k| k.task_name).collect();
+    renewed.sort();
+    assert_eq!(renewed, ["long", "short"]);
+    assert_expires(
+        task_state(s, "short").await.lock_expires_at,
+        before,
+        after,
+        hour * 2,
+    );
+    assert_expires(
+        task_state(s, "long").await.lock_expires_at,
+        before,
+        after,
+        Duration::from_secs(60),
+    );
+}
+
+async fn the_heartbeat_counts_overdue_tasks_without_an_incident(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    let beat = || async { s.heartbeat("me", Duration::from_secs(30)).await.unwrap() };
+    assert_eq!(beat().await.overdue, 0);
+    apply(
+        s,
+        vec![
+            create("late", true, Some(t - HOUR)),
+            create("later", true, Some(t - HOUR * 2)),
+            create("soon", true, Some(t + HOUR)),
+            create("off", false, Some(t - HOUR)),
+            create("paused", true, Some(t - HOUR)),
+            create("missed", true, Some(t - HOUR)),
+            create("none", true, None),
+        ],
+    )
+    .await;
+    assert!(
+        s.pause_task(
+            "paused",
+            &Pause::new(t, "bob", "why", None),
+            &audit("pause", "paused")
+        )
+        .await
+        .unwrap()
+    );
+    assert_eq!(
+        s.open_missed(&[("missed".into(), t - HOUR)]).await.unwrap(),
+        ["missed"]
+    );
+    assert_eq!(beat().await.overdue, 2, "late and later");
+    s.open_missed(&[("late".into(), t - HOUR)]).await.unwrap();
+    assert_eq!(beat().await.overdue, 1);
+}
+
+async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    seed(s, &[("a", t + HOUR), ("p", t + HOUR)]).await;
+    let mut listener = quiet_listener(s).await;
+    assert_eq!(
+        s.request_run("missing", "alice", &audit("trigger", "missing"))
+            .await
+            .unwrap(),
+        RunRequest::NotFound
+    );
+    assert!(s.audit_log(10, None).await.unwrap().is_empty());
+
+    let entry = audit("trigger", "a");
+    assert_eq!(
+        s.request_run("a", "alice", &entry).await.unwrap(),
+        RunRequest::Queued
+    );
+    assert!(
+        wakes(&mut listener, Duration::from_secs(10)).await,
+        "a queued run wakes the nodes"
+    );
+    let queued = task_state(s, "a").await.manual_at.expect("queued");
+    assert_near_now(queued);
+    let log = s.audit_log(10, None).await.unwrap();
+    assert_eq!(log.len(), 1);
+    assert!(log[0].id > 0);
+    assert_near_now(log[0].at);
+    assert_eq!(
+        (
+            &log[0].actor,
+            &log[0].action,
+            &log[0].task,
+            &log[0].detail,
+            &log[0].source
+        ),
+        (
+            &entry.actor,
+            &entry.action,
+            &entry.task,
+            &entry.detail,
+            &entry.source
+        )
+    );
+
+    assert_eq!(
+        s.request_run("a", "bob", &audit("trigger", "a"))
+            .await
+            .unwrap(),
+        RunRequest::AlreadyQueued
+    );
+    assert_eq!(
+        task_state(s, "a").await.manual_at,
+        Some(queued),
+        "the first request stands"
+    );
+    assert_eq!(
+        s.audit_log(10, None).await.unwrap().len(),
+        1,
+        "nothing done"
+    );
+    assert!(!wakes(&mut listener, QUIET).await, "nothing to wake for");
+
+    assert!(
+        s.pause_task(
+            "p",
+            &Pause::new(t, "bob", "broken", Some(t + HOUR)),
+            &audit("pause", "p")
+        )
+        .await
+        .unwrap()
+    );
+    let pause = task_state(s, "p").await.pause.expect("paused");
+    assert_eq!(
+        s.request_run("p", "alice", &audit("trigger", "p"))
+            .await
+            .unwrap(),
+        RunRequest::Paused(pause)
+    );
+    assert_eq!(task_state(s, "p").await.manual_at, None);
+    assert_eq!(s.audit_log(10, None).await.unwrap().len(), 2, "the pause");
+
+    // Once served, another may be asked for.
+    let run = claim_one(s, "a", &Rules::hourly().plan(serve_manual)).await;
+    assert_eq!(run.triggered_by.as_deref(), Some("alice"));
+    assert_eq!(
+        s.request_run("a", "bob", &audit("trigger", "a"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+}
+
+async fn overdue_tasks_are_late_enabled_unpaused_and_without_an_incident_oldest_first(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    apply(
+        s,
+        vec![
+            create("old", true, Some(t - HOUR * 3)),
+            create("mid", true, Some(t - HOUR * 2)),
+            create("young", true, Some(t - HOUR)),
+            create("recent", true, Some(t - MINUTE)),
+            create("future", true, Some(t + HOUR)),
+            create("off", false, Some(t - HOUR * 4)),
+            create("paused", true, Some(t - HOUR * 5)),
+            create("missed", true, Some(t - HOUR * 6)),
+            create("none", true, None),
+        ],
+    )
+    .await;
+    assert!(
+        s.pause_task(
+            "paused",
+            &Pause::new(t, "bob", "why", None),
+            &audit("pause", "paused")
+        )
+        .await
+        .unwrap()
+    );
+    s.open_missed(&[("missed".into(), t - HOUR * 6)])
+        .await
+        .unwrap();
+    // "mid" ran once; its tick stays due.
+    let run = claim_one(s, "mid", &Rules::hourly().plan(stay_due)).await;
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+
+    let ten_minutes = Duration::from_secs(600);
+    let listed = |late: Vec<scheduler::store::OverdueTask>| {
+        late.into_iter().map(|o| o.name).collect::<Vec<_>>()
+    };
+    let late = s.overdue_tasks(ten_minutes, 10).await.unwrap();
+    assert_eq!(listed(late.clone()), ["old", "mid", "young"]);
+    assert_eq!(
+        (
+            late[0].cron.as_str(),
+            late[0].timezone.as_str(),
+            late[0].next_run_at,
+            late[0].last_run_at
+        ),
+        ("0 * * * *", "UTC", t - HOUR * 3, None)
+    );
+    assert_eq!(late[1].next_run_at, t - HOUR * 2);
+    assert_near_now(late[1].last_run_at.expect("mid ran"));
+    assert_eq!(
+        listed(s.overdue_tasks(ten_minutes, 2).await.unwrap()),
+        ["old", "mid"]
+    );
+    assert_eq!(
+        listed(s.overdue_tasks(Duration::ZERO, 10).await.unwrap()),
+        ["old", "mid", "young", "recent"]
+    );
+    assert!(
+        s.overdue_tasks(Duration::from_secs(4 * 3_600), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.overdue_tasks(ten_minutes, 0).await.unwrap().is_empty());
+}
+
+async fn open_missed_opens_an_incident_once_and_only_while_the_tick_is_next(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t), ("b", t), ("c", t)]).await;
+    let opened = s
+        .open_missed(&[
+            ("a".into(), t),
+            ("b".into(), t + MINUTE),
+            ("missing".into(), t),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(opened, ["a"], "b's next run is another tick");
+    assert!(
+        s.open_missed(&[("a".into(), t)]).await.unwrap().is_empty(),
+        "already open"
+    );
+    assert_eq!(task_state(s, "a").await.missed_since, Some(t));
+    assert_eq!(task_state(s, "b").await.missed_since, None);
+    assert!(s.open_missed(&[]).await.unwrap().is_empty());
+    assert_eq!(
+        s.open_missed(&[("c".into(), t), ("c".into(), t)])
+            .await
+            .unwrap(),
+        ["c"],
+        "opened once"
+    );
+}
+
+async fn a_pause_holds_a_task_until_resumed_with_what_the_planner_decides(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    seed(s, &[("a", t - HOUR * 2), ("b", t - HOUR)]).await;
+    let mut listener = quiet_listener(s).await;
+    let pause = Pause::new(t, "bob", "incident 42", None);
+    assert!(
+        !s.pause_task("missing", &pause, &audit("pause", "missing"))
+            .await
+            .unwrap()
+    );
+    assert!(s.audit_log(10, None).await.unwrap().is_empty());
+    assert!(
+        s.pause_task("a", &pause, &audit("pause", "a"))
+            .await
+            .unwrap()
+    );
+    let held = task_state(s, "a").await.pause.expect("paused");
+    assert_eq!(
+        (held.by.as_str(), held.reason.as_str(), held.until),
+        ("bob", "incident 42", None)
+    );
+    assert_near_now(held.at);
+    assert!(row(s, "a").await.paused);
+    let rules = Rules::hourly().plan(leave);
+    claim(s, &["a", "b"], 5, &rules).await;
+    assert_eq!(rules.offered(), ["b"], "a paused task's tick waits");
+    assert_eq!(s.next_wake(&names(&["a"])).await.unwrap().due_at, None);
+
+    // A pause in force is replaced.
+    let longer = Pause::new(t, "carol", "longer", Some(t + HOUR));
+    assert!(
+        s.pause_task("a", &longer, &audit("pause", "a"))
+            .await
+            .unwrap()
+    );
+    let held = task_state(s, "a").await.pause.expect("paused");
+    assert_eq!(
+        (held.by.as_str(), held.reason.as_str(), held.until),
+        ("carol", "longer", Some(t + HOUR))
+    );
+    assert_eq!(s.audit_log(10, None).await.unwrap().len(), 2);
+
+    // Resuming a task that is not paused, or does not exist, does nothing.
+    let planned = AtomicBool::new(false);
+    let never = |_: &TaskState, _: DateTime<Utc>| {
+        planned.store(true, Ordering::SeqCst);
+        ResumePlan::new(None, Vec::new())
+    };
+    assert_eq!(
+        s.resume_task("b", &audit("resume", "b"), &never)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        s.resume_task("missing", &audit("resume", "missing"), &never)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(!planned.load(Ordering::SeqCst), "nothing to plan");
+    assert_eq!(s.audit_log(10, None).await.unwrap().len(), 2);
+    assert!(!wakes(&mut listener, QUIET).await, "nothing resumed");
+
+    let paused = skip("a", SkipReason::Paused, t - HOUR * 2, t, 3);
+    let before = task_state(s, "a").await;
+    let seen: Mutex<Vec<(TaskState, DateTime<Utc>)>> = Mutex::default();
+    let planner = |row: &TaskState, now: DateTime<Utc>| {
+        seen.lock().unwrap().push((row.clone(), now));
+        ResumePlan::new(Some(t + HOUR), vec![paused.clone()])
+    };
+    let ended = s
+        .resume_task("a", &audit("resume", "a"), &planner)
+        .await
+        .unwrap();
+    assert_eq!(ended, Some(held), "the pause that ended");
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].0, before, "the planner sees the row");
+        assert_near_now(seen[0].1);
+    }
+    let a = task_state(s, "a").await;
+    assert_eq!((a.pause, a.next_run_at), (None, Some(t + HOUR)));
+    assert!(!row(s, "a").await.paused);
+    assert_eq!(s.skips("a", t - HOUR * 3).await.unwrap(), [paused]);
+    let log = s.audit_log(10, None).await.unwrap();
+    assert_eq!(log.len(), 3);
+    assert_eq!(
+        (log[0].action.as_str(), log[0].task.as_str()),
+        ("resume", "a")
+    );
+    assert!(
+        wakes(&mut listener, Duration::from_secs(10)).await,
+        "a pause that ended wakes the nodes"
+    );
+    assert_eq!(
+        s.resume_task("a", &audit("resume", "a"), &never)
+            .await
+            .unwrap(),
+        None,
+        "not paused any more"
+    );
+}
+
+async fn the_audit_log_pages_newest_first(s: &dyn Store, _: &Arrange) {
+    seed(s, &[("a", now_s() + HOUR)]).await;
+    for i in 0..5 {
+        let mut entry = audit("pause", "a");
+        entry.detail = format!("pause {i}");
+        let pause = Pause::new(now_s(), "alice", format!("reason {i}"), None);
+        assert!(s.pause_task("a", &pause, &entry).await.unwrap());
+    }
+    let all = s.audit_log(10, None).await.unwrap();
+    let details: Vec<&str> = all.iter().map(|e| e.detail.as_str()).collect();
+    assert_eq!(
+        details,
+        ["pause 4", "pause 3", "pause 2", "pause 1", "pause 0"]
+    );
+    assert!(
+        all.windows(2)
+            .all(|w| w[0].id > w[1].id && w[0].at >= w[1].at)
+    );
+    for e in &all {
+        assert_eq!(
+            (
+                e.actor.as_str(),
+                e.action.as_str(),
+                e.task.as_str(),
+                e.source.as_str()
+            ),
+            ("alice", "pause", "a", "cli@host")
+        );
+        assert_near_now(e.at);
+    }
+    let first = s.audit_log(2, None).await.unwrap();
+    assert_eq!(first, all[..2]);
+    let second = s.audit_log(2, Some(first[1].id)).await.unwrap();
+    assert_eq!(second, all[2..4]);
+    let third = s.audit_log(2, Some(second[1].id)).await.unwrap();
+    assert_eq!(third, all[4..]);
+    assert!(s.audit_log(2, Some(third[0].id)).await.unwrap().is_empty());
+    assert!(s.audit_log(0, None).await.unwrap().is_empty());
+}
+
+async fn runs_are_filtered_by_task_status_trigger_and_start_and_paged_by_id(
+    s: &dyn Store,
+    arrange: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t), ("b", t)]).await;
+    let started = |trigger: Trigger| {
+        Rules::hourly().plan(move |task| {
+            let mut plan = scheduled(tick(task), Some(tick(task)), Recovery::Rerun);
+            plan.trigger = trigger;
+            match trigger {
+                Trigger::Retry => plan.attempt = 2,
+                Trigger::Manual => plan.triggered_by = Some("alice".into()),
+                _ => {}
+            }
+            DueDecision::Run(plan)
+        })
+    };
+    let mut ids = Vec::new();
+    for (task, trigger, status) in [
+        ("a", Trigger::Schedule, Some(RunStatus::Succeeded)),
+        ("b", Trigger::Schedule, Some(RunStatus::Failed)),
+        ("a", Trigger::Retry, Some(RunStatus::Failed)),
+        ("b", Trigger::Manual, Some(RunStatus::TimedOut)),
+        ("a", Trigger::Schedule, None),
+    ] {
+        let run = claim_one(s, task, &started(trigger)).await;
+        if let Some(status) = status {
+            assert!(finish_one(s, finish(&run, status, None, FailureCount::Keep)).await);
+        }
+        ids.push(run.run_id);
+    }
+    let day = Duration::from_secs(24 * 3_600);
+    arrange.age_run(ids[0], day * 2).await;
+
+    let query = |f: &dyn Fn(&mut RunQuery)| {
+        let mut q = RunQuery::latest(10);
+        f(&mut q);
+        async move {
+            s.runs(&q)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.id)
+                .collect::<Vec<_>>()
+        }
+    };
+    let id = |i: usize| ids[i];
+    assert_eq!(query(&|_| {}).await, [id(4), id(3), id(2), id(1), id(0)]);
+    assert_eq!(
+        query(&|q| q.task = Some("a".into())).await,
+        [id(4), id(2), id(0)]
+    );
+    assert_eq!(
+        query(&|q| q.status = Some(RunStatus::Failed)).await,
+        [id(2), id(1)]
+    );
+    assert_eq!(
+        query(&|q| q.status = Some(RunStatus::TimedOut)).await,
+        [id(3)]
+    );
+    assert_eq!(
+        query(&|q| q.status = Some(RunStatus::Running)).await,
+        [id(4)]
+    );
+    assert_eq!(query(&|q| q.trigger = Some(Trigger::Retry)).await, [id(2)]);
+    assert_eq!(query(&|q| q.trigger = Some(Trigger::Manual)).await, [id(3)]);
+    assert_eq!(
+        query(&|q| q.trigger = Some(Trigger::Schedule)).await,
+        [id(4), id(1), id(0)]
+    );
+    let a_day_ago = Utc::now() - chrono::Duration::days(1);
+    assert_eq!(
+        query(&|q| q.since = Some(a_day_ago)).await,
+        [id(4), id(3), id(2), id(1)]
+    );
+    assert_eq!(query(&|q| q.until = Some(a_day_ago)).await, [id(0)]);
+    let first_started = self::run(s, id(0)).await.started_at;
+    assert_eq!(
+        query(&|q| q.since = Some(first_started)).await.last(),
+        Some(&id(0)),
+        "since is inclusive"
+    );
+    assert!(
+        !query(&|q| q.until = Some(first_started))
+            .await
+            .contains(&id(0)),
+        "until is exclusive"
+    );
+    assert_eq!(
+        query(&|q| {
+            q.task = Some("a".into());
+            q.status = Some(RunStatus::Succeeded);
+        })
+        .await,
+        [id(0)]
+    );
+    assert_eq!(
+        query(&|q| {
+            q.task = Some("b".into());
+            q.trigger = Some(Trigger::Schedule);
+        })
+        .await,
+        [id(1)]
+    );
+    assert!(query(&|q| q.task = Some("missing".into())).await.is_empty());
+
+    // Pages of two, each after the last id of the previous one.
+    let page = |before: Option<i64>| {
+        query(&move |q| {
+            q.limit = 2;
+            q.before_id = before;
+        })
+    };
+    assert_eq!(page(None).await, [id(4), id(3)]);
+    assert_eq!(page(Some(id(3))).await, [id(2), id(1)]);
+    assert_eq!(page(Some(id(1))).await, [id(0)]);
+    assert!(page(Some(id(0))).await.is_empty());
+    assert_eq!(
+        query(&|q| q.limit = 0).await,
+        [id(4)],
+        "at least one per page"
+    );
+
+    let records = s.runs(&RunQuery::latest(10)).await.unwrap();
+    let manual = records.iter().find(|r| r.id == id(3)).unwrap();
+    assert_eq!(
+        (
+            manual.task_name.as_str(),
+            manual.status,
+            manual.trigger,
+            manual.attempt,
+            manual.triggered_by.as_deref()
+        ),
+        ("b", RunStatus::TimedOut, Trigger::Manual, 1, Some("alice"))
+    );
+    let retry = records.iter().find(|r| r.id == id(2)).unwrap();
+    assert_eq!((retry.attempt, retry.trigger), (2, Trigger::Retry));
+}
+
+async fn run_finds_one_run_by_id(s: &dyn Store, _: &Arrange) {
+    seed(s, &[("a", now_s() - HOUR)]).await;
+    let rules = Rules::hourly().plan(stay_due);
+    let done = claim_one(s, "a", &rules).await;
+    assert!(
+        finish_one(
+            s,
+            finish(
+                &done,
+                RunStatus::Failed,
+                Some("no"),
+                FailureCount::Increment
+            )
+        )
+        .await
+    );
+    let going = claim_one(s, "a", &rules).await;
+    for id in [done.run_id, going.run_id] {
+        let one = s.run(id).await.unwrap().expect("recorded");
+        assert_eq!(one, self::run(s, id).await);
+    }
+    let one = s.run(done.run_id).await.unwrap().unwrap();
+    assert_eq!(
+        (one.status, one.error.as_deref()),
+        (RunStatus::Failed, Some("no"))
+    );
+    assert!(s.run(going.run_id + 1_000).await.unwrap().is_none());
+}
+
+async fn run_logs_are_appended_once_per_chunk_and_read_in_order(s: &dyn Store, _: &Arrange) {
+    seed(s, &[("a", now_s() - HOUR)]).await;
+    let rules = Rules::hourly().plan(stay_due);
+    let first = claim_one(s, "a", &rules).await;
+    assert!(
+        finish_one(
+            s,
+            finish(&first, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    let second = claim_one(s, "a", &rules).await;
+    let chunk = |run: &ClaimedRun, seq: i32, text: &str| {
+        LogChunk::new(run.run_id, seq, text, text.lines().count() as i32)
+    };
+    let mut last = chunk(&first, 2, "cut\n");
+    last.truncated = true;
+    s.append_run_logs(&[
+        chunk(&first, 1, "b1\nb2\n"),
+        chunk(&second, 0, "other run\n"),
+        last.clone(),
+    ])
+    .await
+    .unwrap();
+    s.append_run_logs(&[chunk(&first, 0, "a\n"), chunk(&first, 1, "written again\n")])
+        .await
+        .unwrap();
+    s.append_run_logs(&[chunk(&second, 1, "kept\n"), chunk(&second, 1, "dropped\n")])
+        .await
+        .unwrap();
+    s.append_run_logs(&[]).await.unwrap();
+    assert_eq!(
+        s.run_log(first.run_id).await.unwrap(),
+        [chunk(&first, 0, "a\n"), chunk(&first, 1, "b1\nb2\n"), last],
+        "by seq; a chunk already stored is kept"
+    );
+    assert_eq!(
+        s.run_log(second.run_id).await.unwrap(),
+        [
+            chunk(&second, 0, "other run\n"),
+            chunk(&second, 1, "kept\n")
+        ]
+    );
+    assert!(s.run_log(second.run_id + 1_000).await.unwrap().is_empty());
+}
+
+async fn prune_history_also_deletes_old_run_logs_outbox_events_deliveries_and_audit(
+    s: &dyn Store,
+    arrange: &Arrange,
+) {
+    let day = Duration::from_secs(24 * 3_600);
+    let old = day * 20;
+    seed(s, &[("a", now_s() - HOUR), ("gone", now_s() + HOUR)]).await;
+    let rules = Rules::hourly().plan(stay_due);
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let run = claim_one(s, "a", &rules).await;
+        assert!(
+            finish_one(
+                s,
+                finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+            )
+            .await
+        );
+        s.append_run_logs(&[
+            LogChunk::new(run.run_id, 0, "one\n", 1),
+            LogChunk::new(run.run_id, 1, "two\n", 1),
+        ])
+        .await
+        .unwrap();
+        runs.push(run.run_id);
+    }
+    arrange.age_run(runs[0], old).await;
+
+    // Outbox: one event disabled by a 410, then four more: delivered, failed, retrying (still
+    // pending) and one delivered recently. All but the last are old.
+    let event = |n: i32| NewEvent::new(format!("kind.{n}"), format!(r#"{{"n": {n}}}"#));
+    s.enqueue_events(&[event(1)]).await.unwrap();
+    let disabled = s.claim_outbox(NODE, 10, LIFETIME).await.unwrap()[0].id;
+    s.record_deliveries(&[Delivery::new(disabled, 1, NODE, DeliveryNext::Disabled)])
+        .await
+        .unwrap();
+    s.enqueue_events(&[event(2), event(3), event(4), event(5)])
+        .await
+        .unwrap();
+    let ids: Vec<i64> = s
+        .claim_outbox(NODE, 10, LIFETIME)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.id)
+        .collect();
+    let (delivered, failed, pending, recent) = (ids[0], ids[1], ids[2], ids[3]);
+    s.record_deliveries(&[
+        Delivery::new(delivered, 1, NODE, DeliveryNext::Delivered),
+        Delivery::new(failed, 1, NODE, DeliveryNext::Failed),
+        Delivery::new(pending, 1, NODE, DeliveryNext::RetryAt(Utc::now())),
+        Delivery::new(recent, 1, NODE, DeliveryNext::Delivered),
+    ])
+    .await
+    .unwrap();
+    for id in [disabled, delivered, failed, pending] {
+        arrange.age_event(id, old).await;
+    }
+
+    // Audit: two old entries, one recent.
+    for task in ["gone", "gone", "a"] {
+        assert!(
+            s.pause_task(
+                task,
+                &Pause::new(now_s(), "bob", "x", None),
+                &audit("pause", task)
+            )
+            .await
+            .unwrap()
+        );
+    }
+    arrange.age_audit("gone", old).await;
+    assert_eq!(arrange.logged_deliveries().await, 5);
+
+    assert_eq!(s.prune_history(day * 14, 1).await.unwrap(), 1, "one run");
+    assert!(
+        s.run_log(runs[0]).await.unwrap().is_empty(),
+        "the old run's log went with it"
+    );
+    assert_eq!(s.run_log(runs[1]).await.unwrap().len(), 2);
+    let logged: Vec<i64> = s
+        .deliveries(10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.outbox_id)
+        .collect();
+    assert_eq!(logged, [recent, pending], "the old finished events went");
+    assert_eq!(
+        arrange.logged_deliveries().await,
+        2,
+        "with their delivery log"
+    );
+    let due: Vec<i64> = s
+        .claim_outbox(NODE, 10, LIFETIME)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(due, [pending], "a pending event is never pruned");
+    let audit_tasks: Vec<String> = s
+        .audit_log(10, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.task)
+        .collect();
+    assert_eq!(audit_tasks, ["a"]);
+    assert_eq!(s.prune_history(day * 14, 1_000).await.unwrap(), 0);
+    assert_eq!(arrange.logged_deliveries().await, 2);
+}
+
+async fn task_states_report_every_column_by_name(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    let far = t + HOUR * 24;
+    apply(
+        s,
+        vec![
+            create("full", true, Some(t - HOUR)),
+            create("locked", true, Some(t - HOUR)),
+            create("off", false, Some(t + HOUR)),
+        ],
+    )
+    .await;
+    // "full": ran and failed (a retry waits), a manual run asked for, a missed-run incident
+    // open, paused, orphaned.
+    let before = Utc::now();
+    let out = claim(
+        s,
+        &["full", "locked"],
+        2,
+        &Rules::hourly().plan(run_then(far)),
+    )
+    .await;
+    let after = Utc::now();
+    assert!(
+        finish_one(
+            s,
+            with_requeue(
+                finish(
+                    claimed(&out, "full"),
+                    RunStatus::Failed,
+                    Some("boom"),
+                    FailureCount::Increment
+                ),
+                Requeue::Retry {
+                    tick: t - HOUR,
+                    attempt: 2,
+                    at: t + HOUR,
+                },
+            )
+        )
+        .await
+    );
+    assert_eq!(
+        s.request_run("full", "alice", &audit("trigger", "full"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    assert_eq!(
+        s.open_missed(&[("full".into(), far)]).await.unwrap(),
+        ["full"]
+    );
+    let pause = Pause::new(t, "bob", "flaky", Some(t + HOUR * 2));
+    assert!(
+        s.pause_task("full", &pause, &audit("pause", "full"))
+            .await
+            .unwrap()
+    );
+    apply(
+        s,
+        vec![TaskChange::Orphaned {
+            name: "full".into(),
+            orphaned: true,
+        }],
+    )
+    .await;
+
+    let states = s.task_states(None).await.unwrap();
+    let listed: Vec<&str> = states.iter().map(|st| st.name.as_str()).collect();
+    assert_eq!(listed, ["full", "locked", "off"]);
+
+    let full = &states[0];
+    assert_eq!(
+        (
+            full.cron.as_str(),
+            full.timezone.as_str(),
+            full.enabled,
+            full.next_run_at
+        ),
+        ("0 * * * *", "UTC", true, Some(far))
+    );
+    assert_eq!((&full.lock_owner, full.lock_expires_at), (&None, None));
+    let (ran, ended) = (full.last_run_at.unwrap(), full.last_finished_at.unwrap());
+    assert_near_now(ran);
+    assert!(ended >= ran);
+    assert_eq!(
+        (
+            full.last_status,
+            full.last_error.as_deref(),
+            full.consecutive_failures
+        ),
+        (Some(RunStatus::Failed), Some("boom"), 1)
+    );
+    let held = full.pause.clone().expect("paused");
+    assert_eq!(
+        (held.by.as_str(), held.reason.as_str(), held.until),
+        ("bob", "flaky", Some(t + HOUR * 2))
+    );
+    assert_eq!(full.retry_at, Some(t + HOUR));
+    assert_near_now(full.manual_at.expect("asked for"));
+    assert_eq!(full.missed_since, Some(far));
+    assert_near_now(full.orphaned_since.expect("orphaned"));
+    assert_eq!(full.disabled_at, None);
+
+    let locked = &states[1];
+    assert_eq!(locked.lock_owner.as_deref(), Some(NODE));
+    assert_expires(locked.lock_expires_at, before, after, LIFETIME);
+    assert_near_now(locked.last_run_at.expect("running"));
+    assert_eq!(
+        (
+            locked.last_finished_at,
+            locked.last_status,
+            locked.last_error.clone(),
+            locked.consecutive_failures
+        ),
+        (None, None, None, 0)
+    );
+
+    let off = &states[2];
+    assert!(!off.enabled);
+    assert_eq!(off.next_run_at, Some(t + HOUR));
+    assert_near_now(off.disabled_at.expect("created disabled"));
+    assert_eq!(
+        (
+            off.lock_owner.clone(),
+            off.last_run_at,
+            off.pause.clone(),
+            off.retry_at,
+            off.manual_at,
+            off.missed_since,
+            off.orphaned_since
+        ),
+        (None, None, None, None, None, None, None)
+    );
+
+    assert_eq!(
+        s.task_states(Some("off")).await.unwrap(),
+        std::slice::from_ref(off)
+    );
+    assert!(s.task_states(Some("missing")).await.unwrap().is_empty());
+}
+
+async fn nodes_are_listed_with_the_runs_they_hold(s: &dyn Store, _: &Arrange) {
+    assert!(s.nodes().await.unwrap().is_empty());
+    s.register_node(&NodeInfo::new("n2", "host-2", 22, "0.2.0", vec![]))
+        .await
+        .unwrap();
+    s.register_node(&NodeInfo::new(
+        "n1",
+        "host-1",
+        11,
+        "0.1.0",
+        names(&["a", "b"]),
+    ))
+    .await
+    .unwrap();
+    s.deregister_node("n2").await.unwrap();
+    seed(
+        s,
+        &[
+            ("a", now_s() - HOUR),
+            ("b", now_s() - HOUR),
+            ("c", now_s() - HOUR),
+        ],
+    )
+    .await;
+    let out = claim_as(s, "n1", &["a", "b"], 2, &Rules::hourly()).await;
+    claim_as(s, "elsewhere", &["c"], 1, &Rules::hourly()).await;
+
+    let nodes = s.nodes().await.unwrap();
+    let listed: Vec<&str> = nodes.iter().map(|n| n.node_id.as_str()).collect();
+    assert_eq!(listed, ["n1", "n2"], "by id; only registered nodes");
+    let n1 = &nodes[0];
+    assert_eq!(
+        (
+            n1.hostname.as_str(),
+            n1.pid,
+            n1.version.as_str(),
+            n1.tasks.clone(),
+            n1.stopped_at,
+            n1.running
+        ),
+        ("host-1", 11, "0.1.0", names(&["a", "b"]), None, 2)
+    );
+    assert_near_now(n1.started_at);
+    assert_near_now(n1.heartbeat_at);
+    let n2 = &nodes[1];
+    assert_eq!(
+        (n2.hostname.as_str(), n2.pid, n2.tasks.clone(), n2.running),
+        ("host-2", 22, vec![], 0)
+    );
+    assert_near_now(n2.stopped_at.expect("stopped"));
+
+    assert!(
+        finish_one(
+            s,
+            finish(
+                claimed(&out, "a"),
+                RunStatus::Succeeded,
+                None,
+                FailureCount::Reset
+            )
+        )
+        .await
+    );
+    assert_eq!(s.nodes().await.unwrap()[0].running, 1);
+}
+
+async fn apply_config_writes_the_skips_of_its_plan(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    let disabled = skip("a", SkipReason::Disabled, t - HOUR, t, 2);
+    let record = disabled.clone();
+    let plan = s
+        .apply_config(&move |_: &ConfigSnapshot| ConfigPlan::Apply {
+            changes: vec![create("a", true, Some(t + HOUR))],
+            state: ConfigState::new(None, "with-skips", NODE),
+            skips: vec![record.clone()],
+        })
+        .await
+        .unwrap();
+    assert!(matches!(plan, ConfigPlan::Apply { .. }));
+    assert_eq!(s.skips("a", t - HOUR * 2).await.unwrap(), [disabled]);
+    assert_eq!(row(s, "a").await.next_run_at, Some(t + HOUR));
+}
+
+async fn disabling_records_since_when_and_enabling_clears_it(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    apply(
+        s,
+        vec![create("a", true, Some(t + HOUR)), create("b", false, None)],
+    )
+    .await;
+    assert_eq!(row(s, "a").await.disabled_at, None);
+    let b_since = row(s, "b").await.disabled_at.expect("created disabled");
+    assert_near_now(b_since);
+    let update = |name: &str, enabled: bool| TaskChange::Update {
+        name: name.into(),
+        cron: "0 * * * *".into(),
+        timezone: "UTC".into(),
+        enabled,
+        next_run_at: None,
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    apply(s, vec![update("a", false)]).await;
+    let a_since = row(s, "a").await.disabled_at.expect("disabled now");
+    assert_near_now(a_since);
+    assert!(a_since > b_since);
+    assert_eq!(task_state(s, "a").await.disabled_at, Some(a_since));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    apply(s, vec![update("a", false), update("b", false)]).await;
+    assert_eq!(
+        row(s, "a").await.disabled_at,
+        Some(a_since),
+        "disabled since the first time"
+    );
+    assert_eq!(row(s, "b").await.disabled_at, Some(b_since));
+    apply(s, vec![update("a", true)]).await;
+    assert_eq!(row(s, "a").await.disabled_at, None, "enabled again");
+
+    // A reconcile never touches a pause; the rows report it.
+    assert!(
+        s.pause_task("b", &Pause::new(t, "bob", "x", None), &audit("pause", "b"))
+            .await
+            .unwrap()
+    );
+    apply(s, vec![update("b", true)]).await;
+    let b = row(s, "b").await;
+    assert!(b.paused && b.enabled && b.disabled_at.is_none());
+    assert!(task_state(s, "b").await.pause.is_some());
+    assert!(!row(s, "a").await.paused);
+}
+
+async fn the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let minute = Duration::from_secs(60);
+    s.enqueue_events(&[]).await.unwrap();
+    assert!(s.claim_outbox("n1", 10, minute).await.unwrap().is_empty());
+    // A payload in the form PostgreSQL's jsonb prints, so both stores return it as written.
+    let payload = |n: i32| format!(r#"{{"data": {{"n": {n}}}, "type": "run.failed"}}"#);
+    s.enqueue_events(&[
+        NewEvent::new("run.failed", payload(1)),
+        NewEvent::new("run.succeeded", payload(2)),
+    ])
+    .await
+    .unwrap();
+    s.enqueue_events(&[NewEvent::new("run.lost", payload(3))])
+        .await
+        .unwrap();
+
+    let short = Duration::from_millis(500);
+    let first = s.claim_outbox("n1", 2, short).await.unwrap();
+    let kinds: Vec<&str> = first.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["run.failed", "run.succeeded"], "oldest first");
+    assert!(first[0].id < first[1].id);
+    assert_eq!(
+        (first[0].payload.as_str(), first[0].attempts),
+        (payload(1).as_str(), 0)
+    );
+    assert_near_now(first[0].created_at);
+    let second = s.claim_outbox("n2", 10, minute).await.unwrap();
+    let kinds: Vec<&str> = second.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["run.lost"], "the others are leased");
+    assert!(s.claim_outbox("n2", 10, minute).await.unwrap().is_empty());
+    assert!(s.claim_outbox("n2", 0, minute).await.unwrap().is_empty());
+
+    tokio::time::sleep(short + Duration::from_millis(500)).await;
+    assert_eq!(
+        s.claim_outbox("n2", 10, minute).await.unwrap(),
+        first,
+        "after its lease an event is claimed again"
+    );
+
+    let error = s
+        .enqueue_events(&[NewEvent::new("run.failed", "not json")])
+        .await
+        .unwrap_err();
+    assert!(matches!(error, StoreError::Rejected { .. }), "{error:?}");
+}
+
+async fn deliveries_are_logged_and_say_what_happens_to_each_event(s: &dyn Store, _: &Arrange) {
+    let minute = Duration::from_secs(60);
+    let event = |n: i32| NewEvent::new(format!("kind.{n}"), format!(r#"{{"n": {n}}}"#));
+    s.enqueue_events(&[event(1), event(2), event(3), event(4)])
+        .await
+        .unwrap();
+    let ids: Vec<i64> = s
+        .claim_outbox("n1", 10, minute)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.id)
+        .collect();
+    let t = now_s();
+    let delivery = |id: i64, next: DeliveryNext, status: Option<u16>, error: Option<&str>| {
+        let mut d = Delivery::new(id, 1, "n1", next);
+        d.status = status;
+        d.error = error.map(str::to_owned);
+        d.duration_ms = 12;
+        d
+    };
+    s.record_deliveries(&[
+        delivery(ids[0], DeliveryNext::Delivered, Some(200), None),
+        delivery(
+            ids[1],
+            DeliveryNext::RetryAt(t + HOUR),
+            Some(503),
+            Some("unavailable"),
+        ),
+        delivery(ids[2], DeliveryNext::Failed, Some(400), Some("bad request")),
+        delivery(
+            ids[3],
+            DeliveryNext::RetryAt(t - MINUTE),
+            None,
+            Some("connection refused"),
+        ),
+    ])
+    .await
+    .unwrap();
+    s.record_deliveries(&[]).await.unwrap();
+
+    // Only the retry that is due comes back (its lease ended with the record), its attempt
+    // counted.
+    let due = s.claim_outbox("n2", 10, minute).await.unwrap();
+    let due: Vec<(i64, i32)> = due.iter().map(|e| (e.id, e.attempts)).collect();
+    assert_eq!(due, [(ids[3], 1)]);
+
+    let log = s.deliveries(10).await.unwrap();
+    let order: Vec<i64> = log.iter().map(|d| d.outbox_id).collect();
+    assert_eq!(order, [ids[3], ids[2], ids[1], ids[0]], "newest first");
+    let first = &log[3];
+    assert_eq!(
+        (
+            first.kind.as_str(),
+            first.attempt,
+            first.node_id.as_str(),
+            first.status,
+            first.error.as_deref(),
+            first.duration_ms
+        ),
+        ("kind.1", 1, "n1", Some(200), None, 12)
+    );
+    assert_near_now(first.at);
+    assert_eq!(
+        (log[0].status, log[0].error.as_deref()),
+        (None, Some("connection refused"))
+    );
+    assert_eq!(s.deliveries(2).await.unwrap(), log[..2]);
+
+    let mut again = delivery(ids[3], DeliveryNext::Delivered, Some(204), None);
+    again.attempt = 2;
+    s.record_deliveries(&[again]).await.unwrap();
+    let newest = &s.deliveries(1).await.unwrap()[0];
+    assert_eq!(
+        (newest.outbox_id, newest.attempt, newest.status),
+        (ids[3], 2, Some(204))
+    );
+    assert!(s.claim_outbox("n2", 10, minute).await.unwrap().is_empty());
+}
+
+async fn a_gone_endpoint_stops_every_pending_event(s: &dyn Store, _: &Arrange) {
+    let minute = Duration::from_secs(60);
+    let event = |n: i32| NewEvent::new("run.failed", format!(r#"{{"n": {n}}}"#));
+    s.enqueue_events(&[event(1), event(2), event(3)])
+        .await
+        .unwrap();
+    let claimed = s.claim_outbox("n1", 2, minute).await.unwrap();
+    let mut gone = Delivery::new(claimed[0].id, 1, "n1", DeliveryNext::Disabled);
+    gone.status = Some(410);
+    s.record_deliveries(&[gone]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        s.claim_outbox("n2", 10, Duration::from_millis(1))
+            .await
+            .unwrap()
+            .is_empty(),
+        "every pending event is stopped, leased or not"
+    );
+    let log = s.deliveries(10).await.unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].status, Some(410));
+
+    // Events written afterwards are pending again (whether to write them is the caller's).
+    s.enqueue_events(&[event(4)]).await.unwrap();
+    let later = s.claim_outbox("n2", 10, minute).await.unwrap();
+    assert_eq!(later.len(), 1);
+    assert!(later[0].id > claimed[1].id);
+}
+
+async fn a_disabled_webhook_stays_disabled_with_its_first_reason(s: &dyn Store, _: &Arrange) {
+    assert_eq!(s.webhook_disabled("digest-a").await.unwrap(), None);
+    s.disable_webhook("digest-a", "410 Gone").await.unwrap();
+    s.disable_webhook("digest-a", "said again").await.unwrap();
+    assert_eq!(
+        s.webhook_disabled("digest-a").await.unwrap().as_deref(),
+        Some("410 Gone")
+    );
+    assert_eq!(s.webhook_disabled("digest-b").await.unwrap(), None);
+}
+
+async fn notify_wakes_every_listener(s: &dyn Store, _: &Arrange) {
+    let mut one = quiet_listener(s).await;
+    let mut two = quiet_listener(s).await;
+    assert!(!wakes(&mut one, QUIET).await);
+    s.notify().await.unwrap();
+    assert!(wakes(&mut one, Duration::from_secs(10)).await);
+    assert!(wakes(&mut two, Duration::from_secs(10)).await);
+}
+
+async fn next_wake_counts_retries_manual_runs_and_the_ends_of_pauses(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    let far = t + HOUR * 24;
+    apply(
+        s,
+        vec![
+            create("retry", true, Some(t - HOUR)),
+            create("manual", false, None),
+            create("paused", true, Some(t + HOUR)),
+            create("held", true, Some(t + HOUR)),
+            create("off", false, Some(t - HOUR * 3)),
+        ],
+    )
+    .await;
+    let wake =
+        |task: &'static str| async move { s.next_wake(&names(&[task])).await.unwrap().due_at };
+    // "retry": its tick ran and failed; the retry in an hour comes before the next run.
+    let run = claim_one(s, "retry", &Rules::hourly().plan(run_then(far))).await;
+    assert!(
+        finish_one(
+            s,
+            with_requeue(
+                finish(&run, RunStatus::Failed, None, FailureCount::Increment),
+                Requeue::Retry {
+                    tick: t - HOUR,
+                    attempt: 2,
+                    at: t + HOUR,
+                },
+            )
+        )
+        .await
+    );
+    assert_eq!(wake("retry").await, Some(t + HOUR));
+    // "manual": disabled, nothing scheduled, a manual run asked for.
+    s.request_run("manual", "alice", &audit("trigger", "manual"))
+        .await
+        .unwrap();
+    let asked = task_state(s, "manual").await.manual_at;
+    assert!(asked.is_some());
+    assert_eq!(wake("manual").await, asked);
+    // "paused": until two hours from now; the end of the pause comes after its tick, and is
+    // the wake.
+    let until = Pause::new(t, "bob", "x", Some(t + HOUR * 2));
+    s.pause_task("paused", &until, &audit("pause", "paused"))
+        .await
+        .unwrap();
+    assert_eq!(wake("paused").await, Some(t + HOUR * 2));
+    // "held": paused until resumed, a manual run waiting: nothing to wake for.
+    s.request_run("held", "alice", &audit("trigger", "held"))
+        .await
+        .unwrap();
+    s.pause_task(
+        "held",
+        &Pause::new(t, "bob", "x", None),
+        &audit("pause", "held"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(wake("held").await, None);
+    // "off": a disabled task's tick is no wake.
+    assert_eq!(wake("off").await, None);
+    let all = names(&["retry", "manual", "paused", "held", "off"]);
+    assert_eq!(s.next_wake(&all).await.unwrap().due_at, asked);
 }
