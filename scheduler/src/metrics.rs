@@ -314,10 +314,6 @@ impl Metrics {
             .set(i64::from(open));
     }
 
-    #[allow(
-        dead_code,
-        reason = "counted by the webhook sender, which is not wired into the engine yet"
-    )]
     pub(crate) fn webhook_delivery(&self, result: &str) {
         self.webhook
             .get_or_create(&ResultLabel {
