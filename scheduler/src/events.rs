@@ -265,6 +265,18 @@ impl SchedulerEvent {
     }
 }
 
+impl From<&crate::store::SkipRecord> for SchedulerEvent {
+    fn from(skip: &crate::store::SkipRecord) -> Self {
+        SchedulerEvent::TickSkipped {
+            task: skip.task_name.clone(),
+            reason: skip.reason,
+            first_tick: skip.first_tick,
+            last_tick: skip.last_tick,
+            ticks: skip.ticks,
+        }
+    }
+}
+
 /// The node's event fan-out.
 #[derive(Debug)]
 pub(crate) struct EventBus {

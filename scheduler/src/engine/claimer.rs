@@ -171,18 +171,7 @@ impl ClaimLoop {
         drop(rules);
         self.leave_unreadable(unreadable).await;
         for skip in &outcome.skipped {
-            shared
-                .metrics
-                .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
-            shared
-                .events
-                .emit(crate::events::SchedulerEvent::TickSkipped {
-                    task: skip.task_name.clone(),
-                    reason: skip.reason,
-                    first_tick: skip.first_tick,
-                    last_tick: skip.last_tick,
-                    ticks: skip.ticks,
-                });
+            shared.report_skip(skip, false);
         }
 
         let n = outcome.claimed.len();
@@ -284,18 +273,7 @@ impl ClaimLoop {
             }
             tracing::error!(task = %u.name, cron = %u.cron, timezone = %u.timezone, error = %u.error, "stored schedule cannot be read by this node: not running it here (a node that can read it will; fix the config otherwise)");
             let skip = SkipRecord::new(&u.name, SkipReason::InvalidSchedule, u.due, u.due, 1);
-            self.shared
-                .metrics
-                .ticks_skipped(&u.name, SkipReason::InvalidSchedule.as_str(), 1);
-            self.shared
-                .events
-                .emit(crate::events::SchedulerEvent::TickSkipped {
-                    task: u.name.clone(),
-                    reason: SkipReason::InvalidSchedule,
-                    first_tick: u.due,
-                    last_tick: u.due,
-                    ticks: 1,
-                });
+            self.shared.report_skip(&skip, false);
             if let Err(e) = self.shared.store.record_skips(&[skip]).await {
                 tracing::warn!(error = %e, task = %u.name, "could not record the skipped tick");
             }
@@ -374,9 +352,5 @@ impl Service for ClaimLoop {
 
 /// `d` scaled by a random factor in [0.5, 1.5), so contending nodes drift apart.
 fn jitter(d: Duration) -> Duration {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    d.mul_f64(0.5 + (random % 1000) as f64 / 1000.0)
+    d.mul_f64(0.5 + super::random_fraction())
 }

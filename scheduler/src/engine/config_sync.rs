@@ -110,16 +110,7 @@ impl ConfigSync {
             emit(SchedulerEvent::TaskOrphaned { task: task.clone() });
         }
         for skip in &report.disabled_ticks {
-            self.shared
-                .metrics
-                .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
-            emit(SchedulerEvent::TickSkipped {
-                task: skip.task_name.clone(),
-                reason: skip.reason,
-                first_tick: skip.first_tick,
-                last_tick: skip.last_tick,
-                ticks: skip.ticks,
-            });
+            self.shared.report_skip(skip, !report.recorded);
         }
     }
 }

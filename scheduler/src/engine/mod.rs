@@ -99,6 +99,29 @@ pub(crate) fn ticks_while_disabled(
     )
 }
 
+/// A random fraction in [0, 1), for jitter (no cryptographic quality needed).
+pub(crate) fn random_fraction() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    (random % 1_000_000) as f64 / 1_000_000.0
+}
+
+impl Shared {
+    /// Counts skipped ticks and raises `tick.skipped` (to the webhook too unless `local_only`).
+    pub(crate) fn report_skip(&self, skip: &crate::store::SkipRecord, local_only: bool) {
+        self.metrics
+            .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
+        let event = crate::events::SchedulerEvent::from(skip);
+        if local_only {
+            self.events.emit_local(event);
+        } else {
+            self.events.emit(event);
+        }
+    }
+}
+
 /// This node as recorded in the node table.
 pub(crate) fn node_info(shared: &Shared) -> NodeInfo {
     NodeInfo::new(

@@ -108,11 +108,6 @@ pub(crate) async fn run(
             was_started,
             chrono::Utc::now(),
         );
-        for skip in &finish.skips {
-            shared
-                .metrics
-                .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
-        }
         record(&shared, finish, lease).await;
     }
     .instrument(span)
@@ -192,11 +187,7 @@ pub(crate) fn retry_delay(backoff: Duration, attempt: i32) -> Duration {
     let full = backoff
         .saturating_mul(1u32 << exp)
         .min(Duration::from_secs(86_400));
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    full / 2 + (full / 2).mul_f64((random % 10_000) as f64 / 10_000.0)
+    full / 2 + (full / 2).mul_f64(super::random_fraction())
 }
 
 fn run_ref(shared: &Shared, claimed: &ClaimedRun) -> RunRef {
@@ -230,13 +221,7 @@ fn emit_end(shared: &Shared, claimed: &ClaimedRun, finish: &RunFinish, duration_
     });
     for skip in &finish.skips {
         // (ticks a run stands for, and a retry that gave way)
-        shared.events.emit(SchedulerEvent::TickSkipped {
-            task: skip.task_name.clone(),
-            reason: skip.reason,
-            first_tick: skip.first_tick,
-            last_tick: skip.last_tick,
-            ticks: skip.ticks,
-        });
+        shared.report_skip(skip, false);
     }
 }
 
