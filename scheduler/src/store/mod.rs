@@ -3,8 +3,8 @@
 //! The engine and the reconciler talk to a [`Store`]; [`postgres::PgStore`] is the production
 //! implementation for one or many nodes (all of its SQL lives in `store/postgres/queries/`), and
 //! [`sqlite::SqliteStore`] keeps the same records in a local file for a single process (its SQL
-//! in `store/sqlite/queries/`). Both pass one contract suite (`tests/tests/store_contract.rs`). This module owns the data
-//! that crosses the boundary and the store's error type; it knows nothing about cron syntax,
+//! in `store/sqlite/queries/`). Both pass one contract suite (`tests/tests/store_contract.rs`).
+//! This module owns the data that crosses the boundary and the store's error type; it knows nothing about cron syntax,
 //! handlers or config formats.
 //!
 //! **Decide in Rust, record in the store.** Whatever a store writes that carries a rule (what a
@@ -49,6 +49,12 @@ pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 pub trait ChangeListener: Send {
     /// Waits for the next change notification. Errors mean the listener lost its connection; it
     /// reconnects on the next call.
+    ///
+    /// The first call, and the first call after a reconnect, returns at once without waiting:
+    /// whatever changed while nobody was listening may have been a change, so the caller looks
+    /// at the store once before it sleeps. A return is a hint to look, never a promise that
+    /// something changed (PostgreSQL also returns after a silent period once it has checked
+    /// its connection).
     async fn recv(&mut self) -> StoreResult<()>;
 }
 
