@@ -93,5 +93,12 @@ pub async fn run() -> Result<()> {
             Ok(())
         }
         Some(AppCommand::Next(args)) => args.run(&mut std::io::stdout().lock()),
+        Some(AppCommand::Ops(command)) => {
+            let text = command.output().await?;
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            Ok(stdout.flush()?)
+        }
     }
 }
