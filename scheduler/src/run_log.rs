@@ -1,5 +1,5 @@
 //! Per-run log capture: what a handler logs inside its run is kept with the run, readable with
-//! [`Store::run_log`](crate::store::Store::run_log) (`scheduler logs RUN_ID`, the admin API).
+//! [`Store::run_log`](crate::store::Store) (`scheduler logs RUN_ID`, the admin API).
 //!
 //! [`layer`] is a [`tracing_subscriber::Layer`] that recognises the events emitted inside a
 //! run's span (`task_run`), formats each as one line (time, level, target, message, fields) and
@@ -352,15 +352,15 @@ async fn flush(buffer: Arc<RunLogBuffer>, store: Arc<dyn Store>, done: Cancellat
             _ = tokio::time::sleep(FLUSH_INTERVAL) => {}
         }
         let last = done.is_cancelled();
-        if let Some(chunk) = buffer.take(last) {
-            if let Err(error) = store.append_run_logs(std::slice::from_ref(&chunk)).await {
-                tracing::warn!(
-                    run_id = chunk.run_id,
-                    lines = chunk.lines,
-                    error = %error,
-                    "could not write a chunk of the run's log; those lines are lost"
-                );
-            }
+        if let Some(chunk) = buffer.take(last)
+            && let Err(error) = store.append_run_logs(std::slice::from_ref(&chunk)).await
+        {
+            tracing::warn!(
+                run_id = chunk.run_id,
+                lines = chunk.lines,
+                error = %error,
+                "could not write a chunk of the run's log; those lines are lost"
+            );
         }
         if last {
             return;

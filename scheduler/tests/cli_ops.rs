@@ -22,7 +22,11 @@ type Seen = Arc<Mutex<Vec<i64>>>;
 async fn echo(ctx: TaskContext) {
     tracing::info!(run = ctx.run_id(), "echo says hello");
     tracing::warn!("echo is done");
-    ctx.state::<Seen>().unwrap().lock().unwrap().push(ctx.run_id());
+    ctx.state::<Seen>()
+        .unwrap()
+        .lock()
+        .unwrap()
+        .push(ctx.run_id());
 }
 
 #[task(name = "cli.other")]
@@ -53,7 +57,8 @@ struct Db {
 
 impl Db {
     async fn postgres() -> Self {
-        let url = std::env::var("DATABASE_URL").expect("DATABASE_URL is set (scripts/test sets it)");
+        let url =
+            std::env::var("DATABASE_URL").expect("DATABASE_URL is set (scripts/test sets it)");
         let pool = sqlx::PgPool::connect(&url).await.unwrap();
         // Named like scheduler_tests::TestSchema's, so its sweep removes what a killed run left.
         let schema = format!(
@@ -95,9 +100,9 @@ impl Db {
     /// A store on the same tables (on SQLite, the only one while it is held).
     async fn store(&self) -> Arc<dyn Store> {
         let store: Arc<dyn Store> = match (&self.pg, &self.sqlite_path) {
-            (Some((_, schema)), _) => Arc::new(
-                PgStore::connect_lazy(&self.args[1], schema, 4).unwrap(),
-            ),
+            (Some((_, schema)), _) => {
+                Arc::new(PgStore::connect_lazy(&self.args[1], schema, 4).unwrap())
+            }
             (_, Some(path)) => Arc::new(SqliteStore::builder(path).connect().unwrap()),
             _ => unreachable!(),
         };
@@ -205,7 +210,10 @@ impl Node {
 async fn wait_for<F: FnMut() -> bool>(what: &str, mut check: F) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while !check() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -213,7 +221,10 @@ async fn wait_for<F: FnMut() -> bool>(what: &str, mut check: F) {
 async fn tasks_recorded(store: &Arc<dyn Store>) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while store.task_states(None).await.unwrap().len() < TASKS.len() {
-        assert!(tokio::time::Instant::now() < deadline, "the config was not applied");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the config was not applied"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -250,7 +261,14 @@ async fn empty_store_status(db: &Db) {
 /// errors of commands that cannot be done.
 async fn inspect_history(db: &Db, run_id: i64, node_alive: bool) {
     let out = db.ok(&["status"]).await;
-    for expected in ["cli.echo", "cli.other", "0 0 1 1 *", "Asia/Shanghai", "succeeded", "cli-node"] {
+    for expected in [
+        "cli.echo",
+        "cli.other",
+        "0 0 1 1 *",
+        "Asia/Shanghai",
+        "succeeded",
+        "cli-node",
+    ] {
         assert!(out.contains(expected), "{expected}: {out}");
     }
     let status = db.json(&["status"]).await;
@@ -272,15 +290,33 @@ async fn inspect_history(db: &Db, run_id: i64, node_alive: bool) {
     assert_eq!(list[0]["triggered_by"], "alice");
     assert_eq!(list[0]["status"], "succeeded");
     assert_eq!(runs["next_before"], Value::Null);
-    let filtered = |args: &'static [&'static str]| async move { db.json(args).await["runs"].as_array().unwrap().len() };
+    let filtered = |args: &'static [&'static str]| async move {
+        db.json(args).await["runs"].as_array().unwrap().len()
+    };
     assert_eq!(filtered(&["runs", "--trigger", "manual"]).await, 1);
     assert_eq!(filtered(&["runs", "--trigger", "schedule"]).await, 0);
     assert_eq!(filtered(&["runs", "--status", "failed"]).await, 0);
-    assert_eq!(filtered(&["runs", "--status", "succeeded", "--since", "2020-01-01T00:00:00Z"]).await, 1);
-    assert_eq!(filtered(&["runs", "--until", "2020-01-01T00:00:00Z"]).await, 0);
+    assert_eq!(
+        filtered(&[
+            "runs",
+            "--status",
+            "succeeded",
+            "--since",
+            "2020-01-01T00:00:00Z"
+        ])
+        .await,
+        1
+    );
+    assert_eq!(
+        filtered(&["runs", "--until", "2020-01-01T00:00:00Z"]).await,
+        0
+    );
     assert_eq!(filtered(&["runs", "cli.other"]).await, 0);
     let page = db.json(&["runs", "--limit", "1"]).await;
-    assert_eq!(page["next_before"], run_id, "a full page says where the next starts");
+    assert_eq!(
+        page["next_before"], run_id,
+        "a full page says where the next starts"
+    );
     let next = format!("{run_id}");
     let out = db.ok(&["runs", "--before", &next]).await;
     assert_eq!(out, "no runs match\n");
@@ -304,7 +340,10 @@ async fn inspect_history(db: &Db, run_id: i64, node_alive: bool) {
     assert!(err.contains("no run with id 999999"), "{err}");
     let (code, _, err) = db.cli(&["trigger", "cli.ecoh"]).await;
     assert_eq!(code, 1);
-    assert!(err.contains("no task named `cli.ecoh`") && err.contains("did you mean `cli.echo`"), "{err}");
+    assert!(
+        err.contains("no task named `cli.ecoh`") && err.contains("did you mean `cli.echo`"),
+        "{err}"
+    );
     let (code, _, err) = db.cli(&["runs", "nothing.like.it"]).await;
     assert_eq!(code, 1);
     assert!(err.contains("`scheduler status` lists them"), "{err}");
@@ -316,11 +355,23 @@ async fn inspect_history(db: &Db, run_id: i64, node_alive: bool) {
 /// Pause (refusing a manual run), resume, and the audit trail of all three actions.
 async fn pause_and_resume(db: &Db) {
     let out = db
-        .ok(&["pause", "cli.echo", "--reason", "upstream is down", "--for", "2h", "--actor", "bob"])
+        .ok(&[
+            "pause",
+            "cli.echo",
+            "--reason",
+            "upstream is down",
+            "--for",
+            "2h",
+            "--actor",
+            "bob",
+        ])
         .await;
     assert!(out.contains("paused cli.echo until"), "{out}");
     let out = db.ok(&["status"]).await;
-    assert!(out.contains("cli.echo paused by bob at") && out.contains(": upstream is down"), "{out}");
+    assert!(
+        out.contains("cli.echo paused by bob at") && out.contains(": upstream is down"),
+        "{out}"
+    );
     let status = db.json(&["status"]).await;
     assert_eq!(status["tasks"][0]["paused"], true);
     assert_eq!(status["tasks"][0]["pause"]["reason"], "upstream is down");
@@ -328,8 +379,20 @@ async fn pause_and_resume(db: &Db) {
 
     let (code, _, err) = db.cli(&["trigger", "cli.echo"]).await;
     assert_eq!(code, 1);
-    assert!(err.contains("cli.echo is paused (by bob") && err.contains("scheduler resume cli.echo"), "{err}");
-    let (code, _, err) = db.cli(&["pause", "cli.echo", "--reason", "x", "--until", "2001-01-01T00:00:00Z"]).await;
+    assert!(
+        err.contains("cli.echo is paused (by bob") && err.contains("scheduler resume cli.echo"),
+        "{err}"
+    );
+    let (code, _, err) = db
+        .cli(&[
+            "pause",
+            "cli.echo",
+            "--reason",
+            "x",
+            "--until",
+            "2001-01-01T00:00:00Z",
+        ])
+        .await;
     assert_eq!(code, 1);
     assert!(err.contains("already past"), "{err}");
 
@@ -364,12 +427,25 @@ fn assert_audited(entries: &[(String, String, String, String)]) {
     ]
     .iter()
     .map(|(who, what)| {
-        let who = if *who == "tester" { format!("tester@{host}") } else { (*who).to_owned() };
-        (who, (*what).to_owned(), "cli.echo".to_owned(), format!("cli@{host}"))
+        let who = if *who == "tester" {
+            format!("tester@{host}")
+        } else {
+            (*who).to_owned()
+        };
+        (
+            who,
+            (*what).to_owned(),
+            "cli.echo".to_owned(),
+            format!("cli@{host}"),
+        )
     })
     .collect();
     // A resume of a task that was not paused may or may not be recorded; the rest must be.
-    let recorded: Vec<_> = entries.iter().filter(|e| e.0 != format!("tester@{host}")).cloned().collect();
+    let recorded: Vec<_> = entries
+        .iter()
+        .filter(|e| e.0 != format!("tester@{host}"))
+        .cloned()
+        .collect();
     assert_eq!(recorded, expected[..3], "{entries:?}");
 }
 
@@ -384,9 +460,15 @@ async fn operator_commands_on_postgres() {
     let node = Node::start(&store, &seen);
     tasks_recorded(&store).await;
     let out = db.ok(&["trigger", "cli.echo", "--actor", "alice"]).await;
-    assert!(out.contains("asked for a run of cli.echo now (manual, by alice)"), "{out}");
+    assert!(
+        out.contains("asked for a run of cli.echo now (manual, by alice)"),
+        "{out}"
+    );
     // The node runs it: the handler's own record shows the run.
-    wait_for("the node ran the manual run", || !seen.lock().unwrap().is_empty()).await;
+    wait_for("the node ran the manual run", || {
+        !seen.lock().unwrap().is_empty()
+    })
+    .await;
     let run_id = ended_manual_run(&store).await;
     assert_eq!(*seen.lock().unwrap(), [run_id]);
 
@@ -405,7 +487,10 @@ async fn operator_commands_on_sqlite() {
     let db = Db::sqlite();
     let (code, _, err) = db.cli(&["status"]).await;
     assert_eq!(code, 1);
-    assert!(err.contains("does not exist"), "a missing file is not created: {err}");
+    assert!(
+        err.contains("does not exist"),
+        "a missing file is not created: {err}"
+    );
     empty_store_status(&db).await;
 
     let seen = Seen::default();
@@ -424,7 +509,10 @@ async fn operator_commands_on_sqlite() {
     assert_eq!(again["result"], "already_queued");
     let store = db.store().await;
     let node = Node::start(&store, &seen);
-    wait_for("the node ran the manual run", || !seen.lock().unwrap().is_empty()).await;
+    wait_for("the node ran the manual run", || {
+        !seen.lock().unwrap().is_empty()
+    })
+    .await;
     let run_id = ended_manual_run(&store).await;
     assert_eq!(*seen.lock().unwrap(), [run_id]);
     node.stop().await;
@@ -442,16 +530,27 @@ async fn operator_commands_on_sqlite() {
 #[tokio::test]
 async fn unreachable_or_unknown_databases_are_named_without_their_password() {
     let (code, _, err) = cli_with(
-        &["status", "--database-url", "postgres://ops:hunter2@127.0.0.1:1/jobs"],
+        &[
+            "status",
+            "--database-url",
+            "postgres://ops:hunter2@127.0.0.1:1/jobs",
+        ],
         &[],
     )
     .await;
     assert_eq!(code, 1);
     assert!(!err.contains("hunter2"), "{err}");
     assert!(err.contains("postgres://ops:***@127.0.0.1:1/jobs"), "{err}");
-    let (code, _, err) = cli_with(&["runs", "--database-url", "mysql://ops:hunter2@db/jobs"], &[]).await;
+    let (code, _, err) = cli_with(
+        &["runs", "--database-url", "mysql://ops:hunter2@db/jobs"],
+        &[],
+    )
+    .await;
     assert_eq!(code, 1);
-    assert!(!err.contains("hunter2") && err.contains("postgres://"), "{err}");
+    assert!(
+        !err.contains("hunter2") && err.contains("postgres://"),
+        "{err}"
+    );
     let (code, _, err) = cli_with(&["pause", "x"], &[]).await;
     assert_eq!(code, 2, "a missing --reason is a usage error: {err}");
 }

@@ -195,7 +195,11 @@ async fn pg_store(prefix: &str) -> (TestSchema, Arc<dyn Store>) {
 /// removes a run's log with it.
 async fn bounded_ordered_and_pruned(store: Arc<dyn Store>) {
     init_tracing();
-    let node = Node::start(&store, "logs-node", &["logs.chatty", "logs.quiet", "logs.huge"]);
+    let node = Node::start(
+        &store,
+        "logs-node",
+        &["logs.chatty", "logs.quiet", "logs.huge"],
+    );
 
     let run = run_once(&store, "logs.chatty").await;
     assert_eq!(run.status, RunStatus::Succeeded);
@@ -251,7 +255,10 @@ async fn bounded_ordered_and_pruned(store: Arc<dyn Store>) {
     let pruned = store.prune_history(Duration::ZERO, 100).await.unwrap();
     assert!(pruned >= 3, "{pruned}");
     assert!(store.run(run.id).await.unwrap().is_none());
-    assert!(store.run_log(run.id).await.unwrap().is_empty(), "the log went with its run");
+    assert!(
+        store.run_log(run.id).await.unwrap().is_empty(),
+        "the log went with its run"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -297,7 +304,11 @@ async fn concurrent_runs_do_not_mix() {
     }
     // The two last runs overlapped in time (each takes ~200 ms and they were queued together).
     for run in &runs[..2] {
-        let who = if run.task_name == "logs.pair.a" { "A" } else { "B" };
+        let who = if run.task_name == "logs.pair.a" {
+            "A"
+        } else {
+            "B"
+        };
         let text = text_of(&store.run_log(run.id).await.unwrap());
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 100, "{text}");
@@ -323,7 +334,10 @@ async fn each_node_writes_to_its_own_store() {
         run_once(&first, "logs.quiet"),
         run_once(&second, "logs.quiet")
     );
-    assert_eq!(one.id, two.id, "both stores number runs from the same start");
+    assert_eq!(
+        one.id, two.id,
+        "both stores number runs from the same start"
+    );
     for (store, run, node, other) in [
         (&first, &one, "node-one", "node-two"),
         (&second, &two, "node-two", "node-one"),

@@ -167,6 +167,8 @@ fn parse_instant(text: &str) -> Result<DateTime<Utc>, String> {
 /// let cli = AppCli::try_parse_from(["myapp", "check-config", "tasks.json"])?;
 /// assert!(matches!(cli.command, Some(AppCommand::CheckConfig(_))));
 /// assert!(AppCli::try_parse_from(["myapp"])?.command.is_none());
+/// let status = AppCli::try_parse_from(["myapp", "status", "--json"])?;
+/// assert!(matches!(status.command, Some(AppCommand::Ops(scheduler::cli::OpsCommand::Status(_)))));
 /// # Ok::<(), clap::Error>(())
 /// ```
 #[derive(Debug, Parser)]

@@ -83,7 +83,7 @@ pub struct StoreArgs {
 /// Who is acting, for the commands that change something.
 #[derive(Debug, Clone, Args)]
 pub struct ActorArgs {
-    /// Who asks, for the audit trail [default: $USER@hostname].
+    /// Who asks, for the audit trail (default: $USER@hostname).
     #[arg(long, value_name = "NAME")]
     pub actor: Option<String>,
 }
@@ -340,7 +340,8 @@ async fn status(args: &StatusArgs) -> crate::Result<String> {
     let tasks = target.check(target.store.task_states(None).await)?;
     let nodes = target.check(target.store.nodes().await)?;
     let alive = |heartbeat: DateTime<Utc>, stopped: Option<DateTime<Utc>>| {
-        stopped.is_none() && now - heartbeat <= TimeDelta::from_std(ALIVE_WITHIN).unwrap_or_default()
+        stopped.is_none()
+            && now - heartbeat <= TimeDelta::from_std(ALIVE_WITHIN).unwrap_or_default()
     };
     let late: Vec<(&TaskState, &str)> = tasks
         .iter()
@@ -457,7 +458,14 @@ async fn status(args: &StatusArgs) -> crate::Result<String> {
             })
             .collect();
         text.push_str(&table(
-            &["NODE", "HOST", "VERSION", "LAST HEARTBEAT", "ALIVE", "RUNNING"],
+            &[
+                "NODE",
+                "HOST",
+                "VERSION",
+                "LAST HEARTBEAT",
+                "ALIVE",
+                "RUNNING",
+            ],
             &rows,
         ));
     }
@@ -629,10 +637,7 @@ async fn pause(args: &PauseArgs) -> crate::Result<String> {
         (None, None) => None,
     };
     if until.is_some_and(|u| u <= Utc::now()) {
-        return Err(fail(format!(
-            "--until {} is already past",
-            instant(until)
-        )));
+        return Err(fail(format!("--until {} is already past", instant(until))));
     }
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
@@ -677,14 +682,15 @@ async fn resume(args: &ResumeArgs) -> crate::Result<String> {
         other => other?,
     };
     if ended.is_none() {
-        let known = target
-            .check(target.store.task_states(Some(&args.task)).await)?;
+        let known = target.check(target.store.task_states(Some(&args.task)).await)?;
         if known.is_empty() {
             return Err(target.unknown_task(&args.task).await);
         }
     }
     Ok(if args.store.json {
-        to_json(&json!({"task": args.task, "resumed": ended.is_some(), "pause": ended, "actor": who.name}))
+        to_json(
+            &json!({"task": args.task, "resumed": ended.is_some(), "pause": ended, "actor": who.name}),
+        )
     } else {
         match ended {
             Some(p) => format!(
