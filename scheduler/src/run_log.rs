@@ -271,6 +271,9 @@ impl RunLogBuffer {
     /// with the truncation marker if lines were dropped.
     fn take(&self, last: bool) -> Option<LogChunk> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.closed {
+            return None;
+        }
         let truncated = last && state.dropped_lines > 0;
         if last {
             state.closed = true;
