@@ -551,6 +551,21 @@ async fn unreachable_or_unknown_databases_are_named_without_their_password() {
         !err.contains("hunter2") && err.contains("postgres://"),
         "{err}"
     );
+    // A schema without the scheduler's tables is named, not created.
+    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL is set (scripts/test sets it)");
+    let (code, _, err) = cli_with(
+        &[
+            "status",
+            "--database-url",
+            &url,
+            "--schema",
+            "t_cli_ops_no_such_schema",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no scheduler tables there"), "{err}");
     let (code, _, err) = cli_with(&["pause", "x"], &[]).await;
     assert_eq!(code, 2, "a missing --reason is a usage error: {err}");
 }

@@ -6,6 +6,7 @@
 //! The test process installs one subscriber with [`scheduler::run_log_layer`], as
 //! `scheduler::init_tracing` does for an application.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -68,6 +69,27 @@ async fn interleaved(who: &str) {
 }
 
 use tracing::Instrument;
+
+/// The steps of `logs.blocked`, shared with it as scheduler state.
+#[derive(Default)]
+struct Steps {
+    started: AtomicBool,
+    go: tokio::sync::Notify,
+    done: AtomicBool,
+}
+
+#[task(name = "logs.blocked")]
+async fn blocked(ctx: TaskContext) {
+    let steps = ctx.state::<Arc<Steps>>().unwrap();
+    let go = steps.go.notified();
+    steps.started.store(true, Ordering::SeqCst);
+    go.await;
+    // Far past the 32 KiB that make the flusher write at once (into a locked database).
+    for i in 0..CHATTY_LINES {
+        tracing::info!(i, "while the database is locked");
+    }
+    steps.done.store(true, Ordering::SeqCst);
+}
 
 fn init_tracing() {
     static INIT: Once = Once::new();
@@ -348,4 +370,93 @@ async fn each_node_writes_to_its_own_store() {
     }
     node_one.stop().await;
     node_two.stop().await;
+}
+
+/// Logging never waits for the store: with SQLite's write lock held by another connection (so
+/// every write of the run's log waits), the handler logs 2,000 lines and returns; its run is
+/// recorded, with its whole log, once the lock is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn logging_does_not_wait_for_the_store() {
+    use sqlx::{Connection, Executor};
+    init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.db");
+    let store = SqliteStore::builder(&path)
+        .busy_timeout(Duration::from_secs(60))
+        .connect()
+        .unwrap();
+    store.migrate().await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(store);
+    let steps = Arc::new(Steps::default());
+    let node = {
+        let wanted = "logs.blocked";
+        let scheduler = Scheduler::builder()
+            .store(Arc::clone(&store))
+            .node_id("blocked-node")
+            .registry(
+                TaskRegistry::collect()
+                    .unwrap()
+                    .retain(move |n| n == wanted),
+            )
+            .config_document(yearly(&[wanted]))
+            .state(Arc::clone(&steps))
+            .lock_lifetime(Duration::from_secs(120))
+            .poll_interval(Duration::from_millis(500))
+            .shutdown_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        let stop = CancellationToken::new();
+        let s = stop.clone();
+        let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
+        Node { stop, handle }
+    };
+    let who = Actor::new("tester", "test@run_logs");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while operate::trigger(store.as_ref(), "logs.blocked", &who)
+        .await
+        .unwrap()
+        != RunRequest::Queued
+    {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    while !steps.started.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut other = sqlx::SqliteConnection::connect_with(
+        &sqlx::sqlite::SqliteConnectOptions::new().filename(&path),
+    )
+    .await
+    .unwrap();
+    other.execute("BEGIN IMMEDIATE").await.unwrap();
+    steps.go.notify_one();
+    while !steps.done.load(Ordering::SeqCst) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the handler did not get through its logging while the store could not be written"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let runs = store.runs(&RunQuery::latest(5)).await.unwrap();
+    assert_eq!(
+        runs[0].status,
+        RunStatus::Running,
+        "nothing could be recorded yet"
+    );
+    other.execute("ROLLBACK").await.unwrap();
+    let run = ended_run(&store, "logs.blocked").await;
+    assert_eq!(run.status, RunStatus::Succeeded);
+    let text = text_of(&store.run_log(run.id).await.unwrap());
+    assert_eq!(text.lines().count(), MAX_LINES + 1, "{text}");
+    assert!(
+        text.lines()
+            .nth(MAX_LINES - 1)
+            .unwrap()
+            .ends_with(&format!("i={}", MAX_LINES - 1))
+    );
+    node.stop().await;
 }

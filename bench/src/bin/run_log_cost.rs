@@ -38,7 +38,11 @@ async fn chatty(ctx: TaskContext) {
     })
     .await
     .unwrap();
-    ctx.state::<Times>().unwrap().lock().unwrap().push((captured, plain));
+    ctx.state::<Times>()
+        .unwrap()
+        .lock()
+        .unwrap()
+        .push((captured, plain));
 }
 
 #[tokio::main]
@@ -73,7 +77,10 @@ async fn main() {
     let who = Actor::new("bench", "bench");
     for done in 0..=RUNS {
         loop {
-            match operate::trigger(store.as_ref(), "bench.chatty", &who).await.unwrap() {
+            match operate::trigger(store.as_ref(), "bench.chatty", &who)
+                .await
+                .unwrap()
+            {
                 RunRequest::Queued => break,
                 _ => tokio::time::sleep(Duration::from_millis(20)).await,
             }
@@ -93,7 +100,13 @@ async fn main() {
     stop.cancel();
     node.await.unwrap().unwrap();
     let last = store.runs(&RunQuery::latest(1)).await.unwrap()[0].id;
-    let kept: i32 = store.run_log(last).await.unwrap().iter().map(|c| c.lines).sum();
+    let kept: i32 = store
+        .run_log(last)
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.lines)
+        .sum();
     drop(store);
     let _ = std::fs::remove_file(&path);
     let mut times = times.lock().unwrap().clone();
@@ -105,7 +118,10 @@ async fn main() {
     let captured = median(times.iter().map(|t| t.0).collect());
     let plain = median(times.iter().map(|t| t.1).collect());
     let per_line = |d: Duration| d.as_nanos() as f64 / LINES as f64;
-    println!("{} runs of {LINES} info! lines each; stored log of a run: {kept} lines", times.len());
+    println!(
+        "{} runs of {LINES} info! lines each; stored log of a run: {kept} lines",
+        times.len()
+    );
     println!(
         "inside the run (captured):     {:>8.0} ns/line, {:>6.2} ms per {LINES} lines",
         per_line(captured),
