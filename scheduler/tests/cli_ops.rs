@@ -459,10 +459,15 @@ async fn operator_commands_on_postgres() {
     let seen = Seen::default();
     let node = Node::start(&store, &seen);
     tasks_recorded(&store).await;
-    let out = db.ok(&["trigger", "cli.echo", "--actor", "alice"]).await;
+    let (code, out, err) = db.cli(&["trigger", "cli.echo", "--actor", "alice"]).await;
+    assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("asked for a run of cli.echo now (manual, by alice)"),
         "{out}"
+    );
+    assert!(
+        !err.contains("no live node"),
+        "the node runs the task: {err}"
     );
     // The node runs it: the handler's own record shows the run.
     wait_for("the node ran the manual run", || {
@@ -503,10 +508,15 @@ async fn operator_commands_on_sqlite() {
     node.stop().await;
     drop(store);
 
-    let out = db.ok(&["trigger", "cli.echo", "--actor", "alice"]).await;
+    let (code, out, err) = db.cli(&["trigger", "cli.echo", "--actor", "alice"]).await;
+    assert_eq!(code, 0, "{err}");
     assert!(out.contains("asked for a run of cli.echo now"), "{out}");
+    assert!(err.contains("no live node registers cli.echo"), "{err}");
     let again = db.json(&["trigger", "cli.echo", "--actor", "alice"]).await;
     assert_eq!(again["result"], "already_queued");
+    assert_eq!(again["live_runner"], false);
+    let out = db.ok(&["status"]).await;
+    assert!(out.contains("cli.echo: a manual run is waiting"), "{out}");
     let store = db.store().await;
     let node = Node::start(&store, &seen);
     wait_for("the node ran the manual run", || {

@@ -427,6 +427,32 @@ async fn status(args: &StatusArgs) -> crate::Result<String> {
                     p.reason
                 ));
             }
+            if let Some(at) = t.manual_at {
+                text.push_str(&format!(
+                    "  {}: a manual run is waiting (asked at {})\n",
+                    t.name,
+                    instant(Some(at))
+                ));
+            }
+            if let Some(at) = t.retry_at {
+                text.push_str(&format!(
+                    "  {}: a retry is due at {}\n",
+                    t.name,
+                    instant(Some(at))
+                ));
+            }
+            if let Some(since) = t.orphaned_since {
+                text.push_str(&format!(
+                    "  {}: known to neither the config nor any node's code since {}\n",
+                    t.name,
+                    instant(Some(since))
+                ));
+            }
+            if t.last_status.is_some_and(|s| s != RunStatus::Succeeded)
+                && let Some(error) = &t.last_error
+            {
+                text.push_str(&format!("  {}: last error: {}\n", t.name, cut(error, 200)));
+            }
         }
     }
     text.push('\n');
@@ -616,8 +642,28 @@ async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
             )));
         }
     };
+    // Queued all the same (a node may start later), but say so when nobody would run it now.
+    let nodes = target.store.nodes().await.unwrap_or_default();
+    let (now, _) = target
+        .store
+        .load_tasks()
+        .await
+        .unwrap_or((Utc::now(), Vec::new()));
+    let runners = nodes.iter().any(|n| {
+        n.stopped_at.is_none()
+            && now - n.heartbeat_at <= TimeDelta::from_std(ALIVE_WITHIN).unwrap_or_default()
+            && n.tasks.contains(&args.task)
+    });
+    if !runners {
+        eprintln!(
+            "note: no live node registers {}; the run starts when one does",
+            args.task
+        );
+    }
     Ok(if args.store.json {
-        to_json(&json!({"task": args.task, "result": word, "actor": who.name}))
+        to_json(
+            &json!({"task": args.task, "result": word, "actor": who.name, "live_runner": runners}),
+        )
     } else {
         text
     })
