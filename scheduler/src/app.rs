@@ -62,7 +62,9 @@ pub fn init_tracing() {
 /// The process arguments select an operator command instead (see [`AppCli`](crate::cli::AppCli)):
 /// `myapp check-config tasks.json` checks a config file against the tasks this binary registers
 /// without touching the database, and exits non-zero on any problem; `myapp next '<cron>'`
-/// previews a schedule. `run` owns the command line: an application with arguments of its own
+/// previews a schedule; `myapp status`, `runs`, `logs`, `trigger`, `pause` and `resume` are the
+/// operator commands of the `scheduler` binary ([`OpsCommand`](crate::cli::OpsCommand)), against
+/// the database given by `--database-url` or the environment. `run` owns the command line: an application with arguments of its own
 /// builds the scheduler with [`SchedulerBuilder::from_env`] and calls
 /// [`Scheduler::run_until`](crate::Scheduler::run_until) instead (and can still offer the commands through
 /// [`cli::AppCommand`](crate::cli::AppCommand)).
