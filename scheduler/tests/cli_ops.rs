@@ -481,6 +481,23 @@ async fn operator_commands_on_postgres() {
     pause_and_resume(&db).await;
     assert_audited(&audit_entries(&store).await);
     node.stop().await;
+
+    // A tick nobody ran (every node is gone): status says the task is overdue.
+    let (pool, schema) = db.pg.as_ref().unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE {schema}.scheduler_tasks SET next_run_at = now() - interval '1 hour' WHERE name = 'cli.other'"
+    )))
+    .execute(pool)
+    .await
+    .unwrap();
+    let out = db.ok(&["status"]).await;
+    assert!(out.contains("overdue: cli.other was due at"), "{out}");
+    assert!(out.contains("stopped"), "the node stopped: {out}");
+    let status = db.json(&["status"]).await;
+    assert_eq!(status["late"], serde_json::json!(["cli.other"]));
+    assert_eq!(status["tasks"][1]["late"], "overdue");
+    assert_eq!(status["tasks"][0]["late"], Value::Null);
+    assert_eq!(status["nodes"][0]["alive"], false);
     db.cleanup().await;
 }
 
@@ -576,6 +593,27 @@ async fn unreachable_or_unknown_databases_are_named_without_their_password() {
     .await;
     assert_eq!(code, 1);
     assert!(err.contains("no scheduler tables there"), "{err}");
+    let (code, _, err) = cli_with(
+        &[
+            "pause",
+            "x",
+            "--reason",
+            "r",
+            "--for",
+            "2h",
+            "--until",
+            "2030-01-01T00:00:00Z",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        code, 2,
+        "--for and --until together are a usage error: {err}"
+    );
+    let (code, _, err) = cli_with(&["pause", "x", "--reason", "r", "--for", "soon"], &[]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("not a duration"), "{err}");
     let (code, _, err) = cli_with(&["pause", "x"], &[]).await;
     assert_eq!(code, 2, "a missing --reason is a usage error: {err}");
 }
