@@ -175,6 +175,10 @@ fn format_line(event: &Event<'_>) -> String {
         }
         line.push_str(&visitor.fields);
     }
+    if line.contains('\0') {
+        // PostgreSQL text cannot hold NUL: one such line would lose its whole chunk.
+        line = line.replace('\0', "\\0");
+    }
     line.push('\n');
     line
 }
@@ -390,6 +394,28 @@ mod tests {
         assert!(last.text.contains("10 more lines"), "{}", last.text);
         buffer.push("after the end\n");
         assert!(buffer.take(true).is_none());
+    }
+
+    #[test]
+    fn lines_carry_level_target_message_and_fields_without_nul() {
+        use tracing_subscriber::prelude::*;
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&lines);
+        let subscriber = tracing_subscriber::registry().with(FormatProbe(seen));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "app::sync", page = 3, who = "a\0b", "synced {}", "x");
+        });
+        let lines = lines.lock().unwrap();
+        let line = lines[0].split_once(' ').unwrap().1;
+        assert_eq!(line, " WARN app::sync: synced x page=3 who=a\\0b\n");
+    }
+
+    struct FormatProbe(Arc<Mutex<Vec<String>>>);
+
+    impl<S: Subscriber> Layer<S> for FormatProbe {
+        fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+            self.0.lock().unwrap().push(format_line(event));
+        }
     }
 
     #[test]
