@@ -297,10 +297,8 @@ async fn logs_are_bounded_ordered_and_pruned_on_sqlite() {
 }
 
 /// Two runs going at once on one node each keep only their own lines.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_runs_do_not_mix() {
+async fn concurrent_runs_do_not_mix(store: Arc<dyn Store>) {
     init_tracing();
-    let (db, store) = pg_store("run_logs_pair").await;
     let node = Node::start(&store, "pair-node", &["logs.pair.a", "logs.pair.b"]);
     let who = Actor::new("tester", "test@run_logs");
     // Both rows exist, then both runs are asked for together.
@@ -339,17 +337,25 @@ async fn concurrent_runs_do_not_mix() {
         }
     }
     node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_runs_do_not_mix_on_postgres() {
+    let (db, store) = pg_store("run_logs_pair").await;
+    concurrent_runs_do_not_mix(store).await;
     db.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_runs_do_not_mix_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    concurrent_runs_do_not_mix(sqlite_store(&dir, "pair.db").await).await;
 }
 
 /// Two nodes in one process, each on its own store (run ids overlap): each store holds only its
 /// own node's lines.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn each_node_writes_to_its_own_store() {
+async fn each_node_writes_to_its_own_store(first: Arc<dyn Store>, second: Arc<dyn Store>) {
     init_tracing();
-    let dir = tempfile::tempdir().unwrap();
-    let first = sqlite_store(&dir, "first.db").await;
-    let second = sqlite_store(&dir, "second.db").await;
     let node_one = Node::start(&first, "node-one", &["logs.quiet"]);
     let node_two = Node::start(&second, "node-two", &["logs.quiet"]);
     let (one, two) = tokio::join!(
@@ -459,4 +465,21 @@ async fn logging_does_not_wait_for_the_store() {
             .ends_with(&format!("i={}", MAX_LINES - 1))
     );
     node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_node_writes_to_its_own_store_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = sqlite_store(&dir, "first.db").await;
+    let second = sqlite_store(&dir, "second.db").await;
+    each_node_writes_to_its_own_store(first, second).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_node_writes_to_its_own_store_on_postgres() {
+    let (db_one, first) = pg_store("run_logs_one").await;
+    let (db_two, second) = pg_store("run_logs_two").await;
+    each_node_writes_to_its_own_store(first, second).await;
+    db_one.cleanup().await;
+    db_two.cleanup().await;
 }
