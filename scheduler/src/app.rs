@@ -34,19 +34,24 @@ pub async fn shutdown_signal() {
 }
 
 /// Installs the default log output: `RUST_LOG` filter (default `info`), human-readable lines,
-/// or JSON lines with `SCHEDULER_LOG_FORMAT=json`. Does nothing if a subscriber is already set.
+/// or JSON lines with `SCHEDULER_LOG_FORMAT=json`, and the capture of each run's log
+/// ([`run_log_layer`](crate::run_log_layer): what a handler logs at the enabled levels is kept
+/// with its run). Does nothing if a subscriber is already set; an application with its own adds
+/// `.with(scheduler::run_log_layer())` to it.
 pub fn init_tracing() {
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::prelude::*;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
+    let subscriber = tracing_subscriber::registry()
+        .with(filter)
+        .with(crate::run_log::layer());
+    let output = tracing_subscriber::fmt::layer().with_target(false);
     let json = crate::env::process("SCHEDULER_LOG_FORMAT")
         .is_some_and(|f| f.trim().eq_ignore_ascii_case("json"));
     let _ = if json {
-        builder.json().try_init()
+        subscriber.with(output.json()).try_init()
     } else {
-        builder.try_init()
+        subscriber.with(output).try_init()
     };
 }
 
@@ -57,7 +62,9 @@ pub fn init_tracing() {
 /// The process arguments select an operator command instead (see [`AppCli`](crate::cli::AppCli)):
 /// `myapp check-config tasks.json` checks a config file against the tasks this binary registers
 /// without touching the database, and exits non-zero on any problem; `myapp next '<cron>'`
-/// previews a schedule. `run` owns the command line: an application with arguments of its own
+/// previews a schedule; `myapp status`, `runs`, `logs`, `trigger`, `pause` and `resume` are the
+/// operator commands of the `scheduler` binary ([`OpsCommand`](crate::cli::OpsCommand)), against
+/// the database given by `--database-url` or the environment. `run` owns the command line: an application with arguments of its own
 /// builds the scheduler with [`SchedulerBuilder::from_env`] and calls
 /// [`Scheduler::run_until`](crate::Scheduler::run_until) instead (and can still offer the commands through
 /// [`cli::AppCommand`](crate::cli::AppCommand)).
@@ -88,5 +95,12 @@ pub async fn run() -> Result<()> {
             Ok(())
         }
         Some(AppCommand::Next(args)) => args.run(&mut std::io::stdout().lock()),
+        Some(AppCommand::Ops(command)) => {
+            let text = command.output().await?;
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            Ok(stdout.flush()?)
+        }
     }
 }

@@ -42,6 +42,7 @@ pub mod policy;
 pub mod reconciler;
 pub mod redact;
 pub mod registry;
+pub mod run_log;
 pub mod schedule;
 pub mod store;
 pub mod webhook;
@@ -53,6 +54,7 @@ pub use engine::Scheduler;
 pub use error::{Error, Result};
 pub use policy::{Misfire, Recovery};
 pub use registry::{TaskDescriptor, TaskRegistry};
+pub use run_log::layer as run_log_layer;
 pub use schedule::ScheduleSpec;
 pub use scheduler_macros::task;
 

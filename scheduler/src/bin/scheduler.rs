@@ -1,4 +1,5 @@
-//! The `scheduler` command: schedule previews for operators. The arguments and what each
+//! The `scheduler` command: schedule previews, and status, history, logs, run-now, pause and
+//! resume against a deployment's database. The arguments and what each
 //! subcommand does live in [`scheduler::cli`], which applications reuse.
 
 fn main() -> std::process::ExitCode {

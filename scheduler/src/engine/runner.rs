@@ -1,7 +1,8 @@
 //! Runs one claimed run: the handler in its own tokio task behind its lock's poll gate, told to
 //! stop on shutdown or lock loss and stopped when it must be, panics caught, the outcome decided
 //! by [`outcome::decide`] and handed to the completer together with the lease, which keeps the
-//! lock renewed until the outcome is recorded.
+//! lock renewed until the outcome is recorded. What the handler logs inside the run's span is
+//! captured by [`crate::run_log`] and written before the outcome.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use super::rules::{MAX_COUNTED_TICKS, skipped_ticks};
 use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
 use crate::events::{RunRef, SchedulerEvent};
+use crate::run_log::RunLogCapture;
 use crate::schedule::ScheduleSpec;
 use crate::store::{
     ClaimedRun, LockKey, Requeue, RunFinish, RunStatus, SkipReason, SkipRecord, Trigger,
@@ -47,6 +49,7 @@ pub(crate) async fn run(
     async move {
         let started = Instant::now();
         let was_started = !shared.handlers_cancel.is_cancelled();
+        let mut capture = None;
         let (ending, stop, lease) = if !was_started {
             // Claimed while the node began to drain: hand it back untouched.
             (Ending::NotStarted, Some(StopReason::Shutdown), lease)
@@ -60,6 +63,12 @@ pub(crate) async fn run(
                 claimed.scheduled_at,
                 claimed.trigger.as_str(),
                 db_clock(&claimed, claim_sent),
+            );
+            // What the handler logs inside this span is kept with the run.
+            capture = RunLogCapture::start(
+                &tracing::Span::current(),
+                claimed.run_id,
+                Arc::clone(&shared.store),
             );
             execute(&shared, &claimed, lease).await
         };
@@ -108,6 +117,10 @@ pub(crate) async fn run(
             was_started,
             chrono::Utc::now(),
         );
+        if let Some(capture) = capture {
+            // Before the outcome: whoever sees the run ended finds its whole log.
+            capture.finish().await;
+        }
         record(&shared, finish, lease).await;
     }
     .instrument(span)

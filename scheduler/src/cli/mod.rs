@@ -1,14 +1,18 @@
 //! The command line shared by the `scheduler` binary and by applications built on
-//! [`run`](crate::run): `next` previews a schedule; in an application, `check-config` validates a
-//! config file against the tasks the binary registers, and no subcommand (or `run`) runs the
-//! scheduler.
+//! [`run`](crate::run): `next` previews a schedule; the operator commands ([`OpsCommand`]:
+//! `status`, `runs`, `logs`, `trigger`, `pause`, `resume`) read and steer a deployment through
+//! its database; in an application, `check-config` validates a config file against the tasks the
+//! binary registers, and no subcommand (or `run`) runs the scheduler.
 //!
 //! This module owns argument parsing (clap derive) and what each subcommand prints; the logic
-//! it calls lives in the modules it names ([`schedule`](crate::schedule) for `next`). It must
-//! not start the engine or touch the database.
+//! it calls lives in the modules it names ([`schedule`](crate::schedule) for `next`,
+//! [`store`](crate::store) and [`operate`](crate::operate) for the operator commands, so every
+//! change is audited like one made through the admin API). It must not start the engine; only
+//! the operator commands (`ops`) touch the database, and never to create or migrate it.
 //!
 //! Each subcommand is a variant of [`Command`] (or [`AppCommand`]) with its own `Args` struct;
 //! adding one is a new variant and a new arm in [`Cli::run`] (or in the application entry).
+//! Files: `ops.rs` the operator commands, `table.rs` how they print for people.
 //!
 //! ```
 //! use clap::Parser;
@@ -35,6 +39,14 @@ use clap::{Args, Parser, Subcommand};
 
 use std::path::PathBuf;
 
+mod ops;
+mod table;
+
+pub use ops::{
+    ActorArgs, LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs,
+    TriggerArgs,
+};
+
 use crate::TaskRegistry;
 use crate::config::check_config;
 use crate::schedule::{ScheduleSpec, parse_timezone};
@@ -54,6 +66,9 @@ pub struct Cli {
 pub enum Command {
     /// Print the next fire instants of a cron expression, one a line, in UTC.
     Next(NextArgs),
+    /// The operator commands against the database.
+    #[command(flatten)]
+    Ops(OpsCommand),
 }
 
 /// Arguments of `scheduler next`.
@@ -92,10 +107,12 @@ impl Cli {
     }
 
     /// Runs the command, writing its output to `out`. Nothing is written when the input is
-    /// refused.
+    /// refused. An operator command runs on a Tokio runtime of its own, so call this outside
+    /// one (inside, call [`OpsCommand::run`]).
     pub fn run(self, out: &mut dyn Write) -> crate::Result<()> {
         match self.command {
             Command::Next(args) => args.run(out),
+            Command::Ops(command) => command.run_blocking(out),
         }
     }
 }
@@ -139,6 +156,8 @@ fn parse_instant(text: &str) -> Result<DateTime<Utc>, String> {
 /// myapp run                      the same
 /// myapp check-config tasks.json  validate a config file against this binary's tasks; no database
 /// myapp next '0 9 * * MON-FRI' --tz Asia/Shanghai --count 3
+/// myapp status                   the operator commands of the `scheduler` binary, against
+/// myapp trigger TASK             the database the application is configured with
 /// ```
 ///
 /// ```
@@ -148,6 +167,8 @@ fn parse_instant(text: &str) -> Result<DateTime<Utc>, String> {
 /// let cli = AppCli::try_parse_from(["myapp", "check-config", "tasks.json"])?;
 /// assert!(matches!(cli.command, Some(AppCommand::CheckConfig(_))));
 /// assert!(AppCli::try_parse_from(["myapp"])?.command.is_none());
+/// let status = AppCli::try_parse_from(["myapp", "status", "--json"])?;
+/// assert!(matches!(status.command, Some(AppCommand::Ops(scheduler::cli::OpsCommand::Status(_)))));
 /// # Ok::<(), clap::Error>(())
 /// ```
 #[derive(Debug, Parser)]
@@ -170,6 +191,10 @@ pub enum AppCommand {
     CheckConfig(CheckConfigArgs),
     /// Print the next fire instants of a cron expression, one a line, in UTC.
     Next(NextArgs),
+    /// The operator commands against the database (`status`, `runs`, `logs`, `trigger`,
+    /// `pause`, `resume`).
+    #[command(flatten)]
+    Ops(OpsCommand),
 }
 
 /// Arguments of `check-config`.

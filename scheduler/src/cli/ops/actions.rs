@@ -1,0 +1,154 @@
+//! `trigger`, `pause` and `resume`, through [`operate`](crate::operate), so each is audited.
+
+use chrono::{TimeDelta, Utc};
+use serde_json::json;
+
+use super::super::table::instant;
+use super::target::{ALIVE_WITHIN, Target, actor, fail, to_json};
+use super::{PauseArgs, ResumeArgs, TriggerArgs};
+use crate::operate;
+use crate::store::RunRequest;
+
+pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let result = operate::trigger(target.store.as_ref(), &args.task, &who).await;
+    let result = match result {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        other => other?,
+    };
+    let (word, text) = match result {
+        RunRequest::Queued => (
+            "queued",
+            format!(
+                "asked for a run of {} now (manual, by {}); a node running it starts it as soon as the task is free\n",
+                args.task, who.name
+            ),
+        ),
+        RunRequest::AlreadyQueued => (
+            "already_queued",
+            format!(
+                "a manual run of {} was already waiting; nothing changed\n",
+                args.task
+            ),
+        ),
+        RunRequest::NotFound => return Err(target.unknown_task(&args.task).await),
+        RunRequest::Paused(p) => {
+            return Err(fail(format!(
+                "{} is paused (by {} at {}: {}); resume it first with `scheduler resume {}`",
+                args.task,
+                p.by,
+                instant(Some(p.at)),
+                p.reason,
+                args.task
+            )));
+        }
+    };
+    // Queued all the same (a node may start later), but say so when nobody would run it now.
+    let nodes = target.store.nodes().await.unwrap_or_default();
+    let (now, _) = target
+        .store
+        .load_tasks()
+        .await
+        .unwrap_or((Utc::now(), Vec::new()));
+    let runners = nodes.iter().any(|n| {
+        n.stopped_at.is_none()
+            && now - n.heartbeat_at <= TimeDelta::from_std(ALIVE_WITHIN).unwrap_or_default()
+            && n.tasks.contains(&args.task)
+    });
+    if !runners {
+        eprintln!(
+            "note: no live node registers {}; the run starts when one does",
+            args.task
+        );
+    }
+    Ok(if args.store.json {
+        to_json(
+            &json!({"task": args.task, "result": word, "actor": who.name, "live_runner": runners}),
+        )
+    } else {
+        text
+    })
+}
+
+pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
+    if args.reason.trim().is_empty() {
+        return Err(fail("a pause needs a reason: --reason 'why'"));
+    }
+    let until = match (args.until, args.for_) {
+        (Some(until), _) => Some(until),
+        (None, Some(length)) => Some(
+            Utc::now()
+                + TimeDelta::from_std(length)
+                    .map_err(|_| fail(format!("--for {length:?} is too long")))?,
+        ),
+        (None, None) => None,
+    };
+    if until.is_some_and(|u| u <= Utc::now()) {
+        return Err(fail(format!("--until {} is already past", instant(until))));
+    }
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let paused = operate::pause(
+        target.store.as_ref(),
+        &args.task,
+        &who,
+        args.reason.trim(),
+        until,
+    )
+    .await;
+    let paused = match paused {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        other => other?,
+    };
+    if !paused {
+        return Err(target.unknown_task(&args.task).await);
+    }
+    Ok(if args.store.json {
+        to_json(&json!({
+            "task": args.task, "paused": true, "reason": args.reason.trim(),
+            "until": until, "actor": who.name,
+        }))
+    } else {
+        let until = until.map_or(" until resumed".to_owned(), |u| {
+            format!(" until {}", instant(Some(u)))
+        });
+        format!(
+            "paused {}{until}: {} (no new runs on any node; a running one finishes)\n",
+            args.task,
+            args.reason.trim()
+        )
+    })
+}
+
+pub(super) async fn resume(args: &ResumeArgs) -> crate::Result<String> {
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let ended = operate::resume(target.store.as_ref(), &args.task, &who).await;
+    let ended = match ended {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        other => other?,
+    };
+    if ended.is_none() {
+        let known = target.check(target.store.task_states(Some(&args.task)).await)?;
+        if known.is_empty() {
+            return Err(target.unknown_task(&args.task).await);
+        }
+    }
+    Ok(if args.store.json {
+        to_json(
+            &json!({"task": args.task, "resumed": ended.is_some(), "pause": ended, "actor": who.name}),
+        )
+    } else {
+        match ended {
+            Some(p) => format!(
+                "resumed {} (paused by {} at {}: {}); its next run is its next tick\n",
+                args.task,
+                p.by,
+                instant(Some(p.at)),
+                p.reason
+            ),
+            None => format!("{} was not paused; nothing changed\n", args.task),
+        }
+    })
+}

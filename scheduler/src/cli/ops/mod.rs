@@ -1,0 +1,229 @@
+//! The operator commands that work against the database: `status`, `runs`, `logs`, `trigger`,
+//! `pause`, `resume`. Each connects to the store named by `--database-url` (default
+//! `SCHEDULER_DATABASE_URL`, else `DATABASE_URL`, else the embedded `sqlite://scheduler.db`, as a
+//! node does; `--schema`, default `SCHEDULER_SCHEMA`, for PostgreSQL), reads or acts through
+//! [`Store`](crate::store::Store) and [`operate`](crate::operate) (so every change is audited
+//! with who asked, `--actor`, default `$USER@hostname`, from `cli@hostname`), and prints a table
+//! for people or, with `--json`, one JSON document for programs.
+//!
+//! Exit status: 0 done; 1 refused or failed, with the reason on stderr (an unknown task with
+//! the names near it, a paused task, an unreachable database named with its password hidden);
+//! 2 a usage error. The commands never create or migrate a database: pointed at a missing file
+//! or a schema without the scheduler's tables, they say so. An SQLite file belongs to one
+//! process, so against SQLite they work while no node runs on it (and say so when one does).
+//!
+//! Files: `target.rs` opening the store and what every command shares, `status.rs`,
+//! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`).
+
+mod actions;
+mod history;
+mod status;
+mod target;
+
+use std::io::Write;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
+
+use super::parse_instant;
+use crate::store::{RunStatus, Trigger};
+
+/// The commands that read or change a deployment through its database.
+#[derive(Debug, Subcommand)]
+#[non_exhaustive]
+pub enum OpsCommand {
+    /// Every task and node, and any task missed or overdue.
+    ///
+    /// Per task: enabled, disabled or paused (and why), schedule, next run, last start and
+    /// result, lock owner, failures in a row. Per node: host, version, last heartbeat, alive.
+    Status(StatusArgs),
+    /// Runs, newest first, filtered by task, status, trigger and start time.
+    ///
+    /// `--before ID` continues a listing (the last line says which ID).
+    Runs(RunsArgs),
+    /// What a run's handler logged (the first 500 lines and 256 KiB).
+    Logs(LogsArgs),
+    /// Run a task now, once.
+    ///
+    /// Through the same locking as any run: a node running the task starts it when the task is
+    /// free. Recorded with trigger `manual` and who asked; audited. Refused for a paused task.
+    Trigger(TriggerArgs),
+    /// Stop new runs of a task on every node, with a reason.
+    ///
+    /// Until resumed, or until `--until` / `--for`; audited. A running run finishes. Ticks due
+    /// meanwhile are recorded as skipped (`paused`). A config change never undoes a pause.
+    Pause(PauseArgs),
+    /// End a task's pause.
+    ///
+    /// Audited; its next run is its first tick from now (ticks missed meanwhile are not
+    /// replayed).
+    Resume(ResumeArgs),
+}
+
+/// Where the database is and how to print; shared by every operator command.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// `postgres://...` or `sqlite://PATH` [default: SCHEDULER_DATABASE_URL, else DATABASE_URL,
+    /// else sqlite://scheduler.db].
+    #[arg(long, value_name = "URL")]
+    pub database_url: Option<String>,
+
+    /// PostgreSQL only: the schema of the scheduler tables [default: SCHEDULER_SCHEMA, else
+    /// public].
+    #[arg(long, value_name = "NAME")]
+    pub schema: Option<String>,
+
+    /// Print one JSON document instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Who is acting, for the commands that change something.
+#[derive(Debug, Clone, Args)]
+pub struct ActorArgs {
+    /// Who asks, for the audit trail (default: $USER@hostname).
+    #[arg(long, value_name = "NAME")]
+    pub actor: Option<String>,
+}
+
+/// Arguments of `status`.
+#[derive(Debug, Clone, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `runs`.
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    /// Only this task's runs.
+    pub task: Option<String>,
+    /// Only runs with this status (running, succeeded, failed, timed_out, interrupted, lost).
+    #[arg(long, value_parser = parse_status)]
+    pub status: Option<RunStatus>,
+    /// Only runs started so (schedule, retry, manual).
+    #[arg(long, value_parser = parse_trigger)]
+    pub trigger: Option<Trigger>,
+    /// Only runs started at or after this RFC 3339 instant.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only runs started before this RFC 3339 instant.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
+    pub until: Option<DateTime<Utc>>,
+    /// At most this many runs.
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub limit: u32,
+    /// Only runs older than the run with this id (the next page of a listing).
+    #[arg(long, value_name = "ID")]
+    pub before: Option<i64>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `logs`.
+#[derive(Debug, Clone, Args)]
+pub struct LogsArgs {
+    /// The run's id (from `scheduler runs`).
+    pub run_id: i64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `trigger`.
+#[derive(Debug, Clone, Args)]
+pub struct TriggerArgs {
+    /// The task to run.
+    pub task: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `pause`.
+#[derive(Debug, Clone, Args)]
+pub struct PauseArgs {
+    /// The task to pause.
+    pub task: String,
+    /// Why (shown everywhere the pause is).
+    #[arg(long)]
+    pub reason: String,
+    /// End the pause by itself at this RFC 3339 instant.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant, conflicts_with = "for_")]
+    pub until: Option<DateTime<Utc>>,
+    /// End the pause by itself after this long (`30m`, `2h`, `1day`).
+    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_duration)]
+    pub for_: Option<Duration>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `resume`.
+#[derive(Debug, Clone, Args)]
+pub struct ResumeArgs {
+    /// The task to resume.
+    pub task: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+impl OpsCommand {
+    /// Runs the command and returns what it prints.
+    pub async fn output(&self) -> crate::Result<String> {
+        match self {
+            OpsCommand::Status(args) => status::status(args).await,
+            OpsCommand::Runs(args) => history::runs(args).await,
+            OpsCommand::Logs(args) => history::logs(args).await,
+            OpsCommand::Trigger(args) => actions::trigger(args).await,
+            OpsCommand::Pause(args) => actions::pause(args).await,
+            OpsCommand::Resume(args) => actions::resume(args).await,
+        }
+    }
+
+    /// Runs the command, writing its output to `out`.
+    pub async fn run(&self, out: &mut dyn Write) -> crate::Result<()> {
+        let text = self.output().await?;
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        Ok(())
+    }
+
+    /// [`run`](Self::run) on a runtime of its own, for a synchronous `main`.
+    pub fn run_blocking(&self, out: &mut dyn Write) -> crate::Result<()> {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(self.run(out))
+    }
+}
+
+fn parse_status(text: &str) -> Result<RunStatus, String> {
+    RunStatus::parse(text).ok_or_else(|| {
+        format!("`{text}` is not a run status; use running, succeeded, failed, timed_out, interrupted or lost")
+    })
+}
+
+fn parse_trigger(text: &str) -> Result<Trigger, String> {
+    Trigger::parse(text)
+        .ok_or_else(|| format!("`{text}` is not a trigger; use schedule, retry or manual"))
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 30m, 2h or 1day"))
+}

@@ -1,0 +1,432 @@
+//! Per-run log capture: what a handler logs inside its run is kept with the run, readable with
+//! [`Store::run_log`](crate::store::Store) (`scheduler logs RUN_ID`, the admin API).
+//!
+//! [`layer`] is a [`tracing_subscriber::Layer`] that recognises the events emitted inside a
+//! run's span (`task_run`), formats each as one line (time, level, target, message, fields) and
+//! appends it to that run's buffer. The buffer is bounded: the first [`MAX_LINES`] lines and
+//! [`MAX_BYTES`] bytes are kept, then one marker line says how many lines and bytes were
+//! dropped. A background flusher per run writes the buffer to the run's own store in chunks
+//! (every [`FLUSH_INTERVAL`], sooner when [`FLUSH_AT_BYTES`] are waiting), so logging never
+//! waits for the database; the last chunk is written when the handler is done, before the
+//! run's outcome is recorded, waiting at most [`FINAL_FLUSH_WAIT`]. Logs are pruned with their
+//! runs.
+//!
+//! [`init_tracing`](crate::init_tracing) installs the layer. An application with a subscriber of
+//! its own adds it:
+//!
+//! ```
+//! use tracing_subscriber::prelude::*;
+//!
+//! let subscriber = tracing_subscriber::registry()
+//!     .with(tracing_subscriber::EnvFilter::new("info"))
+//!     .with(tracing_subscriber::fmt::layer())
+//!     .with(scheduler::run_log_layer());
+//! # let _ = subscriber;
+//! // subscriber.init();
+//! ```
+//!
+//! **What is captured.** Events at the levels the subscriber enables (a global filter such as
+//! `RUST_LOG` applies; a filter given to this layer alone with `.with_filter(...)` narrows it
+//! further), emitted inside the run's span: by the handler and by anything it awaits, including
+//! tasks it spawns with `.in_current_span()` (a plain `tokio::spawn` leaves the span). The run's
+//! span is an `INFO` span of target `scheduler::engine::runner`: a filter that disables it (such
+//! as `RUST_LOG=warn`) disables the capture too (`RUST_LOG=warn,scheduler=info` keeps it). The
+//! scheduler's own lines about the run (`run started`, `run finished`) are not part of the log:
+//! the run's record says how it ended.
+//!
+//! This module owns the capture and the buffer; it must not decide anything about a run.
+
+use std::any::TypeId;
+use std::fmt::Write as _;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::field::{Field, Visit};
+use tracing::span;
+use tracing::{Dispatch, Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::store::{LogChunk, Store};
+
+/// A run's log keeps at most this many lines, then the truncation marker.
+pub const MAX_LINES: usize = 500;
+/// A run's log keeps at most this many bytes, then the truncation marker.
+pub const MAX_BYTES: usize = 256 * 1024;
+/// How often a run's waiting lines are written while it runs.
+pub const FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+/// Waiting lines of this many bytes are written at once, without waiting for the interval.
+pub const FLUSH_AT_BYTES: usize = 32 * 1024;
+/// How long the end of a run waits for its log to be written before recording the outcome
+/// anyway (the log's last lines are then lost if the store does not take them).
+pub const FINAL_FLUSH_WAIT: Duration = Duration::from_secs(5);
+
+/// The capture layer; see the [module docs](self). `S` is the subscriber it is layered on.
+pub struct RunLogLayer<S> {
+    attach: Attach,
+    _subscriber: PhantomData<fn(S)>,
+}
+
+impl<S> std::fmt::Debug for RunLogLayer<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunLogLayer")
+    }
+}
+
+/// The capture layer, for `tracing_subscriber::registry().with(...)`; see the
+/// [module docs](self).
+pub fn layer<S>() -> RunLogLayer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    RunLogLayer {
+        attach: Attach(attach_to::<S>),
+        _subscriber: PhantomData,
+    }
+}
+
+impl<S> Default for RunLogLayer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn default() -> Self {
+        layer()
+    }
+}
+
+/// How the runner reaches the layer through the subscriber (tracing-error's pattern): the
+/// layer hands out this function, which knows the subscriber's concrete type and stores a
+/// run's buffer in its span's extensions.
+#[derive(Clone, Copy)]
+struct Attach(fn(&Dispatch, &span::Id, Arc<RunLogBuffer>) -> bool);
+
+fn attach_to<S>(dispatch: &Dispatch, id: &span::Id, buffer: Arc<RunLogBuffer>) -> bool
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let Some(subscriber) = dispatch.downcast_ref::<S>() else {
+        return false;
+    };
+    let Some(span) = subscriber.span(id) else {
+        return false;
+    };
+    span.extensions_mut().insert(Capture(buffer));
+    true
+}
+
+/// A span extension: the events inside this span belong to this run's log.
+struct Capture(Arc<RunLogBuffer>);
+
+impl<S> Layer<S> for RunLogLayer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let target = event.metadata().target();
+        if target == "scheduler" || target.starts_with("scheduler::") {
+            return;
+        }
+        let Some(scope) = ctx.event_scope(event) else {
+            return;
+        };
+        let Some(buffer) = scope
+            .into_iter()
+            .find_map(|span| span.extensions().get::<Capture>().map(|c| Arc::clone(&c.0)))
+        else {
+            return;
+        };
+        buffer.push(&format_line(event));
+    }
+
+    unsafe fn downcast_raw(&self, id: TypeId) -> Option<*const ()> {
+        if id == TypeId::of::<Self>() {
+            Some(self as *const Self as *const ())
+        } else if id == TypeId::of::<Attach>() {
+            Some(&self.attach as *const Attach as *const ())
+        } else {
+            None
+        }
+    }
+}
+
+/// `2026-03-08T07:00:00.123Z  INFO target: message key=value ...`, ending in a newline.
+fn format_line(event: &Event<'_>) -> String {
+    let meta = event.metadata();
+    let mut line = String::with_capacity(128);
+    let _ = write!(
+        line,
+        "{} {:>5} {}: ",
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        meta.level(),
+        meta.target()
+    );
+    let mut visitor = LineVisitor {
+        message: String::new(),
+        fields: String::new(),
+    };
+    event.record(&mut visitor);
+    line.push_str(&visitor.message);
+    if !visitor.fields.is_empty() {
+        if !visitor.message.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&visitor.fields);
+    }
+    if line.contains('\0') {
+        // PostgreSQL text cannot hold NUL: one such line would lose its whole chunk.
+        line = line.replace('\0', "\\0");
+    }
+    line.push('\n');
+    line
+}
+
+struct LineVisitor {
+    message: String,
+    fields: String,
+}
+
+impl LineVisitor {
+    fn separate(&mut self) {
+        if !self.fields.is_empty() {
+            self.fields.push(' ');
+        }
+    }
+}
+
+impl Visit for LineVisitor {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.message.push_str(value);
+        } else {
+            self.separate();
+            let _ = write!(self.fields, "{}={value}", field.name());
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.message, "{value:?}");
+        } else {
+            self.separate();
+            let _ = write!(self.fields, "{}={value:?}", field.name());
+        }
+    }
+}
+
+/// One run's lines on their way to the store.
+pub(crate) struct RunLogBuffer {
+    run_id: i64,
+    state: Mutex<BufferState>,
+    /// Lines of [`FLUSH_AT_BYTES`] are waiting.
+    full: Notify,
+}
+
+#[derive(Default)]
+struct BufferState {
+    pending: String,
+    pending_lines: i32,
+    kept_lines: usize,
+    kept_bytes: usize,
+    dropped_lines: u64,
+    dropped_bytes: u64,
+    next_seq: i32,
+    closed: bool,
+}
+
+impl RunLogBuffer {
+    fn new(run_id: i64) -> Self {
+        Self {
+            run_id,
+            state: Mutex::new(BufferState::default()),
+            full: Notify::new(),
+        }
+    }
+
+    /// Keeps `line` (one event, possibly several lines of text) if it fits the bounds; once one
+    /// does not, every later line is only counted, so the log is the run's first lines.
+    fn push(&self, line: &str) {
+        let lines = line.matches('\n').count().max(1);
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.closed {
+            return;
+        }
+        if state.dropped_lines > 0
+            || state.kept_lines + lines > MAX_LINES
+            || state.kept_bytes + line.len() > MAX_BYTES
+        {
+            state.dropped_lines += lines as u64;
+            state.dropped_bytes += line.len() as u64;
+            return;
+        }
+        state.kept_lines += lines;
+        state.kept_bytes += line.len();
+        state.pending.push_str(line);
+        state.pending_lines += i32::try_from(lines).unwrap_or(i32::MAX);
+        if state.pending.len() >= FLUSH_AT_BYTES {
+            drop(state);
+            self.full.notify_one();
+        }
+    }
+
+    /// The lines waiting, as the next chunk; with `last`, closes the buffer and ends the log
+    /// with the truncation marker if lines were dropped.
+    fn take(&self, last: bool) -> Option<LogChunk> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.closed {
+            return None;
+        }
+        let truncated = last && state.dropped_lines > 0;
+        if last {
+            state.closed = true;
+        }
+        if truncated {
+            let marker = format!(
+                "[log truncated: {} more lines ({} bytes) not kept; a run keeps its first {} lines and {} KiB]\n",
+                state.dropped_lines,
+                state.dropped_bytes,
+                MAX_LINES,
+                MAX_BYTES / 1024
+            );
+            state.pending.push_str(&marker);
+            state.pending_lines += 1;
+        }
+        if state.pending.is_empty() {
+            return None;
+        }
+        let mut chunk = LogChunk::new(
+            self.run_id,
+            state.next_seq,
+            std::mem::take(&mut state.pending),
+            std::mem::take(&mut state.pending_lines),
+        );
+        chunk.truncated = truncated;
+        state.next_seq += 1;
+        Some(chunk)
+    }
+}
+
+/// A run's capture: its buffer, attached to the run's span, and the flusher writing it.
+pub(crate) struct RunLogCapture {
+    done: CancellationToken,
+    flusher: tokio::task::JoinHandle<()>,
+}
+
+impl RunLogCapture {
+    /// Starts capturing the events inside `span` for run `run_id` into `store`; `None` when no
+    /// [`RunLogLayer`] is installed (or the span is disabled), so nothing is captured.
+    pub(crate) fn start(span: &tracing::Span, run_id: i64, store: Arc<dyn Store>) -> Option<Self> {
+        let buffer = Arc::new(RunLogBuffer::new(run_id));
+        let attached = span
+            .with_subscriber(|(id, dispatch)| {
+                dispatch
+                    .downcast_ref::<Attach>()
+                    .is_some_and(|attach| (attach.0)(dispatch, id, Arc::clone(&buffer)))
+            })
+            .unwrap_or(false);
+        if !attached {
+            return None;
+        }
+        let done = CancellationToken::new();
+        // Not in the run's span: the flusher's own complaints are not part of the run's log.
+        let flusher = tokio::spawn(flush(buffer, store, done.clone()));
+        Some(Self { done, flusher })
+    }
+
+    /// Writes the last lines (and the truncation marker), waiting at most
+    /// [`FINAL_FLUSH_WAIT`].
+    pub(crate) async fn finish(self) {
+        self.done.cancel();
+        if tokio::time::timeout(FINAL_FLUSH_WAIT, self.flusher)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                wait = ?FINAL_FLUSH_WAIT,
+                "the run's log was not written in time; its outcome is recorded without waiting further"
+            );
+        }
+    }
+}
+
+async fn flush(buffer: Arc<RunLogBuffer>, store: Arc<dyn Store>, done: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = done.cancelled() => {}
+            _ = buffer.full.notified() => {}
+            _ = tokio::time::sleep(FLUSH_INTERVAL) => {}
+        }
+        let last = done.is_cancelled();
+        if let Some(chunk) = buffer.take(last)
+            && let Err(error) = store.append_run_logs(std::slice::from_ref(&chunk)).await
+        {
+            tracing::warn!(
+                run_id = chunk.run_id,
+                lines = chunk.lines,
+                error = %error,
+                "could not write a chunk of the run's log; those lines are lost"
+            );
+        }
+        if last {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_buffer_keeps_the_first_lines_then_a_marker() {
+        let buffer = RunLogBuffer::new(7);
+        for i in 0..MAX_LINES + 10 {
+            buffer.push(&format!("line {i}\n"));
+        }
+        let first = buffer.take(false).expect("lines waiting");
+        assert_eq!(first.lines as usize, MAX_LINES);
+        assert!(!first.truncated);
+        assert!(first.text.starts_with("line 0\n"));
+        let last = buffer.take(true).expect("the marker");
+        assert_eq!((last.seq, last.lines, last.truncated), (1, 1, true));
+        assert!(last.text.contains("10 more lines"), "{}", last.text);
+        buffer.push("after the end\n");
+        assert!(buffer.take(true).is_none());
+    }
+
+    #[test]
+    fn lines_carry_level_target_message_and_fields_without_nul() {
+        use tracing_subscriber::prelude::*;
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&lines);
+        let subscriber = tracing_subscriber::registry().with(FormatProbe(seen));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::warn!(target: "app::sync", page = 3, who = "a\0b", "synced {}", "x");
+        });
+        let lines = lines.lock().unwrap();
+        let line = lines[0].split_once(' ').unwrap().1;
+        assert_eq!(line, " WARN app::sync: synced x page=3 who=a\\0b\n");
+    }
+
+    struct FormatProbe(Arc<Mutex<Vec<String>>>);
+
+    impl<S: Subscriber> Layer<S> for FormatProbe {
+        fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+            self.0.lock().unwrap().push(format_line(event));
+        }
+    }
+
+    #[test]
+    fn the_byte_bound_cuts_too() {
+        let buffer = RunLogBuffer::new(1);
+        let line = format!("{}\n", "x".repeat(100 * 1024 - 1));
+        for _ in 0..3 {
+            buffer.push(&line);
+        }
+        let chunk = buffer.take(true).unwrap();
+        assert_eq!(chunk.lines, 3, "two lines and the marker");
+        assert!(chunk.text.contains("1 more lines (102400 bytes)"));
+    }
+}

@@ -1,0 +1,619 @@
+//! The operator commands of the `scheduler` binary, run as a real process against real
+//! PostgreSQL (a schema per test, `DATABASE_URL`) and a real SQLite file, with a real node in
+//! this test process running the tasks: status of an empty and of a populated store, runs and
+//! their filters (`--json` parsed), a manual run asked for by the command and run by the node
+//! (the handler's own record shows it), pause and resume with their audit entries, a run's log,
+//! and clear errors for an unknown task, a paused task, a missing run and a bad URL (its password
+//! redacted).
+
+use std::sync::{Arc, Mutex, Once};
+use std::time::Duration;
+
+use scheduler::config::{ConfigDocument, TaskConfig};
+use scheduler::store::{PgStore, RunQuery, RunStatus, SqliteStore, Store};
+use scheduler::{Scheduler, TaskContext, TaskRegistry, task};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// Run ids the handlers of one node saw, shared with them as scheduler state.
+type Seen = Arc<Mutex<Vec<i64>>>;
+
+#[task(name = "cli.echo")]
+async fn echo(ctx: TaskContext) {
+    tracing::info!(run = ctx.run_id(), "echo says hello");
+    tracing::warn!("echo is done");
+    ctx.state::<Seen>()
+        .unwrap()
+        .lock()
+        .unwrap()
+        .push(ctx.run_id());
+}
+
+#[task(name = "cli.other")]
+async fn other() {}
+
+const TASKS: [&str; 2] = ["cli.echo", "cli.other"];
+
+fn init_tracing() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        use tracing_subscriber::prelude::*;
+        let _ = tracing_subscriber::registry()
+            .with(tracing_subscriber::EnvFilter::new("info"))
+            .with(scheduler::run_log_layer())
+            .try_init();
+    });
+}
+
+/// Where a test's scheduler tables are, as the command line is told.
+struct Db {
+    args: Vec<String>,
+    /// PostgreSQL: the schema to drop at the end.
+    pg: Option<(sqlx::PgPool, String)>,
+    /// SQLite: the directory of the file.
+    _dir: Option<tempfile::TempDir>,
+    sqlite_path: Option<std::path::PathBuf>,
+}
+
+impl Db {
+    async fn postgres() -> Self {
+        let url =
+            std::env::var("DATABASE_URL").expect("DATABASE_URL is set (scripts/test sets it)");
+        let pool = sqlx::PgPool::connect(&url).await.unwrap();
+        // Named like scheduler_tests::TestSchema's, so its sweep removes what a killed run left.
+        let schema = format!(
+            "t_cli_ops_{}_{}",
+            chrono::Utc::now().timestamp(),
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+            .execute(&pool)
+            .await
+            .unwrap();
+        Self {
+            args: vec![
+                "--database-url".into(),
+                url,
+                "--schema".into(),
+                schema.clone(),
+            ],
+            pg: Some((pool, schema)),
+            _dir: None,
+            sqlite_path: None,
+        }
+    }
+
+    fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ops.db");
+        Self {
+            args: vec![
+                "--database-url".into(),
+                format!("sqlite://{}", path.display()),
+            ],
+            pg: None,
+            _dir: Some(dir),
+            sqlite_path: Some(path),
+        }
+    }
+
+    /// A store on the same tables (on SQLite, the only one while it is held).
+    async fn store(&self) -> Arc<dyn Store> {
+        let store: Arc<dyn Store> = match (&self.pg, &self.sqlite_path) {
+            (Some((_, schema)), _) => {
+                Arc::new(PgStore::connect_lazy(&self.args[1], schema, 4).unwrap())
+            }
+            (_, Some(path)) => Arc::new(SqliteStore::builder(path).connect().unwrap()),
+            _ => unreachable!(),
+        };
+        store.migrate().await.unwrap();
+        store
+    }
+
+    async fn cleanup(self) {
+        if let Some((pool, schema)) = self.pg {
+            sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+    }
+
+    /// Runs `scheduler ARGS... <database args>`: (exit code, stdout, stderr).
+    async fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        cli_with(args, &self.args).await
+    }
+
+    /// [`cli`](Self::cli) that must succeed; its stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        let (code, out, err) = self.cli(args).await;
+        assert_eq!(code, 0, "scheduler {args:?} failed:\n{out}\n{err}");
+        out
+    }
+
+    /// [`ok`](Self::ok) with `--json`, parsed.
+    async fn json(&self, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let out = self.ok(&args).await;
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    }
+}
+
+async fn cli_with(args: &[&str], extra: &[String]) -> (i32, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_scheduler"))
+        .args(args)
+        .args(extra)
+        .env_remove("DATABASE_URL")
+        .env_remove("SCHEDULER_DATABASE_URL")
+        .env_remove("SCHEDULER_SCHEMA")
+        .env("USER", "tester")
+        .output()
+        .await
+        .expect("run the scheduler binary");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+struct Node {
+    stop: CancellationToken,
+    handle: tokio::task::JoinHandle<scheduler::Result<()>>,
+}
+
+impl Node {
+    fn start(store: &Arc<dyn Store>, seen: &Seen) -> Self {
+        let scheduler = Scheduler::builder()
+            .store(Arc::clone(store))
+            .node_id("cli-node")
+            .registry(
+                TaskRegistry::collect()
+                    .unwrap()
+                    .retain(|n| TASKS.contains(&n)),
+            )
+            .config_document(ConfigDocument {
+                version: None,
+                tasks: TASKS
+                    .iter()
+                    .map(|name| TaskConfig {
+                        name: (*name).into(),
+                        enabled: true,
+                        cron: "0 0 1 1 *".into(),
+                        timezone: Some("Asia/Shanghai".into()),
+                    })
+                    .collect(),
+            })
+            .state(Arc::clone(seen))
+            .poll_interval(Duration::from_millis(500))
+            .heartbeat_interval(Duration::from_secs(1))
+            .shutdown_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        let stop = CancellationToken::new();
+        let s = stop.clone();
+        let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
+        Self { stop, handle }
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        tokio::time::timeout(Duration::from_secs(60), self.handle)
+            .await
+            .expect("node stops within a minute")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+async fn wait_for<F: FnMut() -> bool>(what: &str, mut check: F) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn tasks_recorded(store: &Arc<dyn Store>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while store.task_states(None).await.unwrap().len() < TASKS.len() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the config was not applied"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn ended_manual_run(store: &Arc<dyn Store>) -> i64 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs = store
+            .runs(&RunQuery::latest(5).task("cli.echo"))
+            .await
+            .unwrap();
+        if let Some(run) = runs.iter().find(|r| r.status == RunStatus::Succeeded) {
+            return run.id;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{runs:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn empty_store_status(db: &Db) {
+    drop(db.store().await);
+    let out = db.ok(&["status"]).await;
+    assert!(out.contains("no tasks yet"), "{out}");
+    assert!(out.contains("no nodes have registered"), "{out}");
+    assert!(out.contains("no task is missed or overdue"), "{out}");
+    let status = db.json(&["status"]).await;
+    assert_eq!(status["tasks"], Value::Array(vec![]));
+    assert_eq!(status["nodes"], Value::Array(vec![]));
+    let runs = db.json(&["runs"]).await;
+    assert_eq!(runs["runs"], Value::Array(vec![]));
+}
+
+/// After a manual run of `cli.echo` (run `run_id`): what status, runs and logs show, and the
+/// errors of commands that cannot be done.
+async fn inspect_history(db: &Db, run_id: i64, node_alive: bool) {
+    let out = db.ok(&["status"]).await;
+    for expected in [
+        "cli.echo",
+        "cli.other",
+        "0 0 1 1 *",
+        "Asia/Shanghai",
+        "succeeded",
+        "cli-node",
+    ] {
+        assert!(out.contains(expected), "{expected}: {out}");
+    }
+    let status = db.json(&["status"]).await;
+    let tasks = status["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{status}");
+    assert_eq!(tasks[0]["name"], "cli.echo");
+    assert_eq!(tasks[0]["last_status"], "succeeded");
+    assert_eq!(tasks[0]["paused"], false);
+    assert_eq!(tasks[1]["last_status"], Value::Null);
+    assert_eq!(status["nodes"][0]["node_id"], "cli-node");
+    assert_eq!(status["nodes"][0]["alive"], node_alive, "{status}");
+    assert_eq!(status["late"], Value::Array(vec![]));
+
+    let runs = db.json(&["runs", "cli.echo"]).await;
+    let list = runs["runs"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{runs}");
+    assert_eq!(list[0]["id"], run_id);
+    assert_eq!(list[0]["trigger"], "manual");
+    assert_eq!(list[0]["triggered_by"], "alice");
+    assert_eq!(list[0]["status"], "succeeded");
+    assert_eq!(runs["next_before"], Value::Null);
+    let filtered = |args: &'static [&'static str]| async move {
+        db.json(args).await["runs"].as_array().unwrap().len()
+    };
+    assert_eq!(filtered(&["runs", "--trigger", "manual"]).await, 1);
+    assert_eq!(filtered(&["runs", "--trigger", "schedule"]).await, 0);
+    assert_eq!(filtered(&["runs", "--status", "failed"]).await, 0);
+    assert_eq!(
+        filtered(&[
+            "runs",
+            "--status",
+            "succeeded",
+            "--since",
+            "2020-01-01T00:00:00Z"
+        ])
+        .await,
+        1
+    );
+    assert_eq!(
+        filtered(&["runs", "--until", "2020-01-01T00:00:00Z"]).await,
+        0
+    );
+    assert_eq!(filtered(&["runs", "cli.other"]).await, 0);
+    let page = db.json(&["runs", "--limit", "1"]).await;
+    assert_eq!(
+        page["next_before"], run_id,
+        "a full page says where the next starts"
+    );
+    let next = format!("{run_id}");
+    let out = db.ok(&["runs", "--before", &next]).await;
+    assert_eq!(out, "no runs match\n");
+    let out = db.ok(&["runs"]).await;
+    assert!(out.starts_with("ID"), "{out}");
+    assert!(out.contains("manual (alice)"), "{out}");
+
+    let log = db.ok(&["logs", &next]).await;
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(lines[0].contains(" INFO cli_ops: echo says hello"), "{log}");
+    assert!(lines[0].ends_with(&format!("run={run_id}")), "{log}");
+    assert!(lines[1].contains(" WARN cli_ops: echo is done"), "{log}");
+    let log = db.json(&["logs", &next]).await;
+    assert_eq!(log["lines"], 2);
+    assert_eq!(log["truncated"], false);
+    assert_eq!(log["run"]["task_name"], "cli.echo");
+
+    let (code, _, err) = db.cli(&["logs", "999999"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no run with id 999999"), "{err}");
+    let (code, _, err) = db.cli(&["trigger", "cli.ecoh"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no task named `cli.ecoh`") && err.contains("did you mean `cli.echo`"),
+        "{err}"
+    );
+    let (code, _, err) = db.cli(&["runs", "nothing.like.it"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("`scheduler status` lists them"), "{err}");
+    let (code, _, err) = db.cli(&["runs", "--status", "sleeping"]).await;
+    assert_eq!(code, 2, "a usage error");
+    assert!(err.contains("not a run status"), "{err}");
+}
+
+/// Pause (refusing a manual run), resume, and the audit trail of all three actions.
+async fn pause_and_resume(db: &Db) {
+    let out = db
+        .ok(&[
+            "pause",
+            "cli.echo",
+            "--reason",
+            "upstream is down",
+            "--for",
+            "2h",
+            "--actor",
+            "bob",
+        ])
+        .await;
+    assert!(out.contains("paused cli.echo until"), "{out}");
+    let out = db.ok(&["status"]).await;
+    assert!(
+        out.contains("cli.echo paused by bob at") && out.contains(": upstream is down"),
+        "{out}"
+    );
+    let status = db.json(&["status"]).await;
+    assert_eq!(status["tasks"][0]["paused"], true);
+    assert_eq!(status["tasks"][0]["pause"]["reason"], "upstream is down");
+    assert!(status["tasks"][0]["pause"]["until"].is_string());
+
+    let (code, _, err) = db.cli(&["trigger", "cli.echo"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("cli.echo is paused (by bob") && err.contains("scheduler resume cli.echo"),
+        "{err}"
+    );
+    let (code, _, err) = db
+        .cli(&[
+            "pause",
+            "cli.echo",
+            "--reason",
+            "x",
+            "--until",
+            "2001-01-01T00:00:00Z",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("already past"), "{err}");
+
+    let resumed = db.json(&["resume", "cli.echo", "--actor", "carol"]).await;
+    assert_eq!(resumed["resumed"], true);
+    assert_eq!(resumed["pause"]["by"], "bob");
+    let out = db.ok(&["resume", "cli.echo"]).await;
+    assert!(out.contains("was not paused"), "{out}");
+    let (code, _, err) = db.cli(&["resume", "cli.nope"]).await;
+    assert_eq!(code, 1, "{err}");
+}
+
+async fn audit_entries(store: &Arc<dyn Store>) -> Vec<(String, String, String, String)> {
+    let mut entries: Vec<_> = store
+        .audit_log(50, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.actor, e.action, e.task, e.source))
+        .collect();
+    entries.reverse();
+    entries
+}
+
+fn assert_audited(entries: &[(String, String, String, String)]) {
+    let host = gethostname::gethostname().to_string_lossy().into_owned();
+    let expected: Vec<(String, String, String, String)> = [
+        ("alice", "trigger"),
+        ("bob", "pause"),
+        ("carol", "resume"),
+        ("tester", "resume"),
+    ]
+    .iter()
+    .map(|(who, what)| {
+        let who = if *who == "tester" {
+            format!("tester@{host}")
+        } else {
+            (*who).to_owned()
+        };
+        (
+            who,
+            (*what).to_owned(),
+            "cli.echo".to_owned(),
+            format!("cli@{host}"),
+        )
+    })
+    .collect();
+    // A resume of a task that was not paused may or may not be recorded; the rest must be.
+    let recorded: Vec<_> = entries
+        .iter()
+        .filter(|e| e.0 != format!("tester@{host}"))
+        .cloned()
+        .collect();
+    assert_eq!(recorded, expected[..3], "{entries:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operator_commands_on_postgres() {
+    init_tracing();
+    let db = Db::postgres().await;
+    empty_store_status(&db).await;
+
+    let store = db.store().await;
+    let seen = Seen::default();
+    let node = Node::start(&store, &seen);
+    tasks_recorded(&store).await;
+    let (code, out, err) = db.cli(&["trigger", "cli.echo", "--actor", "alice"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("asked for a run of cli.echo now (manual, by alice)"),
+        "{out}"
+    );
+    assert!(
+        !err.contains("no live node"),
+        "the node runs the task: {err}"
+    );
+    // The node runs it: the handler's own record shows the run.
+    wait_for("the node ran the manual run", || {
+        !seen.lock().unwrap().is_empty()
+    })
+    .await;
+    let run_id = ended_manual_run(&store).await;
+    assert_eq!(*seen.lock().unwrap(), [run_id]);
+
+    inspect_history(&db, run_id, true).await;
+    pause_and_resume(&db).await;
+    assert_audited(&audit_entries(&store).await);
+    node.stop().await;
+
+    // A tick nobody ran (every node is gone): status says the task is overdue.
+    let (pool, schema) = db.pg.as_ref().unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE {schema}.scheduler_tasks SET next_run_at = now() - interval '1 hour' WHERE name = 'cli.other'"
+    )))
+    .execute(pool)
+    .await
+    .unwrap();
+    let out = db.ok(&["status"]).await;
+    assert!(out.contains("overdue: cli.other was due at"), "{out}");
+    assert!(out.contains("stopped"), "the node stopped: {out}");
+    let status = db.json(&["status"]).await;
+    assert_eq!(status["late"], serde_json::json!(["cli.other"]));
+    assert_eq!(status["tasks"][1]["late"], "overdue");
+    assert_eq!(status["tasks"][0]["late"], Value::Null);
+    assert_eq!(status["nodes"][0]["alive"], false);
+    db.cleanup().await;
+}
+
+/// On SQLite one process holds the file: the commands run while no node does, and say so
+/// clearly when one does. A run asked for meanwhile is run when a node starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn operator_commands_on_sqlite() {
+    init_tracing();
+    let db = Db::sqlite();
+    let (code, _, err) = db.cli(&["status"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("does not exist"),
+        "a missing file is not created: {err}"
+    );
+    empty_store_status(&db).await;
+
+    let seen = Seen::default();
+    let store = db.store().await;
+    let node = Node::start(&store, &seen);
+    tasks_recorded(&store).await;
+    let (code, _, err) = db.cli(&["status"]).await;
+    assert_eq!(code, 1, "the node holds the file");
+    assert!(err.contains("lock"), "{err}");
+    node.stop().await;
+    drop(store);
+
+    let (code, out, err) = db.cli(&["trigger", "cli.echo", "--actor", "alice"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("asked for a run of cli.echo now"), "{out}");
+    assert!(err.contains("no live node registers cli.echo"), "{err}");
+    let again = db.json(&["trigger", "cli.echo", "--actor", "alice"]).await;
+    assert_eq!(again["result"], "already_queued");
+    assert_eq!(again["live_runner"], false);
+    let out = db.ok(&["status"]).await;
+    assert!(out.contains("cli.echo: a manual run is waiting"), "{out}");
+    let store = db.store().await;
+    let node = Node::start(&store, &seen);
+    wait_for("the node ran the manual run", || {
+        !seen.lock().unwrap().is_empty()
+    })
+    .await;
+    let run_id = ended_manual_run(&store).await;
+    assert_eq!(*seen.lock().unwrap(), [run_id]);
+    node.stop().await;
+    drop(store);
+
+    inspect_history(&db, run_id, false).await;
+    pause_and_resume(&db).await;
+    let store = db.store().await;
+    let mut entries = audit_entries(&store).await;
+    // The second trigger found the run already queued; whether that is audited is the store's.
+    entries.dedup();
+    assert_audited(&entries);
+}
+
+#[tokio::test]
+async fn unreachable_or_unknown_databases_are_named_without_their_password() {
+    let (code, _, err) = cli_with(
+        &[
+            "status",
+            "--database-url",
+            "postgres://ops:hunter2@127.0.0.1:1/jobs",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(err.contains("postgres://ops:***@127.0.0.1:1/jobs"), "{err}");
+    let (code, _, err) = cli_with(
+        &["runs", "--database-url", "mysql://ops:hunter2@db/jobs"],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(
+        !err.contains("hunter2") && err.contains("postgres://"),
+        "{err}"
+    );
+    // A schema without the scheduler's tables is named, not created.
+    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL is set (scripts/test sets it)");
+    let (code, _, err) = cli_with(
+        &[
+            "status",
+            "--database-url",
+            &url,
+            "--schema",
+            "t_cli_ops_no_such_schema",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no scheduler tables there"), "{err}");
+    let (code, _, err) = cli_with(
+        &[
+            "pause",
+            "x",
+            "--reason",
+            "r",
+            "--for",
+            "2h",
+            "--until",
+            "2030-01-01T00:00:00Z",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        code, 2,
+        "--for and --until together are a usage error: {err}"
+    );
+    let (code, _, err) = cli_with(&["pause", "x", "--reason", "r", "--for", "soon"], &[]).await;
+    assert_eq!(code, 2);
+    assert!(err.contains("not a duration"), "{err}");
+    let (code, _, err) = cli_with(&["pause", "x"], &[]).await;
+    assert_eq!(code, 2, "a missing --reason is a usage error: {err}");
+}
