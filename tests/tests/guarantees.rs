@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use common::*;
+use scheduler::store::RunStatus;
 use scheduler::{TaskContext, task};
 use scheduler_tests::TempCluster;
 use sqlx::Row;
@@ -88,7 +89,7 @@ async fn term_coop(ctx: TaskContext) -> Result<(), std::io::Error> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_interrupted_run_is_recorded_so_and_its_tick_runs_elsewhere() {
     scheduler_tests::init_tracing();
-    let db = migrated_schema("term").await;
+    let db = TestDb::postgres("term").await;
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![entry("term.coop", "0 0 1 1 *")]);
     let a = start(
@@ -142,7 +143,7 @@ async fn race_tick(ctx: TaskContext) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cron_change_racing_a_tick_does_not_run_it_twice() {
     scheduler_tests::init_tracing();
-    let db = migrated_schema("race").await;
+    let db = TestDb::postgres("race").await;
     let dir = tempdir("race");
     let file = dir.join("tasks.json");
     let write = |cron: &str| {
@@ -209,7 +210,7 @@ async fn poison_fine(ctx: TaskContext) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poisoned_outcome_holds_back_nothing() {
     scheduler_tests::init_tracing();
-    let db = migrated_schema("poison").await;
+    let db = TestDb::postgres("poison").await;
     let rec = Arc::new(Recorder::default());
     let n = start(
         node(&db, "a", tasks("poison."))
@@ -222,8 +223,8 @@ async fn a_poisoned_outcome_holds_back_nothing() {
             .unwrap(),
     );
     wait_until(Duration::from_secs(30), "a few runs of each", || async {
-        count_runs(&db, "poison.nul", "failed").await >= 3
-            && count_runs(&db, "poison.fine", "succeeded").await >= 3
+        db.count_runs("poison.nul", RunStatus::Failed).await >= 3
+            && db.count_runs("poison.fine", RunStatus::Succeeded).await >= 3
     })
     .await;
     n.stop().await;
@@ -236,7 +237,10 @@ async fn a_poisoned_outcome_holds_back_nothing() {
     assert_eq!(error, "bad\u{fffd}byte");
     assert_eq!(rec.ticks_started_twice("poison.nul"), []);
     assert_eq!(rec.ticks_started_twice("poison.fine"), []);
-    assert_eq!(run_statuses(&db, "poison.nul").await.get("lost"), None);
+    assert_eq!(
+        db.run_statuses("poison.nul").await.get(&RunStatus::Lost),
+        None
+    );
     db.cleanup().await;
 }
 
@@ -534,10 +538,10 @@ impl Store for SlowClaims {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_claimed_as_the_node_drains_are_handed_back_unstarted() {
     scheduler_tests::init_tracing();
-    let db = migrated_schema("drainclaim").await;
+    let db = TestDb::postgres("drainclaim").await;
     let rec = Arc::new(Recorder::default());
     let slow = Arc::new(SlowClaims {
-        inner: store(&db),
+        inner: db.pg_store(),
         claiming: tokio::sync::Notify::new(),
     });
     // Rows first, due now, before the node's first claim.
