@@ -704,7 +704,7 @@ async fn a_gone_endpoint_is_disabled(db: &TestDb) {
         "nothing sent after the 410"
     );
     let outbox = db.outbox().await;
-    assert!(!outbox.is_empty(), "later alerts were raised");
+    assert!(!outbox.is_empty(), "the alerts are in the outbox");
     let pending = outbox.iter().filter(|(_, s)| s == "pending").count();
     assert_eq!(pending, 0, "{outbox:?}");
 }
