@@ -55,6 +55,11 @@ impl TestDb {
         TestDb::Sqlite { store, dir }
     }
 
+    /// Whether this is the SQLite file (for the rare behaviour sized per backend).
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self, TestDb::Sqlite { .. })
+    }
+
     /// The store tests read and operate through.
     pub fn api(&self) -> &dyn Store {
         match self {
