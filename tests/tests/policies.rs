@@ -247,9 +247,11 @@ quick_tasks! { misfire_skip = "misfire.skip" (misfire = "skip"), misfire_once = 
 /// for the next one; one with the default `once` runs the oldest late, once, and records the
 /// rest.
 async fn overdue_ticks_are_skipped_or_run_once_per_the_misfire_rule(db: &TestDb) {
-    let ten_minutes_ago = minute_now() - TimeDelta::minutes(10);
+    // Hourly, ten hours overdue: no tick of its own falls due while the test runs (one would,
+    // rightly, run even with `skip`), barring a test that straddles the hour.
+    let hour = Utc::now().duration_trunc(TimeDelta::hours(1)).unwrap();
     for task in ["misfire.skip", "misfire.once"] {
-        db.insert_task(task, "0 * * * * *", Some(ten_minutes_ago))
+        db.insert_task(task, "0 0 * * * *", Some(hour - TimeDelta::hours(10)))
             .await;
     }
     let rec = Arc::new(Recorder::default());
