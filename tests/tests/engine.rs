@@ -1,5 +1,7 @@
-//! The engine against a real PostgreSQL: several nodes sharing nothing but the database.
-//! Each test has its own schema and its own task-name prefix.
+//! The engine against each real store: several nodes sharing nothing but the database (on
+//! SQLite, several schedulers in one process sharing its one store). Every behaviour is written
+//! once and run on a fresh PostgreSQL schema and a fresh SQLite file (`postgres::...` and
+//! `sqlite::...`); each has its own task-name prefix.
 
 mod common;
 
@@ -8,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DurationRound, TimeDelta, Utc};
 use common::*;
+use scheduler::store::RunStatus;
 use scheduler::{TaskContext, task};
-use sqlx::Row;
 
 // ---- tasks ---------------------------------------------------------------------------------
 
@@ -93,23 +95,38 @@ async fn steal_task(ctx: TaskContext) {
     }
 }
 
-// ---- tests ---------------------------------------------------------------------------------
+quick_tasks! { stuck_task = "stuck.task" }
 
-/// 20 tasks every second on three nodes for at least 30 ticks: every tick of every task runs
-/// exactly once (a tick folded into a late run is counted, never run twice).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn every_tick_runs_exactly_once_across_three_nodes() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("once").await;
+// ---- behaviours, each run on both backends ---------------------------------------------------
+
+on_both_backends!(
+    threads = 4;
+    every_tick_runs_exactly_once_across_three_nodes,
+    long_handler_is_renewed_and_never_started_twice,
+    overrunning_handler_runs_once_after_finishing,
+    panics_and_errors_are_recorded_and_the_node_lives,
+    graceful_shutdown_drains_and_hands_over,
+    a_node_claims_only_registered_tasks,
+    overdue_task_runs_once_after_downtime,
+    expired_lock_on_a_future_task_is_released,
+    a_stolen_lock_stops_the_handler_and_records_the_run_lost,
+    an_enabled_task_without_a_next_run_is_rescheduled_without_a_config,
+);
+
+/// 20 tasks every second on three nodes for at least 30 ticks (15 on SQLite): every tick of every
+/// task runs exactly once (a tick folded into a late run is counted, never run twice).
+async fn every_tick_runs_exactly_once_across_three_nodes(db: &TestDb) {
+    // SQLite's run is shorter to keep the suite's time in budget: 3 nodes x 20 tasks x 15 ticks
+    // still has the nodes contend for every tick hundreds of times on the one writer.
+    let min_runs = if db.is_sqlite() { 15 } else { 30 };
     let rec = Arc::new(Recorder::default());
-    let config = doc((0..20)
-        .map(|i| entry(&format!("once.{i:02}"), "* * * * * *"))
-        .collect());
+    let names: Vec<String> = (0..20).map(|i| format!("once.{i:02}")).collect();
+    let config = doc(names.iter().map(|n| entry(n, "* * * * * *")).collect());
     let nodes: Vec<_> = ["a", "b", "c"]
         .iter()
         .map(|id| {
             start(
-                node(&db, id, tasks("once."))
+                node(db, id, tasks("once."))
                     .config_document(config.clone())
                     .state(Arc::clone(&rec))
                     .build()
@@ -117,50 +134,40 @@ async fn every_tick_runs_exactly_once_across_three_nodes() {
             )
         })
         .collect();
-    let pool = pool(&db);
-    wait_until(Duration::from_secs(90), "31 ticks of every task", || {
-        let pool = pool.clone();
-        async move {
-            let min: Option<i64> = sqlx::query_scalar(
-                "SELECT min(n) FROM (SELECT count(*) AS n FROM scheduler_runs GROUP BY task_name) s",
-            )
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-            min.unwrap_or(0) >= 31 && {
-                let tasks: i64 =
-                    sqlx::query_scalar("SELECT count(DISTINCT task_name) FROM scheduler_runs")
-                        .fetch_one(&pool)
-                        .await
-                        .unwrap();
-                tasks == 20
+    wait_until(
+        Duration::from_secs(90),
+        "31 ticks of every task",
+        || async {
+            // The handlers' record first (cheap), then the store's.
+            names.iter().all(|n| rec.starts_of(n) >= 31) && {
+                let mut by_task: BTreeMap<String, usize> = BTreeMap::new();
+                for r in db.runs(None).await {
+                    *by_task.entry(r.task_name).or_default() += 1;
+                }
+                by_task.len() == 20 && by_task.values().all(|n| *n > min_runs)
             }
-        }
-    })
+        },
+    )
     .await;
     for n in nodes {
         n.stop().await;
     }
 
-    let rows = sqlx::query(
-        "SELECT task_name, scheduled_at, ticks_collapsed, status, node_id FROM scheduler_runs ORDER BY task_name, scheduled_at",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    let mut by_task: BTreeMap<String, Vec<(DateTime<Utc>, i32)>> = BTreeMap::new();
+    let mut by_task: BTreeMap<String, Vec<(chrono::DateTime<Utc>, i64)>> = BTreeMap::new();
     let mut nodes_used = BTreeSet::new();
-    for r in &rows {
-        let status: String = r.get("status");
+    let mut runs = db.runs(None).await;
+    runs.sort_by(|a, b| (&a.task_name, a.scheduled_at).cmp(&(&b.task_name, b.scheduled_at)));
+    for r in runs {
         assert!(
-            status == "succeeded" || status == "cancelled",
-            "unexpected status {status}"
+            matches!(r.status, RunStatus::Succeeded | RunStatus::Cancelled),
+            "unexpected status {}",
+            r.status
         );
-        nodes_used.insert(r.get::<String, _>("node_id"));
+        nodes_used.insert(r.node_id);
         by_task
-            .entry(r.get("task_name"))
+            .entry(r.task_name)
             .or_default()
-            .push((r.get("scheduled_at"), r.get("ticks_collapsed")));
+            .push((r.scheduled_at, r.ticks_collapsed));
     }
     assert_eq!(by_task.len(), 20);
     for (task, runs) in &by_task {
@@ -168,14 +175,18 @@ async fn every_tick_runs_exactly_once_across_three_nodes() {
         assert_eq!(ticks.len(), runs.len(), "{task}: a tick ran twice");
         // Every second between the first and the last tick is served by exactly one run: its own,
         // or folded into the run before it.
-        let covered: i64 = runs.iter().map(|(_, c)| 1 + i64::from(*c)).sum::<i64>()
-            - i64::from(runs.last().unwrap().1);
+        let covered: i64 = runs.iter().map(|(_, c)| 1 + *c).sum::<i64>() - runs.last().unwrap().1;
         let span = (runs.last().unwrap().0 - runs.first().unwrap().0).num_seconds() + 1;
         assert_eq!(
             covered, span,
             "{task}: ticks missing between first and last run"
         );
-        assert!(runs.len() >= 30, "{task}: only {} runs", runs.len());
+        assert!(runs.len() >= min_runs, "{task}: only {} runs", runs.len());
+        assert_eq!(
+            rec.ticks_started_twice(task),
+            [],
+            "{task}: a handler started a tick twice"
+        );
     }
     assert_eq!(
         rec.max_overlap.load(Ordering::SeqCst),
@@ -186,19 +197,15 @@ async fn every_tick_runs_exactly_once_across_three_nodes() {
         nodes_used.len() >= 2,
         "work was spread over the nodes: {nodes_used:?}"
     );
-    db.cleanup().await;
 }
 
 /// A handler running three times its lock lifetime keeps its lock (renewed by the watchdog) and
 /// is never started twice, though another node is polling for it the whole time.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn long_handler_is_renewed_and_never_started_twice() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("renew").await;
+async fn long_handler_is_renewed_and_never_started_twice(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![entry("long.renewed", "* * * * * *")]);
     let build = |id: &str| {
-        node(&db, id, tasks("long."))
+        node(db, id, tasks("long."))
             .lock_lifetime(Duration::from_secs(1))
             .lock_renew_interval(Duration::from_millis(250))
             .poll_interval(Duration::from_millis(200))
@@ -209,99 +216,79 @@ async fn long_handler_is_renewed_and_never_started_twice() {
     };
     let a = start(build("a"));
     let b = start(build("b"));
-    let pool = pool(&db);
-    wait_until(Duration::from_secs(60), "two long runs finished", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT count(*) FROM scheduler_runs WHERE task_name = 'long.renewed' AND status = 'succeeded'",
-            )
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-                >= 2
-        }
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "two long runs finished",
+        || async { db.count_runs("long.renewed", RunStatus::Succeeded).await >= 2 },
+    )
     .await;
     a.stop().await;
     b.stop().await;
-    assert_eq!(count_runs(&db, "long.renewed", "lost").await, 0);
+    assert_eq!(db.count_runs("long.renewed", RunStatus::Lost).await, 0);
     assert_eq!(
         rec.max_overlap.load(Ordering::SeqCst),
         1,
         "the task ran twice at once"
     );
+    assert_eq!(rec.ticks_started_twice("long.renewed"), []);
     // Each run outlived the lock lifetime several times over.
-    let longest: f64 = sqlx::query_scalar(
-        "SELECT max(extract(epoch FROM finished_at - started_at))::float8 FROM scheduler_runs WHERE status = 'succeeded'",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let longest = db
+        .runs(Some("long.renewed"))
+        .await
+        .iter()
+        .filter(|r| r.status == RunStatus::Succeeded)
+        .map(|r| (r.finished_at.unwrap() - r.started_at).as_seconds_f64())
+        .fold(0.0, f64::max);
     assert!(longest >= 3.0, "runs lasted {longest}s, expected ~3.3s");
-    db.cleanup().await;
 }
 
 /// A run longer than its interval is followed by one run right after it: no overlap, no burst,
 /// the skipped ticks counted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn overrunning_handler_runs_once_after_finishing() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("overrun").await;
+async fn overrunning_handler_runs_once_after_finishing(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let n = start(
-        node(&db, "a", tasks("overrun."))
+        node(db, "a", tasks("overrun."))
             .config_document(doc(vec![entry("overrun.task", "* * * * * *")]))
             .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
-    let pool = pool(&db);
-    wait_until(Duration::from_secs(60), "three overrunning runs", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT count(*) FROM scheduler_runs WHERE status = 'succeeded'",
-            )
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-                >= 3
-        }
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "three overrunning runs",
+        || async { db.count_runs("overrun.task", RunStatus::Succeeded).await >= 3 },
+    )
     .await;
     n.stop().await;
     assert_eq!(rec.max_overlap.load(Ordering::SeqCst), 1);
-    let rows = sqlx::query(
-        "SELECT started_at, finished_at, ticks_collapsed FROM scheduler_runs WHERE status = 'succeeded' ORDER BY started_at",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    for pair in rows.windows(2) {
-        let prev_end: DateTime<Utc> = pair[0].get("finished_at");
-        let next_start: DateTime<Utc> = pair[1].get("started_at");
-        assert!(next_start >= prev_end, "runs overlapped");
-        let collapsed: i32 = pair[1].get("ticks_collapsed");
+    let mut runs: Vec<_> = db
+        .runs(Some("overrun.task"))
+        .await
+        .into_iter()
+        .filter(|r| r.status == RunStatus::Succeeded)
+        .collect();
+    runs.sort_by_key(|r| r.started_at);
+    assert!(runs.len() >= 3);
+    for pair in runs.windows(2) {
         assert!(
-            collapsed >= 1,
+            pair[1].started_at >= pair[0].finished_at.unwrap(),
+            "runs overlapped"
+        );
+        assert!(
+            pair[1].ticks_collapsed >= 1,
             "the ticks missed during a 2.5 s run are folded into one run"
         );
     }
-    db.cleanup().await;
 }
 
 /// Handler errors and panics are recorded as `failed` with the message; the node keeps running.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn panics_and_errors_are_recorded_and_the_node_lives() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("panic").await;
+async fn panics_and_errors_are_recorded_and_the_node_lives(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let registry = scheduler::TaskRegistry::collect()
         .unwrap()
         .retain(|n| n == "panic.task" || n == "fails.task");
     let n = start(
-        node(&db, "a", registry)
+        node(db, "a", registry)
             .config_document(doc(vec![
                 entry("panic.task", "* * * * * *"),
                 entry("fails.task", "* * * * * *"),
@@ -314,78 +301,70 @@ async fn panics_and_errors_are_recorded_and_the_node_lives() {
         Duration::from_secs(30),
         "panics, successes and failures recorded",
         || async {
-            let p = run_statuses(&db, "panic.task").await;
-            let f = run_statuses(&db, "fails.task").await;
-            p.get("failed").copied().unwrap_or(0) >= 2
-                && p.get("succeeded").copied().unwrap_or(0) >= 2
-                && f.get("failed").copied().unwrap_or(0) >= 2
+            let p = db.run_statuses("panic.task").await;
+            let f = db.run_statuses("fails.task").await;
+            p.get(&RunStatus::Failed).copied().unwrap_or(0) >= 2
+                && p.get(&RunStatus::Succeeded).copied().unwrap_or(0) >= 2
+                && f.get(&RunStatus::Failed).copied().unwrap_or(0) >= 2
         },
     )
     .await;
     n.stop().await;
-    let pool = pool(&db);
-    let panic_error: String = sqlx::query_scalar(
-        "SELECT error FROM scheduler_runs WHERE task_name = 'panic.task' AND status = 'failed' LIMIT 1",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let panic_error = db
+        .runs(Some("panic.task"))
+        .await
+        .into_iter()
+        .find(|r| r.status == RunStatus::Failed)
+        .and_then(|r| r.error)
+        .unwrap_or_default();
     assert!(
         panic_error.contains("handler panicked: boom at an even second"),
         "{panic_error}"
     );
-    let row = sqlx::query(
-        "SELECT last_status, last_error, consecutive_failures FROM scheduler_tasks WHERE name = 'fails.task'",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert_eq!(row.get::<String, _>("last_status"), "failed");
-    assert_eq!(row.get::<String, _>("last_error"), "upstream said no");
-    assert!(row.get::<i32, _>("consecutive_failures") >= 2);
-    db.cleanup().await;
+    let fails = db.task("fails.task").await;
+    assert_eq!(fails.last_status, Some(RunStatus::Failed));
+    assert_eq!(fails.last_error.as_deref(), Some("upstream said no"));
+    assert!(fails.consecutive_failures >= 2);
 }
 
 /// Graceful shutdown: a handler that honours the cancellation finishes as `succeeded`; one that
-/// ignores it is stopped after the drain timeout, recorded `cancelled`, its lock released and its
-/// tick handed over, so another node runs it at once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn graceful_shutdown_drains_and_hands_over() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("drain").await;
+/// ignores it is stopped after the drain timeout, recorded `interrupted`, its lock released and
+/// its tick handed over, so another node runs it at once.
+async fn graceful_shutdown_drains_and_hands_over(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![
         entry("drain.polite", "0 0 1 1 *"),
         entry("drain.stubborn", "0 0 1 1 *"),
     ]);
     let a = start(
-        node(&db, "a", tasks("drain."))
+        node(db, "a", tasks("drain."))
             .shutdown_timeout(Duration::from_millis(500))
             .config_document(config.clone())
             .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
-    let pool = pool(&db);
-    trigger_all_now(&db, 2).await;
+    trigger_all_now(db, 2).await;
     wait_until(Duration::from_secs(20), "both handlers running", || async {
         rec.starts_of("drain.polite") == 1 && rec.starts_of("drain.stubborn") == 1
     })
     .await;
     a.stop().await;
-    assert_eq!(count_runs(&db, "drain.polite", "succeeded").await, 1);
-    assert_eq!(count_runs(&db, "drain.stubborn", "interrupted").await, 1);
-    let row = sqlx::query(
-        "SELECT lock_token IS NULL AS free, next_run_at <= now() AS due FROM scheduler_tasks WHERE name = 'drain.stubborn'",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert!(row.get::<bool, _>("free"), "lock released");
-    assert!(row.get::<bool, _>("due"), "tick handed over");
+    assert_eq!(db.count_runs("drain.polite", RunStatus::Succeeded).await, 1);
+    assert_eq!(
+        db.count_runs("drain.stubborn", RunStatus::Interrupted)
+            .await,
+        1
+    );
+    let stubborn = db.task("drain.stubborn").await;
+    assert_eq!(stubborn.lock_owner, None, "lock released");
+    assert!(
+        stubborn.next_run_at.is_some_and(|t| t <= Utc::now()),
+        "tick handed over: {stubborn:?}"
+    );
 
     let b = start(
-        node(&db, "b", tasks("drain."))
+        node(db, "b", tasks("drain."))
             .shutdown_timeout(Duration::from_millis(200))
             .config_document(config)
             .state(Arc::clone(&rec))
@@ -399,27 +378,26 @@ async fn graceful_shutdown_drains_and_hands_over() {
     )
     .await;
     b.stop().await;
-    let nodes: Vec<String> = sqlx::query_scalar(
-        "SELECT node_id FROM scheduler_runs WHERE task_name = 'drain.stubborn' ORDER BY id",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let nodes: Vec<String> = db
+        .runs(Some("drain.stubborn"))
+        .await
+        .into_iter()
+        .map(|r| r.node_id)
+        .collect();
     assert_eq!(nodes, ["a", "b"]);
-    let stopped: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM scheduler_nodes WHERE stopped_at IS NOT NULL")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let stopped = db
+        .api()
+        .nodes()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|n| n.stopped_at.is_some())
+        .count();
     assert_eq!(stopped, 2, "both nodes marked stopped");
-    db.cleanup().await;
 }
 
 /// A node claims only the tasks its binary registers (rolling deploys).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_node_claims_only_registered_tasks() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("deploy").await;
+async fn a_node_claims_only_registered_tasks(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![
         entry("deploy.old", "* * * * * *"),
@@ -430,7 +408,7 @@ async fn a_node_claims_only_registered_tasks() {
         .unwrap()
         .retain(|n| n == "deploy.old");
     let a = start(
-        node(&db, "old", old)
+        node(db, "old", old)
             .config_document(config.clone())
             .state(Arc::clone(&rec))
             .build()
@@ -448,7 +426,7 @@ async fn a_node_claims_only_registered_tasks() {
         "old node never runs a task it does not have"
     );
     let b = start(
-        node(&db, "new", tasks("deploy."))
+        node(db, "new", tasks("deploy."))
             .config_document(config)
             .state(Arc::clone(&rec))
             .build()
@@ -462,118 +440,119 @@ async fn a_node_claims_only_registered_tasks() {
     .await;
     a.stop().await;
     b.stop().await;
-    let wrong: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM scheduler_runs WHERE task_name = 'deploy.new' AND node_id = 'old'",
-    )
-    .fetch_one(&pool(&db))
-    .await
-    .unwrap();
+    let wrong = db
+        .runs(Some("deploy.new"))
+        .await
+        .iter()
+        .filter(|r| r.node_id == "old")
+        .count();
     assert_eq!(wrong, 0);
-    db.cleanup().await;
+    assert!(
+        rec.starts
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(task, _, node)| task == "deploy.old" || node == "new"),
+        "by the handlers' own record too"
+    );
 }
 
 /// After all nodes were down, an overdue task runs once (not once per missed tick), the run says
 /// how many ticks it folded in, and the schedule resumes in the future.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn overdue_task_runs_once_after_downtime() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("overdue").await;
-    let pool = pool(&db);
+async fn overdue_task_runs_once_after_downtime(db: &TestDb) {
     // As left by a cluster that went down 2 hours ago: every-minute task, next run long past.
-    sqlx::query(
-        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at) VALUES ('overdue.task', '* * * * *', 'UTC', true, date_trunc('minute', now()) - interval '2 hours')",
+    let minute = Utc::now().duration_trunc(TimeDelta::minutes(1)).unwrap();
+    db.insert_task(
+        "overdue.task",
+        "* * * * *",
+        Some(minute - TimeDelta::hours(2)),
     )
-    .execute(&pool)
-    .await
-    .unwrap();
+    .await;
     let rec = Arc::new(Recorder::default());
+    // Every tick up to here was missed while the cluster was down; a later one (the next minute
+    // may begin while the test runs) is on time and runs in its own right.
+    let back_at = Utc::now();
     // Re-registration with the same config must not overwrite the overdue next run.
     let n = start(
-        node(&db, "a", tasks("overdue."))
+        node(db, "a", tasks("overdue."))
             .config_document(doc(vec![entry("overdue.task", "* * * * *")]))
             .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
     wait_until(Duration::from_secs(20), "the overdue run", || async {
-        count_runs(&db, "overdue.task", "succeeded").await == 1
+        db.count_runs("overdue.task", RunStatus::Succeeded).await >= 1
     })
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     n.stop().await;
-    let rows =
-        sqlx::query("SELECT ticks_collapsed FROM scheduler_runs WHERE task_name = 'overdue.task'")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
-    assert_eq!(rows.len(), 1, "one run, not a burst of catch-ups");
-    let collapsed: i32 = rows[0].get("ticks_collapsed");
+    let runs: Vec<_> = db
+        .runs(Some("overdue.task"))
+        .await
+        .into_iter()
+        .filter(|r| r.scheduled_at <= back_at)
+        .collect();
+    assert_eq!(runs.len(), 1, "one run, not a burst of catch-ups: {runs:?}");
+    assert_eq!(runs[0].status, RunStatus::Succeeded);
+    let started = rec
+        .starts
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, tick, _)| *tick <= back_at)
+        .count();
+    assert_eq!(started, 1, "one start for the missed ticks");
+    let collapsed = runs[0].ticks_collapsed;
     assert!(
         (119..=121).contains(&collapsed),
         "ticks_collapsed = {collapsed}"
     );
-    let future: bool = sqlx::query_scalar(
-        "SELECT next_run_at > now() FROM scheduler_tasks WHERE name = 'overdue.task'",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert!(future);
-    db.cleanup().await;
+    let next = db.task("overdue.task").await.next_run_at;
+    assert!(next.is_some_and(|t| t > Utc::now()), "{next:?}");
 }
 
 /// An expired lock whose holder died between claim and start is released even though the task's
 /// next run is in the future (Agenda's "jobs that silently stop").
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn expired_lock_on_a_future_task_is_released() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("expired").await;
-    let pool = pool(&db);
-    sqlx::query(
-        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at, lock_owner, lock_token, lock_expires_at) VALUES ('overdue.task', '0 0 1 1 *', 'UTC', true, now() + interval '1 day', 'dead-node', gen_random_uuid(), now() - interval '1 second')",
+async fn expired_lock_on_a_future_task_is_released(db: &TestDb) {
+    db.insert_task(
+        "overdue.task",
+        "0 0 1 1 *",
+        Some(Utc::now() + TimeDelta::days(1)),
     )
-    .execute(&pool)
-    .await
-    .unwrap();
+    .await;
+    db.set_locks("dead-node", Utc::now() - TimeDelta::seconds(1))
+        .await;
+    assert_eq!(
+        db.task("overdue.task").await.lock_owner.as_deref(),
+        Some("dead-node")
+    );
+    let rec = Arc::new(Recorder::default());
     let n = start(
-        node(&db, "a", tasks("overdue."))
-            .state(Arc::new(Recorder::default()))
+        node(db, "a", tasks("overdue."))
+            .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(20), "lock released", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, bool>("SELECT lock_token IS NULL FROM scheduler_tasks")
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
+    wait_until(Duration::from_secs(20), "lock released", || async {
+        db.task("overdue.task").await.lock_owner.is_none()
     })
     .await;
     n.stop().await;
-    let next_in_future: bool =
-        sqlx::query_scalar("SELECT next_run_at > now() FROM scheduler_tasks")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let next = db.task("overdue.task").await.next_run_at;
     assert!(
-        next_in_future,
-        "a released lock without a lost run does not trigger a run"
+        next.is_some_and(|t| t > Utc::now()),
+        "a released lock without a lost run does not trigger a run: {next:?}"
     );
-    db.cleanup().await;
+    assert_eq!(rec.starts_of("overdue.task"), 0);
 }
 
 /// A lock taken over while the handler runs (here: stolen by hand) is noticed at the next
 /// renewal: the handler is stopped at once (its gate closes before it could react), the run is
 /// recorded `interrupted`, and the new holder's lock is left alone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("steal").await;
+async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let n = start(
-        node(&db, "a", tasks("steal."))
+        node(db, "a", tasks("steal."))
             .lock_lifetime(Duration::from_secs(1))
             .lock_renew_interval(Duration::from_millis(250))
             .config_document(doc(vec![entry("steal.task", "0 0 1 1 *")]))
@@ -581,22 +560,17 @@ async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost() {
             .build()
             .unwrap(),
     );
-    let pool = pool(&db);
-    trigger_all_now(&db, 1).await;
+    trigger_all_now(db, 1).await;
     wait_until(Duration::from_secs(20), "the handler runs", || async {
-        count_runs(&db, "steal.task", "running").await == 1
+        db.count_runs("steal.task", RunStatus::Running).await == 1
     })
     .await;
-    sqlx::query(
-        "UPDATE scheduler_tasks SET lock_owner = 'thief', lock_token = gen_random_uuid(), lock_expires_at = now() + interval '1 hour'",
-    )
-    .execute(&pool)
-    .await
-    .unwrap();
+    db.set_locks("thief", Utc::now() + TimeDelta::hours(1))
+        .await;
     wait_until(
         Duration::from_secs(20),
         "the run recorded interrupted",
-        || async { count_runs(&db, "steal.task", "interrupted").await == 1 },
+        || async { db.count_runs("steal.task", RunStatus::Interrupted).await == 1 },
     )
     .await;
     assert_eq!(
@@ -604,41 +578,26 @@ async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost() {
         0,
         "another node may be running it: the handler is stopped at once, never polled again"
     );
-    let owner: String = sqlx::query_scalar("SELECT lock_owner FROM scheduler_tasks")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
     assert_eq!(
-        owner, "thief",
+        db.task("steal.task").await.lock_owner.as_deref(),
+        Some("thief"),
         "the new holder's lock is not released by the old one"
     );
-    let error: String = sqlx::query_scalar("SELECT error FROM scheduler_runs")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let error = db.runs(Some("steal.task")).await[0]
+        .error
+        .clone()
+        .unwrap_or_default();
     assert!(error.contains("another node released it"), "{error}");
     n.stop().await;
-    db.cleanup().await;
 }
-
-quick_tasks! { stuck_task = "stuck.task" }
 
 /// Without any config to reconcile, an enabled task that lost its next run is scheduled again
 /// from its stored cron by the node's maintenance, and runs.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_enabled_task_without_a_next_run_is_rescheduled_without_a_config() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("stuck").await;
-    sqlx::query(
-        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at)
-         VALUES ('stuck.task', '* * * * * *', 'UTC', true, NULL)",
-    )
-    .execute(&pool(&db))
-    .await
-    .unwrap();
+async fn an_enabled_task_without_a_next_run_is_rescheduled_without_a_config(db: &TestDb) {
+    db.insert_task("stuck.task", "* * * * * *", None).await;
     let rec = Arc::new(Recorder::default());
     let n = start(
-        node(&db, "a", tasks("stuck."))
+        node(db, "a", tasks("stuck."))
             .state(Arc::clone(&rec))
             .build()
             .unwrap(),
@@ -648,5 +607,4 @@ async fn an_enabled_task_without_a_next_run_is_rescheduled_without_a_config() {
     })
     .await;
     n.stop().await;
-    db.cleanup().await;
 }

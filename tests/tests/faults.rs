@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
+use scheduler::store::RunStatus;
 use scheduler::{TaskContext, task};
 use scheduler_tests::TempCluster;
 use sqlx::Row;
@@ -33,13 +34,8 @@ async fn restart_tick(ctx: TaskContext) {
 async fn kill_a_victim_running(
     task: &str,
     tag: &str,
-) -> (
-    scheduler_tests::TestSchema,
-    RunningNode,
-    Arc<Recorder>,
-    Instant,
-) {
-    let db = migrated_schema(tag).await;
+) -> (TestDb, RunningNode, Arc<Recorder>, Instant) {
+    let db = TestDb::postgres(tag).await;
     let dir = tempfile_dir(tag);
     let config = dir.join("tasks.json");
     std::fs::write(
@@ -48,8 +44,8 @@ async fn kill_a_victim_running(
     )
     .unwrap();
     let mut victim = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-        .env("DATABASE_URL", &db.url)
-        .env("SCHEDULER_SCHEMA", &db.schema)
+        .env("DATABASE_URL", &db.pg().url)
+        .env("SCHEDULER_SCHEMA", &db.pg().schema)
         .env("SCHEDULER_NODE_ID", "victim")
         .env("SCHEDULER_LOCK_LIFETIME", "2s")
         .env("SCHEDULER_POLL_INTERVAL", "500ms")
@@ -61,7 +57,7 @@ async fn kill_a_victim_running(
     wait_until(
         Duration::from_secs(20),
         "the victim runs the task",
-        || async { count_runs(&db, task, "running").await == 1 },
+        || async { db.count_runs(task, RunStatus::Running).await == 1 },
     )
     .await;
     victim.kill().expect("SIGKILL the victim");
@@ -126,7 +122,7 @@ async fn an_at_most_once_task_is_not_rerun_after_a_crash() {
     scheduler_tests::init_tracing();
     let (db, survivor, rec, _) = kill_a_victim_running("kill.never", "never").await;
     wait_until(Duration::from_secs(30), "the run recorded lost", || async {
-        count_runs(&db, "kill.never", "lost").await == 1
+        db.count_runs("kill.never", RunStatus::Lost).await == 1
     })
     .await;
     // Well past the moment a rerun would have started.

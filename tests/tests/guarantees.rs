@@ -1,6 +1,12 @@
 //! Regression tests for the engine's promises under faults: each breaks one from outside (a
 //! stopped database, hung connections, a held row lock, a shutdown at the wrong moment, a
 //! poisoned outcome, a racing config change) and judges by the handlers' own record.
+//!
+//! The faults that need no more than the store run on both backends (`postgres::...` and
+//! `sqlite::...`). The rest are PostgreSQL-only: they stop, freeze or restart a database server
+//! (a throwaway cluster), hold a row lock from another connection (`FOR UPDATE`; SQLite has one
+//! writer for the whole file, so "another node holds this row" has no SQLite form), or test
+//! PostgreSQL's schema quoting.
 
 mod common;
 
@@ -9,9 +15,16 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use common::*;
+use scheduler::store::RunStatus;
 use scheduler::{TaskContext, task};
 use scheduler_tests::TempCluster;
-use sqlx::Row;
+
+on_both_backends!(
+    threads = 2;
+    an_interrupted_run_is_recorded_so_and_its_tick_runs_elsewhere,
+    a_poisoned_outcome_holds_back_nothing,
+    runs_claimed_as_the_node_drains_are_handed_back_unstarted,
+);
 
 /// Works one second, then returns `Ok`.
 #[task(name = "outage.finish")]
@@ -85,35 +98,29 @@ async fn term_coop(ctx: TaskContext) -> Result<(), std::io::Error> {
 
 /// A graceful stop while a cooperative handler runs: it returns an error after being asked to
 /// stop, so the run is `interrupted` and its tick is handed to another node, which runs it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_interrupted_run_is_recorded_so_and_its_tick_runs_elsewhere() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("term").await;
+async fn an_interrupted_run_is_recorded_so_and_its_tick_runs_elsewhere(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![entry("term.coop", "0 0 1 1 *")]);
     let a = start(
-        node(&db, "a", tasks("term."))
+        node(db, "a", tasks("term."))
             .config_document(config.clone())
             .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
-    trigger_all_now(&db, 1).await;
+    trigger_all_now(db, 1).await;
     wait_until(Duration::from_secs(20), "the handler runs", || async {
         rec.starts_of("term.coop") == 1
     })
     .await;
     a.stop().await;
-    let pool = pool(&db);
-    let (status, error): (String, String) =
-        sqlx::query_as("SELECT status, error FROM scheduler_runs")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert_eq!(status, "interrupted");
+    let runs = db.runs(None).await;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, RunStatus::Interrupted);
+    let error = runs[0].error.as_deref().unwrap_or_default();
     assert!(error.contains("did not finish"), "{error}");
     let b = start(
-        node(&db, "b", tasks("term."))
+        node(db, "b", tasks("term."))
             .config_document(config)
             .state(Arc::clone(&rec))
             .build()
@@ -127,7 +134,6 @@ async fn an_interrupted_run_is_recorded_so_and_its_tick_runs_elsewhere() {
     let starts = rec.starts.lock().unwrap().clone();
     assert_eq!(starts[0].1, starts[1].1, "the same tick");
     assert_eq!((starts[0].2.as_str(), starts[1].2.as_str()), ("a", "b"));
-    db.cleanup().await;
 }
 
 #[task(name = "race.tick")]
@@ -142,7 +148,7 @@ async fn race_tick(ctx: TaskContext) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cron_change_racing_a_tick_does_not_run_it_twice() {
     scheduler_tests::init_tracing();
-    let db = migrated_schema("race").await;
+    let db = TestDb::postgres("race").await;
     let dir = tempdir("race");
     let file = dir.join("tasks.json");
     let write = |cron: &str| {
@@ -206,13 +212,10 @@ async fn poison_fine(ctx: TaskContext) {
 
 /// An error text PostgreSQL refuses (a NUL byte) is cleaned before it is stored, and never holds
 /// back the outcomes recorded with it: no tick of either task runs twice.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_poisoned_outcome_holds_back_nothing() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("poison").await;
+async fn a_poisoned_outcome_holds_back_nothing(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let n = start(
-        node(&db, "a", tasks("poison."))
+        node(db, "a", tasks("poison."))
             .config_document(doc(vec![
                 entry("poison.nul", "* * * * * *"),
                 entry("poison.fine", "* * * * * *"),
@@ -222,22 +225,19 @@ async fn a_poisoned_outcome_holds_back_nothing() {
             .unwrap(),
     );
     wait_until(Duration::from_secs(30), "a few runs of each", || async {
-        count_runs(&db, "poison.nul", "failed").await >= 3
-            && count_runs(&db, "poison.fine", "succeeded").await >= 3
+        db.count_runs("poison.nul", RunStatus::Failed).await >= 3
+            && db.count_runs("poison.fine", RunStatus::Succeeded).await >= 3
     })
     .await;
     n.stop().await;
-    let error: String = sqlx::query_scalar(
-        "SELECT error FROM scheduler_runs WHERE task_name = 'poison.nul' ORDER BY id LIMIT 1",
-    )
-    .fetch_one(&pool(&db))
-    .await
-    .unwrap();
-    assert_eq!(error, "bad\u{fffd}byte");
+    let error = db.runs(Some("poison.nul")).await[0].error.clone();
+    assert_eq!(error.as_deref(), Some("bad\u{fffd}byte"));
     assert_eq!(rec.ticks_started_twice("poison.nul"), []);
     assert_eq!(rec.ticks_started_twice("poison.fine"), []);
-    assert_eq!(run_statuses(&db, "poison.nul").await.get("lost"), None);
-    db.cleanup().await;
+    assert_eq!(
+        db.run_statuses("poison.nul").await.get(&RunStatus::Lost),
+        None
+    );
 }
 
 #[task(name = "hung.tick")]
@@ -375,7 +375,7 @@ async fn drainclaim_task(ctx: TaskContext) {
 
 /// A store whose claims take a second, so a shutdown can begin while one is in flight.
 struct SlowClaims {
-    inner: scheduler::store::PgStore,
+    inner: Arc<dyn Store>,
     claiming: tokio::sync::Notify,
 }
 
@@ -531,32 +531,24 @@ impl Store for SlowClaims {
 /// A shutdown that begins while a claim is in flight: the runs that claim returns are handed
 /// back without starting (never started with an already-cancelled context), and their ticks
 /// are due again at once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn runs_claimed_as_the_node_drains_are_handed_back_unstarted() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("drainclaim").await;
+async fn runs_claimed_as_the_node_drains_are_handed_back_unstarted(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let slow = Arc::new(SlowClaims {
-        inner: store(&db),
+        inner: db.node_store(2),
         claiming: tokio::sync::Notify::new(),
     });
     // Rows first, due now, before the node's first claim.
     let setup = start(
-        node(&db, "setup", tasks("none."))
+        node(db, "setup", tasks("none."))
             .config_document(doc(vec![]))
             .build()
             .unwrap(),
     );
     setup.stop().await;
-    sqlx::query(
-        "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at)
-         VALUES ('drainclaim.task', '0 0 1 1 *', 'UTC', true, now())",
-    )
-    .execute(&pool(&db))
-    .await
-    .unwrap();
+    db.insert_task("drainclaim.task", "0 0 1 1 *", Some(Utc::now()))
+        .await;
     let n = start(
-        node(&db, "a", tasks("drainclaim."))
+        node(db, "a", tasks("drainclaim."))
             .store(Arc::clone(&slow) as Arc<dyn Store>)
             .state(Arc::clone(&rec))
             .build()
@@ -565,22 +557,17 @@ async fn runs_claimed_as_the_node_drains_are_handed_back_unstarted() {
     slow.claiming.notified().await;
     n.stop().await;
     assert_eq!(rec.starts_of("drainclaim.task"), 0, "never started");
-    let pool = pool(&db);
-    let (status, error): (String, String) =
-        sqlx::query_as("SELECT status, error FROM scheduler_runs")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    assert_eq!(status, "interrupted");
+    let runs = db.runs(None).await;
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, RunStatus::Interrupted);
+    let error = runs[0].error.as_deref().unwrap_or_default();
     assert!(error.contains("before starting"), "{error}");
-    let row = sqlx::query(
-        "SELECT lock_token IS NULL AS free, next_run_at <= now() AS due FROM scheduler_tasks",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    assert!(row.get::<bool, _>("free") && row.get::<bool, _>("due"));
-    db.cleanup().await;
+    let task = db.task("drainclaim.task").await;
+    assert_eq!(task.lock_owner, None, "lock released");
+    assert!(
+        task.next_run_at.is_some_and(|t| t <= Utc::now()),
+        "due again: {task:?}"
+    );
 }
 
 #[task(name = "schema.tick")]

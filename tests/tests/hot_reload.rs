@@ -1,5 +1,7 @@
 //! Config hot reload on running nodes: a file rewritten on disk, an HTTP source served by a real
-//! local server, and two nodes seeing different document versions during a rollout.
+//! local server, and two nodes seeing different document versions during a rollout. Every
+//! behaviour runs on a fresh PostgreSQL schema and a fresh SQLite file (`postgres::...` and
+//! `sqlite::...`).
 
 mod common;
 
@@ -11,7 +13,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use common::*;
 use scheduler::{TaskContext, task};
-use sqlx::Row;
+
+on_both_backends!(
+    threads = 2;
+    file_rewritten_on_disk_applies_live,
+    http_source_applies_live_and_survives_server_errors,
+    two_nodes_with_different_versions_do_not_flip_flop,
+);
 
 #[task(name = "reload.file")]
 async fn reload_file(ctx: TaskContext) {
@@ -41,21 +49,13 @@ fn replace(path: &std::path::Path, text: &str) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-async fn task_row(db: &scheduler_tests::TestSchema, name: &str) -> Option<(String, bool)> {
-    sqlx::query("SELECT cron, enabled FROM scheduler_tasks WHERE name = $1")
-        .bind(name)
-        .fetch_optional(&pool(db))
-        .await
-        .unwrap()
-        .map(|r| (r.get("cron"), r.get("enabled")))
+async fn task_row(db: &TestDb, name: &str) -> Option<(String, bool)> {
+    db.try_task(name).await.map(|t| (t.cron, t.enabled))
 }
 
 /// A config file rewritten while the node runs: enabling, a garbage rewrite (ignored, last good
 /// state kept), a typo'd field (refused whole), then disabling.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn file_rewritten_on_disk_applies_live() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("reload_file").await;
+async fn file_rewritten_on_disk_applies_live(db: &TestDb) {
     let dir = tmp_dir();
     let path = dir.join("tasks.json");
     let entry = |enabled: bool, cron: &str| {
@@ -64,7 +64,7 @@ async fn file_rewritten_on_disk_applies_live() {
     replace(&path, &entry(false, "* * * * * *"));
     let rec = Arc::new(Recorder::default());
     let n = start(
-        node(&db, "a", tasks("reload.file"))
+        node(db, "a", tasks("reload.file"))
             .config(path.to_str().unwrap())
             .config_poll_interval(Duration::from_millis(200))
             .state(Arc::clone(&rec))
@@ -72,7 +72,7 @@ async fn file_rewritten_on_disk_applies_live() {
             .unwrap(),
     );
     wait_until(Duration::from_secs(20), "the disabled row", || async {
-        task_row(&db, "reload.file").await == Some(("* * * * * *".into(), false))
+        task_row(db, "reload.file").await == Some(("* * * * * *".into(), false))
     })
     .await;
     assert_eq!(rec.starts_of("reload.file"), 0);
@@ -98,13 +98,13 @@ async fn file_rewritten_on_disk_applies_live() {
     )
     .await;
     assert_eq!(
-        task_row(&db, "reload.file").await,
+        task_row(db, "reload.file").await,
         Some(("* * * * * *".into(), true))
     );
 
     replace(&path, &entry(false, "* * * * * *"));
     wait_until(Duration::from_secs(20), "disabled again", || async {
-        task_row(&db, "reload.file").await == Some(("* * * * * *".into(), false))
+        task_row(db, "reload.file").await == Some(("* * * * * *".into(), false))
     })
     .await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -117,7 +117,6 @@ async fn file_rewritten_on_disk_applies_live() {
     );
     n.stop().await;
     assert_eq!(rec.max_overlap.load(std::sync::atomic::Ordering::SeqCst), 1);
-    db.cleanup().await;
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -131,10 +130,7 @@ struct Served {
 
 /// An HTTP config source on a real local server: conditional requests answered 304, a 500 and
 /// a garbage body leave the running schedule alone, a new document applies.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_source_applies_live_and_survives_server_errors() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("reload_http").await;
+async fn http_source_applies_live_and_survives_server_errors(db: &TestDb) {
     let doc = |cron: &str| {
         format!(r#"{{"tasks":[{{"name":"reload.http","enabled":true,"cron":"{cron}"}}]}}"#)
     };
@@ -187,7 +183,7 @@ async fn http_source_applies_live_and_survives_server_errors() {
     settings.token = Some("s3cret".into());
     let rec = Arc::new(Recorder::default());
     let n = start(
-        node(&db, "a", tasks("reload.http"))
+        node(db, "a", tasks("reload.http"))
             .config_settings(settings)
             .config_poll_interval(Duration::from_millis(200))
             .state(Arc::clone(&rec))
@@ -195,7 +191,7 @@ async fn http_source_applies_live_and_survives_server_errors() {
             .unwrap(),
     );
     wait_until(Duration::from_secs(20), "the first document", || async {
-        task_row(&db, "reload.http").await == Some(("0 0 1 1 *".into(), true))
+        task_row(db, "reload.http").await == Some(("0 0 1 1 *".into(), true))
     })
     .await;
     wait_until(
@@ -238,21 +234,17 @@ async fn http_source_applies_live_and_survives_server_errors() {
         )
         .await;
         assert_eq!(
-            task_row(&db, "reload.http").await,
+            task_row(db, "reload.http").await,
             Some(("* * * * * *".into(), true))
         );
     }
     n.stop().await;
     server.abort();
-    db.cleanup().await;
 }
 
 /// During a rollout two nodes read different config files: the node with the newer version wins
 /// and the lagging node never rolls the database back, however often it polls.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_nodes_with_different_versions_do_not_flip_flop() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("reload_versions").await;
+async fn two_nodes_with_different_versions_do_not_flip_flop(db: &TestDb) {
     let dir = tmp_dir();
     let v = |version: i64, cron: &str| {
         format!(
@@ -265,7 +257,7 @@ async fn two_nodes_with_different_versions_do_not_flip_flop() {
     replace(&new, &v(2, "0 0 2 1 *"));
     let rec = Arc::new(Recorder::default());
     let build = |id: &str, path: &std::path::Path| {
-        node(&db, id, tasks("reload.versions"))
+        node(db, id, tasks("reload.versions"))
             .config(path.to_str().unwrap())
             .config_poll_interval(Duration::from_millis(100))
             .state(Arc::clone(&rec))
@@ -274,12 +266,12 @@ async fn two_nodes_with_different_versions_do_not_flip_flop() {
     };
     let a = start(build("old", &old));
     wait_until(Duration::from_secs(20), "version 1 applied", || async {
-        task_row(&db, "reload.versions").await.map(|r| r.0) == Some("0 0 1 1 *".into())
+        task_row(db, "reload.versions").await.map(|r| r.0) == Some("0 0 1 1 *".into())
     })
     .await;
     let b = start(build("new", &new));
     wait_until(Duration::from_secs(20), "version 2 applied", || async {
-        task_row(&db, "reload.versions").await.map(|r| r.0) == Some("0 0 2 1 *".into())
+        task_row(db, "reload.versions").await.map(|r| r.0) == Some("0 0 2 1 *".into())
     })
     .await;
     // The old node rewrites its (unchanged) file and polls many times meanwhile.
@@ -287,7 +279,7 @@ async fn two_nodes_with_different_versions_do_not_flip_flop() {
         replace(&old, &v(1, "0 0 1 1 *"));
         tokio::time::sleep(Duration::from_millis(250)).await;
         assert_eq!(
-            task_row(&db, "reload.versions").await.map(|r| r.0),
+            task_row(db, "reload.versions").await.map(|r| r.0),
             Some("0 0 2 1 *".into()),
             "the lagging node rolled the schedule back"
         );
@@ -296,16 +288,17 @@ async fn two_nodes_with_different_versions_do_not_flip_flop() {
     replace(&old, &v(1, "0 0 3 1 *"));
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(
-        task_row(&db, "reload.versions").await.map(|r| r.0),
+        task_row(db, "reload.versions").await.map(|r| r.0),
         Some("0 0 2 1 *".into())
     );
-    let applied: i64 = sqlx::query_scalar("SELECT version FROM scheduler_config_state")
-        .fetch_one(&pool(&db))
+    let applied = db
+        .api()
+        .config_state()
         .await
-        .unwrap();
-    assert_eq!(applied, 2);
+        .unwrap()
+        .and_then(|c| c.version);
+    assert_eq!(applied, Some(2));
     a.stop().await;
     b.stop().await;
-    db.cleanup().await;
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -1,18 +1,26 @@
-//! The reconciler against a real PostgreSQL: every rule of the original design.
+//! The reconciler against each real store: every rule of the original design, written once and
+//! run on a fresh PostgreSQL schema and a fresh SQLite file (`postgres::...` and `sqlite::...`).
 
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use common::*;
 use scheduler::config::{ConfigDocument, TaskConfig};
 use scheduler::reconciler::Reconciler;
-use scheduler::store::Store;
+use scheduler::store::RunStatus;
 use scheduler::{TaskContext, task};
-use scheduler_tests::TestSchema;
-use sqlx::Row;
+
+on_both_backends!(
+    threads = 2;
+    every_reconciler_rule,
+    an_older_config_version_cannot_roll_back_a_newer_one,
+    cron_change_while_running_never_starts_a_second_run,
+    an_enabled_task_without_a_next_run_is_repaired,
+    a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick,
+);
 
 #[task(name = "rec.a")]
 async fn rec_a(ctx: TaskContext) {
@@ -32,9 +40,8 @@ async fn busy_task(ctx: TaskContext) {
     tokio::time::sleep(Duration::from_millis(2_500)).await;
 }
 
-fn reconciler(db: &TestSchema, node: &str) -> Reconciler {
-    let store: Arc<dyn Store> = Arc::new(store(db));
-    Reconciler::new(store, tasks("rec."), chrono_tz::Tz::UTC, node)
+fn reconciler(db: &TestDb, node: &str) -> Reconciler {
+    Reconciler::new(db.node_store(2), tasks("rec."), chrono_tz::Tz::UTC, node)
 }
 
 fn cfg(name: &str, enabled: bool, cron: &str) -> TaskConfig {
@@ -56,36 +63,23 @@ struct Row_ {
     orphaned: bool,
 }
 
-async fn rows(db: &TestSchema) -> Vec<Row_> {
-    sqlx::query("SELECT name, cron, timezone, enabled, next_run_at, orphaned_since IS NOT NULL AS orphaned FROM scheduler_tasks ORDER BY name")
-        .fetch_all(&pool(db))
+async fn rows(db: &TestDb) -> Vec<Row_> {
+    db.task_rows()
         .await
-        .unwrap()
-        .iter()
+        .into_iter()
         .map(|r| Row_ {
-            name: r.get("name"),
-            cron: r.get("cron"),
-            timezone: r.get("timezone"),
-            enabled: r.get("enabled"),
-            next_run_at: r.get("next_run_at"),
-            orphaned: r.get("orphaned"),
+            name: r.name,
+            cron: r.cron,
+            timezone: r.timezone,
+            enabled: r.enabled,
+            next_run_at: r.next_run_at,
+            orphaned: r.orphaned_since.is_some(),
         })
         .collect()
 }
 
-/// The transaction ids that last wrote each row: unchanged when nothing was written.
-async fn row_versions(db: &TestSchema) -> Vec<String> {
-    sqlx::query_scalar("SELECT name || ':' || xmin::text FROM scheduler_tasks ORDER BY name")
-        .fetch_all(&pool(db))
-        .await
-        .unwrap()
-}
-
-#[tokio::test]
-async fn every_reconciler_rule() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("rules").await;
-    let r = reconciler(&db, "n1");
+async fn every_reconciler_rule(db: &TestDb) {
+    let r = reconciler(db, "n1");
 
     // Unknown names and bad cron are refused; valid entries created, disabled ones too.
     let first = doc(vec![
@@ -103,17 +97,17 @@ async fn every_reconciler_rule() {
         reason.contains("minute"),
         "the refusal names the field: {reason}"
     );
-    let state = rows(&db).await;
+    let state = rows(db).await;
     assert_eq!(state.len(), 2, "nothing created for refused entries");
     assert!(state[0].enabled && state[0].next_run_at.is_some());
     assert!(!state[1].enabled && state[1].next_run_at.is_none());
 
     // An unchanged config writes nothing.
-    let before = row_versions(&db).await;
+    let before = db.row_versions().await;
     let report = r.reconcile(&first).await.unwrap();
     assert!(!report.changed_anything());
     assert_eq!(
-        row_versions(&db).await,
+        db.row_versions().await,
         before,
         "an unchanged config wrote rows"
     );
@@ -131,7 +125,12 @@ async fn every_reconciler_rule() {
     assert_eq!(report.updated, ["rec.a"]);
     assert_eq!(report.enabled, ["rec.b"]);
     assert_eq!(report.created, ["rec.c"]);
-    let state = rows(&db).await;
+    let after = db.row_versions().await;
+    assert!(
+        after[0] != before[0] && after[1] != before[1],
+        "the versions see writes: {before:?} -> {after:?}"
+    );
+    let state = rows(db).await;
     assert_eq!(state[0].cron, "0 0 1 1 *");
     let next_a = state[0].next_run_at.unwrap();
     assert_eq!(next_a.format("%m-%d %H:%M").to_string(), "01-01 00:00");
@@ -148,7 +147,7 @@ async fn every_reconciler_rule() {
         .unwrap();
     assert_eq!(report.refused.len(), 1);
     assert_eq!(report.disabled, ["rec.b"]);
-    let state = rows(&db).await;
+    let state = rows(db).await;
     assert_eq!(state[0].cron, "0 0 1 1 *", "last valid schedule kept");
     assert_eq!(state[0].next_run_at, Some(next_a));
     assert!(!state[1].enabled, "disabled, not deleted");
@@ -174,14 +173,11 @@ async fn every_reconciler_rule() {
         "the refusal says how often the name appears: {}",
         dup[0].1
     );
-    assert_eq!(rows(&db).await[2].cron, "* * * * *");
+    assert_eq!(rows(db).await[2].cron, "* * * * *");
 
     // A registered task absent from the config is disabled, never deleted; a row known to
     // neither config nor code is kept and flagged.
-    sqlx::query("INSERT INTO scheduler_tasks (name, cron, timezone, enabled) VALUES ('gone.task', '* * * * *', 'UTC', true)")
-        .execute(&pool(&db))
-        .await
-        .unwrap();
+    db.insert_task("gone.task", "* * * * *", None).await;
     let report = r
         .reconcile(&doc(vec![
             cfg("rec.a", true, "0 0 1 1 *"),
@@ -192,7 +188,7 @@ async fn every_reconciler_rule() {
     assert_eq!(report.absent, ["rec.c"]);
     assert_eq!(report.disabled, ["rec.c"]);
     assert_eq!(report.orphaned, ["gone.task"]);
-    let state = rows(&db).await;
+    let state = rows(db).await;
     assert_eq!(state.len(), 4, "no row deleted");
     let ghost = state.iter().find(|r| r.name == "gone.task").unwrap();
     assert!(ghost.orphaned && ghost.enabled);
@@ -221,21 +217,17 @@ async fn every_reconciler_rule() {
         .unwrap();
     assert_eq!(report.updated, ["rec.a"]);
     assert_eq!(report.refused.len(), 1);
-    let state = rows(&db).await;
+    let state = rows(db).await;
     let a = state.iter().find(|r| r.name == "rec.a").unwrap();
     assert_eq!(a.timezone, "Asia/Shanghai");
     assert_eq!(a.next_run_at.unwrap().format("%H:%M").to_string(), "01:00");
-    db.cleanup().await;
 }
 
 /// Two nodes holding different document versions during a rollout: the older one cannot roll
 /// the database back.
-#[tokio::test]
-async fn an_older_config_version_cannot_roll_back_a_newer_one() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("versions").await;
-    let new_node = reconciler(&db, "new");
-    let old_node = reconciler(&db, "old");
+async fn an_older_config_version_cannot_roll_back_a_newer_one(db: &TestDb) {
+    let new_node = reconciler(db, "new");
+    let old_node = reconciler(db, "old");
     let v = |version: i64, cron: &str| ConfigDocument {
         version: Some(version),
         tasks: vec![cfg("rec.a", true, cron)],
@@ -243,69 +235,65 @@ async fn an_older_config_version_cannot_roll_back_a_newer_one() {
     new_node.reconcile(&v(2, "*/2 * * * *")).await.unwrap();
     let report = old_node.reconcile(&v(1, "*/1 * * * *")).await.unwrap();
     assert_eq!(report.stale.map(|s| (s.version, s.current)), Some((1, 2)));
-    assert_eq!(rows(&db).await[0].cron, "*/2 * * * *");
+    assert_eq!(rows(db).await[0].cron, "*/2 * * * *");
     // Flip-flopping back and forth changes nothing.
     for _ in 0..3 {
         new_node.reconcile(&v(2, "*/2 * * * *")).await.unwrap();
         old_node.reconcile(&v(1, "*/1 * * * *")).await.unwrap();
-        assert_eq!(rows(&db).await[0].cron, "*/2 * * * *");
+        assert_eq!(rows(db).await[0].cron, "*/2 * * * *");
     }
     let report = old_node.reconcile(&v(3, "*/3 * * * *")).await.unwrap();
     assert_eq!(report.updated, ["rec.a"]);
-    assert_eq!(rows(&db).await[0].cron, "*/3 * * * *");
-    db.cleanup().await;
+    assert_eq!(rows(db).await[0].cron, "*/3 * * * *");
 }
 
 /// A cron changed while its handler runs: the running handler keeps its lock, no second run
 /// starts, and the new schedule applies after it finishes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cron_change_while_running_never_starts_a_second_run() {
-    scheduler_tests::init_tracing();
-    let db = migrated_schema("cronchange").await;
-    let rec = Arc::new(recorder_new());
+async fn cron_change_while_running_never_starts_a_second_run(db: &TestDb) {
+    let rec = Arc::new(Recorder::default());
     let n = start(
-        node(&db, "a", tasks("busy."))
+        node(db, "a", tasks("busy."))
             .config_document(doc(vec![entry("busy.task", "* * * * * *")]))
             .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
     wait_until(Duration::from_secs(20), "the handler runs", || async {
-        count_runs(&db, "busy.task", "running").await == 1
+        db.count_runs("busy.task", RunStatus::Running).await == 1
     })
     .await;
-    let lock_before: Option<uuid::Uuid> =
-        sqlx::query_scalar("SELECT lock_token FROM scheduler_tasks")
-            .fetch_one(&pool(&db))
-            .await
-            .unwrap();
-    let store: Arc<dyn Store> = Arc::new(store(&db));
-    let r = Reconciler::new(store, tasks("busy."), chrono_tz::Tz::UTC, "operator");
+    let lock_before = db.lock_token("busy.task").await;
+    let r = Reconciler::new(
+        db.node_store(2),
+        tasks("busy."),
+        chrono_tz::Tz::UTC,
+        "operator",
+    );
     let report = r
         .reconcile(&doc(vec![entry("busy.task", "*/3 * * * * *")]))
         .await
         .unwrap();
     assert_eq!(report.updated, ["busy.task"]);
-    let lock_after: Option<uuid::Uuid> =
-        sqlx::query_scalar("SELECT lock_token FROM scheduler_tasks")
-            .fetch_one(&pool(&db))
-            .await
-            .unwrap();
+    let lock_after = db.lock_token("busy.task").await;
     assert!(lock_before.is_some());
     assert_eq!(lock_before, lock_after, "the lock was not touched");
     wait_until(
         Duration::from_secs(30),
         "two more runs on the new schedule",
-        || async { count_runs(&db, "busy.task", "succeeded").await >= 3 },
+        || async { db.count_runs("busy.task", RunStatus::Succeeded).await >= 3 },
     )
     .await;
     n.stop().await;
     assert_eq!(rec.max_overlap.load(std::sync::atomic::Ordering::SeqCst), 1);
-    let ticks: Vec<DateTime<Utc>> =
-        sqlx::query_scalar("SELECT scheduled_at FROM scheduler_runs ORDER BY id OFFSET 1")
-            .fetch_all(&pool(&db))
-            .await
-            .unwrap();
+    assert_eq!(rec.ticks_started_twice("busy.task"), []);
+    let ticks: Vec<DateTime<Utc>> = db
+        .runs(None)
+        .await
+        .into_iter()
+        .skip(1)
+        .map(|r| r.scheduled_at)
+        .collect();
+    assert!(ticks.len() >= 2);
     for t in ticks {
         assert_eq!(
             t.timestamp() % 3,
@@ -313,43 +301,30 @@ async fn cron_change_while_running_never_starts_a_second_run() {
             "runs after the change follow */3: {t}"
         );
     }
-    db.cleanup().await;
-}
-
-fn recorder_new() -> Recorder {
-    Recorder::default()
 }
 
 /// An enabled row that lost its next run (an older node could not read its schedule and
 /// cleared it, or it was edited by hand) is repaired by the next reconcile, even though its
 /// entry did not change, and the repair is reported.
-#[tokio::test]
-async fn an_enabled_task_without_a_next_run_is_repaired() {
-    let db = migrated_schema("repair").await;
-    let rec = reconciler(&db, "n1");
+async fn an_enabled_task_without_a_next_run_is_repaired(db: &TestDb) {
+    let rec = reconciler(db, "n1");
     let doc = ConfigDocument {
         version: None,
         tasks: vec![cfg("rec.a", true, "*/5 * * * *")],
     };
     rec.reconcile(&doc).await.unwrap();
-    sqlx::query("UPDATE scheduler_tasks SET next_run_at = NULL")
-        .execute(&pool(&db))
-        .await
-        .unwrap();
+    db.set_next_run(None, None).await;
     let report = rec.reconcile(&doc).await.unwrap();
     assert_eq!(report.repaired, ["rec.a"]);
-    assert!(rows(&db).await[0].next_run_at.is_some());
+    assert!(rows(db).await[0].next_run_at.is_some());
     let again = rec.reconcile(&doc).await.unwrap();
     assert!(again.repaired.is_empty() && !again.changed_anything());
-    db.cleanup().await;
 }
 
 /// A reconcile never schedules the next run at or before the tick most recently claimed, even
 /// when its own clock lags behind the claim (it planned before the claim committed).
-#[tokio::test]
-async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick() {
-    let db = migrated_schema("floor").await;
-    let rec = reconciler(&db, "n1");
+async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick(db: &TestDb) {
+    let rec = reconciler(db, "n1");
     rec.reconcile(&ConfigDocument {
         version: None,
         tasks: vec![cfg("rec.a", true, "0 0 1 1 *")],
@@ -358,27 +333,23 @@ async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick() {
     .unwrap();
     // A claim served the tick an hour from now (as if the database clock were ahead of the
     // reconcile's) and advanced the row.
-    sqlx::query(
-        "UPDATE scheduler_tasks SET last_scheduled_at = date_trunc('hour', now()) + interval '1 hour',
-                                    next_run_at = date_trunc('hour', now()) + interval '2 hours'",
+    let hour = Utc::now().duration_trunc(TimeDelta::hours(1)).unwrap();
+    db.set_claimed(
+        "rec.a",
+        hour + TimeDelta::hours(1),
+        hour + TimeDelta::hours(2),
     )
-    .execute(&pool(&db))
-    .await
-    .unwrap();
+    .await;
     rec.reconcile(&ConfigDocument {
         version: None,
         tasks: vec![cfg("rec.a", true, "0 * * * *")],
     })
     .await
     .unwrap();
-    let (next, claimed): (DateTime<Utc>, DateTime<Utc>) =
-        sqlx::query_as("SELECT next_run_at, last_scheduled_at FROM scheduler_tasks")
-            .fetch_one(&pool(&db))
-            .await
-            .unwrap();
+    let row = db.task_rows().await.remove(0);
+    let (next, claimed) = (row.next_run_at.unwrap(), row.last_scheduled_at.unwrap());
     assert!(
         next > claimed,
         "next {next} after the claimed tick {claimed}"
     );
-    db.cleanup().await;
 }

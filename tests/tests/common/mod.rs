@@ -1,5 +1,6 @@
 //! Helpers shared by the engine's integration tests: a recorder handlers write into, node
-//! builders with test-sized intervals, and bounded waiting.
+//! builders with test-sized intervals, bounded waiting, and the database a test runs on
+//! ([`TestDb`], either backend).
 
 #![allow(dead_code)]
 
@@ -11,11 +12,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use scheduler::config::{ConfigDocument, TaskConfig};
+use scheduler::store::Store;
 use scheduler::{Scheduler, SchedulerBuilder, TaskContext, TaskRegistry};
-use scheduler_tests::TestSchema;
-use sqlx::Row;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+mod db;
+pub use db::TestDb;
 
 /// What handlers saw, shared with them as scheduler state.
 #[derive(Default)]
@@ -133,9 +136,9 @@ pub fn doc(entries: Vec<TaskConfig>) -> ConfigDocument {
 }
 
 /// A node on `db` with test-sized intervals.
-pub fn node(db: &TestSchema, id: &str, registry: TaskRegistry) -> SchedulerBuilder {
+pub fn node(db: &TestDb, id: &str, registry: TaskRegistry) -> SchedulerBuilder {
     Scheduler::builder()
-        .store(std::sync::Arc::new(store_with(db, 4)))
+        .store(db.node_store(4))
         .node_id(id)
         .registry(registry)
         .lock_lifetime(Duration::from_secs(3))
@@ -188,48 +191,13 @@ where
 
 /// Waits until the config has created `rows` task rows, then makes every task due now and wakes
 /// the nodes (the yearly schedules tests use would not fire on their own).
-pub async fn trigger_all_now(db: &TestSchema, rows: i64) {
-    let pool = pool(db);
-    wait_until(Duration::from_secs(60), "the config applied", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_tasks")
-                .fetch_one(&pool)
-                .await
-                .is_ok_and(|n| n == rows)
-        }
+pub async fn trigger_all_now(db: &TestDb, rows: usize) {
+    wait_until(Duration::from_secs(60), "the config applied", || async {
+        db.tasks().await.len() == rows
     })
     .await;
-    sqlx::query("UPDATE scheduler_tasks SET next_run_at = now()")
-        .execute(&pool)
-        .await
-        .unwrap();
-    sqlx::query("SELECT pg_notify('scheduler_' || current_schema(), 'test')")
-        .execute(&pool)
-        .await
-        .unwrap();
-}
-
-/// `(status, count)` of a task's runs.
-pub async fn run_statuses(db: &TestSchema, task: &str) -> HashMap<String, i64> {
-    sqlx::query(
-        "SELECT status, count(*) AS n FROM scheduler_runs WHERE task_name = $1 GROUP BY status",
-    )
-    .bind(task)
-    .fetch_all(&pool(db))
-    .await
-    .unwrap()
-    .iter()
-    .map(|r| (r.get::<String, _>("status"), r.get::<i64, _>("n")))
-    .collect()
-}
-
-pub async fn count_runs(db: &TestSchema, task: &str, status: &str) -> i64 {
-    run_statuses(db, task)
-        .await
-        .get(status)
-        .copied()
-        .unwrap_or(0)
+    db.set_next_run(None, Some(Utc::now())).await;
+    db.api().notify().await.unwrap();
 }
 
 /// A node on the private `cluster` running only `task`, on `cron`, with test-sized intervals.
@@ -251,29 +219,23 @@ pub fn cluster_node(
         .state(std::sync::Arc::clone(rec))
 }
 
-/// A pool whose connections see the scheduler tables of `db` (its schema on the search path).
-pub fn pool(db: &TestSchema) -> sqlx::PgPool {
-    store(db).pool().clone()
+// ---- PostgreSQL only ---------------------------------------------------------------------------
+// For tests of PostgreSQL-only behaviour (other processes on one database, throwaway clusters,
+// row locks) and of the PostgreSQL store itself.
+
+/// A pool whose connections see the scheduler tables of a PostgreSQL `db`.
+pub fn pool(db: &TestDb) -> sqlx::PgPool {
+    db.pg_pool()
 }
 
-pub fn store(db: &TestSchema) -> scheduler::store::PgStore {
-    store_with(db, 2)
+/// A PostgreSQL store on `db` with 2 connections.
+pub fn store(db: &scheduler_tests::TestSchema) -> scheduler::store::PgStore {
+    scheduler::store::PgStore::connect_lazy(&db.url, &db.schema, 2).unwrap()
 }
 
-/// A store on `db` with `connections` in its pool.
-pub fn store_with(db: &TestSchema, connections: u32) -> scheduler::store::PgStore {
-    scheduler::store::PgStore::connect_lazy(&db.url, &db.schema, connections).unwrap()
-}
-
-/// Creates the scheduler tables in `db`.
-pub async fn migrate(db: &TestSchema) {
-    use scheduler::store::Store;
-    store(db).migrate().await.unwrap();
-}
-
-/// A fresh schema with the scheduler tables already created, so tests can query them at once.
-pub async fn migrated_schema(prefix: &str) -> TestSchema {
-    let db = TestSchema::new(prefix).await;
-    migrate(&db).await;
+/// A fresh PostgreSQL schema with the scheduler tables already created.
+pub async fn migrated_schema(prefix: &str) -> scheduler_tests::TestSchema {
+    let db = scheduler_tests::TestSchema::new(prefix).await;
+    store(&db).migrate().await.unwrap();
     db
 }
