@@ -362,9 +362,11 @@ async fn a_locked_due_row_is_retried_with_backoff() {
     .await;
     n.stop().await;
     eprintln!("{during} transactions in 3 s while the row was held");
-    // Every 20 ms would be about 300 (a wake query and a claim each time); with backoff a
-    // handful, plus the statistics queries of this test.
-    assert!(during < 60, "{during} transactions in 3 s");
+    // Every 20 ms would be about 300 (a wake query and a claim each time); with backoff we
+    // measured 58-59 on a quiet machine (the claim attempts, the node's other services, the
+    // statistics queries of this test, and whatever the server's statistics flush shifts into
+    // the window). Half the no-backoff figure tells the two apart without riding on noise.
+    assert!(during < 150, "{during} transactions in 3 s");
     admin.close().await;
 }
 
