@@ -82,6 +82,20 @@ impl<'a> Env<'a> {
             .transpose()
     }
 
+    /// A socket address such as `127.0.0.1:9870` or `[::1]:9870` (a listening address).
+    pub(crate) fn socket_addr(&self, name: &'static str) -> Result<Option<std::net::SocketAddr>> {
+        self.string(name)
+            .map(|v| {
+                v.parse().map_err(|_| {
+                    invalid(
+                        name,
+                        format!("`{v}` is not an address to listen on; write it like `127.0.0.1:9870` or `0.0.0.0:9870`"),
+                    )
+                })
+            })
+            .transpose()
+    }
+
     /// A value parsed by its own `FromStr` (policies), whose error says what is allowed.
     pub(crate) fn parsed<T>(&self, name: &'static str) -> Result<Option<T>>
     where

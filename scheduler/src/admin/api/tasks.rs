@@ -1,0 +1,434 @@
+//! Tasks: config, state and policies; one task with its recent runs and next fire times;
+//! trigger, pause, resume.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{MutationErrors, PauseView, ReadErrors, RunView};
+use crate::admin::AdminState;
+use crate::admin::auth::{Operator, Reader};
+use crate::admin::error::{ApiError, ErrorBody, Json, Path, Query};
+use crate::engine::Shared;
+use crate::operate;
+use crate::schedule::ScheduleSpec;
+use crate::store::{RunRequest, TaskState};
+
+const MAX_REASON: usize = 500;
+
+pub(super) fn router() -> OpenApiRouter<AdminState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_tasks))
+        .routes(routes!(get_task))
+        .routes(routes!(trigger_task))
+        .routes(routes!(pause_task))
+        .routes(routes!(resume_task))
+}
+
+/// Where a task's entry comes from.
+#[derive(Debug, Serialize, ToSchema)]
+struct Origin {
+    /// `config` (an entry of the config document), `not_in_config` (registered, absent from
+    /// the config: not scheduled), `orphaned` (neither in the config nor in this binary), or
+    /// `database` (the node has no config: the row as stored).
+    kind: &'static str,
+    /// The config source (redacted), for `config`.
+    source: Option<String>,
+}
+
+/// The lock of a running task.
+#[derive(Debug, Serialize, ToSchema)]
+struct LockView {
+    /// The node holding it.
+    owner: String,
+    /// When it expires unless renewed.
+    expires_at: Option<DateTime<Utc>>,
+}
+
+/// A task's run state.
+#[derive(Debug, Serialize, ToSchema)]
+struct StateView {
+    /// Its next scheduled tick.
+    next_run_at: Option<DateTime<Utc>>,
+    /// Its lock, while a run holds it.
+    lock: Option<LockView>,
+    /// When its last run started.
+    last_started_at: Option<DateTime<Utc>>,
+    /// When its last run ended.
+    last_finished_at: Option<DateTime<Utc>>,
+    /// How its last run ended.
+    last_result: Option<String>,
+    /// Its last run's error.
+    last_error: Option<String>,
+    /// Failed runs in a row.
+    consecutive_failures: i32,
+    /// The operator's pause, if in force.
+    pause: Option<PauseView>,
+    /// A retry waiting to run.
+    retry_at: Option<DateTime<Utc>>,
+    /// A manual run asked for and not yet started.
+    manual_at: Option<DateTime<Utc>>,
+    /// Since when it is overdue (a missed-run incident).
+    missed_since: Option<DateTime<Utc>>,
+    /// Since when it is orphaned.
+    orphaned_since: Option<DateTime<Utc>>,
+    /// Since when it is disabled.
+    disabled_at: Option<DateTime<Utc>>,
+}
+
+/// A task's policies, from its `#[task]` attribute and the node's defaults.
+#[derive(Debug, Serialize, ToSchema)]
+struct PolicyView {
+    /// Run timeout in seconds (none: no timeout).
+    timeout_seconds: Option<f64>,
+    /// Retries after a failure.
+    retries: u32,
+    /// Retry backoff in seconds.
+    backoff_seconds: f64,
+    /// `once` or `skip`.
+    misfire: &'static str,
+    /// `rerun` or `never`.
+    recovery: &'static str,
+    /// Lock lifetime in seconds.
+    lock_lifetime_seconds: f64,
+    /// Where the handler is defined (`file:line`).
+    defined_at: String,
+}
+
+/// A task: its config, state and policies.
+#[derive(Debug, Serialize, ToSchema)]
+struct TaskView {
+    /// The task's name.
+    name: String,
+    /// The cron expression as written.
+    cron: String,
+    /// The cron expression in words.
+    cron_in_words: String,
+    /// The IANA zone it is read in.
+    timezone: String,
+    /// Whether the config enables it.
+    enabled: bool,
+    /// Where its entry comes from.
+    origin: Origin,
+    /// Its run state.
+    state: StateView,
+    /// Its policies (none: not registered in this node's binary).
+    policy: Option<PolicyView>,
+}
+
+/// Every task.
+#[derive(Debug, Serialize, ToSchema)]
+struct TaskList {
+    /// The tasks, by name.
+    tasks: Vec<TaskView>,
+}
+
+/// One task with its recent runs and next fire times.
+#[derive(Debug, Serialize, ToSchema)]
+struct TaskDetail {
+    /// The task.
+    task: TaskView,
+    /// Its latest runs, newest first.
+    recent_runs: Vec<RunView>,
+    /// The schedule's next fire times (whether or not the task is enabled or paused).
+    next_fire_times: Vec<DateTime<Utc>>,
+}
+
+fn seconds(d: std::time::Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn task_view(shared: &Shared, s: TaskState) -> TaskView {
+    let origin = {
+        let view = shared.config_view.read().expect("config view lock");
+        match (&view.source, &view.document) {
+            (None, _) => Origin {
+                kind: "database",
+                source: None,
+            },
+            (Some(source), Some((doc, _))) if doc.tasks.iter().any(|t| t.name == s.name) => {
+                Origin {
+                    kind: "config",
+                    source: Some(source.clone()),
+                }
+            }
+            _ if s.orphaned_since.is_some() => Origin {
+                kind: "orphaned",
+                source: None,
+            },
+            _ => Origin {
+                kind: "not_in_config",
+                source: None,
+            },
+        }
+    };
+    let policy = shared.policy(&s.name).map(|(p, d)| PolicyView {
+        timeout_seconds: p.timeout.map(seconds),
+        retries: p.retries,
+        backoff_seconds: seconds(p.backoff),
+        misfire: p.misfire.as_str(),
+        recovery: p.recovery.as_str(),
+        lock_lifetime_seconds: seconds(p.lock_lifetime),
+        defined_at: d.location(),
+    });
+    let now = Utc::now();
+    TaskView {
+        cron_in_words: crate::schedule::describe(&s.cron),
+        origin,
+        policy,
+        state: StateView {
+            next_run_at: s.next_run_at,
+            lock: s.lock_owner.map(|owner| LockView {
+                owner,
+                expires_at: s.lock_expires_at,
+            }),
+            last_started_at: s.last_run_at,
+            last_finished_at: s.last_finished_at,
+            last_result: s.last_status.map(|st| st.as_str().to_owned()),
+            last_error: s.last_error,
+            consecutive_failures: s.consecutive_failures,
+            pause: s.pause.filter(|p| p.in_force(now)).map(PauseView::from),
+            retry_at: s.retry_at,
+            manual_at: s.manual_at,
+            missed_since: s.missed_since,
+            orphaned_since: s.orphaned_since,
+            disabled_at: s.disabled_at,
+        },
+        name: s.name,
+        cron: s.cron,
+        timezone: s.timezone,
+        enabled: s.enabled,
+    }
+}
+
+async fn one_state(shared: &Shared, name: &str) -> Result<TaskState, ApiError> {
+    shared
+        .store
+        .task_states(Some(name))
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ApiError::not_found(format!("no task `{name}`")))
+}
+
+/// Every task: config, state, policies.
+#[utoipa::path(get, path = "/api/tasks", tag = "tasks",
+    security((), ("bearer" = [])),
+    responses((status = 200, description = "The tasks", body = TaskList), ReadErrors))]
+async fn list_tasks(
+    _: Reader,
+    State(state): State<AdminState>,
+) -> Result<axum::Json<TaskList>, ApiError> {
+    let mut tasks: Vec<TaskView> = state
+        .shared
+        .store
+        .task_states(None)
+        .await?
+        .into_iter()
+        .map(|s| task_view(&state.shared, s))
+        .collect();
+    tasks.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(axum::Json(TaskList { tasks }))
+}
+
+/// How much of a task's future and past to show.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct DetailQuery {
+    /// Next fire times to list, 1 to 100 (default 5).
+    #[param(minimum = 1, maximum = 100)]
+    count: Option<u32>,
+    /// Recent runs to list, 1 to 100 (default 10).
+    #[param(minimum = 1, maximum = 100)]
+    runs: Option<u32>,
+}
+
+fn bounded(name: &str, value: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
+    match value.unwrap_or(default) {
+        n if (1..=max).contains(&n) => Ok(n),
+        n => Err(ApiError::bad_request(format!(
+            "`{name}` must be 1 to {max}, not {n}"
+        ))),
+    }
+}
+
+/// One task with its recent runs and its next fire times.
+#[utoipa::path(get, path = "/api/tasks/{name}", tag = "tasks",
+    security((), ("bearer" = [])),
+    params(("name" = String, Path, description = "The task's name"), DetailQuery),
+    responses(
+        (status = 200, description = "The task", body = TaskDetail),
+        (status = 404, description = "No such task", body = ErrorBody),
+        ReadErrors,
+    ))]
+async fn get_task(
+    _: Reader,
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    Query(query): Query<DetailQuery>,
+) -> Result<axum::Json<TaskDetail>, ApiError> {
+    let count = bounded("count", query.count, 5, 100)?;
+    let runs = bounded("runs", query.runs, 10, 100)?;
+    let task = one_state(&state.shared, &name).await?;
+    let next_fire_times = match ScheduleSpec::parse(&task.cron, &task.timezone) {
+        Ok(spec) => spec.iter_after(Utc::now()).take(count as usize).collect(),
+        Err(_) => Vec::new(),
+    };
+    let recent_runs = state
+        .shared
+        .store
+        .recent_runs(Some(&name), i64::from(runs))
+        .await?
+        .into_iter()
+        .map(RunView::from)
+        .collect();
+    Ok(axum::Json(TaskDetail {
+        task: task_view(&state.shared, task),
+        recent_runs,
+        next_fire_times,
+    }))
+}
+
+/// What asking for a run did.
+#[derive(Debug, Serialize, ToSchema)]
+struct TriggerResult {
+    /// The task.
+    task: String,
+    /// `queued`, or `already_queued` (a manual run was waiting already).
+    outcome: &'static str,
+}
+
+/// Runs the task now, through the same locking as any run (after a running one ends). Audited.
+#[utoipa::path(post, path = "/api/tasks/{name}/trigger", tag = "tasks",
+    security(("bearer" = [])),
+    params(("name" = String, Path, description = "The task's name"),
+        ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
+    responses(
+        (status = 202, description = "Queued", body = TriggerResult),
+        (status = 409, description = "The task is paused", body = ErrorBody),
+        MutationErrors,
+    ))]
+async fn trigger_task(
+    Operator(actor): Operator,
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, axum::Json<TriggerResult>), ApiError> {
+    let outcome = match operate::trigger(state.shared.store.as_ref(), &name, &actor).await? {
+        RunRequest::Queued => "queued",
+        RunRequest::AlreadyQueued => "already_queued",
+        RunRequest::NotFound => return Err(ApiError::not_found(format!("no task `{name}`"))),
+        RunRequest::Paused(p) => {
+            return Err(ApiError::conflict(format!(
+                "task `{name}` is paused by {} ({}); resume it first",
+                p.by, p.reason
+            )));
+        }
+    };
+    tracing::info!(task = %name, actor = %actor.name, source = %actor.source, "run asked for through the admin API");
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(TriggerResult {
+            task: name,
+            outcome,
+        }),
+    ))
+}
+
+/// Why and how long to pause.
+#[derive(Debug, Deserialize, ToSchema)]
+struct PauseRequest {
+    /// Why (shown everywhere the pause is), 1 to 500 characters.
+    #[schema(min_length = 1, max_length = 500)]
+    reason: String,
+    /// When the pause ends by itself (in the future); none: until resumed.
+    until: Option<DateTime<Utc>>,
+}
+
+/// A pause in force.
+#[derive(Debug, Serialize, ToSchema)]
+struct PauseResult {
+    /// The task.
+    task: String,
+    /// The pause.
+    pause: PauseView,
+}
+
+/// Pauses the task cluster-wide: no new runs until resumed or `until`. Survives config
+/// reconciles. Audited.
+#[utoipa::path(post, path = "/api/tasks/{name}/pause", tag = "tasks",
+    security(("bearer" = [])),
+    params(("name" = String, Path, description = "The task's name"),
+        ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
+    request_body = PauseRequest,
+    responses((status = 200, description = "Paused", body = PauseResult), MutationErrors))]
+async fn pause_task(
+    Operator(actor): Operator,
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    Json(body): Json<PauseRequest>,
+) -> Result<axum::Json<PauseResult>, ApiError> {
+    let reason = body.reason.trim();
+    if reason.is_empty() || reason.chars().count() > MAX_REASON {
+        return Err(ApiError::bad_request(format!(
+            "`reason` must be 1 to {MAX_REASON} characters"
+        )));
+    }
+    if body.until.is_some_and(|until| until <= Utc::now()) {
+        return Err(ApiError::bad_request("`until` must be in the future"));
+    }
+    if !operate::pause(
+        state.shared.store.as_ref(),
+        &name,
+        &actor,
+        reason,
+        body.until,
+    )
+    .await?
+    {
+        return Err(ApiError::not_found(format!("no task `{name}`")));
+    }
+    tracing::info!(task = %name, actor = %actor.name, source = %actor.source, reason, "task paused through the admin API");
+    let pause = one_state(&state.shared, &name)
+        .await?
+        .pause
+        .ok_or_else(|| ApiError::conflict(format!("task `{name}` was resumed meanwhile")))?;
+    Ok(axum::Json(PauseResult {
+        task: name,
+        pause: pause.into(),
+    }))
+}
+
+/// What resuming did.
+#[derive(Debug, Serialize, ToSchema)]
+struct ResumeResult {
+    /// The task.
+    task: String,
+    /// The pause that ended (none: the task was not paused).
+    ended: Option<PauseView>,
+}
+
+/// Ends the task's pause; the ticks due meanwhile are recorded as skipped (`paused`). Audited.
+#[utoipa::path(post, path = "/api/tasks/{name}/resume", tag = "tasks",
+    security(("bearer" = [])),
+    params(("name" = String, Path, description = "The task's name"),
+        ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
+    responses((status = 200, description = "Resumed (or was not paused)", body = ResumeResult), MutationErrors))]
+async fn resume_task(
+    Operator(actor): Operator,
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<axum::Json<ResumeResult>, ApiError> {
+    let ended = operate::resume(state.shared.store.as_ref(), &name, &actor).await?;
+    if ended.is_none() {
+        one_state(&state.shared, &name).await?;
+    }
+    tracing::info!(task = %name, actor = %actor.name, source = %actor.source, "task resumed through the admin API");
+    Ok(axum::Json(ResumeResult {
+        task: name,
+        ended: ended.map(PauseView::from),
+    }))
+}
