@@ -75,8 +75,10 @@ struct RunsQuery {
     /// Only this task's runs.
     task: Option<String>,
     /// Only runs with this status.
+    #[param(inline)]
     status: Option<StatusFilter>,
     /// Only runs started so.
+    #[param(inline)]
     trigger: Option<TriggerFilter>,
     /// Only runs that started at or after this instant (RFC 3339).
     since: Option<DateTime<Utc>>,

@@ -342,9 +342,10 @@ async fn trigger_task(
 #[derive(Debug, Deserialize, ToSchema)]
 struct PauseRequest {
     /// Why (shown everywhere the pause is), 1 to 500 characters.
-    #[schema(min_length = 1, max_length = 500)]
+    #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
     reason: String,
-    /// When the pause ends by itself (in the future); none: until resumed.
+    /// When the pause ends by itself (in the future, RFC 3339); none: until resumed.
+    #[schema(min_length = 20)]
     until: Option<DateTime<Utc>>,
 }
 
@@ -364,7 +365,11 @@ struct PauseResult {
     params(("name" = String, Path, description = "The task's name"),
         ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
     request_body = PauseRequest,
-    responses((status = 200, description = "Paused", body = PauseResult), MutationErrors))]
+    responses(
+        (status = 200, description = "Paused", body = PauseResult),
+        (status = 409, description = "`until` is already past", body = ErrorBody),
+        MutationErrors,
+    ))]
 async fn pause_task(
     Operator(actor): Operator,
     State(state): State<AdminState>,
@@ -378,7 +383,9 @@ async fn pause_task(
         )));
     }
     if body.until.is_some_and(|until| until <= Utc::now()) {
-        return Err(ApiError::bad_request("`until` must be in the future"));
+        return Err(ApiError::conflict(
+            "`until` is already past: the pause would end at once",
+        ));
     }
     if !operate::pause(
         state.shared.store.as_ref(),
