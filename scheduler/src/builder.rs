@@ -387,7 +387,7 @@ impl SchedulerBuilder {
 
     /// Serves the admin HTTP API, `/metrics`, `/healthz` and `/readyz` on `addr` (see
     /// [`crate::admin`]). Default: off. Port 0 picks a free port
-    /// ([`Scheduler::admin_addr`] tells which).
+    /// ([`Scheduler::admin_addr`](crate::Scheduler::admin_addr) tells which).
     pub fn admin_addr(mut self, addr: std::net::SocketAddr) -> Self {
         self.admin_addr = Some(addr);
         self

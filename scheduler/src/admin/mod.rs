@@ -1,6 +1,6 @@
 //! The admin HTTP server inside every node: a JSON API described by an OpenAPI 3.1 document
 //! (`/openapi.json`, generated from the handlers), Prometheus metrics (`/metrics`) and probes
-//! (`/healthz`, `/readyz`). Off unless [`SchedulerBuilder::admin_addr`] (or
+//! (`/healthz`, `/readyz`). Off unless [`SchedulerBuilder::admin_addr`](crate::SchedulerBuilder::admin_addr) (or
 //! `SCHEDULER_ADMIN_ADDR`, e.g. `127.0.0.1:9870`) is set.
 //!
 //! ```no_run
