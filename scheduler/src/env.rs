@@ -163,4 +163,21 @@ mod tests {
         assert!(msg(e.boolean("F").map(drop)).contains("write `true` or `false`"));
         assert!(msg(e.timezone("T").map(drop)).contains("unknown time zone `Mars/Olympus`"));
     }
+
+    #[test]
+    fn listening_addresses() {
+        let lookup = env(&[
+            ("A", "127.0.0.1:9870"),
+            ("B", "localhost"),
+            ("C", "[::1]:0"),
+        ]);
+        let e = Env::new(&lookup);
+        assert_eq!(
+            e.socket_addr("A").unwrap(),
+            Some("127.0.0.1:9870".parse().unwrap())
+        );
+        assert!(e.socket_addr("C").unwrap().unwrap().ip().is_loopback());
+        let error = e.socket_addr("B").unwrap_err().to_string();
+        assert!(error.contains("write it like `127.0.0.1:9870`"), "{error}");
+    }
 }

@@ -516,6 +516,17 @@ async fn every_documented_route_answers_as_documented() {
     assert_eq!(
         call(
             "post",
+            "/api/tasks/{name}/pause",
+            "/api/tasks/admin.record/pause",
+            Some(json!({"reason": "late", "until": "2001-01-01T00:00:00Z"}))
+        )
+        .await
+        .0,
+        StatusCode::CONFLICT
+    );
+    assert_eq!(
+        call(
+            "post",
             "/api/tasks/{name}/trigger",
             "/api/tasks/admin.record/trigger",
             None
@@ -775,6 +786,59 @@ async fn readyz_is_503_without_a_store_and_while_draining() {
     db.cleanup().await;
 }
 
+#[test]
+fn the_admin_settings_of_the_environment() {
+    let lookup = |vars: &'static [(&'static str, &'static str)]| {
+        move |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    let error = SchedulerBuilder::from_lookup(lookup(&[("SCHEDULER_ADMIN_TOKEN", TOKEN)]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("only applies with SCHEDULER_ADMIN_ADDR"),
+        "{error}"
+    );
+    assert!(!error.contains(TOKEN), "{error}");
+    let error = SchedulerBuilder::from_lookup(lookup(&[("SCHEDULER_ADMIN_ADDR", "9870")]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("invalid setting `SCHEDULER_ADMIN_ADDR`"),
+        "{error}"
+    );
+    assert!(
+        SchedulerBuilder::from_lookup(lookup(&[
+            ("SCHEDULER_ADMIN_ADDR", "127.0.0.1:0"),
+            ("SCHEDULER_ADMIN_TOKEN", TOKEN),
+        ]))
+        .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn a_short_token_is_refused_at_build() {
+    let store =
+        scheduler::store::PgStore::connect_lazy("postgres://postgres@127.0.0.1:1/x", "public", 2)
+            .unwrap();
+    let error = Scheduler::builder()
+        .store(Arc::new(store))
+        .registry(registry())
+        .admin_addr("127.0.0.1:0".parse().unwrap())
+        .admin_token("secret")
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("SCHEDULER_ADMIN_TOKEN") && error.contains("16"),
+        "{error}"
+    );
+    assert!(!error.contains("secret"), "{error}");
+}
+
 #[tokio::test]
 async fn an_address_in_use_is_a_start_up_error() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -791,4 +855,45 @@ async fn an_address_in_use_is_a_start_up_error() {
         .to_string();
     assert!(error.contains("SCHEDULER_ADMIN_ADDR"), "{error}");
     assert!(error.contains(&addr.to_string()), "{error}");
+}
+
+/// The schema checker the route test relies on does catch wrong bodies.
+#[test]
+fn the_schema_checker_catches_wrong_bodies() {
+    let doc = json!({"components": {"schemas": {
+        "Pause": {"type": "object", "required": ["by"], "properties": {
+            "by": {"type": "string"},
+            "until": {"type": ["string", "null"]},
+        }},
+        "Task": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"},
+            "pause": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Pause"}]},
+            "runs": {"type": "array", "items": {"type": "integer"}},
+        }},
+    }}});
+    let schema = json!({"$ref": "#/components/schemas/Task"});
+    let errors = |v: Value| {
+        let mut e = Vec::new();
+        check(&doc, &schema, &v, "$", &mut e);
+        e
+    };
+    assert!(errors(json!({"name": "a", "pause": null, "runs": [1]})).is_empty());
+    assert!(errors(json!({"name": "a", "pause": {"by": "x", "until": null}})).is_empty());
+    assert_eq!(errors(json!({"pause": null})).len(), 1, "required");
+    assert_eq!(errors(json!({"name": 1})).len(), 1, "type");
+    assert_eq!(
+        errors(json!({"name": "a", "extra": 1})).len(),
+        1,
+        "undocumented"
+    );
+    assert_eq!(
+        errors(json!({"name": "a", "pause": {"until": 3}})).len(),
+        1,
+        "oneOf"
+    );
+    assert_eq!(
+        errors(json!({"name": "a", "runs": ["x"]})).len(),
+        1,
+        "items"
+    );
 }
