@@ -786,6 +786,39 @@ async fn readyz_is_503_without_a_store_and_while_draining() {
     db.cleanup().await;
 }
 
+#[tokio::test]
+async fn reads_beyond_loopback_need_the_token() {
+    let db = TestSchema::new("admin_remote").await;
+    let anywhere: SocketAddr = "0.0.0.0:0".parse().unwrap();
+    for token in [Some(TOKEN), None] {
+        let mut b = builder(&db, "remote").admin_addr(anywhere);
+        if let Some(t) = token {
+            b = b.admin_token(t);
+        }
+        let mut node = start(b);
+        node.addr = SocketAddr::from(([127, 0, 0, 1], node.addr.port()));
+        ready(&node).await;
+        let r = node.http.get(node.url("/readyz")).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "probes stay open");
+        for path in ["/api/tasks", "/metrics"] {
+            let r = node.http.get(node.url(path)).send().await.unwrap();
+            let expected = match token {
+                Some(_) => StatusCode::UNAUTHORIZED,
+                None => StatusCode::FORBIDDEN,
+            };
+            assert_eq!(r.status(), expected, "{path} without a token");
+        }
+        let (s, _) = node.get("/api/tasks").await;
+        let expected = match token {
+            Some(_) => StatusCode::OK,
+            None => StatusCode::UNAUTHORIZED,
+        };
+        assert_eq!(s, expected, "with a token");
+        node.stop().await;
+    }
+    db.cleanup().await;
+}
+
 #[test]
 fn the_admin_settings_of_the_environment() {
     let lookup = |vars: &'static [(&'static str, &'static str)]| {

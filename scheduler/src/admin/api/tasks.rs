@@ -142,30 +142,38 @@ fn seconds(d: std::time::Duration) -> f64 {
     d.as_secs_f64()
 }
 
-fn task_view(shared: &Shared, s: TaskState) -> TaskView {
-    let origin = {
+/// The config entries' names and source, read once per request.
+struct Entries {
+    source: Option<String>,
+    names: std::collections::HashSet<String>,
+}
+
+impl Entries {
+    fn of(shared: &Shared) -> Self {
         let view = shared.config_view.read().expect("config view lock");
-        match (&view.source, &view.document) {
-            (None, _) => Origin {
-                kind: "database",
-                source: None,
-            },
-            (Some(source), Some((doc, _))) if doc.tasks.iter().any(|t| t.name == s.name) => {
-                Origin {
-                    kind: "config",
-                    source: Some(source.clone()),
-                }
-            }
-            _ if s.orphaned_since.is_some() => Origin {
-                kind: "orphaned",
-                source: None,
-            },
-            _ => Origin {
-                kind: "not_in_config",
-                source: None,
-            },
+        Self {
+            source: view.source.clone(),
+            names: view
+                .document
+                .iter()
+                .flat_map(|(doc, _)| doc.tasks.iter().map(|t| t.name.clone()))
+                .collect(),
         }
-    };
+    }
+
+    fn origin(&self, s: &TaskState) -> Origin {
+        let (kind, source) = match &self.source {
+            None => ("database", None),
+            Some(source) if self.names.contains(&s.name) => ("config", Some(source.clone())),
+            Some(_) if s.orphaned_since.is_some() => ("orphaned", None),
+            Some(_) => ("not_in_config", None),
+        };
+        Origin { kind, source }
+    }
+}
+
+fn task_view(shared: &Shared, entries: &Entries, s: TaskState) -> TaskView {
+    let origin = entries.origin(&s);
     let policy = shared.policy(&s.name).map(|(p, d)| PolicyView {
         timeout_seconds: p.timeout.map(seconds),
         retries: p.retries,
@@ -223,13 +231,14 @@ async fn list_tasks(
     _: Reader,
     State(state): State<AdminState>,
 ) -> Result<axum::Json<TaskList>, ApiError> {
+    let entries = Entries::of(&state.shared);
     let mut tasks: Vec<TaskView> = state
         .shared
         .store
         .task_states(None)
         .await?
         .into_iter()
-        .map(|s| task_view(&state.shared, s))
+        .map(|s| task_view(&state.shared, &entries, s))
         .collect();
     tasks.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(axum::Json(TaskList { tasks }))
@@ -287,7 +296,7 @@ async fn get_task(
         .map(RunView::from)
         .collect();
     Ok(axum::Json(TaskDetail {
-        task: task_view(&state.shared, task),
+        task: task_view(&state.shared, &Entries::of(&state.shared), task),
         recent_runs,
         next_fire_times,
     }))
