@@ -1,6 +1,8 @@
 //! The JSON API, one module per resource; views shared by several of them here.
 
+mod actions;
 mod cluster;
+mod config;
 mod runs;
 mod tasks;
 
@@ -16,6 +18,8 @@ use crate::store::{Pause, RunRecord};
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .merge(tasks::router())
+        .merge(actions::router())
+        .merge(config::router())
         .merge(runs::router())
         .merge(cluster::router())
 }
