@@ -671,6 +671,13 @@ async fn readyz_is_503_without_a_store_and_while_draining() {
         node.seen.count("admin.slow") == 1
     })
     .await;
+    let (_, nodes) = node.get("/api/nodes").await;
+    assert_eq!(
+        nodes["nodes"][0]["running_tasks"],
+        json!(["admin.slow"]),
+        "{nodes:#}"
+    );
+    assert_eq!(nodes["nodes"][0]["running"], 1, "{nodes:#}");
     node.stop.cancel();
     wait_until("readyz says draining", || async {
         let (s, body) = node.get("/readyz").await;

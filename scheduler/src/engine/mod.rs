@@ -19,6 +19,7 @@
 //! | applying the task config | `config_sync` |
 //! | the loop every background service shares | `service` |
 //! | validated settings and their defaults | `settings` |
+//! | the admin HTTP server (API, metrics, probes), started and stopped by `run_until` | [`crate::admin`] |
 //!
 //! The guarantees and the mechanisms behind them are in `RELIABILITY.md`.
 

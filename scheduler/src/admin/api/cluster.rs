@@ -38,8 +38,10 @@ struct NodeView {
     heartbeat_at: DateTime<Utc>,
     /// When it stopped (none while running).
     stopped_at: Option<DateTime<Utc>>,
-    /// Handlers it is running (locks it holds).
+    /// How many handlers it is running (locks it holds).
     running: i64,
+    /// The tasks whose lock it holds, by name.
+    running_tasks: Vec<String>,
     /// Whether this is the node answering.
     this_node: bool,
 }
@@ -59,6 +61,12 @@ async fn list_nodes(
     _: Reader,
     State(state): State<AdminState>,
 ) -> Result<axum::Json<NodeList>, ApiError> {
+    let mut locks: std::collections::HashMap<String, Vec<String>> = Default::default();
+    for task in state.shared.store.task_states(None).await? {
+        if let Some(owner) = task.lock_owner {
+            locks.entry(owner).or_default().push(task.name);
+        }
+    }
     let nodes = state
         .shared
         .store
@@ -66,6 +74,11 @@ async fn list_nodes(
         .await?
         .into_iter()
         .map(|n| NodeView {
+            running_tasks: {
+                let mut tasks = locks.remove(&n.node_id).unwrap_or_default();
+                tasks.sort();
+                tasks
+            },
             this_node: n.node_id == *state.shared.node_id,
             node_id: n.node_id,
             hostname: n.hostname,
