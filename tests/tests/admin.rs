@@ -607,6 +607,19 @@ async fn trigger_runs_and_pause_survives_a_reconcile_until_resumed() {
     assert_eq!(body["ended"]["reason"], "upstream is down");
     let (_, task) = node.get("/api/tasks/admin.record").await;
     assert!(task["task"]["state"]["pause"].is_null(), "{task:#}");
+    assert!(task["task"]["origin"]["refused"].is_null(), "{task:#}");
+
+    // An invalid entry is refused; the task view says why and keeps the last valid schedule.
+    std::fs::write(&node.config, config_text("61 * * * *")).unwrap();
+    wait_until("the refusal shows in the task view", || async {
+        let (_, task) = node.get("/api/tasks/admin.record").await;
+        task["task"]["origin"]["refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("minute"))
+    })
+    .await;
+    let (_, task) = node.get("/api/tasks/admin.record").await;
+    assert_eq!(task["task"]["cron"], "* * * * *", "{task:#}");
 
     let (_, audit) = node.get("/api/audit").await;
     let entries = audit["entries"].as_array().unwrap();

@@ -30,6 +30,9 @@ struct Origin {
     kind: &'static str,
     /// The config source (redacted), for `config`.
     source: Option<String>,
+    /// Why the last reconcile refused this task's entry, if it did (the row keeps its last
+    /// valid schedule).
+    refused: Option<String>,
 }
 
 /// The lock of a running task.
@@ -138,6 +141,7 @@ fn seconds(d: std::time::Duration) -> f64 {
 struct Entries {
     source: Option<String>,
     names: std::collections::HashSet<String>,
+    refused: std::collections::HashMap<String, String>,
 }
 
 impl Entries {
@@ -150,6 +154,11 @@ impl Entries {
                 .iter()
                 .flat_map(|(doc, _)| doc.tasks.iter().map(|t| t.name.clone()))
                 .collect(),
+            refused: view
+                .report
+                .iter()
+                .flat_map(|(report, _)| report.refused.iter().cloned())
+                .collect(),
         }
     }
 
@@ -160,7 +169,11 @@ impl Entries {
             Some(_) if s.orphaned_since.is_some() => ("orphaned", None),
             Some(_) => ("not_in_config", None),
         };
-        Origin { kind, source }
+        Origin {
+            kind,
+            source,
+            refused: self.refused.get(&s.name).cloned(),
+        }
     }
 }
 
