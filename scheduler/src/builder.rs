@@ -65,6 +65,10 @@ pub mod vars {
     pub const WEBHOOK_EVENTS: &str = "SCHEDULER_WEBHOOK_EVENTS";
     /// How long one webhook delivery may take.
     pub const WEBHOOK_TIMEOUT: &str = "SCHEDULER_WEBHOOK_TIMEOUT";
+    /// Where the admin server listens (off when unset), e.g. `127.0.0.1:9870`.
+    pub const ADMIN_ADDR: &str = "SCHEDULER_ADMIN_ADDR";
+    /// The bearer token admin mutations need (none: every mutation is refused).
+    pub const ADMIN_TOKEN: &str = "SCHEDULER_ADMIN_TOKEN";
 }
 
 /// Where the task config comes from.
@@ -117,6 +121,8 @@ pub struct SchedulerBuilder {
     webhook: Option<crate::webhook::WebhookSettings>,
     config_poll_interval: Option<Duration>,
     migrate: Option<bool>,
+    admin_addr: Option<std::net::SocketAddr>,
+    admin_token: Option<String>,
 }
 
 impl std::fmt::Debug for SchedulerBuilder {
@@ -155,6 +161,8 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_WEBHOOK_URL`, `SCHEDULER_WEBHOOK_SECRET` | [`webhook`](Self::webhook) | none |
     /// | `SCHEDULER_WEBHOOK_EVENTS`, `SCHEDULER_WEBHOOK_TIMEOUT` | the webhook's events and timeout | the alerts, `10s` |
     /// | `SCHEDULER_MIGRATE` | [`migrate`](Self::migrate) (`false` to skip) | `true` |
+    /// | `SCHEDULER_ADMIN_ADDR` | [`admin_addr`](Self::admin_addr), e.g. `127.0.0.1:9870` | off |
+    /// | `SCHEDULER_ADMIN_TOKEN` | [`admin_token`](Self::admin_token) | none (mutations refused) |
     ///
     /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
     /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
@@ -196,6 +204,8 @@ impl SchedulerBuilder {
             missed_grace: env.duration(vars::MISSED_GRACE)?,
             webhook: webhook_from(&env)?,
             migrate: env.boolean(vars::MIGRATE)?,
+            admin_addr: env.socket_addr(vars::ADMIN_ADDR)?,
+            admin_token: admin_token_from(&env)?,
             ..Self::default()
         })
     }
@@ -375,7 +385,23 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Validates the settings and builds the scheduler. Connects to nothing yet.
+    /// Serves the admin HTTP API, `/metrics`, `/healthz` and `/readyz` on `addr` (see
+    /// [`crate::admin`]). Default: off. Port 0 picks a free port
+    /// ([`Scheduler::admin_addr`](crate::Scheduler::admin_addr) tells which).
+    pub fn admin_addr(mut self, addr: std::net::SocketAddr) -> Self {
+        self.admin_addr = Some(addr);
+        self
+    }
+
+    /// The bearer token admin mutations (trigger, pause, resume) need, at least 16 characters.
+    /// Default: none, and then every mutation is refused. Never logged.
+    pub fn admin_token(mut self, token: impl Into<String>) -> Self {
+        self.admin_token = Some(token.into());
+        self
+    }
+
+    /// Validates the settings and builds the scheduler. Connects to nothing yet; binds the
+    /// admin server's address if one is set (an address in use is an error here, at start-up).
     pub fn build(self) -> Result<Scheduler> {
         let registry = match self.registry {
             Some(r) => r,
@@ -414,6 +440,13 @@ impl SchedulerBuilder {
                 .unwrap_or(DEFAULT_CONFIG_POLL_INTERVAL),
         };
         settings.validate()?;
+        let admin = match self.admin_addr {
+            Some(addr) => Some(crate::admin::AdminListener::bind(
+                addr,
+                self.admin_token.as_deref(),
+            )?),
+            None => None,
+        };
         let store: Arc<dyn Store> = match self.store {
             Some(store) => store,
             None => crate::store::connect(&self.store_settings)?,
@@ -439,8 +472,21 @@ impl SchedulerBuilder {
             config,
             self.migrate.unwrap_or(true),
             self.webhook,
-        ))
+        )
+        .with_admin(admin))
     }
+}
+
+/// The admin token of the environment contract (only with `SCHEDULER_ADMIN_ADDR`).
+fn admin_token_from(env: &Env<'_>) -> Result<Option<String>> {
+    let token = env.string(vars::ADMIN_TOKEN);
+    if token.is_some() && env.string(vars::ADMIN_ADDR).is_none() {
+        return Err(crate::env::invalid(
+            vars::ADMIN_TOKEN,
+            format!("only applies with {}", vars::ADMIN_ADDR),
+        ));
+    }
+    Ok(token)
 }
 
 /// The webhook of the environment contract, if `SCHEDULER_WEBHOOK_URL` is set.

@@ -82,6 +82,20 @@ impl<'a> Env<'a> {
             .transpose()
     }
 
+    /// A socket address such as `127.0.0.1:9870` or `[::1]:9870` (a listening address).
+    pub(crate) fn socket_addr(&self, name: &'static str) -> Result<Option<std::net::SocketAddr>> {
+        self.string(name)
+            .map(|v| {
+                v.parse().map_err(|_| {
+                    invalid(
+                        name,
+                        format!("`{v}` is not an address to listen on; write it like `127.0.0.1:9870` or `0.0.0.0:9870`"),
+                    )
+                })
+            })
+            .transpose()
+    }
+
     /// A value parsed by its own `FromStr` (policies), whose error says what is allowed.
     pub(crate) fn parsed<T>(&self, name: &'static str) -> Result<Option<T>>
     where
@@ -148,5 +162,22 @@ mod tests {
         assert!(msg(e.number::<u32>("N").map(drop)).contains("`-3` is not a whole number"));
         assert!(msg(e.boolean("F").map(drop)).contains("write `true` or `false`"));
         assert!(msg(e.timezone("T").map(drop)).contains("unknown time zone `Mars/Olympus`"));
+    }
+
+    #[test]
+    fn listening_addresses() {
+        let lookup = env(&[
+            ("A", "127.0.0.1:9870"),
+            ("B", "localhost"),
+            ("C", "[::1]:0"),
+        ]);
+        let e = Env::new(&lookup);
+        assert_eq!(
+            e.socket_addr("A").unwrap(),
+            Some("127.0.0.1:9870".parse().unwrap())
+        );
+        assert!(e.socket_addr("C").unwrap().unwrap().ip().is_loopback());
+        let error = e.socket_addr("B").unwrap_err().to_string();
+        assert!(error.contains("write it like `127.0.0.1:9870`"), "{error}");
     }
 }

@@ -27,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+pub mod admin;
 mod app;
 mod builder;
 pub mod cli;

@@ -382,4 +382,43 @@ mod tests {
         assert!(text.contains("scheduler_task_run_duration_seconds_count"));
         assert!(text.contains(r#"scheduler_build_info{version=""#));
     }
+
+    /// Every `scheduler_*` name in the example alert rules is one this registry exports.
+    #[test]
+    fn the_example_alert_rules_use_existing_metrics() {
+        let rules = include_str!("../../docs/alerts.yml");
+        // A family shows in the exposition once it has a sample: give each one.
+        let m = Metrics::new();
+        let now = Utc::now();
+        m.run_started("t", now, "schedule", now);
+        m.run_ended("t", "succeeded", "schedule", 0.1, true, now);
+        m.ticks_skipped("t", "overlap", 1);
+        m.next_run("t", Some(now));
+        m.missed("t", false);
+        m.webhook_delivery("delivered");
+        m.renewal(true);
+        m.lock_lost(true);
+        m.reconcile("applied", 0);
+        m.config_read_error();
+        let text = m.encode();
+        let exported: std::collections::HashSet<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        let mut used = 0;
+        for word in rules.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if !word.starts_with("scheduler_") || word == "scheduler_" {
+                continue;
+            }
+            used += 1;
+            // Counters are declared without the `_total` their samples carry.
+            let family = word.strip_suffix("_total").unwrap_or(word);
+            assert!(
+                exported.contains(family),
+                "docs/alerts.yml uses `{word}`, which is not exported; exported: {exported:?}"
+            );
+        }
+        assert!(used >= 10, "the rules name the metrics they use");
+    }
 }

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
+
 use super::service::Service;
 use super::{Shared, backoff};
 use crate::config::{ConfigDocument, ConfigWatcher, PollOutcome};
@@ -18,6 +20,28 @@ pub(crate) enum ConfigFeed {
     Watched(ConfigWatcher),
     /// One fixed document.
     Fixed(Arc<ConfigDocument>),
+}
+
+/// What this node knows about its config, kept in memory for the admin API (`/api/config`) and
+/// the readiness probe.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConfigView {
+    /// Where documents come from (redacted), `None` without a config.
+    pub source: Option<String>,
+    /// The last good document read, and when.
+    pub document: Option<(Arc<ConfigDocument>, DateTime<Utc>)>,
+    /// Why the latest read failed, while it does.
+    pub last_error: Option<String>,
+    /// The last reconcile that completed, and when.
+    pub report: Option<(ReconcileReport, DateTime<Utc>)>,
+}
+
+impl ConfigView {
+    /// Whether the node has what it needs from its config: no config at all, or one reconcile
+    /// done.
+    pub(crate) fn loaded(&self) -> bool {
+        self.source.is_none() || self.report.is_some()
+    }
 }
 
 pub(crate) struct ConfigSync {
@@ -36,6 +60,16 @@ impl ConfigSync {
             ConfigFeed::Fixed(doc) => Some(Arc::clone(doc)),
             ConfigFeed::Watched(_) => None,
         };
+        {
+            let mut view = shared.config_view.write().expect("config view lock");
+            view.source = Some(match &feed {
+                ConfigFeed::Watched(w) => w.source_name().to_owned(),
+                ConfigFeed::Fixed(_) => "a fixed document given in code".to_owned(),
+            });
+            if let Some(doc) = &pending {
+                view.document = Some((Arc::clone(doc), Utc::now()));
+            }
+        }
         let reconciler = Reconciler::new(
             Arc::clone(&shared.store),
             shared.registry.clone(),
@@ -59,11 +93,17 @@ impl ConfigSync {
     /// `Ok(None)`: nothing to do.
     pub(crate) async fn apply_pending(&mut self) -> crate::Result<Option<ReconcileReport>> {
         if let ConfigFeed::Watched(watcher) = &mut self.feed {
-            match watcher.poll_once().await {
-                PollOutcome::Changed(doc) => self.pending = Some(doc),
+            let outcome = watcher.poll_once().await;
+            let mut view = self.shared.config_view.write().expect("config view lock");
+            match outcome {
+                PollOutcome::Changed(doc) => {
+                    view.document = Some((Arc::clone(&doc), Utc::now()));
+                    self.pending = Some(doc);
+                }
                 PollOutcome::Failed(_) => self.shared.metrics.config_read_error(),
                 PollOutcome::Unchanged => {}
             }
+            view.last_error = watcher.last_error().map(str::to_owned);
         }
         let Some(doc) = self.pending.clone() else {
             return Ok(None);
@@ -77,6 +117,11 @@ impl ConfigSync {
         };
         self.pending = None;
         self.report(&report);
+        self.shared
+            .config_view
+            .write()
+            .expect("config view lock")
+            .report = Some((report.clone(), Utc::now()));
         Ok(Some(report))
     }
 

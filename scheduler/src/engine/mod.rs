@@ -19,6 +19,7 @@
 //! | applying the task config | `config_sync` |
 //! | the loop every background service shares | `service` |
 //! | validated settings and their defaults | `settings` |
+//! | the admin HTTP server (API, metrics, probes), started and stopped by `run_until` | [`crate::admin`] |
 //!
 //! The guarantees and the mechanisms behind them are in `RELIABILITY.md`.
 
@@ -43,7 +44,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub(crate) use config_sync::ConfigFeed;
+pub(crate) use config_sync::{ConfigFeed, ConfigView};
 pub(crate) use delivery::AlertSink;
 pub use settings::{
     DEFAULT_BACKOFF, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
@@ -163,6 +164,26 @@ pub(crate) struct Shared {
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// Alerts on their way to the webhook, if one is configured.
     pub(crate) alerts: Option<Arc<AlertSink>>,
+    /// The config as this node last read and applied it (for the admin API).
+    pub(crate) config_view: std::sync::RwLock<ConfigView>,
+    /// Set once the store is prepared (migrations, node registration).
+    pub(crate) started: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    /// Whether the node is draining (shutdown requested).
+    pub(crate) fn draining(&self) -> bool {
+        self.handlers_cancel.is_cancelled()
+    }
+
+    /// The policies of a registered task (`None`: not in this binary).
+    pub(crate) fn policy(
+        &self,
+        task: &str,
+    ) -> Option<(TaskPolicy, &'static crate::TaskDescriptor)> {
+        let descriptor = self.registry.get(task)?;
+        Some((self.settings.policy_of(&descriptor.options), descriptor))
+    }
 }
 
 /// A configured scheduler node, ready to [`run_until`](Scheduler::run_until) a shutdown signal.
@@ -173,6 +194,7 @@ pub struct Scheduler {
     config: Option<ConfigFeed>,
     migrate: bool,
     store_description: String,
+    admin: Option<crate::admin::AdminListener>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -231,6 +253,8 @@ impl Scheduler {
                 .with_alerts(alerts.clone()),
             metrics,
             alerts,
+            config_view: std::sync::RwLock::new(ConfigView::default()),
+            started: std::sync::atomic::AtomicBool::new(false),
         });
         Scheduler {
             shared,
@@ -238,7 +262,22 @@ impl Scheduler {
             config,
             migrate,
             store_description,
+            admin: None,
         }
+    }
+
+    /// Serves the admin API on `listener` while running.
+    pub(crate) fn with_admin(mut self, listener: Option<crate::admin::AdminListener>) -> Self {
+        self.admin = listener;
+        self
+    }
+
+    /// The address the admin server listens on, if one is configured (see
+    /// [`SchedulerBuilder::admin_addr`]): the port actually bound when `:0` was asked for.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin
+            .as_ref()
+            .map(crate::admin::AdminListener::local_addr)
     }
 
     /// A stream of what happens on this node from now on (see [`crate::events`]). Subscribe
@@ -266,9 +305,25 @@ impl Scheduler {
     /// through their context, waits up to the shutdown timeout, stops what is left and hands
     /// its ticks over to other nodes, and returns.
     ///
-    /// Start-up order: database and migrations, config, workers. A database that is down at
-    /// start is retried with backoff until it comes up or `shutdown` completes.
+    /// Start-up order: the admin server (if configured, so probes answer during start-up),
+    /// database and migrations, config, workers. A database that is down at start is retried
+    /// with backoff until it comes up or `shutdown` completes. The admin server stops last.
     pub async fn run_until<F>(mut self, shutdown: F) -> Result<()>
+    where
+        F: Future<Output = ()> + Send,
+    {
+        let admin = match self.admin.take() {
+            Some(listener) => Some(crate::admin::spawn(listener, Arc::clone(&self.shared))?),
+            None => None,
+        };
+        let result = self.run_node(shutdown).await;
+        if let Some(admin) = admin {
+            admin.stop().await;
+        }
+        result
+    }
+
+    async fn run_node<F>(mut self, shutdown: F) -> Result<()>
     where
         F: Future<Output = ()> + Send,
     {
@@ -367,6 +422,9 @@ impl Scheduler {
             None,
         )
         .await;
+        shared
+            .started
+            .store(true, std::sync::atomic::Ordering::Release);
         // The first reconcile happens before any claim, so a changed schedule applies at once.
         match config {
             Some(config) => {

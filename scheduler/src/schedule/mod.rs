@@ -147,6 +147,8 @@
 
 mod cache;
 pub(crate) use cache::SpecCache;
+mod describe;
+pub use describe::describe;
 mod next;
 mod normalize;
 

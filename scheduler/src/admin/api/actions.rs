@@ -1,0 +1,174 @@
+//! Operator actions on a task: trigger, pause with a reason, resume. Each is audited (see
+//! [`crate::operate`]).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::tasks::one_state;
+use super::{MutationErrors, PauseView};
+use crate::admin::AdminState;
+use crate::admin::auth::Operator;
+use crate::admin::error::{ApiError, ErrorBody, Json, Path};
+use crate::operate;
+use crate::store::RunRequest;
+
+const MAX_REASON: usize = 500;
+
+pub(super) fn router() -> OpenApiRouter<AdminState> {
+    OpenApiRouter::new()
+        .routes(routes!(trigger_task))
+        .routes(routes!(pause_task))
+        .routes(routes!(resume_task))
+}
+
+/// What asking for a run did.
+#[derive(Debug, Serialize, ToSchema)]
+struct TriggerResult {
+    /// The task.
+    task: String,
+    /// `queued`, or `already_queued` (a manual run was waiting already).
+    outcome: &'static str,
+}
+
+/// Runs the task now, through the same locking as any run (after a running one ends). Audited.
+#[utoipa::path(post, path = "/api/tasks/{name}/trigger", tag = "tasks",
+    security(("bearer" = [])),
+    params(("name" = String, Path, description = "The task's name"),
+        ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
+    responses(
+        (status = 202, description = "Queued", body = TriggerResult),
+        (status = 409, description = "The task is paused", body = ErrorBody),
+        MutationErrors,
+    ))]
+async fn trigger_task(
+    Operator(actor): Operator,
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, axum::Json<TriggerResult>), ApiError> {
+    let outcome = match operate::trigger(state.shared.store.as_ref(), &name, &actor).await? {
+        RunRequest::Queued => "queued",
+        RunRequest::AlreadyQueued => "already_queued",
+        RunRequest::NotFound => return Err(ApiError::not_found(format!("no task `{name}`"))),
+        RunRequest::Paused(p) => {
+            return Err(ApiError::conflict(format!(
+                "task `{name}` is paused by {} ({}); resume it first",
+                p.by, p.reason
+            )));
+        }
+    };
+    tracing::info!(task = %name, actor = %actor.name, source = %actor.source, "run asked for through the admin API");
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(TriggerResult {
+            task: name,
+            outcome,
+        }),
+    ))
+}
+
+/// Why and how long to pause.
+#[derive(Debug, Deserialize, ToSchema)]
+struct PauseRequest {
+    /// Why (shown everywhere the pause is), 1 to 500 characters.
+    #[schema(min_length = 1, max_length = 500, pattern = r"\S")]
+    reason: String,
+    /// When the pause ends by itself (in the future, RFC 3339); none: until resumed.
+    #[schema(min_length = 20)]
+    until: Option<DateTime<Utc>>,
+}
+
+/// A pause in force.
+#[derive(Debug, Serialize, ToSchema)]
+struct PauseResult {
+    /// The task.
+    task: String,
+    /// The pause.
+    pause: PauseView,
+}
+
+/// Pauses the task cluster-wide: no new runs until resumed or `until`. Survives config
+/// reconciles. Audited.
+#[utoipa::path(post, path = "/api/tasks/{name}/pause", tag = "tasks",
+    security(("bearer" = [])),
+    params(("name" = String, Path, description = "The task's name"),
+        ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
+    request_body = PauseRequest,
+    responses(
+        (status = 200, description = "Paused", body = PauseResult),
+        (status = 409, description = "`until` is already past", body = ErrorBody),
+        MutationErrors,
+    ))]
+async fn pause_task(
+    Operator(actor): Operator,
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+    Json(body): Json<PauseRequest>,
+) -> Result<axum::Json<PauseResult>, ApiError> {
+    let reason = body.reason.trim();
+    if reason.is_empty() || reason.chars().count() > MAX_REASON {
+        return Err(ApiError::bad_request(format!(
+            "`reason` must be 1 to {MAX_REASON} characters"
+        )));
+    }
+    if body.until.is_some_and(|until| until <= Utc::now()) {
+        return Err(ApiError::conflict(
+            "`until` is already past: the pause would end at once",
+        ));
+    }
+    if !operate::pause(
+        state.shared.store.as_ref(),
+        &name,
+        &actor,
+        reason,
+        body.until,
+    )
+    .await?
+    {
+        return Err(ApiError::not_found(format!("no task `{name}`")));
+    }
+    tracing::info!(task = %name, actor = %actor.name, source = %actor.source, reason, "task paused through the admin API");
+    let pause = one_state(&state.shared, &name)
+        .await?
+        .pause
+        .ok_or_else(|| ApiError::conflict(format!("task `{name}` was resumed meanwhile")))?;
+    Ok(axum::Json(PauseResult {
+        task: name,
+        pause: pause.into(),
+    }))
+}
+
+/// What resuming did.
+#[derive(Debug, Serialize, ToSchema)]
+struct ResumeResult {
+    /// The task.
+    task: String,
+    /// The pause that ended (none: the task was not paused).
+    ended: Option<PauseView>,
+}
+
+/// Ends the task's pause; the ticks due meanwhile are recorded as skipped (`paused`). Audited.
+#[utoipa::path(post, path = "/api/tasks/{name}/resume", tag = "tasks",
+    security(("bearer" = [])),
+    params(("name" = String, Path, description = "The task's name"),
+        ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
+    responses((status = 200, description = "Resumed (or was not paused)", body = ResumeResult), MutationErrors))]
+async fn resume_task(
+    Operator(actor): Operator,
+    State(state): State<AdminState>,
+    Path(name): Path<String>,
+) -> Result<axum::Json<ResumeResult>, ApiError> {
+    let ended = operate::resume(state.shared.store.as_ref(), &name, &actor).await?;
+    if ended.is_none() {
+        one_state(&state.shared, &name).await?;
+    }
+    tracing::info!(task = %name, actor = %actor.name, source = %actor.source, "task resumed through the admin API");
+    Ok(axum::Json(ResumeResult {
+        task: name,
+        ended: ended.map(PauseView::from),
+    }))
+}

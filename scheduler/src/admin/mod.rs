@@ -1,0 +1,156 @@
+//! The admin HTTP server inside every node: a JSON API described by an OpenAPI 3.1 document
+//! (`/openapi.json`, generated from the handlers), Prometheus metrics (`/metrics`) and probes
+//! (`/healthz`, `/readyz`). Off unless [`SchedulerBuilder::admin_addr`](crate::SchedulerBuilder::admin_addr) (or
+//! `SCHEDULER_ADMIN_ADDR`, e.g. `127.0.0.1:9870`) is set.
+//!
+//! ```no_run
+//! # async fn demo() -> scheduler::Result<()> {
+//! let scheduler = scheduler::Scheduler::builder()
+//!     .database_url("postgres://app@127.0.0.1/app")
+//!     .admin_addr("127.0.0.1:9870".parse().unwrap())
+//!     .admin_token("a-long-random-secret-token")
+//!     .build()?;
+//! println!("admin API on http://{}", scheduler.admin_addr().unwrap());
+//! scheduler.run_until(scheduler::shutdown_signal()).await
+//! # }
+//! ```
+//!
+//! # Who may do what
+//!
+//! | route | rule |
+//! |---|---|
+//! | `/healthz`, `/readyz`, `/openapi.json` | open (probes carry no credentials) |
+//! | reads: `GET /api/...`, `/metrics` | open when the server listens on a loopback address; elsewhere `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>` (and refused when no token is set) |
+//! | mutations: `POST /api/tasks/{name}/trigger`, `.../pause`, `.../resume` | always `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>`; with no token set every mutation is refused (403) |
+//!
+//! A request that presents a token presents the right one, or is refused (401), loopback or not.
+//! The token is compared in constant time and never logged. Every mutation is written to the
+//! audit trail (`GET /api/audit`): who (the `X-Scheduler-Actor` header if given, with
+//! `admin-token`), what, when, and from where (the peer address).
+//!
+//! Errors are JSON, `{"error": "not_found", "message": "..."}`, with the matching status.
+//!
+//! The router is assembled here from one module per resource (`api/`) and the probes; `/` is
+//! left free for the dashboard.
+
+mod api;
+mod auth;
+mod error;
+mod openapi;
+mod probes;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Shared;
+use crate::{Error, Result};
+
+pub use openapi::openapi_document;
+
+/// The admin server's bound socket, made at build time so an address in use is a start-up
+/// error and port 0 is resolved before the node runs.
+pub(crate) struct AdminListener {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    auth: auth::Auth,
+}
+
+impl AdminListener {
+    /// Binds `addr`; `token` is what mutations must present.
+    pub(crate) fn bind(addr: SocketAddr, token: Option<&str>) -> Result<Self> {
+        let auth = auth::Auth::new(token, addr.ip().is_loopback())?;
+        let invalid = |e: std::io::Error| Error::InvalidSetting {
+            name: crate::vars::ADMIN_ADDR.into(),
+            message: format!("the admin server cannot listen on {addr}: {e}"),
+        };
+        let listener = std::net::TcpListener::bind(addr).map_err(invalid)?;
+        listener.set_nonblocking(true).map_err(invalid)?;
+        let addr = listener.local_addr().map_err(invalid)?;
+        Ok(Self {
+            listener,
+            addr,
+            auth,
+        })
+    }
+
+    pub(crate) fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+/// What every handler gets.
+#[derive(Clone)]
+pub(crate) struct AdminState {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) auth: Arc<auth::Auth>,
+}
+
+/// A running admin server; [`stop`](Self::stop) ends it gracefully.
+pub(crate) struct AdminServer {
+    stop: CancellationToken,
+    handle: JoinHandle<()>,
+}
+
+impl AdminServer {
+    /// Stops accepting, lets requests in flight finish (up to 5 s), and returns.
+    pub(crate) async fn stop(self) {
+        self.stop.cancel();
+        let abort = self.handle.abort_handle();
+        if tokio::time::timeout(std::time::Duration::from_secs(5), self.handle)
+            .await
+            .is_err()
+        {
+            tracing::warn!("admin server requests still open after 5s; closing them");
+            abort.abort();
+        }
+    }
+}
+
+/// Every documented route: the API, probes, metrics and the OpenAPI document. The document is
+/// generated from this very router, so no route exists that it lacks.
+fn routes() -> utoipa_axum::router::OpenApiRouter<AdminState> {
+    utoipa_axum::router::OpenApiRouter::with_openapi(openapi::base())
+        .merge(api::router())
+        .merge(probes::router())
+        .routes(utoipa_axum::routes!(openapi::serve))
+}
+
+/// The whole router, with JSON errors for unknown paths and methods.
+fn router(state: AdminState) -> axum::Router {
+    let (router, _) = routes().split_for_parts();
+    router
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .with_state(state)
+}
+
+/// Starts serving `listener` for the node behind `shared`.
+pub(crate) fn spawn(listener: AdminListener, shared: Arc<Shared>) -> Result<AdminServer> {
+    let addr = listener.addr;
+    let tcp = tokio::net::TcpListener::from_std(listener.listener).map_err(|e| {
+        Error::InvalidSetting {
+            name: crate::vars::ADMIN_ADDR.into(),
+            message: format!("the admin server cannot listen on {addr}: {e}"),
+        }
+    })?;
+    let state = AdminState {
+        shared,
+        auth: Arc::new(listener.auth),
+    };
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let stop = CancellationToken::new();
+    let graceful = stop.clone();
+    let handle = tokio::spawn(async move {
+        tracing::info!(%addr, "admin server listening");
+        if let Err(e) = axum::serve(tcp, app)
+            .with_graceful_shutdown(graceful.cancelled_owned())
+            .await
+        {
+            tracing::error!(error = %e, "admin server failed");
+        }
+    });
+    Ok(AdminServer { stop, handle })
+}

@@ -1,0 +1,132 @@
+//! `/healthz` (the process answers), `/readyz` (store reachable, config loaded, not draining)
+//! and `/metrics` (Prometheus text).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AdminState;
+use super::auth::Reader;
+use super::error::ErrorBody;
+
+/// How long `/readyz` waits for the store.
+const STORE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub(super) fn router() -> OpenApiRouter<AdminState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(metrics))
+}
+
+/// The process is alive.
+#[derive(Debug, Serialize, ToSchema)]
+struct Health {
+    /// Always `ok`.
+    status: &'static str,
+    /// This node's id.
+    node_id: String,
+}
+
+/// Whether this node can do its work, and if not, why.
+#[derive(Debug, Serialize, ToSchema)]
+struct Readiness {
+    /// All of the checks below pass.
+    ready: bool,
+    /// The store answered within 2 s.
+    store_reachable: bool,
+    /// Migrations ran and the node registered.
+    started: bool,
+    /// The config was read and reconciled once (true without a config).
+    config_loaded: bool,
+    /// Shutdown was requested.
+    draining: bool,
+    /// What is wrong, for a person (empty when ready).
+    reasons: Vec<String>,
+}
+
+/// Liveness: answers while the process runs.
+#[utoipa::path(get, path = "/healthz", tag = "probes",
+    responses((status = 200, description = "Alive", body = Health)))]
+async fn healthz(State(state): State<AdminState>) -> axum::Json<Health> {
+    axum::Json(Health {
+        status: "ok",
+        node_id: state.shared.node_id.to_string(),
+    })
+}
+
+/// Readiness: the store is reachable, the config is loaded, and the node is not draining.
+#[utoipa::path(get, path = "/readyz", tag = "probes",
+    responses(
+        (status = 200, description = "Ready", body = Readiness),
+        (status = 503, description = "Not ready; `reasons` says why", body = Readiness),
+    ))]
+async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
+    let shared = &state.shared;
+    let store_reachable = matches!(
+        tokio::time::timeout(STORE_CHECK_TIMEOUT, shared.store.config_state()).await,
+        Ok(Ok(_))
+    );
+    let started = shared.started.load(Ordering::Acquire);
+    let config_loaded = shared
+        .config_view
+        .read()
+        .expect("config view lock")
+        .loaded();
+    let draining = shared.draining();
+    let mut reasons = Vec::new();
+    if !store_reachable {
+        reasons.push("the store cannot be reached".to_owned());
+    }
+    if !started {
+        reasons.push("the node has not prepared the store yet (migrations, registration)".into());
+    }
+    if !config_loaded {
+        reasons.push("the task config has not been read and applied yet".to_owned());
+    }
+    if draining {
+        reasons.push("the node is shutting down".to_owned());
+    }
+    let ready = reasons.is_empty();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        axum::Json(Readiness {
+            ready,
+            store_reachable,
+            started,
+            config_loaded,
+            draining,
+            reasons,
+        }),
+    )
+}
+
+/// This node's metrics, in the OpenMetrics text format (see `scheduler::metrics`).
+#[utoipa::path(get, path = "/metrics", tag = "probes",
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8", body = String),
+        (status = 401, description = "A wrong token, or none beyond loopback", body = ErrorBody),
+        (status = 403, description = "Beyond loopback without a configured token", body = ErrorBody),
+    ))]
+async fn metrics(_: Reader, State(state): State<AdminState>) -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.shared.metrics.encode(),
+    )
+}
