@@ -1,6 +1,5 @@
-//! Shared by the engine benchmarks: synthetic task registries, percentiles, and the database.
-
-#![allow(dead_code)]
+//! Shared by the engine benchmarks: synthetic task registries, percentiles, and the stores: a
+//! fresh PostgreSQL schema or a fresh SQLite file per scenario, each behind a call counter.
 
 use std::sync::Mutex;
 
@@ -97,4 +96,93 @@ pub fn pg_store(url: &str, schema: &str) -> std::sync::Arc<dyn scheduler::store:
             .connect_lazy()
             .unwrap(),
     )
+}
+
+/// The backends a benchmark compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Postgres => "PostgreSQL",
+            Backend::Sqlite => "SQLite",
+        }
+    }
+}
+
+/// `BENCH_BACKENDS` (`postgres`, `sqlite`, or both comma-separated; default both).
+pub fn backends() -> Vec<Backend> {
+    let list = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "postgres,sqlite".into());
+    list.split(',')
+        .map(|b| match b.trim() {
+            "postgres" => Backend::Postgres,
+            "sqlite" => Backend::Sqlite,
+            other => panic!("BENCH_BACKENDS: unknown backend `{other}` (postgres, sqlite)"),
+        })
+        .collect()
+}
+
+/// One scenario's store: `counted` goes to the scheduler, `raw` is for reading results (not
+/// counted), `pg` is the schema's pool on PostgreSQL.
+pub struct BenchStore {
+    pub backend: Backend,
+    pub counted: std::sync::Arc<dyn scheduler::store::Store>,
+    pub raw: std::sync::Arc<dyn scheduler::store::Store>,
+    pub calls: std::sync::Arc<crate::counting_store::Calls>,
+    pub pg: Option<sqlx::PgPool>,
+}
+
+/// Where SQLite files go: `BENCH_DIR` (scripts/bench: under the cargo target dir, on disk),
+/// else the temp dir.
+fn bench_dir() -> std::path::PathBuf {
+    std::env::var_os("BENCH_DIR")
+        .map(Into::into)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// A fresh, migrated store named `name` on `backend`: a PostgreSQL schema, or an SQLite file
+/// (default settings: WAL, `synchronous = NORMAL`) in a fresh directory.
+pub async fn fresh_store(backend: Backend, name: &str) -> BenchStore {
+    use scheduler::store::Store;
+    let (raw, pg): (std::sync::Arc<dyn Store>, _) = match backend {
+        Backend::Postgres => {
+            let url = database_url();
+            let pool = fresh_schema(&url, name).await;
+            (pg_store(&url, name), Some(pool))
+        }
+        Backend::Sqlite => {
+            let dir = bench_dir().join(format!("scheduler-bench-{name}"));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("create the SQLite bench dir");
+            let store = scheduler::store::SqliteStore::builder(dir.join("bench.db"))
+                .connect()
+                .expect("open the SQLite bench file");
+            store.migrate().await.unwrap();
+            (std::sync::Arc::new(store), None)
+        }
+    };
+    let (counted, calls) = crate::counting_store::CountingStore::wrap(std::sync::Arc::clone(&raw));
+    BenchStore {
+        backend,
+        counted,
+        raw,
+        calls,
+        pg,
+    }
+}
+
+/// Median and p99 of `values`, formatted `p50 / p99`.
+pub fn p50_p99(values: &mut [f64]) -> (f64, f64) {
+    (percentile(values, 50.0), percentile(values, 99.0))
+}
+
+/// The machine's load averages (`/proc/loadavg`), recorded with each figure.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }

@@ -2,13 +2,10 @@
 //! counted by the server (`pg_stat_statements`, so the cluster must preload it:
 //! `scripts/bench idle_statements` starts such a throwaway cluster).
 
-#[path = "../engine_support.rs"]
-mod engine_support;
-
 use std::time::Duration;
 
-use engine_support::*;
 use scheduler::Scheduler;
+use scheduler_bench::engine_support::*;
 use sqlx::Row;
 use tokio_util::sync::CancellationToken;
 
