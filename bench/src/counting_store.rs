@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use scheduler::store::*;
 
-/// Calls by method name since the last [`CountingStore::reset`].
+/// Calls by method name since the last [`Calls::reset`].
 #[derive(Default)]
 pub struct Calls(Mutex<BTreeMap<&'static str, u64>>);
 
@@ -33,7 +33,7 @@ impl Calls {
     }
 }
 
-/// Wraps a store; every call is counted in [`CountingStore::calls`], then forwarded.
+/// Wraps a store; every call is counted in its [`Calls`], then forwarded.
 pub struct CountingStore {
     inner: Arc<dyn Store>,
     calls: Arc<Calls>,

@@ -186,3 +186,77 @@ pub fn load_average() -> String {
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".into())
 }
+
+/// A pseudo-random duration in `[0, max)`, to start rounds at random phases of the clock (a
+/// round that starts right after the previous one ended would be locked to the same phase of
+/// the ticks and the heartbeat).
+pub fn random_delay(max: std::time::Duration) -> std::time::Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    max.mul_f64((r % 1_000_000) as f64 / 1_000_000.0)
+}
+
+/// The server's statement counter (`pg_stat_statements`) of `pool`'s database, wherever the
+/// extension was created (its schema is read from the catalog, so a pool whose `search_path` is
+/// a benchmark schema finds it too). `None` if the server does not preload the module.
+pub struct PgStatements {
+    pool: sqlx::PgPool,
+    schema: String,
+}
+
+impl PgStatements {
+    pub async fn find(pool: &sqlx::PgPool) -> Option<Self> {
+        let _ = sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .execute(pool)
+            .await;
+        let schema: String = sqlx::query_scalar(
+            "SELECT extnamespace::regnamespace::text FROM pg_extension
+             WHERE extname = 'pg_stat_statements'",
+        )
+        .fetch_optional(pool)
+        .await
+        .ok()??;
+        let me = PgStatements {
+            pool: pool.clone(),
+            schema,
+        };
+        me.reset().await.then_some(me)
+    }
+    pub async fn reset(&self) -> bool {
+        let sql = format!("SELECT {}.pg_stat_statements_reset()", self.schema);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&self.pool)
+            .await
+            .is_ok()
+    }
+    /// Statements since the last reset, the counter's own excluded.
+    pub async fn count(&self) -> i64 {
+        let sql = format!(
+            "SELECT coalesce(sum(calls), 0)::int8 FROM {}.pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND query NOT LIKE '%pg_stat_statements%'",
+            self.schema
+        );
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    /// Calls per statement text (whitespace folded, first 70 characters), most called first.
+    pub async fn by_query(&self) -> Vec<(i64, String)> {
+        let sql = format!(
+            "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) FROM {}.pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND query NOT LIKE '%pg_stat_statements%'
+             ORDER BY calls DESC",
+            self.schema
+        );
+        sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .fetch_all(&self.pool)
+            .await
+            .unwrap()
+    }
+}

@@ -11,18 +11,18 @@ use std::time::Duration;
 
 use scheduler::Scheduler;
 use scheduler_bench::engine_support::*;
-use sqlx::Row;
 use tokio_util::sync::CancellationToken;
 
 async fn idle(backend: Backend, minutes: u64) {
     let store = fresh_store(backend, "bench_idle").await;
     let pg = store.pg.clone();
-    if let Some(pool) = &pg {
-        sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            .execute(pool)
-            .await
-            .expect("pg_stat_statements must be preloaded (scripts/bench starts such a cluster)");
-    }
+    let counter =
+        match &pg {
+            Some(pool) => Some(PgStatements::find(pool).await.expect(
+                "pg_stat_statements must be preloaded (scripts/bench starts such a cluster)",
+            )),
+            None => None,
+        };
     let registry = synthetic_registry("idle.", 1000);
     let doc = config_for(&registry, "0 0 1 1 *");
     let scheduler = Scheduler::builder()
@@ -38,27 +38,13 @@ async fn idle(backend: Backend, minutes: u64) {
     // Let start-up (migrations, first reconcile) finish, then count from zero.
     tokio::time::sleep(Duration::from_secs(5)).await;
     store.calls.reset();
-    if let Some(pool) = &pg {
-        sqlx::query("SELECT pg_stat_statements_reset()")
-            .execute(pool)
-            .await
-            .unwrap();
+    if let Some(c) = &counter {
+        c.reset().await;
     }
     tokio::time::sleep(Duration::from_secs(60 * minutes)).await;
     let calls = store.calls.snapshot();
-    let statements = match &pg {
-        Some(pool) => Some(
-            sqlx::query(
-                "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) AS q
-                 FROM pg_stat_statements
-                 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-                   AND query NOT LIKE '%pg_stat_statements%'
-                 ORDER BY calls DESC",
-            )
-            .fetch_all(pool)
-            .await
-            .unwrap(),
-        ),
+    let statements = match &counter {
+        Some(c) => Some(c.by_query().await),
         None => None,
     };
     stop.cancel();
@@ -75,17 +61,13 @@ async fn idle(backend: Backend, minutes: u64) {
         println!("  {n:>5}  {method}");
     }
     if let Some(rows) = statements {
-        let total: i64 = rows.iter().map(|r| r.get::<i64, _>("calls")).sum();
+        let total: i64 = rows.iter().map(|(n, _)| n).sum();
         println!(
             "  server statements (pg_stat_statements): {total} = {:.1} per minute",
             per_min(total as u64)
         );
-        for r in &rows {
-            println!(
-                "  {:>5}  {}",
-                r.get::<i64, _>("calls"),
-                r.get::<String, _>("q")
-            );
+        for (n, q) in &rows {
+            println!("  {n:>5}  {q}");
         }
     }
     if let Some(pool) = pg {

@@ -2,8 +2,9 @@
 //! with one handler slot (`max_concurrent` 1): a blocker task holds the slot, so the victim,
 //! due every 10 s (grace: half its interval, 5 s), cannot start. The event is raised by the
 //! heartbeat's missed-run check (every heartbeat interval, 10 s by default), once the tick is
-//! older than its grace; the figure is event receipt minus the tick (`expected_at`). One
-//! incident per round, each in a fresh store.
+//! older than its grace; the figure is event receipt minus the tick (`expected_at`), so it lies
+//! between the grace and the grace plus one heartbeat interval. One incident per round, each in
+//! a fresh store, started at a random phase.
 //!
 //! `scripts/bench missed_event` (`BENCH_BACKENDS`; `MISSED_ROUNDS`, default 5).
 
@@ -27,6 +28,8 @@ async fn victim() {}
 
 /// (ms from tick to event, grace ms).
 async fn round(backend: Backend, i: usize) -> (f64, u64) {
+    // A random phase against the ticks and the heartbeat, which together set the figure.
+    tokio::time::sleep(random_delay(Duration::from_secs(10))).await;
     let store = fresh_store(backend, &format!("bench_missed_{i}")).await;
     let registry = TaskRegistry::collect()
         .unwrap()

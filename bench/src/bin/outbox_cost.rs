@@ -153,51 +153,6 @@ async fn measure(backend: Backend, webhook: bool, ticks: usize) -> Outcome {
     }
 }
 
-/// `pg_stat_statements` of the schema's database, wherever the extension lives.
-struct PgStatements {
-    pool: sqlx::PgPool,
-    schema: String,
-}
-
-impl PgStatements {
-    async fn find(pool: &sqlx::PgPool) -> Option<Self> {
-        let _ = sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            .execute(pool)
-            .await;
-        let schema: String = sqlx::query_scalar(
-            "SELECT extnamespace::regnamespace::text FROM pg_extension
-             WHERE extname = 'pg_stat_statements'",
-        )
-        .fetch_optional(pool)
-        .await
-        .ok()??;
-        let me = PgStatements {
-            pool: pool.clone(),
-            schema,
-        };
-        me.reset().await.then_some(me)
-    }
-    async fn reset(&self) -> bool {
-        let sql = format!("SELECT {}.pg_stat_statements_reset()", self.schema);
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-            .execute(&self.pool)
-            .await
-            .is_ok()
-    }
-    async fn count(&self) -> i64 {
-        let sql = format!(
-            "SELECT coalesce(sum(calls), 0)::int8 FROM {}.pg_stat_statements
-             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-               AND query NOT LIKE '%pg_stat_statements%'",
-            self.schema
-        );
-        sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
-    }
-}
-
 #[tokio::main]
 async fn main() {
     let ticks: usize = std::env::var("OUTBOX_TICKS")

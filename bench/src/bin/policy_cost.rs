@@ -53,60 +53,12 @@ const VARIANTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The server's statement counter: an admin pool and the schema `pg_stat_statements` lives in
-/// (wherever an earlier benchmark created it).
-struct PgCounter {
-    admin: sqlx::PgPool,
-    schema: String,
-}
-
-impl PgCounter {
-    async fn new() -> Option<Self> {
-        let admin = sqlx::PgPool::connect(&database_url()).await.unwrap();
-        let _ = sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            .execute(&admin)
-            .await;
-        let schema: String = sqlx::query_scalar(
-            "SELECT extnamespace::regnamespace::text FROM pg_extension
-             WHERE extname = 'pg_stat_statements'",
-        )
-        .fetch_optional(&admin)
-        .await
-        .ok()??;
-        let counter = PgCounter { admin, schema };
-        // Fails unless the server preloads the module.
-        counter.reset().await.then_some(counter)
-    }
-
-    async fn reset(&self) -> bool {
-        let sql = format!("SELECT {}.pg_stat_statements_reset()", self.schema);
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-            .execute(&self.admin)
-            .await
-            .is_ok()
-    }
-
-    /// Statements run in this database since the last reset, the counter's own excluded.
-    async fn statements(&self) -> i64 {
-        let sql = format!(
-            "SELECT coalesce(sum(calls), 0)::int8 FROM {}.pg_stat_statements
-             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-               AND query NOT LIKE '%pg_stat_statements%'",
-            self.schema
-        );
-        sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-            .fetch_one(&self.admin)
-            .await
-            .unwrap()
-    }
-}
-
 async fn variant(
     backend: Backend,
     task_name: &'static str,
     label: &str,
     ticks: usize,
-    counter: Option<&PgCounter>,
+    counter: Option<&PgStatements>,
 ) {
     let counter = counter.filter(|_| backend == Backend::Postgres);
     let schema = format!("bench_{}", task_name.replace('.', "_"));
@@ -141,7 +93,7 @@ async fn variant(
     wait_runs(1 + ticks).await;
     let calls = store.calls.total();
     let statements = match counter {
-        Some(c) => Some(c.statements().await),
+        Some(c) => Some(c.count().await),
         None => None,
     };
     stop.cancel();
@@ -175,7 +127,8 @@ async fn main() {
         .and_then(|t| t.parse().ok())
         .unwrap_or(30);
     let counter = if backends().contains(&Backend::Postgres) {
-        let c = PgCounter::new().await;
+        let admin = sqlx::PgPool::connect(&database_url()).await.unwrap();
+        let c = PgStatements::find(&admin).await;
         if c.is_none() {
             eprintln!("pg_stat_statements is not preloaded: statement counts read n/a");
         }

@@ -2,8 +2,9 @@
 //! embedded SQLite store (no server) and on a running PostgreSQL: the process is spawned, and the
 //! times are taken when its log says `scheduler running` (migrated, config applied, ready to
 //! claim) and when the first handler logs. Every round starts on an empty store (a fresh file or
-//! schema), so migrations are included. The first run waits for the next whole second (the task
-//! runs every second), so it comes 0-1 s after ready by construction.
+//! schema), so migrations are included, at a random phase of the clock. The first run waits for
+//! the next whole second (the task runs every second), so spawn -> first run is ready + 0-1 s
+//! + the first run's lag after its tick.
 //!
 //! `scripts/bench quickstart_startup` (needs QUICKSTART_BIN, the built example;
 //! `BENCH_BACKENDS`; `QUICKSTART_ROUNDS`, default 7).
@@ -15,8 +16,8 @@ use scheduler_bench::engine_support::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-/// (ready, first run) in ms after spawn.
-async fn round(bin: &str, backend: Backend, config: &std::path::Path, i: usize) -> (f64, f64) {
+/// (ready ms after spawn, first run ms after spawn, first run's lag after its tick in ms).
+async fn round(bin: &str, backend: Backend, config: &std::path::Path, i: usize) -> (f64, f64, f64) {
     let mut cmd = Command::new(bin);
     cmd.env("SCHEDULER_CONFIG", config)
         .env("RUST_LOG", "info")
@@ -53,6 +54,8 @@ async fn round(bin: &str, backend: Backend, config: &std::path::Path, i: usize) 
             cmd.env("DATABASE_URL", url).env("SCHEDULER_SCHEMA", schema);
         }
     }
+    // A random phase against the whole second the first run waits for.
+    tokio::time::sleep(random_delay(Duration::from_secs(1))).await;
     let start = Instant::now();
     let mut child = cmd.spawn().expect("spawn the quickstart example");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, String)>();
@@ -74,7 +77,7 @@ async fn round(bin: &str, backend: Backend, config: &std::path::Path, i: usize) 
     let mut ready = None;
     let deadline = tokio::time::sleep(Duration::from_secs(60));
     tokio::pin!(deadline);
-    let first = loop {
+    let (first, first_wall) = loop {
         tokio::select! {
             line = rx.recv() => {
                 let Some((at, line)) = line else { panic!("the quickstart exited before its first run") };
@@ -82,7 +85,7 @@ async fn round(bin: &str, backend: Backend, config: &std::path::Path, i: usize) 
                     ready = Some(at);
                 }
                 if line.contains("synced the advertiser report") {
-                    break at;
+                    break (at, chrono::Utc::now());
                 }
             }
             _ = &mut deadline => panic!("no first run within 60 s"),
@@ -90,7 +93,14 @@ async fn round(bin: &str, backend: Backend, config: &std::path::Path, i: usize) 
     };
     let _ = child.kill().await;
     let ms = |t: Instant| (t - start).as_secs_f64() * 1000.0;
-    (ms(ready.expect("a `scheduler running` line")), ms(first))
+    // The task runs every whole second and starts well within one: its tick is the second.
+    let tick = first_wall.timestamp_micros() / 1_000_000 * 1_000_000;
+    let lag = (first_wall.timestamp_micros() - tick) as f64 / 1000.0;
+    (
+        ms(ready.expect("a `scheduler running` line")),
+        ms(first),
+        lag,
+    )
 }
 
 #[tokio::main]
@@ -111,24 +121,27 @@ async fn main() {
     )
     .unwrap();
     println!(
-        "| store | rounds | spawn -> ready p50 ms | max ms | spawn -> first run p50 ms | max ms | load (1/5/15 min) |"
+        "| store | rounds | spawn -> ready p50 ms | max ms | first run after its tick p50 ms | max ms | spawn -> first run p50 ms | max ms | load (1/5/15 min) |"
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for backend in backends() {
-        let (mut ready, mut first) = (Vec::new(), Vec::new());
+        let (mut ready, mut first, mut lag) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..rounds {
-            let (r, f) = round(&bin, backend, &config, i).await;
+            let (r, f, l) = round(&bin, backend, &config, i).await;
             ready.push(r);
             first.push(f);
+            lag.push(l);
         }
         let label = match backend {
             Backend::Sqlite => "SQLite file (no server)",
             Backend::Postgres => "PostgreSQL, server already running",
         };
         println!(
-            "| {label} | {rounds} | {:.0} | {:.0} | {:.0} | {:.0} | {} |",
+            "| {label} | {rounds} | {:.0} | {:.0} | {:.1} | {:.1} | {:.0} | {:.0} | {} |",
             percentile(&mut ready, 50.0),
             percentile(&mut ready, 100.0),
+            percentile(&mut lag, 50.0),
+            percentile(&mut lag, 100.0),
             percentile(&mut first, 50.0),
             percentile(&mut first, 100.0),
             load_average(),
