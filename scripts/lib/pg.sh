@@ -84,15 +84,15 @@ pg_install_hint() {
     local sudo=""
     [[ "$(id -u)" == 0 ]] || sudo="sudo "
     if command -v apt-get >/dev/null 2>&1; then
-        printf 'Install them with: %sapt-get install postgresql\n' "$sudo"
+        printf "Install PostgreSQL's server with: %sapt-get install postgresql\n" "$sudo"
     elif command -v dnf >/dev/null 2>&1; then
-        printf 'Install them with: %sdnf install postgresql-server postgresql-contrib\n' "$sudo"
+        printf "Install PostgreSQL's server with: %sdnf install postgresql-server postgresql-contrib\n" "$sudo"
     elif command -v apk >/dev/null 2>&1; then
-        printf 'Install them with: %sapk add postgresql postgresql-contrib\n' "$sudo"
+        printf "Install PostgreSQL's server with: %sapk add postgresql postgresql-contrib\n" "$sudo"
     elif command -v brew >/dev/null 2>&1; then
-        printf 'Install them with: brew install postgresql@16\n'
+        printf "Install PostgreSQL's server with: brew install postgresql@16\n"
     else
-        printf 'Install the PostgreSQL server (14 or newer, with contrib) from your distribution or postgresql.org\n'
+        printf "Install PostgreSQL's server (with its contrib modules) from your distribution or postgresql.org\n"
     fi
 }
 
