@@ -1,9 +1,14 @@
-//! The quickstart: two tasks written as code, scheduled by `quickstart.json`, coordinated through
-//! PostgreSQL. Run it with `scripts/quickstart` (which finds or starts a PostgreSQL for you), or
-//! with `DATABASE_URL` set: `cargo run -p scheduler-examples --example quickstart`.
+//! The quickstart: two tasks written as code, scheduled by `quickstart.json`. Run it with
+//! `scripts/quickstart`: with no database configured it keeps its run state in an SQLite file
+//! (`target/quickstart.db`; nothing to install), with `DATABASE_URL=postgres://...` (or
+//! `--postgres`, which finds or starts a server) in PostgreSQL. Or run it directly:
+//! `cargo run -p scheduler-examples --example quickstart` uses `SCHEDULER_DATABASE_URL`, else
+//! `DATABASE_URL`, else `./scheduler.db`, like any application built with
+//! [`SchedulerBuilder::from_env`].
 //!
-//! Edit `examples/quickstart.json` while it runs: schedule changes apply within seconds. Start a
-//! second copy in another terminal: every tick still runs exactly once. Ctrl-C drains gracefully.
+//! Edit `examples/quickstart.json` while it runs: schedule changes apply within seconds. On
+//! PostgreSQL, start a second copy in another terminal: every tick still runs exactly once (on
+//! SQLite the second copy is refused: the file belongs to one process). Ctrl-C drains gracefully.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -41,8 +46,19 @@ async fn refresh_material_cache(ctx: TaskContext) -> anyhow::Result<()> {
 }
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> std::process::ExitCode {
     scheduler::init_tracing();
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The message says what to do (e.g. the SQLite file is held by another process).
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     let config = std::env::var("SCHEDULER_CONFIG")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/quickstart.json").to_owned());
     SchedulerBuilder::from_env()?

@@ -1,6 +1,5 @@
-//! Shared by the engine benchmarks: synthetic task registries, percentiles, and the database.
-
-#![allow(dead_code)]
+//! Shared by the engine benchmarks: synthetic task registries, percentiles, and the stores: a
+//! fresh PostgreSQL schema or a fresh SQLite file per scenario, each behind a call counter.
 
 use std::sync::Mutex;
 
@@ -97,4 +96,167 @@ pub fn pg_store(url: &str, schema: &str) -> std::sync::Arc<dyn scheduler::store:
             .connect_lazy()
             .unwrap(),
     )
+}
+
+/// The backends a benchmark compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Sqlite,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Postgres => "PostgreSQL",
+            Backend::Sqlite => "SQLite",
+        }
+    }
+}
+
+/// `BENCH_BACKENDS` (`postgres`, `sqlite`, or both comma-separated; default both).
+pub fn backends() -> Vec<Backend> {
+    let list = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "postgres,sqlite".into());
+    list.split(',')
+        .map(|b| match b.trim() {
+            "postgres" => Backend::Postgres,
+            "sqlite" => Backend::Sqlite,
+            other => panic!("BENCH_BACKENDS: unknown backend `{other}` (postgres, sqlite)"),
+        })
+        .collect()
+}
+
+/// One scenario's store: `counted` goes to the scheduler, `raw` is for reading results (not
+/// counted), `pg` is the schema's pool on PostgreSQL.
+pub struct BenchStore {
+    pub backend: Backend,
+    pub counted: std::sync::Arc<dyn scheduler::store::Store>,
+    pub raw: std::sync::Arc<dyn scheduler::store::Store>,
+    pub calls: std::sync::Arc<crate::counting_store::Calls>,
+    pub pg: Option<sqlx::PgPool>,
+}
+
+/// Where SQLite files go: `BENCH_DIR` (scripts/bench: under the cargo target dir, on disk),
+/// else the temp dir.
+fn bench_dir() -> std::path::PathBuf {
+    std::env::var_os("BENCH_DIR")
+        .map(Into::into)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// A fresh, migrated store named `name` on `backend`: a PostgreSQL schema, or an SQLite file
+/// (default settings: WAL, `synchronous = NORMAL`) in a fresh directory.
+pub async fn fresh_store(backend: Backend, name: &str) -> BenchStore {
+    use scheduler::store::Store;
+    let (raw, pg): (std::sync::Arc<dyn Store>, _) = match backend {
+        Backend::Postgres => {
+            let url = database_url();
+            let pool = fresh_schema(&url, name).await;
+            (pg_store(&url, name), Some(pool))
+        }
+        Backend::Sqlite => {
+            let dir = bench_dir().join(format!("scheduler-bench-{name}"));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("create the SQLite bench dir");
+            let store = scheduler::store::SqliteStore::builder(dir.join("bench.db"))
+                .connect()
+                .expect("open the SQLite bench file");
+            store.migrate().await.unwrap();
+            (std::sync::Arc::new(store), None)
+        }
+    };
+    let (counted, calls) = crate::counting_store::CountingStore::wrap(std::sync::Arc::clone(&raw));
+    BenchStore {
+        backend,
+        counted,
+        raw,
+        calls,
+        pg,
+    }
+}
+
+/// Median and p99 of `values`, formatted `p50 / p99`.
+pub fn p50_p99(values: &mut [f64]) -> (f64, f64) {
+    (percentile(values, 50.0), percentile(values, 99.0))
+}
+
+/// The machine's load averages (`/proc/loadavg`), recorded with each figure.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// A pseudo-random duration in `[0, max)`, to start rounds at random phases of the clock (a
+/// round that starts right after the previous one ended would be locked to the same phase of
+/// the ticks and the heartbeat).
+pub fn random_delay(max: std::time::Duration) -> std::time::Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    max.mul_f64((r % 1_000_000) as f64 / 1_000_000.0)
+}
+
+/// The server's statement counter (`pg_stat_statements`) of `pool`'s database, wherever the
+/// extension was created (its schema is read from the catalog, so a pool whose `search_path` is
+/// a benchmark schema finds it too). `None` if the server does not preload the module.
+pub struct PgStatements {
+    pool: sqlx::PgPool,
+    schema: String,
+}
+
+impl PgStatements {
+    pub async fn find(pool: &sqlx::PgPool) -> Option<Self> {
+        let _ = sqlx::query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .execute(pool)
+            .await;
+        let schema: String = sqlx::query_scalar(
+            "SELECT extnamespace::regnamespace::text FROM pg_extension
+             WHERE extname = 'pg_stat_statements'",
+        )
+        .fetch_optional(pool)
+        .await
+        .ok()??;
+        let me = PgStatements {
+            pool: pool.clone(),
+            schema,
+        };
+        me.reset().await.then_some(me)
+    }
+    pub async fn reset(&self) -> bool {
+        let sql = format!("SELECT {}.pg_stat_statements_reset()", self.schema);
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&self.pool)
+            .await
+            .is_ok()
+    }
+    /// Statements since the last reset, the counter's own excluded.
+    pub async fn count(&self) -> i64 {
+        let sql = format!(
+            "SELECT coalesce(sum(calls), 0)::int8 FROM {}.pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND query NOT LIKE '%pg_stat_statements%'",
+            self.schema
+        );
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+
+    /// Calls per statement text (whitespace folded, first 70 characters), most called first.
+    pub async fn by_query(&self) -> Vec<(i64, String)> {
+        let sql = format!(
+            "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) FROM {}.pg_stat_statements
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND query NOT LIKE '%pg_stat_statements%'
+             ORDER BY calls DESC",
+            self.schema
+        );
+        sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .fetch_all(&self.pool)
+            .await
+            .unwrap()
+    }
 }

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# PostgreSQL helpers shared by scripts/test, scripts/pg-throwaway and (later)
-# scripts/bench and scripts/quickstart. Source it; it defines functions only and changes no options.
+# PostgreSQL helpers shared by scripts/test, scripts/pg-throwaway, scripts/bench and
+# scripts/quickstart. Source it; it defines functions only and changes no options.
 #
 # What it owns: finding the PostgreSQL binaries, deciding whether a server is
 # reachable, and starting/stopping a private throwaway cluster. It never
@@ -11,7 +11,10 @@
 # postgresql package) and the cluster's temp dir is owned by that user.
 #
 # Knobs (environment):
-#   SCHEDULER_PG_BINDIR   directory holding initdb/pg_ctl/postgres (optional)
+#   SCHEDULER_PG_BINDIR   directory holding initdb/pg_ctl/postgres (optional; when set, the
+#                         only place looked)
+#   SCHEDULER_PG_INSTALL  `never`: do not apt-get install a missing server (default: auto,
+#                         i.e. install when root on Debian/Ubuntu)
 #   SCHEDULER_PG_USER     system user to run the server as when root
 #                         (default: postgres)
 
@@ -38,8 +41,17 @@ pg_redact_url() {
 # or fail with install instructions.
 pg_server_bindir() {
     local candidates=() d
+    # A directory the user names is the only place looked: a wrong one is reported, not papered
+    # over by another installation.
     if [[ -n "${SCHEDULER_PG_BINDIR:-}" ]]; then
-        candidates+=("$SCHEDULER_PG_BINDIR")
+        d="$SCHEDULER_PG_BINDIR"
+        if [[ -x "$d/initdb" && -x "$d/pg_ctl" && -x "$d/postgres" ]]; then
+            printf '%s\n' "$d"
+            return 0
+        fi
+        pg_die "SCHEDULER_PG_BINDIR=$d does not hold the PostgreSQL server binaries" \
+            "(initdb, pg_ctl, postgres). $(pg_install_hint)"
+        return 1
     fi
     if command -v pg_config >/dev/null 2>&1; then
         d=$(pg_config --bindir 2>/dev/null || true)
@@ -64,8 +76,47 @@ pg_server_bindir() {
         fi
     done
     pg_die "no PostgreSQL server binaries (initdb, pg_ctl, postgres) found." \
-        "Install them with: apt-get install postgresql" \
-        "(or set SCHEDULER_PG_BINDIR to the directory holding them)"
+        "$(pg_install_hint) (or set SCHEDULER_PG_BINDIR to the directory holding them)"
+}
+
+# pg_install_hint : one sentence saying exactly what to install on this machine.
+pg_install_hint() {
+    local sudo=""
+    [[ "$(id -u)" == 0 ]] || sudo="sudo "
+    if command -v apt-get >/dev/null 2>&1; then
+        printf "Install PostgreSQL's server with: %sapt-get install postgresql\n" "$sudo"
+    elif command -v dnf >/dev/null 2>&1; then
+        printf "Install PostgreSQL's server with: %sdnf install postgresql-server postgresql-contrib\n" "$sudo"
+    elif command -v apk >/dev/null 2>&1; then
+        printf "Install PostgreSQL's server with: %sapk add postgresql postgresql-contrib\n" "$sudo"
+    elif command -v brew >/dev/null 2>&1; then
+        printf "Install PostgreSQL's server with: brew install postgresql@16\n"
+    else
+        printf "Install PostgreSQL's server (with its contrib modules) from your distribution or postgresql.org\n"
+    fi
+}
+
+# pg_can_install : true if pg_install_server may install the server here: root, Debian's
+# package manager, and SCHEDULER_PG_INSTALL is not `never`.
+pg_can_install() {
+    [[ "${SCHEDULER_PG_INSTALL:-auto}" != never ]] &&
+        [[ "$(id -u)" == 0 ]] &&
+        command -v apt-get >/dev/null 2>&1
+}
+
+# pg_install_server : install Debian's `postgresql` package, non-interactively (no prompt, no
+# stdin), when pg_can_install allows it; then true if the server binaries are found.
+pg_install_server() {
+    pg_can_install || return 1
+    pg_log "PostgreSQL's server is not installed; installing it:" \
+        "apt-get update && apt-get install -y postgresql"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold postgresql; } \
+        </dev/null >&2; then
+        pg_log "apt-get install postgresql failed (output above)"
+        return 1
+    fi
+    pg_server_bindir >/dev/null
 }
 
 # pg_psql : print the path of a psql client, or nothing.
@@ -306,7 +357,7 @@ pg_ensure_server() {
     fi
     if [[ -z "$pg_source" ]]; then
         pg_log "no usable PostgreSQL yet; starting a throwaway cluster"
-        pg_throwaway_start "$@"
+        pg_throwaway_start "$@" || return 1
         DATABASE_URL="$PG_THROWAWAY_URL"
         pg_source="throwaway cluster in $PG_THROWAWAY_DIR"
     fi

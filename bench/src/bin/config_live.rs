@@ -6,14 +6,11 @@
 //! `scripts/bench config_live` (or with DATABASE_URL set:
 //! `cargo run --release -p scheduler-bench --bin config_live`).
 
-#[path = "../engine_support.rs"]
-mod engine_support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine_support::*;
 use scheduler::Scheduler;
+use scheduler_bench::engine_support::*;
 use tokio_util::sync::CancellationToken;
 
 const ROUNDS: usize = 10;

@@ -1,37 +1,40 @@
-//! Schedule lag (handler start minus scheduled tick) on one node, read from `scheduler_runs`:
-//! one task every second, and 1,000 tasks due on the same tick.
+//! Schedule lag (handler start minus scheduled tick) on one node, PostgreSQL beside SQLite: one
+//! task every second, and 1,000 tasks due on the same tick. Lags come from the run records
+//! (`started_at - scheduled_at`, both stamped by the store's clock), read through the `Store` API
+//! so both backends are measured the same way; store calls per run are counted by
+//! `CountingStore`.
 //!
 //! `scripts/bench engine_lag` (or with DATABASE_URL set:
-//! `cargo run --release -p scheduler-bench --bin engine_lag`).
-
-#[path = "../engine_support.rs"]
-mod engine_support;
+//! `cargo run --release -p scheduler-bench --bin engine_lag`). `BENCH_BACKENDS=sqlite` needs no
+//! PostgreSQL; `LAG_SCENARIO=one|1k|1k-wide` runs one scenario.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine_support::*;
 use scheduler::Scheduler;
+use scheduler_bench::engine_support::*;
 use tokio_util::sync::CancellationToken;
 
-async fn scenario(
-    label: &str,
-    schema: &str,
+struct Scenario {
+    key: &'static str,
+    label: &'static str,
     tasks: usize,
-    cron: &str,
-    ticks: i64,
+    cron: &'static str,
+    ticks: usize,
     max_concurrent: usize,
-) {
-    let url = database_url();
-    let pool = fresh_schema(&url, schema).await;
-    let registry = synthetic_registry("lag.", tasks);
-    let doc = config_for(&registry, cron);
+}
+
+async fn scenario(backend: Backend, sc: &Scenario) {
+    let schema = format!("bench_lag_{}", sc.key.replace('-', "_"));
+    let store = fresh_store(backend, &schema).await;
+    let registry = synthetic_registry("lag.", sc.tasks);
+    let doc = config_for(&registry, sc.cron);
     let lags = Arc::new(Lags::default());
     let scheduler = Scheduler::builder()
-        .store(pg_store(&url, schema))
+        .store(Arc::clone(&store.counted))
         .node_id("bench")
         .registry(registry)
-        .max_concurrent(max_concurrent)
+        .max_concurrent(sc.max_concurrent)
         .config_document(doc)
         .state(Arc::clone(&lags))
         .build()
@@ -40,71 +43,80 @@ async fn scenario(
     let s = stop.clone();
     let node = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
     // Skip the first tick (connections warming up), then measure `ticks` ticks.
-    let want = (tasks as i64) * (ticks + 1);
+    let want = sc.tasks * (sc.ticks + 1);
+    let mut counted_from = None;
     loop {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let done: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM scheduler_runs WHERE status = 'succeeded'")
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-        if done >= want {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let seen = lags.0.lock().unwrap().len();
+        if counted_from.is_none() && seen >= sc.tasks {
+            // Count store calls from the end of the first tick on.
+            store.calls.reset();
+            counted_from = Some(seen);
+        }
+        if seen >= want {
             break;
         }
     }
+    let calls = store.calls.total();
     stop.cancel();
     node.await.unwrap().unwrap();
-    let mut db_lags: Vec<f64> = sqlx::query_scalar(
-        "SELECT (extract(epoch FROM started_at - scheduled_at) * 1000)::float8 FROM scheduler_runs
-         WHERE scheduled_at > (SELECT min(scheduled_at) FROM scheduler_runs) ORDER BY id",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let runs = store
+        .raw
+        .recent_runs(None, (want * 2) as i64)
+        .await
+        .unwrap();
+    let first_tick = runs.iter().map(|r| r.scheduled_at).min().unwrap();
+    let mut db_lags: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.scheduled_at > first_tick)
+        .map(|r| (r.started_at - r.scheduled_at).num_microseconds().unwrap() as f64 / 1000.0)
+        .collect();
     let mut handler_lags = lags.0.lock().unwrap().clone();
-    let skip = tasks.min(handler_lags.len());
-    handler_lags.drain(..skip);
+    handler_lags.drain(..sc.tasks.min(handler_lags.len()));
+    let measured_runs = want - counted_from.unwrap_or(0);
     println!(
-        "| {label} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+        "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {} |",
+        backend.name(),
+        sc.label,
         db_lags.len(),
         percentile(&mut db_lags, 50.0),
         percentile(&mut db_lags, 99.0),
         percentile(&mut db_lags, 100.0),
         percentile(&mut handler_lags, 50.0),
         percentile(&mut handler_lags, 99.0),
+        calls as f64 / measured_runs.max(1) as f64,
+        load_average(),
     );
-    pool.close().await;
+    if let Some(pool) = store.pg {
+        pool.close().await;
+    }
 }
 
-/// `(key, label, schema, tasks, cron, ticks, max_concurrent)`; `LAG_SCENARIO=key` runs one.
-const SCENARIOS: &[(&str, &str, &str, usize, &str, i64, usize)] = &[
-    (
-        "one",
-        "1 task, every second, 60 ticks",
-        "bench_lag_one",
-        1,
-        "* * * * * *",
-        60,
-        100,
-    ),
-    (
-        "1k",
-        "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 100",
-        "bench_lag_1k",
-        1000,
-        "*/5 * * * * *",
-        6,
-        100,
-    ),
-    (
-        "1k-wide",
-        "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 1000 (default)",
-        "bench_lag_1k_wide",
-        1000,
-        "*/5 * * * * *",
-        6,
-        1000,
-    ),
+const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        key: "one",
+        label: "1 task, every second, 60 ticks",
+        tasks: 1,
+        cron: "* * * * * *",
+        ticks: 60,
+        max_concurrent: 100,
+    },
+    Scenario {
+        key: "1k",
+        label: "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 100",
+        tasks: 1000,
+        cron: "*/5 * * * * *",
+        ticks: 6,
+        max_concurrent: 100,
+    },
+    Scenario {
+        key: "1k-wide",
+        label: "1,000 tasks due on the same tick, every 5 s, 6 ticks, max_concurrent 1000",
+        tasks: 1000,
+        cron: "*/5 * * * * *",
+        ticks: 6,
+        max_concurrent: 1000,
+    },
 ];
 
 #[tokio::main]
@@ -113,11 +125,15 @@ async fn main() {
         scheduler::init_tracing();
     }
     let only = std::env::var("LAG_SCENARIO").ok();
-    println!("| scenario | runs | p50 ms | p99 ms | max ms | handler p50 ms | handler p99 ms |");
-    println!("|---|---|---|---|---|---|---|");
-    for &(key, label, schema, tasks, cron, ticks, max_concurrent) in SCENARIOS {
-        if only.as_deref().is_none_or(|o| o == key) {
-            scenario(label, schema, tasks, cron, ticks, max_concurrent).await;
+    println!(
+        "| store | scenario | runs | p50 ms | p99 ms | max ms | handler p50 ms | handler p99 ms | store calls per run | load (1/5/15 min) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for sc in SCENARIOS {
+        if only.as_deref().is_none_or(|o| o == sc.key) {
+            for backend in backends() {
+                scenario(backend, sc).await;
+            }
         }
     }
 }

@@ -5,16 +5,13 @@
 //! `scripts/bench reconcile` (or with DATABASE_URL set:
 //! `cargo run --release -p scheduler-bench --bin reconcile`).
 
-#[path = "../engine_support.rs"]
-mod engine_support;
-
 use std::sync::Arc;
 use std::time::Instant;
 
-use engine_support::*;
 use scheduler::config::{ConfigDocument, TaskConfig};
 use scheduler::reconciler::Reconciler;
 use scheduler::store::{PgStore, Store};
+use scheduler_bench::engine_support::*;
 
 const TASKS: usize = 10_000;
 const ROUNDS: usize = 5;
