@@ -158,6 +158,9 @@ pub trait Store: Send + Sync + 'static {
     -> StoreResult<Vec<RunRecord>>;
     /// Skip records of a task whose ranges end at or after `since`, oldest first.
     async fn skips(&self, task_name: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>>;
+    /// Skip records of every task whose ranges end at or after `since`: the `limit` (1 to
+    /// 10,000) latest-ending, newest first (one read for a dashboard of many tasks).
+    async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>>;
     /// Appends chunks of runs' logs.
     async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()>;
     /// A run's log chunks, in order.
