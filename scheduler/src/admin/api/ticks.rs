@@ -247,7 +247,7 @@ fn strip<G: Fn(DateTime<Utc>) -> TimeDelta>(
         .runs
         .iter()
         .find(|r| r.status == RunStatus::Running)
-        .map(|r| r.started_at);
+        .map(|r| r.scheduled_at);
     let pause = f
         .state
         .pause
@@ -303,7 +303,8 @@ fn strip<G: Fn(DateTime<Utc>) -> TimeDelta>(
             if !f.state.enabled && f.state.disabled_at.is_some_and(|d| d <= at) {
                 return Some(skipped("disabled"));
             }
-            if running.is_some_and(|r| r <= at) {
+            // Due while a run of an earlier tick runs: that run will stand for it.
+            if running.is_some_and(|r| r < at) {
                 return Some(skipped("overlap"));
             }
             if first_known.is_none_or(|first| at < first) {
