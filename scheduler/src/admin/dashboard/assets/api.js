@@ -25,6 +25,8 @@ async function call(method, path, body) {
   const t = token();
   if (t) headers.Authorization = `Bearer ${t}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  // Who acts, for the audit trail (recorded with the token's name).
+  if (method !== "GET") headers["X-Scheduler-Actor"] = "dashboard";
   let response;
   try {
     response = await fetch(path, {

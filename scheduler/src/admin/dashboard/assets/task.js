@@ -61,7 +61,7 @@ export class TaskPage {
       actionBar(t, this.refreshAll));
 
     const ticks = strip?.ticks ?? [];
-    put(p.strip, h("h2", {}, `Last ${STRIP} expected ticks`), h("div", { class: "scroll" }, tickStrip(ticks, zone, STRIP)), legend(),
+    put(p.strip, h("h2", {}, `Last ${STRIP} expected ticks`), h("div", { class: "scroll" }, tickStrip(ticks, zone)), legend(),
       tickSummary(ticks));
 
     const runs = detail.recent_runs;
