@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 use super::ReadErrors;
 use crate::admin::AdminState;
 use crate::admin::auth::Reader;
-use crate::admin::error::{ApiError, Query};
+use crate::admin::error::{ApiError, ErrorBody, Query};
 use crate::schedule::ScheduleSpec;
 use crate::store::{RunQuery, RunRecord, RunStatus, SkipRecord, TaskState, Trigger};
 
@@ -93,7 +93,11 @@ struct TickList {
 #[utoipa::path(get, path = "/api/ticks", tag = "tasks",
     security((), ("bearer" = [])),
     params(TicksQuery),
-    responses((status = 200, description = "Expected ticks per task", body = TickList), ReadErrors))]
+    responses(
+        (status = 200, description = "Expected ticks per task", body = TickList),
+        (status = 404, description = "No such task (with `task`)", body = ErrorBody),
+        ReadErrors,
+    ))]
 async fn list_ticks(
     _: Reader,
     State(state): State<AdminState>,
