@@ -331,3 +331,167 @@ fn strip<G: Fn(DateTime<Utc>) -> TimeDelta>(
 fn seconds(d: TimeDelta) -> f64 {
     d.num_milliseconds().max(0) as f64 / 1000.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Pause, SkipReason};
+
+    fn at(s: u32) -> DateTime<Utc> {
+        "2026-03-02T12:00:00Z".parse::<DateTime<Utc>>().unwrap() + TimeDelta::seconds(s.into())
+    }
+
+    fn state() -> TaskState {
+        TaskState {
+            name: "t".into(),
+            cron: "*/10 * * * * *".into(),
+            timezone: "UTC".into(),
+            enabled: true,
+            next_run_at: None,
+            lock_owner: None,
+            lock_expires_at: None,
+            last_run_at: None,
+            last_finished_at: None,
+            last_status: None,
+            last_error: None,
+            consecutive_failures: 0,
+            pause: None,
+            retry_at: None,
+            manual_at: None,
+            missed_since: None,
+            orphaned_since: None,
+            disabled_at: None,
+        }
+    }
+
+    fn run(id: i64, tick: u32, started: u32, took: Option<u32>, status: RunStatus) -> RunRecord {
+        RunRecord {
+            id,
+            task_name: "t".into(),
+            scheduled_at: at(tick),
+            started_at: at(started),
+            finished_at: took.map(|t| at(started + t)),
+            status,
+            node_id: "n".into(),
+            ticks_collapsed: 1,
+            error: None,
+            attempt: 1,
+            trigger: Trigger::Schedule,
+            triggered_by: None,
+        }
+    }
+
+    fn outcomes(ticks: &[TickView]) -> Vec<(u32, &'static str, Option<&'static str>)> {
+        ticks
+            .iter()
+            .map(|t| ((t.at - at(0)).num_seconds() as u32, t.outcome, t.reason))
+            .collect()
+    }
+
+    #[test]
+    fn each_tick_gets_its_run_its_skip_or_missed() {
+        let spec = ScheduleSpec::parse("*/10 * * * * *", "UTC").unwrap();
+        let mut retried = run(3, 20, 21, Some(1), RunStatus::Succeeded);
+        retried.attempt = 2;
+        retried.trigger = Trigger::Retry;
+        let mut manual = run(4, 25, 25, Some(2), RunStatus::Failed);
+        manual.trigger = Trigger::Manual;
+        let runs = [
+            run(1, 10, 11, Some(3), RunStatus::Succeeded),
+            run(2, 20, 20, Some(1), RunStatus::Failed),
+            retried,
+            manual,
+        ];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        let overlap = SkipRecord::new("t", SkipReason::Overlap, at(30), at(40), 2);
+        let skips = [&overlap];
+        let state = state();
+        let facts = Facts {
+            state: &state,
+            runs: &runs,
+            skips: &skips,
+            now: at(72),
+            since: at(0),
+            grace: |_| TimeDelta::seconds(5),
+        };
+        let ticks = strip(Some(&spec), &facts);
+        assert_eq!(
+            outcomes(&ticks),
+            [
+                (10, "succeeded", None),
+                (20, "succeeded", None),
+                (25, "failed", None),
+                (30, "skipped", Some("overlap")),
+                (40, "skipped", Some("overlap")),
+                (50, "missed", None),
+                (60, "missed", None),
+                (70, "due", None),
+            ],
+            "the tick at 0 predates anything known and is left out"
+        );
+        assert_eq!(ticks[0].late_seconds, Some(1.0));
+        assert_eq!(ticks[0].duration_seconds, Some(3.0));
+        assert_eq!((ticks[1].attempts, ticks[1].run_id), (2, Some(3)));
+        assert_eq!(ticks[1].trigger, Some("retry"));
+        assert_eq!(ticks[2].trigger, Some("manual"));
+        assert_eq!(ticks[2].late_seconds, None, "a manual run is never late");
+    }
+
+    #[test]
+    fn ticks_not_recorded_yet_are_skipped_while_paused_or_overlapped() {
+        let spec = ScheduleSpec::parse("*/10 * * * * *", "UTC").unwrap();
+        let runs = [run(1, 10, 10, None, RunStatus::Running)];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        let state = state();
+        let facts = Facts {
+            state: &state,
+            runs: &runs,
+            skips: &[],
+            now: at(31),
+            since: at(0),
+            grace: |_| TimeDelta::seconds(5),
+        };
+        let ticks = strip(Some(&spec), &facts);
+        assert_eq!(
+            outcomes(&ticks),
+            [
+                (10, "running", None),
+                (20, "skipped", Some("overlap")),
+                (30, "skipped", Some("overlap")),
+            ]
+        );
+        assert_eq!(ticks[0].duration_seconds, Some(21.0), "so far");
+
+        let mut paused = state;
+        paused.pause = Some(Pause::new(at(15), "ops", "checking", None));
+        let facts = Facts {
+            state: &paused,
+            runs: &[],
+            skips: &[],
+            now: at(41),
+            since: at(0),
+            grace: |_| TimeDelta::seconds(5),
+        };
+        assert_eq!(
+            outcomes(&strip(Some(&spec), &facts)),
+            [
+                (20, "skipped", Some("paused")),
+                (30, "skipped", Some("paused")),
+                (40, "skipped", Some("paused")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_window_holds_enough_ticks_of_sparse_schedules_but_at_most_a_week() {
+        let now = at(0);
+        let weekdays = ScheduleSpec::parse("0 9 * * MON-FRI", "UTC").unwrap();
+        let start = window_start(&weekdays, now, 10);
+        assert!(weekdays.count_fires(start, now, 100) >= 10 || start == now - MAX_LOOKBACK);
+        let secondly = ScheduleSpec::parse("* * * * * *", "UTC").unwrap();
+        let start = window_start(&secondly, now, 30);
+        assert_eq!(secondly.count_fires(start, now, 100), 31);
+        let yearly = ScheduleSpec::parse("0 0 1 1 *", "UTC").unwrap();
+        assert_eq!(window_start(&yearly, now, 30), now - MAX_LOOKBACK);
+    }
+}
