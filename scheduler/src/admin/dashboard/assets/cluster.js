@@ -11,7 +11,9 @@ export class ClusterPage {
   }
 
   async refresh() {
-    const [nodes, config, tasks] = await Promise.all([get("/api/nodes"), get("/api/config"), get("/api/tasks")]);
+    const [nodes, config, tasks, deliveries] = await Promise.all([
+      get("/api/nodes"), get("/api/config"), get("/api/tasks"), get("/api/deliveries?limit=20"),
+    ]);
     const missed = tasks.tasks.filter((t) => t.state.missed_since);
     put(this.root,
       h("h1", {}, "Nodes & config"),
@@ -29,7 +31,13 @@ export class ClusterPage {
           h("td", {}, n.running ? `${n.running}: ${n.running_tasks.join(", ")}` : "idle"),
           h("td", { class: "small" }, n.tasks.join(", ")))), { id: "nodes" })),
       section("Config", configView(config)),
-      section("Last reconcile", reconcile(config.last_reconcile)));
+      section("Last reconcile", reconcile(config.last_reconcile)),
+      section("Webhook deliveries (latest 20)", deliveries.deliveries.length === 0
+        ? h("p", { class: "muted" }, "None: no webhook is configured, or no alert was sent yet.")
+        : table(["When", "Event", "Attempt", "Node", "Answer", "Took"], deliveries.deliveries.map((d) => h("tr", {},
+          h("td", {}, relative(d.at)), h("td", {}, `${d.kind} #${d.event_id}`), h("td", { class: "num" }, d.attempt),
+          h("td", {}, d.node_id), h("td", { class: d.error || (d.status ?? 0) >= 300 ? "bad" : "" }, d.error ?? `HTTP ${d.status}`),
+          h("td", { class: "num" }, `${d.duration_ms} ms`))))));
     return tasks.tasks;
   }
 }

@@ -82,7 +82,7 @@ export class Overview {
         legend()),
       h("div", { class: "scroll" },
         h("table", { class: "tasks", id: "tasks" },
-          h("thead", {}, h("tr", {}, ["Task", "State", "Schedule", "Next run", "Last result", "Late", `Last ${STRIP} expected ticks`]
+          h("thead", {}, h("tr", {}, ["Task", "State", "Schedule", "Next run", "Last result", "Late", `Last ${STRIP} expected ticks, oldest → newest`]
             .map((x) => h("th", { scope: "col" }, x)))),
           this.body)));
   }
