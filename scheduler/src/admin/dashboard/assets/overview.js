@@ -10,6 +10,8 @@ import { duration, inZone, outcomeClass, outcomeText, relative } from "./format.
 const STATES = ["all", "enabled", "paused", "disabled", "failing", "missed", "not scheduled"];
 const SORTS = { name: "name", next: "next run", failure: "last failure", state: "state" };
 export const STRIP = 30;
+const MANY = 200;
+const SLOW_STRIPS_MS = 15000;
 
 /** What a task is, in one word. */
 export function stateOf(t) {
@@ -88,9 +90,19 @@ export class Overview {
   }
 
   async refresh() {
-    const [tasks, ticks] = await Promise.all([get("/api/tasks"), get(`/api/ticks?count=${STRIP}`)]);
-    const strips = new Map(ticks.tasks.map((t) => [t.task, t]));
-    this.data = { tasks: tasks.tasks, strips, at: Date.parse(ticks.at) };
+    // The strips weigh about 150 bytes a tick: with many tasks they are read less often than
+    // the task list (every refresh up to MANY tasks, else every SLOW_STRIPS_MS).
+    const many = (this.data?.tasks.length ?? 0) > MANY;
+    const stale = !this.strips || !many || Date.now() - this.stripsAt >= SLOW_STRIPS_MS;
+    const [tasks, ticks] = await Promise.all([
+      get("/api/tasks"),
+      stale ? get(`/api/ticks?count=${STRIP}`) : null,
+    ]);
+    if (ticks) {
+      this.strips = new Map(ticks.tasks.map((t) => [t.task, t]));
+      this.stripsAt = Date.now();
+    }
+    this.data = { tasks: tasks.tasks, strips: this.strips };
     this.draw();
     return tasks.tasks;
   }
