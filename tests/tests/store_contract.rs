@@ -3257,6 +3257,33 @@ async fn runs_are_filtered_by_task_status_trigger_and_start_and_paged_by_id(
     );
     assert!(query(&|q| q.task = Some("missing".into())).await.is_empty());
 
+    // The latest runs of each named task, newest first.
+    let per_task = |tasks: &'static [&'static str], n: u32, since: DateTime<Utc>| async move {
+        let tasks: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
+        s.latest_runs_per_task(&tasks, n, since)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect::<Vec<_>>()
+    };
+    let epoch = DateTime::<Utc>::UNIX_EPOCH;
+    assert_eq!(
+        per_task(&["a", "b", "missing"], 1, epoch).await,
+        [id(4), id(3)]
+    );
+    assert_eq!(
+        per_task(&["a", "b"], 2, epoch).await,
+        [id(4), id(3), id(2), id(1)]
+    );
+    assert_eq!(
+        per_task(&["a", "b"], 10, a_day_ago).await,
+        [id(4), id(3), id(2), id(1)],
+        "started at or after since"
+    );
+    assert_eq!(per_task(&["b"], 10, epoch).await, [id(3), id(1)]);
+    assert!(per_task(&[], 10, epoch).await.is_empty());
+
     // Pages of two, each after the last id of the previous one.
     let page = |before: Option<i64>| {
         query(&move |q| {

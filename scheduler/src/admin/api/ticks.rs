@@ -18,14 +18,14 @@ use crate::admin::AdminState;
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Query};
 use crate::schedule::ScheduleSpec;
-use crate::store::{RunQuery, RunRecord, RunStatus, SkipRecord, TaskState, Trigger};
+use crate::store::{RunRecord, RunStatus, SkipRecord, TaskState, Trigger};
 
 const DEFAULT_COUNT: u32 = 30;
 const MAX_COUNT: u32 = 200;
 /// How far back a strip looks at most, whatever its count.
 const MAX_LOOKBACK: TimeDelta = TimeDelta::days(7);
-/// Runs read per request (the store's page bound); past it the oldest ticks are `unknown`.
-const RUNS_PER_READ: u32 = 1_000;
+/// Runs read per task at most; past them the oldest ticks are left out (`complete: false`).
+const RUNS_PER_TASK: u32 = 400;
 const SKIPS_PER_READ: u32 = 10_000;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
@@ -137,15 +137,10 @@ async fn list_ticks(
             tasks: vec![],
         }));
     };
-    let mut query = RunQuery::latest(RUNS_PER_READ).between(Some(since), None);
-    if let Some(task) = &q.task {
-        query = query.task(task.clone());
-    }
-    let runs = store.runs(&query).await?;
-    // The runs read reach back to `horizon`; before it, what happened is not known here.
-    let horizon = (runs.len() == RUNS_PER_READ as usize)
-        .then(|| runs.iter().map(|r| r.started_at).min())
-        .flatten();
+    let names: Vec<String> = plans.iter().map(|(s, _, _)| s.name.clone()).collect();
+    // Enough runs per task for its strip with retries and manual runs among them.
+    let per_task = (count as u32 * 2).min(RUNS_PER_TASK);
+    let runs = store.latest_runs_per_task(&names, per_task, since).await?;
     let mut runs_of: HashMap<&str, Vec<&RunRecord>> = HashMap::new();
     for run in &runs {
         runs_of.entry(&run.task_name).or_default().push(run);
@@ -158,12 +153,18 @@ async fn list_ticks(
     let tasks = plans
         .iter()
         .map(|(s, spec, since)| {
+            let runs = runs_of.get(s.name.as_str()).map_or(&[][..], |v| v);
+            // A task with as many runs as were read may have older ones: before the oldest
+            // read, what happened is not known here.
+            let horizon = (runs.len() == per_task as usize)
+                .then(|| runs.iter().map(|r| r.scheduled_at).min())
+                .flatten();
             let facts = Facts {
                 state: s,
-                runs: runs_of.get(s.name.as_str()).map_or(&[][..], |v| v),
+                runs,
                 skips: skips_of.get(s.name.as_str()).map_or(&[][..], |v| v),
                 now,
-                since: horizon.map_or(*since, |h| h.max(*since)),
+                since: horizon.map_or(*since, |h| (h - TimeDelta::milliseconds(1)).max(*since)),
                 grace: |tick| {
                     spec.as_ref().map_or(TimeDelta::seconds(5), |spec| {
                         crate::engine::missed_grace(spec, tick, grace)

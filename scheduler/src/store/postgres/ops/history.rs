@@ -93,6 +93,26 @@ impl PgStore {
         })
     }
 
+    pub(super) async fn latest_runs_per_task_impl(
+        &self,
+        tasks: &[String],
+        per_task: u32,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<RunRecord>> {
+        let per_task = i64::from(per_task.clamp(1, MAX_RUNS_PER_PAGE));
+        timed!(self, "latest_runs_per_task", |conn| {
+            sqlx::query(query!("runs_per_task"))
+                .bind(tasks)
+                .bind(per_task)
+                .bind(since)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(run_record)
+                .collect()
+        })
+    }
+
     pub(super) async fn skips_since_impl(
         &self,
         since: DateTime<Utc>,
