@@ -43,7 +43,8 @@ struct TicksQuery {
     count: Option<u32>,
 }
 
-/// One expected tick (or a manual run) and what became of it.
+/// One expected tick (or a manual run) and what became of it; fields that do not apply are
+/// left out (a strip of 1,000 tasks is long enough).
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub(crate) struct TickView {
     /// The tick (for a manual run: the instant it was asked for).
@@ -54,16 +55,21 @@ pub(crate) struct TickView {
     outcome: &'static str,
     /// Why it was skipped: `overlap`, `misfire`, `invalid_schedule`, `disabled`, `paused`,
     /// `retry_gave_way`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'static str>,
     /// The run that served it (the latest attempt).
+    #[serde(skip_serializing_if = "Option::is_none")]
     run_id: Option<i64>,
     /// Attempts made at it.
     attempts: i32,
     /// `schedule`, `retry` or `manual` (of the latest attempt).
+    #[serde(skip_serializing_if = "Option::is_none")]
     trigger: Option<&'static str>,
     /// How long the latest attempt took (so far, while running), in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     duration_seconds: Option<f64>,
     /// How late the first attempt started, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
     late_seconds: Option<f64>,
 }
 
@@ -124,7 +130,7 @@ async fn list_ticks(
     let plans: Vec<(TaskState, Option<ScheduleSpec>, DateTime<Utc>)> = states
         .into_iter()
         .map(|s| {
-            let spec = ScheduleSpec::parse(&s.cron, &s.timezone).ok();
+            let spec = state.shared.specs.get_named(&s.cron, &s.timezone).ok();
             let since = spec.as_ref().map_or(now - TimeDelta::hours(1), |spec| {
                 window_start(spec, now, count)
             });
