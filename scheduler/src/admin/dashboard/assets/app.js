@@ -2,7 +2,7 @@
 // filter in the query of the hash), and a refresh of the page shown every few seconds, by
 // polling the JSON API; no reload.
 
-import { get } from "./api.js";
+import { get, token } from "./api.js";
 import { h, put } from "./dom.js";
 import { drawAccess } from "./actions.js";
 import { AuditPage, ClusterPage } from "./cluster.js";
@@ -66,8 +66,10 @@ async function refresh() {
     updated.textContent = e.status === 404 ? "" : `not updated: ${e.message}`;
     updated.classList.add("bad");
     if (e.status === 404 || e.status === 401 || e.status === 403) {
-      put(view, h("p", { class: "notice bad" }, e.message),
-        e.status === 401 || e.status === 403 ? h("p", {}, "Enter the admin token (top right) to read this node's API.") : null);
+      const hint = e.status === 404 ? null
+        : token() ? "The node refused the admin token this tab holds: forget it (top right) and enter the right one."
+          : "Enter the admin token (top right) to read this node's API.";
+      put(view, h("p", { class: "notice bad", id: "refused" }, e.message), hint ? h("p", {}, hint) : null);
     }
   } finally {
     if (mine === generation) timer = setTimeout(refresh, REFRESH_MS);
