@@ -59,6 +59,8 @@ async function eventually(what, check, seconds = 45) {
 }
 
 async function shoot(name) {
+  // A full-page shot of a scrolled page draws the sticky header where the view was.
+  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: `${shots}/${name}.png`, fullPage: true });
 }
 
