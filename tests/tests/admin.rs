@@ -237,6 +237,7 @@ async fn every_documented_route_answers_as_documented() {
     let expected: BTreeSet<(String, String)> = [
         ("get", "/api/tasks"),
         ("get", "/api/tasks/{name}"),
+        ("get", "/api/ticks"),
         ("post", "/api/tasks/{name}/trigger"),
         ("post", "/api/tasks/{name}/pause"),
         ("post", "/api/tasks/{name}/resume"),
@@ -319,6 +320,31 @@ async fn every_documented_route_answers_as_documented() {
         )
         .await
         .0,
+        StatusCode::BAD_REQUEST
+    );
+    let (s, ticks) = call("get", "/api/ticks", "/api/ticks?count=5", None).await;
+    assert_eq!(s, ok);
+    let strip = ticks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task"] == "admin.record")
+        .expect("a strip per task");
+    assert_eq!(
+        strip["ticks"][0]["outcome"], "succeeded",
+        "the manual run is a mark of its own: {strip}"
+    );
+    assert_eq!(strip["ticks"][0]["trigger"], "manual");
+    assert_eq!(
+        call("get", "/api/ticks", "/api/ticks?task=nope", None)
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        call("get", "/api/ticks", "/api/ticks?count=0", None)
+            .await
+            .0,
         StatusCode::BAD_REQUEST
     );
     let (s, page) = call(

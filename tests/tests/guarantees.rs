@@ -478,6 +478,19 @@ impl Store for SlowClaims {
     async fn skips(&self, task: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>> {
         self.inner.skips(task, since).await
     }
+    async fn latest_runs_per_task(
+        &self,
+        tasks: &[String],
+        per_task: u32,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<RunRecord>> {
+        self.inner
+            .latest_runs_per_task(tasks, per_task, since)
+            .await
+    }
+    async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>> {
+        self.inner.skips_since(since, limit).await
+    }
     async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()> {
         self.inner.append_run_logs(chunks).await
     }

@@ -384,6 +384,7 @@ contract![
     a_late_finish_over_a_lost_run_records_the_real_outcome,
     a_finish_stores_its_skips_and_sums_their_ticks,
     skip_records_are_listed_from_since_oldest_first,
+    skip_records_of_every_task_are_listed_newest_first,
     reschedule_fills_only_enabled_unlocked_rows_without_a_next_run,
     prune_history_deletes_old_finished_runs_skips_and_nodes_in_batches,
     apply_config_nothing_and_stale_write_nothing,
@@ -1537,6 +1538,34 @@ async fn skip_records_are_listed_from_since_oldest_first(s: &dyn Store, _: &Arra
     assert_eq!(s.skips("a", t + m(40)).await.unwrap(), [late]);
     assert!(s.skips("a", t + m(41)).await.unwrap().is_empty());
     assert_eq!(s.skips("b", t).await.unwrap(), [other]);
+}
+
+async fn skip_records_of_every_task_are_listed_newest_first(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    let m = chrono::Duration::minutes;
+    let old = skip("a", SkipReason::Misfire, t - HOUR, t - m(30), 4);
+    let a = skip("a", SkipReason::Paused, t, t + m(10), 2);
+    let b = skip("b", SkipReason::Overlap, t + m(5), t + m(20), 1);
+    s.record_skips(&[old.clone(), a.clone(), b.clone()])
+        .await
+        .unwrap();
+
+    assert_eq!(
+        s.skips_since(t - HOUR * 2, 100).await.unwrap(),
+        [b.clone(), a.clone(), old],
+        "every task's, latest-ending first"
+    );
+    assert_eq!(
+        s.skips_since(t, 100).await.unwrap(),
+        [b.clone(), a],
+        "ranges ending at or after since"
+    );
+    assert_eq!(
+        s.skips_since(t - HOUR * 2, 1).await.unwrap(),
+        [b],
+        "at most limit"
+    );
+    assert!(s.skips_since(t + m(21), 100).await.unwrap().is_empty());
 }
 
 async fn reschedule_fills_only_enabled_unlocked_rows_without_a_next_run(
@@ -3227,6 +3256,33 @@ async fn runs_are_filtered_by_task_status_trigger_and_start_and_paged_by_id(
         [id(1)]
     );
     assert!(query(&|q| q.task = Some("missing".into())).await.is_empty());
+
+    // The latest runs of each named task, newest first.
+    let per_task = |tasks: &'static [&'static str], n: u32, since: DateTime<Utc>| async move {
+        let tasks: Vec<String> = tasks.iter().map(|t| t.to_string()).collect();
+        s.latest_runs_per_task(&tasks, n, since)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect::<Vec<_>>()
+    };
+    let epoch = DateTime::<Utc>::UNIX_EPOCH;
+    assert_eq!(
+        per_task(&["a", "b", "missing"], 1, epoch).await,
+        [id(4), id(3)]
+    );
+    assert_eq!(
+        per_task(&["a", "b"], 2, epoch).await,
+        [id(4), id(3), id(2), id(1)]
+    );
+    assert_eq!(
+        per_task(&["a", "b"], 10, a_day_ago).await,
+        [id(4), id(3), id(2), id(1)],
+        "started at or after since"
+    );
+    assert_eq!(per_task(&["b"], 10, epoch).await, [id(3), id(1)]);
+    assert!(per_task(&[], 10, epoch).await.is_empty());
 
     // Pages of two, each after the last id of the previous one.
     let page = |before: Option<i64>| {

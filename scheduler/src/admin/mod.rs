@@ -19,7 +19,7 @@
 //!
 //! | route | rule |
 //! |---|---|
-//! | `/healthz`, `/readyz`, `/openapi.json` | open (probes carry no credentials) |
+//! | `/healthz`, `/readyz`, `/openapi.json`, the dashboard's page and assets (`/`, `/assets/...`) | open (they carry no data or credentials; the page reads the API under its rule) |
 //! | reads: `GET /api/...`, `/metrics` | open when the server listens on a loopback address; elsewhere `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>` (and refused when no token is set) |
 //! | mutations: `POST /api/tasks/{name}/trigger`, `.../pause`, `.../resume` | always `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>`; with no token set every mutation is refused (403) |
 //!
@@ -30,11 +30,13 @@
 //!
 //! Errors are JSON, `{"error": "not_found", "message": "..."}`, with the matching status.
 //!
-//! The router is assembled here from one module per resource (`api/`) and the probes; `/` is
-//! left free for the dashboard.
+//! The router is assembled here from one module per resource (`api/`), the probes, and the web
+//! dashboard at `/` (`dashboard/`: embedded assets under a strict Content-Security-Policy,
+//! reading this same API).
 
 mod api;
 mod auth;
+mod dashboard;
 mod error;
 mod openapi;
 mod probes;
@@ -122,6 +124,7 @@ fn routes() -> utoipa_axum::router::OpenApiRouter<AdminState> {
 fn router(state: AdminState) -> axum::Router {
     let (router, _) = routes().split_for_parts();
     router
+        .merge(dashboard::router())
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)

@@ -158,6 +158,17 @@ pub trait Store: Send + Sync + 'static {
     -> StoreResult<Vec<RunRecord>>;
     /// Skip records of a task whose ranges end at or after `since`, oldest first.
     async fn skips(&self, task_name: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>>;
+    /// The latest `per_task` (1 to 1,000) runs of each of `tasks` that started at or after
+    /// `since`, newest first (one read for a dashboard of many tasks).
+    async fn latest_runs_per_task(
+        &self,
+        tasks: &[String],
+        per_task: u32,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<RunRecord>>;
+    /// Skip records of every task whose ranges end at or after `since`: the `limit` (1 to
+    /// 10,000) latest-ending, newest first (one read for a dashboard of many tasks).
+    async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>>;
     /// Appends chunks of runs' logs.
     async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()>;
     /// A run's log chunks, in order.

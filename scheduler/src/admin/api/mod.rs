@@ -5,6 +5,7 @@ mod cluster;
 mod config;
 mod runs;
 mod tasks;
+mod ticks;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -18,6 +19,7 @@ use crate::store::{Pause, RunRecord};
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .merge(tasks::router())
+        .merge(ticks::router())
         .merge(actions::router())
         .merge(config::router())
         .merge(runs::router())

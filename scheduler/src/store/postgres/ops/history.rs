@@ -11,6 +11,21 @@ use crate::store::{LogChunk, NodeRecord, RunQuery, RunRecord, SkipRecord, StoreR
 
 /// The most runs one query returns.
 const MAX_RUNS_PER_PAGE: u32 = 1_000;
+/// The most skip records one read of every task's returns.
+const MAX_SKIPS_PER_READ: u32 = 10_000;
+
+fn skip_record(row: &sqlx::postgres::PgRow) -> Result<SkipRecord, sqlx::Error> {
+    let mut skip = SkipRecord::new(
+        row.try_get::<String, _>("task_name")?,
+        parse_reason(row.try_get("reason")?)?,
+        row.try_get("first_tick")?,
+        row.try_get("last_tick")?,
+        row.try_get("ticks")?,
+    );
+    skip.exact = row.try_get("exact")?;
+    skip.run_id = row.try_get("run_id")?;
+    Ok(skip)
+}
 
 impl PgStore {
     pub(super) async fn runs_impl(&self, q: &RunQuery) -> StoreResult<Vec<RunRecord>> {
@@ -73,18 +88,45 @@ impl PgStore {
                 .fetch_all(conn)
                 .await?
                 .iter()
-                .map(|row| {
-                    let mut skip = SkipRecord::new(
-                        row.try_get::<String, _>("task_name")?,
-                        parse_reason(row.try_get("reason")?)?,
-                        row.try_get("first_tick")?,
-                        row.try_get("last_tick")?,
-                        row.try_get("ticks")?,
-                    );
-                    skip.exact = row.try_get("exact")?;
-                    skip.run_id = row.try_get("run_id")?;
-                    Ok(skip)
-                })
+                .map(skip_record)
+                .collect()
+        })
+    }
+
+    pub(super) async fn latest_runs_per_task_impl(
+        &self,
+        tasks: &[String],
+        per_task: u32,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<RunRecord>> {
+        let per_task = i64::from(per_task.clamp(1, MAX_RUNS_PER_PAGE));
+        timed!(self, "latest_runs_per_task", |conn| {
+            sqlx::query(query!("runs_per_task"))
+                .bind(tasks)
+                .bind(per_task)
+                .bind(since)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(run_record)
+                .collect()
+        })
+    }
+
+    pub(super) async fn skips_since_impl(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<SkipRecord>> {
+        let limit = i64::from(limit.clamp(1, MAX_SKIPS_PER_READ));
+        timed!(self, "skips_since", |conn| {
+            sqlx::query(query!("skips_since"))
+                .bind(since)
+                .bind(limit)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(skip_record)
                 .collect()
         })
     }

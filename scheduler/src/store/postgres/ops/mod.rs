@@ -344,6 +344,19 @@ impl Store for PgStore {
         self.skips_impl(task_name, since).await
     }
 
+    async fn latest_runs_per_task(
+        &self,
+        tasks: &[String],
+        per_task: u32,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<RunRecord>> {
+        self.latest_runs_per_task_impl(tasks, per_task, since).await
+    }
+
+    async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>> {
+        self.skips_since_impl(since, limit).await
+    }
+
     async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()> {
         self.append_run_logs_impl(chunks).await
     }

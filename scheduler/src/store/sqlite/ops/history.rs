@@ -13,6 +13,21 @@ use crate::store::{
 
 /// The most runs one query returns (as on PostgreSQL).
 const MAX_RUNS_PER_PAGE: u32 = 1_000;
+/// The most skip records one read of every task's returns (as on PostgreSQL).
+const MAX_SKIPS_PER_READ: u32 = 10_000;
+
+fn skip_record(row: &sqlx::sqlite::SqliteRow) -> Result<SkipRecord, sqlx::Error> {
+    let mut skip = SkipRecord::new(
+        row.try_get::<String, _>("task_name")?,
+        parse_reason(row.try_get("reason")?)?,
+        time_at(row, "first_tick")?,
+        time_at(row, "last_tick")?,
+        row.try_get("ticks")?,
+    );
+    skip.exact = row.try_get("exact")?;
+    skip.run_id = row.try_get("run_id")?;
+    Ok(skip)
+}
 
 impl SqliteStore {
     pub(super) async fn runs_impl(&self, q: &RunQuery) -> StoreResult<Vec<RunRecord>> {
@@ -82,18 +97,46 @@ impl SqliteStore {
                 .fetch_all(conn)
                 .await?
                 .iter()
-                .map(|row| {
-                    let mut skip = SkipRecord::new(
-                        row.try_get::<String, _>("task_name")?,
-                        parse_reason(row.try_get("reason")?)?,
-                        time_at(row, "first_tick")?,
-                        time_at(row, "last_tick")?,
-                        row.try_get("ticks")?,
-                    );
-                    skip.exact = row.try_get("exact")?;
-                    skip.run_id = row.try_get("run_id")?;
-                    Ok(skip)
-                })
+                .map(skip_record)
+                .collect::<Result<Vec<_>, sqlx::Error>>()?
+        })
+    }
+
+    pub(super) async fn latest_runs_per_task_impl(
+        &self,
+        tasks: &[String],
+        per_task: u32,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<RunRecord>> {
+        let per_task = i64::from(per_task.clamp(1, MAX_RUNS_PER_PAGE));
+        let tasks = super::names_json(tasks);
+        read!(self, "latest_runs_per_task", |conn, _now| {
+            sqlx::query(query!("runs_per_task"))
+                .bind(&tasks)
+                .bind(per_task)
+                .bind(micros(since))
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(run_record)
+                .collect::<Result<Vec<_>, sqlx::Error>>()?
+        })
+    }
+
+    pub(super) async fn skips_since_impl(
+        &self,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<SkipRecord>> {
+        let limit = i64::from(limit.clamp(1, MAX_SKIPS_PER_READ));
+        read!(self, "skips_since", |conn, _now| {
+            sqlx::query(query!("skips_since"))
+                .bind(micros(since))
+                .bind(limit)
+                .fetch_all(conn)
+                .await?
+                .iter()
+                .map(skip_record)
                 .collect::<Result<Vec<_>, sqlx::Error>>()?
         })
     }

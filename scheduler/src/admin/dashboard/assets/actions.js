@@ -1,0 +1,103 @@
+// Actions for holders of the admin token: the token is entered once and kept in this tab's
+// session storage; trigger, pause (with a reason and an expiry) and resume each ask for
+// confirmation. Without a token the page says it is read-only and offers no action.
+
+import { post, setToken, task as enc, token } from "./api.js";
+import { h, put } from "./dom.js";
+
+const dialog = () => document.getElementById("dialog");
+
+/** Shows a modal form; resolves with its fields, or null when cancelled. */
+function ask(title, fields, confirmLabel, danger = false) {
+  const d = dialog();
+  return new Promise((resolve) => {
+    const form = h("form", { method: "dialog" },
+      h("h2", {}, title),
+      fields,
+      h("p", { class: "error-line bad", id: "dialog-error" }),
+      h("div", { class: "buttons" },
+        h("button", { type: "button", value: "cancel", onclick: () => { d.close(); } }, "Cancel"),
+        h("button", { type: "submit", value: "ok", class: danger ? "primary danger" : "primary", id: "dialog-confirm" }, confirmLabel)));
+    let answered = false;
+    form.addEventListener("submit", (e) => {
+      answered = true;
+      resolve(Object.fromEntries(new FormData(form).entries()));
+      e.preventDefault();
+      d.close();
+    });
+    d.addEventListener("close", () => { if (!answered) resolve(null); }, { once: true });
+    put(d, form);
+    d.showModal();
+    form.querySelector("input, select, textarea, button[type=submit]")?.focus();
+  });
+}
+
+/** The header's access indicator: read-only with a way to enter the token, or a way to forget it. */
+export function drawAccess(el, onChange) {
+  if (token()) {
+    put(el, h("span", { class: "badge s-enabled", id: "access-state" }, "actions enabled"), " ",
+      h("button", { type: "button", class: "link", onclick: () => { setToken(null); onChange(); } }, "forget token"));
+  } else {
+    put(el, h("span", { class: "badge s-readonly", id: "access-state", title: "Enter the admin token to trigger, pause and resume" }, "read-only"), " ",
+      h("button", { type: "button", id: "enter-token", onclick: async () => {
+        const answer = await ask("Admin token", [
+          h("p", {}, "The node's SCHEDULER_ADMIN_TOKEN. It is kept in this browser tab only (session storage) and sent with each request."),
+          h("input", { type: "password", name: "token", required: true, minlength: 16, autocomplete: "off", "aria-label": "admin token", id: "token-input" }),
+        ], "Use token");
+        if (answer?.token) { setToken(answer.token.trim()); onChange(); }
+      } }, "enter admin token"));
+  }
+}
+
+async function act(path, body, refresh) {
+  try {
+    await post(path, body);
+  } catch (e) {
+    const hint = e.status === 401 ? " Check the token (forget it and enter it again)." : "";
+    await ask("The action failed", [h("p", { class: "bad" }, `${e.message}.${hint}`)], "OK");
+  }
+  await refresh();
+}
+
+/** A task's action buttons, or a read-only note. */
+export function actionBar(t, refresh) {
+  if (!token()) {
+    return h("p", { class: "muted small readonly-note" }, "Read-only: enter the admin token (top right) to trigger, pause or resume.");
+  }
+  const path = (what) => `/api/tasks/${enc(t.name)}/${what}`;
+  const paused = Boolean(t.state.pause);
+  return h("div", { class: "actions" },
+    h("button", {
+      type: "button", id: "trigger", disabled: paused, title: paused ? "Resume it first" : "Run it now, through the same locking as any run",
+      onclick: async () => {
+        const ok = await ask(`Run ${t.name} now?`, [h("p", {}, "It starts as soon as a node claims it (after a running one ends). The action is audited.")], "Run now");
+        if (ok) await act(path("trigger"), undefined, refresh);
+      },
+    }, "Run now"),
+    paused
+      ? h("button", {
+        type: "button", id: "resume",
+        onclick: async () => {
+          const ok = await ask(`Resume ${t.name}?`, [h("p", {}, "Ticks due meanwhile are not replayed: they stay recorded as skipped (paused).")], "Resume");
+          if (ok) await act(path("resume"), undefined, refresh);
+        },
+      }, "Resume")
+      : h("button", {
+        type: "button", id: "pause",
+        onclick: async () => {
+          const answer = await ask(`Pause ${t.name}?`, [
+            h("p", {}, "No new runs anywhere in the cluster until resumed or the pause expires; a running one finishes."),
+            h("label", {}, "Reason ", h("input", { name: "reason", required: true, maxlength: 500, id: "pause-reason", placeholder: "why (shown to everyone)" })),
+            h("label", {}, "For ", h("select", { name: "for", id: "pause-for" },
+              h("option", { value: "" }, "until resumed"),
+              [["15 minutes", 15], ["1 hour", 60], ["4 hours", 240], ["1 day", 1440], ["1 week", 10080]]
+                .map(([label, minutes]) => h("option", { value: minutes }, label)))),
+          ], "Pause", true);
+          if (!answer) return;
+          const body = { reason: answer.reason };
+          if (answer.for) body.until = new Date(Date.now() + Number(answer.for) * 60000).toISOString();
+          await act(path("pause"), body, refresh);
+        },
+      }, "Pause…"));
+}
+

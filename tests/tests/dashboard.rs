@@ -1,0 +1,335 @@
+//! The web dashboard of a real node (SQLite file, admin server on a loopback port, over real
+//! HTTP): `/` and every asset it loads are served with the strict Content-Security-Policy and
+//! name no other origin; and `/api/ticks`, the strips the dashboard draws, says what became of
+//! each expected tick as a task runs, is paused (its ticks `skipped`, `paused`) and resumed.
+//! The page itself is tested in a browser by `scripts/dashboard-test`.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use scheduler::{Scheduler, TaskRegistry, task};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const TOKEN: &str = "dashboard-test-token-0123456789";
+
+#[task(name = "dash.every_second")]
+async fn every_second() {
+    tracing::info!("ticked");
+}
+
+#[task(name = "dash.yearly")]
+async fn yearly() {}
+
+struct Node {
+    stop: CancellationToken,
+    handle: JoinHandle<scheduler::Result<()>>,
+    addr: SocketAddr,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("tasks.json");
+        std::fs::write(
+            &config,
+            json!({"tasks": [
+                {"name": "dash.every_second", "cron": "* * * * * *", "enabled": true},
+                {"name": "dash.yearly", "cron": "0 0 1 1 *", "enabled": true},
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let scheduler = Scheduler::builder()
+            .database_url(format!("sqlite://{}", dir.path().join("s.db").display()))
+            .registry(
+                TaskRegistry::collect()
+                    .unwrap()
+                    .retain(|n| n.starts_with("dash.")),
+            )
+            .node_id("dashboard")
+            .config(config.to_str().unwrap())
+            .config_poll_interval(Duration::from_millis(200))
+            .poll_interval(Duration::from_secs(1))
+            .admin_addr("127.0.0.1:0".parse().unwrap())
+            .admin_token(TOKEN)
+            .build()
+            .unwrap();
+        let addr = scheduler.admin_addr().unwrap();
+        let stop = CancellationToken::new();
+        let s = stop.clone();
+        let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
+        Node {
+            stop,
+            handle,
+            addr,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        }
+    }
+
+    async fn ready(self) -> Self {
+        wait_until("the node is ready", || async {
+            self.get("/readyz").await.status() == StatusCode::OK
+        })
+        .await;
+        self
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.http.get(self.url(path)).send().await.unwrap()
+    }
+
+    async fn json(&self, path: &str) -> Value {
+        let r = self.get(path).await;
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        r.json().await.unwrap()
+    }
+
+    async fn post(&self, path: &str, body: Value) -> StatusCode {
+        self.http
+            .post(self.url(path))
+            .bearer_auth(TOKEN)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        tokio::time::timeout(Duration::from_secs(60), self.handle)
+            .await
+            .expect("node stops within a minute")
+            .unwrap()
+            .expect("node ran without error");
+    }
+}
+
+async fn wait_until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn assert_secured(path: &str, r: &reqwest::Response) {
+    let csp = r.headers()["content-security-policy"].to_str().unwrap();
+    for part in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(part), "{path}: {csp} lacks {part}");
+    }
+    assert!(!csp.contains("unsafe"), "{path}: {csp}");
+    assert_eq!(r.headers()["x-content-type-options"], "nosniff", "{path}");
+}
+
+/// The asset paths a text refers to: `/assets/NAME` and module imports `./NAME`.
+fn referenced(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (prefix, end) in [("/assets/", '"'), ("from \"./", '"')] {
+        for (i, _) in text.match_indices(prefix) {
+            let rest = &text[i + prefix.len()..];
+            if let Some(name) = rest.split(end).next()
+                && !name.is_empty()
+                && !name.contains(['$', '{', ' '])
+            {
+                found.insert(name.to_owned());
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_are_served_under_a_strict_csp_and_name_no_other_origin() {
+    let node = Node::start().ready().await;
+    let r = node.get("/").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_secured("/", &r);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains(r#"<script type="module" src="/assets/app.js">"#),
+        "{html}"
+    );
+    assert!(
+        !html.contains("<script>") && !html.contains("style="),
+        "nothing inline"
+    );
+
+    // Everything the page loads, transitively, is served, secured, and names no other origin.
+    let mut todo: Vec<String> = referenced(&html).into_iter().collect();
+    let mut seen = BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let path = format!("/assets/{name}");
+        let r = node.get(&path).await;
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_secured(&path, &r);
+        let kind = r.headers()["content-type"].to_str().unwrap().to_owned();
+        let expected = match name.rsplit('.').next().unwrap() {
+            "js" => "text/javascript",
+            "css" => "text/css",
+            "svg" => "image/svg+xml",
+            other => panic!("unexpected asset type {other}"),
+        };
+        assert!(kind.starts_with(expected), "{path}: {kind}");
+        let text = r.text().await.unwrap();
+        let without_svg_namespace = text.replace("http://www.w3.org/2000/svg", "");
+        for origin in ["http://", "https://", "//cdn", "@import", "eval("] {
+            assert!(
+                !without_svg_namespace.contains(origin),
+                "{path} names {origin}"
+            );
+        }
+        todo.extend(referenced(&text));
+    }
+    for name in [
+        "app.js",
+        "dashboard.css",
+        "overview.js",
+        "task.js",
+        "actions.js",
+    ] {
+        assert!(seen.contains(name), "{name} is loaded: {seen:?}");
+    }
+
+    let r = node.get("/assets/nope.js").await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_secured("/assets/nope.js", &r);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"], "not_found");
+    // The API's document describes the API, not the page.
+    let doc = node.json("/openapi.json").await;
+    assert!(doc["paths"].get("/").is_none());
+    node.stop().await;
+}
+
+/// The `dash.every_second` strip's ticks.
+async fn strip(node: &Node) -> Vec<Value> {
+    let ticks = node
+        .json("/api/ticks?task=dash.every_second&count=200")
+        .await;
+    assert_eq!(ticks["tasks"].as_array().unwrap().len(), 1, "{ticks}");
+    ticks["tasks"][0]["ticks"].as_array().unwrap().clone()
+}
+
+fn count(ticks: &[Value], outcome: &str, reason: Option<&str>) -> usize {
+    ticks
+        .iter()
+        .filter(|t| t["outcome"] == outcome && t["reason"].as_str() == reason)
+        .count()
+}
+
+#[tokio::test]
+async fn expected_ticks_say_what_became_of_each_through_a_pause() {
+    let node = Node::start().ready().await;
+    wait_until("three succeeded ticks", || async {
+        count(&strip(&node).await, "succeeded", None) >= 3
+    })
+    .await;
+    let ticks = strip(&node).await;
+    let first = &ticks[0];
+    assert!(first["run_id"].is_i64(), "{first}");
+    assert_eq!(first["trigger"], "schedule");
+    assert!(first["duration_seconds"].as_f64().unwrap() >= 0.0);
+    assert!(first["late_seconds"].as_f64().unwrap() >= 0.0);
+    let ats: Vec<&str> = ticks.iter().map(|t| t["at"].as_str().unwrap()).collect();
+    assert!(ats.windows(2).all(|w| w[0] < w[1]), "oldest first: {ats:?}");
+
+    // Paused: its ticks are skipped (`paused`) while the pause lasts, with no run.
+    assert_eq!(
+        node.post(
+            "/api/tasks/dash.every_second/pause",
+            json!({"reason": "dashboard test"})
+        )
+        .await,
+        StatusCode::OK
+    );
+    wait_until("two ticks skipped while paused", || async {
+        count(&strip(&node).await, "skipped", Some("paused")) >= 2
+    })
+    .await;
+    for t in strip(&node)
+        .await
+        .iter()
+        .filter(|t| t["reason"] == "paused")
+    {
+        assert!(t["run_id"].is_null() && t["attempts"] == 0, "{t}");
+    }
+
+    // Resumed: the store records those ticks as skipped, and the strip still says so; the task
+    // runs again.
+    assert_eq!(
+        node.post("/api/tasks/dash.every_second/resume", json!({}))
+            .await,
+        StatusCode::OK
+    );
+    let paused_while = count(&strip(&node).await, "skipped", Some("paused"));
+    let succeeded_before = count(&strip(&node).await, "succeeded", None);
+    wait_until("runs after the resume", || async {
+        count(&strip(&node).await, "succeeded", None) > succeeded_before + 1
+    })
+    .await;
+    let after = strip(&node).await;
+    assert!(
+        count(&after, "skipped", Some("paused")) >= paused_while,
+        "the recorded skips stand for the paused ticks: {after:?}"
+    );
+    assert_eq!(count(&after, "missed", None), 0, "{after:?}");
+
+    // A yearly task has no expected tick yet, and its strip is complete.
+    let all = node.json("/api/ticks").await;
+    let yearly = all["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task"] == "dash.yearly")
+        .unwrap();
+    assert_eq!(yearly["ticks"], json!([]), "{yearly}");
+    assert_eq!(yearly["complete"], true);
+    // Bad input is a clear 400, an unknown task a 404.
+    let r = node.get("/api/ticks?count=201").await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(
+        r.json::<Value>().await.unwrap()["message"]
+            .as_str()
+            .unwrap()
+            .contains("`count` must be 1 to 200")
+    );
+    assert_eq!(
+        node.get("/api/ticks?task=nope").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    node.stop().await;
+}
