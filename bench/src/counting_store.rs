@@ -162,6 +162,19 @@ impl Store for CountingStore {
         self.calls.add("skips");
         self.inner.skips(task_name, since).await
     }
+    async fn latest_runs_per_task(
+        &self,
+        tasks: &[String],
+        per_task: u32,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<RunRecord>> {
+        self.calls.add("latest_runs_per_task");
+        self.inner.latest_runs_per_task(tasks, per_task, since).await
+    }
+    async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>> {
+        self.calls.add("skips_since");
+        self.inner.skips_since(since, limit).await
+    }
     async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()> {
         self.calls.add("append_run_logs");
         self.inner.append_run_logs(chunks).await
