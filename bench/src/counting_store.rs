@@ -169,7 +169,9 @@ impl Store for CountingStore {
         since: DateTime<Utc>,
     ) -> StoreResult<Vec<RunRecord>> {
         self.calls.add("latest_runs_per_task");
-        self.inner.latest_runs_per_task(tasks, per_task, since).await
+        self.inner
+            .latest_runs_per_task(tasks, per_task, since)
+            .await
     }
     async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>> {
         self.calls.add("skips_since");
