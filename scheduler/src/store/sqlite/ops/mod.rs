@@ -85,6 +85,19 @@ mod history;
 mod operator;
 mod outbox;
 
+impl SqliteStore {
+    /// What only the node owning the file may do; refused for an operator store.
+    fn refuse_operator(&self, what: &str) -> StoreResult<()> {
+        if self.inner.operator {
+            return Err(StoreError::setup(format!(
+                "an operator store of `{}` does not {what}: only the node that owns the file does",
+                self.inner.path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Inner {
     async fn writer_turn(
         &self,
@@ -323,6 +336,7 @@ impl Store for SqliteStore {
     }
 
     async fn migrate(&self) -> StoreResult<()> {
+        self.refuse_operator("migrate the database")?;
         let path = self.inner.path.clone();
         let applied = write_tx!(self, "migrate", limit = MIGRATION_TIMEOUT, |tx, now| {
             match migrate::apply_all(&mut tx, now, &path).await? {
@@ -338,6 +352,7 @@ impl Store for SqliteStore {
     }
 
     async fn register_node(&self, node: &NodeInfo) -> StoreResult<()> {
+        self.refuse_operator("register a node")?;
         self.register_node_impl(node).await
     }
 
@@ -499,11 +514,13 @@ impl Store for SqliteStore {
     async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>> {
         Ok(Box::new(SqliteChangeListener::new(
             self.inner.changes.subscribe(),
+            self.inner.options.clone(),
         )))
     }
 
     async fn notify(&self) -> StoreResult<()> {
-        // One process owns the file, so every listener is in this process.
+        // Listeners in this process wake now; one in another (a node beside this operator
+        // store) sees the commit through `PRAGMA data_version`.
         self.inner.wake();
         Ok(())
     }
