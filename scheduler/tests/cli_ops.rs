@@ -555,8 +555,9 @@ async fn operator_commands_on_sqlite() {
     assert_audited(&audit_entries(&store).await);
 
     // A pause the node honours: both tasks fall due at once (written from yet another
-    // connection); the node runs `cli.other` and not the paused `cli.echo` (both were due in the
-    // same pass).
+    // connection, which wakes nobody), then a manual run of `cli.other` is asked for (which
+    // wakes the node); the node runs `cli.other` and not the paused `cli.echo`, due in the same
+    // pass.
     db.ok(&["pause", "cli.echo", "--reason", "maintenance"])
         .await;
     let due = chrono::Utc::now() - chrono::Duration::seconds(1);
@@ -572,6 +573,7 @@ async fn operator_commands_on_sqlite() {
             .unwrap();
         conn.close().await.unwrap();
     }
+    db.ok(&["trigger", "cli.other"]).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
         let states = store.task_states(None).await.unwrap();

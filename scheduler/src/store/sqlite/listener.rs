@@ -5,19 +5,23 @@
 //!   watches it, so wake-ups between two `recv` calls are not lost (several of them are folded
 //!   into one, which is all a wake-up needs).
 //! - From another process (an [`operator`](super::SqliteStoreBuilder::operator) store: the
-//!   `scheduler trigger`, `pause` and `resume` commands beside the node), the listener's own
-//!   connection reads `PRAGMA data_version` every [`CHANGE_CHECK_INTERVAL`]: SQLite changes it
-//!   when any other connection has committed since the last read. That includes this process's
-//!   own pooled connections, so a busy node gets an extra claim pass now and then (at most one
-//!   per interval), which is harmless; it is one read of a page SQLite already has in memory.
+//!   `scheduler trigger`, `pause` and `resume` commands beside the node), every action is an
+//!   audit entry. The listener's own connection reads `PRAGMA data_version` every
+//!   [`CHANGE_CHECK_INTERVAL`] (SQLite changes it when any other connection has committed: one
+//!   read of a page already in memory); only when it changed does the listener compare the
+//!   newest audit id with the entries this store wrote itself, both read during this process's
+//!   writer turn so no own write is half-counted. More entries than its own: another process
+//!   acted, and the listener wakes. The node's own commits (heartbeats, runs) never wake it.
 
+use std::sync::Weak;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Connection, SqliteConnection};
 use tokio::sync::watch;
 
+use super::Inner;
 use crate::store::{ChangeListener, StoreResult};
 
 /// How often the listener asks SQLite whether another connection committed.
@@ -25,54 +29,97 @@ pub(super) const CHANGE_CHECK_INTERVAL: Duration = Duration::from_millis(250);
 
 pub(super) struct SqliteChangeListener {
     changes: watch::Receiver<u64>,
-    options: SqliteConnectOptions,
-    /// The listener's own connection and the last `data_version` it read.
-    watch: Option<(SqliteConnection, i64)>,
+    /// The store, not kept alive by its listener.
+    store: Weak<Inner>,
+    watch: Option<Watch>,
     started: bool,
 }
 
+/// The listener's own connection and what it last saw.
+struct Watch {
+    conn: SqliteConnection,
+    data_version: i64,
+    /// The newest audit id, and how many entries this store had written, at the last look.
+    audit_max: i64,
+    own_audits: u64,
+}
+
+enum Check {
+    /// Another process acted.
+    Foreign,
+    /// Nothing to wake for.
+    Quiet,
+    /// The store is gone.
+    Gone,
+}
+
 impl SqliteChangeListener {
-    pub(super) fn new(changes: watch::Receiver<u64>, options: SqliteConnectOptions) -> Self {
+    pub(super) fn new(changes: watch::Receiver<u64>, store: Weak<Inner>) -> Self {
         Self {
             changes,
-            options,
+            store,
             watch: None,
             started: false,
         }
     }
 
-    /// The listener's connection, opened (and its first `data_version` read) on first use.
-    async fn connection(&mut self) -> StoreResult<&mut (SqliteConnection, i64)> {
-        if self.watch.is_none() {
-            let mut conn = SqliteConnection::connect_with(&self.options)
-                .await
-                .map_err(|e| super::classify("listen", e))?;
-            let version = data_version(&mut conn).await?;
-            self.watch = Some((conn, version));
+    /// One look: `data_version`, and the audit trail if that moved. Cancel-safe: what was seen
+    /// is only replaced by a completed read.
+    async fn check(&mut self) -> StoreResult<Check> {
+        let Some(inner) = self.store.upgrade() else {
+            return Ok(Check::Gone);
+        };
+        let result = self.check_with(&inner).await;
+        if result.is_err() {
+            // A broken connection is reopened at the next look.
+            self.watch = None;
         }
-        Ok(self.watch.as_mut().expect("opened above"))
+        result
     }
 
-    /// Returns once another connection has committed. Cancel-safe: the last version seen is
-    /// only replaced by a completed read.
-    async fn foreign_commit(&mut self) -> StoreResult<()> {
+    async fn check_with(&mut self, inner: &Inner) -> StoreResult<Check> {
+        let Some(watch) = &mut self.watch else {
+            let mut conn = SqliteConnection::connect_with(&inner.options)
+                .await
+                .map_err(|e| super::classify("listen", e))?;
+            let data_version = data_version(&mut conn).await?;
+            let (audit_max, own_audits) = audit_mark(&mut conn, inner).await?;
+            self.watch = Some(Watch {
+                conn,
+                data_version,
+                audit_max,
+                own_audits,
+            });
+            return Ok(Check::Quiet);
+        };
+        let version = data_version(&mut watch.conn).await?;
+        if version == watch.data_version {
+            return Ok(Check::Quiet);
+        }
+        let (audit_max, own_audits) = audit_mark(&mut watch.conn, inner).await?;
+        let foreign = i128::from(audit_max - watch.audit_max)
+            > i128::from(own_audits.wrapping_sub(watch.own_audits));
+        watch.data_version = version;
+        watch.audit_max = audit_max;
+        watch.own_audits = own_audits;
+        Ok(if foreign {
+            Check::Foreign
+        } else {
+            Check::Quiet
+        })
+    }
+
+    /// Returns once another process has acted; pending forever once the store is gone.
+    async fn foreign_action(&mut self) -> StoreResult<()> {
         let mut tick = tokio::time::interval(CHANGE_CHECK_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
         loop {
             tick.tick().await;
-            let (conn, seen) = self.connection().await?;
-            let version = match data_version(conn).await {
-                Ok(version) => version,
-                Err(e) => {
-                    // A broken connection is reopened at the next call.
-                    self.watch = None;
-                    return Err(e);
-                }
-            };
-            if version != *seen {
-                *seen = version;
-                return Ok(());
+            match self.check().await? {
+                Check::Foreign => return Ok(()),
+                Check::Quiet => {}
+                Check::Gone => std::future::pending::<()>().await,
             }
         }
     }
@@ -85,6 +132,17 @@ async fn data_version(conn: &mut SqliteConnection) -> StoreResult<i64> {
         .map_err(|e| super::classify("listen", e))
 }
 
+/// The newest audit id and this store's own count, read during its writer turn (a writer of
+/// this process counts its entry inside its transaction, so both or neither are seen).
+async fn audit_mark(conn: &mut SqliteConnection, inner: &Inner) -> StoreResult<(i64, u64)> {
+    let _turn = inner.writer.lock().await;
+    let max: i64 = sqlx::query_scalar(include_str!("queries/audit_max.sql"))
+        .fetch_one(conn)
+        .await
+        .map_err(|e| super::classify("listen", e))?;
+    Ok((max, inner.own_audits.load(Ordering::SeqCst)))
+}
+
 #[async_trait]
 impl ChangeListener for SqliteChangeListener {
     async fn recv(&mut self) -> StoreResult<()> {
@@ -92,7 +150,9 @@ impl ChangeListener for SqliteChangeListener {
             // Like a LISTEN connection just opened: whatever happened before may have been a
             // change, so the first call returns at once (once the connection is open, so a
             // commit from now on is seen).
-            self.connection().await?;
+            if let Check::Gone = self.check().await? {
+                std::future::pending::<()>().await;
+            }
             self.started = true;
             self.changes.mark_unchanged();
             return Ok(());
@@ -100,7 +160,7 @@ impl ChangeListener for SqliteChangeListener {
         let mut changes = self.changes.clone();
         let local = tokio::select! {
             changed = changes.changed() => changed.is_ok(),
-            result = self.foreign_commit() => return result,
+            result = self.foreign_action() => return result,
         };
         if !local {
             // The store is gone, and with it the node this listener wakes: nothing to wake for.

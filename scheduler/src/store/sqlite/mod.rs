@@ -272,6 +272,7 @@ impl SqliteStoreBuilder {
                 lock_path: lockfile::lock_path(&path),
                 path,
                 operator: self.operator,
+                own_audits: std::sync::atomic::AtomicU64::new(0),
                 op_timeout: self.operation_timeout,
                 writer: tokio::sync::Mutex::new(()),
                 changes,
@@ -438,6 +439,9 @@ struct Inner {
     op_timeout: Duration,
     /// Writers of this process take turns here before they take a connection.
     writer: tokio::sync::Mutex<()>,
+    /// Audit entries this store has written (counted inside their transaction): the change
+    /// listener's way to tell another process's operator action from this one's.
+    own_audits: std::sync::atomic::AtomicU64,
     /// Bumped after a commit that released a lock, applied a config, queued a manual run or
     /// ended a pause, and by [`Store::notify`](super::Store::notify); listeners watch it.
     changes: tokio::sync::watch::Sender<u64>,

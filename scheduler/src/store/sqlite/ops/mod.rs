@@ -311,11 +311,13 @@ async fn insert_skips<'a>(
 }
 
 /// Records an audit entry on `conn`, at the store's clock `now` (as PostgreSQL records it at
-/// `now()`, whatever the entry's own `at` says).
+/// `now()`, whatever the entry's own `at` says), and counts it in `own` (the store's
+/// `own_audits`, which tells the change listener this process's entries from another's).
 async fn insert_audit(
     conn: &mut SqliteConnection,
     a: &AuditEntry,
     now: DateTime<Utc>,
+    own: &std::sync::atomic::AtomicU64,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(query!("audit_insert"))
         .bind(&a.actor)
@@ -325,8 +327,11 @@ async fn insert_audit(
         .bind(&a.source)
         .bind(micros(now))
         .execute(conn)
-        .await
-        .map(drop)
+        .await?;
+    // Counted before the commit, while this writer holds the writer turn: the listener reads
+    // the count and the table under the same turn, so it sees both or neither.
+    own.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Ok(())
 }
 
 #[async_trait]
@@ -514,7 +519,7 @@ impl Store for SqliteStore {
     async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>> {
         Ok(Box::new(SqliteChangeListener::new(
             self.inner.changes.subscribe(),
-            self.inner.options.clone(),
+            std::sync::Arc::downgrade(&self.inner),
         )))
     }
 
