@@ -321,6 +321,7 @@ mod tests {
                 "scheduler_runs_status_id_idx",
                 "scheduler_runs_task_id_idx",
                 "scheduler_runs_task_idx",
+                "scheduler_runs_trigger_id_idx",
             ]
         );
         let bad = sqlx::query("UPDATE scheduler_runs SET status = 'exploded' WHERE id = 3")
