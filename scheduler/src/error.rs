@@ -33,6 +33,11 @@ pub enum Error {
     /// An I/O error outside the database (signals, files).
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// An operator command (`scheduler trigger`, `pause`, ...) was refused or could not be
+    /// done; the message says why and what to do instead (an unknown task with the names near
+    /// it, a paused task, a database that cannot be reached, named with its password hidden).
+    #[error("{0}")]
+    Command(String),
 }
 
 /// An error and its causes on one line, `error: cause: cause` (like anyhow's `{:#}`), skipping a

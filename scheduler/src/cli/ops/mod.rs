@@ -9,8 +9,10 @@
 //! Exit status: 0 done; 1 refused or failed, with the reason on stderr (an unknown task with
 //! the names near it, a paused task, an unreachable database named with its password hidden);
 //! 2 a usage error. The commands never create or migrate a database: pointed at a missing file
-//! or a schema without the scheduler's tables, they say so. An SQLite file belongs to one
-//! process, so against SQLite they work while no node runs on it (and say so when one does).
+//! or a schema without the scheduler's tables, they say so. Against SQLite they open the file
+//! in operator mode ([`SqliteStoreBuilder::operator`](crate::store::sqlite::SqliteStoreBuilder::operator)):
+//! beside the node that owns it (without its lock file), and the node sees a trigger, pause or
+//! resume within about a second.
 //!
 //! Files: `target.rs` opening the store and what every command shares, `status.rs`,
 //! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`).

@@ -19,7 +19,7 @@ pub(super) const ALIVE_WITHIN: Duration =
 
 /// A refusal or failure of a command, as the error the binary prints.
 pub(super) fn fail(message: impl Into<String>) -> crate::Error {
-    std::io::Error::other(message.into()).into()
+    crate::Error::Command(message.into())
 }
 
 /// The store the arguments (or the environment) name, with a check that it can be read.
@@ -54,10 +54,25 @@ impl Target {
                 )));
             }
         }
-        let mut settings = StoreSettings::url(url);
-        settings.schema = schema;
-        settings.max_connections = (backend == Backend::Postgres).then_some(2);
-        let store = crate::store::connect(&settings)?;
+        let store: Arc<dyn Store> = match backend {
+            Backend::Sqlite => {
+                if schema.is_some() {
+                    return Err(fail(format!(
+                        "--schema only applies to a PostgreSQL database, and the store is `{shown}`"
+                    )));
+                }
+                // Operator mode: beside a node that holds the file (SQLite lets several
+                // processes share one WAL file); never migrating, never registering.
+                Arc::new(crate::store::sqlite::from_url(&url)?.operator().connect()?)
+            }
+            _ => {
+                reach_postgres(&url, &shown).await?;
+                let mut settings = StoreSettings::url(url);
+                settings.schema = schema;
+                settings.max_connections = Some(2);
+                crate::store::connect(&settings)?
+            }
+        };
         let target = Self { store, shown };
         target.check(target.store.nodes().await)?;
         Ok(target)
@@ -96,6 +111,36 @@ impl Target {
                     .join(", ")
             ))
         }
+    }
+}
+
+/// How long the first connection to PostgreSQL may take before the command gives up.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connects once, so an unreachable server is reported by its real cause (refused, unknown
+/// host, bad password) rather than as the pool's "timed out while waiting for an open
+/// connection"; the URL and the driver's text are redacted.
+async fn reach_postgres(url: &str, shown: &str) -> crate::Result<()> {
+    use sqlx::Connection;
+    let options: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e: sqlx::Error| {
+        fail(format!(
+            "`{shown}` is not a PostgreSQL URL the scheduler can use: {}",
+            redact_text(&crate::error::error_chain(&e))
+        ))
+    })?;
+    match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::PgConnection::connect_with(&options)).await {
+        Ok(Ok(connection)) => {
+            let _ = connection.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(fail(format!(
+            "cannot reach the scheduler database at `{shown}`: {}",
+            redact_text(&crate::error::error_chain(&e))
+        ))),
+        Err(_) => Err(fail(format!(
+            "cannot reach the scheduler database at `{shown}`: no answer within {}s (is the host and port right, and the server up?)",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
     }
 }
 

@@ -8,6 +8,10 @@
 //! database file itself is never locked this way: SQLite locks it its own way, and an `flock` on
 //! it could interfere. The lock file is never deleted (deleting it would let a newcomer lock a
 //! fresh file of the same name while the holder still locks the old one).
+//!
+//! The rule is about nodes, not connections: SQLite itself lets several processes share one WAL
+//! file safely. A store built with [`operator`](super::SqliteStoreBuilder::operator) (the
+//! `scheduler` operator commands) does not take this lock, so it works beside the node.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -20,7 +24,6 @@ use crate::store::{StoreError, StoreResult};
 /// The held lock; dropping it releases the lock.
 #[derive(Debug)]
 pub(super) struct ProcessLock {
-    path: PathBuf,
     _file: File,
 }
 
@@ -58,16 +61,12 @@ impl ProcessLock {
                 path.display()
             ))
         })?;
-        Ok(Self { path, _file: file })
-    }
-
-    pub(super) fn path(&self) -> &Path {
-        &self.path
+        Ok(Self { _file: file })
     }
 }
 
 /// `<database>.lock`, beside the database.
-fn lock_path(database: &Path) -> PathBuf {
+pub(super) fn lock_path(database: &Path) -> PathBuf {
     let mut name = database.as_os_str().to_owned();
     name.push(".lock");
     PathBuf::from(name)

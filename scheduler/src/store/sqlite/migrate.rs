@@ -26,6 +26,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
         "policies and operations",
         "0002_policies_and_operations.sql"
     ),
+    migration!(6, "run query indexes", "0006_run_query_indexes.sql"),
 ];
 
 /// Applies the migrations `conn` (inside a write transaction) lacks. `Ok(Err(_))`: the database
@@ -320,6 +321,7 @@ mod tests {
                 "scheduler_runs_status_id_idx",
                 "scheduler_runs_task_id_idx",
                 "scheduler_runs_task_idx",
+                "scheduler_runs_trigger_id_idx",
             ]
         );
         let bad = sqlx::query("UPDATE scheduler_runs SET status = 'exploded' WHERE id = 3")

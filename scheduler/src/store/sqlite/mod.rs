@@ -13,7 +13,10 @@
 //! `<database>.lock` (an `flock`, released by the kernel when the process exits or dies, however
 //! it dies) and writes the holder's pid, host and start time into it. A second store on the same
 //! file, from another process or this one, is refused with a [`StoreError::Setup`] naming the
-//! holder. Several nodes need a store they can share over the network: PostgreSQL. The lock file
+//! holder. Several nodes need a store they can share over the network: PostgreSQL. An
+//! [`operator`](SqliteStoreBuilder::operator) store (the `scheduler` operator commands) takes no
+//! lock and works beside the node; the node's change listener sees its commits through SQLite's
+//! `PRAGMA data_version`. The lock file
 //! is left in place when the store closes (deleting it would let two processes lock two different
 //! files of one name); what it says is only the last holder's record.
 //!
@@ -127,6 +130,7 @@ pub struct SqliteStoreBuilder {
     busy_timeout: Duration,
     operation_timeout: Duration,
     max_connections: u32,
+    operator: bool,
 }
 
 impl SqliteStoreBuilder {
@@ -139,6 +143,7 @@ impl SqliteStoreBuilder {
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            operator: false,
         }
     }
 
@@ -173,6 +178,41 @@ impl SqliteStoreBuilder {
         self
     }
 
+    /// Operator mode: a store for reading and steering the database beside the node that owns
+    /// it, as the `scheduler` operator commands do (`status`, `trigger`, `pause`, ...).
+    ///
+    /// It does not take the lock file (SQLite lets several processes share one WAL file; the
+    /// lock only keeps a second *node* off it), never creates the file, and refuses
+    /// [`Store::migrate`](super::Store::migrate) and [`Store::register_node`](super::Store::register_node)
+    /// with a [`StoreError::Setup`]. A write waits up to the
+    /// [`busy_timeout`](Self::busy_timeout) for the node's write lock. The node sees what it
+    /// commits (a manual run, a pause, a resume) within about a quarter of a second: its change
+    /// listener watches SQLite's `PRAGMA data_version`, which changes when another connection
+    /// commits.
+    ///
+    /// ```
+    /// use scheduler::store::Store;
+    /// use scheduler::store::sqlite::SqliteStoreBuilder;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), scheduler::store::StoreError> {
+    /// # let dir = std::env::temp_dir().join(format!("scheduler-doc-op-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("jobs.db");
+    /// let node_store = SqliteStoreBuilder::new(&path).connect()?;
+    /// node_store.migrate().await?;
+    /// // A second node is refused, an operator is not.
+    /// assert!(SqliteStoreBuilder::new(&path).connect().is_err());
+    /// let operator = SqliteStoreBuilder::new(&path).operator().connect()?;
+    /// assert!(operator.task_states(None).await?.is_empty());
+    /// assert!(operator.migrate().await.is_err());
+    /// # drop((node_store, operator)); std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok(()) }
+    /// ```
+    pub fn operator(mut self) -> Self {
+        self.operator = true;
+        self
+    }
+
     /// Validates the settings, takes the lock file (refused when another store holds it) and
     /// creates the pool, inside a Tokio runtime (the pool's upkeep runs on it).
     ///
@@ -199,10 +239,20 @@ impl SqliteStoreBuilder {
             }
         }
         let path = absolute_database_path(&self.path)?;
-        let holder = ProcessLock::acquire(&path)?;
+        let holder = if self.operator {
+            if !path.is_file() {
+                return Err(StoreError::setup(format!(
+                    "no SQLite database at `{}` (an operator store never creates one)",
+                    path.display()
+                )));
+            }
+            None
+        } else {
+            Some(ProcessLock::acquire(&path)?)
+        };
         let options = SqliteConnectOptions::new()
             .filename(&path)
-            .create_if_missing(true)
+            .create_if_missing(!self.operator)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(self.synchronous.to_sqlx())
             .busy_timeout(self.busy_timeout);
@@ -212,13 +262,17 @@ impl SqliteStoreBuilder {
             .acquire_timeout(self.operation_timeout)
             .idle_timeout(Some(Duration::from_secs(600)))
             .test_before_acquire(false)
-            .connect_lazy_with(options);
+            .connect_lazy_with(options.clone());
         let (changes, _) = tokio::sync::watch::channel(0u64);
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 pool,
+                options,
                 description: format!("sqlite {}", path.display()),
+                lock_path: lockfile::lock_path(&path),
                 path,
+                operator: self.operator,
+                own_audits: std::sync::atomic::AtomicU64::new(0),
                 op_timeout: self.operation_timeout,
                 writer: tokio::sync::Mutex::new(()),
                 changes,
@@ -375,16 +429,25 @@ pub struct SqliteStore {
 #[derive(Debug)]
 struct Inner {
     pool: SqlitePool,
+    /// How the pool's connections are opened; the change listener opens its own so.
+    options: SqliteConnectOptions,
     path: PathBuf,
+    lock_path: PathBuf,
+    /// Built with [`SqliteStoreBuilder::operator`]: no lock file, no migration, no node.
+    operator: bool,
     description: String,
     op_timeout: Duration,
     /// Writers of this process take turns here before they take a connection.
     writer: tokio::sync::Mutex<()>,
+    /// Audit entries this store has written (counted inside their transaction): the change
+    /// listener's way to tell another process's operator action from this one's.
+    own_audits: std::sync::atomic::AtomicU64,
     /// Bumped after a commit that released a lock, applied a config, queued a manual run or
     /// ended a pause, and by [`Store::notify`](super::Store::notify); listeners watch it.
     changes: tokio::sync::watch::Sender<u64>,
     /// Declared last, so it is dropped after the pool: the file is given up when the store is.
-    _holder: ProcessLock,
+    /// None in operator mode.
+    _holder: Option<ProcessLock>,
 }
 
 impl SqliteStore {
@@ -403,9 +466,15 @@ impl SqliteStore {
         &self.inner.path
     }
 
-    /// The lock file that keeps other processes off the database.
+    /// The lock file that keeps other nodes off the database (held by this store unless it is
+    /// an [`operator`](SqliteStoreBuilder::operator) store).
     pub fn lock_path(&self) -> &Path {
-        self.inner._holder.path()
+        &self.inner.lock_path
+    }
+
+    /// Whether this store was built with [`SqliteStoreBuilder::operator`].
+    pub fn is_operator(&self) -> bool {
+        self.inner.operator
     }
 }
 

@@ -32,8 +32,21 @@ fn skip_record(row: &sqlx::sqlite::SqliteRow) -> Result<SkipRecord, sqlx::Error>
 impl SqliteStore {
     pub(super) async fn runs_impl(&self, q: &RunQuery) -> StoreResult<Vec<RunRecord>> {
         let limit = i64::from(q.limit.clamp(1, MAX_RUNS_PER_PAGE));
+        // The filter that leads picks the query, and with it the index: a task's runs are few,
+        // a time window is bounded, a status or a trigger of interest is usually rare.
+        let sql = if q.task.is_some() {
+            query!("runs_by_task")
+        } else if q.since.is_some() {
+            query!("runs_by_time")
+        } else if q.status.is_some() {
+            query!("runs_by_status")
+        } else if q.trigger.is_some() {
+            query!("runs_by_trigger")
+        } else {
+            query!("runs_query")
+        };
         read!(self, "runs", |conn, _now| {
-            sqlx::query(query!("runs_query"))
+            sqlx::query(sql)
                 .bind(q.task.as_deref())
                 .bind(q.status.map(|s| s.as_str()))
                 .bind(q.trigger.map(|t| t.as_str()))

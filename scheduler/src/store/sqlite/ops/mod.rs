@@ -85,6 +85,19 @@ mod history;
 mod operator;
 mod outbox;
 
+impl SqliteStore {
+    /// What only the node owning the file may do; refused for an operator store.
+    fn refuse_operator(&self, what: &str) -> StoreResult<()> {
+        if self.inner.operator {
+            return Err(StoreError::setup(format!(
+                "an operator store of `{}` does not {what}: only the node that owns the file does",
+                self.inner.path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Inner {
     async fn writer_turn(
         &self,
@@ -298,11 +311,13 @@ async fn insert_skips<'a>(
 }
 
 /// Records an audit entry on `conn`, at the store's clock `now` (as PostgreSQL records it at
-/// `now()`, whatever the entry's own `at` says).
+/// `now()`, whatever the entry's own `at` says), and counts it in `own` (the store's
+/// `own_audits`, which tells the change listener this process's entries from another's).
 async fn insert_audit(
     conn: &mut SqliteConnection,
     a: &AuditEntry,
     now: DateTime<Utc>,
+    own: &std::sync::atomic::AtomicU64,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(query!("audit_insert"))
         .bind(&a.actor)
@@ -312,8 +327,11 @@ async fn insert_audit(
         .bind(&a.source)
         .bind(micros(now))
         .execute(conn)
-        .await
-        .map(drop)
+        .await?;
+    // Counted before the commit, while this writer holds the writer turn: the listener reads
+    // the count and the table under the same turn, so it sees both or neither.
+    own.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    Ok(())
 }
 
 #[async_trait]
@@ -323,6 +341,7 @@ impl Store for SqliteStore {
     }
 
     async fn migrate(&self) -> StoreResult<()> {
+        self.refuse_operator("migrate the database")?;
         let path = self.inner.path.clone();
         let applied = write_tx!(self, "migrate", limit = MIGRATION_TIMEOUT, |tx, now| {
             match migrate::apply_all(&mut tx, now, &path).await? {
@@ -338,6 +357,7 @@ impl Store for SqliteStore {
     }
 
     async fn register_node(&self, node: &NodeInfo) -> StoreResult<()> {
+        self.refuse_operator("register a node")?;
         self.register_node_impl(node).await
     }
 
@@ -512,11 +532,13 @@ impl Store for SqliteStore {
     async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>> {
         Ok(Box::new(SqliteChangeListener::new(
             self.inner.changes.subscribe(),
+            std::sync::Arc::downgrade(&self.inner),
         )))
     }
 
     async fn notify(&self) -> StoreResult<()> {
-        // One process owns the file, so every listener is in this process.
+        // Listeners in this process wake now; one in another (a node beside this operator
+        // store) sees the commit through `PRAGMA data_version`.
         self.inner.wake();
         Ok(())
     }

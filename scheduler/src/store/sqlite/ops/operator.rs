@@ -37,7 +37,7 @@ impl SqliteStore {
                     .bind(micros(now))
                     .execute(&mut *tx)
                     .await?;
-                insert_audit(&mut tx, audit, now).await?;
+                insert_audit(&mut tx, audit, now, &self.inner.own_audits).await?;
                 RunRequest::Queued
             }
         })?;
@@ -111,7 +111,7 @@ impl SqliteStore {
                 .await?
                 .is_some();
             if found {
-                insert_audit(&mut tx, audit, now).await?;
+                insert_audit(&mut tx, audit, now, &self.inner.own_audits).await?;
             }
             found
         })
@@ -142,7 +142,7 @@ impl SqliteStore {
                 .execute(&mut *tx)
                 .await?;
             insert_skips(&mut tx, &plan.skips, now).await?;
-            insert_audit(&mut tx, audit, now).await?;
+            insert_audit(&mut tx, audit, now, &self.inner.own_audits).await?;
             state.pause
         })?;
         if ended.is_some() {

@@ -1,5 +1,8 @@
--- Runs matching the filters (each NULL: any), newest first, at most ?7.
--- ?1 task, ?2 status, ?3 trigger, ?4 started at or after, ?5 started before, ?6 id below.
+-- Runs matching the filters (each NULL: any), newest first: the rowid, backwards.
+-- ?1 task, ?2 status, ?3 trigger, ?4 started at or after, ?5 started before, ?6 id below; at
+-- most ?7. One file per leading filter (see `runs_impl`): SQLite cannot use an index for a
+-- term written `(?1 IS NULL OR task_name = ?1)`, so the filter that picks the index is written
+-- plainly, and the cursor as a bound on the rowid.
 SELECT id, task_name, scheduled_at, started_at, finished_at, status, node_id, ticks_collapsed,
        error, attempt, trigger, triggered_by
 FROM scheduler_runs
@@ -8,6 +11,6 @@ WHERE (?1 IS NULL OR task_name = ?1)
   AND (?3 IS NULL OR trigger = ?3)
   AND (?4 IS NULL OR started_at >= ?4)
   AND (?5 IS NULL OR started_at < ?5)
-  AND (?6 IS NULL OR id < ?6)
+  AND id < coalesce(?6, 9223372036854775807)
 ORDER BY id DESC
 LIMIT ?7
