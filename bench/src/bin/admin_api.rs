@@ -10,15 +10,12 @@
 //! `scripts/bench admin_api` (or with DATABASE_URL set:
 //! `cargo run --release -p scheduler-bench --bin admin_api`; `ADMIN_API_BACKENDS=sqlite` for one).
 
-#[path = "../engine_support.rs"]
-mod engine_support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine_support::*;
 use scheduler::Scheduler;
 use scheduler::store::{PgStore, SqliteStore, Store};
+use scheduler_bench::engine_support::*;
 use sqlx::Connection;
 use tokio_util::sync::CancellationToken;
 
