@@ -3,7 +3,8 @@
 //!
 //! `scripts/bench scale` (a throwaway cluster preloading `pg_stat_statements`). Knobs:
 //! `SCALE_NODES` (3), `SCALE_TASKS` (2000), `SCALE_EVERY` seconds (10), `SCALE_SECONDS` measured
-//! (60), `SCALE_MAX_CONCURRENT` (node default). Each node is a `scale_node` process connecting
+//! (60), `SCALE_MAX_CONCURRENT` (node default), `SCALE_IDLE=1` (the tasks run yearly: nothing
+//! is due, for the idle load). Each node is a `scale_node` process connecting
 //! as its own role `scale_node_NN`, so `pg_stat_statements` (keyed by role) and
 //! `pg_stat_activity` count statements and connections per node on the server. The roles are
 //! superusers: run this on a throwaway cluster only.
@@ -78,7 +79,12 @@ async fn main() {
     let exe = std::env::current_exe()
         .unwrap()
         .with_file_name("scale_node");
-    let cron = format!("*/{every} * * * * *");
+    let idle = std::env::var("SCALE_IDLE").is_ok_and(|v| v == "1");
+    let cron = if idle {
+        "0 0 1 1 *".to_owned()
+    } else {
+        format!("*/{every} * * * * *")
+    };
     let mut procs: Vec<Node> = (0..nodes)
         .map(|i| {
             let mut node_url = url::Url::parse(&url).expect("DATABASE_URL is a URL");
@@ -236,7 +242,7 @@ async fn main() {
         shares.push(runs);
     }
     let ticks = (end_ms - start_ms) / every_ms;
-    let expected = ticks as u64 * tasks as u64;
+    let expected = if idle { 0 } else { ticks as u64 * tasks as u64 };
     let twice: u64 = seen
         .values()
         .filter(|&&n| n > 1)
@@ -249,14 +255,22 @@ async fn main() {
         shares.iter().copied().max_by(f).unwrap_or(0) as f64 / even * 100.0
     };
     let window_s = (end_ms - start_ms) as f64 / 1000.0;
+    let per_minute: Vec<i64> = (0..nodes)
+        .map(|i| *per_role.get(&role(i)).unwrap_or(&0))
+        .collect();
     let stmts: Vec<f64> = (0..nodes)
         .map(|i| *per_role.get(&role(i)).unwrap_or(&0) as f64 / window_s)
         .collect();
     let mib = |kb: u64| kb as f64 / 1024.0;
     let at = DateTime::<Utc>::from_timestamp_millis(start_ms).unwrap();
     println!(
-        "{nodes} nodes x {tasks} tasks every {every} s, {ticks} ticks measured from {} UTC; \
+        "{nodes} nodes x {tasks} tasks {}, {ticks} intervals measured from {} UTC; \
          load average at the end: {}",
+        if idle {
+            "none due".to_owned()
+        } else {
+            format!("every {every} s")
+        },
         at.format("%H:%M:%S"),
         load.split_whitespace()
             .take(3)
@@ -296,6 +310,13 @@ async fn main() {
     );
     println!();
     println!("runs per node: {shares:?}");
+    println!(
+        "statements per node per minute: {:?}",
+        per_minute
+            .iter()
+            .map(|n| (*n as f64 / window_s * 60.0 * 10.0).round() / 10.0)
+            .collect::<Vec<_>>()
+    );
     println!("statements per node in {window_s:.0} s, busiest first (all nodes, summed):");
     for r in top {
         println!(

@@ -109,6 +109,7 @@ impl PgStore {
                 registered: row.try_get("registered")?,
                 silent: row.try_get("silent")?,
                 overdue: row.try_get("overdue")?,
+                live: row.try_get("live")?,
             })
         })
     }
