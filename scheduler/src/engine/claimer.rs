@@ -386,3 +386,25 @@ impl Service for ClaimLoop {
 fn jitter(d: Duration) -> Duration {
     d.mul_f64(0.5 + super::random_fraction())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fair_share_divides_the_tasks_among_the_live_nodes() {
+        assert_eq!(fair_cap(10_000, 20), 500);
+        assert_eq!(
+            fair_cap(10_000, 3),
+            3_334,
+            "rounded up: the shares cover every task"
+        );
+        assert_eq!(
+            fair_cap(10_000, 1),
+            10_000,
+            "a node alone may take everything"
+        );
+        assert_eq!(fair_cap(10_000, 0), 10_000, "no count yet: alone");
+        assert_eq!(fair_cap(100, 20), MIN_FAIR_BATCH, "never tiny batches");
+    }
+}
