@@ -55,16 +55,17 @@ WITH outcome AS (
               CASE WHEN t.paused_at IS NOT NULL THEN t.pause_until
                    ELSE LEAST(CASE WHEN t.enabled THEN t.next_run_at END,
                               CASE WHEN t.enabled THEN t.retry_at END, t.manual_at) END AS due_at
-), others AS (
-    -- The statement's snapshot: the rows released above are still locked here.
-    SELECT min(next_run_at) AS due_at FROM scheduler_tasks
-    WHERE enabled AND next_run_at > now() AND paused_at IS NULL AND lock_token IS NULL
+), sooner AS MATERIALIZED (
+    -- Two one-row aggregates, each computed once (a join would rescan the second per released
+    -- row). In the statement's snapshot the rows released above are still locked.
+    SELECT 1
+    FROM (SELECT min(due_at) AS due_at FROM released) AS mine,
+         (SELECT min(next_run_at) AS due_at FROM scheduler_tasks
+          WHERE enabled AND next_run_at > now() AND paused_at IS NULL
+            AND lock_token IS NULL) AS others
+    WHERE mine.due_at < others.due_at OR (mine.due_at IS NOT NULL AND others.due_at IS NULL)
 ), notified AS (
-    SELECT pg_notify($13, 'released')
-    FROM (SELECT 1 FROM released, others
-          WHERE released.due_at < others.due_at
-             OR (released.due_at IS NOT NULL AND others.due_at IS NULL)
-          LIMIT 1) AS sooner
+    SELECT pg_notify($13, 'released') FROM sooner
 )
 SELECT o.run_id, (rl.run_id IS NOT NULL) AS lock_held,
        (SELECT count(*) FROM notified) AS notified
