@@ -330,7 +330,8 @@ impl PgStore {
         if finishes.is_empty() {
             return Ok(Vec::new());
         }
-        // In task-name order, like renewals (see renew_locks_impl).
+        // In task-name order, like renewals (see renew_locks_impl); results in the caller's order.
+        let given: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
         let mut finishes: Vec<&RunFinish> = finishes.iter().collect();
         finishes.sort_unstable_by(|a, b| a.lock.task_name.cmp(&b.lock.task_name));
         let ids: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
@@ -379,7 +380,9 @@ impl PgStore {
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
             skips.insert(&mut tx).await?;
             tx.commit().await?;
-            Ok(results)
+            let mut by_id: HashMap<i64, FinishResult> =
+                results.into_iter().map(|r| (r.run_id, r)).collect();
+            Ok(given.iter().filter_map(|id| by_id.remove(id)).collect())
         })
     }
 
