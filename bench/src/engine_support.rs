@@ -27,6 +27,15 @@ fn recording_handler(ctx: TaskContext) -> TaskFuture {
 /// `n` tasks named `{prefix}{i:05}`, all with a no-op handler that records its lag.
 /// Descriptors are leaked: a benchmark builds its registry once.
 pub fn synthetic_registry(prefix: &str, n: usize) -> TaskRegistry {
+    registry_with(prefix, n, recording_handler)
+}
+
+/// `n` tasks named `{prefix}{i:05}`, all with `handler`.
+pub fn registry_with(
+    prefix: &str,
+    n: usize,
+    handler: fn(TaskContext) -> TaskFuture,
+) -> TaskRegistry {
     let descriptors = (0..n).map(|i| {
         let name: &'static str = Box::leak(format!("{prefix}{i:05}").into_boxed_str());
         &*Box::leak(Box::new(TaskDescriptor {
@@ -35,7 +44,7 @@ pub fn synthetic_registry(prefix: &str, n: usize) -> TaskRegistry {
             line: line!(),
             module_path: module_path!(),
             options: TaskOptions::DEFAULT,
-            handler: recording_handler,
+            handler,
         }))
     });
     TaskRegistry::from_descriptors(descriptors).expect("unique names")

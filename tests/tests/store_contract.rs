@@ -726,6 +726,7 @@ async fn nodes_register_beat_and_stop(s: &dyn Store, arrange: &Arrange) {
         ["crashed"],
         "a cleanly stopped node is not silent"
     );
+    assert_eq!(beat.live, 1, "neither a silent nor a stopped node is live");
 
     // A node that beats again is heard; a stopped node that beats is running again.
     assert!(
@@ -740,18 +741,13 @@ async fn nodes_register_beat_and_stop(s: &dyn Store, arrange: &Arrange) {
             .unwrap()
             .registered
     );
-    assert!(
-        s.heartbeat("me", silent_after)
-            .await
-            .unwrap()
-            .silent
-            .is_empty()
-    );
+    let beat = s.heartbeat("me", silent_after).await.unwrap();
+    assert!(beat.silent.is_empty());
+    assert_eq!(beat.live, 3, "every node beat just now");
     arrange.age_node("stopped", Duration::from_secs(300)).await;
-    assert_eq!(
-        s.heartbeat("me", silent_after).await.unwrap().silent,
-        ["stopped"]
-    );
+    let beat = s.heartbeat("me", silent_after).await.unwrap();
+    assert_eq!(beat.silent, ["stopped"]);
+    assert_eq!(beat.live, 2);
     // Registering again is an upsert.
     s.register_node(&NodeInfo::new("stopped", "host2", 8, "test", vec![]))
         .await

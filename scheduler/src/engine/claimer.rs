@@ -1,6 +1,13 @@
 //! The claim loop: sleeps until the earliest thing this node could claim is due, claims due ticks
-//! in batches bounded by free handler slots, releases expired locks per the takeover rule, and
-//! hands each run to the runner.
+//! in batches bounded by free handler slots and by a fair share of the tasks, releases expired
+//! locks per the takeover rule, and hands each run to the runner.
+//!
+//! Fair shares: every node wakes for the same tick, and the first claim transaction to run would
+//! otherwise take as many due rows as its node has free slots (1,000 by default: a whole tick of
+//! 1,000 tasks). So one claim takes at most the node's share, the registered tasks divided by
+//! the live nodes (as the heartbeat counts them), and a node that took a full share pauses about
+//! as long as that claim took before claiming again, so the others' claims go first. A node
+//! alone (or the last one awake) still gets everything, one share per claim.
 //!
 //! No busy polling: the loop sleeps until the store's next wake time (or until an expired lock
 //! it watches has been watched long enough), wakes early on a change notification (another
@@ -25,6 +32,17 @@ const CONTENDED_RETRY: Duration = Duration::from_millis(20);
 const CONTENDED_RETRY_MAX: Duration = Duration::from_secs(1);
 /// How long to wait for a batch of handler slots to free up after filling all of them.
 const REFILL_WAIT: Duration = Duration::from_millis(5);
+/// The smallest batch a fair share caps a claim to.
+const MIN_FAIR_BATCH: usize = 32;
+/// The longest pause after a claim that took a full share.
+const FAIR_PAUSE_MAX: Duration = Duration::from_millis(100);
+
+/// The most due rows one claim may take: `tasks` (registered here) divided among `live` nodes,
+/// rounded up, at least [`MIN_FAIR_BATCH`].
+pub(crate) fn fair_cap(tasks: usize, live: usize) -> usize {
+    tasks.div_ceil(live.max(1)).max(MIN_FAIR_BATCH)
+}
+
 /// A task whose stored schedule cannot be read is left out of claims this long, then looked at
 /// again (the config may have fixed it, or a newer node claimed it meanwhile).
 const UNREADABLE_RETRY: Duration = Duration::from_secs(300);
@@ -42,6 +60,10 @@ pub(crate) struct ClaimPass {
     pub contended: bool,
     /// Every free slot was filled: more may be due.
     pub filled: bool,
+    /// A fair share was taken with slots to spare: more may be due, after the others' turn.
+    pub capped: bool,
+    /// How long the claim transaction took.
+    pub took: Duration,
     /// How long until something may be due (`None`: nothing scheduled).
     pub wake_in: Option<Duration>,
 }
@@ -124,7 +146,9 @@ impl ClaimLoop {
                 });
             }
         }
-        let limit = shared.permits.available_permits();
+        let free = shared.permits.available_permits();
+        let live = shared.live_nodes.load(std::sync::atomic::Ordering::Relaxed);
+        let limit = free.min(fair_cap(names.len(), live));
         let rules = Rules::new(
             &shared.registry,
             &shared.specs,
@@ -244,14 +268,16 @@ impl ClaimLoop {
         }
         let contended = n == 0
             && outcome.rescued.is_empty()
-            && limit > 0
+            && free > 0
             && outcome.left.is_empty()
             && outcome.waiting.is_empty();
         Ok(ClaimPass {
             claimed: n,
             rescued: outcome.rescued.len(),
-            filled: n == limit && limit > 0,
-            saturated: limit == 0,
+            filled: n == free && free > 0,
+            capped: n == limit && limit > 0 && limit < free,
+            took: sent.elapsed(),
+            saturated: free == 0,
             contended,
             wake_in: Some(maturity.map_or(Duration::ZERO, |m| {
                 m.saturating_duration_since(Instant::now())
@@ -315,6 +341,12 @@ impl Service for ClaimLoop {
         if pass.filled {
             return Some(Duration::ZERO);
         }
+        if pass.capped {
+            // Took a full share: the other nodes' claims go first, then this one claims again
+            // at once (more is probably due).
+            self.due_at_end = true;
+            return Some(jitter(pass.took.min(FAIR_PAUSE_MAX)));
+        }
         if pass.contended {
             self.contended += 1;
             return Some(jitter(
@@ -353,4 +385,26 @@ impl Service for ClaimLoop {
 /// `d` scaled by a random factor in [0.5, 1.5), so contending nodes drift apart.
 fn jitter(d: Duration) -> Duration {
     d.mul_f64(0.5 + super::random_fraction())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fair_share_divides_the_tasks_among_the_live_nodes() {
+        assert_eq!(fair_cap(10_000, 20), 500);
+        assert_eq!(
+            fair_cap(10_000, 3),
+            3_334,
+            "rounded up: the shares cover every task"
+        );
+        assert_eq!(
+            fair_cap(10_000, 1),
+            10_000,
+            "a node alone may take everything"
+        );
+        assert_eq!(fair_cap(10_000, 0), 10_000, "no count yet: alone");
+        assert_eq!(fair_cap(100, 20), MIN_FAIR_BATCH, "never tiny batches");
+    }
 }

@@ -59,6 +59,10 @@ impl Maintenance {
                 .register_node(&super::node_info(shared))
                 .await?;
         }
+        shared.live_nodes.store(
+            usize::try_from(beat.live).unwrap_or(1).max(1),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let now_silent: BTreeSet<String> = beat.silent.into_iter().collect();
         for node in now_silent.difference(&self.silent) {
             tracing::warn!(node = %node, silent_for_more_than = ?silent_after, "node stopped sending heartbeats without shutting down (crashed, killed or cut off); its locks expire on their own and its runs will be recovered");

@@ -143,6 +143,9 @@ pub(crate) struct Shared {
     pub(crate) state: StateMap,
     pub(crate) settings: Settings,
     pub(crate) permits: Arc<Semaphore>,
+    /// Live nodes sharing the due work, this one included, as the last heartbeat counted them:
+    /// bounds the batch one claim takes (see `claimer::fair_cap`).
+    pub(crate) live_nodes: std::sync::atomic::AtomicUsize,
     /// Wakes the claim loop (a handler finished, another node changed something).
     pub(crate) wake: Notify,
     /// Tells handlers to stop (graceful shutdown).
@@ -240,6 +243,7 @@ impl Scheduler {
             node_id: Arc::from(settings.node_id.as_str()),
             state,
             permits: Arc::new(Semaphore::new(settings.max_concurrent)),
+            live_nodes: std::sync::atomic::AtomicUsize::new(1),
             settings,
             wake: Notify::new(),
             handlers_cancel: CancellationToken::new(),

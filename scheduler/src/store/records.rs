@@ -210,6 +210,9 @@ pub struct Heartbeat {
     /// Enabled, unpaused tasks whose next run is more than a few seconds overdue and that have
     /// no missed-run incident open yet (a cheap hint to look closer).
     pub overdue: i64,
+    /// Nodes that have not stopped and sent a heartbeat within the silent limit, this one
+    /// included (at least 1): the engine's estimate of how many nodes share the due work.
+    pub live: i64,
 }
 
 /// When the engine should next look at the store.

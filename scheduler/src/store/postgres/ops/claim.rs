@@ -109,6 +109,7 @@ impl PgStore {
                 registered: row.try_get("registered")?,
                 silent: row.try_get("silent")?,
                 overdue: row.try_get("overdue")?,
+                live: row.try_get("live")?,
             })
         })
     }
@@ -295,6 +296,11 @@ impl PgStore {
         if held.is_empty() {
             return Ok(Vec::new());
         }
+        // Task rows are updated in name order, as by finish_runs: a renewal and an outcome batch
+        // of the same node touch the same rows, and in different orders they deadlocked (one
+        // waited out `deadlock_timeout`, then failed).
+        let mut held: Vec<&(LockKey, Duration)> = held.iter().collect();
+        held.sort_unstable_by(|a, b| a.0.task_name.cmp(&b.0.task_name));
         let names: Vec<&str> = held.iter().map(|(k, _)| k.task_name.as_str()).collect();
         let tokens: Vec<Uuid> = held.iter().map(|(k, _)| k.token).collect();
         let lifetimes: Vec<i64> = held.iter().map(|(_, d)| millis(*d)).collect();
@@ -324,6 +330,10 @@ impl PgStore {
         if finishes.is_empty() {
             return Ok(Vec::new());
         }
+        // In task-name order, like renewals (see renew_locks_impl); results in the caller's order.
+        let given: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
+        let mut finishes: Vec<&RunFinish> = finishes.iter().collect();
+        finishes.sort_unstable_by(|a, b| a.lock.task_name.cmp(&b.lock.task_name));
         let ids: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
         let names: Vec<&str> = finishes.iter().map(|f| f.lock.task_name.as_str()).collect();
         let tokens: Vec<Uuid> = finishes.iter().map(|f| f.lock.token).collect();
@@ -338,7 +348,7 @@ impl PgStore {
             })
             .collect();
         let mut requeue = RequeueColumns::default();
-        for f in finishes {
+        for f in &finishes {
             requeue.push(f.requeue.as_ref());
         }
         let skips = SkipColumns::collect(finishes.iter().flat_map(|f| f.skips.iter()));
@@ -370,7 +380,9 @@ impl PgStore {
                 .collect::<Result<Vec<_>, sqlx::Error>>()?;
             skips.insert(&mut tx).await?;
             tx.commit().await?;
-            Ok(results)
+            let mut by_id: HashMap<i64, FinishResult> =
+                results.into_iter().map(|r| (r.run_id, r)).collect();
+            Ok(given.iter().filter_map(|id| by_id.remove(id)).collect())
         })
     }
 

@@ -1,7 +1,13 @@
 -- Record the end of a batch of runs as the engine decided it, and for each lock that is still
 -- ours (token fence) release it and requeue what the engine decided (a tick due again, a retry,
--- a manual run). A run another node already marked `lost` still gets its real outcome. Wakes
--- the other nodes once per batch.
+-- a manual run). A run another node already marked `lost` still gets its real outcome.
+-- Wakes the other nodes (one NOTIFY per batch) only when a released task becomes due sooner than
+-- every other unlocked task due later than now: only then may they sleep past it. (The engine
+-- that finished the batch wakes itself, so it always sees its released tasks; another node
+-- learns of them when it wakes for the earlier task, or at its poll.) A task due now or in the
+-- past (a tick run again, a retry, a manual run, a handed-over run) always notifies. Only
+-- `next_run_at` counts for the others' wake time: leaving out retries and manual runs can only
+-- make the minimum later, so it may notify more, never less.
 -- $1.. parallel arrays: run id, task, token, status, error, failure count action, ticks
 -- collapsed, requeue kind ('tick' | 'retry' | 'manual' | NULL), requeue tick, requeue attempt,
 -- requeue due time, requeue asker; $13 notify channel. Returns each run written and whether
@@ -45,9 +51,21 @@ WITH outcome AS (
         updated_at = now()
     FROM outcome AS o
     WHERE t.name = o.task_name AND t.lock_token = o.token
-    RETURNING o.run_id
+    RETURNING o.run_id,
+              CASE WHEN t.paused_at IS NOT NULL THEN t.pause_until
+                   ELSE LEAST(CASE WHEN t.enabled THEN t.next_run_at END,
+                              CASE WHEN t.enabled THEN t.retry_at END, t.manual_at) END AS due_at
+), sooner AS MATERIALIZED (
+    -- Two one-row aggregates, each computed once (a join would rescan the second per released
+    -- row). In the statement's snapshot the rows released above are still locked.
+    SELECT 1
+    FROM (SELECT min(due_at) AS due_at FROM released) AS mine,
+         (SELECT min(next_run_at) AS due_at FROM scheduler_tasks
+          WHERE enabled AND next_run_at > now() AND paused_at IS NULL
+            AND lock_token IS NULL) AS others
+    WHERE mine.due_at < others.due_at OR (mine.due_at IS NOT NULL AND others.due_at IS NULL)
 ), notified AS (
-    SELECT pg_notify($13, 'released') FROM (SELECT 1 FROM released LIMIT 1) AS any_released
+    SELECT pg_notify($13, 'released') FROM sooner
 )
 SELECT o.run_id, (rl.run_id IS NOT NULL) AS lock_held,
        (SELECT count(*) FROM notified) AS notified

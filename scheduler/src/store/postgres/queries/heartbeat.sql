@@ -1,6 +1,7 @@
 -- Refresh node $1's heartbeat; return whether its row exists, the other nodes that went
 -- silent (no heartbeat for $2 ms) without stopping cleanly, and how many enabled, unpaused
--- tasks are more than $3 ms overdue with no missed-run incident open (a hint to look closer).
+-- tasks are more than $3 ms overdue with no missed-run incident open (a hint to look closer),
+-- and how many nodes are live (not stopped, a heartbeat within $2 ms; this one counted).
 WITH me AS (
     UPDATE scheduler_nodes SET heartbeat_at = now(), stopped_at = NULL
     WHERE node_id = $1
@@ -14,4 +15,8 @@ SELECT (SELECT count(*) FROM me) > 0 AS registered,
              ORDER BY node_id) AS silent,
        (SELECT count(*) FROM scheduler_tasks
         WHERE enabled AND paused_at IS NULL AND missed_since IS NULL
-          AND next_run_at < now() - $3::int8 * interval '1 millisecond') AS overdue
+          AND next_run_at < now() - $3::int8 * interval '1 millisecond') AS overdue,
+       1 + (SELECT count(*) FROM scheduler_nodes
+            WHERE stopped_at IS NULL
+              AND node_id <> $1
+              AND heartbeat_at >= now() - $2::int8 * interval '1 millisecond') AS live

@@ -149,10 +149,16 @@ impl SqliteStore {
                 .bind(earlier(now, OVERDUE_HINT))
                 .fetch_one(&mut *tx)
                 .await?;
+            let others: i64 = sqlx::query_scalar(query!("live_nodes"))
+                .bind(node_id)
+                .bind(earlier(now, silent_after))
+                .fetch_one(&mut *tx)
+                .await?;
             Heartbeat {
                 registered,
                 silent,
                 overdue,
+                live: 1 + others,
             }
         })
     }
