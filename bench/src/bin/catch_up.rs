@@ -7,15 +7,12 @@
 //! `cargo run --release -p scheduler-bench --bin catch_up`). `CATCHUP_TASKS` (1000),
 //! `CATCHUP_MINUTES` (10).
 
-#[path = "../engine_support.rs"]
-mod engine_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use engine_support::*;
 use scheduler::Scheduler;
+use scheduler_bench::engine_support::*;
 use sqlx::Row;
 use tokio_util::sync::CancellationToken;
 

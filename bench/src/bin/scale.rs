@@ -13,9 +13,6 @@
 //! started; a (task, tick) in two records ran twice. Only ticks inside the measured window count;
 //! the window starts after one whole tick of warm-up and ends half an interval after a tick.
 
-#[path = "../engine_support.rs"]
-mod engine_support;
-
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -23,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use engine_support::*;
+use scheduler_bench::engine_support::*;
 use sqlx::Row;
 
 const SCHEMA: &str = "bench_scale";

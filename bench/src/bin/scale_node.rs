@@ -6,9 +6,6 @@
 //! line per run, then `# rss_kb min max hwm` (resident memory sampled every 250 ms after
 //! start-up: the minimum is the node at rest between ticks, the maximum during a burst).
 
-#[path = "../engine_support.rs"]
-mod engine_support;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -67,8 +64,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tasks: usize = env("SCALE_TASKS")?.parse()?;
     let cron = env("SCALE_CRON")?;
     let record = env("SCALE_RECORD")?;
-    let registry = engine_support::registry_with("s.", tasks, handler);
-    let doc = engine_support::config_for(&registry, &cron);
+    let registry = scheduler_bench::engine_support::registry_with("s.", tasks, handler);
+    let doc = scheduler_bench::engine_support::config_for(&registry, &cron);
     let ran = Arc::new(Ran::default());
     let mut builder = Scheduler::builder()
         .store(Arc::new(

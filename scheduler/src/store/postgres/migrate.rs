@@ -24,7 +24,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(2, "guarantees", "0002_guarantees.sql"),
     migration!(3, "policies", "0003_policies.sql"),
     migration!(4, "operations", "0004_operations.sql"),
-    migration!(6, "run query indexes", "0006_run_query_indexes.sql"),
+    migration!(5, "run query indexes", "0005_run_query_indexes.sql"),
 ];
 
 pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> StoreResult<()> {

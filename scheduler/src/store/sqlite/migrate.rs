@@ -26,7 +26,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
         "policies and operations",
         "0002_policies_and_operations.sql"
     ),
-    migration!(6, "run query indexes", "0006_run_query_indexes.sql"),
+    migration!(3, "run query indexes", "0003_run_query_indexes.sql"),
 ];
 
 /// Applies the migrations `conn` (inside a write transaction) lacks. `Ok(Err(_))`: the database
