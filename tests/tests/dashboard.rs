@@ -232,6 +232,27 @@ async fn the_page_and_its_assets_are_served_under_a_strict_csp_and_name_no_other
     // The API's document describes the API, not the page.
     let doc = node.json("/openapi.json").await;
     assert!(doc["paths"].get("/").is_none());
+
+    // A client that asks gets gzip (the task list of a big deployment is large JSON); one that
+    // does not gets the plain body.
+    for path in ["/api/tasks", "/assets/overview.js"] {
+        let r = node
+            .http
+            .get(node.url(path))
+            .header("accept-encoding", "gzip")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_eq!(r.headers()["content-encoding"], "gzip", "{path}");
+        if path.starts_with("/assets/") {
+            assert_secured(path, &r);
+        }
+        let body = r.bytes().await.unwrap();
+        assert_eq!(&body[..2], &[0x1f, 0x8b], "{path}: a gzip stream");
+        let plain = node.get(path).await;
+        assert!(plain.headers().get("content-encoding").is_none(), "{path}");
+    }
     node.stop().await;
 }
 

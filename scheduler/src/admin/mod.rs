@@ -128,6 +128,8 @@ fn router(state: AdminState) -> axum::Router {
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
+        // Only for clients that ask (`Accept-Encoding: gzip`); small answers stay as they are.
+        .layer(tower_http::compression::CompressionLayer::new().gzip(true))
 }
 
 /// Starts serving `listener` for the node behind `shared`.
