@@ -45,8 +45,45 @@ pub async fn trigger(store: &dyn Store, task: &str, actor: &Actor) -> Result<Run
     Ok(store.request_run(task, &actor.name, &audit).await?)
 }
 
+/// Why a pause request is refused before it reaches the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PauseRefusal {
+    /// The reason is empty (or only spaces): a pause must say why.
+    NoReason,
+    /// `until` is not after now: the pause would end at once.
+    UntilPast,
+}
+
+/// Checks a pause request as every operator surface must (command line, admin API): a reason
+/// that is not blank, and an end, if any, after `now`.
+///
+/// ```
+/// use chrono::{TimeDelta, Utc};
+/// use scheduler::operate::{PauseRefusal, check_pause};
+///
+/// let now = Utc::now();
+/// assert_eq!(check_pause("upstream down", Some(now + TimeDelta::hours(1)), now), Ok(()));
+/// assert_eq!(check_pause("  ", None, now), Err(PauseRefusal::NoReason));
+/// assert_eq!(check_pause("why", Some(now), now), Err(PauseRefusal::UntilPast));
+/// ```
+pub fn check_pause(
+    reason: &str,
+    until: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> std::result::Result<(), PauseRefusal> {
+    if reason.trim().is_empty() {
+        return Err(PauseRefusal::NoReason);
+    }
+    if until.is_some_and(|until| until <= now) {
+        return Err(PauseRefusal::UntilPast);
+    }
+    Ok(())
+}
+
 /// Pauses `task` cluster-wide until resumed or `until`; false if there is no such task. Ticks
-/// due while paused are recorded as skipped (`paused`) when the pause ends.
+/// due while paused are recorded as skipped (`paused`) when the pause ends. Callers check the
+/// request with [`check_pause`] first.
 pub async fn pause(
     store: &dyn Store,
     task: &str,

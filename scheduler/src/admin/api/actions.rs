@@ -110,15 +110,19 @@ async fn pause_task(
     Json(body): Json<PauseRequest>,
 ) -> Result<axum::Json<PauseResult>, ApiError> {
     let reason = body.reason.trim();
-    if reason.is_empty() || reason.chars().count() > MAX_REASON {
-        return Err(ApiError::bad_request(format!(
-            "`reason` must be 1 to {MAX_REASON} characters"
-        )));
+    let too_long =
+        || ApiError::bad_request(format!("`reason` must be 1 to {MAX_REASON} characters"));
+    if reason.chars().count() > MAX_REASON {
+        return Err(too_long());
     }
-    if body.until.is_some_and(|until| until <= Utc::now()) {
-        return Err(ApiError::conflict(
-            "`until` is already past: the pause would end at once",
-        ));
+    match operate::check_pause(reason, body.until, Utc::now()) {
+        Ok(()) => {}
+        Err(operate::PauseRefusal::UntilPast) => {
+            return Err(ApiError::conflict(
+                "`until` is already past: the pause would end at once",
+            ));
+        }
+        Err(_) => return Err(too_long()),
     }
     if !operate::pause(
         state.shared.store.as_ref(),

@@ -72,9 +72,6 @@ pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
 }
 
 pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
-    if args.reason.trim().is_empty() {
-        return Err(fail("a pause needs a reason: --reason 'why'"));
-    }
     let until = match (args.until, args.for_) {
         (Some(until), _) => Some(until),
         (None, Some(length)) => Some(
@@ -84,8 +81,12 @@ pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
         ),
         (None, None) => None,
     };
-    if until.is_some_and(|u| u <= Utc::now()) {
-        return Err(fail(format!("--until {} is already past", instant(until))));
+    match operate::check_pause(&args.reason, until, Utc::now()) {
+        Ok(()) => {}
+        Err(operate::PauseRefusal::UntilPast) => {
+            return Err(fail(format!("--until {} is already past", instant(until))));
+        }
+        Err(_) => return Err(fail("a pause needs a reason: --reason 'why'")),
     }
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
