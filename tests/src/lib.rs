@@ -11,6 +11,7 @@
 //! - [`TempCluster`]: a private PostgreSQL cluster a fault test may stop,
 //!   start and restart without disturbing anyone else.
 //! - [`init_tracing`]: log output that `cargo test` captures per test.
+//! - [`wait_until`]: bounded polling for a condition.
 //!
 //! ```no_run
 //! use scheduler_tests::TestSchema;
@@ -69,4 +70,22 @@ pub fn init_tracing() {
             .with_test_writer()
             .try_init();
     });
+}
+
+/// Polls `check` every 50 ms until it returns true; panics with `what` after `limit`.
+pub async fn wait_until<F, Fut>(limit: std::time::Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if check().await {
+            return;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {limit:?} waiting for: {what}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

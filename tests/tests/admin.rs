@@ -182,19 +182,13 @@ fn start(builder: SchedulerBuilder) -> Node {
     }
 }
 
-async fn wait_until<F, Fut>(what: &str, mut check: F)
+/// Waits up to a minute for `check`.
+async fn wait_until<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    scheduler_tests::wait_until(Duration::from_secs(60), what, check).await;
 }
 
 async fn ready(node: &Node) {

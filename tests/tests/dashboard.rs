@@ -116,19 +116,13 @@ impl Node {
     }
 }
 
-async fn wait_until<F, Fut>(what: &str, mut check: F)
+/// Waits up to a minute for `check`.
+async fn wait_until<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    scheduler_tests::wait_until(Duration::from_secs(60), what, check).await;
 }
 
 fn assert_secured(path: &str, r: &reqwest::Response) {

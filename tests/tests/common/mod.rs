@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -171,23 +170,7 @@ pub fn start(scheduler: Scheduler) -> RunningNode {
     RunningNode { stop, handle }
 }
 
-/// Polls `check` every 50 ms until it returns true; panics with `what` after `limit`.
-pub async fn wait_until<F, Fut>(limit: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if check().await {
-            return;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!("timed out after {limit:?} waiting for: {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+pub use scheduler_tests::wait_until;
 
 /// Waits until the config has created `rows` task rows, then makes every task due now and wakes
 /// the nodes (the yearly schedules tests use would not fire on their own).
