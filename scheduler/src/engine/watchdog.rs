@@ -86,6 +86,8 @@ impl LeaseTimes {
 struct Held {
     key: LockKey,
     times: LeaseTimes,
+    /// When the claim or the last successful renewal of this lock was sent.
+    renewed: Instant,
     warn: watch::Sender<Instant>,
     gate: Arc<GateState>,
     taken_over: CancellationToken,
@@ -144,6 +146,7 @@ impl LockWatchdog {
             Held {
                 key,
                 times,
+                renewed: sent,
                 warn,
                 gate: Arc::clone(&gate),
                 taken_over: taken_over.clone(),
@@ -165,18 +168,23 @@ impl LockWatchdog {
         self.held().values().any(|h| &h.key == key)
     }
 
-    /// One renewal of every held lock. Returns how many were extended; locks not extended are
-    /// told they were taken over.
+    /// One renewal of the held locks that need it: every lock but those claimed or renewed
+    /// less than half a renewal pause ago (a burst's fresh locks are not rewritten while their
+    /// outcomes are being written; the oldest lock skipped is still renewed within one and a
+    /// half pauses, well before its warn deadline). Returns how many were extended; locks not
+    /// extended are told they were taken over.
     pub(crate) async fn renew_once(&self) -> crate::store::StoreResult<usize> {
+        let sent = Instant::now();
+        let fresh = self.renew_pause() / 2;
         let batch: Vec<(i64, LockKey, LeaseTimes)> = self
             .held()
             .iter()
+            .filter(|(_, h)| sent.saturating_duration_since(h.renewed) >= fresh)
             .map(|(run, h)| (*run, h.key.clone(), h.times))
             .collect();
         if batch.is_empty() {
             return Ok(0);
         }
-        let sent = Instant::now();
         let locks: Vec<(LockKey, Duration)> = batch
             .iter()
             .map(|(_, k, t)| (k.clone(), t.lifetime))
@@ -194,10 +202,11 @@ impl LockWatchdog {
             .unwrap_or_else(|p| p.into_inner())
             .take();
         let renewed: std::collections::HashSet<LockKey> = renewed.into_iter().collect();
-        let held = self.held();
+        let mut held = self.held();
         for (run, key, times) in &batch {
-            let Some(h) = held.get(run) else { continue }; // recorded meanwhile
+            let Some(h) = held.get_mut(run) else { continue }; // recorded meanwhile
             if renewed.contains(key) {
+                h.renewed = sent;
                 h.gate.set_deadline(times.stop_after(sent));
                 h.warn.send_replace(times.warn_after(sent));
             } else {
