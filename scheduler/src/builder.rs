@@ -11,8 +11,8 @@ use crate::config::{ConfigDocument, ConfigSettings, ConfigSource, ConfigWatcher}
 use crate::context::StateMap;
 use crate::engine::{
     ConfigFeed, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
-    DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION, DEFAULT_SHUTDOWN_TIMEOUT,
-    Scheduler, Settings,
+    DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
+    DEFAULT_SHUTDOWN_TIMEOUT, Scheduler, Settings,
 };
 use crate::env::Env;
 use crate::policy::{Misfire, Recovery};
@@ -41,6 +41,8 @@ pub mod vars {
     pub const SHUTDOWN_TIMEOUT: &str = "SCHEDULER_SHUTDOWN_TIMEOUT";
     /// Safety-net poll interval.
     pub const POLL_INTERVAL: &str = "SCHEDULER_POLL_INTERVAL";
+    /// The most a claim runs ahead of its ticks.
+    pub const MAX_CLAIM_AHEAD: &str = "SCHEDULER_MAX_CLAIM_AHEAD";
     /// Zone of config entries that name none.
     pub const TIMEZONE: &str = "SCHEDULER_TIMEZONE";
     /// How long finished runs are kept.
@@ -109,6 +111,7 @@ pub struct SchedulerBuilder {
     max_concurrent: Option<usize>,
     shutdown_timeout: Option<Duration>,
     poll_interval: Option<Duration>,
+    max_claim_ahead: Option<Duration>,
     heartbeat_interval: Option<Duration>,
     run_retention: Option<Duration>,
     default_timezone: Option<Tz>,
@@ -150,6 +153,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_MAX_CONCURRENT` | [`max_concurrent`](Self::max_concurrent) | `1000` |
     /// | `SCHEDULER_SHUTDOWN_TIMEOUT` | [`shutdown_timeout`](Self::shutdown_timeout) | `20s` |
     /// | `SCHEDULER_POLL_INTERVAL` | [`poll_interval`](Self::poll_interval) | `30s` |
+    /// | `SCHEDULER_MAX_CLAIM_AHEAD` | [`max_claim_ahead`](Self::max_claim_ahead) | `1s` |
     /// | `SCHEDULER_TIMEZONE` | [`default_timezone`](Self::default_timezone) | `UTC` |
     /// | `SCHEDULER_RUN_RETENTION` | [`run_retention`](Self::run_retention) | `14days` |
     /// | `SCHEDULER_DEFAULT_RECOVERY` | [`default_recovery`](Self::default_recovery) | `rerun` |
@@ -194,6 +198,7 @@ impl SchedulerBuilder {
             max_concurrent: env.number(vars::MAX_CONCURRENT)?,
             shutdown_timeout: env.duration(vars::SHUTDOWN_TIMEOUT)?,
             poll_interval: env.duration(vars::POLL_INTERVAL)?,
+            max_claim_ahead: env.duration(vars::MAX_CLAIM_AHEAD)?,
             default_timezone: env.timezone(vars::TIMEZONE)?,
             run_retention: env.duration(vars::RUN_RETENTION)?,
             default_recovery: env.parsed(vars::DEFAULT_RECOVERY)?,
@@ -318,6 +323,17 @@ impl SchedulerBuilder {
         self
     }
 
+    /// The most a node claims a tick ahead of it. A claim takes time (about half a second for
+    /// 10,000 due rows on one node), so a node sends it 0.1 ms before the tick per task it
+    /// registers (twice the measured claim cost per row), at most this, and starts each run on
+    /// its tick: a burst starts on time instead of a claim later. A config change or pause made within that lead of a
+    /// tick applies from the next tick. Default 1 s, and never more than a quarter of the lock
+    /// lifetime; zero claims only what is due.
+    pub fn max_claim_ahead(mut self, ahead: Duration) -> Self {
+        self.max_claim_ahead = Some(ahead);
+        self
+    }
+
     /// How often the node's heartbeat is written. Default 10 s.
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
         self.heartbeat_interval = Some(interval);
@@ -430,6 +446,7 @@ impl SchedulerBuilder {
             max_concurrent: self.max_concurrent.unwrap_or(DEFAULT_MAX_CONCURRENT),
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
             poll_interval: self.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL),
+            max_claim_ahead: self.max_claim_ahead.unwrap_or(DEFAULT_MAX_CLAIM_AHEAD),
             heartbeat_interval: self
                 .heartbeat_interval
                 .unwrap_or(DEFAULT_HEARTBEAT_INTERVAL),

@@ -97,6 +97,40 @@ async fn steal_task(ctx: TaskContext) {
 
 quick_tasks! { stuck_task = "stuck.task" }
 
+/// Handler starts, as the handlers saw them: (task, tick, wall clock at the start).
+#[derive(Default)]
+struct Starts(std::sync::Mutex<Vec<(String, chrono::DateTime<Utc>, chrono::DateTime<Utc>)>>);
+
+fn record_start(ctx: TaskContext) -> scheduler::__private::TaskFuture {
+    Box::pin(async move {
+        let now = Utc::now();
+        if let Ok(starts) = ctx.state::<Arc<Starts>>() {
+            starts
+                .0
+                .lock()
+                .unwrap()
+                .push((ctx.task_name().to_owned(), ctx.scheduled_at(), now));
+        }
+        Ok(())
+    })
+}
+
+/// `n` tasks `ahead.0000`.. recording their starts (built at run time: too many to write out).
+fn ahead_tasks(n: usize) -> scheduler::TaskRegistry {
+    let descriptors = (0..n).map(|i| {
+        let name: &'static str = Box::leak(format!("ahead.{i:04}").into_boxed_str());
+        &*Box::leak(Box::new(scheduler::TaskDescriptor {
+            name,
+            file: file!(),
+            line: line!(),
+            module_path: module_path!(),
+            options: scheduler::__private::TaskOptions::DEFAULT,
+            handler: record_start,
+        }))
+    });
+    scheduler::TaskRegistry::from_descriptors(descriptors).unwrap()
+}
+
 // ---- behaviours, each run on both backends ---------------------------------------------------
 
 on_both_backends!(
@@ -111,6 +145,7 @@ on_both_backends!(
     expired_lock_on_a_future_task_is_released,
     a_stolen_lock_stops_the_handler_and_records_the_run_lost,
     an_enabled_task_without_a_next_run_is_rescheduled_without_a_config,
+    ticks_claimed_ahead_start_on_their_tick_and_never_before,
 );
 
 /// 20 tasks every second on three nodes for at least 30 ticks (15 on SQLite): every tick of every
@@ -197,6 +232,57 @@ async fn every_tick_runs_exactly_once_across_three_nodes(db: &TestDb) {
         nodes_used.len() >= 2,
         "work was spread over the nodes: {nodes_used:?}"
     );
+}
+
+/// 500 tasks on one tick every 2 s, one node: a claim of 500 rows takes long enough that the
+/// node claims the next tick ahead of it. By the handlers' own clocks no run starts before its
+/// tick, each tick runs once, and the history shows runs claimed ahead started on their tick.
+async fn ticks_claimed_ahead_start_on_their_tick_and_never_before(db: &TestDb) {
+    const TASKS: usize = 500;
+    let starts = Arc::new(Starts::default());
+    let registry = ahead_tasks(TASKS);
+    let config = doc(registry
+        .iter()
+        .map(|d| entry(d.name, "*/2 * * * * *"))
+        .collect());
+    let n = start(
+        node(db, "a", registry)
+            .config_document(config)
+            .state(Arc::clone(&starts))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(60), "4 ticks of every task", || async {
+        starts.0.lock().unwrap().len() >= TASKS * 4
+    })
+    .await;
+    n.stop().await;
+
+    let starts = starts.0.lock().unwrap().clone();
+    let early: Vec<_> = starts.iter().filter(|(_, tick, at)| at < tick).collect();
+    assert_eq!(
+        early,
+        Vec::<&(_, _, _)>::new(),
+        "runs started before their tick"
+    );
+    let mut seen = BTreeSet::new();
+    for (task, tick, _) in &starts {
+        assert!(
+            seen.insert((task, tick)),
+            "{task} started its tick {tick} twice"
+        );
+    }
+    let runs = db.runs(None).await;
+    let ahead = runs
+        .iter()
+        .filter(|r| r.started_at == r.scheduled_at)
+        .count();
+    assert!(
+        ahead > 0,
+        "no run of {} was claimed ahead (started exactly on its tick)",
+        runs.len()
+    );
+    assert!(runs.iter().all(|r| r.started_at >= r.scheduled_at));
 }
 
 /// A handler running three times its lock lifetime keeps its lock (renewed by the watchdog) and

@@ -422,6 +422,7 @@ contract![
     a_disabled_webhook_stays_disabled_with_its_first_reason,
     notify_wakes_every_listener,
     next_wake_counts_retries_manual_runs_and_the_ends_of_pauses,
+    a_claim_ahead_takes_ticks_due_within_its_lead_and_starts_them_on_the_tick,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -2180,6 +2181,69 @@ async fn a_due_retry_is_offered_first_by_its_time_and_served(s: &dyn Store, _: &
         "a retry claims no new tick"
     );
     assert_eq!(task_state(s, "later").await.retry_at, Some(t + HOUR));
+}
+
+async fn a_claim_ahead_takes_ticks_due_within_its_lead_and_starts_them_on_the_tick(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    let soon = t + chrono::Duration::seconds(3);
+    let far = t + HOUR * 24;
+    seed(s, &[("soon", soon), ("later", t + HOUR), ("r", t - HOUR)]).await;
+    // "r" runs its tick, fails, and waits for a retry due as soon as "soon"'s tick.
+    let out = claim(s, &["r"], 1, &Rules::hourly().plan(run_then(far))).await;
+    let retry = with_requeue(
+        finish(
+            claimed(&out, "r"),
+            RunStatus::Failed,
+            Some("boom"),
+            FailureCount::Increment,
+        ),
+        Requeue::Retry {
+            tick: t - HOUR,
+            attempt: 2,
+            at: soon,
+        },
+    );
+    assert!(finish_one(s, retry).await);
+
+    let tasks = names(&["soon", "later", "r"]);
+    let rules = Rules::hourly().plan(leave);
+    s.claim(ClaimRequest::new(NODE, &tasks, 10), &rules)
+        .await
+        .unwrap();
+    assert!(rules.offered().is_empty(), "nothing is due yet");
+
+    let rules = Rules::hourly();
+    let out = s
+        .claim(
+            ClaimRequest::new(NODE, &tasks, 10).ahead(Duration::from_secs(60)),
+            &rules,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        rules.offered(),
+        ["soon"],
+        "a tick within the lead is offered; one beyond it is not, nor a retry not due yet"
+    );
+    let run = claimed(&out, "soon");
+    assert_eq!(run.scheduled_at, soon);
+    assert!(
+        run.starts_in > Duration::ZERO && run.starts_in <= Duration::from_secs(3),
+        "starts on its tick, {:?} from the claim's end",
+        run.starts_in
+    );
+    let record = self::run(s, run.run_id).await;
+    assert_eq!(record.started_at, soon, "recorded as started on its tick");
+    let state = task_state(s, "soon").await;
+    assert_eq!(state.next_run_at, Some(soon + HOUR), "moved on as planned");
+    assert_eq!(
+        task_state(s, "r").await.retry_at,
+        Some(soon),
+        "left for later"
+    );
 }
 
 async fn a_retry_that_gives_way_is_dropped_and_recorded_by_the_claim(s: &dyn Store, _: &Arrange) {

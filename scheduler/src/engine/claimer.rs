@@ -9,6 +9,16 @@
 //! as long as that claim took before claiming again, so the others' claims go first. A node
 //! alone (or the last one awake) still gets everything, one share per claim.
 //!
+//! Claims ahead: a claim takes time (about 50 µs per due row on PostgreSQL, half a second for
+//! 10,000), and runs claimed only once their tick has come start that much late. So the loop
+//! claims a tick [`CLAIM_AHEAD_PER_TASK`] ahead of it per registered task (twice the measured
+//! cost; at most `max_claim_ahead` and a quarter of the lock lifetime), and each run claimed
+//! ahead waits for its tick, holding its lock (renewed) and its slot. Only scheduled ticks are
+//! claimed ahead; retries, manual runs and pause ends when due. The lead comes from the task
+//! count, not from this node's own claim times, so every node with the same tasks wakes at the
+//! same moment and the fair shares hold (a lead learned per node let the node that claimed
+//! last time claim first again, and take every tick). A node with 20 tasks claims 2 ms ahead.
+//!
 //! No busy polling: the loop sleeps until the store's next wake time (or until an expired lock
 //! it watches has been watched long enough), wakes early on a change notification (another
 //! node released a lock, a config was applied) or when one of its own handlers finishes, and
@@ -34,8 +44,17 @@ const CONTENDED_RETRY_MAX: Duration = Duration::from_secs(1);
 const REFILL_WAIT: Duration = Duration::from_millis(5);
 /// The smallest batch a fair share caps a claim to.
 const MIN_FAIR_BATCH: usize = 32;
+/// How far ahead of a tick a node claims it, per registered task.
+pub(crate) const CLAIM_AHEAD_PER_TASK: Duration = Duration::from_micros(100);
 /// The longest pause after a claim that took a full share.
 const FAIR_PAUSE_MAX: Duration = Duration::from_millis(100);
+
+/// How far ahead of their ticks a node with `tasks` registered claims them, at most `bound`.
+pub(crate) fn claim_ahead(tasks: usize, bound: Duration) -> Duration {
+    CLAIM_AHEAD_PER_TASK
+        .saturating_mul(u32::try_from(tasks).unwrap_or(u32::MAX))
+        .min(bound)
+}
 
 /// The most due rows one claim may take: `tasks` (registered here) divided among `live` nodes,
 /// rounded up, at least [`MIN_FAIR_BATCH`].
@@ -81,6 +100,9 @@ pub(crate) struct ClaimLoop {
     due_at_end: bool,
     /// Passes in a row that found due rows held by other transactions.
     contended: u32,
+    /// When the earliest due time the store gave last comes (a pass ahead of it that claims
+    /// nothing waits for it instead of retrying).
+    due_instant: Option<Instant>,
 }
 
 impl ClaimLoop {
@@ -93,7 +115,16 @@ impl ClaimLoop {
             known_due: false,
             due_at_end: false,
             contended: 0,
+            due_instant: None,
         }
+    }
+
+    /// How far ahead of their ticks claims run.
+    fn ahead(&self) -> Duration {
+        claim_ahead(
+            self.shared.names.len(),
+            self.shared.settings.claim_ahead_bound(),
+        )
     }
 
     fn claimable(&mut self) -> Vec<String> {
@@ -118,19 +149,22 @@ impl ClaimLoop {
         let settings = &shared.settings;
         let names = self.claimable();
         let wait = settings.takeover_wait;
+        let ahead = self.ahead();
         if !known_due {
             let info = shared.store.next_wake(&names).await?;
             let until = |at: chrono::DateTime<chrono::Utc>| {
                 (at - info.db_now).to_std().unwrap_or(Duration::ZERO)
             };
-            let due = info.due_at.filter(|d| *d <= info.db_now).is_some();
+            self.due_instant = info.due_at.map(|d| Instant::now() + until(d));
+            let lead = chrono::TimeDelta::from_std(ahead).unwrap_or_default();
+            let due = info.due_at.filter(|d| *d <= info.db_now + lead).is_some();
             let expired = info.expiry_at.filter(|e| *e <= info.db_now).is_some();
             let watched = self.takeover.next_decision(wait);
             // An expired lock is worth a claim if nobody watches it yet or a watch has run out.
             let rescue_due = expired && watched.is_none_or(|m| m <= Instant::now());
             if !due && !rescue_due {
                 let mut wake_in = [
-                    info.due_at.map(until),
+                    info.due_at.map(|d| until(d).saturating_sub(ahead)),
                     info.expiry_at.filter(|e| *e > info.db_now).map(until),
                     watched.map(|m| m.saturating_duration_since(Instant::now())),
                 ]
@@ -156,13 +190,18 @@ impl ClaimLoop {
             &self.takeover,
             wait,
             settings,
-        );
+        )
+        .claiming_ahead(ahead);
         let sent = Instant::now();
         let outcome = shared
             .store
-            .claim(ClaimRequest::new(&shared.node_id, &names, limit), &rules)
+            .claim(
+                ClaimRequest::new(&shared.node_id, &names, limit).ahead(ahead),
+                &rules,
+            )
             .await;
         let outcome = outcome?;
+        let returned = Instant::now();
         let maturity = self.takeover.retain_waiting(&outcome.waiting, wait);
         for lock in &outcome.rescued {
             if let (Some(run_id), Some(scheduled_at)) = (lock.run_id, lock.run_scheduled_at) {
@@ -257,6 +296,7 @@ impl ClaimLoop {
                 shared.metrics.next_run(&run.task_name, next);
                 spec
             });
+            let start_at = returned + run.starts_in;
             shared.tracker.spawn(runner::run(
                 Arc::clone(&shared),
                 run,
@@ -264,13 +304,21 @@ impl ClaimLoop {
                 lease,
                 permit,
                 sent,
+                start_at,
             ));
         }
-        let contended = n == 0
+        let quiet = n == 0
             && outcome.rescued.is_empty()
             && free > 0
             && outcome.left.is_empty()
             && outcome.waiting.is_empty();
+        // Nothing claimed ahead of the due time (a retry, say, is not claimed ahead): wait for
+        // it rather than retry as if another node held the rows.
+        let early = self
+            .due_instant
+            .map(|d| d.saturating_duration_since(Instant::now()))
+            .filter(|d| quiet && !d.is_zero());
+        let contended = quiet && early.is_none();
         Ok(ClaimPass {
             claimed: n,
             rescued: outcome.rescued.len(),
@@ -279,9 +327,14 @@ impl ClaimLoop {
             took: sent.elapsed(),
             saturated: free == 0,
             contended,
-            wake_in: Some(maturity.map_or(Duration::ZERO, |m| {
-                m.saturating_duration_since(Instant::now())
-            })),
+            wake_in: Some(
+                maturity
+                    .map(|m| m.saturating_duration_since(Instant::now()))
+                    .into_iter()
+                    .chain(early)
+                    .min()
+                    .unwrap_or(Duration::ZERO),
+            ),
         })
     }
 
@@ -406,5 +459,15 @@ mod tests {
         );
         assert_eq!(fair_cap(10_000, 0), 10_000, "no count yet: alone");
         assert_eq!(fair_cap(100, 20), MIN_FAIR_BATCH, "never tiny batches");
+    }
+
+    #[test]
+    fn the_claim_lead_grows_with_the_tasks_up_to_its_bound() {
+        let bound = Duration::from_secs(1);
+        assert_eq!(claim_ahead(20, bound), Duration::from_millis(2));
+        assert_eq!(claim_ahead(1_000, bound), Duration::from_millis(100));
+        assert_eq!(claim_ahead(10_000, bound), bound);
+        assert_eq!(claim_ahead(usize::MAX, bound), bound);
+        assert_eq!(claim_ahead(1_000, Duration::ZERO), Duration::ZERO, "off");
     }
 }

@@ -91,6 +91,8 @@ pub(crate) struct Rules<'a> {
     pub takeover: &'a Takeover,
     pub takeover_wait: Duration,
     pub settings: &'a super::Settings,
+    /// How far ahead of its tick the claim runs (see [`Rules::claiming_ahead`]).
+    pub ahead: TimeDelta,
     /// The schedules (and next runs) of the tasks planned to run in this claim.
     pub planned: Mutex<HashMap<String, Planned>>,
     /// Tasks left alone because their stored schedule cannot be read.
@@ -113,9 +115,16 @@ impl<'a> Rules<'a> {
             takeover,
             takeover_wait,
             settings,
+            ahead: TimeDelta::zero(),
             planned: Mutex::new(HashMap::new()),
             unreadable: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Plans the ticks a claim takes ahead (due within `ahead`) as of their own time.
+    pub(crate) fn claiming_ahead(mut self, ahead: Duration) -> Self {
+        self.ahead = TimeDelta::from_std(ahead).unwrap_or(TimeDelta::zero());
+        self
     }
 
     fn policy_of(&self, task: &str) -> TaskPolicy {
@@ -183,7 +192,20 @@ impl ClaimPolicy for Rules<'_> {
                 };
             }
         };
-        let decision = decide_due(task, &spec, &policy, db_now);
+        // A tick claimed ahead is planned as if claimed on it (nothing about it is late, the
+        // next run is the one after it); the run starts on it.
+        let as_of = match task.next_run_at {
+            Some(tick)
+                if task.enabled
+                    && task.pause.is_none()
+                    && tick > db_now
+                    && tick <= db_now + self.ahead =>
+            {
+                tick
+            }
+            _ => db_now,
+        };
+        let decision = decide_due(task, &spec, &policy, as_of);
         if let DueDecision::Run(plan) = &decision {
             let next = match plan.next_run_at {
                 NextRun::Set(next) => next,

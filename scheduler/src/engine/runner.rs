@@ -28,7 +28,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 /// Runs `claimed` holding one handler slot (`permit`), freed as soon as the handler is done so
 /// the claim loop can refill it while the outcome is being recorded. `lease` was taken when the
-/// claim was sent.
+/// claim was sent; the handler starts at `start_at` (later than now if its tick was claimed
+/// ahead of it).
 pub(crate) async fn run(
     shared: Arc<Shared>,
     claimed: ClaimedRun,
@@ -36,6 +37,7 @@ pub(crate) async fn run(
     lease: Lease,
     permit: OwnedSemaphorePermit,
     claim_sent: Instant,
+    start_at: Instant,
 ) {
     let span = tracing::info_span!(
         "task_run",
@@ -47,6 +49,14 @@ pub(crate) async fn run(
         node = %shared.node_id,
     );
     async move {
+        if start_at > Instant::now() {
+            // Claimed ahead of its tick: start on it. A drain that begins meanwhile hands the
+            // run back unstarted, like a run claimed while the node drains.
+            tokio::select! {
+                () = tokio::time::sleep_until(start_at) => {}
+                () = shared.handlers_cancel.cancelled() => {}
+            }
+        }
         let started = Instant::now();
         let was_started = !shared.handlers_cancel.is_cancelled();
         let mut capture = None;

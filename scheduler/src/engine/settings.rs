@@ -34,6 +34,11 @@ pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default safety-net interval: an idle node re-checks the store at least this often, even if no
 /// notification arrives.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(30);
+/// Default bound of how far ahead of a tick a node claims it: a claim takes time (10,000 rows
+/// about half a second), so it is sent before the tick, and the runs start on it. The lead
+/// used is 0.1 ms per registered task, bounded by this (see `engine::claimer`); a change made
+/// that shortly before a tick applies from the next one.
+pub const DEFAULT_MAX_CLAIM_AHEAD: Duration = Duration::from_secs(1);
 /// Default interval of the node heartbeat.
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(10);
 /// Default retention of finished runs in `scheduler_runs`.
@@ -92,6 +97,8 @@ pub(crate) struct Settings {
     pub max_concurrent: usize,
     pub shutdown_timeout: Duration,
     pub poll_interval: Duration,
+    /// The most a claim may run ahead of the ticks it takes (see [`Self::claim_ahead_bound`]).
+    pub max_claim_ahead: Duration,
     pub heartbeat_interval: Duration,
     pub run_retention: Duration,
     pub default_timezone: Tz,
@@ -99,6 +106,13 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    /// The most a claim runs ahead of its ticks: the setting, at most a quarter of the lock
+    /// lifetime (a lock taken ahead is renewed while it waits, but a renewal that fails then
+    /// should still leave the run most of its lease).
+    pub(crate) fn claim_ahead_bound(&self) -> Duration {
+        self.max_claim_ahead.min(self.lock_lifetime / 4)
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         let invalid = |name: &'static str, message: String| {
             Err(Error::InvalidSetting {

@@ -80,16 +80,26 @@ pub struct ClaimRequest<'a> {
     pub tasks: &'a [String],
     /// At most this many runs (free handler slots).
     pub limit: usize,
+    /// Ticks due within this long from now may be claimed already (they start on their tick);
+    /// retries, manual runs and the ends of pauses only when due.
+    pub ahead: Duration,
 }
 
 impl<'a> ClaimRequest<'a> {
-    /// A claim by `node_id` of at most `limit` runs among `tasks`.
+    /// A claim by `node_id` of at most `limit` runs among `tasks`, of what is due now.
     pub fn new(node_id: &'a str, tasks: &'a [String], limit: usize) -> Self {
         Self {
             node_id,
             tasks,
             limit,
+            ahead: Duration::ZERO,
         }
+    }
+
+    /// Also claims ticks due within `ahead` from now.
+    pub fn ahead(mut self, ahead: Duration) -> Self {
+        self.ahead = ahead;
+        self
     }
 }
 
@@ -357,6 +367,10 @@ pub struct ClaimedRun {
     pub scheduled_at: DateTime<Utc>,
     /// The database clock at the claim (ticks up to here are this run's to account for).
     pub claimed_at: DateTime<Utc>,
+    /// How long after the claim returned the run is due to start: zero, unless its tick was
+    /// claimed ahead (see [`ClaimRequest::ahead`]). Measured from the store's clock at the end
+    /// of the claim, so a run never starts before its tick by the store's clock.
+    pub starts_in: Duration,
     /// When the task's previous run ended.
     pub previous_finished_at: Option<DateTime<Utc>>,
     /// Its attempt at the tick.

@@ -211,6 +211,7 @@ impl PgStore {
                 let due = sqlx::query(query!("claim_select"))
                     .bind(request.tasks)
                     .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+                    .bind(millis(request.ahead))
                     .fetch_all(&mut *tx)
                     .await?;
                 let mut plan = Plan::default();
@@ -267,7 +268,12 @@ impl PgStore {
                             let task_name: String = row.try_get("task_name")?;
                             let [previous_finished_at, missed_since] =
                                 seen.get(&task_name).copied().unwrap_or_default();
+                            let started_at: DateTime<Utc> = row.try_get("started_at")?;
+                            let written_at: DateTime<Utc> = row.try_get("written_at")?;
                             Ok(ClaimedRun {
+                                starts_in: (started_at - written_at)
+                                    .to_std()
+                                    .unwrap_or(Duration::ZERO),
                                 run_id: row.try_get("id")?,
                                 previous_finished_at,
                                 missed_since,

@@ -1,6 +1,8 @@
 -- Take the locks planned for the rows selected by claim_select (same transaction), move each
 -- row's schedule as planned, clear what the run serves (its retry, its manual request, an open
--- missed-run incident), and record one running run per task.
+-- missed-run incident), and record one running run per task. A run whose tick was claimed
+-- ahead starts on its tick: that is its start; the store's clock at the end is returned so the
+-- node can tell how long until then.
 -- $1 node id; $2.. parallel arrays: name, token, scheduled_at, set next run?, next_run_at,
 -- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?
 WITH plan AS (
@@ -23,7 +25,7 @@ WITH plan AS (
         manual_at = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_at END,
         manual_by = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_by END,
         missed_since = NULL,
-        last_run_at = clock_timestamp(),
+        last_run_at = GREATEST(clock_timestamp(), p.scheduled_at),
         updated_at = now()
     FROM plan AS p
     WHERE t.name = p.name AND t.lock_token IS NULL
@@ -31,8 +33,9 @@ WITH plan AS (
 )
 INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, status, node_id, lock_token,
                             recovery, attempt, trigger, triggered_by)
-SELECT p.name, p.scheduled_at, clock_timestamp(), 'running', $1, p.token, p.recovery,
+SELECT p.name, p.scheduled_at, GREATEST(clock_timestamp(), p.scheduled_at), 'running', $1, p.token, p.recovery,
        p.attempt, p.trigger, p.triggered_by
 FROM plan AS p
 JOIN locked AS l ON l.name = p.name
-RETURNING id, task_name, lock_token, scheduled_at, attempt, trigger, triggered_by
+RETURNING id, task_name, lock_token, scheduled_at, started_at, attempt, trigger, triggered_by,
+          clock_timestamp() AS written_at

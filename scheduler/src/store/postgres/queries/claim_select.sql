@@ -1,6 +1,6 @@
 -- Lock up to $2 unlocked tasks among the names $1 with something due: an enabled, unpaused
--- task's tick or retry, an expired pause (to end it), or a manual run of an unpaused task;
--- oldest first. Rows another transaction holds (a claim on another node, a reconcile) are
+-- task's tick (due within $3 ms from now: a claim ahead of the tick) or retry, an expired pause
+-- (to end it), or a manual run of an unpaused task; oldest first. Rows another transaction holds (a claim on another node, a reconcile) are
 -- skipped, not waited for.
 SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
        retry_at, retry_tick, retry_attempt, manual_at, manual_by,
@@ -8,7 +8,8 @@ SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
 FROM scheduler_tasks
 WHERE lock_token IS NULL
   AND name = ANY($1)
-  AND ((enabled AND paused_at IS NULL AND (next_run_at <= now() OR retry_at <= now()))
+  AND ((enabled AND paused_at IS NULL AND (next_run_at <= now() + $3 * interval '1 millisecond'
+                                        OR retry_at <= now()))
        OR (paused_at IS NOT NULL AND pause_until <= now())
        OR (paused_at IS NULL AND manual_at <= now()))
 ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until)

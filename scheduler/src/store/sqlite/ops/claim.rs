@@ -194,7 +194,7 @@ impl SqliteStore {
         policy: &dyn ClaimPolicy,
     ) -> StoreResult<ClaimOutcome> {
         let names = names_json(request.tasks);
-        let outcome = write_tx!(self, "claim", |tx, now| {
+        let mut outcome = write_tx!(self, "claim", |tx, now| {
             let mut outcome = ClaimOutcome::default();
 
             // Expired locks: the engine decides, the fenced release applies.
@@ -267,6 +267,7 @@ impl SqliteStore {
                     .bind(micros(now))
                     .bind(&names)
                     .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+                    .bind(later(now, request.ahead))
                     .fetch_all(&mut *tx)
                     .await?
                     .iter()
@@ -326,10 +327,12 @@ impl SqliteStore {
                     if !locked {
                         continue;
                     }
+                    // A tick claimed ahead starts on its tick.
+                    let started_at = now.max(plan.scheduled_at);
                     let run_id: i64 = sqlx::query_scalar(query!("claim_run"))
                         .bind(&task.name)
                         .bind(micros(plan.scheduled_at))
-                        .bind(micros(now))
+                        .bind(micros(started_at))
                         .bind(request.node_id)
                         .bind(token(lock_token))
                         .bind(plan.recovery.as_str())
@@ -344,6 +347,8 @@ impl SqliteStore {
                         lock_token,
                         scheduled_at: plan.scheduled_at,
                         claimed_at: now,
+                        // Set below, from the clock at the end of the claim.
+                        starts_in: Duration::ZERO,
                         previous_finished_at: task.last_finished_at,
                         attempt: plan.attempt,
                         trigger: plan.trigger,
@@ -354,6 +359,13 @@ impl SqliteStore {
             }
             outcome
         })?;
+        // The store's clock is this node's: how long from now until each run's start.
+        let end = Utc::now();
+        for run in &mut outcome.claimed {
+            run.starts_in = (run.scheduled_at.max(run.claimed_at) - end)
+                .to_std()
+                .unwrap_or(Duration::ZERO);
+        }
         if !outcome.rescued.is_empty() {
             self.inner.wake();
         }

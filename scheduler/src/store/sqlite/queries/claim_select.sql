@@ -1,5 +1,5 @@
 -- Up to ?3 unlocked tasks among the names ?2 (a JSON array) with something due at ?1 (now): an
--- enabled, unpaused task's tick or retry, an expired pause (to end it), or a manual run of an
+-- enabled, unpaused task's tick (due by ?4: a claim ahead of the tick) or retry, an expired pause (to end it), or a manual run of an
 -- unpaused task; oldest first (the earliest of the four instants, NULLs ignored like
 -- PostgreSQL's LEAST; then by name). No row locking is needed: the claim's IMMEDIATE
 -- transaction holds the database's write lock, so no other writer can interleave.
@@ -9,7 +9,7 @@ SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
 FROM scheduler_tasks
 WHERE lock_token IS NULL
   AND name IN (SELECT value FROM json_each(?2))
-  AND ((enabled = 1 AND paused_at IS NULL AND (next_run_at <= ?1 OR retry_at <= ?1))
+  AND ((enabled = 1 AND paused_at IS NULL AND (next_run_at <= ?4 OR retry_at <= ?1))
        OR (paused_at IS NOT NULL AND pause_until <= ?1)
        OR (paused_at IS NULL AND manual_at <= ?1))
 ORDER BY min(coalesce(next_run_at, 9223372036854775807), coalesce(retry_at, 9223372036854775807),
