@@ -423,6 +423,7 @@ contract![
     notify_wakes_every_listener,
     next_wake_counts_retries_manual_runs_and_the_ends_of_pauses,
     a_claim_ahead_takes_ticks_due_within_its_lead_and_starts_them_on_the_tick,
+    next_wake_finds_this_nodes_task_behind_many_of_other_binaries,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -760,6 +761,32 @@ async fn nodes_register_beat_and_stop(s: &dyn Store, arrange: &Arrange) {
             .silent
             .is_empty()
     );
+}
+
+/// More tasks of other binaries due first than the wake-time query reads per kind: this node's
+/// own earliest is still found, and one of the others' when listed.
+async fn next_wake_finds_this_nodes_task_behind_many_of_other_binaries(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    let mut tasks: Vec<(String, DateTime<Utc>)> = (0..100)
+        .map(|i| {
+            (
+                format!("other.{i:03}"),
+                t + chrono::Duration::minutes(10 + i),
+            )
+        })
+        .collect();
+    tasks.push(("mine".into(), t + HOUR * 5));
+    tasks.push(("mine.later".into(), t + HOUR * 6));
+    let refs: Vec<(&str, DateTime<Utc>)> = tasks.iter().map(|(n, at)| (n.as_str(), *at)).collect();
+    seed(s, &refs).await;
+    let wake = s.next_wake(&names(&["mine.later", "mine"])).await.unwrap();
+    assert_eq!(wake.due_at, Some(t + HOUR * 5));
+    let wake = s
+        .next_wake(&names(&["mine", "other.099", "other.050"]))
+        .await
+        .unwrap();
+    assert_eq!(wake.due_at, Some(t + chrono::Duration::minutes(60)));
+    assert_eq!(s.next_wake(&names(&["absent"])).await.unwrap().due_at, None);
 }
 
 async fn next_wake_reports_the_earliest_claimable_tick_and_lock_expiry(s: &dyn Store, _: &Arrange) {

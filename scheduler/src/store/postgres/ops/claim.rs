@@ -1,6 +1,6 @@
 //! Nodes, claims, lock renewal and the end of runs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -14,6 +14,39 @@ use crate::store::{
     FinishResult, Heartbeat, LockKey, LockedRun, NextRun, NodeInfo, PendingManual, PendingRetry,
     Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, SkipRecord, StoreResult, WakeInfo,
 };
+
+/// The earliest due times of each kind next_wake reads (see next_wake.sql).
+const WAKE_CANDIDATES: i64 = 32;
+
+/// What next_wake's candidates say.
+#[derive(Default)]
+struct Wake {
+    db_now: Option<DateTime<Utc>>,
+    /// The earliest due time among this node's candidates.
+    due_at: Option<DateTime<Utc>>,
+    expiry_at: Option<DateTime<Utc>>,
+    /// Per kind of due time: candidates read, and how many of them are this node's.
+    kinds: HashMap<String, (i64, i64)>,
+}
+
+impl Wake {
+    fn offer(&mut self, kind: &str, registered: bool, at: Option<DateTime<Utc>>) {
+        let (read, mine) = self.kinds.entry(kind.to_owned()).or_default();
+        *read += 1;
+        if registered {
+            *mine += 1;
+            self.due_at = self.due_at.into_iter().chain(at).min();
+        }
+    }
+
+    /// Whether some kind filled its page with other binaries' tasks only (this node's earliest
+    /// of that kind lies beyond the page, if it has one).
+    fn strangers_first(&self) -> bool {
+        self.kinds
+            .values()
+            .any(|(read, mine)| *read >= WAKE_CANDIDATES && *mine == 0)
+    }
+}
 
 /// The most expired locks one claim looks at.
 const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
@@ -125,16 +158,47 @@ impl PgStore {
     }
 
     pub(super) async fn next_wake_impl(&self, tasks: &[String]) -> StoreResult<WakeInfo> {
-        timed!(self, "next_wake", |conn| {
-            let row = sqlx::query(query!("next_wake"))
-                .bind(tasks)
-                .fetch_one(conn)
+        let wake = timed!(self, "next_wake", |conn| {
+            let rows = sqlx::query(query!("next_wake"))
+                .bind(WAKE_CANDIDATES)
+                .fetch_all(conn)
                 .await?;
-            Ok(WakeInfo {
-                db_now: row.try_get("db_now")?,
-                due_at: row.try_get("due_at")?,
-                expiry_at: row.try_get("expiry_at")?,
-            })
+            let mine: HashSet<&str> = tasks.iter().map(String::as_str).collect();
+            let mut wake = Wake::default();
+            for row in &rows {
+                let kind: &str = row.try_get("kind")?;
+                let at: Option<DateTime<Utc>> = row.try_get("at")?;
+                match kind {
+                    "expiry" => {
+                        wake.expiry_at = at;
+                        wake.db_now = row.try_get("db_now")?;
+                    }
+                    kind => {
+                        let name: &str = row.try_get("name")?;
+                        wake.offer(kind, mine.contains(name), at);
+                    }
+                }
+            }
+            // The expiry row is always there (a scalar subquery's).
+            let db_now = wake.db_now.ok_or(sqlx::Error::RowNotFound)?;
+            Ok((wake, db_now))
+        })?;
+        let (wake, db_now) = wake;
+        let mut due_at = wake.due_at;
+        if wake.strangers_first() {
+            // A kind's earliest candidates are all another binary's tasks: this node's own
+            // earliest may come after them.
+            due_at = timed!(self, "next_wake", |conn| {
+                sqlx::query_scalar(query!("next_wake_named"))
+                    .bind(tasks)
+                    .fetch_one(conn)
+                    .await
+            })?;
+        }
+        Ok(WakeInfo {
+            db_now,
+            due_at,
+            expiry_at: wake.expiry_at,
         })
     }
 
