@@ -97,9 +97,12 @@ async fn steal_task(ctx: TaskContext) {
 
 quick_tasks! { stuck_task = "stuck.task" }
 
-/// Handler starts, as the handlers saw them: (task, tick, wall clock at the start).
+/// One handler start: task, tick, wall clock at the start.
+type Start = (String, chrono::DateTime<Utc>, chrono::DateTime<Utc>);
+
+/// Handler starts, as the handlers saw them.
 #[derive(Default)]
-struct Starts(std::sync::Mutex<Vec<(String, chrono::DateTime<Utc>, chrono::DateTime<Utc>)>>);
+struct Starts(std::sync::Mutex<Vec<Start>>);
 
 fn record_start(ctx: TaskContext) -> scheduler::__private::TaskFuture {
     Box::pin(async move {

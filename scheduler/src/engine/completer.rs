@@ -70,7 +70,13 @@ async fn record(shared: &Shared, batch: &mut [Completion]) {
     let mut failures = 0u32;
     while let Some((from, to)) = pending.pop() {
         let finishes: Vec<RunFinish> = batch[from..to].iter().map(|c| c.finish.clone()).collect();
-        match shared.store.finish_runs(&finishes).await {
+        let runs = || finishes.iter().map(|f| f.run_id);
+        shared.watchdog.writing(runs(), true);
+        let written = shared.store.finish_runs(&finishes).await;
+        if written.is_err() {
+            shared.watchdog.writing(runs(), false);
+        }
+        match written {
             Ok(results) => {
                 if failures > 0 {
                     tracing::info!(

@@ -130,7 +130,7 @@ pub(crate) fn node_info(shared: &Shared) -> NodeInfo {
         settings::hostname(),
         std::process::id(),
         env!("CARGO_PKG_VERSION"),
-        shared.names.clone(),
+        shared.names.to_vec(),
     )
 }
 
@@ -138,7 +138,7 @@ pub(crate) fn node_info(shared: &Shared) -> NodeInfo {
 pub(crate) struct Shared {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) registry: TaskRegistry,
-    pub(crate) names: Vec<String>,
+    pub(crate) names: Arc<[String]>,
     pub(crate) node_id: Arc<str>,
     pub(crate) state: StateMap,
     pub(crate) settings: Settings,
@@ -227,7 +227,7 @@ impl Scheduler {
         webhook: Option<crate::webhook::WebhookSettings>,
     ) -> Self {
         let alerts = webhook.map(|w| Arc::new(AlertSink::new(Arc::new(w))));
-        let names = registry.names().map(str::to_owned).collect();
+        let names: Arc<[String]> = registry.names().map(str::to_owned).collect();
         let (completions, completion_queue) = tokio::sync::mpsc::unbounded_channel();
         let watchdog = Arc::new(watchdog::LockWatchdog::new(
             Arc::clone(&store),

@@ -81,6 +81,11 @@ impl LeaseTimes {
     fn warn_after(&self, sent: Instant) -> Instant {
         self.stop_after(sent) - self.grace
     }
+
+    /// How long after a renewal is sent the warn deadline comes.
+    fn warn_offset(&self) -> Duration {
+        self.lifetime - self.margin - self.grace
+    }
 }
 
 struct Held {
@@ -88,6 +93,8 @@ struct Held {
     times: LeaseTimes,
     /// When the claim or the last successful renewal of this lock was sent.
     renewed: Instant,
+    /// The run's outcome is being written (the write releases the lock).
+    writing: bool,
     warn: watch::Sender<Instant>,
     gate: Arc<GateState>,
     taken_over: CancellationToken,
@@ -147,6 +154,7 @@ impl LockWatchdog {
                 key,
                 times,
                 renewed: sent,
+                writing: false,
                 warn,
                 gate: Arc::clone(&gate),
                 taken_over: taken_over.clone(),
@@ -168,18 +176,34 @@ impl LockWatchdog {
         self.held().values().any(|h| &h.key == key)
     }
 
-    /// One renewal of the held locks that need it: every lock but those claimed or renewed
-    /// less than half a renewal pause ago (a burst's fresh locks are not rewritten while their
-    /// outcomes are being written; the oldest lock skipped is still renewed within one and a
-    /// half pauses, well before its warn deadline). Returns how many were extended; locks not
-    /// extended are told they were taken over.
+    /// Marks the locks of `runs` as being released by the write of their outcomes (`true`), or
+    /// no longer (`false`: the write failed and is retried later).
+    pub(crate) fn writing(&self, runs: impl IntoIterator<Item = i64>, on: bool) {
+        let mut held = self.held();
+        for run in runs {
+            if let Some(h) = held.get_mut(&run) {
+                h.writing = on;
+            }
+        }
+    }
+
+    /// One renewal of the held locks that need it. Left out: locks claimed or renewed less
+    /// than half a renewal pause ago (the oldest lock skipped is still renewed within one and
+    /// a half pauses, well before its warn deadline), and locks whose outcome is being written,
+    /// unless half their time to the warn deadline has passed: that write releases them, and a
+    /// renewal of the same rows would wait for it or make it wait (at a burst of 10,000 runs,
+    /// outcome batches took 350 ms instead of 25 ms). Returns how many were extended; locks
+    /// not extended are told they were taken over.
     pub(crate) async fn renew_once(&self) -> crate::store::StoreResult<usize> {
         let sent = Instant::now();
         let fresh = self.renew_pause() / 2;
         let batch: Vec<(i64, LockKey, LeaseTimes)> = self
             .held()
             .iter()
-            .filter(|(_, h)| sent.saturating_duration_since(h.renewed) >= fresh)
+            .filter(|(_, h)| {
+                let age = sent.saturating_duration_since(h.renewed);
+                age >= fresh && !(h.writing && age < h.times.warn_offset() / 2)
+            })
             .map(|(run, h)| (*run, h.key.clone(), h.times))
             .collect();
         if batch.is_empty() {

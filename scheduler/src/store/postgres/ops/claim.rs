@@ -18,6 +18,30 @@ use crate::store::{
 /// The earliest due times of each kind next_wake reads (see next_wake.sql).
 const WAKE_CANDIDATES: i64 = 32;
 
+/// A node's task names, searched by next_wake: sorted (the engine passes them so), searched in
+/// place; otherwise hashed once.
+enum Names<'a> {
+    Sorted(&'a [String]),
+    Hashed(HashSet<&'a str>),
+}
+
+impl<'a> Names<'a> {
+    fn new(names: &'a [String]) -> Self {
+        if names.is_sorted() {
+            Names::Sorted(names)
+        } else {
+            Names::Hashed(names.iter().map(String::as_str).collect())
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        match self {
+            Names::Sorted(names) => names.binary_search_by(|n| n.as_str().cmp(name)).is_ok(),
+            Names::Hashed(names) => names.contains(name),
+        }
+    }
+}
+
 /// What next_wake's candidates say.
 #[derive(Default)]
 struct Wake {
@@ -163,7 +187,7 @@ impl PgStore {
                 .bind(WAKE_CANDIDATES)
                 .fetch_all(conn)
                 .await?;
-            let mine: HashSet<&str> = tasks.iter().map(String::as_str).collect();
+            let mine = Names::new(tasks);
             let mut wake = Wake::default();
             for row in &rows {
                 let kind: &str = row.try_get("kind")?;

@@ -28,7 +28,12 @@ WITH outcome AS (
                      ELSE o.error END,
         ticks_collapsed = o.collapsed
     FROM outcome AS o
-    WHERE r.id = o.run_id AND r.lock_token = o.token AND r.status IN ('running', 'lost')
+    -- The status test is written so that no index on status can drive the join: after an
+    -- ANALYZE taken between bursts, the planner expected one running run and ten outcomes,
+    -- looped over the running runs for each outcome, and a batch of 1,000 took 2.9 s
+    -- (10,000,000 join tests) instead of 1,000 primary-key lookups.
+    WHERE r.id = o.run_id AND r.lock_token = o.token
+      AND (r.status || '') IN ('running', 'lost')
     RETURNING r.id
 ), released AS (
     UPDATE scheduler_tasks AS t
