@@ -567,4 +567,70 @@ mod tests {
         assert_eq!(claim_tick_cap(1), MAX_COUNTED_TICKS.min(CLAIM_TICK_BUDGET));
         assert_eq!(claim_tick_cap(1_000_000), MIN_CLAIM_TICKS_PER_TASK);
     }
+
+    /// The walk `skipped_ticks` did before it counted spans: the reference.
+    fn walked_skips(
+        spec: &ScheduleSpec,
+        after: DateTime<Utc>,
+        until: DateTime<Utc>,
+        previous_finished_at: Option<DateTime<Utc>>,
+    ) -> Vec<(SkipReason, DateTime<Utc>, DateTime<Utc>, i64)> {
+        let mut records: Vec<(SkipReason, DateTime<Utc>, DateTime<Utc>, i64)> = Vec::new();
+        for tick in spec.iter_after(after).take_while(|t| *t <= until) {
+            let reason = if previous_finished_at.is_some_and(|f| tick <= f) {
+                SkipReason::Overlap
+            } else {
+                SkipReason::Misfire
+            };
+            match records.last_mut() {
+                Some(r) if r.0 == reason => {
+                    r.2 = tick;
+                    r.3 += 1;
+                }
+                _ => records.push((reason, tick, tick, 1)),
+            }
+        }
+        records
+    }
+
+    #[test]
+    fn skipped_ticks_agree_with_walking_them() {
+        let after = at("2026-01-01T00:00:00.250Z");
+        for zone in ["UTC", "Europe/Berlin"] {
+            for expression in ["* * * * * *", "*/7 * * * * *", "*/5 * * * *"] {
+                let spec = ScheduleSpec::parse(expression, zone).unwrap();
+                for until_s in [0, 1, 3, 600, 3_601] {
+                    let until = after + TimeDelta::seconds(until_s) + TimeDelta::milliseconds(7);
+                    for finished_ms in [
+                        None,
+                        Some(-5_000),
+                        Some(0),
+                        Some(999),
+                        Some(1_000),
+                        Some(300_500),
+                        Some(4_000_000),
+                    ] {
+                        let finished = finished_ms.map(|ms| after + TimeDelta::milliseconds(ms));
+                        let got: Vec<_> = skipped_ticks(
+                            "t",
+                            &spec,
+                            after,
+                            until,
+                            finished,
+                            None,
+                            MAX_COUNTED_TICKS,
+                        )
+                        .into_iter()
+                        .map(|r| (r.reason, r.first_tick, r.last_tick, r.ticks))
+                        .collect();
+                        assert_eq!(
+                            got,
+                            walked_skips(&spec, after, until, finished),
+                            "{expression} in {zone}, until +{until_s}s, finished {finished_ms:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
