@@ -82,7 +82,7 @@ async fn concurrent_migrations_apply_once() {
         .fetch_one(&db.pool)
         .await
         .unwrap();
-    assert_eq!(applied, 5, "one row per migration");
+    assert_eq!(applied, 6, "one row per migration");
     db.cleanup().await;
 }
 

@@ -82,7 +82,7 @@ pub(crate) fn missed_grace(
     )
 }
 
-pub(crate) use rules::ticks_between;
+pub(crate) use rules::{MAX_COUNTED_TICKS, ticks_between};
 
 /// The ticks of `task` due while it was disabled (from `since` to `now`), as a skip record.
 pub(crate) fn ticks_while_disabled(
@@ -97,6 +97,7 @@ pub(crate) fn ticks_while_disabled(
         since + chrono::TimeDelta::microseconds(1),
         now,
         crate::store::SkipReason::Disabled,
+        rules::MAX_COUNTED_TICKS,
     )
 }
 

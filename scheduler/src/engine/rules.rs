@@ -25,14 +25,32 @@ use super::outcome;
 use super::watchdog::LockWatchdog;
 use crate::TaskRegistry;
 use crate::policy::Misfire;
-use crate::schedule::{ScheduleSpec, SpecCache};
+use crate::schedule::{FireSpan, ScheduleSpec, SpecCache};
 use crate::store::{
     ClaimPlan, ClaimPolicy, DueDecision, DueTask, ExpiredLock, LockKey, NextRun, RescueDecision,
     SkipReason, SkipRecord, Trigger,
 };
 
 /// Ticks counted one by one for a skip record, at most; beyond, the record says "at least".
+/// (A schedule that repeats every minute, hour or day in a zone of fixed offset, UTC say, is
+/// counted by arithmetic instead, exactly and at no cost per tick: `ScheduleSpec::span`.)
 pub(crate) const MAX_COUNTED_TICKS: usize = 1_000_000;
+
+/// Ticks one claim counts one by one, at most, over all the tasks it plans: the planning runs
+/// inside the claim transaction, after the node started the lease clock of the runs it claims,
+/// so it must not take a noticeable part of a lease. A search takes 0.2 to 3.5 µs
+/// (BENCHMARKS.md, "Next fire time"): 200,000 of them, 40 to 700 ms. Each task gets an even
+/// share for the most rows a claim can hold (`max_concurrent`), and at least
+/// [`MIN_CLAIM_TICKS_PER_TASK`].
+pub(crate) const CLAIM_TICK_BUDGET: usize = 200_000;
+
+/// The fewest ticks a claim counts one by one for a task, however many tasks it may hold.
+pub(crate) const MIN_CLAIM_TICKS_PER_TASK: usize = 10;
+
+/// How many ticks a claim counts one by one per task, with `max_concurrent` handler slots.
+pub(crate) fn claim_tick_cap(max_concurrent: usize) -> usize {
+    (CLAIM_TICK_BUDGET / max_concurrent.max(1)).clamp(MIN_CLAIM_TICKS_PER_TASK, MAX_COUNTED_TICKS)
+}
 
 /// Expired locks being watched before release.
 #[derive(Debug, Default)]
@@ -205,7 +223,8 @@ impl ClaimPolicy for Rules<'_> {
             }
             _ => db_now,
         };
-        let decision = decide_due(task, &spec, &policy, as_of);
+        let cap = claim_tick_cap(self.settings.max_concurrent);
+        let decision = decide_due(task, &spec, &policy, as_of, cap);
         if let DueDecision::Run(plan) = &decision {
             let next = match plan.next_run_at {
                 NextRun::Set(next) => next,
@@ -226,17 +245,20 @@ impl ClaimPolicy for Rules<'_> {
 ///    tick (recorded), otherwise it runs (late) and the ticks after it are accounted for by
 ///    the run;
 /// 4. a retry that is due.
+///
+/// Skip records count at most `cap` ticks each one by one (see [`CLAIM_TICK_BUDGET`]).
 pub(crate) fn decide_due(
     task: &DueTask,
     spec: &ScheduleSpec,
     policy: &TaskPolicy,
     db_now: DateTime<Utc>,
+    cap: usize,
 ) -> DueDecision {
     if let Some(pause) = &task.pause {
         let end = pause.until.unwrap_or(db_now).min(db_now);
         let skips = match task.next_run_at {
             Some(first) if first <= end => {
-                ticks_between(&task.name, spec, first, end, SkipReason::Paused)
+                ticks_between(&task.name, spec, first, end, SkipReason::Paused, cap)
             }
             _ => Vec::new(),
         };
@@ -275,7 +297,7 @@ pub(crate) fn decide_due(
                 db_now,
                 task.last_finished_at,
                 None,
-                MAX_COUNTED_TICKS,
+                cap,
             ));
             return DueDecision::Skip {
                 next_run_at: NextRun::Set(spec.next_after(db_now)),
@@ -331,41 +353,45 @@ pub(crate) fn misfire_grace(spec: &ScheduleSpec, tick: DateTime<Utc>) -> TimeDel
     (interval / 2).clamp(TimeDelta::seconds(1), TimeDelta::seconds(60))
 }
 
-/// The ticks from `first` to `last` (both included) as one record of `reason` (none if empty).
+/// The ticks from `first` to `last` (both included) as one record of `reason` (none if empty),
+/// counting at most `cap` one by one.
 pub(crate) fn ticks_between(
     task: &str,
     spec: &ScheduleSpec,
     first: DateTime<Utc>,
     last: DateTime<Utc>,
     reason: SkipReason,
+    cap: usize,
 ) -> Vec<SkipRecord> {
-    let mut record: Option<SkipRecord> = None;
-    let mut counted = 0usize;
-    for tick in spec.iter_after(first - TimeDelta::microseconds(1)) {
-        if tick > last {
-            break;
-        }
-        counted += 1;
-        match &mut record {
-            Some(r) if counted > MAX_COUNTED_TICKS => {
-                r.exact = false;
-                r.last_tick = last;
-                break;
-            }
-            Some(r) => {
-                r.last_tick = tick;
-                r.ticks += 1;
-            }
-            None => record = Some(SkipRecord::new(task, reason, tick, tick, 1)),
-        }
+    spec.span(first - TimeDelta::microseconds(1), last, cap)
+        .map(|span| record_of(task, reason, span, last, None))
+        .into_iter()
+        .collect()
+}
+
+/// One skip record for `span`; one that is not exact ends at `until` and says "at least".
+fn record_of(
+    task: &str,
+    reason: SkipReason,
+    span: FireSpan,
+    until: DateTime<Utc>,
+    run_id: Option<i64>,
+) -> SkipRecord {
+    let ticks = i64::try_from(span.count).unwrap_or(i64::MAX);
+    let mut record = SkipRecord::new(task, reason, span.first, span.last, ticks);
+    record.run_id = run_id;
+    if !span.exact {
+        record.exact = false;
+        record.last_tick = until;
     }
-    record.into_iter().collect()
+    record
 }
 
 /// The ticks in `(after, until]` that did not get a run of their own (a run serving `after`,
 /// claimed at `until`, stands for them). Ticks due while the previous run was still running (up
 /// to `previous_finished_at`) are an overlap; later ones a misfire (no node ran the task in
-/// time). At most two records, one per reason, tied to `run_id` if given.
+/// time). At most two records, one per reason, tied to `run_id` if given; at most `cap` ticks
+/// counted one by one over both (beyond, the last record says "at least").
 pub(crate) fn skipped_ticks(
     task: &str,
     spec: &ScheduleSpec,
@@ -375,35 +401,39 @@ pub(crate) fn skipped_ticks(
     run_id: Option<i64>,
     cap: usize,
 ) -> Vec<SkipRecord> {
+    let split = previous_finished_at
+        .filter(|f| *f > after)
+        .map(|f| f.min(until));
+    let segments = match split {
+        Some(f) => [
+            Some((after, f, SkipReason::Overlap)),
+            Some((f, until, SkipReason::Misfire)),
+        ],
+        None => [Some((after, until, SkipReason::Misfire)), None],
+    };
     let mut records: Vec<SkipRecord> = Vec::new();
-    let mut counted = 0usize;
-    for tick in spec.iter_after(after) {
-        if tick > until {
-            break;
-        }
-        counted += 1;
-        if counted > cap {
-            if let Some(last) = records.last_mut() {
+    let mut left = cap;
+    for (low, high, reason) in segments.into_iter().flatten() {
+        if left == 0 {
+            // Out of ticks to walk: say so if this part has any.
+            if let Some(last) = records.last_mut()
+                && spec.next_after(low).is_some_and(|t| t <= high)
+            {
                 last.exact = false;
                 last.last_tick = until;
             }
             break;
         }
-        let reason = if previous_finished_at.is_some_and(|f| tick <= f) {
-            SkipReason::Overlap
-        } else {
-            SkipReason::Misfire
+        let Some(span) = spec.span(low, high, left) else {
+            continue;
         };
-        match records.last_mut() {
-            Some(r) if r.reason == reason => {
-                r.last_tick = tick;
-                r.ticks += 1;
-            }
-            _ => {
-                let mut record = SkipRecord::new(task, reason, tick, tick, 1);
-                record.run_id = run_id;
-                records.push(record);
-            }
+        if span.walked {
+            left -= usize::try_from(span.count).unwrap_or(left).min(left);
+        }
+        let exact = span.exact;
+        records.push(record_of(task, reason, span, until, run_id));
+        if !exact {
+            break;
         }
     }
     records
@@ -460,7 +490,8 @@ mod tests {
 
     #[test]
     fn a_very_long_outage_is_counted_up_to_a_bound_and_says_so() {
-        let spec = ScheduleSpec::parse("* * * * * *", "UTC").unwrap();
+        // A zone with daylight saving: its ticks are walked one by one.
+        let spec = ScheduleSpec::parse("* * * * * *", "Europe/London").unwrap();
         let skips = skipped_ticks(
             "t",
             &spec,
@@ -474,5 +505,132 @@ mod tests {
         assert_eq!(skips[0].ticks, 1_000);
         assert!(!skips[0].exact);
         assert_eq!(skips[0].last_tick, at("2026-01-20T00:00:00Z"));
+    }
+
+    #[test]
+    fn a_very_long_outage_in_utc_is_counted_exactly_on_both_sides_of_the_previous_end() {
+        let spec = ScheduleSpec::parse("* * * * * *", "UTC").unwrap();
+        let skips = skipped_ticks(
+            "t",
+            &spec,
+            at("2026-01-01T00:00:00Z"),
+            at("2026-01-20T00:00:00.500Z"),
+            Some(at("2026-01-02T00:00:00Z")),
+            Some(1),
+            1_000,
+        );
+        assert_eq!(skips.len(), 2, "{skips:?}");
+        assert_eq!(skips[0].reason, SkipReason::Overlap);
+        assert_eq!(skips[0].ticks, 86_400);
+        assert_eq!(skips[0].last_tick, at("2026-01-02T00:00:00Z"));
+        assert_eq!(skips[1].reason, SkipReason::Misfire);
+        assert_eq!(skips[1].ticks, 18 * 86_400);
+        assert_eq!(skips[1].first_tick, at("2026-01-02T00:00:01Z"));
+        assert_eq!(skips[1].last_tick, at("2026-01-20T00:00:00Z"));
+        assert!(skips.iter().all(|s| s.exact));
+    }
+
+    #[test]
+    fn the_bound_is_shared_by_the_overlap_and_the_misfire() {
+        let spec = ScheduleSpec::parse("* * * * * *", "Europe/Paris").unwrap();
+        let skips = skipped_ticks(
+            "t",
+            &spec,
+            at("2026-01-01T00:00:00Z"),
+            at("2026-01-01T01:00:00Z"),
+            Some(at("2026-01-01T00:00:10Z")),
+            None,
+            10,
+        );
+        assert_eq!(skips.len(), 1, "{skips:?}");
+        assert_eq!((skips[0].reason, skips[0].ticks), (SkipReason::Overlap, 10));
+        assert!(!skips[0].exact);
+        assert_eq!(skips[0].last_tick, at("2026-01-01T01:00:00Z"));
+
+        let skips = skipped_ticks(
+            "t",
+            &spec,
+            at("2026-01-01T00:00:00Z"),
+            at("2026-01-01T01:00:00Z"),
+            Some(at("2026-01-01T00:00:04Z")),
+            None,
+            10,
+        );
+        assert_eq!(skips.len(), 2, "{skips:?}");
+        assert_eq!((skips[0].ticks, skips[0].exact), (4, true));
+        assert_eq!((skips[1].ticks, skips[1].exact), (6, false));
+    }
+
+    #[test]
+    fn a_claim_counts_ticks_within_its_budget() {
+        assert_eq!(claim_tick_cap(1_000), 200);
+        assert_eq!(claim_tick_cap(1), MAX_COUNTED_TICKS.min(CLAIM_TICK_BUDGET));
+        assert_eq!(claim_tick_cap(1_000_000), MIN_CLAIM_TICKS_PER_TASK);
+    }
+
+    /// The walk `skipped_ticks` did before it counted spans: the reference.
+    fn walked_skips(
+        spec: &ScheduleSpec,
+        after: DateTime<Utc>,
+        until: DateTime<Utc>,
+        previous_finished_at: Option<DateTime<Utc>>,
+    ) -> Vec<(SkipReason, DateTime<Utc>, DateTime<Utc>, i64)> {
+        let mut records: Vec<(SkipReason, DateTime<Utc>, DateTime<Utc>, i64)> = Vec::new();
+        for tick in spec.iter_after(after).take_while(|t| *t <= until) {
+            let reason = if previous_finished_at.is_some_and(|f| tick <= f) {
+                SkipReason::Overlap
+            } else {
+                SkipReason::Misfire
+            };
+            match records.last_mut() {
+                Some(r) if r.0 == reason => {
+                    r.2 = tick;
+                    r.3 += 1;
+                }
+                _ => records.push((reason, tick, tick, 1)),
+            }
+        }
+        records
+    }
+
+    #[test]
+    fn skipped_ticks_agree_with_walking_them() {
+        let after = at("2026-01-01T00:00:00.250Z");
+        for zone in ["UTC", "Europe/Berlin"] {
+            for expression in ["* * * * * *", "*/7 * * * * *", "*/5 * * * *"] {
+                let spec = ScheduleSpec::parse(expression, zone).unwrap();
+                for until_s in [0, 1, 3, 600, 3_601] {
+                    let until = after + TimeDelta::seconds(until_s) + TimeDelta::milliseconds(7);
+                    for finished_ms in [
+                        None,
+                        Some(-5_000),
+                        Some(0),
+                        Some(999),
+                        Some(1_000),
+                        Some(300_500),
+                        Some(4_000_000),
+                    ] {
+                        let finished = finished_ms.map(|ms| after + TimeDelta::milliseconds(ms));
+                        let got: Vec<_> = skipped_ticks(
+                            "t",
+                            &spec,
+                            after,
+                            until,
+                            finished,
+                            None,
+                            MAX_COUNTED_TICKS,
+                        )
+                        .into_iter()
+                        .map(|r| (r.reason, r.first_tick, r.last_tick, r.ticks))
+                        .collect();
+                        assert_eq!(
+                            got,
+                            walked_skips(&spec, after, until, finished),
+                            "{expression} in {zone}, until +{until_s}s, finished {finished_ms:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

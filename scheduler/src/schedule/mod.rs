@@ -151,6 +151,8 @@ mod describe;
 pub use describe::describe;
 mod next;
 mod normalize;
+mod span;
+pub(crate) use span::FireSpan;
 
 use std::fmt;
 use std::sync::Arc;

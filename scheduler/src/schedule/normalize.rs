@@ -45,6 +45,10 @@ pub(crate) enum JobKind {
 pub(crate) struct Compiled {
     pub(crate) cron: Cron,
     pub(crate) kind: JobKind,
+    /// Seconds after which the wall-clock pattern repeats exactly, when that is a minute, an
+    /// hour or a day: every field above the seconds (the minutes, the hours) matches every
+    /// value, and every day matches (no restriction by day of month, month or day of week).
+    pub(crate) period: Option<i64>,
 }
 
 /// What is wrong with one field, before the expression and field name are added.
@@ -225,7 +229,29 @@ pub(crate) fn compile(expression: &str) -> Result<Compiled, ScheduleError> {
         return Err(ScheduleError::expression(expression, Some(field), message));
     }
 
-    Ok(Compiled { cron, kind })
+    let period = wall_period(&parsed);
+    Ok(Compiled { cron, kind, period })
+}
+
+/// The period of the wall-clock pattern of `fields` (second .. day of week), if it is a
+/// minute, an hour or a day. Judged on the values each field matches, so it holds whichever
+/// day rule applies: when every day of the month, every month and every day of the week match,
+/// every date matches.
+fn wall_period(fields: &[ParsedField]) -> Option<i64> {
+    let full = |index: usize| {
+        let field = CronField::ALL[index];
+        let field_values = &fields[index];
+        field_values.specials.is_empty()
+            && (field.min()..=field.max()).all(|v| field_values.values & (1u64 << v) != 0)
+    };
+    if !(full(3) && full(4) && full(5)) {
+        return None;
+    }
+    Some(match (full(1), full(2)) {
+        (true, true) => 60,
+        (_, true) => 3_600,
+        _ => 86_400,
+    })
 }
 
 fn expand_alias(expression: &str, trimmed: &str) -> Result<&'static str, ScheduleError> {

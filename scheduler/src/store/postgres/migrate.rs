@@ -25,6 +25,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(3, "policies", "0003_policies.sql"),
     migration!(4, "operations", "0004_operations.sql"),
     migration!(5, "run query indexes", "0005_run_query_indexes.sql"),
+    migration!(6, "hot renewals", "0006_hot_renewals.sql"),
 ];
 
 pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> StoreResult<()> {

@@ -9,6 +9,8 @@
 -- tested every unlocked row took 0.9 s. Each kind reads its partial index in order and stops
 -- after $1 rows (a scan of the table at worst, still without a per-row search). When no
 -- candidate of a kind is registered here, next_wake_named.sql answers for this node's names.
+-- The lock expiry reads the locked rows (one per running run) through
+-- scheduler_tasks_lock_owner_idx: no index holds lock_expires_at, so that renewals are HOT.
 (SELECT 'tick' AS kind, name, next_run_at AS at, NULL::timestamptz AS db_now FROM scheduler_tasks
  WHERE enabled AND next_run_at IS NOT NULL AND paused_at IS NULL AND lock_token IS NULL
  ORDER BY next_run_at LIMIT $1)
