@@ -6,7 +6,8 @@
 //! - B: after filling `scheduler_runs` to `HISTORY_ROWS` finished runs spread over
 //!   `HISTORY_DAYS` (one set-based `INSERT ... SELECT generate_series`, a log chunk for one run
 //!   in `HISTORY_LOG_EVERY`), then `VACUUM (ANALYZE)` and a checkpoint (the state autovacuum
-//!   reaches on its own; done here so that it does not run inside window B);
+//!   reaches on its own; done here so that it does not run inside window B), `sync` and a
+//!   pause (the kernel's writeback of the fill stays out of window B too);
 //! - C: the store's `prune_history` (the engine's batch size) with a retention of
 //!   `HISTORY_RETENTION_DAYS`, while the node runs.
 //!
@@ -20,7 +21,8 @@
 //! minutes, so not in the default list), or with DATABASE_URL set:
 //! `cargo run --release -p scheduler-bench --bin history`. Knobs: `HISTORY_TASKS` (1000),
 //! `HISTORY_SECONDS` per window (60), `HISTORY_ROWS` (10000000), `HISTORY_DAYS` (60),
-//! `HISTORY_LOG_EVERY` (10), `HISTORY_RETENTION_DAYS` (42), `HISTORY_KEEP=1` leaves the schema.
+//! `HISTORY_LOG_EVERY` (10), `HISTORY_RETENTION_DAYS` (42), `HISTORY_SETTLE` seconds of pause
+//! after the fill's `sync` (60), `HISTORY_KEEP=1` leaves the schema.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -99,13 +101,19 @@ impl Running {
     }
 }
 
-/// One statement's figures from `pg_stat_statements`: calls, mean ms, longest ms, total ms.
+/// One statement's figures from `pg_stat_statements`: calls, mean ms, longest ms, total ms,
+/// and in all its calls: shared blocks read (not in shared buffers) and dirtied, full-page
+/// images written to the WAL, WAL bytes.
 #[derive(Default, Clone, Copy)]
 struct Stmt {
     calls: i64,
     mean: f64,
     max: f64,
     total: f64,
+    read: i64,
+    dirtied: i64,
+    fpi: i64,
+    wal: f64,
 }
 
 /// `pg_stat_statements` of the bench's database, reset and read by statement text.
@@ -126,7 +134,9 @@ impl Stats {
     async fn of(&self, sql: &str) -> Stmt {
         let head = sql.lines().next().unwrap();
         let rows = sqlx::query(
-            "SELECT query, calls, total_exec_time::float8 AS total, max_exec_time::float8 AS max
+            "SELECT query, calls, total_exec_time::float8 AS total, max_exec_time::float8 AS max,
+                    shared_blks_read AS read, shared_blks_dirtied AS dirtied, wal_fpi AS fpi,
+                    wal_bytes::float8 AS wal
              FROM pg_stat_statements
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())",
         )
@@ -141,6 +151,10 @@ impl Stats {
             s.calls += r.get::<i64, _>("calls");
             s.total += r.get::<f64, _>("total");
             s.max = s.max.max(r.get::<f64, _>("max"));
+            s.read += r.get::<i64, _>("read");
+            s.dirtied += r.get::<i64, _>("dirtied");
+            s.fpi += r.get::<i64, _>("fpi");
+            s.wal += r.get::<f64, _>("wal");
         }
         if s.calls > 0 {
             s.mean = s.total / s.calls as f64;
@@ -200,7 +214,25 @@ fn print_windows(windows: &[Window]) {
     );
     println!("|---|---|---|---|---|---|---|");
     let f = |s: &Stmt| format!("{}, {:.2} / {:.1}", s.calls, s.mean, s.max);
+    let mut io = Vec::new();
     for w in windows {
+        let per = |s: &Stmt| {
+            let n = s.calls.max(1) as f64;
+            format!(
+                "{:.0} / {:.0} / {:.0} / {:.0}",
+                s.read as f64 / n,
+                s.dirtied as f64 / n,
+                s.fpi as f64 / n,
+                s.wal / n / 1024.0
+            )
+        };
+        io.push(format!(
+            "| {} | {} | {} | {} |",
+            w.label,
+            per(&w.select),
+            per(&w.apply),
+            per(&w.finish)
+        ));
         println!(
             "| {} | {} | {} | {:.0} / {:.0} / {:.0} | {} | {} | {} |",
             w.label,
@@ -213,6 +245,13 @@ fn print_windows(windows: &[Window]) {
             f(&w.apply),
             f(&w.finish)
         );
+    }
+    println!(
+        "\nper call: shared blocks read / dirtied / WAL full-page images / WAL KiB\n\
+         | window | claim select | claim apply | outcome batch |\n|---|---|---|---|"
+    );
+    for line in io {
+        println!("{line}");
     }
 }
 
@@ -266,6 +305,7 @@ async fn main() {
     let days = knob("HISTORY_DAYS", 60) as i64;
     let log_every = knob("HISTORY_LOG_EVERY", 10).max(1) as i64;
     let retention_days = knob("HISTORY_RETENTION_DAYS", 42);
+    let settle = knob("HISTORY_SETTLE", 60);
     let keep = std::env::var("HISTORY_KEEP").is_ok_and(|v| v == "1");
     let url = database_url();
     let admin = sqlx::PgPool::connect(&url).await.expect("connect");
@@ -356,6 +396,17 @@ async fn main() {
     let started = Instant::now();
     sqlx::query("CHECKPOINT").execute(&admin).await.unwrap();
     let checkpoint = started.elapsed();
+    // Let the kernel write back what the fill dirtied (gigabytes), so that window B does not
+    // run beside it: `sync`, then a pause.
+    let started = Instant::now();
+    let _ = std::process::Command::new("sync").status();
+    let sync = started.elapsed();
+    eprintln!(
+        "[history] sync {:.0} s, settling {settle} s; load {}",
+        sync.as_secs_f64(),
+        load_average()
+    );
+    tokio::time::sleep(Duration::from_secs(settle)).await;
     let size: String = count_text(
         &pool,
         "SELECT pg_size_pretty(pg_total_relation_size('scheduler_runs'))",
@@ -364,11 +415,12 @@ async fn main() {
     let total = count(&pool, "SELECT count(*) FROM scheduler_runs").await;
     println!(
         "\nfill: {total} runs ({size} with indexes) in {:.0} s, {logs} log chunks in {:.0} s, \
-         VACUUM (ANALYZE) {:.0} s, CHECKPOINT {:.0} s; load {}",
+         VACUUM (ANALYZE) {:.0} s, CHECKPOINT {:.0} s, sync {:.0} s and {settle} s pause; load {}",
         fill_runs.as_secs_f64(),
         fill_logs.as_secs_f64(),
         vacuum.as_secs_f64(),
         checkpoint.as_secs_f64(),
+        sync.as_secs_f64(),
         load_average()
     );
 
