@@ -163,6 +163,25 @@ impl Stats {
     }
 }
 
+/// Blocks read from outside shared buffers and found in them, per table and index of the schema
+/// (`pg_statio_user_tables` / `_indexes`), to diff around a window.
+async fn statio(pool: &sqlx::PgPool) -> std::collections::BTreeMap<String, (i64, i64)> {
+    let rows = sqlx::query(
+        "SELECT relname AS name, coalesce(heap_blks_read, 0) AS read, coalesce(heap_blks_hit, 0) AS hit
+         FROM pg_statio_user_tables WHERE schemaname = $1
+         UNION ALL
+         SELECT indexrelname, coalesce(idx_blks_read, 0), coalesce(idx_blks_hit, 0)
+         FROM pg_statio_user_indexes WHERE schemaname = $1",
+    )
+    .bind(SCHEMA)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    rows.iter()
+        .map(|r| (r.get("name"), (r.get("read"), r.get("hit"))))
+        .collect()
+}
+
 /// A window's figures.
 struct Window {
     label: String,
@@ -202,8 +221,25 @@ async fn measure(label: &str, url: &str, tasks: usize, seconds: u64, stats: &Sta
     tokio::time::sleep(WARM_UP).await;
     stats.reset().await;
     node.clear_lags();
+    let before = statio(&stats.pool).await;
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     let lags = node.stop().await;
+    // The statistics collector reports with a delay of up to a second.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = statio(&stats.pool).await;
+    let mut io: Vec<(String, i64, i64)> = after
+        .iter()
+        .map(|(name, (read, hit))| {
+            let (r0, h0) = before.get(name).copied().unwrap_or((0, 0));
+            (name.clone(), read - r0, hit - h0)
+        })
+        .filter(|(_, read, hit)| read + hit > 0)
+        .collect();
+    io.sort_by_key(|(_, read, hit)| -(read + hit));
+    eprintln!("[history] {label}: blocks read / hit per relation in the window:");
+    for (name, read, hit) in io.iter().take(12) {
+        eprintln!("[history]   {name}: {read} / {hit}");
+    }
     window_of(label, stats, lags).await
 }
 
