@@ -214,12 +214,30 @@ impl PgStore {
         batch: u32,
     ) -> StoreResult<u64> {
         let batch = i64::from(batch.max(1));
+        // Runs: each batch continues where the previous one stopped (see prune_runs.sql).
         let mut pruned_runs = 0;
-        for (table, sql) in [
-            ("runs", query!("prune_runs")),
-            ("skips", query!("prune_skips")),
-            ("outbox", query!("prune_outbox")),
-            ("audit", query!("prune_audit")),
+        let mut stopped_at: Option<DateTime<Utc>> = None;
+        loop {
+            let (deleted, last): (i64, Option<DateTime<Utc>>) =
+                timed!(self, "prune_history", |conn| {
+                    let row = sqlx::query(query!("prune_runs"))
+                        .bind(millis(retention))
+                        .bind(batch)
+                        .bind(stopped_at)
+                        .fetch_one(conn)
+                        .await?;
+                    Ok::<_, sqlx::Error>((row.try_get("deleted")?, row.try_get("stopped_at")?))
+                })?;
+            pruned_runs += u64::try_from(deleted).unwrap_or(0);
+            if deleted < batch {
+                break;
+            }
+            stopped_at = last.or(stopped_at);
+        }
+        for sql in [
+            query!("prune_skips"),
+            query!("prune_outbox"),
+            query!("prune_audit"),
         ] {
             loop {
                 let deleted: u64 = timed!(self, "prune_history", |conn| {
@@ -230,9 +248,6 @@ impl PgStore {
                         .await
                         .map(|done| done.rows_affected())
                 })?;
-                if table == "runs" {
-                    pruned_runs += deleted;
-                }
                 if deleted < batch as u64 {
                     break;
                 }
