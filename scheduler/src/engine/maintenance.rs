@@ -1,5 +1,7 @@
-//! Node upkeep: the heartbeat that shows the node is alive, pruning of old run history, and the
-//! change listener that wakes the claim loop early.
+//! Node upkeep: the heartbeat that shows the node is alive, pruning of old run history (in its
+//! own loop: a pass over millions of old runs takes seconds, and the heartbeat must not wait for
+//! it, or other nodes would think this one silent), and the change listener that wakes the claim
+//! loop early.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -25,7 +27,8 @@ const SILENT_AFTER_HEARTBEATS: u32 = 3;
 
 pub(crate) struct Maintenance {
     shared: Arc<Shared>,
-    next_prune: Instant,
+    /// When stuck tasks are looked for next.
+    next_upkeep: Instant,
     /// Nodes already reported silent (each is logged once, and again once it is back).
     silent: BTreeSet<String>,
     /// Tasks reported as impossible to schedule (each logged once).
@@ -36,14 +39,15 @@ impl Maintenance {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         Self {
             shared,
-            next_prune: Instant::now(),
+            next_upkeep: Instant::now(),
             silent: BTreeSet::new(),
             unschedulable: BTreeSet::new(),
         }
     }
 
-    /// Heartbeat, and prune when due. Returns how many runs were pruned.
-    pub(crate) async fn beat_and_prune(&mut self) -> crate::store::StoreResult<u64> {
+    /// Heartbeat, the missed-run check when tasks are overdue, and now and then a look for
+    /// enabled tasks without a next run.
+    pub(crate) async fn beat(&mut self) -> crate::store::StoreResult<()> {
         let shared = &self.shared;
         let silent_after = shared.settings.heartbeat_interval * SILENT_AFTER_HEARTBEATS;
         let beat = shared
@@ -74,20 +78,11 @@ impl Maintenance {
         if beat.overdue > 0 {
             self.check_missed().await?;
         }
-        if Instant::now() < self.next_prune {
-            return Ok(0);
+        if Instant::now() >= self.next_upkeep {
+            self.reschedule_stuck().await?;
+            self.next_upkeep = Instant::now() + PRUNE_INTERVAL;
         }
-        self.reschedule_stuck().await?;
-        let pruned = self
-            .shared
-            .store
-            .prune_history(self.shared.settings.run_retention, PRUNE_BATCH)
-            .await?;
-        self.next_prune = Instant::now() + PRUNE_INTERVAL;
-        if pruned > 0 {
-            tracing::info!(pruned, retention = ?self.shared.settings.run_retention, "pruned old runs");
-        }
-        Ok(pruned)
+        Ok(())
     }
 
     /// Opens a missed-run incident for each overdue task past its grace that nobody is running
@@ -171,7 +166,7 @@ impl Maintenance {
 }
 
 impl Service for Maintenance {
-    type Pass = u64;
+    type Pass = ();
     type Error = StoreError;
 
     fn events(&self) -> Option<&crate::events::EventBus> {
@@ -182,16 +177,46 @@ impl Service for Maintenance {
         "the heartbeat"
     }
 
-    async fn run_once(&mut self) -> Result<u64, StoreError> {
-        self.beat_and_prune().await
+    async fn run_once(&mut self) -> Result<(), StoreError> {
+        self.beat().await
     }
 
-    fn pause_after(&mut self, _pruned: u64) -> Option<Duration> {
+    fn pause_after(&mut self, (): ()) -> Option<Duration> {
         Some(self.shared.settings.heartbeat_interval)
     }
 
     fn pause_after_failure(&mut self, failures: u32) -> Duration {
         backoff(failures - 1).min(self.shared.settings.heartbeat_interval)
+    }
+}
+
+/// Deletes history older than the retention, every [`PRUNE_INTERVAL`], in batches of
+/// [`PRUNE_BATCH`] rows per statement.
+pub(crate) struct Pruner(pub(crate) Arc<Shared>);
+
+impl Service for Pruner {
+    type Pass = ();
+    type Error = StoreError;
+
+    fn what(&self) -> &'static str {
+        "pruning old runs"
+    }
+
+    async fn run_once(&mut self) -> Result<(), StoreError> {
+        let retention = self.0.settings.run_retention;
+        let pruned = self.0.store.prune_history(retention, PRUNE_BATCH).await?;
+        if pruned > 0 {
+            tracing::info!(pruned, retention = ?retention, "pruned old runs");
+        }
+        Ok(())
+    }
+
+    fn pause_after(&mut self, (): ()) -> Option<Duration> {
+        Some(PRUNE_INTERVAL)
+    }
+
+    fn pause_after_failure(&mut self, failures: u32) -> Duration {
+        backoff(failures - 1).min(self.0.settings.heartbeat_interval)
     }
 }
 

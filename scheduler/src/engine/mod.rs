@@ -385,6 +385,11 @@ impl Scheduler {
             None,
         ));
         workers.spawn(service::run(
+            maintenance::Pruner(Arc::clone(&shared)),
+            stop.clone(),
+            None,
+        ));
+        workers.spawn(service::run(
             maintenance::Listener::new(Arc::clone(&shared)),
             stop.clone(),
             None,
