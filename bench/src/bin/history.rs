@@ -478,6 +478,7 @@ async fn main() {
         )))
         .bind(&names)
         .bind(1000i64)
+        .bind(0i64) // no claim ahead: what is due now
         .fetch_all(&mut *tx)
         .await
         .unwrap();
