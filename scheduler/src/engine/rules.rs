@@ -36,6 +36,13 @@ use crate::store::{
 /// counted by arithmetic instead, exactly and at no cost per tick: `ScheduleSpec::span`.)
 pub(crate) const MAX_COUNTED_TICKS: usize = 1_000_000;
 
+/// Ticks the end of one late run counts one by one, at most (the ticks it folded in, misfire
+/// `once`): its outcome waits for the count, and a burst of runs after a long outage would each
+/// walk up to [`MAX_COUNTED_TICKS`] (500 of them put a node's load at 123). 10,000 is nearly
+/// three hours of an every-second schedule, a week of an every-minute one; beyond, the record
+/// says "at least". (Arithmetic counts, as in UTC, are exact whatever the number.)
+pub(crate) const RUN_COUNTED_TICKS: usize = 10_000;
+
 /// Ticks one claim counts one by one, at most, over all the tasks it plans: the planning runs
 /// inside the claim transaction, after the node started the lease clock of the runs it claims,
 /// so it must not take a noticeable part of a lease. A search takes 0.2 to 3.5 µs

@@ -15,7 +15,7 @@ use super::Shared;
 use super::completer::Completion;
 use super::gate::{Gated, Stopped};
 use super::outcome::{self, Ending, StopReason};
-use super::rules::{MAX_COUNTED_TICKS, skipped_ticks};
+use super::rules::{RUN_COUNTED_TICKS, skipped_ticks};
 use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
 use crate::events::{RunRef, SchedulerEvent};
@@ -264,7 +264,7 @@ async fn account_skips(claimed: &ClaimedRun, spec: ScheduleSpec) -> Vec<crate::s
             claimed_at,
             previous,
             Some(run_id),
-            MAX_COUNTED_TICKS,
+            RUN_COUNTED_TICKS,
         )
     };
     if claimed_at - scheduled < chrono::TimeDelta::minutes(10) {
