@@ -7,6 +7,28 @@ use chrono::Utc;
 use scheduler::__private::{TaskDescriptor, TaskFuture, TaskOptions};
 use scheduler::{TaskContext, TaskRegistry};
 
+/// A numeric knob from the environment (`default` when unset; a value that is not a number
+/// stops the benchmark).
+pub fn knob(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .map(|v| {
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name} must be a number"))
+        })
+        .unwrap_or(default)
+}
+
+/// Runs `scheduler` for `d`, then stops it and waits for it to be done.
+pub async fn run_for(scheduler: scheduler::Scheduler, d: std::time::Duration) {
+    let stop = tokio_util::sync::CancellationToken::new();
+    let s = stop.clone();
+    let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
+    tokio::time::sleep(d).await;
+    stop.cancel();
+    handle.await.unwrap().unwrap();
+}
+
 /// Handler-observed lags in milliseconds (handler start minus scheduled tick).
 #[derive(Default)]
 pub struct Lags(pub Mutex<Vec<f64>>);

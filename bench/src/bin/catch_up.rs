@@ -31,7 +31,6 @@ use scheduler::__private::{Misfire, TaskDescriptor, TaskFuture, TaskOptions};
 use scheduler::{Scheduler, TaskContext, TaskRegistry};
 use scheduler_bench::engine_support::*;
 use sqlx::Row;
-use tokio_util::sync::CancellationToken;
 
 const SCHEMA: &str = "bench_catch_up";
 /// The lease's warn deadline for the default 20 s lifetime: lifetime - margin (2 s) - grace
@@ -88,15 +87,6 @@ fn node(url: &str, tasks: usize, skip: usize, starts: Arc<Starts>) -> Scheduler 
         .state(starts)
         .build()
         .unwrap()
-}
-
-async fn run_for(scheduler: Scheduler, d: Duration) {
-    let stop = CancellationToken::new();
-    let s = stop.clone();
-    let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
-    tokio::time::sleep(d).await;
-    stop.cancel();
-    handle.await.unwrap().unwrap();
 }
 
 #[tokio::main]

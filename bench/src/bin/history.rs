@@ -48,16 +48,6 @@ const FINISH_RUNS: &str =
 const PRUNE_RUNS: &str =
     include_str!("../../../scheduler/src/store/postgres/queries/prune_runs.sql");
 
-fn knob(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name} must be a number"))
-        })
-        .unwrap_or(default)
-}
-
 fn node(url: &str, tasks: usize, lags: Arc<Lags>) -> Scheduler {
     let registry = synthetic_registry("h.", tasks);
     let doc = config_for(&registry, "* * * * * *");

@@ -20,7 +20,6 @@ use scheduler::Scheduler;
 use scheduler::TaskContext;
 use scheduler_bench::engine_support::*;
 use sqlx::Row;
-use tokio_util::sync::CancellationToken;
 
 const SCHEMA: &str = "bench_renewals";
 
@@ -47,15 +46,6 @@ fn node(url: &str, tasks: usize, cron: &str) -> Scheduler {
         .max_concurrent(tasks)
         .build()
         .unwrap()
-}
-
-async fn run_for(scheduler: Scheduler, d: Duration) {
-    let stop = CancellationToken::new();
-    let s = stop.clone();
-    let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
-    tokio::time::sleep(d).await;
-    stop.cancel();
-    handle.await.unwrap().unwrap();
 }
 
 async fn table_stats(pool: &sqlx::PgPool) -> (i64, i64) {

@@ -25,16 +25,6 @@ use sqlx::Row;
 
 const SCHEMA: &str = "bench_scale";
 
-fn knob(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("{name} must be a number"))
-        })
-        .unwrap_or(default)
-}
-
 fn role(i: usize) -> String {
     format!("scale_node_{i:02}")
 }

@@ -13,7 +13,7 @@ use super::service::Service;
 use super::{Shared, backoff};
 use crate::store::{ChangeListener, StoreError};
 
-/// How often old runs are pruned.
+/// How often old runs are pruned, and enabled tasks without a next run looked for.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 /// The least grace of the missed-run check (the store's overdue hint is 2 s).
 pub(crate) const MIN_MISSED_GRACE: Duration = Duration::from_secs(2);

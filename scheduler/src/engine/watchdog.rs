@@ -80,7 +80,7 @@ impl LeaseTimes {
     }
 
     fn warn_after(&self, sent: Instant) -> Instant {
-        self.stop_after(sent) - self.grace
+        sent + self.warn_offset()
     }
 
     /// How long after a renewal is sent the warn deadline comes.
@@ -193,11 +193,10 @@ impl LockWatchdog {
     /// is renewed every half interval, and none goes longer than one interval (plus a pass)
     /// without a renewal, as when every lock was renewed every interval, while a burst's fresh
     /// locks are not rewritten as their outcomes are being written. Also left out: locks whose
-    /// outcome is being written,
-    /// unless half their time to the warn deadline has passed: that write releases them, and a
-    /// renewal of the same rows would wait for it or make it wait (at a burst of 10,000 runs,
-    /// outcome batches took 350 ms instead of 25 ms). Returns how many were extended; locks
-    /// not extended are told they were taken over.
+    /// outcome is being written, unless half their time to the warn deadline has passed: that
+    /// write releases them, and a renewal of the same rows would wait for it or make it wait (at
+    /// a burst of 10,000 runs, outcome batches took 350 ms instead of 25 ms). Returns how many
+    /// were extended; locks not extended are told they were taken over.
     pub(crate) async fn renew_once(&self) -> crate::store::StoreResult<usize> {
         let sent = Instant::now();
         let fresh = self.renew_pause() / 2;
