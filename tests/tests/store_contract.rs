@@ -424,6 +424,7 @@ contract![
     next_wake_counts_retries_manual_runs_and_the_ends_of_pauses,
     a_claim_ahead_takes_ticks_due_within_its_lead_and_starts_them_on_the_tick,
     next_wake_finds_this_nodes_task_behind_many_of_other_binaries,
+    a_claim_finds_this_nodes_due_tasks_behind_a_page_of_other_binaries,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -789,6 +790,55 @@ async fn next_wake_finds_this_nodes_task_behind_many_of_other_binaries(s: &dyn S
         .unwrap();
     assert_eq!(wake.due_at, Some(t + chrono::Duration::minutes(60)));
     assert_eq!(s.next_wake(&names(&["absent"])).await.unwrap().due_at, None);
+}
+
+/// More due tasks of other binaries than one claim takes, all due before this node's own: the
+/// claim still takes this node's, oldest first, and leaves the others as they were for their
+/// own binary to claim.
+async fn a_claim_finds_this_nodes_due_tasks_behind_a_page_of_other_binaries(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    let mut tasks: Vec<(String, DateTime<Utc>)> = (0..40)
+        .map(|i| {
+            (
+                format!("other.{i:03}"),
+                t - chrono::Duration::minutes(60 - i),
+            )
+        })
+        .collect();
+    tasks.push(("mine.b".into(), t + chrono::Duration::minutes(2)));
+    tasks.push(("mine.a".into(), t + chrono::Duration::minutes(1)));
+    tasks.push(("mine.c".into(), t + chrono::Duration::minutes(3)));
+    let refs: Vec<(&str, DateTime<Utc>)> = tasks.iter().map(|(n, at)| (n.as_str(), *at)).collect();
+    seed(s, &refs).await;
+
+    let rules = Rules::hourly();
+    let out = claim(s, &["mine.a", "mine.b", "mine.c"], 2, &rules).await;
+    assert_eq!(rules.offered(), ["mine.a", "mine.b"], "this node's oldest");
+    assert_eq!(out.claimed.len(), 2);
+    for (name, at) in &tasks[..40] {
+        assert_eq!(
+            row(s, name).await.next_run_at,
+            Some(*at),
+            "{name} is left as it was"
+        );
+    }
+    let others: Vec<String> = (0..40).map(|i| format!("other.{i:03}")).collect();
+    let listed: Vec<&str> = others.iter().map(String::as_str).collect();
+    let rules = Rules::hourly();
+    let out = claim(s, &listed, 3, &rules).await;
+    assert_eq!(
+        rules.offered(),
+        ["other.000", "other.001", "other.002"],
+        "the others' binary claims them, oldest first"
+    );
+    assert_eq!(out.claimed.len(), 3);
+    let rules = Rules::hourly();
+    let out = claim(s, &["mine.c", "mine.a"], 10, &rules).await;
+    assert_eq!(rules.offered(), ["mine.c"], "the rest of this node's");
+    assert_eq!(out.claimed.len(), 1);
 }
 
 async fn next_wake_reports_the_earliest_claimable_tick_and_lock_expiry(s: &dyn Store, _: &Arrange) {

@@ -39,8 +39,7 @@ const PRUNE_BATCH: u32 = 5_000;
 const NODE_RETENTION: Duration = Duration::from_secs(3650 * 24 * 3600);
 const WARM_UP: Duration = Duration::from_secs(5);
 
-const CLAIM_SELECT: &str =
-    include_str!("../../../scheduler/src/store/postgres/queries/claim_select.sql");
+const CLAIM_DUE: &str = include_str!("../../../scheduler/src/store/postgres/queries/claim_due.sql");
 const CLAIM_APPLY: &str =
     include_str!("../../../scheduler/src/store/postgres/queries/claim_apply.sql");
 const FINISH_RUNS: &str =
@@ -199,7 +198,7 @@ async fn window_of(label: &str, stats: &Stats, lags: Vec<f64>) -> Window {
         load: load_average(),
         runs,
         lag,
-        select: stats.of(CLAIM_SELECT).await,
+        select: stats.of(CLAIM_DUE).await,
         apply: stats.of(CLAIM_APPLY).await,
         finish: stats.of(FINISH_RUNS).await,
     }
@@ -455,7 +454,6 @@ async fn main() {
     print_windows(&windows);
 
     // The plans at full size, the node stopped.
-    let names: Vec<String> = (0..tasks).map(|i| format!("h.{i:05}")).collect();
     let select_plan = {
         let mut tx = pool.begin().await.unwrap();
         // Every task due, as at a tick (rolled back).
@@ -464,9 +462,8 @@ async fn main() {
             .await
             .unwrap();
         let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "EXPLAIN (ANALYZE, BUFFERS) {CLAIM_SELECT}"
+            "EXPLAIN (ANALYZE, BUFFERS) {CLAIM_DUE}"
         )))
-        .bind(&names)
         .bind(1000i64)
         .bind(0i64) // no claim ahead: what is due now
         .fetch_all(&mut *tx)

@@ -18,7 +18,7 @@ use crate::store::{
 /// The earliest due times of each kind next_wake reads (see next_wake.sql).
 const WAKE_CANDIDATES: i64 = 32;
 
-/// A node's task names, searched by next_wake: sorted (the engine passes them so), searched in
+/// A node's task names, searched by next_wake and claims: sorted (the engine passes them so), searched in
 /// place; otherwise hashed once.
 enum Names<'a> {
     Sorted(&'a [String]),
@@ -133,6 +133,41 @@ fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
         pause: pause_of(row)?,
         missed_since: row.try_get("missed_since")?,
     })
+}
+
+/// Locks up to `request.limit` due rows of the requested tasks, earliest first (see
+/// claim_due.sql): every task's due rows without a name test, this node's kept; by name
+/// (claim_select.sql) only when the page came back full with others' tasks among it (another
+/// binary's, or one left out of claims), since this node's own may lie beyond it. A page that
+/// is not full holds every due row, this node's with the others.
+async fn select_due(
+    tx: &mut sqlx::PgConnection,
+    request: &ClaimRequest<'_>,
+) -> Result<Vec<sqlx::postgres::PgRow>, sqlx::Error> {
+    let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
+    let mut due = sqlx::query(query!("claim_due"))
+        .bind(limit)
+        .bind(millis(request.ahead))
+        .fetch_all(&mut *tx)
+        .await?;
+    let full = due.len() >= request.limit;
+    let mine = Names::new(request.tasks);
+    let before = due.len();
+    due.retain(|row| {
+        row.try_get::<&str, _>("name")
+            .is_ok_and(|n| mine.contains(n))
+    });
+    if !full || due.len() == before {
+        return Ok(due);
+    }
+    // Rows locked above and not claimed stay as they were; this transaction holds them until
+    // its end, so the query by name returns them again with the rest.
+    sqlx::query(query!("claim_select"))
+        .bind(request.tasks)
+        .bind(limit)
+        .bind(millis(request.ahead))
+        .fetch_all(&mut *tx)
+        .await
 }
 
 impl PgStore {
@@ -296,12 +331,7 @@ impl PgStore {
             }
 
             if request.limit > 0 {
-                let due = sqlx::query(query!("claim_select"))
-                    .bind(request.tasks)
-                    .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
-                    .bind(millis(request.ahead))
-                    .fetch_all(&mut *tx)
-                    .await?;
+                let due = select_due(&mut *tx, &request).await?;
                 let mut plan = Plan::default();
                 let mut skip = Skip::default();
                 let mut skips: Vec<SkipRecord> = Vec::new();

@@ -1,7 +1,9 @@
--- Lock up to $2 unlocked tasks among the names $1 with something due: an enabled, unpaused
--- task's tick (due within $3 ms from now: a claim ahead of the tick) or retry, an expired pause
--- (to end it), or a manual run of an unpaused task; oldest first. Rows another transaction holds (a claim on another node, a reconcile) are
--- skipped, not waited for.
+-- The claim's query by name, when claim_due.sql's page came back full with other binaries'
+-- tasks among it: lock up to $2 unlocked tasks among the names $1 with something due (an
+-- enabled, unpaused task's tick due within $3 ms from now, a claim ahead of the tick, or its
+-- retry; an expired pause, to end it; a manual run of an unpaused task), oldest first. Rows
+-- another transaction holds (a claim on another node, a reconcile) are skipped, not waited for.
+-- Rows claim_due.sql locked in the same transaction are not skipped: they come back here.
 SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
        retry_at, retry_tick, retry_attempt, manual_at, manual_by,
        paused_at, paused_by, pause_reason, pause_until, missed_since, now() AS db_now
