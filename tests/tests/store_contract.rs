@@ -425,6 +425,7 @@ contract![
     a_claim_ahead_takes_ticks_due_within_its_lead_and_starts_them_on_the_tick,
     next_wake_finds_this_nodes_task_behind_many_of_other_binaries,
     a_claim_finds_this_nodes_due_tasks_behind_a_page_of_other_binaries,
+    a_task_due_in_every_way_at_once_is_offered_once,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -839,6 +840,52 @@ async fn a_claim_finds_this_nodes_due_tasks_behind_a_page_of_other_binaries(
     let out = claim(s, &["mine.c", "mine.a"], 10, &rules).await;
     assert_eq!(rules.offered(), ["mine.c"], "the rest of this node's");
     assert_eq!(out.claimed.len(), 1);
+}
+
+/// A task whose tick, retry and manual run are all due is offered once, with all three.
+async fn a_task_due_in_every_way_at_once_is_offered_once(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    seed(
+        s,
+        &[
+            ("all", t - HOUR * 3),
+            ("next", t - chrono::Duration::minutes(90)),
+        ],
+    )
+    .await;
+    // "all" runs its tick, fails, and waits for a retry (due), its next tick due as well.
+    let out = claim(s, &["all"], 1, &Rules::hourly().plan(run_then(t - HOUR))).await;
+    let retry = with_requeue(
+        finish(
+            claimed(&out, "all"),
+            RunStatus::Failed,
+            Some("boom"),
+            FailureCount::Increment,
+        ),
+        Requeue::Retry {
+            tick: t - HOUR * 3,
+            attempt: 2,
+            at: t - HOUR * 2,
+        },
+    );
+    assert!(finish_one(s, retry).await);
+    s.request_run("all", "alice", &audit("trigger", "all"))
+        .await
+        .unwrap();
+
+    let rules = Rules::hourly().plan(leave);
+    claim(s, &["all", "next"], 10, &rules).await;
+    assert_eq!(
+        rules.offered(),
+        ["all", "next"],
+        "each task once, oldest first"
+    );
+    let offered = &rules.tasks()[0];
+    assert_eq!(offered.next_run_at, Some(t - HOUR));
+    assert!(offered.retry.is_some() && offered.manual.is_some());
+    let rules = Rules::hourly().plan(leave);
+    claim(s, &["all", "next"], 1, &rules).await;
+    assert_eq!(rules.offered(), ["all"], "one task fills a page of one");
 }
 
 async fn next_wake_reports_the_earliest_claimable_tick_and_lock_expiry(s: &dyn Store, _: &Arrange) {

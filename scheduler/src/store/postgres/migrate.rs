@@ -26,7 +26,11 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(4, "operations", "0004_operations.sql"),
     migration!(5, "run query indexes", "0005_run_query_indexes.sql"),
     migration!(6, "hot renewals", "0006_hot_renewals.sql"),
-    migration!(7, "drop an unread run index", "0007_drop_unread_run_index.sql"),
+    migration!(
+        7,
+        "drop an unread run index",
+        "0007_drop_unread_run_index.sql"
+    ),
 ];
 
 pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> StoreResult<()> {

@@ -152,12 +152,18 @@ async fn select_due(
         .await?;
     let full = due.len() >= request.limit;
     let mine = Names::new(request.tasks);
-    let before = due.len();
+    let mut strangers = false;
+    let mut seen = HashSet::new();
     due.retain(|row| {
-        row.try_get::<&str, _>("name")
-            .is_ok_and(|n| mine.contains(n))
+        let Ok(name) = row.try_get::<&str, _>("name") else {
+            return false;
+        };
+        let mine = mine.contains(name);
+        strangers |= !mine;
+        // A task due in two kinds (its tick and its retry, say) comes twice: the first stays.
+        mine && seen.insert(name.to_owned())
     });
-    if !full || due.len() == before {
+    if !full || !strangers {
         return Ok(due);
     }
     // Rows locked above and not claimed stay as they were; this transaction holds them until
@@ -331,7 +337,7 @@ impl PgStore {
             }
 
             if request.limit > 0 {
-                let due = select_due(&mut *tx, &request).await?;
+                let due = select_due(&mut tx, &request).await?;
                 let mut plan = Plan::default();
                 let mut skip = Skip::default();
                 let mut skips: Vec<SkipRecord> = Vec::new();
