@@ -18,8 +18,8 @@ use crate::store::{
 /// The earliest due times of each kind next_wake reads (see next_wake.sql).
 const WAKE_CANDIDATES: i64 = 32;
 
-/// A node's task names, searched by next_wake and claims: sorted (the engine passes them so), searched in
-/// place; otherwise hashed once.
+/// A node's task names, searched by next_wake and claims: sorted (the engine passes them so),
+/// searched in place; otherwise hashed once.
 enum Names<'a> {
     Sorted(&'a [String]),
     Hashed(HashSet<&'a str>),
