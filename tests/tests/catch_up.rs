@@ -18,15 +18,6 @@ on_both_backends!(
     a_long_outage_in_a_zone_with_daylight_saving_is_counted_within_the_claim_budget,
 );
 
-macro_rules! quick_tasks {
-    ($($fn_name:ident = $name:literal ($($opt:tt)*)),* $(,)?) => {$(
-        #[task(name = $name, $($opt)*)]
-        async fn $fn_name(ctx: TaskContext) {
-            let _guard = recorder(&ctx).enter(&ctx);
-        }
-    )*};
-}
-
 quick_tasks! {
     utc_skip = "utc.skip" (misfire = "skip"),
     utc_once = "utc.once" (),

@@ -17,15 +17,6 @@ use scheduler::{TaskContext, task};
 
 // ---- tasks ---------------------------------------------------------------------------------
 
-macro_rules! quick_tasks {
-    ($($fn_name:ident = $name:literal),* $(,)?) => {$(
-        #[task(name = $name)]
-        async fn $fn_name(ctx: TaskContext) {
-            let _guard = recorder(&ctx).enter(&ctx);
-        }
-    )*};
-}
-
 quick_tasks! {
     once_00 = "once.00", once_01 = "once.01", once_02 = "once.02", once_03 = "once.03",
     once_04 = "once.04", once_05 = "once.05", once_06 = "once.06", once_07 = "once.07",

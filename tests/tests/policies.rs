@@ -27,16 +27,6 @@ on_both_backends!(
     orphaned_tasks_and_disabled_ticks_are_reported,
 );
 
-/// Tasks that record their start and return at once; options in parentheses.
-macro_rules! quick_tasks {
-    ($($fn_name:ident = $name:literal ($($opt:tt)*)),* $(,)?) => {$(
-        #[task(name = $name, $($opt)*)]
-        async fn $fn_name(ctx: TaskContext) {
-            let _guard = recorder(&ctx).enter(&ctx);
-        }
-    )*};
-}
-
 /// Ignores cancellation and would run for a minute.
 #[task(name = "timeout.stubborn", timeout = "1s")]
 async fn timeout_stubborn(ctx: TaskContext) {

@@ -105,6 +105,18 @@ impl Drop for RunGuard<'_> {
     }
 }
 
+/// Tasks that record their start with [`recorder`] and return at once:
+/// `fn_name = "task.name"`, options for `#[task]` in parentheses after it if any.
+#[macro_export]
+macro_rules! quick_tasks {
+    ($($fn_name:ident = $name:literal $(($($opt:tt)*))?),* $(,)?) => {$(
+        #[task(name = $name, $($($opt)*)?)]
+        async fn $fn_name(ctx: TaskContext) {
+            let _guard = recorder(&ctx).enter(&ctx);
+        }
+    )*};
+}
+
 /// The recorder of a handler's scheduler (every test node shares one).
 pub fn recorder(ctx: &TaskContext) -> &std::sync::Arc<Recorder> {
     ctx.state::<std::sync::Arc<Recorder>>()
