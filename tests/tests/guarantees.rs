@@ -644,3 +644,85 @@ fn tempdir(tag: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[task(name = "prunebacklog.tick")]
+async fn prunebacklog_tick(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+}
+
+/// A graceful stop while the retention prune works through a backlog (200,000 runs past the
+/// retention, as after retention is first enabled or shortened, or a long outage of every
+/// node) does not wait for the backlog: the node's shutdown timeout is ten minutes, yet it stops
+/// at once, most of the backlog still there (before, the stop waited for the prune's whole pass,
+/// up to the shutdown timeout). The next node goes on with it, its first batch racing the
+/// stopped node's last statement (which ended its pass early, before batches were judged by
+/// what they found rather than what they deleted), and the task keeps running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_during_a_prune_backlog_does_not_wait_for_it() {
+    const BACKLOG: i64 = 200_000;
+    scheduler_tests::init_tracing();
+    let db = TestDb::postgres("prunebacklog").await;
+    let rec = Arc::new(Recorder::default());
+    let build = |id: &str| {
+        node(&db, id, tasks("prunebacklog."))
+            .config_document(doc(vec![entry("prunebacklog.tick", "* * * * * *")]))
+            .shutdown_timeout(Duration::from_secs(600))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap()
+    };
+    // Tables first; then the runs of a month ago (the default retention is 14 days).
+    build("setup")
+        .run_until(std::future::ready(()))
+        .await
+        .unwrap();
+    let pool = pool(&db);
+    sqlx::query(
+        "INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, finished_at, status, \
+         node_id, lock_token, attempt, trigger) \
+         SELECT 'prunebacklog.tick', t, t, t, 'succeeded', 'old', gen_random_uuid(), 1, \
+                'schedule' \
+         FROM generate_series(1, $1) AS i, \
+              LATERAL (SELECT now() - interval '30 days' + i * interval '1 second' AS t) AS at",
+    )
+    .bind(BACKLOG)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let old = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM scheduler_runs WHERE node_id = 'old'")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let n = start(build("a"));
+    wait_until(Duration::from_secs(60), "the prune under way", || async {
+        old().await < BACKLOG
+    })
+    .await;
+    n.stop().await;
+    let left = old().await;
+    eprintln!("{left} of {BACKLOG} old runs left after the stop");
+    assert!(
+        left > 0,
+        "the stop waited for the prune to work through the whole backlog"
+    );
+    let b = start(build("b"));
+    wait_until(Duration::from_secs(120), "the backlog pruned", || async {
+        old().await == 0
+    })
+    .await;
+    let before = rec.starts_of("prunebacklog.tick");
+    wait_until(Duration::from_secs(30), "a run after the prune", || async {
+        rec.starts_of("prunebacklog.tick") > before
+    })
+    .await;
+    b.stop().await;
+    assert_eq!(
+        rec.ticks_started_twice("prunebacklog.tick"),
+        [],
+        "no tick twice"
+    );
+    pool.close().await;
+    db.cleanup().await;
+}

@@ -202,6 +202,13 @@ impl Service for Pruner {
         "pruning old runs"
     }
 
+    /// A pass may be a backlog of many batches (retention first enabled or shortened): a stop
+    /// does not wait for it. Each batch is a statement of its own, so a pass dropped half-way
+    /// has deleted whole batches, and the next pass (on this node or another) goes on.
+    fn cancel_safe(&self) -> bool {
+        true
+    }
+
     async fn run_once(&mut self) -> Result<(), StoreError> {
         let retention = self.0.settings.run_retention;
         let pruned = self.0.store.prune_history(retention, PRUNE_BATCH).await?;

@@ -17,6 +17,7 @@
 mod claim;
 mod connect;
 mod error;
+mod in_use;
 mod outbox;
 pub mod postgres;
 mod records;

@@ -218,7 +218,7 @@ impl PgStore {
         let mut pruned_runs = 0;
         let mut stopped_at: Option<DateTime<Utc>> = None;
         loop {
-            let (deleted, last): (i64, Option<DateTime<Utc>>) =
+            let (found, deleted, last): (i64, i64, Option<DateTime<Utc>>) =
                 timed!(self, "prune_history", |conn| {
                     let row = sqlx::query(query!("prune_runs"))
                         .bind(millis(retention))
@@ -226,10 +226,16 @@ impl PgStore {
                         .bind(stopped_at)
                         .fetch_one(conn)
                         .await?;
-                    Ok::<_, sqlx::Error>((row.try_get("deleted")?, row.try_get("stopped_at")?))
+                    Ok::<_, sqlx::Error>((
+                        row.try_get("found")?,
+                        row.try_get("deleted")?,
+                        row.try_get("stopped_at")?,
+                    ))
                 })?;
             pruned_runs += u64::try_from(deleted).unwrap_or(0);
-            if deleted < batch {
+            // Judged by what the batch found, not by what it deleted: a batch racing another
+            // node's prune deletes fewer, and the pass is not done.
+            if found < batch {
                 break;
             }
             stopped_at = last.or(stopped_at);

@@ -25,16 +25,16 @@ macro_rules! query {
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) on a pooled connection within
-/// the operation timeout; on timeout or a broken connection, the connection is closed instead of
-/// returned to the pool.
+/// the operation timeout; on timeout or a broken connection, or if the operation is dropped
+/// half-way, the connection is closed instead of returned to the pool.
 macro_rules! timed {
     ($store:ident, $op:literal, |$conn:ident| $body:expr) => {{
-        let mut guard = $store.acquire($op).await?;
+        let mut guard = crate::store::in_use::InUse::new($store.acquire($op).await?);
         let result = {
-            let $conn: &mut sqlx::PgConnection = &mut guard;
+            let $conn: &mut sqlx::PgConnection = &mut guard.conn;
             tokio::time::timeout($store.op_timeout, async { $body }).await
         };
-        $store.settle($op, &mut guard, result)
+        $store.settle($op, guard.done(), result)
     }};
 }
 

@@ -4,7 +4,9 @@
 -- NULL for the first batch): the index scan starts there instead of stepping over the entries of
 -- every run the pass already deleted, which stay in the index until vacuum (at 3,000,000 runs
 -- pruned in one pass, the last batch read 14,785 index pages to find its first live row).
--- Returns how many runs it deleted and the latest finish time among them.
+-- Returns how many old runs it found (up to $2: fewer means the pass is done; a run another
+-- node's prune deleted meanwhile is found but not deleted here), how many it deleted, and the
+-- latest finish time among them.
 WITH old AS (
     SELECT id FROM scheduler_runs
     WHERE finished_at < now() - $1::int8 * interval '1 millisecond'
@@ -17,4 +19,5 @@ WITH old AS (
     DELETE FROM scheduler_runs WHERE id IN (SELECT id FROM old)
     RETURNING finished_at
 )
-SELECT count(*) AS deleted, max(finished_at) AS stopped_at FROM runs
+SELECT (SELECT count(*) FROM old) AS found, count(*) AS deleted, max(finished_at) AS stopped_at
+FROM runs

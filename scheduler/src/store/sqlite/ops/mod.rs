@@ -34,20 +34,22 @@ macro_rules! query {
 
 /// Runs `$body` (an expression using `$conn: &mut SqliteConnection` and the operation's clock
 /// `$now`, evaluating to the operation's value) on a pooled connection within the operation
-/// timeout. On timeout the connection is closed instead of returned to the pool.
+/// timeout. On timeout, or if the operation is dropped half-way, the connection is closed instead
+/// of returned to the pool.
 macro_rules! read {
     ($store:ident, $op:literal, |$conn:ident, $now:ident| $body:expr) => {{
         let inner: &crate::store::sqlite::Inner = &$store.inner;
         let limit = inner.op_timeout;
         let deadline = tokio::time::Instant::now() + limit;
-        let mut guard = inner.acquire($op, deadline, limit).await?;
+        let mut guard =
+            crate::store::in_use::InUse::new(inner.acquire($op, deadline, limit).await?);
         let result = tokio::time::timeout_at(deadline, async {
-            let $conn: &mut sqlx::SqliteConnection = &mut guard;
+            let $conn: &mut sqlx::SqliteConnection = &mut guard.conn;
             let $now: chrono::DateTime<chrono::Utc> = chrono::Utc::now();
             Ok::<_, sqlx::Error>($body)
         })
         .await;
-        crate::store::sqlite::ops::settle($op, &mut guard, result, limit)
+        crate::store::sqlite::ops::settle($op, guard.done(), result, limit)
     }};
 }
 
@@ -65,9 +67,10 @@ macro_rules! write_tx {
         let limit: std::time::Duration = $limit;
         let deadline = tokio::time::Instant::now() + limit;
         let _turn = inner.writer_turn($op, deadline, limit).await?;
-        let mut guard = inner.acquire($op, deadline, limit).await?;
+        let mut guard =
+            crate::store::in_use::InUse::new(inner.acquire($op, deadline, limit).await?);
         let result = tokio::time::timeout_at(deadline, async {
-            let conn: &mut sqlx::SqliteConnection = &mut guard;
+            let conn: &mut sqlx::SqliteConnection = &mut guard.conn;
             let mut $tx = sqlx::Connection::begin_with(conn, "BEGIN IMMEDIATE").await?;
             let $now: chrono::DateTime<chrono::Utc> = chrono::Utc::now();
             let value = $body;
@@ -75,7 +78,7 @@ macro_rules! write_tx {
             Ok::<_, sqlx::Error>(value)
         })
         .await;
-        crate::store::sqlite::ops::settle($op, &mut guard, result, limit)
+        crate::store::sqlite::ops::settle($op, guard.done(), result, limit)
     }};
 }
 
