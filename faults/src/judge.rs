@@ -183,6 +183,9 @@ pub struct Verdict {
     pub bad_exits: Vec<String>,
     /// Exits the harness caused and that went as asked.
     pub expected_exits: usize,
+    /// Invariant, set by scenarios that watch alerts: missed-run incidents opened for a task
+    /// that was never late past its grace by the database's clock.
+    pub false_alarms: Vec<String>,
 }
 
 impl Verdict {
@@ -193,6 +196,7 @@ impl Verdict {
             + self.overlaps.len()
             + self.unaccounted.len()
             + self.bad_exits.len()
+            + self.false_alarms.len()
     }
 }
 

@@ -228,6 +228,9 @@ pub fn render(rows: &[Row], command: &str, master_seed: u64) -> String {
         for e in &v.bad_exits {
             let _ = writeln!(s, "- **node exit**: {e}");
         }
+        for e in &v.false_alarms {
+            let _ = writeln!(s, "- **false alarm**: {e}");
+        }
     }
     s
 }

@@ -3140,6 +3140,9 @@ async fn overdue_tasks_are_late_enabled_unpaused_and_without_an_incident_oldest_
     );
     assert_eq!(late[1].next_run_at, t - HOUR * 2);
     assert_near_now(late[1].last_run_at.expect("mid ran"));
+    // The store's clock, which the missed-run check measures lateness against.
+    assert!(late.iter().all(|o| o.checked_at == late[0].checked_at));
+    assert_near_now(late[0].checked_at);
     assert_eq!(
         listed(s.overdue_tasks(ten_minutes, 2).await.unwrap()),
         ["old", "mid"]

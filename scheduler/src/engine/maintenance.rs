@@ -94,15 +94,15 @@ impl Maintenance {
             .store
             .overdue_tasks(MIN_MISSED_GRACE, MISSED_CHECK_LIMIT)
             .await?;
-        // The node's clock only sets when the alert fires, never whether a tick runs.
-        let now = chrono::Utc::now();
+        // How late a tick is goes by the store's clock: a node whose wall clock runs ahead
+        // would otherwise report every task a few seconds late as missed.
         let mut incidents = Vec::new();
         for task in &overdue {
             let Ok(spec) = shared.specs.get_named(&task.cron, &task.timezone) else {
                 continue; // reported as an unreadable schedule by the claimer
             };
             let grace = super::missed_grace(&spec, task.next_run_at, shared.settings.missed_grace);
-            if now - task.next_run_at > grace {
+            if task.checked_at - task.next_run_at > grace {
                 incidents.push((task.name.clone(), task.next_run_at));
             }
         }

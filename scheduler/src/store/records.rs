@@ -506,6 +506,9 @@ pub struct OverdueTask {
     pub next_run_at: DateTime<Utc>,
     /// When a run of it last started.
     pub last_run_at: Option<DateTime<Utc>>,
+    /// The store's clock when it found the task overdue: how late the tick is, is measured
+    /// against this, never against a node's own wall clock.
+    pub checked_at: DateTime<Utc>,
 }
 
 /// A node as recorded in the node table, for operators.

@@ -64,6 +64,7 @@ impl PgStore {
                         timezone: row.try_get("timezone")?,
                         next_run_at: row.try_get("next_run_at")?,
                         last_run_at: row.try_get("last_run_at")?,
+                        checked_at: row.try_get("checked_at")?,
                     })
                 })
                 .collect()

@@ -66,6 +66,7 @@ impl SqliteStore {
                         timezone: row.try_get("timezone")?,
                         next_run_at: time_at(row, "next_run_at")?,
                         last_run_at: time_opt(row, "last_run_at")?,
+                        checked_at: now,
                     })
                 })
                 .collect::<Result<Vec<_>, sqlx::Error>>()?
