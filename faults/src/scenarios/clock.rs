@@ -46,7 +46,9 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
         }
         if other {
             sqlx::query(
-                "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at)                  VALUES ($1, '* * * * *', 'UTC', true, now() - interval '3 seconds')                  ON CONFLICT (name) DO UPDATE SET next_run_at = EXCLUDED.next_run_at",
+                "INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at) \
+                 VALUES ($1, '* * * * *', 'UTC', true, now() - interval '3 seconds') \
+                 ON CONFLICT (name) DO UPDATE SET next_run_at = EXCLUDED.next_run_at",
             )
             .bind(OTHER)
             .execute(&mut conn)
@@ -63,7 +65,8 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
     let false_alarm = missed_since().fetch_one(&mut conn).await?;
     // Now really late: an incident must open within a few missed-run checks.
     sqlx::query(
-        "UPDATE scheduler_tasks SET next_run_at = now() - interval '1 hour', missed_since = NULL          WHERE name = $1",
+        "UPDATE scheduler_tasks SET next_run_at = now() - interval '1 hour', missed_since = NULL \
+         WHERE name = $1",
     )
     .bind(OTHER)
     .execute(&mut conn)
@@ -72,7 +75,8 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
     while missed_since().fetch_one(&mut conn).await?.is_none() {
         if tokio::time::Instant::now() > deadline {
             return Err(format!(
-                "no missed-run incident for {OTHER} an hour late within 60 s: the check did not                  run, so false alarms were not tested"
+                "no missed-run incident for {OTHER} an hour late within 60 s: the check did not \
+                 run, so false alarms were not tested"
             )
             .into());
         }
@@ -118,7 +122,8 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
     let mut outcome = sc.finish().await?;
     if let Some(at) = false_alarm {
         outcome.verdict.false_alarms.push(format!(
-            "missed-run incident opened for {OTHER} (missed_since {at}) though it was never more              than 3 s late by the database's clock"
+            "missed-run incident opened for {OTHER} (missed_since {at}) though it was never \
+             more than 3 s late by the database's clock"
         ));
     }
     Ok(outcome)
