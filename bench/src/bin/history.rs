@@ -23,7 +23,9 @@
 //! `cargo run --release -p scheduler-bench --bin history`. Knobs: `HISTORY_TASKS` (1000),
 //! `HISTORY_SECONDS` per window (60), `HISTORY_ROWS` (10000000), `HISTORY_DAYS` (60),
 //! `HISTORY_LOG_EVERY` (10), `HISTORY_RETENTION_DAYS` (42), `HISTORY_SETTLE` seconds of pause
-//! after the fill's `sync` (60), `HISTORY_KEEP=1` leaves the schema.
+//! after the fill's `sync` (60), `HISTORY_KEEP=1` leaves the schema, `HISTORY_FILL=engine`
+//! fills as the engine writes: running runs in chunks of 1,000, each chunk then finished by an
+//! `UPDATE` (slower; the default inserts finished runs directly).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -368,36 +370,61 @@ async fn main() {
     // Fill: finished runs, oldest first (ids grow with time, as the engine writes them),
     // spread evenly over `days` up to now, across the tasks; 2% failed, 0.1% lost, the
     // rest succeeded; a log chunk for one run in `log_every`.
+    // `HISTORY_FILL=engine`: each chunk is inserted as running runs and then finished by an
+    // UPDATE, as the engine writes them (claim, then finish: the finished version of a row
+    // lands on another page, the running one is left dead), in chunks of 1,000 like a claim.
+    let as_engine = std::env::var("HISTORY_FILL").is_ok_and(|v| v == "engine");
     let started = Instant::now();
-    let chunk = 1_000_000i64;
+    let chunk = if as_engine { 1_000i64 } else { 1_000_000i64 };
     let mut from = 1i64;
     while from <= rows {
         let to = (from + chunk - 1).min(rows);
-        sqlx::query(
-            "INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, finished_at, status,
+        let last: Option<i64> = sqlx::query_scalar(
+            "WITH ins AS (
+             INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, finished_at, status,
                                          node_id, lock_token, error)
              SELECT 'h.' || lpad((g % $3)::text, 5, '0'), at, at + interval '2 ms',
-                    at + interval '7 ms',
-                    CASE WHEN g % 1000 = 0 THEN 'lost' WHEN g % 50 = 0 THEN 'failed'
-                         ELSE 'succeeded' END,
+                    CASE WHEN NOT $6 THEN at + interval '7 ms' END,
+                    CASE WHEN $6 THEN 'running' WHEN g % 1000 = 0 THEN 'lost'
+                         WHEN g % 50 = 0 THEN 'failed' ELSE 'succeeded' END,
                     'history-fill', gen_random_uuid(),
-                    CASE WHEN g % 50 = 0 THEN 'handler returned an error' END
+                    CASE WHEN NOT $6 AND g % 50 = 0 THEN 'handler returned an error' END
              FROM generate_series($1::int8, $2::int8) AS g,
                   LATERAL (SELECT now() - $4 * interval '1 day'
-                                  + (g::float8 / $5) * $4 * interval '1 day' AS at) AS t",
+                                  + (g::float8 / $5) * $4 * interval '1 day' AS at) AS t
+             RETURNING id)
+             SELECT max(id) FROM ins",
         )
         .bind(from)
         .bind(to)
         .bind(tasks as i64)
         .bind(days as f64)
         .bind(rows as f64)
-        .execute(&pool)
+        .bind(as_engine)
+        .fetch_one(&pool)
         .await
         .unwrap();
-        eprintln!(
-            "[history] {to} rows, {:.0} s",
-            started.elapsed().as_secs_f64()
-        );
+        if as_engine {
+            sqlx::query(
+                "UPDATE scheduler_runs
+                 SET finished_at = started_at + interval '5 ms',
+                     status = CASE WHEN id % 1000 = 0 THEN 'lost' WHEN id % 50 = 0 THEN 'failed'
+                                   ELSE 'succeeded' END,
+                     error = CASE WHEN id % 50 = 0 THEN 'handler returned an error' END
+                 WHERE id BETWEEN $1 AND $2",
+            )
+            .bind(last.unwrap_or(0) - (to - from))
+            .bind(last.unwrap_or(0))
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        if !as_engine || to % 1_000_000 == 0 || to == rows {
+            eprintln!(
+                "[history] {to} rows, {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
         from = to + 1;
     }
     let fill_runs = started.elapsed();
