@@ -654,9 +654,10 @@ async fn prunebacklog_tick(ctx: TaskContext) {
 /// retention, as after retention is first enabled or shortened, or a long outage of every
 /// node) does not wait for the backlog: the node's shutdown timeout is ten minutes, yet it stops
 /// at once, most of the backlog still there (before, the stop waited for the prune's whole pass,
-/// up to the shutdown timeout). The next node goes on with it, its first batch racing the
-/// stopped node's last statement (which ended its pass early, before batches were judged by
-/// what they found rather than what they deleted), and the task keeps running.
+/// up to the shutdown timeout). The next node goes on with it, and the task keeps running. Its
+/// first batch may race the stopped node's last statement, which the server finishes: before
+/// batches were judged by the runs they found rather than deleted, that race ended the next
+/// node's pass early, leaving the backlog for its next pass an hour later.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_during_a_prune_backlog_does_not_wait_for_it() {
     const BACKLOG: i64 = 200_000;
