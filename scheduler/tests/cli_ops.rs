@@ -46,6 +46,31 @@ fn init_tracing() {
     });
 }
 
+/// The tests that need PostgreSQL, under the one name `scripts/test --sqlite-only` skips.
+mod on_postgres {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn operator_commands() {
+        super::operator_commands_on_postgres().await
+    }
+
+    #[tokio::test]
+    async fn a_schema_without_the_scheduler_tables_is_named_not_created() {
+        super::a_schema_without_the_scheduler_tables_is_named_not_created().await
+    }
+}
+
+/// The suite's PostgreSQL (`DATABASE_URL`, set by `scripts/test`). In a SQLite-only run
+/// (`SCHEDULER_TEST_BACKENDS=sqlite`), a test that gets here is not named `on_postgres::`.
+fn postgres_url() -> String {
+    assert_ne!(
+        std::env::var("SCHEDULER_TEST_BACKENDS").as_deref(),
+        Ok("sqlite"),
+        "this test needs PostgreSQL, but this is a SQLite-only run, which skips only the tests \
+         named `on_postgres::...`: call it from `mod on_postgres`"
+    );
+    std::env::var("DATABASE_URL").expect("DATABASE_URL is set (scripts/test sets it)")
+}
+
 /// Where a test's scheduler tables are, as the command line is told.
 struct Db {
     args: Vec<String>,
@@ -58,8 +83,7 @@ struct Db {
 
 impl Db {
     async fn postgres() -> Self {
-        let url =
-            std::env::var("DATABASE_URL").expect("DATABASE_URL is set (scripts/test sets it)");
+        let url = postgres_url();
         let pool = sqlx::PgPool::connect(&url).await.unwrap();
         // Named like scheduler_tests::TestSchema's, so its sweep removes what a killed run left.
         let schema = format!(
@@ -455,7 +479,6 @@ fn assert_audited(entries: &[(String, String, String, String)]) {
     assert_eq!(recorded, expected[..3], "{entries:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn operator_commands_on_postgres() {
     init_tracing();
     let db = Db::postgres().await;
@@ -639,21 +662,6 @@ async fn unreachable_or_unknown_databases_are_named_without_their_password() {
         !err.contains("hunter2") && err.contains("postgres://"),
         "{err}"
     );
-    // A schema without the scheduler's tables is named, not created.
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL is set (scripts/test sets it)");
-    let (code, _, err) = cli_with(
-        &[
-            "status",
-            "--database-url",
-            &url,
-            "--schema",
-            "t_cli_ops_no_such_schema",
-        ],
-        &[],
-    )
-    .await;
-    assert_eq!(code, 1);
-    assert!(err.contains("no scheduler tables there"), "{err}");
     let (code, _, err) = cli_with(
         &[
             "pause",
@@ -677,4 +685,21 @@ async fn unreachable_or_unknown_databases_are_named_without_their_password() {
     assert!(err.contains("not a duration"), "{err}");
     let (code, _, err) = cli_with(&["pause", "x"], &[]).await;
     assert_eq!(code, 2, "a missing --reason is a usage error: {err}");
+}
+
+/// A schema without the scheduler's tables is named, not created.
+async fn a_schema_without_the_scheduler_tables_is_named_not_created() {
+    let (code, _, err) = cli_with(
+        &[
+            "status",
+            "--database-url",
+            &postgres_url(),
+            "--schema",
+            "t_cli_ops_no_such_schema",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no scheduler tables there"), "{err}");
 }

@@ -128,7 +128,12 @@ impl TempCluster {
 
     /// Like [`TempCluster::start`], with extra `postgresql.conf` settings,
     /// e.g. `&[("shared_preload_libraries", "pg_stat_statements")]`.
+    ///
+    /// # Panics
+    ///
+    /// In a SQLite-only run, by [`require_postgres`](crate::require_postgres).
     pub async fn start_with(settings: &[(&str, &str)]) -> Result<TempCluster> {
+        crate::require_postgres("a PostgreSQL cluster of its own (TempCluster)");
         let bindir = find_server_bindir().ok_or(ClusterError::NotInstalled)?;
         let run_as = server_user()?;
 

@@ -12,6 +12,9 @@
 //!   start and restart without disturbing anyone else.
 //! - [`init_tracing`]: log output that `cargo test` captures per test.
 //! - [`wait_until`]: bounded polling for a condition.
+//! - [`postgres_tests!`] and [`require_postgres`]: every test that needs PostgreSQL (a server or
+//!   its binaries) is named `on_postgres::...`, the one name `scripts/test --sqlite-only` skips;
+//!   in such a run, a test that reaches for PostgreSQL under another name fails saying so.
 //!
 //! ```no_run
 //! use scheduler_tests::TestSchema;
@@ -37,13 +40,76 @@ use std::sync::Once;
 /// The environment variable that names the server the suite runs against.
 pub const DATABASE_URL_VAR: &str = "DATABASE_URL";
 
+/// Set to `sqlite` by `scripts/test --sqlite-only`: the run skips every test named
+/// `on_postgres::...` and has no PostgreSQL.
+pub const BACKENDS_VAR: &str = "SCHEDULER_TEST_BACKENDS";
+
+/// The path segment of every test that needs PostgreSQL (a server, or its binaries for a
+/// [`TempCluster`]): what `scripts/test --sqlite-only` skips (`--skip on_postgres::`). Tests
+/// needing no database may live anywhere, also in modules named `postgres`.
+pub const POSTGRES_TESTS: &str = "on_postgres::";
+
+/// Fails a test that needs `what` (PostgreSQL) in a SQLite-only run: it is not named
+/// [`POSTGRES_TESTS`], so the run did not skip it. Called by [`database_url`] and
+/// [`TempCluster::start`], so every way into PostgreSQL the harness offers checks it.
+///
+/// # Panics
+///
+/// When [`BACKENDS_VAR`] is `sqlite`, naming the fix.
+pub fn require_postgres(what: &str) {
+    if std::env::var(BACKENDS_VAR).is_ok_and(|b| b == "sqlite") {
+        panic!(
+            "this test needs {what}, but this is a SQLite-only run (scripts/test --sqlite-only), \
+             which skips only the tests named `{POSTGRES_TESTS}...`: declare it with \
+             scheduler_tests::postgres_tests! (or on_both_backends!'s postgres_only list)"
+        );
+    }
+}
+
+/// Declares which tests of a file need PostgreSQL: each named `async fn` of the file (written
+/// without a test attribute) becomes the test `on_postgres::<name>` with the attribute given
+/// for its group, the one name `scripts/test --sqlite-only` skips.
+///
+/// ```no_run
+/// scheduler_tests::postgres_tests! {
+///     #[tokio::test] a_schema_is_made, a_route_answers;
+///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)] a_restart_is_survived;
+/// }
+///
+/// async fn a_schema_is_made() {
+///     let db = scheduler_tests::TestSchema::new("made").await;
+///     db.cleanup().await;
+/// }
+/// # async fn a_route_answers() {}
+/// # async fn a_restart_is_survived() {}
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! postgres_tests {
+    ($(#[$attr:meta] $($test:ident),+ $(,)?);+ $(;)?) => {
+        /// The tests that need PostgreSQL (`scripts/test --sqlite-only` skips `on_postgres::`).
+        mod on_postgres {
+            $($crate::postgres_tests!(@group $attr; $($test),+);)+
+        }
+    };
+    (@group $attr:meta; $($test:ident),+) => {
+        $(
+            #[$attr]
+            async fn $test() {
+                super::$test().await
+            }
+        )+
+    };
+}
+
 /// The PostgreSQL URL the suite runs against, from `DATABASE_URL`.
 ///
 /// # Panics
 ///
 /// If `DATABASE_URL` is not set, with a message saying to run the suite with
-/// `scripts/test`, which sets it.
+/// `scripts/test`, which sets it; in a SQLite-only run, by [`require_postgres`].
 pub fn database_url() -> String {
+    require_postgres("PostgreSQL (DATABASE_URL)");
     match std::env::var(DATABASE_URL_VAR) {
         Ok(url) if !url.trim().is_empty() => url,
         _ => panic!("DATABASE_URL is not set: run the suite with scripts/test"),

@@ -19,6 +19,15 @@ use admin_support::assert_documented;
 
 const TOKEN: &str = "test-admin-token-0123456789";
 
+scheduler_tests::postgres_tests! {
+    #[tokio::test]
+    every_documented_route_answers_as_documented,
+    mutations_without_the_right_token_are_refused,
+    trigger_runs_and_pause_survives_a_reconcile_until_resumed,
+    readyz_is_503_without_a_store_and_while_draining,
+    reads_beyond_loopback_need_the_token,
+}
+
 /// Run ids the handlers saw, shared with them as state.
 #[derive(Default)]
 struct Seen {
@@ -198,7 +207,6 @@ async fn ready(node: &Node) {
     .await;
 }
 
-#[tokio::test]
 async fn every_documented_route_answers_as_documented() {
     let db = TestSchema::new("admin_routes").await;
     let node = start(builder(&db, "routes").admin_token(TOKEN));
@@ -509,7 +517,6 @@ async fn every_documented_route_answers_as_documented() {
     db.cleanup().await;
 }
 
-#[tokio::test]
 async fn mutations_without_the_right_token_are_refused() {
     let db = TestSchema::new("admin_auth").await;
     // No token configured: every mutation is refused, whatever is sent.
@@ -562,7 +569,6 @@ async fn mutations_without_the_right_token_are_refused() {
     db.cleanup().await;
 }
 
-#[tokio::test]
 async fn trigger_runs_and_pause_survives_a_reconcile_until_resumed() {
     let db = TestSchema::new("admin_ops").await;
     let node = start(builder(&db, "ops").admin_token(TOKEN));
@@ -666,7 +672,6 @@ async fn trigger_runs_and_pause_survives_a_reconcile_until_resumed() {
     db.cleanup().await;
 }
 
-#[tokio::test]
 async fn readyz_is_503_without_a_store_and_while_draining() {
     // A store nobody listens on: alive, not ready, and the API says the store failed.
     let db = TestSchema::new("admin_ready").await;
@@ -721,7 +726,6 @@ async fn readyz_is_503_without_a_store_and_while_draining() {
     db.cleanup().await;
 }
 
-#[tokio::test]
 async fn reads_beyond_loopback_need_the_token() {
     let db = TestSchema::new("admin_remote").await;
     let anywhere: SocketAddr = "0.0.0.0:0".parse().unwrap();

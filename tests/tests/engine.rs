@@ -1,7 +1,7 @@
 //! The engine against each real store: several nodes sharing nothing but the database (on
 //! SQLite, several schedulers in one process sharing its one store). Every behaviour is written
-//! once and run on a fresh PostgreSQL schema and a fresh SQLite file (`postgres::...` and
-//! `sqlite::...`); each has its own task-name prefix.
+//! once and run on a fresh PostgreSQL schema and a fresh SQLite file (`on_postgres::...` and
+//! `on_sqlite::...`); each has its own task-name prefix.
 
 mod common;
 

@@ -11,6 +11,14 @@ use scheduler::{TaskContext, task};
 use scheduler_tests::TempCluster;
 use sqlx::Row;
 
+scheduler_tests::postgres_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    killed_node_is_taken_over,
+    an_at_most_once_task_is_not_rerun_after_a_crash,
+    node_survives_a_database_restart,
+    a_handler_cut_off_from_the_database_is_stopped_and_rerun,
+}
+
 /// The survivor's implementation of the task the killed node was running.
 #[task(name = "kill.slow")]
 async fn kill_slow(ctx: TaskContext) {
@@ -80,7 +88,6 @@ async fn kill_a_victim_running(
 /// A node killed with SIGKILL mid-run leaves its lock behind; once it expires and has been
 /// watched expired for the takeover wait, another node marks the orphaned run `lost` and runs
 /// the task again, once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_node_is_taken_over() {
     scheduler_tests::init_tracing();
     let (db, survivor, rec, killed_at) = kill_a_victim_running("kill.slow", "kill").await;
@@ -117,7 +124,6 @@ async fn killed_node_is_taken_over() {
 
 /// With `recovery = "never"`, the run of a killed node is recorded `lost` once its lock is
 /// released, and its tick is never run again (at most once).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_at_most_once_task_is_not_rerun_after_a_crash() {
     scheduler_tests::init_tracing();
     let (db, survivor, rec, _) = kill_a_victim_running("kill.never", "never").await;
@@ -149,7 +155,6 @@ async fn an_at_most_once_task_is_not_rerun_after_a_crash() {
 
 /// The database restarts under a running node: the node keeps running, reconnects, and resumes
 /// scheduling; no tick runs twice.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_survives_a_database_restart() {
     scheduler_tests::init_tracing();
     let cluster = TempCluster::start()
@@ -212,7 +217,6 @@ async fn cutoff_task(ctx: TaskContext) -> Result<(), scheduler::Interrupted> {
 /// is told to stop (before the lock could expire and another node take over); it says it did
 /// not finish, so once the database is back the run is recorded `interrupted` and the same
 /// tick runs again at once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handler_cut_off_from_the_database_is_stopped_and_rerun() {
     scheduler_tests::init_tracing();
     let cluster = TempCluster::start()

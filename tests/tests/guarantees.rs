@@ -2,11 +2,11 @@
 //! stopped database, hung connections, a held row lock, a shutdown at the wrong moment, a
 //! poisoned outcome, a racing config change) and judges by the handlers' own record.
 //!
-//! The faults that need no more than the store run on both backends (`postgres::...` and
-//! `sqlite::...`). The rest are PostgreSQL-only: they stop, freeze or restart a database server
-//! (a throwaway cluster), hold a row lock from another connection (`FOR UPDATE`; SQLite has one
-//! writer for the whole file, so "another node holds this row" has no SQLite form), or test
-//! PostgreSQL's schema quoting.
+//! The faults that need no more than the store run on both backends (`on_postgres::...` and
+//! `on_sqlite::...`). The rest are PostgreSQL-only (`on_postgres::...` too): they stop, freeze or
+//! restart a database server (a throwaway cluster), hold a row lock from another connection
+//! (`FOR UPDATE`; SQLite has one writer for the whole file, so "another node holds this row" has
+//! no SQLite form), or test PostgreSQL's schema quoting.
 
 mod common;
 
@@ -23,7 +23,14 @@ on_both_backends!(
     threads = 2;
     an_interrupted_run_is_recorded_so_and_its_tick_runs_elsewhere,
     a_poisoned_outcome_holds_back_nothing,
-    runs_claimed_as_the_node_drains_are_handed_back_unstarted,
+    runs_claimed_as_the_node_drains_are_handed_back_unstarted;
+    postgres_only:
+    a_tick_whose_handler_finished_during_an_outage_is_not_run_again,
+    a_cron_change_racing_a_tick_does_not_run_it_twice,
+    hung_connections_time_out_and_scheduling_goes_on,
+    a_locked_due_row_is_retried_with_backoff,
+    a_mixed_case_non_ascii_schema_works,
+    a_stop_during_a_prune_backlog_does_not_wait_for_it,
 );
 
 /// Works one second, then returns `Ok`.
@@ -37,7 +44,6 @@ async fn outage_finish(ctx: TaskContext) {
 /// The database goes away half a second into a run and stays away twice the lock lifetime: the
 /// handler finishes while its outcome cannot be written. Its lock is kept alive until the
 /// outcome is recorded, so the finished tick is never started again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tick_whose_handler_finished_during_an_outage_is_not_run_again() {
     scheduler_tests::init_tracing();
     let cluster = TempCluster::start().await.expect("a throwaway cluster");
@@ -145,7 +151,6 @@ async fn race_tick(ctx: TaskContext) {
 /// the config-state row (as when two nodes reconcile at once): the tick runs while the
 /// reconcile waits, and the reconcile, planned again on the rows it then locks, does not move
 /// the next run back to it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cron_change_racing_a_tick_does_not_run_it_twice() {
     scheduler_tests::init_tracing();
     let db = TestDb::postgres("race").await;
@@ -248,7 +253,6 @@ async fn hung_tick(ctx: TaskContext) {
 /// Every backend serving the node is frozen (SIGSTOP: its connections hang without an error, as
 /// behind a dead network). Every store call has a timeout and a timed-out connection is closed,
 /// so the node opens fresh connections and keeps scheduling while the old ones stay frozen.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_connections_time_out_and_scheduling_goes_on() {
     scheduler_tests::init_tracing();
     let cluster = TempCluster::start().await.expect("a throwaway cluster");
@@ -308,7 +312,6 @@ async fn contended_tick(ctx: TaskContext) {
 /// A due row held by another transaction is skipped; the claimer retries with a growing pause
 /// instead of every 20 ms. Judged by the transactions the node ran against its private cluster
 /// while the row was held.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_due_row_is_retried_with_backoff() {
     scheduler_tests::init_tracing();
     let cluster = TempCluster::start().await.expect("a throwaway cluster");
@@ -592,7 +595,6 @@ async fn schema_tick(ctx: TaskContext) {
 
 /// A schema name with upper-case and non-ASCII letters is quoted everywhere: migrations, the
 /// search path and the notify channel agree, and tasks run.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_case_non_ascii_schema_works() {
     scheduler_tests::init_tracing();
     let schema = format!(
@@ -658,7 +660,6 @@ async fn prunebacklog_tick(ctx: TaskContext) {
 /// first batch may race the stopped node's last statement, which the server finishes: before
 /// batches were judged by the runs they found rather than deleted, that race ended the next
 /// node's pass early, leaving the backlog for its next pass an hour later.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_during_a_prune_backlog_does_not_wait_for_it() {
     const BACKLOG: i64 = 200_000;
     scheduler_tests::init_tracing();

@@ -7,6 +7,15 @@ use scheduler_tests::{TempCluster, TestSchema, database_url, init_tracing};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection, PgPool};
 
+scheduler_tests::postgres_tests! {
+    #[tokio::test]
+    schemas_are_isolated_and_dropped_on_cleanup,
+    dropping_without_cleanup_still_drops_the_schema,
+    temp_cluster_applies_extra_settings;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    temp_cluster_survives_stop_start_and_restart,
+}
+
 async fn schema_exists(schema: &str) -> bool {
     let mut conn = PgConnection::connect(&database_url()).await.unwrap();
     let exists: bool =
@@ -28,7 +37,6 @@ async fn table_exists(pool: &PgPool, table: &str) -> bool {
         .unwrap()
 }
 
-#[tokio::test]
 async fn schemas_are_isolated_and_dropped_on_cleanup() {
     init_tracing();
     let a = TestSchema::new("iso_a").await;
@@ -74,7 +82,6 @@ async fn schemas_are_isolated_and_dropped_on_cleanup() {
     assert!(!schema_exists(&b_name).await);
 }
 
-#[tokio::test]
 async fn dropping_without_cleanup_still_drops_the_schema() {
     let db = TestSchema::new("dropped").await;
     sqlx::query("create table t (id int)")
@@ -86,7 +93,6 @@ async fn dropping_without_cleanup_still_drops_the_schema() {
     assert!(!schema_exists(&name).await);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn temp_cluster_survives_stop_start_and_restart() {
     init_tracing();
     let cluster = TempCluster::start()
@@ -142,7 +148,6 @@ async fn temp_cluster_survives_stop_start_and_restart() {
     assert!(one(url).await.is_err(), "drop stops the server");
 }
 
-#[tokio::test]
 async fn temp_cluster_applies_extra_settings() {
     let cluster = TempCluster::start_with(&[("work_mem", "7MB"), ("cluster_name", "it's ours")])
         .await

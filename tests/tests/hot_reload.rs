@@ -1,7 +1,7 @@
 //! Config hot reload on running nodes: a file rewritten on disk, an HTTP source served by a real
 //! local server, and two nodes seeing different document versions during a rollout. Every
-//! behaviour runs on a fresh PostgreSQL schema and a fresh SQLite file (`postgres::...` and
-//! `sqlite::...`).
+//! behaviour runs on a fresh PostgreSQL schema and a fresh SQLite file (`on_postgres::...` and
+//! `on_sqlite::...`).
 
 mod common;
 

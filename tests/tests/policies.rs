@@ -1,6 +1,6 @@
 //! Run policies against each real store: timeouts, retries, misfire handling, manual runs,
 //! missed-run detection, and the events they raise. Every behaviour is written once and run on
-//! a fresh PostgreSQL schema and a fresh SQLite file (`postgres::...` and `sqlite::...`).
+//! a fresh PostgreSQL schema and a fresh SQLite file (`on_postgres::...` and `on_sqlite::...`).
 
 mod common;
 

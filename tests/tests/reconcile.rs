@@ -1,5 +1,6 @@
 //! The reconciler against each real store: every rule of the original design, written once and
-//! run on a fresh PostgreSQL schema and a fresh SQLite file (`postgres::...` and `sqlite::...`).
+//! run on a fresh PostgreSQL schema and a fresh SQLite file (`on_postgres::...` and
+//! `on_sqlite::...`).
 
 mod common;
 

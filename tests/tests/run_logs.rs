@@ -20,6 +20,13 @@ use scheduler::{Scheduler, TaskContext, TaskRegistry, task};
 use scheduler_tests::TestSchema;
 use tokio_util::sync::CancellationToken;
 
+scheduler_tests::postgres_tests! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    logs_are_bounded_ordered_and_pruned_on_postgres,
+    concurrent_runs_do_not_mix_on_postgres,
+    each_node_writes_to_its_own_store_on_postgres,
+}
+
 const CHATTY_LINES: usize = 2_000;
 
 #[task(name = "logs.chatty")]
@@ -283,7 +290,6 @@ async fn bounded_ordered_and_pruned(store: Arc<dyn Store>) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn logs_are_bounded_ordered_and_pruned_on_postgres() {
     let (db, store) = pg_store("run_logs").await;
     bounded_ordered_and_pruned(store).await;
@@ -339,7 +345,6 @@ async fn concurrent_runs_do_not_mix(store: Arc<dyn Store>) {
     node.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_runs_do_not_mix_on_postgres() {
     let (db, store) = pg_store("run_logs_pair").await;
     concurrent_runs_do_not_mix(store).await;
@@ -475,7 +480,6 @@ async fn each_node_writes_to_its_own_store_on_sqlite() {
     each_node_writes_to_its_own_store(first, second).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_node_writes_to_its_own_store_on_postgres() {
     let (db_one, first) = pg_store("run_logs_one").await;
     let (db_two, second) = pg_store("run_logs_two").await;

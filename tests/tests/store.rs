@@ -9,11 +9,19 @@ use common::*;
 use scheduler::store::{LockKey, NodeInfo, PgStore, Store};
 use scheduler_tests::TestSchema;
 
+scheduler_tests::postgres_tests! {
+    #[tokio::test]
+    heartbeat_reports_silent_nodes_and_a_missing_row,
+    old_runs_are_pruned_after_the_retention,
+    renewal_extends_only_locks_still_held;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    concurrent_migrations_apply_once,
+}
+
 fn node_info(id: &str) -> NodeInfo {
     NodeInfo::new(id, "host", 1, "test", vec!["a".into()])
 }
 
-#[tokio::test]
 async fn heartbeat_reports_silent_nodes_and_a_missing_row() {
     let db = migrated_schema("heartbeat").await;
     let s = store(&db);
@@ -37,7 +45,6 @@ async fn heartbeat_reports_silent_nodes_and_a_missing_row() {
     db.cleanup().await;
 }
 
-#[tokio::test]
 async fn old_runs_are_pruned_after_the_retention() {
     let db = migrated_schema("prune").await;
     let s = store(&db);
@@ -67,7 +74,6 @@ async fn old_runs_are_pruned_after_the_retention() {
 }
 
 /// Several nodes starting at once apply each migration exactly once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_migrations_apply_once() {
     let db = TestSchema::new("migrate").await;
     let mut nodes = tokio::task::JoinSet::new();
@@ -98,7 +104,6 @@ async fn concurrent_migrations_apply_once() {
 }
 
 /// Lock renewal is one write for all of a node's locks, fenced by owner and token.
-#[tokio::test]
 async fn renewal_extends_only_locks_still_held() {
     let db = migrated_schema("renew_locks").await;
     let s = store(&db);

@@ -338,10 +338,11 @@ impl Arrange {
     }
 }
 
-/// Generates one `#[tokio::test]` per behaviour and backend, in `mod postgres` and `mod sqlite`.
+/// Generates one `#[tokio::test]` per behaviour and backend, in `mod on_postgres` and
+/// `mod on_sqlite`.
 macro_rules! contract {
     ($($behaviour:ident),* $(,)?) => {
-        mod postgres {
+        mod on_postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $behaviour() {
@@ -351,7 +352,7 @@ macro_rules! contract {
                 }
             )*
         }
-        mod sqlite {
+        mod on_sqlite {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $behaviour() {

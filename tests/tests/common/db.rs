@@ -432,13 +432,20 @@ impl TestDb {
     }
 }
 
-/// Generates one test per behaviour and backend, in `mod postgres` and `mod sqlite`: each
+/// Generates one test per behaviour and backend, in `mod on_postgres` and `mod on_sqlite`: each
 /// behaviour is an `async fn(&TestDb)` of the including file, run on a fresh database. Invoke once
-/// per file; `threads` is the Tokio runtime's worker count.
+/// per file; `threads` is the Tokio runtime's worker count. The file's PostgreSQL-only tests
+/// (plain `async fn()`s without a test attribute) are listed after `postgres_only:`, so every
+/// test that needs PostgreSQL is named `on_postgres::...`, the one name
+/// `scripts/test --sqlite-only` skips.
 #[macro_export]
 macro_rules! on_both_backends {
-    (threads = $threads:literal; $($behaviour:ident),* $(,)?) => {
-        mod postgres {
+    (
+        threads = $threads:literal;
+        $($behaviour:ident),* $(,)?
+        $(; postgres_only: $($pg_only:ident),* $(,)?)?
+    ) => {
+        mod on_postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = $threads)]
                 async fn $behaviour() {
@@ -447,8 +454,14 @@ macro_rules! on_both_backends {
                     db.cleanup().await;
                 }
             )*
+            $($(
+                #[tokio::test(flavor = "multi_thread", worker_threads = $threads)]
+                async fn $pg_only() {
+                    super::$pg_only().await;
+                }
+            )*)?
         }
-        mod sqlite {
+        mod on_sqlite {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = $threads)]
                 async fn $behaviour() {
