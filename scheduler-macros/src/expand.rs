@@ -87,6 +87,8 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         misfire,
         lock_lifetime,
         recovery,
+        isolation,
+        memory_limit,
     } = policy;
     let timeout = timeout.map(|d| {
         let d = duration(d);
@@ -110,9 +112,16 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
     let recovery = recovery
         .as_ref()
         .map(|variant| quote!(.recovery(#private::Recovery::#variant)));
+    let isolation = isolation
+        .as_ref()
+        .map(|variant| quote!(.isolation(#private::Isolation::#variant)));
+    let memory_limit = memory_limit.map(|bytes| {
+        let bytes = Literal::u64_unsuffixed(bytes);
+        quote!(.memory_limit(#bytes))
+    });
     quote! {
         #private::TaskOptions::DEFAULT
-            #timeout #retries #backoff #misfire #lock_lifetime #recovery
+            #timeout #retries #backoff #misfire #lock_lifetime #recovery #isolation #memory_limit
     }
 }
 

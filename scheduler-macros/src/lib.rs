@@ -37,6 +37,11 @@ use proc_macro::TokenStream;
 /// async fn send_payouts() -> anyhow::Result<()> {
 ///     Ok(())
 /// }
+///
+/// #[task(name = "parseUploads", isolation = "process", memory_limit = "512MiB")]
+/// async fn parse_uploads() -> anyhow::Result<()> {
+///     Ok(())
+/// }
 /// ```
 ///
 /// Options, each at most once, in any order:
@@ -64,6 +69,20 @@ use proc_macro::TokenStream;
 /// - `recovery = "rerun" | "never"`: what to do with a run whose outcome is unknown because its
 ///   node crashed or lost its lock mid-run: `"rerun"` runs the tick again (at-least-once),
 ///   `"never"` records the run as `lost`, raises an alert and never re-runs it (at-most-once).
+///
+/// Isolation options:
+///
+/// - `isolation = "in-process" | "process"`: where the handler runs. `"in-process"` (the
+///   default) runs it in the node's process. `"process"` runs each run in a child process of the
+///   same binary, so a segfault, abort, panic, leak or endless loop ends that child and not the
+///   node; the run is recorded with what happened (signal name, exit code). A child runs `main`
+///   again up to `scheduler::run()` (keep what comes before it cheap), and shared state
+///   (`ctx.state()`) is not available in it: build what the handler needs inside the handler.
+///   See `scheduler::policy`, "Isolation".
+/// - `memory_limit = "512MiB"` (only with `isolation = "process"`): the most memory the task's
+///   child process may allocate (heap and private writable mappings, thread stacks included);
+///   past it allocations fail and the run is recorded as out of memory. An integer and a unit: `B`, `KiB`, `MiB`, `GiB`, `TiB` (powers of 1024) or `KB`,
+///   `MB`, `GB`, `TB` (powers of 1000); at least 64 MiB. Enforced on Linux.
 ///
 /// The function takes no parameter or one `TaskContext`, and returns `()` or `Result<(), E>`
 /// for any `E` that converts into `Box<dyn std::error::Error + Send + Sync>`. Its future must

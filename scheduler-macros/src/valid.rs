@@ -23,7 +23,7 @@ use crate::ast::{ArgEntry, TaskArgs};
 const MAX_NAME_LEN: usize = 128;
 
 /// Every option `#[task]` accepts, in the order the unknown-option message lists them.
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 10] = [
     "name",
     "crate",
     "timeout",
@@ -32,6 +32,8 @@ const KEYS: [&str; 8] = [
     "misfire",
     "lock_lifetime",
     "recovery",
+    "isolation",
+    "memory_limit",
 ];
 
 /// The most retries one run may ask for; more is a loop, not a retry policy.
@@ -48,6 +50,25 @@ const MIN_LOCK_LIFETIME: Duration = Duration::from_secs(1);
 const MISFIRE_POLICIES: &[(&str, &str)] = &[("once", "Once"), ("skip", "Skip")];
 /// The names of the recovery policies and the `scheduler::Recovery` variant each one means.
 const RECOVERY_POLICIES: &[(&str, &str)] = &[("rerun", "Rerun"), ("never", "Never")];
+/// The names of the isolation policies and the `scheduler::Isolation` variant each one means.
+const ISOLATION_POLICIES: &[(&str, &str)] = &[("in-process", "InProcess"), ("process", "Process")];
+
+/// The smallest `memory_limit`: a child process of a Rust binary with a tokio runtime allocates
+/// several MiB (2 MiB of stack per runtime thread) before its handler allocates anything; a
+/// smaller limit is a typo rather than a plan.
+const MIN_MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
+/// The units a `memory_limit` is written in, lowercase, and their size in bytes.
+const MEMORY_UNITS: &[(&str, u64)] = &[
+    ("b", 1),
+    ("kib", 1 << 10),
+    ("mib", 1 << 20),
+    ("gib", 1 << 30),
+    ("tib", 1 << 40),
+    ("kb", 1_000),
+    ("mb", 1_000_000),
+    ("gb", 1_000_000_000),
+    ("tb", 1_000_000_000_000),
+];
 
 /// A `#[task]` that passed validation.
 pub struct Task {
@@ -74,6 +95,10 @@ pub struct Policy {
     pub lock_lifetime: Option<Duration>,
     /// The `Recovery` variant, spanned at the literal that chose it.
     pub recovery: Option<Ident>,
+    /// The `Isolation` variant, spanned at the literal that chose it.
+    pub isolation: Option<Ident>,
+    /// The memory limit of an isolated task's process, in bytes.
+    pub memory_limit: Option<u64>,
 }
 
 /// Every error found so far, combined into one so they are all reported together.
@@ -165,6 +190,7 @@ fn ungroup(mut value: &Expr) -> &Expr {
 fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
     let mut options = Options::default();
     let mut seen = Vec::new();
+    let mut memory_limit_key = None;
     for ArgEntry { key, value } in &args.entries {
         let key_name = key.to_string();
         if seen.contains(&key_name) {
@@ -191,6 +217,12 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
                 .map(|lifetime| policy.lock_lifetime = Some(lifetime)),
             "recovery" => parse_policy("recovery", RECOVERY_POLICIES, value)
                 .map(|recovery| policy.recovery = Some(recovery)),
+            "isolation" => parse_policy("isolation", ISOLATION_POLICIES, value)
+                .map(|isolation| policy.isolation = Some(isolation)),
+            "memory_limit" => {
+                memory_limit_key = Some(key);
+                parse_memory_limit(value).map(|limit| policy.memory_limit = Some(limit))
+            }
             _ => {
                 errors.push(syn::Error::new(
                     key.span(),
@@ -213,6 +245,23 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
         errors.push(syn::Error::new(
             Span::call_site(),
             "missing `name`: write #[task(name = \"...\")]",
+        ));
+    }
+    // A limit applies to a process of the task's own; an invalid `isolation` was reported above.
+    let isolation_given = seen.iter().any(|key| key == "isolation");
+    let isolated = options
+        .policy
+        .isolation
+        .as_ref()
+        .is_some_and(|variant| variant == "Process");
+    if let Some(key) = memory_limit_key
+        && !isolated
+        && (!isolation_given || options.policy.isolation.is_some())
+    {
+        errors.push(syn::Error::new(
+            key.span(),
+            "`memory_limit` requires `isolation = \"process\"`: the limit applies to the process \
+             a task runs in on its own; add isolation = \"process\"",
         ));
     }
     options
@@ -389,6 +438,80 @@ fn parse_policy(key: &str, policies: &[(&str, &str)], value: &Expr) -> syn::Resu
     }
 }
 
+/// A memory size written as a string literal, an integer and a unit (`"512MiB"`, `"2 GiB"`,
+/// `"500MB"`), at least [`MIN_MEMORY_LIMIT`]; returns it in bytes.
+fn parse_memory_limit(value: &Expr) -> syn::Result<u64> {
+    const EXAMPLES: &str = "write it like `512MiB`, `2GiB` or `500MB`";
+    let Expr::Lit(ExprLit {
+        lit: Lit::Str(lit), ..
+    }) = value
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            "`memory_limit` must be a string literal such as \"512MiB\"",
+        ));
+    };
+    let text = lit.value();
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!("`memory_limit` cannot be empty: {EXAMPLES}"),
+        ));
+    }
+    let digits_end = trimmed
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(trimmed.len());
+    let (digits, unit) = trimmed.split_at(digits_end);
+    let unit = unit.trim_start();
+    let invalid = |why: &str| {
+        syn::Error::new(
+            lit.span(),
+            format!(
+                "invalid `memory_limit`: `{}` {why}; {EXAMPLES}",
+                text.escape_debug()
+            ),
+        )
+    };
+    if digits.is_empty() {
+        return Err(invalid("does not start with a number"));
+    }
+    if unit.is_empty() {
+        return Err(invalid("has no unit"));
+    }
+    let Some((_, scale)) = MEMORY_UNITS
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(unit))
+    else {
+        let ambiguous = matches!(unit.to_ascii_lowercase().as_str(), "k" | "m" | "g" | "t");
+        let why = if ambiguous {
+            let prefix = unit.to_ascii_uppercase();
+            format!(
+                "has the ambiguous unit `{unit}` (`{prefix}iB` counts in 1024s, `{prefix}B` in 1000s)"
+            )
+        } else {
+            format!("has the unknown unit `{}`", unit.escape_debug())
+        };
+        return Err(invalid(&why));
+    };
+    let bytes = digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(*scale))
+        .ok_or_else(|| invalid("is too large"))?;
+    if bytes < MIN_MEMORY_LIMIT {
+        return Err(syn::Error::new(
+            lit.span(),
+            format!(
+                "`memory_limit` must be at least {} MiB: the task's process needs part of it \
+                 before its handler starts (2 MiB of stack per thread)",
+                MIN_MEMORY_LIMIT >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// "a or b", "a, b or c" (or with "and").
 fn prose_list(items: impl IntoIterator<Item = String>, conjunction: &str) -> String {
     let items: Vec<String> = items.into_iter().collect();
@@ -525,7 +648,8 @@ mod tests {
     fn every_listed_key_is_accepted() {
         let tokens = quote! {
             name = "t", crate = ::scheduler, timeout = "1ms", retries = 100, backoff = "1ms",
-            misfire = "skip", lock_lifetime = "1s", recovery = "never",
+            misfire = "skip", lock_lifetime = "1s", recovery = "never", isolation = "process",
+            memory_limit = "64MiB",
         };
         let keys: Vec<String> = TaskArgs::parse(tokens.clone())
             .unwrap()
@@ -544,6 +668,8 @@ mod tests {
         assert_eq!(policy.misfire.unwrap(), "Skip");
         assert_eq!(policy.lock_lifetime, Some(Duration::from_secs(1)));
         assert_eq!(policy.recovery.unwrap(), "Never");
+        assert_eq!(policy.isolation.unwrap(), "Process");
+        assert_eq!(policy.memory_limit, Some(64 << 20));
     }
 
     #[test]
@@ -557,9 +683,75 @@ mod tests {
             misfire,
             lock_lifetime,
             recovery,
+            isolation,
+            memory_limit,
         } = options.policy;
         assert!(timeout.is_none() && retries.is_none() && backoff.is_none());
         assert!(misfire.is_none() && lock_lifetime.is_none() && recovery.is_none());
+        assert!(isolation.is_none() && memory_limit.is_none());
+    }
+
+    #[test]
+    fn memory_limits_take_binary_and_decimal_units() {
+        let parse = |text: &str| {
+            let lit = LitStr::new(text, Span::call_site());
+            parse_memory_limit(&syn::parse_quote!(#lit)).map_err(|e| e.to_string())
+        };
+        assert_eq!(parse("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse("512 mib").unwrap(), 512 << 20);
+        assert_eq!(parse("2GiB").unwrap(), 2 << 30);
+        assert_eq!(parse("500MB").unwrap(), 500_000_000);
+        assert_eq!(parse("67108864B").unwrap(), 64 << 20);
+        assert!(parse("63MiB").unwrap_err().contains("at least 64 MiB"));
+        assert!(parse("512M").unwrap_err().contains("`MiB` counts in 1024s"));
+        assert!(parse("512").unwrap_err().contains("has no unit"));
+        assert!(
+            parse("MiB")
+                .unwrap_err()
+                .contains("does not start with a number")
+        );
+        assert!(
+            parse("1.5GiB")
+                .unwrap_err()
+                .contains("unknown unit `.5GiB`")
+        );
+        assert!(parse("99999999999TiB").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn a_memory_limit_needs_process_isolation() {
+        let error = |tokens: TokenStream| options(tokens).1.map(|e| e.to_string());
+        let needs = "`memory_limit` requires `isolation = \"process\"`";
+        assert!(
+            error(quote!(name = "t", memory_limit = "1GiB"))
+                .unwrap()
+                .contains(needs)
+        );
+        assert!(
+            error(quote!(
+                name = "t",
+                isolation = "in-process",
+                memory_limit = "1GiB"
+            ))
+            .unwrap()
+            .contains(needs)
+        );
+        assert!(
+            error(quote!(
+                name = "t",
+                isolation = "process",
+                memory_limit = "1GiB"
+            ))
+            .is_none()
+        );
+        // An unknown isolation is reported once, without a second error about the limit.
+        let unknown = error(quote!(
+            name = "t",
+            isolation = "thread",
+            memory_limit = "1GiB"
+        ))
+        .unwrap();
+        assert!(unknown.contains("unknown `isolation` policy"), "{unknown}");
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub use builder::{SchedulerBuilder, vars};
 pub use context::{Interrupted, MissingState, TaskContext};
 pub use engine::Scheduler;
 pub use error::{Error, Result};
-pub use policy::{Misfire, Recovery};
+pub use policy::{Isolation, Misfire, Recovery};
 pub use registry::{TaskDescriptor, TaskRegistry};
 pub use run_log::layer as run_log_layer;
 pub use schedule::ScheduleSpec;
@@ -64,7 +64,7 @@ pub use scheduler_macros::task;
 /// Everything here may change in any release; only the macro may use it.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::policy::{Misfire, Recovery};
+    pub use crate::policy::{Isolation, Misfire, Recovery};
     pub use crate::registry::{IntoTaskResult, TaskFuture, TaskOptions};
     pub use crate::{TaskContext, TaskDescriptor};
     pub use inventory;

@@ -1,8 +1,9 @@
-//! Per-task policies for what the schedule cannot express on its own: ticks that nobody ran, and
-//! runs whose outcome nobody knows.
+//! Per-task policies for what the schedule cannot express on its own: ticks that nobody ran, runs
+//! whose outcome nobody knows, and where a handler runs.
 //!
 //! This module owns only the vocabulary: the policy enums, their names (`once`, `skip`, `rerun`,
-//! `never`, as written in `#[task(...)]` and in environment variables) and their parsing. Which
+//! `never`, `in-process`, `process`, as written in `#[task(...)]` and in environment variables)
+//! and their parsing. Which
 //! policy applies to a task is decided in [`TaskOptions`](crate::registry::TaskOptions) and the
 //! engine's settings; applying it is the engine's job.
 //!
@@ -51,6 +52,45 @@
 //!     error.to_string(),
 //!     "unknown recovery policy `maybe`: expected `rerun` or `never`"
 //! );
+//! ```
+//!
+//! # Isolation: where a handler runs
+//!
+//! [`Isolation::InProcess`] (the default) runs the handler in the node's own process: cheapest,
+//! and it shares the node's memory (shared state through
+//! [`TaskContext::state`](crate::TaskContext::state)). [`Isolation::Process`]
+//! (`#[task(isolation = "process")]`) runs each run's handler in a child process of the same
+//! binary, so nothing the handler does can take the node down: a segfault, an abort, a panic, a
+//! leak past its memory limit (`memory_limit = "512MiB"`) or a loop that never yields ends that
+//! child only, and the run is recorded with what happened (the signal's name, the exit code). The
+//! node keeps the run's lock while the child runs, turns the child's `tracing` output, stdout and
+//! stderr into the run's log, and stops it (SIGTERM, then SIGKILL after a grace) on timeout,
+//! cancel, lock loss or shutdown.
+//!
+//! A child runs the binary's `main` again, up to `scheduler::run()` (or
+//! [`Scheduler::run_until`](crate::Scheduler::run_until)), which runs the one handler instead of
+//! a node. So:
+//!
+//! - whatever `main` does before `scheduler::run()` is done again in every child: keep it cheap,
+//!   or skip it when `scheduler::isolation::child_request()` is `Some`. An application that
+//!   builds its scheduler itself must ask that before building it (building opens the store, and
+//!   a SQLite file's lock is the node's);
+//! - shared state is not available: [`TaskContext::state`](crate::TaskContext::state) returns an
+//!   error saying so. Build what the handler needs inside the handler;
+//! - a child never touches the database, the config or the admin server, and starts none of the
+//!   node's services.
+//!
+//! Each run pays for starting a process (see `BENCHMARKS.md`, "Process isolation"). Process
+//! isolation needs Unix; the memory limit and the child's death with its node are enforced on
+//! Linux.
+//!
+//! ```
+//! use scheduler::Isolation;
+//!
+//! let policy: Isolation = "process".parse().unwrap();
+//! assert_eq!(policy, Isolation::Process);
+//! assert_eq!(Isolation::default(), Isolation::InProcess);
+//! assert_eq!(Isolation::InProcess.to_string(), "in-process");
 //! ```
 
 use std::fmt;
@@ -144,6 +184,50 @@ impl FromStr for Recovery {
     }
 }
 
+/// Where a task's handler runs. See the [module docs](crate::policy#isolation-where-a-handler-runs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Isolation {
+    /// In the node's own process, beside the scheduler (the default).
+    #[default]
+    InProcess,
+    /// In a child process of its own, started for each run.
+    Process,
+}
+
+impl Isolation {
+    /// Every policy, in the order their names are listed in messages.
+    const ALL: [Isolation; 2] = [Isolation::InProcess, Isolation::Process];
+    const NAMES: [&'static str; 2] = [Isolation::InProcess.as_str(), Isolation::Process.as_str()];
+
+    /// The policy's name as written in `#[task(isolation = "...")]`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Isolation::InProcess => "in-process",
+            Isolation::Process => "process",
+        }
+    }
+}
+
+impl fmt::Display for Isolation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Isolation {
+    type Err = ParsePolicyError;
+
+    /// Parses a policy name exactly as [`Isolation::as_str`] writes it (`in-process`,
+    /// `process`).
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|policy| policy.as_str() == value)
+            .ok_or_else(|| ParsePolicyError::new("isolation", value, &Self::NAMES))
+    }
+}
+
 /// A policy name that is not one of the allowed values; the message lists them.
 ///
 /// ```
@@ -172,7 +256,7 @@ impl ParsePolicyError {
         }
     }
 
-    /// Which policy was being parsed: `misfire` or `recovery`.
+    /// Which policy was being parsed: `misfire`, `recovery` or `isolation`.
     pub fn kind(&self) -> &'static str {
         self.kind
     }

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use crate::TaskContext;
-use crate::policy::{Misfire, Recovery};
+use crate::policy::{Isolation, Misfire, Recovery};
 
 /// The error a handler returns, boxed so any error type fits (anyhow, thiserror types, io).
 pub type TaskError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -22,18 +22,24 @@ pub type TaskFuture = Pin<Box<dyn Future<Output = Result<(), TaskError>> + Send 
 /// Per-task policy options given in the attribute, such as
 /// `#[task(name = "...", timeout = "30m", retries = 3)]`.
 ///
-/// Every field is `None` unless the attribute sets it; an unset option takes the default that the
-/// [`SchedulerBuilder`](crate::SchedulerBuilder) or the environment gives for all tasks. Values
-/// are validated at compile time by [`#[task]`](macro@crate::task), whose documentation lists
-/// every option.
+/// Every field is `None` unless the attribute sets it; an unset policy takes the default that the
+/// [`SchedulerBuilder`](crate::SchedulerBuilder) or the environment gives for all tasks, and an
+/// unset [`isolation`](Self::isolation) runs the handler in the node's process. Values are
+/// validated at compile time by [`#[task]`](macro@crate::task), whose documentation lists every
+/// option.
 ///
 /// ```
 /// use std::time::Duration;
 /// use scheduler::registry::TaskOptions;
-/// use scheduler::{task, Misfire, Recovery, TaskRegistry};
+/// use scheduler::{task, Isolation, Misfire, Recovery, TaskRegistry};
 ///
 /// #[task(name = "sendPayouts", timeout = "30m", retries = 3, misfire = "skip", recovery = "never")]
 /// async fn send_payouts() -> anyhow::Result<()> {
+///     Ok(())
+/// }
+///
+/// #[task(name = "parseUploads", isolation = "process", memory_limit = "512MiB")]
+/// async fn parse_uploads() -> anyhow::Result<()> {
 ///     Ok(())
 /// }
 ///
@@ -46,6 +52,11 @@ pub type TaskFuture = Pin<Box<dyn Future<Output = Result<(), TaskError>> + Send 
 /// // Left out: the scheduler's default applies.
 /// assert_eq!(options.backoff, None);
 /// assert_eq!(options.lock_lifetime, None);
+/// assert_eq!(options.isolation, None); // in the node's process
+///
+/// let isolated = registry.get("parseUploads").unwrap().options;
+/// assert_eq!(isolated.isolation, Some(Isolation::Process));
+/// assert_eq!(isolated.memory_limit, Some(512 * 1024 * 1024));
 ///
 /// // The attribute expands to this constant.
 /// const SEND_PAYOUTS: TaskOptions = TaskOptions::DEFAULT
@@ -79,6 +90,14 @@ pub struct TaskOptions {
     /// its node crashed or lost its lock mid-run; see [`Recovery`]. `None`: the default for all
     /// tasks applies ([`Recovery::Rerun`] unless configured otherwise).
     pub recovery: Option<Recovery>,
+    /// `isolation = "process"` or `"in-process"`: where the handler runs; see [`Isolation`].
+    /// `None`: in the node's process ([`Isolation::InProcess`]).
+    pub isolation: Option<Isolation>,
+    /// `memory_limit = "512MiB"` (only with `isolation = "process"`): the most memory, in bytes,
+    /// the task's child process may allocate (its heap and private writable mappings, thread
+    /// stacks included); past it, allocations fail and the run is recorded as out of memory.
+    /// Enforced on Linux (`RLIMIT_DATA`). `None`: no limit.
+    pub memory_limit: Option<u64>,
 }
 
 impl TaskOptions {
@@ -90,6 +109,8 @@ impl TaskOptions {
         misfire: None,
         lock_lifetime: None,
         recovery: None,
+        isolation: None,
+        memory_limit: None,
     };
 
     /// Sets [`timeout`](Self::timeout). Used by the macro; set options in the attribute.
@@ -126,6 +147,19 @@ impl TaskOptions {
     /// Sets [`recovery`](Self::recovery). Used by the macro; set options in the attribute.
     pub const fn recovery(mut self, recovery: Recovery) -> Self {
         self.recovery = Some(recovery);
+        self
+    }
+
+    /// Sets [`isolation`](Self::isolation). Used by the macro; set options in the attribute.
+    pub const fn isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = Some(isolation);
+        self
+    }
+
+    /// Sets [`memory_limit`](Self::memory_limit), in bytes. Used by the macro; set options in
+    /// the attribute, which accepts it only with `isolation = "process"`.
+    pub const fn memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = Some(bytes);
         self
     }
 }

@@ -1,10 +1,11 @@
-//! The policy options written in `#[task(...)]` reach the registered descriptor exactly, and a
-//! task that writes none registers `TaskOptions::DEFAULT`, so the scheduler's defaults apply.
+//! The policy and isolation options written in `#[task(...)]` reach the registered descriptor
+//! exactly, and a task that writes none registers `TaskOptions::DEFAULT`, so the scheduler's
+//! defaults apply.
 
 use std::time::Duration;
 
 use scheduler::registry::TaskOptions;
-use scheduler::{Misfire, Recovery, TaskRegistry, task};
+use scheduler::{Isolation, Misfire, Recovery, TaskRegistry, task};
 
 #[task(
     name = "options.every",
@@ -30,6 +31,13 @@ async fn precise_durations() {}
 
 #[task(name = "options.none")]
 async fn no_options() {}
+
+#[task(
+    name = "options.isolated",
+    isolation = "process",
+    memory_limit = "512MiB"
+)]
+async fn isolated() {}
 
 fn options(name: &str) -> TaskOptions {
     TaskRegistry::collect()
@@ -85,4 +93,20 @@ fn durations_keep_sub_second_precision() {
 fn a_task_without_options_registers_the_default() {
     assert_eq!(options("options.none"), TaskOptions::DEFAULT);
     assert_eq!(options("options.none"), TaskOptions::default());
+}
+
+#[test]
+fn isolation_and_its_memory_limit_are_registered() {
+    let isolated = options("options.isolated");
+    assert_eq!(isolated.isolation, Some(Isolation::Process));
+    assert_eq!(isolated.memory_limit, Some(512 * 1024 * 1024));
+    assert_eq!(
+        isolated,
+        TaskOptions::DEFAULT
+            .isolation(Isolation::Process)
+            .memory_limit(512 << 20)
+    );
+    // Left out: the handler runs in the node's process, without a limit.
+    assert_eq!(options("options.none").isolation, None);
+    assert_eq!(options("options.none").memory_limit, None);
 }
