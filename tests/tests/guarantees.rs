@@ -384,165 +384,23 @@ struct SlowClaims {
     claiming: tokio::sync::Notify,
 }
 
-use scheduler::store::{
-    AuditEntry, ChangeListener, ClaimOutcome, ClaimPolicy, ClaimRequest, ConfigPlan, ConfigPlanner,
-    ConfigState, Delivery, DeliveryRecord, FinishResult, Heartbeat, LockKey, LogChunk, NewEvent,
-    NodeInfo, NodeRecord, OutboxRow, OverdueTask, Pause, ResumePlanner, RunFinish, RunQuery,
-    RunRecord, RunRequest, SkipRecord, Store, StoreResult, TaskRow, TaskState, WakeInfo,
-};
+use scheduler::store::{ClaimOutcome, ClaimRequest, ClaimRules, Store, StoreLayer, StoreResult};
 
+/// Everything else as the real store does it.
 #[async_trait::async_trait]
-impl Store for SlowClaims {
+impl StoreLayer for SlowClaims {
+    fn inner(&self) -> &dyn Store {
+        &*self.inner
+    }
+
     async fn claim(
         &self,
         request: ClaimRequest<'_>,
-        policy: &dyn ClaimPolicy,
+        rules: &dyn ClaimRules,
     ) -> StoreResult<ClaimOutcome> {
         self.claiming.notify_one();
         tokio::time::sleep(Duration::from_secs(1)).await;
-        self.inner.claim(request, policy).await
-    }
-
-    // Everything else as the real store does it.
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    async fn migrate(&self) -> StoreResult<()> {
-        self.inner.migrate().await
-    }
-    async fn register_node(&self, node: &NodeInfo) -> StoreResult<()> {
-        self.inner.register_node(node).await
-    }
-    async fn heartbeat(&self, node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat> {
-        self.inner.heartbeat(node_id, silent_after).await
-    }
-    async fn deregister_node(&self, node_id: &str) -> StoreResult<()> {
-        self.inner.deregister_node(node_id).await
-    }
-    async fn nodes(&self) -> StoreResult<Vec<NodeRecord>> {
-        self.inner.nodes().await
-    }
-    async fn next_wake(&self, tasks: &[String]) -> StoreResult<WakeInfo> {
-        self.inner.next_wake(tasks).await
-    }
-    async fn renew_locks(
-        &self,
-        node_id: &str,
-        held: &[(LockKey, Duration)],
-    ) -> StoreResult<Vec<LockKey>> {
-        self.inner.renew_locks(node_id, held).await
-    }
-    async fn finish_runs(&self, finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>> {
-        self.inner.finish_runs(finishes).await
-    }
-    async fn reschedule(&self, next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>> {
-        self.inner.reschedule(next_runs).await
-    }
-    async fn record_skips(&self, skips: &[SkipRecord]) -> StoreResult<()> {
-        self.inner.record_skips(skips).await
-    }
-    async fn request_run(
-        &self,
-        task: &str,
-        by: &str,
-        audit: &AuditEntry,
-    ) -> StoreResult<RunRequest> {
-        self.inner.request_run(task, by, audit).await
-    }
-    async fn overdue_tasks(&self, late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>> {
-        self.inner.overdue_tasks(late_by, limit).await
-    }
-    async fn open_missed(&self, incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>> {
-        self.inner.open_missed(incidents).await
-    }
-    async fn pause_task(&self, task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool> {
-        self.inner.pause_task(task, pause, audit).await
-    }
-    async fn resume_task(
-        &self,
-        task: &str,
-        audit: &AuditEntry,
-        planner: &ResumePlanner<'_>,
-    ) -> StoreResult<Option<Pause>> {
-        self.inner.resume_task(task, audit, planner).await
-    }
-    async fn audit_log(&self, limit: u32, before_id: Option<i64>) -> StoreResult<Vec<AuditEntry>> {
-        self.inner.audit_log(limit, before_id).await
-    }
-    async fn runs(&self, query: &RunQuery) -> StoreResult<Vec<RunRecord>> {
-        self.inner.runs(query).await
-    }
-    async fn run(&self, run_id: i64) -> StoreResult<Option<RunRecord>> {
-        self.inner.run(run_id).await
-    }
-    async fn recent_runs(&self, task: Option<&str>, limit: i64) -> StoreResult<Vec<RunRecord>> {
-        self.inner.recent_runs(task, limit).await
-    }
-    async fn skips(&self, task: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>> {
-        self.inner.skips(task, since).await
-    }
-    async fn latest_runs_per_task(
-        &self,
-        tasks: &[String],
-        per_task: u32,
-        since: DateTime<Utc>,
-    ) -> StoreResult<Vec<RunRecord>> {
-        self.inner
-            .latest_runs_per_task(tasks, per_task, since)
-            .await
-    }
-    async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>> {
-        self.inner.skips_since(since, limit).await
-    }
-    async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()> {
-        self.inner.append_run_logs(chunks).await
-    }
-    async fn run_log(&self, run_id: i64) -> StoreResult<Vec<LogChunk>> {
-        self.inner.run_log(run_id).await
-    }
-    async fn prune_history(&self, retention: Duration, batch: u32) -> StoreResult<u64> {
-        self.inner.prune_history(retention, batch).await
-    }
-    async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
-        self.inner.load_tasks().await
-    }
-    async fn task_states(&self, task: Option<&str>) -> StoreResult<Vec<TaskState>> {
-        self.inner.task_states(task).await
-    }
-    async fn config_state(&self) -> StoreResult<Option<ConfigState>> {
-        self.inner.config_state().await
-    }
-    async fn apply_config(&self, planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan> {
-        self.inner.apply_config(planner).await
-    }
-    async fn enqueue_events(&self, events: &[NewEvent]) -> StoreResult<()> {
-        self.inner.enqueue_events(events).await
-    }
-    async fn claim_outbox(
-        &self,
-        node: &str,
-        limit: u32,
-        lease: Duration,
-    ) -> StoreResult<Vec<OutboxRow>> {
-        self.inner.claim_outbox(node, limit, lease).await
-    }
-    async fn record_deliveries(&self, deliveries: &[Delivery]) -> StoreResult<()> {
-        self.inner.record_deliveries(deliveries).await
-    }
-    async fn deliveries(&self, limit: u32) -> StoreResult<Vec<DeliveryRecord>> {
-        self.inner.deliveries(limit).await
-    }
-    async fn webhook_disabled(&self, digest: &str) -> StoreResult<Option<String>> {
-        self.inner.webhook_disabled(digest).await
-    }
-    async fn disable_webhook(&self, digest: &str, reason: &str) -> StoreResult<()> {
-        self.inner.disable_webhook(digest, reason).await
-    }
-    async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>> {
-        self.inner.listener().await
-    }
-    async fn notify(&self) -> StoreResult<()> {
-        self.inner.notify().await
+        self.inner.claim(request, rules).await
     }
 }
 

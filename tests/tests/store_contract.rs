@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use scheduler::store::{
-    AuditEntry, ChangeListener, ClaimOutcome, ClaimPlan, ClaimPolicy, ClaimRequest, ClaimedRun,
+    AuditEntry, ChangeListener, ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun,
     ConfigPlan, ConfigSnapshot, ConfigState, Delivery, DeliveryNext, DueDecision, DueTask,
     ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun, NodeInfo, Pause, PgStore,
     Recovery, Requeue, RescueDecision, ResumePlan, RunEnd, RunFinish, RunQuery, RunRecord,
@@ -373,7 +373,7 @@ contract![
     claim_takes_due_enabled_unlocked_listed_tasks_oldest_first_up_to_the_limit,
     a_claim_records_what_the_plan_says,
     a_left_task_is_untouched,
-    an_expired_lock_the_policy_waits_for_is_left_alone,
+    an_expired_lock_the_rules_wait_for_is_left_alone,
     a_released_lock_ends_its_run_as_decided_and_makes_the_tick_due_again,
     a_rescued_tick_is_claimed_in_the_same_claim,
     a_lock_renewed_during_its_rescue_is_not_released,
@@ -517,7 +517,7 @@ async fn run(s: &dyn Store, id: i64) -> RunRecord {
 type RescueFn<'a> = Box<dyn Fn(&ExpiredLock) -> RescueDecision + Send + Sync + 'a>;
 type PlanFn<'a> = Box<dyn Fn(&DueTask) -> DueDecision + Send + Sync + 'a>;
 
-/// A claim policy made of two closures, recording what it was offered.
+/// Claim rules made of two closures, recording what they were offered.
 struct Rules<'a> {
     rescue: RescueFn<'a>,
     plan: PlanFn<'a>,
@@ -569,7 +569,7 @@ impl<'a> Rules<'a> {
     }
 }
 
-impl ClaimPolicy for Rules<'_> {
+impl ClaimRules for Rules<'_> {
     fn rescue(&self, lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecision {
         self.clocks.lock().unwrap().push(db_now);
         self.expired.lock().unwrap().push(lock.clone());
@@ -623,10 +623,10 @@ async fn claim_as(
     node: &str,
     tasks: &[&str],
     limit: usize,
-    policy: &dyn ClaimPolicy,
+    rules: &dyn ClaimRules,
 ) -> ClaimOutcome {
     let tasks = names(tasks);
-    s.claim(ClaimRequest::new(node, &tasks, limit), policy)
+    s.claim(ClaimRequest::new(node, &tasks, limit), rules)
         .await
         .unwrap()
 }
@@ -635,14 +635,14 @@ async fn claim(
     s: &dyn Store,
     tasks: &[&str],
     limit: usize,
-    policy: &dyn ClaimPolicy,
+    rules: &dyn ClaimRules,
 ) -> ClaimOutcome {
-    claim_as(s, NODE, tasks, limit, policy).await
+    claim_as(s, NODE, tasks, limit, rules).await
 }
 
-/// Claims `task` (due now) with `policy` and returns its run.
-async fn claim_one(s: &dyn Store, task: &str, policy: &dyn ClaimPolicy) -> ClaimedRun {
-    let out = claim(s, &[task], 1, policy).await;
+/// Claims `task` (due now) with `rules` and returns its run.
+async fn claim_one(s: &dyn Store, task: &str, rules: &dyn ClaimRules) -> ClaimedRun {
+    let out = claim(s, &[task], 1, rules).await;
     assert_eq!(out.claimed.len(), 1, "{task} claimed: {out:?}");
     out.claimed.into_iter().next().unwrap()
 }
@@ -1068,7 +1068,7 @@ async fn a_left_task_is_untouched(s: &dyn Store, _: &Arrange) {
     assert_eq!(wake.due_at, Some(t - HOUR), "still due, still unlocked");
 }
 
-async fn an_expired_lock_the_policy_waits_for_is_left_alone(s: &dyn Store, arrange: &Arrange) {
+async fn an_expired_lock_the_rules_wait_for_is_left_alone(s: &dyn Store, arrange: &Arrange) {
     let t = now_s() - HOUR;
     seed(s, &[("a", t)]).await;
     let rules = Rules::hourly()
@@ -1239,7 +1239,7 @@ async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange
     arrange.expire_lock("a").await;
     let renewed_inside = AtomicBool::new(false);
     let rules = Rules::hourly().rescue(|lock| {
-        // The owner renews while the rescuer decides (a policy must not do I/O; this test
+        // The owner renews while the rescuer decides (the rules must not do I/O; this test
         // breaks the rule on purpose to stand in for a concurrent node).
         let renewed = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(async {

@@ -319,7 +319,7 @@ async fn sqlite() {
     println!("#### SQLite plans (`EXPLAIN QUERY PLAN`)\n");
     let mut conn = pool.acquire().await.unwrap();
     for f in filters() {
-        // The query the store picks for these filters (see its `runs_impl`).
+        // The query the store picks for these filters (see its `runs`).
         let sql = if f.task.is_some() {
             SQLITE_BY_TASK
         } else if f.range.is_some() {

@@ -1,4 +1,4 @@
-//! The engine's decisions inside a claim ([`ClaimPolicy`]): when an expired lock may be
+//! The engine's decisions inside a claim ([`ClaimRules`]): when an expired lock may be
 //! released, what a due task's run serves and schedules next, and which ticks a run stands for
 //! without running them.
 //!
@@ -27,7 +27,7 @@ use crate::TaskRegistry;
 use crate::policy::Misfire;
 use crate::schedule::{FireSpan, ScheduleSpec, SpecCache};
 use crate::store::{
-    ClaimPlan, ClaimPolicy, DueDecision, DueTask, ExpiredLock, LockKey, NextRun, RescueDecision,
+    ClaimPlan, ClaimRules, DueDecision, DueTask, ExpiredLock, LockKey, NextRun, RescueDecision,
     SkipReason, SkipRecord, Trigger,
 };
 
@@ -183,7 +183,7 @@ impl<'a> Rules<'a> {
     }
 }
 
-impl ClaimPolicy for Rules<'_> {
+impl ClaimRules for Rules<'_> {
     fn rescue(&self, lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecision {
         if self.watchdog.holds(&lock.key) {
             // Ours: the run is going, or its outcome is on its way. Look again later.

@@ -1,5 +1,5 @@
 //! The data of a claim and of a run's end: what the engine offers and decides inside the claim
-//! transaction ([`ClaimPolicy`]), and what a finished run records ([`RunFinish`]).
+//! transaction ([`ClaimRules`]), and what a finished run records ([`RunFinish`]).
 
 use std::fmt;
 use std::time::Duration;
@@ -103,7 +103,7 @@ impl<'a> ClaimRequest<'a> {
     }
 }
 
-/// A lock found past its expiry, offered to [`ClaimPolicy::rescue`].
+/// A lock found past its expiry, offered to [`ClaimRules::rescue`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ExpiredLock {
@@ -240,7 +240,7 @@ pub struct PendingManual {
 }
 
 /// A task with something due (a tick, a retry, a manual run, or the end of a pause), locked
-/// for the claim and offered to [`ClaimPolicy::plan`].
+/// for the claim and offered to [`ClaimRules::plan`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct DueTask {
@@ -346,7 +346,7 @@ impl ClaimPlan {
 
 /// The engine's rules, consulted by [`Store::claim`](super::Store::claim) inside its
 /// transaction with the database clock. Both methods must be quick and pure: no I/O, no waiting.
-pub trait ClaimPolicy: Send + Sync {
+pub trait ClaimRules: Send + Sync {
     /// What to do with a lock past its expiry.
     fn rescue(&self, lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecision;
     /// What to do with a due task.

@@ -1,23 +1,32 @@
-//! Run-state storage behind one narrow interface.
+//! Run-state storage: everything the scheduler keeps between ticks and across nodes.
 //!
-//! The engine and the reconciler talk to a [`Store`]; [`postgres::PgStore`] is the production
-//! implementation for one or many nodes (all of its SQL lives in `store/postgres/queries/`), and
-//! [`sqlite::SqliteStore`] keeps the same records in a local file for a single process (its SQL
-//! in `store/sqlite/queries/`). Both pass one contract suite (`tests/tests/store_contract.rs`).
-//! This module owns the data that crosses the boundary and the store's error type; it knows nothing about cron syntax,
-//! handlers or config formats.
+//! [`Store`] is the one trait every part of the scheduler that keeps or reads state talks to: the
+//! engine (claims, renewals, outcomes, upkeep, the webhook outbox), the reconciler (config), the
+//! operator actions and the admin API, dashboard and CLI (reads). Its methods are grouped by
+//! those roles. [`postgres::PgStore`] is the production implementation for one or many nodes (all
+//! of its SQL lives in `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same
+//! records in a local file for a single process (its SQL in `store/sqlite/queries/`). Both pass
+//! one contract suite (`tests/tests/store_contract.rs`). This module owns the data that crosses
+//! the boundary, the store's error type, and what is written once for both backends (the list of
+//! operations that generates their forwarding and [`StoreLayer`]'s); it knows nothing about cron syntax, handlers
+//! or config formats, and never names the engine.
 //!
 //! **Decide in Rust, record in the store.** Whatever a store writes that carries a rule (what a
 //! lost run means, whether a tick runs again, what a finished run does to its task row, whether
-//! a config document is stale) is decided by the engine and handed to the store as data: a
-//! [`ClaimPolicy`] answers inside the claim transaction, a [`RunFinish`] says what to write, a
+//! a config document is stale) is decided by the engine and handed to the store as data:
+//! [`ClaimRules`] answer inside the claim transaction, a [`RunFinish`] says what to write, a
 //! [`ConfigPlanner`] plans a reconcile on rows locked for it. A store only applies decisions, so
 //! every backend behaves alike and the rules are unit-tested without a database.
+
+// First: its macros generate code in the modules below.
+#[macro_use]
+mod methods;
 
 mod claim;
 mod connect;
 mod error;
 mod in_use;
+mod layer;
 mod outbox;
 pub mod postgres;
 mod records;
@@ -30,12 +39,13 @@ use chrono::{DateTime, Utc};
 
 pub use crate::policy::Recovery;
 pub use claim::{
-    ClaimOutcome, ClaimPlan, ClaimPolicy, ClaimRequest, ClaimedRun, DueDecision, DueTask,
+    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
     ExpiredLock, FailureCount, FinishResult, LockKey, LockedRun, NextRun, PendingManual,
     PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, Trigger,
 };
 pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
 pub use error::{BoxError, StoreError, StoreResult};
+pub use layer::StoreLayer;
 pub use outbox::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow};
 pub use postgres::PgStore;
 pub use records::{
@@ -59,19 +69,38 @@ pub trait ChangeListener: Send {
     async fn recv(&mut self) -> StoreResult<()>;
 }
 
-/// Everything the engine, the reconciler and the operator tools need from persistent storage.
+/// Everything the scheduler keeps or reads in persistent storage, grouped by who calls it.
+///
+/// | Role | Caller | Methods |
+/// |---|---|---|
+/// | The store itself | the composition root | [`describe`](Self::describe), [`migrate`](Self::migrate) |
+/// | Nodes | the engine | [`register_node`](Self::register_node), [`heartbeat`](Self::heartbeat), [`deregister_node`](Self::deregister_node) |
+/// | Claiming and running | the engine | [`next_wake`](Self::next_wake), [`claim`](Self::claim), [`renew_locks`](Self::renew_locks), [`finish_runs`](Self::finish_runs), [`record_skips`](Self::record_skips), [`append_run_logs`](Self::append_run_logs) |
+/// | Upkeep | the engine's maintenance | [`reschedule`](Self::reschedule), [`overdue_tasks`](Self::overdue_tasks), [`open_missed`](Self::open_missed), [`prune_history`](Self::prune_history) |
+/// | Config | the reconciler | [`load_tasks`](Self::load_tasks), [`config_state`](Self::config_state), [`apply_config`](Self::apply_config) |
+/// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task) |
+/// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`run_log`](Self::run_log) |
+/// | Webhook outbox | the engine's delivery (and the dashboard) | [`enqueue_events`](Self::enqueue_events), [`claim_outbox`](Self::claim_outbox), [`record_deliveries`](Self::record_deliveries), [`deliveries`](Self::deliveries), [`webhook_disabled`](Self::webhook_disabled), [`disable_webhook`](Self::disable_webhook) |
+/// | Notifications | the engine listens; anyone may wake it | [`listener`](Self::listener), [`notify`](Self::notify) |
 ///
 /// Every lock write is fenced by the lock token; the store's clock decides what is due and what
 /// has expired; every rule is decided by the caller (see the module docs). The contract suite
 /// (`tests/tests/store_contract.rs`) pins each method's behaviour for every backend.
+///
+/// **Adding a method**: declare it here, add it to the list in `store/methods.rs` (which
+/// generates each backend's `impl Store` and [`StoreLayer`]'s forwarding), write it for each
+/// backend (a function of the same name in `store/<backend>/operations/`), and pin it in the
+/// contract suite. Wrappers built on [`StoreLayer`] need no change.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
+    // ---- the store itself ---------------------------------------------------------------
+
     /// What this store is, for logs: backend and location, never a password.
     fn describe(&self) -> String;
     /// Creates or upgrades the schema. Safe when several nodes start at once.
     async fn migrate(&self) -> StoreResult<()>;
 
-    // ---- nodes ---------------------------------------------------------------------------
+    // ---- nodes (the engine) -------------------------------------------------------------
 
     /// Records this node as a member of the cluster (upsert).
     async fn register_node(&self, node: &NodeInfo) -> StoreResult<()>;
@@ -79,24 +108,22 @@ pub trait Store: Send + Sync + 'static {
     async fn heartbeat(&self, node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat>;
     /// Marks this node stopped.
     async fn deregister_node(&self, node_id: &str) -> StoreResult<()>;
-    /// Every known node, with how many runs each holds a lock for.
-    async fn nodes(&self) -> StoreResult<Vec<NodeRecord>>;
 
-    // ---- claiming and running -------------------------------------------------------------
+    // ---- claiming and running (the engine) ----------------------------------------------
 
     /// When anything claimable by a node registering `tasks` becomes due, or any lock expires.
     async fn next_wake(&self, tasks: &[String]) -> StoreResult<WakeInfo>;
-    /// In one transaction: offers every expired lock to `policy.rescue` and applies its
+    /// In one transaction: offers every expired lock to `rules.rescue` and applies its
     /// decisions; then locks up to `limit` unlocked tasks among `tasks` that have something due
     /// — an enabled, unpaused task's tick or retry, an expired pause, or a manual run of an
-    /// unpaused task — (skipping rows other transactions hold), offers each to `policy.plan`,
+    /// unpaused task — (skipping rows other transactions hold), offers each to `rules.plan`,
     /// and applies its decision: a run takes the lock, moves the schedule as planned, records a
     /// running run and clears what it serves; a skip moves the schedule and records the skipped
     /// ticks.
     async fn claim(
         &self,
         request: ClaimRequest<'_>,
-        policy: &dyn ClaimPolicy,
+        rules: &dyn ClaimRules,
     ) -> StoreResult<ClaimOutcome>;
     /// Extends the locks `node_id` holds, in one write, each by its own lifetime. Fenced by
     /// owner and token, not by expiry: an expired lock nobody released is extended again.
@@ -110,11 +137,39 @@ pub trait Store: Send + Sync + 'static {
     /// their skip records, and, for each lock still held under its token, releases it and
     /// applies its requeue.
     async fn finish_runs(&self, finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>>;
+    /// Records ranges of ticks that did not get a run of their own (outside any run's finish).
+    async fn record_skips(&self, skips: &[SkipRecord]) -> StoreResult<()>;
+    /// Appends chunks of runs' logs.
+    async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()>;
+
+    // ---- upkeep (the engine's maintenance) ----------------------------------------------
+
     /// Gives each named enabled, unlocked task that has no next run the next run decided for it;
     /// returns the tasks changed (others got a next run or a lock meanwhile).
     async fn reschedule(&self, next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
-    /// Records ranges of ticks that did not get a run of their own (outside any run's finish).
-    async fn record_skips(&self, skips: &[SkipRecord]) -> StoreResult<()>;
+    /// Enabled, unpaused tasks without an open missed-run incident whose next run is older than
+    /// `late_by`, at most `limit`.
+    async fn overdue_tasks(&self, late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>>;
+    /// Opens a missed-run incident for each `(task, tick)` whose next run is still that tick
+    /// and that has none open; returns the tasks whose incident this call opened.
+    async fn open_missed(&self, incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
+    /// Deletes finished runs (with their logs), skip records, delivered or failed outbox events
+    /// with their delivery log, and audit entries older than `retention`, in batches of at most
+    /// `batch` rows per statement; returns how many runs.
+    async fn prune_history(&self, retention: Duration, batch: u32) -> StoreResult<u64>;
+
+    // ---- config (the reconciler) --------------------------------------------------------
+
+    /// Reads all task rows and the database clock.
+    async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)>;
+    /// The last applied config.
+    async fn config_state(&self) -> StoreResult<Option<ConfigState>>;
+    /// In one transaction serialised across nodes: reads the applied config and every task row
+    /// (locked), asks `planner` what to write, and writes it.
+    async fn apply_config(&self, planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan>;
+
+    // ---- operator actions (the admin API, the CLI) --------------------------------------
+
     /// Asks for a manual run of `task` by `by` (audited), unless the task is paused.
     async fn request_run(
         &self,
@@ -122,18 +177,6 @@ pub trait Store: Send + Sync + 'static {
         by: &str,
         audit: &AuditEntry,
     ) -> StoreResult<RunRequest>;
-
-    // ---- missed runs ----------------------------------------------------------------------
-
-    /// Enabled, unpaused tasks without an open missed-run incident whose next run is older than
-    /// `late_by`, at most `limit`.
-    async fn overdue_tasks(&self, late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>>;
-    /// Opens a missed-run incident for each `(task, tick)` whose next run is still that tick
-    /// and that has none open; returns the tasks whose incident this call opened.
-    async fn open_missed(&self, incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
-
-    // ---- operator actions -----------------------------------------------------------------
-
     /// Pauses `task` (audited); false if there is no such task. A pause already in force is
     /// replaced.
     async fn pause_task(&self, task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool>;
@@ -145,11 +188,15 @@ pub trait Store: Send + Sync + 'static {
         audit: &AuditEntry,
         planner: &ResumePlanner<'_>,
     ) -> StoreResult<Option<Pause>>;
+
+    // ---- reads (the admin API, the dashboard, the CLI) ----------------------------------
+
+    /// Every known node, with how many runs each holds a lock for.
+    async fn nodes(&self) -> StoreResult<Vec<NodeRecord>>;
+    /// Everything about one task's row, or every task's (by name).
+    async fn task_states(&self, task: Option<&str>) -> StoreResult<Vec<TaskState>>;
     /// The newest audit entries, older than `before_id` if given.
     async fn audit_log(&self, limit: u32, before_id: Option<i64>) -> StoreResult<Vec<AuditEntry>>;
-
-    // ---- history ----------------------------------------------------------------------------
-
     /// Runs matching `query`, newest first.
     async fn runs(&self, query: &RunQuery) -> StoreResult<Vec<RunRecord>>;
     /// One run.
@@ -157,8 +204,6 @@ pub trait Store: Send + Sync + 'static {
     /// The latest runs of a task, newest first (or of all tasks with `None`).
     async fn recent_runs(&self, task_name: Option<&str>, limit: i64)
     -> StoreResult<Vec<RunRecord>>;
-    /// Skip records of a task whose ranges end at or after `since`, oldest first.
-    async fn skips(&self, task_name: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>>;
     /// The latest `per_task` (1 to 1,000) runs of each of `tasks` that started at or after
     /// `since`, newest first (one read for a dashboard of many tasks).
     async fn latest_runs_per_task(
@@ -167,31 +212,15 @@ pub trait Store: Send + Sync + 'static {
         per_task: u32,
         since: DateTime<Utc>,
     ) -> StoreResult<Vec<RunRecord>>;
+    /// Skip records of a task whose ranges end at or after `since`, oldest first.
+    async fn skips(&self, task_name: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>>;
     /// Skip records of every task whose ranges end at or after `since`: the `limit` (1 to
     /// 10,000) latest-ending, newest first (one read for a dashboard of many tasks).
     async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>>;
-    /// Appends chunks of runs' logs.
-    async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()>;
     /// A run's log chunks, in order.
     async fn run_log(&self, run_id: i64) -> StoreResult<Vec<LogChunk>>;
-    /// Deletes finished runs (with their logs), skip records, delivered or failed outbox events
-    /// with their delivery log, and audit entries older than `retention`, in batches of at most
-    /// `batch` rows per statement; returns how many runs.
-    async fn prune_history(&self, retention: Duration, batch: u32) -> StoreResult<u64>;
 
-    // ---- tasks and config -----------------------------------------------------------------
-
-    /// Reads all task rows and the database clock.
-    async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)>;
-    /// Everything about one task's row, or every task's (by name).
-    async fn task_states(&self, task: Option<&str>) -> StoreResult<Vec<TaskState>>;
-    /// The last applied config.
-    async fn config_state(&self) -> StoreResult<Option<ConfigState>>;
-    /// In one transaction serialised across nodes: reads the applied config and every task row
-    /// (locked), asks `planner` what to write, and writes it.
-    async fn apply_config(&self, planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan>;
-
-    // ---- webhook outbox -------------------------------------------------------------------
+    // ---- webhook outbox (the engine's delivery; `deliveries` for the dashboard) ---------
 
     /// Writes events to deliver.
     async fn enqueue_events(&self, events: &[NewEvent]) -> StoreResult<()>;
@@ -212,7 +241,7 @@ pub trait Store: Send + Sync + 'static {
     /// Disables the webhook endpoint with this URL digest for every node.
     async fn disable_webhook(&self, url_digest: &str, reason: &str) -> StoreResult<()>;
 
-    // ---- notifications --------------------------------------------------------------------
+    // ---- notifications ------------------------------------------------------------------
 
     /// A listener for change notifications from other nodes.
     async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>>;

@@ -11,7 +11,7 @@
 
 mod listener;
 mod migrate;
-mod ops;
+mod operations;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 
 use sqlx::{Row, SqliteConnection};
 
-use super::ops::micros;
+use super::operations::micros;
 use crate::store::StoreError;
 
 macro_rules! migration {
@@ -79,7 +79,7 @@ mod tests {
 
     use super::MIGRATIONS;
     use crate::store::{
-        ClaimPlan, ClaimPolicy, ClaimRequest, DueDecision, DueTask, ExpiredLock, FailureCount,
+        ClaimPlan, ClaimRequest, ClaimRules, DueDecision, DueTask, ExpiredLock, FailureCount,
         LockKey, Recovery, RescueDecision, RunEnd, RunFinish, RunStatus, SkipReason, SqliteStore,
         Store, Trigger,
     };
@@ -87,7 +87,7 @@ mod tests {
     /// Runs every due tick once, scheduling nothing after it.
     struct Once;
 
-    impl ClaimPolicy for Once {
+    impl ClaimRules for Once {
         fn rescue(&self, _: &ExpiredLock, _: DateTime<Utc>) -> RescueDecision {
             RescueDecision::Wait
         }

@@ -63,7 +63,7 @@
 mod listener;
 mod lockfile;
 mod migrate;
-mod ops;
+mod operations;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,21 +1,18 @@
-//! [`Store`] on PostgreSQL: each operation is one of the `queries/*.sql`, run on a connection
-//! acquired and used within the store's timeouts (see the module docs of `postgres`). The trait
-//! implementation only delegates, one file per concern.
+//! [`Store`](crate::store::Store) on PostgreSQL: each operation is a function here or in the
+//! module of its concept, running the `queries/*.sql` it needs on a connection acquired and used
+//! within the store's timeouts (see the module docs of `postgres`). The `impl Store` that calls
+//! them is generated (`store_fns!`).
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::pool::PoolConnection;
 use sqlx::{Postgres, Row};
 
 use super::{PgStore, classify};
 use crate::store::{
-    AuditEntry, ChangeListener, ClaimOutcome, ClaimPolicy, ClaimRequest, ConfigPlan, ConfigPlanner,
-    ConfigState, Delivery, DeliveryRecord, FinishResult, Heartbeat, LockKey, LogChunk, NewEvent,
-    NodeInfo, NodeRecord, OutboxRow, OverdueTask, Pause, Recovery, ResumePlanner, RunFinish,
-    RunQuery, RunRecord, RunRequest, RunStatus, SkipReason, SkipRecord, Store, StoreError,
-    StoreResult, TaskRow, TaskState, Trigger, WakeInfo,
+    AuditEntry, ChangeListener, Pause, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord,
+    StoreError, StoreResult, TaskState, Trigger,
 };
 
 macro_rules! query {
@@ -43,6 +40,12 @@ mod config;
 mod history;
 mod operator;
 mod outbox;
+
+use claim::*;
+use config::*;
+use history::*;
+use operator::*;
+use outbox::*;
 
 impl PgStore {
     async fn acquire(&self, operation: &'static str) -> StoreResult<PoolConnection<Postgres>> {
@@ -231,205 +234,32 @@ async fn insert_audit(conn: &mut sqlx::PgConnection, a: &AuditEntry) -> Result<(
         .map(drop)
 }
 
-#[async_trait]
-impl Store for PgStore {
-    fn describe(&self) -> String {
-        self.description.clone()
-    }
+store_fns!(PgStore);
 
-    async fn migrate(&self) -> StoreResult<()> {
-        let mut conn = self.acquire("migrate").await?;
-        super::migrate::run(&mut conn, &self.schema).await
-    }
+fn describe(store: &PgStore) -> String {
+    store.description.clone()
+}
 
-    async fn register_node(&self, node: &NodeInfo) -> StoreResult<()> {
-        self.register_node_impl(node).await
-    }
+async fn migrate(store: &PgStore) -> StoreResult<()> {
+    let mut conn = store.acquire("migrate").await?;
+    super::migrate::run(&mut conn, &store.schema).await
+}
 
-    async fn heartbeat(&self, node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat> {
-        self.heartbeat_impl(node_id, silent_after).await
-    }
+async fn listener(store: &PgStore) -> StoreResult<Box<dyn ChangeListener>> {
+    Ok(Box::new(super::listener::PgChangeListener::new(
+        store.pool.clone(),
+        store.channel.clone(),
+        store.op_timeout,
+    )))
+}
 
-    async fn deregister_node(&self, node_id: &str) -> StoreResult<()> {
-        self.deregister_node_impl(node_id).await
-    }
-
-    async fn nodes(&self) -> StoreResult<Vec<NodeRecord>> {
-        self.nodes_impl().await
-    }
-
-    async fn next_wake(&self, tasks: &[String]) -> StoreResult<WakeInfo> {
-        self.next_wake_impl(tasks).await
-    }
-
-    async fn claim(
-        &self,
-        request: ClaimRequest<'_>,
-        policy: &dyn ClaimPolicy,
-    ) -> StoreResult<ClaimOutcome> {
-        self.claim_impl(request, policy).await
-    }
-
-    async fn renew_locks(
-        &self,
-        node_id: &str,
-        held: &[(LockKey, Duration)],
-    ) -> StoreResult<Vec<LockKey>> {
-        self.renew_locks_impl(node_id, held).await
-    }
-
-    async fn finish_runs(&self, finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>> {
-        self.finish_runs_impl(finishes).await
-    }
-
-    async fn reschedule(&self, next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>> {
-        self.reschedule_impl(next_runs).await
-    }
-
-    async fn record_skips(&self, skips: &[SkipRecord]) -> StoreResult<()> {
-        self.record_skips_impl(skips).await
-    }
-
-    async fn request_run(
-        &self,
-        task: &str,
-        by: &str,
-        audit: &AuditEntry,
-    ) -> StoreResult<RunRequest> {
-        self.request_run_impl(task, by, audit).await
-    }
-
-    async fn overdue_tasks(&self, late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>> {
-        self.overdue_tasks_impl(late_by, limit).await
-    }
-
-    async fn open_missed(&self, incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>> {
-        self.open_missed_impl(incidents).await
-    }
-
-    async fn pause_task(&self, task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool> {
-        self.pause_task_impl(task, pause, audit).await
-    }
-
-    async fn resume_task(
-        &self,
-        task: &str,
-        audit: &AuditEntry,
-        planner: &ResumePlanner<'_>,
-    ) -> StoreResult<Option<Pause>> {
-        self.resume_task_impl(task, audit, planner).await
-    }
-
-    async fn audit_log(&self, limit: u32, before_id: Option<i64>) -> StoreResult<Vec<AuditEntry>> {
-        self.audit_log_impl(limit, before_id).await
-    }
-
-    async fn runs(&self, query: &RunQuery) -> StoreResult<Vec<RunRecord>> {
-        self.runs_impl(query).await
-    }
-
-    async fn run(&self, run_id: i64) -> StoreResult<Option<RunRecord>> {
-        self.run_impl(run_id).await
-    }
-
-    async fn recent_runs(
-        &self,
-        task_name: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<RunRecord>> {
-        self.recent_runs_impl(task_name, limit).await
-    }
-
-    async fn skips(&self, task_name: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>> {
-        self.skips_impl(task_name, since).await
-    }
-
-    async fn latest_runs_per_task(
-        &self,
-        tasks: &[String],
-        per_task: u32,
-        since: DateTime<Utc>,
-    ) -> StoreResult<Vec<RunRecord>> {
-        self.latest_runs_per_task_impl(tasks, per_task, since).await
-    }
-
-    async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>> {
-        self.skips_since_impl(since, limit).await
-    }
-
-    async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()> {
-        self.append_run_logs_impl(chunks).await
-    }
-
-    async fn run_log(&self, run_id: i64) -> StoreResult<Vec<LogChunk>> {
-        self.run_log_impl(run_id).await
-    }
-
-    async fn prune_history(&self, retention: Duration, batch: u32) -> StoreResult<u64> {
-        self.prune_history_impl(retention, batch).await
-    }
-
-    async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
-        self.load_tasks_impl().await
-    }
-
-    async fn task_states(&self, task: Option<&str>) -> StoreResult<Vec<TaskState>> {
-        self.task_states_impl(task).await
-    }
-
-    async fn config_state(&self) -> StoreResult<Option<ConfigState>> {
-        self.config_state_impl().await
-    }
-
-    async fn apply_config(&self, planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan> {
-        self.apply_config_impl(planner).await
-    }
-
-    async fn enqueue_events(&self, events: &[NewEvent]) -> StoreResult<()> {
-        self.enqueue_events_impl(events).await
-    }
-
-    async fn claim_outbox(
-        &self,
-        node_id: &str,
-        limit: u32,
-        lease: Duration,
-    ) -> StoreResult<Vec<OutboxRow>> {
-        self.claim_outbox_impl(node_id, limit, lease).await
-    }
-
-    async fn record_deliveries(&self, deliveries: &[Delivery]) -> StoreResult<()> {
-        self.record_deliveries_impl(deliveries).await
-    }
-
-    async fn deliveries(&self, limit: u32) -> StoreResult<Vec<DeliveryRecord>> {
-        self.deliveries_impl(limit).await
-    }
-
-    async fn webhook_disabled(&self, url_digest: &str) -> StoreResult<Option<String>> {
-        self.webhook_disabled_impl(url_digest).await
-    }
-
-    async fn disable_webhook(&self, url_digest: &str, reason: &str) -> StoreResult<()> {
-        self.disable_webhook_impl(url_digest, reason).await
-    }
-
-    async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>> {
-        Ok(Box::new(super::listener::PgChangeListener::new(
-            self.pool.clone(),
-            self.channel.clone(),
-            self.op_timeout,
-        )))
-    }
-
-    async fn notify(&self) -> StoreResult<()> {
-        timed!(self, "notify", |conn| {
-            sqlx::query(query!("notify"))
-                .bind(&self.channel)
-                .bind("request")
-                .execute(conn)
-                .await
-                .map(drop)
-        })
-    }
+async fn notify(store: &PgStore) -> StoreResult<()> {
+    timed!(store, "notify", |conn| {
+        sqlx::query(query!("notify"))
+            .bind(&store.channel)
+            .bind("request")
+            .execute(conn)
+            .await
+            .map(drop)
+    })
 }

@@ -1,13 +1,12 @@
-//! [`Store`] on SQLite: each operation runs the `queries/*.sql` it needs on one pooled
-//! connection, writes in one `BEGIN IMMEDIATE` transaction, within the operation timeout (see
-//! the module docs of `sqlite`). SQLite has no array parameters, so a batch is one statement per
-//! item inside the operation's transaction: still one commit, and statements are prepared once
-//! and cached per connection. The trait implementation only delegates, one file per concern (as
-//! the PostgreSQL store's).
+//! [`Store`](crate::store::Store) on SQLite: each operation is a function here or in the module of
+//! its concept (as on PostgreSQL), running the `queries/*.sql` it needs on one pooled connection,
+//! writes in one `BEGIN IMMEDIATE` transaction, within the operation timeout (see the module docs
+//! of `sqlite`). SQLite has no array parameters, so a batch is one statement per item inside the
+//! operation's transaction: still one commit, and statements are prepared once and cached per
+//! connection. The `impl Store` that calls them is generated (`store_fns!`).
 
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::SqliteRow;
@@ -19,11 +18,8 @@ use uuid::fmt::Hyphenated;
 use super::listener::SqliteChangeListener;
 use super::{Inner, MIGRATION_TIMEOUT, SqliteStore, classify, migrate};
 use crate::store::{
-    AuditEntry, ChangeListener, ClaimOutcome, ClaimPolicy, ClaimRequest, ConfigPlan, ConfigPlanner,
-    ConfigState, Delivery, DeliveryRecord, FinishResult, Heartbeat, LockKey, LogChunk, NewEvent,
-    NodeInfo, NodeRecord, OutboxRow, OverdueTask, Pause, Recovery, ResumePlanner, RunFinish,
-    RunQuery, RunRecord, RunRequest, RunStatus, SkipReason, SkipRecord, Store, StoreError,
-    StoreResult, TaskRow, TaskState, Trigger, WakeInfo,
+    AuditEntry, ChangeListener, Pause, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord,
+    StoreError, StoreResult, TaskState, Trigger,
 };
 
 macro_rules! query {
@@ -49,7 +45,7 @@ macro_rules! read {
             Ok::<_, sqlx::Error>($body)
         })
         .await;
-        crate::store::sqlite::ops::settle($op, guard.done(), result, limit)
+        crate::store::sqlite::operations::settle($op, guard.done(), result, limit)
     }};
 }
 
@@ -78,7 +74,7 @@ macro_rules! write_tx {
             Ok::<_, sqlx::Error>(value)
         })
         .await;
-        crate::store::sqlite::ops::settle($op, guard.done(), result, limit)
+        crate::store::sqlite::operations::settle($op, guard.done(), result, limit)
     }};
 }
 
@@ -87,6 +83,12 @@ mod config;
 mod history;
 mod operator;
 mod outbox;
+
+use claim::*;
+use config::*;
+use history::*;
+use operator::*;
+use outbox::*;
 
 impl SqliteStore {
     /// What only the node owning the file may do; refused for an operator store.
@@ -337,212 +339,38 @@ async fn insert_audit(
     Ok(())
 }
 
-#[async_trait]
-impl Store for SqliteStore {
-    fn describe(&self) -> String {
-        self.inner.description.clone()
-    }
+store_fns!(SqliteStore);
 
-    async fn migrate(&self) -> StoreResult<()> {
-        self.refuse_operator("migrate the database")?;
-        let path = self.inner.path.clone();
-        let applied = write_tx!(self, "migrate", limit = MIGRATION_TIMEOUT, |tx, now| {
-            match migrate::apply_all(&mut tx, now, &path).await? {
-                Ok(applied) => Ok(applied),
-                // Refused: roll back whatever was created, and say why.
-                Err(refusal) => return Ok(Err(refusal)),
-            }
-        })??;
-        for version in applied {
-            tracing::info!(version, path = %path.display(), "applied migration");
+fn describe(store: &SqliteStore) -> String {
+    store.inner.description.clone()
+}
+
+async fn migrate(store: &SqliteStore) -> StoreResult<()> {
+    store.refuse_operator("migrate the database")?;
+    let path = store.inner.path.clone();
+    let applied = write_tx!(store, "migrate", limit = MIGRATION_TIMEOUT, |tx, now| {
+        match migrate::apply_all(&mut tx, now, &path).await? {
+            Ok(applied) => Ok(applied),
+            // Refused: roll back whatever was created, and say why.
+            Err(refusal) => return Ok(Err(refusal)),
         }
-        Ok(())
+    })??;
+    for version in applied {
+        tracing::info!(version, path = %path.display(), "applied migration");
     }
+    Ok(())
+}
 
-    async fn register_node(&self, node: &NodeInfo) -> StoreResult<()> {
-        self.refuse_operator("register a node")?;
-        self.register_node_impl(node).await
-    }
+async fn listener(store: &SqliteStore) -> StoreResult<Box<dyn ChangeListener>> {
+    Ok(Box::new(SqliteChangeListener::new(
+        store.inner.changes.subscribe(),
+        std::sync::Arc::downgrade(&store.inner),
+    )))
+}
 
-    async fn heartbeat(&self, node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat> {
-        self.heartbeat_impl(node_id, silent_after).await
-    }
-
-    async fn deregister_node(&self, node_id: &str) -> StoreResult<()> {
-        self.deregister_node_impl(node_id).await
-    }
-
-    async fn nodes(&self) -> StoreResult<Vec<NodeRecord>> {
-        self.nodes_impl().await
-    }
-
-    async fn next_wake(&self, tasks: &[String]) -> StoreResult<WakeInfo> {
-        self.next_wake_impl(tasks).await
-    }
-
-    async fn claim(
-        &self,
-        request: ClaimRequest<'_>,
-        policy: &dyn ClaimPolicy,
-    ) -> StoreResult<ClaimOutcome> {
-        self.claim_impl(request, policy).await
-    }
-
-    async fn renew_locks(
-        &self,
-        node_id: &str,
-        held: &[(LockKey, Duration)],
-    ) -> StoreResult<Vec<LockKey>> {
-        self.renew_locks_impl(node_id, held).await
-    }
-
-    async fn finish_runs(&self, finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>> {
-        self.finish_runs_impl(finishes).await
-    }
-
-    async fn reschedule(&self, next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>> {
-        self.reschedule_impl(next_runs).await
-    }
-
-    async fn record_skips(&self, skips: &[SkipRecord]) -> StoreResult<()> {
-        self.record_skips_impl(skips).await
-    }
-
-    async fn request_run(
-        &self,
-        task: &str,
-        by: &str,
-        audit: &AuditEntry,
-    ) -> StoreResult<RunRequest> {
-        self.request_run_impl(task, by, audit).await
-    }
-
-    async fn overdue_tasks(&self, late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>> {
-        self.overdue_tasks_impl(late_by, limit).await
-    }
-
-    async fn open_missed(&self, incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>> {
-        self.open_missed_impl(incidents).await
-    }
-
-    async fn pause_task(&self, task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool> {
-        self.pause_task_impl(task, pause, audit).await
-    }
-
-    async fn resume_task(
-        &self,
-        task: &str,
-        audit: &AuditEntry,
-        planner: &ResumePlanner<'_>,
-    ) -> StoreResult<Option<Pause>> {
-        self.resume_task_impl(task, audit, planner).await
-    }
-
-    async fn audit_log(&self, limit: u32, before_id: Option<i64>) -> StoreResult<Vec<AuditEntry>> {
-        self.audit_log_impl(limit, before_id).await
-    }
-
-    async fn runs(&self, query: &RunQuery) -> StoreResult<Vec<RunRecord>> {
-        self.runs_impl(query).await
-    }
-
-    async fn run(&self, run_id: i64) -> StoreResult<Option<RunRecord>> {
-        self.run_impl(run_id).await
-    }
-
-    async fn recent_runs(
-        &self,
-        task_name: Option<&str>,
-        limit: i64,
-    ) -> StoreResult<Vec<RunRecord>> {
-        self.recent_runs_impl(task_name, limit).await
-    }
-
-    async fn skips(&self, task_name: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>> {
-        self.skips_impl(task_name, since).await
-    }
-
-    async fn latest_runs_per_task(
-        &self,
-        tasks: &[String],
-        per_task: u32,
-        since: DateTime<Utc>,
-    ) -> StoreResult<Vec<RunRecord>> {
-        self.latest_runs_per_task_impl(tasks, per_task, since).await
-    }
-
-    async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>> {
-        self.skips_since_impl(since, limit).await
-    }
-
-    async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()> {
-        self.append_run_logs_impl(chunks).await
-    }
-
-    async fn run_log(&self, run_id: i64) -> StoreResult<Vec<LogChunk>> {
-        self.run_log_impl(run_id).await
-    }
-
-    async fn prune_history(&self, retention: Duration, batch: u32) -> StoreResult<u64> {
-        self.prune_history_impl(retention, batch).await
-    }
-
-    async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
-        self.load_tasks_impl().await
-    }
-
-    async fn task_states(&self, task: Option<&str>) -> StoreResult<Vec<TaskState>> {
-        self.task_states_impl(task).await
-    }
-
-    async fn config_state(&self) -> StoreResult<Option<ConfigState>> {
-        self.config_state_impl().await
-    }
-
-    async fn apply_config(&self, planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan> {
-        self.apply_config_impl(planner).await
-    }
-
-    async fn enqueue_events(&self, events: &[NewEvent]) -> StoreResult<()> {
-        self.enqueue_events_impl(events).await
-    }
-
-    async fn claim_outbox(
-        &self,
-        node_id: &str,
-        limit: u32,
-        lease: Duration,
-    ) -> StoreResult<Vec<OutboxRow>> {
-        self.claim_outbox_impl(node_id, limit, lease).await
-    }
-
-    async fn record_deliveries(&self, deliveries: &[Delivery]) -> StoreResult<()> {
-        self.record_deliveries_impl(deliveries).await
-    }
-
-    async fn deliveries(&self, limit: u32) -> StoreResult<Vec<DeliveryRecord>> {
-        self.deliveries_impl(limit).await
-    }
-
-    async fn webhook_disabled(&self, url_digest: &str) -> StoreResult<Option<String>> {
-        self.webhook_disabled_impl(url_digest).await
-    }
-
-    async fn disable_webhook(&self, url_digest: &str, reason: &str) -> StoreResult<()> {
-        self.disable_webhook_impl(url_digest, reason).await
-    }
-
-    async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>> {
-        Ok(Box::new(SqliteChangeListener::new(
-            self.inner.changes.subscribe(),
-            std::sync::Arc::downgrade(&self.inner),
-        )))
-    }
-
-    async fn notify(&self) -> StoreResult<()> {
-        // Listeners in this process wake now; one in another (a node beside this operator
-        // store) sees the commit through `PRAGMA data_version`.
-        self.inner.wake();
-        Ok(())
-    }
+async fn notify(store: &SqliteStore) -> StoreResult<()> {
+    // Listeners in this process wake now; one in another (a node beside this operator
+    // store) sees the commit through `PRAGMA data_version`.
+    store.inner.wake();
+    Ok(())
 }

@@ -1,0 +1,103 @@
+//! The store's operations listed once, for the code that only forwards them: each backend's
+//! `impl Store` ([`store_fns!`]: one function per operation) and [`StoreLayer`](super::StoreLayer)
+//! (`layer.rs`: a default per operation, and the blanket `impl Store`). Nothing else forwards
+//! the trait by hand.
+//!
+//! The list is checked against the trait by the compiler: an operation missing here leaves each
+//! `impl Store` incomplete, a signature that differs does not match the trait's.
+
+/// Calls `$then! { { $($state)* } name(arg: Type, ...) -> Output; ... }` with every operation of
+/// [`Store`](super::Store) but [`describe`](super::Store::describe) (the one that is not
+/// `async`), in the trait's order. Types are named as `crate::store` exports them, and
+/// `Duration`, `DateTime` and `Utc` as std and chrono do: the expansion site imports them.
+macro_rules! store_methods {
+    ($then:ident! { $($state:tt)* }) => {
+        $then! {
+            { $($state)* }
+            migrate() -> StoreResult<()>;
+            // Nodes.
+            register_node(node: &NodeInfo) -> StoreResult<()>;
+            heartbeat(node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat>;
+            deregister_node(node_id: &str) -> StoreResult<()>;
+            // Claiming and running.
+            next_wake(tasks: &[String]) -> StoreResult<WakeInfo>;
+            claim(request: ClaimRequest<'_>, rules: &dyn ClaimRules) -> StoreResult<ClaimOutcome>;
+            renew_locks(node_id: &str, held: &[(LockKey, Duration)]) -> StoreResult<Vec<LockKey>>;
+            finish_runs(finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>>;
+            record_skips(skips: &[SkipRecord]) -> StoreResult<()>;
+            append_run_logs(chunks: &[LogChunk]) -> StoreResult<()>;
+            // Upkeep.
+            reschedule(next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
+            overdue_tasks(late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>>;
+            open_missed(incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
+            prune_history(retention: Duration, batch: u32) -> StoreResult<u64>;
+            // Config.
+            load_tasks() -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)>;
+            config_state() -> StoreResult<Option<ConfigState>>;
+            apply_config(planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan>;
+            // Operator actions.
+            request_run(task: &str, by: &str, audit: &AuditEntry) -> StoreResult<RunRequest>;
+            pause_task(task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool>;
+            resume_task(
+                task: &str,
+                audit: &AuditEntry,
+                planner: &ResumePlanner<'_>
+            ) -> StoreResult<Option<Pause>>;
+            // Reads.
+            nodes() -> StoreResult<Vec<NodeRecord>>;
+            task_states(task: Option<&str>) -> StoreResult<Vec<TaskState>>;
+            audit_log(limit: u32, before_id: Option<i64>) -> StoreResult<Vec<AuditEntry>>;
+            runs(query: &RunQuery) -> StoreResult<Vec<RunRecord>>;
+            run(run_id: i64) -> StoreResult<Option<RunRecord>>;
+            recent_runs(task_name: Option<&str>, limit: i64) -> StoreResult<Vec<RunRecord>>;
+            latest_runs_per_task(
+                tasks: &[String],
+                per_task: u32,
+                since: DateTime<Utc>
+            ) -> StoreResult<Vec<RunRecord>>;
+            skips(task_name: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>>;
+            skips_since(since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>>;
+            run_log(run_id: i64) -> StoreResult<Vec<LogChunk>>;
+            // Webhook outbox.
+            enqueue_events(events: &[NewEvent]) -> StoreResult<()>;
+            claim_outbox(node_id: &str, limit: u32, lease: Duration) -> StoreResult<Vec<OutboxRow>>;
+            record_deliveries(deliveries: &[Delivery]) -> StoreResult<()>;
+            deliveries(limit: u32) -> StoreResult<Vec<DeliveryRecord>>;
+            webhook_disabled(url_digest: &str) -> StoreResult<Option<String>>;
+            disable_webhook(url_digest: &str, reason: &str) -> StoreResult<()>;
+            // Notifications.
+            listener() -> StoreResult<Box<dyn ChangeListener>>;
+            notify() -> StoreResult<()>;
+        }
+    };
+}
+
+/// Implements [`Store`](super::Store) for `$store` by calling, for each operation, the function
+/// of the same name in the invoking module: `async fn claim(store: &$store, request, rules)`, and
+/// `fn describe(store: &$store) -> String`. A backend writes its operations as such functions,
+/// one module per concept, and invokes this once.
+macro_rules! store_fns {
+    ({ @impl $store:ty } $($name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)*) => {
+        const _: () = {
+            use ::chrono::{DateTime, Utc};
+            use ::std::time::Duration;
+            use $crate::store::*;
+
+            #[::async_trait::async_trait]
+            impl Store for $store {
+                fn describe(&self) -> String {
+                    self::describe(self)
+                }
+
+                $(
+                    async fn $name(&self, $($arg: $ty),*) -> $out {
+                        self::$name(self, $($arg),*).await
+                    }
+                )*
+            }
+        };
+    };
+    ($store:ty) => {
+        store_methods!(store_fns! { @impl $store });
+    };
+}

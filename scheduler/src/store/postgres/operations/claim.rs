@@ -1,0 +1,668 @@
+//! Nodes, claims, lock renewal and the end of runs.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{Acquire, Row};
+use uuid::Uuid;
+
+use super::{SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
+use crate::store::postgres::PgStore;
+use crate::store::{
+    ClaimOutcome, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask, ExpiredLock,
+    FinishResult, Heartbeat, LockKey, LockedRun, NextRun, NodeInfo, PendingManual, PendingRetry,
+    Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, SkipRecord, StoreResult, WakeInfo,
+};
+
+/// The earliest due times of each kind next_wake reads (see next_wake.sql).
+const WAKE_CANDIDATES: i64 = 32;
+
+/// A node's task names, searched by next_wake and claims: sorted (the engine passes them so),
+/// searched in place; otherwise hashed once.
+enum Names<'a> {
+    Sorted(&'a [String]),
+    Hashed(HashSet<&'a str>),
+}
+
+impl<'a> Names<'a> {
+    fn new(names: &'a [String]) -> Self {
+        if names.is_sorted() {
+            Names::Sorted(names)
+        } else {
+            Names::Hashed(names.iter().map(String::as_str).collect())
+        }
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        match self {
+            Names::Sorted(names) => names.binary_search_by(|n| n.as_str().cmp(name)).is_ok(),
+            Names::Hashed(names) => names.contains(name),
+        }
+    }
+}
+
+/// What next_wake's candidates say.
+#[derive(Default)]
+struct Wake {
+    db_now: Option<DateTime<Utc>>,
+    /// The earliest due time among this node's candidates.
+    due_at: Option<DateTime<Utc>>,
+    expiry_at: Option<DateTime<Utc>>,
+    /// Per kind of due time: candidates read, and how many of them are this node's.
+    kinds: HashMap<String, (i64, i64)>,
+}
+
+impl Wake {
+    fn offer(&mut self, kind: &str, registered: bool, at: Option<DateTime<Utc>>) {
+        let (read, mine) = self.kinds.entry(kind.to_owned()).or_default();
+        *read += 1;
+        if registered {
+            *mine += 1;
+            self.due_at = self.due_at.into_iter().chain(at).min();
+        }
+    }
+
+    /// Whether some kind filled its page with other binaries' tasks only (this node's earliest
+    /// of that kind lies beyond the page, if it has one).
+    fn strangers_first(&self) -> bool {
+        self.kinds
+            .values()
+            .any(|(read, mine)| *read >= WAKE_CANDIDATES && *mine == 0)
+    }
+}
+
+/// The most expired locks one claim looks at.
+const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
+/// A task is counted overdue by the heartbeat when its next run is this late.
+const OVERDUE_HINT: Duration = Duration::from_secs(2);
+
+/// The requeue columns of release_locks and finish_runs.
+#[derive(Default)]
+struct RequeueColumns {
+    kind: Vec<Option<&'static str>>,
+    tick: Vec<Option<DateTime<Utc>>>,
+    attempt: Vec<Option<i32>>,
+    at: Vec<Option<DateTime<Utc>>>,
+    by: Vec<Option<String>>,
+}
+
+impl RequeueColumns {
+    fn push(&mut self, requeue: Option<&Requeue>) {
+        let (kind, tick, attempt, at, by) = match requeue {
+            None => (None, None, None, None, None),
+            Some(Requeue::Tick(tick)) => (Some("tick"), Some(*tick), None, None, None),
+            Some(Requeue::Retry { tick, attempt, at }) => {
+                (Some("retry"), Some(*tick), Some(*attempt), Some(*at), None)
+            }
+            Some(Requeue::Manual { at, by }) => (Some("manual"), None, None, Some(*at), by.clone()),
+        };
+        self.kind.push(kind);
+        self.tick.push(tick);
+        self.attempt.push(attempt);
+        self.at.push(at);
+        self.by.push(by);
+    }
+}
+
+fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
+    let retry_at: Option<DateTime<Utc>> = row.try_get("retry_at")?;
+    let manual_at: Option<DateTime<Utc>> = row.try_get("manual_at")?;
+    Ok(DueTask {
+        name: row.try_get("name")?,
+        cron: row.try_get("cron")?,
+        timezone: row.try_get("timezone")?,
+        enabled: row.try_get("enabled")?,
+        next_run_at: row.try_get("next_run_at")?,
+        last_finished_at: row.try_get("last_finished_at")?,
+        retry: match retry_at {
+            Some(at) => Some(PendingRetry {
+                tick: row.try_get("retry_tick")?,
+                attempt: row.try_get("retry_attempt")?,
+                at,
+            }),
+            None => None,
+        },
+        manual: match manual_at {
+            Some(at) => Some(PendingManual {
+                at,
+                by: row.try_get("manual_by")?,
+            }),
+            None => None,
+        },
+        pause: pause_of(row)?,
+        missed_since: row.try_get("missed_since")?,
+    })
+}
+
+/// Locks up to `request.limit` due rows of the requested tasks, earliest first (see
+/// claim_due.sql): every task's due rows without a name test, this node's kept; by name
+/// (claim_select.sql) only when the page came back full with others' tasks among it (another
+/// binary's, or one left out of claims), since this node's own may lie beyond it. A page that
+/// is not full holds every due row, this node's with the others.
+async fn select_due(
+    tx: &mut sqlx::PgConnection,
+    request: &ClaimRequest<'_>,
+) -> Result<Vec<sqlx::postgres::PgRow>, sqlx::Error> {
+    let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
+    let mut due = sqlx::query(query!("claim_due"))
+        .bind(limit)
+        .bind(millis(request.ahead))
+        .fetch_all(&mut *tx)
+        .await?;
+    let full = due.len() >= request.limit;
+    let mine = Names::new(request.tasks);
+    let mut strangers = false;
+    let mut seen = HashSet::new();
+    due.retain(|row| {
+        let Ok(name) = row.try_get::<&str, _>("name") else {
+            return false;
+        };
+        let mine = mine.contains(name);
+        strangers |= !mine;
+        // A task due in two kinds (its tick and its retry, say) comes twice: the first stays.
+        mine && seen.insert(name.to_owned())
+    });
+    if !full || !strangers {
+        return Ok(due);
+    }
+    // Rows locked above and not claimed stay as they were; this transaction holds them until
+    // its end, so the query by name returns them again with the rest.
+    sqlx::query(query!("claim_select"))
+        .bind(request.tasks)
+        .bind(limit)
+        .bind(millis(request.ahead))
+        .fetch_all(&mut *tx)
+        .await
+}
+
+pub(super) async fn register_node(store: &PgStore, node: &NodeInfo) -> StoreResult<()> {
+    timed!(store, "register_node", |conn| {
+        sqlx::query(query!("register_node"))
+            .bind(&node.node_id)
+            .bind(&node.hostname)
+            .bind(i32::try_from(node.pid).unwrap_or(i32::MAX))
+            .bind(&node.version)
+            .bind(&node.tasks)
+            .execute(conn)
+            .await
+            .map(drop)
+    })
+}
+
+pub(super) async fn heartbeat(
+    store: &PgStore,
+    node_id: &str,
+    silent_after: Duration,
+) -> StoreResult<Heartbeat> {
+    timed!(store, "heartbeat", |conn| {
+        let row = sqlx::query(query!("heartbeat"))
+            .bind(node_id)
+            .bind(millis(silent_after))
+            .bind(millis(OVERDUE_HINT))
+            .fetch_one(conn)
+            .await?;
+        Ok(Heartbeat {
+            registered: row.try_get("registered")?,
+            silent: row.try_get("silent")?,
+            overdue: row.try_get("overdue")?,
+            live: row.try_get("live")?,
+        })
+    })
+}
+
+pub(super) async fn deregister_node(store: &PgStore, node_id: &str) -> StoreResult<()> {
+    timed!(store, "deregister_node", |conn| {
+        sqlx::query(query!("deregister_node"))
+            .bind(node_id)
+            .execute(conn)
+            .await
+            .map(drop)
+    })
+}
+
+pub(super) async fn next_wake(store: &PgStore, tasks: &[String]) -> StoreResult<WakeInfo> {
+    let wake = timed!(store, "next_wake", |conn| {
+        let rows = sqlx::query(query!("next_wake"))
+            .bind(WAKE_CANDIDATES)
+            .fetch_all(conn)
+            .await?;
+        let mine = Names::new(tasks);
+        let mut wake = Wake::default();
+        for row in &rows {
+            let kind: &str = row.try_get("kind")?;
+            let at: Option<DateTime<Utc>> = row.try_get("at")?;
+            match kind {
+                "expiry" => {
+                    wake.expiry_at = at;
+                    wake.db_now = row.try_get("db_now")?;
+                }
+                kind => {
+                    let name: &str = row.try_get("name")?;
+                    wake.offer(kind, mine.contains(name), at);
+                }
+            }
+        }
+        // The expiry row is always there (a scalar subquery's).
+        let db_now = wake.db_now.ok_or(sqlx::Error::RowNotFound)?;
+        Ok((wake, db_now))
+    })?;
+    let (wake, db_now) = wake;
+    let mut due_at = wake.due_at;
+    if wake.strangers_first() {
+        // A kind's earliest candidates are all another binary's tasks: this node's own
+        // earliest may come after them.
+        due_at = timed!(store, "next_wake", |conn| {
+            sqlx::query_scalar(query!("next_wake_named"))
+                .bind(tasks)
+                .fetch_one(conn)
+                .await
+        })?;
+    }
+    Ok(WakeInfo {
+        db_now,
+        due_at,
+        expiry_at: wake.expiry_at,
+    })
+}
+
+pub(super) async fn claim(
+    store: &PgStore,
+    request: ClaimRequest<'_>,
+    policy: &dyn ClaimRules,
+) -> StoreResult<ClaimOutcome> {
+    timed!(store, "claim", |conn| {
+        let mut tx = conn.begin().await?;
+        let mut outcome = ClaimOutcome::default();
+
+        // Expired locks: the engine decides, the fenced release applies.
+        let expired = sqlx::query(query!("claim_expired"))
+            .bind(MAX_EXPIRED_PER_CLAIM)
+            .fetch_all(&mut *tx)
+            .await?;
+        let mut release = Release::default();
+        for row in &expired {
+            let db_now: DateTime<Utc> = row.try_get("db_now")?;
+            let run_id: Option<i64> = row.try_get("run_id")?;
+            let run = match run_id {
+                Some(run_id) => Some(LockedRun {
+                    run_id,
+                    scheduled_at: row.try_get("run_scheduled_at")?,
+                    recovery: parse_recovery(row.try_get("run_recovery")?),
+                    attempt: row.try_get("run_attempt")?,
+                    trigger: parse_trigger(row.try_get("run_trigger")?)?,
+                    triggered_by: row.try_get("run_triggered_by")?,
+                }),
+                None => None,
+            };
+            let lock = ExpiredLock {
+                key: LockKey::new(
+                    row.try_get::<String, _>("name")?,
+                    row.try_get("lock_token")?,
+                ),
+                owner: row.try_get("lock_owner")?,
+                expired_at: row.try_get("lock_expires_at")?,
+                run,
+            };
+            match policy.rescue(&lock, db_now) {
+                RescueDecision::Wait => outcome.waiting.push(lock),
+                RescueDecision::Release {
+                    run_end,
+                    requeue,
+                    failures,
+                } => {
+                    release.push(&lock, run_end.as_ref(), requeue.as_ref(), failures.as_str());
+                    outcome.rescued.push(RescuedLock {
+                        task_name: lock.key.task_name.clone(),
+                        previous_owner: lock.owner.clone(),
+                        run_id: lock.run.as_ref().map(|r| r.run_id),
+                        run_scheduled_at: lock.run.as_ref().map(|r| r.scheduled_at),
+                        run_end,
+                        requeue,
+                    });
+                }
+            }
+        }
+        if !release.names.is_empty() {
+            let released: Vec<String> = release
+                .bind(sqlx::query(query!("release_locks")))
+                .fetch_all(&mut *tx)
+                .await?
+                .iter()
+                .map(|row| row.try_get("name"))
+                .collect::<Result<_, _>>()?;
+            // A lock its owner renewed meanwhile was not released: nothing happened to it.
+            outcome.rescued.retain(|r| released.contains(&r.task_name));
+        }
+
+        if request.limit > 0 {
+            let due = select_due(&mut tx, &request).await?;
+            let mut plan = Plan::default();
+            let mut skip = Skip::default();
+            let mut skips: Vec<SkipRecord> = Vec::new();
+            let mut db_now = None;
+            // Per claimed task: when its previous run ended, and its open missed incident.
+            let mut seen: HashMap<String, [Option<DateTime<Utc>>; 2]> = HashMap::new();
+            for row in &due {
+                let now: DateTime<Utc> = row.try_get("db_now")?;
+                db_now = Some(now);
+                let task = due_task(row)?;
+                match policy.plan(&task, now) {
+                    DueDecision::Run(p) => {
+                        seen.insert(
+                            task.name.clone(),
+                            [task.last_finished_at, task.missed_since],
+                        );
+                        skips.extend(p.skips.iter().cloned());
+                        plan.push(task.name, p);
+                    }
+                    DueDecision::Skip {
+                        next_run_at,
+                        clear_retry,
+                        clear_pause,
+                        skips: skipped,
+                    } => {
+                        skip.push(task.name, next_run_at, clear_retry, clear_pause);
+                        skips.extend(skipped);
+                    }
+                    DueDecision::Leave => outcome.left.push(task.name),
+                }
+            }
+            if !skip.names.is_empty() {
+                sqlx::query(query!("claim_skip"))
+                    .bind(&skip.names)
+                    .bind(&skip.set_next)
+                    .bind(&skip.next)
+                    .bind(&skip.clear_retry)
+                    .bind(&skip.clear_pause)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            SkipColumns::collect(skips.iter()).insert(&mut tx).await?;
+            outcome.skipped = skips;
+            if !plan.names.is_empty() {
+                let claimed_at = db_now.expect("a row was planned");
+                outcome.claimed = plan
+                    .bind(sqlx::query(query!("claim_apply")).bind(request.node_id))
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|row| {
+                        let task_name: String = row.try_get("task_name")?;
+                        let [previous_finished_at, missed_since] =
+                            seen.get(&task_name).copied().unwrap_or_default();
+                        let started_at: DateTime<Utc> = row.try_get("started_at")?;
+                        let written_at: DateTime<Utc> = row.try_get("written_at")?;
+                        Ok(ClaimedRun {
+                            starts_in: (started_at - written_at).to_std().unwrap_or(Duration::ZERO),
+                            run_id: row.try_get("id")?,
+                            previous_finished_at,
+                            missed_since,
+                            task_name,
+                            lock_token: row.try_get("lock_token")?,
+                            scheduled_at: row.try_get("scheduled_at")?,
+                            claimed_at,
+                            attempt: row.try_get("attempt")?,
+                            trigger: parse_trigger(row.try_get("trigger")?)?,
+                            triggered_by: row.try_get("triggered_by")?,
+                        })
+                    })
+                    .collect::<Result<_, sqlx::Error>>()?;
+            }
+        }
+        tx.commit().await?;
+        Ok(outcome)
+    })
+}
+
+pub(super) async fn renew_locks(
+    store: &PgStore,
+    node_id: &str,
+    held: &[(LockKey, Duration)],
+) -> StoreResult<Vec<LockKey>> {
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Task rows are updated in name order, as by finish_runs: a renewal and an outcome batch
+    // of the same node touch the same rows, and in different orders they deadlocked (one
+    // waited out `deadlock_timeout`, then failed).
+    let mut held: Vec<&(LockKey, Duration)> = held.iter().collect();
+    held.sort_unstable_by(|a, b| a.0.task_name.cmp(&b.0.task_name));
+    let names: Vec<&str> = held.iter().map(|(k, _)| k.task_name.as_str()).collect();
+    let tokens: Vec<Uuid> = held.iter().map(|(k, _)| k.token).collect();
+    let lifetimes: Vec<i64> = held.iter().map(|(_, d)| millis(*d)).collect();
+    timed!(store, "renew_locks", |conn| {
+        sqlx::query(query!("renew_locks"))
+            .bind(node_id)
+            .bind(&names)
+            .bind(&tokens)
+            .bind(&lifetimes)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(LockKey::new(
+                    row.try_get::<String, _>("name")?,
+                    row.try_get("lock_token")?,
+                ))
+            })
+            .collect()
+    })
+}
+
+pub(super) async fn finish_runs(
+    store: &PgStore,
+    finishes: &[RunFinish],
+) -> StoreResult<Vec<FinishResult>> {
+    if finishes.is_empty() {
+        return Ok(Vec::new());
+    }
+    // In task-name order, like renewals (see renew_locks_impl); results in the caller's order.
+    let given: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
+    let mut finishes: Vec<&RunFinish> = finishes.iter().collect();
+    finishes.sort_unstable_by(|a, b| a.lock.task_name.cmp(&b.lock.task_name));
+    let ids: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
+    let names: Vec<&str> = finishes.iter().map(|f| f.lock.task_name.as_str()).collect();
+    let tokens: Vec<Uuid> = finishes.iter().map(|f| f.lock.token).collect();
+    let statuses: Vec<&str> = finishes.iter().map(|f| f.end.status.as_str()).collect();
+    let errors: Vec<Option<&str>> = finishes.iter().map(|f| f.end.error.as_deref()).collect();
+    let failures: Vec<&str> = finishes.iter().map(|f| f.failures.as_str()).collect();
+    let collapsed: Vec<i32> = finishes
+        .iter()
+        .map(|f| {
+            let n: i64 = f.skips.iter().map(|s| s.ticks).sum();
+            i32::try_from(n).unwrap_or(i32::MAX)
+        })
+        .collect();
+    let mut requeue = RequeueColumns::default();
+    for f in &finishes {
+        requeue.push(f.requeue.as_ref());
+    }
+    let skips = SkipColumns::collect(finishes.iter().flat_map(|f| f.skips.iter()));
+    timed!(store, "finish_runs", |conn| {
+        let mut tx = conn.begin().await?;
+        let results = sqlx::query(query!("finish_runs"))
+            .bind(&ids)
+            .bind(&names)
+            .bind(&tokens)
+            .bind(&statuses)
+            .bind(&errors)
+            .bind(&failures)
+            .bind(&collapsed)
+            .bind(&requeue.kind)
+            .bind(&requeue.tick)
+            .bind(&requeue.attempt)
+            .bind(&requeue.at)
+            .bind(&requeue.by)
+            .bind(&store.channel)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(FinishResult {
+                    run_id: row.try_get("run_id")?,
+                    lock_held: row.try_get("lock_held")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        skips.insert(&mut tx).await?;
+        tx.commit().await?;
+        let mut by_id: HashMap<i64, FinishResult> =
+            results.into_iter().map(|r| (r.run_id, r)).collect();
+        Ok(given.iter().filter_map(|id| by_id.remove(id)).collect())
+    })
+}
+
+pub(super) async fn reschedule(
+    store: &PgStore,
+    next_runs: &[(String, DateTime<Utc>)],
+) -> StoreResult<Vec<String>> {
+    if next_runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (names, next): (Vec<&str>, Vec<DateTime<Utc>>) =
+        next_runs.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
+    timed!(store, "reschedule", |conn| {
+        sqlx::query(query!("tasks_reschedule"))
+            .bind(&names)
+            .bind(&next)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| row.try_get("name"))
+            .collect()
+    })
+}
+
+pub(super) async fn record_skips(store: &PgStore, skips: &[SkipRecord]) -> StoreResult<()> {
+    if skips.is_empty() {
+        return Ok(());
+    }
+    let columns = SkipColumns::collect(skips.iter());
+    timed!(store, "record_skips", |conn| columns.insert(conn).await)
+}
+
+/// Parallel arrays for release_locks.
+#[derive(Default)]
+struct Release {
+    names: Vec<String>,
+    tokens: Vec<Uuid>,
+    run_ids: Vec<Option<i64>>,
+    statuses: Vec<Option<&'static str>>,
+    errors: Vec<Option<String>>,
+    failures: Vec<&'static str>,
+    requeue: RequeueColumns,
+}
+
+impl Release {
+    fn push(
+        &mut self,
+        lock: &ExpiredLock,
+        end: Option<&RunEnd>,
+        requeue: Option<&Requeue>,
+        failures: &'static str,
+    ) {
+        self.names.push(lock.key.task_name.clone());
+        self.tokens.push(lock.key.token);
+        self.run_ids
+            .push(end.and(lock.run.as_ref()).map(|r| r.run_id));
+        self.statuses.push(end.map(|e| e.status.as_str()));
+        self.errors.push(end.and_then(|e| e.error.clone()));
+        self.failures.push(failures);
+        self.requeue.push(requeue);
+    }
+
+    fn bind<'q>(
+        &'q self,
+        q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        q.bind(&self.names)
+            .bind(&self.tokens)
+            .bind(&self.run_ids)
+            .bind(&self.statuses)
+            .bind(&self.errors)
+            .bind(&self.failures)
+            .bind(&self.requeue.kind)
+            .bind(&self.requeue.tick)
+            .bind(&self.requeue.attempt)
+            .bind(&self.requeue.at)
+            .bind(&self.requeue.by)
+    }
+}
+
+/// Parallel arrays for claim_apply.
+#[derive(Default)]
+struct Plan {
+    names: Vec<String>,
+    tokens: Vec<Uuid>,
+    scheduled: Vec<DateTime<Utc>>,
+    set_next: Vec<bool>,
+    next: Vec<Option<DateTime<Utc>>>,
+    recovery: Vec<&'static str>,
+    lock_ms: Vec<i64>,
+    trigger: Vec<&'static str>,
+    attempt: Vec<i32>,
+    triggered_by: Vec<Option<String>>,
+    clear_retry: Vec<bool>,
+}
+
+impl Plan {
+    fn push(&mut self, name: String, p: crate::store::ClaimPlan) {
+        self.names.push(name);
+        self.tokens.push(Uuid::new_v4());
+        self.scheduled.push(p.scheduled_at);
+        let (set, next) = match p.next_run_at {
+            NextRun::Keep => (false, None),
+            NextRun::Set(next) => (true, next),
+        };
+        self.set_next.push(set);
+        self.next.push(next);
+        self.recovery.push(p.recovery.as_str());
+        self.lock_ms.push(millis(p.lock_lifetime));
+        self.trigger.push(p.trigger.as_str());
+        self.attempt.push(p.attempt);
+        self.triggered_by.push(p.triggered_by);
+        self.clear_retry.push(p.clear_retry);
+    }
+
+    fn bind<'q>(
+        &'q self,
+        q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        q.bind(&self.names)
+            .bind(&self.tokens)
+            .bind(&self.scheduled)
+            .bind(&self.set_next)
+            .bind(&self.next)
+            .bind(&self.recovery)
+            .bind(&self.lock_ms)
+            .bind(&self.trigger)
+            .bind(&self.attempt)
+            .bind(&self.triggered_by)
+            .bind(&self.clear_retry)
+    }
+}
+
+/// Parallel arrays for claim_skip.
+#[derive(Default)]
+struct Skip {
+    names: Vec<String>,
+    set_next: Vec<bool>,
+    next: Vec<Option<DateTime<Utc>>>,
+    clear_retry: Vec<bool>,
+    clear_pause: Vec<bool>,
+}
+
+impl Skip {
+    fn push(&mut self, name: String, next: NextRun, clear_retry: bool, clear_pause: bool) {
+        self.names.push(name);
+        let (set, next) = match next {
+            NextRun::Keep => (false, None),
+            NextRun::Set(next) => (true, next),
+        };
+        self.set_next.push(set);
+        self.next.push(next);
+        self.clear_retry.push(clear_retry);
+        self.clear_pause.push(clear_pause);
+    }
+}

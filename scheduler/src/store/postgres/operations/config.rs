@@ -1,0 +1,200 @@
+//! Task rows and the config: what the reconciler reads and writes.
+
+use chrono::{DateTime, Utc};
+use sqlx::{Acquire, Postgres, Row};
+
+use super::SkipColumns;
+use crate::store::postgres::PgStore;
+use crate::store::{
+    ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, StoreResult, TaskChange, TaskRow,
+};
+
+fn task_row(row: &sqlx::postgres::PgRow) -> Result<TaskRow, sqlx::Error> {
+    let mut task = TaskRow::new(
+        row.try_get("name")?,
+        row.try_get("cron")?,
+        row.try_get("timezone")?,
+        row.try_get("enabled")?,
+    );
+    task.next_run_at = row.try_get("next_run_at")?;
+    task.last_scheduled_at = row.try_get("last_scheduled_at")?;
+    task.orphaned_since = row.try_get("orphaned_since")?;
+    task.disabled_at = row.try_get("disabled_at")?;
+    task.paused = row.try_get("paused")?;
+    Ok(task)
+}
+
+pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
+    timed!(store, "load_tasks", |conn| {
+        let rows = sqlx::query(query!("load_tasks"))
+            .fetch_all(&mut *conn)
+            .await?;
+        let db_now = match rows.first() {
+            Some(row) => row.try_get("db_now")?,
+            None => sqlx::query(query!("db_now"))
+                .fetch_one(&mut *conn)
+                .await?
+                .try_get("db_now")?,
+        };
+        let tasks = rows.iter().map(task_row).collect::<Result<Vec<_>, _>>()?;
+        Ok((db_now, tasks))
+    })
+}
+
+pub(super) async fn config_state(store: &PgStore) -> StoreResult<Option<ConfigState>> {
+    timed!(store, "config_state", |conn| {
+        let row = sqlx::query(query!("config_state"))
+            .fetch_optional(conn)
+            .await?;
+        row.map(|row| {
+            Ok(ConfigState::new(
+                row.try_get("version")?,
+                row.try_get::<String, _>("digest")?,
+                row.try_get::<String, _>("applied_by")?,
+            ))
+        })
+        .transpose()
+    })
+}
+
+pub(super) async fn apply_config(
+    store: &PgStore,
+    planner: &ConfigPlanner<'_>,
+) -> StoreResult<ConfigPlan> {
+    timed!(store, "apply_config", |conn| {
+        let mut tx = conn.begin().await?;
+        let state = sqlx::query(query!("config_state_lock"))
+            .fetch_one(&mut *tx)
+            .await?;
+        let digest: String = state.try_get("digest")?;
+        let applied = (!digest.is_empty()).then(|| -> Result<ConfigState, sqlx::Error> {
+            Ok(ConfigState::new(
+                state.try_get("version")?,
+                digest.clone(),
+                state.try_get::<String, _>("applied_by")?,
+            ))
+        });
+        let applied = applied.transpose()?;
+        let rows = sqlx::query(query!("load_tasks_locked"))
+            .fetch_all(&mut *tx)
+            .await?;
+        let db_now = match rows.first() {
+            Some(row) => row.try_get("db_now")?,
+            None => sqlx::query("SELECT clock_timestamp() AS db_now")
+                .fetch_one(&mut *tx)
+                .await?
+                .try_get("db_now")?,
+        };
+        let snapshot = ConfigSnapshot {
+            db_now,
+            applied,
+            rows: rows.iter().map(task_row).collect::<Result<Vec<_>, _>>()?,
+        };
+        let plan = planner(&snapshot);
+        let ConfigPlan::Apply {
+            changes,
+            state,
+            skips,
+        } = &plan
+        else {
+            tx.rollback().await?;
+            return Ok(plan);
+        };
+        let mut create = TaskColumns::default();
+        let mut update = TaskColumns::default();
+        let (mut orphan_names, mut orphan_flags) = (Vec::new(), Vec::new());
+        for change in changes {
+            match change {
+                TaskChange::Create {
+                    name,
+                    cron,
+                    timezone,
+                    enabled,
+                    next_run_at,
+                } => create.push(name, cron, timezone, *enabled, *next_run_at),
+                TaskChange::Update {
+                    name,
+                    cron,
+                    timezone,
+                    enabled,
+                    next_run_at,
+                } => update.push(name, cron, timezone, *enabled, *next_run_at),
+                TaskChange::Orphaned { name, orphaned } => {
+                    orphan_names.push(name.clone());
+                    orphan_flags.push(*orphaned);
+                }
+            }
+        }
+        if !create.names.is_empty() {
+            create
+                .bind(sqlx::query(query!("tasks_create")))
+                .execute(&mut *tx)
+                .await?;
+        }
+        if !update.names.is_empty() {
+            update
+                .bind(sqlx::query(query!("tasks_update")))
+                .execute(&mut *tx)
+                .await?;
+        }
+        if !orphan_names.is_empty() {
+            sqlx::query(query!("tasks_orphaned"))
+                .bind(&orphan_names)
+                .bind(&orphan_flags)
+                .execute(&mut *tx)
+                .await?;
+        }
+        SkipColumns::collect(skips.iter()).insert(&mut tx).await?;
+        sqlx::query(query!("config_state_save"))
+            .bind(state.version)
+            .bind(&state.digest)
+            .bind(&state.applied_by)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(query!("notify"))
+            .bind(&store.channel)
+            .bind("config")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(plan)
+    })
+}
+
+/// Parallel arrays for the `unnest` of tasks_create / tasks_update.
+#[derive(Default)]
+struct TaskColumns {
+    names: Vec<String>,
+    crons: Vec<String>,
+    zones: Vec<String>,
+    enabled: Vec<bool>,
+    next: Vec<Option<DateTime<Utc>>>,
+}
+
+impl TaskColumns {
+    fn push(
+        &mut self,
+        name: &str,
+        cron: &str,
+        zone: &str,
+        enabled: bool,
+        next: Option<DateTime<Utc>>,
+    ) {
+        self.names.push(name.to_owned());
+        self.crons.push(cron.to_owned());
+        self.zones.push(zone.to_owned());
+        self.enabled.push(enabled);
+        self.next.push(next);
+    }
+
+    fn bind<'q>(
+        &'q self,
+        q: sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments> {
+        q.bind(&self.names)
+            .bind(&self.crons)
+            .bind(&self.zones)
+            .bind(&self.enabled)
+            .bind(&self.next)
+    }
+}

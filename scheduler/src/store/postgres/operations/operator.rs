@@ -1,0 +1,181 @@
+//! Operator actions (manual runs, pauses, the audit trail) and missed-run detection.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{Acquire, Row};
+
+use super::{SkipColumns, insert_audit, millis, pause_of, task_state};
+use crate::store::postgres::PgStore;
+use crate::store::{AuditEntry, OverdueTask, Pause, ResumePlanner, RunRequest, StoreResult};
+
+pub(super) async fn request_run(
+    store: &PgStore,
+    task: &str,
+    by: &str,
+    audit: &AuditEntry,
+) -> StoreResult<RunRequest> {
+    timed!(store, "request_run", |conn| {
+        let mut tx = conn.begin().await?;
+        let Some(row) = sqlx::query(query!("request_run"))
+            .bind(task)
+            .bind(by)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            tx.rollback().await?;
+            return Ok(RunRequest::NotFound);
+        };
+        let answer = if let Some(pause) = pause_of(&row)? {
+            RunRequest::Paused(pause)
+        } else if row.try_get::<bool, _>("queued")? {
+            insert_audit(&mut tx, audit).await?;
+            sqlx::query(query!("notify"))
+                .bind(&store.channel)
+                .bind("request")
+                .execute(&mut *tx)
+                .await?;
+            RunRequest::Queued
+        } else {
+            RunRequest::AlreadyQueued
+        };
+        tx.commit().await?;
+        Ok(answer)
+    })
+}
+
+pub(super) async fn overdue_tasks(
+    store: &PgStore,
+    late_by: Duration,
+    limit: u32,
+) -> StoreResult<Vec<OverdueTask>> {
+    timed!(store, "overdue_tasks", |conn| {
+        sqlx::query(query!("overdue_tasks"))
+            .bind(millis(late_by))
+            .bind(i64::from(limit))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(OverdueTask {
+                    name: row.try_get("name")?,
+                    cron: row.try_get("cron")?,
+                    timezone: row.try_get("timezone")?,
+                    next_run_at: row.try_get("next_run_at")?,
+                    last_run_at: row.try_get("last_run_at")?,
+                    checked_at: row.try_get("checked_at")?,
+                })
+            })
+            .collect()
+    })
+}
+
+pub(super) async fn open_missed(
+    store: &PgStore,
+    incidents: &[(String, DateTime<Utc>)],
+) -> StoreResult<Vec<String>> {
+    if incidents.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (names, ticks): (Vec<&str>, Vec<DateTime<Utc>>) =
+        incidents.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
+    timed!(store, "open_missed", |conn| {
+        sqlx::query(query!("open_missed"))
+            .bind(&names)
+            .bind(&ticks)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| row.try_get("name"))
+            .collect()
+    })
+}
+
+pub(super) async fn pause_task(
+    store: &PgStore,
+    task: &str,
+    pause: &Pause,
+    audit: &AuditEntry,
+) -> StoreResult<bool> {
+    timed!(store, "pause_task", |conn| {
+        let mut tx = conn.begin().await?;
+        let found = sqlx::query(query!("pause_task"))
+            .bind(task)
+            .bind(&pause.by)
+            .bind(&pause.reason)
+            .bind(pause.until)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if found {
+            insert_audit(&mut tx, audit).await?;
+        }
+        tx.commit().await?;
+        Ok(found)
+    })
+}
+
+pub(super) async fn resume_task(
+    store: &PgStore,
+    task: &str,
+    audit: &AuditEntry,
+    planner: &ResumePlanner<'_>,
+) -> StoreResult<Option<Pause>> {
+    timed!(store, "resume_task", |conn| {
+        let mut tx = conn.begin().await?;
+        let Some(row) = sqlx::query(query!("resume_select"))
+            .bind(task)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let state = task_state(&row)?;
+        let db_now: DateTime<Utc> = row.try_get("db_now")?;
+        let plan = planner(&state, db_now);
+        sqlx::query(query!("resume_apply"))
+            .bind(task)
+            .bind(plan.next_run_at)
+            .execute(&mut *tx)
+            .await?;
+        SkipColumns::collect(plan.skips.iter())
+            .insert(&mut tx)
+            .await?;
+        insert_audit(&mut tx, audit).await?;
+        sqlx::query(query!("notify"))
+            .bind(&store.channel)
+            .bind("resume")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(state.pause)
+    })
+}
+
+pub(super) async fn audit_log(
+    store: &PgStore,
+    limit: u32,
+    before_id: Option<i64>,
+) -> StoreResult<Vec<AuditEntry>> {
+    timed!(store, "audit_log", |conn| {
+        sqlx::query(query!("audit_list"))
+            .bind(i64::from(limit))
+            .bind(before_id)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(AuditEntry {
+                    id: row.try_get("id")?,
+                    at: row.try_get("at")?,
+                    actor: row.try_get("actor")?,
+                    action: row.try_get("action")?,
+                    task: row.try_get("task")?,
+                    detail: row.try_get("detail")?,
+                    source: row.try_get("source")?,
+                })
+            })
+            .collect()
+    })
+}

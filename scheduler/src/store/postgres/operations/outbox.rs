@@ -1,0 +1,148 @@
+//! The webhook outbox: events to deliver, their claims, the delivery log, a disabled endpoint.
+
+use std::time::Duration;
+
+use sqlx::{Acquire, Row};
+
+use super::millis;
+use crate::store::postgres::PgStore;
+use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
+
+pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> StoreResult<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let payloads: Vec<&str> = events.iter().map(|e| e.payload.as_str()).collect();
+    timed!(store, "enqueue_events", |conn| {
+        sqlx::query(query!("outbox_insert"))
+            .bind(&kinds)
+            .bind(&payloads)
+            .execute(conn)
+            .await
+            .map(drop)
+    })
+}
+
+pub(super) async fn claim_outbox(
+    store: &PgStore,
+    node_id: &str,
+    limit: u32,
+    lease: Duration,
+) -> StoreResult<Vec<OutboxRow>> {
+    timed!(store, "claim_outbox", |conn| {
+        let mut rows: Vec<OutboxRow> = sqlx::query(query!("outbox_claim"))
+            .bind(node_id)
+            .bind(i64::from(limit))
+            .bind(millis(lease))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(OutboxRow {
+                    id: row.try_get("id")?,
+                    kind: row.try_get("event_type")?,
+                    payload: row.try_get("payload")?,
+                    attempts: row.try_get("attempts")?,
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()?;
+        rows.sort_by_key(|r| r.id);
+        Ok(rows)
+    })
+}
+
+pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) -> StoreResult<()> {
+    if deliveries.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = deliveries.iter().map(|d| d.outbox_id).collect();
+    let attempts: Vec<i32> = deliveries.iter().map(|d| d.attempt).collect();
+    let nodes: Vec<&str> = deliveries.iter().map(|d| d.node_id.as_str()).collect();
+    let statuses: Vec<Option<i32>> = deliveries.iter().map(|d| d.status.map(i32::from)).collect();
+    let errors: Vec<Option<&str>> = deliveries.iter().map(|d| d.error.as_deref()).collect();
+    let durations: Vec<i32> = deliveries.iter().map(|d| d.duration_ms).collect();
+    let (states, retry_at): (Vec<&str>, Vec<Option<chrono::DateTime<chrono::Utc>>>) = deliveries
+        .iter()
+        .map(|d| match d.next {
+            DeliveryNext::Delivered => ("delivered", None),
+            DeliveryNext::RetryAt(at) => ("pending", Some(at)),
+            DeliveryNext::Failed => ("failed", None),
+            DeliveryNext::Disabled => ("disabled", None),
+        })
+        .unzip();
+    let disables = deliveries.iter().any(|d| d.next == DeliveryNext::Disabled);
+    timed!(store, "record_deliveries", |conn| {
+        let mut tx = conn.begin().await?;
+        sqlx::query(query!("outbox_record"))
+            .bind(&ids)
+            .bind(&attempts)
+            .bind(&nodes)
+            .bind(&statuses)
+            .bind(&errors)
+            .bind(&durations)
+            .bind(&states)
+            .bind(&retry_at)
+            .execute(&mut *tx)
+            .await?;
+        if disables {
+            sqlx::query(query!("outbox_disable_pending"))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await
+    })
+}
+
+pub(super) async fn deliveries(store: &PgStore, limit: u32) -> StoreResult<Vec<DeliveryRecord>> {
+    timed!(store, "deliveries", |conn| {
+        sqlx::query(query!("deliveries"))
+            .bind(i64::from(limit))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(DeliveryRecord {
+                    outbox_id: row.try_get("outbox_id")?,
+                    kind: row.try_get("event_type")?,
+                    attempt: row.try_get("attempt")?,
+                    node_id: row.try_get("node_id")?,
+                    at: row.try_get("at")?,
+                    status: row.try_get("status")?,
+                    error: row.try_get("error")?,
+                    duration_ms: row.try_get("duration_ms")?,
+                })
+            })
+            .collect()
+    })
+}
+
+pub(super) async fn webhook_disabled(
+    store: &PgStore,
+    url_digest: &str,
+) -> StoreResult<Option<String>> {
+    timed!(store, "webhook_disabled", |conn| {
+        sqlx::query(query!("webhook_state"))
+            .bind(url_digest)
+            .fetch_optional(conn)
+            .await?
+            .map(|row| row.try_get("disabled_reason"))
+            .transpose()
+    })
+}
+
+pub(super) async fn disable_webhook(
+    store: &PgStore,
+    url_digest: &str,
+    reason: &str,
+) -> StoreResult<()> {
+    timed!(store, "disable_webhook", |conn| {
+        sqlx::query(query!("webhook_disable"))
+            .bind(url_digest)
+            .bind(reason)
+            .execute(conn)
+            .await
+            .map(drop)
+    })
+}

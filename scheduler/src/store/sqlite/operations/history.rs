@@ -1,0 +1,286 @@
+//! Run history, skip records, run logs, nodes and task states, and pruning.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{earlier, micros, parse_reason, run_record, task_state, time_at, time_opt};
+use crate::store::sqlite::SqliteStore;
+use crate::store::{
+    LogChunk, NodeRecord, RunQuery, RunRecord, SkipRecord, StoreError, StoreResult, TaskState,
+};
+
+/// The most runs one query returns (as on PostgreSQL).
+const MAX_RUNS_PER_PAGE: u32 = 1_000;
+/// The most skip records one read of every task's returns (as on PostgreSQL).
+const MAX_SKIPS_PER_READ: u32 = 10_000;
+
+fn skip_record(row: &sqlx::sqlite::SqliteRow) -> Result<SkipRecord, sqlx::Error> {
+    let mut skip = SkipRecord::new(
+        row.try_get::<String, _>("task_name")?,
+        parse_reason(row.try_get("reason")?)?,
+        time_at(row, "first_tick")?,
+        time_at(row, "last_tick")?,
+        row.try_get("ticks")?,
+    );
+    skip.exact = row.try_get("exact")?;
+    skip.run_id = row.try_get("run_id")?;
+    Ok(skip)
+}
+
+pub(super) async fn runs(store: &SqliteStore, q: &RunQuery) -> StoreResult<Vec<RunRecord>> {
+    let limit = i64::from(q.limit.clamp(1, MAX_RUNS_PER_PAGE));
+    // The filter that leads picks the query, and with it the index: a task's runs are few,
+    // a time window is bounded, a status or a trigger of interest is usually rare.
+    let sql = if q.task.is_some() {
+        query!("runs_by_task")
+    } else if q.since.is_some() {
+        query!("runs_by_time")
+    } else if q.status.is_some() {
+        query!("runs_by_status")
+    } else if q.trigger.is_some() {
+        query!("runs_by_trigger")
+    } else {
+        query!("runs_query")
+    };
+    read!(store, "runs", |conn, _now| {
+        sqlx::query(sql)
+            .bind(q.task.as_deref())
+            .bind(q.status.map(|s| s.as_str()))
+            .bind(q.trigger.map(|t| t.as_str()))
+            .bind(q.since.map(micros))
+            .bind(q.until.map(micros))
+            .bind(q.before_id)
+            .bind(limit)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(run_record)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn run(store: &SqliteStore, run_id: i64) -> StoreResult<Option<RunRecord>> {
+    read!(store, "run", |conn, _now| {
+        sqlx::query(query!("run_one"))
+            .bind(run_id)
+            .fetch_optional(conn)
+            .await?
+            .as_ref()
+            .map(run_record)
+            .transpose()?
+    })
+}
+
+pub(super) async fn recent_runs(
+    store: &SqliteStore,
+    task_name: Option<&str>,
+    limit: i64,
+) -> StoreResult<Vec<RunRecord>> {
+    if limit < 0 {
+        // SQLite reads a negative LIMIT as none; PostgreSQL refuses it. Refuse it alike.
+        return Err(StoreError::Rejected {
+            operation: "recent_runs",
+            source: "LIMIT must not be negative".into(),
+        });
+    }
+    read!(store, "recent_runs", |conn, _now| {
+        sqlx::query(query!("recent_runs"))
+            .bind(task_name)
+            .bind(limit)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(run_record)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn skips(
+    store: &SqliteStore,
+    task_name: &str,
+    since: DateTime<Utc>,
+) -> StoreResult<Vec<SkipRecord>> {
+    read!(store, "skips", |conn, _now| {
+        sqlx::query(query!("skips_select"))
+            .bind(task_name)
+            .bind(micros(since))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(skip_record)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn latest_runs_per_task(
+    store: &SqliteStore,
+    tasks: &[String],
+    per_task: u32,
+    since: DateTime<Utc>,
+) -> StoreResult<Vec<RunRecord>> {
+    let per_task = i64::from(per_task.clamp(1, MAX_RUNS_PER_PAGE));
+    let tasks = super::names_json(tasks);
+    read!(store, "latest_runs_per_task", |conn, _now| {
+        sqlx::query(query!("runs_per_task"))
+            .bind(&tasks)
+            .bind(per_task)
+            .bind(micros(since))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(run_record)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn skips_since(
+    store: &SqliteStore,
+    since: DateTime<Utc>,
+    limit: u32,
+) -> StoreResult<Vec<SkipRecord>> {
+    let limit = i64::from(limit.clamp(1, MAX_SKIPS_PER_READ));
+    read!(store, "skips_since", |conn, _now| {
+        sqlx::query(query!("skips_since"))
+            .bind(micros(since))
+            .bind(limit)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(skip_record)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn append_run_logs(store: &SqliteStore, chunks: &[LogChunk]) -> StoreResult<()> {
+    if chunks.is_empty() {
+        return Ok(());
+    }
+    write_tx!(store, "append_run_logs", |tx, _now| {
+        for c in chunks {
+            sqlx::query(query!("run_logs_insert"))
+                .bind(c.run_id)
+                .bind(c.seq)
+                .bind(&c.text)
+                .bind(c.lines)
+                .bind(c.truncated)
+                .execute(&mut *tx)
+                .await?;
+        }
+    })
+}
+
+pub(super) async fn run_log(store: &SqliteStore, run_id: i64) -> StoreResult<Vec<LogChunk>> {
+    read!(store, "run_log", |conn, _now| {
+        sqlx::query(query!("run_logs_select"))
+            .bind(run_id)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(LogChunk {
+                    run_id: row.try_get("run_id")?,
+                    seq: row.try_get("seq")?,
+                    text: row.try_get("text")?,
+                    lines: row.try_get("lines")?,
+                    truncated: row.try_get("truncated")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn nodes(store: &SqliteStore) -> StoreResult<Vec<NodeRecord>> {
+    read!(store, "nodes", |conn, _now| {
+        sqlx::query(query!("nodes"))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                let tasks: String = row.try_get("tasks")?;
+                Ok(NodeRecord {
+                    node_id: row.try_get("node_id")?,
+                    hostname: row.try_get("hostname")?,
+                    pid: row.try_get("pid")?,
+                    version: row.try_get("version")?,
+                    tasks: serde_json::from_str(&tasks)
+                        .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
+                    started_at: time_at(row, "started_at")?,
+                    heartbeat_at: time_at(row, "heartbeat_at")?,
+                    stopped_at: time_opt(row, "stopped_at")?,
+                    running: row.try_get("running")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn task_states(
+    store: &SqliteStore,
+    task: Option<&str>,
+) -> StoreResult<Vec<TaskState>> {
+    read!(store, "task_states", |conn, _now| {
+        sqlx::query(query!("task_states"))
+            .bind(task)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(task_state)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn prune_history(
+    store: &SqliteStore,
+    retention: Duration,
+    batch: u32,
+) -> StoreResult<u64> {
+    let batch = i64::from(batch.max(1));
+    let mut pruned_runs = 0;
+    // Each table's batch: what goes with its rows first (a run's logs, an event's delivery
+    // log), then the rows, in one transaction per batch, so the write lock is never held for
+    // long.
+    for (table, dependent, sql) in [
+        ("runs", Some(query!("prune_run_logs")), query!("prune_runs")),
+        ("skips", None, query!("prune_skips")),
+        (
+            "outbox",
+            Some(query!("prune_deliveries")),
+            query!("prune_outbox"),
+        ),
+        ("audit", None, query!("prune_audit")),
+    ] {
+        loop {
+            let deleted = write_tx!(store, "prune_history", |tx, now| {
+                let before = earlier(now, retention);
+                if let Some(dependent) = dependent {
+                    sqlx::query(dependent)
+                        .bind(before)
+                        .bind(batch)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                sqlx::query(sql)
+                    .bind(before)
+                    .bind(batch)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected()
+            })?;
+            if table == "runs" {
+                pruned_runs += deleted;
+            }
+            if deleted < batch as u64 {
+                break;
+            }
+        }
+    }
+    write_tx!(store, "prune_history", |tx, now| {
+        sqlx::query(query!("prune_nodes"))
+            .bind(earlier(now, retention))
+            .execute(&mut *tx)
+            .await?;
+    })?;
+    Ok(pruned_runs)
+}

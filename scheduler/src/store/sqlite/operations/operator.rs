@@ -1,0 +1,179 @@
+//! Operator actions (manual runs, pauses, the audit trail) and missed-run detection.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::{
+    earlier, insert_audit, insert_skips, limit_of, micros, pause_of, task_state, time_at, time_opt,
+};
+use crate::store::sqlite::SqliteStore;
+use crate::store::{AuditEntry, OverdueTask, Pause, ResumePlanner, RunRequest, StoreResult};
+
+pub(super) async fn request_run(
+    store: &SqliteStore,
+    task: &str,
+    by: &str,
+    audit: &AuditEntry,
+) -> StoreResult<RunRequest> {
+    let answer = write_tx!(store, "request_run", |tx, now| {
+        let Some(row) = sqlx::query(query!("request_run_select"))
+            .bind(task)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(RunRequest::NotFound);
+        };
+        if let Some(pause) = pause_of(&row)? {
+            RunRequest::Paused(pause)
+        } else if row.try_get::<Option<i64>, _>("manual_at")?.is_some() {
+            RunRequest::AlreadyQueued
+        } else {
+            sqlx::query(query!("request_run"))
+                .bind(task)
+                .bind(by)
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+            insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+            RunRequest::Queued
+        }
+    })?;
+    if answer == RunRequest::Queued {
+        store.inner.wake();
+    }
+    Ok(answer)
+}
+
+pub(super) async fn overdue_tasks(
+    store: &SqliteStore,
+    late_by: Duration,
+    limit: u32,
+) -> StoreResult<Vec<OverdueTask>> {
+    read!(store, "overdue_tasks", |conn, now| {
+        sqlx::query(query!("overdue_tasks"))
+            .bind(earlier(now, late_by))
+            .bind(limit_of(limit))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(OverdueTask {
+                    name: row.try_get("name")?,
+                    cron: row.try_get("cron")?,
+                    timezone: row.try_get("timezone")?,
+                    next_run_at: time_at(row, "next_run_at")?,
+                    last_run_at: time_opt(row, "last_run_at")?,
+                    checked_at: now,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn open_missed(
+    store: &SqliteStore,
+    incidents: &[(String, DateTime<Utc>)],
+) -> StoreResult<Vec<String>> {
+    if incidents.is_empty() {
+        return Ok(Vec::new());
+    }
+    write_tx!(store, "open_missed", |tx, now| {
+        let mut opened = Vec::new();
+        for (name, tick) in incidents {
+            let row: Option<String> = sqlx::query_scalar(query!("open_missed"))
+                .bind(name)
+                .bind(micros(*tick))
+                .bind(micros(now))
+                .fetch_optional(&mut *tx)
+                .await?;
+            opened.extend(row);
+        }
+        opened
+    })
+}
+
+pub(super) async fn pause_task(
+    store: &SqliteStore,
+    task: &str,
+    pause: &Pause,
+    audit: &AuditEntry,
+) -> StoreResult<bool> {
+    write_tx!(store, "pause_task", |tx, now| {
+        let found = sqlx::query(query!("pause_task"))
+            .bind(task)
+            .bind(&pause.by)
+            .bind(&pause.reason)
+            .bind(pause.until.map(micros))
+            .bind(micros(now))
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if found {
+            insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+        }
+        found
+    })
+}
+
+pub(super) async fn resume_task(
+    store: &SqliteStore,
+    task: &str,
+    audit: &AuditEntry,
+    planner: &ResumePlanner<'_>,
+) -> StoreResult<Option<Pause>> {
+    let ended = write_tx!(store, "resume_task", |tx, now| {
+        // The write transaction holds the row (and every other) for the planner, as
+        // PostgreSQL's FOR UPDATE does.
+        let Some(row) = sqlx::query(query!("resume_select"))
+            .bind(task)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let state = task_state(&row)?;
+        let plan = planner(&state, now);
+        sqlx::query(query!("resume_apply"))
+            .bind(task)
+            .bind(plan.next_run_at.map(micros))
+            .bind(micros(now))
+            .execute(&mut *tx)
+            .await?;
+        insert_skips(&mut tx, &plan.skips, now).await?;
+        insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+        state.pause
+    })?;
+    if ended.is_some() {
+        store.inner.wake();
+    }
+    Ok(ended)
+}
+
+pub(super) async fn audit_log(
+    store: &SqliteStore,
+    limit: u32,
+    before_id: Option<i64>,
+) -> StoreResult<Vec<AuditEntry>> {
+    read!(store, "audit_log", |conn, _now| {
+        sqlx::query(query!("audit_list"))
+            .bind(limit_of(limit))
+            .bind(before_id)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(AuditEntry {
+                    id: row.try_get("id")?,
+                    at: time_at(row, "at")?,
+                    actor: row.try_get("actor")?,
+                    action: row.try_get("action")?,
+                    task: row.try_get("task")?,
+                    detail: row.try_get("detail")?,
+                    source: row.try_get("source")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}

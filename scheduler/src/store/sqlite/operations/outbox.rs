@@ -1,0 +1,151 @@
+//! The webhook outbox: events to deliver, their claims, the delivery log, a disabled endpoint.
+
+use std::time::Duration;
+
+use sqlx::Row;
+
+use super::{later, limit_of, micros, time_at};
+use crate::store::sqlite::SqliteStore;
+use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
+
+pub(super) async fn enqueue_events(store: &SqliteStore, events: &[NewEvent]) -> StoreResult<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    write_tx!(store, "enqueue_events", |tx, now| {
+        for e in events {
+            sqlx::query(query!("outbox_insert"))
+                .bind(&e.kind)
+                .bind(&e.payload)
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+        }
+    })
+}
+
+pub(super) async fn claim_outbox(
+    store: &SqliteStore,
+    node_id: &str,
+    limit: u32,
+    lease: Duration,
+) -> StoreResult<Vec<OutboxRow>> {
+    write_tx!(store, "claim_outbox", |tx, now| {
+        let mut rows = sqlx::query(query!("outbox_claim"))
+            .bind(node_id)
+            .bind(limit_of(limit))
+            .bind(micros(now))
+            .bind(later(now, lease))
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(OutboxRow {
+                    id: row.try_get("id")?,
+                    kind: row.try_get("event_type")?,
+                    payload: row.try_get("payload")?,
+                    attempts: row.try_get("attempts")?,
+                    created_at: time_at(row, "created_at")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        rows.sort_by_key(|r| r.id);
+        rows
+    })
+}
+
+pub(super) async fn record_deliveries(
+    store: &SqliteStore,
+    deliveries: &[Delivery],
+) -> StoreResult<()> {
+    if deliveries.is_empty() {
+        return Ok(());
+    }
+    write_tx!(store, "record_deliveries", |tx, now| {
+        for d in deliveries {
+            sqlx::query(query!("outbox_log"))
+                .bind(d.outbox_id)
+                .bind(d.attempt)
+                .bind(&d.node_id)
+                .bind(d.status.map(i32::from))
+                .bind(d.error.as_deref())
+                .bind(d.duration_ms)
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+            let (state, retry_at) = match d.next {
+                DeliveryNext::Delivered => ("delivered", None),
+                DeliveryNext::RetryAt(at) => ("pending", Some(micros(at))),
+                DeliveryNext::Failed => ("failed", None),
+                DeliveryNext::Disabled => ("disabled", None),
+            };
+            sqlx::query(query!("outbox_record"))
+                .bind(d.outbox_id)
+                .bind(d.attempt)
+                .bind(state)
+                .bind(retry_at)
+                .bind(d.error.as_deref())
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+        }
+        if deliveries.iter().any(|d| d.next == DeliveryNext::Disabled) {
+            sqlx::query(query!("outbox_disable_pending"))
+                .execute(&mut *tx)
+                .await?;
+        }
+    })
+}
+
+pub(super) async fn deliveries(
+    store: &SqliteStore,
+    limit: u32,
+) -> StoreResult<Vec<DeliveryRecord>> {
+    read!(store, "deliveries", |conn, _now| {
+        sqlx::query(query!("deliveries"))
+            .bind(limit_of(limit))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(DeliveryRecord {
+                    outbox_id: row.try_get("outbox_id")?,
+                    kind: row.try_get("event_type")?,
+                    attempt: row.try_get("attempt")?,
+                    node_id: row.try_get("node_id")?,
+                    at: time_at(row, "at")?,
+                    status: row.try_get("status")?,
+                    error: row.try_get("error")?,
+                    duration_ms: row.try_get("duration_ms")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn webhook_disabled(
+    store: &SqliteStore,
+    url_digest: &str,
+) -> StoreResult<Option<String>> {
+    read!(store, "webhook_disabled", |conn, _now| {
+        sqlx::query_scalar(query!("webhook_state"))
+            .bind(url_digest)
+            .fetch_optional(conn)
+            .await?
+    })
+}
+
+pub(super) async fn disable_webhook(
+    store: &SqliteStore,
+    url_digest: &str,
+    reason: &str,
+) -> StoreResult<()> {
+    write_tx!(store, "disable_webhook", |tx, now| {
+        sqlx::query(query!("webhook_disable"))
+            .bind(url_digest)
+            .bind(reason)
+            .bind(micros(now))
+            .execute(&mut *tx)
+            .await?;
+    })
+}
