@@ -30,6 +30,8 @@
 //! ```
 
 mod cluster;
+pub mod handler_records;
+pub mod proxy;
 mod schema;
 
 pub use cluster::{ClusterError, TempCluster};
