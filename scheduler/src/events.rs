@@ -111,6 +111,15 @@ pub enum SchedulerEvent {
         /// Why.
         reason: String,
     },
+    /// An at-most-once run (`recovery = "never"`) was asked to stop or stopped by force before
+    /// it finished (shutdown, lost lock): what it did is unknown, and its tick is not run again.
+    #[serde(rename = "run.abandoned")]
+    RunAbandoned {
+        /// The run.
+        run: RunRef,
+        /// Why it stopped.
+        reason: String,
+    },
     /// A run whose node stopped renewing its lock was released by this node.
     #[serde(rename = "run.lost")]
     RunLost {
@@ -203,6 +212,7 @@ impl SchedulerEvent {
             Self::RunFailed { .. } => "run.failed",
             Self::RunTimedOut { .. } => "run.timed_out",
             Self::RunInterrupted { .. } => "run.interrupted",
+            Self::RunAbandoned { .. } => "run.abandoned",
             Self::RunLost { .. } => "run.lost",
             Self::RetryScheduled { .. } => "run.retry_scheduled",
             Self::TickSkipped { .. } => "tick.skipped",
@@ -221,6 +231,7 @@ impl SchedulerEvent {
         "run.failed",
         "run.timed_out",
         "run.interrupted",
+        "run.abandoned",
         "run.lost",
         "run.retry_scheduled",
         "tick.skipped",
@@ -233,10 +244,11 @@ impl SchedulerEvent {
 
     /// The types that are alerts by default: the five things the original batch design alerts
     /// on (a timeout, a failure, a run that did not happen, a task that disappeared, the
-    /// scheduler's own errors), plus `lost` and `recovered`.
+    /// scheduler's own errors), plus `lost`, `abandoned` and `recovered`.
     pub const ALERTS: &'static [&'static str] = &[
         "run.failed",
         "run.timed_out",
+        "run.abandoned",
         "run.lost",
         "task.missed",
         "task.recovered",
@@ -253,6 +265,7 @@ impl SchedulerEvent {
             | Self::RunFailed { run, .. }
             | Self::RunTimedOut { run, .. }
             | Self::RunInterrupted { run, .. }
+            | Self::RunAbandoned { run, .. }
             | Self::RetryScheduled { run, .. } => Some(&run.task),
             Self::RunLost { task, .. }
             | Self::TickSkipped { task, .. }

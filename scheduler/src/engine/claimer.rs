@@ -75,6 +75,8 @@ pub(crate) struct ClaimPass {
     pub claimed: usize,
     /// No free handler slot: wait for a handler to finish.
     pub saturated: bool,
+    /// Handlers claimed earlier have not started yet: look again shortly.
+    pub late: bool,
     /// Something was due but nothing could be claimed.
     pub contended: bool,
     /// Every free slot was filled: more may be due.
@@ -100,6 +102,8 @@ pub(crate) struct ClaimLoop {
     due_at_end: bool,
     /// Passes in a row that found due rows held by other transactions.
     contended: u32,
+    /// The last claim found handlers that had not started in time.
+    late: bool,
     /// When the earliest due time the store gave last comes (a pass ahead of it that claims
     /// nothing waits for it instead of retrying).
     due_instant: Option<Instant>,
@@ -115,6 +119,7 @@ impl ClaimLoop {
             known_due: false,
             due_at_end: false,
             contended: 0,
+            late: false,
             due_instant: None,
         }
     }
@@ -182,7 +187,21 @@ impl ClaimLoop {
                 });
             }
         }
-        let free = shared.permits.available_permits();
+        // A node that cannot start what it claimed (its CPUs taken by spinning handlers, no
+        // thread to be had) claims nothing new until it can: other nodes take the work.
+        let late = shared.handlers().late_start();
+        if late && !self.late {
+            tracing::warn!(
+                "a handler claimed more than {:?} ago still waits for a thread: claiming nothing new until handlers start promptly again",
+                super::runtime::LATE_START
+            );
+        }
+        self.late = late;
+        let free = if late {
+            0
+        } else {
+            shared.permits.available_permits()
+        };
         let live = shared.live_nodes.load(std::sync::atomic::Ordering::Relaxed);
         let limit = free.min(fair_cap(names.len(), live));
         let rules = Rules::new(
@@ -328,6 +347,7 @@ impl ClaimLoop {
             capped: n == limit && limit > 0 && limit < free,
             took: sent.elapsed(),
             saturated: free == 0,
+            late,
             contended,
             wake_in: Some(
                 maturity
@@ -412,6 +432,8 @@ impl Service for ClaimLoop {
         self.contended = 0;
         Some(if pass.claimed > 0 || pass.rescued > 0 {
             Duration::ZERO
+        } else if pass.late {
+            super::runtime::LATE_START.min(poll)
         } else if pass.saturated {
             poll
         } else {

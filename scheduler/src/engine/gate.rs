@@ -8,13 +8,20 @@
 //! over). A closed gate never polls the handler again; it resolves to [`Stopped`] instead.
 //!
 //! What it cannot do: interrupt a poll already in progress. A handler that blocks its thread
-//! (CPU work or blocking I/O without an `.await`) runs until it yields (see `RELIABILITY.md`).
+//! (CPU work or blocking I/O without an `.await`) runs until it yields. The gate tells how long
+//! the poll in progress has been running ([`GateState::blocked_for`]), so the runner can tell a
+//! handler that will return at its next `.await` from one that cannot be stopped, and stop the
+//! node before that handler's lock could expire (fail-stop, see `RELIABILITY.md`).
+//!
+//! Handlers run on threads of their own (see `super::handlers`): closing the gate wakes the
+//! handler, so one parked at an `.await` returns [`Stopped`] at once, whichever thread it is on.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -30,6 +37,10 @@ pub(crate) struct GateState {
     /// Nanoseconds after `base` at which the gate closes by itself.
     deadline_nanos: AtomicU64,
     closed: AtomicBool,
+    /// When the poll in progress began, in nanoseconds after `base` plus one; 0: none.
+    polling_since: AtomicU64,
+    /// The handler's waker, woken when the gate closes.
+    waker: Mutex<Option<Waker>>,
 }
 
 impl GateState {
@@ -39,6 +50,8 @@ impl GateState {
             base,
             deadline_nanos: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            polling_since: AtomicU64::new(0),
+            waker: Mutex::new(None),
         };
         state.set_deadline(deadline);
         Arc::new(state)
@@ -51,9 +64,36 @@ impl GateState {
             .store(u64::try_from(nanos).unwrap_or(u64::MAX), Ordering::Release);
     }
 
-    /// Closes the gate for good.
+    /// Closes the gate for good, and wakes the handler so that it is stopped at once if it is
+    /// parked at an `.await`.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        let waker = self.waker.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// How long the handler has been inside one poll, if it is inside one now: a handler that
+    /// blocks its thread (CPU work, blocking I/O) stays inside a poll for as long as it blocks.
+    pub(crate) fn blocked_for(&self) -> Option<Duration> {
+        let since = self.polling_since.load(Ordering::Acquire);
+        (since != 0).then(|| {
+            let now = self.nanos_now().saturating_add(1);
+            Duration::from_nanos(now.saturating_sub(since))
+        })
+    }
+
+    fn nanos_now(&self) -> u64 {
+        u64::try_from(Instant::now().saturating_duration_since(self.base).as_nanos())
+            .unwrap_or(u64::MAX)
+    }
+
+    fn remember(&self, waker: &Waker) {
+        let mut slot = self.waker.lock().unwrap_or_else(|p| p.into_inner());
+        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
     }
 
     /// Whether the handler may be polled now.
@@ -86,11 +126,33 @@ impl<F> Gated<F> {
 impl<F: Future> Future for Gated<F> {
     type Output = Result<F::Output, Stopped>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if !self.state.is_open() {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        // The waker first: a close after the check below wakes this poll's waker.
+        this.state.remember(cx.waker());
+        if !this.state.is_open() {
             return Poll::Ready(Err(Stopped));
         }
-        self.inner.as_mut().poll(cx).map(Ok)
+        let _polling = Polling::start(&this.state);
+        this.inner.as_mut().poll(cx).map(Ok)
+    }
+}
+
+/// Marks a poll in progress for as long as it lasts (also when the handler panics).
+struct Polling<'a>(&'a GateState);
+
+impl<'a> Polling<'a> {
+    fn start(state: &'a GateState) -> Self {
+        state
+            .polling_since
+            .store(state.nanos_now().saturating_add(1), Ordering::Release);
+        Polling(state)
+    }
+}
+
+impl Drop for Polling<'_> {
+    fn drop(&mut self) {
+        self.0.polling_since.store(0, Ordering::Release);
     }
 }
 
@@ -135,5 +197,33 @@ mod tests {
         assert!(!state.is_open());
         let out = Gated::new(async { 1 }, state).await;
         assert_eq!(out, Err(Stopped));
+    }
+
+    #[test]
+    fn closing_wakes_a_handler_parked_on_another_thread_and_a_blocked_poll_shows() {
+        let state = GateState::new(Instant::now() + Duration::from_secs(60));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (entered, started) = std::sync::mpsc::channel();
+        let parked = Gated::new(
+            async move {
+                // Blocks its thread for a moment, then parks forever.
+                entered.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(200));
+                std::future::pending::<()>().await;
+            },
+            Arc::clone(&state),
+        );
+        let handle = runtime.handle().clone();
+        let thread = std::thread::spawn(move || handle.block_on(parked));
+        started.recv().unwrap();
+        assert!(state.blocked_for().is_some(), "inside a blocking poll");
+        while state.blocked_for().is_some() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        state.close();
+        assert_eq!(thread.join().unwrap(), Err(Stopped));
     }
 }

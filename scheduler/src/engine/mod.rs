@@ -1,8 +1,9 @@
 //! The engine: runs every due tick exactly once across all nodes sharing a store.
 //!
 //! A node claims due ticks atomically (claiming advances the row's next run in the same
-//! transaction), runs each handler in its own tokio task under a lock watchdog, records the run,
-//! and releases the lock. The store's clock decides what is due and what has expired.
+//! transaction), runs each handler on a thread of its own under a lock watchdog, records the
+//! run, and releases the lock. The store's clock decides what is due and what has expired. The
+//! node's own services run on a runtime of their own, so no handler can hold them up.
 //!
 //! This module keeps the node's lifecycle (start, run, drain); each concern lives in its own:
 //!
@@ -11,6 +12,8 @@
 //! | when to look, claiming in batches | `claimer` |
 //! | the decisions inside a claim: takeover, plan, skipped ticks | `rules` |
 //! | one run: handler, stop requests, panics | `runner` |
+//! | where work runs: the engine runtime, a thread per handler | `runtime` |
+//! | stopping the process when a handler cannot be stopped and its lock cannot be kept | `failstop` |
 //! | how a run ends (the one rule) | `outcome` |
 //! | polling a handler only while its lock is trusted | `gate` |
 //! | lock renewal (one write for all held locks) and loss | `watchdog` |
@@ -27,11 +30,13 @@ mod claimer;
 mod completer;
 mod config_sync;
 mod delivery;
+mod failstop;
 mod gate;
 mod maintenance;
 mod outcome;
 mod rules;
 mod runner;
+mod runtime;
 mod service;
 mod settings;
 mod watchdog;
@@ -46,6 +51,7 @@ use tokio_util::task::TaskTracker;
 
 pub(crate) use config_sync::{ConfigFeed, ConfigView};
 pub(crate) use delivery::AlertSink;
+pub use failstop::FAIL_STOP_EXIT_CODE;
 pub use settings::{
     DEFAULT_BACKOFF, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_LOCK_LIFETIME, DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL,
@@ -55,7 +61,7 @@ pub(crate) use settings::{PolicyDefaults, Settings, TaskPolicy, default_node_id}
 
 use crate::context::StateMap;
 use crate::store::{NodeInfo, Store, StoreError};
-use crate::{Result, SchedulerBuilder, TaskRegistry};
+use crate::{Error, Result, SchedulerBuilder, TaskRegistry};
 use config_sync::ConfigSync;
 
 /// Exponential backoff for retries against the store: 250 ms doubling to 10 s.
@@ -156,6 +162,8 @@ pub(crate) struct Shared {
     /// Stops retrying outcome writes at the very end of shutdown.
     pub(crate) flush_deadline: CancellationToken,
     pub(crate) tracker: TaskTracker,
+    /// Where handlers run (a thread each), set when the node starts (see [`Shared::handlers`]).
+    handlers: std::sync::OnceLock<Arc<runtime::HandlerThreads>>,
     /// Compiled schedules, shared by claims and runners.
     pub(crate) specs: crate::schedule::SpecCache,
     /// Renews the locks of running handlers.
@@ -175,6 +183,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Where this node's handlers run: threads of their own, in the context of the runtime
+    /// `run_until` was called from (the engine's own if it was not set).
+    pub(crate) fn handlers(&self) -> &Arc<runtime::HandlerThreads> {
+        self.handlers.get_or_init(|| {
+            let engine = tokio::runtime::Handle::current();
+            Arc::new(runtime::HandlerThreads::new(None, engine))
+        })
+    }
+
     /// Whether the node is draining (shutdown requested).
     pub(crate) fn draining(&self) -> bool {
         self.handlers_cancel.is_cancelled()
@@ -251,6 +268,7 @@ impl Scheduler {
             hard_stop: CancellationToken::new(),
             flush_deadline: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            handlers: std::sync::OnceLock::new(),
             specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
@@ -313,7 +331,42 @@ impl Scheduler {
     /// Start-up order: the admin server (if configured, so probes answer during start-up),
     /// database and migrations, config, workers. A database that is down at start is retried
     /// with backoff until it comes up or `shutdown` completes. The admin server stops last.
-    pub async fn run_until<F>(mut self, shutdown: F) -> Result<()>
+    pub async fn run_until<F>(self, shutdown: F) -> Result<()>
+    where
+        F: Future<Output = ()> + Send,
+    {
+        // The node's services run on the engine runtime, its handlers on threads of their own in
+        // the context of the caller's runtime (see `runtime`): this future only waits.
+        let engine = runtime::engine().map_err(|e| Error::Io(std::io::Error::other(e)))?;
+        let _ = self.shared.handlers.set(Arc::new(runtime::HandlerThreads::new(
+            tokio::runtime::Handle::try_current().ok(),
+            engine.handle().clone(),
+        )));
+        let requested = CancellationToken::new();
+        let mut node = engine.spawn(self.run_on_engine(requested.clone().cancelled_owned()));
+        // Dropped before the node stopped (the caller gave up on it): it shuts down gracefully.
+        let abandoned = requested.clone().drop_guard();
+        tokio::pin!(shutdown);
+        let joined = tokio::select! {
+            joined = &mut node => joined,
+            () = &mut shutdown => {
+                requested.cancel();
+                (&mut node).await
+            }
+        };
+        abandoned.disarm();
+        match joined {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(Error::Io(std::io::Error::other(format!(
+                "the scheduler's engine stopped unexpectedly: {e}"
+            )))),
+        }
+    }
+
+    /// The node's whole life on the engine runtime: the admin server first (so probes answer
+    /// during start-up), the node, the admin server last.
+    async fn run_on_engine<F>(mut self, shutdown: F) -> Result<()>
     where
         F: Future<Output = ()> + Send,
     {
@@ -411,6 +464,9 @@ impl Scheduler {
         completer_stop.cancel();
         let _ = completer.await;
         let _ = watchdog.await;
+        // A handler that could not be stopped is not renewed any more: if it still runs when its
+        // lock could expire, the process stops (its runner sees to that, see `failstop`).
+        shared.watchdog.stop();
         if let Err(e) = shared.store.deregister_node(&shared.node_id).await {
             tracing::warn!(error = %e, "could not mark the node stopped");
         }

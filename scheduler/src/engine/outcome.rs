@@ -4,13 +4,18 @@
 //! | how it ended | asked to stop? | status | its tick |
 //! |---|---|---|---|
 //! | returned `Ok` | either | `succeeded` | done |
-//! | returned an error | no | `failed` | done |
-//! | returned an error | yes (shutdown, lock lost) | `interrupted` | handed over: due again at once |
-//! | stopped by the engine (did not return in time) | yes | `interrupted` | handed over |
-//! | returned an error, or stopped, after its timeout | yes (timeout) | `timed_out` | per the retry policy |
-//! | panicked | either | `failed` | done |
-//! | never started (claimed as the node began to drain) | yes | `interrupted` | handed over |
+//! | returned an error | no | `failed` | per the retry policy |
+//! | returned an error | yes (shutdown, lock lost) | `interrupted` | `rerun`: handed over, due again at once; `never`: not run again |
+//! | stopped by the engine (did not return in time) | yes | `interrupted` | `rerun`: handed over; `never`: not run again |
+//! | returned an error, or stopped, after its timeout | yes (timeout) | `timed_out` | `rerun`: per the retry policy; `never`: not run again |
+//! | panicked | no | `failed` | per the retry policy |
+//! | panicked | yes | `failed` | `rerun`: per the retry policy; `never`: not run again |
+//! | never started (claimed as the node began to drain) | yes | `interrupted` | handed over (both) |
 //! | unknown (its node stopped renewing the lock) | — | `lost` | per the task's [`Recovery`]: `rerun` makes it due again, `never` does not |
+//!
+//! The last column follows one rule: a run whose handler was asked to stop, or stopped by force,
+//! did its work to an unknown extent; an at-most-once task (`recovery = "never"`) never runs such
+//! a tick again, on any path. Only a failure the handler reported on its own is retried.
 //!
 //! A handler that was told to stop says "I did not finish" by returning an error (idiomatically
 //! [`Interrupted`](crate::Interrupted), from [`TaskContext::interrupted`](crate::TaskContext)),
@@ -71,86 +76,140 @@ pub(crate) struct Decision {
     pub end: RunEnd,
     /// Make the run's tick due again at once.
     pub hand_over: bool,
+    /// The retry policy may run the tick again (a failure or timeout with retries left).
+    pub may_retry: bool,
     pub failures: FailureCount,
 }
 
-/// The rule for a run that ended on this node.
-pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>) -> Decision {
-    let end = |status, error: Option<String>| RunEnd {
+/// The rule for a run that ended on this node; `recovery` is its task's.
+///
+/// A run's outcome is *known* when its handler returned, or panicked, without having been asked
+/// to stop. Any other ending — asked to stop (shutdown, lost lock, timeout) and did not return
+/// `Ok`, or stopped by force — leaves its work done to an unknown extent: with
+/// `recovery = "rerun"` its tick runs again (handed over at once, or retried after a timeout),
+/// with `recovery = "never"` it does not, on every path. A run that never started runs again in
+/// every case.
+pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recovery) -> Decision {
+    let rerun = recovery == Recovery::Rerun;
+    let end = |status, error: String| RunEnd {
         status,
-        error: error.map(|e| clean_error(&e)),
+        error: Some(clean_error(&error)),
+    };
+    // What an interruption's text says about the tick.
+    let then = |handed_over: &str| {
+        if rerun {
+            handed_over.to_owned()
+        } else {
+            NOT_RUN_AGAIN.to_owned()
+        }
     };
     match (ending, stop) {
         (Ending::Returned(Ok(())), _) => Decision {
-            end: end(RunStatus::Succeeded, None),
+            end: RunEnd {
+                status: RunStatus::Succeeded,
+                error: None,
+            },
             hand_over: false,
+            may_retry: false,
             failures: FailureCount::Reset,
         },
         (Ending::Returned(Err(e)), None) => Decision {
-            end: end(RunStatus::Failed, Some(error_chain(&*e))),
+            end: end(RunStatus::Failed, error_chain(&*e)),
             hand_over: false,
+            may_retry: true,
             failures: FailureCount::Increment,
         },
-        (Ending::Panicked(message), _) => Decision {
+        (Ending::Panicked(message), stop) => Decision {
             end: end(
                 RunStatus::Failed,
-                Some(format!("handler panicked: {message}")),
+                match stop {
+                    Some(reason) if !rerun => format!(
+                        "handler panicked: {message} (after being asked to stop: {}); {NOT_RUN_AGAIN}",
+                        reason.describe()
+                    ),
+                    _ => format!("handler panicked: {message}"),
+                },
             ),
             hand_over: false,
+            may_retry: stop.is_none() || rerun,
             failures: FailureCount::Increment,
         },
         (Ending::Returned(Err(e)), Some(reason @ StopReason::Timeout(_))) => Decision {
             end: end(
                 RunStatus::TimedOut,
-                Some(format!("{}: {}", reason.describe(), error_chain(&*e))),
+                if rerun {
+                    format!("{}: {}", reason.describe(), error_chain(&*e))
+                } else {
+                    format!(
+                        "{}: {}; {NOT_RUN_AGAIN}",
+                        reason.describe(),
+                        error_chain(&*e)
+                    )
+                },
             ),
             hand_over: false,
+            may_retry: rerun,
             failures: FailureCount::Increment,
         },
         (Ending::Stopped, Some(reason @ StopReason::Timeout(_))) => Decision {
             end: end(
                 RunStatus::TimedOut,
-                Some(format!(
-                    "{}; the handler did not return and was stopped",
-                    reason.describe()
-                )),
+                format!(
+                    "{}; the handler did not return and was stopped{}",
+                    reason.describe(),
+                    if rerun {
+                        String::new()
+                    } else {
+                        format!("; {NOT_RUN_AGAIN}")
+                    }
+                ),
             ),
             hand_over: false,
+            may_retry: rerun,
             failures: FailureCount::Increment,
         },
         (Ending::Returned(Err(e)), Some(reason)) => Decision {
             end: end(
                 RunStatus::Interrupted,
-                Some(format!(
-                    "{}; handed over: {}",
+                format!(
+                    "{}; {}: {}",
                     reason.describe(),
+                    then("handed over"),
                     error_chain(&*e)
-                )),
+                ),
             ),
-            hand_over: true,
+            hand_over: rerun,
+            may_retry: false,
             failures: FailureCount::Keep,
         },
         (Ending::Stopped, reason) => Decision {
             end: end(
                 RunStatus::Interrupted,
-                Some(format!(
-                    "{}; the handler did not return in time and was stopped; handed over",
-                    reason.map_or_else(|| "stopped".into(), StopReason::describe)
-                )),
+                format!(
+                    "{}; the handler did not return in time and was stopped; {}",
+                    reason.map_or_else(|| "stopped".into(), StopReason::describe),
+                    then("handed over")
+                ),
             ),
-            hand_over: true,
+            hand_over: rerun,
+            may_retry: false,
             failures: FailureCount::Keep,
         },
         (Ending::NotStarted, _) => Decision {
             end: end(
                 RunStatus::Interrupted,
-                Some("claimed as the node began shutting down; handed over before starting".into()),
+                "claimed as the node began shutting down; handed over before starting".into(),
             ),
             hand_over: true,
+            may_retry: false,
             failures: FailureCount::Keep,
         },
     }
 }
+
+/// What the record of an at-most-once run that did not finish says about its tick.
+pub(crate) const NOT_RUN_AGAIN: &str =
+    "its outcome is unknown: not run again (recovery = never)";
 
 /// The rule for a run whose outcome is unknown: its lock expired and was watched long enough
 /// without its owner renewing it.
@@ -255,7 +314,7 @@ mod tests {
     #[test]
     fn ok_is_succeeded_even_when_asked_to_stop() {
         for stop in [None, Some(StopReason::Shutdown)] {
-            let d = decide(Ending::Returned(Ok(())), stop.as_ref());
+            let d = decide(Ending::Returned(Ok(())), stop.as_ref(), Recovery::Rerun);
             assert_eq!(d.end.status, RunStatus::Succeeded);
             assert!(!d.hand_over);
             assert_eq!(d.failures, FailureCount::Reset);
@@ -264,7 +323,7 @@ mod tests {
 
     #[test]
     fn an_error_is_a_failure_unless_the_handler_was_asked_to_stop() {
-        let d = decide(Ending::Returned(Err(err("upstream said no"))), None);
+        let d = decide(Ending::Returned(Err(err("upstream said no"))), None, Recovery::Rerun);
         assert_eq!(d.end.status, RunStatus::Failed);
         assert_eq!(d.end.error.as_deref(), Some("upstream said no"));
         assert!(!d.hand_over);
@@ -274,7 +333,11 @@ mod tests {
             StopReason::LockLost(LockLoss::Unrenewable("db down".into())),
             StopReason::LockLost(LockLoss::TakenOver),
         ] {
-            let d = decide(Ending::Returned(Err(err("did not finish"))), Some(&reason));
+            let d = decide(
+                Ending::Returned(Err(err("did not finish"))),
+                Some(&reason),
+                Recovery::Rerun,
+            );
             assert_eq!(d.end.status, RunStatus::Interrupted, "{reason:?}");
             assert!(d.hand_over);
             assert_eq!(d.failures, FailureCount::Keep);
@@ -285,7 +348,7 @@ mod tests {
     #[test]
     fn stopped_and_never_started_runs_are_interrupted_and_handed_over() {
         for ending in [Ending::Stopped, Ending::NotStarted] {
-            let d = decide(ending, Some(&StopReason::Shutdown));
+            let d = decide(ending, Some(&StopReason::Shutdown), Recovery::Rerun);
             assert_eq!(d.end.status, RunStatus::Interrupted);
             assert!(d.hand_over);
         }
@@ -295,21 +358,64 @@ mod tests {
     fn past_its_timeout_a_run_is_timed_out_unless_it_finished() {
         let t = StopReason::Timeout(std::time::Duration::from_secs(30));
         for ending in [Ending::Returned(Err(err("cut short"))), Ending::Stopped] {
-            let d = decide(ending, Some(&t));
+            let d = decide(ending, Some(&t), Recovery::Rerun);
             assert_eq!(d.end.status, RunStatus::TimedOut);
             assert!(!d.hand_over, "the retry policy decides");
             assert_eq!(d.failures, FailureCount::Increment);
             assert!(d.end.error.unwrap().contains("timeout of 30s"));
         }
-        let d = decide(Ending::Returned(Ok(())), Some(&t));
+        let d = decide(Ending::Returned(Ok(())), Some(&t), Recovery::Rerun);
         assert_eq!(d.end.status, RunStatus::Succeeded);
     }
 
     #[test]
     fn a_panic_is_a_failure() {
-        let d = decide(Ending::Panicked("boom".into()), Some(&StopReason::Shutdown));
+        let d = decide(
+            Ending::Panicked("boom".into()),
+            Some(&StopReason::Shutdown),
+            Recovery::Rerun,
+        );
         assert_eq!(d.end.status, RunStatus::Failed);
         assert_eq!(d.end.error.as_deref(), Some("handler panicked: boom"));
+    }
+
+    #[test]
+    fn an_at_most_once_run_asked_to_stop_or_stopped_is_never_run_again() {
+        let timeout = StopReason::Timeout(std::time::Duration::from_secs(1));
+        let shutdown = StopReason::Shutdown;
+        let lost = StopReason::LockLost(LockLoss::Unrenewable("db down".into()));
+        let cases: Vec<(Ending, Option<&StopReason>, RunStatus)> = vec![
+            (Ending::Stopped, Some(&shutdown), RunStatus::Interrupted),
+            (Ending::Stopped, Some(&lost), RunStatus::Interrupted),
+            (Ending::Stopped, Some(&StopReason::LockLost(LockLoss::TakenOver)), RunStatus::Interrupted),
+            (Ending::Returned(Err(err("half done"))), Some(&shutdown), RunStatus::Interrupted),
+            (Ending::Stopped, Some(&timeout), RunStatus::TimedOut),
+            (Ending::Returned(Err(err("cut short"))), Some(&timeout), RunStatus::TimedOut),
+            (Ending::Panicked("boom".into()), Some(&lost), RunStatus::Failed),
+        ];
+        for (ending, stop, status) in cases {
+            let label = format!("{ending:?} {stop:?}");
+            let d = decide(ending, stop, Recovery::Never);
+            assert_eq!(d.end.status, status, "{label}");
+            assert!(!d.hand_over, "{label}");
+            assert!(!d.may_retry, "{label}");
+            assert!(d.end.error.unwrap().contains(NOT_RUN_AGAIN), "{label}");
+        }
+        // A failure it reported on its own is retried per `retries`; a run that never started
+        // runs again; a run that returned `Ok` is done.
+        let d = decide(Ending::Returned(Err(err("no"))), None, Recovery::Never);
+        assert!(d.may_retry && !d.hand_over);
+        let d = decide(Ending::Panicked("boom".into()), None, Recovery::Never);
+        assert!(d.may_retry && !d.hand_over);
+        let d = decide(Ending::NotStarted, Some(&shutdown), Recovery::Never);
+        assert!(d.hand_over);
+        let d = decide(Ending::Returned(Ok(())), Some(&shutdown), Recovery::Never);
+        assert_eq!(d.end.status, RunStatus::Succeeded);
+        // The same endings of a `rerun` task run again.
+        let d = decide(Ending::Stopped, Some(&timeout), Recovery::Rerun);
+        assert!(d.may_retry);
+        let d = decide(Ending::Stopped, Some(&shutdown), Recovery::Rerun);
+        assert!(d.hand_over);
     }
 
     fn expired(recovery: Recovery) -> ExpiredLock {
@@ -359,6 +465,7 @@ mod tests {
                 "cannot reach postgres://app:s3cret@db:5432/jobs: refused",
             ))),
             None,
+            Recovery::Rerun,
         );
         assert_eq!(
             d.end.error.as_deref(),
@@ -367,6 +474,7 @@ mod tests {
         let d = decide(
             Ending::Panicked("bad DSN host=db password='s3 cret'".into()),
             None,
+            Recovery::Rerun,
         );
         assert!(!d.end.error.unwrap().contains("s3 cret"));
     }

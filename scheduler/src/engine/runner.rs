@@ -1,8 +1,10 @@
-//! Runs one claimed run: the handler in its own tokio task behind its lock's poll gate, told to
-//! stop on shutdown or lock loss and stopped when it must be, panics caught, the outcome decided
-//! by [`outcome::decide`] and handed to the completer together with the lease, which keeps the
-//! lock renewed until the outcome is recorded. What the handler logs inside the run's span is
-//! captured by [`crate::run_log`] and written before the outcome.
+//! Runs one claimed run: the handler on a thread of its own (see [`super::runtime`]) behind its
+//! lock's poll gate, told to stop on shutdown or lock loss and stopped when it must be (the
+//! process stops itself rather than let a handler that cannot be stopped outlive its lock, see
+//! [`super::failstop`]), panics caught, the outcome decided by [`outcome::decide`] and handed to
+//! the completer together with the lease, which keeps the lock renewed until the outcome is
+//! recorded. What the handler logs inside the run's span is captured by [`crate::run_log`] and
+//! written before the outcome.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +15,10 @@ use tracing::Instrument;
 
 use super::Shared;
 use super::completer::Completion;
+use super::failstop;
 use super::gate::{Gated, Stopped};
 use super::outcome::{self, Ending, StopReason};
+use super::runtime::Joined;
 use super::rules::{RUN_COUNTED_TICKS, skipped_ticks};
 use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
@@ -84,7 +88,10 @@ pub(crate) async fn run(
         };
         drop(permit);
         shared.wake.notify_one();
-        let decision = outcome::decide(ending, stop.as_ref());
+        let recovery = shared
+            .policy(&claimed.task_name)
+            .map_or(crate::policy::Recovery::Rerun, |(policy, _)| policy.recovery);
+        let decision = outcome::decide(ending, stop.as_ref(), recovery);
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let status = decision.end.status;
         match status {
@@ -116,7 +123,9 @@ pub(crate) async fn run(
             if claimed.trigger == Trigger::Schedule {
                 finish.skips = account_skips(&claimed, spec.clone()).await;
             }
-            plan_retry(&shared, &claimed, &spec, &mut finish, now);
+            if decision.may_retry {
+                plan_retry(&shared, &claimed, &spec, &mut finish, now);
+            }
         }
         emit_end(&shared, &claimed, &finish, duration_ms);
         shared.metrics.run_ended(
@@ -230,6 +239,9 @@ fn emit_end(shared: &Shared, claimed: &ClaimedRun, finish: &RunFinish, duration_
     let error = finish.end.error.clone().unwrap_or_default();
     shared.events.emit(match finish.end.status {
         RunStatus::Succeeded => SchedulerEvent::RunSucceeded { run, duration_ms },
+        RunStatus::Interrupted if finish.requeue.is_none() => {
+            SchedulerEvent::RunAbandoned { run, reason: error }
+        }
         RunStatus::Interrupted => SchedulerEvent::RunInterrupted { run, reason: error },
         RunStatus::TimedOut => SchedulerEvent::RunTimedOut {
             run,
@@ -308,10 +320,10 @@ async fn execute(
         (t, started + t, started + t + grace)
     });
     let gate = Arc::clone(lease.gate());
-    // Calling the handler inside the spawned task means even a panic while building the future
-    // is caught as a JoinError.
-    let mut handle =
-        tokio::spawn(Gated::new(async move { handler(ctx).await }, gate).in_current_span());
+    // Calling the handler inside the future means even a panic while building it is caught.
+    let mut handle = shared
+        .handlers()
+        .spawn(Gated::new(async move { handler(ctx).await }, gate).in_current_span());
     let mut stop: Option<StopReason> = None;
     let mut lock_lost = false;
     let mut timed_out = false;
@@ -326,16 +338,20 @@ async fn execute(
                 let taken_over = loss == LockLoss::TakenOver;
                 shared.metrics.lock_lost(taken_over);
                 tracing::error!(reason = %loss.describe(), "asking the handler to stop: its lock can no longer be trusted");
-                stop = Some(StopReason::LockLost(loss));
+                stop = Some(StopReason::LockLost(loss.clone()));
                 if taken_over {
                     // Somebody else may already be running it: stop at once.
-                    break hard_stop(&lease, &mut handle).await;
+                    break hard_stop(claimed, &mut lease, &mut handle, Some(loss)).await;
                 }
             }
             // Whatever else is going on (a drain, too), a lost lock's deadline stands.
             _ = tokio::time::sleep_until(stop_at), if lock_lost => {
                 if Instant::now() >= lease.stop_at() {
-                    break hard_stop(&lease, &mut handle).await;
+                    let loss = match &stop {
+                        Some(StopReason::LockLost(loss)) => Some(loss.clone()),
+                        _ => None,
+                    };
+                    break hard_stop(claimed, &mut lease, &mut handle, loss).await;
                 }
             }
             _ = tokio::time::sleep_until(timeout.map_or(far, |t| t.1)), if timeout.is_some() && !timed_out => {
@@ -346,14 +362,14 @@ async fn execute(
                 stop.get_or_insert(StopReason::Timeout(limit));
             }
             _ = tokio::time::sleep_until(timeout.map_or(far, |t| t.2)), if timed_out => {
-                break hard_stop(&lease, &mut handle).await;
+                break hard_stop(claimed, &mut lease, &mut handle, None).await;
             }
             _ = shared.handlers_cancel.cancelled(), if stop.is_none() => {
                 stop = Some(StopReason::Shutdown);
             }
             _ = shared.hard_stop.cancelled() => {
                 stop.get_or_insert(StopReason::Shutdown);
-                break hard_stop(&lease, &mut handle).await;
+                break hard_stop(claimed, &mut lease, &mut handle, None).await;
             }
         }
     };
@@ -365,21 +381,74 @@ async fn execute(
     (ending, stop, lease)
 }
 
-/// Closes the gate and aborts the handler; waits for it to be gone.
+/// What a handler's thread hands back.
+type HandlerJoin = tokio::sync::oneshot::Receiver<
+    Joined<Result<Result<(), crate::registry::TaskError>, Stopped>>,
+>;
+
+/// How long a handler whose lock was found taken over may take to leave its poll before the
+/// process stops itself: another node may be running the task already.
+const TAKEN_OVER_WAIT: Duration = Duration::from_millis(50);
+
+/// Closes the gate, which stops a handler parked at an `.await` at once, and waits for the
+/// handler to be gone. A handler that blocks its thread cannot be stopped: it is waited for as
+/// long as its lock is kept (renewals go on while the database answers and the node runs); once
+/// the lock cannot be kept (`lost` now or later: not renewed past its fail-stop deadline, or
+/// taken over), the process stops itself (see [`failstop`]).
 async fn hard_stop(
-    lease: &Lease,
-    handle: &mut tokio::task::JoinHandle<Result<Result<(), crate::registry::TaskError>, Stopped>>,
+    claimed: &ClaimedRun,
+    lease: &mut Lease,
+    handle: &mut HandlerJoin,
+    mut lost: Option<LockLoss>,
 ) -> Ending {
-    lease.gate().close();
-    handle.abort();
-    let joined = match tokio::time::timeout(std::time::Duration::from_secs(1), &mut *handle).await {
-        Ok(joined) => joined,
-        Err(_) => {
-            tracing::error!(
-                "the handler did not stop when aborted: it is blocking its thread (CPU work or \
-                 blocking I/O without an .await) and cannot be stopped until it yields"
-            );
-            (&mut *handle).await
+    let gate = Arc::clone(lease.gate());
+    gate.close();
+    let mut taken_over_at = matches!(lost, Some(LockLoss::TakenOver)).then(Instant::now);
+    let mut reported = false;
+    let report_at = Instant::now() + Duration::from_secs(1);
+    let far = Instant::now() + Duration::from_secs(86_400 * 365);
+    let mut recheck = Instant::now();
+    let joined = loop {
+        let fail_stop_at = match (&lost, taken_over_at) {
+            (_, Some(at)) => at + TAKEN_OVER_WAIT,
+            (Some(_), None) => lease.fail_stop_at(),
+            (None, None) => far,
+        };
+        tokio::select! {
+            joined = &mut *handle => break joined,
+            loss = lease.lost(), if lost.is_none() => {
+                if loss == LockLoss::TakenOver {
+                    taken_over_at = Some(Instant::now());
+                }
+                lost = Some(loss);
+            }
+            _ = tokio::time::sleep_until(report_at), if !reported => {
+                reported = true;
+                tracing::error!(
+                    "the handler did not stop when stopped: it is blocking its thread (CPU work \
+                     or blocking I/O without an .await) and cannot be stopped until it yields; \
+                     its lock is kept while the database answers, and the node stops itself if \
+                     it cannot be"
+                );
+            }
+            _ = tokio::time::sleep_until(fail_stop_at.max(recheck)), if lost.is_some() => {
+                if taken_over_at.is_none() && Instant::now() < lease.fail_stop_at() {
+                    continue; // renewed meanwhile (the database is back): the deadline moved on
+                }
+                if gate.blocked_for().is_none() {
+                    // Parked at an .await: the closed gate never polls it again, and it is
+                    // on its way out.
+                    recheck = Instant::now() + Duration::from_millis(10);
+                    continue;
+                }
+                let why = match lost.as_ref().expect("guarded") {
+                    LockLoss::TakenOver => "another node released its lock".to_owned(),
+                    LockLoss::Unrenewable(e) => {
+                        format!("its lock could not be renewed before it could expire ({e})")
+                    }
+                };
+                failstop::exit_now(&claimed.task_name, claimed.run_id, &why);
+            }
         }
     };
     match from_join(joined) {
@@ -391,13 +460,15 @@ async fn hard_stop(
 }
 
 fn from_join(
-    joined: Result<Result<Result<(), crate::registry::TaskError>, Stopped>, tokio::task::JoinError>,
+    joined: Result<
+        Joined<Result<Result<(), crate::registry::TaskError>, Stopped>>,
+        tokio::sync::oneshot::error::RecvError,
+    >,
 ) -> Ending {
     match joined {
-        Ok(Ok(result)) => Ending::Returned(result),
-        Ok(Err(Stopped)) => Ending::Stopped,
-        Err(e) if e.is_panic() => {
-            let payload = e.into_panic();
+        Ok(Ok(Ok(result))) => Ending::Returned(result),
+        Ok(Ok(Err(Stopped))) => Ending::Stopped,
+        Ok(Err(payload)) => {
             let msg = payload
                 .downcast_ref::<&str>()
                 .map(|s| (*s).to_owned())
@@ -405,6 +476,7 @@ fn from_join(
                 .unwrap_or_else(|| "non-string panic payload".into());
             Ending::Panicked(msg)
         }
+        // The thread went away without a word (its runtime shut down).
         Err(_) => Ending::Stopped,
     }
 }

@@ -87,6 +87,12 @@ impl LeaseTimes {
     fn warn_offset(&self) -> Duration {
         self.lifetime - self.margin - self.grace
     }
+
+    /// How long after a renewal is sent a handler that cannot be stopped must be gone: half the
+    /// margin before the lock can expire.
+    fn fail_stop_offset(&self) -> Duration {
+        self.lifetime - self.margin / 2
+    }
 }
 
 struct Held {
@@ -108,6 +114,8 @@ pub(crate) struct LockWatchdog {
     renew_every: Duration,
     held: Mutex<HashMap<i64, Held>>,
     last_error: Mutex<Option<String>>,
+    /// The node stopped: nothing is renewed any more.
+    stopped: std::sync::atomic::AtomicBool,
 }
 
 /// One run's claim on its lock, from the claim until its outcome is recorded;
@@ -130,6 +138,7 @@ impl LockWatchdog {
             renew_every,
             held: Mutex::new(HashMap::new()),
             last_error: Mutex::new(None),
+            stopped: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -261,7 +270,17 @@ impl LockWatchdog {
         (self.renew_every / 4).max(Duration::from_millis(20))
     }
 
+    /// Renews nothing from now on (the node stopped); leases still held learn why when they
+    /// are lost.
+    pub(crate) fn stop(&self) {
+        self.stopped
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
     fn last_error(&self) -> String {
+        if self.stopped.load(std::sync::atomic::Ordering::Acquire) {
+            return "its node stopped renewing its locks".into();
+        }
         self.last_error
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -334,6 +353,12 @@ impl Lease {
     pub(crate) fn stop_at(&self) -> Instant {
         *self.warn.borrow() + self.times.grace
     }
+
+    /// The instant by which a handler that cannot be stopped must be gone, the process with it
+    /// if need be (see `super::failstop`): strictly before the lock can expire, unless renewed.
+    pub(crate) fn fail_stop_at(&self) -> Instant {
+        *self.warn.borrow() - self.times.warn_offset() + self.times.fail_stop_offset()
+    }
 }
 
 impl Drop for Lease {
@@ -356,6 +381,8 @@ mod tests {
             let expiry = sent + t.lifetime;
             assert!(t.stop_after(sent) < expiry, "{ms} ms");
             assert!(t.warn_after(sent) < t.stop_after(sent), "{ms} ms");
+            let fail_stop = sent + t.fail_stop_offset();
+            assert!(t.stop_after(sent) < fail_stop && fail_stop < expiry, "{ms} ms");
             assert!(t.margin >= Duration::from_millis(10), "{ms} ms");
         }
     }
