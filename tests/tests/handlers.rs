@@ -192,9 +192,11 @@ mod postgres {
     }
 
     async fn wait_for_start(scene: &Scene, task: &str) -> Record {
-        wait_until(Duration::from_secs(60), &format!("{task} starts"), || async {
-            !scene.starts(task).is_empty()
-        })
+        wait_until(
+            Duration::from_secs(60),
+            &format!("{task} starts"),
+            || async { !scene.starts(task).is_empty() },
+        )
         .await;
         scene.starts(task).remove(0)
     }
@@ -372,7 +374,9 @@ mod postgres {
         behind.url = proxied;
         // Renewals every 400 ms; the handler is told to stop 1.4 s and stopped 1.8 s after the
         // last renewal it sent.
-        direct.env.push(("SCHEDULER_HEARTBEAT_INTERVAL", "500ms".into()));
+        direct
+            .env
+            .push(("SCHEDULER_HEARTBEAT_INTERVAL", "500ms".into()));
         let a = behind.spawn("a");
         trigger_all_now(db, 1).await;
         let first = wait_for_start(scene, task).await;
@@ -423,16 +427,20 @@ mod postgres {
         let (proxy, _a, _b, _first) = a_behind_a_proxy_runs(&db, &scene, "misbehave.never").await;
         proxy.cut();
         // The handler ignores the request to stop, so it beats until the gate closes.
-        wait_until(Duration::from_secs(30), "the handler is stopped", || async {
-            let last = scene
-                .records()
-                .iter()
-                .filter(|r| r.task == "misbehave.never")
-                .map(|r| r.at_nanos)
-                .max()
-                .unwrap_or(0);
-            handler_records::now_nanos().saturating_sub(last) > 500_000_000
-        })
+        wait_until(
+            Duration::from_secs(30),
+            "the handler is stopped",
+            || async {
+                let last = scene
+                    .records()
+                    .iter()
+                    .filter(|r| r.task == "misbehave.never")
+                    .map(|r| r.at_nanos)
+                    .max()
+                    .unwrap_or(0);
+                handler_records::now_nanos().saturating_sub(last) > 500_000_000
+            },
+        )
         .await;
         // Back at once: its node records the outcome before the other node would take over.
         proxy.heal();

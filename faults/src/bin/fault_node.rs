@@ -182,6 +182,56 @@ async fn stubborn(ctx: TaskContext) -> Outcome {
     Ok(())
 }
 
+/// Holds its thread without an `.await` for 5 s, beating every 100 ms (a synchronous client, a
+/// `std::thread::sleep`): the engine cannot stop it, only keep its lock.
+fn block(ctx: &TaskContext) -> Outcome {
+    let rec = recorder(ctx)?;
+    rec.start(ctx);
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(100));
+        rec.beat(ctx);
+    }
+    rec.end(ctx, true, false);
+    Ok(())
+}
+
+/// Spins on the CPU for 5 s without an `.await`, beating every 100 ms.
+fn spin(ctx: &TaskContext) -> Outcome {
+    let rec = recorder(ctx)?;
+    rec.start(ctx);
+    let began = std::time::Instant::now();
+    let mut next_beat = Duration::from_millis(100);
+    let mut x = 0u64;
+    while began.elapsed() < Duration::from_secs(5) {
+        for i in 0..10_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+        }
+        if began.elapsed() >= next_beat {
+            rec.beat(ctx);
+            next_beat += Duration::from_millis(100);
+        }
+    }
+    rec.end(ctx, true, false);
+    Ok(())
+}
+
+macro_rules! misbehaving_tasks {
+    ($($f:ident = $name:literal => $body:ident),* $(,)?) => {
+        $(
+            #[task(name = $name)]
+            async fn $f(ctx: TaskContext) -> Outcome {
+                $body(&ctx)
+            }
+        )*
+    };
+}
+
+misbehaving_tasks! {
+    block_0 = "f.block.0" => block, block_1 = "f.block.1" => block,
+    block_2 = "f.block.2" => block, block_3 = "f.block.3" => block,
+    spin_0 = "f.spin.0" => spin, spin_1 = "f.spin.1" => spin, spin_2 = "f.spin.2" => spin,
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     scheduler::init_tracing();

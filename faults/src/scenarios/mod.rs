@@ -5,6 +5,7 @@ mod clock;
 mod config_chaos;
 mod config_race;
 mod db;
+mod handlers;
 mod kill;
 mod rolling;
 mod sigstop;
@@ -20,6 +21,7 @@ pub const ALL: &[&str] = &[
     "rolling",
     "config-race",
     "config-chaos",
+    "handlers",
 ];
 
 /// Runs the scenario called `name`.
@@ -32,6 +34,7 @@ pub async fn run(name: &str, opts: &Options) -> Result<Outcome> {
         "rolling" => rolling::run(opts).await,
         "config-race" => config_race::run(opts).await,
         "config-chaos" => config_chaos::run(opts).await,
+        "handlers" => handlers::run(opts).await,
         other => Err(format!("unknown scenario `{other}`").into()),
     }
 }

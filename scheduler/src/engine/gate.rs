@@ -85,8 +85,12 @@ impl GateState {
     }
 
     fn nanos_now(&self) -> u64 {
-        u64::try_from(Instant::now().saturating_duration_since(self.base).as_nanos())
-            .unwrap_or(u64::MAX)
+        u64::try_from(
+            Instant::now()
+                .saturating_duration_since(self.base)
+                .as_nanos(),
+        )
+        .unwrap_or(u64::MAX)
     }
 
     fn remember(&self, waker: &Waker) {

@@ -338,10 +338,13 @@ impl Scheduler {
         // The node's services run on the engine runtime, its handlers on threads of their own in
         // the context of the caller's runtime (see `runtime`): this future only waits.
         let engine = runtime::engine().map_err(|e| Error::Io(std::io::Error::other(e)))?;
-        let _ = self.shared.handlers.set(Arc::new(runtime::HandlerThreads::new(
-            tokio::runtime::Handle::try_current().ok(),
-            engine.handle().clone(),
-        )));
+        let _ = self
+            .shared
+            .handlers
+            .set(Arc::new(runtime::HandlerThreads::new(
+                tokio::runtime::Handle::try_current().ok(),
+                engine.handle().clone(),
+            )));
         let requested = CancellationToken::new();
         let mut node = engine.spawn(self.run_on_engine(requested.clone().cancelled_owned()));
         // Dropped before the node stopped (the caller gave up on it): it shuts down gracefully.

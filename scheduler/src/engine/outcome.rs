@@ -208,8 +208,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
 }
 
 /// What the record of an at-most-once run that did not finish says about its tick.
-pub(crate) const NOT_RUN_AGAIN: &str =
-    "its outcome is unknown: not run again (recovery = never)";
+pub(crate) const NOT_RUN_AGAIN: &str = "its outcome is unknown: not run again (recovery = never)";
 
 /// The rule for a run whose outcome is unknown: its lock expired and was watched long enough
 /// without its owner renewing it.
@@ -323,7 +322,11 @@ mod tests {
 
     #[test]
     fn an_error_is_a_failure_unless_the_handler_was_asked_to_stop() {
-        let d = decide(Ending::Returned(Err(err("upstream said no"))), None, Recovery::Rerun);
+        let d = decide(
+            Ending::Returned(Err(err("upstream said no"))),
+            None,
+            Recovery::Rerun,
+        );
         assert_eq!(d.end.status, RunStatus::Failed);
         assert_eq!(d.end.error.as_deref(), Some("upstream said no"));
         assert!(!d.hand_over);
@@ -387,11 +390,27 @@ mod tests {
         let cases: Vec<(Ending, Option<&StopReason>, RunStatus)> = vec![
             (Ending::Stopped, Some(&shutdown), RunStatus::Interrupted),
             (Ending::Stopped, Some(&lost), RunStatus::Interrupted),
-            (Ending::Stopped, Some(&StopReason::LockLost(LockLoss::TakenOver)), RunStatus::Interrupted),
-            (Ending::Returned(Err(err("half done"))), Some(&shutdown), RunStatus::Interrupted),
+            (
+                Ending::Stopped,
+                Some(&StopReason::LockLost(LockLoss::TakenOver)),
+                RunStatus::Interrupted,
+            ),
+            (
+                Ending::Returned(Err(err("half done"))),
+                Some(&shutdown),
+                RunStatus::Interrupted,
+            ),
             (Ending::Stopped, Some(&timeout), RunStatus::TimedOut),
-            (Ending::Returned(Err(err("cut short"))), Some(&timeout), RunStatus::TimedOut),
-            (Ending::Panicked("boom".into()), Some(&lost), RunStatus::Failed),
+            (
+                Ending::Returned(Err(err("cut short"))),
+                Some(&timeout),
+                RunStatus::TimedOut,
+            ),
+            (
+                Ending::Panicked("boom".into()),
+                Some(&lost),
+                RunStatus::Failed,
+            ),
         ];
         for (ending, stop, status) in cases {
             let label = format!("{ending:?} {stop:?}");

@@ -18,8 +18,8 @@ use super::completer::Completion;
 use super::failstop;
 use super::gate::{Gated, Stopped};
 use super::outcome::{self, Ending, StopReason};
-use super::runtime::Joined;
 use super::rules::{RUN_COUNTED_TICKS, skipped_ticks};
+use super::runtime::Joined;
 use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
 use crate::events::{RunRef, SchedulerEvent};
@@ -90,7 +90,9 @@ pub(crate) async fn run(
         shared.wake.notify_one();
         let recovery = shared
             .policy(&claimed.task_name)
-            .map_or(crate::policy::Recovery::Rerun, |(policy, _)| policy.recovery);
+            .map_or(crate::policy::Recovery::Rerun, |(policy, _)| {
+                policy.recovery
+            });
         let decision = outcome::decide(ending, stop.as_ref(), recovery);
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let status = decision.end.status;
@@ -381,10 +383,11 @@ async fn execute(
     (ending, stop, lease)
 }
 
-/// What a handler's thread hands back.
-type HandlerJoin = tokio::sync::oneshot::Receiver<
-    Joined<Result<Result<(), crate::registry::TaskError>, Stopped>>,
->;
+/// What a handler's gated future returns.
+type HandlerOutput = Result<Result<(), crate::registry::TaskError>, Stopped>;
+
+/// Where a handler's thread hands back what it returned.
+type HandlerJoin = tokio::sync::oneshot::Receiver<Joined<HandlerOutput>>;
 
 /// How long a handler whose lock was found taken over may take to leave its poll before the
 /// process stops itself: another node may be running the task already.
@@ -460,10 +463,7 @@ async fn hard_stop(
 }
 
 fn from_join(
-    joined: Result<
-        Joined<Result<Result<(), crate::registry::TaskError>, Stopped>>,
-        tokio::sync::oneshot::error::RecvError,
-    >,
+    joined: Result<Joined<HandlerOutput>, tokio::sync::oneshot::error::RecvError>,
 ) -> Ending {
     match joined {
         Ok(Ok(Ok(result))) => Ending::Returned(result),

@@ -103,7 +103,10 @@ impl HandlerThreads {
 
     /// Polls `future` to its end on a thread of its own; the receiver gets its output, or its
     /// panic. Dropping the receiver does not stop the future (close its gate for that).
-    pub(crate) fn spawn<F>(self: &std::sync::Arc<Self>, future: F) -> oneshot::Receiver<Joined<F::Output>>
+    pub(crate) fn spawn<F>(
+        self: &std::sync::Arc<Self>,
+        future: F,
+    ) -> oneshot::Receiver<Joined<F::Output>>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,

@@ -382,7 +382,10 @@ mod tests {
             assert!(t.stop_after(sent) < expiry, "{ms} ms");
             assert!(t.warn_after(sent) < t.stop_after(sent), "{ms} ms");
             let fail_stop = sent + t.fail_stop_offset();
-            assert!(t.stop_after(sent) < fail_stop && fail_stop < expiry, "{ms} ms");
+            assert!(
+                t.stop_after(sent) < fail_stop && fail_stop < expiry,
+                "{ms} ms"
+            );
             assert!(t.margin >= Duration::from_millis(10), "{ms} ms");
         }
     }
