@@ -8,7 +8,7 @@
 
 mod common;
 
-mod postgres {
+mod on_postgres {
     use std::net::{SocketAddr, ToSocketAddrs};
     use std::path::{Path, PathBuf};
     use std::process::{Child, Command, ExitStatus};
