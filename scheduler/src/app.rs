@@ -59,6 +59,10 @@ pub fn init_tracing() {
 /// environment (see [`SchedulerBuilder::from_env`]) until SIGTERM or SIGINT, then shuts down
 /// gracefully.
 ///
+/// In a child process that a node started for a task with `isolation = "process"`, it runs
+/// that task's handler instead and exits (see [`crate::isolation`]); whatever `main` does
+/// before calling `run` is done again in every such child.
+///
 /// The process arguments select an operator command instead (see [`AppCli`](crate::cli::AppCli)):
 /// `myapp check-config tasks.json` checks a config file against the tasks this binary registers
 /// without touching the database, and exits non-zero on any problem; `myapp next '<cron>'`
@@ -80,6 +84,11 @@ pub async fn run() -> Result<()> {
 
     use crate::cli::{AppCli, AppCommand};
 
+    // A child process of an isolated task runs that one handler and exits: no command line,
+    // no config, no database.
+    if let Some(request) = crate::isolation::child_request() {
+        crate::isolation::run_child(request).await;
+    }
     match AppCli::parse().command {
         None | Some(AppCommand::Run) => {
             init_tracing();

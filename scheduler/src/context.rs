@@ -37,13 +37,32 @@ impl fmt::Debug for StateMap {
     }
 }
 
-/// The state a handler asked for was never registered with the scheduler.
+/// The state a handler asked for is not there: it was never registered with the scheduler, or
+/// the task runs with `isolation = "process"`, in a child process that holds no shared state.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error(
-    "no shared state of type `{type_name}` was registered; add it with `Scheduler::builder().state(value)`"
-)]
+#[error("{}", self.message())]
 pub struct MissingState {
     type_name: &'static str,
+    /// The name of the task, when it runs in a child process of its own.
+    isolated_task: Option<Arc<str>>,
+}
+
+impl MissingState {
+    fn message(&self) -> String {
+        let type_name = self.type_name;
+        match &self.isolated_task {
+            None => format!(
+                "no shared state of type `{type_name}` was registered; add it with \
+                 `Scheduler::builder().state(value)`"
+            ),
+            Some(task) => format!(
+                "shared state (`{type_name}`) is not available to task `{task}`: it runs with \
+                 `isolation = \"process\"`, in a child process that does not share the node's \
+                 memory; build what the handler needs inside the handler, or run the task \
+                 in-process to use shared state"
+            ),
+        }
+    }
 }
 
 /// A handler stopped before finishing its work because it was asked to (the node is shutting
@@ -94,6 +113,8 @@ pub struct TaskContext {
     node_id: Arc<str>,
     cancel: CancellationToken,
     state: StateMap,
+    /// The handler runs in a child process of its own (`isolation = "process"`).
+    isolated: bool,
 }
 
 impl TaskContext {
@@ -112,6 +133,28 @@ impl TaskContext {
             node_id,
             cancel,
             state,
+            isolated: false,
+        }
+    }
+
+    /// The context of a handler in a child process of its own: no shared state.
+    pub(crate) fn isolated(
+        task_name: Arc<str>,
+        run_id: i64,
+        scheduled_at: DateTime<Utc>,
+        node_id: Arc<str>,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            isolated: true,
+            ..Self::new(
+                task_name,
+                run_id,
+                scheduled_at,
+                node_id,
+                cancel,
+                StateMap::default(),
+            )
         }
     }
 
@@ -196,6 +239,10 @@ impl TaskContext {
     /// The shared value of type `T` registered with
     /// [`SchedulerBuilder::state`](crate::SchedulerBuilder::state).
     ///
+    /// A task that runs with `isolation = "process"` has no shared state: its handler runs in a
+    /// child process that does not share the node's memory, and this returns an error saying so.
+    /// Build what such a handler needs inside the handler.
+    ///
     /// ```
     /// # use scheduler::TaskContext;
     /// let ctx = TaskContext::standalone("demo");
@@ -203,8 +250,9 @@ impl TaskContext {
     /// assert!(err.to_string().contains("`alloc::string::String`"));
     /// ```
     pub fn state<T: Send + Sync + 'static>(&self) -> Result<&T, MissingState> {
-        self.state.get::<T>().ok_or(MissingState {
+        self.state.get::<T>().ok_or_else(|| MissingState {
             type_name: type_name::<T>(),
+            isolated_task: self.isolated.then(|| Arc::clone(&self.task_name)),
         })
     }
 
@@ -228,6 +276,7 @@ impl fmt::Debug for TaskContext {
             .field("scheduled_at", &self.scheduled_at)
             .field("node_id", &self.node_id)
             .field("cancelled", &self.is_cancelled())
+            .field("isolated", &self.isolated)
             .finish_non_exhaustive()
     }
 }
@@ -243,5 +292,22 @@ mod tests {
         let ctx = TaskContext::standalone("demo").with_state(state);
         assert_eq!(ctx.state::<u32>().unwrap(), &42);
         assert!(ctx.state::<String>().is_err());
+    }
+
+    #[test]
+    fn an_isolated_handler_is_told_why_it_has_no_state() {
+        let ctx = TaskContext::isolated(
+            Arc::from("parseUploads"),
+            7,
+            Utc::now(),
+            Arc::from("node-a"),
+            CancellationToken::new(),
+        );
+        let message = ctx.state::<u32>().unwrap_err().to_string();
+        assert!(message.contains("`u32`"), "{message}");
+        assert!(message.contains("task `parseUploads`"), "{message}");
+        assert!(message.contains("isolation = \"process\""), "{message}");
+        let standalone = TaskContext::standalone("demo").state::<u32>().unwrap_err();
+        assert!(standalone.to_string().contains("was registered"));
     }
 }

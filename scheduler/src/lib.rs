@@ -37,6 +37,7 @@ pub mod engine;
 mod env;
 mod error;
 pub mod events;
+pub mod isolation;
 pub mod metrics;
 pub mod operate;
 pub mod policy;

@@ -65,16 +65,16 @@
 //! child only, and the run is recorded with what happened (the signal's name, the exit code). The
 //! node keeps the run's lock while the child runs, turns the child's `tracing` output, stdout and
 //! stderr into the run's log, and stops it (SIGTERM, then SIGKILL after a grace) on timeout,
-//! cancel, lock loss or shutdown.
+//! cancel, lock loss or shutdown; see [`crate::isolation`] for the details.
 //!
 //! A child runs the binary's `main` again, up to `scheduler::run()` (or
 //! [`Scheduler::run_until`](crate::Scheduler::run_until)), which runs the one handler instead of
 //! a node. So:
 //!
 //! - whatever `main` does before `scheduler::run()` is done again in every child: keep it cheap,
-//!   or skip it when `scheduler::isolation::child_request()` is `Some`. An application that
-//!   builds its scheduler itself must ask that before building it (building opens the store, and
-//!   a SQLite file's lock is the node's);
+//!   or skip it when [`isolation::child_request`](crate::isolation::child_request) is `Some`.
+//!   An application that builds its scheduler itself must ask that before building it
+//!   (building opens the store, and a SQLite file's lock is the node's);
 //! - shared state is not available: [`TaskContext::state`](crate::TaskContext::state) returns an
 //!   error saying so. Build what the handler needs inside the handler;
 //! - a child never touches the database, the config or the admin server, and starts none of the

@@ -34,6 +34,11 @@
 //! scheduler's own lines about the run (`run started`, `run finished`) are not part of the log:
 //! the run's record says how it ended.
 //!
+//! **Lines from outside the layer.** A task with `isolation = "process"` runs its handler in a
+//! child process ([`crate::isolation`]); the node turns that child's `tracing` events, stdout and
+//! stderr into lines of the run's log through [`RunLogCapture::external`] and [`RunLogLines`]:
+//! the same format, bounds, marker and flushing as a captured span.
+//!
 //! This module owns the capture and the buffer; it must not decide anything about a run.
 
 use std::any::TypeId;
@@ -155,26 +160,48 @@ where
 /// `2026-03-08T07:00:00.123Z  INFO target: message key=value ...`, ending in a newline.
 fn format_line(event: &Event<'_>) -> String {
     let meta = event.metadata();
-    let mut line = String::with_capacity(128);
-    let _ = write!(
-        line,
-        "{} {:>5} {}: ",
-        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    write_line(
+        chrono::Utc::now(),
         meta.level(),
-        meta.target()
-    );
+        meta.target(),
+        &event_text(event),
+    )
+}
+
+/// An event's message and fields, `message key=value ...`, as the log shows them after the
+/// target. A child process of an isolated task sends its events to the node in this form.
+pub(crate) fn event_text(event: &Event<'_>) -> String {
     let mut visitor = LineVisitor {
         message: String::new(),
         fields: String::new(),
     };
     event.record(&mut visitor);
-    line.push_str(&visitor.message);
+    let mut text = visitor.message;
     if !visitor.fields.is_empty() {
-        if !visitor.message.is_empty() {
-            line.push(' ');
+        if !text.is_empty() {
+            text.push(' ');
         }
-        line.push_str(&visitor.fields);
+        text.push_str(&visitor.fields);
     }
+    text
+}
+
+/// One line of a run's log: `time LEVEL target: text`, ending in a newline.
+fn write_line(
+    at: chrono::DateTime<chrono::Utc>,
+    level: &tracing::Level,
+    target: &str,
+    text: &str,
+) -> String {
+    let mut line = String::with_capacity(48 + target.len() + text.len());
+    let _ = write!(
+        line,
+        "{} {:>5} {}: {}",
+        at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        level,
+        target,
+        text
+    );
     if line.contains('\0') {
         // PostgreSQL text cannot hold NUL: one such line would lose its whole chunk.
         line = line.replace('\0', "\\0");
@@ -308,10 +335,20 @@ impl RunLogBuffer {
     }
 }
 
-/// A run's capture: its buffer, attached to the run's span, and the flusher writing it.
-pub(crate) struct RunLogCapture {
+/// A run's capture: its buffer, fed by the run's span (and, for a run whose handler runs
+/// elsewhere, by [`RunLogLines`]), and the flusher writing it to the store.
+pub struct RunLogCapture {
+    buffer: Arc<RunLogBuffer>,
     done: CancellationToken,
     flusher: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RunLogCapture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLogCapture")
+            .field("run_id", &self.buffer.run_id)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunLogCapture {
@@ -329,15 +366,37 @@ impl RunLogCapture {
         if !attached {
             return None;
         }
+        Some(Self::flushing(buffer, store))
+    }
+
+    /// Starts the log of run `run_id`, fed only through [`lines`](Self::lines): the lines of a
+    /// handler that runs outside this process (a task with `isolation = "process"`). Same bounds,
+    /// marker and flushing as a captured span. Must be called inside a tokio runtime.
+    pub fn external(run_id: i64, store: Arc<dyn Store>) -> Self {
+        Self::flushing(Arc::new(RunLogBuffer::new(run_id)), store)
+    }
+
+    fn flushing(buffer: Arc<RunLogBuffer>, store: Arc<dyn Store>) -> Self {
         let done = CancellationToken::new();
         // Not in the run's span: the flusher's own complaints are not part of the run's log.
-        let flusher = tokio::spawn(flush(buffer, store, done.clone()));
-        Some(Self { done, flusher })
+        let flusher = tokio::spawn(flush(Arc::clone(&buffer), store, done.clone()));
+        Self {
+            buffer,
+            done,
+            flusher,
+        }
+    }
+
+    /// A handle that adds lines to this run's log from outside the tracing layer.
+    pub fn lines(&self) -> RunLogLines {
+        RunLogLines {
+            buffer: Arc::clone(&self.buffer),
+        }
     }
 
     /// Writes the last lines (and the truncation marker), waiting at most
-    /// [`FINAL_FLUSH_WAIT`].
-    pub(crate) async fn finish(self) {
+    /// [`FINAL_FLUSH_WAIT`]. Lines added after this are not kept.
+    pub async fn finish(self) {
         self.done.cancel();
         if tokio::time::timeout(FINAL_FLUSH_WAIT, self.flusher)
             .await
@@ -348,6 +407,36 @@ impl RunLogCapture {
                 "the run's log was not written in time; its outcome is recorded without waiting further"
             );
         }
+    }
+}
+
+/// Adds lines to a run's log that do not come from the tracing layer, such as the output of an
+/// isolated task's child process; they go through the run's bounded buffer like captured events
+/// (the first [`MAX_LINES`] lines and [`MAX_BYTES`] bytes, then the truncation marker).
+#[derive(Clone)]
+pub struct RunLogLines {
+    buffer: Arc<RunLogBuffer>,
+}
+
+impl std::fmt::Debug for RunLogLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLogLines")
+            .field("run_id", &self.buffer.run_id)
+            .finish()
+    }
+}
+
+impl RunLogLines {
+    /// Adds one line, formatted like a captured event: `at`, `level`, `target: text`. A `text`
+    /// with newlines counts as that many lines.
+    pub fn push(
+        &self,
+        at: chrono::DateTime<chrono::Utc>,
+        level: tracing::Level,
+        target: &str,
+        text: &str,
+    ) {
+        self.buffer.push(&write_line(at, &level, target, text));
     }
 }
 

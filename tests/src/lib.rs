@@ -15,6 +15,7 @@
 //! - [`postgres_tests!`] and [`require_postgres`]: every test that needs PostgreSQL (a server or
 //!   its binaries) is named `on_postgres::...`, the one name `scripts/test --sqlite-only` skips;
 //!   in such a run, a test that reaches for PostgreSQL under another name fails saying so.
+//! - [`isolation_record_dir`]: where the isolated handlers of `test_node` keep their record.
 //!
 //! ```no_run
 //! use scheduler_tests::TestSchema;
@@ -156,4 +157,12 @@ where
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// Where the `iso.*` handlers of the `test_node` binary record what they did in run `run_id`
+/// (one file per fact: `pid`, `identity`, `cancelled`, ...). Tests pick run ids of their own.
+pub fn isolation_record_dir(run_id: i64) -> std::path::PathBuf {
+    std::env::temp_dir()
+        .join("scheduler-isolation-records")
+        .join(run_id.to_string())
 }

@@ -1,9 +1,16 @@
 //! A scheduler node in its own process, for tests that kill it (`kill -9`). Configured entirely
 //! through the environment, like any application built on `scheduler::run()`.
+//!
+//! The `iso.*` tasks run with `isolation = "process"`: the isolation tests start this binary as
+//! an isolated run's child and judge each ending. Their handlers record what they did in files
+//! under [`scheduler_tests::isolation_record_dir`] (their own record, not the node's).
 
 use std::time::Duration;
 
 use scheduler::{TaskContext, task};
+use scheduler_tests::isolation_record_dir;
+
+type HandlerResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 /// Runs until killed.
 #[task(name = "kill.slow")]
@@ -20,6 +27,183 @@ async fn kill_never(ctx: TaskContext) {
         "victim started the at-most-once task"
     );
     tokio::time::sleep(Duration::from_secs(3600)).await;
+}
+
+/// Writes `value` as this run's record `key`.
+fn record(ctx: &TaskContext, key: &str, value: impl std::fmt::Display) {
+    let dir = isolation_record_dir(ctx.run_id());
+    std::fs::create_dir_all(&dir).expect("create the record directory");
+    let path = dir.join(key);
+    std::fs::write(path.with_extension("tmp"), value.to_string()).expect("write a record");
+    std::fs::rename(path.with_extension("tmp"), path).expect("publish a record");
+}
+
+/// Records who it is, logs through tracing and prints to stdout and stderr, succeeds.
+#[task(name = "iso.ok", isolation = "process")]
+async fn iso_ok(ctx: TaskContext) -> HandlerResult {
+    record(&ctx, "pid", std::process::id());
+    record(
+        &ctx,
+        "identity",
+        format!(
+            "{} {} {} {}",
+            ctx.task_name(),
+            ctx.run_id(),
+            ctx.scheduled_at().to_rfc3339(),
+            ctx.node_id()
+        ),
+    );
+    tracing::info!(answer = 42, "hello from the isolated handler");
+    tracing::debug!("not at the default level");
+    tracing::warn!(target: "app::sync", "a warning with a target");
+    println!("to stdout");
+    eprintln!("to stderr");
+    Ok(())
+}
+
+/// Returns an error with a cause.
+#[task(name = "iso.error", isolation = "process")]
+async fn iso_error() -> HandlerResult {
+    let cause = std::io::Error::other("connection refused");
+    Err(Box::new(UpstreamError(cause)))
+}
+
+#[derive(Debug)]
+struct UpstreamError(std::io::Error);
+
+impl std::fmt::Display for UpstreamError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the upstream said no")
+    }
+}
+
+impl std::error::Error for UpstreamError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Panics.
+#[task(name = "iso.panic", isolation = "process")]
+async fn iso_panic() {
+    panic!("the handler exploded on purpose");
+}
+
+/// Aborts the process.
+#[task(name = "iso.abort", isolation = "process")]
+async fn iso_abort() {
+    std::process::abort();
+}
+
+/// Dies of a segmentation fault: writes to an address no process maps. (`raise(SIGSEGV)` would
+/// not do: Rust's own SIGSEGV handler, there to report stack overflows, returns from a signal
+/// that no faulting instruction caused.)
+#[task(name = "iso.segfault", isolation = "process")]
+async fn iso_segfault() {
+    let unmapped = std::ptr::without_provenance_mut::<u8>(8);
+    // SAFETY: none; the crash is this handler's purpose (Linux never maps the first page).
+    unsafe { unmapped.write_volatile(1) };
+}
+
+/// Exits the process itself, before the handler returns.
+#[task(name = "iso.exit", isolation = "process")]
+async fn iso_exit() {
+    std::process::exit(3);
+}
+
+/// Leaks memory, 16 MiB at a time (every page touched), past its limit; gives up at 1 GiB (on a
+/// shared machine, a limit that does not hold must not take all of its memory).
+#[task(name = "iso.leak", isolation = "process", memory_limit = "256MiB")]
+async fn iso_leak(ctx: TaskContext) -> HandlerResult {
+    record(&ctx, "pid", std::process::id());
+    let mut leaked = Vec::new();
+    for _ in 0..64 {
+        leaked.push(vec![1_u8; 16 << 20]);
+        std::hint::black_box(&leaked);
+    }
+    Err("the memory limit did not hold: 1 GiB allocated".into())
+}
+
+/// Spins on the CPU forever without an `.await`: it cannot see a request to stop.
+#[task(name = "iso.spin", isolation = "process")]
+async fn iso_spin(ctx: TaskContext) {
+    record(&ctx, "pid", std::process::id());
+    loop {
+        std::hint::spin_loop();
+    }
+}
+
+/// Ignores SIGTERM at the process level, then sleeps: only SIGKILL ends it.
+#[task(name = "iso.ignore_term", isolation = "process")]
+async fn iso_ignore_term(ctx: TaskContext) {
+    // SAFETY: setting a signal's disposition to "ignore" is sound.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
+    record(&ctx, "pid", std::process::id());
+    record(&ctx, "ignoring", "SIGTERM");
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+}
+
+/// Waits to be asked to stop, records it, and says it did not finish.
+#[task(name = "iso.cooperative", isolation = "process")]
+async fn iso_cooperative(ctx: TaskContext) -> HandlerResult {
+    record(&ctx, "pid", std::process::id());
+    ctx.cancelled().await;
+    record(&ctx, "cancelled", "yes");
+    Err(ctx.interrupted().into())
+}
+
+/// Starts a process of its own (which inherits its stdout and stderr), records its pid, and
+/// waits forever.
+#[task(name = "iso.grandchild", isolation = "process")]
+async fn iso_grandchild(ctx: TaskContext) -> HandlerResult {
+    let grandchild = std::process::Command::new("sleep").arg("3600").spawn()?;
+    record(&ctx, "grandchild", grandchild.id());
+    record(&ctx, "pid", std::process::id());
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(())
+}
+
+/// Starts a process of its own that keeps its stdout open, and returns at once.
+#[task(name = "iso.leave_behind", isolation = "process")]
+async fn iso_leave_behind(ctx: TaskContext) -> HandlerResult {
+    let grandchild = std::process::Command::new("sleep").arg("3600").spawn()?;
+    record(&ctx, "grandchild", grandchild.id());
+    println!("before returning");
+    Ok(())
+}
+
+/// Runs this binary again as a command of its own (it inherits the child's environment, but it
+/// is not an isolated run's child), and records what it printed.
+#[task(name = "iso.reexec", isolation = "process")]
+async fn iso_reexec(ctx: TaskContext) -> HandlerResult {
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .args(["next", "0 9 * * *"])
+        .output()?;
+    record(
+        &ctx,
+        "reexec",
+        format!("{}\n{}", out.status, String::from_utf8_lossy(&out.stdout)),
+    );
+    Ok(())
+}
+
+/// Writes far more than a run's log keeps: tracing events, stdout lines, one huge line.
+#[task(name = "iso.flood", isolation = "process")]
+async fn iso_flood() {
+    for i in 0..2_000 {
+        tracing::info!(i, "tracing line");
+        println!("stdout line {i}");
+    }
+    println!("{}", "x".repeat(200 * 1024));
+}
+
+/// Asks for shared state, which an isolated handler does not have.
+#[task(name = "iso.state", isolation = "process")]
+async fn iso_state(ctx: TaskContext) -> HandlerResult {
+    ctx.state::<String>()?;
+    Ok(())
 }
 
 #[tokio::main]

@@ -1,0 +1,445 @@
+//! Process isolation against real processes: the `test_node` binary started as an isolated
+//! run's child by the node's side ([`ChildCommand`], [`ChildRun`]), with no engine and no
+//! PostgreSQL (a SQLite file keeps the run logs). Every ending is judged from the outside, and
+//! the handlers' own records (files they write) say what they did.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use scheduler::isolation::{ChildCommand, ChildExit, ChildRun, RunIdentity};
+use scheduler::run_log::{MAX_LINES, RunLogCapture};
+use scheduler::store::{SqliteStore, Store};
+use scheduler_tests::{isolation_record_dir, wait_until};
+
+/// Generous: the suite shares two cores with other builds.
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// One isolated run of a `test_node` task.
+struct Isolated {
+    child: ChildRun,
+    capture: RunLogCapture,
+    run_id: i64,
+    store: Arc<SqliteStore>,
+    _dir: tempfile::TempDir,
+}
+
+impl Isolated {
+    async fn start(task: &str) -> Self {
+        Self::start_with(task, None).await
+    }
+
+    async fn start_with(task: &str, memory_limit: Option<u64>) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::builder(dir.path().join("runs.db"))
+            .connect()
+            .unwrap();
+        store.migrate().await.unwrap();
+        let store = Arc::new(store);
+        let run_id = new_run_id();
+        let capture = RunLogCapture::external(run_id, Arc::clone(&store) as Arc<dyn Store>);
+        let identity = RunIdentity::new(task, run_id, chrono::Utc::now(), "node-iso").attempt(2);
+        let child = ChildCommand::new(identity)
+            .program(env!("CARGO_BIN_EXE_test_node"))
+            .memory_limit(memory_limit)
+            .spawn(capture.lines())
+            .await
+            .expect("start the child");
+        Self {
+            child,
+            capture,
+            run_id,
+            store,
+            _dir: dir,
+        }
+    }
+
+    /// The handler's record `key`, once it wrote it.
+    async fn record(&self, key: &str) -> String {
+        let path = isolation_record_dir(self.run_id).join(key);
+        wait_until(PATIENCE, &format!("the handler records `{key}`"), || {
+            let exists = path.exists();
+            async move { exists }
+        })
+        .await;
+        std::fs::read_to_string(&path).unwrap()
+    }
+
+    /// Waits for the end, then writes and reads back the run's log.
+    async fn finish(mut self) -> (ChildExit, String, Vec<scheduler::store::LogChunk>) {
+        let exit = self.child.wait().await;
+        let pid = self.child.pid();
+        assert_eq!(
+            process_state(pid),
+            None,
+            "the child is reaped once waited for"
+        );
+        self.capture.finish().await;
+        let chunks = self.store.run_log(self.run_id).await.unwrap();
+        let text = chunks.iter().map(|c| c.text.as_str()).collect();
+        let _ = std::fs::remove_dir_all(isolation_record_dir(self.run_id));
+        (exit, text, chunks)
+    }
+}
+
+fn new_run_id() -> i64 {
+    (uuid::Uuid::new_v4().as_u128() as i64) & i64::MAX
+}
+
+/// The state letter of process `pid` (`R`, `S`, `Z`, ...), `None` once it is reaped.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(") ")?.1.chars().next()
+}
+
+/// Whether `pid` is dead: reaped, or a zombie waiting for whoever adopted it.
+fn is_dead(pid: u32) -> bool {
+    matches!(process_state(pid), None | Some('Z' | 'X'))
+}
+
+/// Kills `pid` when dropped if it is still a live `test_node`: a test that fails half-way must
+/// not leave a child spinning on a shared machine.
+struct KillOnDrop(u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0)).unwrap_or_default();
+        if !is_dead(self.0) && String::from_utf8_lossy(&cmdline).contains("test_node") {
+            // SAFETY: signals a live process checked to be this test's `test_node` child.
+            unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+async fn wait_dead(pid: u32, what: &str) {
+    wait_until(PATIENCE, what, || {
+        let dead = is_dead(pid);
+        async move { dead }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_handler_that_returns_ok_succeeds_with_its_identity_and_its_output_in_the_log() {
+    let run = Isolated::start("iso.ok").await;
+    let run_id = run.run_id;
+    let identity = run.record("identity").await;
+    let (exit, log, _) = run.finish().await;
+    assert_eq!(exit, ChildExit::Succeeded);
+    let mut parts = identity.split(' ');
+    assert_eq!(parts.next(), Some("iso.ok"));
+    assert_eq!(parts.next(), Some(run_id.to_string().as_str()));
+    assert!(parts.next().is_some(), "the tick");
+    assert_eq!(parts.next(), Some("node-iso"));
+
+    assert!(
+        log.contains(" INFO test_node: hello from the isolated handler answer=42\n"),
+        "{log}"
+    );
+    assert!(
+        log.contains(" WARN app::sync: a warning with a target\n"),
+        "{log}"
+    );
+    assert!(log.contains(" INFO stdout: to stdout\n"), "{log}");
+    assert!(log.contains(" WARN stderr: to stderr\n"), "{log}");
+    if std::env::var_os("RUST_LOG").is_none() {
+        assert!(!log.contains("not at the default level"), "{log}");
+    }
+}
+
+#[tokio::test]
+async fn the_child_says_when_its_handler_started() {
+    let mut run = Isolated::start("iso.ok").await;
+    let before = chrono::Utc::now() - chrono::TimeDelta::seconds(1);
+    run.child.wait().await;
+    let started = run.child.handler_started_at().expect("the child said so");
+    assert!(
+        started > before,
+        "{started} is the child's clock at the handler's start"
+    );
+    run.finish().await;
+}
+
+#[tokio::test]
+async fn a_returned_error_reaches_the_node_with_its_causes() {
+    let (exit, _, _) = Isolated::start("iso.error").await.finish().await;
+    assert_eq!(
+        exit,
+        ChildExit::Failed {
+            error: "the upstream said no: connection refused".into()
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_panic_is_reported_with_its_message_and_its_location_is_in_the_log() {
+    let (exit, log, _) = Isolated::start("iso.panic").await.finish().await;
+    assert_eq!(
+        exit,
+        ChildExit::Panicked {
+            message: "the handler exploded on purpose".into()
+        }
+    );
+    assert!(log.contains("stderr: thread '"), "{log}");
+    assert!(
+        log.contains("panicked at tests/src/bin/test_node.rs"),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn an_abort_is_recorded_as_sigabrt() {
+    let (exit, _, _) = Isolated::start("iso.abort").await.finish().await;
+    let ChildExit::Signalled {
+        signal,
+        sent_by_node,
+        ..
+    } = &exit
+    else {
+        panic!("{exit:?}");
+    };
+    assert_eq!(signal.name(), Some("SIGABRT"));
+    assert!(!sent_by_node);
+    assert!(
+        exit.to_string().contains("killed by SIGABRT (aborted)"),
+        "{exit}"
+    );
+}
+
+#[tokio::test]
+async fn a_segfault_is_recorded_as_sigsegv() {
+    let (exit, _, _) = Isolated::start("iso.segfault").await.finish().await;
+    let ChildExit::Signalled {
+        signal,
+        sent_by_node,
+        ..
+    } = &exit
+    else {
+        panic!("{exit:?}");
+    };
+    assert_eq!(signal.name(), Some("SIGSEGV"));
+    assert!(!sent_by_node);
+    assert!(exit.to_string().contains("segmentation fault"), "{exit}");
+}
+
+#[tokio::test]
+async fn exiting_before_the_handler_returns_is_recorded_with_the_code() {
+    let (exit, _, _) = Isolated::start("iso.exit").await.finish().await;
+    assert_eq!(exit, ChildExit::Exited { code: 3 });
+}
+
+#[tokio::test]
+async fn a_leak_past_the_memory_limit_is_recorded_as_out_of_memory() {
+    const LIMIT: u64 = 256 << 20; // as `iso.leak` declares
+    let run = Isolated::start_with("iso.leak", Some(LIMIT)).await;
+    let pid: u32 = run.record("pid").await.parse().unwrap();
+    let (exit, log, _) = run.finish().await;
+    let ChildExit::OutOfMemory { limit, detail } = &exit else {
+        panic!("{exit:?}\n{log}");
+    };
+    assert_eq!(*limit, Some(LIMIT));
+    assert!(detail.starts_with("memory allocation of "), "{detail}");
+    assert!(
+        exit.to_string().contains("(its limit is 256 MiB)"),
+        "{exit}"
+    );
+    assert!(log.contains("stderr: memory allocation of "), "{log}");
+    assert!(is_dead(pid));
+}
+
+#[tokio::test]
+async fn sigterm_fires_cancelled_in_the_child() {
+    let mut run = Isolated::start("iso.cooperative").await;
+    run.record("pid").await;
+    run.child.terminate().unwrap();
+    assert_eq!(run.record("cancelled").await, "yes");
+    let run_id = run.run_id;
+    let (exit, _, _) = run.finish().await;
+    let ChildExit::Failed { error } = &exit else {
+        panic!("{exit:?}");
+    };
+    assert_eq!(
+        *error,
+        format!(
+            "interrupted before finishing: run {run_id} of `iso.cooperative` was asked to stop"
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_child_that_ignores_sigterm_is_killed_after_the_grace() {
+    let mut run = Isolated::start("iso.ignore_term").await;
+    run.record("ignoring").await;
+    let exit = run.child.stop(Duration::from_millis(500)).await;
+    let ChildExit::Signalled {
+        signal,
+        sent_by_node,
+        ..
+    } = &exit
+    else {
+        panic!("{exit:?}");
+    };
+    assert_eq!(signal.name(), Some("SIGKILL"));
+    assert!(sent_by_node, "the node killed it");
+    let (again, _, _) = run.finish().await;
+    assert_eq!(again, exit, "waiting again gives the same ending");
+}
+
+#[tokio::test]
+async fn a_child_spinning_on_the_cpu_is_stopped_by_force() {
+    let mut run = Isolated::start("iso.spin").await;
+    run.record("pid").await;
+    let exit = run.child.stop(Duration::from_millis(500)).await;
+    assert!(
+        matches!(&exit, ChildExit::Signalled { signal, sent_by_node: true, .. } if signal.name() == Some("SIGKILL")),
+        "{exit:?}"
+    );
+    run.finish().await;
+}
+
+#[tokio::test]
+async fn the_log_keeps_the_first_lines_then_says_how_much_was_cut() {
+    let (exit, log, chunks) = Isolated::start("iso.flood").await.finish().await;
+    assert_eq!(exit, ChildExit::Succeeded);
+    let lines: i32 = chunks.iter().map(|c| c.lines).sum();
+    assert_eq!(
+        lines as usize,
+        MAX_LINES + 1,
+        "the first lines and the marker"
+    );
+    assert!(chunks.last().unwrap().truncated);
+    assert!(log.contains("[log truncated: "), "{log}");
+    assert!(log.lines().count() == MAX_LINES + 1);
+}
+
+#[tokio::test]
+async fn dropping_the_handle_kills_the_child_and_what_it_started_and_reaps_it() {
+    let run = Isolated::start("iso.grandchild").await;
+    let grandchild: u32 = run.record("grandchild").await.parse().unwrap();
+    let pid: u32 = run.record("pid").await.parse().unwrap();
+    assert_eq!(pid, run.child.pid());
+    let records = isolation_record_dir(run.run_id);
+    drop(run);
+    wait_until(PATIENCE, "the dropped child is reaped", || {
+        let reaped = process_state(pid).is_none();
+        async move { reaped }
+    })
+    .await;
+    wait_dead(grandchild, "the process the handler started dies with it").await;
+    let _ = std::fs::remove_dir_all(records);
+}
+
+#[tokio::test]
+async fn stopping_a_child_stops_what_its_handler_started() {
+    let mut run = Isolated::start("iso.grandchild").await;
+    let grandchild: u32 = run.record("grandchild").await.parse().unwrap();
+    run.record("pid").await;
+    let exit = run.child.stop(Duration::from_secs(5)).await;
+    // The handler's SIGTERM listener cancels its context, which it ignores: SIGKILL follows.
+    assert!(
+        matches!(
+            exit,
+            ChildExit::Signalled {
+                sent_by_node: true,
+                ..
+            }
+        ),
+        "{exit:?}"
+    );
+    wait_dead(grandchild, "the process the handler started is stopped too").await;
+    run.finish().await;
+}
+
+#[tokio::test]
+async fn output_held_open_by_a_process_the_handler_left_behind_does_not_hold_the_run() {
+    let run = Isolated::start("iso.leave_behind").await;
+    let grandchild: u32 = run.record("grandchild").await.parse().unwrap();
+    let (exit, log, _) = run.finish().await;
+    assert_eq!(exit, ChildExit::Succeeded);
+    assert!(log.contains(" INFO stdout: before returning\n"), "{log}");
+    assert!(
+        log.contains("still holds its stdout or stderr open"),
+        "{log}"
+    );
+    // SAFETY: signals the `sleep` the handler started, which the test now cleans up.
+    unsafe { libc::kill(grandchild as i32, libc::SIGKILL) };
+}
+
+#[tokio::test]
+async fn a_killed_node_takes_its_child_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_id = new_run_id();
+    let mut parent = std::process::Command::new(env!("CARGO_BIN_EXE_isolating_parent"))
+        .args([
+            env!("CARGO_BIN_EXE_test_node"),
+            "iso.spin",
+            &run_id.to_string(),
+            dir.path().join("runs.db").to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(parent.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let child: u32 = line
+        .strip_prefix("child ")
+        .and_then(|pid| pid.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the parent printed {line:?}"));
+    let _cleanup = KillOnDrop(child);
+    let pid_record = isolation_record_dir(run_id).join("pid");
+    wait_until(PATIENCE, "the child's handler runs", || {
+        let exists = pid_record.exists();
+        async move { exists }
+    })
+    .await;
+    assert!(!is_dead(child));
+
+    parent.kill().unwrap(); // SIGKILL
+    parent.wait().unwrap();
+    wait_dead(child, "the child of a node killed by SIGKILL dies with it").await;
+    let _ = std::fs::remove_dir_all(isolation_record_dir(run_id));
+}
+
+#[tokio::test]
+async fn an_unknown_task_is_not_started() {
+    let (exit, _, _) = Isolated::start("iso.nope").await.finish().await;
+    let ChildExit::NotStarted { reason } = &exit else {
+        panic!("{exit:?}");
+    };
+    assert!(
+        reason.starts_with("no task named `iso.nope` is registered in this binary"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn shared_state_is_refused_with_an_error_that_says_why() {
+    let (exit, _, _) = Isolated::start("iso.state").await.finish().await;
+    let ChildExit::Failed { error } = &exit else {
+        panic!("{exit:?}");
+    };
+    assert!(error.contains("task `iso.state`"), "{error}");
+    assert!(error.contains("isolation = \"process\""), "{error}");
+}
+
+#[tokio::test]
+async fn the_binary_run_again_by_a_handler_is_not_taken_for_a_child() {
+    let run = Isolated::start("iso.reexec").await;
+    let reexec = run.record("reexec").await;
+    let (exit, _, _) = run.finish().await;
+    assert_eq!(exit, ChildExit::Succeeded);
+    assert!(reexec.starts_with("exit status: 0\n"), "{reexec}");
+    assert!(
+        reexec.contains("T09:00:00"),
+        "the `next` command ran: {reexec}"
+    );
+}
+
+#[test]
+fn records_live_in_a_directory_per_run() {
+    assert!(isolation_record_dir(7).ends_with(Path::new("scheduler-isolation-records/7")));
+}
