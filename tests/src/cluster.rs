@@ -10,7 +10,7 @@
 //! it never touches the suite's shared server.
 
 use std::fmt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
@@ -236,6 +236,45 @@ impl TempCluster {
         std::fs::read_to_string(self.root.join("server.log")).unwrap_or_default()
     }
 
+    /// Writes `contents` to `name` in the cluster's own dir (mode 0600, owned by the server
+    /// user), for files the server reads: TLS certificates and keys, a CA bundle.
+    pub fn write_file(&self, name: &str, contents: &[u8]) -> Result<PathBuf> {
+        use std::io::Write;
+        let path = self.root.join(name);
+        let context = format!("cannot write {}", path.display());
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io_err(context.clone()))?;
+        file.write_all(contents).map_err(io_err(context))?;
+        if let Some((uid, gid)) = self.run_as {
+            std::os::unix::fs::chown(&path, Some(uid), Some(gid))
+                .map_err(io_err(format!("cannot chown {}", path.display())))?;
+        }
+        Ok(path)
+    }
+
+    /// Stops the server, appends `settings` to `postgresql.conf`, replaces `pg_hba.conf` with
+    /// `hba` when given, and starts it again (same port, same data): for settings a test needs
+    /// in force before its first connection, such as `ssl = on` or a `hostssl`-only hba.
+    pub async fn reconfigure(&self, settings: &[(&str, &str)], hba: Option<&str>) -> Result<()> {
+        self.stop().await?;
+        let mut conf = String::new();
+        for (name, value) in settings {
+            conf.push_str(&format!("{name} = '{}'\n", conf_quote(value)));
+        }
+        self.append_conf(&conf)?;
+        if let Some(hba) = hba {
+            let path = self.data.join("pg_hba.conf");
+            std::fs::write(&path, hba)
+                .map_err(io_err(format!("cannot write {}", path.display())))?;
+        }
+        self.start_again().await
+    }
+
     /// Stop the server with a fast shutdown: open connections are killed,
     /// in-flight transactions roll back. Waits until it is down.
     pub async fn stop(&self) -> Result<()> {
@@ -410,7 +449,7 @@ fn conf_quote(value: &str) -> String {
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
         .map_err(io_err("cannot bind 127.0.0.1:0 to find a free port"))?;
     let port = listener
@@ -421,7 +460,7 @@ fn free_port() -> Result<u16> {
 }
 
 /// When root: the (uid, gid) of the unprivileged user to run the server as.
-fn server_user() -> Result<Option<(u32, u32)>> {
+pub(crate) fn server_user() -> Result<Option<(u32, u32)>> {
     // SAFETY: geteuid(2) cannot fail and has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Ok(None);

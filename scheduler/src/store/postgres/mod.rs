@@ -9,9 +9,11 @@
 //! transaction fails the waiter instead of freezing it), `idle_in_transaction_session_timeout`
 //! (a node that died mid-transaction frees its row locks) and server-side TCP keepalives.
 
+mod database_url;
 mod listener;
 mod migrate;
 mod operations;
+mod tls;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -188,13 +190,7 @@ impl PgStoreBuilder {
                 return Err(StoreError::setup(format!("{name} must be at least 10ms")));
             }
         }
-        let options = PgConnectOptions::from_str(&self.url).map_err(|e| {
-            StoreError::setup(format!(
-                "`{}` is not a usable PostgreSQL URL: {}",
-                redact_url(&self.url),
-                crate::redact::redact_text(&e.to_string())
-            ))
-        })?;
+        let options = connect_options(&self.url)?;
         let ms = |d: Duration| millis(d).to_string();
         let options = options
             .options([
@@ -228,6 +224,33 @@ impl PgStoreBuilder {
             acquire_timeout: self.acquire_timeout,
         })
     }
+}
+
+/// sqlx's options for `url`: libpq's TLS rules applied (see `tls.rs`), and every parameter sqlx
+/// does not know taken out first, since sqlx would log it with its value.
+fn connect_options(url: &str) -> StoreResult<PgConnectOptions> {
+    let unusable = |e: &dyn std::fmt::Display| {
+        StoreError::setup(format!(
+            "`{}` is not a usable PostgreSQL URL: {}",
+            redact_url(url),
+            crate::redact::redact_text(&e.to_string())
+        ))
+    };
+    let parsed = database_url::DatabaseUrl::parse(url).map_err(|e| unusable(&e))?;
+    if !parsed.ignored.is_empty() {
+        tracing::warn!(
+            parameters = %parsed.ignored.join(", "),
+            "ignoring database URL parameters the scheduler does not support (values not shown)"
+        );
+    }
+    if parsed.ignored.iter().any(|p| p == "sslpassword") {
+        tracing::warn!(
+            "sslpassword is not supported: the client key (sslkey) must be an unencrypted PEM file"
+        );
+    }
+    let tls = tls::TlsSettings::from_env(&parsed.tls)?;
+    let options = PgConnectOptions::from_str(parsed.for_sqlx.as_str()).map_err(|e| unusable(&e))?;
+    Ok(tls.apply(options))
 }
 
 /// The PostgreSQL implementation of [`Store`](super::Store).
@@ -301,7 +324,10 @@ fn classify(operation: &'static str, error: sqlx::Error) -> StoreError {
         }
         _ => None,
     };
-    let source: super::BoxError = Box::new(error);
+    let source: super::BoxError = match tls::explain(&error) {
+        Some(explained) => explained.into(),
+        None => Box::new(error),
+    };
     match transient {
         Some(true) => StoreError::Conflict { operation, source },
         Some(false) => StoreError::Unavailable { operation, source },
