@@ -29,6 +29,9 @@ pub mod vars {
     pub const SCHEMA: &str = "SCHEDULER_SCHEMA";
     /// PostgreSQL only: connections per node.
     pub const MAX_CONNECTIONS: &str = "SCHEDULER_MAX_CONNECTIONS";
+    /// PostgreSQL only: a direct URL for the change listener's `LISTEN` (when the database URL
+    /// goes through a transaction-mode pooler).
+    pub const LISTEN_URL: &str = "SCHEDULER_LISTEN_URL";
     /// Apply migrations at start.
     pub const MIGRATE: &str = "SCHEDULER_MIGRATE";
     /// This node's id.
@@ -145,6 +148,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_DATABASE_URL`, else `DATABASE_URL` | [`database_url`](Self::database_url) | `sqlite://scheduler.db` |
     /// | `SCHEDULER_SCHEMA` | PostgreSQL only: schema of the tables | `public` |
     /// | `SCHEDULER_MAX_CONNECTIONS` | PostgreSQL only: connections per node, the listener's included | `4` |
+    /// | `SCHEDULER_LISTEN_URL` | PostgreSQL only: a direct URL for `LISTEN` when the database URL goes through PgBouncer (`?pgbouncer=true`) | none |
     /// | `SCHEDULER_CONFIG` | [`config`](Self::config) | none |
     /// | `SCHEDULER_CONFIG_POLL_INTERVAL` | [`config_poll_interval`](Self::config_poll_interval) | `10s` |
     /// | `SCHEDULER_CONFIG_TOKEN`, `SCHEDULER_CONFIG_HEADERS`, `SCHEDULER_CONFIG_TIMEOUT` | HTTP config source (see [`ConfigSettings`]) | none, none, `10s` |
@@ -191,6 +195,7 @@ impl SchedulerBuilder {
                     .or_else(|| env.string(vars::DATABASE_URL_FALLBACK)),
                 schema: env.string(vars::SCHEMA),
                 max_connections: env.number(vars::MAX_CONNECTIONS)?,
+                listen_url: env.string(vars::LISTEN_URL),
             },
             config: ConfigSettings::from_reader(&env)?.map(ConfigOrigin::Settings),
             node_id: env.string(vars::NODE_ID),

@@ -119,6 +119,28 @@ pg_install_server() {
     pg_server_bindir >/dev/null
 }
 
+# pg_ensure_pgbouncer : PgBouncer for the pooler tests (tests/tests/pgbouncer.rs start their own,
+# from Debian's `pgbouncer` package): true if present, else installed here when pg_can_install
+# allows it (same rules as the server: root, apt-get, SCHEDULER_PG_INSTALL not `never`). When it
+# stays missing, says how to install it; those tests then fail with the same advice.
+pg_ensure_pgbouncer() {
+    if command -v pgbouncer >/dev/null 2>&1 || [[ -x /usr/sbin/pgbouncer ]]; then
+        return 0
+    fi
+    if ! pg_can_install; then
+        pg_log "PgBouncer is not installed: the pooler tests will fail; install it with:" \
+            "apt-get install pgbouncer"
+        return 1
+    fi
+    pg_log "PgBouncer is not installed; installing it: apt-get update && apt-get install -y pgbouncer"
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold pgbouncer; } \
+        </dev/null >&2; then
+        pg_log "apt-get install pgbouncer failed (output above)"
+        return 1
+    fi
+}
+
 # pg_psql : print the path of a psql client, or nothing.
 pg_psql() {
     local d

@@ -10,6 +10,8 @@
 //!   and a URL whose `search_path` points at it, dropped when the test ends.
 //! - [`TempCluster`]: a private PostgreSQL cluster a fault test may stop,
 //!   start and restart without disturbing anyone else.
+//! - [`PgBouncer`]: a private PgBouncer in transaction mode in front of a
+//!   cluster, for tests of the store through a pooler.
 //! - [`init_tracing`]: log output that `cargo test` captures per test.
 //! - [`wait_until`]: bounded polling for a condition.
 //! - [`postgres_tests!`] and [`require_postgres`]: every test that needs PostgreSQL (a server or
@@ -32,10 +34,12 @@
 
 mod cluster;
 pub mod handler_records;
+mod pgbouncer;
 pub mod proxy;
 mod schema;
 
 pub use cluster::{ClusterError, TempCluster};
+pub use pgbouncer::PgBouncer;
 pub use schema::{STALE_SCHEMA_AGE, TestSchema, sweep_stale_schemas};
 
 use std::sync::Once;

@@ -23,6 +23,9 @@ pub struct StoreSettings {
     pub schema: Option<String>,
     /// PostgreSQL only: connections in the pool (`SCHEDULER_MAX_CONNECTIONS`).
     pub max_connections: Option<u32>,
+    /// PostgreSQL only: a direct URL for the change listener (`SCHEDULER_LISTEN_URL`), for a
+    /// database URL that goes through a transaction-mode pooler (`?pgbouncer=true`).
+    pub listen_url: Option<String>,
 }
 
 impl std::fmt::Debug for StoreSettings {
@@ -31,6 +34,7 @@ impl std::fmt::Debug for StoreSettings {
             .field("url", &self.url.as_deref().map(redact_url))
             .field("schema", &self.schema)
             .field("max_connections", &self.max_connections)
+            .field("listen_url", &self.listen_url.as_deref().map(redact_url))
             .finish()
     }
 }
@@ -91,6 +95,9 @@ pub fn connect(settings: &StoreSettings) -> StoreResult<Arc<dyn Store>> {
             if let Some(n) = settings.max_connections {
                 builder = builder.max_connections(n);
             }
+            if let Some(listen_url) = &settings.listen_url {
+                builder = builder.listen_url(listen_url.clone());
+            }
             Ok(Arc::new(builder.connect_lazy()?))
         }
         Backend::Sqlite => {
@@ -100,6 +107,7 @@ pub fn connect(settings: &StoreSettings) -> StoreResult<Arc<dyn Store>> {
                     "SCHEDULER_MAX_CONNECTIONS",
                     settings.max_connections.is_some(),
                 ),
+                ("SCHEDULER_LISTEN_URL", settings.listen_url.is_some()),
             ] {
                 if set {
                     return Err(StoreError::setup(format!(

@@ -3,9 +3,9 @@
 //! sqlx logs every query parameter it does not know **with its value** ("ignoring unrecognized
 //! connect parameter key=sslpassword value=..."), so a secret in such a parameter would reach the
 //! log. Here the query is split three ways: parameters sqlx handles as libpq does stay in the URL
-//! handed to sqlx; the TLS parameters are taken out and applied by the store (libpq's TLS rules
-//! are in `tls.rs`); every other parameter is dropped and named in a warning, never with its
-//! value. This module parses for connecting; it does not
+//! handed to sqlx; the TLS parameters and the scheduler's own (`pgbouncer`) are taken out and
+//! applied by the store (libpq's TLS rules are in `tls.rs`); every other parameter is dropped
+//! and named in a warning, never with its value. This module parses for connecting; it does not
 //! log and owns no redaction (that is `crate::redact`).
 
 use super::tls::TlsParams;
@@ -31,6 +31,8 @@ pub(super) struct DatabaseUrl {
     pub(super) for_sqlx: url::Url,
     /// `sslmode`, `sslrootcert`, `sslcert`, `sslkey` as written in the URL.
     pub(super) tls: TlsParams,
+    /// `pgbouncer=true`: the server is reached through a transaction-mode pooler.
+    pub(super) pgbouncer: Option<bool>,
     /// Names of the parameters dropped (their values are never kept).
     pub(super) ignored: Vec<String>,
 }
@@ -42,6 +44,7 @@ impl DatabaseUrl {
             .map_err(|e| StoreError::setup(format!("it cannot be parsed as a URL: {e}")))?;
         let mut kept = Vec::new();
         let mut tls = TlsParams::default();
+        let mut pgbouncer = None;
         let mut ignored = Vec::new();
         for (key, value) in parsed.query_pairs() {
             let value = value.into_owned();
@@ -50,6 +53,13 @@ impl DatabaseUrl {
                 "sslrootcert" | "ssl-root-cert" | "ssl-ca" => tls.root_cert = Some(value),
                 "sslcert" | "ssl-cert" => tls.cert = Some(value),
                 "sslkey" | "ssl-key" => tls.key = Some(value),
+                "pgbouncer" => {
+                    pgbouncer = Some(parse_bool(&value).ok_or_else(|| {
+                        StoreError::setup(format!(
+                            "`pgbouncer={value}` is not a boolean: write pgbouncer=true or pgbouncer=false"
+                        ))
+                    })?);
+                }
                 k if SQLX_PARAMETERS.contains(&k) || is_option_parameter(k) => {
                     kept.push((key.into_owned(), value));
                 }
@@ -64,6 +74,7 @@ impl DatabaseUrl {
         Ok(DatabaseUrl {
             for_sqlx: parsed,
             tls,
+            pgbouncer,
             ignored,
         })
     }
@@ -74,6 +85,14 @@ fn is_option_parameter(key: &str) -> bool {
     key.starts_with("options[") && key.ends_with(']')
 }
 
+fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,12 +101,13 @@ mod tests {
     fn tls_and_scheduler_parameters_are_taken_out_and_unknown_ones_dropped() {
         let url = DatabaseUrl::parse(
             "postgres://app:pw@db:5432/jobs?sslmode=verify-full&sslrootcert=%2Fca.pem\
-             &sslpassword=s3cret&application_name=x&connect_timeout=5\
+             &sslpassword=s3cret&application_name=x&pgbouncer=true&connect_timeout=5\
              &options[search_path]=a",
         )
         .unwrap();
         assert_eq!(url.tls.mode.as_deref(), Some("verify-full"));
         assert_eq!(url.tls.root_cert.as_deref(), Some("/ca.pem"));
+        assert_eq!(url.pgbouncer, Some(true));
         assert_eq!(url.ignored, ["sslpassword", "connect_timeout"]);
         let for_sqlx = url.for_sqlx.as_str();
         assert!(!for_sqlx.contains("s3cret"), "{for_sqlx}");
@@ -103,5 +123,6 @@ mod tests {
     fn no_parameters_no_query() {
         let url = DatabaseUrl::parse("postgres://db/jobs?sslmode=require").unwrap();
         assert_eq!(url.for_sqlx.as_str(), "postgres://db/jobs");
+        assert!(DatabaseUrl::parse("postgres://db/x?pgbouncer=maybe").is_err());
     }
 }

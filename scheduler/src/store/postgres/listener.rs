@@ -3,6 +3,12 @@
 //! A LISTEN connection that silently died (a dead network gives no error) would only cost
 //! early wake-ups, since the claim loop polls anyway; still, the connection is checked with a
 //! cheap round trip after a long silence, so a dead one is replaced.
+//!
+//! Through a transaction-mode pooler `LISTEN` cannot work (the server connection that listened
+//! goes to another client after each transaction). The listener then uses its own direct URL
+//! (`SCHEDULER_LISTEN_URL`), or, without one, there is none and the poll interval brings other
+//! nodes' changes. `NOTIFY` works through the pooler, so nodes that listen directly still hear
+//! every node.
 
 use std::time::Duration;
 
@@ -10,11 +16,44 @@ use async_trait::async_trait;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 
-use super::classify;
+use super::{Listen, PgStore, classify};
 use crate::store::{ChangeListener, StoreError, StoreResult};
 
 /// After this long without a notification, the connection is checked.
 const CHECK_AFTER_SILENCE: Duration = Duration::from_secs(300);
+
+impl PgStore {
+    /// The change listener for this store's [`Listen`] setting.
+    pub(super) fn change_listener(&self) -> Box<dyn ChangeListener> {
+        let pool = match &self.listen {
+            Listen::Pool => self.pool.clone(),
+            Listen::Direct(pool) => pool.clone(),
+            Listen::Unavailable => {
+                tracing::info!(
+                    "LISTEN does not work through a transaction-mode pooler: other nodes' changes \
+                     arrive within the poll interval; set SCHEDULER_LISTEN_URL to a direct \
+                     connection to hear them at once"
+                );
+                return Box::new(NoListener);
+            }
+        };
+        Box::new(PgChangeListener::new(
+            pool,
+            self.channel.clone(),
+            self.op_timeout,
+        ))
+    }
+}
+
+/// No `LISTEN` possible: never wakes the node (its poll interval does).
+struct NoListener;
+
+#[async_trait]
+impl ChangeListener for NoListener {
+    async fn recv(&mut self) -> StoreResult<()> {
+        std::future::pending().await
+    }
+}
 
 pub(super) struct PgChangeListener {
     pool: PgPool,

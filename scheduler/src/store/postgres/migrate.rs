@@ -2,6 +2,10 @@
 //! applied in order under an advisory lock, so nodes starting together apply each migration
 //! exactly once. A database migrated by a newer binary (a version this one does not know) is
 //! refused rather than half-understood.
+//!
+//! Through a transaction-mode pooler a session-level advisory lock would stay with whichever
+//! server connection took it; there, all pending migrations run in one transaction under
+//! `pg_advisory_xact_lock`, released by the commit.
 
 use sqlx::{Connection, PgConnection, Row};
 
@@ -33,8 +37,22 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
-pub(crate) async fn run(conn: &mut PgConnection, schema: &str) -> StoreResult<()> {
+pub(crate) async fn run(
+    conn: &mut PgConnection,
+    schema: &str,
+    transaction_begin: Option<impl sqlx::SqlSafeStr>,
+) -> StoreResult<()> {
     let sql = |e| classify("migrate", e);
+    if let Some(begin) = transaction_begin {
+        let mut tx = conn.begin_with(begin).await.map_err(sql)?;
+        sqlx::query(include_str!("queries/migrate_xact_lock.sql"))
+            .bind(schema)
+            .execute(&mut *tx)
+            .await
+            .map_err(sql)?;
+        apply_all(&mut tx, schema).await?;
+        return tx.commit().await.map_err(sql);
+    }
     sqlx::query(include_str!("queries/migrate_lock.sql"))
         .bind(schema)
         .execute(&mut *conn)

@@ -109,6 +109,8 @@ pub struct PgStoreBuilder {
     statement_timeout: Duration,
     acquire_timeout: Duration,
     lock_timeout: Duration,
+    pgbouncer: Option<bool>,
+    listen_url: Option<String>,
 }
 
 impl std::fmt::Debug for PgStoreBuilder {
@@ -118,6 +120,8 @@ impl std::fmt::Debug for PgStoreBuilder {
             .field("schema", &self.schema)
             .field("max_connections", &self.max_connections)
             .field("statement_timeout", &self.statement_timeout)
+            .field("pgbouncer", &self.pgbouncer)
+            .field("listen_url", &self.listen_url.as_deref().map(redact_url))
             .finish_non_exhaustive()
     }
 }
@@ -132,6 +136,8 @@ impl PgStoreBuilder {
             statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
             acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            pgbouncer: None,
+            listen_url: None,
         }
     }
 
@@ -166,6 +172,29 @@ impl PgStoreBuilder {
         self
     }
 
+    /// Whether the URL reaches PostgreSQL through a pooler in transaction mode (PgBouncer with
+    /// `pool_mode = transaction`, the pooled endpoints of Neon, Supabase and others). Default:
+    /// the URL's `pgbouncer=true|false` parameter, else `false`.
+    ///
+    /// Through such a pooler each operation runs in one transaction that sets its own
+    /// `search_path` and timeouts (`SET LOCAL`), since session settings and startup options do
+    /// not survive the pooler; no prepared statement outlives its transaction; migrations take a
+    /// transaction-level advisory lock; and `LISTEN` is only used over
+    /// [`listen_url`](Self::listen_url), else other nodes' changes arrive within the poll
+    /// interval.
+    pub fn pgbouncer(mut self, through_pgbouncer: bool) -> Self {
+        self.pgbouncer = Some(through_pgbouncer);
+        self
+    }
+
+    /// A direct connection (not through a transaction-mode pooler) for the change listener's
+    /// `LISTEN` (`SCHEDULER_LISTEN_URL`). Default: none, and the listener shares the pool, or,
+    /// [through a pooler](Self::pgbouncer), there is no listener.
+    pub fn listen_url(mut self, url: impl Into<String>) -> Self {
+        self.listen_url = Some(url.into());
+        self
+    }
+
     /// Validates the settings and creates the pool, inside a Tokio runtime (the pool's upkeep
     /// runs on it). Connects to nothing until the first query, so a node can start while the
     /// database is down and catch up when it returns.
@@ -190,22 +219,58 @@ impl PgStoreBuilder {
                 return Err(StoreError::setup(format!("{name} must be at least 10ms")));
             }
         }
-        let options = connect_options(&self.url)?;
+        let (options, url_pgbouncer) = connect_options(&self.url)?;
+        let pgbouncer = self.pgbouncer.or(url_pgbouncer).unwrap_or(false);
         let ms = |d: Duration| millis(d).to_string();
-        let options = options
-            .options([
-                ("search_path", quote_ident(&self.schema)),
-                ("statement_timeout", ms(self.statement_timeout)),
-                ("lock_timeout", ms(self.lock_timeout)),
-                (
-                    "idle_in_transaction_session_timeout",
-                    ms(IDLE_IN_TRANSACTION_TIMEOUT),
-                ),
+        let session = [
+            ("search_path", quote_ident(&self.schema)),
+            ("statement_timeout", ms(self.statement_timeout)),
+            ("lock_timeout", ms(self.lock_timeout)),
+            (
+                "idle_in_transaction_session_timeout",
+                ms(IDLE_IN_TRANSACTION_TIMEOUT),
+            ),
+        ];
+        let (options, transaction_begin) = if pgbouncer {
+            // A transaction-mode pooler refuses startup parameters it does not know
+            // (`extra_float_digits`, `options`) and would not keep session settings anyway: each
+            // operation sets them for its own transaction. `DEALLOCATE ALL` drops the statements
+            // a previous client of the same server connection left, so the names sqlx gives its
+            // (uncached) statements cannot collide.
+            let sets: Vec<String> = session
+                .iter()
+                .map(|(name, value)| format!("SET LOCAL {name} = {value}"))
+                .collect();
+            let begin = format!("BEGIN; DEALLOCATE ALL; {}", sets.join("; "));
+            let options = options.extra_float_digits(None).statement_cache_capacity(0);
+            (options, Some(std::sync::Arc::from(begin)))
+        } else {
+            let keepalives = [
                 ("tcp_keepalives_idle", "10".to_owned()),
                 ("tcp_keepalives_interval", "5".to_owned()),
                 ("tcp_keepalives_count", "3".to_owned()),
-            ])
-            .application_name("scheduler");
+            ];
+            (options.options(session.into_iter().chain(keepalives)), None)
+        };
+        let options = default_application_name(options, "scheduler");
+        let listen = match &self.listen_url {
+            Some(url) => {
+                let (options, url_pgbouncer) = connect_options(url)?;
+                if url_pgbouncer == Some(true) {
+                    return Err(StoreError::setup(
+                        "the listen URL (SCHEDULER_LISTEN_URL) is for a direct connection, where LISTEN works; it cannot say pgbouncer=true",
+                    ));
+                }
+                let pool = PgPoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(self.acquire_timeout)
+                    .test_before_acquire(false)
+                    .connect_lazy_with(default_application_name(options, "scheduler listener"));
+                Listen::Direct(pool)
+            }
+            None if pgbouncer => Listen::Unavailable,
+            None => Listen::Pool,
+        };
         let pool = PgPoolOptions::new()
             .max_connections(self.max_connections)
             // No connection is kept open on its own (that would need a runtime to build the
@@ -215,20 +280,24 @@ impl PgStoreBuilder {
             .test_before_acquire(false)
             .connect_lazy_with(options);
         let host = redact_url(&self.url);
+        let via = if pgbouncer { ", through pgbouncer" } else { "" };
         Ok(PgStore {
             pool,
-            description: format!("postgres {host} (schema {})", self.schema),
+            description: format!("postgres {host} (schema {}{via})", self.schema),
             channel: notify_channel(&self.schema),
             schema: self.schema,
             op_timeout: self.statement_timeout + CLIENT_TIMEOUT_SLACK,
             acquire_timeout: self.acquire_timeout,
+            transaction_begin,
+            listen,
         })
     }
 }
 
-/// sqlx's options for `url`: libpq's TLS rules applied (see `tls.rs`), and every parameter sqlx
-/// does not know taken out first, since sqlx would log it with its value.
-fn connect_options(url: &str) -> StoreResult<PgConnectOptions> {
+/// sqlx's options for `url`, and its `pgbouncer` parameter: libpq's TLS rules applied (see
+/// `tls.rs`), and every parameter sqlx does not know taken out first, since sqlx would log it
+/// with its value.
+fn connect_options(url: &str) -> StoreResult<(PgConnectOptions, Option<bool>)> {
     let unusable = |e: &dyn std::fmt::Display| {
         StoreError::setup(format!(
             "`{}` is not a usable PostgreSQL URL: {}",
@@ -250,7 +319,27 @@ fn connect_options(url: &str) -> StoreResult<PgConnectOptions> {
     }
     let tls = tls::TlsSettings::from_env(&parsed.tls)?;
     let options = PgConnectOptions::from_str(parsed.for_sqlx.as_str()).map_err(|e| unusable(&e))?;
-    Ok(tls.apply(options))
+    Ok((tls.apply(options), parsed.pgbouncer))
+}
+
+/// `name` as the `application_name`, unless the URL (or `PGAPPNAME`) gave one.
+fn default_application_name(options: PgConnectOptions, name: &str) -> PgConnectOptions {
+    if options.get_application_name().is_some() {
+        options
+    } else {
+        options.application_name(name)
+    }
+}
+
+/// Where the change listener's `LISTEN` connection comes from.
+#[derive(Debug, Clone)]
+enum Listen {
+    /// A connection of the store's pool.
+    Pool,
+    /// A pool of its own, on a direct URL (`SCHEDULER_LISTEN_URL`).
+    Direct(PgPool),
+    /// Through a transaction-mode pooler without a direct URL: no listener.
+    Unavailable,
 }
 
 /// The PostgreSQL implementation of [`Store`](super::Store).
@@ -262,6 +351,10 @@ pub struct PgStore {
     description: String,
     op_timeout: Duration,
     acquire_timeout: Duration,
+    /// Through a transaction-mode pooler: the statement that opens each operation's transaction
+    /// (with its `SET LOCAL`s); `None` on a direct connection.
+    transaction_begin: Option<std::sync::Arc<str>>,
+    listen: Listen,
 }
 
 impl PgStore {
@@ -294,6 +387,33 @@ impl PgStore {
     pub fn notify_channel(&self) -> &str {
         &self.channel
     }
+
+    /// Whether this store reaches PostgreSQL through a transaction-mode pooler (see
+    /// [`PgStoreBuilder::pgbouncer`]).
+    pub fn through_pgbouncer(&self) -> bool {
+        self.transaction_begin.is_some()
+    }
+
+    /// The statement that opens an operation's transaction through a pooler, or `None`.
+    pub(crate) fn transaction_begin(&self) -> Option<sqlx::AssertSqlSafe<std::sync::Arc<str>>> {
+        self.transaction_begin.clone().map(sqlx::AssertSqlSafe)
+    }
+}
+
+/// The error of a connection refused by PgBouncer for a startup parameter it does not know,
+/// reworded to say what to write; `None` for any other error.
+fn pooler_hint(error: &sqlx::Error) -> Option<String> {
+    let sqlx::Error::Database(db) = error else {
+        return None;
+    };
+    db.message()
+        .starts_with("unsupported startup parameter")
+        .then(|| {
+            format!(
+                "{} (the server looks like PgBouncer: add pgbouncer=true to the database URL)",
+                db.message()
+            )
+        })
 }
 
 /// Classifies a driver error for callers above the store.
@@ -324,7 +444,7 @@ fn classify(operation: &'static str, error: sqlx::Error) -> StoreError {
         }
         _ => None,
     };
-    let source: super::BoxError = match tls::explain(&error) {
+    let source: super::BoxError = match tls::explain(&error).or_else(|| pooler_hint(&error)) {
         Some(explained) => explained.into(),
         None => Box::new(error),
     };

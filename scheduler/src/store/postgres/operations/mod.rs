@@ -24,12 +24,34 @@ macro_rules! query {
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) on a pooled connection within
 /// the operation timeout; on timeout or a broken connection, or if the operation is dropped
 /// half-way, the connection is closed instead of returned to the pool.
+///
+/// Through a transaction-mode pooler, `$body` runs in one transaction opened with the store's
+/// `SET LOCAL`s (see `PgStore::transaction_begin`): the pooler keeps the server connection for
+/// the whole operation, and an inner `begin()` becomes a savepoint.
 macro_rules! timed {
     ($store:ident, $op:literal, |$conn:ident| $body:expr) => {{
         let mut guard = crate::store::in_use::InUse::new($store.acquire($op).await?);
         let result = {
-            let $conn: &mut sqlx::PgConnection = &mut guard.conn;
-            tokio::time::timeout($store.op_timeout, async { $body }).await
+            let conn: &mut sqlx::PgConnection = &mut guard.conn;
+            tokio::time::timeout($store.op_timeout, async {
+                match $store.transaction_begin() {
+                    None => {
+                        let $conn = conn;
+                        $body
+                    }
+                    Some(begin) => {
+                        let mut tx = sqlx::Connection::begin_with(conn, begin).await?;
+                        let value: Result<_, sqlx::Error> = {
+                            let $conn: &mut sqlx::PgConnection = &mut tx;
+                            $body
+                        };
+                        let value = value?;
+                        tx.commit().await?;
+                        Ok(value)
+                    }
+                }
+            })
+            .await
         };
         $store.settle($op, guard.done(), result)
     }};
@@ -242,15 +264,11 @@ fn describe(store: &PgStore) -> String {
 
 async fn migrate(store: &PgStore) -> StoreResult<()> {
     let mut conn = store.acquire("migrate").await?;
-    super::migrate::run(&mut conn, &store.schema).await
+    super::migrate::run(&mut conn, &store.schema, store.transaction_begin()).await
 }
 
 async fn listener(store: &PgStore) -> StoreResult<Box<dyn ChangeListener>> {
-    Ok(Box::new(super::listener::PgChangeListener::new(
-        store.pool.clone(),
-        store.channel.clone(),
-        store.op_timeout,
-    )))
+    Ok(store.change_listener())
 }
 
 async fn notify(store: &PgStore) -> StoreResult<()> {
