@@ -335,9 +335,15 @@ async fn execute(
         tokio::select! {
             joined = &mut handle => break from_join(joined),
             loss = lease.lost(), if !lock_lost => {
+                let taken_over = loss == LockLoss::TakenOver;
+                if taken_over {
+                    // Somebody else may already be running it: not one more step, not even the
+                    // one that would see the request to stop (the handler's thread polls it as
+                    // soon as it is woken).
+                    lease.gate().close();
+                }
                 cancel.cancel();
                 lock_lost = true;
-                let taken_over = loss == LockLoss::TakenOver;
                 shared.metrics.lock_lost(taken_over);
                 tracing::error!(reason = %loss.describe(), "asking the handler to stop: its lock can no longer be trusted");
                 stop = Some(StopReason::LockLost(loss.clone()));
