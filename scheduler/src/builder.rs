@@ -439,8 +439,8 @@ impl SchedulerBuilder {
             takeover_wait: Settings::takeover_wait_for(renew_interval),
             missed_grace: self.missed_grace,
             defaults: {
-                let d = crate::engine::PolicyDefaults::default();
-                crate::engine::PolicyDefaults {
+                let d = crate::engine::TaskDefaults::default();
+                crate::engine::TaskDefaults {
                     timeout: self.default_timeout.or(d.timeout),
                     retries: self.default_retries.unwrap_or(d.retries),
                     backoff: self.default_backoff.unwrap_or(d.backoff),

@@ -47,6 +47,7 @@ pub mod registry;
 pub mod run_log;
 pub mod schedule;
 pub mod store;
+mod ticks;
 pub mod webhook;
 
 pub use app::{init_tracing, run, shutdown_signal};

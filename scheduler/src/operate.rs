@@ -119,13 +119,13 @@ pub fn resume_plan(state: &TaskState, now: DateTime<Utc>) -> ResumePlan {
     match state.next_run_at {
         Some(next) if next <= now => ResumePlan {
             next_run_at: spec.next_after(now),
-            skips: crate::engine::ticks_between(
+            skips: crate::ticks::ticks_between(
                 &state.name,
                 &spec,
                 next,
                 now,
                 SkipReason::Paused,
-                crate::engine::MAX_COUNTED_TICKS,
+                crate::ticks::MAX_COUNTED_TICKS,
             ),
         },
         other => ResumePlan {

@@ -177,7 +177,7 @@ pub fn plan(
         if enabling && let Some(since) = row.disabled_at {
             report
                 .disabled_ticks
-                .extend(crate::engine::ticks_while_disabled(
+                .extend(crate::ticks::ticks_while_disabled(
                     &desired.name,
                     &desired.schedule,
                     since,

@@ -1,8 +1,10 @@
 //! The task registry: every `#[task]` in every crate linked into the binary, collected at start-up.
 //!
 //! Tasks are submitted at link time through [`inventory`]; nothing here keeps a hand-written list.
-//! This module owns the descriptor type the macro emits and the duplicate-name check. It knows
-//! nothing about schedules, config or the database.
+//! This module owns the descriptor type the macro emits, the duplicate-name check, and the shape
+//! of a task's settings once the node's defaults fill what its attribute leaves out
+//! (`TaskSettings`, resolved by the engine's settings). It knows nothing about schedules,
+//! config or the database.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -12,6 +14,25 @@ use std::time::Duration;
 
 use crate::TaskContext;
 use crate::policy::{Isolation, Misfire, Recovery};
+
+/// One task's settings as a node applies them: each option its attribute sets
+/// ([`TaskOptions`]), else the node's default for all tasks (the `SchedulerBuilder::default_*`
+/// settings and the node's lock lifetime). Resolved by the engine's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TaskSettings {
+    /// How long one run may take (none: no timeout).
+    pub timeout: Option<Duration>,
+    /// Retries after a failed attempt.
+    pub retries: u32,
+    /// The wait before a retry.
+    pub backoff: Duration,
+    /// What to do with ticks nobody ran in time.
+    pub misfire: Misfire,
+    /// What to do with a run whose outcome is unknown.
+    pub recovery: Recovery,
+    /// The lifetime of its runs' locks.
+    pub lock_lifetime: Duration,
+}
 
 /// The error a handler returns, boxed so any error type fits (anyhow, thiserror types, io).
 pub type TaskError = Box<dyn std::error::Error + Send + Sync + 'static>;

@@ -35,6 +35,7 @@ use super::rules::{Rules, Takeover, Unreadable};
 use super::service::{Service, Woke};
 use super::{Shared, backoff, runner};
 use crate::store::{ClaimRequest, LockKey, SkipReason, SkipRecord, StoreError};
+use crate::ticks::missed_by;
 
 /// First pause when something was due but nothing could be claimed (another transaction held
 /// the rows); doubles up to [`CONTENDED_RETRY_MAX`].
@@ -271,7 +272,7 @@ impl ClaimLoop {
                 .registry
                 .get(&run.task_name)
                 .map_or(settings.lock_lifetime, |d| {
-                    settings.policy_of(&d.options).lock_lifetime
+                    settings.task_settings(&d.options).lock_lifetime
                 });
             let lease = shared.watchdog.hold(
                 run.run_id,
@@ -279,28 +280,31 @@ impl ClaimLoop {
                 lifetime,
                 sent,
             );
+            // Claimed so late that nobody ran it in time (every node was down, say): the
+            // incident opened and ends with this run, raised by the one node that claimed it.
             if run.missed_since.is_none()
                 && run.trigger == crate::store::Trigger::Schedule
                 && let Some((spec, _)) = planned.get(&run.task_name)
+                && let Some(grace) = missed_by(
+                    spec,
+                    run.scheduled_at,
+                    run.claimed_at,
+                    settings.missed_grace,
+                )
             {
-                // Claimed so late that nobody ran it in time (every node was down, say): the
-                // incident opened and ends with this run, raised by the one node that claimed it.
-                let grace = super::missed_grace(spec, run.scheduled_at, settings.missed_grace);
-                if run.claimed_at - run.scheduled_at > grace {
-                    tracing::error!(task = %run.task_name, expected_at = %run.scheduled_at, "task missed a run: its tick is served late");
-                    shared.events.emit(crate::events::SchedulerEvent::Missed {
+                tracing::error!(task = %run.task_name, expected_at = %run.scheduled_at, "task missed a run: its tick is served late");
+                shared.events.emit(crate::events::SchedulerEvent::Missed {
+                    task: run.task_name.clone(),
+                    expected_at: run.scheduled_at,
+                    grace_ms: u64::try_from(grace.num_milliseconds()).unwrap_or(0),
+                });
+                shared
+                    .events
+                    .emit(crate::events::SchedulerEvent::Recovered {
                         task: run.task_name.clone(),
-                        expected_at: run.scheduled_at,
-                        grace_ms: u64::try_from(grace.num_milliseconds()).unwrap_or(0),
+                        missed_since: run.scheduled_at,
+                        run_id: run.run_id,
                     });
-                    shared
-                        .events
-                        .emit(crate::events::SchedulerEvent::Recovered {
-                            task: run.task_name.clone(),
-                            missed_since: run.scheduled_at,
-                            run_id: run.run_id,
-                        });
-                }
             }
             if let Some(since) = run.missed_since {
                 tracing::info!(task = %run.task_name, missed_since = %since, "task recovered: it runs again");

@@ -101,8 +101,13 @@ impl Maintenance {
             let Ok(spec) = shared.specs.get_named(&task.cron, &task.timezone) else {
                 continue; // reported as an unreadable schedule by the claimer
             };
-            let grace = super::missed_grace(&spec, task.next_run_at, shared.settings.missed_grace);
-            if task.checked_at - task.next_run_at > grace {
+            let missed = crate::ticks::missed_by(
+                &spec,
+                task.next_run_at,
+                task.checked_at,
+                shared.settings.missed_grace,
+            );
+            if missed.is_some() {
                 incidents.push((task.name.clone(), task.next_run_at));
             }
         }
@@ -115,7 +120,7 @@ impl Maintenance {
                 .find(|t| t.name == name)
                 .and_then(|t| shared.specs.get_named(&t.cron, &t.timezone).ok());
             let grace = spec.map_or(chrono::TimeDelta::zero(), |s| {
-                super::missed_grace(&s, *expected_at, shared.settings.missed_grace)
+                crate::ticks::missed_grace(&s, *expected_at, shared.settings.missed_grace)
             });
             tracing::error!(task = %name, expected_at = %expected_at, "task missed a run: it has not started since a tick it should have run");
             shared.metrics.missed(&name, true);

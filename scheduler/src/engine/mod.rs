@@ -10,7 +10,7 @@
 //! | concern | where |
 //! |---|---|
 //! | when to look, claiming in batches | `claimer` |
-//! | the decisions inside a claim: takeover, plan, skipped ticks | `rules` |
+//! | the decisions inside a claim: takeover here, what is due by `crate::ticks` | `rules` |
 //! | one run: handler, stop requests, panics | `runner` |
 //! | where work runs: the engine runtime, a thread per handler | `runtime` |
 //! | stopping the process when a handler cannot be stopped and its lock cannot be kept | `failstop` |
@@ -57,7 +57,7 @@ pub use settings::{
     DEFAULT_LOCK_LIFETIME, DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL,
     DEFAULT_RUN_RETENTION, DEFAULT_SHUTDOWN_TIMEOUT, FLUSH_TIMEOUT, HARD_STOP_WAIT,
 };
-pub(crate) use settings::{PolicyDefaults, Settings, TaskPolicy, default_node_id};
+pub(crate) use settings::{Settings, TaskDefaults, default_node_id};
 
 use crate::context::StateMap;
 use crate::store::{NodeInfo, Store, StoreError};
@@ -67,44 +67,6 @@ use config_sync::ConfigSync;
 /// Exponential backoff for retries against the store: 250 ms doubling to 10 s.
 pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
-}
-
-/// How late a tick may start before its task counts as missed: `fixed` if set, else half the
-/// interval to the next tick, at least 5 s, at most 15 minutes.
-pub(crate) fn missed_grace(
-    spec: &crate::schedule::ScheduleSpec,
-    tick: chrono::DateTime<chrono::Utc>,
-    fixed: Option<Duration>,
-) -> chrono::TimeDelta {
-    if let Some(fixed) = fixed {
-        return chrono::TimeDelta::from_std(fixed).unwrap_or(chrono::TimeDelta::MAX);
-    }
-    let interval = spec
-        .next_after(tick)
-        .map_or(chrono::TimeDelta::minutes(30), |next| next - tick);
-    (interval / 2).clamp(
-        chrono::TimeDelta::seconds(5),
-        chrono::TimeDelta::minutes(15),
-    )
-}
-
-pub(crate) use rules::{MAX_COUNTED_TICKS, ticks_between};
-
-/// The ticks of `task` due while it was disabled (from `since` to `now`), as a skip record.
-pub(crate) fn ticks_while_disabled(
-    task: &str,
-    spec: &crate::schedule::ScheduleSpec,
-    since: chrono::DateTime<chrono::Utc>,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Vec<crate::store::SkipRecord> {
-    rules::ticks_between(
-        task,
-        spec,
-        since + chrono::TimeDelta::microseconds(1),
-        now,
-        crate::store::SkipReason::Disabled,
-        rules::MAX_COUNTED_TICKS,
-    )
 }
 
 /// A random fraction in [0, 1), for jitter (no cryptographic quality needed).
@@ -197,13 +159,16 @@ impl Shared {
         self.handlers_cancel.is_cancelled()
     }
 
-    /// The policies of a registered task (`None`: not in this binary).
-    pub(crate) fn policy(
+    /// The settings of a registered task (`None`: not in this binary).
+    pub(crate) fn task_settings(
         &self,
         task: &str,
-    ) -> Option<(TaskPolicy, &'static crate::TaskDescriptor)> {
+    ) -> Option<(
+        crate::registry::TaskSettings,
+        &'static crate::TaskDescriptor,
+    )> {
         let descriptor = self.registry.get(task)?;
-        Some((self.settings.policy_of(&descriptor.options), descriptor))
+        Some((self.settings.task_settings(&descriptor.options), descriptor))
     }
 }
 

@@ -18,7 +18,6 @@ use super::completer::Completion;
 use super::failstop;
 use super::gate::{Gated, Stopped};
 use super::outcome::{self, Ending, StopReason};
-use super::rules::{RUN_COUNTED_TICKS, skipped_ticks};
 use super::runtime::Joined;
 use super::watchdog::{Lease, LockLoss};
 use crate::TaskContext;
@@ -28,6 +27,7 @@ use crate::schedule::ScheduleSpec;
 use crate::store::{
     ClaimedRun, LockKey, Requeue, RunFinish, RunStatus, SkipReason, SkipRecord, Trigger,
 };
+use crate::ticks::{RUN_COUNTED_TICKS, skipped_ticks};
 use chrono::{DateTime, TimeDelta, Utc};
 
 /// Runs `claimed` holding one handler slot (`permit`), freed as soon as the handler is done so
@@ -89,9 +89,9 @@ pub(crate) async fn run(
         drop(permit);
         shared.wake.notify_one();
         let recovery = shared
-            .policy(&claimed.task_name)
-            .map_or(crate::policy::Recovery::Rerun, |(policy, _)| {
-                policy.recovery
+            .task_settings(&claimed.task_name)
+            .map_or(crate::policy::Recovery::Rerun, |(settings, _)| {
+                settings.recovery
             });
         let decision = outcome::decide(ending, stop.as_ref(), recovery);
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -173,13 +173,13 @@ fn plan_retry(
     let Some(descriptor) = shared.registry.get(&claimed.task_name) else {
         return;
     };
-    let policy = shared.settings.policy_of(&descriptor.options);
-    let retries = i32::try_from(policy.retries).unwrap_or(i32::MAX);
+    let settings = shared.settings.task_settings(&descriptor.options);
+    let retries = i32::try_from(settings.retries).unwrap_or(i32::MAX);
     if claimed.attempt > retries {
         return;
     }
     let at = now
-        + TimeDelta::from_std(retry_delay(policy.backoff, claimed.attempt))
+        + TimeDelta::from_std(retry_delay(settings.backoff, claimed.attempt))
             .unwrap_or(TimeDelta::zero());
     let next_tick = spec.next_after(now);
     if next_tick.is_some_and(|next| at >= next) {
@@ -314,10 +314,10 @@ async fn execute(
         shared.state.clone(),
     );
     let handler = descriptor.handler;
-    let policy = shared.settings.policy_of(&descriptor.options);
+    let settings = shared.settings.task_settings(&descriptor.options);
     let started = Instant::now();
     // Past the timeout the handler is told; a grace later it is stopped.
-    let timeout = policy.timeout.map(|t| {
+    let timeout = settings.timeout.map(|t| {
         let grace = (t / 10).clamp(Duration::from_millis(100), Duration::from_secs(10));
         (t, started + t, started + t + grace)
     });

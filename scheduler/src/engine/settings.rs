@@ -1,4 +1,6 @@
-//! Engine settings: defaults, the environment contract, and validation.
+//! Engine settings: the defaults, a node's validated settings, and each task's settings (its
+//! attribute's options over the node's defaults). The environment contract that fills them is
+//! the builder's (`crate::vars` names every variable).
 
 use std::borrow::Cow;
 use std::time::Duration;
@@ -6,7 +8,7 @@ use std::time::Duration;
 use chrono_tz::Tz;
 
 use crate::policy::{Misfire, Recovery};
-use crate::registry::TaskOptions;
+use crate::registry::{TaskOptions, TaskSettings};
 use crate::{Error, Result};
 
 /// Default lock lifetime: a node that stops renewing loses its lock after this long.
@@ -49,9 +51,9 @@ pub const DEFAULT_CONFIG_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// Default retry backoff of a task with retries and no `backoff` of its own.
 pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(30);
 
-/// The policies of tasks whose attribute sets none (builder calls, `SCHEDULER_DEFAULT_*`).
+/// The settings of tasks whose attribute sets none (builder calls, `SCHEDULER_DEFAULT_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PolicyDefaults {
+pub(crate) struct TaskDefaults {
     pub timeout: Option<Duration>,
     pub retries: u32,
     pub backoff: Duration,
@@ -59,7 +61,7 @@ pub(crate) struct PolicyDefaults {
     pub recovery: Recovery,
 }
 
-impl Default for PolicyDefaults {
+impl Default for TaskDefaults {
     fn default() -> Self {
         Self {
             timeout: None,
@@ -71,17 +73,6 @@ impl Default for PolicyDefaults {
     }
 }
 
-/// One task's policies: its attribute's options, else the defaults.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TaskPolicy {
-    pub timeout: Option<Duration>,
-    pub retries: u32,
-    pub backoff: Duration,
-    pub misfire: Misfire,
-    pub recovery: Recovery,
-    pub lock_lifetime: Duration,
-}
-
 /// Validated engine settings. Built by [`SchedulerBuilder`](crate::SchedulerBuilder).
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
@@ -90,8 +81,8 @@ pub(crate) struct Settings {
     pub renew_interval: Duration,
     /// How long an expired lock is watched before it is released (see `engine::rules`).
     pub takeover_wait: Duration,
-    /// The policies of tasks whose attribute sets none.
-    pub defaults: PolicyDefaults,
+    /// The settings of tasks whose attribute sets none.
+    pub defaults: TaskDefaults,
     /// How late a tick may start before its task counts as missed (`None`: from its interval).
     pub missed_grace: Option<Duration>,
     pub max_concurrent: usize,
@@ -151,10 +142,10 @@ impl Settings {
         Ok(())
     }
 
-    /// The policies of a task with these attribute options.
-    pub(crate) fn policy_of(&self, options: &TaskOptions) -> TaskPolicy {
+    /// The settings of a task with these attribute options.
+    pub(crate) fn task_settings(&self, options: &TaskOptions) -> TaskSettings {
         let d = &self.defaults;
-        TaskPolicy {
+        TaskSettings {
             timeout: options.timeout.or(d.timeout),
             retries: options.retries.unwrap_or(d.retries),
             backoff: options.backoff.unwrap_or(d.backoff),

@@ -179,13 +179,13 @@ impl Entries {
 
 fn task_view(shared: &Shared, entries: &Entries, s: TaskState) -> TaskView {
     let origin = entries.origin(&s);
-    let policy = shared.policy(&s.name).map(|(p, d)| PolicyView {
-        timeout_seconds: p.timeout.map(seconds),
-        retries: p.retries,
-        backoff_seconds: seconds(p.backoff),
-        misfire: p.misfire.as_str(),
-        recovery: p.recovery.as_str(),
-        lock_lifetime_seconds: seconds(p.lock_lifetime),
+    let policy = shared.task_settings(&s.name).map(|(t, d)| PolicyView {
+        timeout_seconds: t.timeout.map(seconds),
+        retries: t.retries,
+        backoff_seconds: seconds(t.backoff),
+        misfire: t.misfire.as_str(),
+        recovery: t.recovery.as_str(),
+        lock_lifetime_seconds: seconds(t.lock_lifetime),
         defined_at: d.location(),
     });
     let now = Utc::now();

@@ -20,7 +20,7 @@ fn lateness(task: &TaskState, now: DateTime<Utc>) -> Option<&'static str> {
     }
     let next = task.next_run_at?;
     let grace = ScheduleSpec::parse(&task.cron, &task.timezone)
-        .map(|spec| crate::engine::missed_grace(&spec, next, None))
+        .map(|spec| crate::ticks::missed_grace(&spec, next, None))
         .unwrap_or(TimeDelta::seconds(5));
     (task.lock_owner.is_none() && now - next > grace).then_some("overdue")
 }

@@ -1,0 +1,308 @@
+//! What is due for a task at an instant, and what a claim does about it ([`decide_due`]): an
+//! expired pause ends, a manual run, a scheduled tick (late or not, folding or skipping the ticks
+//! after it), a retry. The store asks the engine's claim rules inside its claim transaction, with
+//! its clock; they read the task's schedule and settings and come here.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::{misfire_grace, skipped_ticks, ticks_between};
+use crate::policy::Misfire;
+use crate::registry::TaskSettings;
+use crate::schedule::ScheduleSpec;
+use crate::store::{ClaimPlan, DueDecision, DueTask, NextRun, SkipReason, SkipRecord, Trigger};
+
+/// What is due for `task`, by the engine's rules, in this order:
+///
+/// 1. an expired pause ends: its ticks are recorded `paused`, the schedule resumes after it;
+/// 2. a manual run, as asked;
+/// 3. a scheduled tick: a pending retry gives way to it (recorded `retry_gave_way`); with
+///    `misfire = "skip"` a tick later than its misfire grace is skipped with every other due
+///    tick (recorded), otherwise it runs (late) and the ticks after it are accounted for by
+///    the run;
+/// 4. a retry that is due.
+///
+/// Skip records count at most `cap` ticks each one by one (see `count::CLAIM_TICK_BUDGET`).
+pub(crate) fn decide_due(
+    task: &DueTask,
+    spec: &ScheduleSpec,
+    settings: &TaskSettings,
+    db_now: DateTime<Utc>,
+    cap: usize,
+) -> DueDecision {
+    if let Some(pause) = &task.pause {
+        let end = pause.until.unwrap_or(db_now).min(db_now);
+        let skips = match task.next_run_at {
+            Some(first) if first <= end => {
+                ticks_between(&task.name, spec, first, end, SkipReason::Paused, cap)
+            }
+            _ => Vec::new(),
+        };
+        let next = match task.next_run_at {
+            Some(next) if next > end => Some(next),
+            _ => spec.next_after(end),
+        };
+        return DueDecision::Skip {
+            next_run_at: NextRun::Set(next),
+            clear_retry: false,
+            clear_pause: true,
+            skips,
+        };
+    }
+    if let Some(plan) = manual_plan(task, settings, db_now) {
+        return DueDecision::Run(plan);
+    }
+    let tick_due = task.enabled && task.next_run_at.is_some_and(|t| t <= db_now);
+    if let (true, Some(tick)) = (tick_due, task.next_run_at) {
+        let mut skips = Vec::new();
+        let clear_retry = task.retry.is_some();
+        if let Some(retry) = &task.retry {
+            skips.push(SkipRecord::new(
+                &task.name,
+                SkipReason::RetryGaveWay,
+                retry.tick,
+                retry.tick,
+                1,
+            ));
+        }
+        if settings.misfire == Misfire::Skip && db_now - tick > misfire_grace(spec, tick) {
+            skips.extend(skipped_ticks(
+                &task.name,
+                spec,
+                tick - TimeDelta::microseconds(1),
+                db_now,
+                task.last_finished_at,
+                None,
+                cap,
+            ));
+            return DueDecision::Skip {
+                next_run_at: NextRun::Set(spec.next_after(db_now)),
+                clear_retry,
+                clear_pause: false,
+                skips,
+            };
+        }
+        let mut plan = ClaimPlan::scheduled(
+            tick,
+            spec.next_after(db_now.max(tick)),
+            settings.recovery,
+            settings.lock_lifetime,
+        );
+        plan.clear_retry = clear_retry;
+        plan.skips = skips;
+        return DueDecision::Run(plan);
+    }
+    match &task.retry {
+        Some(retry) if task.enabled && retry.at <= db_now => {
+            let mut plan =
+                ClaimPlan::scheduled(retry.tick, None, settings.recovery, settings.lock_lifetime);
+            plan.trigger = Trigger::Retry;
+            plan.attempt = retry.attempt;
+            plan.next_run_at = NextRun::Keep;
+            plan.clear_retry = true;
+            DueDecision::Run(plan)
+        }
+        _ => DueDecision::Leave,
+    }
+}
+
+fn manual_plan(
+    task: &DueTask,
+    settings: &TaskSettings,
+    db_now: DateTime<Utc>,
+) -> Option<ClaimPlan> {
+    let manual = task.manual.as_ref().filter(|m| m.at <= db_now)?;
+    let mut plan = ClaimPlan::scheduled(manual.at, None, settings.recovery, settings.lock_lifetime);
+    plan.trigger = Trigger::Manual;
+    plan.triggered_by = manual.by.clone();
+    plan.next_run_at = NextRun::Keep;
+    Some(plan)
+}
+
+/// A manual run, when the schedule itself cannot be read here.
+pub(crate) fn plan_without_schedule(
+    task: &DueTask,
+    settings: &TaskSettings,
+) -> Option<DueDecision> {
+    manual_plan(task, settings, DateTime::<Utc>::MAX_UTC).map(DueDecision::Run)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::policy::Recovery;
+    use crate::store::{Pause, PendingManual, PendingRetry};
+
+    fn at(s: i64) -> DateTime<Utc> {
+        "2026-03-02T12:00:00Z".parse::<DateTime<Utc>>().unwrap() + TimeDelta::seconds(s)
+    }
+
+    fn every_ten_seconds() -> ScheduleSpec {
+        ScheduleSpec::parse("*/10 * * * * *", "UTC").unwrap()
+    }
+
+    fn settings(misfire: Misfire) -> TaskSettings {
+        TaskSettings {
+            timeout: None,
+            retries: 0,
+            backoff: Duration::from_secs(30),
+            misfire,
+            recovery: Recovery::Rerun,
+            lock_lifetime: Duration::from_secs(20),
+        }
+    }
+
+    fn due(next: i64) -> DueTask {
+        DueTask {
+            name: "t".into(),
+            cron: "*/10 * * * * *".into(),
+            timezone: "UTC".into(),
+            enabled: true,
+            next_run_at: Some(at(next)),
+            last_finished_at: None,
+            retry: None,
+            manual: None,
+            pause: None,
+            missed_since: None,
+        }
+    }
+
+    fn decide(task: &DueTask, misfire: Misfire, now: i64) -> DueDecision {
+        decide_due(
+            task,
+            &every_ten_seconds(),
+            &settings(misfire),
+            at(now),
+            1_000,
+        )
+    }
+
+    fn run_of(decision: DueDecision) -> ClaimPlan {
+        match decision {
+            DueDecision::Run(plan) => plan,
+            other => panic!("expected a run, got {other:?}"),
+        }
+    }
+
+    fn summary(skips: &[SkipRecord]) -> Vec<(SkipReason, DateTime<Utc>, DateTime<Utc>, i64)> {
+        skips
+            .iter()
+            .map(|s| (s.reason, s.first_tick, s.last_tick, s.ticks))
+            .collect()
+    }
+
+    #[test]
+    fn a_due_tick_runs_and_the_next_one_is_scheduled() {
+        let plan = run_of(decide(&due(10), Misfire::Once, 11));
+        assert_eq!(
+            (plan.scheduled_at, plan.trigger, plan.attempt),
+            (at(10), Trigger::Schedule, 1)
+        );
+        assert_eq!(plan.next_run_at, NextRun::Set(Some(at(20))));
+        assert_eq!(
+            (plan.recovery, plan.lock_lifetime),
+            (Recovery::Rerun, Duration::from_secs(20))
+        );
+        assert!(plan.skips.is_empty());
+        assert_eq!(
+            decide(&due(10), Misfire::Once, 9),
+            DueDecision::Leave,
+            "not due yet"
+        );
+        let mut disabled = due(10);
+        disabled.enabled = false;
+        assert_eq!(decide(&disabled, Misfire::Once, 11), DueDecision::Leave);
+    }
+
+    #[test]
+    fn a_late_tick_runs_once_for_all_unless_the_task_skips_misfires() {
+        // 25 s late, past the misfire grace of 5 s.
+        let plan = run_of(decide(&due(10), Misfire::Once, 35));
+        assert_eq!(plan.scheduled_at, at(10), "it serves the first tick");
+        assert_eq!(plan.next_run_at, NextRun::Set(Some(at(40))));
+        assert!(
+            plan.skips.is_empty(),
+            "the run's end records the ticks it stands for"
+        );
+
+        let DueDecision::Skip {
+            next_run_at, skips, ..
+        } = decide(&due(10), Misfire::Skip, 35)
+        else {
+            panic!("a skip task drops a tick past its grace");
+        };
+        assert_eq!(next_run_at, NextRun::Set(Some(at(40))));
+        assert_eq!(summary(&skips), [(SkipReason::Misfire, at(10), at(30), 3)]);
+
+        // Within the grace a skip task still runs.
+        let plan = run_of(decide(&due(10), Misfire::Skip, 15));
+        assert_eq!(plan.scheduled_at, at(10));
+    }
+
+    #[test]
+    fn an_expired_pause_ends_and_records_the_ticks_it_held() {
+        let mut paused = due(10);
+        paused.pause = Some(Pause::new(at(5), "ops", "checking", Some(at(25))));
+        let DueDecision::Skip {
+            next_run_at,
+            clear_pause,
+            skips,
+            ..
+        } = decide(&paused, Misfire::Once, 27)
+        else {
+            panic!("an expired pause ends");
+        };
+        assert!(clear_pause);
+        assert_eq!(next_run_at, NextRun::Set(Some(at(30))));
+        assert_eq!(summary(&skips), [(SkipReason::Paused, at(10), at(20), 2)]);
+    }
+
+    #[test]
+    fn a_pending_retry_gives_way_to_a_due_tick_and_runs_when_none_is_due() {
+        let mut retrying = due(20);
+        retrying.retry = Some(PendingRetry {
+            tick: at(10),
+            attempt: 2,
+            at: at(15),
+        });
+        let plan = run_of(decide(&retrying, Misfire::Once, 21));
+        assert_eq!(plan.scheduled_at, at(20));
+        assert!(plan.clear_retry);
+        assert_eq!(
+            summary(&plan.skips),
+            [(SkipReason::RetryGaveWay, at(10), at(10), 1)]
+        );
+
+        let plan = run_of(decide(&retrying, Misfire::Once, 16));
+        assert_eq!(
+            (plan.scheduled_at, plan.trigger, plan.attempt),
+            (at(10), Trigger::Retry, 2)
+        );
+        assert_eq!(
+            plan.next_run_at,
+            NextRun::Keep,
+            "a retry does not move the schedule"
+        );
+        assert!(plan.clear_retry);
+    }
+
+    #[test]
+    fn a_manual_run_comes_before_a_due_tick_and_needs_no_schedule() {
+        let mut asked = due(10);
+        asked.manual = Some(PendingManual {
+            at: at(12),
+            by: Some("alice".into()),
+        });
+        let plan = run_of(decide(&asked, Misfire::Once, 13));
+        assert_eq!((plan.scheduled_at, plan.trigger), (at(12), Trigger::Manual));
+        assert_eq!(plan.triggered_by.as_deref(), Some("alice"));
+        assert_eq!(plan.next_run_at, NextRun::Keep);
+        let unreadable = plan_without_schedule(&asked, &settings(Misfire::Once)).map(run_of);
+        assert_eq!(unreadable.map(|p| p.scheduled_at), Some(at(12)));
+        assert_eq!(
+            plan_without_schedule(&due(10), &settings(Misfire::Once)),
+            None
+        );
+    }
+}

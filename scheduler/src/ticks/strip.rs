@@ -1,0 +1,526 @@
+//! What became of each expected tick, as the dashboard draws it (a strip per task): for every
+//! tick the schedule says should have fired lately, the run that served it and its outcome, the
+//! skip record and its reason, or nothing (missed, or due within its grace).
+//!
+//! Pure: the admin API reads the runs and skip records of every task at once and hands each
+//! task's share here ([`Facts`]); [`strip`] says what became of each tick.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::missed_grace;
+use crate::schedule::ScheduleSpec;
+use crate::store::{RunRecord, RunStatus, SkipReason, SkipRecord, TaskState, Trigger};
+
+/// How far back a strip looks at most, whatever its count.
+pub(crate) const MAX_LOOKBACK: TimeDelta = TimeDelta::days(7);
+
+/// One expected tick, or a manual run, and what became of it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Mark {
+    /// The tick (for a manual run: the instant it was asked for).
+    pub at: DateTime<Utc>,
+    /// What became of it.
+    pub fate: Fate,
+}
+
+/// What became of a tick.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Fate {
+    /// A run served it (retries included).
+    Ran {
+        /// The latest attempt's status.
+        status: RunStatus,
+        /// The latest attempt.
+        run_id: i64,
+        /// Attempts made at it.
+        attempts: i32,
+        /// What started the latest attempt.
+        trigger: Trigger,
+        /// How long the latest attempt took (so far, while running).
+        duration: TimeDelta,
+        /// How late the first attempt started (none for a manual run: never late).
+        late: Option<TimeDelta>,
+    },
+    /// It got no run of its own: recorded as skipped, or about to be (a pause or a disable
+    /// records its ticks when it ends, an overlap when the run that overlapped ends).
+    Skipped {
+        /// Why.
+        reason: SkipReason,
+        /// The run that stands for it, if the record names one.
+        run_id: Option<i64>,
+    },
+    /// Not started, no later than its missed grace.
+    Due,
+    /// Not started, and later than its missed grace.
+    Missed,
+}
+
+impl Fate {
+    /// The outcome as the admin API names it: a run's status, `skipped`, `due` or `missed`.
+    pub(crate) fn outcome(&self) -> &'static str {
+        match self {
+            Fate::Ran { status, .. } => status.as_str(),
+            Fate::Skipped { .. } => "skipped",
+            Fate::Due => "due",
+            Fate::Missed => "missed",
+        }
+    }
+}
+
+/// A task's strip: its latest expected ticks and manual runs, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Strip {
+    /// The ticks, oldest first, at most the count asked for.
+    pub marks: Vec<Mark>,
+    /// False when older ticks are left out because the runs read did not reach back so far (or
+    /// the schedule cannot be read).
+    pub complete: bool,
+}
+
+/// What a task's strip is made from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts<'a> {
+    /// The task's row.
+    pub state: &'a TaskState,
+    /// Its runs in the window, newest first.
+    pub runs: &'a [&'a RunRecord],
+    /// The read of runs was cut at its limit: older runs may exist.
+    pub more_runs: bool,
+    /// Its skip records overlapping the window.
+    pub skips: &'a [&'a SkipRecord],
+    /// When the strip is drawn.
+    pub now: DateTime<Utc>,
+    /// The strip starts after this (see [`window_start`]).
+    pub since: DateTime<Utc>,
+    /// The node's fixed missed grace, if it sets one (see [`missed_grace`]).
+    pub missed_grace: Option<Duration>,
+}
+
+/// Where a strip of `count` ticks ending at `now` starts: a little before the `count`-th last
+/// tick, estimated from the interval of the coming ticks and widened while it holds too few
+/// (weekday schedules), never more than [`MAX_LOOKBACK`] back.
+pub(crate) fn window_start(spec: &ScheduleSpec, now: DateTime<Utc>, count: usize) -> DateTime<Utc> {
+    let earliest = now - MAX_LOOKBACK;
+    let interval = spec
+        .next_after(now)
+        .and_then(|a| spec.next_after(a).map(|b| b - a))
+        .unwrap_or(TimeDelta::hours(1))
+        .max(TimeDelta::seconds(1));
+    let mut span = interval * (count as i32 + 1);
+    loop {
+        let start = (now - span).max(earliest);
+        if start == earliest || spec.count_fires(start, now, count) >= count {
+            return start;
+        }
+        span = span * 4;
+    }
+}
+
+/// The strip of the latest `count` ticks: every expected tick (by `spec`) after the window's
+/// start up to now and every run in the window, each with what became of it. Without a
+/// schedule it can read, a task's strip holds its runs only.
+pub(crate) fn strip(spec: Option<&ScheduleSpec>, facts: &Facts<'_>, count: usize) -> Strip {
+    // A read cut at its limit may have left older runs out: before the oldest read, what
+    // happened is not known here.
+    let horizon = facts
+        .more_runs
+        .then(|| facts.runs.iter().map(|r| r.scheduled_at).min())
+        .flatten();
+    let since = horizon.map_or(facts.since, |h| {
+        (h - TimeDelta::milliseconds(1)).max(facts.since)
+    });
+    let mut marks = marks(spec, facts, since);
+    let complete =
+        spec.is_some() && (horizon.is_none_or(|h| h <= facts.since) || marks.len() >= count);
+    let drop = marks.len().saturating_sub(count);
+    marks.drain(..drop);
+    Strip { marks, complete }
+}
+
+/// Every expected tick after `since` up to now, and every run in the window, each with what
+/// became of it, oldest first.
+fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Vec<Mark> {
+    // The runs of each tick, by tick; a manual run is its own mark.
+    let mut by_tick: BTreeMap<DateTime<Utc>, Vec<&RunRecord>> = BTreeMap::new();
+    for run in f.runs.iter().filter(|r| r.scheduled_at > since) {
+        by_tick.entry(run.scheduled_at).or_default().push(run);
+    }
+    if let Some(spec) = spec {
+        for tick in spec.iter_after(since).take_while(|t| *t <= f.now) {
+            by_tick.entry(tick).or_default();
+        }
+    }
+    // Ticks before the task's first known event (a run, a skip, a missed incident) predate
+    // it, or at least anything this store can tell.
+    let first_known = f
+        .runs
+        .iter()
+        .map(|r| r.scheduled_at)
+        .chain(f.skips.iter().map(|s| s.first_tick))
+        .chain(f.state.missed_since)
+        .chain(f.state.pause.as_ref().map(|p| p.at))
+        .chain(f.state.disabled_at)
+        .min();
+    let running = f
+        .runs
+        .iter()
+        .find(|r| r.status == RunStatus::Running)
+        .map(|r| r.scheduled_at);
+    let pause = f
+        .state
+        .pause
+        .as_ref()
+        .filter(|p| p.in_force(f.now))
+        .map(|p| p.at);
+    let skipped = |reason| Fate::Skipped {
+        reason,
+        run_id: None,
+    };
+    by_tick
+        .into_iter()
+        .filter_map(|(at, runs)| {
+            if let Some(latest) = runs.iter().max_by_key(|r| (r.attempt, r.id)) {
+                let first = runs
+                    .iter()
+                    .min_by_key(|r| (r.attempt, r.id))
+                    .unwrap_or(latest);
+                let end = latest.finished_at.unwrap_or(f.now);
+                let fate = Fate::Ran {
+                    status: latest.status,
+                    run_id: latest.id,
+                    attempts: latest.attempt.max(runs.len() as i32),
+                    trigger: latest.trigger,
+                    duration: end - latest.started_at,
+                    late: (first.trigger != Trigger::Manual).then(|| first.started_at - at),
+                };
+                return Some(Mark { at, fate });
+            }
+            let fate = if let Some(skip) = f
+                .skips
+                .iter()
+                .find(|s| s.first_tick <= at && at <= s.last_tick)
+            {
+                Fate::Skipped {
+                    reason: skip.reason,
+                    run_id: skip.run_id,
+                }
+            } else if pause.is_some_and(|p| p <= at) {
+                // Not recorded yet: a pause or a disable records its ticks when it ends, an
+                // overlap when the run that overlapped ends.
+                skipped(SkipReason::Paused)
+            } else if !f.state.enabled && f.state.disabled_at.is_some_and(|d| d <= at) {
+                skipped(SkipReason::Disabled)
+            } else if running.is_some_and(|r| r < at) {
+                // Due while a run of an earlier tick runs: that run will stand for it.
+                skipped(SkipReason::Overlap)
+            } else if first_known.is_none_or(|first| at < first) {
+                return None;
+            } else {
+                let grace = spec.map_or(TimeDelta::seconds(5), |spec| {
+                    missed_grace(spec, at, f.missed_grace)
+                });
+                if f.now - at < grace {
+                    Fate::Due
+                } else {
+                    Fate::Missed
+                }
+            };
+            Some(Mark { at, fate })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Pause;
+
+    fn at(s: u32) -> DateTime<Utc> {
+        "2026-03-02T12:00:00Z".parse::<DateTime<Utc>>().unwrap() + TimeDelta::seconds(s.into())
+    }
+
+    fn state() -> TaskState {
+        TaskState {
+            name: "t".into(),
+            cron: "*/10 * * * * *".into(),
+            timezone: "UTC".into(),
+            enabled: true,
+            next_run_at: None,
+            lock_owner: None,
+            lock_expires_at: None,
+            last_run_at: None,
+            last_finished_at: None,
+            last_status: None,
+            last_error: None,
+            consecutive_failures: 0,
+            pause: None,
+            retry_at: None,
+            manual_at: None,
+            missed_since: None,
+            orphaned_since: None,
+            disabled_at: None,
+        }
+    }
+
+    fn run(id: i64, tick: u32, started: u32, took: Option<u32>, status: RunStatus) -> RunRecord {
+        RunRecord {
+            id,
+            task_name: "t".into(),
+            scheduled_at: at(tick),
+            started_at: at(started),
+            finished_at: took.map(|t| at(started + t)),
+            status,
+            node_id: "n".into(),
+            ticks_collapsed: 1,
+            error: None,
+            attempt: 1,
+            trigger: Trigger::Schedule,
+            triggered_by: None,
+        }
+    }
+
+    /// Facts of a strip from the start of the test's minute, with the grace of its schedule.
+    fn facts<'a>(
+        state: &'a TaskState,
+        runs: &'a [&'a RunRecord],
+        skips: &'a [&'a SkipRecord],
+        now: u32,
+    ) -> Facts<'a> {
+        Facts {
+            state,
+            runs,
+            more_runs: false,
+            skips,
+            now: at(now),
+            since: at(0),
+            missed_grace: None,
+        }
+    }
+
+    fn outcomes(marks: &[Mark]) -> Vec<(u32, &'static str, Option<&'static str>)> {
+        marks
+            .iter()
+            .map(|m| {
+                let reason = match &m.fate {
+                    Fate::Skipped { reason, .. } => Some(reason.as_str()),
+                    _ => None,
+                };
+                (
+                    (m.at - at(0)).num_seconds() as u32,
+                    m.fate.outcome(),
+                    reason,
+                )
+            })
+            .collect()
+    }
+
+    fn every_ten_seconds() -> ScheduleSpec {
+        ScheduleSpec::parse("*/10 * * * * *", "UTC").unwrap()
+    }
+
+    #[test]
+    fn each_tick_gets_its_run_its_skip_or_missed() {
+        let spec = every_ten_seconds();
+        let mut retried = run(3, 20, 21, Some(1), RunStatus::Succeeded);
+        retried.attempt = 2;
+        retried.trigger = Trigger::Retry;
+        let mut manual = run(4, 25, 25, Some(2), RunStatus::Failed);
+        manual.trigger = Trigger::Manual;
+        let runs = [
+            run(1, 10, 11, Some(3), RunStatus::Succeeded),
+            run(2, 20, 20, Some(1), RunStatus::Failed),
+            retried,
+            manual,
+        ];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        let overlap = SkipRecord::new("t", SkipReason::Overlap, at(30), at(40), 2);
+        let skips = [&overlap];
+        let state = state();
+        let strip = strip(Some(&spec), &facts(&state, &runs, &skips, 72), 100);
+        let marks = &strip.marks;
+        assert_eq!(
+            outcomes(marks),
+            [
+                (10, "succeeded", None),
+                (20, "succeeded", None),
+                (25, "failed", None),
+                (30, "skipped", Some("overlap")),
+                (40, "skipped", Some("overlap")),
+                (50, "missed", None),
+                (60, "missed", None),
+                (70, "due", None),
+            ],
+            "the tick at 0 predates anything known and is left out"
+        );
+        let Fate::Ran { late, duration, .. } = &marks[0].fate else {
+            panic!("{:?}", marks[0])
+        };
+        assert_eq!(
+            (*late, *duration),
+            (Some(TimeDelta::seconds(1)), TimeDelta::seconds(3))
+        );
+        let Fate::Ran {
+            attempts,
+            run_id,
+            trigger,
+            ..
+        } = &marks[1].fate
+        else {
+            panic!("{:?}", marks[1])
+        };
+        assert_eq!((*attempts, *run_id, *trigger), (2, 3, Trigger::Retry));
+        let Fate::Ran { late, trigger, .. } = &marks[2].fate else {
+            panic!("{:?}", marks[2])
+        };
+        assert_eq!(*trigger, Trigger::Manual);
+        assert_eq!(*late, None, "a manual run is never late");
+        assert!(strip.complete);
+    }
+
+    #[test]
+    fn ticks_not_recorded_yet_are_skipped_while_paused_or_overlapped() {
+        let spec = every_ten_seconds();
+        let runs = [run(1, 10, 10, None, RunStatus::Running)];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        let state = state();
+        let marks = strip(Some(&spec), &facts(&state, &runs, &[], 31), 100).marks;
+        assert_eq!(
+            outcomes(&marks),
+            [
+                (10, "running", None),
+                (20, "skipped", Some("overlap")),
+                (30, "skipped", Some("overlap")),
+            ]
+        );
+        let Fate::Ran { duration, .. } = &marks[0].fate else {
+            panic!("{:?}", marks[0])
+        };
+        assert_eq!(*duration, TimeDelta::seconds(21), "so far");
+
+        let mut paused = state;
+        paused.pause = Some(Pause::new(at(15), "ops", "checking", None));
+        assert_eq!(
+            outcomes(&strip(Some(&spec), &facts(&paused, &[], &[], 41), 100).marks),
+            [
+                (20, "skipped", Some("paused")),
+                (30, "skipped", Some("paused")),
+                (40, "skipped", Some("paused")),
+            ]
+        );
+    }
+
+    #[test]
+    fn ticks_of_a_disabled_task_are_skipped_from_when_it_was_disabled() {
+        let spec = every_ten_seconds();
+        let runs = [run(1, 10, 10, Some(1), RunStatus::Succeeded)];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        let mut disabled = state();
+        disabled.enabled = false;
+        disabled.disabled_at = Some(at(25));
+        assert_eq!(
+            outcomes(&strip(Some(&spec), &facts(&disabled, &runs, &[], 41), 100).marks),
+            [
+                (10, "succeeded", None),
+                (20, "missed", None),
+                (30, "skipped", Some("disabled")),
+                (40, "skipped", Some("disabled")),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tick_is_due_within_its_missed_grace_and_missed_after_it() {
+        let spec = every_ten_seconds();
+        let mut state = state();
+        state.missed_since = Some(at(10));
+        let strip_at = |now, fixed| {
+            let facts = Facts {
+                missed_grace: fixed,
+                ..facts(&state, &[], &[], now)
+            };
+            outcomes(&strip(Some(&spec), &facts, 100).marks)
+        };
+        // The schedule's grace: half of 10 s, at least 5 s.
+        assert_eq!(strip_at(14, None), [(10, "due", None)]);
+        assert_eq!(strip_at(15, None), [(10, "missed", None)]);
+        // A fixed grace, the node's setting.
+        let minute = Some(Duration::from_secs(60));
+        assert_eq!(strip_at(15, minute), [(10, "due", None)]);
+        assert_eq!(strip_at(71, minute).first(), Some(&(10, "missed", None)));
+    }
+
+    #[test]
+    fn a_skip_record_names_the_run_that_stands_for_its_ticks() {
+        let spec = every_ten_seconds();
+        let runs = [run(7, 10, 45, Some(1), RunStatus::Succeeded)];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        let mut misfire = SkipRecord::new("t", SkipReason::Misfire, at(20), at(40), 3);
+        misfire.run_id = Some(7);
+        let state = state();
+        let marks = strip(Some(&spec), &facts(&state, &runs, &[&misfire], 46), 100).marks;
+        assert_eq!(marks.len(), 4);
+        for mark in &marks[1..] {
+            assert_eq!(
+                mark.fate,
+                Fate::Skipped {
+                    reason: SkipReason::Misfire,
+                    run_id: Some(7)
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn a_strip_keeps_the_latest_ticks_and_says_when_older_ones_are_unknown() {
+        let spec = every_ten_seconds();
+        let state = state();
+        // Newest first, as read: the read stopped at its limit, at the run of the tick at 30.
+        let runs = [
+            run(3, 50, 50, Some(1), RunStatus::Succeeded),
+            run(2, 40, 40, Some(1), RunStatus::Succeeded),
+            run(1, 30, 30, Some(1), RunStatus::Succeeded),
+        ];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        let cut = Facts {
+            more_runs: true,
+            ..facts(&state, &runs, &[], 51)
+        };
+        let strip_of = |facts: &Facts<'_>, count| strip(Some(&spec), facts, count);
+        let all = strip_of(&cut, 100);
+        assert_eq!(
+            outcomes(&all.marks),
+            [
+                (30, "succeeded", None),
+                (40, "succeeded", None),
+                (50, "succeeded", None),
+            ],
+            "ticks before the oldest run read are not guessed at"
+        );
+        assert!(!all.complete, "the ticks at 10 and 20 are not known");
+        let latest = strip_of(&cut, 2);
+        assert_eq!(latest.marks, &all.marks[1..]);
+        assert!(latest.complete, "the count is full");
+        let whole = strip_of(&facts(&state, &runs, &[], 51), 100);
+        assert!(whole.complete);
+        assert!(
+            !strip(None, &facts(&state, &runs, &[], 51), 100).complete,
+            "without a schedule, missing ticks cannot be told"
+        );
+    }
+
+    #[test]
+    fn a_window_holds_enough_ticks_of_sparse_schedules_but_at_most_a_week() {
+        let now = at(0);
+        let weekdays = ScheduleSpec::parse("0 9 * * MON-FRI", "UTC").unwrap();
+        let start = window_start(&weekdays, now, 10);
+        assert!(weekdays.count_fires(start, now, 100) >= 10 || start == now - MAX_LOOKBACK);
+        let secondly = ScheduleSpec::parse("* * * * * *", "UTC").unwrap();
+        let start = window_start(&secondly, now, 30);
+        assert_eq!(secondly.count_fires(start, now, 100), 31);
+        let yearly = ScheduleSpec::parse("0 0 1 1 *", "UTC").unwrap();
+        assert_eq!(window_start(&yearly, now, 30), now - MAX_LOOKBACK);
+    }
+}
