@@ -1,18 +1,20 @@
 //! The composition root: [`SchedulerBuilder`] gathers the settings (in code, or from the
-//! environment through the one reader in `env`), validates them, picks the store by URL, and
-//! assembles a [`Scheduler`]. It builds; it does not run (that is the engine's).
+//! environment through the one reader in `env`), validates them, picks the store by URL, binds
+//! the admin server's address, and assembles a [`Scheduler`]: an engine and, beside it, the
+//! admin server (`node`). It builds; it does not run.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono_tz::Tz;
 
+use crate::Scheduler;
 use crate::config::{ConfigDocument, ConfigSettings, ConfigSource, ConfigWatcher};
 use crate::context::StateMap;
 use crate::engine::{
     ConfigFeed, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
     DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
-    DEFAULT_SHUTDOWN_TIMEOUT, Scheduler, Settings,
+    DEFAULT_SHUTDOWN_TIMEOUT, Engine, Settings,
 };
 use crate::env::Env;
 use crate::policy::{Misfire, Recovery};
@@ -74,6 +76,13 @@ pub mod vars {
     pub const ADMIN_ADDR: &str = "SCHEDULER_ADMIN_ADDR";
     /// The bearer token admin mutations need (none: every mutation is refused).
     pub const ADMIN_TOKEN: &str = "SCHEDULER_ADMIN_TOKEN";
+}
+
+impl Scheduler {
+    /// A builder with every setting at its default.
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder::default()
+    }
 }
 
 /// Where the task config comes from.
@@ -486,7 +495,7 @@ impl SchedulerBuilder {
                 Some(ConfigFeed::Watched(config.watcher()?))
             }
         };
-        Ok(Scheduler::assemble(
+        let engine = Engine::assemble(
             store,
             registry,
             settings,
@@ -494,8 +503,8 @@ impl SchedulerBuilder {
             config,
             self.migrate.unwrap_or(true),
             self.webhook,
-        )
-        .with_admin(admin))
+        );
+        Ok(Scheduler::new(engine, admin))
     }
 }
 

@@ -290,14 +290,23 @@ impl From<&crate::store::SkipRecord> for SchedulerEvent {
     }
 }
 
+/// Where [`EventBus::emit`] hands each event besides this node's subscribers, as it is raised:
+/// a durable forwarder (the webhook's alert queue). Handed every event, it picks those it
+/// forwards; it must not wait, and must not lose what it picked (unlike a subscriber, it never
+/// falls behind).
+pub(crate) trait EventSink: Send + Sync + std::fmt::Debug {
+    /// Takes `event` if it is one this sink forwards; never waits.
+    fn offer(&self, event: &SchedulerEvent);
+}
+
 /// The node's event fan-out.
 #[derive(Debug)]
 pub(crate) struct EventBus {
     sender: broadcast::Sender<Arc<SchedulerEvent>>,
     dropped: Arc<AtomicU64>,
     counter: prometheus_client::metrics::counter::Counter,
-    /// Where alerts go on to the webhook, if one is configured.
-    alerts: Option<Arc<crate::engine::AlertSink>>,
+    /// Where events go on, besides subscribers, if anywhere.
+    sink: Option<Arc<dyn EventSink>>,
 }
 
 impl Default for EventBus {
@@ -313,26 +322,26 @@ impl EventBus {
             sender: broadcast::channel(EVENT_BUFFER).0,
             dropped: Arc::new(AtomicU64::new(0)),
             counter,
-            alerts: None,
+            sink: None,
         }
     }
 
-    /// Also hands the webhook's events to `sink`.
-    pub(crate) fn with_alerts(mut self, sink: Option<Arc<crate::engine::AlertSink>>) -> Self {
-        self.alerts = sink;
+    /// Also offers every emitted event to `sink`.
+    pub(crate) fn with_sink(mut self, sink: Option<Arc<dyn EventSink>>) -> Self {
+        self.sink = sink;
         self
     }
 
-    /// Sends `event` to every subscriber and, if it is one the webhook sends, to the outbox;
-    /// never waits.
+    /// Sends `event` to every subscriber and offers it to the sink, if any; never waits.
     pub(crate) fn emit(&self, event: SchedulerEvent) {
-        if let Some(sink) = &self.alerts {
+        if let Some(sink) = &self.sink {
             sink.offer(&event);
         }
         self.emit_local(event);
     }
 
-    /// Sends `event` to this node's subscribers only (another node sends its alert).
+    /// Sends `event` to this node's subscribers only, not to the sink (another node forwards
+    /// it).
     pub(crate) fn emit_local(&self, event: SchedulerEvent) {
         // No subscriber is not an error.
         let _ = self.sender.send(Arc::new(event));

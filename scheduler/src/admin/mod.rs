@@ -47,7 +47,7 @@ use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::Shared;
+use crate::engine::EngineView;
 use crate::{Error, Result};
 
 pub use openapi::openapi_document;
@@ -86,7 +86,8 @@ impl AdminListener {
 /// What every handler gets.
 #[derive(Clone)]
 pub(crate) struct AdminState {
-    pub(crate) shared: Arc<Shared>,
+    /// The one view of the engine the server has.
+    pub(crate) engine: EngineView,
     pub(crate) auth: Arc<auth::Auth>,
 }
 
@@ -132,8 +133,8 @@ fn router(state: AdminState) -> axum::Router {
         .layer(tower_http::compression::CompressionLayer::new().gzip(true))
 }
 
-/// Starts serving `listener` for the node behind `shared`.
-pub(crate) fn spawn(listener: AdminListener, shared: Arc<Shared>) -> Result<AdminServer> {
+/// Starts serving `listener` for the engine seen through `engine`.
+pub(crate) fn spawn(listener: AdminListener, engine: EngineView) -> Result<AdminServer> {
     let addr = listener.addr;
     let tcp = tokio::net::TcpListener::from_std(listener.listener).map_err(|e| {
         Error::InvalidSetting {
@@ -142,7 +143,7 @@ pub(crate) fn spawn(listener: AdminListener, shared: Arc<Shared>) -> Result<Admi
         }
     })?;
     let state = AdminState {
-        shared,
+        engine,
         auth: Arc::new(listener.auth),
     };
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();

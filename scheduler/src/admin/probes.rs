@@ -1,7 +1,6 @@
 //! `/healthz` (the process answers), `/readyz` (store reachable, config loaded, not draining)
 //! and `/metrics` (Prometheus text).
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -58,7 +57,7 @@ struct Readiness {
 async fn healthz(State(state): State<AdminState>) -> axum::Json<Health> {
     axum::Json(Health {
         status: "ok",
-        node_id: state.shared.node_id.to_string(),
+        node_id: state.engine.node_id().to_owned(),
     })
 }
 
@@ -69,18 +68,14 @@ async fn healthz(State(state): State<AdminState>) -> axum::Json<Health> {
         (status = 503, description = "Not ready; `reasons` says why", body = Readiness),
     ))]
 async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
-    let shared = &state.shared;
+    let engine = &state.engine;
     let store_reachable = matches!(
-        tokio::time::timeout(STORE_CHECK_TIMEOUT, shared.store.config_state()).await,
+        tokio::time::timeout(STORE_CHECK_TIMEOUT, engine.store().config_state()).await,
         Ok(Ok(_))
     );
-    let started = shared.started.load(Ordering::Acquire);
-    let config_loaded = shared
-        .config_view
-        .read()
-        .expect("config view lock")
-        .loaded();
-    let draining = shared.draining();
+    let started = engine.started();
+    let config_loaded = engine.read_config(|config| config.loaded());
+    let draining = engine.draining();
     let mut reasons = Vec::new();
     if !store_reachable {
         reasons.push("the store cannot be reached".to_owned());
@@ -127,6 +122,6 @@ async fn metrics(_: Reader, State(state): State<AdminState>) -> impl IntoRespons
             axum::http::header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.shared.metrics.encode(),
+        state.engine.metrics().encode(),
     )
 }

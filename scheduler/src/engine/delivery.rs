@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::service::Service;
-use crate::events::SchedulerEvent;
+use crate::events::{EventSink, SchedulerEvent};
 use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreError};
 use crate::webhook::{MAX_ATTEMPTS, WebhookSettings, body, retry_delay};
 
@@ -37,17 +37,6 @@ impl AlertSink {
         }
     }
 
-    /// Queues `event` if the webhook sends its type; never waits.
-    pub(crate) fn offer(&self, event: &SchedulerEvent) {
-        if self.settings.sends(event.kind()) {
-            self.queue
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(NewEvent::new(event.kind(), body(event, Utc::now())));
-            self.wake.notify_one();
-        }
-    }
-
     fn take(&self) -> Vec<NewEvent> {
         std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()))
     }
@@ -56,6 +45,19 @@ impl AlertSink {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         events.append(&mut queue);
         *queue = events;
+    }
+}
+
+impl EventSink for AlertSink {
+    /// Queues `event` if the webhook sends its type; never waits.
+    fn offer(&self, event: &SchedulerEvent) {
+        if self.settings.sends(event.kind()) {
+            self.queue
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(NewEvent::new(event.kind(), body(event, Utc::now())));
+            self.wake.notify_one();
+        }
     }
 }
 

@@ -22,7 +22,11 @@
 //! | applying the task config | `config_sync` |
 //! | the loop every background service shares | `service` |
 //! | validated settings and their defaults | `settings` |
-//! | the admin HTTP server (API, metrics, probes), started and stopped by `run_until` | [`crate::admin`] |
+//! | what the admin server may see of the engine | `view` |
+//!
+//! The engine knows nothing of the admin server: the composition root (`crate::node`) starts
+//! both side by side and hands the admin server an `EngineView`. The tick rules the engine
+//! applies (what is due, missed, skipped) are `crate::ticks`'.
 //!
 //! The guarantees and the mechanisms behind them are in `RELIABILITY.md`.
 
@@ -39,6 +43,7 @@ mod runner;
 mod runtime;
 mod service;
 mod settings;
+mod view;
 mod watchdog;
 
 use std::future::Future;
@@ -50,7 +55,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub(crate) use config_sync::{ConfigFeed, ConfigView};
-pub(crate) use delivery::AlertSink;
+use delivery::AlertSink;
 pub use failstop::FAIL_STOP_EXIT_CODE;
 pub use settings::{
     DEFAULT_BACKOFF, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
@@ -58,10 +63,11 @@ pub use settings::{
     DEFAULT_RUN_RETENTION, DEFAULT_SHUTDOWN_TIMEOUT, FLUSH_TIMEOUT, HARD_STOP_WAIT,
 };
 pub(crate) use settings::{Settings, TaskDefaults, default_node_id};
+pub(crate) use view::EngineView;
 
 use crate::context::StateMap;
 use crate::store::{NodeInfo, Store, StoreError};
-use crate::{Error, Result, SchedulerBuilder, TaskRegistry};
+use crate::{Error, Result, TaskRegistry};
 use config_sync::ConfigSync;
 
 /// Exponential backoff for retries against the store: 250 ms doubling to 10 s.
@@ -172,34 +178,22 @@ impl Shared {
     }
 }
 
-/// A configured scheduler node, ready to [`run_until`](Scheduler::run_until) a shutdown signal.
-/// Built by [`SchedulerBuilder`].
-pub struct Scheduler {
+/// One node's engine, assembled and ready to [`run_until`](Engine::run_until) a shutdown
+/// signal; the public [`Scheduler`](crate::Scheduler) runs it beside the admin server.
+pub(crate) struct Engine {
     shared: Arc<Shared>,
     completions: Option<tokio::sync::mpsc::UnboundedReceiver<completer::Completion>>,
     config: Option<ConfigFeed>,
     migrate: bool,
     store_description: String,
-    admin: Option<crate::admin::AdminListener>,
 }
 
-impl std::fmt::Debug for Scheduler {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scheduler")
-            .field("node_id", &self.shared.node_id)
-            .field("store", &self.store_description)
-            .field("tasks", &self.shared.names)
-            .finish_non_exhaustive()
-    }
-}
+/// An engine's life on the engine runtime, from start-up to the end of its drain (see
+/// [`Engine::run_until`]).
+pub(crate) type Life = std::pin::Pin<Box<dyn Future<Output = Result<()>> + Send>>;
 
-impl Scheduler {
-    /// A builder with every setting at its default.
-    pub fn builder() -> SchedulerBuilder {
-        SchedulerBuilder::default()
-    }
-
-    /// Assembles a node from validated parts (see [`SchedulerBuilder::build`]).
+impl Engine {
+    /// Assembles an engine from validated parts (see `SchedulerBuilder::build`).
     pub(crate) fn assemble(
         store: Arc<dyn Store>,
         registry: TaskRegistry,
@@ -237,68 +231,77 @@ impl Scheduler {
             specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
-            events: crate::events::EventBus::counted(metrics.events_dropped.clone())
-                .with_alerts(alerts.clone()),
+            events: crate::events::EventBus::counted(metrics.events_dropped.clone()).with_sink(
+                alerts
+                    .clone()
+                    .map(|a| a as Arc<dyn crate::events::EventSink>),
+            ),
             metrics,
             alerts,
             config_view: std::sync::RwLock::new(ConfigView::default()),
             started: std::sync::atomic::AtomicBool::new(false),
         });
-        Scheduler {
+        Engine {
             shared,
             completions: Some(completion_queue),
             config,
             migrate,
             store_description,
-            admin: None,
         }
     }
 
-    /// Serves the admin API on `listener` while running.
-    pub(crate) fn with_admin(mut self, listener: Option<crate::admin::AdminListener>) -> Self {
-        self.admin = listener;
-        self
+    /// What the admin server may see of this engine (see [`EngineView`]).
+    pub(crate) fn view(&self) -> EngineView {
+        EngineView::new(Arc::clone(&self.shared))
     }
 
-    /// The address the admin server listens on, if one is configured (see
-    /// [`SchedulerBuilder::admin_addr`]): the port actually bound when `:0` was asked for.
-    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
-        self.admin
-            .as_ref()
-            .map(crate::admin::AdminListener::local_addr)
-    }
-
-    /// A stream of what happens on this node from now on (see [`crate::events`]). Subscribe
-    /// before [`run_until`](Self::run_until); any number of subscribers may.
-    pub fn subscribe(&self) -> crate::events::EventStream {
+    /// A stream of what happens on this node from now on (see [`crate::events`]).
+    pub(crate) fn subscribe(&self) -> crate::events::EventStream {
         self.shared.events.subscribe()
     }
 
-    /// This node's metrics (what the admin server serves at `/metrics`).
-    pub fn metrics(&self) -> Arc<crate::metrics::Metrics> {
+    /// This node's metrics.
+    pub(crate) fn metrics(&self) -> Arc<crate::metrics::Metrics> {
         Arc::clone(&self.shared.metrics)
     }
 
     /// The store this node uses.
-    pub fn store(&self) -> Arc<dyn Store> {
+    pub(crate) fn store(&self) -> Arc<dyn Store> {
         Arc::clone(&self.shared.store)
     }
 
+    /// The store, described for people (its password redacted).
+    pub(crate) fn store_description(&self) -> &str {
+        &self.store_description
+    }
+
     /// This node's id.
-    pub fn node_id(&self) -> &str {
+    pub(crate) fn node_id(&self) -> &str {
         &self.shared.node_id
+    }
+
+    /// The tasks this node runs.
+    pub(crate) fn task_names(&self) -> &[String] {
+        &self.shared.names
     }
 
     /// Runs until `shutdown` completes, then drains: stops claiming, tells handlers to stop
     /// through their context, waits up to the shutdown timeout, stops what is left and hands
     /// its ticks over to other nodes, and returns.
     ///
-    /// Start-up order: the admin server (if configured, so probes answer during start-up),
+    /// Start-up order: whatever `around` starts before it runs the engine's life (the
+    /// composition root starts the admin server there, so probes answer during start-up),
     /// database and migrations, config, workers. A database that is down at start is retried
-    /// with backoff until it comes up or `shutdown` completes. The admin server stops last.
-    pub async fn run_until<F>(self, shutdown: F) -> Result<()>
+    /// with backoff until it comes up or `shutdown` completes.
+    ///
+    /// The node's services run on the engine runtime, and so does `around`: it is handed a view
+    /// of this engine and the engine's [`Life`], which it must run to its end, and what it
+    /// returns is what this returns. The engine knows nothing of what runs around it.
+    pub(crate) async fn run_until<F, A, R>(self, shutdown: F, around: A) -> Result<()>
     where
         F: Future<Output = ()> + Send,
+        A: FnOnce(EngineView, Life) -> R,
+        R: Future<Output = Result<()>> + Send + 'static,
     {
         // The node's services run on the engine runtime, its handlers on threads of their own in
         // the context of the caller's runtime (see `runtime`): this future only waits.
@@ -311,7 +314,9 @@ impl Scheduler {
                 engine.handle().clone(),
             )));
         let requested = CancellationToken::new();
-        let mut node = engine.spawn(self.run_on_engine(requested.clone().cancelled_owned()));
+        let view = self.view();
+        let life: Life = Box::pin(self.run_on_engine(requested.clone().cancelled_owned()));
+        let mut node = engine.spawn(around(view, life));
         // Dropped before the node stopped (the caller gave up on it): it shuts down gracefully.
         let abandoned = requested.clone().drop_guard();
         tokio::pin!(shutdown);
@@ -332,24 +337,8 @@ impl Scheduler {
         }
     }
 
-    /// The node's whole life on the engine runtime: the admin server first (so probes answer
-    /// during start-up), the node, the admin server last.
+    /// The node's whole life on the engine runtime, until `shutdown`: start, run, drain.
     async fn run_on_engine<F>(mut self, shutdown: F) -> Result<()>
-    where
-        F: Future<Output = ()> + Send,
-    {
-        let admin = match self.admin.take() {
-            Some(listener) => Some(crate::admin::spawn(listener, Arc::clone(&self.shared))?),
-            None => None,
-        };
-        let result = self.run_node(shutdown).await;
-        if let Some(admin) = admin {
-            admin.stop().await;
-        }
-        result
-    }
-
-    async fn run_node<F>(mut self, shutdown: F) -> Result<()>
     where
         F: Future<Output = ()> + Send,
     {

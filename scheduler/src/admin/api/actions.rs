@@ -50,7 +50,7 @@ async fn trigger_task(
     State(state): State<AdminState>,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, axum::Json<TriggerResult>), ApiError> {
-    let outcome = match operate::trigger(state.shared.store.as_ref(), &name, &actor).await? {
+    let outcome = match operate::trigger(state.engine.store().as_ref(), &name, &actor).await? {
         RunRequest::Queued => "queued",
         RunRequest::AlreadyQueued => "already_queued",
         RunRequest::NotFound => return Err(ApiError::not_found(format!("no task `{name}`"))),
@@ -125,7 +125,7 @@ async fn pause_task(
         Err(_) => return Err(too_long()),
     }
     if !operate::pause(
-        state.shared.store.as_ref(),
+        state.engine.store().as_ref(),
         &name,
         &actor,
         reason,
@@ -136,7 +136,7 @@ async fn pause_task(
         return Err(ApiError::not_found(format!("no task `{name}`")));
     }
     tracing::info!(task = %name, actor = %actor.name, source = %actor.source, reason, "task paused through the admin API");
-    let pause = one_state(&state.shared, &name)
+    let pause = one_state(&state.engine, &name)
         .await?
         .pause
         .ok_or_else(|| ApiError::conflict(format!("task `{name}` was resumed meanwhile")))?;
@@ -166,9 +166,9 @@ async fn resume_task(
     State(state): State<AdminState>,
     Path(name): Path<String>,
 ) -> Result<axum::Json<ResumeResult>, ApiError> {
-    let ended = operate::resume(state.shared.store.as_ref(), &name, &actor).await?;
+    let ended = operate::resume(state.engine.store().as_ref(), &name, &actor).await?;
     if ended.is_none() {
-        one_state(&state.shared, &name).await?;
+        one_state(&state.engine, &name).await?;
     }
     tracing::info!(task = %name, actor = %actor.name, source = %actor.source, "task resumed through the admin API");
     Ok(axum::Json(ResumeResult {

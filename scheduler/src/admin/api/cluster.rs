@@ -62,14 +62,14 @@ async fn list_nodes(
     State(state): State<AdminState>,
 ) -> Result<axum::Json<NodeList>, ApiError> {
     let mut locks: std::collections::HashMap<String, Vec<String>> = Default::default();
-    for task in state.shared.store.task_states(None).await? {
+    for task in state.engine.store().task_states(None).await? {
         if let Some(owner) = task.lock_owner {
             locks.entry(owner).or_default().push(task.name);
         }
     }
     let nodes = state
-        .shared
-        .store
+        .engine
+        .store()
         .nodes()
         .await?
         .into_iter()
@@ -79,7 +79,7 @@ async fn list_nodes(
                 tasks.sort();
                 tasks
             },
-            this_node: n.node_id == *state.shared.node_id,
+            this_node: n.node_id == state.engine.node_id(),
             node_id: n.node_id,
             hostname: n.hostname,
             pid: n.pid,
@@ -159,7 +159,7 @@ async fn list_audit(
             "`cursor` must be a positive entry id",
         ));
     }
-    let entries = state.shared.store.audit_log(limit, q.cursor).await?;
+    let entries = state.engine.store().audit_log(limit, q.cursor).await?;
     let next_cursor = (entries.len() == limit as usize)
         .then(|| entries.last().map(|e| e.id))
         .flatten();
@@ -229,8 +229,8 @@ async fn list_deliveries(
 ) -> Result<axum::Json<DeliveryList>, ApiError> {
     let limit = page_limit(q.limit)?;
     let deliveries = state
-        .shared
-        .store
+        .engine
+        .store()
         .deliveries(limit)
         .await?
         .into_iter()

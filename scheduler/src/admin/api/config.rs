@@ -164,8 +164,8 @@ async fn get_config(
     State(state): State<AdminState>,
 ) -> Result<axum::Json<ConfigView>, ApiError> {
     let applied = state
-        .shared
-        .store
+        .engine
+        .store()
         .config_state()
         .await?
         .map(|a| AppliedView {
@@ -173,12 +173,7 @@ async fn get_config(
             digest: a.digest,
             applied_by: a.applied_by,
         });
-    let view = state
-        .shared
-        .config_view
-        .read()
-        .expect("config view lock")
-        .clone();
+    let view = state.engine.read_config(Clone::clone);
     Ok(axum::Json(ConfigView {
         source: view.source,
         last_error: view.last_error,

@@ -133,7 +133,7 @@ async fn list_runs(
     if let Some(cursor) = q.cursor {
         query = query.before(cursor);
     }
-    let runs = state.shared.store.runs(&query).await?;
+    let runs = state.engine.store().runs(&query).await?;
     let next_cursor = (runs.len() == limit as usize)
         .then(|| runs.last().map(|r| r.id))
         .flatten();
@@ -177,7 +177,7 @@ async fn get_run(
     State(state): State<AdminState>,
     Path(id): Path<i64>,
 ) -> Result<axum::Json<RunDetail>, ApiError> {
-    let store = &state.shared.store;
+    let store = &state.engine.store();
     let run = store
         .run(id)
         .await?

@@ -11,7 +11,7 @@ use super::{PauseView, ReadErrors, RunView};
 use crate::admin::AdminState;
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
-use crate::engine::Shared;
+use crate::engine::EngineView;
 use crate::schedule::ScheduleSpec;
 use crate::store::TaskState;
 
@@ -145,9 +145,8 @@ struct Entries {
 }
 
 impl Entries {
-    fn of(shared: &Shared) -> Self {
-        let view = shared.config_view.read().expect("config view lock");
-        Self {
+    fn of(engine: &EngineView) -> Self {
+        engine.read_config(|view| Self {
             source: view.source.clone(),
             names: view
                 .document
@@ -159,7 +158,7 @@ impl Entries {
                 .iter()
                 .flat_map(|(report, _)| report.refused.iter().cloned())
                 .collect(),
-        }
+        })
     }
 
     fn origin(&self, s: &TaskState) -> Origin {
@@ -177,9 +176,9 @@ impl Entries {
     }
 }
 
-fn task_view(shared: &Shared, entries: &Entries, s: TaskState) -> TaskView {
+fn task_view(engine: &EngineView, entries: &Entries, s: TaskState) -> TaskView {
     let origin = entries.origin(&s);
-    let policy = shared.task_settings(&s.name).map(|(t, d)| PolicyView {
+    let policy = engine.task_settings(&s.name).map(|(t, d)| PolicyView {
         timeout_seconds: t.timeout.map(seconds),
         retries: t.retries,
         backoff_seconds: seconds(t.backoff),
@@ -218,9 +217,9 @@ fn task_view(shared: &Shared, entries: &Entries, s: TaskState) -> TaskView {
     }
 }
 
-pub(super) async fn one_state(shared: &Shared, name: &str) -> Result<TaskState, ApiError> {
-    shared
-        .store
+pub(super) async fn one_state(engine: &EngineView, name: &str) -> Result<TaskState, ApiError> {
+    engine
+        .store()
         .task_states(Some(name))
         .await?
         .into_iter()
@@ -236,14 +235,14 @@ async fn list_tasks(
     _: Reader,
     State(state): State<AdminState>,
 ) -> Result<axum::Json<TaskList>, ApiError> {
-    let entries = Entries::of(&state.shared);
+    let entries = Entries::of(&state.engine);
     let mut tasks: Vec<TaskView> = state
-        .shared
-        .store
+        .engine
+        .store()
         .task_states(None)
         .await?
         .into_iter()
-        .map(|s| task_view(&state.shared, &entries, s))
+        .map(|s| task_view(&state.engine, &entries, s))
         .collect();
     tasks.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(axum::Json(TaskList { tasks }))
@@ -287,21 +286,21 @@ async fn get_task(
 ) -> Result<axum::Json<TaskDetail>, ApiError> {
     let count = bounded("count", query.count, 5, 100)?;
     let runs = bounded("runs", query.runs, 10, 100)?;
-    let task = one_state(&state.shared, &name).await?;
+    let task = one_state(&state.engine, &name).await?;
     let next_fire_times = match ScheduleSpec::parse(&task.cron, &task.timezone) {
         Ok(spec) => spec.iter_after(Utc::now()).take(count as usize).collect(),
         Err(_) => Vec::new(),
     };
     let recent_runs = state
-        .shared
-        .store
+        .engine
+        .store()
         .recent_runs(Some(&name), i64::from(runs))
         .await?
         .into_iter()
         .map(RunView::from)
         .collect();
     Ok(axum::Json(TaskDetail {
-        task: task_view(&state.shared, &Entries::of(&state.shared), task),
+        task: task_view(&state.engine, &Entries::of(&state.engine), task),
         recent_runs,
         next_fire_times,
     }))

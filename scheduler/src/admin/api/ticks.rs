@@ -154,7 +154,7 @@ async fn list_ticks(
             )));
         }
     };
-    let store = &state.shared.store;
+    let store = &state.engine.store();
     let mut states = store.task_states(q.task.as_deref()).await?;
     if let Some(task) = &q.task
         && states.is_empty()
@@ -163,11 +163,11 @@ async fn list_ticks(
     }
     states.sort_by(|a, b| a.name.cmp(&b.name));
     let now = Utc::now();
-    let grace = state.shared.settings.missed_grace;
+    let grace = state.engine.missed_grace();
     let plans: Vec<(TaskState, Option<ScheduleSpec>, DateTime<Utc>)> = states
         .into_iter()
         .map(|s| {
-            let spec = state.shared.specs.get_named(&s.cron, &s.timezone).ok();
+            let spec = state.engine.schedule(&s.cron, &s.timezone).ok();
             let since = spec.as_ref().map_or(now - TimeDelta::hours(1), |spec| {
                 window_start(spec, now, count)
             });

@@ -1,0 +1,93 @@
+//! What the admin server may see of a running engine: one narrow, cheap handle, [`EngineView`].
+//!
+//! The admin server runs beside the engine (the composition root, `crate::node`, starts both)
+//! and holds this view and nothing else of the engine's. The view only reads:
+//!
+//! | it may read | for |
+//! |---|---|
+//! | the node's id, its store, its metrics | every route; `/metrics` |
+//! | whether the node prepared the store, whether it drains, its config as last read and applied | `/readyz`, `/api/config`, `/api/tasks` |
+//! | a task's settings (its attribute over the node's defaults), and its descriptor | `/api/tasks` |
+//! | the node's missed grace, and the compiled schedules | `/api/ticks` |
+//!
+//! It asks nothing of the engine: the admin API's mutations (trigger, pause, resume) go through
+//! the store ([`crate::operate`]) and are audited there; every node, this one included, learns
+//! of them as of any other change (a notification, or its next look at the store).
+//!
+//! A view is cheap to clone, `Send + Sync`, and keeps what it reads alive by itself (it borrows
+//! nothing), so the admin server may run on another runtime or thread than the engine.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::Shared;
+use super::config_sync::ConfigView;
+use crate::TaskDescriptor;
+use crate::metrics::Metrics;
+use crate::registry::TaskSettings;
+use crate::schedule::{ScheduleError, ScheduleSpec};
+use crate::store::Store;
+
+/// The admin server's view of the engine (see the [module docs](self)).
+#[derive(Clone)]
+pub(crate) struct EngineView {
+    shared: Arc<Shared>,
+}
+
+impl EngineView {
+    pub(super) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    /// This node's id.
+    pub(crate) fn node_id(&self) -> &str {
+        &self.shared.node_id
+    }
+
+    /// The store this node uses: what the admin API reads, and where its mutations go.
+    pub(crate) fn store(&self) -> &Arc<dyn Store> {
+        &self.shared.store
+    }
+
+    /// This node's metrics.
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// Whether the node has prepared the store (migrations, its registration).
+    pub(crate) fn started(&self) -> bool {
+        self.shared.started.load(Ordering::Acquire)
+    }
+
+    /// Whether the node is draining (shutdown requested).
+    pub(crate) fn draining(&self) -> bool {
+        self.shared.draining()
+    }
+
+    /// Reads what the node knows of its config (the document last read, the last reconcile);
+    /// `read` must not wait (the engine writes it while it applies a document).
+    pub(crate) fn read_config<R>(&self, read: impl FnOnce(&ConfigView) -> R) -> R {
+        read(&self.shared.config_view.read().expect("config view lock"))
+    }
+
+    /// The settings of a task registered in this binary, and its descriptor (`None`: not
+    /// registered here).
+    pub(crate) fn task_settings(
+        &self,
+        task: &str,
+    ) -> Option<(TaskSettings, &'static TaskDescriptor)> {
+        self.shared.task_settings(task)
+    }
+
+    /// The node's missed grace, if it sets one (`None`: from each task's interval; see
+    /// [`crate::ticks`]).
+    pub(crate) fn missed_grace(&self) -> Option<Duration> {
+        self.shared.settings.missed_grace
+    }
+
+    /// A stored schedule, compiled (and kept compiled, as the engine's claims use it).
+    pub(crate) fn schedule(&self, cron: &str, zone: &str) -> Result<ScheduleSpec, ScheduleError> {
+        self.shared.specs.get_named(cron, zone)
+    }
+}

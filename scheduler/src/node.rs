@@ -1,0 +1,98 @@
+//! A built node, [`Scheduler`]: the engine and the admin server, started side by side.
+//!
+//! Part of the composition root with `builder` (which builds a node) and `app` (the application
+//! entry). [`Scheduler::run_until`] runs the engine, and around its life, on the engine's own
+//! runtime, the admin server: started first, so probes answer while the engine starts, handed a
+//! view of the engine (`EngineView`) and nothing more, and stopped last. The engine knows
+//! nothing of the admin server.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::Result;
+use crate::admin::AdminListener;
+use crate::engine::{Engine, Life};
+use crate::events::EventStream;
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+/// A configured scheduler node, ready to [`run_until`](Scheduler::run_until) a shutdown signal.
+/// Built by [`SchedulerBuilder`](crate::SchedulerBuilder) ([`Scheduler::builder`]).
+pub struct Scheduler {
+    engine: Engine,
+    admin: Option<AdminListener>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("node_id", &self.engine.node_id())
+            .field("store", &self.engine.store_description())
+            .field("tasks", &self.engine.task_names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// A node of `engine`, serving the admin API on `admin` (if any) while it runs.
+    pub(crate) fn new(engine: Engine, admin: Option<AdminListener>) -> Self {
+        Self { engine, admin }
+    }
+
+    /// The address the admin server listens on, if one is configured (see
+    /// [`SchedulerBuilder::admin_addr`](crate::SchedulerBuilder::admin_addr)): the port actually
+    /// bound when `:0` was asked for.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(AdminListener::local_addr)
+    }
+
+    /// A stream of what happens on this node from now on (see [`crate::events`]). Subscribe
+    /// before [`run_until`](Self::run_until); any number of subscribers may.
+    pub fn subscribe(&self) -> EventStream {
+        self.engine.subscribe()
+    }
+
+    /// This node's metrics (what the admin server serves at `/metrics`).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.engine.metrics()
+    }
+
+    /// The store this node uses.
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.engine.store()
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> &str {
+        self.engine.node_id()
+    }
+
+    /// Runs until `shutdown` completes, then drains: stops claiming, tells handlers to stop
+    /// through their context, waits up to the shutdown timeout, stops what is left and hands
+    /// its ticks over to other nodes, and returns.
+    ///
+    /// Start-up order: the admin server (if configured, so probes answer during start-up),
+    /// database and migrations, config, workers. A database that is down at start is retried
+    /// with backoff until it comes up or `shutdown` completes. The admin server stops last.
+    pub async fn run_until<F>(self, shutdown: F) -> Result<()>
+    where
+        F: Future<Output = ()> + Send,
+    {
+        let Self { engine, admin } = self;
+        // Around the engine's life, on the engine runtime (so no handler can hold it up): the
+        // admin server starts first and stops last.
+        let around = move |view, life: Life| async move {
+            let admin = match admin {
+                Some(listener) => Some(crate::admin::spawn(listener, view)?),
+                None => None,
+            };
+            let result = life.await;
+            if let Some(admin) = admin {
+                admin.stop().await;
+            }
+            result
+        };
+        engine.run_until(shutdown, around).await
+    }
+}
