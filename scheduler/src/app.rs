@@ -46,7 +46,7 @@ pub fn init_tracing() {
         .with(filter)
         .with(crate::run_log::layer());
     let output = tracing_subscriber::fmt::layer().with_target(false);
-    let json = crate::env::process("SCHEDULER_LOG_FORMAT")
+    let json = crate::env::process(crate::vars::LOG_FORMAT)
         .is_some_and(|f| f.trim().eq_ignore_ascii_case("json"));
     let _ = if json {
         subscriber.with(output.json()).try_init()

@@ -19,64 +19,8 @@ use crate::engine::{
 use crate::env::Env;
 use crate::policy::{Misfire, Recovery};
 use crate::store::{Store, StoreSettings};
+use crate::vars;
 use crate::{Result, TaskRegistry};
-
-/// Environment variables of the contract, in one place.
-pub mod vars {
-    /// The database URL (`postgres://`, `postgresql://` or `sqlite://PATH`).
-    pub const DATABASE_URL: &str = "SCHEDULER_DATABASE_URL";
-    /// Read when [`DATABASE_URL`] is unset.
-    pub const DATABASE_URL_FALLBACK: &str = "DATABASE_URL";
-    /// PostgreSQL only: the schema of the tables.
-    pub const SCHEMA: &str = "SCHEDULER_SCHEMA";
-    /// PostgreSQL only: connections per node.
-    pub const MAX_CONNECTIONS: &str = "SCHEDULER_MAX_CONNECTIONS";
-    /// PostgreSQL only: a direct URL for the change listener's `LISTEN` (when the database URL
-    /// goes through a transaction-mode pooler).
-    pub const LISTEN_URL: &str = "SCHEDULER_LISTEN_URL";
-    /// Apply migrations at start.
-    pub const MIGRATE: &str = "SCHEDULER_MIGRATE";
-    /// This node's id.
-    pub const NODE_ID: &str = "SCHEDULER_NODE_ID";
-    /// Lock lifetime.
-    pub const LOCK_LIFETIME: &str = "SCHEDULER_LOCK_LIFETIME";
-    /// Handlers one node runs at once.
-    pub const MAX_CONCURRENT: &str = "SCHEDULER_MAX_CONCURRENT";
-    /// Time handlers get to finish at shutdown.
-    pub const SHUTDOWN_TIMEOUT: &str = "SCHEDULER_SHUTDOWN_TIMEOUT";
-    /// Safety-net poll interval.
-    pub const POLL_INTERVAL: &str = "SCHEDULER_POLL_INTERVAL";
-    /// The most a claim runs ahead of its ticks.
-    pub const MAX_CLAIM_AHEAD: &str = "SCHEDULER_MAX_CLAIM_AHEAD";
-    /// Zone of config entries that name none.
-    pub const TIMEZONE: &str = "SCHEDULER_TIMEZONE";
-    /// How long finished runs are kept.
-    pub const RUN_RETENTION: &str = "SCHEDULER_RUN_RETENTION";
-    /// The recovery rule of tasks that set none (`rerun` or `never`).
-    pub const DEFAULT_RECOVERY: &str = "SCHEDULER_DEFAULT_RECOVERY";
-    /// The timeout of tasks that set none.
-    pub const DEFAULT_TIMEOUT: &str = "SCHEDULER_DEFAULT_TIMEOUT";
-    /// The retries of tasks that set none.
-    pub const DEFAULT_RETRIES: &str = "SCHEDULER_DEFAULT_RETRIES";
-    /// The retry backoff of tasks that set none.
-    pub const DEFAULT_BACKOFF: &str = "SCHEDULER_DEFAULT_BACKOFF";
-    /// The misfire rule of tasks that set none (`once` or `skip`).
-    pub const DEFAULT_MISFIRE: &str = "SCHEDULER_DEFAULT_MISFIRE";
-    /// How late a tick may start before its task counts as missed.
-    pub const MISSED_GRACE: &str = "SCHEDULER_MISSED_GRACE";
-    /// The webhook endpoint.
-    pub const WEBHOOK_URL: &str = "SCHEDULER_WEBHOOK_URL";
-    /// The webhook signing secret (`whsec_...`).
-    pub const WEBHOOK_SECRET: &str = "SCHEDULER_WEBHOOK_SECRET";
-    /// The event types the webhook sends, comma-separated.
-    pub const WEBHOOK_EVENTS: &str = "SCHEDULER_WEBHOOK_EVENTS";
-    /// How long one webhook delivery may take.
-    pub const WEBHOOK_TIMEOUT: &str = "SCHEDULER_WEBHOOK_TIMEOUT";
-    /// Where the admin server listens (off when unset), e.g. `127.0.0.1:9870`.
-    pub const ADMIN_ADDR: &str = "SCHEDULER_ADMIN_ADDR";
-    /// The bearer token admin mutations need (none: every mutation is refused).
-    pub const ADMIN_TOKEN: &str = "SCHEDULER_ADMIN_TOKEN";
-}
 
 impl Scheduler {
     /// A builder with every setting at its default.

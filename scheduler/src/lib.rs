@@ -49,10 +49,11 @@ pub mod run_log;
 pub mod schedule;
 pub mod store;
 mod ticks;
+pub mod vars;
 pub mod webhook;
 
 pub use app::{init_tracing, run, shutdown_signal};
-pub use builder::{SchedulerBuilder, vars};
+pub use builder::SchedulerBuilder;
 pub use context::{Interrupted, MissingState, TaskContext};
 pub use error::{Error, Result};
 pub use node::Scheduler;

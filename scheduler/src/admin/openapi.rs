@@ -34,7 +34,7 @@ impl Modify for Bearer {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("SCHEDULER_ADMIN_TOKEN"))
+                    .description(Some(crate::vars::ADMIN_TOKEN))
                     .build(),
             ),
         );

@@ -15,17 +15,12 @@ use super::{
     FileSource, HttpSource, MIN_POLL_INTERVAL,
 };
 
-/// Path (optionally `file://...`) or `http(s)://` URL of the config document.
-pub const ENV_CONFIG: &str = "SCHEDULER_CONFIG";
-/// How often the config is polled, in humantime (`1s`, `500ms`, `2m`). Default 10 s.
-pub const ENV_CONFIG_POLL_INTERVAL: &str = "SCHEDULER_CONFIG_POLL_INTERVAL";
-/// HTTP only: a token sent as `Authorization: Bearer <token>`.
-pub const ENV_CONFIG_TOKEN: &str = "SCHEDULER_CONFIG_TOKEN";
-/// HTTP only: extra request headers as comma-separated `Name=value` pairs with percent-encoded
-/// values (`X-Env=prod,X-Api-Key=abc%2Cdef`), the `OTEL_EXPORTER_OTLP_HEADERS` convention.
-pub const ENV_CONFIG_HEADERS: &str = "SCHEDULER_CONFIG_HEADERS";
-/// HTTP only: request timeout in humantime. Default 10 s.
-pub const ENV_CONFIG_TIMEOUT: &str = "SCHEDULER_CONFIG_TIMEOUT";
+// The names live with every other variable's, in `crate::vars`.
+pub use crate::vars::{
+    CONFIG as ENV_CONFIG, CONFIG_HEADERS as ENV_CONFIG_HEADERS,
+    CONFIG_POLL_INTERVAL as ENV_CONFIG_POLL_INTERVAL, CONFIG_TIMEOUT as ENV_CONFIG_TIMEOUT,
+    CONFIG_TOKEN as ENV_CONFIG_TOKEN,
+};
 
 /// Where the config lives and how it is polled, usually read from the environment.
 ///

@@ -11,6 +11,7 @@ use super::{ActorArgs, StoreArgs};
 use crate::operate::Actor;
 use crate::redact::{redact_text, redact_url};
 use crate::store::{Backend, DEFAULT_SQLITE_PATH, Store, StoreSettings, backend_of};
+use crate::vars;
 
 /// A node whose last heartbeat is older than this many heartbeat intervals is not alive (the
 /// engine's own rule for silent nodes, at the default interval).
@@ -34,13 +35,13 @@ impl Target {
         let url = args
             .database_url
             .clone()
-            .or_else(|| env("SCHEDULER_DATABASE_URL"))
-            .or_else(|| env("DATABASE_URL"))
+            .or_else(|| env(vars::DATABASE_URL))
+            .or_else(|| env(vars::DATABASE_URL_FALLBACK))
             .unwrap_or_else(|| format!("sqlite://{DEFAULT_SQLITE_PATH}"));
         let shown = redact_url(&url);
         let backend = backend_of(&url)?;
         let schema = match backend {
-            Backend::Postgres => args.schema.clone().or_else(|| env("SCHEDULER_SCHEMA")),
+            Backend::Postgres => args.schema.clone().or_else(|| env(vars::SCHEMA)),
             // SCHEDULER_SCHEMA is a PostgreSQL setting: a leftover in the environment does not
             // stop a look at an SQLite file, but `--schema` does.
             _ => args.schema.clone(),

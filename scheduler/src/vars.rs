@@ -1,0 +1,81 @@
+//! Every environment variable the library reads, by name, in one place.
+//!
+//! What each one sets, its default and its form are documented where it is read:
+//! [`SchedulerBuilder::from_env`](crate::SchedulerBuilder::from_env) (a node's settings),
+//! [`ConfigSettings::from_env`](crate::config::ConfigSettings::from_env) (`SCHEDULER_CONFIG*`,
+//! also named [`config::ENV_CONFIG`](crate::config::ENV_CONFIG) and so on),
+//! [`init_tracing`](crate::init_tracing) (the log format), and the operator commands of
+//! [`cli`](crate::cli) (the database and its schema, as a node reads them). An invalid value of
+//! a setting is an [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
+//!
+//! Not listed here, as no one sets it by hand: `SCHEDULER_ISOLATED_RUN`, which a node sets for
+//! the child process of a task with `isolation = "process"` (see [`crate::isolation`]).
+
+/// The database URL (`postgres://`, `postgresql://` or `sqlite://PATH`).
+pub const DATABASE_URL: &str = "SCHEDULER_DATABASE_URL";
+/// Read when [`DATABASE_URL`] is unset.
+pub const DATABASE_URL_FALLBACK: &str = "DATABASE_URL";
+/// PostgreSQL only: the schema of the tables.
+pub const SCHEMA: &str = "SCHEDULER_SCHEMA";
+/// PostgreSQL only: connections per node.
+pub const MAX_CONNECTIONS: &str = "SCHEDULER_MAX_CONNECTIONS";
+/// PostgreSQL only: a direct URL for the change listener's `LISTEN` (when the database URL
+/// goes through a transaction-mode pooler).
+pub const LISTEN_URL: &str = "SCHEDULER_LISTEN_URL";
+/// Apply migrations at start.
+pub const MIGRATE: &str = "SCHEDULER_MIGRATE";
+/// Path (optionally `file://...`) or `http(s)://` URL of the config document.
+pub const CONFIG: &str = "SCHEDULER_CONFIG";
+/// How often the config is polled, in humantime (`1s`, `500ms`, `2m`). Default 10 s.
+pub const CONFIG_POLL_INTERVAL: &str = "SCHEDULER_CONFIG_POLL_INTERVAL";
+/// HTTP only: a token sent as `Authorization: Bearer <token>`.
+pub const CONFIG_TOKEN: &str = "SCHEDULER_CONFIG_TOKEN";
+/// HTTP only: extra request headers as comma-separated `Name=value` pairs with percent-encoded
+/// values (`X-Env=prod,X-Api-Key=abc%2Cdef`), the `OTEL_EXPORTER_OTLP_HEADERS` convention.
+pub const CONFIG_HEADERS: &str = "SCHEDULER_CONFIG_HEADERS";
+/// HTTP only: request timeout in humantime. Default 10 s.
+pub const CONFIG_TIMEOUT: &str = "SCHEDULER_CONFIG_TIMEOUT";
+/// This node's id.
+pub const NODE_ID: &str = "SCHEDULER_NODE_ID";
+/// Lock lifetime.
+pub const LOCK_LIFETIME: &str = "SCHEDULER_LOCK_LIFETIME";
+/// Handlers one node runs at once.
+pub const MAX_CONCURRENT: &str = "SCHEDULER_MAX_CONCURRENT";
+/// Time handlers get to finish at shutdown.
+pub const SHUTDOWN_TIMEOUT: &str = "SCHEDULER_SHUTDOWN_TIMEOUT";
+/// Safety-net poll interval.
+pub const POLL_INTERVAL: &str = "SCHEDULER_POLL_INTERVAL";
+/// The most a claim runs ahead of its ticks.
+pub const MAX_CLAIM_AHEAD: &str = "SCHEDULER_MAX_CLAIM_AHEAD";
+/// Zone of config entries that name none.
+pub const TIMEZONE: &str = "SCHEDULER_TIMEZONE";
+/// How long finished runs are kept.
+pub const RUN_RETENTION: &str = "SCHEDULER_RUN_RETENTION";
+/// The recovery rule of tasks that set none (`rerun` or `never`).
+pub const DEFAULT_RECOVERY: &str = "SCHEDULER_DEFAULT_RECOVERY";
+/// The timeout of tasks that set none.
+pub const DEFAULT_TIMEOUT: &str = "SCHEDULER_DEFAULT_TIMEOUT";
+/// The retries of tasks that set none.
+pub const DEFAULT_RETRIES: &str = "SCHEDULER_DEFAULT_RETRIES";
+/// The retry backoff of tasks that set none.
+pub const DEFAULT_BACKOFF: &str = "SCHEDULER_DEFAULT_BACKOFF";
+/// The misfire rule of tasks that set none (`once` or `skip`).
+pub const DEFAULT_MISFIRE: &str = "SCHEDULER_DEFAULT_MISFIRE";
+/// How late a tick may start before its task counts as missed.
+pub const MISSED_GRACE: &str = "SCHEDULER_MISSED_GRACE";
+/// The webhook endpoint.
+pub const WEBHOOK_URL: &str = "SCHEDULER_WEBHOOK_URL";
+/// The webhook signing secret (`whsec_...`).
+pub const WEBHOOK_SECRET: &str = "SCHEDULER_WEBHOOK_SECRET";
+/// The event types the webhook sends, comma-separated.
+pub const WEBHOOK_EVENTS: &str = "SCHEDULER_WEBHOOK_EVENTS";
+/// How long one webhook delivery may take.
+pub const WEBHOOK_TIMEOUT: &str = "SCHEDULER_WEBHOOK_TIMEOUT";
+/// Where the admin server listens (off when unset), e.g. `127.0.0.1:9870`.
+pub const ADMIN_ADDR: &str = "SCHEDULER_ADMIN_ADDR";
+/// The bearer token admin mutations need (none: every mutation is refused).
+pub const ADMIN_TOKEN: &str = "SCHEDULER_ADMIN_TOKEN";
+
+/// `json` for JSON log lines from [`init_tracing`](crate::init_tracing) (else human-readable
+/// lines; their filter is tracing's own `RUST_LOG`).
+pub const LOG_FORMAT: &str = "SCHEDULER_LOG_FORMAT";
