@@ -8,11 +8,12 @@
 //! it calls lives in the modules it names ([`schedule`](crate::schedule) for `next`,
 //! [`store`](crate::store) and [`operate`](crate::operate) for the operator commands, so every
 //! change is audited like one made through the admin API). It must not start the engine; only
-//! the operator commands (`ops`) touch the database, and never to create or migrate it.
+//! the operator commands touch the database, and never to create or migrate it.
 //!
 //! Each subcommand is a variant of [`Command`] (or [`AppCommand`]) with its own `Args` struct;
 //! adding one is a new variant and a new arm in [`Cli::run`] (or in the application entry).
-//! Files: `ops.rs` the operator commands, `table.rs` how they print for people.
+//! Files: `operator/` the operator commands (one file per group), `table.rs` how they print for
+//! people. (The store's `ops/` directories are its operations; these are the operator's.)
 //!
 //! ```
 //! use clap::Parser;
@@ -39,10 +40,10 @@ use clap::{Args, Parser, Subcommand};
 
 use std::path::PathBuf;
 
-mod ops;
+mod operator;
 mod table;
 
-pub use ops::{
+pub use operator::{
     ActorArgs, LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs,
     TriggerArgs,
 };
