@@ -1,6 +1,7 @@
-//! The one reader of the environment contract: every `SCHEDULER_*` variable is read here (through
-//! a lookup, so tests need no process environment), and every invalid value becomes one kind of
-//! error, [`Error::InvalidSetting`], naming the variable and saying what to write instead.
+//! The one reader of the environment contract: every `SCHEDULER_*` variable (named in
+//! [`crate::vars`]) is read here (through a lookup, so tests need no process environment), and
+//! every invalid value becomes one kind of error, [`Error::InvalidSetting`], naming the variable
+//! and saying what to write instead.
 //!
 //! This module only turns strings into values; what the values mean belongs to the modules that
 //! use them ([`SchedulerBuilder::from_env`](crate::SchedulerBuilder::from_env),

@@ -20,10 +20,26 @@
 //! }
 //! ```
 //!
-//! The crate is organised one module per concept, with dependencies pointing one way:
-//! tasks -> public API ([`task`], [`TaskContext`], [`Scheduler`], [`SchedulerBuilder`]) ->
-//! [`engine`] -> [`store`]. The application entry ([`run`]) and the composition root
-//! ([`SchedulerBuilder`]) stand apart from the engine.
+//! The crate is organised one module per concept, in layers; a module imports only from its own
+//! layer or those below it:
+//!
+//! 1. the words everything shares: [`schedule`], [`policy`], [`registry`], [`TaskContext`],
+//!    [`metrics`], [`redact`], [`vars`] (every environment variable's name);
+//! 2. [`store`]: the run state, behind the [`Store`](store::Store) trait;
+//! 3. rules and records above the store that run nothing: the tick rules (what is due, missed,
+//!    skipped), [`config`], [`events`], [`webhook`], [`run_log`], and the crate's [`Error`];
+//! 4. what the engine and operators act through: [`reconciler`] (applies the config),
+//!    [`operate`] (operator actions), [`isolation`] (a handler in a child process);
+//! 5. [`engine`]: claims, runs and records every due tick;
+//! 6. [`admin`] (which sees the engine through one narrow view) and [`cli`];
+//! 7. the composition root, apart from the engine: [`SchedulerBuilder`] builds a
+//!    [`Scheduler`], which starts the engine and the admin server side by side; [`run`] is the
+//!    application entry.
+//!
+//! A task needs only [`task`] and [`TaskContext`]; an application, the root. There is one
+//! import cycle between modules, inside layer 3: the crate's [`Error`] wraps [`config`]'s errors,
+//! and [`config`] reads its environment variables through the reader that makes an
+//! [`Error::InvalidSetting`]. `scripts/module-graph` checks the layers and lists the cycles.
 
 #![warn(missing_docs)]
 

@@ -32,7 +32,10 @@
 //!
 //! The router is assembled here from one module per resource (`api/`), the probes, and the web
 //! dashboard at `/` (`dashboard/`: embedded assets under a strict Content-Security-Policy,
-//! reading this same API).
+//! reading this same API). The server runs beside the engine, started and stopped by
+//! [`Scheduler::run_until`](crate::Scheduler::run_until), and sees it only through one view (the
+//! engine's `EngineView`: what it may read); its mutations go through the store
+//! ([`crate::operate`]), as every operator surface's do.
 
 mod api;
 mod auth;

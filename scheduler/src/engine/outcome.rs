@@ -4,12 +4,12 @@
 //! | how it ended | asked to stop? | status | its tick |
 //! |---|---|---|---|
 //! | returned `Ok` | either | `succeeded` | done |
-//! | returned an error | no | `failed` | per the retry policy |
+//! | returned an error | no | `failed` | per the task's retries |
 //! | returned an error | yes (shutdown, lock lost) | `interrupted` | `rerun`: handed over, due again at once; `never`: not run again |
 //! | stopped by the engine (did not return in time) | yes | `interrupted` | `rerun`: handed over; `never`: not run again |
-//! | returned an error, or stopped, after its timeout | yes (timeout) | `timed_out` | `rerun`: per the retry policy; `never`: not run again |
-//! | panicked | no | `failed` | per the retry policy |
-//! | panicked | yes | `failed` | `rerun`: per the retry policy; `never`: not run again |
+//! | returned an error, or stopped, after its timeout | yes (timeout) | `timed_out` | `rerun`: per the task's retries; `never`: not run again |
+//! | panicked | no | `failed` | per the task's retries |
+//! | panicked | yes | `failed` | `rerun`: per the task's retries; `never`: not run again |
 //! | never started (claimed as the node began to drain) | yes | `interrupted` | handed over (both) |
 //! | unknown (its node stopped renewing the lock) | — | `lost` | per the task's [`Recovery`]: `rerun` makes it due again, `never` does not |
 //!
@@ -76,7 +76,7 @@ pub(crate) struct Decision {
     pub end: RunEnd,
     /// Make the run's tick due again at once.
     pub hand_over: bool,
-    /// The retry policy may run the tick again (a failure or timeout with retries left).
+    /// The task's retries may run the tick again (a failure or timeout with retries left).
     pub may_retry: bool,
     pub failures: FailureCount,
 }
@@ -363,7 +363,7 @@ mod tests {
         for ending in [Ending::Returned(Err(err("cut short"))), Ending::Stopped] {
             let d = decide(ending, Some(&t), Recovery::Rerun);
             assert_eq!(d.end.status, RunStatus::TimedOut);
-            assert!(!d.hand_over, "the retry policy decides");
+            assert!(!d.hand_over, "the task's retries decide");
             assert_eq!(d.failures, FailureCount::Increment);
             assert!(d.end.error.unwrap().contains("timeout of 30s"));
         }
