@@ -165,7 +165,7 @@ impl SchedulerBuilder {
             default_backoff: env.duration(vars::DEFAULT_BACKOFF)?,
             default_misfire: env.parsed(vars::DEFAULT_MISFIRE)?,
             missed_grace: env.duration(vars::MISSED_GRACE)?,
-            webhook: webhook_from(&env)?,
+            webhook: crate::webhook::WebhookSettings::from_reader(&env)?,
             migrate: env.boolean(vars::MIGRATE)?,
             admin_addr: env.socket_addr(vars::ADMIN_ADDR)?,
             admin_token: admin_token_from(&env)?,
@@ -462,46 +462,4 @@ fn admin_token_from(env: &Env<'_>) -> Result<Option<String>> {
         ));
     }
     Ok(token)
-}
-
-/// The webhook of the environment contract, if `SCHEDULER_WEBHOOK_URL` is set.
-fn webhook_from(env: &Env<'_>) -> Result<Option<crate::webhook::WebhookSettings>> {
-    use crate::env::invalid;
-    let Some(url) = env.string(vars::WEBHOOK_URL) else {
-        for name in [
-            vars::WEBHOOK_SECRET,
-            vars::WEBHOOK_EVENTS,
-            vars::WEBHOOK_TIMEOUT,
-        ] {
-            if env.string(name).is_some() {
-                return Err(invalid(
-                    name,
-                    format!("only applies with {}", vars::WEBHOOK_URL),
-                ));
-            }
-        }
-        return Ok(None);
-    };
-    let Some(secret) = env.string(vars::WEBHOOK_SECRET) else {
-        return Err(invalid(
-            vars::WEBHOOK_SECRET,
-            "a webhook needs a signing secret (`whsec_` + base64, at least 16 bytes)",
-        ));
-    };
-    let mut webhook = crate::webhook::WebhookSettings::new(&url, &secret).map_err(|e| {
-        if e.contains("secret") {
-            invalid(vars::WEBHOOK_SECRET, e)
-        } else {
-            invalid(vars::WEBHOOK_URL, e)
-        }
-    })?;
-    if let Some(events) = env.string(vars::WEBHOOK_EVENTS) {
-        webhook = webhook
-            .events(events.split(','))
-            .map_err(|e| invalid(vars::WEBHOOK_EVENTS, e))?;
-    }
-    if let Some(timeout) = env.duration(vars::WEBHOOK_TIMEOUT)? {
-        webhook.timeout = timeout;
-    }
-    Ok(Some(webhook))
 }

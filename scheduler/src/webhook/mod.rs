@@ -63,6 +63,49 @@ impl std::fmt::Debug for WebhookSettings {
 }
 
 impl WebhookSettings {
+    /// The webhook of the environment contract, if `SCHEDULER_WEBHOOK_URL` is set.
+    pub(crate) fn from_reader(env: &crate::env::Env<'_>) -> crate::Result<Option<Self>> {
+        use crate::env::invalid;
+        use crate::vars;
+        let Some(url) = env.string(vars::WEBHOOK_URL) else {
+            for name in [
+                vars::WEBHOOK_SECRET,
+                vars::WEBHOOK_EVENTS,
+                vars::WEBHOOK_TIMEOUT,
+            ] {
+                if env.string(name).is_some() {
+                    return Err(invalid(
+                        name,
+                        format!("only applies with {}", vars::WEBHOOK_URL),
+                    ));
+                }
+            }
+            return Ok(None);
+        };
+        let Some(secret) = env.string(vars::WEBHOOK_SECRET) else {
+            return Err(invalid(
+                vars::WEBHOOK_SECRET,
+                "a webhook needs a signing secret (`whsec_` + base64, at least 16 bytes)",
+            ));
+        };
+        let mut webhook = Self::new(&url, &secret).map_err(|e| {
+            if e.contains("secret") {
+                invalid(vars::WEBHOOK_SECRET, e)
+            } else {
+                invalid(vars::WEBHOOK_URL, e)
+            }
+        })?;
+        if let Some(events) = env.string(vars::WEBHOOK_EVENTS) {
+            webhook = webhook
+                .events(events.split(','))
+                .map_err(|e| invalid(vars::WEBHOOK_EVENTS, e))?;
+        }
+        if let Some(timeout) = env.duration(vars::WEBHOOK_TIMEOUT)? {
+            webhook.timeout = timeout;
+        }
+        Ok(Some(webhook))
+    }
+
     /// Settings for `url` signed with `secret`, sending the alerts, with the default timeout.
     pub fn new(url: &str, secret: &str) -> Result<Self, String> {
         let url = reqwest::Url::parse(url.trim())
