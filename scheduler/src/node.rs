@@ -75,10 +75,16 @@ impl Scheduler {
     /// Start-up order: the admin server (if configured, so probes answer during start-up),
     /// database and migrations, config, workers. A database that is down at start is retried
     /// with backoff until it comes up or `shutdown` completes. The admin server stops last.
+    ///
+    /// In a child process that a node started for a task with `isolation = "process"`, it runs
+    /// that task's handler instead and exits the process (see [`crate::isolation`]).
     pub async fn run_until<F>(self, shutdown: F) -> Result<()>
     where
         F: Future<Output = ()> + Send,
     {
+        if let Some(request) = crate::isolation::child_request() {
+            crate::isolation::run_child(request).await;
+        }
         let Self { engine, admin } = self;
         // Around the engine's life, on the engine runtime (so no handler can hold it up): the
         // admin server starts first and stops last.

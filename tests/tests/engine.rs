@@ -249,7 +249,7 @@ async fn ticks_claimed_ahead_start_on_their_tick_and_never_before(db: &TestDb) {
     // Whether a claim lands ahead of its tick depends on how soon the node wakes on a busy
     // machine: wait (ticks every 2 s) until one has, rather than judge a fixed number of ticks.
     wait_until(
-        Duration::from_secs(120),
+        Duration::from_secs(300),
         "4 ticks of every task and a run claimed ahead",
         || async {
             let started = starts.0.lock().unwrap().len();

@@ -460,6 +460,201 @@ mod on_postgres {
         db.cleanup().await;
     }
 
+    /// Polls until every run of `task` has ended and at least one has; returns them.
+    async fn ended_runs(db: &TestDb, task: &str) -> Vec<scheduler::store::RunRecord> {
+        wait_until(
+            Duration::from_secs(60),
+            &format!("a run of {task} recorded"),
+            || async {
+                let runs = run_ended(db, task).await;
+                !runs.is_empty() && runs.iter().all(|r| r.status != RunStatus::Running)
+            },
+        )
+        .await;
+        run_ended(db, task).await
+    }
+
+    /// Isolated handlers that crash (SIGSEGV), abort, or leak past their memory limit are
+    /// recorded `failed` with what happened to their process, each once (no retries are
+    /// configured), a handler's stdout, stderr and `tracing` lines become its run's log, and
+    /// the node goes on running its other tasks.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn isolated_handlers_that_crash_abort_or_leak_are_recorded_and_the_node_keeps_running() {
+        let db = TestDb::postgres("iso_crash").await;
+        let scene = Scene::new(
+            "iso_crash",
+            &[
+                ("misbehave.iso.segfault", "0 0 1 1 *"),
+                ("misbehave.iso.abort", "0 0 1 1 *"),
+                ("misbehave.iso.leak", "0 0 1 1 *"),
+                ("misbehave.iso.log", "0 0 1 1 *"),
+                ("misbehave.tick", "* * * * * *"),
+            ],
+        );
+        let mut setup = setup(&db, &scene);
+        // The child's `tracing` lines reach the run's log at the levels RUST_LOG enables.
+        setup
+            .env
+            .push(("RUST_LOG", "error,handler_node=info".into()));
+        let mut node = setup.spawn("a");
+        trigger_all_now(&db, 5).await;
+
+        let segfault = ended_runs(&db, "misbehave.iso.segfault").await;
+        assert_eq!(segfault.len(), 1, "{segfault:?}");
+        assert_eq!(segfault[0].status, RunStatus::Failed, "{segfault:?}");
+        let error = segfault[0].error.clone().unwrap_or_default();
+        assert!(error.contains("SIGSEGV"), "{error}");
+
+        let abort = ended_runs(&db, "misbehave.iso.abort").await;
+        assert_eq!(abort[0].status, RunStatus::Failed, "{abort:?}");
+        let error = abort[0].error.clone().unwrap_or_default();
+        assert!(error.contains("SIGABRT"), "{error}");
+
+        let leak = ended_runs(&db, "misbehave.iso.leak").await;
+        assert_eq!(leak[0].status, RunStatus::Failed, "{leak:?}");
+        let error = leak[0].error.clone().unwrap_or_default();
+        assert!(error.contains("ran out of memory"), "{error}");
+        assert!(error.contains("128 MiB"), "{error}");
+
+        let log = ended_runs(&db, "misbehave.iso.log").await;
+        assert_eq!(log[0].status, RunStatus::Succeeded, "{log:?}");
+        let text: String = db
+            .api()
+            .run_log(log[0].id)
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| c.text.clone())
+            .collect();
+        for line in [
+            "isolated line on stdout",
+            "isolated line on stderr",
+            "isolated line from tracing",
+        ] {
+            assert!(
+                text.contains(line),
+                "{line:?} missing from the run's log:\n{text}"
+            );
+        }
+
+        // Each handler started once: nothing was retried or run twice.
+        for task in [
+            "misbehave.iso.segfault",
+            "misbehave.iso.abort",
+            "misbehave.iso.leak",
+        ] {
+            assert_eq!(scene.starts(task).len(), 1, "{task}");
+        }
+        // The node lives on and keeps running its other task.
+        let before = scene.starts("misbehave.tick").len();
+        wait_until(
+            Duration::from_secs(30),
+            "the one-second task runs on",
+            || async { scene.starts("misbehave.tick").len() >= before + 3 },
+        )
+        .await;
+        assert!(
+            node.child.try_wait().unwrap().is_none(),
+            "the node itself must keep running"
+        );
+        db.cleanup().await;
+    }
+
+    /// An isolated handler that spins on the CPU past its timeout (it never looks at
+    /// `ctx.cancelled()`) is killed: recorded `timed_out` with the signal, its process gone
+    /// (it writes no more beats), and the node keeps running.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_isolated_handler_spinning_past_its_timeout_is_killed() {
+        let db = TestDb::postgres("iso_spin").await;
+        let scene = Scene::new("iso_spin", &[("misbehave.iso.spin", "0 0 1 1 *")]);
+        let setup = setup(&db, &scene);
+        let mut node = setup.spawn("a");
+        trigger_all_now(&db, 1).await;
+        let runs = ended_runs(&db, "misbehave.iso.spin").await;
+        assert_eq!(runs[0].status, RunStatus::TimedOut, "{runs:?}");
+        let error = runs[0].error.clone().unwrap_or_default();
+        assert!(error.contains("SIGKILL"), "{error}");
+        // Its process is gone: no beat after the run was recorded.
+        let last_beat = |scene: &Scene| {
+            scene
+                .records()
+                .iter()
+                .filter(|r| r.task == "misbehave.iso.spin")
+                .map(|r| r.at_nanos)
+                .max()
+                .unwrap_or(0)
+        };
+        let seen = last_beat(&scene);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(last_beat(&scene), seen, "the killed handler still beats");
+        assert!(node.child.try_wait().unwrap().is_none(), "the node runs on");
+        db.cleanup().await;
+    }
+
+    /// An isolated handler that blocks its thread cannot keep its node from stopping it: when
+    /// the node is cut off from the database, the node kills the child before its lock could
+    /// expire and lives on (no fail-stop needed), and the other node's run of the tick never
+    /// overlaps it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_isolated_handler_that_cannot_keep_its_lock_is_killed_not_its_node() {
+        let db = TestDb::postgres("iso_lockloss").await;
+        let scene = Scene::new("iso_lockloss", &[("misbehave.iso.block", "0 0 1 1 *")]);
+        let (proxy, mut a, _b, first) =
+            a_behind_a_proxy_runs(&db, &scene, "misbehave.iso.block").await;
+        proxy.cut();
+        wait_until(
+            Duration::from_secs(60),
+            "the other node runs the tick again",
+            || async {
+                scene
+                    .starts("misbehave.iso.block")
+                    .iter()
+                    .any(|r| r.node == "b" && r.tick == first.tick)
+            },
+        )
+        .await;
+        scene.assert_no_overlap_nor_tick_twice_but_the_takeover(&first);
+        assert!(
+            a.exited_within(Duration::from_millis(100)).await.is_none(),
+            "the cut-off node kills its isolated handler and lives on"
+        );
+        drop(proxy);
+        db.cleanup().await;
+    }
+
+    /// An isolated at-most-once handler that ignores the request to stop is killed when its
+    /// node shuts down; the tick is recorded as not run again, and the other node never runs it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_isolated_at_most_once_run_killed_at_shutdown_is_never_run_again() {
+        let db = TestDb::postgres("iso_never").await;
+        let scene = Scene::new("iso_never", &[("misbehave.iso.never", "0 0 1 1 *")]);
+        let setup = setup(&db, &scene);
+        let mut nodes = [setup.spawn("a"), setup.spawn("b")];
+        trigger_all_now(&db, 1).await;
+        let started = wait_for_start(&scene, "misbehave.iso.never").await;
+        let runner = nodes.iter_mut().find(|n| n.id == started.node).unwrap();
+        runner.terminate();
+        assert!(
+            runner
+                .exited_within(Duration::from_secs(60))
+                .await
+                .is_some(),
+            "the node exits after SIGTERM"
+        );
+        let runs = ended_runs(&db, "misbehave.iso.never").await;
+        // Well past the moment the other node would have run it again (lock lifetime 2 s).
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        assert_eq!(
+            scene.starts("misbehave.iso.never").len(),
+            1,
+            "the at-most-once tick ran again"
+        );
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        let error = runs[0].error.clone().unwrap_or_default();
+        assert!(error.contains("not run again"), "{runs:?}");
+        db.cleanup().await;
+    }
+
     impl Scene {
         /// Like [`Self::assert_no_overlap_nor_tick_twice`], where the one tick `first` served
         /// may have started twice: once on the node that lost it, once on the node that took it

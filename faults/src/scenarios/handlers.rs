@@ -1,7 +1,8 @@
 //! `handlers`: three nodes run handlers that misbehave the way user code does — four that block
 //! their thread for 5 s (`std::thread::sleep`), three that spin on the CPU for 5 s, every 4 s,
 //! more of them at once than the machine has cores and longer than the 3 s lock lifetime —
-//! beside ten quick every-second tasks; then each node in turn is stopped gracefully and started
+//! beside ten quick every-second tasks, and one of each kind isolated in a child process
+//! (`isolation = "process"`); then each node in turn is stopped gracefully and started
 //! again. The engine must keep every lock renewed and every quick task running: no run overlaps
 //! another of its task, no tick is lost, no node exits on its own.
 
@@ -23,6 +24,8 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
         "f.spin.0",
         "f.spin.1",
         "f.spin.2",
+        "f.iso.block",
+        "f.iso.spin",
     ] {
         entries.push((task, "*/4 * * * * *"));
     }
@@ -45,7 +48,7 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
         sc.idle(Duration::from_secs(6)).await;
     }
     sc.notes.push(format!(
-        "4 handlers blocking their thread 5 s and 3 spinning 5 s, every 4 s, beside 10 every-second tasks; then a graceful restart of each node: {}",
+        "4 handlers blocking their thread 5 s and 3 spinning 5 s, and one of each isolated in a child process, every 4 s, beside 10 every-second tasks; then a graceful restart of each node: {}",
         drains.join(", ")
     ));
     sc.finish().await

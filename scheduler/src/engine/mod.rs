@@ -34,6 +34,7 @@ mod claimer;
 mod completer;
 mod config_sync;
 mod delivery;
+mod execute;
 mod failstop;
 mod gate;
 mod maintenance;

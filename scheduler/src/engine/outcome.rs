@@ -6,10 +6,12 @@
 //! | returned `Ok` | either | `succeeded` | done |
 //! | returned an error | no | `failed` | per the task's retries |
 //! | returned an error | yes (shutdown, lock lost) | `interrupted` | `rerun`: handed over, due again at once; `never`: not run again |
-//! | stopped by the engine (did not return in time) | yes | `interrupted` | `rerun`: handed over; `never`: not run again |
+//! | stopped by the engine (did not return in time; an isolated run's process killed) | yes | `interrupted` | `rerun`: handed over; `never`: not run again |
 //! | returned an error, or stopped, after its timeout | yes (timeout) | `timed_out` | `rerun`: per the task's retries; `never`: not run again |
 //! | panicked | no | `failed` | per the task's retries |
 //! | panicked | yes | `failed` | `rerun`: per the task's retries; `never`: not run again |
+//! | isolated run's process crashed, aborted, ran out of memory or exited early (no verdict) | no | `failed` (with the signal or exit code) | per the task's retries |
+//! | the same | yes | `failed` | `rerun`: per the task's retries; `never`: not run again |
 //! | never started (claimed as the node began to drain) | yes | `interrupted` | handed over (both) |
 //! | unknown (its node stopped renewing the lock) | — | `lost` | per the task's [`Recovery`]: `rerun` makes it due again, `never` does not |
 //!
@@ -40,8 +42,13 @@ pub(crate) enum Ending {
     Returned(Result<(), TaskError>),
     /// The handler panicked, with this message.
     Panicked(String),
-    /// The engine stopped it (gate closed, task aborted) before it returned.
-    Stopped,
+    /// The engine stopped it by force before it returned (gate closed; an isolated run's
+    /// process killed, with what happened to it).
+    Stopped(Option<String>),
+    /// An isolated run's process ended without the handler's verdict: it crashed (a signal
+    /// the node did not send), aborted, ran out of memory, exited early, or could not start;
+    /// with what happened.
+    Crashed(String),
     /// It was never started.
     NotStarted,
 }
@@ -119,21 +126,28 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             may_retry: true,
             failures: FailureCount::Increment,
         },
-        (Ending::Panicked(message), stop) => Decision {
-            end: end(
-                RunStatus::Failed,
-                match stop {
-                    Some(reason) if !rerun => format!(
-                        "handler panicked: {message} (after being asked to stop: {}); {NOT_RUN_AGAIN}",
-                        reason.describe()
-                    ),
-                    _ => format!("handler panicked: {message}"),
-                },
-            ),
-            hand_over: false,
-            may_retry: stop.is_none() || rerun,
-            failures: FailureCount::Increment,
-        },
+        (ending @ (Ending::Panicked(_) | Ending::Crashed(_)), stop) => {
+            let what = match ending {
+                Ending::Panicked(message) => format!("handler panicked: {message}"),
+                Ending::Crashed(detail) => detail,
+                _ => unreachable!("matched above"),
+            };
+            Decision {
+                end: end(
+                    RunStatus::Failed,
+                    match stop {
+                        Some(reason) if !rerun => format!(
+                            "{what} (after being asked to stop: {}); {NOT_RUN_AGAIN}",
+                            reason.describe()
+                        ),
+                        _ => what,
+                    },
+                ),
+                hand_over: false,
+                may_retry: stop.is_none() || rerun,
+                failures: FailureCount::Increment,
+            }
+        }
         (Ending::Returned(Err(e)), Some(reason @ StopReason::Timeout(_))) => Decision {
             end: end(
                 RunStatus::TimedOut,
@@ -151,12 +165,13 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             may_retry: rerun,
             failures: FailureCount::Increment,
         },
-        (Ending::Stopped, Some(reason @ StopReason::Timeout(_))) => Decision {
+        (Ending::Stopped(how), Some(reason @ StopReason::Timeout(_))) => Decision {
             end: end(
                 RunStatus::TimedOut,
                 format!(
-                    "{}; the handler did not return and was stopped{}",
+                    "{}; the handler did not return and was stopped{}{}",
                     reason.describe(),
+                    how.map_or_else(String::new, |how| format!(" ({how})")),
                     if rerun {
                         String::new()
                     } else {
@@ -182,12 +197,13 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             may_retry: false,
             failures: FailureCount::Keep,
         },
-        (Ending::Stopped, reason) => Decision {
+        (Ending::Stopped(how), reason) => Decision {
             end: end(
                 RunStatus::Interrupted,
                 format!(
-                    "{}; the handler did not return in time and was stopped; {}",
+                    "{}; the handler did not return in time and was stopped{}; {}",
                     reason.map_or_else(|| "stopped".into(), StopReason::describe),
+                    how.map_or_else(String::new, |how| format!(" ({how})")),
                     then("handed over")
                 ),
             ),
@@ -350,7 +366,7 @@ mod tests {
 
     #[test]
     fn stopped_and_never_started_runs_are_interrupted_and_handed_over() {
-        for ending in [Ending::Stopped, Ending::NotStarted] {
+        for ending in [Ending::Stopped(None), Ending::NotStarted] {
             let d = decide(ending, Some(&StopReason::Shutdown), Recovery::Rerun);
             assert_eq!(d.end.status, RunStatus::Interrupted);
             assert!(d.hand_over);
@@ -360,7 +376,10 @@ mod tests {
     #[test]
     fn past_its_timeout_a_run_is_timed_out_unless_it_finished() {
         let t = StopReason::Timeout(std::time::Duration::from_secs(30));
-        for ending in [Ending::Returned(Err(err("cut short"))), Ending::Stopped] {
+        for ending in [
+            Ending::Returned(Err(err("cut short"))),
+            Ending::Stopped(None),
+        ] {
             let d = decide(ending, Some(&t), Recovery::Rerun);
             assert_eq!(d.end.status, RunStatus::TimedOut);
             assert!(!d.hand_over, "the task's retries decide");
@@ -388,10 +407,14 @@ mod tests {
         let shutdown = StopReason::Shutdown;
         let lost = StopReason::LockLost(LockLoss::Unrenewable("db down".into()));
         let cases: Vec<(Ending, Option<&StopReason>, RunStatus)> = vec![
-            (Ending::Stopped, Some(&shutdown), RunStatus::Interrupted),
-            (Ending::Stopped, Some(&lost), RunStatus::Interrupted),
             (
-                Ending::Stopped,
+                Ending::Stopped(None),
+                Some(&shutdown),
+                RunStatus::Interrupted,
+            ),
+            (Ending::Stopped(None), Some(&lost), RunStatus::Interrupted),
+            (
+                Ending::Stopped(None),
                 Some(&StopReason::LockLost(LockLoss::TakenOver)),
                 RunStatus::Interrupted,
             ),
@@ -400,7 +423,7 @@ mod tests {
                 Some(&shutdown),
                 RunStatus::Interrupted,
             ),
-            (Ending::Stopped, Some(&timeout), RunStatus::TimedOut),
+            (Ending::Stopped(None), Some(&timeout), RunStatus::TimedOut),
             (
                 Ending::Returned(Err(err("cut short"))),
                 Some(&timeout),
@@ -431,9 +454,9 @@ mod tests {
         let d = decide(Ending::Returned(Ok(())), Some(&shutdown), Recovery::Never);
         assert_eq!(d.end.status, RunStatus::Succeeded);
         // The same endings of a `rerun` task run again.
-        let d = decide(Ending::Stopped, Some(&timeout), Recovery::Rerun);
+        let d = decide(Ending::Stopped(None), Some(&timeout), Recovery::Rerun);
         assert!(d.may_retry);
-        let d = decide(Ending::Stopped, Some(&shutdown), Recovery::Rerun);
+        let d = decide(Ending::Stopped(None), Some(&shutdown), Recovery::Rerun);
         assert!(d.hand_over);
     }
 
@@ -505,5 +528,40 @@ mod tests {
         let cleaned = clean_error(&long);
         assert!(cleaned.len() <= MAX_ERROR_BYTES, "{}", cleaned.len());
         assert!(cleaned.ends_with("[cut: 20000 bytes in all]"));
+    }
+    #[test]
+    fn a_crashed_child_is_a_failure_like_a_panic_with_what_happened() {
+        let crash = || Ending::Crashed("the handler's process was killed by SIGSEGV".into());
+        let d = decide(crash(), None, Recovery::Never);
+        assert_eq!(d.end.status, RunStatus::Failed);
+        assert!(
+            d.may_retry,
+            "a crash nobody asked for is the handler's own failure"
+        );
+        assert!(d.end.error.as_deref().unwrap().contains("SIGSEGV"));
+        assert_eq!(d.failures, FailureCount::Increment);
+
+        let shutdown = StopReason::Shutdown;
+        let d = decide(crash(), Some(&shutdown), Recovery::Never);
+        assert_eq!(d.end.status, RunStatus::Failed);
+        assert!(!d.may_retry && !d.hand_over);
+        assert!(d.end.error.as_deref().unwrap().contains(NOT_RUN_AGAIN));
+
+        let d = decide(crash(), Some(&shutdown), Recovery::Rerun);
+        assert!(d.may_retry && !d.hand_over);
+    }
+
+    #[test]
+    fn a_killed_child_says_how_it_was_stopped() {
+        let killed = || Ending::Stopped(Some("killed by SIGKILL, sent by the node".into()));
+        let timeout = StopReason::Timeout(std::time::Duration::from_secs(1));
+        let d = decide(killed(), Some(&timeout), Recovery::Rerun);
+        assert_eq!(d.end.status, RunStatus::TimedOut);
+        assert!(d.end.error.as_deref().unwrap().contains("SIGKILL"));
+        let d = decide(killed(), Some(&StopReason::Shutdown), Recovery::Never);
+        assert_eq!(d.end.status, RunStatus::Interrupted);
+        assert!(!d.hand_over);
+        assert!(d.end.error.as_deref().unwrap().contains("SIGKILL"));
+        assert!(d.end.error.as_deref().unwrap().contains(NOT_RUN_AGAIN));
     }
 }

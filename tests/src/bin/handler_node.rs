@@ -169,6 +169,76 @@ async fn never_timeout(ctx: TaskContext) {
     deaf(&ctx, FOREVER).await;
 }
 
+// Isolated tasks (`isolation = "process"`): each run in a child process of this binary.
+
+/// Blocks its child's thread for an hour.
+#[task(name = "misbehave.iso.block", isolation = "process")]
+async fn iso_block(ctx: TaskContext) {
+    block(&ctx, FOREVER);
+}
+
+/// Spins its child's CPU for an hour, past its 1-second timeout.
+#[task(name = "misbehave.iso.spin", isolation = "process", timeout = "1s")]
+async fn iso_spin(ctx: TaskContext) {
+    spin(&ctx, FOREVER);
+}
+
+/// Crashes its child with a segmentation fault.
+#[task(name = "misbehave.iso.segfault", isolation = "process")]
+async fn iso_segfault(ctx: TaskContext) {
+    let _run = Run::start(&ctx);
+    // A real invalid access (raise(SIGSEGV) would meet std's guard-page handler, which returns).
+    let unmapped = std::hint::black_box(8usize) as *mut u8;
+    // SAFETY: none; it is meant to crash the process, which is the point of this task.
+    unsafe { std::ptr::write_volatile(unmapped, 1) };
+}
+
+/// Aborts its child.
+#[task(name = "misbehave.iso.abort", isolation = "process")]
+async fn iso_abort(ctx: TaskContext) {
+    let _run = Run::start(&ctx);
+    std::process::abort();
+}
+
+/// Leaks memory until its child reaches its 128 MiB limit.
+#[task(
+    name = "misbehave.iso.leak",
+    isolation = "process",
+    memory_limit = "128MiB"
+)]
+async fn iso_leak(ctx: TaskContext) {
+    let run = Run::start(&ctx);
+    let mut kept: Vec<Vec<u8>> = Vec::new();
+    loop {
+        kept.push(vec![1u8; 4 << 20]);
+        if kept.len() > 1024 {
+            // 4 GiB and no limit reached: say so rather than eat the machine.
+            run.write(Kind::End);
+            panic!("the memory limit was not enforced");
+        }
+    }
+}
+
+/// Writes to stdout, stderr and `tracing`, then returns `Ok`.
+#[task(name = "misbehave.iso.log", isolation = "process")]
+async fn iso_log(ctx: TaskContext) {
+    let run = Run::start(&ctx);
+    println!("isolated line on stdout");
+    eprintln!("isolated line on stderr");
+    tracing::info!(answer = 42, "isolated line from tracing");
+    run.write(Kind::End);
+}
+
+/// At most once per tick; awaits for an hour in its child and ignores cancellation.
+#[task(
+    name = "misbehave.iso.never",
+    isolation = "process",
+    recovery = "never"
+)]
+async fn iso_never(ctx: TaskContext) {
+    deaf(&ctx, FOREVER).await;
+}
+
 #[tokio::main]
 async fn main() -> scheduler::Result<()> {
     scheduler::run().await
