@@ -82,6 +82,7 @@ pub struct SchedulerBuilder {
     migrate: Option<bool>,
     admin_addr: Option<std::net::SocketAddr>,
     admin_token: Option<String>,
+    admin_hosts: Vec<String>,
 }
 
 impl std::fmt::Debug for SchedulerBuilder {
@@ -124,6 +125,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_MIGRATE` | [`migrate`](Self::migrate) (`false` to skip) | `true` |
     /// | `SCHEDULER_ADMIN_ADDR` | [`admin_addr`](Self::admin_addr), e.g. `127.0.0.1:9870` | off |
     /// | `SCHEDULER_ADMIN_TOKEN` | [`admin_token`](Self::admin_token) | none (mutations refused) |
+    /// | `SCHEDULER_ADMIN_HOSTS` | [`admin_hosts`](Self::admin_hosts), comma-separated | none |
     ///
     /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
     /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
@@ -169,6 +171,16 @@ impl SchedulerBuilder {
             migrate: env.boolean(vars::MIGRATE)?,
             admin_addr: env.socket_addr(vars::ADMIN_ADDR)?,
             admin_token: admin_token_from(&env)?,
+            admin_hosts: env
+                .string(vars::ADMIN_HOSTS)
+                .map(|hosts| {
+                    hosts
+                        .split(',')
+                        .filter(|h| !h.trim().is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
             ..Self::default()
         })
     }
@@ -374,6 +386,19 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Names the admin server answers to besides its own address and loopback names: `name`
+    /// (any port) or `name:port`, as clients reach it (a DNS name, a reverse proxy's name). A
+    /// request whose `Host` or cross-origin `Origin` names anything else is refused, so a web
+    /// page cannot reach a loopback admin server by DNS rebinding. Default: none.
+    pub fn admin_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.admin_hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Validates the settings and builds the scheduler. Connects to nothing yet; binds the
     /// admin server's address if one is set (an address in use is an error here, at start-up).
     pub fn build(self) -> Result<Scheduler> {
@@ -419,6 +444,7 @@ impl SchedulerBuilder {
             Some(addr) => Some(crate::admin::AdminListener::bind(
                 addr,
                 self.admin_token.as_deref(),
+                &self.admin_hosts,
             )?),
             None => None,
         };

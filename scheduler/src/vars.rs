@@ -75,6 +75,10 @@ pub const WEBHOOK_TIMEOUT: &str = "SCHEDULER_WEBHOOK_TIMEOUT";
 pub const ADMIN_ADDR: &str = "SCHEDULER_ADMIN_ADDR";
 /// The bearer token admin mutations need (none: every mutation is refused).
 pub const ADMIN_TOKEN: &str = "SCHEDULER_ADMIN_TOKEN";
+/// Names the admin server answers to besides its own address and loopback names,
+/// comma-separated: `name` (any port) or `name:port`, e.g. `scheduler.internal,ops.example:443`.
+/// A request whose `Host` or `Origin` names anything else is refused (DNS rebinding).
+pub const ADMIN_HOSTS: &str = "SCHEDULER_ADMIN_HOSTS";
 
 /// `json` for JSON log lines from [`init_tracing`](crate::init_tracing) (else human-readable
 /// lines; their filter is tracing's own `RUST_LOG`).

@@ -23,12 +23,23 @@
 //! | reads: `GET /api/...`, `/metrics` | open when the server listens on a loopback address; elsewhere `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>` (and refused when no token is set) |
 //! | mutations: `POST /api/tasks/{name}/trigger`, `.../pause`, `.../resume` | always `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>`; with no token set every mutation is refused (403) |
 //!
+//! Before any of that, a request whose `Host` or `Origin` names another site is refused (403):
+//! the guard against DNS rebinding, see [`SCHEDULER_ADMIN_HOSTS`](crate::vars::ADMIN_HOSTS) and
+//! the `origin` module for the rule. Every answer carries `X-Content-Type-Options: nosniff`.
+//!
 //! A request that presents a token presents the right one, or is refused (401), loopback or not.
 //! The token is compared in constant time and never logged. Every mutation is written to the
 //! audit trail (`GET /api/audit`): who (the `X-Scheduler-Actor` header if given, with
 //! `admin-token`), what, when, and from where (the peer address).
 //!
 //! Errors are JSON, `{"error": "not_found", "message": "..."}`, with the matching status.
+//!
+//! # Limits
+//!
+//! At most [`MAX_CONNECTIONS`] connections at once (one more is answered 503 and closed); a
+//! request's headers must arrive within [`HEADER_READ_TIMEOUT`] (a keep-alive connection silent
+//! that long is closed), a connection that moves no byte for [`IDLE_TIMEOUT`] is closed, and a
+//! request taking longer than [`REQUEST_TIMEOUT`] is answered 503. HTTP/1.1 only.
 //!
 //! The router is assembled here from one module per resource (`api/`), the probes, and the web
 //! dashboard at `/` (`dashboard/`: embedded assets under a strict Content-Security-Policy,
@@ -42,7 +53,9 @@ mod auth;
 mod dashboard;
 mod error;
 mod openapi;
+mod origin;
 mod probes;
+mod serve;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,6 +67,7 @@ use crate::engine::EngineView;
 use crate::{Error, Result};
 
 pub use openapi::openapi_document;
+pub use serve::{HEADER_READ_TIMEOUT, IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT};
 
 /// The admin server's bound socket, made at build time so an address in use is a start-up
 /// error and port 0 is resolved before the node runs.
@@ -61,12 +75,15 @@ pub(crate) struct AdminListener {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     auth: auth::Auth,
+    hosts: origin::HostRule,
 }
 
 impl AdminListener {
-    /// Binds `addr`; `token` is what mutations must present.
-    pub(crate) fn bind(addr: SocketAddr, token: Option<&str>) -> Result<Self> {
+    /// Binds `addr`; `token` is what mutations must present; `hosts` the names it answers
+    /// beyond its address and loopback (`SCHEDULER_ADMIN_HOSTS`).
+    pub(crate) fn bind(addr: SocketAddr, token: Option<&str>, hosts: &[String]) -> Result<Self> {
         let auth = auth::Auth::new(token, addr.ip().is_loopback())?;
+        let hosts = origin::HostRule::new(addr, hosts)?;
         let invalid = |e: std::io::Error| Error::InvalidSetting {
             name: crate::vars::ADMIN_ADDR.into(),
             message: format!("the admin server cannot listen on {addr}: {e}"),
@@ -78,6 +95,7 @@ impl AdminListener {
             listener,
             addr,
             auth,
+            hosts,
         })
     }
 
@@ -124,16 +142,37 @@ fn routes() -> utoipa_axum::router::OpenApiRouter<AdminState> {
         .routes(utoipa_axum::routes!(openapi::serve))
 }
 
-/// The whole router, with JSON errors for unknown paths and methods.
-fn router(state: AdminState) -> axum::Router {
+/// The whole router, with JSON errors for unknown paths and methods, the request deadline, and
+/// outermost the `Host`/`Origin` guard and `nosniff`.
+fn router(state: AdminState, hosts: origin::HostRule) -> axum::Router {
     let (router, _) = routes().split_for_parts();
     router
         .merge(dashboard::router())
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
+        .layer(axum::middleware::from_fn(serve::deadline))
         // Only for clients that ask (`Accept-Encoding: gzip`); small answers stay as they are.
         .layer(tower_http::compression::CompressionLayer::new().gzip(true))
+        .layer(axum::middleware::from_fn_with_state(Arc::new(hosts), guard))
+}
+
+/// Refuses a request whose `Host` or `Origin` names another site; marks every answer `nosniff`.
+async fn guard(
+    axum::extract::State(hosts): axum::extract::State<Arc<origin::HostRule>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut response = match hosts.admit(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    };
+    response.headers_mut().insert(
+        axum::http::header::X_CONTENT_TYPE_OPTIONS,
+        axum::http::HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// Starts serving `listener` for the engine seen through `engine`.
@@ -149,17 +188,12 @@ pub(crate) fn spawn(listener: AdminListener, engine: EngineView) -> Result<Admin
         engine,
         auth: Arc::new(listener.auth),
     };
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let app = router(state, listener.hosts);
     let stop = CancellationToken::new();
     let graceful = stop.clone();
     let handle = tokio::spawn(async move {
         tracing::info!(%addr, "admin server listening");
-        if let Err(e) = axum::serve(tcp, app)
-            .with_graceful_shutdown(graceful.cancelled_owned())
-            .await
-        {
-            tracing::error!(error = %e, "admin server failed");
-        }
+        serve::serve(tcp, app, graceful).await;
     });
     Ok(AdminServer { stop, handle })
 }

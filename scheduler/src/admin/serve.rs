@@ -1,0 +1,247 @@
+//! The admin server's connections and their limits: at most [`MAX_CONNECTIONS`] at once (one
+//! more is answered 503 and closed at once), each served by hyper's HTTP/1 with a deadline for
+//! a request's headers ([`HEADER_READ_TIMEOUT`], which also ends a keep-alive connection left
+//! silent that long), a deadline for a connection that moves no byte either way
+//! ([`IDLE_TIMEOUT`]: a client that stops reading its answer or sending its body), and, around
+//! every request, [`REQUEST_TIMEOUT`] (503). So a slow or silent client (slowloris) holds a
+//! descriptor and a few kilobytes for seconds, not for ever.
+//!
+//! This module owns sockets and deadlines; it knows nothing of routes or who may ask.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::{ConnectInfo, Request};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Connections served at once; one more is answered `503` and closed.
+pub const MAX_CONNECTIONS: usize = 128;
+/// How long a client may take to send a request's headers, counted from when the connection
+/// waits for a request (so a keep-alive connection silent this long is closed too).
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection on which no byte moves either way for this long is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one request may take, body and answer included, before it is answered `503`.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves `listener` with `router` until `stop`, then lets requests in flight finish.
+pub(super) async fn serve(listener: TcpListener, router: axum::Router, stop: CancellationToken) {
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut connections = tokio::task::JoinSet::new();
+    let mut at_cap = false;
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors, say: wait a little instead of spinning.
+                    tracing::warn!(error = %e, "admin server: accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        while connections.try_join_next().is_some() {}
+        match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => {
+                at_cap = false;
+                let router = router.clone();
+                let stop = stop.clone();
+                connections.spawn(async move {
+                    connection(stream, peer, router, stop).await;
+                    drop(permit);
+                });
+            }
+            Err(_) => {
+                if !at_cap {
+                    tracing::warn!(
+                        max = MAX_CONNECTIONS,
+                        "admin server: connection cap reached; refusing new connections (503) \
+                         until some close"
+                    );
+                    at_cap = true;
+                }
+                connections.spawn(refuse(stream));
+            }
+        }
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+/// Answers a connection beyond the cap with `503` and closes it, without reading a request.
+async fn refuse(mut stream: TcpStream) {
+    let body = format!(
+        r#"{{"error":"unavailable","message":"the admin server has {MAX_CONNECTIONS} connections open, its most; try again shortly"}}"#
+    );
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+         x-content-type-options: nosniff\r\nretry-after: 1\r\nconnection: close\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// Serves one connection until it closes, breaks a deadline, or the server stops (then the
+/// request in flight finishes and the connection closes).
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: axum::Router,
+    stop: CancellationToken,
+) {
+    let activity = Arc::new(Activity::new());
+    let io = TokioIo::new(Watched {
+        inner: stream,
+        activity: Arc::clone(&activity),
+    });
+    let service = hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        let mut router = router.clone();
+        async move { tower::Service::call(&mut router, request).await }
+    });
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let conn = http.serve_connection(io, service);
+    tokio::pin!(conn);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "admin server: connection ended");
+                }
+                return;
+            }
+            () = stop.cancelled(), if !stopping => {
+                conn.as_mut().graceful_shutdown();
+                stopping = true;
+            }
+            () = activity.idle_for(IDLE_TIMEOUT) => {
+                tracing::debug!(%peer, "admin server: connection idle too long; closed");
+                return;
+            }
+        }
+    }
+}
+
+/// Middleware: a request that takes longer than [`REQUEST_TIMEOUT`] is answered `503`.
+pub(super) async fn deadline(request: Request, next: Next) -> Response {
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => super::error::ApiError::unavailable(format!(
+            "the request took longer than {} s and was stopped",
+            REQUEST_TIMEOUT.as_secs()
+        ))
+        .into_response(),
+    }
+}
+
+/// When a connection last moved a byte.
+struct Activity {
+    start: Instant,
+    /// Milliseconds after `start`.
+    last: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.store(ms, Ordering::Relaxed);
+    }
+
+    /// Completes once no byte has moved for `idle`.
+    async fn idle_for(&self, idle: Duration) {
+        loop {
+            let last = self.start + Duration::from_millis(self.last.load(Ordering::Relaxed));
+            let deadline = last + idle;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
+/// A stream that notes every byte moved in [`Activity`].
+struct Watched {
+    inner: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.touch();
+        }
+        poll
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        poll
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(poll, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

@@ -1,0 +1,319 @@
+//! The admin server under hostile use, over real TCP against a real node (an SQLite file, so
+//! these run in every mode of the suite): a foreign `Host` or a cross-origin `Origin` is refused
+//! (DNS rebinding), a client that sends its headers a byte a second or nothing at all is cut off,
+//! the connection cap answers at once, and every answer says `nosniff`.
+//!
+//! Requests are written by hand on a `TcpStream`: an HTTP client library would fix the `Host`
+//! header and never send a request slowly.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use scheduler::store::SqliteStore;
+use scheduler::{Scheduler, SchedulerBuilder, TaskRegistry};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+struct Node {
+    addr: SocketAddr,
+    stop: CancellationToken,
+    handle: tokio::task::JoinHandle<scheduler::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Node {
+    async fn stop(self) {
+        self.stop.cancel();
+        tokio::time::timeout(Duration::from_secs(60), self.handle)
+            .await
+            .expect("node stops within a minute")
+            .unwrap()
+            .expect("node ran without error");
+    }
+}
+
+/// A node on a fresh SQLite file with no tasks, its admin server on a free loopback port.
+fn start(configure: impl FnOnce(SchedulerBuilder) -> SchedulerBuilder) -> Node {
+    scheduler_tests::init_tracing();
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::builder(dir.path().join("scheduler.db"))
+        .connect()
+        .unwrap();
+    let builder = Scheduler::builder()
+        .store(Arc::new(store))
+        .registry(TaskRegistry::collect().unwrap().retain(|_| false))
+        .shutdown_timeout(Duration::from_secs(5))
+        .admin_addr("127.0.0.1:0".parse().unwrap());
+    let scheduler = configure(builder).build().unwrap();
+    let addr = scheduler.admin_addr().unwrap();
+    let stop = CancellationToken::new();
+    let s = stop.clone();
+    let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
+    Node {
+        addr,
+        stop,
+        handle,
+        _dir: dir,
+    }
+}
+
+/// An answer: status, headers (names lowercase) and body.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Sends `GET path` with exactly `headers` (plus `Connection: close`) and reads the answer.
+async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut request = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut raw))
+        .await
+        .expect("an answer within a minute")
+        .unwrap();
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Answer {
+    let text = String::from_utf8_lossy(raw);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"));
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Answer {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+async fn ready(addr: SocketAddr) {
+    let host = addr.to_string();
+    scheduler_tests::wait_until(Duration::from_secs(60), "the node is ready", || async {
+        get(addr, "/readyz", &[("Host", &host)]).await.status == 200
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_host_or_a_cross_origin_request_is_refused() {
+    let node = start(|b| b.admin_hosts(["scheduler.internal", "ops.example:8443"]));
+    let addr = node.addr;
+    ready(addr).await;
+    let bound = addr.to_string();
+    let port = addr.port();
+    let paths = ["/api/tasks", "/metrics", "/healthz", "/", "/openapi.json"];
+
+    // A DNS-rebinding page: the browser sends the attacker's name as Host.
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".to_owned(),
+        format!("localhost.evil.example:{port}"),
+        "scheduler.internal.evil.example".to_owned(),
+        // The allow-list's port is part of the entry.
+        "ops.example:9999".to_owned(),
+    ] {
+        for path in paths {
+            let answer = get(addr, path, &[("Host", &host)]).await;
+            assert_eq!(answer.status, 403, "Host {host} on {path}: {answer:?}");
+            assert!(answer.body.contains("forbidden"), "{answer:?}");
+            assert!(answer.body.contains("SCHEDULER_ADMIN_HOSTS"), "{answer:?}");
+        }
+    }
+
+    // The bound address, loopback names and the allow-list are served.
+    for host in [
+        bound.clone(),
+        format!("localhost:{port}"),
+        "localhost".to_owned(),
+        "LOCALHOST".to_owned(),
+        format!("127.0.0.1:{port}"),
+        format!("[::1]:{port}"),
+        "scheduler.internal".to_owned(),
+        format!("Scheduler.Internal:{port}"),
+        "ops.example:8443".to_owned(),
+    ] {
+        for path in paths {
+            let answer = get(addr, path, &[("Host", &host)]).await;
+            assert_eq!(answer.status, 200, "Host {host} on {path}: {answer:?}");
+        }
+    }
+
+    // A cross-origin page (another site, another local port, a sandboxed frame) is refused,
+    // whatever its Host; the page's own origin and the allow-list are served.
+    let own = format!("http://{bound}");
+    for (origin, status) in [
+        ("http://evil.example", 403),
+        ("http://localhost:3000", 403),
+        ("null", 403),
+        ("https://127.0.0.1:1", 403),
+        (own.as_str(), 200),
+        ("https://ops.example:8443", 200),
+    ] {
+        for path in paths {
+            let answer = get(addr, path, &[("Host", &bound), ("Origin", origin)]).await;
+            assert_eq!(
+                answer.status, status,
+                "Origin {origin} on {path}: {answer:?}"
+            );
+        }
+    }
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_says_nosniff() {
+    let node = start(|b| b);
+    let addr = node.addr;
+    ready(addr).await;
+    let host = addr.to_string();
+    for (path, headers, status) in [
+        ("/api/tasks", vec![("Host", host.as_str())], 200),
+        ("/metrics", vec![("Host", host.as_str())], 200),
+        ("/healthz", vec![("Host", host.as_str())], 200),
+        ("/openapi.json", vec![("Host", host.as_str())], 200),
+        ("/api/runs/999999", vec![("Host", host.as_str())], 404),
+        ("/no/such/route", vec![("Host", host.as_str())], 404),
+        ("/api/tasks", vec![("Host", "evil.example")], 403),
+    ] {
+        let answer = get(addr, path, &headers).await;
+        assert_eq!(answer.status, status, "{path}: {answer:?}");
+        assert_eq!(
+            answer.header("x-content-type-options"),
+            Some("nosniff"),
+            "{path}: {answer:?}"
+        );
+    }
+    node.stop().await;
+}
+
+/// Whether the server has closed `stream` (a read returns end of file or an error) within
+/// `wait`.
+async fn closed_within(stream: &mut TcpStream, wait: Duration) -> bool {
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(wait, stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0)) | Ok(Err(_)) => return true,
+            // An error answer (408) before closing: keep reading to the close.
+            Ok(Ok(_)) => continue,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_sending_headers_a_byte_a_second_is_cut_off() {
+    let node = start(|b| b);
+    let addr = node.addr;
+    ready(addr).await;
+    let request = format!(
+        "GET /api/tasks HTTP/1.1\r\nHost: {addr}\r\nX-Padding: {}\r\n\r\n",
+        "a".repeat(200)
+    );
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    let mut sent = 0;
+    let mut cut = false;
+    for byte in request.bytes() {
+        if slow.write_all(&[byte]).await.is_err() {
+            cut = true;
+            break;
+        }
+        sent += 1;
+        if closed_within(&mut slow, Duration::from_secs(1)).await {
+            cut = true;
+            break;
+        }
+        // While the slow client holds its connection, others are served.
+        if sent % 5 == 0 {
+            let host = addr.to_string();
+            let answer = get(addr, "/healthz", &[("Host", &host)]).await;
+            assert_eq!(answer.status, 200, "{answer:?}");
+        }
+    }
+    assert!(
+        cut,
+        "the server kept a client that sent its headers a byte a second until all {} bytes \
+         were sent",
+        request.len()
+    );
+    assert!(sent < request.len(), "cut off before the headers ended");
+    // A client that connected and sent nothing was cut off too (the same deadline).
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(120)).await,
+        "a silent connection is closed"
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_cap_are_refused_at_once() {
+    let node = start(|b| b);
+    let addr = node.addr;
+    ready(addr).await;
+    let host = addr.to_string();
+    // Silent connections, as many as the cap allows and more.
+    let cap = scheduler::admin::MAX_CONNECTIONS;
+    let mut held = Vec::new();
+    for _ in 0..cap + 4 {
+        held.push(TcpStream::connect(addr).await.unwrap());
+    }
+    // One beyond the cap is answered 503 and closed without waiting for a request.
+    let mut beyond = held.pop().unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(60), beyond.read_to_end(&mut raw))
+        .await
+        .expect("a connection beyond the cap is closed")
+        .unwrap();
+    let refused = parse(&raw);
+    assert_eq!(refused.status, 503, "{refused:?}");
+    assert!(refused.body.contains("connections"), "{refused:?}");
+    // The first one was served (it is cut off silent, later, without a 503).
+    let mut first = held.remove(0);
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(120), first.read_to_end(&mut raw)).await;
+    assert!(
+        !String::from_utf8_lossy(&raw).contains("503"),
+        "a connection within the cap is not refused"
+    );
+    // Once they go, the server serves again.
+    drop(held);
+    scheduler_tests::wait_until(Duration::from_secs(60), "served again", || async {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        if stream.write_all(request.as_bytes()).await.is_err() {
+            return false;
+        }
+        let mut raw = Vec::new();
+        let _ = stream.read_to_end(&mut raw).await;
+        raw.starts_with(b"HTTP/1.1 200")
+    })
+    .await;
+    node.stop().await;
+}
