@@ -364,12 +364,11 @@ async fn a_locked_due_row_is_retried_with_backoff() {
     )
     .await;
     n.stop().await;
+    // Shown, not judged (a count in a window of time depends on the machine): every 20 ms would
+    // be about 300; with backoff 58-59 were measured on a quiet machine. The pause rule itself
+    // is judged by the claimer's unit tests (`contended_pauses_double_up_to_a_second`).
     eprintln!("{during} transactions in 3 s while the row was held");
-    // Every 20 ms would be about 300 (a wake query and a claim each time); with backoff we
-    // measured 58-59 on a quiet machine (the claim attempts, the node's other services, the
-    // statistics queries of this test, and whatever the server's statistics flush shifts into
-    // the window). Half the no-backoff figure tells the two apart without riding on noise.
-    assert!(during < 150, "{during} transactions in 3 s");
+    assert_eq!(rec.ticks_started_twice("contended.tick"), []);
     admin.close().await;
 }
 

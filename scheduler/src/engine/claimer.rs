@@ -428,10 +428,7 @@ impl Service for ClaimLoop {
         }
         if pass.contended {
             self.contended += 1;
-            return Some(jitter(
-                (CONTENDED_RETRY * 2u32.saturating_pow(self.contended.min(10) - 1))
-                    .min(CONTENDED_RETRY_MAX),
-            ));
+            return Some(jitter(contended_pause(self.contended)));
         }
         self.contended = 0;
         Some(if pass.claimed > 0 || pass.rescued > 0 {
@@ -463,6 +460,13 @@ impl Service for ClaimLoop {
     }
 }
 
+/// The pause (before jitter) after the `streak`-th claim pass in a row that found due rows
+/// locked by another transaction: [`CONTENDED_RETRY`], doubled per pass, at most
+/// [`CONTENDED_RETRY_MAX`].
+fn contended_pause(streak: u32) -> Duration {
+    (CONTENDED_RETRY * 2u32.saturating_pow(streak.clamp(1, 10) - 1)).min(CONTENDED_RETRY_MAX)
+}
+
 /// `d` scaled by a random factor in [0.5, 1.5), so contending nodes drift apart.
 fn jitter(d: Duration) -> Duration {
     d.mul_f64(0.5 + super::random_fraction())
@@ -471,6 +475,29 @@ fn jitter(d: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contended_pauses_double_up_to_a_second() {
+        let pauses: Vec<u128> = (1..=9).map(|n| contended_pause(n).as_millis()).collect();
+        assert_eq!(pauses, [20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
+        assert_eq!(contended_pause(u32::MAX), CONTENDED_RETRY_MAX);
+        // Within 3 s of contention a node makes a handful of attempts, not one every 20 ms.
+        let mut elapsed = Duration::ZERO;
+        let mut attempts = 0;
+        while elapsed < Duration::from_secs(3) {
+            attempts += 1;
+            // The longest a jittered pause can be shortened to.
+            elapsed += contended_pause(attempts) / 2;
+        }
+        assert!(attempts <= 12, "{attempts} attempts in 3 s");
+        for _ in 0..1000 {
+            let d = jitter(Duration::from_millis(100));
+            assert!(
+                d >= Duration::from_millis(50) && d < Duration::from_millis(150),
+                "{d:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_fair_share_divides_the_tasks_among_the_live_nodes() {
