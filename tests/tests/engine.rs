@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use chrono::{DurationRound, TimeDelta, Utc};
 use common::*;
-use scheduler::store::RunStatus;
+use scheduler::store::{RunStatus, SkipReason};
 use scheduler::{TaskContext, task};
 
 // ---- tasks ---------------------------------------------------------------------------------
@@ -91,6 +91,7 @@ async fn steal_task(ctx: TaskContext) {
 }
 
 quick_tasks! { stuck_task = "stuck.task" }
+quick_tasks! { unreadable_task = "unreadable.task", unreadable_neighbour = "unreadable.neighbour" }
 
 /// One handler start: task, tick, wall clock at the start.
 type Start = (String, chrono::DateTime<Utc>, chrono::DateTime<Utc>);
@@ -143,6 +144,7 @@ on_both_backends!(
     expired_lock_on_a_future_task_is_released,
     a_stolen_lock_stops_the_handler_and_records_the_run_lost,
     an_enabled_task_without_a_next_run_is_rescheduled_without_a_config,
+    a_stored_schedule_the_node_cannot_read_is_skipped_and_recorded_once,
     ticks_claimed_ahead_start_on_their_tick_and_never_before,
 );
 
@@ -701,4 +703,41 @@ async fn an_enabled_task_without_a_next_run_is_rescheduled_without_a_config(db: 
     })
     .await;
     n.stop().await;
+}
+
+/// A due row whose stored schedule this node cannot read (written by a newer version, or by
+/// hand) is not run here: the tick is recorded once as skipped with reason `invalid_schedule`,
+/// the handler never starts, and the node's other tasks run on.
+async fn a_stored_schedule_the_node_cannot_read_is_skipped_and_recorded_once(db: &TestDb) {
+    let past = Utc::now() - TimeDelta::seconds(1);
+    db.insert_task("unreadable.task", "61 * * * *", Some(past))
+        .await;
+    db.insert_task("unreadable.neighbour", "* * * * * *", Some(past))
+        .await;
+    let rec = Arc::new(Recorder::default());
+    let n = start(
+        node(db, "a", tasks("unreadable."))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "the unreadable tick recorded and the neighbour running",
+        || async {
+            !db.skips("unreadable.task").await.is_empty()
+                && rec.starts_of("unreadable.neighbour") >= 3
+        },
+    )
+    .await;
+    n.stop().await;
+    let skips = db.skips("unreadable.task").await;
+    assert_eq!(skips.len(), 1, "recorded once: {skips:?}");
+    assert_eq!(skips[0].reason, SkipReason::InvalidSchedule, "{skips:?}");
+    assert_eq!(
+        rec.starts_of("unreadable.task"),
+        0,
+        "its handler never starts"
+    );
+    assert!(db.runs(Some("unreadable.task")).await.is_empty());
 }
