@@ -92,6 +92,7 @@ async fn steal_task(ctx: TaskContext) {
 
 quick_tasks! { stuck_task = "stuck.task" }
 quick_tasks! { unreadable_task = "unreadable.task", unreadable_neighbour = "unreadable.neighbour" }
+quick_tasks! { order_paused = "order.paused", order_running = "order.running" }
 
 /// One handler start: task, tick, wall clock at the start.
 type Start = (String, chrono::DateTime<Utc>, chrono::DateTime<Utc>);
@@ -145,6 +146,7 @@ on_both_backends!(
     a_stolen_lock_stops_the_handler_and_records_the_run_lost,
     an_enabled_task_without_a_next_run_is_rescheduled_without_a_config,
     a_stored_schedule_the_node_cannot_read_is_skipped_and_recorded_once,
+    the_config_is_applied_before_anything_is_claimed,
     ticks_claimed_ahead_start_on_their_tick_and_never_before,
 );
 
@@ -740,4 +742,42 @@ async fn a_stored_schedule_the_node_cannot_read_is_skipped_and_recorded_once(db:
         "its handler never starts"
     );
     assert!(db.runs(Some("unreadable.task")).await.is_empty());
+}
+
+/// Start-up order: the config is reconciled before the first claim. A row left enabled and
+/// due by an earlier deployment, which the config now disables, never runs on a node starting
+/// with that config, while the config's enabled task runs.
+async fn the_config_is_applied_before_anything_is_claimed(db: &TestDb) {
+    let past = Utc::now() - TimeDelta::seconds(5);
+    db.insert_task("order.paused", "* * * * * *", Some(past))
+        .await;
+    let rec = Arc::new(Recorder::default());
+    let config = doc(vec![
+        scheduler::config::TaskConfig {
+            enabled: false,
+            ..entry("order.paused", "* * * * * *")
+        },
+        entry("order.running", "* * * * * *"),
+    ]);
+    let n = start(
+        node(db, "a", tasks("order."))
+            .config_document(config)
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "the enabled task runs a few times",
+        || async { rec.starts_of("order.running") >= 3 },
+    )
+    .await;
+    n.stop().await;
+    assert_eq!(
+        rec.starts_of("order.paused"),
+        0,
+        "a task the config disables ran before the config was applied"
+    );
+    assert!(db.runs(Some("order.paused")).await.is_empty());
+    assert!(!db.task("order.paused").await.enabled);
 }
