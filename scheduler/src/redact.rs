@@ -13,8 +13,21 @@ use std::ops::Range;
 const MASK: &str = "***";
 
 /// A query parameter or keyword whose name contains one of these (ASCII case-insensitive, after
-/// percent-decoding) has its value hidden.
-const SECRET_KEY_HINTS: &[&str] = &["password", "passwd", "secret", "token"];
+/// percent-decoding) has its value hidden: database passwords, and the API keys, tokens and
+/// signatures of webhook and config URLs (`?api_key=`, `access_token=`, `sig=`, `X-Amz-Credential=`).
+const SECRET_KEY_HINTS: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "signature",
+    "credential",
+];
+
+/// Names that are secret as a whole word only (as hints they would catch too much).
+const SECRET_KEY_NAMES: &[&str] = &["sig", "pwd", "pass"];
 
 /// Removes passwords from a database or HTTP connection string, for logs and error messages.
 ///
@@ -25,8 +38,9 @@ const SECRET_KEY_HINTS: &[&str] = &["password", "passwd", "secret", "token"];
 ///   first `:` of the user info to the **last** `@` of the string, so an `@` later in the path or
 ///   query hides more than the password, never less;
 /// - URL query parameters named `password`, `sslpassword`, or anything containing `password`,
-///   `passwd`, `secret` or `token` (any case, percent-encoded or not): the value is replaced, up to
-///   the next `&name=`;
+///   `passwd`, `secret`, `token`, `key`, `auth`, `signature` or `credential`, or named `sig`,
+///   `pwd` or `pass` (any case, percent-encoded or not): the value is replaced, up to the
+///   next `&name=`;
 /// - a libpq keyword/value string (`host=db user=app password='it''s s3cret'`): values of such
 ///   keywords, unquoted (with `\` escapes) or single-quoted (with `\'`, `\\` or `''` inside);
 /// - anything else is treated as text and goes through [`redact_text`].
@@ -70,8 +84,8 @@ pub fn redact_url(url: &str) -> String {
 /// - URLs (`scheme://...`, up to the next whitespace), redacted as by [`redact_url`]. When the
 ///   whitespace comes while the user info is still open (`scheme://user:` and no `@` yet), the
 ///   password is taken to contain a space and to run to the last `@` on that line;
-/// - `key=value` pairs (spaces around `=` allowed) whose key contains `password`, `passwd`,
-///   `secret` or `token` (any case, e.g. `PGPASSWORD=`, `sslpassword = '...'`, `--token=`). The
+/// - `key=value` pairs (spaces around `=` allowed) whose key is secret by the same rule as a
+///   query parameter (any case, e.g. `PGPASSWORD=`, `sslpassword = '...'`, `--token=`). The
 ///   value is hidden up to the next whitespace, or up to its closing quote when it starts with
 ///   `'` or `"`.
 ///
@@ -147,11 +161,14 @@ fn scheme_len(s: &str) -> Option<usize> {
     s[name..].starts_with("://").then_some(name + 3)
 }
 
-fn is_secret_key(key: &str) -> bool {
+/// Whether a query parameter or `key=value` keyword named `key` holds a secret (see
+/// [`SECRET_KEY_HINTS`]); for the crate's other redactions (a parsed URL's query).
+pub(crate) fn is_secret_key(key: &str) -> bool {
     let key = percent_encoding::percent_decode_str(key)
         .decode_utf8_lossy()
         .to_ascii_lowercase();
-    SECRET_KEY_HINTS.iter().any(|hint| key.contains(hint))
+    let word = key.trim_start_matches('-');
+    SECRET_KEY_HINTS.iter().any(|hint| key.contains(hint)) || SECRET_KEY_NAMES.contains(&word)
 }
 
 /// `url` redacted, where `url[..authority]` is `scheme://` (with any leading whitespace).
@@ -435,6 +452,11 @@ mod tests {
                 "postgres://h/x?sslmode=require&application_name=jobs#password=x",
             ),
             ("postgres://h/x?password=", "postgres://h/x?password="),
+            // Webhook and API styles: keys, signatures, credentials.
+            (
+                "https://hooks.example/x?api_key=k1&Signature=s2&sig=s3&X-Amz-Credential=c4&page=2",
+                "https://hooks.example/x?api_key=***&Signature=***&sig=***&X-Amz-Credential=***&page=2",
+            ),
             ("postgres://h/x?password", "postgres://h/x?password"),
         ];
         for (input, expected) in cases {

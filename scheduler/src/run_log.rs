@@ -39,6 +39,9 @@
 //! stderr into lines of the run's log through [`RunLogCapture::external`] and [`RunLogLines`]:
 //! the same format, bounds, marker and flushing as a captured span.
 //!
+//! **Secrets.** Every line goes through [`crate::redact::redact_text`] before it is kept, as a
+//! handler's error does: passwords in URLs and DSNs, `password=`, `token=`, `api_key=` values.
+//!
 //! This module owns the capture and the buffer; it must not decide anything about a run.
 
 use std::any::TypeId;
@@ -186,7 +189,9 @@ pub(crate) fn event_text(event: &Event<'_>) -> String {
     text
 }
 
-/// One line of a run's log: `time LEVEL target: text`, ending in a newline.
+/// One line of a run's log: `time LEVEL target: text`, ending in a newline. Secrets are
+/// redacted as in handler errors ([`crate::redact::redact_text`]: a handler that logs the DSN
+/// or URL it connects to does not publish its password through the API or `scheduler logs`).
 fn write_line(
     at: chrono::DateTime<chrono::Utc>,
     level: &tracing::Level,
@@ -200,7 +205,7 @@ fn write_line(
         at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         level,
         target,
-        text
+        crate::redact::redact_text(text)
     );
     if line.contains('\0') {
         // PostgreSQL text cannot hold NUL: one such line would lose its whole chunk.
@@ -497,6 +502,21 @@ mod tests {
         let lines = lines.lock().unwrap();
         let line = lines[0].split_once(' ').unwrap().1;
         assert_eq!(line, " WARN app::sync: synced x page=3 who=a\\0b\n");
+    }
+
+    #[test]
+    fn secrets_in_lines_are_redacted() {
+        let at = chrono::Utc::now();
+        let line = write_line(
+            at,
+            &tracing::Level::INFO,
+            "app",
+            "connecting to postgres://app:hunter2@db/jobs dsn=\"host=db password=hunter3\" api_key=hunter4",
+        );
+        for secret in ["hunter2", "hunter3", "hunter4"] {
+            assert!(!line.contains(secret), "{line}");
+        }
+        assert!(line.contains("postgres://app:***@db/jobs"), "{line}");
     }
 
     struct FormatProbe(Arc<Mutex<Vec<String>>>);

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 scheduler_tests::postgres_tests! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    a_secret_a_handler_logs_is_never_stored_on_postgres,
     logs_are_bounded_ordered_and_pruned_on_postgres,
     concurrent_runs_do_not_mix_on_postgres,
     each_node_writes_to_its_own_store_on_postgres,
@@ -56,6 +57,24 @@ async fn huge() {
     for i in 0..10 {
         tracing::info!(i, "{big}");
     }
+}
+
+/// What `logs.secret` logs and must never be stored or served.
+const LOGGED_SECRETS: [&str; 4] = [
+    "pg-s3cret-1",
+    "dsn-s3cret-2",
+    "key-s3cret-3",
+    "env-s3cret-4",
+];
+
+/// Logs the connection strings and keys it uses, as handlers do.
+#[task(name = "logs.secret")]
+async fn logs_secret() {
+    let [pg, dsn, key, env] = LOGGED_SECRETS;
+    tracing::info!("connecting to postgres://app:{pg}@db.internal:5432/jobs");
+    tracing::info!(dsn = %format!("host=db user=app password={dsn} dbname=jobs"), "connecting");
+    tracing::warn!(url = ?format!("https://hooks.example/notify?api_key={key}"), "posting");
+    tracing::info!("running PGPASSWORD={env} psql -h db");
 }
 
 #[task(name = "logs.pair.a")]
@@ -303,6 +322,41 @@ async fn logs_are_bounded_ordered_and_pruned_on_sqlite() {
 }
 
 /// Two runs going at once on one node each keep only their own lines.
+/// A handler that logs its DSN, a libpq string, an API key and a password variable: the run's
+/// log keeps the lines with every secret replaced by `***`, as a handler's error does.
+async fn a_secret_a_handler_logs_is_never_stored(store: Arc<dyn Store>) {
+    init_tracing();
+    let node = Node::start(&store, "secret", &["logs.secret"]);
+    let run = run_once(&store, "logs.secret").await;
+    assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
+    let log = text_of(&store.run_log(run.id).await.unwrap());
+    node.stop().await;
+    assert_eq!(log.lines().count(), 4, "{log}");
+    for secret in LOGGED_SECRETS {
+        assert!(!log.contains(secret), "{secret} in the run's log: {log}");
+    }
+    assert!(
+        log.contains("postgres://app:***@db.internal:5432/jobs"),
+        "{log}"
+    );
+    assert!(log.contains("password=***"), "{log}");
+    assert!(log.contains("api_key=***"), "{log}");
+    assert!(log.contains("PGPASSWORD=***"), "{log}");
+}
+
+async fn a_secret_a_handler_logs_is_never_stored_on_postgres() {
+    let (schema, store) = pg_store("logs_secret").await;
+    a_secret_a_handler_logs_is_never_stored(store).await;
+    schema.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_secret_a_handler_logs_is_never_stored_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = sqlite_store(&dir, "secret").await;
+    a_secret_a_handler_logs_is_never_stored(store).await;
+}
+
 async fn concurrent_runs_do_not_mix(store: Arc<dyn Store>) {
     init_tracing();
     let node = Node::start(&store, "pair-node", &["logs.pair.a", "logs.pair.b"]);

@@ -3,8 +3,34 @@
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 
+/// `text` safe to print on a terminal: control characters (an escape sequence a handler logged
+/// or an operator typed into a pause reason can move the cursor, rewrite earlier lines or set
+/// the window title) and the invisible bidirectional overrides are written as `\x1b`,
+/// `\u{202e}`; with `lines`, newlines and tabs stay as they are (a log), else they are escaped
+/// too.
+pub(crate) fn printable(text: &str, lines: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if lines && matches!(c, '\n' | '\t') || !(c.is_control() || bidi) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        }
+    }
+    out
+}
+
 /// Columns padded to their widest cell, two spaces apart; the last column is not padded.
+/// Cells are made [`printable`].
 pub(crate) fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| printable(cell, false)).collect())
+        .collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -53,9 +79,9 @@ pub(crate) fn span(delta: TimeDelta) -> String {
     }
 }
 
-/// `text` cut to `max` characters, with `…` when cut, on one line.
+/// `text` cut to `max` characters, with `…` when cut, on one line, [`printable`].
 pub(crate) fn cut(text: &str, max: usize) -> String {
-    let one_line = text.replace(['\n', '\r'], " ");
+    let one_line = printable(&text.replace(['\n', '\r'], " "), false);
     if one_line.chars().count() <= max {
         one_line
     } else {
@@ -101,6 +127,22 @@ fn edit_distance(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(
+            printable("a\x1b[2Jb\u{202e}c\u{7f}\td\ne", false),
+            "a\\x1b[2Jb\\u{202e}c\\x7f\\x09d\\x0ae"
+        );
+        assert_eq!(
+            printable("l1\tx\nl2\x07\r\n", true),
+            "l1\tx\nl2\\x07\\x0d\n"
+        );
+        assert_eq!(printable("ünïcode ok", false), "ünïcode ok");
+        assert_eq!(cut("why\x1b]0;pwned\x07", 100), "why\\x1b]0;pwned\\x07");
+        let rows = vec![vec!["a\x1bb".to_owned(), "c".to_owned()]];
+        assert_eq!(table(&["X", "Y"], &rows), "X       Y\na\\x1bb  c\n");
+    }
 
     #[test]
     fn tables_align_and_trim() {

@@ -29,19 +29,6 @@ const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// Redirects followed per request, all within the configured origin.
 const MAX_REDIRECTS: usize = 5;
 
-/// Query parameters whose values are hidden in [`ConfigSource::describe`] (matched as substrings,
-/// case-insensitive).
-const SECRET_QUERY_HINTS: &[&str] = &[
-    "token",
-    "key",
-    "secret",
-    "password",
-    "passwd",
-    "auth",
-    "sig",
-    "credential",
-];
-
 /// A config document at an `http://` or `https://` URL.
 ///
 /// Every fetch is a conditional GET: the `ETag` and `Last-Modified` of the last `200` are sent
@@ -407,9 +394,7 @@ pub(super) fn redact_url(url: &Url) -> String {
         let pairs: Vec<(String, String)> = url
             .query_pairs()
             .map(|(k, v)| {
-                let lower = k.to_ascii_lowercase();
-                let secret = SECRET_QUERY_HINTS.iter().any(|hint| lower.contains(hint));
-                let v = if secret {
+                let v = if crate::redact::is_secret_key(&k) {
                     "***".to_owned()
                 } else {
                     v.into_owned()
@@ -422,12 +407,14 @@ pub(super) fn redact_url(url: &Url) -> String {
     crate::redact::redact_url(&shown.to_string().replace("%2A%2A%2A", "***"))
 }
 
-/// Redacts a string that may or may not parse as a URL.
+/// Redacts a string that may or may not parse as a URL. One that does not parse is never shown
+/// as written: by the text rules of [`crate::redact`] (secret query values and passwords
+/// hidden), and not at all when it holds user info (a token may stand in the user name).
 pub(super) fn redact(location: &str) -> String {
     match Url::parse(location) {
         Ok(url) => redact_url(&url),
         Err(_) if location.contains('@') => "<unparseable URL with credentials>".to_owned(),
-        Err(_) => location.to_owned(),
+        Err(_) => crate::redact::redact_url(location),
     }
 }
 
@@ -465,6 +452,23 @@ mod tests {
             redact("http://u:pa/ss@h.example/x"),
             "<unparseable URL with credentials>"
         );
+    }
+
+    #[test]
+    fn an_unparseable_url_is_never_shown_as_written() {
+        for (location, secret) in [
+            ("https://cfg.example:99999/tasks.json?api_key=k3y", "k3y"),
+            ("https://cfg.example:99999/tasks.json?token=t0k&x=1", "t0k"),
+            ("https://[::1/tasks.json?sig=s1g", "s1g"),
+            ("https://tok3n@[::1/tasks.json", "tok3n"),
+        ] {
+            let error = HttpSource::builder(location)
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert!(!error.contains(secret), "{error}");
+            assert!(!redact(location).contains(secret), "{location}");
+        }
     }
 
     #[test]

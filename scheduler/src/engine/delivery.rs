@@ -113,12 +113,9 @@ impl Deliverer {
             .await;
         let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
         let attempt = row.attempts + 1;
-        let (status, error) = match &response {
+        let (status, error) = match response {
             Ok(r) => (Some(r.status().as_u16()), None),
-            Err(e) => (
-                None,
-                Some(crate::redact::redact_text(&crate::error::error_chain(e))),
-            ),
+            Err(e) => (None, Some(delivery_error(e))),
         };
         let next = match status {
             Some(s) if (200..300).contains(&s) => DeliveryNext::Delivered,
@@ -145,6 +142,14 @@ impl Deliverer {
             next,
         }
     }
+}
+
+/// What a failed delivery says, for the delivery log, the API and the node's log: never the
+/// endpoint's URL, whose path or query often is the credential (Slack, Teams and Discord style
+/// URLs, `?api_key=`); reqwest's " for url (...)" is dropped and the rest redacted.
+fn delivery_error(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    crate::redact::redact_text(&crate::error::error_chain(&error))
 }
 
 impl Service for Deliverer {

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::super::table::{cut, instant, span, table};
+use super::super::table::{cut, instant, printable, span, table};
 use super::target::{Target, fail, to_json, value_of};
 use super::{LogsArgs, RunsArgs};
 use crate::store::{RunQuery, RunRecord, Trigger};
@@ -93,5 +93,6 @@ pub(super) async fn logs(args: &LogsArgs) -> crate::Result<String> {
             run.id, run.task_name, run.status
         );
     }
-    Ok(text)
+    // What a handler logged reaches a terminal: no escape sequence of its gets there.
+    Ok(printable(&text, true))
 }

@@ -3,7 +3,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Value, json};
 
-use super::super::table::{cut, instant, span, table};
+use super::super::table::{cut, instant, printable, span, table};
 use super::StatusArgs;
 use super::target::{ALIVE_WITHIN, Target, to_json, value_of};
 use crate::schedule::ScheduleSpec;
@@ -112,10 +112,10 @@ pub(super) async fn status(args: &StatusArgs) -> crate::Result<String> {
                 text.push_str(&format!(
                     "  {} paused by {} at {}{}: {}\n",
                     t.name,
-                    p.by,
+                    printable(&p.by, false),
                     instant(Some(p.at)),
                     until,
-                    p.reason
+                    printable(&p.reason, false)
                 ));
             }
             if let Some(at) = t.manual_at {
