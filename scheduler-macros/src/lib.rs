@@ -9,6 +9,8 @@
 //! When anything fails, the user's item is emitted unchanged next to the `compile_error!`s, so
 //! one mistake does not cascade into "cannot find function" errors at every call site.
 
+#![warn(missing_docs)]
+
 mod ast;
 mod expand;
 mod valid;

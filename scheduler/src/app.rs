@@ -3,7 +3,7 @@
 //! needed to embed a scheduler in an application of its own: build one with
 //! [`SchedulerBuilder`] and call [`Scheduler::run_until`](crate::Scheduler::run_until).
 
-use crate::{Result, SchedulerBuilder, TaskRegistry};
+use crate::{Result, SchedulerBuilder};
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
 pub async fn shutdown_signal() {
@@ -63,7 +63,8 @@ pub fn init_tracing() {
 /// that task's handler instead and exits (see [`crate::isolation`]); whatever `main` does
 /// before calling `run` is done again in every such child.
 ///
-/// The process arguments select an operator command instead (see [`AppCli`](crate::cli::AppCli)):
+/// With the `cli` feature (a default), the process arguments select an operator command instead
+/// (see [`AppCli`](crate::cli::AppCli)):
 /// `myapp check-config tasks.json` checks a config file against the tasks this binary registers
 /// without touching the database, and exits non-zero on any problem; `myapp next '<cron>'`
 /// previews a schedule; `myapp status`, `runs`, `logs`, `trigger`, `pause` and `resume` are the
@@ -73,6 +74,9 @@ pub fn init_tracing() {
 /// [`Scheduler::run_until`](crate::Scheduler::run_until) instead (and can still offer the commands through
 /// [`cli::AppCommand`](crate::cli::AppCommand)).
 ///
+/// Without the `cli` feature there are no commands: `run` ignores the process arguments and
+/// runs the scheduler.
+///
 /// ```no_run
 /// #[tokio::main]
 /// async fn main() -> scheduler::Result<()> {
@@ -80,21 +84,34 @@ pub fn init_tracing() {
 /// }
 /// ```
 pub async fn run() -> Result<()> {
-    use clap::Parser;
-
-    use crate::cli::{AppCli, AppCommand};
-
     // A child process of an isolated task runs that one handler and exits: no command line,
     // no config, no database.
     if let Some(request) = crate::isolation::child_request() {
         crate::isolation::run_child(request).await;
     }
+    #[cfg(feature = "cli")]
+    return command().await;
+    #[cfg(not(feature = "cli"))]
+    run_node().await
+}
+
+/// Runs the scheduler with settings from the environment until SIGTERM or SIGINT.
+async fn run_node() -> Result<()> {
+    init_tracing();
+    let scheduler = SchedulerBuilder::from_env()?.build()?;
+    scheduler.run_until(shutdown_signal()).await
+}
+
+/// The command the process arguments select.
+#[cfg(feature = "cli")]
+async fn command() -> Result<()> {
+    use clap::Parser;
+
+    use crate::TaskRegistry;
+    use crate::cli::{AppCli, AppCommand};
+
     match AppCli::parse().command {
-        None | Some(AppCommand::Run) => {
-            init_tracing();
-            let scheduler = SchedulerBuilder::from_env()?.build()?;
-            scheduler.run_until(shutdown_signal()).await
-        }
+        None | Some(AppCommand::Run) => run_node().await,
         Some(AppCommand::CheckConfig(args)) => {
             let registry = TaskRegistry::collect()?;
             if !args.run(&registry, &mut std::io::stdout().lock())? {

@@ -77,11 +77,15 @@ pub struct SchedulerBuilder {
     default_backoff: Option<Duration>,
     default_misfire: Option<Misfire>,
     missed_grace: Option<Duration>,
+    #[cfg(feature = "webhook")]
     webhook: Option<crate::webhook::WebhookSettings>,
     config_poll_interval: Option<Duration>,
     migrate: Option<bool>,
+    #[cfg(feature = "admin")]
     admin_addr: Option<std::net::SocketAddr>,
+    #[cfg(feature = "admin")]
     admin_token: Option<String>,
+    #[cfg(feature = "admin")]
     admin_hosts: Vec<String>,
 }
 
@@ -143,6 +147,7 @@ impl SchedulerBuilder {
     /// ```
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let env = Env::new(&lookup);
+        refuse_missing_features(&env)?;
         Ok(Self {
             store_settings: StoreSettings {
                 url: env
@@ -167,10 +172,14 @@ impl SchedulerBuilder {
             default_backoff: env.duration(vars::DEFAULT_BACKOFF)?,
             default_misfire: env.parsed(vars::DEFAULT_MISFIRE)?,
             missed_grace: env.duration(vars::MISSED_GRACE)?,
+            #[cfg(feature = "webhook")]
             webhook: crate::webhook::WebhookSettings::from_reader(&env)?,
             migrate: env.boolean(vars::MIGRATE)?,
+            #[cfg(feature = "admin")]
             admin_addr: env.socket_addr(vars::ADMIN_ADDR)?,
+            #[cfg(feature = "admin")]
             admin_token: admin_token_from(&env)?,
+            #[cfg(feature = "admin")]
             admin_hosts: env
                 .string(vars::ADMIN_HOSTS)
                 .map(|hosts| {
@@ -360,6 +369,7 @@ impl SchedulerBuilder {
     }
 
     /// Sends alerts to a webhook (see [`crate::webhook`]). Default: none.
+    #[cfg(feature = "webhook")]
     pub fn webhook(mut self, webhook: crate::webhook::WebhookSettings) -> Self {
         self.webhook = Some(webhook);
         self
@@ -374,6 +384,7 @@ impl SchedulerBuilder {
     /// Serves the admin HTTP API, `/metrics`, `/healthz` and `/readyz` on `addr` (see
     /// [`crate::admin`]). Default: off. Port 0 picks a free port
     /// ([`Scheduler::admin_addr`](crate::Scheduler::admin_addr) tells which).
+    #[cfg(feature = "admin")]
     pub fn admin_addr(mut self, addr: std::net::SocketAddr) -> Self {
         self.admin_addr = Some(addr);
         self
@@ -381,6 +392,7 @@ impl SchedulerBuilder {
 
     /// The bearer token admin mutations (trigger, pause, resume) need, at least 16 characters.
     /// Default: none, and then every mutation is refused. Never logged.
+    #[cfg(feature = "admin")]
     pub fn admin_token(mut self, token: impl Into<String>) -> Self {
         self.admin_token = Some(token.into());
         self
@@ -390,6 +402,7 @@ impl SchedulerBuilder {
     /// (any port) or `name:port`, as clients reach it (a DNS name, a reverse proxy's name). A
     /// request whose `Host` or cross-origin `Origin` names anything else is refused, so a web
     /// page cannot reach a loopback admin server by DNS rebinding. Default: none.
+    #[cfg(feature = "admin")]
     pub fn admin_hosts<I, S>(mut self, hosts: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -440,6 +453,7 @@ impl SchedulerBuilder {
                 .unwrap_or(DEFAULT_CONFIG_POLL_INTERVAL),
         };
         settings.validate()?;
+        #[cfg(feature = "admin")]
         let admin = match self.admin_addr {
             Some(addr) => Some(crate::admin::AdminListener::bind(
                 addr,
@@ -472,13 +486,51 @@ impl SchedulerBuilder {
             self.state,
             config,
             self.migrate.unwrap_or(true),
+            #[cfg(feature = "webhook")]
             self.webhook,
         );
-        Ok(Scheduler::new(engine, admin))
+        #[cfg(feature = "admin")]
+        return Ok(Scheduler::new(engine, admin));
+        #[cfg(not(feature = "admin"))]
+        Ok(Scheduler::new(engine))
     }
 }
 
+/// Refuses a variable whose feature this build leaves out, naming the feature: set, it would
+/// otherwise be ignored (no admin server, no alerts) without a word.
+fn refuse_missing_features(env: &Env<'_>) -> Result<()> {
+    let missing: &[(&str, &str)] = &[
+        #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_ADDR, "admin"),
+        #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_TOKEN, "admin"),
+        #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_HOSTS, "admin"),
+        #[cfg(not(feature = "webhook"))]
+        (vars::WEBHOOK_URL, "webhook"),
+        #[cfg(not(feature = "webhook"))]
+        (vars::WEBHOOK_SECRET, "webhook"),
+        #[cfg(not(feature = "webhook"))]
+        (vars::WEBHOOK_EVENTS, "webhook"),
+        #[cfg(not(feature = "webhook"))]
+        (vars::WEBHOOK_TIMEOUT, "webhook"),
+    ];
+    for (name, feature) in missing {
+        if env.string(name).is_some() {
+            return Err(crate::env::invalid(
+                *name,
+                format!(
+                    "needs the `{feature}` feature of the scheduler crate, which this build leaves out \
+                     (add it to the dependency's `features`)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The admin token of the environment contract (only with `SCHEDULER_ADMIN_ADDR`).
+#[cfg(feature = "admin")]
 fn admin_token_from(env: &Env<'_>) -> Result<Option<String>> {
     let token = env.string(vars::ADMIN_TOKEN);
     if token.is_some() && env.string(vars::ADMIN_ADDR).is_none() {
@@ -488,4 +540,34 @@ fn admin_token_from(env: &Env<'_>) -> Result<Option<String>> {
         ));
     }
     Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A build without `admin` or `webhook` (CI's minimal-features step) refuses their
+    /// variables rather than ignoring them.
+    #[cfg(not(all(feature = "admin", feature = "webhook")))]
+    #[test]
+    fn a_variable_of_a_missing_feature_names_it() {
+        let missing = [
+            #[cfg(not(feature = "admin"))]
+            ("SCHEDULER_ADMIN_ADDR", "127.0.0.1:9870", "admin"),
+            #[cfg(not(feature = "webhook"))]
+            (
+                "SCHEDULER_WEBHOOK_URL",
+                "https://hooks.example/x",
+                "webhook",
+            ),
+        ];
+        for (name, value, feature) in missing {
+            let lookup = |n: &str| (n == name).then(|| value.to_owned());
+            let message = super::SchedulerBuilder::from_lookup(lookup)
+                .expect_err("refused")
+                .to_string();
+            assert!(
+                message.contains(name) && message.contains(&format!("`{feature}` feature")),
+                "{message}"
+            );
+        }
+    }
 }

@@ -84,6 +84,7 @@ impl<'a> Env<'a> {
     }
 
     /// A socket address such as `127.0.0.1:9870` or `[::1]:9870` (a listening address).
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn socket_addr(&self, name: &'static str) -> Result<Option<std::net::SocketAddr>> {
         self.string(name)
             .map(|v| {

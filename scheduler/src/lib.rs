@@ -20,6 +20,28 @@
 //! }
 //! ```
 //!
+//! # Cargo features
+//!
+//! An application pays only for what it uses. The defaults are everything the README's
+//! quickstart uses; `default-features = false` and a list gives the rest:
+//!
+//! | feature | brings | without it |
+//! |---|---|---|
+//! | `postgres` (default) | [`store::PgStore`]: several nodes, TLS on rustls | a `postgres://` URL is an error naming the feature |
+//! | `sqlite` (default) | [`store::SqliteStore`]: one process, SQLite built from its bundled C sources | a `sqlite://` URL (and no URL at all) is an error naming the feature |
+//! | `admin` (default) | [`admin`]: the HTTP API, OpenAPI document, `/metrics`, probes and dashboard (axum); [`SchedulerBuilder::admin_addr`] | `SCHEDULER_ADMIN_ADDR` is an error naming the feature; [`Scheduler::metrics`] still counts |
+//! | `http-config` (default) | [`config::HttpSource`]: the task config over HTTP(S) (reqwest on rustls) | an `http(s)://` config location is an error naming the feature; files and [`config::ConfigSource`] work |
+//! | `webhook` (default) | [`webhook`]: alerts posted to a signed webhook (reqwest on rustls); [`SchedulerBuilder::webhook`] | `SCHEDULER_WEBHOOK_URL` is an error naming the feature; [`events`] still reach code |
+//! | `cli` (default) | [`cli`] (clap): the `scheduler` binary, and the commands of [`run`] (`myapp status`, `check-config`, ...) | [`run`] ignores its arguments and runs the node |
+//!
+//! The engine, the schedules, the config (files, custom sources, hot reload), the events, the
+//! metrics, the per-run logs and process isolation are always there. An application with the
+//! engine on PostgreSQL and nothing else:
+//!
+//! ```toml
+//! scheduler = { version = "0.1", default-features = false, features = ["postgres"] }
+//! ```
+//!
 //! The crate is organised one module per concept, in layers; a module imports only from its own
 //! layer or those below it:
 //!
@@ -42,10 +64,14 @@
 //! [`Error::InvalidSetting`]. `scripts/module-graph` checks the layers and lists the cycles.
 
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly): each item gated by a feature says which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "admin")]
 pub mod admin;
 mod app;
 mod builder;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;
 mod context;
@@ -66,6 +92,7 @@ pub mod schedule;
 pub mod store;
 mod ticks;
 pub mod vars;
+#[cfg(feature = "webhook")]
 pub mod webhook;
 
 pub use app::{init_tracing, run, shutdown_signal};

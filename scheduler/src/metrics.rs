@@ -314,6 +314,7 @@ impl Metrics {
             .set(i64::from(open));
     }
 
+    #[cfg_attr(not(feature = "webhook"), allow(dead_code))]
     pub(crate) fn webhook_delivery(&self, result: &str) {
         self.webhook
             .get_or_create(&ResultLabel {

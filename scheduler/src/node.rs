@@ -7,10 +7,12 @@
 //! nothing of the admin server.
 
 use std::future::Future;
+#[cfg(feature = "admin")]
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::Result;
+#[cfg(feature = "admin")]
 use crate::admin::AdminListener;
 use crate::engine::{Engine, Life};
 use crate::events::EventStream;
@@ -21,6 +23,7 @@ use crate::store::Store;
 /// Built by [`SchedulerBuilder`](crate::SchedulerBuilder) ([`Scheduler::builder`]).
 pub struct Scheduler {
     engine: Engine,
+    #[cfg(feature = "admin")]
     admin: Option<AdminListener>,
 }
 
@@ -36,13 +39,21 @@ impl std::fmt::Debug for Scheduler {
 
 impl Scheduler {
     /// A node of `engine`, serving the admin API on `admin` (if any) while it runs.
+    #[cfg(feature = "admin")]
     pub(crate) fn new(engine: Engine, admin: Option<AdminListener>) -> Self {
         Self { engine, admin }
+    }
+
+    /// A node of `engine` (a build without the admin server).
+    #[cfg(not(feature = "admin"))]
+    pub(crate) fn new(engine: Engine) -> Self {
+        Self { engine }
     }
 
     /// The address the admin server listens on, if one is configured (see
     /// [`SchedulerBuilder::admin_addr`](crate::SchedulerBuilder::admin_addr)): the port actually
     /// bound when `:0` was asked for.
+    #[cfg(feature = "admin")]
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.admin.as_ref().map(AdminListener::local_addr)
     }
@@ -85,9 +96,13 @@ impl Scheduler {
         if let Some(request) = crate::isolation::child_request() {
             crate::isolation::run_child(request).await;
         }
+        #[cfg(feature = "admin")]
         let Self { engine, admin } = self;
+        #[cfg(not(feature = "admin"))]
+        let Self { engine } = self;
         // Around the engine's life, on the engine runtime (so no handler can hold it up): the
         // admin server starts first and stops last.
+        #[cfg(feature = "admin")]
         let around = move |view, life: Life| async move {
             let admin = match admin {
                 Some(listener) => Some(crate::admin::spawn(listener, view)?),
@@ -99,6 +114,8 @@ impl Scheduler {
             }
             result
         };
+        #[cfg(not(feature = "admin"))]
+        let around = |_view, life: Life| life;
         engine.run_until(shutdown, around).await
     }
 }

@@ -72,6 +72,13 @@ pub enum ConfigError {
     },
 }
 
+#[cfg(not(feature = "http-config"))]
+fn reason(_status: u16) -> String {
+    // Only the HTTP source (`http-config`) reports a status.
+    String::new()
+}
+
+#[cfg(feature = "http-config")]
 fn reason(status: u16) -> String {
     reqwest::StatusCode::from_u16(status)
         .ok()

@@ -20,8 +20,7 @@ use super::settings::ENV_CONFIG;
 use super::{ConfigError, ConfigFormat, ConfigSource, Fetched, RawConfig};
 use crate::error::error_chain;
 
-/// Default time allowed for one request, connection to last body byte.
-pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
+use super::settings::DEFAULT_HTTP_TIMEOUT;
 
 /// A body larger than this is refused rather than buffered: a task list is a few kilobytes.
 const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;

@@ -40,6 +40,7 @@ mod check;
 mod document;
 mod error;
 mod file;
+#[cfg(feature = "http-config")]
 mod http;
 mod settings;
 mod source;
@@ -50,10 +51,11 @@ pub use check::{CheckProblem, CheckReport, CheckedTask, check_config, check_conf
 pub use document::{ConfigDocument, ConfigFormat, TaskConfig};
 pub use error::ConfigError;
 pub use file::FileSource;
-pub use http::{DEFAULT_HTTP_TIMEOUT, HttpSource, HttpSourceBuilder};
+#[cfg(feature = "http-config")]
+pub use http::{HttpSource, HttpSourceBuilder};
 pub use settings::{
-    ConfigSettings, ENV_CONFIG, ENV_CONFIG_HEADERS, ENV_CONFIG_POLL_INTERVAL, ENV_CONFIG_TIMEOUT,
-    ENV_CONFIG_TOKEN, source_from_location,
+    ConfigSettings, DEFAULT_HTTP_TIMEOUT, ENV_CONFIG, ENV_CONFIG_HEADERS, ENV_CONFIG_POLL_INTERVAL,
+    ENV_CONFIG_TIMEOUT, ENV_CONFIG_TOKEN, source_from_location,
 };
 pub use source::{ConfigSource, Fetched, RawConfig};
 pub(crate) use validate::validate_with;

@@ -7,13 +7,20 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reqwest::Url;
+use url::Url;
 
+#[cfg(feature = "http-config")]
+use super::HttpSource;
+#[cfg(feature = "http-config")]
 use super::http::redact;
 use super::{
-    ConfigError, ConfigSource, ConfigWatcher, DEFAULT_HTTP_TIMEOUT, DEFAULT_POLL_INTERVAL,
-    FileSource, HttpSource, MIN_POLL_INTERVAL,
+    ConfigError, ConfigSource, ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSource, MIN_POLL_INTERVAL,
 };
+#[cfg(not(feature = "http-config"))]
+use crate::redact::redact_url as redact;
+
+/// Default time allowed for one HTTP request, connection to last body byte.
+pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
 
 // The names live with every other variable's, in `crate::vars`.
 pub use crate::vars::{
@@ -154,20 +161,40 @@ impl ConfigSettings {
             }
             return source_from_location(&self.location);
         }
-        let mut builder = HttpSource::builder(self.location.trim()).timeout(self.http_timeout);
-        for (name, value) in &self.headers {
-            builder = builder.header(name, value);
-        }
-        if let Some(token) = &self.token {
-            builder = builder.bearer_token(token);
-        }
-        Ok(Box::new(builder.build()?))
+        http_source(self)
     }
 
     /// Builds the source and a [`ConfigWatcher`] polling it at `poll_interval`.
     pub fn watcher(&self) -> Result<ConfigWatcher, ConfigError> {
         Ok(ConfigWatcher::new(self.source()?).poll_interval(self.poll_interval))
     }
+}
+
+/// The HTTP source of `settings` (an `http(s)://` location).
+#[cfg(feature = "http-config")]
+fn http_source(settings: &ConfigSettings) -> Result<Box<dyn ConfigSource>, ConfigError> {
+    let mut builder = HttpSource::builder(settings.location.trim()).timeout(settings.http_timeout);
+    for (name, value) in &settings.headers {
+        builder = builder.header(name, value);
+    }
+    if let Some(token) = &settings.token {
+        builder = builder.bearer_token(token);
+    }
+    Ok(Box::new(builder.build()?))
+}
+
+/// A build without the `http-config` feature has no HTTP source: an `http(s)://` location is
+/// refused, naming the feature.
+#[cfg(not(feature = "http-config"))]
+fn http_source(settings: &ConfigSettings) -> Result<Box<dyn ConfigSource>, ConfigError> {
+    Err(ConfigError::invalid(
+        "location",
+        format!(
+            "`{}` is an HTTP(S) URL, which needs the `http-config` feature of the scheduler \
+             crate, and this build leaves it out (add it to the dependency's `features`)",
+            redact(settings.location.trim())
+        ),
+    ))
 }
 
 /// A source for a path or URL: `http://` and `https://` give an [`HttpSource`] (default settings),
@@ -191,7 +218,7 @@ pub fn source_from_location(location: &str) -> Result<Box<dyn ConfigSource>, Con
         ));
     }
     if is_http(location) {
-        return Ok(Box::new(HttpSource::builder(location).build()?));
+        return http_source(&ConfigSettings::new(location));
     }
     if let Some(rest) = strip_prefix_ignore_case(location, "file://") {
         let path = if rest.starts_with('/') {
@@ -279,6 +306,18 @@ mod tests {
         }
     }
 
+    /// A build without `http-config` (CI's minimal-features step).
+    #[cfg(not(feature = "http-config"))]
+    #[test]
+    fn an_http_location_names_the_feature() {
+        let message = source_from_location("https://u:secret@h.example/t.json")
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(message.contains("`http-config` feature"), "{message}");
+        assert!(!message.contains("secret"), "{message}");
+    }
+
     #[test]
     fn unset_or_empty_location_means_no_config() {
         assert_eq!(ConfigSettings::from_lookup(lookup(&[])).unwrap(), None);
@@ -288,6 +327,8 @@ mod tests {
         );
     }
 
+    // Both read an http(s):// location.
+    #[cfg(feature = "http-config")]
     #[test]
     fn defaults_and_overrides() {
         let s = ConfigSettings::from_lookup(lookup(&[(ENV_CONFIG, "tasks.json")]))
@@ -329,6 +370,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "http-config")]
     #[test]
     fn locations() {
         assert!(is_http("HTTPS://h/x"));

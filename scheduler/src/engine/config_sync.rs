@@ -39,6 +39,7 @@ pub(crate) struct ConfigView {
 impl ConfigView {
     /// Whether the node has what it needs from its config: no config at all, or one reconcile
     /// done.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn loaded(&self) -> bool {
         self.source.is_none() || self.report.is_some()
     }

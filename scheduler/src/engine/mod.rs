@@ -33,6 +33,7 @@
 mod claimer;
 mod completer;
 mod config_sync;
+#[cfg(feature = "webhook")]
 mod delivery;
 mod execute;
 mod failstop;
@@ -56,6 +57,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub(crate) use config_sync::{ConfigFeed, ConfigView};
+#[cfg(feature = "webhook")]
 use delivery::AlertSink;
 pub use failstop::FAIL_STOP_EXIT_CODE;
 pub use settings::{
@@ -144,6 +146,7 @@ pub(crate) struct Shared {
     /// This node's metrics.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// Alerts on their way to the webhook, if one is configured.
+    #[cfg(feature = "webhook")]
     pub(crate) alerts: Option<Arc<AlertSink>>,
     /// The config as this node last read and applied it (for the admin API).
     pub(crate) config_view: std::sync::RwLock<ConfigView>,
@@ -162,6 +165,7 @@ impl Shared {
     }
 
     /// Whether the node is draining (shutdown requested).
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn draining(&self) -> bool {
         self.handlers_cancel.is_cancelled()
     }
@@ -202,9 +206,16 @@ impl Engine {
         state: StateMap,
         config: Option<ConfigFeed>,
         migrate: bool,
-        webhook: Option<crate::webhook::WebhookSettings>,
+        #[cfg(feature = "webhook")] webhook: Option<crate::webhook::WebhookSettings>,
     ) -> Self {
+        #[cfg(feature = "webhook")]
         let alerts = webhook.map(|w| Arc::new(AlertSink::new(Arc::new(w))));
+        #[cfg(feature = "webhook")]
+        let sink = alerts
+            .clone()
+            .map(|a| a as Arc<dyn crate::events::EventSink>);
+        #[cfg(not(feature = "webhook"))]
+        let sink = None;
         let names: Arc<[String]> = registry.names().map(str::to_owned).collect();
         let (completions, completion_queue) = tokio::sync::mpsc::unbounded_channel();
         let watchdog = Arc::new(watchdog::LockWatchdog::new(
@@ -232,12 +243,10 @@ impl Engine {
             specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
-            events: crate::events::EventBus::counted(metrics.events_dropped.clone()).with_sink(
-                alerts
-                    .clone()
-                    .map(|a| a as Arc<dyn crate::events::EventSink>),
-            ),
+            events: crate::events::EventBus::counted(metrics.events_dropped.clone())
+                .with_sink(sink),
             metrics,
+            #[cfg(feature = "webhook")]
             alerts,
             config_view: std::sync::RwLock::new(ConfigView::default()),
             started: std::sync::atomic::AtomicBool::new(false),
@@ -408,6 +417,7 @@ impl Engine {
         if let Some(config) = config {
             workers.spawn(service::run(config, stop.clone(), None));
         }
+        #[cfg(feature = "webhook")]
         if let Some(sink) = shared.alerts.clone() {
             let deliverer = delivery::Deliverer::new(Arc::clone(&shared), Arc::clone(&sink));
             let stop = stop.clone();

@@ -17,6 +17,9 @@
 //! A view is cheap to clone, `Send + Sync`, and keeps what it reads alive by itself (it borrows
 //! nothing), so the admin server may run on another runtime or thread than the engine.
 
+// Only the admin server reads the engine through the view.
+#![cfg_attr(not(feature = "admin"), allow(dead_code))]
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -85,8 +85,19 @@ pub fn backend_of(url: &str) -> StoreResult<Backend> {
 /// The store `settings` describe. Connects to nothing yet (call inside a Tokio runtime).
 pub fn connect(settings: &StoreSettings) -> StoreResult<Arc<dyn Store>> {
     let default_url = format!("sqlite://{DEFAULT_SQLITE_PATH}");
+    #[cfg(not(feature = "sqlite"))]
+    if settings.url.is_none() {
+        return Err(StoreError::setup(format!(
+            "no database URL is set (SCHEDULER_DATABASE_URL or DATABASE_URL), and the default, \
+             `{default_url}`, needs the `sqlite` feature of the scheduler crate, which this build \
+             leaves out: give a postgres:// URL"
+        )));
+    }
     let url = settings.url.as_deref().unwrap_or(&default_url);
     match backend_of(url)? {
+        #[cfg(not(feature = "postgres"))]
+        Backend::Postgres => Err(feature_missing(url, "postgres")),
+        #[cfg(feature = "postgres")]
         Backend::Postgres => {
             let mut builder = super::PgStore::builder(url);
             if let Some(schema) = &settings.schema {
@@ -121,6 +132,57 @@ pub fn connect(settings: &StoreSettings) -> StoreResult<Arc<dyn Store>> {
     }
 }
 
+#[cfg(feature = "sqlite")]
 fn connect_sqlite(url: &str) -> StoreResult<Arc<dyn Store>> {
     Ok(Arc::new(super::sqlite::from_url(url)?.connect()?))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn connect_sqlite(url: &str) -> StoreResult<Arc<dyn Store>> {
+    Err(feature_missing(url, "sqlite"))
+}
+
+/// The error for a URL whose backend this build leaves out: it names the Cargo feature to add.
+#[cfg(not(all(feature = "postgres", feature = "sqlite")))]
+fn feature_missing(url: &str, feature: &str) -> StoreError {
+    StoreError::setup(format!(
+        "`{}` needs the `{feature}` feature of the scheduler crate, which this build leaves out \
+         (add it to the dependency's `features`)",
+        redact_url(url)
+    ))
+}
+
+/// What a build without a backend says (run by CI's minimal-features step).
+#[cfg(test)]
+mod missing_backend {
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn a_postgres_url_names_the_feature() {
+        let settings = super::StoreSettings::url("postgres://app:hunter2@db/app");
+        let message = super::connect(&settings)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(message.contains("`postgres` feature"), "{message}");
+        assert!(!message.contains("hunter2"), "{message}");
+    }
+
+    #[cfg(not(feature = "sqlite"))]
+    #[test]
+    fn an_sqlite_url_or_none_names_the_feature() {
+        let settings = super::StoreSettings::url("sqlite://jobs.db");
+        let message = super::connect(&settings)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(message.contains("`sqlite` feature"), "{message}");
+        let message = super::connect(&super::StoreSettings::default())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            message.contains("`sqlite` feature") && message.contains("postgres://"),
+            "{message}"
+        );
+    }
 }

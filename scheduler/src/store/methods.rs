@@ -76,6 +76,10 @@ macro_rules! store_methods {
 /// of the same name in the invoking module: `async fn claim(store: &$store, request, rules)`, and
 /// `fn describe(store: &$store) -> String`. A backend writes its operations as such functions,
 /// one module per concept, and invokes this once.
+#[cfg_attr(
+    not(any(feature = "postgres", feature = "sqlite")),
+    allow(unused_macros)
+)]
 macro_rules! store_fns {
     ({ @impl $store:ty } $($name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)*) => {
         const _: () = {

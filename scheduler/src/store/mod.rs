@@ -25,11 +25,14 @@ mod methods;
 mod claim;
 mod connect;
 mod error;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod in_use;
 mod layer;
 mod outbox;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 mod records;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 use std::time::Duration;
@@ -47,12 +50,14 @@ pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, conne
 pub use error::{BoxError, StoreError, StoreResult};
 pub use layer::StoreLayer;
 pub use outbox::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow};
+#[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use records::{
     AuditEntry, ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, Heartbeat, LogChunk,
     NodeInfo, NodeRecord, OverdueTask, Pause, ResumePlan, ResumePlanner, RunQuery, RunRecord,
     RunRequest, RunStatus, SkipReason, SkipRecord, TaskChange, TaskRow, TaskState, WakeInfo,
 };
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 
 /// Wakes a waiting engine when another node changed something (a lock released, a config applied).

@@ -45,6 +45,7 @@
 mod count;
 mod due;
 mod grace;
+#[cfg(feature = "admin")]
 pub(crate) mod strip;
 
 pub(crate) use count::{

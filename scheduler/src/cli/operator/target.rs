@@ -62,9 +62,7 @@ impl Target {
                         "--schema only applies to a PostgreSQL database, and the store is `{shown}`"
                     )));
                 }
-                // Operator mode: beside a node that holds the file (SQLite lets several
-                // processes share one WAL file); never migrating, never registering.
-                Arc::new(crate::store::sqlite::from_url(&url)?.operator().connect()?)
+                open_sqlite(&url)?
             }
             _ => {
                 reach_postgres(&url, &shown).await?;
@@ -115,12 +113,29 @@ impl Target {
     }
 }
 
+/// The SQLite store at `url` in operator mode: beside a node that holds the file (SQLite lets
+/// several processes share one WAL file); never migrating, never registering.
+#[cfg(feature = "sqlite")]
+fn open_sqlite(url: &str) -> crate::Result<Arc<dyn Store>> {
+    Ok(Arc::new(
+        crate::store::sqlite::from_url(url)?.operator().connect()?,
+    ))
+}
+
+/// A build without the `sqlite` feature: the store's own error names the feature.
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(url: &str) -> crate::Result<Arc<dyn Store>> {
+    Ok(crate::store::connect(&StoreSettings::url(url))?)
+}
+
 /// How long the first connection to PostgreSQL may take before the command gives up.
+#[cfg(feature = "postgres")]
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connects once, so an unreachable server is reported by its real cause (refused, unknown
 /// host, bad password) rather than as the pool's "timed out while waiting for an open
 /// connection"; the URL and the driver's text are redacted.
+#[cfg(feature = "postgres")]
 async fn reach_postgres(url: &str, shown: &str) -> crate::Result<()> {
     use sqlx::Connection;
     let options: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e: sqlx::Error| {
@@ -143,6 +158,13 @@ async fn reach_postgres(url: &str, shown: &str) -> crate::Result<()> {
             CONNECT_TIMEOUT.as_secs()
         ))),
     }
+}
+
+/// A build without the `postgres` feature: nothing to reach (the store's own error names the
+/// feature).
+#[cfg(not(feature = "postgres"))]
+async fn reach_postgres(_url: &str, _shown: &str) -> crate::Result<()> {
+    Ok(())
 }
 
 pub(super) fn actor(args: &ActorArgs) -> Actor {
