@@ -193,6 +193,14 @@ pub enum SchedulerEvent {
         /// Task name.
         task: String,
     },
+    /// A task's entry left the config while its code is still deployed: its row is disabled
+    /// (never deleted) until an entry names it again. Raised once per removal, by the node that
+    /// applied the document.
+    #[serde(rename = "task.removed")]
+    TaskRemoved {
+        /// Task name.
+        task: String,
+    },
     /// The scheduler itself failed at something (the store unreachable, a write refused).
     #[serde(rename = "scheduler.error")]
     InternalError {
@@ -220,6 +228,7 @@ impl SchedulerEvent {
             Self::Recovered { .. } => "task.recovered",
             Self::ConfigRefused { .. } => "config.refused",
             Self::TaskOrphaned { .. } => "task.orphaned",
+            Self::TaskRemoved { .. } => "task.removed",
             Self::InternalError { .. } => "scheduler.error",
         }
     }
@@ -239,6 +248,7 @@ impl SchedulerEvent {
         "task.recovered",
         "config.refused",
         "task.orphaned",
+        "task.removed",
         "scheduler.error",
     ];
 
@@ -253,6 +263,7 @@ impl SchedulerEvent {
         "task.missed",
         "task.recovered",
         "task.orphaned",
+        "task.removed",
         "config.refused",
         "scheduler.error",
     ];
@@ -272,7 +283,8 @@ impl SchedulerEvent {
             | Self::Missed { task, .. }
             | Self::Recovered { task, .. }
             | Self::ConfigRefused { task, .. }
-            | Self::TaskOrphaned { task } => Some(task),
+            | Self::TaskOrphaned { task }
+            | Self::TaskRemoved { task } => Some(task),
             Self::InternalError { .. } => None,
         }
     }

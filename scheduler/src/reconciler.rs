@@ -23,7 +23,8 @@
 //! before it.
 //!
 //! A registered task **absent** from the config is not scheduled: its row, if any, is disabled
-//! (never deleted) and a warning names it. A row whose task is neither in the config nor
+//! (never deleted) and a warning names it; when that disables an enabled row (its entry left the
+//! config while its code is deployed), `task.removed` is raised, once. A row whose task is neither in the config nor
 //! registered in this binary is kept and flagged (`orphaned_since`), with a warning.
 //!
 //! **Rollouts.** Nodes only reconcile when the document *they* see changes (and once at start), so
@@ -62,6 +63,9 @@ pub struct ReconcileReport {
     pub refused: Vec<(String, String)>,
     /// Registered tasks missing from the config (not scheduled).
     pub absent: Vec<String>,
+    /// Of those, the rows this reconcile disabled because their entry left the config (each
+    /// raises `task.removed` once).
+    pub removed: Vec<String>,
     /// Rows known to neither the config nor this binary (kept, flagged).
     pub orphaned: Vec<String>,
     /// Of those, the rows this reconcile flagged (the others were flagged before).
@@ -232,6 +236,7 @@ pub fn plan(
                 next_run_at: None,
             });
             report.disabled.push(name.clone());
+            report.removed.push(name.clone());
         }
     }
 
@@ -272,6 +277,18 @@ fn digest(validated: &ValidatedConfig) -> String {
         feed(if d.enabled { b"1" } else { b"0" });
         feed(d.schedule.expression().as_bytes());
         feed(d.schedule.timezone().name().as_bytes());
+    }
+    // Refusals too: a document whose only news is a refused entry is recorded (once), so its
+    // `config.refused` alert is sent.
+    let refused: BTreeSet<(&str, String)> = validated
+        .refused
+        .iter()
+        .map(|r| (r.name.as_str(), r.reason.to_string()))
+        .collect();
+    for (name, reason) in refused {
+        feed(b"refused");
+        feed(name.as_bytes());
+        feed(reason.as_bytes());
     }
     format!("{hash:016x}")
 }
@@ -327,7 +344,7 @@ impl Reconciler {
         for name in &report.orphaned {
             tracing::warn!(task = %name, "task row is known to neither the config nor this binary: kept, flagged orphaned");
         }
-        if changes.is_empty() {
+        if changes.is_empty() && report.refused.is_empty() {
             tracing::debug!(%report, "config reconciled: nothing to change");
             return Ok(report);
         }
@@ -387,16 +404,21 @@ impl Reconciler {
                 let version = doc.version.unwrap_or_default();
                 report.stale = Some(StaleDocument { version, current });
                 report.newly_orphaned.clear();
+                report.removed.clear();
                 report.disabled_ticks.clear();
                 tracing::warn!(version, current, "{report}");
             }
             ConfigPlan::Nothing => {
                 report.newly_orphaned.clear();
+                report.removed.clear();
                 report.disabled_ticks.clear();
                 tracing::debug!(%report, "config reconciled: another node had applied it already");
             }
             _ => {
                 report.recorded = true;
+                for name in &report.removed {
+                    tracing::warn!(task = %name, "task removed from the config while its code is deployed: disabled (not deleted); task.removed raised");
+                }
                 for name in &report.repaired {
                     tracing::warn!(task = %name, "enabled task had no next run (a node that could not read its schedule cleared it, or the row was edited): scheduled again");
                 }

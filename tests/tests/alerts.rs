@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -13,9 +13,53 @@ use scheduler::{TaskContext, task};
 on_both_backends!(
     threads = 2;
     a_webhook_url_s_secrets_never_reach_the_delivery_log,
+    a_document_whose_only_news_is_a_refused_entry_reaches_the_webhook,
+    a_task_removed_from_the_config_reaches_the_webhook_once,
 );
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// The bodies a receiver got, parsed.
+#[derive(Default)]
+struct Received {
+    bodies: Mutex<Vec<serde_json::Value>>,
+}
+
+impl Received {
+    /// The events of type `kind` it got.
+    fn of(&self, kind: &str) -> Vec<serde_json::Value> {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == kind)
+            .cloned()
+            .collect()
+    }
+}
+
+/// A webhook receiver on a free port of 127.0.0.1 answering `status` at `/hook`.
+async fn receiver(status: u16) -> (String, Arc<Received>, tokio::task::JoinHandle<()>) {
+    let got = Arc::new(Received::default());
+    let sink = Arc::clone(&got);
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |body: String| {
+            let sink = Arc::clone(&sink);
+            async move {
+                let json = serde_json::from_str(&body).unwrap_or(serde_json::Value::Null);
+                sink.bodies.lock().unwrap().push(json);
+                axum::http::StatusCode::from_u16(status).unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let handle = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (url, got, handle)
+}
 
 #[task(name = "alerts.fails")]
 async fn alerts_fails(ctx: TaskContext) -> Result<(), std::io::Error> {
@@ -67,4 +111,156 @@ async fn a_webhook_url_s_secrets_never_reach_the_delivery_log(db: &TestDb) {
             assert!(!error.contains(secret), "{secret} in {error}");
         }
     }
+}
+
+#[task(name = "alerts.kept")]
+async fn alerts_kept() {}
+
+#[task(name = "alerts.removed")]
+async fn alerts_removed() {}
+
+/// A node reading its config from `file` (re-read every 200 ms), posting every alert to `url`.
+fn watching_node(db: &TestDb, id: &str, file: &std::path::Path, url: &str) -> RunningNode {
+    let webhook = scheduler::webhook::WebhookSettings::new(url, SECRET).unwrap();
+    start(
+        node(db, id, tasks("alerts."))
+            .config(file.to_str().unwrap())
+            .config_poll_interval(Duration::from_millis(200))
+            .webhook(webhook)
+            .state(Arc::new(Recorder::default()))
+            .build()
+            .unwrap(),
+    )
+}
+
+fn write_config(file: &std::path::Path, entries: &[(&str, &str)]) {
+    let tasks: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(name, cron)| serde_json::json!({"name": name, "cron": cron, "enabled": true}))
+        .collect();
+    let text = serde_json::json!({ "tasks": tasks }).to_string();
+    // Write then rename, so the watcher never reads half a document.
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, file).unwrap();
+}
+
+/// The config gains one entry, for a task no node has: that refusal is the document's only
+/// news (no row changes), and `config.refused` still reaches the webhook receiver, once per
+/// document (the same document reordered is not new).
+async fn a_document_whose_only_news_is_a_refused_entry_reaches_the_webhook(db: &TestDb) {
+    let (url, got, server) = receiver(204).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tasks.json");
+    write_config(&file, &[("alerts.kept", "0 0 1 1 *")]);
+    let n = watching_node(db, "a", &file, &url);
+    wait_until(
+        Duration::from_secs(60),
+        "the first document applied",
+        || async { db.try_task("alerts.kept").await.is_some() },
+    )
+    .await;
+    write_config(
+        &file,
+        &[("alerts.kept", "0 0 1 1 *"), ("alerts.nobody", "0 0 1 1 *")],
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "config.refused delivered",
+        || async { !got.of("config.refused").is_empty() },
+    )
+    .await;
+    let refused = got.of("config.refused");
+    assert_eq!(refused[0]["data"]["task"], "alerts.nobody", "{refused:?}");
+    // The same document again (reordered) raises nothing more; a new document that still
+    // holds the refused entry says so again: two in all.
+    write_config(
+        &file,
+        &[("alerts.nobody", "0 0 1 1 *"), ("alerts.kept", "0 0 1 1 *")],
+    );
+    write_config(
+        &file,
+        &[("alerts.kept", "0 0 2 1 *"), ("alerts.nobody", "0 0 1 1 *")],
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the last document applied",
+        || async { db.task("alerts.kept").await.cron == "0 0 2 1 *" },
+    )
+    .await;
+    wait_until(Duration::from_secs(60), "the outbox delivered", || async {
+        db.outbox()
+            .await
+            .iter()
+            .all(|(_, state)| state != "pending")
+    })
+    .await;
+    n.stop().await;
+    server.abort();
+    let refused = got.of("config.refused");
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|r| r["data"]["task"] == "alerts.nobody"));
+}
+
+/// A task whose entry leaves the config while its code is still deployed is disabled and
+/// reported `task.removed` to the webhook receiver, once however often the config is read.
+async fn a_task_removed_from_the_config_reaches_the_webhook_once(db: &TestDb) {
+    let (url, got, server) = receiver(204).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tasks.json");
+    write_config(
+        &file,
+        &[
+            ("alerts.kept", "0 0 1 1 *"),
+            ("alerts.removed", "0 0 1 1 *"),
+        ],
+    );
+    let n = watching_node(db, "a", &file, &url);
+    wait_until(Duration::from_secs(60), "both rows", || async {
+        db.try_task("alerts.removed")
+            .await
+            .is_some_and(|t| t.enabled)
+            && db.try_task("alerts.kept").await.is_some()
+    })
+    .await;
+    write_config(&file, &[("alerts.kept", "0 0 1 1 *")]);
+    wait_until(
+        Duration::from_secs(60),
+        "task.removed delivered",
+        || async { !got.of("task.removed").is_empty() },
+    )
+    .await;
+    assert!(
+        !db.task("alerts.removed").await.enabled,
+        "disabled, not deleted"
+    );
+    // Later documents (and a second node reading them) raise it no more.
+    write_config(&file, &[("alerts.kept", "0 0 2 1 *")]);
+    let m = watching_node(db, "b", &file, &url);
+    wait_until(
+        Duration::from_secs(60),
+        "the next document applied",
+        || async { db.task("alerts.kept").await.cron == "0 0 2 1 *" },
+    )
+    .await;
+    write_config(&file, &[("alerts.kept", "0 0 3 1 *")]);
+    wait_until(
+        Duration::from_secs(60),
+        "the last document applied",
+        || async { db.task("alerts.kept").await.cron == "0 0 3 1 *" },
+    )
+    .await;
+    wait_until(Duration::from_secs(60), "the outbox delivered", || async {
+        db.outbox()
+            .await
+            .iter()
+            .all(|(_, state)| state != "pending")
+    })
+    .await;
+    n.stop().await;
+    m.stop().await;
+    server.abort();
+    let removed = got.of("task.removed");
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(removed[0]["data"]["task"], "alerts.removed");
 }

@@ -155,6 +155,9 @@ impl ConfigSync {
         for task in &report.newly_orphaned {
             emit(SchedulerEvent::TaskOrphaned { task: task.clone() });
         }
+        for task in &report.removed {
+            emit(SchedulerEvent::TaskRemoved { task: task.clone() });
+        }
         for skip in &report.disabled_ticks {
             self.shared.report_skip(skip, !report.recorded);
         }

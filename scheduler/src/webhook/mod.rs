@@ -8,8 +8,9 @@
 //! ```
 //!
 //! - **Which events:** by default the alerts ([`SchedulerEvent::ALERTS`]): a failure, a
-//!   timeout, a lost run, a missed run and its recovery, a task that disappeared, a refused
-//!   config entry, the scheduler's own errors. Any of [`SchedulerEvent::KINDS`] may be listed.
+//!   timeout, a lost run, a missed run and its recovery, a task that disappeared (from the code:
+//!   `task.orphaned`; from the config: `task.removed`), a refused config entry (once per
+//!   document that holds it), the scheduler's own errors. Any of [`SchedulerEvent::KINDS`] may be listed.
 //! - **Once, by one node, surviving restarts:** the node that saw an event writes it to the
 //!   outbox table; any node claims due events with a lease (so one node sends each), posts them,
 //!   and records every attempt in the delivery log. Each event keeps its `webhook-id` across
