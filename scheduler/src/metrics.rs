@@ -20,7 +20,7 @@
 //! | `scheduler_reconciles_total` | counter | `outcome` (`applied`, `unchanged`, `stale`, `failed`) |
 //! | `scheduler_config_entries_refused_total` | counter | — |
 //! | `scheduler_config_read_errors_total` | counter | — |
-//! | `scheduler_webhook_deliveries_total` | counter | `result` (`delivered`, `retry`, `failed`, `disabled`) |
+//! | `scheduler_webhook_deliveries_total` | counter | `result` (`delivered`, `retry`, `failed`, `disabled`, `dropped`: given up unsent, the outbox over its bound) |
 //! | `scheduler_events_dropped_total` | counter | — (events slow subscribers lost) |
 //! | `scheduler_build_info` | gauge | `version` (always 1) |
 
@@ -312,6 +312,16 @@ impl Metrics {
         self.missed
             .get_or_create(&Self::task(task))
             .set(i64::from(open));
+    }
+
+    /// `events` given up unsent because the outbox was over its bound.
+    #[cfg_attr(not(feature = "webhook"), allow(dead_code))]
+    pub(crate) fn webhook_dropped(&self, events: u64) {
+        self.webhook
+            .get_or_create(&ResultLabel {
+                result: "dropped".to_owned(),
+            })
+            .inc_by(events);
     }
 
     #[cfg_attr(not(feature = "webhook"), allow(dead_code))]

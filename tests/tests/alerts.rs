@@ -15,6 +15,7 @@ on_both_backends!(
     a_webhook_url_s_secrets_never_reach_the_delivery_log,
     a_document_whose_only_news_is_a_refused_entry_reaches_the_webhook,
     a_task_removed_from_the_config_reaches_the_webhook_once,
+    a_hanging_endpoint_keeps_the_outbox_bounded_and_is_sent_to_concurrently,
 );
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -263,4 +264,76 @@ async fn a_task_removed_from_the_config_reaches_the_webhook_once(db: &TestDb) {
     let removed = got.of("task.removed");
     assert_eq!(removed.len(), 1, "{removed:?}");
     assert_eq!(removed[0]["data"]["task"], "alerts.removed");
+}
+
+/// An endpoint that accepts connections and never answers: how many it holds open at once, and
+/// the most it ever held.
+#[derive(Default)]
+struct Hanging {
+    open: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+async fn hanging_endpoint() -> (String, Arc<Hanging>, tokio::task::JoinHandle<()>) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let state = Arc::new(Hanging::default());
+    let counts = Arc::clone(&state);
+    let handle = tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let counts = Arc::clone(&counts);
+            let now = counts.open.fetch_add(1, Ordering::SeqCst) + 1;
+            counts.most.fetch_max(now, Ordering::SeqCst);
+            tokio::spawn(async move {
+                // Read the request and never answer, until the client gives up.
+                let mut buf = [0u8; 4096];
+                while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+                counts.open.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (url, state, handle)
+}
+
+/// Eight alerts at once (eight refused entries) for an endpoint that never answers, with room
+/// for three: the five oldest are given up (failed, never sent again), the outbox keeps three
+/// pending, and those three are posted at once, not one after another.
+async fn a_hanging_endpoint_keeps_the_outbox_bounded_and_is_sent_to_concurrently(db: &TestDb) {
+    let (url, hanging, server) = hanging_endpoint().await;
+    let mut webhook = scheduler::webhook::WebhookSettings::new(&url, SECRET).unwrap();
+    webhook.timeout = Duration::from_secs(30);
+    webhook.max_pending = 3;
+    let nobody: Vec<scheduler::config::TaskConfig> = (0..8)
+        .map(|i| entry(&format!("alerts.nobody{i}"), "0 0 1 1 *"))
+        .chain([entry("alerts.kept", "0 0 1 1 *")])
+        .collect();
+    let n = start(
+        node(db, "a", tasks("alerts.kept"))
+            .config_document(doc(nobody))
+            .webhook(webhook)
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "three deliveries in flight at once",
+        || async { hanging.most.load(std::sync::atomic::Ordering::SeqCst) >= 3 },
+    )
+    .await;
+    let outbox = db.outbox().await;
+    n.stop().await;
+    server.abort();
+    assert_eq!(outbox.len(), 8, "{outbox:?}");
+    let given_up = outbox.iter().filter(|(_, s)| s == "failed").count();
+    let pending = outbox.iter().filter(|(_, s)| s == "pending").count();
+    assert_eq!((given_up, pending), (5, 3), "{outbox:?}");
+    assert!(
+        outbox[..5].iter().all(|(attempts, _)| *attempts == 0),
+        "the oldest were given up unsent: {outbox:?}"
+    );
 }

@@ -418,6 +418,7 @@ contract![
     apply_config_writes_the_skips_of_its_plan,
     disabling_records_since_when_and_enabling_clears_it,
     the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease,
+    the_outbox_backlog_is_bounded_by_giving_up_the_oldest,
     deliveries_are_logged_and_say_what_happens_to_each_event,
     a_gone_endpoint_stops_every_pending_event,
     a_disabled_webhook_stays_disabled_with_its_first_reason,
@@ -3965,6 +3966,31 @@ async fn disabling_records_since_when_and_enabling_clears_it(s: &dyn Store, _: &
     assert!(b.paused && b.enabled && b.disabled_at.is_none());
     assert!(task_state(s, "b").await.pause.is_some());
     assert!(!row(s, "a").await.paused);
+}
+
+/// `trim_outbox(keep)` gives up the oldest pending events beyond the newest `keep` (failed,
+/// with the reason), leaves delivered ones alone, and says how many it gave up.
+async fn the_outbox_backlog_is_bounded_by_giving_up_the_oldest(s: &dyn Store, _: &Arrange) {
+    let minute = Duration::from_secs(60);
+    let payload = |n: i32| format!(r#"{{"data": {{"n": {n}}}, "type": "run.failed"}}"#);
+    let events: Vec<NewEvent> = (0..6)
+        .map(|n| NewEvent::new("run.failed", payload(n)))
+        .collect();
+    s.enqueue_events(&events).await.unwrap();
+    // One delivered: not pending, not counted.
+    let first = s.claim_outbox("n1", 1, minute).await.unwrap();
+    let mut done = Delivery::new(first[0].id, 1, "n1", DeliveryNext::Delivered);
+    done.status = Some(200);
+    s.record_deliveries(&[done]).await.unwrap();
+    assert_eq!(s.trim_outbox(10, "over the bound").await.unwrap(), 0);
+    assert_eq!(s.trim_outbox(3, "over the bound").await.unwrap(), 2);
+    assert_eq!(s.trim_outbox(3, "over the bound").await.unwrap(), 0);
+    // The newest three are still handed out, oldest first; the two before them never again.
+    let left = s.claim_outbox("n1", 10, minute).await.unwrap();
+    let ns: Vec<String> = left.iter().map(|e| e.payload.clone()).collect();
+    assert_eq!(ns, [payload(3), payload(4), payload(5)]);
+    assert_eq!(s.trim_outbox(0, "over the bound").await.unwrap(), 3);
+    assert!(s.claim_outbox("n2", 10, minute).await.unwrap().is_empty());
 }
 
 async fn the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease(

@@ -1,6 +1,8 @@
 //! Webhook delivery: alerts this node raised go to the outbox; due outbox events (this node's or
-//! any other's) are claimed with a lease, posted, signed, and every attempt recorded. See
-//! [`crate::webhook`] for the contract.
+//! any other's) are claimed with a lease that covers the whole batch, posted, signed, up to
+//! [`DELIVERY_CONCURRENCY`] at once, and every attempt recorded; the backlog is bounded by the
+//! settings' `max_pending` (the oldest given up, counted and logged). See [`crate::webhook`]
+//! for the contract.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,10 +15,10 @@ use super::Shared;
 use super::service::Service;
 use crate::events::{EventSink, SchedulerEvent};
 use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreError};
-use crate::webhook::{MAX_ATTEMPTS, WebhookSettings, body, retry_delay};
+use crate::webhook::{DELIVERY_CONCURRENCY, MAX_ATTEMPTS, WebhookSettings, body, retry_delay};
 
 /// Events claimed per pass.
-const BATCH: u32 = 20;
+const BATCH: u32 = 32;
 /// With nothing raised here, how often the outbox is looked at (other nodes' events, retries).
 const IDLE_POLL: Duration = Duration::from_secs(60);
 
@@ -94,53 +96,65 @@ impl Deliverer {
             next_retry: None,
         }
     }
+}
 
-    async fn send(&self, row: &OutboxRow) -> Delivery {
-        let settings = &self.sink.settings;
-        let id = format!("msg_{}", row.id);
-        let timestamp = Utc::now().timestamp();
-        let signature = settings.secret.sign(&id, timestamp, row.payload.as_bytes());
-        let started = std::time::Instant::now();
-        let response = self
-            .client
-            .post(settings.url.clone())
-            .header("content-type", "application/json")
-            .header("webhook-id", &id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header("webhook-signature", signature)
-            .body(row.payload.clone())
-            .send()
-            .await;
-        let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
-        let attempt = row.attempts + 1;
-        let (status, error) = match response {
-            Ok(r) => (Some(r.status().as_u16()), None),
-            Err(e) => (None, Some(delivery_error(e))),
-        };
-        let next = match status {
-            Some(s) if (200..300).contains(&s) => DeliveryNext::Delivered,
-            Some(410) => DeliveryNext::Disabled,
-            _ if attempt >= MAX_ATTEMPTS => DeliveryNext::Failed,
-            _ => DeliveryNext::RetryAt(
-                Utc::now()
-                    + chrono::TimeDelta::from_std(retry_delay(attempt))
-                        .unwrap_or(chrono::TimeDelta::hours(1)),
-            ),
-        };
-        let error = error.or_else(|| {
-            status
-                .filter(|s| !(200..300).contains(s))
-                .map(|s| format!("the endpoint answered {s}"))
-        });
-        Delivery {
-            outbox_id: row.id,
-            attempt,
-            node_id: self.shared.node_id.to_string(),
-            status,
-            error,
-            duration_ms,
-            next,
-        }
+/// How long a node's claim on a batch lasts: every round of [`DELIVERY_CONCURRENCY`] deliveries
+/// may take the whole timeout, plus one round and 5 s for claiming and recording, so no other
+/// node re-sends an event of the batch while this one still works on it.
+fn batch_lease(timeout: Duration) -> Duration {
+    let per_round = u32::try_from(DELIVERY_CONCURRENCY).unwrap_or(1).max(1);
+    timeout * (BATCH.div_ceil(per_round) + 1) + Duration::from_secs(5)
+}
+
+/// Posts `row` to the endpoint, signed; what happened, as an attempt by `node_id`.
+async fn send(
+    client: reqwest::Client,
+    settings: Arc<WebhookSettings>,
+    node_id: String,
+    row: OutboxRow,
+) -> Delivery {
+    let id = format!("msg_{}", row.id);
+    let timestamp = Utc::now().timestamp();
+    let signature = settings.secret.sign(&id, timestamp, row.payload.as_bytes());
+    let started = std::time::Instant::now();
+    let response = client
+        .post(settings.url.clone())
+        .header("content-type", "application/json")
+        .header("webhook-id", &id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", signature)
+        .body(row.payload.clone())
+        .send()
+        .await;
+    let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+    let attempt = row.attempts + 1;
+    let (status, error) = match response {
+        Ok(r) => (Some(r.status().as_u16()), None),
+        Err(e) => (None, Some(delivery_error(e))),
+    };
+    let next = match status {
+        Some(s) if (200..300).contains(&s) => DeliveryNext::Delivered,
+        Some(410) => DeliveryNext::Disabled,
+        _ if attempt >= MAX_ATTEMPTS => DeliveryNext::Failed,
+        _ => DeliveryNext::RetryAt(
+            Utc::now()
+                + chrono::TimeDelta::from_std(retry_delay(attempt))
+                    .unwrap_or(chrono::TimeDelta::hours(1)),
+        ),
+    };
+    let error = error.or_else(|| {
+        status
+            .filter(|s| !(200..300).contains(s))
+            .map(|s| format!("the endpoint answered {s}"))
+    });
+    Delivery {
+        outbox_id: row.id,
+        attempt,
+        node_id,
+        status,
+        error,
+        duration_ms,
+        next,
     }
 }
 
@@ -180,6 +194,24 @@ impl Service for Deliverer {
             self.sink.put_back(raised);
             return Err(e);
         }
+        let max_pending = self.sink.settings.max_pending;
+        let dropped = store
+            .trim_outbox(
+                max_pending,
+                &format!(
+                    "given up unsent: the outbox held more than {max_pending} undelivered events \
+                     (the endpoint hung or refused)"
+                ),
+            )
+            .await?;
+        if dropped > 0 {
+            self.shared.metrics.webhook_dropped(dropped);
+            tracing::error!(
+                dropped,
+                max_pending,
+                "webhook outbox over its bound: the oldest undelivered events were given up unsent"
+            );
+        }
         let digest = self.sink.settings.url_digest();
         if !self.checked {
             self.disabled = store.webhook_disabled(&digest).await?;
@@ -194,13 +226,36 @@ impl Service for Deliverer {
                 full: false,
             });
         }
-        let lease = self.sink.settings.timeout * 2 + Duration::from_secs(5);
+        let lease = batch_lease(self.sink.settings.timeout);
         let rows = store
             .claim_outbox(&self.shared.node_id, BATCH, lease)
             .await?;
-        let mut deliveries = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let delivery = self.send(row).await;
+        let claimed = rows.len();
+        // Up to DELIVERY_CONCURRENCY in flight; then judged in the outbox's order.
+        let slots = Arc::new(tokio::sync::Semaphore::new(DELIVERY_CONCURRENCY));
+        let mut sending = tokio::task::JoinSet::new();
+        for row in rows.iter().cloned() {
+            let slots = Arc::clone(&slots);
+            let client = self.client.clone();
+            let settings = Arc::clone(&self.sink.settings);
+            let node_id = self.shared.node_id.to_string();
+            sending.spawn(async move {
+                let _slot = slots.acquire_owned().await;
+                send(client, settings, node_id, row).await
+            });
+        }
+        let mut sent = Vec::with_capacity(claimed);
+        while let Some(done) = sending.join_next().await {
+            if let Ok(delivery) = done {
+                sent.push(delivery);
+            }
+        }
+        sent.sort_by_key(|d| d.outbox_id);
+        let mut deliveries = Vec::with_capacity(claimed);
+        for delivery in sent {
+            let Some(row) = rows.iter().find(|r| r.id == delivery.outbox_id) else {
+                continue;
+            };
             let result = match delivery.next {
                 DeliveryNext::Delivered => "delivered",
                 DeliveryNext::RetryAt(_) => "retry",
@@ -221,11 +276,7 @@ impl Service for Deliverer {
                 }
                 _ => {}
             }
-            let gone = delivery.next == DeliveryNext::Disabled;
             deliveries.push(delivery);
-            if gone {
-                break;
-            }
         }
         store.record_deliveries(&deliveries).await?;
         if deliveries.iter().any(|d| d.next == DeliveryNext::Disabled) {
@@ -238,7 +289,7 @@ impl Service for Deliverer {
         }
         Ok(Pass {
             delivered: deliveries.len(),
-            full: rows.len() == BATCH as usize,
+            full: claimed == BATCH as usize,
         })
     }
 
@@ -251,5 +302,18 @@ impl Service for Deliverer {
             .take()
             .map(|at| at.saturating_duration_since(Instant::now()));
         Some(until_retry.map_or(IDLE_POLL, |d| d.min(IDLE_POLL)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_lease_outlasts_every_round_of_the_batch() {
+        for timeout in [Duration::from_secs(1), Duration::from_secs(10)] {
+            let rounds = BATCH.div_ceil(DELIVERY_CONCURRENCY as u32);
+            assert!(batch_lease(timeout) > timeout * rounds, "{timeout:?}");
+        }
     }
 }

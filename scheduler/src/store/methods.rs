@@ -60,6 +60,7 @@ macro_rules! store_methods {
             run_log(run_id: i64) -> StoreResult<Vec<LogChunk>>;
             // Webhook outbox.
             enqueue_events(events: &[NewEvent]) -> StoreResult<()>;
+            trim_outbox(keep: u32, reason: &str) -> StoreResult<u64>;
             claim_outbox(node_id: &str, limit: u32, lease: Duration) -> StoreResult<Vec<OutboxRow>>;
             record_deliveries(deliveries: &[Delivery]) -> StoreResult<()>;
             deliveries(limit: u32) -> StoreResult<Vec<DeliveryRecord>>;

@@ -85,7 +85,7 @@ pub trait ChangeListener: Send {
 /// | Config | the reconciler | [`load_tasks`](Self::load_tasks), [`config_state`](Self::config_state), [`apply_config`](Self::apply_config) |
 /// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task) |
 /// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`run_log`](Self::run_log) |
-/// | Webhook outbox | the engine's delivery (and the dashboard) | [`enqueue_events`](Self::enqueue_events), [`claim_outbox`](Self::claim_outbox), [`record_deliveries`](Self::record_deliveries), [`deliveries`](Self::deliveries), [`webhook_disabled`](Self::webhook_disabled), [`disable_webhook`](Self::disable_webhook) |
+/// | Webhook outbox | the engine's delivery (and the dashboard) | [`enqueue_events`](Self::enqueue_events), [`trim_outbox`](Self::trim_outbox), [`claim_outbox`](Self::claim_outbox), [`record_deliveries`](Self::record_deliveries), [`deliveries`](Self::deliveries), [`webhook_disabled`](Self::webhook_disabled), [`disable_webhook`](Self::disable_webhook) |
 /// | Notifications | the engine listens; anyone may wake it | [`listener`](Self::listener), [`notify`](Self::notify) |
 ///
 /// Every lock write is fenced by the lock token; the store's clock decides what is due and what
@@ -229,6 +229,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Writes events to deliver.
     async fn enqueue_events(&self, events: &[NewEvent]) -> StoreResult<()>;
+    /// Bounds the backlog: the oldest pending events beyond the newest `keep` are given up
+    /// (`failed`, with `reason` as their last error), so an endpoint that hangs or refuses
+    /// cannot grow the outbox without bound. Returns how many were given up.
+    async fn trim_outbox(&self, keep: u32, reason: &str) -> StoreResult<u64>;
     /// Claims up to `limit` due, pending events for `node_id`, each for `lease` (another node
     /// takes an event over only once its lease ran out), oldest first.
     async fn claim_outbox(

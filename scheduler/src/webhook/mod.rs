@@ -17,6 +17,10 @@
 //!   retries, so a receiver can drop duplicates (an attempt whose answer was lost is retried).
 //! - **Retries:** any answer but 2xx, or none within the timeout, is retried after 10 s, 30 s,
 //!   90 s, ... (times 3, at most 6 h), 8 attempts in all, then the event is `failed`.
+//! - **Bounded and concurrent:** at most [`DEFAULT_MAX_PENDING`] undelivered events are kept
+//!   (older ones are given up, counted as `dropped` and logged), so an endpoint that hangs for
+//!   hours cannot grow the outbox without bound; a node has up to [`DELIVERY_CONCURRENCY`]
+//!   deliveries in flight, and its claim on a batch lasts as long as the batch can take.
 //! - **410 Gone disables the endpoint** for every node (until the URL changes): nothing more is
 //!   sent to it, and that is logged and recorded.
 //! - Redirects are not followed. The secret is never logged.
@@ -38,6 +42,12 @@ use crate::events::SchedulerEvent;
 pub const DEFAULT_WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
 /// Delivery attempts per event, in all.
 pub const MAX_ATTEMPTS: i32 = 8;
+/// Default bound of the outbox's backlog: undelivered events beyond the newest this many are
+/// given up, oldest first (counted in `scheduler_webhook_deliveries_total{result="dropped"}`
+/// and logged).
+pub const DEFAULT_MAX_PENDING: u32 = 10_000;
+/// Deliveries one node has in flight at once.
+pub const DELIVERY_CONCURRENCY: usize = 8;
 
 /// Where and what the webhook sends.
 #[derive(Clone)]
@@ -51,6 +61,9 @@ pub struct WebhookSettings {
     pub events: Vec<String>,
     /// How long one delivery may take.
     pub timeout: Duration,
+    /// The most undelivered events the outbox keeps (default [`DEFAULT_MAX_PENDING`]): while
+    /// the endpoint hangs or refuses, older ones are given up so the table stays bounded.
+    pub max_pending: u32,
 }
 
 impl std::fmt::Debug for WebhookSettings {
@@ -129,6 +142,7 @@ impl WebhookSettings {
                 .map(|s| (*s).to_owned())
                 .collect(),
             timeout: DEFAULT_WEBHOOK_TIMEOUT,
+            max_pending: DEFAULT_MAX_PENDING,
         })
     }
 

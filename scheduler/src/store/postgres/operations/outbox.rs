@@ -24,6 +24,17 @@ pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> Stor
     })
 }
 
+pub(super) async fn trim_outbox(store: &PgStore, keep: u32, reason: &str) -> StoreResult<u64> {
+    timed!(store, "trim_outbox", |conn| {
+        sqlx::query(query!("outbox_trim"))
+            .bind(i64::from(keep))
+            .bind(reason)
+            .execute(conn)
+            .await
+            .map(|done| done.rows_affected())
+    })
+}
+
 pub(super) async fn claim_outbox(
     store: &PgStore,
     node_id: &str,

@@ -24,6 +24,17 @@ pub(super) async fn enqueue_events(store: &SqliteStore, events: &[NewEvent]) -> 
     })
 }
 
+pub(super) async fn trim_outbox(store: &SqliteStore, keep: u32, reason: &str) -> StoreResult<u64> {
+    write_tx!(store, "trim_outbox", |tx, _now| {
+        sqlx::query(query!("outbox_trim"))
+            .bind(i64::from(keep))
+            .bind(reason)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+    })
+}
+
 pub(super) async fn claim_outbox(
     store: &SqliteStore,
     node_id: &str,
