@@ -10,8 +10,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use scheduler::config::{ConfigDocument, TaskConfig};
 use scheduler::store::SqliteStore;
-use scheduler::{Scheduler, SchedulerBuilder, TaskRegistry};
+use scheduler::{Scheduler, SchedulerBuilder, TaskRegistry, task};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
@@ -315,5 +316,74 @@ async fn connections_beyond_the_cap_are_refused_at_once() {
         raw.starts_with(b"HTTP/1.1 200")
     })
     .await;
+    node.stop().await;
+}
+
+/// Never runs (yearly); its strip is walked from a dense schedule in the config.
+#[task(name = "hardening.dense")]
+async fn hardening_dense() {}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ticks_walked_off_the_async_threads_still_answer_alike_under_many_readers() {
+    // Every second, but disabled: a long walk for a 200-tick window, and no runs.
+    let doc = ConfigDocument {
+        version: None,
+        tasks: vec![TaskConfig {
+            name: "hardening.dense".into(),
+            enabled: false,
+            cron: "* * * * * *".into(),
+            timezone: None,
+        }],
+    };
+    let node = start(|b| {
+        b.registry(
+            TaskRegistry::collect()
+                .unwrap()
+                .retain(|n| n == "hardening.dense"),
+        )
+        .config_document(doc)
+    });
+    let addr = node.addr;
+    ready(addr).await;
+    let host = addr.to_string();
+    scheduler_tests::wait_until(Duration::from_secs(60), "the task's row", || async {
+        get(addr, "/api/tasks", &[("Host", &host)])
+            .await
+            .body
+            .contains("hardening.dense")
+    })
+    .await;
+    let readers: Vec<_> = (0..24)
+        .map(|_| {
+            let host = host.clone();
+            tokio::spawn(async move { get(addr, "/api/ticks?count=200", &[("Host", &host)]).await })
+        })
+        .collect();
+    // Probes are not queued behind the readers.
+    let probe = get(addr, "/healthz", &[("Host", &host)]).await;
+    assert_eq!(probe.status, 200, "{probe:?}");
+    let mut strips = Vec::new();
+    for reader in readers {
+        let answer = reader.await.unwrap();
+        assert_eq!(answer.status, 200, "{answer:?}");
+        let body = answer.body.trim_start_matches(|c: char| c != '{');
+        let json: serde_json::Value =
+            serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {}", answer.body));
+        let tasks = json["tasks"].as_array().unwrap().clone();
+        assert_eq!(tasks.len(), 1, "{tasks:?}");
+        assert_eq!(tasks[0]["task"], "hardening.dense");
+        assert!(tasks[0]["complete"].is_boolean(), "{tasks:?}");
+        // Every tick since the task was disabled, and only those, is skipped as disabled.
+        let ticks = tasks[0]["ticks"].as_array().unwrap();
+        assert!(ticks.len() <= 200, "{ticks:?}");
+        assert!(
+            ticks
+                .iter()
+                .all(|t| t["outcome"] == "skipped" && t["reason"] == "disabled"),
+            "{ticks:?}"
+        );
+        strips.push(ticks.len());
+    }
+    assert_eq!(strips.len(), 24);
     node.stop().await;
 }

@@ -39,7 +39,11 @@
 //! At most [`MAX_CONNECTIONS`] connections at once (one more is answered 503 and closed); a
 //! request's headers must arrive within [`HEADER_READ_TIMEOUT`] (a keep-alive connection silent
 //! that long is closed), a connection that moves no byte for [`IDLE_TIMEOUT`] is closed, and a
-//! request taking longer than [`REQUEST_TIMEOUT`] is answered 503. HTTP/1.1 only.
+//! request taking longer than [`REQUEST_TIMEOUT`] is answered 503. HTTP/1.1 only. At most
+//! [`MAX_CONCURRENT_READS`] requests to `/api/...` and `/metrics` are served at once (the
+//! others wait, within the request deadline), so readers cannot take the engine's database
+//! connections and threads; the probes and the dashboard's assets never wait. Heavy walks
+//! (`/api/ticks`) run on blocking threads, not on the async threads the engine's timers use.
 //!
 //! The router is assembled here from one module per resource (`api/`), the probes, and the web
 //! dashboard at `/` (`dashboard/`: embedded assets under a strict Content-Security-Policy,
@@ -67,7 +71,9 @@ use crate::engine::EngineView;
 use crate::{Error, Result};
 
 pub use openapi::openapi_document;
-pub use serve::{HEADER_READ_TIMEOUT, IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT};
+pub use serve::{
+    HEADER_READ_TIMEOUT, IDLE_TIMEOUT, MAX_CONCURRENT_READS, MAX_CONNECTIONS, REQUEST_TIMEOUT,
+};
 
 /// The admin server's bound socket, made at build time so an address in use is a start-up
 /// error and port 0 is resolved before the node runs.
@@ -151,6 +157,10 @@ fn router(state: AdminState, hosts: origin::HostRule) -> axum::Router {
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_READS)),
+            serve::bounded,
+        ))
         .layer(axum::middleware::from_fn(serve::deadline))
         // Only for clients that ask (`Accept-Encoding: gzip`); small answers stay as they are.
         .layer(tower_http::compression::CompressionLayer::new().gzip(true))

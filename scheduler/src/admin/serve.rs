@@ -142,6 +142,28 @@ async fn connection(
     }
 }
 
+/// Requests to `/api/...` and `/metrics` served at once; more wait for a turn (within
+/// [`REQUEST_TIMEOUT`]). They share the engine's store pool and runtime, which must stay free
+/// for claims and lock renewals.
+pub const MAX_CONCURRENT_READS: usize = 2;
+
+/// Middleware: at most [`MAX_CONCURRENT_READS`] API and metrics requests at once; probes, the
+/// OpenAPI document and the dashboard's assets pass straight through.
+pub(super) async fn bounded(
+    axum::extract::State(turns): axum::extract::State<Arc<Semaphore>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    if !(path.starts_with("/api/") || path == "/metrics") {
+        return next.run(request).await;
+    }
+    let Ok(_turn) = turns.acquire_owned().await else {
+        return super::error::ApiError::unavailable("the admin server is stopping").into_response();
+    };
+    next.run(request).await
+}
+
 /// Middleware: a request that takes longer than [`REQUEST_TIMEOUT`] is answered `503`.
 pub(super) async fn deadline(request: Request, next: Next) -> Response {
     match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {

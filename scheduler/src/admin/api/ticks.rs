@@ -154,7 +154,7 @@ async fn list_ticks(
             )));
         }
     };
-    let store = &state.engine.store();
+    let store = state.engine.store();
     let mut states = store.task_states(q.task.as_deref()).await?;
     if let Some(task) = &q.task
         && states.is_empty()
@@ -164,16 +164,10 @@ async fn list_ticks(
     states.sort_by(|a, b| a.name.cmp(&b.name));
     let now = Utc::now();
     let grace = state.engine.missed_grace();
-    let plans: Vec<(TaskState, Option<ScheduleSpec>, DateTime<Utc>)> = states
-        .into_iter()
-        .map(|s| {
-            let spec = state.engine.schedule(&s.cron, &s.timezone).ok();
-            let since = spec.as_ref().map_or(now - TimeDelta::hours(1), |spec| {
-                window_start(spec, now, count)
-            });
-            (s, spec, since)
-        })
-        .collect();
+    // Walking schedules (a dense cron over a long window is many thousands of steps per task)
+    // happens on a blocking thread, never on the async threads the engine's timers share.
+    let engine = state.engine.clone();
+    let plans = off_the_runtime(move || plan(&engine, states, now, count)).await?;
     let Some(since) = plans.iter().map(|(_, _, since)| *since).min() else {
         return Ok(axum::Json(TickList {
             at: now,
@@ -184,16 +178,61 @@ async fn list_ticks(
     // Enough runs per task for its strip with retries and manual runs among them.
     let per_task = (count as u32 * 2).min(RUNS_PER_TASK);
     let runs = store.latest_runs_per_task(&names, per_task, since).await?;
+    let skips = store.skips_since(since, SKIPS_PER_READ).await?;
+    let tasks =
+        off_the_runtime(move || strips(&plans, &runs, &skips, per_task, now, grace, count)).await?;
+    Ok(axum::Json(TickList { at: now, tasks }))
+}
+
+/// Runs `work` on tokio's blocking threads.
+async fn off_the_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|_| ApiError::unavailable("computing the ticks failed; try again"))
+}
+
+type Plan = (TaskState, Option<ScheduleSpec>, DateTime<Utc>);
+
+/// Each task with its schedule and where its window starts (a walk back over `count` ticks).
+fn plan(
+    engine: &crate::engine::EngineView,
+    states: Vec<TaskState>,
+    now: DateTime<Utc>,
+    count: usize,
+) -> Vec<Plan> {
+    states
+        .into_iter()
+        .map(|s| {
+            let spec = engine.schedule(&s.cron, &s.timezone).ok();
+            let since = spec.as_ref().map_or(now - TimeDelta::hours(1), |spec| {
+                window_start(spec, now, count)
+            });
+            (s, spec, since)
+        })
+        .collect()
+}
+
+/// Every task's strip from the runs and skips read.
+fn strips(
+    plans: &[Plan],
+    runs: &[RunRecord],
+    skips: &[SkipRecord],
+    per_task: u32,
+    now: DateTime<Utc>,
+    grace: Option<std::time::Duration>,
+    count: usize,
+) -> Vec<TaskTicks> {
     let mut runs_of: HashMap<&str, Vec<&RunRecord>> = HashMap::new();
-    for run in &runs {
+    for run in runs {
         runs_of.entry(&run.task_name).or_default().push(run);
     }
-    let skips = store.skips_since(since, SKIPS_PER_READ).await?;
     let mut skips_of: HashMap<&str, Vec<&SkipRecord>> = HashMap::new();
-    for skip in &skips {
+    for skip in skips {
         skips_of.entry(&skip.task_name).or_default().push(skip);
     }
-    let tasks = plans
+    plans
         .iter()
         .map(|(s, spec, since)| {
             let runs = runs_of.get(s.name.as_str()).map_or(&[][..], |v| v);
@@ -213,8 +252,7 @@ async fn list_ticks(
                 complete: strip.complete,
             }
         })
-        .collect();
-    Ok(axum::Json(TickList { at: now, tasks }))
+        .collect()
 }
 
 fn seconds(d: TimeDelta) -> f64 {
