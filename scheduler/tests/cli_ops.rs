@@ -22,7 +22,8 @@ type Seen = Arc<Mutex<Vec<i64>>>;
 #[task(name = "cli.echo")]
 async fn echo(ctx: TaskContext) {
     tracing::info!(run = ctx.run_id(), "echo says hello");
-    tracing::warn!("echo is done");
+    // An escape sequence (clear the screen) that must not reach the operator's terminal.
+    tracing::warn!("echo is done\x1b[2J");
     ctx.state::<Seen>()
         .unwrap()
         .lock()
@@ -359,7 +360,11 @@ async fn inspect_history(db: &Db, run_id: i64, node_alive: bool) {
     assert_eq!(lines.len(), 2, "{log}");
     assert!(lines[0].contains(" INFO cli_ops: echo says hello"), "{log}");
     assert!(lines[0].ends_with(&format!("run={run_id}")), "{log}");
-    assert!(lines[1].contains(" WARN cli_ops: echo is done"), "{log}");
+    assert!(
+        lines[1].contains(" WARN cli_ops: echo is done\\x1b[2J"),
+        "{log}"
+    );
+    assert!(!log.contains('\x1b'), "printed escaped: {log:?}");
     let log = db.json(&["logs", &next]).await;
     assert_eq!(log["lines"], 2);
     assert_eq!(log["truncated"], false);
@@ -389,7 +394,7 @@ async fn pause_and_resume(db: &Db) {
             "pause",
             "cli.echo",
             "--reason",
-            "upstream is down",
+            "upstream is down\x1b]0;owned\x07",
             "--for",
             "2h",
             "--actor",
@@ -399,12 +404,17 @@ async fn pause_and_resume(db: &Db) {
     assert!(out.contains("paused cli.echo until"), "{out}");
     let out = db.ok(&["status"]).await;
     assert!(
-        out.contains("cli.echo paused by bob at") && out.contains(": upstream is down"),
+        out.contains("cli.echo paused by bob at")
+            && out.contains(": upstream is down\\x1b]0;owned\\x07"),
         "{out}"
     );
+    assert!(!out.contains(['\x1b', '\x07']), "printed escaped: {out:?}");
     let status = db.json(&["status"]).await;
     assert_eq!(status["tasks"][0]["paused"], true);
-    assert_eq!(status["tasks"][0]["pause"]["reason"], "upstream is down");
+    assert_eq!(
+        status["tasks"][0]["pause"]["reason"],
+        "upstream is down\x1b]0;owned\x07"
+    );
     assert!(status["tasks"][0]["pause"]["until"].is_string());
 
     let (code, _, err) = db.cli(&["trigger", "cli.echo"]).await;
