@@ -198,10 +198,12 @@ impl TaskContext {
     }
 
     /// Completes when the handler is asked to stop: the node is shutting down (it then has the
-    /// shutdown timeout to finish), or the run's lock could not be kept (a short grace before
-    /// its lock could expire). A handler that cannot finish in time returns
-    /// [`interrupted`](Self::interrupted) (any error does): the run is recorded `interrupted` and
-    /// its tick runs again elsewhere. One that ignores the request is stopped at the end of the
+    /// shutdown timeout to finish), the run's lock could not be kept (a short grace before
+    /// its lock could expire), the run passed its timeout, or an operator cancelled it
+    /// (`scheduler cancel`, the admin API, the dashboard: 10 s to finish). A handler that cannot
+    /// finish in time returns [`interrupted`](Self::interrupted) (any error does): the run is
+    /// recorded `interrupted` and its tick runs again elsewhere (`cancelled`, and not run again,
+    /// after an operator's cancel). One that ignores the request is stopped at the end of the
     /// grace: it is never polled again.
     ///
     /// Stopping works at `.await` points: a handler that blocks its thread (long CPU work or

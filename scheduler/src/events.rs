@@ -120,6 +120,16 @@ pub enum SchedulerEvent {
         /// Why it stopped.
         reason: String,
     },
+    /// An operator cancelled a run and it did not finish (it returned an error after the
+    /// request, was stopped by force after the grace, or never started); its tick is not run
+    /// again.
+    #[serde(rename = "run.cancelled")]
+    RunCancelled {
+        /// The run.
+        run: RunRef,
+        /// Who cancelled it and how it ended.
+        reason: String,
+    },
     /// A run whose node stopped renewing its lock was released by this node.
     #[serde(rename = "run.lost")]
     RunLost {
@@ -221,6 +231,7 @@ impl SchedulerEvent {
             Self::RunTimedOut { .. } => "run.timed_out",
             Self::RunInterrupted { .. } => "run.interrupted",
             Self::RunAbandoned { .. } => "run.abandoned",
+            Self::RunCancelled { .. } => "run.cancelled",
             Self::RunLost { .. } => "run.lost",
             Self::RetryScheduled { .. } => "run.retry_scheduled",
             Self::TickSkipped { .. } => "tick.skipped",
@@ -241,6 +252,7 @@ impl SchedulerEvent {
         "run.timed_out",
         "run.interrupted",
         "run.abandoned",
+        "run.cancelled",
         "run.lost",
         "run.retry_scheduled",
         "tick.skipped",
@@ -277,6 +289,7 @@ impl SchedulerEvent {
             | Self::RunTimedOut { run, .. }
             | Self::RunInterrupted { run, .. }
             | Self::RunAbandoned { run, .. }
+            | Self::RunCancelled { run, .. }
             | Self::RetryScheduled { run, .. } => Some(&run.task),
             Self::RunLost { task, .. }
             | Self::TickSkipped { task, .. }

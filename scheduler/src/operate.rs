@@ -1,5 +1,5 @@
 //! Operator actions against a store, shared by the command line, the admin API and the
-//! dashboard: run a task now, pause it, resume it. Each is written to the audit trail with who
+//! dashboard: run a task now, pause it, resume it, cancel a running run. Each is written to the audit trail with who
 //! asked and from where, and takes effect cluster-wide (nodes are woken at once).
 //!
 //! ```no_run
@@ -10,6 +10,7 @@
 //! operate::trigger(store, "syncAdvertiserReport", &who).await?;
 //! operate::pause(store, "syncAdvertiserReport", &who, "upstream API is down", None).await?;
 //! operate::resume(store, "syncAdvertiserReport", &who).await?;
+//! operate::cancel(store, 4711, &who).await?;
 //! # Ok(()) }
 //! ```
 
@@ -17,7 +18,9 @@ use chrono::{DateTime, Utc};
 
 use crate::Result;
 use crate::schedule::ScheduleSpec;
-use crate::store::{AuditEntry, Pause, ResumePlan, RunRequest, SkipReason, Store, TaskState};
+use crate::store::{
+    AuditEntry, CancelRequest, Pause, ResumePlan, RunRequest, SkipReason, Store, TaskState,
+};
 
 /// Who asks, and from where (for the audit trail).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +108,33 @@ pub async fn pause(
 pub async fn resume(store: &dyn Store, task: &str, actor: &Actor) -> Result<Option<Pause>> {
     let audit = AuditEntry::new(&actor.name, "resume", task, "", &actor.source);
     Ok(store.resume_task(task, &audit, &resume_plan).await?)
+}
+
+/// How long a cancelled run's handler has to return after it is asked to stop (through
+/// [`TaskContext::cancelled`](crate::TaskContext::cancelled)) before it is stopped by force, as
+/// a run past its timeout is (an isolated run's child is killed).
+pub const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Asks running run `run_id` to stop, wherever it runs: its node learns of it at once (by
+/// notification; at its next lock renewal at the latest), tells the handler through
+/// [`TaskContext::cancelled`](crate::TaskContext::cancelled), and stops it by force after
+/// [`CANCEL_GRACE`]. The run is recorded `cancelled` with who asked, and its tick is not run
+/// again (not handed over, not retried); a handler that returns `Ok` all the same finished its
+/// work, and is recorded `succeeded`. Audited. A run that has ended is left alone
+/// ([`CancelRequest::Ended`]), as is one that does not exist.
+pub async fn cancel(store: &dyn Store, run_id: i64, actor: &Actor) -> Result<CancelRequest> {
+    // The audit entry names the task: read it first (the request itself is decided on the row).
+    let Some(run) = store.run(run_id).await? else {
+        return Ok(CancelRequest::NotFound);
+    };
+    let audit = AuditEntry::new(
+        &actor.name,
+        "cancel",
+        &run.task_name,
+        format!("run {run_id} on {}", run.node_id),
+        &actor.source,
+    );
+    Ok(store.cancel_run(run_id, &actor.name, &audit).await?)
 }
 
 /// What ending a pause writes: the ticks due while paused (recorded), the next run after now.

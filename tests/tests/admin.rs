@@ -243,6 +243,7 @@ async fn every_documented_route_answers_as_documented() {
         ("post", "/api/tasks/{name}/trigger"),
         ("post", "/api/tasks/{name}/pause"),
         ("post", "/api/tasks/{name}/resume"),
+        ("post", "/api/runs/{id}/cancel"),
         ("get", "/api/runs"),
         ("get", "/api/runs/{id}"),
         ("get", "/api/nodes"),
@@ -393,6 +394,44 @@ async fn every_documented_route_answers_as_documented() {
     );
     assert_eq!(
         call("get", "/api/runs/{id}", "/api/runs/abc", None).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    // (A running run's cancel is `cancel::*`'s: real nodes, judged by their handlers.)
+    let (s, refused) = call(
+        "post",
+        "/api/runs/{id}/cancel",
+        &format!("/api/runs/{run_id}/cancel"),
+        None,
+    )
+    .await;
+    assert_eq!(s, StatusCode::CONFLICT, "an ended run: {refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("has ended already (succeeded)"),
+        "{refused}"
+    );
+    assert_eq!(
+        call(
+            "post",
+            "/api/runs/{id}/cancel",
+            "/api/runs/999999999/cancel",
+            None
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        call(
+            "post",
+            "/api/runs/{id}/cancel",
+            "/api/runs/abc/cancel",
+            None
+        )
+        .await
+        .0,
         StatusCode::BAD_REQUEST
     );
     let (s, nodes) = call("get", "/api/nodes", "/api/nodes", None).await;

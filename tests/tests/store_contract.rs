@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use scheduler::store::{
-    AuditEntry, ChangeListener, ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun,
-    ConfigPlan, ConfigSnapshot, ConfigState, Delivery, DeliveryNext, DueDecision, DueTask,
-    ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun, NodeInfo, Pause, PgStore,
-    Recovery, Requeue, RescueDecision, ResumePlan, RunEnd, RunFinish, RunQuery, RunRecord,
-    RunRequest, RunStatus, SkipReason, SkipRecord, SqliteStore, Store, StoreError, TaskChange,
-    TaskRow, TaskState, Trigger,
+    AuditEntry, CancelRequest, Change, ChangeListener, ClaimOutcome, ClaimPlan, ClaimRequest,
+    ClaimRules, ClaimedRun, ConfigPlan, ConfigSnapshot, ConfigState, Delivery, DeliveryNext,
+    DueDecision, DueTask, ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun,
+    NodeInfo, Pause, PgStore, Recovery, Requeue, RescueDecision, ResumePlan, RunEnd, RunFinish,
+    RunQuery, RunRecord, RunRequest, RunStatus, SkipReason, SkipRecord, SqliteStore, Store,
+    StoreError, TaskChange, TaskRow, TaskState, Trigger,
 };
 use scheduler_tests::TestSchema;
 use uuid::Uuid;
@@ -428,6 +428,10 @@ contract![
     next_wake_finds_this_nodes_task_behind_many_of_other_binaries,
     a_claim_finds_this_nodes_due_tasks_behind_a_page_of_other_binaries,
     a_task_due_in_every_way_at_once_is_offered_once,
+    a_cancel_is_recorded_once_audited_and_heard_as_a_cancel,
+    a_cancel_of_an_ended_or_unknown_run_changes_nothing,
+    cancel_requests_name_the_runs_somebody_asked_to_stop,
+    an_expired_lock_of_a_cancelled_run_says_who_cancelled_it,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -2070,11 +2074,12 @@ async fn the_listener_wakes_after_a_released_lock_and_an_applied_config(
     _: &Arrange,
 ) {
     let mut listener = s.listener().await.unwrap();
-    let woke = |r: Result<scheduler::store::StoreResult<()>, tokio::time::error::Elapsed>| match r {
-        Ok(Ok(())) => true,
-        Ok(Err(e)) => panic!("listener failed: {e}"),
-        Err(_) => false,
-    };
+    let woke =
+        |r: Result<scheduler::store::StoreResult<Change>, tokio::time::error::Elapsed>| match r {
+            Ok(Ok(_)) => true,
+            Ok(Err(e)) => panic!("listener failed: {e}"),
+            Err(_) => false,
+        };
     // Like a fresh connection: the first call returns at once (anything may have changed).
     assert!(woke(
         tokio::time::timeout(Duration::from_secs(10), listener.recv()).await
@@ -2146,9 +2151,18 @@ async fn task_state(s: &dyn Store, task: &str) -> TaskState {
 /// Whether `listener` wakes within `within`.
 async fn wakes(listener: &mut Box<dyn ChangeListener>, within: Duration) -> bool {
     match tokio::time::timeout(within, listener.recv()).await {
-        Ok(Ok(())) => true,
+        Ok(Ok(_)) => true,
         Ok(Err(e)) => panic!("listener failed: {e}"),
         Err(_) => false,
+    }
+}
+
+/// What `listener` hears within `within`, if anything.
+async fn heard(listener: &mut Box<dyn ChangeListener>, within: Duration) -> Option<Change> {
+    match tokio::time::timeout(within, listener.recv()).await {
+        Ok(Ok(change)) => Some(change),
+        Ok(Err(e)) => panic!("listener failed: {e}"),
+        Err(_) => None,
     }
 }
 
@@ -4246,4 +4260,191 @@ async fn next_wake_counts_retries_manual_runs_and_the_ends_of_pauses(s: &dyn Sto
     assert_eq!(wake("off").await, None);
     let all = names(&["retry", "manual", "paused", "held", "off"]);
     assert_eq!(s.next_wake(&all).await.unwrap().due_at, asked);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancelling a running run.
+// ---------------------------------------------------------------------------------------------
+
+async fn a_cancel_is_recorded_once_audited_and_heard_as_a_cancel(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t)]).await;
+    let running = claim_one(s, "a", &Rules::hourly()).await;
+    let mut listener = quiet_listener(s).await;
+    let fresh = run(s, running.run_id).await;
+    assert_eq!(
+        (fresh.cancel_requested_at, fresh.cancel_requested_by),
+        (None, None)
+    );
+
+    let entry = audit("cancel", "a");
+    let CancelRequest::Requested(asked) =
+        s.cancel_run(running.run_id, "alice", &entry).await.unwrap()
+    else {
+        panic!("a running run is asked to stop")
+    };
+    assert_eq!(asked.id, running.run_id);
+    assert_eq!(asked.status, RunStatus::Running);
+    assert_eq!(asked.node_id, NODE);
+    assert_eq!(asked.cancel_requested_by.as_deref(), Some("alice"));
+    assert_near_now(asked.cancel_requested_at.expect("when"));
+    assert_eq!(
+        heard(&mut listener, Duration::from_secs(10)).await,
+        Some(Change::CancelRequested),
+        "every node hears of the cancel"
+    );
+    assert_eq!(
+        run(s, running.run_id).await,
+        asked,
+        "the run reads as returned"
+    );
+    let log = s.audit_log(10, None).await.unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!(
+        (
+            log[0].actor.as_str(),
+            log[0].action.as_str(),
+            log[0].task.as_str()
+        ),
+        ("alice", "cancel", "a")
+    );
+
+    // Asked again: the first request stands, nothing is written, nobody is woken.
+    let CancelRequest::AlreadyRequested(again) = s
+        .cancel_run(running.run_id, "bob", &audit("cancel", "a"))
+        .await
+        .unwrap()
+    else {
+        panic!("asked before")
+    };
+    assert_eq!(again.cancel_requested_by.as_deref(), Some("alice"));
+    assert_eq!(again.cancel_requested_at, asked.cancel_requested_at);
+    assert_eq!(
+        s.audit_log(10, None).await.unwrap().len(),
+        1,
+        "nothing done"
+    );
+    assert_eq!(
+        heard(&mut listener, QUIET).await,
+        None,
+        "nothing to wake for"
+    );
+
+    // The run's end is recorded as the engine decides; the request stays on the record.
+    assert!(
+        finish_one(
+            s,
+            finish(
+                &running,
+                RunStatus::Cancelled,
+                Some("cancelled by alice"),
+                FailureCount::Keep
+            )
+        )
+        .await
+    );
+    let ended = run(s, running.run_id).await;
+    assert_eq!(ended.status, RunStatus::Cancelled);
+    assert_eq!(ended.cancel_requested_by.as_deref(), Some("alice"));
+    let listed = s
+        .runs(&RunQuery::latest(10).status(RunStatus::Cancelled))
+        .await
+        .unwrap();
+    assert_eq!(listed, vec![ended.clone()]);
+    assert_eq!(s.recent_runs(Some("a"), 10).await.unwrap(), vec![ended]);
+}
+
+async fn a_cancel_of_an_ended_or_unknown_run_changes_nothing(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t)]).await;
+    let done = claim_one(s, "a", &Rules::hourly()).await;
+    assert!(
+        finish_one(
+            s,
+            finish(&done, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    let mut listener = quiet_listener(s).await;
+    let CancelRequest::Ended(ended) = s
+        .cancel_run(done.run_id, "alice", &audit("cancel", "a"))
+        .await
+        .unwrap()
+    else {
+        panic!("an ended run is not cancelled")
+    };
+    assert_eq!(ended.status, RunStatus::Succeeded);
+    assert_eq!(ended.cancel_requested_by, None);
+    assert_eq!(run(s, done.run_id).await, ended);
+    assert_eq!(
+        s.cancel_run(done.run_id + 1000, "alice", &audit("cancel", "a"))
+            .await
+            .unwrap(),
+        CancelRequest::NotFound
+    );
+    assert!(s.audit_log(10, None).await.unwrap().is_empty());
+    assert_eq!(heard(&mut listener, QUIET).await, None);
+}
+
+async fn cancel_requests_name_the_runs_somebody_asked_to_stop(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t), ("b", t), ("c", t)]).await;
+    let out = claim(s, &["a", "b", "c"], 3, &Rules::hourly()).await;
+    let (a, b, c) = (
+        claimed(&out, "a").run_id,
+        claimed(&out, "b").run_id,
+        claimed(&out, "c").run_id,
+    );
+    assert!(s.cancel_requests(&[a, b, c]).await.unwrap().is_empty());
+    assert!(s.cancel_requests(&[]).await.unwrap().is_empty());
+    s.cancel_run(b, "alice", &audit("cancel", "b"))
+        .await
+        .unwrap();
+    s.cancel_run(c, "bob", &audit("cancel", "c")).await.unwrap();
+    let mut found = s.cancel_requests(&[a, b]).await.unwrap();
+    assert_eq!(found.len(), 1, "only the runs asked about: {found:?}");
+    let request = found.remove(0);
+    assert_eq!((request.run_id, request.by.as_str()), (b, "alice"));
+    assert_eq!(
+        Some(request.at),
+        run(s, b).await.cancel_requested_at,
+        "when, as recorded"
+    );
+    let mut both: Vec<(i64, String)> = s
+        .cancel_requests(&[a, b, c, c + 1000])
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.run_id, r.by))
+        .collect();
+    both.sort();
+    assert_eq!(both, vec![(b, "alice".to_owned()), (c, "bob".to_owned())]);
+}
+
+async fn an_expired_lock_of_a_cancelled_run_says_who_cancelled_it(
+    s: &dyn Store,
+    arrange: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t), ("b", t)]).await;
+    let out = claim(s, &["a", "b"], 2, &Rules::hourly()).await;
+    let cancelled = claimed(&out, "a").run_id;
+    s.cancel_run(cancelled, "alice", &audit("cancel", "a"))
+        .await
+        .unwrap();
+    arrange.expire_lock("a").await;
+    arrange.expire_lock("b").await;
+    let rules = Rules::hourly();
+    claim(s, &["a", "b"], 0, &rules).await;
+    let offered = rules.expired();
+    let by = |task: &str| {
+        offered
+            .iter()
+            .find(|l| l.key.task_name == task)
+            .and_then(|l| l.run.as_ref())
+            .map(|r| r.cancel_requested_by.clone())
+            .expect("offered with its run")
+    };
+    assert_eq!(by("a").as_deref(), Some("alice"));
+    assert_eq!(by("b"), None);
 }

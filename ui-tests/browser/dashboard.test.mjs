@@ -5,7 +5,8 @@
 // It checks what the page shows (every task, strips with succeeded, failed, timed-out and
 // skipped ticks, the refused config entry, DST changes in the next fire times, read-only without
 // the token), then with the token triggers a task and sees its run appear, pauses one and sees
-// its ticks skipped (`paused`), resumes it, and finds both in the audit trail. Screenshots of
+// its ticks skipped (`paused`), resumes it, cancels a running run and sees it recorded
+// `cancelled`, and finds each action in the audit trail. Screenshots of
 // each page, light and dark, go to SCREENSHOTS for review.
 
 import { test, before, after } from "node:test";
@@ -129,7 +130,7 @@ test("nodes, the last reconcile with its refusal, and the audit trail", async ()
   await shoot("cluster");
 });
 
-test("with the token: trigger a task and see its run; pause one and see its ticks skipped", async () => {
+test("with the token: trigger a task and see its run; pause one and see its ticks skipped; cancel a running run", async () => {
   await page.goto(`${base}/#/task/demo.on_demand`);
   // A wrong token is refused, even for reads, and the page says what to do.
   await page.locator("#enter-token").click();
@@ -169,9 +170,25 @@ test("with the token: trigger a task and see its run; pause one and see its tick
   // The skipped ticks are now recorded by the store, and still shown so.
   await eventually("the recorded skips", async () => /skipped \(paused\)/.test(await page.locator("#tick-summary").textContent()));
 
+  // Cancel a running run from the task's run list: confirmed, then recorded `cancelled` by
+  // whoever holds the token (demo.slow runs 5 s every 2 s, and honours ctx.cancelled()).
+  await page.goto(`${base}/#/task/demo.slow`);
+  const cancel = page.locator('table.runs tr[data-status="running"] button[data-cancel]').first();
+  await eventually("a running run with a cancel button", async () => (await cancel.count()) === 1);
+  const id = await cancel.getAttribute("data-cancel");
+  await cancel.click();
+  assert.match(await page.locator("#dialog h2").textContent(), new RegExp(`Cancel run #${id}`));
+  await shoot("cancel-dialog");
+  await page.locator("#dialog-confirm").click();
+  const cancelled = page.locator(`table.runs tr[data-run="${id}"]`);
+  await eventually("the run recorded cancelled", async () => (await cancelled.getAttribute("data-status")) === "cancelled");
+  assert.match(await cancelled.textContent(), /cancelled by dashboard/);
+  assert.equal(await cancelled.locator("button[data-cancel]").count(), 0, "an ended run offers no cancel");
+  await shoot("task-cancelled");
+
   await page.goto(`${base}/#/audit`);
   await page.waitForSelector("#audit tr[data-action]");
-  for (const action of ["trigger", "pause", "resume"]) {
+  for (const action of ["trigger", "pause", "resume", "cancel"]) {
     assert.equal(await page.locator(`#audit tr[data-action=${action}]`).count(), 1, action);
   }
   await shoot("audit");

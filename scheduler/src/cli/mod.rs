@@ -1,6 +1,6 @@
 //! The command line shared by the `scheduler` binary and by applications built on
 //! [`run`](crate::run): `next` previews a schedule; the operator commands ([`OpsCommand`]:
-//! `status`, `runs`, `logs`, `trigger`, `pause`, `resume`) read and steer a deployment through
+//! `status`, `runs`, `logs`, `trigger`, `pause`, `resume`, `cancel`) read and steer a deployment through
 //! its database; in an application, `check-config` validates a config file against the tasks the
 //! binary registers, and no subcommand (or `run`) runs the scheduler.
 //!
@@ -44,8 +44,8 @@ mod operator;
 mod table;
 
 pub use operator::{
-    ActorArgs, LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs,
-    TriggerArgs,
+    ActorArgs, CancelArgs, LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs,
+    StoreArgs, TriggerArgs,
 };
 
 use crate::TaskRegistry;
@@ -193,7 +193,7 @@ pub enum AppCommand {
     /// Print the next fire instants of a cron expression, one a line, in UTC.
     Next(NextArgs),
     /// The operator commands against the database (`status`, `runs`, `logs`, `trigger`,
-    /// `pause`, `resume`).
+    /// `pause`, `resume`, `cancel`).
     #[command(flatten)]
     Ops(OpsCommand),
 }

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::service::Service;
 use super::{Shared, backoff};
-use crate::store::{ChangeListener, StoreError};
+use crate::store::{Change, ChangeListener, StoreError};
 
 /// How often old runs are pruned, and enabled tasks without a next run looked for.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
@@ -232,7 +232,8 @@ impl Service for Pruner {
     }
 }
 
-/// Forwards change notifications from other nodes to the claim loop.
+/// Forwards change notifications from other nodes to the claim loop, and cancel requests to the
+/// watchdog's cancel check.
 pub(crate) struct Listener {
     shared: Arc<Shared>,
     listener: Option<Box<dyn ChangeListener>>,
@@ -264,8 +265,14 @@ impl Service for Listener {
             Some(l) => l,
             None => self.listener.insert(self.shared.store.listener().await?),
         };
-        listener.recv().await?;
-        self.shared.wake.notify_one();
+        match listener.recv().await? {
+            Change::Schedule => self.shared.wake.notify_one(),
+            Change::CancelRequested => self.shared.watchdog.check_cancels_soon(),
+            _ => {
+                self.shared.wake.notify_one();
+                self.shared.watchdog.check_cancels_soon();
+            }
+        }
         Ok(())
     }
 

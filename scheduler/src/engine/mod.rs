@@ -16,7 +16,7 @@
 //! | stopping the process when a handler cannot be stopped and its lock cannot be kept | `failstop` |
 //! | how a run ends (the one rule) | `outcome` |
 //! | polling a handler only while its lock is trusted | `gate` |
-//! | lock renewal (one write for all held locks) and loss | `watchdog` |
+//! | lock renewal (one write for all held locks) and loss; cancel requests reaching a run | `watchdog` |
 //! | recording outcomes in batches | `completer` |
 //! | heartbeat, pruning, rescheduling, change notifications | `maintenance` |
 //! | applying the task config | `config_sync` |
@@ -388,6 +388,14 @@ impl Engine {
             completer_stop.clone(),
             None,
         ));
+        // Cancel requests are looked for as long as runs may be going (the drain included).
+        let cancels = {
+            let (check, stop) = (Arc::clone(&shared.watchdog), completer_stop.clone());
+            tokio::spawn(async move {
+                let wake = Arc::clone(&check);
+                service::run(watchdog::CancelCheck(check), stop, Some(wake.cancel_wake())).await;
+            })
+        };
         let workers = TaskTracker::new();
         let (claims, wake) = (Arc::clone(&shared), Arc::clone(&shared));
         let stop_claims = stop.clone();
@@ -432,6 +440,7 @@ impl Engine {
         completer_stop.cancel();
         let _ = completer.await;
         let _ = watchdog.await;
+        let _ = cancels.await;
         // A handler that could not be stopped is not renewed any more: if it still runs when its
         // lock could expire, the process stops (its runner sees to that, see `failstop`).
         shared.watchdog.stop();

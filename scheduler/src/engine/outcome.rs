@@ -14,10 +14,19 @@
 //! | the same | yes | `failed` | `rerun`: per the task's retries; `never`: not run again |
 //! | never started (claimed as the node began to drain) | yes | `interrupted` | handed over (both) |
 //! | unknown (its node stopped renewing the lock) | — | `lost` | per the task's [`Recovery`]: `rerun` makes it due again, `never` does not |
+//! | returned an error | yes (cancelled by an operator) | `cancelled` | not run again (both) |
+//! | stopped by the engine (did not return within [`CANCEL_GRACE`](crate::operate::CANCEL_GRACE); an isolated run's process killed) | yes (cancelled) | `cancelled` | not run again (both) |
+//! | panicked, or an isolated run's process crashed | yes (cancelled) | `cancelled` | not run again (both) |
+//! | never started (cancelled before its tick came) | yes (cancelled) | `cancelled` | not run again (both) |
+//! | unknown (its node stopped renewing the lock after a cancel was requested) | — | `cancelled` | not run again (both) |
 //!
 //! The last column follows one rule: a run whose handler was asked to stop, or stopped by force,
 //! did its work to an unknown extent; an at-most-once task (`recovery = "never"`) never runs such
-//! a tick again, on any path. Only a failure the handler reported on its own is retried.
+//! a tick again, on any path. Only a failure the handler reported on its own is retried. A run
+//! an operator cancelled is never run again, whatever its task's recovery: the operator asked
+//! for it not to run. A cancel outranks every other request to stop (it may come after a
+//! shutdown began, or past a timeout); a handler that returns `Ok` after any of them finished
+//! its work, and is `succeeded`.
 //!
 //! A handler that was told to stop says "I did not finish" by returning an error (idiomatically
 //! [`Interrupted`](crate::Interrupted), from [`TaskContext::interrupted`](crate::TaskContext)),
@@ -62,6 +71,8 @@ pub(crate) enum StopReason {
     LockLost(LockLoss),
     /// The run took longer than its timeout.
     Timeout(std::time::Duration),
+    /// An operator cancelled the run; who.
+    Cancelled(String),
 }
 
 impl StopReason {
@@ -73,6 +84,7 @@ impl StopReason {
                 "the run exceeded its timeout of {}",
                 humantime::format_duration(*t)
             ),
+            StopReason::Cancelled(by) => format!("cancelled by {by}"),
         }
     }
 }
@@ -120,6 +132,30 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             may_retry: false,
             failures: FailureCount::Reset,
         },
+        (ending, Some(reason @ StopReason::Cancelled(_))) => {
+            let what = match ending {
+                Ending::Returned(Err(e)) => format!(": {}", error_chain(&*e)),
+                // (`Ok` is matched first: `succeeded`.)
+                Ending::Returned(Ok(())) => String::new(),
+                Ending::Panicked(message) => format!("; then the handler panicked: {message}"),
+                Ending::Crashed(detail) => format!("; then its process ended: {detail}"),
+                Ending::Stopped(how) => format!(
+                    "; the handler did not return within {} and was stopped{}",
+                    humantime::format_duration(crate::operate::CANCEL_GRACE),
+                    how.map_or_else(String::new, |how| format!(" ({how})"))
+                ),
+                Ending::NotStarted => "; before it started".to_owned(),
+            };
+            Decision {
+                end: end(
+                    RunStatus::Cancelled,
+                    format!("{}{what}; {CANCELLED_NOT_RUN_AGAIN}", reason.describe()),
+                ),
+                hand_over: false,
+                may_retry: false,
+                failures: FailureCount::Keep,
+            }
+        }
         (Ending::Returned(Err(e)), None) => Decision {
             end: end(RunStatus::Failed, error_chain(&*e)),
             hand_over: false,
@@ -226,6 +262,9 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
 /// What the record of an at-most-once run that did not finish says about its tick.
 pub(crate) const NOT_RUN_AGAIN: &str = "its outcome is unknown: not run again (recovery = never)";
 
+/// What the record of a cancelled run says about its tick.
+pub(crate) const CANCELLED_NOT_RUN_AGAIN: &str = "its tick is not run again";
+
 /// The rule for a run whose outcome is unknown: its lock expired and was watched long enough
 /// without its owner renewing it.
 pub(crate) fn unknown(lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecision {
@@ -238,6 +277,22 @@ pub(crate) fn unknown(lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecisi
             failures: FailureCount::Keep,
         };
     };
+    if let Some(by) = &run.cancel_requested_by {
+        // The operator asked for it to stop; its node died before it could record that.
+        let error = format!(
+            "cancelled by {by}; its node {} stopped renewing the lock before recording the end \
+             (killed, crashed, paused or cut off from the database); {CANCELLED_NOT_RUN_AGAIN}",
+            lock.owner
+        );
+        return RescueDecision::Release {
+            run_end: Some(RunEnd {
+                status: RunStatus::Cancelled,
+                error: Some(clean_error(&error)),
+            }),
+            requeue: None,
+            failures: FailureCount::Keep,
+        };
+    }
     let rerun = run.recovery == Recovery::Rerun;
     let requeue = rerun.then(|| {
         requeue_of(
@@ -472,6 +527,7 @@ mod tests {
                 attempt: 1,
                 trigger: Trigger::Schedule,
                 triggered_by: None,
+                cancel_requested_by: None,
             }),
         }
     }
@@ -498,6 +554,74 @@ mod tests {
         };
         assert!(run_end.unwrap().error.unwrap().contains("recovery = never"));
         assert_eq!(requeue, None);
+    }
+
+    #[test]
+    fn a_cancelled_run_that_did_not_finish_is_cancelled_and_never_run_again() {
+        let cancel = StopReason::Cancelled("alice".into());
+        for recovery in [Recovery::Rerun, Recovery::Never] {
+            let cases: Vec<(Ending, &str)> = vec![
+                (Ending::Returned(Err(err("half done"))), "half done"),
+                (
+                    Ending::Stopped(None),
+                    "did not return within 10s and was stopped",
+                ),
+                (
+                    Ending::Stopped(Some("killed by signal SIGKILL".into())),
+                    "was stopped (killed by signal SIGKILL)",
+                ),
+                (Ending::Panicked("boom".into()), "panicked: boom"),
+                (
+                    Ending::Crashed("killed by signal SIGSEGV".into()),
+                    "process ended: killed by signal SIGSEGV",
+                ),
+                (Ending::NotStarted, "before it started"),
+            ];
+            for (ending, says) in cases {
+                let label = format!("{ending:?} {recovery:?}");
+                let d = decide(ending, Some(&cancel), recovery);
+                assert_eq!(d.end.status, RunStatus::Cancelled, "{label}");
+                assert!(!d.hand_over, "{label}");
+                assert!(!d.may_retry, "{label}");
+                assert_eq!(d.failures, FailureCount::Keep, "{label}");
+                let error = d.end.error.unwrap();
+                assert!(error.starts_with("cancelled by alice"), "{label}: {error}");
+                assert!(error.contains(says), "{label}: {error}");
+                assert!(error.contains(CANCELLED_NOT_RUN_AGAIN), "{label}: {error}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cancelled_run_that_returned_ok_finished_its_work() {
+        let cancel = StopReason::Cancelled("alice".into());
+        let d = decide(Ending::Returned(Ok(())), Some(&cancel), Recovery::Rerun);
+        assert_eq!(d.end.status, RunStatus::Succeeded);
+        assert_eq!(d.end.error, None);
+        assert_eq!(d.failures, FailureCount::Reset);
+    }
+
+    #[test]
+    fn a_cancelled_run_whose_node_died_is_cancelled_and_never_run_again() {
+        for recovery in [Recovery::Rerun, Recovery::Never] {
+            let mut lock = expired(recovery);
+            lock.run.as_mut().unwrap().cancel_requested_by = Some("alice".into());
+            let RescueDecision::Release {
+                run_end,
+                requeue,
+                failures,
+            } = unknown(&lock, Utc::now())
+            else {
+                panic!("released")
+            };
+            let run_end = run_end.unwrap();
+            assert_eq!(run_end.status, RunStatus::Cancelled, "{recovery:?}");
+            let error = run_end.error.unwrap();
+            assert!(error.starts_with("cancelled by alice"), "{error}");
+            assert!(error.contains("node n1 stopped renewing"), "{error}");
+            assert_eq!(requeue, None, "{recovery:?}");
+            assert_eq!(failures, FailureCount::Keep);
+        }
     }
 
     #[test]

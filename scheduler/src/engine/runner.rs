@@ -1,6 +1,7 @@
 //! Runs one claimed run: the handler run by [`super::execute`] (on a thread of the node's or in
-//! a process of its own, told to stop on shutdown, timeout or lock loss and stopped when it
-//! must be), the outcome decided by [`outcome::decide`] and handed to
+//! a process of its own, told to stop on shutdown, timeout, lock loss or an operator's cancel
+//! (which reaches it through its lease, see [`super::watchdog`]) and stopped when it must be),
+//! the outcome decided by [`outcome::decide`] and handed to
 //! the completer together with the lease, which keeps the lock renewed until the outcome is
 //! recorded. What the handler logs inside the run's span is captured by [`crate::run_log`] and
 //! written before the outcome.
@@ -49,18 +50,27 @@ pub(crate) async fn run(
         node = %shared.node_id,
     );
     async move {
+        let mut cancelled_early = None;
         if start_at > Instant::now() {
             // Claimed ahead of its tick: start on it. A drain that begins meanwhile hands the
-            // run back unstarted, like a run claimed while the node drains.
+            // run back unstarted, like a run claimed while the node drains; a cancel ends it.
             tokio::select! {
                 () = tokio::time::sleep_until(start_at) => {}
                 () = shared.handlers_cancel.cancelled() => {}
+                request = lease.cancel_requested() => cancelled_early = Some(request),
             }
         }
         let started = Instant::now();
-        let was_started = !shared.handlers_cancel.is_cancelled();
+        let was_started = !shared.handlers_cancel.is_cancelled() && cancelled_early.is_none();
         let mut capture = None;
-        let (ending, stop, lease) = if !was_started {
+        let (ending, stop, lease) = if let Some(request) = cancelled_early {
+            tracing::info!(by = %request.by, "cancelled before it started");
+            (
+                Ending::NotStarted,
+                Some(StopReason::Cancelled(request.by)),
+                lease,
+            )
+        } else if !was_started {
             // Claimed while the node began to drain: hand it back untouched.
             (Ending::NotStarted, Some(StopReason::Shutdown), lease)
         } else {
@@ -250,6 +260,7 @@ fn emit_end(shared: &Shared, claimed: &ClaimedRun, finish: &RunFinish, duration_
             SchedulerEvent::RunAbandoned { run, reason: error }
         }
         RunStatus::Interrupted => SchedulerEvent::RunInterrupted { run, reason: error },
+        RunStatus::Cancelled => SchedulerEvent::RunCancelled { run, reason: error },
         RunStatus::TimedOut => SchedulerEvent::RunTimedOut {
             run,
             error,

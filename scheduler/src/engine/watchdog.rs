@@ -19,6 +19,13 @@
 //!   never polled again.
 //!
 //! A lock is also lost at once when a renewal does not return it (another node released it).
+//!
+//! **Cancel requests** reach a run through its lease too ([`Lease::cancel_requested`]): after
+//! each pass that renewed locks the watchdog asks the store whether anyone asked to cancel one
+//! of its runs (a lookup in an index of cancelled runs, nearly always empty), and it asks at
+//! once when the change listener hears of a cancel ([`LockWatchdog::check_cancels_soon`]). So
+//! a cancel reaches its run's node within a renew interval even when notifications are lost
+//! (through a pooler without a listen URL, another process on an SQLite file).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,7 +36,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::gate::GateState;
-use crate::store::{LockKey, Store};
+use crate::store::{Cancellation, LockKey, Store};
 
 /// Why a run's lock can no longer be trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +112,8 @@ struct Held {
     warn: watch::Sender<Instant>,
     gate: Arc<GateState>,
     taken_over: CancellationToken,
+    /// An operator's request to cancel the run, once known.
+    cancel: watch::Sender<Option<Cancellation>>,
 }
 
 /// Renews every lock this node holds.
@@ -116,6 +125,8 @@ pub(crate) struct LockWatchdog {
     last_error: Mutex<Option<String>>,
     /// The node stopped: nothing is renewed any more.
     stopped: std::sync::atomic::AtomicBool,
+    /// Wakes the cancel check (the change listener heard of a cancel).
+    cancel_check: tokio::sync::Notify,
 }
 
 /// One run's claim on its lock, from the claim until its outcome is recorded;
@@ -128,6 +139,7 @@ pub(crate) struct Lease {
     warn: watch::Receiver<Instant>,
     gate: Arc<GateState>,
     taken_over: CancellationToken,
+    cancel: watch::Receiver<Option<Cancellation>>,
 }
 
 impl LockWatchdog {
@@ -139,6 +151,7 @@ impl LockWatchdog {
             held: Mutex::new(HashMap::new()),
             last_error: Mutex::new(None),
             stopped: std::sync::atomic::AtomicBool::new(false),
+            cancel_check: tokio::sync::Notify::new(),
         }
     }
 
@@ -158,6 +171,7 @@ impl LockWatchdog {
         let (warn, receiver) = watch::channel(times.warn_after(sent));
         let gate = GateState::new(times.stop_after(sent));
         let taken_over = CancellationToken::new();
+        let (cancel, cancel_requested) = watch::channel(None);
         self.held().insert(
             run_id,
             Held {
@@ -168,6 +182,7 @@ impl LockWatchdog {
                 warn,
                 gate: Arc::clone(&gate),
                 taken_over: taken_over.clone(),
+                cancel,
             },
         );
         Lease {
@@ -177,7 +192,45 @@ impl LockWatchdog {
             warn: receiver,
             gate,
             taken_over,
+            cancel: cancel_requested,
         }
+    }
+
+    /// Asks the store whether anyone asked to cancel a run this node holds (one whose outcome
+    /// is not being written, and whose lease was not told yet), and tells the leases of those
+    /// somebody did. Returns how many were told; asks nothing when no run is held.
+    pub(crate) async fn check_cancels(&self) -> crate::store::StoreResult<usize> {
+        let runs: Vec<i64> = self
+            .held()
+            .iter()
+            .filter(|(_, h)| !h.writing && h.cancel.borrow().is_none())
+            .map(|(run, _)| *run)
+            .collect();
+        if runs.is_empty() {
+            return Ok(0);
+        }
+        let requests = self.store.cancel_requests(&runs).await?;
+        let held = self.held();
+        let mut told = 0;
+        for request in requests {
+            if let Some(h) = held.get(&request.run_id)
+                && h.cancel.borrow().is_none()
+            {
+                h.cancel.send_replace(Some(request));
+                told += 1;
+            }
+        }
+        Ok(told)
+    }
+
+    /// Has the cancel check ([`CancelCheck`]) look at once (a cancel was requested somewhere).
+    pub(crate) fn check_cancels_soon(&self) {
+        self.cancel_check.notify_one();
+    }
+
+    /// What wakes the cancel check.
+    pub(crate) fn cancel_wake(&self) -> &tokio::sync::Notify {
+        &self.cancel_check
     }
 
     /// Whether this node holds `key` (a run of its own, running or waiting for its outcome to
@@ -308,6 +361,12 @@ impl super::service::Service for Renewer {
         if !matches!(result, Ok(0)) {
             self.1.renewal(result.is_ok());
         }
+        if matches!(result, Ok(renewed) if renewed > 0) {
+            // Piggybacked on the renewal: a cancel whose notification was lost arrives here.
+            if let Err(e) = self.0.check_cancels().await {
+                tracing::debug!(error = %e, "could not look for cancel requests; next renewal");
+            }
+        }
         result
     }
 
@@ -321,7 +380,51 @@ impl super::service::Service for Renewer {
     }
 }
 
+/// Looks for cancel requests of this node's runs as soon as the change listener hears of one
+/// (the renewals look too, see the module docs).
+pub(crate) struct CancelCheck(pub(crate) Arc<LockWatchdog>);
+
+impl super::service::Service for CancelCheck {
+    type Pass = usize;
+    type Error = crate::store::StoreError;
+
+    fn what(&self) -> &'static str {
+        "looking for cancel requests"
+    }
+
+    async fn run_once(&mut self) -> crate::store::StoreResult<usize> {
+        self.0.check_cancels().await
+    }
+
+    fn pause_after(&mut self, _told: usize) -> Option<Duration> {
+        // Until the next notification; the renewals look in between.
+        Some(Duration::from_secs(3600))
+    }
+
+    fn pause_after_failure(&mut self, _failures: u32) -> Duration {
+        self.0.retry_pause()
+    }
+}
+
 impl Lease {
+    /// Resolves when an operator asked to cancel this run (at once if that is known already).
+    /// Cancel-safe.
+    /// The future borrows nothing, so it can be polled beside the lease's other futures.
+    pub(crate) fn cancel_requested(&self) -> impl Future<Output = Cancellation> + Send + 'static {
+        let mut cancel = self.cancel.clone();
+        async move {
+            loop {
+                if let Some(request) = cancel.borrow_and_update().clone() {
+                    return request;
+                }
+                if cancel.changed().await.is_err() {
+                    // The watchdog forgot this lease; only Drop does that.
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+    }
+
     /// Resolves when the lock can no longer be trusted: taken over, or not renewed by the warn
     /// deadline. Cancel-safe.
     pub(crate) async fn lost(&mut self) -> LockLoss {

@@ -133,6 +133,8 @@ pub struct LockedRun {
     pub trigger: Trigger,
     /// Who asked for it (manual runs).
     pub triggered_by: Option<String>,
+    /// Who asked to cancel it, if anyone did before its node went silent.
+    pub cancel_requested_by: Option<String>,
 }
 
 /// The end of a run, as decided by the engine (status, error) for the store to record.

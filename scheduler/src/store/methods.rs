@@ -23,6 +23,7 @@ macro_rules! store_methods {
             next_wake(tasks: &[String]) -> StoreResult<WakeInfo>;
             claim(request: ClaimRequest<'_>, rules: &dyn ClaimRules) -> StoreResult<ClaimOutcome>;
             renew_locks(node_id: &str, held: &[(LockKey, Duration)]) -> StoreResult<Vec<LockKey>>;
+            cancel_requests(run_ids: &[i64]) -> StoreResult<Vec<Cancellation>>;
             finish_runs(finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>>;
             record_skips(skips: &[SkipRecord]) -> StoreResult<()>;
             append_run_logs(chunks: &[LogChunk]) -> StoreResult<()>;
@@ -43,6 +44,7 @@ macro_rules! store_methods {
                 audit: &AuditEntry,
                 planner: &ResumePlanner<'_>
             ) -> StoreResult<Option<Pause>>;
+            cancel_run(run_id: i64, by: &str, audit: &AuditEntry) -> StoreResult<CancelRequest>;
             // Reads.
             nodes() -> StoreResult<Vec<NodeRecord>>;
             task_states(task: Option<&str>) -> StoreResult<Vec<TaskState>>;

@@ -53,25 +53,41 @@ pub use outbox::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 pub use records::{
-    AuditEntry, ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, Heartbeat, LogChunk,
-    NodeInfo, NodeRecord, OverdueTask, Pause, ResumePlan, ResumePlanner, RunQuery, RunRecord,
-    RunRequest, RunStatus, SkipReason, SkipRecord, TaskChange, TaskRow, TaskState, WakeInfo,
+    AuditEntry, CancelRequest, Cancellation, ConfigPlan, ConfigPlanner, ConfigSnapshot,
+    ConfigState, Heartbeat, LogChunk, NodeInfo, NodeRecord, OverdueTask, Pause, ResumePlan,
+    ResumePlanner, RunQuery, RunRecord, RunRequest, RunStatus, SkipReason, SkipRecord, TaskChange,
+    TaskRow, TaskState, WakeInfo,
 };
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 
-/// Wakes a waiting engine when another node changed something (a lock released, a config applied).
+/// What a [`ChangeListener`] heard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// Something that may make a task due sooner: a lock released, a config applied, a manual
+    /// run queued, a pause ended, or [`Store::notify`].
+    Schedule,
+    /// An operator asked to cancel a running run ([`Store::cancel_run`]).
+    CancelRequested,
+    /// Anything may have changed (the first call, a reconnect, another process's action that
+    /// the backend cannot tell apart): look at everything.
+    Unknown,
+}
+
+/// Wakes a waiting engine when another node changed something (a lock released, a config
+/// applied, a run to cancel).
 #[async_trait]
 pub trait ChangeListener: Send {
-    /// Waits for the next change notification. Errors mean the listener lost its connection; it
-    /// reconnects on the next call.
+    /// Waits for the next change notification and says what kind it was. Errors mean the
+    /// listener lost its connection; it reconnects on the next call.
     ///
-    /// The first call, and the first call after a reconnect, returns at once without waiting:
-    /// whatever changed while nobody was listening may have been a change, so the caller looks
-    /// at the store once before it sleeps. A return is a hint to look, never a promise that
-    /// something changed (PostgreSQL also returns after a silent period once it has checked
-    /// its connection).
-    async fn recv(&mut self) -> StoreResult<()>;
+    /// The first call, and the first call after a reconnect, returns [`Change::Unknown`] at
+    /// once without waiting: whatever changed while nobody was listening may have been a
+    /// change, so the caller looks at the store once before it sleeps. A return is a hint to
+    /// look, never a promise that something changed (PostgreSQL also returns after a silent
+    /// period once it has checked its connection).
+    async fn recv(&mut self) -> StoreResult<Change>;
 }
 
 /// Everything the scheduler keeps or reads in persistent storage, grouped by who calls it.
@@ -80,10 +96,10 @@ pub trait ChangeListener: Send {
 /// |---|---|---|
 /// | The store itself | the composition root | [`describe`](Self::describe), [`migrate`](Self::migrate) |
 /// | Nodes | the engine | [`register_node`](Self::register_node), [`heartbeat`](Self::heartbeat), [`deregister_node`](Self::deregister_node) |
-/// | Claiming and running | the engine | [`next_wake`](Self::next_wake), [`claim`](Self::claim), [`renew_locks`](Self::renew_locks), [`finish_runs`](Self::finish_runs), [`record_skips`](Self::record_skips), [`append_run_logs`](Self::append_run_logs) |
+/// | Claiming and running | the engine | [`next_wake`](Self::next_wake), [`claim`](Self::claim), [`renew_locks`](Self::renew_locks), [`cancel_requests`](Self::cancel_requests), [`finish_runs`](Self::finish_runs), [`record_skips`](Self::record_skips), [`append_run_logs`](Self::append_run_logs) |
 /// | Upkeep | the engine's maintenance | [`reschedule`](Self::reschedule), [`overdue_tasks`](Self::overdue_tasks), [`open_missed`](Self::open_missed), [`prune_history`](Self::prune_history) |
 /// | Config | the reconciler | [`load_tasks`](Self::load_tasks), [`config_state`](Self::config_state), [`apply_config`](Self::apply_config) |
-/// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task) |
+/// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task), [`cancel_run`](Self::cancel_run) |
 /// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`run_log`](Self::run_log) |
 /// | Webhook outbox | the engine's delivery (and the dashboard) | [`enqueue_events`](Self::enqueue_events), [`trim_outbox`](Self::trim_outbox), [`claim_outbox`](Self::claim_outbox), [`record_deliveries`](Self::record_deliveries), [`deliveries`](Self::deliveries), [`webhook_disabled`](Self::webhook_disabled), [`disable_webhook`](Self::disable_webhook) |
 /// | Notifications | the engine listens; anyone may wake it | [`listener`](Self::listener), [`notify`](Self::notify) |
@@ -138,6 +154,9 @@ pub trait Store: Send + Sync + 'static {
         node_id: &str,
         held: &[(LockKey, Duration)],
     ) -> StoreResult<Vec<LockKey>>;
+    /// The cancel requests recorded for any of `run_ids` (runs the caller is running), in no
+    /// particular order. Cheap when there are none: the engine asks after each lock renewal.
+    async fn cancel_requests(&self, run_ids: &[i64]) -> StoreResult<Vec<Cancellation>>;
     /// Records the end of a batch of runs (also over a run another node marked `lost`), writes
     /// their skip records, and, for each lock still held under its token, releases it and
     /// applies its requeue.
@@ -193,6 +212,15 @@ pub trait Store: Send + Sync + 'static {
         audit: &AuditEntry,
         planner: &ResumePlanner<'_>,
     ) -> StoreResult<Option<Pause>>;
+    /// Asks running run `run_id` to stop (audited with `audit`, and every node's listener hears
+    /// [`Change::CancelRequested`]): records who asked (`by`) and when, unless somebody asked
+    /// already. A run that has ended, or a run that does not exist, is left alone and said so.
+    async fn cancel_run(
+        &self,
+        run_id: i64,
+        by: &str,
+        audit: &AuditEntry,
+    ) -> StoreResult<CancelRequest>;
 
     // ---- reads (the admin API, the dashboard, the CLI) ----------------------------------
 

@@ -29,7 +29,11 @@ pub enum RunStatus {
     /// off) and another node released it. Whether its tick runs again is the task's
     /// [`Recovery`](crate::Recovery) rule.
     Lost,
-    /// Written by versions before 0.2 for runs stopped at shutdown; read only.
+    /// An operator cancelled the run ([`Store::cancel_run`](super::Store::cancel_run)) and it
+    /// did not finish: its handler returned an error after the request, was stopped by force
+    /// after the cancel grace, or its node died after the request. Its tick is not run again
+    /// (not handed over, not retried). (Versions before 0.2 also wrote it for runs stopped at
+    /// shutdown.)
     Cancelled,
 }
 
@@ -432,7 +436,7 @@ pub struct AuditEntry {
     pub at: DateTime<Utc>,
     /// Who (the token's name, an OS user).
     pub actor: String,
-    /// What (`trigger`, `pause`, `resume`).
+    /// What (`trigger`, `pause`, `resume`, `cancel`).
     pub action: String,
     /// Which task.
     pub task: String,
@@ -667,6 +671,48 @@ pub struct RunRecord {
     pub trigger: Trigger,
     /// Who asked (manual runs).
     pub triggered_by: Option<String>,
+    /// When an operator asked to cancel it, if anyone did.
+    pub cancel_requested_at: Option<DateTime<Utc>>,
+    /// Who asked to cancel it.
+    pub cancel_requested_by: Option<String>,
+}
+
+/// What asking to cancel a run did ([`Store::cancel_run`](super::Store::cancel_run)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CancelRequest {
+    /// Recorded; the node running it is woken. The run as it is now.
+    Requested(RunRecord),
+    /// Somebody asked before (the run says who and when); nothing changed.
+    AlreadyRequested(RunRecord),
+    /// The run has ended already (its status says how); nothing changed.
+    Ended(RunRecord),
+    /// No such run (or it was pruned).
+    NotFound,
+}
+
+/// A cancel request recorded for a running run, as the node holding it learns of it
+/// ([`Store::cancel_requests`](super::Store::cancel_requests)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Cancellation {
+    /// The run.
+    pub run_id: i64,
+    /// Who asked.
+    pub by: String,
+    /// When (the store's clock).
+    pub at: DateTime<Utc>,
+}
+
+impl Cancellation {
+    /// A request by `by` at `at` to cancel run `run_id`.
+    pub fn new(run_id: i64, by: impl Into<String>, at: DateTime<Utc>) -> Self {
+        Self {
+            run_id,
+            by: by.into(),
+            at,
+        }
+    }
 }
 
 /// What ending a pause writes, decided on the task's row (locked for it) and the store clock.

@@ -279,6 +279,8 @@ mod tests {
             attempt: 1,
             trigger: Trigger::Schedule,
             triggered_by: None,
+            cancel_requested_at: None,
+            cancel_requested_by: None,
         }
     }
 

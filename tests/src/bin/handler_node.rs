@@ -239,6 +239,48 @@ async fn iso_never(ctx: TaskContext) {
     deaf(&ctx, FOREVER).await;
 }
 
+// Tasks an operator cancels (`tests/tests/cancel.rs`).
+
+/// Works until told to stop (beating as it goes), then says it did not finish.
+#[task(name = "misbehave.cooperative")]
+async fn cooperative(ctx: TaskContext) -> Result<(), scheduler::Interrupted> {
+    let run = Run::start(&ctx);
+    loop {
+        tokio::select! {
+            () = ctx.cancelled() => {
+                run.write(Kind::End);
+                return Err(ctx.interrupted());
+            }
+            () = tokio::time::sleep(BEAT) => run.write(Kind::Beat),
+        }
+    }
+}
+
+/// Works until told to stop, then finishes its work and returns `Ok`.
+#[task(name = "misbehave.finishes_anyway")]
+async fn finishes_anyway(ctx: TaskContext) {
+    let run = Run::start(&ctx);
+    loop {
+        tokio::select! {
+            () = ctx.cancelled() => break,
+            () = tokio::time::sleep(BEAT) => run.write(Kind::Beat),
+        }
+    }
+    run.write(Kind::End);
+}
+
+/// Awaits for an hour and ignores cancellation (recovery = rerun).
+#[task(name = "misbehave.deaf")]
+async fn deaf_rerun(ctx: TaskContext) {
+    deaf(&ctx, FOREVER).await;
+}
+
+/// In a child process of its own: awaits for an hour and ignores cancellation (SIGTERM).
+#[task(name = "misbehave.iso.deaf", isolation = "process")]
+async fn iso_deaf(ctx: TaskContext) {
+    deaf(&ctx, FOREVER).await;
+}
+
 #[tokio::main]
 async fn main() -> scheduler::Result<()> {
     scheduler::run().await

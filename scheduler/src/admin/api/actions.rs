@@ -1,5 +1,5 @@
-//! Operator actions on a task: trigger, pause with a reason, resume. Each is audited (see
-//! [`crate::operate`]).
+//! Operator actions: trigger a task, pause it with a reason, resume it; cancel a running run.
+//! Each is audited (see [`crate::operate`]).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -10,12 +10,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::tasks::one_state;
-use super::{MutationErrors, PauseView};
+use super::{MutationErrors, PauseView, RunView};
 use crate::admin::AdminState;
 use crate::admin::auth::Operator;
 use crate::admin::error::{ApiError, ErrorBody, Json, Path};
 use crate::operate;
-use crate::store::RunRequest;
+use crate::store::{CancelRequest, RunRequest};
 
 const MAX_REASON: usize = 500;
 
@@ -24,6 +24,7 @@ pub(super) fn router() -> OpenApiRouter<AdminState> {
         .routes(routes!(trigger_task))
         .routes(routes!(pause_task))
         .routes(routes!(resume_task))
+        .routes(routes!(cancel_run))
 }
 
 /// What asking for a run did.
@@ -175,4 +176,55 @@ async fn resume_task(
         task: name,
         ended: ended.map(PauseView::from),
     }))
+}
+
+/// What asking to cancel a run did.
+#[derive(Debug, Serialize, ToSchema)]
+struct CancelResult {
+    /// `requested`, or `already_requested` (somebody asked before: `run` says who and when).
+    outcome: &'static str,
+    /// The run, as it is now (still `running`: its node stops it).
+    run: RunView,
+    /// How long its handler has to return after it is told before it is stopped by force.
+    grace_seconds: u64,
+}
+
+/// Cancels a running run, on whichever node runs it: the handler is asked to stop at once
+/// (`ctx.cancelled()`) and stopped by force after the grace. The run is recorded `cancelled`
+/// with who asked, and its tick is not run again; a handler that returns `Ok` all the same is
+/// `succeeded`. Audited.
+#[utoipa::path(post, path = "/api/runs/{id}/cancel", tag = "runs",
+    security(("bearer" = [])),
+    params(("id" = i64, Path, description = "The run's id"),
+        ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
+    responses(
+        (status = 202, description = "Asked to stop (or asked before)", body = CancelResult),
+        (status = 409, description = "The run has ended already", body = ErrorBody),
+        MutationErrors,
+    ))]
+async fn cancel_run(
+    Operator(actor): Operator,
+    State(state): State<AdminState>,
+    Path(id): Path<i64>,
+) -> Result<(StatusCode, axum::Json<CancelResult>), ApiError> {
+    let (outcome, run) = match operate::cancel(state.engine.store().as_ref(), id, &actor).await? {
+        CancelRequest::Requested(run) => ("requested", run),
+        CancelRequest::AlreadyRequested(run) => ("already_requested", run),
+        CancelRequest::Ended(run) => {
+            return Err(ApiError::conflict(format!(
+                "run {id} of `{}` has ended already ({}): nothing to cancel",
+                run.task_name, run.status
+            )));
+        }
+        CancelRequest::NotFound => return Err(ApiError::not_found(format!("no run {id}"))),
+    };
+    tracing::info!(run_id = id, task = %run.task_name, node = %run.node_id, actor = %actor.name, source = %actor.source, "run cancel asked for through the admin API");
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(CancelResult {
+            outcome,
+            run: run.into(),
+            grace_seconds: operate::CANCEL_GRACE.as_secs(),
+        }),
+    ))
 }

@@ -103,7 +103,7 @@ struct AuditView {
     at: DateTime<Utc>,
     /// Who.
     actor: String,
-    /// What: `trigger`, `pause`, `resume`.
+    /// What: `trigger`, `pause`, `resume`, `cancel`.
     action: String,
     /// Which task.
     task: String,

@@ -53,6 +53,10 @@ pub(crate) struct RunView {
     trigger: String,
     /// Who asked for a manual run.
     triggered_by: Option<String>,
+    /// When an operator asked to cancel it, if anyone did.
+    cancel_requested_at: Option<DateTime<Utc>>,
+    /// Who asked to cancel it.
+    cancel_requested_by: Option<String>,
 }
 
 impl From<RunRecord> for RunView {
@@ -70,6 +74,8 @@ impl From<RunRecord> for RunView {
             attempt: r.attempt,
             trigger: r.trigger.as_str().to_owned(),
             triggered_by: r.triggered_by,
+            cancel_requested_at: r.cancel_requested_at,
+            cancel_requested_by: r.cancel_requested_by,
         }
     }
 }
@@ -129,7 +135,7 @@ pub(crate) enum MutationErrors {
     /// No token is configured on the node: every mutation is refused.
     #[response(status = 403)]
     Forbidden(ErrorBody),
-    /// No such task.
+    /// No such task (or run).
     #[response(status = 404)]
     NotFound(ErrorBody),
     /// The store failed.

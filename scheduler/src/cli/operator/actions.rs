@@ -1,13 +1,14 @@
-//! `trigger`, `pause` and `resume`, through [`operate`](crate::operate), so each is audited.
+//! `trigger`, `pause`, `resume` and `cancel`, through [`operate`](crate::operate), so each is
+//! audited.
 
 use chrono::{TimeDelta, Utc};
 use serde_json::json;
 
 use super::super::table::instant;
 use super::target::{ALIVE_WITHIN, Target, actor, fail, to_json};
-use super::{PauseArgs, ResumeArgs, TriggerArgs};
+use super::{CancelArgs, PauseArgs, ResumeArgs, TriggerArgs};
 use crate::operate;
-use crate::store::RunRequest;
+use crate::store::{CancelRequest, RunRequest};
 
 pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
     let target = Target::open(&args.store).await?;
@@ -151,5 +152,57 @@ pub(super) async fn resume(args: &ResumeArgs) -> crate::Result<String> {
             ),
             None => format!("{} was not paused; nothing changed\n", args.task),
         }
+    })
+}
+
+pub(super) async fn cancel(args: &CancelArgs) -> crate::Result<String> {
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let asked = operate::cancel(target.store.as_ref(), args.run_id, &who).await;
+    let asked = match asked {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        other => other?,
+    };
+    let grace = humantime::format_duration(operate::CANCEL_GRACE);
+    let (word, run) = match asked {
+        CancelRequest::Requested(run) => ("requested", run),
+        CancelRequest::AlreadyRequested(run) => ("already_requested", run),
+        CancelRequest::Ended(run) => {
+            return Err(fail(format!(
+                "run {} of {} has ended already ({}{}): nothing to cancel",
+                run.id,
+                run.task_name,
+                run.status,
+                run.finished_at
+                    .map_or(String::new(), |at| format!(" at {}", instant(Some(at))))
+            )));
+        }
+        CancelRequest::NotFound => {
+            return Err(fail(format!(
+                "no run with id {} (it may have been pruned); `scheduler runs --status running` lists the running ones",
+                args.run_id
+            )));
+        }
+    };
+    Ok(if args.store.json {
+        to_json(&json!({
+            "run_id": run.id, "task": run.task_name, "node": run.node_id, "result": word,
+            "cancel_requested_by": run.cancel_requested_by,
+            "cancel_requested_at": run.cancel_requested_at,
+            "grace_seconds": operate::CANCEL_GRACE.as_secs(), "actor": who.name,
+        }))
+    } else if word == "requested" {
+        format!(
+            "asked run {} of {} on node {} to stop (cancelled by {}): its handler is told at once and stopped by force after {grace}; the run is recorded cancelled and its tick is not run again (`scheduler runs {} --status cancelled`)\n",
+            run.id, run.task_name, run.node_id, who.name, run.task_name
+        )
+    } else {
+        format!(
+            "run {} of {} was already asked to stop (by {} at {}); nothing changed\n",
+            run.id,
+            run.task_name,
+            run.cancel_requested_by.as_deref().unwrap_or("?"),
+            instant(run.cancel_requested_at)
+        )
     })
 }

@@ -1,5 +1,5 @@
 //! The operator commands that work against the database: `status`, `runs`, `logs`, `trigger`,
-//! `pause`, `resume`. Each connects to the store named by `--database-url` (default
+//! `pause`, `resume`, `cancel`. Each connects to the store named by `--database-url` (default
 //! `SCHEDULER_DATABASE_URL`, else `DATABASE_URL`, else the embedded `sqlite://scheduler.db`, as a
 //! node does; `--schema`, default `SCHEDULER_SCHEMA`, for PostgreSQL), reads or acts through
 //! [`Store`](crate::store::Store) and [`operate`](crate::operate) (so every change is audited
@@ -11,11 +11,11 @@
 //! 2 a usage error. The commands never create or migrate a database: pointed at a missing file
 //! or a schema without the scheduler's tables, they say so. Against SQLite they open the file
 //! in operator mode ([`SqliteStoreBuilder::operator`](crate::store::sqlite::SqliteStoreBuilder::operator)):
-//! beside the node that owns it (without its lock file), and the node sees a trigger, pause or
-//! resume within about a second.
+//! beside the node that owns it (without its lock file), and the node sees a trigger, pause,
+//! resume or cancel within about a second.
 //!
 //! Files: `target.rs` opening the store and what every command shares, `status.rs`,
-//! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`).
+//! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`).
 
 mod actions;
 mod history;
@@ -61,6 +61,13 @@ pub enum OpsCommand {
     /// Audited; its next run is its first tick from now (ticks missed meanwhile are not
     /// replayed).
     Resume(ResumeArgs),
+    /// Stop a running run, on whichever node runs it.
+    ///
+    /// Its handler is told at once (`ctx.cancelled()`) and stopped by force if it has not
+    /// returned 10 s later. Recorded `cancelled` with who asked; its tick is not run again. A
+    /// handler that returns `Ok` all the same finished its work (`succeeded`). Audited. Refused
+    /// for a run that has ended.
+    Cancel(CancelArgs),
 }
 
 /// Where the database is and how to print; shared by every operator command.
@@ -102,7 +109,8 @@ pub struct StatusArgs {
 pub struct RunsArgs {
     /// Only this task's runs.
     pub task: Option<String>,
-    /// Only runs with this status (running, succeeded, failed, timed_out, interrupted, lost).
+    /// Only runs with this status (running, succeeded, failed, timed_out, interrupted, lost,
+    /// cancelled).
     #[arg(long, value_parser = parse_status)]
     pub status: Option<RunStatus>,
     /// Only runs started so (schedule, retry, manual).
@@ -184,6 +192,19 @@ pub struct ResumeArgs {
     pub store: StoreArgs,
 }
 
+/// Arguments of `cancel`.
+#[derive(Debug, Clone, Args)]
+pub struct CancelArgs {
+    /// The run's id (from `scheduler runs TASK --status running`).
+    pub run_id: i64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
 impl OpsCommand {
     /// Runs the command and returns what it prints.
     pub async fn output(&self) -> crate::Result<String> {
@@ -194,6 +215,7 @@ impl OpsCommand {
             OpsCommand::Trigger(args) => actions::trigger(args).await,
             OpsCommand::Pause(args) => actions::pause(args).await,
             OpsCommand::Resume(args) => actions::resume(args).await,
+            OpsCommand::Cancel(args) => actions::cancel(args).await,
         }
     }
 
@@ -216,7 +238,7 @@ impl OpsCommand {
 
 fn parse_status(text: &str) -> Result<RunStatus, String> {
     RunStatus::parse(text).ok_or_else(|| {
-        format!("`{text}` is not a run status; use running, succeeded, failed, timed_out, interrupted or lost")
+        format!("`{text}` is not a run status; use running, succeeded, failed, timed_out, interrupted, lost or cancelled")
     })
 }
 

@@ -15,7 +15,7 @@ use super::super::gate::{Gated, Stopped};
 use super::super::outcome::{Ending, StopReason};
 use super::super::runtime::Joined;
 use super::super::watchdog::{Lease, LockLoss};
-use super::{Timeout, far};
+use super::{CANCEL_GRACE, Cancelled, Timeout, far};
 use crate::TaskContext;
 use crate::registry::TaskDescriptor;
 use crate::store::ClaimedRun;
@@ -50,10 +50,23 @@ pub(super) async fn execute(
     let mut stop: Option<StopReason> = None;
     let mut lock_lost = false;
     let mut timed_out = false;
+    let mut cancelled: Option<Cancelled> = None;
     let ending = loop {
         let stop_at = lease.stop_at();
         tokio::select! {
             joined = &mut handle => break from_join(joined),
+            request = lease.cancel_requested(), if cancelled.is_none() => {
+                cancel.cancel();
+                tracing::warn!(by = %request.by, grace = ?CANCEL_GRACE, "the run was cancelled: asking the handler to stop");
+                cancelled = Some(Cancelled::now(request));
+            }
+            _ = tokio::time::sleep_until(cancelled.as_ref().map_or_else(far, |c| c.force_at)), if cancelled.is_some() => {
+                let loss = match &stop {
+                    Some(StopReason::LockLost(loss)) => Some(loss.clone()),
+                    _ => None,
+                };
+                break hard_stop(claimed, &mut lease, &mut handle, loss).await;
+            }
             loss = lease.lost(), if !lock_lost => {
                 let taken_over = loss == LockLoss::TakenOver;
                 if taken_over {
@@ -106,7 +119,7 @@ pub(super) async fn execute(
     if stop.is_none() && shared.handlers_cancel.is_cancelled() {
         stop = Some(StopReason::Shutdown);
     }
-    (ending, stop, lease)
+    (ending, Cancelled::outranks(cancelled, stop), lease)
 }
 
 /// What a handler's gated future returns.

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::super::Shared;
 use super::super::outcome::{Ending, StopReason};
 use super::super::watchdog::{Lease, LockLoss};
-use super::{Timeout, far};
+use super::{CANCEL_GRACE, Cancelled, Timeout, far};
 use crate::isolation::{ChildCommand, ChildExit, ChildRun, RunIdentity};
 use crate::registry::TaskDescriptor;
 use crate::run_log::RunLogLines;
@@ -50,10 +50,20 @@ pub(super) async fn execute(
     let mut stop: Option<StopReason> = None;
     let mut lock_lost = false;
     let mut timed_out = false;
+    let mut cancelled: Option<Cancelled> = None;
     let exit = loop {
         let stop_at = lease.stop_at();
         tokio::select! {
             exit = child.wait() => break exit,
+            request = lease.cancel_requested(), if cancelled.is_none() => {
+                tracing::warn!(by = %request.by, grace = ?CANCEL_GRACE, "the run was cancelled: asking its process to stop");
+                ask(&mut child);
+                cancelled = Some(Cancelled::now(request));
+            }
+            _ = tokio::time::sleep_until(cancelled.as_ref().map_or_else(far, |c| c.force_at)), if cancelled.is_some() => {
+                tracing::warn!("the cancelled run's process did not stop within the grace: killing it");
+                break kill(&mut child).await;
+            }
             loss = lease.lost(), if !lock_lost => {
                 lock_lost = true;
                 let taken_over = loss == LockLoss::TakenOver;
@@ -99,7 +109,7 @@ pub(super) async fn execute(
     if stop.is_none() && shared.handlers_cancel.is_cancelled() {
         stop = Some(StopReason::Shutdown);
     }
-    (ending_of(exit), stop, lease)
+    (ending_of(exit), Cancelled::outranks(cancelled, stop), lease)
 }
 
 /// Asks the child to stop (SIGTERM: its `ctx.cancelled()` fires).

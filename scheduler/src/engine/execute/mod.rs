@@ -11,6 +11,7 @@
 //! | timeout | at the timeout | a grace later: a tenth of the timeout, 100 ms to 10 s |
 //! | lock lost (not renewable) | at once | before the lock could expire (`Lease::stop_at`) |
 //! | lock taken over | at once | at once |
+//! | an operator's cancel (through the lease) | at once | [`CANCEL_GRACE`] later (10 s) |
 //!
 //! "Stopped by force" differs: a child process is killed (SIGKILL to its process group), which
 //! always works; an in-process handler is stopped at its next `.await` (its gate closes), and one
@@ -29,9 +30,10 @@ use tokio::time::Instant;
 use super::Shared;
 use super::outcome::{Ending, StopReason};
 use super::watchdog::Lease;
+pub(super) use crate::operate::CANCEL_GRACE;
 use crate::policy::Isolation;
 use crate::run_log::RunLogLines;
-use crate::store::ClaimedRun;
+use crate::store::{Cancellation, ClaimedRun};
 
 /// Where an isolated run's log lines go; `None` for an in-process run (its span is captured).
 pub(super) type ChildLog = Option<RunLogLines>;
@@ -97,6 +99,33 @@ impl Timeout {
                 force_at: started + limit + grace,
             }
         })
+    }
+}
+
+/// An operator's cancel of a running run: who asked, and when its grace runs out.
+#[derive(Debug, Clone)]
+struct Cancelled {
+    by: String,
+    force_at: Instant,
+}
+
+impl Cancelled {
+    /// A cancel heard now: the handler is stopped by force [`CANCEL_GRACE`] from now.
+    fn now(request: Cancellation) -> Self {
+        Cancelled {
+            by: request.by,
+            force_at: Instant::now() + CANCEL_GRACE,
+        }
+    }
+
+    /// Why the run was asked to stop, as the outcome sees it: a cancel outranks every other
+    /// reason (a shutdown or a timeout may have come first; the operator still asked for the
+    /// tick not to run again), though not their deadlines, which the loops keep.
+    fn outranks(cancelled: Option<Self>, stop: Option<StopReason>) -> Option<StopReason> {
+        match cancelled {
+            Some(c) => Some(StopReason::Cancelled(c.by)),
+            None => stop,
+        }
     }
 }
 

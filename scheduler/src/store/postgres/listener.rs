@@ -1,4 +1,6 @@
-//! LISTEN/NOTIFY: wakes a node when another one released a lock or applied a config.
+//! LISTEN/NOTIFY: wakes a node when another one released a lock or applied a config, and tells
+//! it when an operator asked to cancel a run (payload `cancel`), so the node running it learns
+//! at once.
 //!
 //! A LISTEN connection that silently died (a dead network gives no error) would only cost
 //! early wake-ups, since the claim loop polls anyway; still, the connection is checked with a
@@ -16,8 +18,8 @@ use async_trait::async_trait;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 
-use super::{Listen, PgStore, classify};
-use crate::store::{ChangeListener, StoreError, StoreResult};
+use super::{CANCEL_PAYLOAD, Listen, PgStore, classify};
+use crate::store::{Change, ChangeListener, StoreError, StoreResult};
 
 /// After this long without a notification, the connection is checked.
 const CHECK_AFTER_SILENCE: Duration = Duration::from_secs(300);
@@ -50,7 +52,7 @@ struct NoListener;
 
 #[async_trait]
 impl ChangeListener for NoListener {
-    async fn recv(&mut self) -> StoreResult<()> {
+    async fn recv(&mut self) -> StoreResult<Change> {
         std::future::pending().await
     }
 }
@@ -94,17 +96,22 @@ impl PgChangeListener {
 
 #[async_trait]
 impl ChangeListener for PgChangeListener {
-    async fn recv(&mut self) -> StoreResult<()> {
+    async fn recv(&mut self) -> StoreResult<Change> {
         if self.listener.is_none() {
             self.connect().await?;
             // Whatever happened while we were not listening may have been a change.
-            return Ok(());
+            return Ok(Change::Unknown);
         }
         let listener = self.listener.as_mut().expect("connected above");
         match tokio::time::timeout(CHECK_AFTER_SILENCE, listener.try_recv()).await {
-            // A notification, or the connection was lost and sqlx reconnects (and re-listens) on
-            // the next call: either way something may have changed.
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(Some(notification))) => Ok(if notification.payload() == CANCEL_PAYLOAD {
+                Change::CancelRequested
+            } else {
+                Change::Schedule
+            }),
+            // The connection was lost and sqlx reconnects (and re-listens) on the next call:
+            // anything may have changed meanwhile.
+            Ok(Ok(None)) => Ok(Change::Unknown),
             Ok(Err(e)) => {
                 self.listener = None;
                 Err(classify("listen", e))
@@ -113,7 +120,7 @@ impl ChangeListener for PgChangeListener {
                 // Silence: make sure the connection is still there.
                 let check = sqlx::query("SELECT 1").execute(&mut *listener);
                 match tokio::time::timeout(self.timeout, check).await {
-                    Ok(Ok(_)) => Ok(()),
+                    Ok(Ok(_)) => Ok(Change::Unknown),
                     Ok(Err(e)) => {
                         self.listener = None;
                         Err(classify("listen", e))

@@ -35,6 +35,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
         "drop an unread run index",
         "0007_drop_unread_run_index.sql"
     ),
+    migration!(8, "cancel requests", "0008_cancel_requests.sql"),
 ];
 
 pub(crate) async fn run(

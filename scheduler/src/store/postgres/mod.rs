@@ -69,6 +69,9 @@ fn validate_schema(schema: &str) -> StoreResult<()> {
     Ok(())
 }
 
+/// The NOTIFY payload of a cancel request (the listener tells it from every other change).
+pub(crate) const CANCEL_PAYLOAD: &str = "cancel";
+
 /// The NOTIFY channel of one schema's scheduler (channels are per database, so per schema here).
 /// A plain lower-case ASCII schema keeps its readable name (`scheduler_public`); any other gets
 /// a digest, so the channel is always a valid identifier of at most 63 bytes.

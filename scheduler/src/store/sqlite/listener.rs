@@ -3,7 +3,8 @@
 //! - In this process, the store bumps a counter after each commit that released a lock, applied
 //!   a config, queued a manual run or ended a pause, and when asked to notify; every listener
 //!   watches it, so wake-ups between two `recv` calls are not lost (several of them are folded
-//!   into one, which is all a wake-up needs).
+//!   into one, which is all a wake-up needs). A request to cancel a run bumps a counter of its
+//!   own, heard as [`Change::CancelRequested`].
 //! - From another process (an [`operator`](super::SqliteStoreBuilder::operator) store: the
 //!   `scheduler trigger`, `pause` and `resume` commands beside the node), every action is an
 //!   audit entry. The listener's own connection reads `PRAGMA data_version` every
@@ -11,7 +12,8 @@
 //!   read of a page already in memory); only when it changed does the listener compare the
 //!   newest audit id with the entries this store wrote itself, both read during this process's
 //!   writer turn so no own write is half-counted. More entries than its own: another process
-//!   acted, and the listener wakes. The node's own commits (heartbeats, runs) never wake it.
+//!   acted (a trigger, a pause, a cancel: it cannot tell which), and the listener wakes with
+//!   [`Change::Unknown`]. The node's own commits (heartbeats, runs) never wake it.
 
 use std::sync::Weak;
 use std::sync::atomic::Ordering;
@@ -22,12 +24,13 @@ use sqlx::{Connection, SqliteConnection};
 use tokio::sync::watch;
 
 use super::Inner;
-use crate::store::{ChangeListener, StoreResult};
+use crate::store::{Change, ChangeListener, StoreResult};
 
 /// How often the listener asks SQLite whether another connection committed.
 pub(super) const CHANGE_CHECK_INTERVAL: Duration = Duration::from_millis(250);
 
 pub(super) struct SqliteChangeListener {
+    cancels: watch::Receiver<u64>,
     changes: watch::Receiver<u64>,
     /// The store, not kept alive by its listener.
     store: Weak<Inner>,
@@ -54,8 +57,13 @@ enum Check {
 }
 
 impl SqliteChangeListener {
-    pub(super) fn new(changes: watch::Receiver<u64>, store: Weak<Inner>) -> Self {
+    pub(super) fn new(
+        cancels: watch::Receiver<u64>,
+        changes: watch::Receiver<u64>,
+        store: Weak<Inner>,
+    ) -> Self {
         Self {
+            cancels,
             changes,
             store,
             watch: None,
@@ -145,7 +153,7 @@ async fn audit_mark(conn: &mut SqliteConnection, inner: &Inner) -> StoreResult<(
 
 #[async_trait]
 impl ChangeListener for SqliteChangeListener {
-    async fn recv(&mut self) -> StoreResult<()> {
+    async fn recv(&mut self) -> StoreResult<Change> {
         if !self.started {
             // Like a LISTEN connection just opened: whatever happened before may have been a
             // change, so the first call returns at once (once the connection is open, so a
@@ -155,18 +163,24 @@ impl ChangeListener for SqliteChangeListener {
             }
             self.started = true;
             self.changes.mark_unchanged();
-            return Ok(());
+            self.cancels.mark_unchanged();
+            return Ok(Change::Unknown);
         }
         let mut changes = self.changes.clone();
-        let local = tokio::select! {
-            changed = changes.changed() => changed.is_ok(),
-            result = self.foreign_action() => return result,
+        let mut cancels = self.cancels.clone();
+        let (local, change) = tokio::select! {
+            changed = cancels.changed() => (changed.is_ok(), Change::CancelRequested),
+            changed = changes.changed() => (changed.is_ok(), Change::Schedule),
+            result = self.foreign_action() => return result.map(|()| Change::Unknown),
         };
         if !local {
             // The store is gone, and with it the node this listener wakes: nothing to wake for.
             std::future::pending::<()>().await;
         }
-        self.changes.mark_unchanged();
-        Ok(())
+        match change {
+            Change::CancelRequested => self.cancels.mark_unchanged(),
+            _ => self.changes.mark_unchanged(),
+        }
+        Ok(change)
     }
 }

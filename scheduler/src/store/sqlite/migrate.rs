@@ -27,6 +27,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0002_policies_and_operations.sql"
     ),
     migration!(3, "run query indexes", "0003_run_query_indexes.sql"),
+    migration!(4, "cancel requests", "0004_cancel_requests.sql"),
 ];
 
 /// Applies the migrations `conn` (inside a write transaction) lacks. `Ok(Err(_))`: the database
@@ -315,6 +316,7 @@ mod tests {
         assert_eq!(
             indexes,
             [
+                "scheduler_runs_cancel_requested_idx",
                 "scheduler_runs_finished_idx",
                 "scheduler_runs_running_idx",
                 "scheduler_runs_started_idx",

@@ -264,6 +264,7 @@ impl SqliteStoreBuilder {
             .test_before_acquire(false)
             .connect_lazy_with(options.clone());
         let (changes, _) = tokio::sync::watch::channel(0u64);
+        let (cancels, _) = tokio::sync::watch::channel(0u64);
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 pool,
@@ -276,6 +277,7 @@ impl SqliteStoreBuilder {
                 op_timeout: self.operation_timeout,
                 writer: tokio::sync::Mutex::new(()),
                 changes,
+                cancels,
                 _holder: holder,
             }),
         })
@@ -445,6 +447,8 @@ struct Inner {
     /// Bumped after a commit that released a lock, applied a config, queued a manual run or
     /// ended a pause, and by [`Store::notify`](super::Store::notify); listeners watch it.
     changes: tokio::sync::watch::Sender<u64>,
+    /// Bumped after a commit that recorded a request to cancel a run; listeners watch it.
+    cancels: tokio::sync::watch::Sender<u64>,
     /// Declared last, so it is dropped after the pool: the file is given up when the store is.
     /// None in operator mode.
     _holder: Option<ProcessLock>,

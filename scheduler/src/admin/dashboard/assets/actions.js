@@ -1,14 +1,14 @@
 // Actions for holders of the admin token: the token is entered once and kept in this tab's
-// session storage; trigger, pause (with a reason and an expiry) and resume each ask for
-// confirmation. Without a token the page says it is read-only and offers no action.
+// session storage; trigger, pause (with a reason and an expiry), resume and cancelling a running
+// run each ask for confirmation. Without a token the page says it is read-only and offers no action.
 
 import { post, setToken, task as enc, token } from "./api.js";
 import { h, put } from "./dom.js";
 
 const dialog = () => document.getElementById("dialog");
 
-/** Shows a modal form; resolves with its fields, or null when cancelled. */
-function ask(title, fields, confirmLabel, danger = false) {
+/** Shows a modal form; resolves with its fields, or null when dismissed. */
+function ask(title, fields, confirmLabel, danger = false, dismissLabel = "Cancel") {
   const d = dialog();
   return new Promise((resolve) => {
     const form = h("form", { method: "dialog" },
@@ -16,7 +16,7 @@ function ask(title, fields, confirmLabel, danger = false) {
       fields,
       h("p", { class: "error-line bad", id: "dialog-error" }),
       h("div", { class: "buttons" },
-        h("button", { type: "button", value: "cancel", onclick: () => { d.close(); } }, "Cancel"),
+        h("button", { type: "button", value: "cancel", id: "dialog-dismiss", onclick: () => { d.close(); } }, dismissLabel),
         h("button", { type: "submit", value: "ok", class: danger ? "primary danger" : "primary", id: "dialog-confirm" }, confirmLabel)));
     let answered = false;
     form.addEventListener("submit", (e) => {
@@ -101,3 +101,18 @@ export function actionBar(t, refresh) {
       }, "Pause…"));
 }
 
+
+/** A running run's cancel button (none without the token, or once a cancel was asked for). */
+export function cancelButton(run, refresh) {
+  if (!token() || run.status !== "running" || run.cancel_requested_by) return null;
+  return h("button", {
+    type: "button", class: "link danger-link", id: `cancel-${run.id}`, dataset: { cancel: run.id },
+    title: "Stop this run on whichever node runs it",
+    onclick: async () => {
+      const ok = await ask(`Cancel run #${run.id} of ${run.task}?`, [
+        h("p", {}, "Its handler is asked to stop at once and stopped by force if it has not returned 10 seconds later. The run is recorded as cancelled and its tick is not run again. The action is audited."),
+      ], "Cancel the run", true, "Keep it running");
+      if (ok) await act(`/api/runs/${run.id}/cancel`, undefined, refresh);
+    },
+  }, "cancel…");
+}

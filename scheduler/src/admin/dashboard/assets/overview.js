@@ -151,7 +151,7 @@ export class Overview {
 /** What the colours of a strip mean. */
 export function legend() {
   const items = [
-    ["succeeded"], ["failed"], ["timed_out"], ["interrupted"], ["lost"], ["running"],
+    ["succeeded"], ["failed"], ["timed_out"], ["interrupted"], ["lost"], ["cancelled"], ["running"],
     ["skipped", "paused"], ["skipped", "overlap"], ["skipped", "misfire"], ["missed"],
   ];
   return h("span", { class: "legend", "aria-label": "legend" },

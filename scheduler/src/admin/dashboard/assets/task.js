@@ -5,7 +5,7 @@ import { get, task as enc } from "./api.js";
 import { h, put, section, table } from "./dom.js";
 import { lineChart, tickStrip } from "./charts.js";
 import { duration, inZone, offset, outcomeClass, outcomeText, relative, runSeconds } from "./format.js";
-import { actionBar } from "./actions.js";
+import { actionBar, cancelButton } from "./actions.js";
 import { legend, stateOf } from "./overview.js";
 
 const RUNS = 50;
@@ -79,12 +79,14 @@ export class TaskPage {
           h("td", {}, relative(r.started_at)),
           h("td", { class: "num" }, duration(runSeconds(r))),
           h("td", {}, h("span", { class: `result ${outcomeClass(r.status)}` }, outcomeText(r.status)),
-            r.ticks_collapsed > 1 ? h("div", { class: "small muted" }, `served ${r.ticks_collapsed} ticks`) : null),
+            r.ticks_collapsed > 1 ? h("div", { class: "small muted" }, `served ${r.ticks_collapsed} ticks`) : null,
+            r.cancel_requested_by && r.status === "running" ? h("div", { class: "small muted cancel-note" }, `cancel asked by ${r.cancel_requested_by} ${relative(r.cancel_requested_at)}`) : null),
           h("td", {}, r.node_id),
           h("td", { class: "num" }, r.attempt),
           h("td", {}, r.trigger, r.triggered_by ? h("div", { class: "small muted" }, r.triggered_by) : null),
           h("td", { class: "error" }, r.error ?? ""),
-          h("td", {}, h("button", { type: "button", class: "link", onclick: () => this.showLog(r.id, true) }, "log")))),
+          h("td", {}, h("button", { type: "button", class: "link", onclick: () => this.showLog(r.id, true) }, "log"),
+            cancelButton(r, this.refreshAll)))),
         { class: "runs" })),
       h("div", { id: "log" }));
 

@@ -10,9 +10,10 @@ use uuid::Uuid;
 use super::{SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
 use crate::store::postgres::PgStore;
 use crate::store::{
-    ClaimOutcome, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask, ExpiredLock,
-    FinishResult, Heartbeat, LockKey, LockedRun, NextRun, NodeInfo, PendingManual, PendingRetry,
-    Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, SkipRecord, StoreResult, WakeInfo,
+    Cancellation, ClaimOutcome, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
+    ExpiredLock, FinishResult, Heartbeat, LockKey, LockedRun, NextRun, NodeInfo, PendingManual,
+    PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, SkipRecord, StoreResult,
+    WakeInfo,
 };
 
 /// The earliest due times of each kind next_wake reads (see next_wake.sql).
@@ -292,6 +293,7 @@ pub(super) async fn claim(
                     attempt: row.try_get("run_attempt")?,
                     trigger: parse_trigger(row.try_get("run_trigger")?)?,
                     triggered_by: row.try_get("run_triggered_by")?,
+                    cancel_requested_by: row.try_get("run_cancel_requested_by")?,
                 }),
                 None => None,
             };
@@ -445,6 +447,30 @@ pub(super) async fn renew_locks(
                     row.try_get::<String, _>("name")?,
                     row.try_get("lock_token")?,
                 ))
+            })
+            .collect()
+    })
+}
+
+pub(super) async fn cancel_requests(
+    store: &PgStore,
+    run_ids: &[i64],
+) -> StoreResult<Vec<Cancellation>> {
+    if run_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    timed!(store, "cancel_requests", |conn| {
+        sqlx::query(query!("cancel_requests"))
+            .bind(run_ids)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(Cancellation {
+                    run_id: row.try_get("id")?,
+                    by: row.try_get("cancel_requested_by")?,
+                    at: row.try_get("cancel_requested_at")?,
+                })
             })
             .collect()
     })

@@ -166,6 +166,8 @@ fn run_record(row: &sqlx::postgres::PgRow) -> Result<RunRecord, sqlx::Error> {
         attempt: row.try_get("attempt")?,
         trigger: parse_trigger(row.try_get("trigger")?)?,
         triggered_by: row.try_get("triggered_by")?,
+        cancel_requested_at: row.try_get("cancel_requested_at")?,
+        cancel_requested_by: row.try_get("cancel_requested_by")?,
     })
 }
 

@@ -5,9 +5,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 
-use super::{SkipColumns, insert_audit, millis, pause_of, task_state};
+use super::{SkipColumns, insert_audit, millis, pause_of, run_record, task_state};
 use crate::store::postgres::PgStore;
-use crate::store::{AuditEntry, OverdueTask, Pause, ResumePlanner, RunRequest, StoreResult};
+use crate::store::{
+    AuditEntry, CancelRequest, OverdueTask, Pause, ResumePlanner, RunRequest, RunStatus,
+    StoreResult,
+};
 
 pub(super) async fn request_run(
     store: &PgStore,
@@ -41,6 +44,46 @@ pub(super) async fn request_run(
         };
         tx.commit().await?;
         Ok(answer)
+    })
+}
+
+pub(super) async fn cancel_run(
+    store: &PgStore,
+    run_id: i64,
+    by: &str,
+    audit: &AuditEntry,
+) -> StoreResult<CancelRequest> {
+    timed!(store, "cancel_run", |conn| {
+        let mut tx = conn.begin().await?;
+        if let Some(row) = sqlx::query(query!("cancel_run"))
+            .bind(run_id)
+            .bind(by)
+            .fetch_optional(&mut *tx)
+            .await?
+        {
+            let run = run_record(&row)?;
+            insert_audit(&mut tx, audit).await?;
+            sqlx::query(query!("notify"))
+                .bind(&store.channel)
+                .bind(crate::store::postgres::CANCEL_PAYLOAD)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            return Ok(CancelRequest::Requested(run));
+        }
+        let run = sqlx::query(query!("run_one"))
+            .bind(run_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(run_record)
+            .transpose()?;
+        tx.rollback().await?;
+        Ok(match run {
+            None => CancelRequest::NotFound,
+            Some(run) if run.status != RunStatus::Running => CancelRequest::Ended(run),
+            Some(run) => CancelRequest::AlreadyRequested(run),
+        })
     })
 }
 

@@ -14,10 +14,10 @@ use super::{
 };
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
-    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
-    ExpiredLock, FinishResult, Heartbeat, LockKey, LockedRun, NextRun, NodeInfo, PendingManual,
-    PendingRetry, Requeue, RescueDecision, RescuedLock, RunFinish, SkipRecord, StoreResult,
-    WakeInfo,
+    Cancellation, ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision,
+    DueTask, ExpiredLock, FinishResult, Heartbeat, LockKey, LockedRun, NextRun, NodeInfo,
+    PendingManual, PendingRetry, Requeue, RescueDecision, RescuedLock, RunFinish, SkipRecord,
+    StoreResult, WakeInfo,
 };
 
 /// The most expired locks one claim looks at (as on PostgreSQL).
@@ -69,6 +69,7 @@ fn expired_lock(row: &SqliteRow) -> Result<ExpiredLock, sqlx::Error> {
             attempt: row.try_get("run_attempt")?,
             trigger: parse_trigger(row.try_get("run_trigger")?)?,
             triggered_by: row.try_get("run_triggered_by")?,
+            cancel_requested_by: row.try_get("run_cancel_requested_by")?,
         }),
         None => None,
     };
@@ -370,6 +371,31 @@ pub(super) async fn claim(
         store.inner.wake();
     }
     Ok(outcome)
+}
+
+pub(super) async fn cancel_requests(
+    store: &SqliteStore,
+    run_ids: &[i64],
+) -> StoreResult<Vec<Cancellation>> {
+    if run_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = serde_json::to_string(run_ids).expect("integers serialize");
+    read!(store, "cancel_requests", |conn, _now| {
+        sqlx::query(query!("cancel_requests"))
+            .bind(ids)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(Cancellation {
+                    run_id: row.try_get("id")?,
+                    by: row.try_get("cancel_requested_by")?,
+                    at: time_at(row, "cancel_requested_at")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
 }
 
 pub(super) async fn renew_locks(

@@ -139,6 +139,11 @@ impl Inner {
     fn wake(&self) {
         self.changes.send_modify(|n| *n = n.wrapping_add(1));
     }
+
+    /// Tells every listener that a run is to be cancelled (after the request's commit).
+    fn cancel_requested(&self) {
+        self.cancels.send_modify(|n| *n = n.wrapping_add(1));
+    }
 }
 
 /// The result of an operation run within `limit`: on timeout or a broken connection, the
@@ -266,6 +271,8 @@ fn run_record(row: &SqliteRow) -> Result<RunRecord, sqlx::Error> {
         attempt: row.try_get("attempt")?,
         trigger: parse_trigger(row.try_get("trigger")?)?,
         triggered_by: row.try_get("triggered_by")?,
+        cancel_requested_at: time_opt(row, "cancel_requested_at")?,
+        cancel_requested_by: row.try_get("cancel_requested_by")?,
     })
 }
 
@@ -363,6 +370,7 @@ async fn migrate(store: &SqliteStore) -> StoreResult<()> {
 
 async fn listener(store: &SqliteStore) -> StoreResult<Box<dyn ChangeListener>> {
     Ok(Box::new(SqliteChangeListener::new(
+        store.inner.cancels.subscribe(),
         store.inner.changes.subscribe(),
         std::sync::Arc::downgrade(&store.inner),
     )))

@@ -6,10 +6,14 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::{
-    earlier, insert_audit, insert_skips, limit_of, micros, pause_of, task_state, time_at, time_opt,
+    earlier, insert_audit, insert_skips, limit_of, micros, pause_of, run_record, task_state,
+    time_at, time_opt,
 };
 use crate::store::sqlite::SqliteStore;
-use crate::store::{AuditEntry, OverdueTask, Pause, ResumePlanner, RunRequest, StoreResult};
+use crate::store::{
+    AuditEntry, CancelRequest, OverdueTask, Pause, ResumePlanner, RunRequest, RunStatus,
+    StoreResult,
+};
 
 pub(super) async fn request_run(
     store: &SqliteStore,
@@ -42,6 +46,44 @@ pub(super) async fn request_run(
     })?;
     if answer == RunRequest::Queued {
         store.inner.wake();
+    }
+    Ok(answer)
+}
+
+pub(super) async fn cancel_run(
+    store: &SqliteStore,
+    run_id: i64,
+    by: &str,
+    audit: &AuditEntry,
+) -> StoreResult<CancelRequest> {
+    let answer = write_tx!(store, "cancel_run", |tx, now| {
+        if let Some(row) = sqlx::query(query!("cancel_run"))
+            .bind(run_id)
+            .bind(by)
+            .bind(micros(now))
+            .fetch_optional(&mut *tx)
+            .await?
+        {
+            let run = run_record(&row)?;
+            insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+            CancelRequest::Requested(run)
+        } else {
+            match sqlx::query(query!("run_one"))
+                .bind(run_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(run_record)
+                .transpose()?
+            {
+                None => CancelRequest::NotFound,
+                Some(run) if run.status != RunStatus::Running => CancelRequest::Ended(run),
+                Some(run) => CancelRequest::AlreadyRequested(run),
+            }
+        }
+    })?;
+    if matches!(answer, CancelRequest::Requested(_)) {
+        store.inner.cancel_requested();
     }
     Ok(answer)
 }

@@ -1,0 +1,8 @@
+-- Records an operator's request to cancel running run $1, by $2, unless one is recorded
+-- already. Returns the run as it is now; no row: not running, or asked before (run_one says).
+UPDATE scheduler_runs
+SET cancel_requested_at = now(), cancel_requested_by = $2
+WHERE id = $1 AND status = 'running' AND cancel_requested_at IS NULL
+RETURNING id, task_name, scheduled_at, started_at, finished_at, status, node_id,
+          ticks_collapsed::int8 AS ticks_collapsed, error, attempt, trigger, triggered_by,
+          cancel_requested_at, cancel_requested_by
