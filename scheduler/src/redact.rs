@@ -1,7 +1,9 @@
 //! Hiding secrets in connection strings, and in text that embeds them, before they reach a log
 //! line, an error message or a `Debug` output.
 //!
-//! Owns the rules for every form the crate meets: URLs (`scheme://user:password@host/db?password=`),
+//! Owns the rules for every form the crate meets (every other module calls these, none keeps
+//! rules of its own): URLs (`scheme://user:password@host/db?password=`), parsed URLs (user info
+//! hidden whole, for a token may stand in the user name),
 //! libpq keyword/value strings (`host=db password='s3 cret'`), and free text that embeds either
 //! (an error message quoting a URL). The output is for people to read, never to connect with:
 //! when a string is ambiguous the rule is to hide too much rather than too little. This module
@@ -142,6 +144,44 @@ pub fn redact_text(text: &str) -> String {
         }
     }
     out
+}
+
+/// A parsed `url` for people: any userinfo replaced by `***` and secret-looking query values hidden, then through
+/// [`redact_url`] for what the parser did not see as user info (an unencoded `/` in
+/// a password makes `http://u:12/34@h/` parse as host `u`, port 12).
+pub(crate) fn redact_parsed_url(url: &url::Url) -> String {
+    let mut shown = url.clone();
+    if !url.username().is_empty() || url.password().is_some() {
+        // Both parts may be secrets (`https://<token>@host/`), so neither is shown.
+        let _ = shown.set_password(None);
+        let _ = shown.set_username("***");
+    }
+    if url.query().is_some() {
+        let pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if is_secret_key(&k) {
+                    "***".to_owned()
+                } else {
+                    v.into_owned()
+                };
+                (k.into_owned(), v)
+            })
+            .collect();
+        shown.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    redact_url(&shown.to_string().replace("%2A%2A%2A", "***"))
+}
+
+/// Redacts a string that may or may not parse as a URL. One that does not parse is never shown
+/// as written: by the text rules of [`redact_url`] (secret query values and passwords
+/// hidden), and not at all when it holds user info (a token may stand in the user name).
+pub(crate) fn redact_location(location: &str) -> String {
+    match url::Url::parse(location) {
+        Ok(url) => redact_parsed_url(&url),
+        Err(_) if location.contains('@') => "<unparseable URL with credentials>".to_owned(),
+        Err(_) => redact_url(location),
+    }
 }
 
 /// Bytes of a word: a keyword, a URL scheme, or a flag like `--token`.

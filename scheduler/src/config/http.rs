@@ -379,42 +379,15 @@ fn credentials_travel_in_clear(url: &Url, has_credentials: bool) -> bool {
     has_credentials && url.scheme() == "http" && !loopback
 }
 
-/// `url` with any userinfo replaced by `***` and secret-looking query values hidden, then through
-/// [`crate::redact::redact_url`] for what the parser did not see as user info (an unencoded `/` in
-/// a password makes `http://u:12/34@h/` parse as host `u`, port 12).
+/// `url` as it may be shown (see [`crate::redact::redact_parsed_url`]).
 pub(super) fn redact_url(url: &Url) -> String {
-    let mut shown = url.clone();
-    if !url.username().is_empty() || url.password().is_some() {
-        // Both parts may be secrets (`https://<token>@host/`), so neither is shown.
-        let _ = shown.set_password(None);
-        let _ = shown.set_username("***");
-    }
-    if url.query().is_some() {
-        let pairs: Vec<(String, String)> = url
-            .query_pairs()
-            .map(|(k, v)| {
-                let v = if crate::redact::is_secret_key(&k) {
-                    "***".to_owned()
-                } else {
-                    v.into_owned()
-                };
-                (k.into_owned(), v)
-            })
-            .collect();
-        shown.query_pairs_mut().clear().extend_pairs(pairs);
-    }
-    crate::redact::redact_url(&shown.to_string().replace("%2A%2A%2A", "***"))
+    crate::redact::redact_parsed_url(url)
 }
 
-/// Redacts a string that may or may not parse as a URL. One that does not parse is never shown
-/// as written: by the text rules of [`crate::redact`] (secret query values and passwords
-/// hidden), and not at all when it holds user info (a token may stand in the user name).
+/// A location that may or may not parse as a URL, as it may be shown (see
+/// [`crate::redact::redact_location`]).
 pub(super) fn redact(location: &str) -> String {
-    match Url::parse(location) {
-        Ok(url) => redact_url(&url),
-        Err(_) if location.contains('@') => "<unparseable URL with credentials>".to_owned(),
-        Err(_) => crate::redact::redact_url(location),
-    }
+    crate::redact::redact_location(location)
 }
 
 #[cfg(test)]

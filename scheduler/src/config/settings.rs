@@ -11,13 +11,10 @@ use url::Url;
 
 #[cfg(feature = "http-config")]
 use super::HttpSource;
-#[cfg(feature = "http-config")]
-use super::http::redact;
 use super::{
     ConfigError, ConfigSource, ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSource, MIN_POLL_INTERVAL,
 };
-#[cfg(not(feature = "http-config"))]
-use crate::redact::redact_url as redact;
+use crate::redact::redact_location as redact;
 
 /// Default time allowed for one HTTP request, connection to last body byte.
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(10);
