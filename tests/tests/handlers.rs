@@ -285,12 +285,20 @@ mod on_postgres {
     /// never run again by the other node.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_at_most_once_run_stopped_by_force_at_shutdown_is_never_run_again() {
-        let db = TestDb::postgres("never_shutdown").await;
-        let scene = Scene::new("never_shutdown", &[("misbehave.never", "0 0 1 1 *")]);
+        at_most_once_stopped_at_shutdown_is_never_run_again("never_shutdown", "misbehave.never")
+            .await;
+    }
+
+    /// Two nodes; `task` (at most once, ignoring the request to stop) starts on one, which is
+    /// stopped (SIGTERM, short shutdown timeout): its run is recorded "not run again", and the
+    /// other node never starts the tick.
+    async fn at_most_once_stopped_at_shutdown_is_never_run_again(tag: &str, task: &str) {
+        let db = TestDb::postgres(tag).await;
+        let scene = Scene::new(tag, &[(task, "0 0 1 1 *")]);
         let setup = setup(&db, &scene);
         let mut nodes = [setup.spawn("a"), setup.spawn("b")];
         trigger_all_now(&db, 1).await;
-        let started = wait_for_start(&scene, "misbehave.never").await;
+        let started = wait_for_start(&scene, task).await;
         let runner = nodes.iter_mut().find(|n| n.id == started.node).unwrap();
         runner.terminate();
         assert!(
@@ -300,22 +308,16 @@ mod on_postgres {
                 .is_some(),
             "the node exits after SIGTERM"
         );
-        wait_until(Duration::from_secs(60), "the run recorded", || async {
-            run_ended(&db, "misbehave.never")
-                .await
-                .iter()
-                .all(|r| r.status != RunStatus::Running)
-        })
-        .await;
+        ended_runs(&db, task).await;
         // Well past the moment the other node would have run it again (lock lifetime 2 s).
         tokio::time::sleep(Duration::from_secs(6)).await;
+        let runs = run_ended(&db, task).await;
         assert_eq!(
-            scene.starts("misbehave.never").len(),
+            scene.starts(task).len(),
             1,
             "the at-most-once tick ran again: {:?}",
-            scene.starts("misbehave.never")
+            scene.starts(task)
         );
-        let runs = run_ended(&db, "misbehave.never").await;
         assert_eq!(runs.len(), 1, "{runs:?}");
         let error = runs[0].error.clone().unwrap_or_default();
         assert!(error.contains("not run again"), "{runs:?}");
@@ -626,33 +628,8 @@ mod on_postgres {
     /// node shuts down; the tick is recorded as not run again, and the other node never runs it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_isolated_at_most_once_run_killed_at_shutdown_is_never_run_again() {
-        let db = TestDb::postgres("iso_never").await;
-        let scene = Scene::new("iso_never", &[("misbehave.iso.never", "0 0 1 1 *")]);
-        let setup = setup(&db, &scene);
-        let mut nodes = [setup.spawn("a"), setup.spawn("b")];
-        trigger_all_now(&db, 1).await;
-        let started = wait_for_start(&scene, "misbehave.iso.never").await;
-        let runner = nodes.iter_mut().find(|n| n.id == started.node).unwrap();
-        runner.terminate();
-        assert!(
-            runner
-                .exited_within(Duration::from_secs(60))
-                .await
-                .is_some(),
-            "the node exits after SIGTERM"
-        );
-        let runs = ended_runs(&db, "misbehave.iso.never").await;
-        // Well past the moment the other node would have run it again (lock lifetime 2 s).
-        tokio::time::sleep(Duration::from_secs(6)).await;
-        assert_eq!(
-            scene.starts("misbehave.iso.never").len(),
-            1,
-            "the at-most-once tick ran again"
-        );
-        assert_eq!(runs.len(), 1, "{runs:?}");
-        let error = runs[0].error.clone().unwrap_or_default();
-        assert!(error.contains("not run again"), "{runs:?}");
-        db.cleanup().await;
+        at_most_once_stopped_at_shutdown_is_never_run_again("iso_never", "misbehave.iso.never")
+            .await;
     }
 
     impl Scene {
