@@ -16,7 +16,7 @@ use crate::engine::{
     DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
     DEFAULT_SHUTDOWN_TIMEOUT, Engine, Settings,
 };
-use crate::env::Env;
+use crate::env::{Env, InvalidSetting};
 use crate::policy::{Misfire, Recovery};
 use crate::store::{Store, StoreSettings};
 use crate::vars;
@@ -496,9 +496,26 @@ impl SchedulerBuilder {
     }
 }
 
+// Config's part of the environment contract. Written here rather than in `config`, because they
+// return the crate's `Error`, which wraps config's own errors (config names nothing above it).
+impl ConfigSettings {
+    /// Reads the `SCHEDULER_CONFIG*` variables ([`ENV_CONFIG`](crate::config::ENV_CONFIG) and
+    /// friends). `Ok(None)` when `SCHEDULER_CONFIG` is unset or empty. An invalid value is an
+    /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
+    pub fn from_env() -> Result<Option<Self>> {
+        Self::from_lookup(crate::env::process)
+    }
+
+    /// Like [`from_env`](Self::from_env), reading variables through `lookup` (for tests, or
+    /// another prefix).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Self>> {
+        Ok(Self::from_reader(&Env::new(&lookup))?)
+    }
+}
+
 /// Refuses a variable whose feature this build leaves out, naming the feature: set, it would
 /// otherwise be ignored (no admin server, no alerts) without a word.
-fn refuse_missing_features(env: &Env<'_>) -> Result<()> {
+fn refuse_missing_features(env: &Env<'_>) -> Result<(), InvalidSetting> {
     let missing: &[(&str, &str)] = &[
         #[cfg(not(feature = "admin"))]
         (vars::ADMIN_ADDR, "admin"),
@@ -531,7 +548,7 @@ fn refuse_missing_features(env: &Env<'_>) -> Result<()> {
 
 /// The admin token of the environment contract (only with `SCHEDULER_ADMIN_ADDR`).
 #[cfg(feature = "admin")]
-fn admin_token_from(env: &Env<'_>) -> Result<Option<String>> {
+fn admin_token_from(env: &Env<'_>) -> Result<Option<String>, InvalidSetting> {
     let token = env.string(vars::ADMIN_TOKEN);
     if token.is_some() && env.string(vars::ADMIN_ADDR).is_none() {
         return Err(crate::env::invalid(

@@ -1,11 +1,14 @@
 //! The one reader of the environment contract: every `SCHEDULER_*` variable (named in
 //! [`crate::vars`]) is read here (through a lookup, so tests need no process environment), and
-//! every invalid value becomes one kind of error, [`Error::InvalidSetting`], naming the variable
-//! and saying what to write instead.
+//! every invalid value becomes one kind of error, [`InvalidSetting`], naming the variable and
+//! saying what to write instead (the crate's [`Error::InvalidSetting`](crate::Error::InvalidSetting)
+//! at the boundary).
 //!
 //! This module only turns strings into values; what the values mean belongs to the modules that
 //! use them ([`SchedulerBuilder::from_env`](crate::SchedulerBuilder::from_env),
-//! [`ConfigSettings::from_lookup`](crate::config::ConfigSettings::from_lookup), the command line).
+//! [`ConfigSettings::from_lookup`](crate::config::ConfigSettings::from_lookup), the webhook's
+//! settings, the command line). It names nothing above the schedule words, so every layer may
+//! read the environment through it.
 
 use std::borrow::Cow;
 use std::str::FromStr;
@@ -13,7 +16,16 @@ use std::time::Duration;
 
 use chrono_tz::Tz;
 
-use crate::{Error, Result};
+/// An invalid value of an environment variable (or of a builder setting): which, what is wrong
+/// and what to write instead. It becomes [`Error::InvalidSetting`](crate::Error::InvalidSetting).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid setting `{name}`: {message}")]
+pub(crate) struct InvalidSetting {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) message: String,
+}
+
+type Result<T, E = InvalidSetting> = std::result::Result<T, E>;
 
 /// Reads variables through a lookup; unset and blank are the same.
 pub(crate) struct Env<'a> {
@@ -26,8 +38,11 @@ pub(crate) fn process(name: &str) -> Option<String> {
 }
 
 /// An invalid value of `name`.
-pub(crate) fn invalid(name: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Error {
-    Error::InvalidSetting {
+pub(crate) fn invalid(
+    name: impl Into<Cow<'static, str>>,
+    message: impl Into<String>,
+) -> InvalidSetting {
+    InvalidSetting {
         name: name.into(),
         message: message.into(),
     }

@@ -40,21 +40,13 @@ pub enum Error {
     Command(String),
 }
 
-/// An error and its causes on one line, `error: cause: cause` (like anyhow's `{:#}`), skipping a
-/// cause whose text the message already contains. Handler errors are stored this way, and
-/// HTTP errors (whose own message is often just "error sending request") are reported so.
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
+impl From<crate::env::InvalidSetting> for Error {
+    fn from(e: crate::env::InvalidSetting) -> Self {
+        Error::InvalidSetting {
+            name: e.name,
+            message: e.message,
         }
-        source = cause.source();
     }
-    message
 }
 
 /// `Result` with the scheduler's [`Error`] as the default error type.

@@ -46,7 +46,8 @@
 //! layer or those below it:
 //!
 //! 1. the words everything shares: [`schedule`], [`policy`], [`registry`], [`TaskContext`],
-//!    [`metrics`], [`redact`], [`vars`] (every environment variable's name);
+//!    [`metrics`], [`redact`], [`vars`] (every environment variable's name), the reader of
+//!    those variables, and an error's causes written on one line;
 //! 2. [`store`]: the run state, behind the [`Store`](store::Store) trait;
 //! 3. rules and records above the store that run nothing: the tick rules (what is due, missed,
 //!    skipped), [`config`], [`events`], [`webhook`], [`run_log`], and the crate's [`Error`];
@@ -58,10 +59,11 @@
 //!    [`Scheduler`], which starts the engine and the admin server side by side; [`run`] is the
 //!    application entry.
 //!
-//! A task needs only [`task`] and [`TaskContext`]; an application, the root. There is one
-//! import cycle between modules, inside layer 3: the crate's [`Error`] wraps [`config`]'s errors,
-//! and [`config`] reads its environment variables through the reader that makes an
-//! [`Error::InvalidSetting`]. `scripts/module-graph` checks the layers and lists the cycles.
+//! A task needs only [`task`] and [`TaskContext`]; an application, the root. There is no import
+//! cycle between modules: the crate's [`Error`] wraps the errors of the modules below it and none
+//! of them names it (an invalid environment variable is the reader's own error until it reaches
+//! the boundary as [`Error::InvalidSetting`]). `scripts/module-graph` checks the layers and lists
+//! the cycles.
 
 #![warn(missing_docs)]
 // docs.rs (`--cfg docsrs`, nightly): each item gated by a feature says which.
@@ -71,6 +73,7 @@
 pub mod admin;
 mod app;
 mod builder;
+mod causes;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;

@@ -18,7 +18,7 @@ use reqwest::{StatusCode, Url};
 
 use super::settings::ENV_CONFIG;
 use super::{ConfigError, ConfigFormat, ConfigSource, Fetched, RawConfig};
-use crate::error::error_chain;
+use crate::causes::error_chain;
 
 use super::settings::DEFAULT_HTTP_TIMEOUT;
 

@@ -14,6 +14,7 @@ use super::HttpSource;
 use super::{
     ConfigError, ConfigSource, ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSource, MIN_POLL_INTERVAL,
 };
+use crate::env::{Env, InvalidSetting, invalid};
 use crate::redact::redact_location as redact;
 
 /// Default time allowed for one HTTP request, connection to last body byte.
@@ -87,21 +88,13 @@ impl ConfigSettings {
         }
     }
 
-    /// Reads the `SCHEDULER_CONFIG*` variables ([`ENV_CONFIG`] and friends). `Ok(None)` when
-    /// `SCHEDULER_CONFIG` is unset or empty. An invalid value is an
-    /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
-    pub fn from_env() -> crate::Result<Option<Self>> {
-        Self::from_lookup(crate::env::process)
-    }
+    // `from_env` and `from_lookup`, which return the crate's `Error` (which wraps this module's
+    // errors, so it is not named here), are in `builder.rs` beside the node's environment
+    // contract.
 
-    /// Like [`from_env`](Self::from_env), reading variables through `lookup` (for tests, or
-    /// another prefix).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> crate::Result<Option<Self>> {
-        Self::from_reader(&crate::env::Env::new(&lookup))
-    }
-
-    pub(crate) fn from_reader(env: &crate::env::Env<'_>) -> crate::Result<Option<Self>> {
-        use crate::env::invalid;
+    /// Reads the `SCHEDULER_CONFIG*` variables through `env`; `Ok(None)` when `SCHEDULER_CONFIG`
+    /// is unset or empty.
+    pub(crate) fn from_reader(env: &Env<'_>) -> Result<Option<Self>, InvalidSetting> {
         let Some(location) = env.string(ENV_CONFIG) else {
             return Ok(None);
         };
@@ -263,14 +256,14 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &s[prefix.len()..])
 }
 
-fn parse_headers(value: &str) -> crate::Result<Vec<(String, String)>> {
+fn parse_headers(value: &str) -> Result<Vec<(String, String)>, InvalidSetting> {
     value
         .split(',')
         .map(str::trim)
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
             let (name, value) = pair.split_once('=').ok_or_else(|| {
-                crate::env::invalid(
+                invalid(
                     ENV_CONFIG_HEADERS,
                     "expected comma-separated `Name=value` pairs",
                 )
@@ -278,7 +271,7 @@ fn parse_headers(value: &str) -> crate::Result<Vec<(String, String)>> {
             let value = percent_encoding::percent_decode_str(value.trim())
                 .decode_utf8()
                 .map_err(|_| {
-                    crate::env::invalid(
+                    invalid(
                         ENV_CONFIG_HEADERS,
                         format!(
                             "the value of `{}` is not valid percent-encoded UTF-8",

@@ -163,7 +163,7 @@ async fn send(
 /// URLs, `?api_key=`); reqwest's " for url (...)" is dropped and the rest redacted.
 fn delivery_error(error: reqwest::Error) -> String {
     let error = error.without_url();
-    crate::redact::redact_text(&crate::error::error_chain(&error))
+    crate::redact::redact_text(&crate::causes::error_chain(&error))
 }
 
 impl Service for Deliverer {

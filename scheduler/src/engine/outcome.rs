@@ -35,7 +35,7 @@
 use chrono::{DateTime, Utc};
 
 use super::watchdog::LockLoss;
-use crate::error::error_chain;
+use crate::causes::error_chain;
 use crate::registry::TaskError;
 use crate::store::{
     ExpiredLock, FailureCount, Recovery, Requeue, RescueDecision, RunEnd, RunStatus, Trigger,

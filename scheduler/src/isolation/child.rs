@@ -208,7 +208,7 @@ async fn serve(request: ChildRequest) -> i32 {
         Ok(Ok(())) => (Record::Succeeded, wire::EXIT_SUCCEEDED),
         Ok(Err(error)) => (
             Record::Failed {
-                error: wire::cut(crate::error::error_chain(&*error)),
+                error: wire::cut(crate::causes::error_chain(&*error)),
             },
             wire::EXIT_FAILED,
         ),

@@ -82,7 +82,9 @@ impl std::fmt::Debug for WebhookSettings {
 
 impl WebhookSettings {
     /// The webhook of the environment contract, if `SCHEDULER_WEBHOOK_URL` is set.
-    pub(crate) fn from_reader(env: &crate::env::Env<'_>) -> crate::Result<Option<Self>> {
+    pub(crate) fn from_reader(
+        env: &crate::env::Env<'_>,
+    ) -> Result<Option<Self>, crate::env::InvalidSetting> {
         use crate::env::invalid;
         use crate::vars;
         let Some(url) = env.string(vars::WEBHOOK_URL) else {

@@ -80,7 +80,7 @@ impl Target {
     /// A store error as the command's error: where, what, and a hint for missing tables.
     pub(super) fn check<T>(&self, result: crate::store::StoreResult<T>) -> crate::Result<T> {
         result.map_err(|error| {
-            let text = redact_text(&crate::error::error_chain(&error));
+            let text = redact_text(&crate::causes::error_chain(&error));
             let hint = if text.contains("does not exist") || text.contains("no such table") {
                 " (no scheduler tables there: a node creates them when it starts; check the URL and --schema)"
             } else {
@@ -141,7 +141,7 @@ async fn reach_postgres(url: &str, shown: &str) -> crate::Result<()> {
     let options: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e: sqlx::Error| {
         fail(format!(
             "`{shown}` is not a PostgreSQL URL the scheduler can use: {}",
-            redact_text(&crate::error::error_chain(&e))
+            redact_text(&crate::causes::error_chain(&e))
         ))
     })?;
     match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::PgConnection::connect_with(&options)).await {
@@ -151,7 +151,7 @@ async fn reach_postgres(url: &str, shown: &str) -> crate::Result<()> {
         }
         Ok(Err(e)) => Err(fail(format!(
             "cannot reach the scheduler database at `{shown}`: {}",
-            redact_text(&crate::error::error_chain(&e))
+            redact_text(&crate::causes::error_chain(&e))
         ))),
         Err(_) => Err(fail(format!(
             "cannot reach the scheduler database at `{shown}`: no answer within {}s (is the host and port right, and the server up?)",
