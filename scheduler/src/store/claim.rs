@@ -70,6 +70,18 @@ impl fmt::Display for Trigger {
     }
 }
 
+/// When the engine should next look at the store.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct WakeInfo {
+    /// The database's clock when asked.
+    pub db_now: DateTime<Utc>,
+    /// The earliest next run of an unlocked, enabled task this node may claim.
+    pub due_at: Option<DateTime<Utc>>,
+    /// The earliest expiry of any held lock (any node may rescue an expired lock).
+    pub expiry_at: Option<DateTime<Utc>>,
+}
+
 /// What a claim asks for.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]

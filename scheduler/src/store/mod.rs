@@ -23,15 +23,18 @@
 mod methods;
 
 mod claim;
+mod config;
 mod connect;
 mod error;
+mod history;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod in_use;
 mod layer;
+mod nodes;
+mod operator;
 mod outbox;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-mod records;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
@@ -44,20 +47,21 @@ pub use crate::policy::Recovery;
 pub use claim::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
     ExpiredLock, FailureCount, FinishResult, LockKey, LockedRun, NextRun, PendingManual,
-    PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, Trigger,
+    PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, Trigger, WakeInfo,
 };
+pub use config::{ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow};
 pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
 pub use error::{BoxError, StoreError, StoreResult};
+pub use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipReason, SkipRecord};
 pub use layer::StoreLayer;
+pub use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
+pub use operator::{
+    AuditEntry, CancelRequest, Cancellation, Pause, ResumePlan, ResumePlanner, RunRequest,
+    TaskState,
+};
 pub use outbox::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow};
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
-pub use records::{
-    AuditEntry, CancelRequest, Cancellation, ConfigPlan, ConfigPlanner, ConfigSnapshot,
-    ConfigState, Heartbeat, LogChunk, NodeInfo, NodeRecord, OverdueTask, Pause, ResumePlan,
-    ResumePlanner, RunQuery, RunRecord, RunRequest, RunStatus, SkipReason, SkipRecord, TaskChange,
-    TaskRow, TaskState, WakeInfo,
-};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 

@@ -1,0 +1,152 @@
+//! What the reconciler reads and writes through the store: task rows, the changes a reconcile
+//! writes, the config applied last, and the plan decided on the rows locked for it
+//! ([`Store::apply_config`](super::Store::apply_config)).
+
+use chrono::{DateTime, Utc};
+
+use super::SkipRecord;
+
+/// A task row as the reconciler sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskRow {
+    /// Task name.
+    pub name: String,
+    /// Stored cron expression.
+    pub cron: String,
+    /// Stored zone.
+    pub timezone: String,
+    /// Whether enabled.
+    pub enabled: bool,
+    /// Next run.
+    pub next_run_at: Option<DateTime<Utc>>,
+    /// The tick most recently claimed: a reconcile never schedules the next run at or before it.
+    pub last_scheduled_at: Option<DateTime<Utc>>,
+    /// Flagged as known to neither config nor code since.
+    pub orphaned_since: Option<DateTime<Utc>>,
+    /// Disabled since (the skip record of its ticks is written when it is enabled again).
+    pub disabled_at: Option<DateTime<Utc>>,
+    /// Paused by an operator (a reconcile never changes it).
+    pub paused: bool,
+}
+
+impl TaskRow {
+    /// A row with nothing scheduled, claimed or flagged yet.
+    pub fn new(name: &str, cron: &str, timezone: &str, enabled: bool) -> Self {
+        Self {
+            name: name.to_owned(),
+            cron: cron.to_owned(),
+            timezone: timezone.to_owned(),
+            enabled,
+            next_run_at: None,
+            last_scheduled_at: None,
+            orphaned_since: None,
+            disabled_at: None,
+            paused: false,
+        }
+    }
+}
+
+/// One change the reconciler writes. Lock columns are never part of a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskChange {
+    /// Insert a new row.
+    Create {
+        /// Task name.
+        name: String,
+        /// Cron expression.
+        cron: String,
+        /// Zone.
+        timezone: String,
+        /// Enabled.
+        enabled: bool,
+        /// First run.
+        next_run_at: Option<DateTime<Utc>>,
+    },
+    /// Update schedule / enabled flag of an existing row in place.
+    Update {
+        /// Task name.
+        name: String,
+        /// Cron expression.
+        cron: String,
+        /// Zone.
+        timezone: String,
+        /// Enabled.
+        enabled: bool,
+        /// Recomputed next run (`None`: keep the stored one).
+        next_run_at: Option<DateTime<Utc>>,
+    },
+    /// Mark or clear the orphan flag of a row.
+    Orphaned {
+        /// Task name.
+        name: String,
+        /// Set (true) or clear (false).
+        orphaned: bool,
+    },
+}
+
+/// The last config applied by any node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigState {
+    /// The document's version, if it carried one.
+    pub version: Option<i64>,
+    /// Content digest of the document.
+    pub digest: String,
+    /// The node that applied it.
+    pub applied_by: String,
+}
+
+impl ConfigState {
+    /// The state recording a document.
+    pub fn new(
+        version: Option<i64>,
+        digest: impl Into<String>,
+        applied_by: impl Into<String>,
+    ) -> Self {
+        Self {
+            version,
+            digest: digest.into(),
+            applied_by: applied_by.into(),
+        }
+    }
+}
+
+/// What the store holds when a reconcile is planned inside its transaction: the rows are
+/// locked for it, and no claim can interleave.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ConfigSnapshot {
+    /// The database clock (the statement's, not the transaction's start).
+    pub db_now: DateTime<Utc>,
+    /// The config applied last, if any.
+    pub applied: Option<ConfigState>,
+    /// Every task row.
+    pub rows: Vec<TaskRow>,
+}
+
+/// What a reconcile writes, decided on a [`ConfigSnapshot`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigPlan {
+    /// Write `changes` and record `state`.
+    Apply {
+        /// The changes.
+        changes: Vec<TaskChange>,
+        /// The document applied.
+        state: ConfigState,
+        /// Ticks recorded as skipped (those of tasks enabled again, due while disabled).
+        skips: Vec<SkipRecord>,
+    },
+    /// Write nothing: the document is older than the applied one.
+    Stale {
+        /// The applied version.
+        current: i64,
+    },
+    /// Write nothing: the rows already match.
+    Nothing,
+}
+
+/// Plans a reconcile inside [`Store::apply_config`](super::Store::apply_config)'s transaction.
+pub type ConfigPlanner<'a> = dyn Fn(&ConfigSnapshot) -> ConfigPlan + Send + Sync + 'a;
