@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::super::Shared;
@@ -15,7 +16,7 @@ use super::super::gate::{Gated, Stopped};
 use super::super::outcome::{Ending, StopReason};
 use super::super::runtime::Joined;
 use super::super::watchdog::{Lease, LockLoss};
-use super::{CANCEL_GRACE, Cancelled, Timeout, far};
+use super::{Running, Timeout, drive, far};
 use crate::TaskContext;
 use crate::registry::TaskDescriptor;
 use crate::store::ClaimedRun;
@@ -26,7 +27,7 @@ pub(super) async fn execute(
     shared: &Arc<Shared>,
     claimed: &ClaimedRun,
     descriptor: &'static TaskDescriptor,
-    mut lease: Lease,
+    lease: Lease,
 ) -> (Ending, Option<StopReason>, Lease) {
     let cancel = shared.handlers_cancel.child_token();
     let ctx = TaskContext::new(
@@ -39,87 +40,42 @@ pub(super) async fn execute(
     );
     let handler = descriptor.handler;
     let settings = shared.settings.task_settings(&descriptor.options);
-    let started = Instant::now();
-    // Past the timeout the handler is told; a grace later it is stopped.
-    let timeout = Timeout::of(settings.timeout, started);
+    let timeout = Timeout::of(settings.timeout, Instant::now());
     let gate = Arc::clone(lease.gate());
     // Calling the handler inside the future means even a panic while building it is caught.
-    let mut handle = shared
+    let join = shared
         .handlers()
         .spawn(Gated::new(async move { handler(ctx).await }, gate).in_current_span());
-    let mut stop: Option<StopReason> = None;
-    let mut lock_lost = false;
-    let mut timed_out = false;
-    let mut cancelled: Option<Cancelled> = None;
-    let ending = loop {
-        let stop_at = lease.stop_at();
-        tokio::select! {
-            joined = &mut handle => break from_join(joined),
-            request = lease.cancel_requested(), if cancelled.is_none() => {
-                cancel.cancel();
-                tracing::warn!(by = %request.by, grace = ?CANCEL_GRACE, "the run was cancelled: asking the handler to stop");
-                cancelled = Some(Cancelled::now(request));
-            }
-            _ = tokio::time::sleep_until(cancelled.as_ref().map_or_else(far, |c| c.force_at)), if cancelled.is_some() => {
-                let loss = match &stop {
-                    Some(StopReason::LockLost(loss)) => Some(loss.clone()),
-                    _ => None,
-                };
-                break hard_stop(claimed, &mut lease, &mut handle, loss).await;
-            }
-            loss = lease.lost(), if !lock_lost => {
-                let taken_over = loss == LockLoss::TakenOver;
-                if taken_over {
-                    // Somebody else may already be running it: not one more step, not even the
-                    // one that would see the request to stop (the handler's thread polls it as
-                    // soon as it is woken).
-                    lease.gate().close();
-                }
-                cancel.cancel();
-                lock_lost = true;
-                shared.metrics.lock_lost(taken_over);
-                tracing::error!(reason = %loss.describe(), "asking the handler to stop: its lock can no longer be trusted");
-                stop = Some(StopReason::LockLost(loss.clone()));
-                if taken_over {
-                    // Somebody else may already be running it: stop at once.
-                    break hard_stop(claimed, &mut lease, &mut handle, Some(loss)).await;
-                }
-            }
-            // Whatever else is going on (a drain, too), a lost lock's deadline stands.
-            _ = tokio::time::sleep_until(stop_at), if lock_lost => {
-                if Instant::now() >= lease.stop_at() {
-                    let loss = match &stop {
-                        Some(StopReason::LockLost(loss)) => Some(loss.clone()),
-                        _ => None,
-                    };
-                    break hard_stop(claimed, &mut lease, &mut handle, loss).await;
-                }
-            }
-            _ = tokio::time::sleep_until(timeout.map_or_else(far, |t| t.ask_at)), if timeout.is_some() && !timed_out => {
-                timed_out = true;
-                cancel.cancel();
-                let limit = timeout.expect("guarded").limit;
-                tracing::warn!(timeout = ?limit, "the run exceeded its timeout: asking the handler to stop");
-                stop.get_or_insert(StopReason::Timeout(limit));
-            }
-            _ = tokio::time::sleep_until(timeout.map_or_else(far, |t| t.force_at)), if timed_out => {
-                break hard_stop(claimed, &mut lease, &mut handle, None).await;
-            }
-            _ = shared.handlers_cancel.cancelled(), if stop.is_none() => {
-                stop = Some(StopReason::Shutdown);
-            }
-            _ = shared.hard_stop.cancelled() => {
-                stop.get_or_insert(StopReason::Shutdown);
-                break hard_stop(claimed, &mut lease, &mut handle, None).await;
-            }
-        }
+    let mut running = OnItsThread {
+        claimed,
+        cancel,
+        join,
     };
-    // The handler may have seen the shutdown and returned in the same instant the loop would
-    // have noticed it: the request counts all the same.
-    if stop.is_none() && shared.handlers_cancel.is_cancelled() {
-        stop = Some(StopReason::Shutdown);
+    drive(shared, &mut running, timeout, lease).await
+}
+
+/// A handler on a thread of the node's pool.
+struct OnItsThread<'a> {
+    claimed: &'a ClaimedRun,
+    /// Its `ctx.cancelled()`.
+    cancel: CancellationToken,
+    join: HandlerJoin,
+}
+
+impl Running for OnItsThread<'_> {
+    const WHAT: &'static str = "the handler";
+
+    async fn ended(&mut self) -> Ending {
+        from_join((&mut self.join).await)
     }
-    (ending, Cancelled::outranks(cancelled, stop), lease)
+
+    fn ask(&mut self) {
+        self.cancel.cancel();
+    }
+
+    async fn force(&mut self, lease: &mut Lease, lost: Option<LockLoss>) -> Ending {
+        hard_stop(self.claimed, lease, &mut self.join, lost).await
+    }
 }
 
 /// What a handler's gated future returns.

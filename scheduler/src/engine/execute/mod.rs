@@ -17,6 +17,9 @@
 //! always works; an in-process handler is stopped at its next `.await` (its gate closes), and one
 //! that never reaches an `.await` cannot be stopped at all: the process stops itself before the
 //! lock could pass to another node ([`super::failstop`]).
+//!
+//! The rules live once, in [`drive`]; each place a handler runs says only how to wait for its
+//! end, how to ask it to stop and how to stop it by force ([`Running`]).
 
 mod in_process;
 #[cfg(unix)]
@@ -29,7 +32,7 @@ use tokio::time::Instant;
 
 use super::Shared;
 use super::outcome::{Ending, StopReason};
-use super::watchdog::Lease;
+use super::watchdog::{Lease, LockLoss};
 pub(super) use crate::operate::CANCEL_GRACE;
 use crate::policy::Isolation;
 use crate::run_log::RunLogLines;
@@ -132,4 +135,106 @@ impl Cancelled {
 /// An instant so far ahead it never comes (for a `select!` branch that is switched off).
 fn far() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+/// A started handler, as the stop rules see it, wherever it runs.
+trait Running: Send {
+    /// What it is, for log lines ("the handler", "the run's process").
+    const WHAT: &'static str;
+
+    /// Waits for it to end by itself. Cancel-safe: dropped and called again by the loop.
+    fn ended(&mut self) -> impl Future<Output = Ending> + Send;
+
+    /// Asks it to stop (`ctx.cancelled()` fires; SIGTERM to a child). Called again is harmless.
+    fn ask(&mut self);
+
+    /// Stops it by force and waits until it is gone; `lost` says why the lock can no longer be
+    /// trusted, if that is why (an in-process handler that cannot be stopped is waited for only
+    /// while its lock can still be kept).
+    fn force(
+        &mut self,
+        lease: &mut Lease,
+        lost: Option<LockLoss>,
+    ) -> impl Future<Output = Ending> + Send;
+}
+
+/// Applies the stop rules (the table above) to `running` until it ends: returns how it ended,
+/// why it was asked to stop (if it was), and the lease.
+async fn drive<R: Running>(
+    shared: &Shared,
+    running: &mut R,
+    timeout: Option<Timeout>,
+    mut lease: Lease,
+) -> (Ending, Option<StopReason>, Lease) {
+    let what = R::WHAT;
+    let mut stop: Option<StopReason> = None;
+    let mut lock_lost = false;
+    let mut timed_out = false;
+    let mut cancelled: Option<Cancelled> = None;
+    // Why the lock can no longer be trusted, for a stop by force.
+    let loss_of = |stop: &Option<StopReason>| match stop {
+        Some(StopReason::LockLost(loss)) => Some(loss.clone()),
+        _ => None,
+    };
+    let ending = loop {
+        let stop_at = lease.stop_at();
+        tokio::select! {
+            ending = running.ended() => break ending,
+            request = lease.cancel_requested(), if cancelled.is_none() => {
+                tracing::warn!(by = %request.by, grace = ?CANCEL_GRACE, "the run was cancelled: asking {what} to stop");
+                running.ask();
+                cancelled = Some(Cancelled::now(request));
+            }
+            _ = tokio::time::sleep_until(cancelled.as_ref().map_or_else(far, |c| c.force_at)), if cancelled.is_some() => {
+                tracing::warn!("the cancelled run's {what} did not stop within the grace: stopping it by force");
+                break running.force(&mut lease, loss_of(&stop)).await;
+            }
+            loss = lease.lost(), if !lock_lost => {
+                lock_lost = true;
+                let taken_over = loss == LockLoss::TakenOver;
+                shared.metrics.lock_lost(taken_over);
+                stop = Some(StopReason::LockLost(loss.clone()));
+                if taken_over {
+                    // Somebody else may already be running it: not one more step.
+                    tracing::error!(reason = %loss.describe(), "stopping {what} by force: its lock was taken over");
+                    break running.force(&mut lease, Some(loss)).await;
+                }
+                tracing::error!(reason = %loss.describe(), "asking {what} to stop: its lock can no longer be trusted");
+                running.ask();
+            }
+            // Whatever else is going on (a drain, too), a lost lock's deadline stands.
+            _ = tokio::time::sleep_until(stop_at), if lock_lost => {
+                if Instant::now() >= lease.stop_at() {
+                    tracing::error!("stopping {what} by force before its lock could expire");
+                    break running.force(&mut lease, loss_of(&stop)).await;
+                }
+            }
+            _ = tokio::time::sleep_until(timeout.map_or_else(far, |t| t.ask_at)), if timeout.is_some() && !timed_out => {
+                timed_out = true;
+                let limit = timeout.expect("guarded").limit;
+                tracing::warn!(timeout = ?limit, "the run exceeded its timeout: asking {what} to stop");
+                stop.get_or_insert(StopReason::Timeout(limit));
+                running.ask();
+            }
+            _ = tokio::time::sleep_until(timeout.map_or_else(far, |t| t.force_at)), if timed_out => {
+                tracing::warn!("{what} did not stop after its timeout: stopping it by force");
+                break running.force(&mut lease, None).await;
+            }
+            _ = shared.handlers_cancel.cancelled(), if stop.is_none() => {
+                stop = Some(StopReason::Shutdown);
+                running.ask();
+            }
+            _ = shared.hard_stop.cancelled() => {
+                stop.get_or_insert(StopReason::Shutdown);
+                tracing::warn!("{what} did not stop before the shutdown timeout: stopping it by force");
+                break running.force(&mut lease, None).await;
+            }
+        }
+    };
+    // The handler may have seen the shutdown and ended in the same instant the loop would have
+    // noticed it: the request counts all the same.
+    if stop.is_none() && shared.handlers_cancel.is_cancelled() {
+        stop = Some(StopReason::Shutdown);
+    }
+    (ending, Cancelled::outranks(cancelled, stop), lease)
 }
