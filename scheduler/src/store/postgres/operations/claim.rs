@@ -1,4 +1,6 @@
-//! Nodes, claims, lock renewal and the end of runs.
+//! Claims: when to look next, the claim transaction (expired locks offered to the engine's
+//! rescue, due tasks to its plan, the decisions applied), and upkeep's rescheduling of tasks
+//! left without a next run.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -7,13 +9,12 @@ use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
-use super::{SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
+use super::{RequeueColumns, SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
 use crate::store::postgres::PgStore;
 use crate::store::{
-    Cancellation, ClaimOutcome, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
-    ExpiredLock, FinishResult, Heartbeat, LockKey, LockedRun, NextRun, NodeInfo, PendingManual,
-    PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, SkipRecord, StoreResult,
-    WakeInfo,
+    ClaimOutcome, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask, ExpiredLock, LockKey,
+    LockedRun, NextRun, PendingManual, PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd,
+    SkipRecord, StoreResult, WakeInfo,
 };
 
 /// The earliest due times of each kind next_wake reads (see next_wake.sql).
@@ -75,36 +76,6 @@ impl Wake {
 
 /// The most expired locks one claim looks at.
 const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
-/// A task is counted overdue by the heartbeat when its next run is this late.
-const OVERDUE_HINT: Duration = Duration::from_secs(2);
-
-/// The requeue columns of release_locks and finish_runs.
-#[derive(Default)]
-struct RequeueColumns {
-    kind: Vec<Option<&'static str>>,
-    tick: Vec<Option<DateTime<Utc>>>,
-    attempt: Vec<Option<i32>>,
-    at: Vec<Option<DateTime<Utc>>>,
-    by: Vec<Option<String>>,
-}
-
-impl RequeueColumns {
-    fn push(&mut self, requeue: Option<&Requeue>) {
-        let (kind, tick, attempt, at, by) = match requeue {
-            None => (None, None, None, None, None),
-            Some(Requeue::Tick(tick)) => (Some("tick"), Some(*tick), None, None, None),
-            Some(Requeue::Retry { tick, attempt, at }) => {
-                (Some("retry"), Some(*tick), Some(*attempt), Some(*at), None)
-            }
-            Some(Requeue::Manual { at, by }) => (Some("manual"), None, None, Some(*at), by.clone()),
-        };
-        self.kind.push(kind);
-        self.tick.push(tick);
-        self.attempt.push(attempt);
-        self.at.push(at);
-        self.by.push(by);
-    }
-}
 
 fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
     let retry_at: Option<DateTime<Utc>> = row.try_get("retry_at")?;
@@ -175,51 +146,6 @@ async fn select_due(
         .bind(millis(request.ahead))
         .fetch_all(&mut *tx)
         .await
-}
-
-pub(super) async fn register_node(store: &PgStore, node: &NodeInfo) -> StoreResult<()> {
-    timed!(store, "register_node", |conn| {
-        sqlx::query(query!("register_node"))
-            .bind(&node.node_id)
-            .bind(&node.hostname)
-            .bind(i32::try_from(node.pid).unwrap_or(i32::MAX))
-            .bind(&node.version)
-            .bind(&node.tasks)
-            .execute(conn)
-            .await
-            .map(drop)
-    })
-}
-
-pub(super) async fn heartbeat(
-    store: &PgStore,
-    node_id: &str,
-    silent_after: Duration,
-) -> StoreResult<Heartbeat> {
-    timed!(store, "heartbeat", |conn| {
-        let row = sqlx::query(query!("heartbeat"))
-            .bind(node_id)
-            .bind(millis(silent_after))
-            .bind(millis(OVERDUE_HINT))
-            .fetch_one(conn)
-            .await?;
-        Ok(Heartbeat {
-            registered: row.try_get("registered")?,
-            silent: row.try_get("silent")?,
-            overdue: row.try_get("overdue")?,
-            live: row.try_get("live")?,
-        })
-    })
-}
-
-pub(super) async fn deregister_node(store: &PgStore, node_id: &str) -> StoreResult<()> {
-    timed!(store, "deregister_node", |conn| {
-        sqlx::query(query!("deregister_node"))
-            .bind(node_id)
-            .execute(conn)
-            .await
-            .map(drop)
-    })
 }
 
 pub(super) async fn next_wake(store: &PgStore, tasks: &[String]) -> StoreResult<WakeInfo> {
@@ -417,128 +343,6 @@ pub(super) async fn claim(
     })
 }
 
-pub(super) async fn renew_locks(
-    store: &PgStore,
-    node_id: &str,
-    held: &[(LockKey, Duration)],
-) -> StoreResult<Vec<LockKey>> {
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
-    // Task rows are updated in name order, as by finish_runs: a renewal and an outcome batch
-    // of the same node touch the same rows, and in different orders they deadlocked (one
-    // waited out `deadlock_timeout`, then failed).
-    let mut held: Vec<&(LockKey, Duration)> = held.iter().collect();
-    held.sort_unstable_by(|a, b| a.0.task_name.cmp(&b.0.task_name));
-    let names: Vec<&str> = held.iter().map(|(k, _)| k.task_name.as_str()).collect();
-    let tokens: Vec<Uuid> = held.iter().map(|(k, _)| k.token).collect();
-    let lifetimes: Vec<i64> = held.iter().map(|(_, d)| millis(*d)).collect();
-    timed!(store, "renew_locks", |conn| {
-        sqlx::query(query!("renew_locks"))
-            .bind(node_id)
-            .bind(&names)
-            .bind(&tokens)
-            .bind(&lifetimes)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(LockKey::new(
-                    row.try_get::<String, _>("name")?,
-                    row.try_get("lock_token")?,
-                ))
-            })
-            .collect()
-    })
-}
-
-pub(super) async fn cancel_requests(
-    store: &PgStore,
-    run_ids: &[i64],
-) -> StoreResult<Vec<Cancellation>> {
-    if run_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    timed!(store, "cancel_requests", |conn| {
-        sqlx::query(query!("cancel_requests"))
-            .bind(run_ids)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(Cancellation {
-                    run_id: row.try_get("id")?,
-                    by: row.try_get("cancel_requested_by")?,
-                    at: row.try_get("cancel_requested_at")?,
-                })
-            })
-            .collect()
-    })
-}
-
-pub(super) async fn finish_runs(
-    store: &PgStore,
-    finishes: &[RunFinish],
-) -> StoreResult<Vec<FinishResult>> {
-    if finishes.is_empty() {
-        return Ok(Vec::new());
-    }
-    // In task-name order, like renewals (see renew_locks_impl); results in the caller's order.
-    let given: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
-    let mut finishes: Vec<&RunFinish> = finishes.iter().collect();
-    finishes.sort_unstable_by(|a, b| a.lock.task_name.cmp(&b.lock.task_name));
-    let ids: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
-    let names: Vec<&str> = finishes.iter().map(|f| f.lock.task_name.as_str()).collect();
-    let tokens: Vec<Uuid> = finishes.iter().map(|f| f.lock.token).collect();
-    let statuses: Vec<&str> = finishes.iter().map(|f| f.end.status.as_str()).collect();
-    let errors: Vec<Option<&str>> = finishes.iter().map(|f| f.end.error.as_deref()).collect();
-    let failures: Vec<&str> = finishes.iter().map(|f| f.failures.as_str()).collect();
-    let collapsed: Vec<i32> = finishes
-        .iter()
-        .map(|f| {
-            let n: i64 = f.skips.iter().map(|s| s.ticks).sum();
-            i32::try_from(n).unwrap_or(i32::MAX)
-        })
-        .collect();
-    let mut requeue = RequeueColumns::default();
-    for f in &finishes {
-        requeue.push(f.requeue.as_ref());
-    }
-    let skips = SkipColumns::collect(finishes.iter().flat_map(|f| f.skips.iter()));
-    timed!(store, "finish_runs", |conn| {
-        let mut tx = conn.begin().await?;
-        let results = sqlx::query(query!("finish_runs"))
-            .bind(&ids)
-            .bind(&names)
-            .bind(&tokens)
-            .bind(&statuses)
-            .bind(&errors)
-            .bind(&failures)
-            .bind(&collapsed)
-            .bind(&requeue.kind)
-            .bind(&requeue.tick)
-            .bind(&requeue.attempt)
-            .bind(&requeue.at)
-            .bind(&requeue.by)
-            .bind(&store.channel)
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(FinishResult {
-                    run_id: row.try_get("run_id")?,
-                    lock_held: row.try_get("lock_held")?,
-                })
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        skips.insert(&mut tx).await?;
-        tx.commit().await?;
-        let mut by_id: HashMap<i64, FinishResult> =
-            results.into_iter().map(|r| (r.run_id, r)).collect();
-        Ok(given.iter().filter_map(|id| by_id.remove(id)).collect())
-    })
-}
-
 pub(super) async fn reschedule(
     store: &PgStore,
     next_runs: &[(String, DateTime<Utc>)],
@@ -558,14 +362,6 @@ pub(super) async fn reschedule(
             .map(|row| row.try_get("name"))
             .collect()
     })
-}
-
-pub(super) async fn record_skips(store: &PgStore, skips: &[SkipRecord]) -> StoreResult<()> {
-    if skips.is_empty() {
-        return Ok(());
-    }
-    let columns = SkipColumns::collect(skips.iter());
-    timed!(store, "record_skips", |conn| columns.insert(conn).await)
 }
 
 /// Parallel arrays for release_locks.

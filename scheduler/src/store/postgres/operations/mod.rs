@@ -59,15 +59,21 @@ macro_rules! timed {
 
 mod claim;
 mod config;
+mod finish;
 mod history;
+mod nodes;
 mod operator;
 mod outbox;
+mod renew;
 
 use claim::*;
 use config::*;
+use finish::*;
 use history::*;
+use nodes::*;
 use operator::*;
 use outbox::*;
+use renew::*;
 
 impl PgStore {
     async fn acquire(&self, operation: &'static str) -> StoreResult<PoolConnection<Postgres>> {

@@ -1,6 +1,7 @@
-//! Nodes, claims, lock renewal and the end of runs.
+//! Claims: when to look next, the claim transaction (expired locks offered to the engine's
+//! rescue, due tasks to its plan, the decisions applied), and upkeep's rescheduling of tasks
+//! left without a next run.
 
-use std::collections::HashSet;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -9,48 +10,18 @@ use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 
 use super::{
-    earlier, insert_skips, later, micros, names_json, parse_recovery, parse_trigger, pause_of,
-    time_at, time_opt, token, token_at,
+    insert_skips, later, micros, names_json, parse_recovery, parse_trigger, pause_of,
+    requeue_values, time_at, time_opt, token, token_at,
 };
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
-    Cancellation, ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision,
-    DueTask, ExpiredLock, FinishResult, Heartbeat, LockKey, LockedRun, NextRun, NodeInfo,
-    PendingManual, PendingRetry, Requeue, RescueDecision, RescuedLock, RunFinish, SkipRecord,
-    StoreResult, WakeInfo,
+    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
+    ExpiredLock, LockKey, LockedRun, NextRun, PendingManual, PendingRetry, RescueDecision,
+    RescuedLock, SkipRecord, StoreResult, WakeInfo,
 };
 
 /// The most expired locks one claim looks at (as on PostgreSQL).
 const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
-/// A task is counted overdue by the heartbeat when its next run is this late (as on PostgreSQL).
-const OVERDUE_HINT: Duration = Duration::from_secs(2);
-
-/// A requeue as the bound values of release_lock and finish_release: kind, tick, attempt, due
-/// time, asker.
-type RequeueValues = (
-    Option<&'static str>,
-    Option<i64>,
-    Option<i32>,
-    Option<i64>,
-    Option<String>,
-);
-
-fn requeue_values(requeue: Option<&Requeue>) -> RequeueValues {
-    match requeue {
-        None => (None, None, None, None, None),
-        Some(Requeue::Tick(tick)) => (Some("tick"), Some(micros(*tick)), None, None, None),
-        Some(Requeue::Retry { tick, attempt, at }) => (
-            Some("retry"),
-            Some(micros(*tick)),
-            Some(*attempt),
-            Some(micros(*at)),
-            None,
-        ),
-        Some(Requeue::Manual { at, by }) => {
-            (Some("manual"), None, None, Some(micros(*at)), by.clone())
-        }
-    }
-}
 
 /// `(set the next run?, the next run)` as bound.
 fn next_values(next: NextRun) -> (bool, Option<i64>) {
@@ -109,68 +80,6 @@ fn due_task(row: &SqliteRow) -> Result<DueTask, sqlx::Error> {
         },
         pause: pause_of(row)?,
         missed_since: time_opt(row, "missed_since")?,
-    })
-}
-
-pub(super) async fn register_node(store: &SqliteStore, node: &NodeInfo) -> StoreResult<()> {
-    store.refuse_operator("register a node")?;
-    let tasks = names_json(&node.tasks);
-    write_tx!(store, "register_node", |tx, now| {
-        sqlx::query(query!("register_node"))
-            .bind(&node.node_id)
-            .bind(&node.hostname)
-            .bind(i32::try_from(node.pid).unwrap_or(i32::MAX))
-            .bind(&node.version)
-            .bind(&tasks)
-            .bind(micros(now))
-            .execute(&mut *tx)
-            .await?;
-    })
-}
-
-pub(super) async fn heartbeat(
-    store: &SqliteStore,
-    node_id: &str,
-    silent_after: Duration,
-) -> StoreResult<Heartbeat> {
-    write_tx!(store, "heartbeat", |tx, now| {
-        let registered = sqlx::query(query!("heartbeat"))
-            .bind(node_id)
-            .bind(micros(now))
-            .execute(&mut *tx)
-            .await?
-            .rows_affected()
-            > 0;
-        let silent = sqlx::query_scalar(query!("silent_nodes"))
-            .bind(node_id)
-            .bind(earlier(now, silent_after))
-            .fetch_all(&mut *tx)
-            .await?;
-        let overdue = sqlx::query_scalar(query!("overdue_count"))
-            .bind(earlier(now, OVERDUE_HINT))
-            .fetch_one(&mut *tx)
-            .await?;
-        let others: i64 = sqlx::query_scalar(query!("live_nodes"))
-            .bind(node_id)
-            .bind(earlier(now, silent_after))
-            .fetch_one(&mut *tx)
-            .await?;
-        Heartbeat {
-            registered,
-            silent,
-            overdue,
-            live: 1 + others,
-        }
-    })
-}
-
-pub(super) async fn deregister_node(store: &SqliteStore, node_id: &str) -> StoreResult<()> {
-    write_tx!(store, "deregister_node", |tx, now| {
-        sqlx::query(query!("deregister_node"))
-            .bind(node_id)
-            .bind(micros(now))
-            .execute(&mut *tx)
-            .await?;
     })
 }
 
@@ -373,121 +282,6 @@ pub(super) async fn claim(
     Ok(outcome)
 }
 
-pub(super) async fn cancel_requests(
-    store: &SqliteStore,
-    run_ids: &[i64],
-) -> StoreResult<Vec<Cancellation>> {
-    if run_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = serde_json::to_string(run_ids).expect("integers serialize");
-    read!(store, "cancel_requests", |conn, _now| {
-        sqlx::query(query!("cancel_requests"))
-            .bind(ids)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(Cancellation {
-                    run_id: row.try_get("id")?,
-                    by: row.try_get("cancel_requested_by")?,
-                    at: time_at(row, "cancel_requested_at")?,
-                })
-            })
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
-    })
-}
-
-pub(super) async fn renew_locks(
-    store: &SqliteStore,
-    node_id: &str,
-    held: &[(LockKey, Duration)],
-) -> StoreResult<Vec<LockKey>> {
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
-    write_tx!(store, "renew_locks", |tx, now| {
-        let mut seen = HashSet::new();
-        let mut renewed = Vec::new();
-        for (key, lifetime) in held {
-            // A lock named twice is extended once (PostgreSQL updates a row once per
-            // statement).
-            if !seen.insert(key) {
-                continue;
-            }
-            if let Some(row) = sqlx::query(query!("renew_lock"))
-                .bind(&key.task_name)
-                .bind(node_id)
-                .bind(token(key.token))
-                .bind(later(now, *lifetime))
-                .fetch_optional(&mut *tx)
-                .await?
-            {
-                renewed.push(LockKey::new(
-                    row.try_get::<String, _>("name")?,
-                    token_at(&row, "lock_token")?,
-                ));
-            }
-        }
-        renewed
-    })
-}
-
-pub(super) async fn finish_runs(
-    store: &SqliteStore,
-    finishes: &[RunFinish],
-) -> StoreResult<Vec<FinishResult>> {
-    if finishes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let results = write_tx!(store, "finish_runs", |tx, now| {
-        let mut results = Vec::with_capacity(finishes.len());
-        for f in finishes {
-            let collapsed: i64 = f.skips.iter().map(|s| s.ticks).sum();
-            // PostgreSQL stores the count as int4; the same bound here.
-            let collapsed = collapsed.clamp(0, i64::from(i32::MAX));
-            sqlx::query(query!("finish_run"))
-                .bind(f.run_id)
-                .bind(token(f.lock.token))
-                .bind(f.end.status.as_str())
-                .bind(f.end.error.as_deref())
-                .bind(collapsed)
-                .bind(micros(now))
-                .execute(&mut *tx)
-                .await?;
-            let (kind, tick, attempt, at, by) = requeue_values(f.requeue.as_ref());
-            let lock_held = sqlx::query(query!("finish_release"))
-                .bind(&f.lock.task_name)
-                .bind(token(f.lock.token))
-                .bind(f.end.status.as_str())
-                .bind(f.end.error.as_deref())
-                .bind(f.failures.as_str())
-                .bind(kind)
-                .bind(tick)
-                .bind(attempt)
-                .bind(at)
-                .bind(by)
-                .bind(micros(now))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                > 0;
-            results.push(FinishResult {
-                run_id: f.run_id,
-                lock_held,
-            });
-        }
-        for f in finishes {
-            insert_skips(&mut tx, &f.skips, now).await?;
-        }
-        results
-    })?;
-    if results.iter().any(|r| r.lock_held) {
-        store.inner.wake();
-    }
-    Ok(results)
-}
-
 pub(super) async fn reschedule(
     store: &SqliteStore,
     next_runs: &[(String, DateTime<Utc>)],
@@ -507,14 +301,5 @@ pub(super) async fn reschedule(
             changed.extend(row);
         }
         changed
-    })
-}
-
-pub(super) async fn record_skips(store: &SqliteStore, skips: &[SkipRecord]) -> StoreResult<()> {
-    if skips.is_empty() {
-        return Ok(());
-    }
-    write_tx!(store, "record_skips", |tx, now| {
-        insert_skips(&mut tx, skips, now).await?;
     })
 }

@@ -80,15 +80,21 @@ macro_rules! write_tx {
 
 mod claim;
 mod config;
+mod finish;
 mod history;
+mod nodes;
 mod operator;
 mod outbox;
+mod renew;
 
 use claim::*;
 use config::*;
+use finish::*;
 use history::*;
+use nodes::*;
 use operator::*;
 use outbox::*;
+use renew::*;
 
 impl SqliteStore {
     /// What only the node owning the file may do; refused for an operator store.

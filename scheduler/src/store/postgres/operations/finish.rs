@@ -1,0 +1,111 @@
+//! The end of runs: their outcomes recorded, their locks released and what the engine decided
+//! to requeue, and the skip records of ticks that got no run of their own.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::{Acquire, Row};
+use uuid::Uuid;
+
+use super::SkipColumns;
+use crate::store::postgres::PgStore;
+use crate::store::{FinishResult, Requeue, RunFinish, SkipRecord, StoreResult};
+
+/// The requeue columns of release_locks and finish_runs.
+#[derive(Default)]
+pub(super) struct RequeueColumns {
+    pub(super) kind: Vec<Option<&'static str>>,
+    pub(super) tick: Vec<Option<DateTime<Utc>>>,
+    pub(super) attempt: Vec<Option<i32>>,
+    pub(super) at: Vec<Option<DateTime<Utc>>>,
+    pub(super) by: Vec<Option<String>>,
+}
+
+impl RequeueColumns {
+    pub(super) fn push(&mut self, requeue: Option<&Requeue>) {
+        let (kind, tick, attempt, at, by) = match requeue {
+            None => (None, None, None, None, None),
+            Some(Requeue::Tick(tick)) => (Some("tick"), Some(*tick), None, None, None),
+            Some(Requeue::Retry { tick, attempt, at }) => {
+                (Some("retry"), Some(*tick), Some(*attempt), Some(*at), None)
+            }
+            Some(Requeue::Manual { at, by }) => (Some("manual"), None, None, Some(*at), by.clone()),
+        };
+        self.kind.push(kind);
+        self.tick.push(tick);
+        self.attempt.push(attempt);
+        self.at.push(at);
+        self.by.push(by);
+    }
+}
+
+pub(super) async fn finish_runs(
+    store: &PgStore,
+    finishes: &[RunFinish],
+) -> StoreResult<Vec<FinishResult>> {
+    if finishes.is_empty() {
+        return Ok(Vec::new());
+    }
+    // In task-name order, like renewals (see renew_locks); results in the caller's order.
+    let given: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
+    let mut finishes: Vec<&RunFinish> = finishes.iter().collect();
+    finishes.sort_unstable_by(|a, b| a.lock.task_name.cmp(&b.lock.task_name));
+    let ids: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
+    let names: Vec<&str> = finishes.iter().map(|f| f.lock.task_name.as_str()).collect();
+    let tokens: Vec<Uuid> = finishes.iter().map(|f| f.lock.token).collect();
+    let statuses: Vec<&str> = finishes.iter().map(|f| f.end.status.as_str()).collect();
+    let errors: Vec<Option<&str>> = finishes.iter().map(|f| f.end.error.as_deref()).collect();
+    let failures: Vec<&str> = finishes.iter().map(|f| f.failures.as_str()).collect();
+    let collapsed: Vec<i32> = finishes
+        .iter()
+        .map(|f| {
+            let n: i64 = f.skips.iter().map(|s| s.ticks).sum();
+            i32::try_from(n).unwrap_or(i32::MAX)
+        })
+        .collect();
+    let mut requeue = RequeueColumns::default();
+    for f in &finishes {
+        requeue.push(f.requeue.as_ref());
+    }
+    let skips = SkipColumns::collect(finishes.iter().flat_map(|f| f.skips.iter()));
+    timed!(store, "finish_runs", |conn| {
+        let mut tx = conn.begin().await?;
+        let results = sqlx::query(query!("finish_runs"))
+            .bind(&ids)
+            .bind(&names)
+            .bind(&tokens)
+            .bind(&statuses)
+            .bind(&errors)
+            .bind(&failures)
+            .bind(&collapsed)
+            .bind(&requeue.kind)
+            .bind(&requeue.tick)
+            .bind(&requeue.attempt)
+            .bind(&requeue.at)
+            .bind(&requeue.by)
+            .bind(&store.channel)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(FinishResult {
+                    run_id: row.try_get("run_id")?,
+                    lock_held: row.try_get("lock_held")?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        skips.insert(&mut tx).await?;
+        tx.commit().await?;
+        let mut by_id: HashMap<i64, FinishResult> =
+            results.into_iter().map(|r| (r.run_id, r)).collect();
+        Ok(given.iter().filter_map(|id| by_id.remove(id)).collect())
+    })
+}
+
+pub(super) async fn record_skips(store: &PgStore, skips: &[SkipRecord]) -> StoreResult<()> {
+    if skips.is_empty() {
+        return Ok(());
+    }
+    let columns = SkipColumns::collect(skips.iter());
+    timed!(store, "record_skips", |conn| columns.insert(conn).await)
+}
