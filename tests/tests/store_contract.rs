@@ -665,6 +665,7 @@ fn finish(
     RunFinish::new(
         run.run_id,
         key(run),
+        Some(run.claimed_at),
         RunEnd::new(status, error.map(str::to_owned)),
         failures,
     )
@@ -1037,7 +1038,7 @@ async fn a_claim_records_what_the_plan_says(s: &dyn Store, _: &Arrange) {
         assert_eq!(run.finished_at, None);
         assert_eq!(run.ticks_collapsed, 0);
         assert_eq!(run.error, None);
-        assert_near(run.started_at, c.claimed_at);
+        assert_near(run.started_at.expect("planned at the claim"), c.claimed_at);
         assert_eq!(row.last_scheduled_at, Some(c.scheduled_at));
         match c.task_name.as_str() {
             "a" => {
@@ -1425,7 +1426,7 @@ async fn a_finish_records_the_outcome_and_releases_only_its_own_lock(
         (RunStatus::Succeeded, None)
     );
     let finished = ra.finished_at.expect("finished");
-    assert!(finished >= ra.started_at);
+    assert!(finished >= ra.started_at.expect("started"));
     assert_near_now(finished);
     let rb = run(s, b.run_id).await;
     assert_eq!(
@@ -2378,7 +2379,11 @@ async fn a_claim_ahead_takes_ticks_due_within_its_lead_and_starts_them_on_the_ti
         run.starts_in
     );
     let record = self::run(s, run.run_id).await;
-    assert_eq!(record.started_at, soon, "recorded as started on its tick");
+    assert_eq!(
+        record.started_at,
+        Some(soon),
+        "planned to start on its tick until it ends"
+    );
     let state = task_state(s, "soon").await;
     assert_eq!(state.next_run_at, Some(soon + HOUR), "moved on as planned");
     assert_eq!(
@@ -3433,6 +3438,7 @@ async fn runs_are_filtered_by_task_status_trigger_and_start_and_paged_by_id(
     );
     assert_eq!(query(&|q| q.until = Some(a_day_ago)).await, [id(0)]);
     let first_started = self::run(s, id(0)).await.started_at;
+    let first_started = first_started.expect("started");
     assert_eq!(
         query(&|q| q.since = Some(first_started)).await.last(),
         Some(&id(0)),

@@ -103,7 +103,8 @@ async fn variant(
     let mut db_lags: Vec<f64> = runs
         .iter()
         .filter(|r| r.scheduled_at > first)
-        .map(|r| (r.started_at - r.scheduled_at).num_microseconds().unwrap() as f64 / 1000.0)
+        .filter_map(|r| r.started_at.map(|s| s - r.scheduled_at))
+        .map(|lag| lag.num_microseconds().unwrap() as f64 / 1000.0)
         .collect();
     let (p50, p99) = p50_p99(&mut db_lags);
     let per_run = |n: f64| format!("{:.1}", n / ticks as f64);

@@ -62,6 +62,10 @@ pub(crate) async fn run(
         }
         let started = Instant::now();
         let was_started = !shared.handlers_cancel.is_cancelled() && cancelled_early.is_none();
+        // The handler's start on the store's clock: recorded with the run's end (none for a run
+        // that never started) and observed as its lag, one value for the history, the
+        // dashboard's lateness and the metric.
+        let started_at = was_started.then(|| db_clock(&claimed, claim_sent));
         let mut capture = None;
         let (ending, stop, lease) = if let Some(request) = cancelled_early {
             tracing::info!(by = %request.by, "cancelled before it started");
@@ -82,7 +86,7 @@ pub(crate) async fn run(
                 &claimed.task_name,
                 claimed.scheduled_at,
                 claimed.trigger.as_str(),
-                db_clock(&claimed, claim_sent),
+                started_at.unwrap_or_else(|| db_clock(&claimed, claim_sent)),
             );
             // What the handler logs inside this span is kept with the run; an isolated run's
             // log is what its process writes.
@@ -123,6 +127,7 @@ pub(crate) async fn run(
         let mut finish = RunFinish::new(
             claimed.run_id,
             LockKey::new(claimed.task_name.clone(), claimed.lock_token),
+            started_at,
             decision.end.clone(),
             decision.failures,
         );

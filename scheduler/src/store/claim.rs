@@ -439,6 +439,9 @@ pub struct RunFinish {
     pub run_id: i64,
     /// The run's lock.
     pub lock: LockKey,
+    /// When its handler started, by the store's clock; `None`: it never started (handed over
+    /// or cancelled before its tick). Replaces the start its claim planned.
+    pub started_at: Option<DateTime<Utc>>,
     /// How it ended.
     pub end: RunEnd,
     /// What runs again (an interrupted run handed over, a retry).
@@ -450,11 +453,19 @@ pub struct RunFinish {
 }
 
 impl RunFinish {
-    /// The record of `run_id`'s end under `lock`.
-    pub fn new(run_id: i64, lock: LockKey, end: RunEnd, failures: FailureCount) -> Self {
+    /// The record of `run_id`'s end under `lock`; its handler started at `started_at` (`None`:
+    /// never).
+    pub fn new(
+        run_id: i64,
+        lock: LockKey,
+        started_at: Option<DateTime<Utc>>,
+        end: RunEnd,
+        failures: FailureCount,
+    ) -> Self {
         Self {
             run_id,
             lock,
+            started_at,
             end,
             requeue: None,
             failures,

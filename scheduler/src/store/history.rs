@@ -269,8 +269,11 @@ pub struct RunRecord {
     pub task_name: String,
     /// Tick served.
     pub scheduled_at: DateTime<Utc>,
-    /// Start.
-    pub started_at: DateTime<Utc>,
+    /// When its handler started (the node's measured start, on the store's clock). `None`: it
+    /// never started (handed over or cancelled before its tick). While it runs, and for a run
+    /// recorded `lost` (its node vanished), the start its claim planned: its tick, if claimed
+    /// ahead of it, else the claim's time.
+    pub started_at: Option<DateTime<Utc>>,
     /// End.
     pub finished_at: Option<DateTime<Utc>>,
     /// Status.

@@ -39,9 +39,10 @@ pub(crate) enum Fate {
         attempts: i32,
         /// What started the latest attempt.
         trigger: Trigger,
-        /// How long the latest attempt took (so far, while running).
-        duration: TimeDelta,
-        /// How late the first attempt started (none for a manual run: never late).
+        /// How long the latest attempt took (so far, while running; none if it never started).
+        duration: Option<TimeDelta>,
+        /// How late the first attempt that started did (none for a manual run: never late;
+        /// none if no attempt started).
         late: Option<TimeDelta>,
     },
     /// It got no run of its own: recorded as skipped, or about to be (a pause or a disable
@@ -183,18 +184,23 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
         .into_iter()
         .filter_map(|(at, runs)| {
             if let Some(latest) = runs.iter().max_by_key(|r| (r.attempt, r.id)) {
+                // A run handed over before it started has no start: the tick's lateness is
+                // that of the run that took it over.
                 let first = runs
                     .iter()
-                    .min_by_key(|r| (r.attempt, r.id))
-                    .unwrap_or(latest);
+                    .filter(|r| r.started_at.is_some())
+                    .min_by_key(|r| (r.attempt, r.id));
                 let end = latest.finished_at.unwrap_or(f.now);
                 let fate = Fate::Ran {
                     status: latest.status,
                     run_id: latest.id,
                     attempts: latest.attempt.max(runs.len() as i32),
                     trigger: latest.trigger,
-                    duration: end - latest.started_at,
-                    late: (first.trigger != Trigger::Manual).then(|| first.started_at - at),
+                    duration: latest.started_at.map(|s| end - s),
+                    late: first
+                        .filter(|r| r.trigger != Trigger::Manual)
+                        .and_then(|r| r.started_at)
+                        .map(|s| s - at),
                 };
                 return Some(Mark { at, fate });
             }
@@ -270,7 +276,7 @@ mod tests {
             id,
             task_name: "t".into(),
             scheduled_at: at(tick),
-            started_at: at(started),
+            started_at: Some(at(started)),
             finished_at: took.map(|t| at(started + t)),
             status,
             node_id: "n".into(),
@@ -362,7 +368,7 @@ mod tests {
         };
         assert_eq!(
             (*late, *duration),
-            (Some(TimeDelta::seconds(1)), TimeDelta::seconds(3))
+            (Some(TimeDelta::seconds(1)), Some(TimeDelta::seconds(3)))
         );
         let Fate::Ran {
             attempts,
@@ -380,6 +386,33 @@ mod tests {
         assert_eq!(*trigger, Trigger::Manual);
         assert_eq!(*late, None, "a manual run is never late");
         assert!(strip.complete);
+    }
+
+    /// A run handed over before it started has no start; the tick's lateness is that of the run
+    /// that took it over, and a tick no run started has neither lateness nor duration.
+    #[test]
+    fn a_run_that_never_started_neither_times_nor_delays_its_tick() {
+        let spec = every_ten_seconds();
+        let mut handed_over = run(1, 10, 10, Some(0), RunStatus::Interrupted);
+        handed_over.started_at = None;
+        let took_over = run(2, 10, 13, Some(1), RunStatus::Succeeded);
+        let mut never = run(3, 20, 20, Some(0), RunStatus::Interrupted);
+        never.started_at = None;
+        let runs = [handed_over, took_over, never];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        let state = state();
+        let marks = strip(Some(&spec), &facts(&state, &runs, &[], 25), 100).marks;
+        let Fate::Ran { late, duration, .. } = &marks[0].fate else {
+            panic!("{:?}", marks[0])
+        };
+        assert_eq!(
+            (*late, *duration),
+            (Some(TimeDelta::seconds(3)), Some(TimeDelta::seconds(1)))
+        );
+        let Fate::Ran { late, duration, .. } = &marks[1].fate else {
+            panic!("{:?}", marks[1])
+        };
+        assert_eq!((*late, *duration), (None, None));
     }
 
     #[test]
@@ -400,7 +433,7 @@ mod tests {
         let Fate::Ran { duration, .. } = &marks[0].fate else {
             panic!("{:?}", marks[0])
         };
-        assert_eq!(*duration, TimeDelta::seconds(21), "so far");
+        assert_eq!(*duration, Some(TimeDelta::seconds(21)), "so far");
 
         let mut paused = state;
         paused.pause = Some(Pause::new(at(15), "ops", "checking", None));

@@ -35,8 +35,9 @@ pub(crate) struct RunView {
     task: String,
     /// The tick it serves.
     scheduled_at: DateTime<Utc>,
-    /// When its handler started.
-    started_at: DateTime<Utc>,
+    /// When its handler started, on the database's clock (none: it never started, e.g. handed
+    /// over at shutdown before its tick; while it runs, the start its claim planned).
+    started_at: Option<DateTime<Utc>>,
     /// When it ended (none while running).
     finished_at: Option<DateTime<Utc>>,
     /// `running`, `succeeded`, `failed`, `timed_out`, `interrupted`, `lost`, `cancelled`.

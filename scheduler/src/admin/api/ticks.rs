@@ -96,7 +96,7 @@ impl From<&Mark> for TickView {
                 run_id: Some(*run_id),
                 attempts: *attempts,
                 trigger: Some(trigger.as_str()),
-                duration_seconds: Some(seconds(*duration)),
+                duration_seconds: duration.map(seconds),
                 late_seconds: late.map(seconds),
                 ..view
             },

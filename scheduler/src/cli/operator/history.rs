@@ -56,9 +56,11 @@ fn run_row(run: &RunRecord) -> Vec<String> {
         run.id.to_string(),
         run.task_name.clone(),
         instant(Some(run.scheduled_at)),
-        instant(Some(run.started_at)),
+        // "-" for a run whose handler never started.
+        instant(run.started_at),
         run.finished_at
-            .map_or("-".to_owned(), |f| span(f - run.started_at)),
+            .zip(run.started_at)
+            .map_or("-".to_owned(), |(f, s)| span(f - s)),
         run.status.to_string(),
         trigger,
         run.attempt.to_string(),

@@ -36,6 +36,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
         "0007_drop_unread_run_index.sql"
     ),
     migration!(8, "cancel requests", "0008_cancel_requests.sql"),
+    migration!(9, "run start unknown", "0009_run_start_unknown.sql"),
 ];
 
 pub(crate) async fn run(

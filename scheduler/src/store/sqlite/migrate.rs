@@ -28,6 +28,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     migration!(3, "run query indexes", "0003_run_query_indexes.sql"),
     migration!(4, "cancel requests", "0004_cancel_requests.sql"),
+    migration!(5, "run start unknown", "0005_run_start_unknown.sql"),
 ];
 
 /// Applies the migrations `conn` (inside a write transaction) lacks. `Ok(Err(_))`: the database
@@ -244,7 +245,7 @@ mod tests {
                 (
                     "locked",
                     now - hour * 2,
-                    now - hour * 2,
+                    Some(now - hour * 2),
                     "old-node",
                     4,
                     Some("an error")
@@ -348,6 +349,7 @@ mod tests {
         let finish = RunFinish::new(
             run.run_id,
             LockKey::new("due", run.lock_token),
+            Some(run.claimed_at),
             RunEnd::new(RunStatus::TimedOut, Some("too slow".into())),
             FailureCount::Increment,
         );

@@ -58,6 +58,7 @@ export function duration(seconds) {
 }
 
 export function runSeconds(run, now = Date.now()) {
+  if (!run.started_at) return null; // never started (handed over or cancelled before its tick)
   const end = run.finished_at ? Date.parse(run.finished_at) : now;
   return Math.max(0, (end - Date.parse(run.started_at)) / 1000);
 }

@@ -65,10 +65,10 @@ export class TaskPage {
       tickSummary(ticks));
 
     const runs = detail.recent_runs;
-    const scheduled = runs.filter((r) => r.trigger !== "manual" && r.attempt === 1);
+    const scheduled = runs.filter((r) => r.trigger !== "manual" && r.attempt === 1 && r.started_at);
     put(p.charts,
       section("Lateness (start − tick)", lineChart(scheduled.map((r) => ({ at: Date.parse(r.scheduled_at), value: Math.max(0, (Date.parse(r.started_at) - Date.parse(r.scheduled_at)) / 1000) })), { label: "lateness over time" })),
-      section("Duration", lineChart(runs.map((r) => ({ at: Date.parse(r.started_at), value: runSeconds(r), cls: outcomeClass(r.status) })), { label: "duration over time" })));
+      section("Duration", lineChart(runs.filter((r) => r.started_at).map((r) => ({ at: Date.parse(r.started_at), value: runSeconds(r), cls: outcomeClass(r.status) })), { label: "duration over time" })));
 
     put(p.runs, h("h2", {}, `Runs (latest ${RUNS})`),
       runs.length === 0 ? h("p", { class: "muted" }, "No runs yet.") : h("div", { class: "scroll" }, table(

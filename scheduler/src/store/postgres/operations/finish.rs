@@ -56,6 +56,7 @@ pub(super) async fn finish_runs(
     let statuses: Vec<&str> = finishes.iter().map(|f| f.end.status.as_str()).collect();
     let errors: Vec<Option<&str>> = finishes.iter().map(|f| f.end.error.as_deref()).collect();
     let failures: Vec<&str> = finishes.iter().map(|f| f.failures.as_str()).collect();
+    let started: Vec<Option<DateTime<Utc>>> = finishes.iter().map(|f| f.started_at).collect();
     let collapsed: Vec<i32> = finishes
         .iter()
         .map(|f| {
@@ -84,6 +85,7 @@ pub(super) async fn finish_runs(
             .bind(&requeue.at)
             .bind(&requeue.by)
             .bind(&store.channel)
+            .bind(&started)
             .fetch_all(&mut *tx)
             .await?
             .iter()

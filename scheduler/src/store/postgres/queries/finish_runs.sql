@@ -10,18 +10,20 @@
 -- make the minimum later, so it may notify more, never less.
 -- $1.. parallel arrays: run id, task, token, status, error, failure count action, ticks
 -- collapsed, requeue kind ('tick' | 'retry' | 'manual' | NULL), requeue tick, requeue attempt,
--- requeue due time, requeue asker; $13 notify channel. Returns each run written and whether
--- its lock was held.
+-- requeue due time, requeue asker; $13 notify channel; $14 when each handler started (NULL:
+-- never; it replaces the start the claim planned). Returns each run written and whether its
+-- lock was held.
 WITH outcome AS (
     SELECT *
     FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[],
                 $7::int4[], $8::text[], $9::timestamptz[], $10::int4[], $11::timestamptz[],
-                $12::text[])
+                $12::text[], $14::timestamptz[])
          AS o(run_id, task_name, token, status, error, failures, collapsed, rq_kind, rq_tick,
-              rq_attempt, rq_at, rq_by)
+              rq_attempt, rq_at, rq_by, started_at)
 ), run AS (
     UPDATE scheduler_runs AS r
     SET status = o.status,
+        started_at = o.started_at,
         finished_at = clock_timestamp(),
         error = CASE WHEN r.status = 'lost'
                      THEN concat_ws(' ', o.error, '(recorded after another node released the lock)')

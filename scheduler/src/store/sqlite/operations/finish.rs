@@ -52,6 +52,7 @@ pub(super) async fn finish_runs(
                 .bind(f.end.error.as_deref())
                 .bind(collapsed)
                 .bind(micros(now))
+                .bind(f.started_at.map(micros))
                 .execute(&mut *tx)
                 .await?;
             let (kind, tick, attempt, at, by) = requeue_values(f.requeue.as_ref());

@@ -268,7 +268,7 @@ fn run_record(row: &SqliteRow) -> Result<RunRecord, sqlx::Error> {
         id: row.try_get("id")?,
         task_name: row.try_get("task_name")?,
         scheduled_at: time_at(row, "scheduled_at")?,
-        started_at: time_at(row, "started_at")?,
+        started_at: time_opt(row, "started_at")?,
         finished_at: time_opt(row, "finished_at")?,
         status: parse_status(row.try_get("status")?)?,
         node_id: row.try_get("node_id")?,
