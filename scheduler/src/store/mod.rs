@@ -23,6 +23,8 @@
 mod methods;
 
 mod claim;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+mod claim_loop;
 mod config;
 mod connect;
 mod error;

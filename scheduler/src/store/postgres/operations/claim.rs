@@ -10,11 +10,11 @@ use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
 use super::{RequeueColumns, SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
+use crate::store::claim_loop::{self, ClaimSteps, LockRelease, TaskSkip};
 use crate::store::postgres::PgStore;
 use crate::store::{
-    ClaimOutcome, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask, ExpiredLock, LockKey,
-    LockedRun, NextRun, PendingManual, PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd,
-    SkipRecord, StoreResult, WakeInfo,
+    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
+    LockedRun, NextRun, PendingManual, PendingRetry, SkipRecord, StoreResult, WakeInfo,
 };
 
 /// The earliest due times of each kind next_wake reads (see next_wake.sql).
@@ -73,9 +73,6 @@ impl Wake {
             .any(|(read, mine)| *read >= WAKE_CANDIDATES && *mine == 0)
     }
 }
-
-/// The most expired locks one claim looks at.
-const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
 
 fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
     let retry_at: Option<DateTime<Utc>> = row.try_get("retry_at")?;
@@ -196,150 +193,150 @@ pub(super) async fn next_wake(store: &PgStore, tasks: &[String]) -> StoreResult<
 pub(super) async fn claim(
     store: &PgStore,
     request: ClaimRequest<'_>,
-    policy: &dyn ClaimRules,
+    rules: &dyn ClaimRules,
 ) -> StoreResult<ClaimOutcome> {
     timed!(store, "claim", |conn| {
         let mut tx = conn.begin().await?;
-        let mut outcome = ClaimOutcome::default();
-
-        // Expired locks: the engine decides, the fenced release applies.
-        let expired = sqlx::query(query!("claim_expired"))
-            .bind(MAX_EXPIRED_PER_CLAIM)
-            .fetch_all(&mut *tx)
-            .await?;
-        let mut release = Release::default();
-        for row in &expired {
-            let db_now: DateTime<Utc> = row.try_get("db_now")?;
-            let run_id: Option<i64> = row.try_get("run_id")?;
-            let run = match run_id {
-                Some(run_id) => Some(LockedRun {
-                    run_id,
-                    scheduled_at: row.try_get("run_scheduled_at")?,
-                    recovery: parse_recovery(row.try_get("run_recovery")?),
-                    attempt: row.try_get("run_attempt")?,
-                    trigger: parse_trigger(row.try_get("run_trigger")?)?,
-                    triggered_by: row.try_get("run_triggered_by")?,
-                    cancel_requested_by: row.try_get("run_cancel_requested_by")?,
-                }),
-                None => None,
-            };
-            let lock = ExpiredLock {
-                key: LockKey::new(
-                    row.try_get::<String, _>("name")?,
-                    row.try_get("lock_token")?,
-                ),
-                owner: row.try_get("lock_owner")?,
-                expired_at: row.try_get("lock_expires_at")?,
-                run,
-            };
-            match policy.rescue(&lock, db_now) {
-                RescueDecision::Wait => outcome.waiting.push(lock),
-                RescueDecision::Release {
-                    run_end,
-                    requeue,
-                    failures,
-                } => {
-                    release.push(&lock, run_end.as_ref(), requeue.as_ref(), failures.as_str());
-                    outcome.rescued.push(RescuedLock {
-                        task_name: lock.key.task_name.clone(),
-                        previous_owner: lock.owner.clone(),
-                        run_id: lock.run.as_ref().map(|r| r.run_id),
-                        run_scheduled_at: lock.run.as_ref().map(|r| r.scheduled_at),
-                        run_end,
-                        requeue,
-                    });
-                }
-            }
-        }
-        if !release.names.is_empty() {
-            let released: Vec<String> = release
-                .bind(sqlx::query(query!("release_locks")))
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(|row| row.try_get("name"))
-                .collect::<Result<_, _>>()?;
-            // A lock its owner renewed meanwhile was not released: nothing happened to it.
-            outcome.rescued.retain(|r| released.contains(&r.task_name));
-        }
-
-        if request.limit > 0 {
-            let due = select_due(&mut tx, &request).await?;
-            let mut plan = Plan::default();
-            let mut skip = Skip::default();
-            let mut skips: Vec<SkipRecord> = Vec::new();
-            let mut db_now = None;
-            // Per claimed task: when its previous run ended, and its open missed incident.
-            let mut seen: HashMap<String, [Option<DateTime<Utc>>; 2]> = HashMap::new();
-            for row in &due {
-                let now: DateTime<Utc> = row.try_get("db_now")?;
-                db_now = Some(now);
-                let task = due_task(row)?;
-                match policy.plan(&task, now) {
-                    DueDecision::Run(p) => {
-                        seen.insert(
-                            task.name.clone(),
-                            [task.last_finished_at, task.missed_since],
-                        );
-                        skips.extend(p.skips.iter().cloned());
-                        plan.push(task.name, p);
-                    }
-                    DueDecision::Skip {
-                        next_run_at,
-                        clear_retry,
-                        clear_pause,
-                        skips: skipped,
-                    } => {
-                        skip.push(task.name, next_run_at, clear_retry, clear_pause);
-                        skips.extend(skipped);
-                    }
-                    DueDecision::Leave => outcome.left.push(task.name),
-                }
-            }
-            if !skip.names.is_empty() {
-                sqlx::query(query!("claim_skip"))
-                    .bind(&skip.names)
-                    .bind(&skip.set_next)
-                    .bind(&skip.next)
-                    .bind(&skip.clear_retry)
-                    .bind(&skip.clear_pause)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            SkipColumns::collect(skips.iter()).insert(&mut tx).await?;
-            outcome.skipped = skips;
-            if !plan.names.is_empty() {
-                let claimed_at = db_now.expect("a row was planned");
-                outcome.claimed = plan
-                    .bind(sqlx::query(query!("claim_apply")).bind(request.node_id))
-                    .fetch_all(&mut *tx)
-                    .await?
-                    .iter()
-                    .map(|row| {
-                        let task_name: String = row.try_get("task_name")?;
-                        let [previous_finished_at, missed_since] =
-                            seen.get(&task_name).copied().unwrap_or_default();
-                        let started_at: DateTime<Utc> = row.try_get("started_at")?;
-                        let written_at: DateTime<Utc> = row.try_get("written_at")?;
-                        Ok(ClaimedRun {
-                            starts_in: (started_at - written_at).to_std().unwrap_or(Duration::ZERO),
-                            run_id: row.try_get("id")?,
-                            previous_finished_at,
-                            missed_since,
-                            task_name,
-                            lock_token: row.try_get("lock_token")?,
-                            scheduled_at: row.try_get("scheduled_at")?,
-                            claimed_at,
-                            attempt: row.try_get("attempt")?,
-                            trigger: parse_trigger(row.try_get("trigger")?)?,
-                            triggered_by: row.try_get("triggered_by")?,
-                        })
-                    })
-                    .collect::<Result<_, sqlx::Error>>()?;
-            }
-        }
+        let outcome = claim_loop::claim(&mut Steps { tx: &mut tx }, &request, rules).await?;
         tx.commit().await?;
         Ok(outcome)
+    })
+}
+
+/// A claim's steps on PostgreSQL: each a statement (or two) over parallel arrays.
+struct Steps<'t> {
+    tx: &'t mut sqlx::PgConnection,
+}
+
+impl ClaimSteps for Steps<'_> {
+    type Error = sqlx::Error;
+
+    async fn expired_locks(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<(ExpiredLock, DateTime<Utc>)>, sqlx::Error> {
+        sqlx::query(query!("claim_expired"))
+            .bind(limit)
+            .fetch_all(&mut *self.tx)
+            .await?
+            .iter()
+            .map(|row| Ok((expired_lock(row)?, row.try_get("db_now")?)))
+            .collect()
+    }
+
+    async fn release(&mut self, releases: &[LockRelease]) -> Result<Vec<String>, sqlx::Error> {
+        let mut release = Release::default();
+        for r in releases {
+            release.push(r);
+        }
+        release
+            .bind(sqlx::query(query!("release_locks")))
+            .fetch_all(&mut *self.tx)
+            .await?
+            .iter()
+            .map(|row| row.try_get("name"))
+            .collect()
+    }
+
+    async fn due_tasks(
+        &mut self,
+        request: &ClaimRequest<'_>,
+    ) -> Result<Vec<(DueTask, DateTime<Utc>)>, sqlx::Error> {
+        select_due(&mut *self.tx, request)
+            .await?
+            .iter()
+            .map(|row| Ok((due_task(row)?, row.try_get("db_now")?)))
+            .collect()
+    }
+
+    async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
+        let mut skip = Skip::default();
+        for s in skips {
+            skip.push(s);
+        }
+        sqlx::query(query!("claim_skip"))
+            .bind(&skip.names)
+            .bind(&skip.set_next)
+            .bind(&skip.next)
+            .bind(&skip.clear_retry)
+            .bind(&skip.clear_pause)
+            .execute(&mut *self.tx)
+            .await
+            .map(drop)
+    }
+
+    async fn record_skips(&mut self, skips: &[SkipRecord]) -> Result<(), sqlx::Error> {
+        SkipColumns::collect(skips.iter())
+            .insert(&mut *self.tx)
+            .await
+    }
+
+    async fn start_runs(
+        &mut self,
+        node_id: &str,
+        runs: Vec<(DueTask, ClaimPlan)>,
+        claimed_at: DateTime<Utc>,
+    ) -> Result<Vec<ClaimedRun>, sqlx::Error> {
+        // Per claimed task: when its previous run ended, and its open missed incident.
+        let mut seen: HashMap<String, [Option<DateTime<Utc>>; 2]> = HashMap::new();
+        let mut plan = Plan::default();
+        for (task, p) in runs {
+            seen.insert(
+                task.name.clone(),
+                [task.last_finished_at, task.missed_since],
+            );
+            plan.push(task.name, p);
+        }
+        plan.bind(sqlx::query(query!("claim_apply")).bind(node_id))
+            .fetch_all(&mut *self.tx)
+            .await?
+            .iter()
+            .map(|row| {
+                let task_name: String = row.try_get("task_name")?;
+                let [previous_finished_at, missed_since] =
+                    seen.get(&task_name).copied().unwrap_or_default();
+                let started_at: DateTime<Utc> = row.try_get("started_at")?;
+                let written_at: DateTime<Utc> = row.try_get("written_at")?;
+                Ok(ClaimedRun {
+                    starts_in: (started_at - written_at).to_std().unwrap_or(Duration::ZERO),
+                    run_id: row.try_get("id")?,
+                    previous_finished_at,
+                    missed_since,
+                    task_name,
+                    lock_token: row.try_get("lock_token")?,
+                    scheduled_at: row.try_get("scheduled_at")?,
+                    claimed_at,
+                    attempt: row.try_get("attempt")?,
+                    trigger: parse_trigger(row.try_get("trigger")?)?,
+                    triggered_by: row.try_get("triggered_by")?,
+                })
+            })
+            .collect()
+    }
+}
+
+fn expired_lock(row: &sqlx::postgres::PgRow) -> Result<ExpiredLock, sqlx::Error> {
+    let run_id: Option<i64> = row.try_get("run_id")?;
+    let run = match run_id {
+        Some(run_id) => Some(LockedRun {
+            run_id,
+            scheduled_at: row.try_get("run_scheduled_at")?,
+            recovery: parse_recovery(row.try_get("run_recovery")?),
+            attempt: row.try_get("run_attempt")?,
+            trigger: parse_trigger(row.try_get("run_trigger")?)?,
+            triggered_by: row.try_get("run_triggered_by")?,
+            cancel_requested_by: row.try_get("run_cancel_requested_by")?,
+        }),
+        None => None,
+    };
+    Ok(ExpiredLock {
+        key: LockKey::new(
+            row.try_get::<String, _>("name")?,
+            row.try_get("lock_token")?,
+        ),
+        owner: row.try_get("lock_owner")?,
+        expired_at: row.try_get("lock_expires_at")?,
+        run,
     })
 }
 
@@ -377,21 +374,16 @@ struct Release {
 }
 
 impl Release {
-    fn push(
-        &mut self,
-        lock: &ExpiredLock,
-        end: Option<&RunEnd>,
-        requeue: Option<&Requeue>,
-        failures: &'static str,
-    ) {
-        self.names.push(lock.key.task_name.clone());
-        self.tokens.push(lock.key.token);
-        self.run_ids
-            .push(end.and(lock.run.as_ref()).map(|r| r.run_id));
-        self.statuses.push(end.map(|e| e.status.as_str()));
-        self.errors.push(end.and_then(|e| e.error.clone()));
-        self.failures.push(failures);
-        self.requeue.push(requeue);
+    fn push(&mut self, r: &LockRelease) {
+        self.names.push(r.lock.key.task_name.clone());
+        self.tokens.push(r.lock.key.token);
+        self.run_ids.push(r.ended_run());
+        self.statuses
+            .push(r.run_end.as_ref().map(|e| e.status.as_str()));
+        self.errors
+            .push(r.run_end.as_ref().and_then(|e| e.error.clone()));
+        self.failures.push(r.failures.as_str());
+        self.requeue.push(r.requeue.as_ref());
     }
 
     fn bind<'q>(
@@ -429,7 +421,7 @@ struct Plan {
 }
 
 impl Plan {
-    fn push(&mut self, name: String, p: crate::store::ClaimPlan) {
+    fn push(&mut self, name: String, p: ClaimPlan) {
         self.names.push(name);
         self.tokens.push(Uuid::new_v4());
         self.scheduled.push(p.scheduled_at);
@@ -476,15 +468,15 @@ struct Skip {
 }
 
 impl Skip {
-    fn push(&mut self, name: String, next: NextRun, clear_retry: bool, clear_pause: bool) {
-        self.names.push(name);
-        let (set, next) = match next {
+    fn push(&mut self, skip: &TaskSkip) {
+        self.names.push(skip.name.clone());
+        let (set, next) = match skip.next_run_at {
             NextRun::Keep => (false, None),
             NextRun::Set(next) => (true, next),
         };
         self.set_next.push(set);
         self.next.push(next);
-        self.clear_retry.push(clear_retry);
-        self.clear_pause.push(clear_pause);
+        self.clear_retry.push(skip.clear_retry);
+        self.clear_pause.push(skip.clear_pause);
     }
 }

@@ -5,23 +5,20 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
 use uuid::Uuid;
 
 use super::{
     insert_skips, later, micros, names_json, parse_recovery, parse_trigger, pause_of,
     requeue_values, time_at, time_opt, token, token_at,
 };
+use crate::store::claim_loop::{self, ClaimSteps, LockRelease, TaskSkip};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
-    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
-    ExpiredLock, LockKey, LockedRun, NextRun, PendingManual, PendingRetry, RescueDecision,
-    RescuedLock, SkipRecord, StoreResult, WakeInfo,
+    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
+    LockedRun, NextRun, PendingManual, PendingRetry, SkipRecord, StoreResult, WakeInfo,
 };
-
-/// The most expired locks one claim looks at (as on PostgreSQL).
-const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
 
 /// `(set the next run?, the next run)` as bound.
 fn next_values(next: NextRun) -> (bool, Option<i64>) {
@@ -101,173 +98,16 @@ pub(super) async fn next_wake(store: &SqliteStore, tasks: &[String]) -> StoreRes
 pub(super) async fn claim(
     store: &SqliteStore,
     request: ClaimRequest<'_>,
-    policy: &dyn ClaimRules,
+    rules: &dyn ClaimRules,
 ) -> StoreResult<ClaimOutcome> {
     let names = names_json(request.tasks);
     let mut outcome = write_tx!(store, "claim", |tx, now| {
-        let mut outcome = ClaimOutcome::default();
-
-        // Expired locks: the engine decides, the fenced release applies.
-        let expired = sqlx::query(query!("claim_expired"))
-            .bind(micros(now))
-            .bind(MAX_EXPIRED_PER_CLAIM)
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(expired_lock)
-            .collect::<Result<Vec<_>, _>>()?;
-        for lock in expired {
-            let RescueDecision::Release {
-                run_end,
-                requeue,
-                failures,
-            } = policy.rescue(&lock, now)
-            else {
-                outcome.waiting.push(lock);
-                continue;
-            };
-            // A run is ended only when the decision says how (as on PostgreSQL).
-            let run_id = run_end.as_ref().and(lock.run.as_ref()).map(|r| r.run_id);
-            let status = run_end.as_ref().map(|e| e.status.as_str());
-            let error = run_end.as_ref().and_then(|e| e.error.as_deref());
-            let (kind, tick, attempt, at, by) = requeue_values(requeue.as_ref());
-            // Fenced by token and expiry like PostgreSQL's release_locks; in this transaction
-            // nobody can have renewed the lock since it was read, so this always holds.
-            let released = sqlx::query(query!("release_lock"))
-                .bind(&lock.key.task_name)
-                .bind(token(lock.key.token))
-                .bind(run_id)
-                .bind(status)
-                .bind(error)
-                .bind(failures.as_str())
-                .bind(kind)
-                .bind(tick)
-                .bind(attempt)
-                .bind(at)
-                .bind(by)
-                .bind(micros(now))
-                .fetch_optional(&mut *tx)
-                .await?
-                .is_some();
-            if !released {
-                continue;
-            }
-            if let (Some(run_id), Some(status)) = (run_id, status) {
-                sqlx::query(query!("release_run_end"))
-                    .bind(run_id)
-                    .bind(token(lock.key.token))
-                    .bind(status)
-                    .bind(error)
-                    .bind(micros(now))
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            outcome.rescued.push(RescuedLock {
-                task_name: lock.key.task_name.clone(),
-                previous_owner: lock.owner.clone(),
-                run_id: lock.run.as_ref().map(|r| r.run_id),
-                run_scheduled_at: lock.run.as_ref().map(|r| r.scheduled_at),
-                run_end,
-                requeue,
-            });
-        }
-
-        if request.limit > 0 {
-            let due = sqlx::query(query!("claim_select"))
-                .bind(micros(now))
-                .bind(&names)
-                .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
-                .bind(later(now, request.ahead))
-                .fetch_all(&mut *tx)
-                .await?
-                .iter()
-                .map(due_task)
-                .collect::<Result<Vec<_>, sqlx::Error>>()?;
-            // Every decision first, then the writes, in PostgreSQL's order: the skips, their
-            // records, the runs.
-            let mut runs: Vec<(DueTask, ClaimPlan)> = Vec::new();
-            let mut skips: Vec<SkipRecord> = Vec::new();
-            for task in due {
-                match policy.plan(&task, now) {
-                    DueDecision::Run(plan) => {
-                        skips.extend(plan.skips.iter().cloned());
-                        runs.push((task, plan));
-                    }
-                    DueDecision::Skip {
-                        next_run_at,
-                        clear_retry,
-                        clear_pause,
-                        skips: skipped,
-                    } => {
-                        let (set_next, next) = next_values(next_run_at);
-                        sqlx::query(query!("claim_skip"))
-                            .bind(&task.name)
-                            .bind(set_next)
-                            .bind(next)
-                            .bind(clear_retry)
-                            .bind(clear_pause)
-                            .bind(micros(now))
-                            .execute(&mut *tx)
-                            .await?;
-                        skips.extend(skipped);
-                    }
-                    DueDecision::Leave => outcome.left.push(task.name),
-                }
-            }
-            insert_skips(&mut tx, &skips, now).await?;
-            outcome.skipped = skips;
-            for (task, plan) in runs {
-                let lock_token = Uuid::new_v4();
-                let (set_next, next) = next_values(plan.next_run_at);
-                let locked = sqlx::query(query!("claim_lock"))
-                    .bind(&task.name)
-                    .bind(request.node_id)
-                    .bind(token(lock_token))
-                    .bind(later(now, plan.lock_lifetime))
-                    .bind(set_next)
-                    .bind(next)
-                    .bind(plan.trigger.as_str())
-                    .bind(micros(plan.scheduled_at))
-                    .bind(plan.clear_retry)
-                    .bind(micros(now))
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected()
-                    > 0;
-                if !locked {
-                    continue;
-                }
-                // A tick claimed ahead starts on its tick.
-                let started_at = now.max(plan.scheduled_at);
-                let run_id: i64 = sqlx::query_scalar(query!("claim_run"))
-                    .bind(&task.name)
-                    .bind(micros(plan.scheduled_at))
-                    .bind(micros(started_at))
-                    .bind(request.node_id)
-                    .bind(token(lock_token))
-                    .bind(plan.recovery.as_str())
-                    .bind(plan.attempt)
-                    .bind(plan.trigger.as_str())
-                    .bind(plan.triggered_by.as_deref())
-                    .fetch_one(&mut *tx)
-                    .await?;
-                outcome.claimed.push(ClaimedRun {
-                    run_id,
-                    task_name: task.name,
-                    lock_token,
-                    scheduled_at: plan.scheduled_at,
-                    claimed_at: now,
-                    // Set below, from the clock at the end of the claim.
-                    starts_in: Duration::ZERO,
-                    previous_finished_at: task.last_finished_at,
-                    attempt: plan.attempt,
-                    trigger: plan.trigger,
-                    triggered_by: plan.triggered_by,
-                    missed_since: task.missed_since,
-                });
-            }
-        }
-        outcome
+        let mut steps = Steps {
+            tx: &mut tx,
+            now,
+            names: &names,
+        };
+        claim_loop::claim(&mut steps, &request, rules).await?
     })?;
     // The store's clock is this node's: how long from now until each run's start.
     let end = Utc::now();
@@ -280,6 +120,174 @@ pub(super) async fn claim(
         store.inner.wake();
     }
     Ok(outcome)
+}
+
+/// A claim's steps on SQLite: one statement per item, on the claim's clock (`now`, taken once
+/// the transaction holds the write lock).
+struct Steps<'t> {
+    tx: &'t mut SqliteConnection,
+    now: DateTime<Utc>,
+    /// The claiming node's tasks, as JSON.
+    names: &'t str,
+}
+
+impl ClaimSteps for Steps<'_> {
+    type Error = sqlx::Error;
+
+    async fn expired_locks(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<(ExpiredLock, DateTime<Utc>)>, sqlx::Error> {
+        sqlx::query(query!("claim_expired"))
+            .bind(micros(self.now))
+            .bind(limit)
+            .fetch_all(&mut *self.tx)
+            .await?
+            .iter()
+            .map(|row| Ok((expired_lock(row)?, self.now)))
+            .collect()
+    }
+
+    async fn release(&mut self, releases: &[LockRelease]) -> Result<Vec<String>, sqlx::Error> {
+        let now = self.now;
+        let mut released = Vec::new();
+        for r in releases {
+            let lock = &r.lock;
+            let run_id = r.ended_run();
+            let status = r.run_end.as_ref().map(|e| e.status.as_str());
+            let error = r.run_end.as_ref().and_then(|e| e.error.as_deref());
+            let (kind, tick, attempt, at, by) = requeue_values(r.requeue.as_ref());
+            // Fenced by token and expiry like PostgreSQL's release_locks; in this transaction
+            // nobody can have renewed the lock since it was read, so this always holds.
+            let Some(name) = sqlx::query_scalar::<_, String>(query!("release_lock"))
+                .bind(&lock.key.task_name)
+                .bind(token(lock.key.token))
+                .bind(run_id)
+                .bind(status)
+                .bind(error)
+                .bind(r.failures.as_str())
+                .bind(kind)
+                .bind(tick)
+                .bind(attempt)
+                .bind(at)
+                .bind(by)
+                .bind(micros(now))
+                .fetch_optional(&mut *self.tx)
+                .await?
+            else {
+                continue;
+            };
+            if let (Some(run_id), Some(status)) = (run_id, status) {
+                sqlx::query(query!("release_run_end"))
+                    .bind(run_id)
+                    .bind(token(lock.key.token))
+                    .bind(status)
+                    .bind(error)
+                    .bind(micros(now))
+                    .execute(&mut *self.tx)
+                    .await?;
+            }
+            released.push(name);
+        }
+        Ok(released)
+    }
+
+    async fn due_tasks(
+        &mut self,
+        request: &ClaimRequest<'_>,
+    ) -> Result<Vec<(DueTask, DateTime<Utc>)>, sqlx::Error> {
+        sqlx::query(query!("claim_select"))
+            .bind(micros(self.now))
+            .bind(self.names)
+            .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
+            .bind(later(self.now, request.ahead))
+            .fetch_all(&mut *self.tx)
+            .await?
+            .iter()
+            .map(|row| Ok((due_task(row)?, self.now)))
+            .collect()
+    }
+
+    async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
+        for skip in skips {
+            let (set_next, next) = next_values(skip.next_run_at);
+            sqlx::query(query!("claim_skip"))
+                .bind(&skip.name)
+                .bind(set_next)
+                .bind(next)
+                .bind(skip.clear_retry)
+                .bind(skip.clear_pause)
+                .bind(micros(self.now))
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn record_skips(&mut self, skips: &[SkipRecord]) -> Result<(), sqlx::Error> {
+        insert_skips(&mut *self.tx, skips, self.now).await
+    }
+
+    async fn start_runs(
+        &mut self,
+        node_id: &str,
+        runs: Vec<(DueTask, ClaimPlan)>,
+        claimed_at: DateTime<Utc>,
+    ) -> Result<Vec<ClaimedRun>, sqlx::Error> {
+        let now = self.now;
+        let mut claimed = Vec::with_capacity(runs.len());
+        for (task, plan) in runs {
+            let lock_token = Uuid::new_v4();
+            let (set_next, next) = next_values(plan.next_run_at);
+            let locked = sqlx::query(query!("claim_lock"))
+                .bind(&task.name)
+                .bind(node_id)
+                .bind(token(lock_token))
+                .bind(later(now, plan.lock_lifetime))
+                .bind(set_next)
+                .bind(next)
+                .bind(plan.trigger.as_str())
+                .bind(micros(plan.scheduled_at))
+                .bind(plan.clear_retry)
+                .bind(micros(now))
+                .execute(&mut *self.tx)
+                .await?
+                .rows_affected()
+                > 0;
+            if !locked {
+                continue;
+            }
+            // A tick claimed ahead starts on its tick.
+            let started_at = now.max(plan.scheduled_at);
+            let run_id: i64 = sqlx::query_scalar(query!("claim_run"))
+                .bind(&task.name)
+                .bind(micros(plan.scheduled_at))
+                .bind(micros(started_at))
+                .bind(node_id)
+                .bind(token(lock_token))
+                .bind(plan.recovery.as_str())
+                .bind(plan.attempt)
+                .bind(plan.trigger.as_str())
+                .bind(plan.triggered_by.as_deref())
+                .fetch_one(&mut *self.tx)
+                .await?;
+            claimed.push(ClaimedRun {
+                run_id,
+                task_name: task.name,
+                lock_token,
+                scheduled_at: plan.scheduled_at,
+                claimed_at,
+                // Set by the caller, from the clock at the end of the claim.
+                starts_in: Duration::ZERO,
+                previous_finished_at: task.last_finished_at,
+                attempt: plan.attempt,
+                trigger: plan.trigger,
+                triggered_by: plan.triggered_by,
+                missed_since: task.missed_since,
+            });
+        }
+        Ok(claimed)
+    }
 }
 
 pub(super) async fn reschedule(

@@ -1,0 +1,170 @@
+//! The claim transaction written once for every backend: which expired locks are offered to the
+//! engine's [`ClaimRules::rescue`], which due tasks to its [`ClaimRules::plan`], and in what order
+//! the decisions are applied. A backend writes only the steps ([`ClaimSteps`]: read expired
+//! locks, release them, lock due tasks, write skips, start runs) in its own SQL, inside its own
+//! transaction; what a claim does with them is here, so the backends cannot drift apart.
+
+use chrono::{DateTime, Utc};
+
+use super::{
+    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
+    ExpiredLock, FailureCount, NextRun, Requeue, RescueDecision, RescuedLock, RunEnd, SkipRecord,
+};
+
+/// The most expired locks one claim looks at.
+pub(super) const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
+
+/// An expired lock the engine decided to release.
+pub(super) struct LockRelease {
+    pub(super) lock: ExpiredLock,
+    /// How its run ended, if the decision says so (a run is ended only then).
+    pub(super) run_end: Option<RunEnd>,
+    pub(super) requeue: Option<Requeue>,
+    pub(super) failures: FailureCount,
+}
+
+impl LockRelease {
+    /// The run this release ends: the lock's run, when the decision says how it ended.
+    pub(super) fn ended_run(&self) -> Option<i64> {
+        self.run_end
+            .as_ref()
+            .and(self.lock.run.as_ref())
+            .map(|r| r.run_id)
+    }
+}
+
+/// A due task the engine decided to skip: where its schedule moves, what it clears.
+pub(super) struct TaskSkip {
+    pub(super) name: String,
+    pub(super) next_run_at: NextRun,
+    pub(super) clear_retry: bool,
+    pub(super) clear_pause: bool,
+}
+
+/// The steps of one claim, each a backend's own SQL, all inside the transaction the backend
+/// opened for the claim.
+pub(super) trait ClaimSteps {
+    type Error;
+
+    /// Up to `limit` locks past their expiry, each with the store's clock when it was read.
+    async fn expired_locks(
+        &mut self,
+        limit: i64,
+    ) -> Result<Vec<(ExpiredLock, DateTime<Utc>)>, Self::Error>;
+
+    /// Releases each lock that still has its token and is still expired (its owner did not
+    /// renew it meanwhile), ends its run as decided, and applies its requeue. Returns the names
+    /// of the tasks released.
+    async fn release(&mut self, releases: &[LockRelease]) -> Result<Vec<String>, Self::Error>;
+
+    /// Locks up to `request.limit` unlocked tasks among `request.tasks` that have something
+    /// due (skipping rows other transactions hold), each with the store's clock.
+    async fn due_tasks(
+        &mut self,
+        request: &ClaimRequest<'_>,
+    ) -> Result<Vec<(DueTask, DateTime<Utc>)>, Self::Error>;
+
+    /// Moves the schedules of skipped tasks and clears what the skips serve.
+    async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), Self::Error>;
+
+    /// Records ranges of skipped ticks.
+    async fn record_skips(&mut self, skips: &[SkipRecord]) -> Result<(), Self::Error>;
+
+    /// Locks each planned task for `node_id`, moves its schedule as planned, and records its
+    /// run as running; `claimed_at` is the store's clock of the claim.
+    async fn start_runs(
+        &mut self,
+        node_id: &str,
+        runs: Vec<(DueTask, ClaimPlan)>,
+        claimed_at: DateTime<Utc>,
+    ) -> Result<Vec<ClaimedRun>, Self::Error>;
+}
+
+/// One claim ([`Store::claim`](super::Store::claim)) over a backend's steps: expired locks
+/// offered to `rules.rescue` and released as decided; then the due tasks offered to
+/// `rules.plan`, every decision taken before any is written; then the skips, their records and
+/// the runs, in that order.
+pub(super) async fn claim<S: ClaimSteps>(
+    steps: &mut S,
+    request: &ClaimRequest<'_>,
+    rules: &dyn ClaimRules,
+) -> Result<ClaimOutcome, S::Error> {
+    let mut outcome = ClaimOutcome::default();
+
+    // Expired locks: the engine decides, the fenced release applies.
+    let mut releases = Vec::new();
+    for (lock, now) in steps.expired_locks(MAX_EXPIRED_PER_CLAIM).await? {
+        match rules.rescue(&lock, now) {
+            RescueDecision::Wait => outcome.waiting.push(lock),
+            RescueDecision::Release {
+                run_end,
+                requeue,
+                failures,
+            } => releases.push(LockRelease {
+                lock,
+                run_end,
+                requeue,
+                failures,
+            }),
+        }
+    }
+    if !releases.is_empty() {
+        let released = steps.release(&releases).await?;
+        // A lock its owner renewed meanwhile was not released: nothing happened to it.
+        outcome.rescued = releases
+            .into_iter()
+            .filter(|r| released.contains(&r.lock.key.task_name))
+            .map(|r| RescuedLock {
+                run_id: r.lock.run.as_ref().map(|run| run.run_id),
+                run_scheduled_at: r.lock.run.as_ref().map(|run| run.scheduled_at),
+                task_name: r.lock.key.task_name,
+                previous_owner: r.lock.owner,
+                run_end: r.run_end,
+                requeue: r.requeue,
+            })
+            .collect();
+    }
+
+    if request.limit == 0 {
+        return Ok(outcome);
+    }
+    let mut runs = Vec::new();
+    let mut skipped = Vec::new();
+    let mut skips: Vec<SkipRecord> = Vec::new();
+    let mut claimed_at = None;
+    for (task, now) in steps.due_tasks(request).await? {
+        claimed_at = Some(now);
+        match rules.plan(&task, now) {
+            DueDecision::Run(plan) => {
+                skips.extend(plan.skips.iter().cloned());
+                runs.push((task, plan));
+            }
+            DueDecision::Skip {
+                next_run_at,
+                clear_retry,
+                clear_pause,
+                skips: ticks,
+            } => {
+                skipped.push(TaskSkip {
+                    name: task.name,
+                    next_run_at,
+                    clear_retry,
+                    clear_pause,
+                });
+                skips.extend(ticks);
+            }
+            DueDecision::Leave => outcome.left.push(task.name),
+        }
+    }
+    if !skipped.is_empty() {
+        steps.skip(&skipped).await?;
+    }
+    if !skips.is_empty() {
+        steps.record_skips(&skips).await?;
+    }
+    outcome.skipped = skips;
+    if let Some(claimed_at) = claimed_at.filter(|_| !runs.is_empty()) {
+        outcome.claimed = steps.start_runs(request.node_id, runs, claimed_at).await?;
+    }
+    Ok(outcome)
+}
