@@ -87,6 +87,8 @@ pub struct SchedulerBuilder {
     admin_token: Option<String>,
     #[cfg(feature = "admin")]
     admin_hosts: Vec<String>,
+    #[cfg(feature = "admin")]
+    admin_limits: crate::admin::AdminLimits,
 }
 
 impl std::fmt::Debug for SchedulerBuilder {
@@ -130,6 +132,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_ADMIN_ADDR` | [`admin_addr`](Self::admin_addr), e.g. `127.0.0.1:9870` | off |
     /// | `SCHEDULER_ADMIN_TOKEN` | [`admin_token`](Self::admin_token) | none (mutations refused) |
     /// | `SCHEDULER_ADMIN_HOSTS` | [`admin_hosts`](Self::admin_hosts), comma-separated | none |
+    /// | `SCHEDULER_ADMIN_MAX_CONNECTIONS`, `SCHEDULER_ADMIN_HEADER_TIMEOUT`, `SCHEDULER_ADMIN_IDLE_TIMEOUT`, `SCHEDULER_ADMIN_REQUEST_TIMEOUT` | [`admin_limits`](Self::admin_limits) | `128`, `10s`, `60s`, `30s` |
     ///
     /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
     /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
@@ -190,6 +193,8 @@ impl SchedulerBuilder {
                         .collect()
                 })
                 .unwrap_or_default(),
+            #[cfg(feature = "admin")]
+            admin_limits: admin_limits_from(&env)?,
             ..Self::default()
         })
     }
@@ -398,6 +403,15 @@ impl SchedulerBuilder {
         self
     }
 
+    /// The admin server's limits on connections and requests (see
+    /// [`AdminLimits`](crate::admin::AdminLimits)). Default: 128 connections, 10 s for a
+    /// request's headers, 60 s without a byte on a connection, 30 s for a request.
+    #[cfg(feature = "admin")]
+    pub fn admin_limits(mut self, limits: crate::admin::AdminLimits) -> Self {
+        self.admin_limits = limits;
+        self
+    }
+
     /// Names the admin server answers to besides its own address and loopback names: `name`
     /// (any port) or `name:port`, as clients reach it (a DNS name, a reverse proxy's name). A
     /// request whose `Host` or cross-origin `Origin` names anything else is refused, so a web
@@ -459,6 +473,7 @@ impl SchedulerBuilder {
                 addr,
                 self.admin_token.as_deref(),
                 &self.admin_hosts,
+                self.admin_limits,
             )?),
             None => None,
         };
@@ -523,6 +538,14 @@ fn refuse_missing_features(env: &Env<'_>) -> Result<(), InvalidSetting> {
         (vars::ADMIN_TOKEN, "admin"),
         #[cfg(not(feature = "admin"))]
         (vars::ADMIN_HOSTS, "admin"),
+        #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_MAX_CONNECTIONS, "admin"),
+        #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_HEADER_TIMEOUT, "admin"),
+        #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_IDLE_TIMEOUT, "admin"),
+        #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_REQUEST_TIMEOUT, "admin"),
         #[cfg(not(feature = "webhook"))]
         (vars::WEBHOOK_URL, "webhook"),
         #[cfg(not(feature = "webhook"))]
@@ -559,6 +582,25 @@ fn admin_token_from(env: &Env<'_>) -> Result<Option<String>, InvalidSetting> {
     Ok(token)
 }
 
+/// The admin server's limits of the environment contract; unset ones keep their defaults.
+#[cfg(feature = "admin")]
+fn admin_limits_from(env: &Env<'_>) -> Result<crate::admin::AdminLimits, InvalidSetting> {
+    let mut limits = crate::admin::AdminLimits::default();
+    if let Some(n) = env.number(vars::ADMIN_MAX_CONNECTIONS)? {
+        limits = limits.max_connections(n);
+    }
+    if let Some(t) = env.duration(vars::ADMIN_HEADER_TIMEOUT)? {
+        limits = limits.header_read_timeout(t);
+    }
+    if let Some(t) = env.duration(vars::ADMIN_IDLE_TIMEOUT)? {
+        limits = limits.idle_timeout(t);
+    }
+    if let Some(t) = env.duration(vars::ADMIN_REQUEST_TIMEOUT)? {
+        limits = limits.request_timeout(t);
+    }
+    Ok(limits)
+}
+
 #[cfg(test)]
 mod tests {
     /// A build without `admin` or `webhook` (CI's minimal-features step) refuses their
@@ -586,5 +628,42 @@ mod tests {
                 "{message}"
             );
         }
+    }
+
+    /// The admin server's limits come from their variables (unset ones keep their defaults);
+    /// a limit of zero is refused at build time, naming its variable.
+    #[cfg(feature = "admin")]
+    #[test]
+    fn admin_limits_are_read_from_the_environment_and_zero_is_refused() {
+        use std::time::Duration;
+        let env = [
+            ("SCHEDULER_ADMIN_REQUEST_TIMEOUT", "2s"),
+            ("SCHEDULER_ADMIN_MAX_CONNECTIONS", "16"),
+        ];
+        let lookup = |n: &str| {
+            env.iter()
+                .find(|(k, _)| *k == n)
+                .map(|(_, v)| v.to_string())
+        };
+        let limits = super::SchedulerBuilder::from_lookup(lookup)
+            .unwrap()
+            .admin_limits;
+        assert_eq!(
+            limits,
+            crate::admin::AdminLimits::default()
+                .request_timeout(Duration::from_secs(2))
+                .max_connections(16)
+        );
+        let refused = crate::Scheduler::builder()
+            .registry(crate::TaskRegistry::collect().unwrap().retain(|_| false))
+            .admin_addr("127.0.0.1:0".parse().unwrap())
+            .admin_limits(crate::admin::AdminLimits::default().idle_timeout(Duration::ZERO))
+            .build()
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            refused.contains("SCHEDULER_ADMIN_IDLE_TIMEOUT"),
+            "{refused}"
+        );
     }
 }

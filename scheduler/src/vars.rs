@@ -79,6 +79,14 @@ pub const ADMIN_TOKEN: &str = "SCHEDULER_ADMIN_TOKEN";
 /// comma-separated: `name` (any port) or `name:port`, e.g. `scheduler.internal,ops.example:443`.
 /// A request whose `Host` or `Origin` names anything else is refused (DNS rebinding).
 pub const ADMIN_HOSTS: &str = "SCHEDULER_ADMIN_HOSTS";
+/// The admin server's connections at once (default 128; one more is answered 503).
+pub const ADMIN_MAX_CONNECTIONS: &str = "SCHEDULER_ADMIN_MAX_CONNECTIONS";
+/// How long an admin client may take to send a request's headers (default `10s`).
+pub const ADMIN_HEADER_TIMEOUT: &str = "SCHEDULER_ADMIN_HEADER_TIMEOUT";
+/// How long an admin connection may move no byte (default `60s`).
+pub const ADMIN_IDLE_TIMEOUT: &str = "SCHEDULER_ADMIN_IDLE_TIMEOUT";
+/// How long one admin request may take before it is answered 503 (default `30s`).
+pub const ADMIN_REQUEST_TIMEOUT: &str = "SCHEDULER_ADMIN_REQUEST_TIMEOUT";
 
 /// `json` for JSON log lines from [`init_tracing`](crate::init_tracing) (else human-readable
 /// lines; their filter is tracing's own `RUST_LOG`).

@@ -319,6 +319,46 @@ async fn connections_beyond_the_cap_are_refused_at_once() {
     node.stop().await;
 }
 
+/// A request still unfinished when the request timeout ends (its body stalls half-way, so its
+/// handler waits for the rest) is answered 503 with the documented message, long before the
+/// idle timeout would close its connection without a word. The timeout is a setting, here 1 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_outlasting_the_request_timeout_is_answered_503() {
+    const TOKEN: &str = "a-long-enough-admin-token";
+    let node = start(|b| {
+        b.admin_token(TOKEN).admin_limits(
+            scheduler::admin::AdminLimits::default().request_timeout(Duration::from_secs(1)),
+        )
+    });
+    let addr = node.addr;
+    ready(addr).await;
+    let body = r#"{"reason":"checking the request deadline"}"#;
+    let head = format!(
+        "POST /api/tasks/hardening.none/pause HTTP/1.1\r\nHost: {addr}\r\n\
+         Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body.as_bytes()[..10]).await.unwrap();
+    // The rest never comes. Without the deadline the handler would wait for it until the idle
+    // timeout (60 s) closed the connection, unanswered.
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(45), stream.read_to_end(&mut raw)).await;
+    assert!(!raw.is_empty(), "no answer within 45 s");
+    let answer = parse(&raw);
+    assert_eq!(answer.status, 503, "{answer:?}");
+    let error: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(error["error"], "unavailable", "{answer:?}");
+    assert_eq!(
+        error["message"], "the request took longer than 1s and was stopped",
+        "{answer:?}"
+    );
+    assert_eq!(answer.header("x-content-type-options"), Some("nosniff"));
+    node.stop().await;
+}
+
 /// Never runs (yearly); its strip is walked from a dense schedule in the config.
 #[task(name = "hardening.dense")]
 async fn hardening_dense() {}

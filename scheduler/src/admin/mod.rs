@@ -39,7 +39,9 @@
 //! At most [`MAX_CONNECTIONS`] connections at once (one more is answered 503 and closed); a
 //! request's headers must arrive within [`HEADER_READ_TIMEOUT`] (a keep-alive connection silent
 //! that long is closed), a connection that moves no byte for [`IDLE_TIMEOUT`] is closed, and a
-//! request taking longer than [`REQUEST_TIMEOUT`] is answered 503. HTTP/1.1 only. At most
+//! request taking longer than [`REQUEST_TIMEOUT`] is answered 503 (each a setting:
+//! [`AdminLimits`], `SCHEDULER_ADMIN_MAX_CONNECTIONS`, `SCHEDULER_ADMIN_HEADER_TIMEOUT`,
+//! `SCHEDULER_ADMIN_IDLE_TIMEOUT`, `SCHEDULER_ADMIN_REQUEST_TIMEOUT`). HTTP/1.1 only. At most
 //! [`MAX_CONCURRENT_READS`] requests to `/api/...` and `/metrics` are served at once (the
 //! others wait, within the request deadline), so readers cannot take the engine's database
 //! connections and threads; the probes and the dashboard's assets never wait. Heavy walks
@@ -63,6 +65,7 @@ mod serve;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -72,7 +75,8 @@ use crate::{Error, Result};
 
 pub use openapi::openapi_document;
 pub use serve::{
-    HEADER_READ_TIMEOUT, IDLE_TIMEOUT, MAX_CONCURRENT_READS, MAX_CONNECTIONS, REQUEST_TIMEOUT,
+    AdminLimits, HEADER_READ_TIMEOUT, IDLE_TIMEOUT, MAX_CONCURRENT_READS, MAX_CONNECTIONS,
+    REQUEST_TIMEOUT,
 };
 
 /// The admin server's bound socket, made at build time so an address in use is a start-up
@@ -82,12 +86,20 @@ pub(crate) struct AdminListener {
     addr: SocketAddr,
     auth: auth::Auth,
     hosts: origin::HostRule,
+    limits: AdminLimits,
 }
 
 impl AdminListener {
     /// Binds `addr`; `token` is what mutations must present; `hosts` the names it answers
-    /// beyond its address and loopback (`SCHEDULER_ADMIN_HOSTS`).
-    pub(crate) fn bind(addr: SocketAddr, token: Option<&str>, hosts: &[String]) -> Result<Self> {
+    /// beyond its address and loopback (`SCHEDULER_ADMIN_HOSTS`); `limits` its connections'
+    /// and requests'.
+    pub(crate) fn bind(
+        addr: SocketAddr,
+        token: Option<&str>,
+        hosts: &[String],
+        limits: AdminLimits,
+    ) -> Result<Self> {
+        limits.validate()?;
         let auth = auth::Auth::new(token, addr.ip().is_loopback())?;
         let hosts = origin::HostRule::new(addr, hosts)?;
         let invalid = |e: std::io::Error| Error::InvalidSetting {
@@ -102,6 +114,7 @@ impl AdminListener {
             addr,
             auth,
             hosts,
+            limits,
         })
     }
 
@@ -129,7 +142,7 @@ impl AdminServer {
     pub(crate) async fn stop(self) {
         self.stop.cancel();
         let abort = self.handle.abort_handle();
-        if tokio::time::timeout(std::time::Duration::from_secs(5), self.handle)
+        if tokio::time::timeout(Duration::from_secs(5), self.handle)
             .await
             .is_err()
         {
@@ -150,7 +163,7 @@ fn routes() -> utoipa_axum::router::OpenApiRouter<AdminState> {
 
 /// The whole router, with JSON errors for unknown paths and methods, the request deadline, and
 /// outermost the `Host`/`Origin` guard and `nosniff`.
-fn router(state: AdminState, hosts: origin::HostRule) -> axum::Router {
+fn router(state: AdminState, hosts: origin::HostRule, request_timeout: Duration) -> axum::Router {
     let (router, _) = routes().split_for_parts();
     router
         .merge(dashboard::router())
@@ -161,7 +174,10 @@ fn router(state: AdminState, hosts: origin::HostRule) -> axum::Router {
             Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_READS)),
             serve::bounded,
         ))
-        .layer(axum::middleware::from_fn(serve::deadline))
+        .layer(axum::middleware::from_fn_with_state(
+            request_timeout,
+            serve::deadline,
+        ))
         // Only for clients that ask (`Accept-Encoding: gzip`); small answers stay as they are.
         .layer(tower_http::compression::CompressionLayer::new().gzip(true))
         .layer(axum::middleware::from_fn_with_state(Arc::new(hosts), guard))
@@ -198,12 +214,13 @@ pub(crate) fn spawn(listener: AdminListener, engine: EngineView) -> Result<Admin
         engine,
         auth: Arc::new(listener.auth),
     };
-    let app = router(state, listener.hosts);
+    let limits = listener.limits;
+    let app = router(state, listener.hosts, limits.request_timeout);
     let stop = CancellationToken::new();
     let graceful = stop.clone();
     let handle = tokio::spawn(async move {
         tracing::info!(%addr, "admin server listening");
-        serve::serve(tcp, app, graceful).await;
+        serve::serve(tcp, app, limits, graceful).await;
     });
     Ok(AdminServer { stop, handle })
 }

@@ -1,10 +1,10 @@
-//! The admin server's connections and their limits: at most [`MAX_CONNECTIONS`] at once (one
-//! more is answered 503 and closed at once), each served by hyper's HTTP/1 with a deadline for
-//! a request's headers ([`HEADER_READ_TIMEOUT`], which also ends a keep-alive connection left
-//! silent that long), a deadline for a connection that moves no byte either way
-//! ([`IDLE_TIMEOUT`]: a client that stops reading its answer or sending its body), and, around
-//! every request, [`REQUEST_TIMEOUT`] (503). So a slow or silent client (slowloris) holds a
-//! descriptor and a few kilobytes for seconds, not for ever.
+//! The admin server's connections and their limits ([`AdminLimits`], defaults below): at most
+//! [`MAX_CONNECTIONS`] at once (one more is answered 503 and closed at once), each served by
+//! hyper's HTTP/1 with a deadline for a request's headers ([`HEADER_READ_TIMEOUT`], which also
+//! ends a keep-alive connection left silent that long), a deadline for a connection that moves
+//! no byte either way ([`IDLE_TIMEOUT`]: a client that stops reading its answer or sending its
+//! body), and, around every request, [`REQUEST_TIMEOUT`] (503). So a slow or silent client
+//! (slowloris) holds a descriptor and a few kilobytes for seconds, not for ever.
 //!
 //! This module owns sockets and deadlines; it knows nothing of routes or who may ask.
 
@@ -35,9 +35,115 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long one request may take, body and answer included, before it is answered `503`.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The admin server's limits on connections and requests, each a setting
+/// ([`SchedulerBuilder::admin_limits`](crate::SchedulerBuilder::admin_limits), or the
+/// `SCHEDULER_ADMIN_*` variables named below); the defaults are this module's constants.
+///
+/// ```
+/// use std::time::Duration;
+/// let limits = scheduler::admin::AdminLimits::default().request_timeout(Duration::from_secs(5));
+/// assert_eq!(limits.max_connections, scheduler::admin::MAX_CONNECTIONS);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AdminLimits {
+    /// Connections served at once (`SCHEDULER_ADMIN_MAX_CONNECTIONS`, default
+    /// [`MAX_CONNECTIONS`]).
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers
+    /// (`SCHEDULER_ADMIN_HEADER_TIMEOUT`, default [`HEADER_READ_TIMEOUT`]).
+    pub header_read_timeout: Duration,
+    /// How long a connection may move no byte (`SCHEDULER_ADMIN_IDLE_TIMEOUT`, default
+    /// [`IDLE_TIMEOUT`]).
+    pub idle_timeout: Duration,
+    /// How long one request may take (`SCHEDULER_ADMIN_REQUEST_TIMEOUT`, default
+    /// [`REQUEST_TIMEOUT`]).
+    pub request_timeout: Duration,
+}
+
+impl Default for AdminLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: MAX_CONNECTIONS,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+            request_timeout: REQUEST_TIMEOUT,
+        }
+    }
+}
+
+impl AdminLimits {
+    /// Connections served at once; one more is answered `503` and closed. Default
+    /// [`MAX_CONNECTIONS`].
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// How long a client may take to send a request's headers. Default
+    /// [`HEADER_READ_TIMEOUT`].
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may move no byte either way. Default [`IDLE_TIMEOUT`].
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How long one request may take, body and answer included, before it is answered `503`.
+    /// Default [`REQUEST_TIMEOUT`].
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Refuses a limit of zero, naming its variable.
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        let zero = |name: &'static str, what: &str| {
+            Err(crate::Error::InvalidSetting {
+                name: name.into(),
+                message: format!("the admin server's {what} must be more than zero"),
+            })
+        };
+        if self.max_connections == 0 {
+            return zero(crate::vars::ADMIN_MAX_CONNECTIONS, "connection cap");
+        }
+        for (timeout, name, what) in [
+            (
+                self.header_read_timeout,
+                crate::vars::ADMIN_HEADER_TIMEOUT,
+                "header read timeout",
+            ),
+            (
+                self.idle_timeout,
+                crate::vars::ADMIN_IDLE_TIMEOUT,
+                "idle timeout",
+            ),
+            (
+                self.request_timeout,
+                crate::vars::ADMIN_REQUEST_TIMEOUT,
+                "request timeout",
+            ),
+        ] {
+            if timeout.is_zero() {
+                return zero(name, what);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Serves `listener` with `router` until `stop`, then lets requests in flight finish.
-pub(super) async fn serve(listener: TcpListener, router: axum::Router, stop: CancellationToken) {
-    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+pub(super) async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: AdminLimits,
+    stop: CancellationToken,
+) {
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
     let mut connections = tokio::task::JoinSet::new();
     let mut at_cap = false;
     loop {
@@ -60,20 +166,20 @@ pub(super) async fn serve(listener: TcpListener, router: axum::Router, stop: Can
                 let router = router.clone();
                 let stop = stop.clone();
                 connections.spawn(async move {
-                    connection(stream, peer, router, stop).await;
+                    connection(stream, peer, router, limits, stop).await;
                     drop(permit);
                 });
             }
             Err(_) => {
                 if !at_cap {
                     tracing::warn!(
-                        max = MAX_CONNECTIONS,
+                        max = limits.max_connections,
                         "admin server: connection cap reached; refusing new connections (503) \
                          until some close"
                     );
                     at_cap = true;
                 }
-                connections.spawn(refuse(stream));
+                connections.spawn(refuse(stream, limits.max_connections));
             }
         }
     }
@@ -81,9 +187,9 @@ pub(super) async fn serve(listener: TcpListener, router: axum::Router, stop: Can
 }
 
 /// Answers a connection beyond the cap with `503` and closes it, without reading a request.
-async fn refuse(mut stream: TcpStream) {
+async fn refuse(mut stream: TcpStream, max_connections: usize) {
     let body = format!(
-        r#"{{"error":"unavailable","message":"the admin server has {MAX_CONNECTIONS} connections open, its most; try again shortly"}}"#
+        r#"{{"error":"unavailable","message":"the admin server has {max_connections} connections open, its most; try again shortly"}}"#
     );
     let answer = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
@@ -104,6 +210,7 @@ async fn connection(
     stream: TcpStream,
     peer: SocketAddr,
     router: axum::Router,
+    limits: AdminLimits,
     stop: CancellationToken,
 ) {
     let activity = Arc::new(Activity::new());
@@ -118,7 +225,7 @@ async fn connection(
     });
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(limits.header_read_timeout);
     let conn = http.serve_connection(io, service);
     tokio::pin!(conn);
     let mut stopping = false;
@@ -134,7 +241,7 @@ async fn connection(
                 conn.as_mut().graceful_shutdown();
                 stopping = true;
             }
-            () = activity.idle_for(IDLE_TIMEOUT) => {
+            () = activity.idle_for(limits.idle_timeout) => {
                 tracing::debug!(%peer, "admin server: connection idle too long; closed");
                 return;
             }
@@ -164,13 +271,18 @@ pub(super) async fn bounded(
     next.run(request).await
 }
 
-/// Middleware: a request that takes longer than [`REQUEST_TIMEOUT`] is answered `503`.
-pub(super) async fn deadline(request: Request, next: Next) -> Response {
-    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+/// Middleware: a request that takes longer than its limit (`request_timeout`, default
+/// [`REQUEST_TIMEOUT`]) is answered `503`.
+pub(super) async fn deadline(
+    axum::extract::State(limit): axum::extract::State<Duration>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => super::error::ApiError::unavailable(format!(
-            "the request took longer than {} s and was stopped",
-            REQUEST_TIMEOUT.as_secs()
+            "the request took longer than {} and was stopped",
+            humantime::format_duration(limit)
         ))
         .into_response(),
     }
