@@ -230,7 +230,7 @@ impl ClaimSteps for Steps<'_> {
             release.push(r);
         }
         release
-            .bind(sqlx::query(query!("release_locks")))
+            .bind(sqlx::query(releasing_query!("release_locks")))
             .fetch_all(&mut *self.tx)
             .await?
             .iter()

@@ -71,7 +71,7 @@ pub(super) async fn finish_runs(
     let skips = SkipColumns::collect(finishes.iter().flat_map(|f| f.skips.iter()));
     timed!(store, "finish_runs", |conn| {
         let mut tx = conn.begin().await?;
-        let results = sqlx::query(query!("finish_runs"))
+        let results = sqlx::query(releasing_query!("finish_runs"))
             .bind(&ids)
             .bind(&names)
             .bind(&tokens)

@@ -21,6 +21,18 @@ macro_rules! query {
     };
 }
 
+/// A statement that releases locks (`release_locks`, `finish_runs`), with its
+/// `-- @include release_requeue.sql` line replaced by that file: the one place the release of a
+/// lock and the requeue the engine decided are written.
+macro_rules! releasing_query {
+    ($file:literal) => {{
+        static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            crate::store::postgres::operations::include_release(query!($file))
+        });
+        SQL.as_str()
+    }};
+}
+
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) on a pooled connection within
 /// the operation timeout; on timeout or a broken connection, or if the operation is dropped
 /// half-way, the connection is closed instead of returned to the pool.
@@ -116,6 +128,16 @@ impl PgStore {
             }
         }
     }
+}
+
+/// `statement` with its `-- @include release_requeue.sql` line replaced by that file.
+fn include_release(statement: &str) -> String {
+    const LINE: &str = "    -- @include release_requeue.sql\n";
+    assert!(
+        statement.contains(LINE),
+        "a releasing statement includes the release"
+    );
+    statement.replace(LINE, query!("release_requeue"))
 }
 
 /// Milliseconds of a duration as the `int8` the queries multiply by `interval '1 millisecond'`.

@@ -1,6 +1,6 @@
 -- Record the end of a batch of runs as the engine decided it, and for each lock that is still
 -- ours (token fence) release it and requeue what the engine decided (a tick due again, a retry,
--- a manual run). A run another node already marked `lost` still gets its real outcome.
+-- a manual run: release_requeue.sql). A run another node already marked `lost` still gets its real outcome.
 -- Wakes the other nodes (one NOTIFY per batch) only when a released task becomes due sooner than
 -- every other unlocked task due later than now: only then may they sleep past it. (The engine
 -- that finished the batch wakes itself, so it always sees its released tasks; another node
@@ -39,26 +39,10 @@ WITH outcome AS (
     RETURNING r.id
 ), released AS (
     UPDATE scheduler_tasks AS t
-    SET lock_owner = NULL,
-        lock_token = NULL,
-        lock_expires_at = NULL,
-        next_run_at = CASE WHEN o.rq_kind = 'tick' THEN LEAST(t.next_run_at, o.rq_tick)
-                           ELSE t.next_run_at END,
-        retry_at = CASE WHEN o.rq_kind = 'retry' THEN o.rq_at ELSE t.retry_at END,
-        retry_tick = CASE WHEN o.rq_kind = 'retry' THEN o.rq_tick ELSE t.retry_tick END,
-        retry_attempt = CASE WHEN o.rq_kind = 'retry' THEN o.rq_attempt ELSE t.retry_attempt END,
-        manual_at = CASE WHEN o.rq_kind = 'manual' THEN o.rq_at ELSE t.manual_at END,
-        manual_by = CASE WHEN o.rq_kind = 'manual' THEN o.rq_by ELSE t.manual_by END,
-        last_finished_at = clock_timestamp(),
-        last_status = o.status,
-        last_error = o.error,
-        consecutive_failures = CASE o.failures WHEN 'reset' THEN 0
-                                               WHEN 'increment' THEN t.consecutive_failures + 1
-                                               ELSE t.consecutive_failures END,
-        updated_at = now()
-    FROM outcome AS o
-    WHERE t.name = o.task_name AND t.lock_token = o.token
-    RETURNING o.run_id,
+    -- @include release_requeue.sql
+    FROM outcome AS d
+    WHERE t.name = d.task_name AND t.lock_token = d.token
+    RETURNING d.run_id,
               CASE WHEN t.paused_at IS NOT NULL THEN t.pause_until
                    ELSE LEAST(CASE WHEN t.enabled THEN t.next_run_at END,
                               CASE WHEN t.enabled THEN t.retry_at END, t.manual_at) END AS due_at

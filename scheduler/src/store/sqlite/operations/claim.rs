@@ -10,8 +10,8 @@ use sqlx::{Row, SqliteConnection};
 use uuid::Uuid;
 
 use super::{
-    insert_skips, later, micros, names_json, parse_recovery, parse_trigger, pause_of,
-    requeue_values, time_at, time_opt, token, token_at,
+    insert_skips, later, micros, names_json, parse_recovery, parse_trigger, pause_of, release_lock,
+    time_at, time_opt, token, token_at,
 };
 use crate::store::claim_loop::{self, ClaimSteps, LockRelease, TaskSkip};
 use crate::store::sqlite::SqliteStore;
@@ -156,27 +156,17 @@ impl ClaimSteps for Steps<'_> {
             let run_id = r.ended_run();
             let status = r.run_end.as_ref().map(|e| e.status.as_str());
             let error = r.run_end.as_ref().and_then(|e| e.error.as_deref());
-            let (kind, tick, attempt, at, by) = requeue_values(r.requeue.as_ref());
             // Fenced by token and expiry like PostgreSQL's release_locks; in this transaction
             // nobody can have renewed the lock since it was read, so this always holds.
-            let Some(name) = sqlx::query_scalar::<_, String>(query!("release_lock"))
-                .bind(&lock.key.task_name)
-                .bind(token(lock.key.token))
-                .bind(run_id)
-                .bind(status)
-                .bind(error)
-                .bind(r.failures.as_str())
-                .bind(kind)
-                .bind(tick)
-                .bind(attempt)
-                .bind(at)
-                .bind(by)
-                .bind(micros(now))
-                .fetch_optional(&mut *self.tx)
-                .await?
-            else {
+            let end = r.run_end.as_ref();
+            let requeue = r.requeue.as_ref();
+            if !release_lock(
+                self.tx, &lock.key, run_id, end, r.failures, requeue, now, true,
+            )
+            .await?
+            {
                 continue;
-            };
+            }
             if let (Some(run_id), Some(status)) = (run_id, status) {
                 sqlx::query(query!("release_run_end"))
                     .bind(run_id)
@@ -187,7 +177,7 @@ impl ClaimSteps for Steps<'_> {
                     .execute(&mut *self.tx)
                     .await?;
             }
-            released.push(name);
+            released.push(lock.key.task_name.clone());
         }
         Ok(released)
     }

@@ -1,22 +1,32 @@
 //! The end of runs: their outcomes recorded, their locks released and what the engine decided
 //! to requeue, and the skip records of ticks that got no run of their own.
 
+use chrono::{DateTime, Utc};
+use sqlx::SqliteConnection;
+
 use super::{insert_skips, micros, token};
 use crate::store::sqlite::SqliteStore;
-use crate::store::{FinishResult, Requeue, RunFinish, SkipRecord, StoreResult};
+use crate::store::{
+    FailureCount, FinishResult, LockKey, Requeue, RunEnd, RunFinish, SkipRecord, StoreResult,
+};
 
-/// A requeue as the bound values of release_lock and finish_release: kind, tick, attempt, due
-/// time, asker.
-pub(super) type RequeueValues = (
-    Option<&'static str>,
-    Option<i64>,
-    Option<i32>,
-    Option<i64>,
-    Option<String>,
-);
-
-pub(super) fn requeue_values(requeue: Option<&Requeue>) -> RequeueValues {
-    match requeue {
+/// Releases `lock` if it still has its token (and, with `expired_only`, only if it expired
+/// before `now`), records on the task row how run `run_id` ended (`end`; the row's last run is
+/// left as it was without a run), counts `failures`, and applies `requeue`: the one place a
+/// released lock's row is written (queries/release_lock.sql), for a rescue and for the end of a
+/// run alike. Returns whether the lock was released.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn release_lock(
+    conn: &mut SqliteConnection,
+    lock: &LockKey,
+    run_id: Option<i64>,
+    end: Option<&RunEnd>,
+    failures: FailureCount,
+    requeue: Option<&Requeue>,
+    now: DateTime<Utc>,
+    expired_only: bool,
+) -> Result<bool, sqlx::Error> {
+    let (kind, tick, attempt, at, by) = match requeue {
         None => (None, None, None, None, None),
         Some(Requeue::Tick(tick)) => (Some("tick"), Some(micros(*tick)), None, None, None),
         Some(Requeue::Retry { tick, attempt, at }) => (
@@ -27,9 +37,26 @@ pub(super) fn requeue_values(requeue: Option<&Requeue>) -> RequeueValues {
             None,
         ),
         Some(Requeue::Manual { at, by }) => {
-            (Some("manual"), None, None, Some(micros(*at)), by.clone())
+            (Some("manual"), None, None, Some(micros(*at)), by.as_deref())
         }
-    }
+    };
+    let released: Option<String> = sqlx::query_scalar(query!("release_lock"))
+        .bind(&lock.task_name)
+        .bind(token(lock.token))
+        .bind(run_id)
+        .bind(end.map(|e| e.status.as_str()))
+        .bind(end.and_then(|e| e.error.as_deref()))
+        .bind(failures.as_str())
+        .bind(kind)
+        .bind(tick)
+        .bind(attempt)
+        .bind(at)
+        .bind(by)
+        .bind(micros(now))
+        .bind(expired_only)
+        .fetch_optional(conn)
+        .await?;
+    Ok(released.is_some())
 }
 
 pub(super) async fn finish_runs(
@@ -55,23 +82,17 @@ pub(super) async fn finish_runs(
                 .bind(f.started_at.map(micros))
                 .execute(&mut *tx)
                 .await?;
-            let (kind, tick, attempt, at, by) = requeue_values(f.requeue.as_ref());
-            let lock_held = sqlx::query(query!("finish_release"))
-                .bind(&f.lock.task_name)
-                .bind(token(f.lock.token))
-                .bind(f.end.status.as_str())
-                .bind(f.end.error.as_deref())
-                .bind(f.failures.as_str())
-                .bind(kind)
-                .bind(tick)
-                .bind(attempt)
-                .bind(at)
-                .bind(by)
-                .bind(micros(now))
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                > 0;
+            let lock_held = release_lock(
+                &mut tx,
+                &f.lock,
+                Some(f.run_id),
+                Some(&f.end),
+                f.failures,
+                f.requeue.as_ref(),
+                now,
+                false,
+            )
+            .await?;
             results.push(FinishResult {
                 run_id: f.run_id,
                 lock_held,

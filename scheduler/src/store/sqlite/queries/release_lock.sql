@@ -1,10 +1,13 @@
--- Apply one rescue decision: release task ?1's lock if it still has the token ?2 and is still
--- expired at ?12 (now), and requeue what the engine decided. Returns the task when released.
--- ?3 the run ended (NULL: none), ?4 its status, ?5 its error, ?6 failure count action
--- ('reset' | 'increment' | 'keep'); ?7 requeue kind ('tick' | 'retry' | 'manual' | NULL),
--- ?8 requeue tick, ?9 requeue attempt, ?10 requeue due time, ?11 requeue asker. A requeued tick
--- becomes the earlier of it and the stored next run (a missing next run counts as later, like
--- PostgreSQL's LEAST).
+-- Release task ?1's lock if it still has the token ?2 (and, when ?13 is true, only if it expired
+-- before ?12, now: a rescue's fence against a renewal), record on the row how its run ended, and
+-- requeue what the engine decided. The one place a released lock's row is written: a rescue
+-- (claim) and the end of a run (finish_runs) both release through it. Returns the task when
+-- released.
+-- ?3 the run that ended (NULL: none, the row's last run is left as it was), ?4 its status, ?5
+-- its error, ?6 failure count action ('reset' | 'increment' | 'keep'); ?7 requeue kind ('tick'
+-- | 'retry' | 'manual' | NULL), ?8 requeue tick, ?9 requeue attempt, ?10 requeue due time, ?11
+-- requeue asker. A requeued tick becomes the earlier of it and the stored next run (a missing
+-- next run counts as later, like PostgreSQL's LEAST).
 UPDATE scheduler_tasks
 SET lock_owner = NULL,
     lock_token = NULL,
@@ -23,5 +26,5 @@ SET lock_owner = NULL,
                                    WHEN 'increment' THEN consecutive_failures + 1
                                    ELSE consecutive_failures END,
     updated_at = ?12
-WHERE name = ?1 AND lock_token = ?2 AND lock_expires_at < ?12
+WHERE name = ?1 AND lock_token = ?2 AND (NOT ?13 OR lock_expires_at < ?12)
 RETURNING name

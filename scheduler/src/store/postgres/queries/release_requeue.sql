@@ -1,0 +1,25 @@
+-- The release of a lock and the requeue the engine decided, written once: spliced into every
+-- statement that releases a lock (release_locks.sql, a rescue; finish_runs.sql, the end of a
+-- run) where it says `-- @include release_requeue.sql`, as the SET and FROM of their
+-- `UPDATE scheduler_tasks AS t`. From the decision row `d`: run_id (the run that ended; NULL:
+-- none, and the row's last run is left as it was), status, error, failures ('reset' |
+-- 'increment' | 'keep'), rq_kind ('tick' | 'retry' | 'manual' | NULL), rq_tick, rq_attempt,
+-- rq_at, rq_by. A requeued tick becomes the earlier of it and the stored next run.
+SET lock_owner = NULL,
+    lock_token = NULL,
+    lock_expires_at = NULL,
+    next_run_at = CASE WHEN d.rq_kind = 'tick' THEN LEAST(t.next_run_at, d.rq_tick)
+                       ELSE t.next_run_at END,
+    retry_at = CASE WHEN d.rq_kind = 'retry' THEN d.rq_at ELSE t.retry_at END,
+    retry_tick = CASE WHEN d.rq_kind = 'retry' THEN d.rq_tick ELSE t.retry_tick END,
+    retry_attempt = CASE WHEN d.rq_kind = 'retry' THEN d.rq_attempt ELSE t.retry_attempt END,
+    manual_at = CASE WHEN d.rq_kind = 'manual' THEN d.rq_at ELSE t.manual_at END,
+    manual_by = CASE WHEN d.rq_kind = 'manual' THEN d.rq_by ELSE t.manual_by END,
+    last_finished_at = CASE WHEN d.run_id IS NULL THEN t.last_finished_at
+                            ELSE clock_timestamp() END,
+    last_status = COALESCE(d.status, t.last_status),
+    last_error = CASE WHEN d.run_id IS NULL THEN t.last_error ELSE d.error END,
+    consecutive_failures = CASE d.failures WHEN 'reset' THEN 0
+                                           WHEN 'increment' THEN t.consecutive_failures + 1
+                                           ELSE t.consecutive_failures END,
+    updated_at = now()
