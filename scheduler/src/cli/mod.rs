@@ -13,7 +13,8 @@
 //! Each subcommand is a variant of [`Command`] (or [`AppCommand`]) with its own `Args` struct;
 //! adding one is a new variant and a new arm in [`Cli::run`] (or in the application entry).
 //! Files: `operator/` the operator commands (one file per group), `table.rs` how they print for
-//! people. (The store's `ops/` directories are its operations; these are the operator's.)
+//! people. (The store's `operations/` directories are its operations on the database; these are
+//! the operator's commands.)
 //!
 //! ```
 //! use clap::Parser;

@@ -1,13 +1,12 @@
 //! The data of a claim and of a run's end: what the engine offers and decides inside the claim
 //! transaction ([`ClaimRules`]), and what a finished run records ([`RunFinish`]).
 
-use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Pause, RunStatus, SkipRecord};
+use super::{Pause, RunStatus, SkipRecord, Trigger};
 use crate::policy::Recovery;
 
 /// A lock, named by its task and fencing token.
@@ -26,47 +25,6 @@ impl LockKey {
             task_name: task_name.into(),
             token,
         }
-    }
-}
-
-/// What started a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Trigger {
-    /// A tick of the task's schedule.
-    #[default]
-    Schedule,
-    /// A retry of a failed or timed-out run of a tick.
-    Retry,
-    /// Somebody asked for a run now.
-    Manual,
-}
-
-impl Trigger {
-    /// The value stored in the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Schedule => "schedule",
-            Trigger::Retry => "retry",
-            Trigger::Manual => "manual",
-        }
-    }
-
-    /// Parses a stored value.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "schedule" => Trigger::Schedule,
-            "retry" => Trigger::Retry,
-            "manual" => Trigger::Manual,
-            _ => return None,
-        })
-    }
-}
-
-impl fmt::Display for Trigger {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -421,13 +379,13 @@ pub struct RescuedLock {
 pub struct ClaimOutcome {
     /// Expired locks released.
     pub rescued: Vec<RescuedLock>,
-    /// Expired locks the policy chose to wait for.
+    /// Expired locks the rules chose to wait for.
     pub waiting: Vec<ExpiredLock>,
     /// Runs started.
     pub claimed: Vec<ClaimedRun>,
-    /// Due tasks the policy left alone.
+    /// Due tasks the rules left alone.
     pub left: Vec<String>,
-    /// Due tasks whose ticks the policy skipped, with the records written.
+    /// Due tasks whose ticks the rules skipped, with the records written.
     pub skipped: Vec<SkipRecord>,
 }
 

@@ -7,8 +7,6 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::Trigger;
-
 /// How a run ended, as stored in `scheduler_runs.status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -294,4 +292,45 @@ pub struct RunRecord {
     pub cancel_requested_at: Option<DateTime<Utc>>,
     /// Who asked to cancel it.
     pub cancel_requested_by: Option<String>,
+}
+
+/// What started a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Trigger {
+    /// A tick of the task's schedule.
+    #[default]
+    Schedule,
+    /// A retry of a failed or timed-out run of a tick.
+    Retry,
+    /// Somebody asked for a run now.
+    Manual,
+}
+
+impl Trigger {
+    /// The value stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "schedule",
+            Trigger::Retry => "retry",
+            Trigger::Manual => "manual",
+        }
+    }
+
+    /// Parses a stored value.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "schedule" => Trigger::Schedule,
+            "retry" => Trigger::Retry,
+            "manual" => Trigger::Manual,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Trigger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

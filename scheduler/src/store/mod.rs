@@ -7,9 +7,11 @@
 //! of its SQL lives in `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same
 //! records in a local file for a single process (its SQL in `store/sqlite/queries/`). Both pass
 //! one contract suite (`tests/tests/store_contract.rs`). This module owns the data that crosses
-//! the boundary, the store's error type, and what is written once for both backends (the list of
-//! operations that generates their forwarding and [`StoreLayer`]'s); it knows nothing about cron syntax, handlers
-//! or config formats, and never names the engine.
+//! the boundary (one file per role: `claim.rs`, `history.rs`, `nodes.rs`, `config.rs`,
+//! `operator.rs`, `outbox.rs`), the store's error type, and what is written once for both
+//! backends: the list of operations that generates their forwarding and [`StoreLayer`]'s
+//! (`methods.rs`), and the claim transaction over each backend's steps (`claim_loop.rs`). It
+//! knows nothing about cron syntax, handlers or config formats, and never names the engine.
 //!
 //! **Decide in Rust, record in the store.** Whatever a store writes that carries a rule (what a
 //! lost run means, whether a tick runs again, what a finished run does to its task row, whether
@@ -49,12 +51,12 @@ pub use crate::policy::Recovery;
 pub use claim::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
     ExpiredLock, FailureCount, FinishResult, LockKey, LockedRun, NextRun, PendingManual,
-    PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, Trigger, WakeInfo,
+    PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, WakeInfo,
 };
 pub use config::{ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow};
 pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
 pub use error::{BoxError, StoreError, StoreResult};
-pub use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipReason, SkipRecord};
+pub use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipReason, SkipRecord, Trigger};
 pub use layer::StoreLayer;
 pub use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
 pub use operator::{
