@@ -89,6 +89,8 @@ pub struct SchedulerBuilder {
     admin_hosts: Vec<String>,
     #[cfg(feature = "admin")]
     admin_limits: crate::admin::AdminLimits,
+    #[cfg(feature = "otel")]
+    otel: Option<crate::otel::OtelSettings>,
 }
 
 impl std::fmt::Debug for SchedulerBuilder {
@@ -133,6 +135,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_ADMIN_TOKEN` | [`admin_token`](Self::admin_token) | none (mutations refused) |
     /// | `SCHEDULER_ADMIN_HOSTS` | [`admin_hosts`](Self::admin_hosts), comma-separated | none |
     /// | `SCHEDULER_ADMIN_MAX_CONNECTIONS`, `SCHEDULER_ADMIN_HEADER_TIMEOUT`, `SCHEDULER_ADMIN_IDLE_TIMEOUT`, `SCHEDULER_ADMIN_REQUEST_TIMEOUT` | [`admin_limits`](Self::admin_limits) | `128`, `10s`, `60s`, `30s` |
+    /// | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_*` (the `otel` feature) | [`otel`](Self::otel), see [`OtelSettings::from_env`](crate::otel::OtelSettings::from_env) | nothing exported |
     ///
     /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
     /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
@@ -195,6 +198,8 @@ impl SchedulerBuilder {
                 .unwrap_or_default(),
             #[cfg(feature = "admin")]
             admin_limits: admin_limits_from(&env)?,
+            #[cfg(feature = "otel")]
+            otel: crate::otel::OtelSettings::from_reader(&env)?,
             ..Self::default()
         })
     }
@@ -426,6 +431,22 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Exports the node's runs as spans and its metrics over OTLP while it runs (see
+    /// [`crate::otel`]); `None` exports nothing. Default: what the `OTEL_*` variables say with
+    /// [`from_env`](Self::from_env), else nothing.
+    ///
+    /// ```no_run
+    /// use scheduler::otel::{OtelSettings, OtlpProtocol};
+    ///
+    /// let builder = scheduler::Scheduler::builder()
+    ///     .otel(Some(OtelSettings::collector(OtlpProtocol::Grpc, "http://127.0.0.1:4317")));
+    /// ```
+    #[cfg(feature = "otel")]
+    pub fn otel(mut self, settings: Option<crate::otel::OtelSettings>) -> Self {
+        self.otel = settings;
+        self
+    }
+
     /// Validates the settings and builds the scheduler. Connects to nothing yet; binds the
     /// admin server's address if one is set (an address in use is an error here, at start-up).
     pub fn build(self) -> Result<Scheduler> {
@@ -505,9 +526,12 @@ impl SchedulerBuilder {
             self.webhook,
         );
         #[cfg(feature = "admin")]
-        return Ok(Scheduler::new(engine, admin));
+        let scheduler = Scheduler::new(engine, admin);
         #[cfg(not(feature = "admin"))]
-        Ok(Scheduler::new(engine))
+        let scheduler = Scheduler::new(engine);
+        #[cfg(feature = "otel")]
+        let scheduler = scheduler.with_otel(self.otel);
+        Ok(scheduler)
     }
 }
 

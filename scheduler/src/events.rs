@@ -332,6 +332,8 @@ pub(crate) struct EventBus {
     counter: prometheus_client::metrics::counter::Counter,
     /// Where events go on, besides subscribers, if anywhere.
     sink: Option<Arc<dyn EventSink>>,
+    /// A second sink attached once the node starts (the `otel` feature's run spans).
+    attached: std::sync::OnceLock<Arc<dyn EventSink>>,
 }
 
 impl Default for EventBus {
@@ -348,6 +350,7 @@ impl EventBus {
             dropped: Arc::new(AtomicU64::new(0)),
             counter,
             sink: None,
+            attached: std::sync::OnceLock::new(),
         }
     }
 
@@ -362,11 +365,20 @@ impl EventBus {
         if let Some(sink) = &self.sink {
             sink.offer(&event);
         }
+        if let Some(sink) = self.attached.get() {
+            sink.offer(&event);
+        }
         self.emit_local(event);
     }
 
     /// Sends `event` to this node's subscribers only, not to the sink (another node forwards
     /// it).
+    /// Hands every event emitted from now on to `sink` too; `false` if one is attached already.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) fn attach(&self, sink: Arc<dyn EventSink>) -> bool {
+        self.attached.set(sink).is_ok()
+    }
+
     pub(crate) fn emit_local(&self, event: SchedulerEvent) {
         // No subscriber is not an error.
         let _ = self.sender.send(Arc::new(event));

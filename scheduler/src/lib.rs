@@ -33,6 +33,7 @@
 //! | `http-config` (default) | [`config::HttpSource`]: the task config over HTTP(S) (reqwest on rustls) | an `http(s)://` config location is an error naming the feature; files and [`config::ConfigSource`] work |
 //! | `webhook` (default) | [`webhook`]: alerts posted to a signed webhook (reqwest on rustls); [`SchedulerBuilder::webhook`] | `SCHEDULER_WEBHOOK_URL` is an error naming the feature; [`events`] still reach code |
 //! | `cli` (default) | [`cli`] (clap): the `scheduler` binary, and the commands of [`run`] (`myapp status`, `check-config`, ...) | [`run`] ignores its arguments and runs the node |
+//! | `otel` | the `otel` module: each run as a span and the metrics exported over OTLP (gRPC or HTTP/protobuf, rustls), configured by the standard `OTEL_*` variables | the `OTEL_*` variables are not read; [`Scheduler::metrics`] and `/metrics` still count |
 //!
 //! The engine, the schedules, the config (files, custom sources, hot reload), the events, the
 //! metrics, the per-run logs and process isolation are always there. An application with the
@@ -50,7 +51,7 @@
 //!    those variables, and an error's causes written on one line;
 //! 2. [`store`]: the run state, behind the [`Store`](store::Store) trait;
 //! 3. rules and records above the store that run nothing: the tick rules (what is due, missed,
-//!    skipped), [`config`], [`events`], [`webhook`], [`run_log`], and the crate's [`Error`];
+//!    skipped), [`config`], [`events`], [`webhook`], `otel`, [`run_log`], and the crate's [`Error`];
 //! 4. what the engine and operators act through: [`reconciler`] (applies the config),
 //!    [`operate`] (operator actions), [`isolation`] (a handler in a child process);
 //! 5. [`engine`]: claims, runs and records every due tick;
@@ -86,6 +87,8 @@ pub mod isolation;
 pub mod metrics;
 mod node;
 pub mod operate;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod policy;
 pub mod reconciler;
 pub mod redact;

@@ -32,7 +32,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::{Metric, Registry};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TaskLabel {
@@ -74,18 +75,30 @@ struct VersionLabel {
 
 type Seconds = Gauge<f64, AtomicU64>;
 
+/// The run duration histogram's bucket bounds: 5 ms to about 2.7 hours.
+fn duration_bounds() -> impl Iterator<Item = f64> {
+    prometheus_client::metrics::histogram::exponential_buckets(0.005, 3.0, 14)
+}
+
+/// The start delay histogram's bucket bounds: 1 ms to about 9 minutes.
+fn delay_bounds() -> impl Iterator<Item = f64> {
+    prometheus_client::metrics::histogram::exponential_buckets(0.001, 3.0, 13)
+}
+
 fn duration_buckets() -> Histogram {
-    // 5 ms to about 2.7 hours.
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-        0.005, 3.0, 14,
-    ))
+    Histogram::new(duration_bounds())
 }
 
 fn delay_buckets() -> Histogram {
-    // 1 ms to about 9 minutes.
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-        0.001, 3.0, 13,
-    ))
+    Histogram::new(delay_bounds())
+}
+
+/// The histograms' twins on an OpenTelemetry meter (the `otel` feature): a histogram cannot be
+/// read back from the registry, so each observation is recorded in both, with the same bounds.
+#[cfg(feature = "otel")]
+struct OtelHistograms {
+    duration: opentelemetry::metrics::Histogram<f64>,
+    delay: opentelemetry::metrics::Histogram<f64>,
 }
 
 /// The metrics of one node.
@@ -106,6 +119,35 @@ pub struct Metrics {
     config_errors: Counter,
     webhook: Family<ResultLabel, Counter>,
     pub(crate) events_dropped: Counter,
+    /// Every family as registered (a family shows in the exposition once it has a sample).
+    families: Vec<FamilyInfo>,
+    #[cfg(feature = "otel")]
+    otel: std::sync::OnceLock<OtelHistograms>,
+}
+
+/// A registered family: its name (as in `# TYPE`), its help and its OpenMetrics type.
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) struct FamilyInfo {
+    pub(crate) name: &'static str,
+    pub(crate) help: &'static str,
+    pub(crate) kind: MetricType,
+}
+
+/// Registers `metric` and notes its family.
+fn register<M: Metric + TypedMetric>(
+    registry: &mut Registry,
+    families: &mut Vec<FamilyInfo>,
+    name: &'static str,
+    help: &'static str,
+    metric: M,
+) {
+    families.push(FamilyInfo {
+        name,
+        help,
+        kind: M::TYPE,
+    });
+    registry.register(name, help, metric);
 }
 
 impl std::fmt::Debug for Metrics {
@@ -128,6 +170,7 @@ impl Metrics {
     /// A fresh registry with every metric registered.
     pub fn new() -> Self {
         let mut registry = Registry::default();
+        let mut families = Vec::new();
         let m = Self {
             runs: Family::default(),
             duration: Family::new_with_constructor(duration_buckets),
@@ -144,79 +187,112 @@ impl Metrics {
             config_errors: Counter::default(),
             webhook: Family::default(),
             events_dropped: Counter::default(),
+            #[cfg(feature = "otel")]
+            otel: std::sync::OnceLock::new(),
             registry: Registry::default(),
+            families: Vec::new(),
         };
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_task_runs",
             "Runs that ended, by task, outcome and trigger",
             m.runs.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_task_run_duration_seconds",
             "How long runs took",
             m.duration.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_task_start_delay_seconds",
             "How late scheduled runs started after their tick",
             m.delay.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_task_ticks_skipped",
             "Due ticks that did not get a run of their own, by reason",
             m.skipped.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_task_last_success_timestamp_seconds",
             "When a run of the task last succeeded on this node",
             m.last_success.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_task_next_run_timestamp_seconds",
             "The task's next run, as this node last saw it",
             m.next_run.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_task_running",
             "Runs of the task running on this node",
             m.running.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_task_missed",
             "1 while a missed-run incident of the task is open",
             m.missed.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_lock_renewals",
             "Lock renewal statements, by result",
             m.renewals.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_lock_losses",
             "Runs whose lock could not be kept, by reason",
             m.losses.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_reconciles",
             "Config reconciles, by outcome",
             m.reconciles.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_config_entries_refused",
             "Config entries refused (unknown task, invalid cron or zone)",
             m.refused.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_config_read_errors",
             "Config documents that could not be fetched or parsed",
             m.config_errors.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_webhook_deliveries",
             "Webhook delivery attempts, by result",
             m.webhook.clone(),
         );
-        registry.register(
+        register(
+            &mut registry,
+            &mut families,
             "scheduler_events_dropped",
             "Events that slow subscribers lost",
             m.events_dropped.clone(),
@@ -227,8 +303,24 @@ impl Metrics {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             })
             .set(1);
-        registry.register("scheduler_build_info", "The scheduler's version", build);
-        Self { registry, ..m }
+        register(
+            &mut registry,
+            &mut families,
+            "scheduler_build_info",
+            "The scheduler's version",
+            build,
+        );
+        Self {
+            registry,
+            families,
+            ..m
+        }
+    }
+
+    /// Every family, whether or not it has a sample yet.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) fn families(&self) -> &[FamilyInfo] {
+        &self.families
     }
 
     /// The text exposition (OpenMetrics).
@@ -237,6 +329,25 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
+    }
+
+    /// Records the histograms' observations from now on on `meter` as well (once per node).
+    #[cfg(feature = "otel")]
+    pub(crate) fn record_histograms_to(&self, meter: &opentelemetry::metrics::Meter) {
+        let _ = self.otel.set(OtelHistograms {
+            duration: meter
+                .f64_histogram("scheduler_task_run_duration_seconds")
+                .with_description("How long runs took")
+                .with_unit("s")
+                .with_boundaries(duration_bounds().collect())
+                .build(),
+            delay: meter
+                .f64_histogram("scheduler_task_start_delay_seconds")
+                .with_description("How late scheduled runs started after their tick")
+                .with_unit("s")
+                .with_boundaries(delay_bounds().collect())
+                .build(),
+        });
     }
 
     fn task(task: &str) -> TaskLabel {
@@ -256,6 +367,13 @@ impl Metrics {
         if trigger == "schedule" {
             let delay = (now - tick).num_microseconds().unwrap_or(0).max(0) as f64 / 1e6;
             self.delay.get_or_create(&Self::task(task)).observe(delay);
+            #[cfg(feature = "otel")]
+            if let Some(otel) = self.otel.get() {
+                otel.delay.record(
+                    delay,
+                    &[opentelemetry::KeyValue::new("task", task.to_owned())],
+                );
+            }
         }
     }
 
@@ -273,6 +391,13 @@ impl Metrics {
             self.duration
                 .get_or_create(&Self::task(task))
                 .observe(seconds);
+            #[cfg(feature = "otel")]
+            if let Some(otel) = self.otel.get() {
+                otel.duration.record(
+                    seconds,
+                    &[opentelemetry::KeyValue::new("task", task.to_owned())],
+                );
+            }
         }
         self.runs
             .get_or_create(&RunLabels {

@@ -25,6 +25,9 @@ pub struct Scheduler {
     engine: Engine,
     #[cfg(feature = "admin")]
     admin: Option<AdminListener>,
+    /// What is exported over OTLP while the node runs, if anything.
+    #[cfg(feature = "otel")]
+    otel: Option<crate::otel::OtelSettings>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -41,13 +44,29 @@ impl Scheduler {
     /// A node of `engine`, serving the admin API on `admin` (if any) while it runs.
     #[cfg(feature = "admin")]
     pub(crate) fn new(engine: Engine, admin: Option<AdminListener>) -> Self {
-        Self { engine, admin }
+        Self {
+            engine,
+            admin,
+            #[cfg(feature = "otel")]
+            otel: None,
+        }
     }
 
     /// A node of `engine` (a build without the admin server).
     #[cfg(not(feature = "admin"))]
     pub(crate) fn new(engine: Engine) -> Self {
-        Self { engine }
+        Self {
+            engine,
+            #[cfg(feature = "otel")]
+            otel: None,
+        }
+    }
+
+    /// Exports over OTLP while the node runs (see [`crate::otel`]).
+    #[cfg(feature = "otel")]
+    pub(crate) fn with_otel(mut self, settings: Option<crate::otel::OtelSettings>) -> Self {
+        self.otel = settings;
+        self
     }
 
     /// The address the admin server listens on, if one is configured (see
@@ -86,6 +105,8 @@ impl Scheduler {
     /// Start-up order: the admin server (if configured, so probes answer during start-up),
     /// database and migrations, config, workers. A database that is down at start is retried
     /// with backoff until it comes up or `shutdown` completes. The admin server stops last.
+    /// With the `otel` feature and an OTLP endpoint, the exporters start before all of it and,
+    /// once every run's outcome is recorded, flush the last spans and metrics (see `otel`).
     ///
     /// In a child process that a node started for a task with `isolation = "process"`, it runs
     /// that task's handler instead and exits the process (see [`crate::isolation`]).
@@ -96,10 +117,25 @@ impl Scheduler {
         if let Some(request) = crate::isolation::child_request() {
             crate::isolation::run_child(request).await;
         }
+        #[cfg(feature = "otel")]
+        let otel = match self.otel.as_ref() {
+            Some(settings) => {
+                let exporters = crate::otel::Exporters::install(
+                    settings,
+                    self.engine.node_id(),
+                    &self.engine.metrics(),
+                )?;
+                if let Some(sink) = exporters.span_sink() {
+                    self.engine.attach_event_sink(sink);
+                }
+                Some(exporters)
+            }
+            None => None,
+        };
         #[cfg(feature = "admin")]
-        let Self { engine, admin } = self;
+        let Self { engine, admin, .. } = self;
         #[cfg(not(feature = "admin"))]
-        let Self { engine } = self;
+        let Self { engine, .. } = self;
         // Around the engine's life, on the engine runtime (so no handler can hold it up): the
         // admin server starts first and stops last.
         #[cfg(feature = "admin")]
@@ -116,6 +152,12 @@ impl Scheduler {
         };
         #[cfg(not(feature = "admin"))]
         let around = |_view, life: Life| life;
-        engine.run_until(shutdown, around).await
+        let result = engine.run_until(shutdown, around).await;
+        // Every run's outcome is recorded: its span and the metrics' last values go out now.
+        #[cfg(feature = "otel")]
+        if let Some(otel) = otel {
+            otel.shutdown().await;
+        }
+        result
     }
 }

@@ -91,3 +91,56 @@ pub const ADMIN_REQUEST_TIMEOUT: &str = "SCHEDULER_ADMIN_REQUEST_TIMEOUT";
 /// `json` for JSON log lines from [`init_tracing`](crate::init_tracing) (else human-readable
 /// lines; their filter is tracing's own `RUST_LOG`).
 pub const LOG_FORMAT: &str = "SCHEDULER_LOG_FORMAT";
+
+// The standard OpenTelemetry variables the `otel` feature reads (see
+// [`OtelSettings::from_env`](crate::otel::OtelSettings::from_env) with the feature on); without
+// the feature none is read (an application may use them for telemetry of its own).
+
+/// `true`: export no telemetry.
+pub const OTEL_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
+/// The OTLP collector's base URL.
+pub const OTEL_EXPORTER_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
+/// The full URL spans are sent to.
+pub const OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
+/// The full URL metrics are sent to.
+pub const OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT";
+/// `grpc` or `http/protobuf`.
+pub const OTEL_EXPORTER_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
+/// The spans' protocol.
+pub const OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
+/// The metrics' protocol.
+pub const OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL";
+/// Request headers, `name=value,...` (often an API key: never logged).
+pub const OTEL_EXPORTER_OTLP_HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
+/// The spans' request headers.
+pub const OTEL_EXPORTER_OTLP_TRACES_HEADERS: &str = "OTEL_EXPORTER_OTLP_TRACES_HEADERS";
+/// The metrics' request headers.
+pub const OTEL_EXPORTER_OTLP_METRICS_HEADERS: &str = "OTEL_EXPORTER_OTLP_METRICS_HEADERS";
+/// One export's time limit, in milliseconds.
+pub const OTEL_EXPORTER_OTLP_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
+/// The spans' export time limit.
+pub const OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
+/// The metrics' export time limit.
+pub const OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT";
+/// `gzip` or `none`.
+pub const OTEL_EXPORTER_OTLP_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_COMPRESSION";
+/// The spans' compression.
+pub const OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION";
+/// The metrics' compression.
+pub const OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION";
+/// A CA bundle for the collector (refused: not supported).
+pub const OTEL_EXPORTER_OTLP_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
+/// A client certificate (refused: not supported).
+pub const OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE";
+/// A client key (refused: not supported).
+pub const OTEL_EXPORTER_OTLP_CLIENT_KEY: &str = "OTEL_EXPORTER_OTLP_CLIENT_KEY";
+/// `otlp`, or `none` to export no spans.
+pub const OTEL_TRACES_EXPORTER: &str = "OTEL_TRACES_EXPORTER";
+/// `otlp`, or `none` to export no metrics.
+pub const OTEL_METRICS_EXPORTER: &str = "OTEL_METRICS_EXPORTER";
+/// The resource's `service.name`.
+pub const OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
+/// Resource attributes, `key=value,...`.
+pub const OTEL_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
+/// Milliseconds between metric exports.
+pub const OTEL_METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";

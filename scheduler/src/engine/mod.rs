@@ -270,6 +270,13 @@ impl Engine {
         self.shared.events.subscribe()
     }
 
+    /// Hands every event this node emits from now on to `sink` too (see
+    /// [`EventBus::attach`](crate::events::EventBus::attach)).
+    #[cfg(feature = "otel")]
+    pub(crate) fn attach_event_sink(&self, sink: Arc<dyn crate::events::EventSink>) -> bool {
+        self.shared.events.attach(sink)
+    }
+
     /// This node's metrics.
     pub(crate) fn metrics(&self) -> Arc<crate::metrics::Metrics> {
         Arc::clone(&self.shared.metrics)
