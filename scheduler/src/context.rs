@@ -113,6 +113,8 @@ pub struct TaskContext {
     node_id: Arc<str>,
     cancel: CancellationToken,
     state: StateMap,
+    /// The run's fencing token (0 outside a scheduler).
+    fencing_token: u64,
     /// The handler runs in a child process of its own (`isolation = "process"`).
     isolated: bool,
 }
@@ -133,8 +135,15 @@ impl TaskContext {
             node_id,
             cancel,
             state,
+            fencing_token: 0,
             isolated: false,
         }
+    }
+
+    /// Sets the run's fencing token (from its claim).
+    pub(crate) fn with_fencing_token(mut self, token: u64) -> Self {
+        self.fencing_token = token;
+        self
     }
 
     /// The context of a handler in a child process of its own: no shared state.
@@ -185,6 +194,43 @@ impl TaskContext {
     /// The schedule tick this run serves (not when it started).
     pub fn scheduled_at(&self) -> DateTime<Utc> {
         self.scheduled_at
+    }
+
+    /// The run's fencing token: a number that rises with every run of this task, whichever
+    /// node runs it. The task's lock is what keeps two runs apart, but a lock can be lost while
+    /// its handler is still on its way (the node paused by the system, a network partition,
+    /// a write already in flight); guard a write to an outside system with the token, and the
+    /// system can refuse a write from any run older than the newest it has seen.
+    ///
+    /// The token counts the task's claims in the database (each claim on any node takes the
+    /// next number, so a run taken over after its node vanished has a larger token than the run
+    /// it replaced); it is 1 or more in a run, and 0 in a [`standalone`](Self::standalone)
+    /// context. Tokens of different tasks are unrelated.
+    ///
+    /// ```
+    /// # use scheduler::TaskContext;
+    /// /// The application's own record of what the task last wrote, and with which token: in
+    /// /// SQL, `UPDATE report SET body = $1, fence = $2 WHERE id = $3 AND fence <= $2`.
+    /// struct Report {
+    ///     body: String,
+    ///     fence: u64,
+    /// }
+    ///
+    /// /// Writes unless a newer run of the task has written already (then this run is stale).
+    /// fn guarded_write(report: &mut Report, body: &str, ctx: &TaskContext) -> bool {
+    ///     if ctx.fencing_token() < report.fence {
+    ///         return false;
+    ///     }
+    ///     report.body = body.to_owned();
+    ///     report.fence = ctx.fencing_token();
+    ///     true
+    /// }
+    ///
+    /// let mut report = Report { body: String::new(), fence: 0 };
+    /// assert!(guarded_write(&mut report, "monday", &TaskContext::standalone("report")));
+    /// ```
+    pub fn fencing_token(&self) -> u64 {
+        self.fencing_token
     }
 
     /// The id of the node running this handler.

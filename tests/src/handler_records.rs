@@ -4,7 +4,8 @@
 //! process (`<dir>/<node>-<pid>.log`), flushed at once, so a process killed mid-run leaves every
 //! line it wrote: `start`, `beat` (while it works, even while it blocks its thread) and `end`.
 //! The judge reads every file of the directory and looks for what must never happen: two runs
-//! of one task at the same time, a tick started twice.
+//! of one task at the same time, a tick started twice, a run whose fencing token is not larger
+//! than the one of the run of its task that started before it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -57,6 +58,8 @@ pub struct Record {
     pub node: String,
     /// The node's process.
     pub pid: u32,
+    /// The run's fencing token (`ctx.fencing_token()`).
+    pub fence: u64,
     /// Wall-clock time of the event, nanoseconds since the Unix epoch (every process of a test
     /// runs on one machine, so the times compare).
     pub at_nanos: u128,
@@ -89,9 +92,9 @@ impl RecordWriter {
     }
 
     /// Writes one line at once (one `write` of the whole line, so lines never interleave).
-    pub fn write(&self, kind: Kind, task: &str, tick: &str, run_id: i64, node: &str) {
+    pub fn write(&self, kind: Kind, task: &str, tick: &str, run_id: i64, node: &str, fence: u64) {
         let line = format!(
-            "{} {task} {tick} {run_id} {node} {} {}\n",
+            "{} {task} {tick} {run_id} {node} {} {fence} {}\n",
             kind.as_str(),
             std::process::id(),
             now_nanos()
@@ -130,6 +133,7 @@ fn parse(line: &str) -> Option<Record> {
         run_id: f.next()?.parse().ok()?,
         node: f.next()?.to_owned(),
         pid: f.next()?.parse().ok()?,
+        fence: f.next()?.parse().ok()?,
         at_nanos: f.next()?.parse().ok()?,
     };
     f.next().is_none().then_some(record)
@@ -219,6 +223,25 @@ pub fn ticks_started_twice(records: &[Record]) -> Vec<(String, String, usize)> {
         .collect()
 }
 
+/// Pairs of starts of one task, in start order, where the later run's fencing token is not
+/// larger than the earlier's (runs of a task never overlap, and each claim takes a larger token).
+pub fn fences_out_of_order(records: &[Record]) -> Vec<(Record, Record)> {
+    let mut starts: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.kind == Kind::Start) {
+        starts.entry(&r.task).or_default().push(r);
+    }
+    let mut found = Vec::new();
+    for list in starts.values_mut() {
+        list.sort_by_key(|r| r.at_nanos);
+        for pair in list.windows(2) {
+            if pair[1].fence <= pair[0].fence {
+                found.push((pair[0].clone(), pair[1].clone()));
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +254,7 @@ mod tests {
             run_id,
             node: format!("n{pid}"),
             pid,
+            fence: u64::try_from(run_id).unwrap(),
             at_nanos: at,
         }
     }
@@ -239,13 +263,14 @@ mod tests {
     fn lines_round_trip_and_garbage_is_skipped() {
         let dir = std::env::temp_dir().join(format!("records-{}", now_nanos()));
         let writer = RecordWriter::open(&dir, "a").unwrap();
-        writer.write(Kind::Start, "t", "2026-01-01T00:00:00Z", 7, "a");
-        writer.write(Kind::End, "t", "2026-01-01T00:00:00Z", 7, "a");
+        writer.write(Kind::Start, "t", "2026-01-01T00:00:00Z", 7, "a", 3);
+        writer.write(Kind::End, "t", "2026-01-01T00:00:00Z", 7, "a", 3);
         std::fs::write(dir.join("junk.log"), "not a record\nstart x\n").unwrap();
         let records = read_dir(&dir);
         assert_eq!(records.len(), 2);
         assert_eq!(records[0].kind, Kind::Start);
         assert_eq!(records[1].run_id, 7);
+        assert_eq!(records[1].fence, 3);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
@@ -271,5 +296,21 @@ mod tests {
             ticks_started_twice(&again),
             vec![("t".into(), "a".into(), 2)]
         );
+    }
+
+    #[test]
+    fn a_start_whose_token_is_not_larger_than_the_previous_start_is_found() {
+        let mut stale = rec(Kind::Start, "t", "c", 3, 1, 30);
+        stale.fence = 2;
+        let records = vec![
+            rec(Kind::Start, "t", "a", 1, 1, 0),
+            rec(Kind::Start, "u", "a", 9, 1, 5),
+            rec(Kind::Start, "t", "b", 2, 2, 20),
+            stale.clone(),
+            rec(Kind::End, "t", "c", 1, 1, 40),
+        ];
+        let found = fences_out_of_order(&records);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].1, stale);
     }
 }

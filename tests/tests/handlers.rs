@@ -144,6 +144,7 @@ mod on_postgres {
             );
             let twice = handler_records::ticks_started_twice(&records);
             assert!(twice.is_empty(), "ticks started twice: {twice:?}");
+            assert_fences_rise(&records);
         }
     }
 
@@ -649,6 +650,19 @@ mod on_postgres {
                 .filter(|(task, tick, n)| !(*task == first.task && *tick == first.tick && *n == 2))
                 .collect();
             assert!(twice.is_empty(), "ticks started twice: {twice:?}");
+            // The run that took over has the larger fencing token.
+            assert_fences_rise(&records);
         }
+    }
+
+    /// Panics, with the pairs, if a run started with a fencing token not larger than the one
+    /// of the run of its task that started before it (on any node).
+    fn assert_fences_rise(records: &[Record]) {
+        let stale = handler_records::fences_out_of_order(records);
+        assert!(stale.is_empty(), "fencing tokens out of order: {stale:#?}");
+        assert!(
+            records.iter().all(|r| r.fence > 0),
+            "every run has a fencing token"
+        );
     }
 }

@@ -376,6 +376,7 @@ contract![
     an_expired_lock_the_rules_wait_for_is_left_alone,
     a_released_lock_ends_its_run_as_decided_and_makes_the_tick_due_again,
     a_rescued_tick_is_claimed_in_the_same_claim,
+    fencing_tokens_rise_with_every_claim_of_a_task_on_any_node,
     a_lock_renewed_during_its_rescue_is_not_released,
     a_lock_without_a_running_run_is_released_without_touching_runs,
     renewal_extends_only_locks_held_under_owner_and_token_also_after_expiry,
@@ -1231,6 +1232,37 @@ async fn a_rescued_tick_is_claimed_in_the_same_claim(s: &dyn Store, arrange: &Ar
     assert_eq!(out.claimed.len(), 1, "{out:?}");
     assert_eq!(out.claimed[0].scheduled_at, first.scheduled_at);
     assert_ne!(out.claimed[0].lock_token, first.lock_token);
+    assert!(
+        out.claimed[0].fencing_token > first.fencing_token,
+        "the run that took over has the larger fencing token: {} after {}",
+        out.claimed[0].fencing_token,
+        first.fencing_token
+    );
+}
+
+/// Every claim of a task takes the next fencing token, whichever node claims it and whatever
+/// it serves; tokens of different tasks are counted apart.
+async fn fencing_tokens_rise_with_every_claim_of_a_task_on_any_node(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t), ("b", t)]).await;
+    let rules = Rules::hourly().plan(stay_due);
+    let mut tokens = Vec::new();
+    for node in ["x", "y", "x", "z"] {
+        let out = claim_as(s, node, &["a"], 1, &rules).await;
+        assert_eq!(out.claimed.len(), 1, "{out:?}");
+        let run = &out.claimed[0];
+        tokens.push(run.fencing_token);
+        assert!(
+            finish_one(
+                s,
+                finish(run, RunStatus::Succeeded, None, FailureCount::Reset)
+            )
+            .await
+        );
+    }
+    assert_eq!(tokens, [1, 2, 3, 4], "one more per claim, on any node");
+    let b = claim_one(s, "b", &rules).await;
+    assert_eq!(b.fencing_token, 1, "another task counts its own");
 }
 
 /// The release is fenced by token and expiry: an owner that renews its lock while another node

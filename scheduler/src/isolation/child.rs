@@ -191,7 +191,8 @@ async fn serve(request: ChildRequest) -> i32 {
         request.scheduled_at,
         Arc::from(request.node_id.as_str()),
         cancel,
-    );
+    )
+    .with_fencing_token(request.fencing_token);
     let span = tracing::info_span!(
         "task_run",
         task = %request.task,

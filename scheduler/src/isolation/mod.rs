@@ -80,6 +80,8 @@ pub struct RunIdentity {
     pub trigger: Trigger,
     /// The node that runs it (the child's parent).
     pub node_id: String,
+    /// Its fencing token ([`TaskContext::fencing_token`](crate::TaskContext::fencing_token)).
+    pub fencing_token: u64,
 }
 
 impl RunIdentity {
@@ -98,7 +100,14 @@ impl RunIdentity {
             attempt: 1,
             trigger: Trigger::Schedule,
             node_id: node_id.into(),
+            fencing_token: 0,
         }
+    }
+
+    /// Sets the run's fencing token.
+    pub fn fencing_token(mut self, token: u64) -> Self {
+        self.fencing_token = token;
+        self
     }
 
     /// Sets the attempt at the tick.

@@ -142,6 +142,7 @@ impl ChildCommand {
             attempt: identity.attempt,
             trigger: identity.trigger.as_str().to_owned(),
             node_id: identity.node_id.clone(),
+            fencing_token: identity.fencing_token,
             parent_pid: std::process::id(),
             events_fd: child_end.as_raw_fd(),
         };

@@ -38,6 +38,9 @@ pub(crate) struct Request {
     pub attempt: i32,
     pub trigger: String,
     pub node_id: String,
+    /// The run's fencing token (absent from an older node's request: 0).
+    #[serde(default)]
+    pub fencing_token: u64,
     /// The node's pid: a process whose parent is another one (a process the handler started
     /// from the same binary, which inherits the environment) is not the child.
     pub parent_pid: u32,

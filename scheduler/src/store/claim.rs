@@ -333,8 +333,11 @@ pub struct ClaimedRun {
     pub run_id: i64,
     /// Task name.
     pub task_name: String,
-    /// The fencing token of the lock.
+    /// The lock's token (the run holds the lock while the task's row carries it).
     pub lock_token: Uuid,
+    /// The run's fencing token: the task's claim count, one more than the previous claim's on
+    /// any node (see [`TaskContext::fencing_token`](crate::TaskContext::fencing_token)).
+    pub fencing_token: i64,
     /// The tick served.
     pub scheduled_at: DateTime<Utc>,
     /// The database clock at the claim (ticks up to here are this run's to account for).

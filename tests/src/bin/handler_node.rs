@@ -33,6 +33,7 @@ struct Run {
     tick: String,
     run_id: i64,
     node: String,
+    fence: u64,
 }
 
 impl Run {
@@ -42,13 +43,21 @@ impl Run {
             tick: ctx.scheduled_at().to_rfc3339(),
             run_id: ctx.run_id(),
             node: ctx.node_id().to_owned(),
+            fence: ctx.fencing_token(),
         };
         run.write(Kind::Start);
         run
     }
 
     fn write(&self, kind: Kind) {
-        writer(&self.node).write(kind, &self.task, &self.tick, self.run_id, &self.node);
+        writer(&self.node).write(
+            kind,
+            &self.task,
+            &self.tick,
+            self.run_id,
+            &self.node,
+            self.fence,
+        );
     }
 }
 

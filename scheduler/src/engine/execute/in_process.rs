@@ -37,7 +37,8 @@ pub(super) async fn execute(
         Arc::clone(&shared.node_id),
         cancel.clone(),
         shared.state.clone(),
-    );
+    )
+    .with_fencing_token(u64::try_from(claimed.fencing_token).unwrap_or(0));
     let handler = descriptor.handler;
     let settings = shared.settings.task_settings(&descriptor.options);
     let timeout = Timeout::of(settings.timeout, Instant::now());

@@ -32,7 +32,8 @@ pub(super) async fn execute(
         &*shared.node_id,
     )
     .attempt(claimed.attempt)
-    .trigger(claimed.trigger);
+    .trigger(claimed.trigger)
+    .fencing_token(u64::try_from(claimed.fencing_token).unwrap_or(0));
     let started = Instant::now();
     let child = match ChildCommand::new(identity)
         .memory_limit(descriptor.options.memory_limit)

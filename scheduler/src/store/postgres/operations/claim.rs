@@ -304,6 +304,7 @@ impl ClaimSteps for Steps<'_> {
                     missed_since,
                     task_name,
                     lock_token: row.try_get("lock_token")?,
+                    fencing_token: row.try_get("fencing_token")?,
                     scheduled_at: row.try_get("scheduled_at")?,
                     claimed_at,
                     attempt: row.try_get("attempt")?,

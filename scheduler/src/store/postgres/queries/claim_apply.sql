@@ -2,7 +2,8 @@
 -- row's schedule as planned, clear what the run serves (its retry, its manual request, an open
 -- missed-run incident), and record one running run per task. A run whose tick was claimed
 -- ahead starts on its tick: that is its start; the store's clock at the end is returned so the
--- node can tell how long until then.
+-- node can tell how long until then. Each lock taken moves the task's fence on by one: the run's
+-- fencing token.
 -- $1 node id; $2.. parallel arrays: name, token, scheduled_at, set next run?, next_run_at,
 -- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?
 WITH plan AS (
@@ -25,17 +26,18 @@ WITH plan AS (
         manual_at = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_at END,
         manual_by = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_by END,
         missed_since = NULL,
+        fence = t.fence + 1,
         last_run_at = GREATEST(clock_timestamp(), p.scheduled_at),
         updated_at = now()
     FROM plan AS p
     WHERE t.name = p.name AND t.lock_token IS NULL
-    RETURNING t.name
+    RETURNING t.name, t.fence
 )
 INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, status, node_id, lock_token,
-                            recovery, attempt, trigger, triggered_by)
+                            recovery, attempt, trigger, triggered_by, fencing_token)
 SELECT p.name, p.scheduled_at, GREATEST(clock_timestamp(), p.scheduled_at), 'running', $1, p.token, p.recovery,
-       p.attempt, p.trigger, p.triggered_by
+       p.attempt, p.trigger, p.triggered_by, l.fence
 FROM plan AS p
 JOIN locked AS l ON l.name = p.name
 RETURNING id, task_name, lock_token, scheduled_at, started_at, attempt, trigger, triggered_by,
-          clock_timestamp() AS written_at
+          fencing_token, clock_timestamp() AS written_at

@@ -229,7 +229,7 @@ impl ClaimSteps for Steps<'_> {
         for (task, plan) in runs {
             let lock_token = Uuid::new_v4();
             let (set_next, next) = next_values(plan.next_run_at);
-            let locked = sqlx::query(query!("claim_lock"))
+            let fence: Option<i64> = sqlx::query_scalar(query!("claim_lock"))
                 .bind(&task.name)
                 .bind(node_id)
                 .bind(token(lock_token))
@@ -240,13 +240,11 @@ impl ClaimSteps for Steps<'_> {
                 .bind(micros(plan.scheduled_at))
                 .bind(plan.clear_retry)
                 .bind(micros(now))
-                .execute(&mut *self.tx)
-                .await?
-                .rows_affected()
-                > 0;
-            if !locked {
-                continue;
-            }
+                .fetch_optional(&mut *self.tx)
+                .await?;
+            let Some(fencing_token) = fence else {
+                continue; // another claim took it first
+            };
             // A tick claimed ahead starts on its tick.
             let started_at = now.max(plan.scheduled_at);
             let run_id: i64 = sqlx::query_scalar(query!("claim_run"))
@@ -259,12 +257,14 @@ impl ClaimSteps for Steps<'_> {
                 .bind(plan.attempt)
                 .bind(plan.trigger.as_str())
                 .bind(plan.triggered_by.as_deref())
+                .bind(fencing_token)
                 .fetch_one(&mut *self.tx)
                 .await?;
             claimed.push(ClaimedRun {
                 run_id,
                 task_name: task.name,
                 lock_token,
+                fencing_token,
                 scheduled_at: plan.scheduled_at,
                 claimed_at,
                 // Set by the caller, from the clock at the end of the claim.
