@@ -1,4 +1,9 @@
 //! Tasks: config, state and policies; one task with its recent runs and next fire times.
+//!
+//! Besides the stored row, each task says what an operator asks first: is it on time now
+//! (`timeliness`, judged by the missed grace of [`crate::ticks`]) and how many ticks in a row
+//! failed (`failed_ticks_in_a_row`: retries of one tick count once, where the row's
+//! `consecutive_failures` counts attempts).
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
@@ -13,7 +18,10 @@ use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
 use crate::engine::EngineView;
 use crate::schedule::ScheduleSpec;
-use crate::store::TaskState;
+use crate::store::{RunRecord, RunStatus, TaskState};
+
+/// Runs read per failing task to count its failed ticks; past them the count is a lower bound.
+const FAILED_RUNS_READ: u32 = 100;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -59,8 +67,20 @@ struct StateView {
     last_result: Option<String>,
     /// Its last run's error.
     last_error: Option<String>,
-    /// Failed runs in a row.
+    /// Failed runs in a row (attempts: a tick retried twice counts three).
     consecutive_failures: i32,
+    /// Ticks whose every attempt failed, in a row (a tick and its retries count once; a
+    /// manual run counts as one).
+    failed_ticks_in_a_row: i64,
+    /// True when more runs failed than were read: `failed_ticks_in_a_row` is a lower bound.
+    failed_ticks_more: bool,
+    /// Whether it is on time now: `on_time` (its next tick is ahead), `due` (past its tick,
+    /// within its missed grace), `late` (past its missed grace and not started), `waiting`
+    /// (past its tick while a run of an earlier tick still runs: that run stands for it),
+    /// `paused`, or `off` (disabled, not scheduled, or a schedule that never fires again).
+    timeliness: &'static str,
+    /// How long past its tick it is, in seconds, for `due`, `late` and `waiting`.
+    overdue_seconds: Option<f64>,
     /// The operator's pause, if in force.
     pause: Option<PauseView>,
     /// A retry waiting to run.
@@ -118,6 +138,8 @@ struct TaskView {
 /// Every task.
 #[derive(Debug, Serialize, ToSchema)]
 struct TaskList {
+    /// The node's clock when it answered (what `timeliness` was judged against).
+    at: DateTime<Utc>,
     /// The tasks, by name.
     tasks: Vec<TaskView>,
 }
@@ -176,8 +198,111 @@ impl Entries {
     }
 }
 
-fn task_view(engine: &EngineView, entries: &Entries, s: TaskState) -> TaskView {
+/// Whether a task is on time at `now`, and how long past its tick it is.
+fn timeliness(
+    engine: &EngineView,
+    s: &TaskState,
+    now: DateTime<Utc>,
+) -> (&'static str, Option<f64>) {
+    timeliness_of(s, now, |next| {
+        engine
+            .schedule(&s.cron, &s.timezone)
+            .ok()
+            .and_then(|spec| crate::ticks::missed_by(&spec, next, now, engine.missed_grace()))
+            .is_some()
+    })
+}
+
+/// [`timeliness`], with `missed(tick)` saying whether a tick not started by `now` is past its
+/// missed grace.
+fn timeliness_of(
+    s: &TaskState,
+    now: DateTime<Utc>,
+    missed: impl FnOnce(DateTime<Utc>) -> bool,
+) -> (&'static str, Option<f64>) {
+    if s.pause.as_ref().is_some_and(|p| p.in_force(now)) {
+        return ("paused", None);
+    }
+    let Some(next) = s.next_run_at.filter(|_| s.enabled) else {
+        return ("off", None);
+    };
+    if next > now {
+        return ("on_time", None);
+    }
+    let overdue = Some((now - next).num_milliseconds() as f64 / 1000.0);
+    if s.lock_owner.is_some() {
+        return ("waiting", overdue);
+    }
+    (if missed(next) { "late" } else { "due" }, overdue)
+}
+
+/// Failed ticks in a row per task, from its latest runs: `(count, more)`.
+type FailedTicks = std::collections::HashMap<String, (i64, bool)>;
+
+/// Counts the failed ticks of the tasks whose failed runs may include retries (more than one
+/// failed run, and retries allowed or unknown): one bounded read for all of them. The others'
+/// count is their `consecutive_failures`.
+async fn failed_ticks(engine: &EngineView, states: &[TaskState]) -> Result<FailedTicks, ApiError> {
+    let retried: Vec<&TaskState> = states
+        .iter()
+        .filter(|s| {
+            s.consecutive_failures > 1
+                && engine
+                    .task_settings(&s.name)
+                    .is_none_or(|(t, _)| t.retries > 0)
+        })
+        .collect();
+    let Some(most) = retried.iter().map(|s| s.consecutive_failures).max() else {
+        return Ok(FailedTicks::new());
+    };
+    let per_task = (most.max(1) as u32).min(FAILED_RUNS_READ);
+    let names: Vec<String> = retried.iter().map(|s| s.name.clone()).collect();
+    let runs = engine
+        .store()
+        .latest_runs_per_task(&names, per_task, DateTime::<Utc>::UNIX_EPOCH)
+        .await?;
+    let mut of: std::collections::HashMap<&str, Vec<&RunRecord>> = Default::default();
+    for run in &runs {
+        of.entry(run.task_name.as_str()).or_default().push(run);
+    }
+    Ok(retried
+        .iter()
+        .map(|s| {
+            let runs = of.get(s.name.as_str()).map_or(&[][..], |v| v);
+            (
+                s.name.clone(),
+                count_failed_ticks(runs, s.consecutive_failures),
+            )
+        })
+        .collect())
+}
+
+/// The distinct ticks among a task's latest `failures` finished runs (newest first), and
+/// whether fewer runs than that were read.
+fn count_failed_ticks(runs: &[&RunRecord], failures: i32) -> (i64, bool) {
+    let finished: Vec<&RunRecord> = runs
+        .iter()
+        .copied()
+        .filter(|r| r.status != RunStatus::Running)
+        .take(failures.max(0) as usize)
+        .collect();
+    let ticks: std::collections::HashSet<_> = finished.iter().map(|r| r.scheduled_at).collect();
+    (ticks.len() as i64, finished.len() < failures as usize)
+}
+
+fn task_view(
+    engine: &EngineView,
+    entries: &Entries,
+    failed: &FailedTicks,
+    s: TaskState,
+    now: DateTime<Utc>,
+) -> TaskView {
     let origin = entries.origin(&s);
+    let (timeliness, overdue_seconds) = timeliness(engine, &s, now);
+    let (failed_ticks_in_a_row, failed_ticks_more) = failed
+        .get(&s.name)
+        .copied()
+        .unwrap_or((i64::from(s.consecutive_failures), false));
     let policy = engine.task_settings(&s.name).map(|(t, d)| PolicyView {
         timeout_seconds: t.timeout.map(seconds),
         retries: t.retries,
@@ -187,7 +312,6 @@ fn task_view(engine: &EngineView, entries: &Entries, s: TaskState) -> TaskView {
         lock_lifetime_seconds: seconds(t.lock_lifetime),
         defined_at: d.location(),
     });
-    let now = Utc::now();
     TaskView {
         cron_in_words: crate::schedule::describe(&s.cron),
         origin,
@@ -203,6 +327,10 @@ fn task_view(engine: &EngineView, entries: &Entries, s: TaskState) -> TaskView {
             last_result: s.last_status.map(|st| st.as_str().to_owned()),
             last_error: s.last_error,
             consecutive_failures: s.consecutive_failures,
+            failed_ticks_in_a_row,
+            failed_ticks_more,
+            timeliness,
+            overdue_seconds,
             pause: s.pause.filter(|p| p.in_force(now)).map(PauseView::from),
             retry_at: s.retry_at,
             manual_at: s.manual_at,
@@ -236,16 +364,15 @@ async fn list_tasks(
     State(state): State<AdminState>,
 ) -> Result<axum::Json<TaskList>, ApiError> {
     let entries = Entries::of(&state.engine);
-    let mut tasks: Vec<TaskView> = state
-        .engine
-        .store()
-        .task_states(None)
-        .await?
+    let states = state.engine.store().task_states(None).await?;
+    let failed = failed_ticks(&state.engine, &states).await?;
+    let now = Utc::now();
+    let mut tasks: Vec<TaskView> = states
         .into_iter()
-        .map(|s| task_view(&state.engine, &entries, s))
+        .map(|s| task_view(&state.engine, &entries, &failed, s, now))
         .collect();
     tasks.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(axum::Json(TaskList { tasks }))
+    Ok(axum::Json(TaskList { at: now, tasks }))
 }
 
 /// How much of a task's future and past to show.
@@ -287,6 +414,7 @@ async fn get_task(
     let count = bounded("count", query.count, 5, 100)?;
     let runs = bounded("runs", query.runs, 10, 100)?;
     let task = one_state(&state.engine, &name).await?;
+    let failed = failed_ticks(&state.engine, std::slice::from_ref(&task)).await?;
     let next_fire_times = match ScheduleSpec::parse(&task.cron, &task.timezone) {
         Ok(spec) => spec.iter_after(Utc::now()).take(count as usize).collect(),
         Err(_) => Vec::new(),
@@ -300,8 +428,121 @@ async fn get_task(
         .map(RunView::from)
         .collect();
     Ok(axum::Json(TaskDetail {
-        task: task_view(&state.engine, &Entries::of(&state.engine), task),
+        task: task_view(
+            &state.engine,
+            &Entries::of(&state.engine),
+            &failed,
+            task,
+            Utc::now(),
+        ),
         recent_runs,
         next_fire_times,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeDelta;
+
+    use super::*;
+    use crate::store::{Pause, Trigger};
+
+    fn at(s: i64) -> DateTime<Utc> {
+        "2026-03-02T12:00:00Z".parse::<DateTime<Utc>>().unwrap() + TimeDelta::seconds(s)
+    }
+
+    fn state() -> TaskState {
+        let mut s = TaskState {
+            name: "t".into(),
+            cron: "*/10 * * * * *".into(),
+            timezone: "UTC".into(),
+            enabled: true,
+            next_run_at: None,
+            lock_owner: None,
+            lock_expires_at: None,
+            last_run_at: None,
+            last_finished_at: None,
+            last_status: None,
+            last_error: None,
+            consecutive_failures: 0,
+            pause: None,
+            retry_at: None,
+            manual_at: None,
+            missed_since: None,
+            orphaned_since: None,
+            disabled_at: None,
+        };
+        s.next_run_at = Some(at(10));
+        s
+    }
+
+    #[test]
+    fn a_task_is_late_only_when_its_tick_is_past_its_grace_and_nothing_runs() {
+        let s = state();
+        let never = |_| false;
+        let always = |_| true;
+        assert_eq!(timeliness_of(&s, at(5), always), ("on_time", None));
+        assert_eq!(timeliness_of(&s, at(12), never), ("due", Some(2.0)));
+        assert_eq!(timeliness_of(&s, at(40), always), ("late", Some(30.0)));
+        let mut running = s.clone();
+        running.lock_owner = Some("n1".into());
+        assert_eq!(
+            timeliness_of(&running, at(14), always),
+            ("waiting", Some(4.0)),
+            "a tick due while a run of an earlier one runs waits for it: not late"
+        );
+        let mut paused = s.clone();
+        paused.pause = Some(Pause::new(at(0), "ops", "checking", None));
+        assert_eq!(timeliness_of(&paused, at(40), always), ("paused", None));
+        let mut disabled = s;
+        disabled.enabled = false;
+        assert_eq!(timeliness_of(&disabled, at(40), always), ("off", None));
+    }
+
+    fn run(id: i64, tick: i64, status: RunStatus) -> RunRecord {
+        RunRecord {
+            id,
+            task_name: "t".into(),
+            scheduled_at: at(tick),
+            started_at: Some(at(tick)),
+            finished_at: (status != RunStatus::Running).then(|| at(tick + 1)),
+            status,
+            node_id: "n".into(),
+            ticks_collapsed: 1,
+            error: None,
+            attempt: 1,
+            trigger: Trigger::Schedule,
+            triggered_by: None,
+            cancel_requested_at: None,
+            cancel_requested_by: None,
+        }
+    }
+
+    #[test]
+    fn failed_ticks_count_a_tick_and_its_retries_once() {
+        // Newest first: a retry running, then two ticks of three failed attempts each, then a
+        // success before them.
+        let runs = [
+            run(8, 30, RunStatus::Running),
+            run(7, 20, RunStatus::Failed),
+            run(6, 20, RunStatus::TimedOut),
+            run(5, 20, RunStatus::Failed),
+            run(4, 10, RunStatus::Failed),
+            run(3, 10, RunStatus::Failed),
+            run(2, 10, RunStatus::Failed),
+            run(1, 0, RunStatus::Succeeded),
+        ];
+        let runs: Vec<&RunRecord> = runs.iter().collect();
+        assert_eq!(count_failed_ticks(&runs, 6), (2, false));
+        assert_eq!(
+            count_failed_ticks(&runs, 4),
+            (2, false),
+            "part of a tick's attempts"
+        );
+        assert_eq!(
+            count_failed_ticks(&runs[..4], 6),
+            (1, true),
+            "fewer runs read than failed: a lower bound"
+        );
+    }
 }
