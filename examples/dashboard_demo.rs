@@ -1,6 +1,7 @@
-//! A node for looking at the dashboard: tasks that succeed, fail now and then, overrun their
-//! interval (so ticks are skipped), time out, and one that runs only when triggered. The admin
-//! server serves the dashboard at `/`.
+//! A node for looking at the dashboard: tasks that succeed, fail now and then, fail every time
+//! (each tick retried twice), overrun their interval (so ticks are skipped), time out, run
+//! nightly or monthly, and one that runs only when triggered. The admin server serves the
+//! dashboard at `/`.
 //!
 //! ```sh
 //! SCHEDULER_DATABASE_URL=sqlite:///tmp/demo.db SCHEDULER_ADMIN_ADDR=127.0.0.1:9870 \
@@ -37,6 +38,22 @@ async fn flaky(ctx: TaskContext) -> anyhow::Result<()> {
         anyhow::bail!("upstream answered 503 Service Unavailable");
     }
     Ok(())
+}
+
+/// Fails every time, and each failed tick is retried twice: three failed runs per tick.
+#[task(name = "demo.broken", retries = 2, backoff = "200ms")]
+async fn broken(ctx: TaskContext) -> anyhow::Result<()> {
+    tracing::info!(tick = %ctx.scheduled_at(), "loading the exchange rates");
+    anyhow::bail!(
+        "exchange rate feed: certificate expired (run {})",
+        ctx.run_id()
+    )
+}
+
+/// Nightly at 03:00 UTC.
+#[task(name = "demo.nightly")]
+async fn nightly() {
+    tracing::info!("nightly compaction");
 }
 
 /// Takes longer than its interval: the ticks due meanwhile are skipped (`overlap`).

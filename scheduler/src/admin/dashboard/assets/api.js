@@ -2,6 +2,8 @@
 // kept in this tab's session storage and sent with every request (reads beyond loopback need it).
 
 const TOKEN_KEY = "scheduler.adminToken";
+/** How long a request may take before the node counts as not answering. */
+const TIMEOUT_MS = 10000;
 
 export function token() {
   return sessionStorage.getItem(TOKEN_KEY);
@@ -34,8 +36,10 @@ async function call(method, path, body) {
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       cache: "no-store",
+      signal: AbortSignal.timeout(TIMEOUT_MS),
     });
   } catch (e) {
+    if (e.name === "TimeoutError") throw new ApiError(0, "timeout", `the node did not answer within ${TIMEOUT_MS / 1000} s`);
     throw new ApiError(0, "network", `the node does not answer (${e.message})`);
   }
   const value = await response.json().catch(() => null);

@@ -1,39 +1,113 @@
-// Small inline SVG charts: a task's strip of expected ticks, and a line over time.
+// Small inline SVG charts: a task's strip of expected ticks, its legend, and a line over time.
+//
+// A strip reads without colour: every state has its own shape and place. Above the line, a run
+// that did its work (solid) or is doing it (hollow); below the line, a tick that went wrong
+// (failed: solid, timed out: broken, interrupted: short, lost: hollow, missed: a cross); on the
+// line, a tick with no run of its own (skipped, each reason its own small sign; cancelled: a
+// slash; due: a ring). A manual run carries a dot on top. Colour (Okabe-Ito's palette, safe for
+// the common colour-vision deficiencies) only repeats what the shape says. Marks are all the
+// same size: a tick's duration is in its tooltip, not its height.
 
-import { s } from "./dom.js";
-import { duration, inZone, outcomeClass, outcomeText } from "./format.js";
+import { h, s } from "./dom.js";
+import { duration, inZone, outcomeText } from "./format.js";
 
-const MARK = 7;
-const GAP = 2;
-const HEIGHT = 22;
+const CELL = 10;
+const HEIGHT = 28;
+const MID = 14;
 
-/**
- * A strip of ticks, oldest left: each a mark coloured by outcome, as tall as its duration is
- * long next to the strip's longest (marks without a duration are full height).
- */
+/** The glyph of an outcome (and skip reason): its shape's elements, and its name. */
+function glyph(outcome, reason, x) {
+  const up = (h, cls) => s("rect", { x: x + 1, y: MID - 1 - h, width: 7, height: h, class: cls });
+  const down = (h, cls) => s("rect", { x: x + 1, y: MID + 1, width: 7, height: h, class: cls });
+  const cx = x + 4.5;
+  switch (outcome) {
+    case "succeeded": return ["up-solid", [up(11, "g-fill")]];
+    case "running": return ["up-hollow", [s("rect", { x: x + 1.75, y: MID - 11.25, width: 5.5, height: 9.5, class: "g-line" })]];
+    case "failed": return ["down-solid", [down(11, "g-fill")]];
+    case "timed_out": return ["down-broken", [down(4, "g-fill"), s("rect", { x: x + 1, y: MID + 7, width: 7, height: 5, class: "g-fill" })]];
+    case "interrupted": return ["down-short", [down(5, "g-fill")]];
+    case "lost": return ["down-hollow", [s("rect", { x: x + 1.75, y: MID + 1.75, width: 5.5, height: 9.5, class: "g-line" })]];
+    case "missed": return ["down-cross", [s("path", { d: `M${x + 1.5} ${MID + 2.5}l6 8M${x + 7.5} ${MID + 2.5}l-6 8`, class: "g-line thick" })]];
+    case "cancelled": return ["slash", [s("path", { d: `M${x + 1.5} ${MID + 5}l6 -10`, class: "g-line thick" })]];
+    case "due": return ["ring", [s("circle", { cx, cy: MID, r: 2.6, class: "g-line" })]];
+    case "skipped":
+      switch (reason) {
+        case "paused": return ["pause-bars", [s("rect", { x: x + 2, y: MID - 3.5, width: 2, height: 7, class: "g-fill" }), s("rect", { x: x + 5, y: MID - 3.5, width: 2, height: 7, class: "g-fill" })]];
+        case "overlap": return ["square-hollow", [s("rect", { x: x + 2, y: MID - 2.5, width: 5, height: 5, class: "g-line" })]];
+        case "misfire": return ["diamond", [s("path", { d: `M${cx} ${MID - 4}l3.5 4l-3.5 4l-3.5 -4z`, class: "g-fill" })]];
+        case "disabled": return ["dash", [s("rect", { x: x + 1, y: MID - 1, width: 7, height: 2, class: "g-fill" })]];
+        case "invalid_schedule": return ["triangle", [s("path", { d: `M${cx} ${MID - 4}l4 7h-8z`, class: "g-fill" })]];
+        case "retry_gave_way": return ["dot", [s("circle", { cx, cy: MID, r: 2.4, class: "g-fill" })]];
+        default: return ["ring-small", [s("circle", { cx, cy: MID, r: 1.6, class: "g-line" })]];
+      }
+    default: return ["unknown", [s("circle", { cx, cy: MID, r: 1.6, class: "g-line" })]];
+  }
+}
+
+function markClass(outcome, reason) {
+  return `g g-${outcome}${reason ? ` g-r-${reason}` : ""}`;
+}
+
+/** What a tick's tooltip says. */
+function tickWords(t, zone) {
+  const words = [inZone(t.at, zone), outcomeText(t.outcome, t.reason)];
+  if (t.duration_seconds !== null && t.duration_seconds !== undefined) {
+    words.push(`${t.outcome === "running" ? "running for" : "took"} ${duration(t.duration_seconds)}`);
+  }
+  if (t.late_seconds !== null && t.late_seconds !== undefined) words.push(`started ${duration(t.late_seconds)} after its tick`);
+  if (t.attempts > 1) words.push(`${t.attempts} attempts`);
+  if (t.trigger === "manual") words.push("manual run");
+  if (t.run_id) words.push(`run #${t.run_id}`);
+  return words.join(" · ");
+}
+
+/** A strip of ticks, oldest left, `slots` wide (the newest at the right edge). */
 export function tickStrip(ticks, zone, slots = ticks.length) {
-  const width = Math.max(slots, 1) * (MARK + GAP);
-  const longest = Math.max(0.001, ...ticks.map((t) => t.duration_seconds ?? 0));
+  const width = Math.max(slots, 1) * CELL;
   const svg = s("svg", {
     class: "strip", width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, role: "img",
-    "aria-label": `${ticks.length} recent ticks`,
-  });
-  const offset = (slots - ticks.length) * (MARK + GAP);
+    "aria-label": `${ticks.length} recent ticks: ${summary(ticks)}`,
+  }, s("line", { x1: 0, x2: width, y1: MID, y2: MID, class: "baseline" }));
+  const offset = (slots - ticks.length) * CELL;
   ticks.forEach((t, i) => {
-    const timed = t.duration_seconds !== null && t.duration_seconds !== undefined;
-    const h = timed ? Math.max(6, Math.round((HEIGHT * t.duration_seconds) / longest)) : HEIGHT;
-    const words = outcomeText(t.outcome, t.reason);
-    const detail = [inZone(t.at, zone), words];
-    if (timed) detail.push(duration(t.duration_seconds));
-    if (t.attempts > 1) detail.push(`${t.attempts} attempts`);
-    if (t.trigger === "manual") detail.push("manual");
-    svg.append(s("rect", {
-      x: offset + i * (MARK + GAP), y: HEIGHT - h, width: MARK, height: h, rx: 1.5,
-      class: `mark ${outcomeClass(t.outcome, t.reason)}${t.trigger === "manual" ? " manual" : ""}`,
-      "data-outcome": t.outcome, "data-reason": t.reason ?? "",
-    }, s("title", {}, detail.join(" · "))));
+    const x = offset + i * CELL;
+    const [name, shapes] = glyph(t.outcome, t.reason, x);
+    svg.append(s("g", {
+      class: `mark ${markClass(t.outcome, t.reason)}${t.trigger === "manual" ? " manual" : ""}`,
+      "data-outcome": t.outcome, "data-reason": t.reason ?? "", "data-glyph": name, "data-key": t.at,
+    },
+    s("title", {}, tickWords(t, zone)),
+    // The whole cell answers the pointer, not only the glyph's pixels.
+    s("rect", { x, y: 0, width: CELL, height: HEIGHT, class: "hit" }),
+    shapes,
+    t.trigger === "manual" ? s("circle", { cx: x + 4.5, cy: 1.8, r: 1.6, class: "manual-dot" }) : null));
   });
   return svg;
+}
+
+function summary(ticks) {
+  const counts = new Map();
+  for (const t of ticks) {
+    const k = outcomeText(t.outcome, t.reason);
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  return [...counts].map(([k, n]) => `${n} ${k}`).join(", ") || "none";
+}
+
+/** Every state a strip can show, in the legend's order. */
+export const STATES = [
+  ["succeeded"], ["running"], ["failed"], ["timed_out"], ["interrupted"], ["lost"], ["missed"],
+  ["cancelled"], ["due"], ["skipped", "overlap"], ["skipped", "misfire"], ["skipped", "paused"],
+  ["skipped", "disabled"], ["skipped", "retry_gave_way"], ["skipped", "invalid_schedule"],
+];
+
+/** One legend entry's sample glyph. */
+export function sample(outcome, reason, manual = false) {
+  const [name, shapes] = glyph(outcome, reason, 0);
+  return s("svg", { class: "sample", width: CELL, height: HEIGHT, viewBox: `0 0 ${CELL} ${HEIGHT}`, "aria-hidden": "true" },
+    s("line", { x1: 0, x2: CELL, y1: MID, y2: MID, class: "baseline" }),
+    s("g", { class: `mark ${markClass(outcome, reason)}`, "data-glyph": manual ? "manual-dot" : name },
+      manual ? s("circle", { cx: 4.5, cy: 1.8, r: 1.6, class: "manual-dot" }) : shapes));
 }
 
 /**
@@ -64,4 +138,16 @@ export function lineChart(points, { label, unit = duration, width = 360, height 
       s("title", {}, `${new Date(p.at).toISOString()} · ${unit(p.value)}`)));
   }
   return svg;
+}
+
+/** What the marks of a strip mean: every state's shape, and how to read a mark's details. */
+export function legend() {
+  const words = (o, r) => (o === "skipped" ? `skipped: ${r.replaceAll("_", " ")}` : outcomeText(o, r));
+  return h("div", { class: "legend", id: "legend", role: "note", "aria-label": "legend" },
+    h("p", { class: "legend-how small muted" },
+      "Each mark is one expected tick, oldest left. Above the line: it ran and did its work. Below: it went wrong. "
+      + "On the line: it got no run of its own. Hover a mark (or focus the strip) for its time, outcome, how long it took and its attempts; every mark has the same size whatever it took."),
+    h("ul", { class: "legend-items" },
+      STATES.map(([o, r]) => h("li", { class: "legend-item", dataset: { state: r ? `${o}:${r}` : o } }, sample(o, r), words(o, r))),
+      h("li", { class: "legend-item", dataset: { state: "manual" } }, sample("succeeded", null, true), "manual run (dot on top)")));
 }

@@ -2,12 +2,13 @@
 // report, open alerts; and the audit trail of operator actions.
 
 import { get } from "./api.js";
-import { h, put, section, table } from "./dom.js";
+import { h, patch, put, section, table } from "./dom.js";
 import { inZone, relative } from "./format.js";
 
 export class ClusterPage {
   constructor(root) {
     this.root = root;
+    put(root, h("p", { class: "muted" }, "Loading…"));
   }
 
   async refresh() {
@@ -15,14 +16,14 @@ export class ClusterPage {
       get("/api/nodes"), get("/api/config"), get("/api/tasks"), get("/api/deliveries?limit=20"),
     ]);
     const missed = tasks.tasks.filter((t) => t.state.missed_since);
-    put(this.root,
+    patch(this.root,
       h("h1", {}, "Nodes & config"),
       section("Open alerts", missed.length === 0 ? h("p", { class: "muted", id: "no-alerts" }, "No task is overdue.")
         : table(["Task", "Overdue since"], missed.map((t) => h("tr", {},
           h("td", {}, h("a", { href: `#/task/${encodeURIComponent(t.name)}` }, t.name)),
           h("td", { class: "bad" }, `${inZone(t.state.missed_since)} (${relative(t.state.missed_since)})`))))),
       section("Nodes", table(["Node", "Host / pid", "Version", "Started", "Heartbeat", "Running", "Tasks registered"],
-        nodes.nodes.map((n) => h("tr", { class: n.stopped_at ? "stopped" : "", dataset: { node: n.node_id } },
+        nodes.nodes.map((n) => h("tr", { class: n.stopped_at ? "stopped" : "", dataset: { node: n.node_id, key: n.node_id } },
           h("td", {}, n.node_id, n.this_node ? h("span", { class: "badge s-enabled" }, "this node") : null),
           h("td", {}, `${n.hostname} / ${n.pid}`),
           h("td", {}, n.version),
@@ -66,14 +67,15 @@ function reconcile(r) {
 export class AuditPage {
   constructor(root) {
     this.root = root;
+    put(root, h("p", { class: "muted" }, "Loading…"));
   }
 
   async refresh() {
     const audit = await get("/api/audit?limit=200");
-    put(this.root, h("h1", {}, "Audit trail"),
+    patch(this.root, h("h1", {}, "Audit trail"),
       section("Operator actions, newest first",
         audit.entries.length === 0 ? h("p", { class: "muted" }, "No action yet.") : table(["When", "Who", "What", "Task", "Detail", "From"],
-          audit.entries.map((e) => h("tr", { dataset: { action: e.action } },
+          audit.entries.map((e) => h("tr", { dataset: { action: e.action, key: e.id } },
             h("td", {}, inZone(e.at), h("div", { class: "small muted" }, relative(e.at))),
             h("td", {}, e.actor), h("td", {}, e.action),
             h("td", {}, h("a", { href: `#/task/${encodeURIComponent(e.task)}` }, e.task)),

@@ -1,13 +1,35 @@
-// How instants, durations and outcomes read.
+// How instants, durations and outcomes read. Relative times count from the node's clock (the
+// offset learnt from its answers), so a browser whose clock is off does not shift them.
 
-export function relative(iso, now = Date.now()) {
+let skew = 0;
+
+/** Learns the node's clock from an instant it just reported as its now. */
+export function learnClock(iso) {
+  if (iso) skew = Date.parse(iso) - Date.now();
+}
+
+/** The node's now, as best known. */
+export function nodeNow() {
+  return Date.now() + skew;
+}
+
+/** A span of seconds in words: `4 s`, `3 min`, `5 h`, `12 days`, `4 months`, `11 years`. */
+export function span(seconds) {
+  const a = Math.abs(seconds);
+  if (a < 90) return `${Math.round(a)} s`;
+  if (a < 5400) return `${Math.round(a / 60)} min`;
+  if (a < 129600) return `${Math.round(a / 3600)} h`;
+  if (a < 45 * 86400) return `${Math.round(a / 86400)} days`;
+  if (a < 548 * 86400) return `${Math.round(a / (30.44 * 86400))} months`;
+  const years = a / (365.25 * 86400);
+  return `${years < 10 ? years.toFixed(1) : Math.round(years)} years`;
+}
+
+export function relative(iso, now = nodeNow()) {
   if (!iso) return "—";
   const d = (Date.parse(iso) - now) / 1000;
-  const a = Math.abs(d);
-  const text = a < 1 ? "now" : a < 90 ? `${Math.round(a)} s` : a < 5400 ? `${Math.round(a / 60)} min`
-    : a < 129600 ? `${Math.round(a / 3600)} h` : `${Math.round(a / 86400)} days`;
-  if (text === "now") return text;
-  return d > 0 ? `in ${text}` : `${text} ago`;
+  if (Math.abs(d) < 1) return "now";
+  return d > 0 ? `in ${span(d)}` : `${span(d)} ago`;
 }
 
 const formats = new Map();
@@ -27,11 +49,31 @@ function formatter(zone) {
   return f;
 }
 
+function parts(iso, zone) {
+  return Object.fromEntries(formatter(zone).formatToParts(new Date(iso)).map((p) => [p.type, p.value]));
+}
+
 /** An instant as wall time in `zone`, e.g. `2026-03-08 03:00:00 EDT`. */
 export function inZone(iso, zone = "UTC") {
   if (!iso) return "—";
-  const parts = Object.fromEntries(formatter(zone).formatToParts(new Date(iso)).map((p) => [p.type, p.value]));
-  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName ?? ""}`.trim();
+  const p = parts(iso, zone);
+  return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second} ${p.timeZoneName ?? ""}`.trim();
+}
+
+/** The browser's zone, by its IANA name (what the page's clock times are in). */
+export function browserZone() {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  } catch {
+    return "UTC";
+  }
+}
+
+/** A time of day in the browser's zone, named: `11:32:04 Europe/Paris`. */
+export function clock(ms) {
+  const zone = browserZone();
+  const p = parts(new Date(ms).toISOString(), zone);
+  return `${p.hour}:${p.minute}:${p.second} ${zone}`;
 }
 
 const offsets = new Map();
@@ -57,7 +99,7 @@ export function duration(seconds) {
   return `${(seconds / 3600).toFixed(1)} h`;
 }
 
-export function runSeconds(run, now = Date.now()) {
+export function runSeconds(run, now = nodeNow()) {
   if (!run.started_at) return null; // never started (handed over or cancelled before its tick)
   const end = run.finished_at ? Date.parse(run.finished_at) : now;
   return Math.max(0, (end - Date.parse(run.started_at)) / 1000);
@@ -78,3 +120,6 @@ export function outcomeText(outcome, reason) {
 export function outcomeClass(outcome, reason) {
   return outcome === "skipped" ? `o-skipped r-${reason ?? "other"}` : `o-${outcome ?? "none"}`;
 }
+
+/** Run statuses that mean the work did not get done. */
+export const FAILED = ["failed", "timed_out", "lost"];

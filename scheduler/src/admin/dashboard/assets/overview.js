@@ -1,63 +1,124 @@
-// Every task at a glance: state, schedule, next run, last result, lateness and its strip of
-// expected ticks. Two requests per refresh (`/api/tasks`, `/api/ticks`) whatever the number of
-// tasks; rows whose data did not change are kept as they are.
+// Every task at a glance, health first: counts of failing, late, paused, refused and running
+// tasks (each a filter), the open alerts (refused config entries, overdue tasks), then the tasks
+// sorted by what needs attention, each with its state, last result, whether it is on time now,
+// its schedule and its strip of expected ticks. Three requests per refresh (`/api/tasks`,
+// `/api/ticks`, `/api/config`) whatever the number of tasks; only what changed is redrawn.
 
 import { get } from "./api.js";
-import { h, put } from "./dom.js";
-import { tickStrip } from "./charts.js";
-import { duration, inZone, outcomeClass, outcomeText, relative } from "./format.js";
+import { h, patch, put } from "./dom.js";
+import { legend, tickStrip } from "./charts.js";
+import { FAILED, inZone, learnClock, nodeNow, outcomeClass, outcomeText, relative, span } from "./format.js";
 
-const STATES = ["all", "enabled", "paused", "disabled", "failing", "missed", "not scheduled"];
-const SORTS = { name: "name", next: "next run", failure: "last failure", state: "state" };
 export const STRIP = 30;
 const MANY = 200;
 const SLOW_STRIPS_MS = 15000;
 
-/** What a task is, in one word. */
+/** What needs an operator, by task. */
+export function health(t) {
+  return {
+    failing: t.state.consecutive_failures > 0,
+    late: t.state.timeliness === "late" || Boolean(t.state.missed_since),
+    paused: Boolean(t.state.pause),
+    refused: Boolean(t.origin.refused),
+    running: Boolean(t.state.lock),
+  };
+}
+
+/** What a task is, in one word (its badge). */
 export function stateOf(t) {
-  if (t.state.pause) return "paused";
+  const x = health(t);
+  if (x.paused) return "paused";
   if (t.origin.kind === "orphaned") return "orphaned";
   if (!t.enabled) return "disabled";
   if (t.origin.kind === "not_in_config") return "not scheduled";
-  return "enabled";
+  if (x.failing) return "failing";
+  if (x.late) return "late";
+  if (x.running) return "running";
+  return "ok";
 }
 
-function failing(t) {
-  return t.state.consecutive_failures > 0 || ["failed", "timed_out", "lost"].includes(t.state.last_result);
-}
+const COUNTED = [
+  ["failing", "failing", true], ["late", "late or missed", true], ["refused", "config refused", true],
+  ["paused", "paused", false], ["running", "running", false],
+];
+const STATES = ["all", "failing", "late", "refused", "paused", "running", "disabled", "not scheduled", "orphaned"];
+const SORTS = { attention: "needs attention", name: "name", next: "next run", failure: "failures in a row" };
 
 function matches(t, filter) {
   const st = filter.state;
-  if (st === "failing" && !failing(t)) return false;
-  if (st === "missed" && !t.state.missed_since) return false;
-  if (!["all", "failing", "missed"].includes(st) && stateOf(t) !== st) return false;
+  const x = health(t);
+  if (st in x) {
+    if (!x[st]) return false;
+  } else if (st !== "all" && stateOf(t) !== st) return false;
   if (filter.q && !t.name.toLowerCase().includes(filter.q.toLowerCase())) return false;
   return true;
 }
 
+/** How urgently a task needs someone: lower first. */
+function rank(t) {
+  const x = health(t);
+  if (x.failing && !x.paused) return 0;
+  if (x.late && !x.paused) return 1;
+  if (x.refused) return 2;
+  if (t.origin.kind === "orphaned") return 3;
+  if (x.failing) return 4;
+  if (x.paused) return 5;
+  if (x.running) return 6;
+  return 7;
+}
+
 const order = {
   name: (a, b) => a.name.localeCompare(b.name),
+  attention: (a, b) => (rank(a) - rank(b))
+    || (b.state.failed_ticks_in_a_row - a.state.failed_ticks_in_a_row)
+    || ((b.state.overdue_seconds ?? 0) - (a.state.overdue_seconds ?? 0)) || order.name(a, b),
   next: (a, b) => (Date.parse(a.state.next_run_at ?? "9999") - Date.parse(b.state.next_run_at ?? "9999")) || order.name(a, b),
-  failure: (a, b) => (b.state.consecutive_failures - a.state.consecutive_failures)
-    || (Number(failing(b)) - Number(failing(a)))
+  failure: (a, b) => (b.state.failed_ticks_in_a_row - a.state.failed_ticks_in_a_row)
     || (Date.parse(b.state.last_finished_at ?? 0) - Date.parse(a.state.last_finished_at ?? 0)) || order.name(a, b),
-  state: (a, b) => stateOf(a).localeCompare(stateOf(b)) || order.name(a, b),
 };
 
 /** The filter as the URL holds it. */
 export function readFilter(params) {
   const state = STATES.includes(params.get("state")) ? params.get("state") : "all";
-  const sort = params.get("sort") in SORTS ? params.get("sort") : "name";
+  const sort = params.get("sort") in SORTS ? params.get("sort") : "attention";
   return { state, sort, q: params.get("q") ?? "" };
 }
 
-function writeFilter(filter) {
+function filterHash(filter) {
   const p = new URLSearchParams();
   if (filter.state !== "all") p.set("state", filter.state);
-  if (filter.sort !== "name") p.set("sort", filter.sort);
+  if (filter.sort !== "attention") p.set("sort", filter.sort);
   if (filter.q) p.set("q", filter.q);
   const q = p.toString();
-  history.replaceState(null, "", `#/${q ? `?${q}` : ""}`);
+  return `#/${q ? `?${q}` : ""}`;
+}
+
+/** "3 ticks failed in a row" (a tick and its retries count once). */
+export function failedTicks(t) {
+  const n = t.state.failed_ticks_in_a_row;
+  if (!(n > 0)) return null;
+  const more = t.state.failed_ticks_more ? "+" : "";
+  return n === 1 && !more ? "last tick failed" : `${n}${more} ticks failed in a row`;
+}
+
+/** When the task runs next, said truly: `{text, detail, bad}`. */
+export function nextRun(t) {
+  const st = t.state;
+  const zone = t.timezone;
+  switch (st.timeliness) {
+    case "paused":
+      return { text: "none while paused", detail: st.pause?.until ? `pause ends ${inZone(st.pause.until, zone)}` : "until resumed" };
+    case "on_time":
+      return { text: relative(st.next_run_at), detail: inZone(st.next_run_at, zone) };
+    case "due":
+      return { text: "due now", detail: `tick ${inZone(st.next_run_at, zone)}` };
+    case "waiting":
+      return { text: "waits for the running run", detail: `its tick was due ${relative(st.next_run_at)}` };
+    case "late":
+      return { text: `late by ${span(st.overdue_seconds ?? 0)}`, detail: `tick due ${inZone(st.next_run_at, zone)}`, bad: true };
+    default:
+      return { text: "—", detail: !t.enabled ? "disabled" : t.origin.kind === "not_in_config" ? "not in the config" : "no next tick" };
+  }
 }
 
 export class Overview {
@@ -67,26 +128,34 @@ export class Overview {
     this.data = null;
     const select = (name, options, value) => h("select", {
       name, "aria-label": name,
-      onchange: (e) => { this.filter[name] = e.target.value; writeFilter(this.filter); this.draw(); },
+      onchange: (e) => { this.filter[name] = e.target.value; this.go(); },
     }, Object.entries(options).map(([k, v]) => h("option", { value: k, selected: k === value }, v)));
+    this.healthBar = h("nav", { class: "health", id: "health", "aria-label": "task health" });
+    this.alerts = h("section", { class: "card incidents", id: "incidents", "aria-label": "open alerts" });
     this.count = h("span", { class: "muted", id: "task-count" });
     this.body = h("tbody", {});
     put(root,
+      this.healthBar,
+      this.alerts,
       h("div", { class: "toolbar" },
         h("input", {
           type: "search", name: "q", placeholder: "Filter by name", value: this.filter.q, "aria-label": "filter by name",
-          oninput: (e) => { this.filter.q = e.target.value; writeFilter(this.filter); this.draw(); },
+          oninput: (e) => { this.filter.q = e.target.value; this.go(); },
         }),
-        h("label", {}, "State ", select("state", Object.fromEntries(STATES.map((x) => [x, x])), this.filter.state)),
+        h("label", {}, "Show ", select("state", Object.fromEntries(STATES.map((x) => [x, x])), this.filter.state)),
         h("label", {}, "Sort by ", select("sort", SORTS, this.filter.sort)),
-        this.count,
-        h("span", { class: "spacer" }),
-        legend()),
-      h("div", { class: "scroll" },
-        h("table", { class: "tasks", id: "tasks" },
-          h("thead", {}, h("tr", {}, ["Task", "State", "Schedule", "Next run", "Last result", "Late", `Last ${STRIP} expected ticks, oldest → newest`]
-            .map((x) => h("th", { scope: "col" }, x)))),
-          this.body)));
+        this.count),
+      h("table", { class: "tasks", id: "tasks" },
+        h("thead", {}, h("tr", {}, ["Task", "State", "Last result", "Next run", "Schedule", `Last ${STRIP} expected ticks`]
+          .map((x) => h("th", { scope: "col" }, x)))),
+        this.body),
+      legend());
+  }
+
+  /** Keeps the filter in the URL (a reload, a link keep it) and redraws. */
+  go() {
+    history.replaceState(null, "", filterHash(this.filter));
+    this.draw();
   }
 
   async refresh() {
@@ -94,67 +163,111 @@ export class Overview {
     // the task list (every refresh up to MANY tasks, else every SLOW_STRIPS_MS).
     const many = (this.data?.tasks.length ?? 0) > MANY;
     const stale = !this.strips || !many || Date.now() - this.stripsAt >= SLOW_STRIPS_MS;
-    const [tasks, ticks] = await Promise.all([
+    const [tasks, ticks, config] = await Promise.all([
       get("/api/tasks"),
       stale ? get(`/api/ticks?count=${STRIP}`) : null,
+      get("/api/config"),
     ]);
+    learnClock(tasks.at);
     if (ticks) {
       this.strips = new Map(ticks.tasks.map((t) => [t.task, t]));
       this.stripsAt = Date.now();
     }
-    this.data = { tasks: tasks.tasks, strips: this.strips };
+    this.data = { tasks: tasks.tasks, strips: this.strips, config };
     this.draw();
     return tasks.tasks;
   }
 
   draw() {
     if (!this.data) return;
-    const { tasks, strips } = this.data;
+    const { tasks, strips, config } = this.data;
+    const refused = config.last_reconcile?.refused ?? [];
+    this.drawHealth(tasks, refused);
+    this.drawAlerts(tasks, refused, config);
     const shown = tasks.filter((t) => matches(t, this.filter)).sort(order[this.filter.sort]);
     this.count.textContent = `${shown.length} of ${tasks.length} tasks`;
-    const rows = shown.map((t) => this.row(t, strips.get(t.name)));
-    this.body.replaceChildren(...rows);
-    if (shown.length === 0) this.body.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, tasks.length ? "No task matches the filter." : "No tasks yet.")));
+    // Relative times change every second; a row is rebuilt when its data or its 5-second
+    // window changes, and patched onto the one shown (only what differs changes).
+    const window = Math.floor(nodeNow() / 5000);
+    const wanted = shown.map((t) => {
+      const strip = strips.get(t.name);
+      const key = JSON.stringify([t, strip, window]);
+      const cached = this.rows.get(t.name);
+      if (cached?.__key === key && cached.isConnected) return cached;
+      const tr = this.row(t, strip);
+      tr.__key = key;
+      return tr;
+    });
+    if (wanted.length === 0) {
+      wanted.push(h("tr", { "data-key": "none" }, h("td", { colspan: 6, class: "muted" }, tasks.length ? "No task matches the filter." : "No tasks yet.")));
+    }
+    patch(this.body, wanted);
+    [...this.body.children].forEach((tr, i) => {
+      tr.__key = wanted[i].__key;
+      if (tr.dataset.task) this.rows.set(tr.dataset.task, tr);
+    });
+  }
+
+  drawHealth(tasks, refused) {
+    const counts = Object.fromEntries(COUNTED.map(([k]) => [k, 0]));
+    for (const t of tasks) for (const [k, v] of Object.entries(health(t))) if (v) counts[k] += 1;
+    // Refused entries of tasks without a row (a name no binary registers) count too.
+    counts.refused = Math.max(counts.refused, new Set(refused.map((r) => r.task)).size);
+    const link = (state, label, n, alarming) => h("a", {
+      href: filterHash({ ...this.filter, state: this.filter.state === state ? "all" : state }),
+      class: `count${n && alarming ? " alarm" : ""}${this.filter.state === state ? " active" : ""}`,
+      "aria-current": this.filter.state === state ? "true" : null,
+      dataset: { count: state, key: state },
+    }, h("strong", {}, String(n)), " ", label);
+    patch(this.healthBar,
+      COUNTED.map(([k, label, alarming]) => link(k, label, counts[k], alarming)),
+      link("all", "tasks in all", tasks.length, false));
+  }
+
+  drawAlerts(tasks, refused, config) {
+    const items = [];
+    if (config.last_error) {
+      items.push(h("li", { class: "bad", "data-key": "config-error" }, `The latest config read failed: ${config.last_error} (the last good document stays in force).`));
+    }
+    for (const r of refused) {
+      items.push(h("li", { "data-key": `refused:${r.task}`, dataset: { alert: "refused" } },
+        h("strong", { class: "bad" }, "config entry refused: "), h("code", {}, r.task), ` — ${r.reason}`));
+    }
+    for (const t of tasks.filter((x) => x.state.missed_since || x.state.timeliness === "late")) {
+      const link = h("a", { href: `#/task/${encodeURIComponent(t.name)}` }, t.name);
+      items.push(h("li", { "data-key": `late:${t.name}`, dataset: { alert: "late" } }, h("strong", { class: "bad" }, "overdue: "), link,
+        t.state.missed_since ? ` since ${inZone(t.state.missed_since, t.timezone)} (${relative(t.state.missed_since)}, missed-run alert)` : ` ${nextRun(t).text}`));
+    }
+    for (const t of tasks.filter((x) => x.origin.kind === "orphaned")) {
+      items.push(h("li", { "data-key": `orphaned:${t.name}`, dataset: { alert: "orphaned" } }, h("strong", {}, "orphaned: "),
+        h("a", { href: `#/task/${encodeURIComponent(t.name)}` }, t.name), ` in neither the config nor this binary since ${relative(t.state.orphaned_since)}`));
+    }
+    patch(this.alerts, h("h2", {}, "Open alerts"),
+      items.length ? h("ul", { class: "alert-list" }, items)
+        : h("p", { class: "muted", id: "no-alerts" }, "None: no task overdue, no config entry refused."));
   }
 
   row(t, strip) {
-    // Relative times change every second; the rest only with the data.
-    const key = JSON.stringify([t, strip, Math.floor(Date.now() / 5000)]);
-    const cached = this.rows.get(t.name);
-    if (cached?.key === key) return cached.tr;
     const st = stateOf(t);
     const ticks = strip?.ticks ?? [];
-    const last = [...ticks].reverse().find((x) => x.late_seconds !== null && x.late_seconds !== undefined);
-    const tr = h("tr", { dataset: { task: t.name, state: st } },
-      h("td", {}, h("a", { href: `#/task/${encodeURIComponent(t.name)}`, class: "task-name" }, t.name),
-        t.origin.refused ? h("div", { class: "bad small" }, "config entry refused") : null),
-      h("td", {}, h("span", { class: `badge s-${st.replace(" ", "-")}` }, st),
-        t.state.pause ? h("div", { class: "small muted" }, t.state.pause.reason) : null,
-        t.state.missed_since ? h("div", { class: "small bad" }, `missed since ${relative(t.state.missed_since)}`) : null),
-      h("td", {}, h("div", {}, t.cron_in_words), h("code", { class: "small" }, t.cron), h("span", { class: "small muted" }, ` ${t.timezone}`)),
-      h("td", {}, t.state.next_run_at && st !== "paused" && st !== "disabled"
-        ? [h("div", {}, relative(t.state.next_run_at)), h("div", { class: "small muted" }, inZone(t.state.next_run_at, t.timezone))]
-        : h("span", { class: "muted" }, "—")),
-      h("td", {}, t.state.last_result
+    const next = nextRun(t);
+    const failed = failedTicks(t);
+    const bad = FAILED.includes(t.state.last_result);
+    return h("tr", { dataset: { task: t.name, state: st, key: t.name } },
+      h("td", { "data-label": "Task" }, h("a", { href: `#/task/${encodeURIComponent(t.name)}`, class: "task-name" }, t.name),
+        t.origin.refused ? h("div", { class: "bad small", title: t.origin.refused }, "config entry refused") : null),
+      h("td", { "data-label": "State" }, h("span", { class: `badge s-${st.replace(" ", "-")}` }, st),
+        t.state.pause ? h("div", { class: "small muted" }, `“${t.state.pause.reason}”`) : null),
+      h("td", { "data-label": "Last result" }, t.state.last_result
         ? [h("span", { class: `result ${outcomeClass(t.state.last_result)}` }, outcomeText(t.state.last_result)),
-          h("div", { class: "small muted" }, relative(t.state.last_finished_at ?? t.state.last_started_at)),
-          t.state.consecutive_failures > 1 ? h("div", { class: "small bad" }, `${t.state.consecutive_failures} failures in a row`) : null]
+          h("span", { class: "small muted" }, ` ${relative(t.state.last_finished_at ?? t.state.last_started_at)}`),
+          failed && t.state.consecutive_failures > 0 ? h("div", { class: "small bad failed-ticks" }, failed) : null,
+          bad && t.state.last_error ? h("div", { class: "small error clamp", title: t.state.last_error }, t.state.last_error) : null]
         : h("span", { class: "muted" }, "never ran")),
-      h("td", { class: "num" }, last ? duration(last.late_seconds) : "—"),
-      h("td", { class: "strip-cell" }, tickStrip(ticks, t.timezone, STRIP),
+      h("td", { "data-label": "Next run", class: "next-run" }, h("div", { class: next.bad ? "bad" : "" }, next.text),
+        h("div", { class: "small muted" }, next.detail)),
+      h("td", { "data-label": "Schedule" }, h("div", {}, t.cron_in_words), h("code", { class: "small" }, t.cron), h("span", { class: "small muted" }, ` ${t.timezone}`)),
+      h("td", { class: "strip-cell", "data-label": `Last ${STRIP} ticks` }, tickStrip(ticks, t.timezone, STRIP),
         strip && !strip.complete ? h("span", { class: "small muted", title: "older ticks are beyond what one read returns" }, " …") : null));
-    this.rows.set(t.name, { key, tr });
-    return tr;
   }
-}
-
-/** What the colours of a strip mean. */
-export function legend() {
-  const items = [
-    ["succeeded"], ["failed"], ["timed_out"], ["interrupted"], ["lost"], ["cancelled"], ["running"],
-    ["skipped", "paused"], ["skipped", "overlap"], ["skipped", "misfire"], ["missed"],
-  ];
-  return h("span", { class: "legend", "aria-label": "legend" },
-    items.map(([o, r]) => h("span", { class: "legend-item" },
-      h("span", { class: `swatch ${outcomeClass(o, r)}` }), outcomeText(o, r))));
 }

@@ -1,20 +1,24 @@
-// One task: state and actions, its strip, lateness and duration charts, runs with their logs,
-// next fire times with DST changes marked, the config entry and its origin, the policies.
+// One task: state and actions, its strip, its runs (filtered by status, paged, each with a
+// permalink and its log opened in place), lateness and duration charts, next fire times with
+// DST changes marked, the config entry and its origin, the policies. Every refresh patches what
+// changed only: a selected error message or an open log stays as it is.
 
 import { get, task as enc } from "./api.js";
-import { h, put, section, table } from "./dom.js";
-import { lineChart, tickStrip } from "./charts.js";
-import { duration, inZone, offset, outcomeClass, outcomeText, relative, runSeconds } from "./format.js";
-import { actionBar, cancelButton } from "./actions.js";
-import { legend, stateOf } from "./overview.js";
+import { h, patch, put, section } from "./dom.js";
+import { legend, lineChart, tickStrip } from "./charts.js";
+import { duration, inZone, offset, outcomeClass, relative, runSeconds } from "./format.js";
+import { actionBar } from "./actions.js";
+import { failedTicks, nextRun, stateOf } from "./overview.js";
+import { PAGE, STATUSES, pager, runTable } from "./runs.js";
 
-const RUNS = 50;
 const STRIP = 60;
 
 export class TaskPage {
-  constructor(root, name, refreshAll) {
+  constructor(root, name, params, refreshAll) {
     this.name = name;
     this.refreshAll = refreshAll;
+    this.status = STATUSES.includes(params.get("status")) ? params.get("status") : "";
+    this.before = Number(params.get("before")) || null;
     this.openRun = null;
     this.root = root;
     this.parts = {
@@ -22,35 +26,52 @@ export class TaskPage {
       strip: h("div", { class: "card" }),
       charts: h("div", { class: "charts" }),
       runs: h("div", { class: "card", id: "runs" }),
+      log: h("div", { id: "log" }),
       side: h("div", { class: "side" }),
     };
     put(root,
       h("p", {}, h("a", { href: "#/" }, "← all tasks")),
       this.parts.head,
       this.parts.strip,
-      h("div", { class: "columns" }, h("div", { class: "main-col" }, this.parts.charts, this.parts.runs), this.parts.side));
+      h("div", { class: "columns" }, h("div", { class: "main-col" }, this.parts.runs, this.parts.log, this.parts.charts), this.parts.side));
+  }
+
+  hash({ status = this.status, before = this.before } = {}) {
+    const p = new URLSearchParams();
+    if (status) p.set("status", status);
+    if (before) p.set("before", before);
+    const q = p.toString();
+    return `#/task/${enc(this.name)}${q ? `?${q}` : ""}`;
   }
 
   async refresh() {
     const n = enc(this.name);
-    const [detail, ticks, config] = await Promise.all([
-      get(`/api/tasks/${n}?count=12&runs=${RUNS}`),
+    const filter = `${this.status ? `&status=${this.status}` : ""}${this.before ? `&cursor=${this.before}` : ""}`;
+    const [detail, ticks, config, runs] = await Promise.all([
+      get(`/api/tasks/${n}?count=12&runs=${PAGE}`),
       get(`/api/ticks?task=${n}&count=${STRIP}`),
       get("/api/config"),
+      get(`/api/runs?task=${n}&limit=${PAGE}${filter}`),
     ]);
-    this.draw(detail, ticks.tasks[0], config);
+    this.draw(detail, ticks.tasks[0], config, runs);
     if (this.openRun) await this.showLog(this.openRun, false);
+    return null;
   }
 
-  draw(detail, strip, config) {
+  draw(detail, strip, config, page) {
     const t = detail.task;
     const st = stateOf(t);
     const zone = t.timezone;
     const p = this.parts;
-    put(p.head,
+    const next = nextRun(t);
+    const failed = failedTicks(t);
+    patch(p.head,
       h("h1", {}, t.name, " ", h("span", { class: `badge s-${st.replace(" ", "-")}`, id: "task-state" }, st)),
-      h("p", { class: "lead" }, t.cron_in_words, " ", h("code", {}, t.cron), " in ", zone,
-        t.state.next_run_at && st === "enabled" ? ` · next run ${relative(t.state.next_run_at)} (${inZone(t.state.next_run_at, zone)})` : ""),
+      h("p", { class: "lead" }, t.cron_in_words, " ", h("code", {}, t.cron), " in ", zone),
+      h("p", { class: "lead", id: "next-run" }, "Next run: ", h("strong", { class: next.bad ? "bad" : "" }, next.text), ` (${next.detail})`),
+      failed && t.state.consecutive_failures > 0 ? h("p", { class: "notice bad", id: "failing-note" },
+        `${failed[0].toUpperCase()}${failed.slice(1)} (${t.state.consecutive_failures} failed attempt${t.state.consecutive_failures > 1 ? "s" : ""}). Last error: `,
+        h("span", { class: "error-text" }, t.state.last_error ?? "none recorded")) : null,
       t.state.pause ? h("p", { class: "notice", id: "pause-notice" },
         `Paused by ${t.state.pause.by} ${relative(t.state.pause.at)}: “${t.state.pause.reason}”`,
         t.state.pause.until ? ` — until ${inZone(t.state.pause.until, zone)} (${relative(t.state.pause.until)})` : " — until resumed") : null,
@@ -61,54 +82,48 @@ export class TaskPage {
       actionBar(t, this.refreshAll));
 
     const ticks = strip?.ticks ?? [];
-    put(p.strip, h("h2", {}, `Last ${STRIP} expected ticks`), h("div", { class: "scroll" }, tickStrip(ticks, zone)), legend(),
-      tickSummary(ticks));
+    patch(p.strip, h("h2", {}, `Last ${STRIP} expected ticks`), tickStrip(ticks, zone, STRIP),
+      tickSummary(ticks), legend());
 
-    const runs = detail.recent_runs;
-    const scheduled = runs.filter((r) => r.trigger !== "manual" && r.attempt === 1 && r.started_at);
-    put(p.charts,
+    const recent = detail.recent_runs;
+    const scheduled = recent.filter((r) => r.trigger !== "manual" && r.attempt === 1 && r.started_at);
+    patch(p.charts,
       section("Lateness (start − tick)", lineChart(scheduled.map((r) => ({ at: Date.parse(r.scheduled_at), value: Math.max(0, (Date.parse(r.started_at) - Date.parse(r.scheduled_at)) / 1000) })), { label: "lateness over time" })),
-      section("Duration", lineChart(runs.filter((r) => r.started_at).map((r) => ({ at: Date.parse(r.started_at), value: runSeconds(r), cls: outcomeClass(r.status) })), { label: "duration over time" })));
+      section("Duration", lineChart(recent.filter((r) => r.started_at).map((r) => ({ at: Date.parse(r.started_at), value: runSeconds(r), cls: outcomeClass(r.status) })), { label: "duration over time" })));
 
-    put(p.runs, h("h2", {}, `Runs (latest ${RUNS})`),
-      runs.length === 0 ? h("p", { class: "muted" }, "No runs yet.") : h("div", { class: "scroll" }, table(
-        ["Run", "Tick", "Started", "Duration", "Result", "Node", "Attempt", "Trigger", "Error", ""],
-        runs.map((r) => h("tr", { dataset: { run: r.id, status: r.status, trigger: r.trigger } },
-          h("td", { class: "num" }, `#${r.id}`),
-          h("td", {}, inZone(r.scheduled_at, zone)),
-          h("td", {}, relative(r.started_at)),
-          h("td", { class: "num" }, duration(runSeconds(r))),
-          h("td", {}, h("span", { class: `result ${outcomeClass(r.status)}` }, outcomeText(r.status)),
-            r.ticks_collapsed > 1 ? h("div", { class: "small muted" }, `served ${r.ticks_collapsed} ticks`) : null,
-            r.cancel_requested_by && r.status === "running" ? h("div", { class: "small muted cancel-note" }, `cancel asked by ${r.cancel_requested_by} ${relative(r.cancel_requested_at)}`) : null),
-          h("td", {}, r.node_id),
-          h("td", { class: "num" }, r.attempt),
-          h("td", {}, r.trigger, r.triggered_by ? h("div", { class: "small muted" }, r.triggered_by) : null),
-          h("td", { class: "error" }, r.error ?? ""),
-          h("td", {}, h("button", { type: "button", class: "link", onclick: () => this.showLog(r.id, true) }, "log"),
-            cancelButton(r, this.refreshAll)))),
-        { class: "runs" })),
-      h("div", { id: "log" }));
+    const runs = page.runs;
+    patch(p.runs,
+      h("div", { class: "runs-head" },
+        h("h2", {}, this.before ? `Runs older than #${this.before}` : `Runs (latest ${PAGE})`),
+        h("label", {}, "Status ", h("select", {
+          name: "status", id: "run-status-filter", "aria-label": "run status",
+          onchange: (e) => { location.hash = this.hash({ status: e.target.value, before: null }); },
+        }, h("option", { value: "", selected: !this.status }, "any"),
+        STATUSES.map((s) => h("option", { value: s, selected: s === this.status }, s.replace("_", " ")))))),
+      runs.length === 0 ? h("p", { class: "muted", id: "no-runs" }, `No ${this.status ? `${this.status.replace("_", " ")} ` : ""}run${this.before ? ` older than #${this.before}` : this.status ? "" : " yet"}.`)
+        : runTable(runs, { zone, onLog: (id) => this.showLog(id, true), refresh: this.refreshAll }),
+      pager((before) => this.hash({ before }), this.before, page.next_cursor));
 
-    put(p.side,
-      section("Next fire times", nextTimes(detail.next_fire_times, zone)),
+    patch(p.side,
+      section("Next fire times", nextTimes(t, detail.next_fire_times, zone)),
       section("Config entry", configEntry(t, config)),
       section("Policies", policies(t)));
   }
 
   async showLog(id, scroll) {
     this.openRun = id;
-    const el = this.root.querySelector("#log");
-    if (!el) return;
+    const el = this.parts.log;
     try {
       const r = await get(`/api/runs/${id}`);
-      put(el, h("h3", {}, `Log of run #${id} `, h("button", { type: "button", class: "link", onclick: () => { this.openRun = null; el.replaceChildren(); } }, "close")),
-        r.run.error ? h("p", { class: "bad" }, r.run.error) : null,
+      patch(el, h("div", { class: "card", "data-key": `log-${id}` },
+        h("h3", {}, `Log of run `, h("a", { href: `#/run/${id}` }, `#${id}`), " ",
+          h("button", { type: "button", class: "link", onclick: () => { this.openRun = null; el.replaceChildren(); } }, "close")),
+        r.run.error ? h("p", { class: "bad error-text" }, r.run.error) : null,
         r.log.text ? h("pre", { class: "log" }, r.log.text) : h("p", { class: "muted" }, "The handler logged nothing."),
-        r.log.truncated ? h("p", { class: "muted small" }, `${r.log.lines} lines; the capture stopped at its bound.`) : null);
+        r.log.truncated ? h("p", { class: "muted small" }, `${r.log.lines} lines; the capture stopped at its bound.`) : null));
       if (scroll) el.scrollIntoView({ block: "nearest" });
     } catch (e) {
-      put(el, h("p", { class: "bad" }, `Could not read the log of run #${id}: ${e.message}`));
+      patch(el, h("p", { class: "bad" }, `Could not read the log of run #${id}: ${e.message}`));
     }
   }
 }
@@ -116,23 +131,32 @@ export class TaskPage {
 function tickSummary(ticks) {
   const counts = new Map();
   for (const t of ticks) {
-    const k = outcomeText(t.outcome, t.reason);
+    const k = t.outcome === "skipped" ? `skipped (${t.reason?.replaceAll("_", " ")})` : t.outcome.replace("_", " ");
     counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   return h("p", { class: "small muted", id: "tick-summary" }, [...counts].map(([k, n]) => `${n} ${k}`).join(" · ") || "No expected ticks in the window yet.");
 }
 
-function nextTimes(times, zone) {
-  if (times.length === 0) return h("p", { class: "muted" }, "The schedule cannot be read.");
+function nextTimes(t, times, zone) {
+  // A paused or disabled task runs at none of its schedule's times: say so instead of
+  // listing them; a pause with an end lists the times after it.
+  const until = t.state.pause?.until;
+  if (t.state.pause && !until) return h("p", { class: "muted", id: "no-next-times" }, "None while paused: it runs again once resumed.");
+  if (!t.enabled || t.origin.kind === "not_in_config") return h("p", { class: "muted", id: "no-next-times" }, "None: the task is not scheduled.");
+  if (times.length === 0) return h("p", { class: "muted" }, "The schedule cannot be read, or never fires again.");
+  const shown = until ? times.filter((at) => at >= until) : times;
   let previous = offset(new Date().toISOString(), zone);
-  return h("ol", { class: "times" }, times.map((at) => {
-    const o = offset(at, zone);
-    const changed = o !== previous;
-    const from = previous;
-    previous = o;
-    return h("li", { class: changed ? "dst" : "" }, inZone(at, zone), h("span", { class: "small muted" }, ` ${relative(at)}`),
-      changed ? h("div", { class: "small dst-note" }, `clocks change before this run: ${from} → ${o}`) : null);
-  }));
+  return [
+    until ? h("p", { class: "small muted" }, `Paused until ${inZone(until, zone)}; from then:`) : null,
+    h("ol", { class: "times" }, shown.map((at) => {
+      const o = offset(at, zone);
+      const changed = o !== previous;
+      const from = previous;
+      previous = o;
+      return h("li", { class: changed ? "dst" : "" }, inZone(at, zone), h("span", { class: "small muted" }, ` ${relative(at)}`),
+        changed ? h("div", { class: "small dst-note" }, `clocks change before this run: ${from} → ${o}`) : null);
+    })),
+  ];
 }
 
 function configEntry(t, config) {
