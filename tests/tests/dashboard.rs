@@ -1,7 +1,8 @@
 //! The web dashboard of a real node (SQLite file, admin server on a loopback port, over real
 //! HTTP): `/` and every asset it loads are served with the strict Content-Security-Policy and
 //! name no other origin; and `/api/ticks`, the strips the dashboard draws, says what became of
-//! each expected tick as a task runs, is paused (its ticks `skipped`, `paused`) and resumed.
+//! each expected tick as a task runs, is paused (its ticks `skipped`, `paused`) and resumed, and
+//! that nightly and yearly tasks show their last 30 ticks from the stored history.
 //! The page itself is tested in a browser by `scripts/dashboard-test`.
 
 use std::collections::BTreeSet;
@@ -23,6 +24,9 @@ async fn every_second() {
 
 #[task(name = "dash.yearly")]
 async fn yearly() {}
+
+#[task(name = "dash.nightly")]
+async fn nightly() {}
 
 struct Node {
     stop: CancellationToken,
@@ -345,6 +349,131 @@ async fn expected_ticks_say_what_became_of_each_through_a_pause() {
     assert_eq!(
         node.get("/api/ticks?task=nope").await.status(),
         StatusCode::NOT_FOUND
+    );
+    node.stop().await;
+}
+
+/// `ticks` succeeded runs of `task`, one per tick, the newest first.
+async fn store_history(
+    store: &scheduler::store::SqliteStore,
+    task: &str,
+    ticks: impl Iterator<Item = chrono::DateTime<chrono::Utc>>,
+) {
+    for (i, tick) in ticks.enumerate() {
+        let us = tick.timestamp_micros();
+        sqlx::query(
+            "INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, finished_at, status,
+                                         node_id, lock_token, attempt, trigger)
+             VALUES (?1, ?2, ?2, ?3, 'succeeded', 'history', ?4, 1, 'schedule')",
+        )
+        .bind(task)
+        .bind(us)
+        .bind(us + 2_000_000)
+        .bind(format!("{task}-{i}"))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn nightly_and_yearly_strips_show_their_last_30_ticks_from_the_stored_history() {
+    use chrono::{Datelike, TimeZone, Utc};
+    use scheduler::store::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let store = scheduler::store::SqliteStore::builder(&db)
+        .connect()
+        .unwrap();
+    store.migrate().await.unwrap();
+    // 40 nights at 03:00 and 40 New Year's Days of history, older than any week.
+    let now = Utc::now();
+    let last_night = Utc
+        .with_ymd_and_hms(now.year(), now.month(), now.day(), 3, 0, 0)
+        .unwrap();
+    let last_night = if last_night > now {
+        last_night - chrono::Duration::days(1)
+    } else {
+        last_night
+    };
+    store_history(
+        &store,
+        "dash.nightly",
+        (0..40).map(|d| last_night - chrono::Duration::days(d)),
+    )
+    .await;
+    store_history(
+        &store,
+        "dash.yearly",
+        (0..40).map(|y| Utc.with_ymd_and_hms(now.year() - y, 1, 1, 0, 0, 0).unwrap()),
+    )
+    .await;
+    drop(store);
+
+    let config = dir.path().join("tasks.json");
+    std::fs::write(
+        &config,
+        json!({"tasks": [
+            {"name": "dash.nightly", "cron": "0 3 * * *", "enabled": true},
+            {"name": "dash.yearly", "cron": "0 0 1 1 *", "enabled": true},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let scheduler = Scheduler::builder()
+        .database_url(format!("sqlite://{}", db.display()))
+        .registry(
+            TaskRegistry::collect()
+                .unwrap()
+                .retain(|n| n == "dash.nightly" || n == "dash.yearly"),
+        )
+        .node_id("history")
+        .config(config.to_str().unwrap())
+        // Keep the history: a run of 40 years ago is not pruned at start.
+        .run_retention(Duration::from_secs(100 * 366 * 86_400))
+        .admin_addr("127.0.0.1:0".parse().unwrap())
+        .admin_token(TOKEN)
+        .build()
+        .unwrap();
+    let addr = scheduler.admin_addr().unwrap();
+    let stop = CancellationToken::new();
+    let s = stop.clone();
+    let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
+    let node = Node {
+        stop,
+        handle,
+        addr,
+        http: reqwest::Client::new(),
+        _dir: dir,
+    }
+    .ready()
+    .await;
+    wait_until("both tasks listed", || async {
+        node.json("/api/ticks").await["tasks"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 2
+    })
+    .await;
+    let all = node.json("/api/ticks?count=30").await;
+    for strip in all["tasks"].as_array().unwrap() {
+        let ticks = strip["ticks"].as_array().unwrap();
+        assert_eq!(ticks.len(), 30, "{strip}");
+        assert!(
+            ticks.iter().all(|t| t["outcome"] == "succeeded"),
+            "every stored tick, none missed: {strip}"
+        );
+        assert_eq!(strip["complete"], true, "{strip}");
+    }
+    let yearly = &all["tasks"][1];
+    assert_eq!(yearly["task"], "dash.yearly");
+    let first: chrono::DateTime<chrono::Utc> =
+        yearly["ticks"][0]["at"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        first.year(),
+        now.year() - 29,
+        "thirty New Year's Days back: {yearly}"
     );
     node.stop().await;
 }

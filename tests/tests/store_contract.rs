@@ -387,6 +387,7 @@ contract![
     a_finish_stores_its_skips_and_sums_their_ticks,
     skip_records_are_listed_from_since_oldest_first,
     skip_records_of_every_task_are_listed_newest_first,
+    skip_records_per_task_are_bounded_per_task,
     reschedule_fills_only_enabled_unlocked_rows_without_a_next_run,
     prune_history_deletes_old_finished_runs_skips_and_nodes_in_batches,
     apply_config_nothing_and_stale_write_nothing,
@@ -1728,6 +1729,48 @@ async fn skip_records_of_every_task_are_listed_newest_first(s: &dyn Store, _: &A
         "at most limit"
     );
     assert!(s.skips_since(t + m(21), 100).await.unwrap().is_empty());
+}
+
+async fn skip_records_per_task_are_bounded_per_task(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    let m = chrono::Duration::minutes;
+    let old = skip("a", SkipReason::Misfire, t - HOUR, t - m(30), 4);
+    let a = skip("a", SkipReason::Paused, t, t + m(10), 2);
+    let a2 = skip("a", SkipReason::Overlap, t + m(11), t + m(12), 1);
+    let b = skip("b", SkipReason::Overlap, t + m(5), t + m(20), 1);
+    let c = skip("c", SkipReason::Disabled, t, t + m(1), 1);
+    s.record_skips(&[old.clone(), a.clone(), a2.clone(), b.clone(), c])
+        .await
+        .unwrap();
+    let names = |n: &[&str]| n.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+
+    assert_eq!(
+        s.latest_skips_per_task(&names(&["a", "b"]), 10, t - HOUR * 2)
+            .await
+            .unwrap(),
+        [b.clone(), a2.clone(), a.clone(), old],
+        "the tasks named, latest-ending first"
+    );
+    assert_eq!(
+        s.latest_skips_per_task(&names(&["a", "b"]), 1, t - HOUR * 2)
+            .await
+            .unwrap(),
+        [b.clone(), a2.clone()],
+        "at most per_task of each: a busy task leaves the others their share"
+    );
+    assert_eq!(
+        s.latest_skips_per_task(&names(&["a"]), 10, t + m(10))
+            .await
+            .unwrap(),
+        [a2, a],
+        "ranges ending at or after since"
+    );
+    assert!(
+        s.latest_skips_per_task(&names(&["nope"]), 10, t - HOUR)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn reschedule_fills_only_enabled_unlocked_rows_without_a_next_run(

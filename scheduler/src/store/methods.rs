@@ -59,6 +59,11 @@ macro_rules! store_methods {
             ) -> StoreResult<Vec<RunRecord>>;
             skips(task_name: &str, since: DateTime<Utc>) -> StoreResult<Vec<SkipRecord>>;
             skips_since(since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>>;
+            latest_skips_per_task(
+                tasks: &[String],
+                per_task: u32,
+                since: DateTime<Utc>
+            ) -> StoreResult<Vec<SkipRecord>>;
             run_log(run_id: i64) -> StoreResult<Vec<LogChunk>>;
             // Webhook outbox.
             enqueue_events(events: &[NewEvent]) -> StoreResult<()>;

@@ -108,7 +108,7 @@ pub trait ChangeListener: Send {
 /// | Upkeep | the engine's maintenance | [`reschedule`](Self::reschedule), [`overdue_tasks`](Self::overdue_tasks), [`open_missed`](Self::open_missed), [`prune_history`](Self::prune_history) |
 /// | Config | the reconciler | [`load_tasks`](Self::load_tasks), [`config_state`](Self::config_state), [`apply_config`](Self::apply_config) |
 /// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task), [`cancel_run`](Self::cancel_run) |
-/// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`run_log`](Self::run_log) |
+/// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`latest_skips_per_task`](Self::latest_skips_per_task), [`run_log`](Self::run_log) |
 /// | Webhook outbox | the engine's delivery (and the dashboard) | [`enqueue_events`](Self::enqueue_events), [`trim_outbox`](Self::trim_outbox), [`claim_outbox`](Self::claim_outbox), [`record_deliveries`](Self::record_deliveries), [`deliveries`](Self::deliveries), [`webhook_disabled`](Self::webhook_disabled), [`disable_webhook`](Self::disable_webhook) |
 /// | Notifications | the engine listens; anyone may wake it | [`listener`](Self::listener), [`notify`](Self::notify) |
 ///
@@ -258,6 +258,15 @@ pub trait Store: Send + Sync + 'static {
     /// Skip records of every task whose ranges end at or after `since`: the `limit` (1 to
     /// 10,000) latest-ending, newest first (one read for a dashboard of many tasks).
     async fn skips_since(&self, since: DateTime<Utc>, limit: u32) -> StoreResult<Vec<SkipRecord>>;
+    /// The latest-ending `per_task` (1 to 10,000) skip records of each of `tasks` whose ranges
+    /// end at or after `since`, newest first (one read for the strips of many tasks, each
+    /// bounded by its own share, so a busy task cannot crowd a sparse one out).
+    async fn latest_skips_per_task(
+        &self,
+        tasks: &[String],
+        per_task: u32,
+        since: DateTime<Utc>,
+    ) -> StoreResult<Vec<SkipRecord>>;
     /// A run's log chunks, in order.
     async fn run_log(&self, run_id: i64) -> StoreResult<Vec<LogChunk>>;
 

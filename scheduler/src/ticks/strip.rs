@@ -14,8 +14,10 @@ use super::missed_grace;
 use crate::schedule::ScheduleSpec;
 use crate::store::{RunRecord, RunStatus, SkipReason, SkipRecord, TaskState, Trigger};
 
-/// How far back a strip looks at most, whatever its count.
-pub(crate) const MAX_LOOKBACK: TimeDelta = TimeDelta::days(7);
+/// How far back a strip looks at most, whatever its count: far enough for 30 ticks of a yearly
+/// schedule (or of one firing on leap days only), so a strip is bounded by its count of ticks,
+/// not by time. Ticks before a task's first known event are left out anyway (see [`strip`]).
+pub(crate) const MAX_LOOKBACK: TimeDelta = TimeDelta::days(366 * 150);
 
 /// One expected tick, or a manual run, and what became of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -547,15 +549,59 @@ mod tests {
     }
 
     #[test]
-    fn a_window_holds_enough_ticks_of_sparse_schedules_but_at_most_a_week() {
+    fn a_window_holds_its_count_of_ticks_whatever_the_interval() {
         let now = at(0);
         let weekdays = ScheduleSpec::parse("0 9 * * MON-FRI", "UTC").unwrap();
         let start = window_start(&weekdays, now, 10);
-        assert!(weekdays.count_fires(start, now, 100) >= 10 || start == now - MAX_LOOKBACK);
+        assert!(weekdays.count_fires(start, now, 100) >= 10);
         let secondly = ScheduleSpec::parse("* * * * * *", "UTC").unwrap();
         let start = window_start(&secondly, now, 30);
         assert_eq!(secondly.count_fires(start, now, 100), 31);
-        let yearly = ScheduleSpec::parse("0 0 1 1 *", "UTC").unwrap();
-        assert_eq!(window_start(&yearly, now, 30), now - MAX_LOOKBACK);
+        // Nightly, monthly, yearly, and a schedule of leap days only: 30 ticks back, and not
+        // much more (the window is what bounds the walk over the ticks).
+        for cron in ["0 3 * * *", "0 0 1 * *", "0 0 1 1 *", "0 0 29 2 *"] {
+            let spec = ScheduleSpec::parse(cron, "UTC").unwrap();
+            let start = window_start(&spec, now, 30);
+            let fires = spec.count_fires(start, now, 1_000);
+            assert!(
+                (30..=130).contains(&fires),
+                "{cron}: {fires} ticks from {start}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_daily_strip_shows_its_last_30_ticks_from_the_stored_history() {
+        // A nightly task with 40 nights of runs: the strip holds the latest 30, none missed.
+        let spec = ScheduleSpec::parse("0 3 * * *", "UTC").unwrap();
+        let now = "2026-03-02T12:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        let nights: Vec<RunRecord> = (0..40)
+            .map(|d| {
+                let tick =
+                    "2026-03-02T03:00:00Z".parse::<DateTime<Utc>>().unwrap() - TimeDelta::days(d);
+                RunRecord {
+                    scheduled_at: tick,
+                    started_at: Some(tick),
+                    finished_at: Some(tick + TimeDelta::seconds(5)),
+                    ..run(100 - d, 0, 0, Some(5), RunStatus::Succeeded)
+                }
+            })
+            .collect();
+        let runs: Vec<&RunRecord> = nights.iter().collect();
+        let mut state = state();
+        state.cron = "0 3 * * *".into();
+        let facts = Facts {
+            state: &state,
+            runs: &runs,
+            more_runs: false,
+            skips: &[],
+            now,
+            since: window_start(&spec, now, 30),
+            missed_grace: None,
+        };
+        let strip = strip(Some(&spec), &facts, 30);
+        assert_eq!(strip.marks.len(), 30);
+        assert!(strip.marks.iter().all(|m| m.fate.outcome() == "succeeded"));
+        assert!(strip.complete);
     }
 }

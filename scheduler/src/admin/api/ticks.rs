@@ -1,8 +1,14 @@
 //! Expected ticks: for every task, the ticks its schedule says should have fired lately and what
 //! became of each (a run and its outcome, a skip record and its reason, or nothing: missed).
-//! Read here in one request for every task (three store reads whatever the number of tasks), so
-//! a dashboard can draw a strip per task without asking per task; what became of each tick is
-//! the tick rules' to say ([`crate::ticks`]'s `strip`).
+//! Read here in one request for every task, so a dashboard can draw a strip per task without
+//! asking per task; what became of each tick is the tick rules' to say ([`crate::ticks`]'s
+//! `strip`).
+//!
+//! A strip is its last `count` ticks whatever the interval (a yearly task's reaches back 30
+//! years, as far as its history goes), and its cost is bounded by the count, not by time: the
+//! task states, then one read of runs per distinct retry policy (each task's latest
+//! `count x (retries + 2)` runs at most, `RUNS_PER_TASK` at most) and one read of skip records
+//! (each task's latest `count + 10` at most), whatever the number of tasks or the window.
 
 use std::collections::HashMap;
 
@@ -25,7 +31,8 @@ const DEFAULT_COUNT: u32 = 30;
 const MAX_COUNT: u32 = 200;
 /// Runs read per task at most; past them the oldest ticks are left out (`complete: false`).
 const RUNS_PER_TASK: u32 = 400;
-const SKIPS_PER_READ: u32 = 10_000;
+/// Skip records read per task beyond its count of ticks (each record stands for one or more).
+const EXTRA_SKIPS: u32 = 10;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new().routes(routes!(list_ticks))
@@ -175,12 +182,31 @@ async fn list_ticks(
         }));
     };
     let names: Vec<String> = plans.iter().map(|(s, _, _)| s.name.clone()).collect();
-    // Enough runs per task for its strip with retries and manual runs among them.
-    let per_task = (count as u32 * 2).min(RUNS_PER_TASK);
-    let runs = store.latest_runs_per_task(&names, per_task, since).await?;
-    let skips = store.skips_since(since, SKIPS_PER_READ).await?;
+    // Enough runs per task for its strip: each tick's attempts, with manual runs among them.
+    // Tasks that may retry more read more; one read per distinct need.
+    let mut by_need: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+    for name in &names {
+        let retries = state
+            .engine
+            .task_settings(name)
+            .map_or(0, |(t, _)| t.retries);
+        let need = (count as u32)
+            .saturating_mul(retries.saturating_add(2))
+            .min(RUNS_PER_TASK);
+        by_need.entry(need).or_default().push(name.clone());
+    }
+    let mut runs = Vec::new();
+    let mut per_task = HashMap::new();
+    for (need, names) in by_need {
+        runs.extend(store.latest_runs_per_task(&names, need, since).await?);
+        per_task.extend(names.into_iter().map(|n| (n, need)));
+    }
+    let skips = store
+        .latest_skips_per_task(&names, count as u32 + EXTRA_SKIPS, since)
+        .await?;
     let tasks =
-        off_the_runtime(move || strips(&plans, &runs, &skips, per_task, now, grace, count)).await?;
+        off_the_runtime(move || strips(&plans, &runs, &skips, &per_task, now, grace, count))
+            .await?;
     Ok(axum::Json(TickList { at: now, tasks }))
 }
 
@@ -219,7 +245,7 @@ fn strips(
     plans: &[Plan],
     runs: &[RunRecord],
     skips: &[SkipRecord],
-    per_task: u32,
+    per_task: &HashMap<String, u32>,
     now: DateTime<Utc>,
     grace: Option<std::time::Duration>,
     count: usize,
@@ -239,7 +265,9 @@ fn strips(
             let facts = Facts {
                 state: s,
                 runs,
-                more_runs: runs.len() == per_task as usize,
+                more_runs: per_task
+                    .get(&s.name)
+                    .is_some_and(|&n| runs.len() == n as usize),
                 skips: skips_of.get(s.name.as_str()).map_or(&[][..], |v| v),
                 now,
                 since: *since,

@@ -130,6 +130,26 @@ pub(super) async fn skips_since(
     })
 }
 
+pub(super) async fn latest_skips_per_task(
+    store: &PgStore,
+    tasks: &[String],
+    per_task: u32,
+    since: DateTime<Utc>,
+) -> StoreResult<Vec<SkipRecord>> {
+    let per_task = i64::from(per_task.clamp(1, MAX_SKIPS_PER_READ));
+    timed!(store, "latest_skips_per_task", |conn| {
+        sqlx::query(query!("skips_per_task"))
+            .bind(tasks)
+            .bind(per_task)
+            .bind(since)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(skip_record)
+            .collect()
+    })
+}
+
 pub(super) async fn append_run_logs(store: &PgStore, chunks: &[LogChunk]) -> StoreResult<()> {
     if chunks.is_empty() {
         return Ok(());

@@ -153,6 +153,27 @@ pub(super) async fn skips_since(
     })
 }
 
+pub(super) async fn latest_skips_per_task(
+    store: &SqliteStore,
+    tasks: &[String],
+    per_task: u32,
+    since: DateTime<Utc>,
+) -> StoreResult<Vec<SkipRecord>> {
+    let per_task = i64::from(per_task.clamp(1, MAX_SKIPS_PER_READ));
+    let tasks = super::names_json(tasks);
+    read!(store, "latest_skips_per_task", |conn, _now| {
+        sqlx::query(query!("skips_per_task"))
+            .bind(&tasks)
+            .bind(per_task)
+            .bind(micros(since))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(skip_record)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
 pub(super) async fn append_run_logs(store: &SqliteStore, chunks: &[LogChunk]) -> StoreResult<()> {
     if chunks.is_empty() {
         return Ok(());
