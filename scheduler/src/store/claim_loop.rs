@@ -168,3 +168,214 @@ pub(super) async fn claim<S: ClaimSteps>(
     }
     Ok(outcome)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::TimeZone;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::Recovery;
+    use crate::store::{LockKey, SkipReason, Trigger};
+
+    fn at(second: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, second).unwrap()
+    }
+
+    /// Steps that record what was asked of them, in order; `renewed` were renewed by their owner
+    /// between the read and the release.
+    #[derive(Default)]
+    struct Recorded {
+        calls: Vec<String>,
+        renewed: Vec<&'static str>,
+    }
+
+    impl ClaimSteps for Recorded {
+        type Error = std::convert::Infallible;
+
+        async fn expired_locks(
+            &mut self,
+            limit: i64,
+        ) -> Result<Vec<(ExpiredLock, DateTime<Utc>)>, Self::Error> {
+            self.calls.push(format!("expired_locks {limit}"));
+            Ok(["wait", "release", "renewed"]
+                .into_iter()
+                .map(|name| {
+                    let lock = ExpiredLock {
+                        key: LockKey::new(name, Uuid::nil()),
+                        owner: "other".into(),
+                        expired_at: at(0),
+                        run: None,
+                    };
+                    (lock, at(1))
+                })
+                .collect())
+        }
+
+        async fn release(&mut self, releases: &[LockRelease]) -> Result<Vec<String>, Self::Error> {
+            let names: Vec<String> = releases
+                .iter()
+                .map(|r| r.lock.key.task_name.clone())
+                .collect();
+            self.calls.push(format!("release {}", names.join(",")));
+            Ok(names
+                .into_iter()
+                .filter(|n| !self.renewed.contains(&n.as_str()))
+                .collect())
+        }
+
+        async fn due_tasks(
+            &mut self,
+            request: &ClaimRequest<'_>,
+        ) -> Result<Vec<(DueTask, DateTime<Utc>)>, Self::Error> {
+            self.calls.push(format!("due_tasks {}", request.limit));
+            Ok(["run", "skip", "leave"]
+                .into_iter()
+                .map(|name| {
+                    let task = DueTask {
+                        name: name.into(),
+                        cron: "* * * * * *".into(),
+                        timezone: "UTC".into(),
+                        enabled: true,
+                        next_run_at: Some(at(2)),
+                        last_finished_at: None,
+                        retry: None,
+                        manual: None,
+                        pause: None,
+                        missed_since: None,
+                    };
+                    (task, at(3))
+                })
+                .collect())
+        }
+
+        async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), Self::Error> {
+            let names: Vec<&str> = skips.iter().map(|s| s.name.as_str()).collect();
+            self.calls.push(format!("skip {}", names.join(",")));
+            Ok(())
+        }
+
+        async fn record_skips(&mut self, skips: &[SkipRecord]) -> Result<(), Self::Error> {
+            self.calls.push(format!("record_skips {}", skips.len()));
+            Ok(())
+        }
+
+        async fn start_runs(
+            &mut self,
+            node_id: &str,
+            runs: Vec<(DueTask, ClaimPlan)>,
+            claimed_at: DateTime<Utc>,
+        ) -> Result<Vec<ClaimedRun>, Self::Error> {
+            self.calls
+                .push(format!("start_runs {node_id} {}", runs.len()));
+            Ok(runs
+                .into_iter()
+                .map(|(task, plan)| ClaimedRun {
+                    run_id: 1,
+                    task_name: task.name,
+                    lock_token: Uuid::nil(),
+                    fencing_token: 1,
+                    scheduled_at: plan.scheduled_at,
+                    claimed_at,
+                    starts_in: Duration::ZERO,
+                    previous_finished_at: None,
+                    attempt: plan.attempt,
+                    trigger: Trigger::Schedule,
+                    triggered_by: None,
+                    missed_since: None,
+                })
+                .collect())
+        }
+    }
+
+    /// Waits for the lock named `wait`, releases the others; runs `run`, skips `skip` (one
+    /// skipped tick), leaves `leave`.
+    struct Rules;
+
+    impl ClaimRules for Rules {
+        fn rescue(&self, lock: &ExpiredLock, _db_now: DateTime<Utc>) -> RescueDecision {
+            if lock.key.task_name == "wait" {
+                return RescueDecision::Wait;
+            }
+            RescueDecision::Release {
+                run_end: None,
+                requeue: Some(Requeue::Tick(lock.expired_at)),
+                failures: FailureCount::Keep,
+            }
+        }
+
+        fn plan(&self, task: &DueTask, db_now: DateTime<Utc>) -> DueDecision {
+            match task.name.as_str() {
+                "run" => DueDecision::Run(ClaimPlan::scheduled(
+                    db_now,
+                    None,
+                    Recovery::Rerun,
+                    Duration::from_secs(20),
+                )),
+                "skip" => DueDecision::Skip {
+                    next_run_at: NextRun::Keep,
+                    clear_retry: false,
+                    clear_pause: false,
+                    skips: vec![SkipRecord::new(
+                        "skip",
+                        SkipReason::Misfire,
+                        at(0),
+                        at(0),
+                        1,
+                    )],
+                },
+                _ => DueDecision::Leave,
+            }
+        }
+    }
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(future)
+    }
+
+    #[test]
+    fn decisions_are_applied_in_one_order_and_a_renewed_lock_is_not_rescued() {
+        let mut steps = Recorded {
+            renewed: vec!["renewed"],
+            ..Recorded::default()
+        };
+        let tasks = ["run".to_owned(), "skip".to_owned(), "leave".to_owned()];
+        let request = ClaimRequest::new("node-1", &tasks, 10);
+        let outcome = block_on(claim(&mut steps, &request, &Rules)).unwrap();
+        assert_eq!(
+            steps.calls,
+            [
+                "expired_locks 1000",
+                "release release,renewed",
+                "due_tasks 10",
+                "skip skip",
+                "record_skips 1",
+                "start_runs node-1 1",
+            ]
+        );
+        let waiting: Vec<&str> = outcome.waiting.iter().map(|l| &*l.key.task_name).collect();
+        assert_eq!(waiting, ["wait"]);
+        let rescued: Vec<&str> = outcome.rescued.iter().map(|r| &*r.task_name).collect();
+        assert_eq!(rescued, ["release"]);
+        assert_eq!(outcome.left, ["leave"]);
+        assert_eq!(outcome.skipped.len(), 1);
+        assert_eq!(outcome.claimed.len(), 1);
+        assert_eq!(outcome.claimed[0].claimed_at, at(3));
+    }
+
+    #[test]
+    fn a_claim_for_no_runs_only_rescues() {
+        let mut steps = Recorded::default();
+        let request = ClaimRequest::new("node-1", &[], 0);
+        block_on(claim(&mut steps, &request, &Rules)).unwrap();
+        assert_eq!(
+            steps.calls,
+            ["expired_locks 1000", "release release,renewed"]
+        );
+    }
+}
