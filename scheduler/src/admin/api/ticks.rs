@@ -6,11 +6,12 @@
 //!
 //! A strip is its last `count` ticks whatever the interval (a yearly task's reaches back 30
 //! years, as far as its history goes), and its cost is bounded by the count, not by time: the
-//! task states, then one read of runs per distinct retry policy (each task's latest
-//! `count x (retries + 2)` runs at most, `RUNS_PER_TASK` at most) and one read of skip records
-//! (each task's latest `count + 10` at most), whatever the number of tasks or the window.
+//! task states, then reads of runs and skip records per group of tasks (by retry policy and
+//! by class of window length: at most a few reads), each task's latest `count x (retries + 2)`
+//! runs (`RUNS_PER_TASK` at most) and `count + 10` skip records, whatever the number of tasks,
+//! and each read reaching back only as far as its group's windows.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use axum::extract::State;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -175,39 +176,71 @@ async fn list_ticks(
     // happens on a blocking thread, never on the async threads the engine's timers share.
     let engine = state.engine.clone();
     let plans = off_the_runtime(move || plan(&engine, states, now, count)).await?;
-    let Some(since) = plans.iter().map(|(_, _, since)| *since).min() else {
+    if plans.is_empty() {
         return Ok(axum::Json(TickList {
             at: now,
             tasks: vec![],
         }));
-    };
-    let names: Vec<String> = plans.iter().map(|(s, _, _)| s.name.clone()).collect();
-    // Enough runs per task for its strip: each tick's attempts, with manual runs among them.
-    // Tasks that may retry more read more; one read per distinct need.
-    let mut by_need: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
-    for name in &names {
+    }
+    // One read of runs per group of tasks with the same need (each tick's attempts, with
+    // manual runs among them) and windows of the same class of length, reaching back as far as
+    // the longest window of the group: so a yearly task does not make every every-second
+    // task's read reach back 30 years (SQLite reads every row of the window it is given).
+    let mut runs_groups: BTreeMap<(usize, u32), (Vec<String>, DateTime<Utc>)> = BTreeMap::new();
+    let mut skips_groups: BTreeMap<usize, (Vec<String>, DateTime<Utc>)> = BTreeMap::new();
+    for (s, _, since) in &plans {
         let retries = state
             .engine
-            .task_settings(name)
+            .task_settings(&s.name)
             .map_or(0, |(t, _)| t.retries);
         let need = (count as u32)
             .saturating_mul(retries.saturating_add(2))
             .min(RUNS_PER_TASK);
-        by_need.entry(need).or_default().push(name.clone());
+        let class = window_class(now - *since);
+        for (names, from) in [
+            runs_groups
+                .entry((class, need))
+                .or_insert_with(|| (Vec::new(), *since)),
+            skips_groups
+                .entry(class)
+                .or_insert_with(|| (Vec::new(), *since)),
+        ] {
+            names.push(s.name.clone());
+            *from = (*from).min(*since);
+        }
     }
     let mut runs = Vec::new();
     let mut per_task = HashMap::new();
-    for (need, names) in by_need {
+    for ((_, need), (names, since)) in runs_groups {
         runs.extend(store.latest_runs_per_task(&names, need, since).await?);
         per_task.extend(names.into_iter().map(|n| (n, need)));
     }
-    let skips = store
-        .latest_skips_per_task(&names, count as u32 + EXTRA_SKIPS, since)
-        .await?;
+    let mut skips = Vec::new();
+    for (names, since) in skips_groups.into_values() {
+        skips.extend(
+            store
+                .latest_skips_per_task(&names, count as u32 + EXTRA_SKIPS, since)
+                .await?,
+        );
+    }
     let tasks =
         off_the_runtime(move || strips(&plans, &runs, &skips, &per_task, now, grace, count))
             .await?;
     Ok(axum::Json(TickList { at: now, tasks }))
+}
+
+/// A window's class of length (up to an hour, a day, a month, a year, longer): windows of one
+/// class share a read.
+fn window_class(span: TimeDelta) -> usize {
+    [
+        TimeDelta::hours(1),
+        TimeDelta::days(1),
+        TimeDelta::days(31),
+        TimeDelta::days(366),
+    ]
+    .iter()
+    .take_while(|bound| span > **bound)
+    .count()
 }
 
 /// Runs `work` on tokio's blocking threads.
