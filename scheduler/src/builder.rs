@@ -134,7 +134,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_ADMIN_ADDR` | [`admin_addr`](Self::admin_addr), e.g. `127.0.0.1:9870` | off |
     /// | `SCHEDULER_ADMIN_TOKEN` | [`admin_token`](Self::admin_token) | none (mutations refused) |
     /// | `SCHEDULER_ADMIN_HOSTS` | [`admin_hosts`](Self::admin_hosts), comma-separated | none |
-    /// | `SCHEDULER_ADMIN_MAX_CONNECTIONS`, `SCHEDULER_ADMIN_HEADER_TIMEOUT`, `SCHEDULER_ADMIN_IDLE_TIMEOUT`, `SCHEDULER_ADMIN_REQUEST_TIMEOUT` | [`admin_limits`](Self::admin_limits) | `128`, `10s`, `60s`, `30s` |
+    /// | `SCHEDULER_ADMIN_MAX_CONNECTIONS`, `SCHEDULER_ADMIN_HEADER_TIMEOUT`, `SCHEDULER_ADMIN_IDLE_TIMEOUT`, `SCHEDULER_ADMIN_REQUEST_TIMEOUT`, `SCHEDULER_ADMIN_MAX_CONCURRENT_READS` | [`admin_limits`](Self::admin_limits) | `128`, `10s`, `60s`, `30s`, `1` |
     /// | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_*` (the `otel` feature) | [`otel`](Self::otel), see [`OtelSettings::from_env`](crate::otel::OtelSettings::from_env) | nothing exported |
     ///
     /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
@@ -410,7 +410,8 @@ impl SchedulerBuilder {
 
     /// The admin server's limits on connections and requests (see
     /// [`AdminLimits`](crate::admin::AdminLimits)). Default: 128 connections, 10 s for a
-    /// request's headers, 60 s without a byte on a connection, 30 s for a request.
+    /// request's headers, 60 s without a byte on a connection, 30 s for a request, 1 API
+    /// request served at a time.
     #[cfg(feature = "admin")]
     pub fn admin_limits(mut self, limits: crate::admin::AdminLimits) -> Self {
         self.admin_limits = limits;
@@ -570,6 +571,8 @@ fn refuse_missing_features(env: &Env<'_>) -> Result<(), InvalidSetting> {
         (vars::ADMIN_IDLE_TIMEOUT, "admin"),
         #[cfg(not(feature = "admin"))]
         (vars::ADMIN_REQUEST_TIMEOUT, "admin"),
+        #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_MAX_CONCURRENT_READS, "admin"),
         #[cfg(not(feature = "webhook"))]
         (vars::WEBHOOK_URL, "webhook"),
         #[cfg(not(feature = "webhook"))]
@@ -621,6 +624,9 @@ fn admin_limits_from(env: &Env<'_>) -> Result<crate::admin::AdminLimits, Invalid
     }
     if let Some(t) = env.duration(vars::ADMIN_REQUEST_TIMEOUT)? {
         limits = limits.request_timeout(t);
+    }
+    if let Some(n) = env.number(vars::ADMIN_MAX_CONCURRENT_READS)? {
+        limits = limits.max_concurrent_reads(n);
     }
     Ok(limits)
 }

@@ -87,6 +87,8 @@ pub const ADMIN_HEADER_TIMEOUT: &str = "SCHEDULER_ADMIN_HEADER_TIMEOUT";
 pub const ADMIN_IDLE_TIMEOUT: &str = "SCHEDULER_ADMIN_IDLE_TIMEOUT";
 /// How long one admin request may take before it is answered 503 (default `30s`).
 pub const ADMIN_REQUEST_TIMEOUT: &str = "SCHEDULER_ADMIN_REQUEST_TIMEOUT";
+/// Admin API and `/metrics` requests served at once (default 1; the others wait their turn).
+pub const ADMIN_MAX_CONCURRENT_READS: &str = "SCHEDULER_ADMIN_MAX_CONCURRENT_READS";
 
 /// `json` for JSON log lines from [`init_tracing`](crate::init_tracing) (else human-readable
 /// lines; their filter is tracing's own `RUST_LOG`).

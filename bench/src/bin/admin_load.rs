@@ -3,10 +3,13 @@
 //! `ADMIN_LOAD_TASKS` (1,000) no-op tasks every 5 s, its admin server on 127.0.0.1:0. Lag is
 //! taken inside the handlers (handler start minus tick, by the handler's own clock).
 //!
-//! Three windows of `ADMIN_LOAD_TICKS` ticks each (12: one minute), after a warm-up tick:
-//! quiet, loaded, quiet again. Under load, `ADMIN_LOAD_CLIENTS` (50) clients on a runtime of
+//! `ADMIN_LOAD_WINDOWS` (7) windows of `ADMIN_LOAD_TICKS` ticks each (6: 30 s), after a
+//! warm-up tick, alternating quiet and loaded (quiet first and last), so a burst of other work
+//! on a shared machine spoils one window, not the comparison: the summary compares the median
+//! of the quiet windows' p99 with the loaded ones'. Under load, `ADMIN_LOAD_CLIENTS` (50) clients on a runtime of
 //! their own read `/api/ticks`, `/api/runs` and `/api/tasks` in turn, back to back (each at most
-//! `ADMIN_LOAD_MAX_REQUESTS`, 100,000; 127.0.0.1 only), from half a tick before the window's
+//! `ADMIN_LOAD_MAX_REQUESTS`, 100,000; 127.0.0.1 only; the node serves `ADMIN_LOAD_READS` of
+//! them at once, default the server's), from half a tick before the window's
 //! first tick to half a tick before the next window's. Per window: the handlers' lag (p50, p99,
 //! max), the lag the history records (`started_at - scheduled_at`), lock renewal statements
 //! and lock losses (the node's own `/metrics`), and for the loaded window the requests answered
@@ -52,8 +55,9 @@ fn record_start(ctx: TaskContext) -> TaskFuture {
     })
 }
 
-/// One answered (or failed) admin request: its status (0: no answer) and latency in ms.
-type Answer = (u16, f64);
+/// One answered (or failed) admin request: its route (index in [`ROUTES`]), status (0: no
+/// answer) and latency in ms.
+type Answer = (usize, u16, f64);
 
 /// A client reading the routes in turn until `stop`, at most `max` requests.
 async fn client(
@@ -69,7 +73,8 @@ async fn client(
         if stop.is_cancelled() {
             break;
         }
-        let path = ROUTES[(first + i as usize) % ROUTES.len()];
+        let route = (first + i as usize) % ROUTES.len();
+        let path = ROUTES[route];
         let sent = std::time::Instant::now();
         let status = match http.get(format!("{base}{path}")).send().await {
             Ok(response) => {
@@ -81,7 +86,7 @@ async fn client(
             }
             Err(_) => 0,
         };
-        mine.push((status, sent.elapsed().as_secs_f64() * 1000.0));
+        mine.push((route, status, sent.elapsed().as_secs_f64() * 1000.0));
     }
     answers.lock().unwrap().extend(mine);
 }
@@ -138,9 +143,14 @@ async fn main() {
         scheduler::init_tracing();
     }
     let tasks = knob("ADMIN_LOAD_TASKS", 1_000) as usize;
-    let ticks = knob("ADMIN_LOAD_TICKS", 12) as i64;
+    let ticks = knob("ADMIN_LOAD_TICKS", 6) as i64;
+    let windows = knob("ADMIN_LOAD_WINDOWS", 7) as usize;
     let clients = knob("ADMIN_LOAD_CLIENTS", 50) as usize;
     let max_requests = knob("ADMIN_LOAD_MAX_REQUESTS", 100_000);
+    let reads = knob(
+        "ADMIN_LOAD_READS",
+        scheduler::admin::MAX_CONCURRENT_READS as u64,
+    );
 
     let url = database_url();
     let pool = fresh_schema(&url, SCHEMA).await;
@@ -154,6 +164,7 @@ async fn main() {
         .config_document(doc)
         .state(Arc::clone(&starts))
         .admin_addr("127.0.0.1:0".parse().unwrap())
+        .admin_limits(scheduler::admin::AdminLimits::default().max_concurrent_reads(reads as usize))
         .build()
         .unwrap();
     let base = format!("http://{}", scheduler.admin_addr().unwrap());
@@ -169,22 +180,25 @@ async fn main() {
     let first = Utc::now().duration_trunc(tick).unwrap() + tick;
     let window = tick * i32::try_from(ticks).unwrap();
     let half = tick / 2;
-    let bounds: Vec<DateTime<Utc>> = (0..4).map(|i| first + window * i).collect();
-    let labels = ["quiet", "50 clients reading the API", "quiet again"];
+    let bounds: Vec<DateTime<Utc>> = (0..=windows)
+        .map(|i| first + window * i32::try_from(i).unwrap())
+        .collect();
+    let loaded = |w: usize| w % 2 == 1;
     let http = reqwest::Client::builder().build().unwrap();
 
     println!(
         "{tasks} no-op tasks every {EVERY} s on one node (PostgreSQL, default pool of 4), \
-         windows of {ticks} ticks; lag inside the handlers\n"
+         windows of {ticks} ticks; lag inside the handlers; {reads} API requests served at once\n"
     );
     let mut locks = Vec::new();
-    let mut load: Option<(Vec<Answer>, f64)> = None;
+    let mut load: Vec<Option<(Vec<Answer>, f64)>> = vec![None; windows];
     let mut loads = Vec::new();
-    for w in 0..3 {
+    for w in 0..windows {
         sleep_until(bounds[w] - half).await;
         locks.push(lock_counts(&http, &base).await);
         loads.push(load_average());
-        if w == 1 {
+        eprintln!("{} window {w} starts", Utc::now());
+        if loaded(w) {
             // Clients on a runtime of their own, as a separate program's would be.
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
@@ -210,7 +224,7 @@ async fn main() {
                     ))
                 })
                 .collect();
-            sleep_until(bounds[2] - half).await;
+            sleep_until(bounds[w + 1] - half).await;
             stop.cancel();
             for h in handles {
                 let _ = h.await;
@@ -218,14 +232,14 @@ async fn main() {
             let seconds = started.elapsed().as_secs_f64();
             runtime.shutdown_background();
             let answers = std::mem::take(&mut *answers.lock().unwrap());
-            load = Some((answers, seconds));
+            load[w] = Some((answers, seconds));
         }
     }
-    sleep_until(bounds[3] - half).await;
+    sleep_until(bounds[windows] - half).await;
     locks.push(lock_counts(&http, &base).await);
     loads.push(load_average());
     // Every run of the last window started.
-    let want = tasks * (1 + 3 * ticks as usize);
+    let want = tasks * (1 + windows * ticks as usize);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while starts.0.lock().unwrap().len() < want && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -235,8 +249,8 @@ async fn main() {
 
     let starts = std::mem::take(&mut *starts.0.lock().unwrap());
     let window_of =
-        |tick: DateTime<Utc>| (0..3).find(|&w| tick >= bounds[w] && tick < bounds[w + 1]);
-    let mut handler_lags: Vec<Vec<f64>> = vec![Vec::new(); 3];
+        |tick: DateTime<Utc>| (0..windows).find(|&w| tick >= bounds[w] && tick < bounds[w + 1]);
+    let mut handler_lags: Vec<Vec<f64>> = vec![Vec::new(); windows];
     let mut handler_at = HashMap::new();
     for (task, tick, at) in &starts {
         if let Some(w) = window_of(*tick) {
@@ -248,7 +262,8 @@ async fn main() {
         .fetch_all(&pool)
         .await
         .unwrap();
-    let mut history_lags: Vec<Vec<f64>> = vec![Vec::new(); 3];
+    let mut history_lags: Vec<Vec<f64>> = vec![Vec::new(); windows];
+    let mut signed_by_window: Vec<Vec<f64>> = vec![Vec::new(); windows];
     let mut apart = Vec::new();
     let mut signed = Vec::new();
     let mut never_started = 0;
@@ -264,6 +279,9 @@ async fn main() {
             history_lags[w].push(ms(started - tick));
         }
         if let Some(at) = handler_at.get(&(task, tick)) {
+            if let Some(w) = window_of(tick) {
+                signed_by_window[w].push(ms(started - *at));
+            }
             signed.push(ms(started - *at));
             apart.push(ms(started - *at).abs());
         }
@@ -271,21 +289,23 @@ async fn main() {
 
     println!(
         "| window | runs | handler lag p50 / p99 / max ms | recorded lag p50 / p99 ms | \
-         renewal statements ok / failed | lock losses | admin requests | load (1/5/15 min) at start |"
+         recorded minus handler's start p1 / p50 / p99 ms | renewal statements ok / failed | \
+         lock losses | admin requests | load (1/5/15 min) at start |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
-    for w in 0..3 {
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut p99s: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for w in 0..windows {
         let lags = &mut handler_lags[w];
         let (ok, failed, lost) = (
             locks[w + 1].0 - locks[w].0,
             locks[w + 1].1 - locks[w].1,
             locks[w + 1].2 - locks[w].2,
         );
-        let requests = match (&load, w) {
-            (Some((answers, seconds)), 1) => {
-                let by = |s: u16| answers.iter().filter(|(st, _)| *st == s).count();
+        let requests = match &load[w] {
+            Some((answers, seconds)) => {
+                let by = |s: u16| answers.iter().filter(|(_, st, _)| *st == s).count();
                 let other = answers.len() - by(200) - by(503);
-                let mut latencies: Vec<f64> = answers.iter().map(|(_, l)| *l).collect();
+                let mut latencies: Vec<f64> = answers.iter().map(|(_, _, l)| *l).collect();
                 let (p50, p99) = p50_p99(&mut latencies);
                 format!(
                     "{} ({} × 200, {} × 503, {other} other) in {seconds:.0} s, {:.0}/s, \
@@ -299,14 +319,48 @@ async fn main() {
             _ => "none".to_owned(),
         };
         let (hp50, hp99) = p50_p99(lags);
+        p99s[usize::from(loaded(w))].push(hp99);
         let max = percentile(lags, 100.0);
         let (rp50, rp99) = p50_p99(&mut history_lags[w]);
+        let d = &mut signed_by_window[w];
+        let (d1, d50, d99) = (percentile(d, 1.0), percentile(d, 50.0), percentile(d, 99.0));
         println!(
-            "| {} | {} | {hp50:.1} / {hp99:.1} / {max:.1} | {rp50:.1} / {rp99:.1} | {ok} / {failed} | {lost} | {requests} | {} |",
-            labels[w],
+            "| {} | {} | {hp50:.1} / {hp99:.1} / {max:.1} | {rp50:.1} / {rp99:.1} | {d1:+.2} / {d50:+.2} / {d99:+.2} | {ok} / {failed} | {lost} | {requests} | {} |",
+            if loaded(w) {
+                format!("{} loaded ({clients} clients)", w + 1)
+            } else {
+                format!("{} quiet", w + 1)
+            },
             lags.len(),
             loads[w],
         );
+    }
+    let [quiet, busy] = &mut p99s;
+    let (q, b) = (percentile(quiet, 50.0), percentile(busy, 50.0));
+    println!(
+        "\nmedian of the windows' handler lag p99: quiet {q:.1} ms, loaded {b:.1} ms: {:.2}x\n",
+        b / q
+    );
+    let answers: Vec<Answer> = load
+        .iter()
+        .flatten()
+        .flat_map(|(a, _)| a.iter().copied())
+        .collect();
+    if !answers.is_empty() {
+        println!("| route under load (all loaded windows) | requests | p50 / p99 ms |");
+        println!("|---|---|---|");
+        for (r, route) in ROUTES.iter().enumerate() {
+            let mut l: Vec<f64> = answers
+                .iter()
+                .filter(|(x, _, _)| *x == r)
+                .map(|(_, _, l)| *l)
+                .collect();
+            if l.is_empty() {
+                continue;
+            }
+            let (p50, p99) = p50_p99(&mut l);
+            println!("| GET {route} | {} | {p50:.0} / {p99:.0} |", l.len());
+        }
     }
     let (a50, a99) = p50_p99(&mut apart);
     let amax = percentile(&mut apart, 100.0);

@@ -42,7 +42,7 @@
 //! request taking longer than [`REQUEST_TIMEOUT`] is answered 503 (each a setting:
 //! [`AdminLimits`], `SCHEDULER_ADMIN_MAX_CONNECTIONS`, `SCHEDULER_ADMIN_HEADER_TIMEOUT`,
 //! `SCHEDULER_ADMIN_IDLE_TIMEOUT`, `SCHEDULER_ADMIN_REQUEST_TIMEOUT`). HTTP/1.1 only. At most
-//! [`MAX_CONCURRENT_READS`] requests to `/api/...` and `/metrics` are served at once (the
+//! [`MAX_CONCURRENT_READS`] (`SCHEDULER_ADMIN_MAX_CONCURRENT_READS`) requests to `/api/...` and `/metrics` are served at once (the
 //! others wait, within the request deadline), so readers cannot take the engine's database
 //! connections and threads; the probes and the dashboard's assets never wait. Heavy walks
 //! (`/api/ticks`) run on blocking threads, not on the async threads the engine's timers use.
@@ -163,7 +163,7 @@ fn routes() -> utoipa_axum::router::OpenApiRouter<AdminState> {
 
 /// The whole router, with JSON errors for unknown paths and methods, the request deadline, and
 /// outermost the `Host`/`Origin` guard and `nosniff`.
-fn router(state: AdminState, hosts: origin::HostRule, request_timeout: Duration) -> axum::Router {
+fn router(state: AdminState, hosts: origin::HostRule, limits: AdminLimits) -> axum::Router {
     let (router, _) = routes().split_for_parts();
     router
         .merge(dashboard::router())
@@ -171,11 +171,11 @@ fn router(state: AdminState, hosts: origin::HostRule, request_timeout: Duration)
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(
-            Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_READS)),
+            Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_reads)),
             serve::bounded,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            request_timeout,
+            limits.request_timeout,
             serve::deadline,
         ))
         // Only for clients that ask (`Accept-Encoding: gzip`); small answers stay as they are.
@@ -215,7 +215,7 @@ pub(crate) fn spawn(listener: AdminListener, engine: EngineView) -> Result<Admin
         auth: Arc::new(listener.auth),
     };
     let limits = listener.limits;
-    let app = router(state, listener.hosts, limits.request_timeout);
+    let app = router(state, listener.hosts, limits);
     let stop = CancellationToken::new();
     let graceful = stop.clone();
     let handle = tokio::spawn(async move {

@@ -59,6 +59,9 @@ pub struct AdminLimits {
     /// How long one request may take (`SCHEDULER_ADMIN_REQUEST_TIMEOUT`, default
     /// [`REQUEST_TIMEOUT`]).
     pub request_timeout: Duration,
+    /// API and metrics requests served at once (`SCHEDULER_ADMIN_MAX_CONCURRENT_READS`, default
+    /// [`MAX_CONCURRENT_READS`]).
+    pub max_concurrent_reads: usize,
 }
 
 impl Default for AdminLimits {
@@ -68,6 +71,7 @@ impl Default for AdminLimits {
             header_read_timeout: HEADER_READ_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
             request_timeout: REQUEST_TIMEOUT,
+            max_concurrent_reads: MAX_CONCURRENT_READS,
         }
     }
 }
@@ -100,6 +104,13 @@ impl AdminLimits {
         self
     }
 
+    /// API (`/api/...`) and `/metrics` requests served at once; the others wait their turn
+    /// within the request timeout. Default [`MAX_CONCURRENT_READS`].
+    pub fn max_concurrent_reads(mut self, reads: usize) -> Self {
+        self.max_concurrent_reads = reads;
+        self
+    }
+
     /// Refuses a limit of zero, naming its variable.
     pub(crate) fn validate(&self) -> crate::Result<()> {
         let zero = |name: &'static str, what: &str| {
@@ -110,6 +121,12 @@ impl AdminLimits {
         };
         if self.max_connections == 0 {
             return zero(crate::vars::ADMIN_MAX_CONNECTIONS, "connection cap");
+        }
+        if self.max_concurrent_reads == 0 {
+            return zero(
+                crate::vars::ADMIN_MAX_CONCURRENT_READS,
+                "count of API requests served at once",
+            );
         }
         for (timeout, name, what) in [
             (
@@ -250,9 +267,11 @@ async fn connection(
 }
 
 /// Requests to `/api/...` and `/metrics` served at once; more wait for a turn (within
-/// [`REQUEST_TIMEOUT`]). They share the engine's store pool and runtime, which must stay free
-/// for claims and lock renewals.
-pub const MAX_CONCURRENT_READS: usize = 2;
+/// [`REQUEST_TIMEOUT`]). They share the engine's store pool, runtime and the machine's cores,
+/// which must stay free for claims and lock renewals: with 50 clients reading the API beside
+/// 1,000 tasks every 5 s on 2 cores, the handlers' lag p99 was 2.4-2.6x the quiet one's with 2
+/// at once, 0.8-1.8x with 1 (BENCHMARKS.md, "Engine lag under admin load").
+pub const MAX_CONCURRENT_READS: usize = 1;
 
 /// Middleware: at most [`MAX_CONCURRENT_READS`] API and metrics requests at once; probes, the
 /// OpenAPI document and the dashboard's assets pass straight through.
