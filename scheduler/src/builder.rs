@@ -135,7 +135,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_ADMIN_TOKEN` | [`admin_token`](Self::admin_token) | none (mutations refused) |
     /// | `SCHEDULER_ADMIN_HOSTS` | [`admin_hosts`](Self::admin_hosts), comma-separated | none |
     /// | `SCHEDULER_ADMIN_MAX_CONNECTIONS`, `SCHEDULER_ADMIN_HEADER_TIMEOUT`, `SCHEDULER_ADMIN_IDLE_TIMEOUT`, `SCHEDULER_ADMIN_REQUEST_TIMEOUT`, `SCHEDULER_ADMIN_MAX_CONCURRENT_READS` | [`admin_limits`](Self::admin_limits) | `128`, `10s`, `60s`, `30s`, `1` |
-    /// | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_*` (the `otel` feature) | [`otel`](Self::otel), see [`OtelSettings::from_env`](crate::otel::OtelSettings::from_env) | nothing exported |
+    /// | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_*` (the `otel` feature) | `otel` (with the feature: `otel::OtelSettings::from_env`) | nothing exported |
     ///
     /// Durations are written like `2s`, `500ms`, `10m`. An invalid value is an
     /// [`Error::InvalidSetting`](crate::Error::InvalidSetting) naming the variable.
