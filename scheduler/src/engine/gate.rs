@@ -13,7 +13,7 @@
 //! handler that will return at its next `.await` from one that cannot be stopped, and stop the
 //! node before that handler's lock could expire (fail-stop, see `RELIABILITY.md`).
 //!
-//! Handlers run on threads of their own (see `super::handlers`): closing the gate wakes the
+//! Handlers run on the handler pool (see `super::runtime`): closing the gate wakes the
 //! handler, so one parked at an `.await` returns [`Stopped`] at once, whichever thread it is on.
 
 use std::future::Future;

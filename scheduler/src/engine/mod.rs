@@ -1,7 +1,7 @@
 //! The engine: runs every due tick exactly once across all nodes sharing a store.
 //!
 //! A node claims due ticks atomically (claiming advances the row's next run in the same
-//! transaction), runs each handler on a thread of its own under a lock watchdog, records the
+//! transaction), runs each handler on its handler pool under a lock watchdog, records the
 //! run, and releases the lock. The store's clock decides what is due and what has expired. The
 //! node's own services run on a runtime of their own, so no handler can hold them up.
 //!
@@ -133,7 +133,7 @@ pub(crate) struct Shared {
     /// Stops retrying outcome writes at the very end of shutdown.
     pub(crate) flush_deadline: CancellationToken,
     pub(crate) tracker: TaskTracker,
-    /// Where handlers run (a thread each), set when the node starts (see [`Shared::handlers`]).
+    /// Where handlers run (the handler pool), set when the node starts (see [`Shared::handlers`]).
     handlers: std::sync::OnceLock<Arc<runtime::HandlerThreads>>,
     /// Compiled schedules, shared by claims and runners.
     pub(crate) specs: crate::schedule::SpecCache,
@@ -155,7 +155,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Where this node's handlers run: threads of their own, in the context of the runtime
+    /// Where this node's handlers run: its handler pool, in the context of the runtime
     /// `run_until` was called from (the engine's own if it was not set).
     pub(crate) fn handlers(&self) -> &Arc<runtime::HandlerThreads> {
         self.handlers.get_or_init(|| {
@@ -320,7 +320,7 @@ impl Engine {
         A: FnOnce(EngineView, Life) -> R,
         R: Future<Output = Result<()>> + Send + 'static,
     {
-        // The node's services run on the engine runtime, its handlers on threads of their own in
+        // The node's services run on the engine runtime, its handlers on its handler pool in
         // the context of the caller's runtime (see `runtime`): this future only waits.
         let engine = runtime::engine().map_err(|e| Error::Io(std::io::Error::other(e)))?;
         let _ = self

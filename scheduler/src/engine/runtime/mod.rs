@@ -12,23 +12,28 @@
 //!   maintenance, the change listener, config sync, alert delivery and the admin server. No
 //!   user code runs on its workers; it is never shut down (its I/O, such as the store's pooled
 //!   connections, outlives any one node).
-//! - **Handler threads** ([`HandlerThreads`]): each run's handler future is polled on a thread of
-//!   its own, taken from a pool that grows past blocked threads and keeps idle ones for a
-//!   minute, so a handler that blocks holds its own thread and nothing else. The future runs in
-//!   the context of the runtime the application started the node from (`Scheduler::run_until`'s
-//!   caller), so what a handler creates or spawns (timers, sockets, `tokio::spawn`) belongs to
-//!   the application's runtime, as if it ran there.
+//! - **The handler pool** ([`HandlerThreads`], see [`pool`]): a few threads of the node's own
+//!   poll its handler futures, and the pool grows by one thread for every thread that stays
+//!   inside one poll for longer than [`pool::BLOCKED_AFTER`], so a handler that blocks holds its
+//!   own thread and nothing else, while a burst of quick handlers costs no thread wake-up each.
+//!   The futures run in the context of the runtime the application started the node from
+//!   (`Scheduler::run_until`'s caller), so what a handler creates or spawns (timers, sockets,
+//!   `tokio::spawn`) belongs to the application's runtime, as if it ran there.
 //!
 //! The pool also tells the claim loop when this node cannot start what it claimed (a handler
-//! dispatched long ago still waits for its thread, because the machine's CPUs are taken by
+//! dispatched long ago has still not been polled, because the machine's CPUs are taken by
 //! spinning handlers or threads cannot be created): the node then stops claiming until its runs
 //! start promptly again, and other nodes take the work.
+
+mod pool;
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime};
@@ -41,14 +46,13 @@ fn engine_workers() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
 }
 
-/// The most handler threads the process keeps at once (a node's `max_concurrent` bounds its
-/// own).
-const MAX_HANDLER_THREADS: usize = 1 << 16;
+/// Threads of a node's handler pool that are not blocked: as many as the machine has cores, at
+/// least 2.
+fn handler_workers() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
 
-/// How long an idle handler thread is kept for the next run.
-const HANDLER_THREAD_KEEP_ALIVE: Duration = Duration::from_secs(60);
-
-/// A dispatched handler still waiting for its thread after this long means the node cannot run
+/// A dispatched handler not yet polled after this long means the node cannot run
 /// what it claims (see [`HandlerThreads::late_start`]).
 pub(crate) const LATE_START: Duration = Duration::from_secs(1);
 
@@ -64,8 +68,6 @@ pub(crate) fn engine() -> Result<&'static Runtime, String> {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(engine_workers())
                 .thread_name("scheduler-engine")
-                .max_blocking_threads(MAX_HANDLER_THREADS)
-                .thread_keep_alive(HANDLER_THREAD_KEEP_ALIVE)
                 .enable_all()
                 .build()
                 .map_err(|e| format!("cannot start the scheduler's engine runtime: {e}"))
@@ -74,67 +76,89 @@ pub(crate) fn engine() -> Result<&'static Runtime, String> {
         .map_err(Clone::clone)
 }
 
-/// What a handler's thread hands back: its future's output, or the panic that ended it.
+/// What a handler's future hands back: its output, or the panic that ended it.
 pub(crate) type Joined<T> = Result<T, Box<dyn std::any::Any + Send + 'static>>;
 
-/// Runs handlers, each on a thread of its own, in the context of the application's runtime.
+/// Runs a node's handlers on its handler pool, in the context of the application's runtime.
 #[derive(Debug)]
 pub(crate) struct HandlerThreads {
-    /// The runtime handler futures belong to.
-    context: Handle,
-    /// The pool the threads come from (the engine runtime's blocking pool).
-    pool: Handle,
-    /// Handlers dispatched and not yet on their thread, with when they were dispatched.
-    waiting: Mutex<HashMap<u64, Instant>>,
+    pool: Arc<pool::Pool>,
+    /// Handlers dispatched and not yet polled, with when they were dispatched.
+    waiting: Arc<Mutex<HashMap<u64, Instant>>>,
     next: AtomicU64,
 }
 
 impl HandlerThreads {
     /// Handlers run in the context of `context` (the application's runtime; `None`: the
-    /// engine's own), on threads of `pool`'s blocking pool.
-    pub(crate) fn new(context: Option<Handle>, pool: Handle) -> Self {
+    /// engine's own); the pool is watched from `engine` (the engine runtime).
+    pub(crate) fn new(context: Option<Handle>, engine: Handle) -> Self {
+        let context = context.unwrap_or_else(|| engine.clone());
         Self {
-            context: context.unwrap_or_else(|| pool.clone()),
-            pool,
-            waiting: Mutex::new(HashMap::new()),
+            pool: pool::Pool::new(context, handler_workers(), &engine),
+            waiting: Arc::default(),
             next: AtomicU64::new(0),
         }
     }
 
-    /// Polls `future` to its end on a thread of its own; the receiver gets its output, or its
+    /// Polls `future` to its end on the handler pool; the receiver gets its output, or its
     /// panic. Dropping the receiver does not stop the future (close its gate for that).
-    pub(crate) fn spawn<F>(
-        self: &std::sync::Arc<Self>,
-        future: F,
-    ) -> oneshot::Receiver<Joined<F::Output>>
+    pub(crate) fn spawn<F>(&self, future: F) -> oneshot::Receiver<Joined<F::Output>>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
         let (done, joined) = oneshot::channel();
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.waiting_map().insert(id, Instant::now());
-        let threads = std::sync::Arc::clone(self);
-        self.pool.spawn_blocking(move || {
-            threads.waiting_map().remove(&id);
-            let context = threads.context.clone();
-            drop(threads);
-            let out = std::panic::catch_unwind(AssertUnwindSafe(|| context.block_on(future)));
-            let _ = done.send(out);
+        lock(&self.waiting).insert(id, Instant::now());
+        let waiting = Arc::clone(&self.waiting);
+        self.pool.spawn(async move {
+            lock(&waiting).remove(&id);
+            drop(waiting);
+            let _ = done.send(CatchUnwind(Box::pin(future)).await);
         });
         joined
     }
 
-    /// Whether a handler dispatched more than [`LATE_START`] ago still waits for its thread.
+    /// Whether a handler dispatched more than [`LATE_START`] ago has still not been polled.
     pub(crate) fn late_start(&self) -> bool {
         let now = Instant::now();
-        self.waiting_map()
+        lock(&self.waiting)
             .values()
             .any(|at| now.saturating_duration_since(*at) > LATE_START)
     }
+}
 
-    fn waiting_map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Instant>> {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+#[cfg(test)]
+impl HandlerThreads {
+    /// How many threads the pool has now.
+    fn threads(&self) -> usize {
+        self.pool.threads()
+    }
+}
+
+impl Drop for HandlerThreads {
+    fn drop(&mut self) {
+        self.pool.close();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A future whose panic is its output.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Joined<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(out)) => Poll::Ready(Ok(out)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
     }
 }
 
@@ -179,10 +203,63 @@ mod tests {
         assert_eq!(quick.load(Ordering::SeqCst), 1);
         assert_eq!(ran_on, app.handle().id(), "in the application's runtime");
         assert!(!threads.late_start());
+        assert!(threads.threads() > 8, "a thread for each blocked handler");
         release.wait();
         for joined in blocked {
             runtime.block_on(joined).unwrap().unwrap();
         }
+        // The threads that were replaced while blocked end once their handlers return.
+        let settled = std::time::Instant::now() + Duration::from_secs(30);
+        while threads.threads() > handler_workers() && std::time::Instant::now() < settled {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(threads.threads(), handler_workers());
+    }
+
+    #[test]
+    fn a_burst_of_quick_handlers_runs_on_the_pools_threads_in_the_apps_context() {
+        let runtime = engine().unwrap();
+        let app = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let threads = HandlerThreads::new(Some(app.handle().clone()), runtime.handle().clone());
+        let joined: Vec<_> = (0..1000)
+            .map(|i| {
+                threads.spawn(async move {
+                    tokio::task::yield_now().await;
+                    let name = std::thread::current().name().map(str::to_owned);
+                    (i, name, tokio::runtime::Handle::current().id())
+                })
+            })
+            .collect();
+        for (i, joined) in joined.into_iter().enumerate() {
+            let (n, name, context) = runtime.block_on(joined).unwrap().unwrap();
+            assert_eq!(n, i);
+            assert_eq!(name.as_deref(), Some("scheduler-handler"));
+            assert_eq!(context, app.handle().id());
+        }
+    }
+
+    #[test]
+    fn a_dropped_pool_still_finishes_its_handlers_and_its_threads_end() {
+        let runtime = engine().unwrap();
+        let threads = HandlerThreads::new(None, runtime.handle().clone());
+        let joined = threads.spawn(async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            7
+        });
+        let pool = Arc::downgrade(&threads.pool);
+        drop(threads);
+        assert_eq!(runtime.block_on(joined).unwrap().unwrap(), 7);
+        let settled = std::time::Instant::now() + Duration::from_secs(30);
+        while pool.upgrade().is_some() && std::time::Instant::now() < settled {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            pool.upgrade().is_none(),
+            "the pool and its threads are gone"
+        );
     }
 
     #[test]
