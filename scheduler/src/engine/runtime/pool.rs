@@ -223,6 +223,15 @@ impl Pool {
                 state.idle -= 1;
                 continue;
             };
+            if !state.queue.is_empty() {
+                // More waits: wake another idle worker (a wake-up may have gone to a worker that
+                // was already awake), or have the supervisor watch if none is idle.
+                if state.idle > 0 {
+                    self.available.notify_one();
+                } else {
+                    self.busy.notify_one();
+                }
+            }
             drop(state);
             me.polling_since
                 .store(self.nanos_now().saturating_add(1), Ordering::Release);
@@ -270,5 +279,44 @@ async fn supervise(pool: Weak<Pool>, busy: Arc<Notify>) {
         } else {
             busy.notified().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_queued_behind_a_blocked_worker_gets_a_new_one() {
+        let engine = super::super::engine().unwrap();
+        // One worker, which the first future blocks until the second one has run.
+        let pool = Pool::new(engine.handle().clone(), 1, engine.handle());
+        let (ran, quick_ran) = std::sync::mpsc::channel();
+        let (unblock, blocked) = std::sync::mpsc::channel::<()>();
+        let (done, finished) = std::sync::mpsc::channel();
+        let first = done.clone();
+        pool.spawn(async move {
+            blocked.recv().unwrap();
+            first.send("blocker").unwrap();
+        });
+        pool.spawn(async move {
+            ran.send(()).unwrap();
+            done.send("quick").unwrap();
+        });
+        // (A bound so that a pool that never replaces its worker fails rather than hangs.)
+        let hang = Duration::from_secs(60);
+        quick_ran
+            .recv_timeout(hang)
+            .expect("the second future never ran: nothing replaced the blocked worker");
+        assert_eq!(finished.recv_timeout(hang).unwrap(), "quick");
+        assert_eq!(pool.threads(), 2, "the blocked worker and its replacement");
+        unblock.send(()).unwrap();
+        assert_eq!(finished.recv_timeout(hang).unwrap(), "blocker");
+        // The replaced worker ends once its poll returns: the pool is full again.
+        let settled = std::time::Instant::now() + Duration::from_secs(30);
+        while pool.threads() > 1 && std::time::Instant::now() < settled {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(pool.threads(), 1);
     }
 }
