@@ -83,6 +83,7 @@ pub fn config_for(registry: &TaskRegistry, cron: &str) -> scheduler::config::Con
                 enabled: true,
                 cron: cron.into(),
                 timezone: None,
+                ..Default::default()
             })
             .collect(),
     }

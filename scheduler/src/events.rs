@@ -62,6 +62,25 @@ pub struct RunRef {
     pub node: String,
 }
 
+/// The incident an `incident.*` event is about: one problem of one task (see
+/// [`crate::store::IncidentRecord`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct IncidentRef {
+    /// The incident's id.
+    pub id: i64,
+    /// Task name.
+    pub task: String,
+    /// The alert type it folds (`run.failed`, `task.late`, ...).
+    pub kind: String,
+    /// When its first alert was raised.
+    pub opened_at: DateTime<Utc>,
+    /// When its latest alert was raised.
+    pub last_seen_at: DateTime<Utc>,
+    /// How many alerts it folds.
+    pub count: i64,
+}
+
 /// Something that happened. The JSON form (`type` plus the fields) is what the webhook sends as
 /// `data`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -189,6 +208,55 @@ pub enum SchedulerEvent {
         /// The run that ended the incident.
         run_id: i64,
     },
+    /// A tick has not started within its task's `sla.start_within` (raised once per tick, by
+    /// the one node that saw it first, while the tick still waits, not when it starts).
+    #[serde(rename = "task.late")]
+    Late {
+        /// Task name.
+        task: String,
+        /// The tick that has not started.
+        scheduled_at: DateTime<Utc>,
+        /// How late it was allowed to start.
+        start_within_ms: u64,
+    },
+    /// A run goes on past its task's `sla.warn_after` (once per run; the run is not stopped).
+    #[serde(rename = "task.slow")]
+    Slow {
+        /// The run.
+        run: RunRef,
+        /// How long it was expected to take at most.
+        warn_after_ms: u64,
+    },
+    /// No run of the task succeeded by its `sla.succeed_by` time (once per deadline, by one
+    /// node).
+    #[serde(rename = "task.deadline_missed")]
+    DeadlineMissed {
+        /// Task name.
+        task: String,
+        /// The deadline that passed.
+        deadline: DateTime<Utc>,
+        /// The deadline as configured (`08:00`), in `timezone`.
+        succeed_by: String,
+        /// The task's zone.
+        timezone: String,
+        /// Since when a success would have counted (the previous deadline).
+        since: DateTime<Utc>,
+    },
+    /// An incident is still open after the task's `sla.remind_every`: its alert again.
+    #[serde(rename = "incident.reminder")]
+    IncidentReminder {
+        /// The incident.
+        incident: IncidentRef,
+    },
+    /// An incident whose alert was sent is over: the task succeeded (or, for `task.late`,
+    /// started on time; for `task.slow`, finished within its warning).
+    #[serde(rename = "incident.resolved")]
+    IncidentResolved {
+        /// The incident.
+        incident: IncidentRef,
+        /// What ended it.
+        reason: String,
+    },
     /// A config entry was refused; the task keeps its last valid state.
     #[serde(rename = "config.refused")]
     ConfigRefused {
@@ -237,6 +305,11 @@ impl SchedulerEvent {
             Self::TickSkipped { .. } => "tick.skipped",
             Self::Missed { .. } => "task.missed",
             Self::Recovered { .. } => "task.recovered",
+            Self::Late { .. } => "task.late",
+            Self::Slow { .. } => "task.slow",
+            Self::DeadlineMissed { .. } => "task.deadline_missed",
+            Self::IncidentReminder { .. } => "incident.reminder",
+            Self::IncidentResolved { .. } => "incident.resolved",
             Self::ConfigRefused { .. } => "config.refused",
             Self::TaskOrphaned { .. } => "task.orphaned",
             Self::TaskRemoved { .. } => "task.removed",
@@ -258,6 +331,11 @@ impl SchedulerEvent {
         "tick.skipped",
         "task.missed",
         "task.recovered",
+        "task.late",
+        "task.slow",
+        "task.deadline_missed",
+        "incident.reminder",
+        "incident.resolved",
         "config.refused",
         "task.orphaned",
         "task.removed",
@@ -266,7 +344,12 @@ impl SchedulerEvent {
 
     /// The types that are alerts by default: the five things the original batch design alerts
     /// on (a timeout, a failure, a run that did not happen, a task that disappeared, the
-    /// scheduler's own errors), plus `lost`, `abandoned` and `recovered`.
+    /// scheduler's own errors), plus `lost`, `abandoned` and `recovered`, the service levels
+    /// (`late`, `slow`, `deadline_missed`) and the incidents' reminders and resolutions.
+    ///
+    /// Alerts about a task fold into one incident per (task, type) (see
+    /// [`crate::store::IncidentRecord`]): only the first is sent (or the Nth with
+    /// `sla.alert_after_failures`), repeats are counted, and `incident.resolved` closes it.
     pub const ALERTS: &'static [&'static str] = &[
         "run.failed",
         "run.timed_out",
@@ -274,6 +357,11 @@ impl SchedulerEvent {
         "run.lost",
         "task.missed",
         "task.recovered",
+        "task.late",
+        "task.slow",
+        "task.deadline_missed",
+        "incident.reminder",
+        "incident.resolved",
         "task.orphaned",
         "task.removed",
         "config.refused",
@@ -290,11 +378,17 @@ impl SchedulerEvent {
             | Self::RunInterrupted { run, .. }
             | Self::RunAbandoned { run, .. }
             | Self::RunCancelled { run, .. }
-            | Self::RetryScheduled { run, .. } => Some(&run.task),
+            | Self::RetryScheduled { run, .. }
+            | Self::Slow { run, .. } => Some(&run.task),
+            Self::IncidentReminder { incident } | Self::IncidentResolved { incident, .. } => {
+                Some(&incident.task)
+            }
             Self::RunLost { task, .. }
             | Self::TickSkipped { task, .. }
             | Self::Missed { task, .. }
             | Self::Recovered { task, .. }
+            | Self::Late { task, .. }
+            | Self::DeadlineMissed { task, .. }
             | Self::ConfigRefused { task, .. }
             | Self::TaskOrphaned { task }
             | Self::TaskRemoved { task } => Some(task),

@@ -1,5 +1,5 @@
 //! Operator actions against a store, shared by the command line, the admin API and the
-//! dashboard: run a task now, pause it, resume it, cancel a running run. Each is written to the audit trail with who
+//! dashboard: run a task now, pause it, resume it, cancel a running run, snooze its alerts. Each is written to the audit trail with who
 //! asked and from where, and takes effect cluster-wide (nodes are woken at once).
 //!
 //! ```no_run
@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use crate::Result;
 use crate::schedule::ScheduleSpec;
 use crate::store::{
-    AuditEntry, CancelRequest, Pause, ResumePlan, RunRequest, SkipReason, Store, TaskState,
+    AuditEntry, CancelRequest, Pause, ResumePlan, RunRequest, SkipReason, Snooze, Store, TaskState,
 };
 
 /// Who asks, and from where (for the audit trail).
@@ -108,6 +108,75 @@ pub async fn pause(
 pub async fn resume(store: &dyn Store, task: &str, actor: &Actor) -> Result<Option<Pause>> {
     let audit = AuditEntry::new(&actor.name, "resume", task, "", &actor.source);
     Ok(store.resume_task(task, &audit, &resume_plan).await?)
+}
+
+/// Why a snooze request is refused before it reaches the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SnoozeRefusal {
+    /// The reason is empty (or only spaces): a snooze must say why.
+    NoReason,
+    /// The reason is longer than [`MAX_REASON`] characters.
+    ReasonTooLong,
+    /// `until` is not after now: the snooze would end at once.
+    UntilPast,
+}
+
+/// The longest reason a pause or a snooze may give, in characters.
+pub const MAX_REASON: usize = 500;
+
+/// Checks a snooze request as every operator surface must (command line, admin API,
+/// dashboard): a reason that is not blank nor too long, and an end after `now`.
+///
+/// ```
+/// use chrono::{TimeDelta, Utc};
+/// use scheduler::operate::{SnoozeRefusal, check_snooze};
+///
+/// let now = Utc::now();
+/// assert_eq!(check_snooze("planned maintenance", now + TimeDelta::hours(2), now), Ok(()));
+/// assert_eq!(check_snooze(" ", now + TimeDelta::hours(2), now), Err(SnoozeRefusal::NoReason));
+/// assert_eq!(check_snooze("why", now, now), Err(SnoozeRefusal::UntilPast));
+/// ```
+pub fn check_snooze(
+    reason: &str,
+    until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> std::result::Result<(), SnoozeRefusal> {
+    if reason.trim().is_empty() {
+        return Err(SnoozeRefusal::NoReason);
+    }
+    if reason.trim().chars().count() > MAX_REASON {
+        return Err(SnoozeRefusal::ReasonTooLong);
+    }
+    if until <= now {
+        return Err(SnoozeRefusal::UntilPast);
+    }
+    Ok(())
+}
+
+/// Snoozes `task`'s alerts until `until`: the task keeps running (unlike a pause), its alerts
+/// are still folded into its incidents, but none is sent (nor reminded) until then. Replaces a
+/// snooze in force; false if there is no such task. Audited. Callers check the request with
+/// [`check_snooze`] first.
+pub async fn snooze(
+    store: &dyn Store,
+    task: &str,
+    actor: &Actor,
+    reason: &str,
+    until: DateTime<Utc>,
+) -> Result<bool> {
+    let reason = reason.trim();
+    let detail = format!("{reason} (until {})", until.to_rfc3339());
+    let audit = AuditEntry::new(&actor.name, "snooze", task, detail, &actor.source);
+    let snooze = Snooze::new(task, until, reason, &actor.name);
+    Ok(store.snooze_task(&snooze, &audit).await?)
+}
+
+/// Lifts `task`'s snooze: its alerts are sent again from now on. Returns the snooze that ended
+/// (`None`: none was in force). Audited.
+pub async fn unsnooze(store: &dyn Store, task: &str, actor: &Actor) -> Result<Option<Snooze>> {
+    let audit = AuditEntry::new(&actor.name, "unsnooze", task, "", &actor.source);
+    Ok(store.unsnooze_task(task, &audit).await?)
 }
 
 /// How long a cancelled run's handler has to return after it is asked to stop (through

@@ -213,6 +213,7 @@ impl Node {
                         enabled: true,
                         cron: "0 0 1 1 *".into(),
                         timezone: Some("Asia/Shanghai".into()),
+                        ..Default::default()
                     })
                     .collect(),
             })
@@ -445,6 +446,68 @@ async fn pause_and_resume(db: &Db) {
     assert_eq!(code, 1, "{err}");
 }
 
+/// `snooze` holds a task's alerts back (a reason and an end are required; audited), the store
+/// shows it in force, `unsnooze` lifts it.
+async fn snooze_and_unsnooze(db: &Db, store: &Arc<dyn Store>) {
+    let out = db
+        .ok(&[
+            "snooze",
+            "cli.echo",
+            "--reason",
+            "planned upstream maintenance",
+            "--for",
+            "2h",
+            "--actor",
+            "bob",
+        ])
+        .await;
+    assert!(
+        out.contains("snoozed the alerts of cli.echo until"),
+        "{out}"
+    );
+    let snoozes = store.snoozes().await.unwrap();
+    assert_eq!(snoozes.len(), 1, "{snoozes:?}");
+    assert_eq!(snoozes[0].task_name, "cli.echo");
+    assert_eq!(snoozes[0].by, "bob");
+    let (code, _, err) = db
+        .cli(&[
+            "snooze",
+            "cli.echo",
+            "--reason",
+            "x",
+            "--until",
+            "2001-01-01T00:00:00Z",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("already past"), "{err}");
+    let (code, _, err) = db.cli(&["snooze", "cli.echo", "--reason", "x"]).await;
+    assert_eq!(code, 2, "an end is required: {err}");
+    let (code, _, err) = db
+        .cli(&["snooze", "cli.nope", "--reason", "x", "--for", "1h"])
+        .await;
+    assert_eq!(code, 1, "{err}");
+    let lifted = db.json(&["unsnooze", "cli.echo", "--actor", "carol"]).await;
+    assert_eq!(lifted["unsnoozed"], true);
+    assert_eq!(lifted["snooze"]["by"], "bob");
+    assert!(store.snoozes().await.unwrap().is_empty());
+    let out = db.ok(&["unsnooze", "cli.echo"]).await;
+    assert!(out.contains("was not snoozed"), "{out}");
+    let audit = store.audit_log(100, None).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|a| a.action == "snooze" && a.actor == "bob"),
+        "{audit:?}"
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|a| a.action == "unsnooze" && a.actor == "carol"),
+        "{audit:?}"
+    );
+}
+
 async fn audit_entries(store: &Arc<dyn Store>) -> Vec<(String, String, String, String)> {
     let mut entries: Vec<_> = store
         .audit_log(50, None)
@@ -519,6 +582,7 @@ async fn operator_commands_on_postgres() {
     inspect_history(&db, run_id, true).await;
     pause_and_resume(&db).await;
     assert_audited(&audit_entries(&store).await);
+    snooze_and_unsnooze(&db, &store).await;
     node.stop().await;
 
     // A tick nobody ran (every node is gone): status says the task is overdue.
@@ -586,6 +650,7 @@ async fn operator_commands_on_sqlite() {
     inspect_history(&db, run_id, true).await;
     pause_and_resume(&db).await;
     assert_audited(&audit_entries(&store).await);
+    snooze_and_unsnooze(&db, &store).await;
 
     // A pause the node honours: both tasks fall due at once (written from yet another
     // connection, which wakes nobody), then a manual run of `cli.other` is asked for (which

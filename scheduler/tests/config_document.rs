@@ -47,12 +47,14 @@ fn expected() -> ConfigDocument {
                 enabled: true,
                 cron: "0 */5 * * * *".into(),
                 timezone: Some("Asia/Shanghai".into()),
+                ..Default::default()
             },
             TaskConfig {
                 name: "purgeSessions".into(),
                 enabled: false,
                 cron: "0 0 3 * * *".into(),
                 timezone: None,
+                ..Default::default()
             },
         ],
     }

@@ -135,6 +135,19 @@ impl Node {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        let r = self
+            .http
+            .delete(self.url(path))
+            .bearer_auth(TOKEN)
+            .header("X-Scheduler-Actor", "alice")
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
     async fn stop(self) {
         self.stop.cancel();
         tokio::time::timeout(Duration::from_secs(60), self.handle)
@@ -250,6 +263,10 @@ async fn every_documented_route_answers_as_documented() {
         ("get", "/api/config"),
         ("get", "/api/audit"),
         ("get", "/api/deliveries"),
+        ("get", "/api/incidents"),
+        ("get", "/api/snoozes"),
+        ("post", "/api/tasks/{name}/snooze"),
+        ("delete", "/api/tasks/{name}/snooze"),
         ("get", "/healthz"),
         ("get", "/readyz"),
         ("get", "/metrics"),
@@ -276,10 +293,10 @@ async fn every_documented_route_answers_as_documented() {
 
     let mut called = BTreeSet::new();
     let mut call = async |method: &str, template: &str, path: &str, body: Option<Value>| {
-        let (status, value) = if method == "get" {
-            node.get(path).await
-        } else {
-            node.post(path, body).await
+        let (status, value) = match method {
+            "get" => node.get(path).await,
+            "delete" => node.delete(path).await,
+            _ => node.post(path, body).await,
         };
         assert_documented(&doc, method, template, status, &value);
         called.insert((method.to_owned(), template.to_owned()));
@@ -513,6 +530,69 @@ async fn every_documented_route_answers_as_documented() {
             "post",
             "/api/tasks/{name}/resume",
             "/api/tasks/nope/resume",
+            None
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND
+    );
+    let until = (chrono::Utc::now() + chrono::TimeDelta::hours(1)).to_rfc3339();
+    let (s, snoozed) = call(
+        "post",
+        "/api/tasks/{name}/snooze",
+        "/api/tasks/admin.record/snooze",
+        Some(json!({"reason": "checking routes", "until": until})),
+    )
+    .await;
+    assert_eq!(s, ok, "{snoozed}");
+    assert_eq!(
+        call(
+            "post",
+            "/api/tasks/{name}/snooze",
+            "/api/tasks/admin.record/snooze",
+            Some(json!({"reason": "late", "until": "2001-01-01T00:00:00Z"}))
+        )
+        .await
+        .0,
+        StatusCode::CONFLICT
+    );
+    assert_eq!(
+        call(
+            "post",
+            "/api/tasks/{name}/snooze",
+            "/api/tasks/nope/snooze",
+            Some(json!({"reason": "x", "until": until}))
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND
+    );
+    let (s, snoozes) = call("get", "/api/snoozes", "/api/snoozes", None).await;
+    assert_eq!(s, ok);
+    assert_eq!(snoozes["snoozes"][0]["task"], "admin.record", "{snoozes}");
+    let (s, incidents) = call("get", "/api/incidents", "/api/incidents?state=open", None).await;
+    assert_eq!(s, ok);
+    assert_eq!(incidents["snoozes"][0]["reason"], "checking routes");
+    assert_eq!(
+        call("get", "/api/incidents", "/api/incidents?limit=0", None)
+            .await
+            .0,
+        StatusCode::BAD_REQUEST
+    );
+    let (s, lifted) = call(
+        "delete",
+        "/api/tasks/{name}/snooze",
+        "/api/tasks/admin.record/snooze",
+        None,
+    )
+    .await;
+    assert_eq!(s, ok);
+    assert_eq!(lifted["ended"]["reason"], "checking routes");
+    assert_eq!(
+        call(
+            "delete",
+            "/api/tasks/{name}/snooze",
+            "/api/tasks/nope/snooze",
             None
         )
         .await

@@ -373,6 +373,7 @@ async fn ticks_walked_off_the_async_threads_still_answer_alike_under_many_reader
             enabled: false,
             cron: "* * * * * *".into(),
             timezone: None,
+            ..Default::default()
         }],
     };
     let node = start(|b| {

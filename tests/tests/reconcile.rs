@@ -51,6 +51,7 @@ fn cfg(name: &str, enabled: bool, cron: &str) -> TaskConfig {
         enabled,
         cron: cron.into(),
         timezone: None,
+        ..Default::default()
     }
 }
 
@@ -205,12 +206,14 @@ async fn every_reconciler_rule(db: &TestDb) {
                     enabled: true,
                     cron: "0 9 * * *".into(),
                     timezone: Some("Asia/Shanghai".into()),
+                    ..Default::default()
                 },
                 TaskConfig {
                     name: "rec.b".into(),
                     enabled: true,
                     cron: "0 9 * * *".into(),
                     timezone: Some("Mars/Olympus".into()),
+                    ..Default::default()
                 },
             ],
         })

@@ -145,6 +145,7 @@ fn yearly(names: &[&str]) -> ConfigDocument {
                 enabled: true,
                 cron: "0 0 1 1 *".into(),
                 timezone: None,
+                ..Default::default()
             })
             .collect(),
     }

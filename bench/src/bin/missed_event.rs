@@ -46,6 +46,7 @@ async fn round(backend: Backend, i: usize) -> (f64, u64) {
             enabled: true,
             cron: cron.into(),
             timezone: None,
+            ..Default::default()
         })
         .collect(),
     };

@@ -39,6 +39,7 @@ fn document(registry: &scheduler::TaskRegistry, changed: usize) -> ConfigDocumen
                     CRONS[i % CRONS.len()].into()
                 },
                 timezone: ZONES[i % ZONES.len()].map(Into::into),
+                ..Default::default()
             })
             .collect(),
     }

@@ -66,6 +66,7 @@ async fn main() {
                 enabled: true,
                 cron: "0 0 1 1 *".into(),
                 timezone: None,
+                ..Default::default()
             }],
         })
         .state(Arc::clone(&times))

@@ -120,6 +120,7 @@ async fn measure(backend: Backend) {
                 enabled: false,
                 cron: cron(i).into(),
                 timezone: None,
+                ..Default::default()
             })
             .collect(),
     };

@@ -11,7 +11,7 @@ use utoipa::{Modify, OpenApi};
 #[openapi(
     info(
         title = "scheduler admin API",
-        description = "Operate a scheduler cluster: tasks, runs and their logs, nodes, config, audit trail; trigger, pause and resume tasks. Reads are open on loopback, else need the bearer token; mutations always need it (SCHEDULER_ADMIN_TOKEN).",
+        description = "Operate a scheduler cluster: tasks, runs and their logs, nodes, config, audit trail; trigger, pause and resume tasks; incidents and snoozes. Reads are open on loopback, else need the bearer token; mutations always need it (SCHEDULER_ADMIN_TOKEN).",
         license(name = "MIT OR Apache-2.0")
     ),
     modifiers(&Bearer),
@@ -19,6 +19,7 @@ use utoipa::{Modify, OpenApi};
         (name = "tasks", description = "Tasks: config, state, policies; trigger, pause, resume"),
         (name = "runs", description = "Run history and logs"),
         (name = "cluster", description = "Nodes, config, audit trail, webhook deliveries"),
+        (name = "incidents", description = "Incidents (a task's alerts folded per problem) and snoozes"),
         (name = "probes", description = "Health, readiness, metrics, this document"),
     )
 )]

@@ -65,6 +65,8 @@ pub struct CheckedTask {
     pub timezone: Tz,
     /// The next fire times after `now`, in UTC (fewer than three if the schedule ends).
     pub next_fire_times: Vec<DateTime<Utc>>,
+    /// Its service levels, checked, if the entry has an `sla` block.
+    pub sla: Option<super::Sla>,
 }
 
 impl CheckReport {
@@ -174,12 +176,36 @@ pub fn check_config_text(
                 .collect(),
             cron: task.schedule.expression().to_owned(),
             timezone: task.schedule.timezone(),
+            sla: task.sla,
             enabled: task.enabled,
             name: task.name,
         })
         .collect();
     report.absent = validated.absent;
     report
+}
+
+/// `start within 30s, warn after 10m, succeed by 08:00, alert after 3 failures, remind every 1h`.
+fn describe_sla(sla: &super::Sla) -> String {
+    let mut parts = Vec::new();
+    let human = |d: std::time::Duration| humantime::format_duration(d).to_string();
+    if let Some(d) = sla.start_within {
+        parts.push(format!("start within {}", human(d)));
+    }
+    if let Some(d) = sla.warn_after {
+        parts.push(format!("warn after {}", human(d)));
+    }
+    if let Some(t) = sla.succeed_by {
+        parts.push(format!("succeed by {t}"));
+    }
+    parts.push(match sla.alert_after_failures {
+        1 => "alert on the first failure".to_owned(),
+        n => format!("alert after {n} failures in a row"),
+    });
+    if let Some(d) = sla.remind_every {
+        parts.push(format!("remind every {}", human(d)));
+    }
+    parts.join(", ")
 }
 
 impl fmt::Display for CheckReport {
@@ -216,6 +242,9 @@ impl fmt::Display for CheckReport {
                 task.cron,
                 task.timezone,
             )?;
+            if let Some(sla) = &task.sla {
+                writeln!(f, "    sla: {}", describe_sla(sla))?;
+            }
             if task.next_fire_times.is_empty() {
                 writeln!(f, "    never fires after now")?;
             }

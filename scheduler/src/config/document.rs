@@ -9,10 +9,10 @@ use std::str::FromStr;
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::{ConfigError, TaskSla};
 
 /// One entry of the config document.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TaskConfig {
     /// The registered task's name.
@@ -24,6 +24,10 @@ pub struct TaskConfig {
     /// IANA zone; the scheduler's default zone when absent.
     #[serde(default)]
     pub timezone: Option<String>,
+    /// Service levels: start deadline, run-time warning, wall-clock deadline, failures before
+    /// alerting, reminders (see [`TaskSla`]).
+    #[serde(default)]
+    pub sla: Option<TaskSla>,
 }
 
 /// The whole config document: `{"tasks":[...]}`.

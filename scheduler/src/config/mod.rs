@@ -43,6 +43,7 @@ mod file;
 #[cfg(feature = "http-config")]
 mod http;
 mod settings;
+mod sla;
 mod source;
 mod validate;
 mod watcher;
@@ -57,6 +58,7 @@ pub use settings::{
     ConfigSettings, DEFAULT_HTTP_TIMEOUT, ENV_CONFIG, ENV_CONFIG_HEADERS, ENV_CONFIG_POLL_INTERVAL,
     ENV_CONFIG_TIMEOUT, ENV_CONFIG_TOKEN, source_from_location,
 };
+pub use sla::{MIN_REMIND_EVERY, Sla, TaskSla};
 pub use source::{ConfigSource, Fetched, RawConfig};
 pub(crate) use validate::validate_with;
 pub use validate::{DesiredTask, Refusal, RefusalReason, ValidatedConfig, validate};

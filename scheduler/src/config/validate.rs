@@ -10,8 +10,8 @@
 //! - a name listed more than once is refused entirely, every entry of it, with one
 //!   [`RefusalReason::DuplicateEntry`] (which entry was meant is a guess we do not make);
 //! - a name with no registered task is refused ([`RefusalReason::UnknownTask`]): nothing is created;
-//! - an invalid zone or cron expression is refused, **also for a disabled entry**: enabling it
-//!   later must not be the moment the mistake surfaces;
+//! - an invalid zone, cron expression or `sla` field is refused, **also for a disabled entry**:
+//!   enabling it later must not be the moment the mistake surfaces;
 //! - registered tasks the document does not mention are listed in
 //!   [`absent`](ValidatedConfig::absent). Refused names are not "absent": the reconciler keeps
 //!   their last valid state.
@@ -65,6 +65,8 @@ pub struct DesiredTask {
     pub enabled: bool,
     /// The cron expression compiled in the entry's zone (or the default zone).
     pub schedule: ScheduleSpec,
+    /// The entry's service levels, checked (`None` without an `sla` block).
+    pub sla: Option<super::Sla>,
 }
 
 /// A refused entry.
@@ -105,6 +107,9 @@ pub enum RefusalReason {
     /// and the field.)
     #[error("{0}")]
     InvalidSchedule(ScheduleError),
+    /// A field of the `sla` block was refused (the message names the field).
+    #[error("{0}")]
+    InvalidSla(String),
 }
 
 /// Checks `doc` against `registry`; entries without a `timezone` use `default_tz`.
@@ -185,6 +190,13 @@ pub(crate) fn validate_with(
                 None
             }
         };
+        let sla = match entry.sla.as_ref().map(super::TaskSla::check).transpose() {
+            Ok(sla) => sla,
+            Err(problems) => {
+                refusals.extend(problems.into_iter().map(RefusalReason::InvalidSla));
+                None
+            }
+        };
         match (refusals.is_empty(), zone, schedule) {
             (true, Some(_), Some(schedule)) => {
                 validated.desired.insert(
@@ -193,6 +205,7 @@ pub(crate) fn validate_with(
                         name: name.to_owned(),
                         enabled: entry.enabled,
                         schedule,
+                        sla,
                     },
                 );
             }

@@ -34,9 +34,17 @@ pub(crate) struct ConfigView {
     pub last_error: Option<String>,
     /// The last reconcile that completed, and when.
     pub report: Option<(ReconcileReport, DateTime<Utc>)>,
+    /// The service levels of the last good document, by task.
+    pub levels: Arc<std::collections::BTreeMap<String, super::sla::TaskLevels>>,
 }
 
 impl ConfigView {
+    /// Takes `doc` as the last good document, read now.
+    fn set_document(&mut self, doc: &Arc<ConfigDocument>, default_zone: chrono_tz::Tz) {
+        self.levels = Arc::new(super::sla::levels_of(doc, default_zone));
+        self.document = Some((Arc::clone(doc), Utc::now()));
+    }
+
     /// Whether the node has what it needs from its config: no config at all, or one reconcile
     /// done.
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
@@ -68,7 +76,7 @@ impl ConfigSync {
                 ConfigFeed::Fixed(_) => "a fixed document given in code".to_owned(),
             });
             if let Some(doc) = &pending {
-                view.document = Some((Arc::clone(doc), Utc::now()));
+                view.set_document(doc, shared.settings.default_timezone);
             }
         }
         let reconciler = Reconciler::new(
@@ -98,7 +106,7 @@ impl ConfigSync {
             let mut view = self.shared.config_view.write().expect("config view lock");
             match outcome {
                 PollOutcome::Changed(doc) => {
-                    view.document = Some((Arc::clone(&doc), Utc::now()));
+                    view.set_document(&doc, self.shared.settings.default_timezone);
                     self.pending = Some(doc);
                 }
                 PollOutcome::Failed(_) => self.shared.metrics.config_read_error(),

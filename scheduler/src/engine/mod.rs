@@ -19,6 +19,8 @@
 //! | lock renewal (one write for all held locks) and loss; cancel requests reaching a run | `watchdog` |
 //! | recording outcomes in batches | `completer` |
 //! | heartbeat, pruning, rescheduling, change notifications | `maintenance` |
+//! | service levels: late ticks, missed wall-clock deadlines | `sla` |
+//! | one incident per problem: folding alerts, reminders, resolutions | `incidents` |
 //! | applying the task config | `config_sync` |
 //! | the loop every background service shares | `service` |
 //! | validated settings and their defaults | `settings` |
@@ -38,6 +40,7 @@ mod delivery;
 mod execute;
 mod failstop;
 mod gate;
+mod incidents;
 mod maintenance;
 mod outcome;
 mod rules;
@@ -45,6 +48,7 @@ mod runner;
 mod runtime;
 mod service;
 mod settings;
+mod sla;
 mod view;
 mod watchdog;
 
@@ -60,6 +64,7 @@ pub(crate) use config_sync::{ConfigFeed, ConfigView};
 #[cfg(feature = "webhook")]
 use delivery::AlertSink;
 pub use failstop::FAIL_STOP_EXIT_CODE;
+pub use incidents::INCIDENT_KINDS;
 pub use settings::{
     DEFAULT_BACKOFF, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_LOCK_LIFETIME, DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL,
@@ -148,6 +153,8 @@ pub(crate) struct Shared {
     /// Alerts on their way to the webhook, if one is configured.
     #[cfg(feature = "webhook")]
     pub(crate) alerts: Option<Arc<AlertSink>>,
+    /// Where alerts about tasks wait to be folded into incidents (the bus's sink).
+    pub(crate) incidents: Arc<incidents::IncidentDesk>,
     /// The config as this node last read and applied it (for the admin API).
     pub(crate) config_view: std::sync::RwLock<ConfigView>,
     /// Set once the store is prepared (migrations, node registration).
@@ -216,6 +223,8 @@ impl Engine {
             .map(|a| a as Arc<dyn crate::events::EventSink>);
         #[cfg(not(feature = "webhook"))]
         let sink = None;
+        let desk = Arc::new(incidents::IncidentDesk::new(sink));
+        let sink = Some(Arc::clone(&desk) as Arc<dyn crate::events::EventSink>);
         let names: Arc<[String]> = registry.names().map(str::to_owned).collect();
         let (completions, completion_queue) = tokio::sync::mpsc::unbounded_channel();
         let watchdog = Arc::new(watchdog::LockWatchdog::new(
@@ -248,6 +257,7 @@ impl Engine {
             metrics,
             #[cfg(feature = "webhook")]
             alerts,
+            incidents: desk,
             config_view: std::sync::RwLock::new(ConfigView::default()),
             started: std::sync::atomic::AtomicBool::new(false),
         });
@@ -431,6 +441,17 @@ impl Engine {
         ));
         if let Some(config) = config {
             workers.spawn(service::run(config, stop.clone(), None));
+        }
+        workers.spawn(service::run(
+            sla::SlaWatch::new(Arc::clone(&shared)),
+            stop.clone(),
+            None,
+        ));
+        {
+            let keeper =
+                incidents::IncidentKeeper::new(Arc::clone(&shared), Arc::clone(&shared.incidents));
+            let (desk, stop) = (Arc::clone(&shared.incidents), stop.clone());
+            workers.spawn(async move { service::run(keeper, stop, Some(&desk.wake)).await });
         }
         #[cfg(feature = "webhook")]
         if let Some(sink) = shared.alerts.clone() {

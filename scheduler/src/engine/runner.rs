@@ -103,7 +103,32 @@ pub(crate) async fn run(
                 );
                 None
             };
-            execute::execute(&shared, &claimed, lease, child_log).await
+            let levels = shared.levels(&claimed.task_name);
+            if let (Some(within), Some(started_at)) =
+                (levels.and_then(|l| l.sla.start_within), started_at)
+            {
+                started_late(&shared, &claimed, started_at, within);
+            }
+            let running = execute::execute(&shared, &claimed, lease, child_log);
+            match levels.and_then(|l| l.sla.warn_after) {
+                None => running.await,
+                Some(warn_after) => {
+                    // The warning does not stop the run: it is raised once, and the run goes on.
+                    tokio::pin!(running);
+                    tokio::select! {
+                        ended = &mut running => ended,
+                        () = tokio::time::sleep_until(started + warn_after) => {
+                            tracing::warn!(warn_after = ?warn_after, "run still going past its warning");
+                            shared.events.emit(SchedulerEvent::Slow {
+                                run: run_ref(&shared, &claimed),
+                                warn_after_ms: u64::try_from(warn_after.as_millis())
+                                    .unwrap_or(u64::MAX),
+                            });
+                            running.await
+                        }
+                    }
+                }
+            }
         };
         drop(permit);
         shared.wake.notify_one();
@@ -166,6 +191,44 @@ pub(crate) async fn run(
     }
     .instrument(span)
     .await
+}
+
+/// A scheduled tick that starts later than its task's `sla.start_within` raises `task.late`,
+/// unless the service-level watch raised it while the tick waited (one mark per tick, in the
+/// store); marked off the run's way, so the handler never waits for it.
+fn started_late(
+    shared: &Arc<Shared>,
+    claimed: &ClaimedRun,
+    started_at: DateTime<Utc>,
+    within: Duration,
+) {
+    if claimed.trigger != Trigger::Schedule
+        || started_at - claimed.scheduled_at
+            <= TimeDelta::from_std(within).unwrap_or(TimeDelta::MAX)
+    {
+        return;
+    }
+    let shared = Arc::clone(shared);
+    let (task, tick) = (claimed.task_name.clone(), claimed.scheduled_at);
+    tokio::spawn(async move {
+        let mark = crate::store::AlertMark::new(
+            &task,
+            "task.late",
+            tick.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        );
+        match shared.store.mark_alerts(&[mark]).await {
+            Ok(won) if !won.is_empty() => {
+                tracing::warn!(task = %task, scheduled_at = %tick, start_within = ?within, "a tick started later than its start deadline");
+                shared.events.emit(SchedulerEvent::Late {
+                    task,
+                    scheduled_at: tick,
+                    start_within_ms: u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(task = %task, error = %e, "could not record a late start"),
+        }
+    });
 }
 
 /// The store's clock now, as estimated from the claim: its clock then, plus the time elapsed on

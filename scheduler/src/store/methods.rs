@@ -73,6 +73,15 @@ macro_rules! store_methods {
             deliveries(limit: u32) -> StoreResult<Vec<DeliveryRecord>>;
             webhook_disabled(url_digest: &str) -> StoreResult<Option<String>>;
             disable_webhook(url_digest: &str, reason: &str) -> StoreResult<()>;
+            // Incidents.
+            fold_alerts(folds: &[AlertFold], rule: &IncidentRule) -> StoreResult<Vec<Folded>>;
+            close_incidents(closes: &[IncidentClose]) -> StoreResult<Vec<IncidentRecord>>;
+            claim_reminders(limit: u32) -> StoreResult<Vec<IncidentRecord>>;
+            mark_alerts(marks: &[AlertMark]) -> StoreResult<Vec<AlertMark>>;
+            incidents(query: &IncidentQuery) -> StoreResult<Vec<IncidentRecord>>;
+            snooze_task(snooze: &Snooze, audit: &AuditEntry) -> StoreResult<bool>;
+            unsnooze_task(task: &str, audit: &AuditEntry) -> StoreResult<Option<Snooze>>;
+            snoozes() -> StoreResult<Vec<Snooze>>;
             // Notifications.
             listener() -> StoreResult<Box<dyn ChangeListener>>;
             notify() -> StoreResult<()>;

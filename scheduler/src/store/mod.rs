@@ -33,6 +33,7 @@ mod error;
 mod history;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod in_use;
+mod incidents;
 mod layer;
 mod nodes;
 mod operator;
@@ -57,6 +58,10 @@ pub use config::{ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskCha
 pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
 pub use error::{BoxError, StoreError, StoreResult};
 pub use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipReason, SkipRecord, Trigger};
+pub use incidents::{
+    AlertFold, AlertMark, FoldDecision, FoldInput, Folded, IncidentClose, IncidentQuery,
+    IncidentRecord, IncidentRule, Snooze,
+};
 pub use layer::StoreLayer;
 pub use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
 pub use operator::{
@@ -110,6 +115,7 @@ pub trait ChangeListener: Send {
 /// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task), [`cancel_run`](Self::cancel_run) |
 /// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`latest_skips_per_task`](Self::latest_skips_per_task), [`run_log`](Self::run_log) |
 /// | Webhook outbox | the engine's delivery (and the dashboard) | [`enqueue_events`](Self::enqueue_events), [`trim_outbox`](Self::trim_outbox), [`claim_outbox`](Self::claim_outbox), [`record_deliveries`](Self::record_deliveries), [`deliveries`](Self::deliveries), [`webhook_disabled`](Self::webhook_disabled), [`disable_webhook`](Self::disable_webhook) |
+/// | Incidents | the engine's alerts; the admin API, the dashboard and the CLI read them and snooze | [`fold_alerts`](Self::fold_alerts), [`close_incidents`](Self::close_incidents), [`claim_reminders`](Self::claim_reminders), [`mark_alerts`](Self::mark_alerts), [`incidents`](Self::incidents), [`snooze_task`](Self::snooze_task), [`unsnooze_task`](Self::unsnooze_task), [`snoozes`](Self::snoozes) |
 /// | Notifications | the engine listens; anyone may wake it | [`listener`](Self::listener), [`notify`](Self::notify) |
 ///
 /// Every lock write is fenced by the lock token; the store's clock decides what is due and what
@@ -186,7 +192,8 @@ pub trait Store: Send + Sync + 'static {
     /// and that has none open; returns the tasks whose incident this call opened.
     async fn open_missed(&self, incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
     /// Deletes finished runs (with their logs), skip records, delivered or failed outbox events
-    /// with their delivery log, and audit entries older than `retention`, in batches of at most
+    /// with their delivery log, audit entries, closed incidents and alert marks older than
+    /// `retention`, in batches of at most
     /// `batch` rows per statement; returns how many runs.
     async fn prune_history(&self, retention: Duration, batch: u32) -> StoreResult<u64>;
 
@@ -294,6 +301,37 @@ pub trait Store: Send + Sync + 'static {
     async fn webhook_disabled(&self, url_digest: &str) -> StoreResult<Option<String>>;
     /// Disables the webhook endpoint with this URL digest for every node.
     async fn disable_webhook(&self, url_digest: &str, reason: &str) -> StoreResult<()>;
+
+    // ---- incidents (the engine's alerts; reads and snoozes for the admin API, the CLI) --
+
+    /// Folds each alert, in order, into its task's open incident of its type, in one
+    /// transaction: shows `rule` the locked open incident (if any) and the task's snooze in
+    /// force (if any), then writes what it decided (a duplicate writes nothing; a record opens
+    /// the incident or counts the alert into it, and marks it notified if it is to be sent now).
+    async fn fold_alerts(
+        &self,
+        folds: &[AlertFold],
+        rule: &IncidentRule,
+    ) -> StoreResult<Vec<Folded>>;
+    /// Closes each task's open incidents of the given types; returns those this call closed
+    /// (one node closes each).
+    async fn close_incidents(&self, closes: &[IncidentClose]) -> StoreResult<Vec<IncidentRecord>>;
+    /// Claims up to `limit` reminders due: open incidents whose alert was sent, with a reminder
+    /// interval that has passed since the last reminder (or the alert), whose task is not
+    /// snoozed; each is marked reminded now (one node reminds each) and returned.
+    async fn claim_reminders(&self, limit: u32) -> StoreResult<Vec<IncidentRecord>>;
+    /// Records each mark unless it is recorded already; returns those this call recorded (one
+    /// node raises each cluster-wide alert).
+    async fn mark_alerts(&self, marks: &[AlertMark]) -> StoreResult<Vec<AlertMark>>;
+    /// Incidents matching `query`, newest first.
+    async fn incidents(&self, query: &IncidentQuery) -> StoreResult<Vec<IncidentRecord>>;
+    /// Snoozes a task's alerts (audited), replacing a snooze in force; false if there is no
+    /// such task.
+    async fn snooze_task(&self, snooze: &Snooze, audit: &AuditEntry) -> StoreResult<bool>;
+    /// Lifts `task`'s snooze (audited); returns it, or `None` if none was in force.
+    async fn unsnooze_task(&self, task: &str, audit: &AuditEntry) -> StoreResult<Option<Snooze>>;
+    /// The snoozes in force (until later than now).
+    async fn snoozes(&self) -> StoreResult<Vec<Snooze>>;
 
     // ---- notifications ------------------------------------------------------------------
 

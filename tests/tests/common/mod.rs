@@ -136,6 +136,7 @@ pub fn entry(name: &str, cron: &str) -> TaskConfig {
         enabled: true,
         cron: cron.into(),
         timezone: None,
+        ..Default::default()
     }
 }
 

@@ -3,6 +3,7 @@
 mod actions;
 mod cluster;
 mod config;
+mod incidents;
 mod runs;
 mod tasks;
 mod ticks;
@@ -24,6 +25,7 @@ pub(super) fn router() -> OpenApiRouter<AdminState> {
         .merge(config::router())
         .merge(runs::router())
         .merge(cluster::router())
+        .merge(incidents::router())
 }
 
 /// One run.

@@ -1,4 +1,4 @@
-//! `trigger`, `pause`, `resume` and `cancel`, through [`operate`](crate::operate), so each is
+//! `trigger`, `pause`, `resume`, `cancel`, `snooze` and `unsnooze`, through [`operate`](crate::operate), so each is
 //! audited.
 
 use chrono::{TimeDelta, Utc};
@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::super::table::instant;
 use super::target::{ALIVE_WITHIN, Target, actor, fail, to_json};
-use super::{CancelArgs, PauseArgs, ResumeArgs, TriggerArgs};
+use super::{CancelArgs, PauseArgs, ResumeArgs, SnoozeArgs, TriggerArgs};
 use crate::operate;
 use crate::store::{CancelRequest, RunRequest};
 
@@ -204,5 +204,86 @@ pub(super) async fn cancel(args: &CancelArgs) -> crate::Result<String> {
             run.cancel_requested_by.as_deref().unwrap_or("?"),
             instant(run.cancel_requested_at)
         )
+    })
+}
+
+pub(super) async fn snooze(args: &SnoozeArgs) -> crate::Result<String> {
+    let until = match (args.until, args.for_) {
+        (Some(until), _) => until,
+        (None, Some(length)) => {
+            Utc::now()
+                + TimeDelta::from_std(length)
+                    .map_err(|_| fail(format!("--for {length:?} is too long")))?
+        }
+        (None, None) => return Err(fail("a snooze needs an end: --until RFC3339 or --for 2h")),
+    };
+    match operate::check_snooze(&args.reason, until, Utc::now()) {
+        Ok(()) => {}
+        Err(operate::SnoozeRefusal::UntilPast) => {
+            return Err(fail(format!(
+                "--until {} is already past",
+                instant(Some(until))
+            )));
+        }
+        Err(operate::SnoozeRefusal::ReasonTooLong) => {
+            return Err(fail(format!(
+                "--reason is longer than {} characters",
+                operate::MAX_REASON
+            )));
+        }
+        Err(_) => return Err(fail("a snooze needs a reason: --reason 'why'")),
+    }
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let snoozed =
+        operate::snooze(target.store.as_ref(), &args.task, &who, &args.reason, until).await;
+    let snoozed = match snoozed {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        other => other?,
+    };
+    if !snoozed {
+        return Err(target.unknown_task(&args.task).await);
+    }
+    Ok(if args.store.json {
+        to_json(&json!({
+            "task": args.task, "snoozed": true, "reason": args.reason.trim(),
+            "until": until, "actor": who.name,
+        }))
+    } else {
+        format!(
+            "snoozed the alerts of {} until {}: {} (it keeps running; its alerts are recorded in its incidents, not sent)\n",
+            args.task,
+            instant(Some(until)),
+            args.reason.trim()
+        )
+    })
+}
+
+pub(super) async fn unsnooze(args: &ResumeArgs) -> crate::Result<String> {
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let ended = operate::unsnooze(target.store.as_ref(), &args.task, &who).await;
+    let ended = match ended {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        other => other?,
+    };
+    if ended.is_none() {
+        let known = target.check(target.store.task_states(Some(&args.task)).await)?;
+        if known.is_empty() {
+            return Err(target.unknown_task(&args.task).await);
+        }
+    }
+    Ok(if args.store.json {
+        to_json(&json!({
+            "task": args.task, "unsnoozed": ended.is_some(), "snooze": ended, "actor": who.name,
+        }))
+    } else {
+        match ended {
+            Some(s) => format!(
+                "lifted the snooze of {} (by {}: {}); its alerts are sent again\n",
+                args.task, s.by, s.reason
+            ),
+            None => format!("{} was not snoozed; nothing changed\n", args.task),
+        }
     })
 }

@@ -1,5 +1,5 @@
 //! The operator commands that work against the database: `status`, `runs`, `logs`, `trigger`,
-//! `pause`, `resume`, `cancel`. Each connects to the store named by `--database-url` (default
+//! `pause`, `resume`, `cancel`, `snooze`, `unsnooze`. Each connects to the store named by `--database-url` (default
 //! `SCHEDULER_DATABASE_URL`, else `DATABASE_URL`, else the embedded `sqlite://scheduler.db`, as a
 //! node does; `--schema`, default `SCHEDULER_SCHEMA`, for PostgreSQL), reads or acts through
 //! [`Store`](crate::store::Store) and [`operate`](crate::operate) (so every change is audited
@@ -15,7 +15,7 @@
 //! resume or cancel within about a second.
 //!
 //! Files: `target.rs` opening the store and what every command shares, `status.rs`,
-//! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`).
+//! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`).
 
 mod actions;
 mod history;
@@ -68,6 +68,14 @@ pub enum OpsCommand {
     /// handler that returns `Ok` all the same finished its work (`succeeded`). Audited. Refused
     /// for a run that has ended.
     Cancel(CancelArgs),
+    /// Hold a task's alerts back until a time, with a reason.
+    ///
+    /// Not a pause: the task keeps running, and its alerts are still folded into its
+    /// incidents, but none is sent (nor reminded) until `--until` / `--for` or `unsnooze`.
+    /// Replaces a snooze in force. Audited.
+    Snooze(SnoozeArgs),
+    /// Lift a task's snooze: its alerts are sent again from now on. Audited.
+    Unsnooze(ResumeArgs),
 }
 
 /// Where the database is and how to print; shared by every operator command.
@@ -179,7 +187,30 @@ pub struct PauseArgs {
     pub store: StoreArgs,
 }
 
-/// Arguments of `resume`.
+/// Arguments of `snooze`.
+#[derive(Debug, Clone, Args)]
+pub struct SnoozeArgs {
+    /// The task whose alerts to hold back.
+    pub task: String,
+    /// Why (shown wherever the snooze is).
+    #[arg(long)]
+    pub reason: String,
+    /// Until this RFC 3339 instant.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant,
+          required_unless_present = "for_", conflicts_with = "for_")]
+    pub until: Option<DateTime<Utc>>,
+    /// For this long (`30m`, `2h`, `1day`).
+    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_duration)]
+    pub for_: Option<Duration>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `resume` (and `unsnooze`).
 #[derive(Debug, Clone, Args)]
 pub struct ResumeArgs {
     /// The task to resume.
@@ -216,6 +247,8 @@ impl OpsCommand {
             OpsCommand::Pause(args) => actions::pause(args).await,
             OpsCommand::Resume(args) => actions::resume(args).await,
             OpsCommand::Cancel(args) => actions::cancel(args).await,
+            OpsCommand::Snooze(args) => actions::snooze(args).await,
+            OpsCommand::Unsnooze(args) => actions::unsnooze(args).await,
         }
     }
 

@@ -38,6 +38,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(8, "cancel requests", "0008_cancel_requests.sql"),
     migration!(9, "run start unknown", "0009_run_start_unknown.sql"),
     migration!(10, "fencing tokens", "0010_fencing_tokens.sql"),
+    migration!(11, "incidents", "0011_incidents.sql"),
 ];
 
 pub(crate) async fn run(

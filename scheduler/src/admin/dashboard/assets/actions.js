@@ -1,8 +1,8 @@
 // Actions for holders of the admin token: the token is entered once and kept in this tab's
-// session storage; trigger, pause (with a reason and an expiry), resume and cancelling a running
-// run each ask for confirmation. Without a token the page says it is read-only and offers no action.
+// session storage; trigger, pause (with a reason and an expiry), resume, snoozing a task's alerts
+// (with a reason and an end) and cancelling a running run each ask for confirmation. Without a token the page says it is read-only and offers no action.
 
-import { post, setToken, task as enc, token } from "./api.js";
+import { del, post, setToken, task as enc, token } from "./api.js";
 import { h, put } from "./dom.js";
 
 const dialog = () => document.getElementById("dialog");
@@ -49,9 +49,9 @@ export function drawAccess(el, onChange) {
   }
 }
 
-async function act(path, body, refresh) {
+async function act(path, body, refresh, method = post) {
   try {
-    await post(path, body);
+    await method(path, body);
   } catch (e) {
     const hint = e.status === 401 ? " Check the token (forget it and enter it again)." : "";
     await ask("The action failed", [h("p", { class: "bad" }, `${e.message}.${hint}`)], "OK");
@@ -59,8 +59,8 @@ async function act(path, body, refresh) {
   await refresh();
 }
 
-/** A task's action buttons, or a read-only note. */
-export function actionBar(t, refresh) {
+/** A task's action buttons (`snooze`: its snooze in force, if any), or a read-only note. */
+export function actionBar(t, refresh, snooze = null) {
   if (!token()) {
     return h("p", { class: "muted small readonly-note" }, "Read-only: enter the admin token (top right) to trigger, pause or resume.");
   }
@@ -98,7 +98,30 @@ export function actionBar(t, refresh) {
           if (answer.for) body.until = new Date(Date.now() + Number(answer.for) * 60000).toISOString();
           await act(path("pause"), body, refresh);
         },
-      }, "Pause…"));
+      }, "Pause…"),
+    snooze
+      ? h("button", {
+        type: "button", id: "unsnooze",
+        onclick: async () => {
+          const ok = await ask(`Lift the snooze of ${t.name}?`, [h("p", {}, "Its alerts are sent again from now on. The action is audited.")], "Lift the snooze");
+          if (ok) await act(path("snooze"), undefined, refresh, del);
+        },
+      }, "Lift snooze")
+      : h("button", {
+        type: "button", id: "snooze",
+        onclick: async () => {
+          const answer = await ask(`Snooze the alerts of ${t.name}?`, [
+            h("p", {}, "The task keeps running (this is not a pause). Its alerts are recorded in its incidents but not sent, nor reminded, until the snooze ends. The action is audited."),
+            h("label", {}, "Reason ", h("input", { name: "reason", required: true, maxlength: 500, id: "snooze-reason", placeholder: "why (shown to everyone)" })),
+            h("label", {}, "For ", h("select", { name: "for", id: "snooze-for" },
+              [["1 hour", 60], ["15 minutes", 15], ["4 hours", 240], ["1 day", 1440], ["1 week", 10080]]
+                .map(([label, minutes]) => h("option", { value: minutes }, label)))),
+          ], "Snooze");
+          if (!answer) return;
+          const body = { reason: answer.reason, until: new Date(Date.now() + Number(answer.for) * 60000).toISOString() };
+          await act(path("snooze"), body, refresh);
+        },
+      }, "Snooze alerts…"));
 }
 
 

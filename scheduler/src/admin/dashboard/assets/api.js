@@ -1,4 +1,4 @@
-// The JSON API beside the page: reads and the three actions. The admin token, once entered, is
+// The JSON API beside the page: reads and the actions. The admin token, once entered, is
 // kept in this tab's session storage and sent with every request (reads beyond loopback need it).
 
 const TOKEN_KEY = "scheduler.adminToken";
@@ -51,4 +51,5 @@ async function call(method, path, body) {
 
 export const get = (path) => call("GET", path);
 export const post = (path, body) => call("POST", path, body);
+export const del = (path) => call("DELETE", path);
 export const task = (name) => encodeURIComponent(name);

@@ -1,5 +1,5 @@
 // Every task at a glance, health first: counts of failing, late, paused, refused and running
-// tasks (each a filter), the open alerts (refused config entries, overdue tasks), then the tasks
+// tasks (each a filter), the open alerts (open incidents, refused config entries, overdue tasks), then the tasks
 // sorted by what needs attention, each with its state, last result, whether it is on time now,
 // its schedule and its strip of expected ticks. Three requests per refresh (`/api/tasks`,
 // `/api/ticks`, `/api/config`) whatever the number of tasks; only what changed is redrawn.
@@ -163,27 +163,28 @@ export class Overview {
     // the task list (every refresh up to MANY tasks, else every SLOW_STRIPS_MS).
     const many = (this.data?.tasks.length ?? 0) > MANY;
     const stale = !this.strips || !many || Date.now() - this.stripsAt >= SLOW_STRIPS_MS;
-    const [tasks, ticks, config] = await Promise.all([
+    const [tasks, ticks, config, incidents] = await Promise.all([
       get("/api/tasks"),
       stale ? get(`/api/ticks?count=${STRIP}`) : null,
       get("/api/config"),
+      get("/api/incidents?state=open"),
     ]);
     learnClock(tasks.at);
     if (ticks) {
       this.strips = new Map(ticks.tasks.map((t) => [t.task, t]));
       this.stripsAt = Date.now();
     }
-    this.data = { tasks: tasks.tasks, strips: this.strips, config };
+    this.data = { tasks: tasks.tasks, strips: this.strips, config, incidents };
     this.draw();
     return tasks.tasks;
   }
 
   draw() {
     if (!this.data) return;
-    const { tasks, strips, config } = this.data;
+    const { tasks, strips, config, incidents } = this.data;
     const refused = config.last_reconcile?.refused ?? [];
     this.drawHealth(tasks, refused);
-    this.drawAlerts(tasks, refused, config);
+    this.drawAlerts(tasks, refused, config, incidents);
     const shown = tasks.filter((t) => matches(t, this.filter)).sort(order[this.filter.sort]);
     this.count.textContent = `${shown.length} of ${tasks.length} tasks`;
     // Relative times change every second; a row is rebuilt when its data or its 5-second
@@ -224,8 +225,18 @@ export class Overview {
       link("all", "tasks in all", tasks.length, false));
   }
 
-  drawAlerts(tasks, refused, config) {
+  drawAlerts(tasks, refused, config, incidents) {
     const items = [];
+    const snoozed = new Map((incidents?.snoozes ?? []).map((s) => [s.task, s]));
+    for (const i of incidents?.incidents ?? []) {
+      const zone = tasks.find((t) => t.name === i.task)?.timezone ?? "UTC";
+      const snooze = snoozed.get(i.task);
+      items.push(h("li", { "data-key": `incident:${i.id}`, dataset: { alert: "incident", incident: i.id } },
+        h("strong", { class: "bad" }, `${i.kind}: `), h("a", { href: `#/task/${encodeURIComponent(i.task)}` }, i.task),
+        ` ${i.count} time${i.count > 1 ? "s" : ""} since ${inZone(i.opened_at, zone)} (last ${relative(i.last_seen_at)}; `,
+        i.notified_at ? `alert sent${i.reminders ? `, ${i.reminders} reminder${i.reminders > 1 ? "s" : ""}` : ""})` : "held back)",
+        snooze ? h("span", { class: "muted" }, ` — snoozed until ${inZone(snooze.until, zone)}: “${snooze.reason}”`) : null));
+    }
     if (config.last_error) {
       items.push(h("li", { class: "bad", "data-key": "config-error" }, `The latest config read failed: ${config.last_error} (the last good document stays in force).`));
     }
@@ -244,7 +255,7 @@ export class Overview {
     }
     patch(this.alerts, h("h2", {}, "Open alerts"),
       items.length ? h("ul", { class: "alert-list" }, items)
-        : h("p", { class: "muted", id: "no-alerts" }, "None: no task overdue, no config entry refused."));
+        : h("p", { class: "muted", id: "no-alerts" }, "None: no open incident, no task overdue, no config entry refused."));
   }
 
   row(t, strip) {

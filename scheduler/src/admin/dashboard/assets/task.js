@@ -8,6 +8,9 @@ import { h, patch, put, section } from "./dom.js";
 import { legend, lineChart, tickStrip } from "./charts.js";
 import { duration, inZone, offset, outcomeClass, relative, runSeconds } from "./format.js";
 import { actionBar } from "./actions.js";
+
+/** The snooze in force for `name` in an `/api/incidents` answer, if any. */
+const snoozeOf = (incidents, name) => incidents?.snoozes?.find((s) => s.task === name) ?? null;
 import { failedTicks, nextRun, stateOf } from "./overview.js";
 import { PAGE, STATUSES, pager, runTable } from "./runs.js";
 
@@ -47,12 +50,14 @@ export class TaskPage {
   async refresh() {
     const n = enc(this.name);
     const filter = `${this.status ? `&status=${this.status}` : ""}${this.before ? `&cursor=${this.before}` : ""}`;
-    const [detail, ticks, config, runs] = await Promise.all([
+    const [detail, ticks, config, runs, incidents] = await Promise.all([
       get(`/api/tasks/${n}?count=12&runs=${PAGE}`),
       get(`/api/ticks?task=${n}&count=${STRIP}`),
       get("/api/config"),
       get(`/api/runs?task=${n}&limit=${PAGE}${filter}`),
+      get(`/api/incidents?state=open&task=${n}`),
     ]);
+    this.incidents = incidents;
     this.draw(detail, ticks.tasks[0], config, runs);
     if (this.openRun) await this.showLog(this.openRun, false);
     return null;
@@ -76,10 +81,15 @@ export class TaskPage {
         `Paused by ${t.state.pause.by} ${relative(t.state.pause.at)}: “${t.state.pause.reason}”`,
         t.state.pause.until ? ` — until ${inZone(t.state.pause.until, zone)} (${relative(t.state.pause.until)})` : " — until resumed") : null,
       t.state.missed_since ? h("p", { class: "notice bad" }, `Overdue since ${inZone(t.state.missed_since, zone)}: no run started in time (open missed-run alert).`) : null,
+      ...(this.incidents?.incidents ?? []).map((i) => h("p", { class: "notice bad", dataset: { incident: i.id } },
+        `Open incident: ${i.kind}, ${i.count} alert${i.count > 1 ? "s" : ""} since ${inZone(i.opened_at, zone)} (last ${relative(i.last_seen_at)}; `,
+        i.notified_at ? `sent ${relative(i.notified_at)}${i.reminders ? `, ${i.reminders} reminder${i.reminders > 1 ? "s" : ""}` : ""})` : "held back, not sent)")),
+      snoozeOf(this.incidents, t.name) ? h("p", { class: "notice", id: "snooze-notice" },
+        `Alerts snoozed by ${snoozeOf(this.incidents, t.name).by} until ${inZone(snoozeOf(this.incidents, t.name).until, zone)}: “${snoozeOf(this.incidents, t.name).reason}” (the task keeps running)`) : null,
       t.state.lock ? h("p", { class: "muted" }, `Running on ${t.state.lock.owner}; lock expires ${relative(t.state.lock.expires_at)}.`) : null,
       t.state.manual_at ? h("p", { class: "muted" }, `A manual run is queued (asked ${relative(t.state.manual_at)}).`) : null,
       t.state.retry_at ? h("p", { class: "muted" }, `A retry is due ${relative(t.state.retry_at)}.`) : null,
-      actionBar(t, this.refreshAll));
+      actionBar(t, this.refreshAll, snoozeOf(this.incidents, t.name)));
 
     const ticks = strip?.ticks ?? [];
     patch(p.strip, h("h2", {}, `Last ${STRIP} expected ticks`), tickStrip(ticks, zone, STRIP),

@@ -266,6 +266,8 @@ pub(super) async fn prune_history(
         query!("prune_skips"),
         query!("prune_outbox"),
         query!("prune_audit"),
+        query!("prune_incidents"),
+        query!("prune_alert_marks"),
     ] {
         loop {
             let deleted: u64 = timed!(store, "prune_history", |conn| {

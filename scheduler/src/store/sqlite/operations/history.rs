@@ -271,6 +271,8 @@ pub(super) async fn prune_history(
             query!("prune_outbox"),
         ),
         ("audit", None, query!("prune_audit")),
+        ("incidents", None, query!("prune_incidents")),
+        ("alert marks", None, query!("prune_alert_marks")),
     ] {
         loop {
             let deleted = write_tx!(store, "prune_history", |tx, now| {

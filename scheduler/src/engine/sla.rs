@@ -1,0 +1,258 @@
+//! Service levels judged by the engine: a tick not started within `sla.start_within`
+//! (`task.late`) and no success by `sla.succeed_by` (`task.deadline_missed`), each raised once
+//! cluster-wide (the node whose mark the store records first raises it). The run-time warning
+//! (`task.slow`) is judged by the node running the run (`runner`).
+//!
+//! The levels come from the config document this node applied (`ConfigView::levels`): a node
+//! without a config judges none.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use chrono_tz::Tz;
+
+use super::Shared;
+use super::service::Service;
+use crate::config::{ConfigDocument, Sla};
+use crate::events::SchedulerEvent;
+use crate::store::{AlertMark, RunQuery, RunStatus, StoreError};
+
+/// How often the levels are judged while some task has a start deadline or a wall-clock one.
+pub(crate) const SLA_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// How often otherwise (the document may gain levels).
+const IDLE_CHECK_INTERVAL: Duration = Duration::from_secs(10);
+/// Overdue tasks looked at per pass.
+const LATE_CHECK_LIMIT: u32 = 1_000;
+/// How long before this node first saw a task's `succeed_by` a deadline may have passed and
+/// still be judged (a node restarting just after a deadline judges it; a deadline of yesterday
+/// is not raised the moment a task gains its `sla` block).
+pub(crate) const DEADLINE_LOOKBACK: Duration = Duration::from_secs(300);
+
+/// One task's service levels and the zone its wall-clock deadline is read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TaskLevels {
+    pub(crate) sla: Sla,
+    pub(crate) zone: Tz,
+    pub(crate) enabled: bool,
+}
+
+/// Every entry of `doc` with a valid `sla` block (and a valid zone), by task.
+pub(crate) fn levels_of(doc: &ConfigDocument, default_zone: Tz) -> BTreeMap<String, TaskLevels> {
+    doc.tasks
+        .iter()
+        .filter_map(|entry| {
+            let sla = entry.sla.as_ref()?.check().ok()?;
+            let zone = match &entry.timezone {
+                None => default_zone,
+                Some(zone) => crate::schedule::parse_timezone(zone).ok()?,
+            };
+            Some((
+                entry.name.clone(),
+                TaskLevels {
+                    sla,
+                    zone,
+                    enabled: entry.enabled,
+                },
+            ))
+        })
+        .collect()
+}
+
+impl Shared {
+    /// The service levels of `task` in the config this node applied, if it has any.
+    pub(crate) fn levels(&self, task: &str) -> Option<TaskLevels> {
+        let view = self.config_view.read().unwrap_or_else(|p| p.into_inner());
+        view.levels.get(task).copied()
+    }
+
+    /// Every task's service levels in the config this node applied.
+    pub(crate) fn all_levels(&self) -> Arc<BTreeMap<String, TaskLevels>> {
+        let view = self.config_view.read().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(&view.levels)
+    }
+}
+
+/// What one pass raised.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct SlaPass {
+    pub(crate) late: usize,
+    pub(crate) deadlines: usize,
+    /// Some task has a start deadline or a wall-clock one.
+    pub(crate) watching: bool,
+}
+
+/// Judges start deadlines and wall-clock deadlines.
+pub(crate) struct SlaWatch {
+    shared: Arc<Shared>,
+    /// The latest deadline judged per task (each is judged once).
+    judged: HashMap<String, DateTime<Utc>>,
+    /// When this node first saw each task's `succeed_by` (earlier deadlines, beyond the
+    /// lookback, are not judged).
+    watched_since: HashMap<String, DateTime<Utc>>,
+}
+
+impl SlaWatch {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            judged: HashMap::new(),
+            watched_since: HashMap::new(),
+        }
+    }
+
+    /// Ticks not started within their task's `start_within`, by the store's clock: each raised
+    /// once, by the node that marks it first.
+    async fn check_late(&self, levels: &BTreeMap<String, TaskLevels>) -> Result<usize, StoreError> {
+        let Some(least) = levels
+            .values()
+            .filter(|l| l.enabled)
+            .filter_map(|l| l.sla.start_within)
+            .min()
+        else {
+            return Ok(0);
+        };
+        let overdue = self
+            .shared
+            .store
+            .overdue_tasks(least, LATE_CHECK_LIMIT)
+            .await?;
+        let mut marks = Vec::new();
+        let mut late = Vec::new();
+        for task in overdue {
+            let Some(within) = levels.get(&task.name).and_then(|l| l.sla.start_within) else {
+                continue;
+            };
+            let allowed = chrono::TimeDelta::from_std(within).unwrap_or(chrono::TimeDelta::MAX);
+            if task.checked_at - task.next_run_at > allowed {
+                marks.push(AlertMark::new(
+                    &task.name,
+                    "task.late",
+                    task.next_run_at
+                        .to_rfc3339_opts(SecondsFormat::Micros, true),
+                ));
+                late.push((task.name, task.next_run_at, within));
+            }
+        }
+        let won = self.shared.store.mark_alerts(&marks).await?;
+        let mut raised = 0;
+        for (task, tick, within) in late {
+            if !won.iter().any(|m| m.task == task) {
+                continue;
+            }
+            tracing::warn!(task = %task, scheduled_at = %tick, start_within = ?within, "a tick has not started within its start deadline");
+            self.shared.events.emit(SchedulerEvent::Late {
+                task,
+                scheduled_at: tick,
+                start_within_ms: u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
+            });
+            raised += 1;
+        }
+        Ok(raised)
+    }
+
+    /// Wall-clock deadlines passed since they were last judged: a task with no run that
+    /// succeeded after the previous deadline and by this one raises `task.deadline_missed`,
+    /// once per deadline, by the node that marks it first.
+    async fn check_deadlines(
+        &mut self,
+        levels: &BTreeMap<String, TaskLevels>,
+    ) -> Result<usize, StoreError> {
+        let now = Utc::now();
+        let mut raised = 0;
+        for (task, level) in levels.iter().filter(|(_, l)| l.enabled) {
+            let Some((since, by)) = level.sla.deadline_period(level.zone, now) else {
+                continue;
+            };
+            if self.judged.get(task) == Some(&by) {
+                continue;
+            }
+            let since_watched = *self.watched_since.entry(task.clone()).or_insert(now);
+            let lookback = chrono::TimeDelta::from_std(DEADLINE_LOOKBACK).unwrap_or_default();
+            if by < since_watched - lookback {
+                continue; // passed before this node watched it
+            }
+            let mut query = RunQuery::latest(100)
+                .task(task.clone())
+                .status(RunStatus::Succeeded);
+            query.since = Some(since);
+            query.until = Some(by);
+            let kept = self
+                .shared
+                .store
+                .runs(&query)
+                .await?
+                .iter()
+                .any(|r| r.finished_at.is_some_and(|f| f > since && f <= by));
+            if !kept {
+                let mark = AlertMark::new(
+                    task,
+                    "task.deadline_missed",
+                    by.to_rfc3339_opts(SecondsFormat::Secs, true),
+                );
+                if !self.shared.store.mark_alerts(&[mark]).await?.is_empty() {
+                    let succeed_by = level
+                        .sla
+                        .succeed_by
+                        .map(|t| t.to_string())
+                        .unwrap_or_default();
+                    tracing::error!(task = %task, deadline = %by, "no run succeeded by the task's deadline");
+                    self.shared.events.emit(SchedulerEvent::DeadlineMissed {
+                        task: task.clone(),
+                        deadline: by,
+                        succeed_by,
+                        timezone: level.zone.name().to_owned(),
+                        since,
+                    });
+                    raised += 1;
+                }
+            }
+            self.judged.insert(task.clone(), by);
+        }
+        Ok(raised)
+    }
+
+    /// One pass: start deadlines, then wall-clock deadlines.
+    pub(crate) async fn check(&mut self) -> Result<SlaPass, StoreError> {
+        let levels = self.shared.all_levels();
+        let watching = levels
+            .values()
+            .any(|l| l.enabled && (l.sla.start_within.is_some() || l.sla.succeed_by.is_some()));
+        if !watching {
+            return Ok(SlaPass::default());
+        }
+        let late = self.check_late(&levels).await?;
+        let deadlines = self.check_deadlines(&levels).await?;
+        Ok(SlaPass {
+            late,
+            deadlines,
+            watching,
+        })
+    }
+}
+
+impl Service for SlaWatch {
+    type Pass = SlaPass;
+    type Error = StoreError;
+
+    fn what(&self) -> &'static str {
+        "judging service levels"
+    }
+
+    fn events(&self) -> Option<&crate::events::EventBus> {
+        Some(&self.shared.events)
+    }
+
+    async fn run_once(&mut self) -> Result<SlaPass, StoreError> {
+        self.check().await
+    }
+
+    fn pause_after(&mut self, pass: SlaPass) -> Option<Duration> {
+        Some(if pass.watching {
+            SLA_CHECK_INTERVAL
+        } else {
+            IDLE_CHECK_INTERVAL
+        })
+    }
+}

@@ -1,0 +1,285 @@
+//! Incidents (alerts folded per task and type), snoozes and alert marks.
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
+use sqlx::{Acquire, Row};
+
+use super::insert_audit;
+use crate::store::postgres::PgStore;
+use crate::store::{
+    AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
+    IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
+};
+
+fn incident(row: &PgRow) -> Result<IncidentRecord, sqlx::Error> {
+    Ok(IncidentRecord {
+        id: row.try_get("id")?,
+        task_name: row.try_get("task_name")?,
+        kind: row.try_get("kind")?,
+        opened_at: row.try_get("opened_at")?,
+        last_seen_at: row.try_get("last_seen_at")?,
+        count: row.try_get("count")?,
+        last_key: row.try_get("last_key")?,
+        summary: row.try_get("summary")?,
+        notified_at: row.try_get("notified_at")?,
+        remind_every_ms: row.try_get("remind_every_ms")?,
+        reminded_at: row.try_get("reminded_at")?,
+        reminders: row.try_get("reminders")?,
+        closed_at: row.try_get("closed_at")?,
+        closed_by: row.try_get("closed_by")?,
+    })
+}
+
+fn snooze(row: &PgRow) -> Result<Snooze, sqlx::Error> {
+    Ok(Snooze {
+        task_name: row.try_get("task_name")?,
+        until: row.try_get("until")?,
+        reason: row.try_get("reason")?,
+        by: row.try_get("snoozed_by")?,
+        at: row.try_get("snoozed_at")?,
+    })
+}
+
+fn remind_ms(fold: &AlertFold) -> Option<i64> {
+    fold.remind_every
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+pub(super) async fn fold_alerts(
+    store: &PgStore,
+    folds: &[AlertFold],
+    rule: &IncidentRule,
+) -> StoreResult<Vec<Folded>> {
+    if folds.is_empty() {
+        return Ok(Vec::new());
+    }
+    timed!(store, "fold_alerts", |conn| {
+        let mut tx = conn.begin().await?;
+        let now: DateTime<Utc> = sqlx::query_scalar(query!("db_now"))
+            .fetch_one(&mut *tx)
+            .await?;
+        let mut done = Vec::with_capacity(folds.len());
+        for fold in folds {
+            let snoozed = sqlx::query(query!("snooze_of"))
+                .bind(&fold.task)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(snooze)
+                .transpose()?;
+            // Twice at most: an incident another node opened between our look and our insert
+            // is folded into on the second look (the insert then did nothing).
+            let mut folded = None;
+            for _ in 0..2 {
+                let open = sqlx::query(query!("incident_open"))
+                    .bind(&fold.task)
+                    .bind(&fold.kind)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .as_ref()
+                    .map(incident)
+                    .transpose()?;
+                let decision = rule(&FoldInput {
+                    fold,
+                    open: open.as_ref(),
+                    snoozed: snoozed.as_ref(),
+                    now,
+                });
+                let FoldDecision::Record { notify } = decision else {
+                    folded = Some(Folded {
+                        incident: open,
+                        opened: false,
+                        notify: false,
+                    });
+                    break;
+                };
+                let row = match &open {
+                    None => {
+                        sqlx::query(query!("incident_insert"))
+                            .bind(&fold.task)
+                            .bind(&fold.kind)
+                            .bind(fold.key.as_deref())
+                            .bind(&fold.summary)
+                            .bind(notify)
+                            .bind(remind_ms(fold))
+                            .fetch_optional(&mut *tx)
+                            .await?
+                    }
+                    Some(open) => Some(
+                        sqlx::query(query!("incident_fold"))
+                            .bind(open.id)
+                            .bind(fold.key.as_deref())
+                            .bind(&fold.summary)
+                            .bind(notify)
+                            .bind(remind_ms(fold))
+                            .fetch_one(&mut *tx)
+                            .await?,
+                    ),
+                };
+                if let Some(row) = row {
+                    folded = Some(Folded {
+                        incident: Some(incident(&row)?),
+                        opened: open.is_none(),
+                        notify,
+                    });
+                    break;
+                }
+            }
+            done.push(folded.unwrap_or(Folded {
+                incident: None,
+                opened: false,
+                notify: false,
+            }));
+        }
+        tx.commit().await?;
+        Ok(done)
+    })
+}
+
+pub(super) async fn close_incidents(
+    store: &PgStore,
+    closes: &[IncidentClose],
+) -> StoreResult<Vec<IncidentRecord>> {
+    let mut tasks = Vec::new();
+    let mut kinds = Vec::new();
+    let mut reasons = Vec::new();
+    for close in closes {
+        for kind in &close.kinds {
+            tasks.push(close.task.as_str());
+            kinds.push(kind.as_str());
+            reasons.push(close.reason.as_str());
+        }
+    }
+    if tasks.is_empty() {
+        return Ok(Vec::new());
+    }
+    timed!(store, "close_incidents", |conn| {
+        sqlx::query(query!("incident_close"))
+            .bind(&tasks)
+            .bind(&kinds)
+            .bind(&reasons)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(incident)
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+    })
+}
+
+pub(super) async fn claim_reminders(
+    store: &PgStore,
+    limit: u32,
+) -> StoreResult<Vec<IncidentRecord>> {
+    timed!(store, "claim_reminders", |conn| {
+        sqlx::query(query!("incident_remind"))
+            .bind(i64::from(limit))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(incident)
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+    })
+}
+
+pub(super) async fn mark_alerts(
+    store: &PgStore,
+    marks: &[AlertMark],
+) -> StoreResult<Vec<AlertMark>> {
+    if marks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let tasks: Vec<&str> = marks.iter().map(|m| m.task.as_str()).collect();
+    let kinds: Vec<&str> = marks.iter().map(|m| m.kind.as_str()).collect();
+    let keys: Vec<&str> = marks.iter().map(|m| m.mark.as_str()).collect();
+    timed!(store, "mark_alerts", |conn| {
+        sqlx::query(query!("alert_mark"))
+            .bind(&tasks)
+            .bind(&kinds)
+            .bind(&keys)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(AlertMark::new(
+                    row.try_get::<String, _>("task_name")?,
+                    row.try_get::<String, _>("kind")?,
+                    row.try_get::<String, _>("mark")?,
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+    })
+}
+
+pub(super) async fn incidents(
+    store: &PgStore,
+    query: &IncidentQuery,
+) -> StoreResult<Vec<IncidentRecord>> {
+    timed!(store, "incidents", |conn| {
+        sqlx::query(query!("incidents_list"))
+            .bind(query.open)
+            .bind(query.task.as_deref())
+            .bind(i64::from(query.limit))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(incident)
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+    })
+}
+
+pub(super) async fn snooze_task(
+    store: &PgStore,
+    snooze: &Snooze,
+    audit: &AuditEntry,
+) -> StoreResult<bool> {
+    timed!(store, "snooze_task", |conn| {
+        let mut tx = conn.begin().await?;
+        let found = sqlx::query(query!("snooze_set"))
+            .bind(&snooze.task_name)
+            .bind(snooze.until)
+            .bind(&snooze.reason)
+            .bind(&snooze.by)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if found {
+            insert_audit(&mut tx, audit).await?;
+        }
+        tx.commit().await?;
+        Ok(found)
+    })
+}
+
+pub(super) async fn unsnooze_task(
+    store: &PgStore,
+    task: &str,
+    audit: &AuditEntry,
+) -> StoreResult<Option<Snooze>> {
+    timed!(store, "unsnooze_task", |conn| {
+        let mut tx = conn.begin().await?;
+        let lifted = match sqlx::query(query!("snooze_delete"))
+            .bind(task)
+            .fetch_optional(&mut *tx)
+            .await?
+        {
+            Some(row) if row.try_get::<bool, _>("in_force")? => Some(snooze(&row)?),
+            _ => None,
+        };
+        if lifted.is_some() {
+            insert_audit(&mut tx, audit).await?;
+        }
+        tx.commit().await?;
+        Ok(lifted)
+    })
+}
+
+pub(super) async fn snoozes(store: &PgStore) -> StoreResult<Vec<Snooze>> {
+    timed!(store, "snoozes", |conn| {
+        sqlx::query(query!("snoozes"))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(snooze)
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+    })
+}

@@ -1,0 +1,266 @@
+//! Incidents (alerts folded per task and type), snoozes and alert marks.
+
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{insert_audit, limit_of, micros, time_at, time_opt};
+use crate::store::sqlite::SqliteStore;
+use crate::store::{
+    AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
+    IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
+};
+
+fn incident(row: &SqliteRow) -> Result<IncidentRecord, sqlx::Error> {
+    Ok(IncidentRecord {
+        id: row.try_get("id")?,
+        task_name: row.try_get("task_name")?,
+        kind: row.try_get("kind")?,
+        opened_at: time_at(row, "opened_at")?,
+        last_seen_at: time_at(row, "last_seen_at")?,
+        count: row.try_get("count")?,
+        last_key: row.try_get("last_key")?,
+        summary: row.try_get("summary")?,
+        notified_at: time_opt(row, "notified_at")?,
+        remind_every_ms: row.try_get("remind_every_ms")?,
+        reminded_at: time_opt(row, "reminded_at")?,
+        reminders: row.try_get("reminders")?,
+        closed_at: time_opt(row, "closed_at")?,
+        closed_by: row.try_get("closed_by")?,
+    })
+}
+
+fn snooze(row: &SqliteRow) -> Result<Snooze, sqlx::Error> {
+    Ok(Snooze {
+        task_name: row.try_get("task_name")?,
+        until: time_at(row, "until")?,
+        reason: row.try_get("reason")?,
+        by: row.try_get("snoozed_by")?,
+        at: time_at(row, "snoozed_at")?,
+    })
+}
+
+fn remind_ms(fold: &AlertFold) -> Option<i64> {
+    fold.remind_every
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+pub(super) async fn fold_alerts(
+    store: &SqliteStore,
+    folds: &[AlertFold],
+    rule: &IncidentRule,
+) -> StoreResult<Vec<Folded>> {
+    if folds.is_empty() {
+        return Ok(Vec::new());
+    }
+    write_tx!(store, "fold_alerts", |tx, now| {
+        let mut done = Vec::with_capacity(folds.len());
+        for fold in folds {
+            let open = sqlx::query(query!("incident_open"))
+                .bind(&fold.task)
+                .bind(&fold.kind)
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(incident)
+                .transpose()?;
+            let snoozed = sqlx::query(query!("snooze_of"))
+                .bind(&fold.task)
+                .bind(micros(now))
+                .fetch_optional(&mut *tx)
+                .await?
+                .as_ref()
+                .map(snooze)
+                .transpose()?;
+            let decision = rule(&FoldInput {
+                fold,
+                open: open.as_ref(),
+                snoozed: snoozed.as_ref(),
+                now,
+            });
+            let FoldDecision::Record { notify } = decision else {
+                done.push(Folded {
+                    incident: open,
+                    opened: false,
+                    notify: false,
+                });
+                continue;
+            };
+            let notified_at = notify.then(|| micros(now));
+            let row = match &open {
+                None => {
+                    sqlx::query(query!("incident_insert"))
+                        .bind(&fold.task)
+                        .bind(&fold.kind)
+                        .bind(micros(now))
+                        .bind(fold.key.as_deref())
+                        .bind(&fold.summary)
+                        .bind(notified_at)
+                        .bind(remind_ms(fold))
+                        .fetch_one(&mut *tx)
+                        .await?
+                }
+                Some(open) => {
+                    sqlx::query(query!("incident_fold"))
+                        .bind(open.id)
+                        .bind(micros(now))
+                        .bind(fold.key.as_deref())
+                        .bind(&fold.summary)
+                        .bind(notified_at)
+                        .bind(remind_ms(fold))
+                        .fetch_one(&mut *tx)
+                        .await?
+                }
+            };
+            done.push(Folded {
+                incident: Some(incident(&row)?),
+                opened: open.is_none(),
+                notify,
+            });
+        }
+        done
+    })
+}
+
+pub(super) async fn close_incidents(
+    store: &SqliteStore,
+    closes: &[IncidentClose],
+) -> StoreResult<Vec<IncidentRecord>> {
+    if closes.iter().all(|c| c.kinds.is_empty()) {
+        return Ok(Vec::new());
+    }
+    write_tx!(store, "close_incidents", |tx, now| {
+        let mut closed = Vec::new();
+        for close in closes {
+            for kind in &close.kinds {
+                if let Some(row) = sqlx::query(query!("incident_close"))
+                    .bind(&close.task)
+                    .bind(kind)
+                    .bind(micros(now))
+                    .bind(&close.reason)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                {
+                    closed.push(incident(&row)?);
+                }
+            }
+        }
+        closed
+    })
+}
+
+pub(super) async fn claim_reminders(
+    store: &SqliteStore,
+    limit: u32,
+) -> StoreResult<Vec<IncidentRecord>> {
+    write_tx!(store, "claim_reminders", |tx, now| {
+        sqlx::query(query!("incident_remind"))
+            .bind(micros(now))
+            .bind(limit_of(limit))
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(incident)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn mark_alerts(
+    store: &SqliteStore,
+    marks: &[AlertMark],
+) -> StoreResult<Vec<AlertMark>> {
+    if marks.is_empty() {
+        return Ok(Vec::new());
+    }
+    write_tx!(store, "mark_alerts", |tx, now| {
+        let mut won = Vec::new();
+        for mark in marks {
+            let row: Option<String> = sqlx::query_scalar(query!("alert_mark"))
+                .bind(&mark.task)
+                .bind(&mark.kind)
+                .bind(&mark.mark)
+                .bind(micros(now))
+                .fetch_optional(&mut *tx)
+                .await?;
+            if row.is_some() {
+                won.push(mark.clone());
+            }
+        }
+        won
+    })
+}
+
+pub(super) async fn incidents(
+    store: &SqliteStore,
+    query: &IncidentQuery,
+) -> StoreResult<Vec<IncidentRecord>> {
+    read!(store, "incidents", |conn, _now| {
+        sqlx::query(query!("incidents_list"))
+            .bind(query.open.map(i64::from))
+            .bind(query.task.as_deref())
+            .bind(limit_of(query.limit))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(incident)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
+
+pub(super) async fn snooze_task(
+    store: &SqliteStore,
+    snooze: &Snooze,
+    audit: &AuditEntry,
+) -> StoreResult<bool> {
+    write_tx!(store, "snooze_task", |tx, now| {
+        let found = sqlx::query(query!("task_exists"))
+            .bind(&snooze.task_name)
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if found {
+            sqlx::query(query!("snooze_set"))
+                .bind(&snooze.task_name)
+                .bind(micros(snooze.until))
+                .bind(&snooze.reason)
+                .bind(&snooze.by)
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+            insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+        }
+        found
+    })
+}
+
+pub(super) async fn unsnooze_task(
+    store: &SqliteStore,
+    task: &str,
+    audit: &AuditEntry,
+) -> StoreResult<Option<Snooze>> {
+    write_tx!(store, "unsnooze_task", |tx, now| {
+        let lifted = sqlx::query(query!("snooze_delete"))
+            .bind(task)
+            .fetch_optional(&mut *tx)
+            .await?
+            .as_ref()
+            .map(snooze)
+            .transpose()?
+            .filter(|s| s.until > now);
+        if lifted.is_some() {
+            insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+        }
+        lifted
+    })
+}
+
+pub(super) async fn snoozes(store: &SqliteStore) -> StoreResult<Vec<Snooze>> {
+    read!(store, "snoozes", |conn, now| {
+        sqlx::query(query!("snoozes"))
+            .bind(micros(now))
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(snooze)
+            .collect::<Result<Vec<_>, sqlx::Error>>()?
+    })
+}
