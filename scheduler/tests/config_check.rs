@@ -215,3 +215,51 @@ fn a_clean_file_is_ok_and_mentions_unconfigured_tasks() {
         "{shown}"
     );
 }
+
+/// The `sla` block: a good one is shown with its task, each bad field refuses the entry and is
+/// named (in YAML, as operators write it).
+#[test]
+fn service_levels_are_checked_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "tasks.yaml",
+        r#"
+tasks:
+  - name: syncAdvertiserReport
+    enabled: true
+    cron: 0 0 6 * * *
+    sla: { start_within: "30s", warn_after: "10m", succeed_by: "08:00", alert_after_failures: 3, remind_every: 1h }
+  - name: purgeSessions
+    enabled: false
+    cron: 0 0 3 * * *
+    sla: { start_within: soon, succeed_by: "8 am" }
+"#,
+    );
+    let report = check_config(&path, &registry(), BERLIN, now());
+    let refused: Vec<String> = report
+        .problems
+        .iter()
+        .map(|p| match p {
+            CheckProblem::Refused(r) => {
+                assert_eq!(r.name, "purgeSessions");
+                assert!(matches!(r.reason, RefusalReason::InvalidSla(_)));
+                r.reason.to_string()
+            }
+            other => panic!("unexpected problem {other}"),
+        })
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(
+        refused[0].contains("sla.start_within: `soon`"),
+        "{refused:?}"
+    );
+    assert!(refused[1].contains("sla.succeed_by: `8 am`"), "{refused:?}");
+    let shown = report.to_string();
+    assert!(
+        shown.contains(
+            "sla: start within 30s, warn after 10m, succeed by 08:00:00, alert after 3 failures in a row, remind every 1h"
+        ),
+        "{shown}"
+    );
+}

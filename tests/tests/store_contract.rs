@@ -15,6 +15,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use scheduler::store::{
+    AlertFold, AlertMark, FoldDecision, FoldInput, IncidentClose, IncidentQuery, Snooze,
+};
+use scheduler::store::{
     AuditEntry, CancelRequest, Change, ChangeListener, ClaimOutcome, ClaimPlan, ClaimRequest,
     ClaimRules, ClaimedRun, ConfigPlan, ConfigSnapshot, ConfigState, Delivery, DeliveryNext,
     DueDecision, DueTask, ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun,
@@ -434,6 +437,11 @@ contract![
     a_cancel_of_an_ended_or_unknown_run_changes_nothing,
     cancel_requests_name_the_runs_somebody_asked_to_stop,
     an_expired_lock_of_a_cancelled_run_says_who_cancelled_it,
+    alerts_fold_into_one_open_incident_per_task_and_type_as_the_rule_decides,
+    closing_incidents_reports_each_once,
+    reminders_are_claimed_when_due_only_for_sent_unsnoozed_incidents,
+    alert_marks_are_recorded_once,
+    a_snooze_is_set_replaced_listed_and_lifted_with_its_audit,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -4528,4 +4536,257 @@ async fn an_expired_lock_of_a_cancelled_run_says_who_cancelled_it(
     };
     assert_eq!(by("a").as_deref(), Some("alice"));
     assert_eq!(by("b"), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Incidents, alert marks and snoozes.
+// ---------------------------------------------------------------------------------------------
+
+/// The rule of these behaviours: the same key twice counts once; the first alert is sent.
+fn first_is_sent(input: &FoldInput<'_>) -> FoldDecision {
+    if let (Some(open), Some(key)) = (input.open, &input.fold.key)
+        && open.last_key.as_ref() == Some(key)
+    {
+        return FoldDecision::Duplicate;
+    }
+    FoldDecision::Record {
+        notify: input.open.is_none() && input.snoozed.is_none(),
+    }
+}
+
+fn fold(task: &str, kind: &str, key: &str) -> AlertFold {
+    AlertFold::new(task, kind, format!(r#"{{"key": "{key}"}}"#)).key(key)
+}
+
+async fn open_incidents(s: &dyn Store) -> Vec<scheduler::store::IncidentRecord> {
+    s.incidents(&IncidentQuery::new(100).open(true))
+        .await
+        .unwrap()
+}
+
+async fn alerts_fold_into_one_open_incident_per_task_and_type_as_the_rule_decides(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    seed(s, &[("a", t + HOUR), ("b", t + HOUR)]).await;
+    let folded = s
+        .fold_alerts(
+            &[
+                fold("a", "run.failed", "run 1"),
+                fold("a", "run.failed", "run 2"),
+                fold("a", "run.failed", "run 2"),
+                fold("a", "task.late", "tick"),
+                fold("b", "run.failed", "run 3"),
+            ],
+            &first_is_sent,
+        )
+        .await
+        .unwrap();
+    let seen: Vec<(bool, bool, Option<i64>)> = folded
+        .iter()
+        .map(|f| (f.opened, f.notify, f.incident.as_ref().map(|i| i.count)))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (true, true, Some(1)),
+            (false, false, Some(2)),
+            (false, false, Some(2)), // a duplicate writes nothing
+            (true, true, Some(1)),
+            (true, true, Some(1)),
+        ]
+    );
+    let open = open_incidents(s).await;
+    assert_eq!(open.len(), 3, "{open:?}");
+    let failed = open
+        .iter()
+        .find(|i| i.task_name == "a" && i.kind == "run.failed")
+        .unwrap();
+    assert_eq!(failed.count, 2);
+    assert_eq!(failed.last_key.as_deref(), Some("run 2"));
+    assert_eq!(failed.summary, r#"{"key": "run 2"}"#);
+    assert!(failed.notified_at.is_some() && failed.closed_at.is_none());
+    assert!(failed.last_seen_at >= failed.opened_at);
+    let only_b = s
+        .incidents(&IncidentQuery::new(100).task("b"))
+        .await
+        .unwrap();
+    assert_eq!(only_b.len(), 1);
+    // The rule sees the task's snooze in force.
+    s.snooze_task(
+        &Snooze::new("a", t + HOUR, "maintenance", "bob"),
+        &audit("snooze", "a"),
+    )
+    .await
+    .unwrap();
+    let held = s
+        .fold_alerts(&[fold("a", "run.timed_out", "run 4")], &first_is_sent)
+        .await
+        .unwrap();
+    assert!(held[0].opened && !held[0].notify, "{held:?}");
+    assert!(held[0].incident.as_ref().unwrap().notified_at.is_none());
+}
+
+async fn closing_incidents_reports_each_once(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    seed(s, &[("a", t + HOUR)]).await;
+    s.fold_alerts(
+        &[
+            fold("a", "run.failed", "run 1"),
+            fold("a", "task.slow", "run 1"),
+        ],
+        &first_is_sent,
+    )
+    .await
+    .unwrap();
+    let close = IncidentClose::new("a", ["run.failed", "run.lost"], "run 2 succeeded");
+    let closed = s
+        .close_incidents(std::slice::from_ref(&close))
+        .await
+        .unwrap();
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    assert_eq!(closed[0].kind, "run.failed");
+    assert_eq!(closed[0].closed_by.as_deref(), Some("run 2 succeeded"));
+    assert!(closed[0].closed_at.is_some());
+    assert!(
+        s.close_incidents(&[close]).await.unwrap().is_empty(),
+        "once"
+    );
+    let open = open_incidents(s).await;
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].kind, "task.slow");
+    let done = s
+        .incidents(&IncidentQuery::new(100).open(false))
+        .await
+        .unwrap();
+    assert_eq!(done.len(), 1);
+    // The next alert of that type opens a new incident.
+    let again = s
+        .fold_alerts(&[fold("a", "run.failed", "run 3")], &first_is_sent)
+        .await
+        .unwrap();
+    assert!(again[0].opened && again[0].notify);
+    assert_ne!(again[0].incident.as_ref().unwrap().id, closed[0].id);
+}
+
+async fn reminders_are_claimed_when_due_only_for_sent_unsnoozed_incidents(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    seed(s, &[("a", t + HOUR), ("b", t + HOUR), ("c", t + HOUR)]).await;
+    let soon = Some(Duration::from_millis(1));
+    let held_back = |input: &FoldInput<'_>| FoldDecision::Record {
+        notify: input.fold.task != "b",
+    };
+    s.snooze_task(
+        &Snooze::new("c", t + HOUR, "maintenance", "bob"),
+        &audit("snooze", "c"),
+    )
+    .await
+    .unwrap();
+    s.fold_alerts(
+        &[
+            fold("a", "run.failed", "1").policy(1, soon),
+            fold("a", "task.late", "1").policy(1, Some(Duration::from_secs(3600))),
+            fold("b", "run.failed", "1").policy(1, soon),
+            fold("c", "run.failed", "1").policy(1, soon),
+            fold("c", "task.late", "1"),
+        ],
+        &held_back,
+    )
+    .await
+    .unwrap();
+    // The store's clock moves past the 1 ms interval (the writes above took longer already).
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let reminded = s.claim_reminders(100).await.unwrap();
+    let which: Vec<(&str, &str, i64)> = reminded
+        .iter()
+        .map(|i| (i.task_name.as_str(), i.kind.as_str(), i.reminders))
+        .collect();
+    assert_eq!(
+        which,
+        [("a", "run.failed", 1)],
+        "not due yet, never sent, snoozed, or without reminders: none"
+    );
+    assert!(reminded[0].reminded_at.is_some());
+}
+
+async fn alert_marks_are_recorded_once(s: &dyn Store, _: &Arrange) {
+    let m1 = AlertMark::new("a", "task.late", "2026-01-01T00:00:00Z");
+    let m2 = AlertMark::new("a", "task.deadline_missed", "2026-01-01T00:00:00Z");
+    let m3 = AlertMark::new("b", "task.late", "2026-01-01T00:00:00Z");
+    let won = s.mark_alerts(&[m1.clone(), m2.clone()]).await.unwrap();
+    assert_eq!(won.len(), 2, "{won:?}");
+    let won = s.mark_alerts(&[m1, m3.clone(), m2]).await.unwrap();
+    assert_eq!(won, [m3], "recorded once");
+}
+
+async fn a_snooze_is_set_replaced_listed_and_lifted_with_its_audit(s: &dyn Store, _: &Arrange) {
+    let t = now_s();
+    seed(s, &[("a", t + HOUR)]).await;
+    assert!(
+        !s.snooze_task(
+            &Snooze::new("missing", t + HOUR, "x", "bob"),
+            &audit("snooze", "missing")
+        )
+        .await
+        .unwrap()
+    );
+    assert!(s.audit_log(10, None).await.unwrap().is_empty());
+    assert!(
+        s.snooze_task(
+            &Snooze::new("a", t + HOUR, "maintenance", "bob"),
+            &audit("snooze", "a")
+        )
+        .await
+        .unwrap()
+    );
+    assert!(
+        s.snooze_task(
+            &Snooze::new("a", t + HOUR * 2, "longer maintenance", "carol"),
+            &audit("snooze", "a")
+        )
+        .await
+        .unwrap()
+    );
+    let snoozes = s.snoozes().await.unwrap();
+    assert_eq!(snoozes.len(), 1, "replaced: {snoozes:?}");
+    assert_eq!(
+        (
+            snoozes[0].task_name.as_str(),
+            snoozes[0].reason.as_str(),
+            snoozes[0].by.as_str(),
+            snoozes[0].until
+        ),
+        ("a", "longer maintenance", "carol", t + HOUR * 2)
+    );
+    let lifted = s.unsnooze_task("a", &audit("unsnooze", "a")).await.unwrap();
+    assert_eq!(lifted.map(|l| l.reason), Some("longer maintenance".into()));
+    assert!(s.snoozes().await.unwrap().is_empty());
+    assert_eq!(
+        s.unsnooze_task("a", &audit("unsnooze", "a")).await.unwrap(),
+        None
+    );
+    let actions: Vec<String> = s
+        .audit_log(10, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.action)
+        .collect();
+    assert_eq!(actions, ["unsnooze", "snooze", "snooze"], "newest first");
+    // A snooze that has ended is not in force.
+    s.snooze_task(
+        &Snooze::new("a", t - HOUR, "over", "bob"),
+        &audit("snooze", "a"),
+    )
+    .await
+    .unwrap();
+    assert!(s.snoozes().await.unwrap().is_empty());
+    assert_eq!(
+        s.unsnooze_task("a", &audit("unsnooze", "a")).await.unwrap(),
+        None
+    );
 }
