@@ -24,6 +24,7 @@ on_both_backends!(
     a_start_deadline_fires_once_when_broken_and_not_when_kept,
     a_run_time_warning_fires_once_per_slow_run_and_does_not_stop_it,
     a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept,
+    failures_on_two_nodes_fold_into_one_incident_and_one_alert,
 );
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -607,4 +608,50 @@ async fn a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept(db: &Tes
     assert_eq!(incidents.len(), 1, "{incidents:?}");
     assert_eq!(incidents[0]["kind"], "task.deadline_missed");
     n.stop().await;
+}
+
+/// Two nodes run the same failing task (each tick on one of them) and raise its failures each
+/// on its own: they fold into one incident, and the receiver gets one `run.failed`.
+async fn failures_on_two_nodes_fold_into_one_incident_and_one_alert(db: &TestDb) {
+    let (url, got, server) = receiver().await;
+    let state = Arc::new(Switches::default());
+    state.failing.store(true, Ordering::SeqCst);
+    let start_node = |id: &str| {
+        let webhook = scheduler::webhook::WebhookSettings::new(&url, SECRET).unwrap();
+        start(
+            node(db, id, tasks("inc.flaky"))
+                .config_document(doc(vec![entry("inc.flaky", "* * * * * *")]))
+                .webhook(webhook)
+                .state(Arc::clone(&state))
+                .build()
+                .unwrap(),
+        )
+    };
+    let (a, b) = (start_node("a"), start_node("b"));
+    wait_until(
+        Duration::from_secs(90),
+        "failures on both nodes",
+        || async {
+            let runs = db.runs(Some("inc.flaky")).await;
+            let failed = |node: &str| {
+                runs.iter()
+                    .filter(|r| r.status == RunStatus::Failed && r.node_id == node)
+                    .count()
+            };
+            failed("a") >= 2 && failed("b") >= 2
+        },
+    )
+    .await;
+    delivered(db).await;
+    a.stop().await;
+    b.stop().await;
+    server.abort();
+    assert_eq!(got.count("run.failed", "inc.flaky"), 1, "one alert");
+    let open = db
+        .api()
+        .incidents(&scheduler::store::IncidentQuery::new(10).task("inc.flaky"))
+        .await
+        .unwrap();
+    assert_eq!(open.len(), 1, "one incident: {open:?}");
+    assert!(open[0].count >= 4, "{open:?}");
 }
