@@ -56,7 +56,7 @@ pub struct RunRef {
     pub scheduled_at: DateTime<Utc>,
     /// 1 for the first attempt at a tick, 2 for its first retry, ...
     pub attempt: i32,
-    /// `schedule`, `retry` or `manual`.
+    /// `schedule`, `retry`, `manual` or `backfill`.
     pub trigger: String,
     /// The node running it.
     pub node: String,

@@ -73,6 +73,7 @@
 #[cfg(feature = "admin")]
 pub mod admin;
 mod app;
+pub mod backfill;
 mod builder;
 mod causes;
 #[cfg(feature = "cli")]

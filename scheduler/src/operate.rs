@@ -1,5 +1,6 @@
 //! Operator actions against a store, shared by the command line, the admin API and the
-//! dashboard: run a task now, pause it, resume it, cancel a running run, snooze its alerts. Each is written to the audit trail with who
+//! dashboard: run a task now, pause it, resume it, cancel a running run, snooze its alerts,
+//! backfill a range of its past ticks (and cancel the backfill). Each is written to the audit trail with who
 //! asked and from where, and takes effect cluster-wide (nodes are woken at once).
 //!
 //! ```no_run
@@ -17,9 +18,11 @@
 use chrono::{DateTime, Utc};
 
 use crate::Result;
+use crate::backfill::{BackfillPlan, BackfillRefusal, BackfillRequest, plan_ticks};
 use crate::schedule::ScheduleSpec;
 use crate::store::{
-    AuditEntry, CancelRequest, Pause, ResumePlan, RunRequest, SkipReason, Snooze, Store, TaskState,
+    AuditEntry, BackfillCancel, BackfillCreate, CancelRequest, NewBackfill, Pause, ResumePlan,
+    RunRequest, SkipReason, Snooze, Store, TaskState,
 };
 
 /// Who asks, and from where (for the audit trail).
@@ -204,6 +207,144 @@ pub async fn cancel(store: &dyn Store, run_id: i64, actor: &Actor) -> Result<Can
         &actor.source,
     );
     Ok(store.cancel_run(run_id, &actor.name, &audit).await?)
+}
+
+/// Backfills `request.task`: plans its ticks in the range (see [`crate::backfill`]) and, unless
+/// it is a dry run or there is nothing to run, records the backfill (audited: who, the range,
+/// how many runs) for the nodes to run one tick at a time, paced, through the task's lock, with
+/// trigger `backfill` and `ctx.scheduled_at()` the backfilled tick. The inner `Err` says why a
+/// request is refused (nothing was written).
+///
+/// ```no_run
+/// # async fn demo(store: &dyn scheduler::store::Store) -> scheduler::Result<()> {
+/// use scheduler::backfill::BackfillRequest;
+/// use scheduler::operate::{self, Actor};
+///
+/// let who = Actor::new("alice", "cli@ops-host");
+/// let from = "2026-03-01T00:00:00Z".parse().unwrap();
+/// let to = "2026-03-02T00:00:00Z".parse().unwrap();
+/// let request = BackfillRequest::new("syncAdvertiserReport", from, to);
+/// let dry = operate::backfill(store, &request.clone().dry_run(true), &who).await?;
+/// if let Ok(plan) = dry {
+///     println!("{} ticks would run", plan.ticks.len());
+///     let done = operate::backfill(store, &request, &who).await?;
+///     println!("{done:?}");
+/// }
+/// # Ok(()) }
+/// ```
+pub async fn backfill(
+    store: &dyn Store,
+    request: &BackfillRequest,
+    actor: &Actor,
+) -> Result<std::result::Result<BackfillPlan, BackfillRefusal>> {
+    if request.concurrency != 1 {
+        return Ok(Err(BackfillRefusal::Concurrency(request.concurrency)));
+    }
+    let Some(state) = store
+        .task_states(Some(&request.task))
+        .await?
+        .into_iter()
+        .find(|s| s.name == request.task)
+    else {
+        return Ok(Err(BackfillRefusal::UnknownTask(request.task.clone())));
+    };
+    let spec = match ScheduleSpec::parse(&state.cron, &state.timezone) {
+        Ok(spec) => spec,
+        Err(e) => {
+            return Ok(Err(BackfillRefusal::Schedule {
+                task: request.task.clone(),
+                error: e.to_string(),
+            }));
+        }
+    };
+    let succeeded = if request.all || request.from > request.to {
+        Vec::new()
+    } else {
+        store
+            .succeeded_ticks(&request.task, request.from, request.to)
+            .await?
+    };
+    let now = Utc::now();
+    let (in_range, ticks) = match plan_ticks(
+        &spec,
+        request.from,
+        request.to,
+        now,
+        &succeeded,
+        request.all,
+        request.max_runs,
+    ) {
+        Ok(planned) => planned,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
+    let mut plan = BackfillPlan {
+        task: request.task.clone(),
+        timezone: state.timezone.clone(),
+        from: request.from,
+        to: request.to,
+        ticks_in_range: in_range,
+        already_succeeded: in_range - ticks.len(),
+        ticks,
+        dry_run: request.dry_run,
+        id: None,
+    };
+    if request.dry_run || plan.ticks.is_empty() {
+        return Ok(Ok(plan));
+    }
+    let detail = format!(
+        "{} to {}: {} runs ({}), pace {} ms",
+        request.from.to_rfc3339(),
+        request.to.to_rfc3339(),
+        plan.ticks.len(),
+        if request.all {
+            "every tick"
+        } else {
+            "ticks without a succeeded run"
+        },
+        request.pace.as_millis()
+    );
+    let audit = AuditEntry::new(
+        &actor.name,
+        "backfill",
+        &request.task,
+        detail,
+        &actor.source,
+    );
+    let record = NewBackfill {
+        task_name: request.task.clone(),
+        from: request.from,
+        to: request.to,
+        all_ticks: request.all,
+        max_runs: request.max_runs,
+        concurrency: request.concurrency,
+        pace: request.pace,
+        requested_by: actor.name.clone(),
+        ticks: plan.ticks.clone(),
+    };
+    match store.create_backfill(&record, &audit).await? {
+        BackfillCreate::Created(id) => plan.id = Some(id),
+        BackfillCreate::NotFound => {
+            return Ok(Err(BackfillRefusal::UnknownTask(request.task.clone())));
+        }
+        BackfillCreate::Busy(id) => return Ok(Err(BackfillRefusal::Busy(id))),
+    }
+    Ok(Ok(plan))
+}
+
+/// Cancels backfill `id` (audited): its ticks not yet claimed never run. Its runs still running
+/// go on; cancel each with [`cancel`] if they must stop (their ids are returned).
+pub async fn cancel_backfill(store: &dyn Store, id: i64, actor: &Actor) -> Result<BackfillCancel> {
+    let Some((record, _)) = store.backfill(id).await? else {
+        return Ok(BackfillCancel::NotFound);
+    };
+    let audit = AuditEntry::new(
+        &actor.name,
+        "cancel_backfill",
+        &record.task_name,
+        format!("backfill {id}"),
+        &actor.source,
+    );
+    Ok(store.cancel_backfill(id, &actor.name, &audit).await?)
 }
 
 /// What ending a pause writes: the ticks due while paused (recorded), the next run after now.

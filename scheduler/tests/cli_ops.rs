@@ -58,6 +58,12 @@ mod on_postgres {
     async fn a_schema_without_the_scheduler_tables_is_named_not_created() {
         super::a_schema_without_the_scheduler_tables_is_named_not_created().await
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn backfill_commands() {
+        super::init_tracing();
+        super::backfill_commands(super::Db::postgres().await).await
+    }
 }
 
 /// The suite's PostgreSQL (`DATABASE_URL`, set by `scripts/test`). In a SQLite-only run
@@ -777,4 +783,108 @@ async fn a_schema_without_the_scheduler_tables_is_named_not_created() {
     .await;
     assert_eq!(code, 1);
     assert!(err.contains("no scheduler tables there"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn backfill_commands_on_sqlite() {
+    init_tracing();
+    backfill_commands(Db::sqlite()).await
+}
+
+/// `backfill` through the binary, beside a node that polls only hourly (so it runs what the
+/// commands commit as its change listener hears of it): a dry run in the task's zone lists the
+/// five yearly ticks and runs nothing, the cap refuses, the backfill runs each tick once with
+/// trigger `backfill`, `backfill status` follows it, `backfill cancel` says when one is over.
+async fn backfill_commands(db: Db) {
+    let seen = Seen::default();
+    let store = db.store().await;
+    let node = Node::start_polling(&store, &seen, Duration::from_secs(3600));
+    tasks_recorded(&store).await;
+    // Dates without an offset are read in the task's zone (Asia/Shanghai): each yearly tick is
+    // 1 January 00:00 there, 16:00 UTC the day before.
+    let range = ["--from", "2020-01-01", "--to", "2024-12-31"];
+    let expected: Vec<String> = (2019..2024)
+        .map(|y| format!("{y}-12-31T16:00:00Z"))
+        .collect();
+    let mut args = vec!["backfill", "cli.echo"];
+    args.extend(range);
+    args.push("--dry-run");
+    let dry = db.json(&args).await;
+    assert_eq!(dry["runs"], 5, "{dry}");
+    assert_eq!(dry["id"], Value::Null);
+    let ticks: Vec<String> = serde_json::from_value(dry["ticks"].clone()).unwrap();
+    assert_eq!(ticks, expected);
+    let mut capped = vec!["backfill", "cli.echo", "--max-runs", "3"];
+    capped.extend(range);
+    let (code, _, err) = db.cli(&capped).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("cap of 3"), "{err}");
+    let (code, _, err) = db
+        .cli(&[
+            "backfill",
+            "no.such",
+            "--from",
+            "2020-01-01",
+            "--to",
+            "2021-01-01",
+        ])
+        .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no task named `no.such`"), "{err}");
+    assert!(seen.lock().unwrap().is_empty(), "nothing ran yet");
+
+    let mut real = vec!["backfill", "cli.echo", "--pace", "0s", "--actor", "alice"];
+    real.extend(range);
+    let out = db.ok(&real).await;
+    assert!(out.contains("backfill recorded: will run 5"), "{out}");
+    wait_for("the node ran the five ticks", || {
+        seen.lock().unwrap().len() == 5
+    })
+    .await;
+    let list = db.json(&["backfill", "status"]).await;
+    let id = list[0]["id"].as_i64().unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        let status = db.json(&["backfill", "status", &id.to_string()]).await;
+        if status["state"] == "done" {
+            break status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status["progress"]["succeeded"], 5, "{status}");
+    assert_eq!(status["requested_by"], "alice");
+    let runs = store
+        .runs(&RunQuery::latest(10).task("cli.echo"))
+        .await
+        .unwrap();
+    let mut served: Vec<String> = runs
+        .iter()
+        .filter(|r| r.trigger == scheduler::store::Trigger::Backfill)
+        .map(|r| r.scheduled_at.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .collect();
+    served.sort();
+    assert_eq!(served, expected);
+    let mut ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    ids.sort();
+    let mut ran = seen.lock().unwrap().clone();
+    ran.sort();
+    assert_eq!(ran, ids, "each backfilled run ran once");
+    let table = db.ok(&["backfill", "status"]).await;
+    assert!(
+        table.contains("done") && table.contains("cli.echo"),
+        "{table}"
+    );
+    let out = db.ok(&["backfill", "status", &id.to_string()]).await;
+    assert!(out.contains("5 done of 5"), "{out}");
+    let out = db.ok(&["backfill", "cancel", &id.to_string()]).await;
+    assert!(out.contains("already over"), "{out}");
+    let (code, _, err) = db.cli(&["backfill", "cancel", "999999"]).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("no backfill 999999"), "{err}");
+    let runs_out = db.ok(&["runs", "cli.echo", "--trigger", "backfill"]).await;
+    assert!(runs_out.contains("backfill (alice)"), "{runs_out}");
+    node.stop().await;
+    drop(store);
+    db.cleanup().await;
 }

@@ -257,6 +257,10 @@ async fn every_documented_route_answers_as_documented() {
         ("post", "/api/tasks/{name}/pause"),
         ("post", "/api/tasks/{name}/resume"),
         ("post", "/api/runs/{id}/cancel"),
+        ("post", "/api/tasks/{name}/backfill"),
+        ("get", "/api/backfills"),
+        ("get", "/api/backfills/{id}"),
+        ("post", "/api/backfills/{id}/cancel"),
         ("get", "/api/runs"),
         ("get", "/api/runs/{id}"),
         ("get", "/api/nodes"),
@@ -593,6 +597,40 @@ async fn every_documented_route_answers_as_documented() {
             "delete",
             "/api/tasks/{name}/snooze",
             "/api/tasks/nope/snooze",
+            None
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND
+    );
+    let (s, plan) = call(
+        "post",
+        "/api/tasks/{name}/backfill",
+        "/api/tasks/admin.record/backfill",
+        Some(
+            json!({"from": "2020-01-01T00:00:00Z", "to": "2022-12-31T00:00:00Z", "dry_run": true}),
+        ),
+    )
+    .await;
+    assert_eq!(s, ok, "{plan}");
+    assert_eq!(plan["runs"], 3, "{plan}");
+    assert_eq!(
+        call("get", "/api/backfills", "/api/backfills?limit=5", None)
+            .await
+            .0,
+        ok
+    );
+    assert_eq!(
+        call("get", "/api/backfills/{id}", "/api/backfills/4711", None)
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        call(
+            "post",
+            "/api/backfills/{id}/cancel",
+            "/api/backfills/4711/cancel",
             None
         )
         .await

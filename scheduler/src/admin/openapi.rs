@@ -11,12 +11,12 @@ use utoipa::{Modify, OpenApi};
 #[openapi(
     info(
         title = "scheduler admin API",
-        description = "Operate a scheduler cluster: tasks, runs and their logs, nodes, config, audit trail; trigger, pause and resume tasks; incidents and snoozes. Reads are open on loopback, else need the bearer token; mutations always need it (SCHEDULER_ADMIN_TOKEN).",
+        description = "Operate a scheduler cluster: tasks, runs and their logs, nodes, config, audit trail; trigger, pause and resume tasks, backfill a range of their past ticks; incidents and snoozes. Reads are open on loopback, else need the bearer token; mutations always need it (SCHEDULER_ADMIN_TOKEN).",
         license(name = "MIT OR Apache-2.0")
     ),
     modifiers(&Bearer),
     tags(
-        (name = "tasks", description = "Tasks: config, state, policies; trigger, pause, resume"),
+        (name = "tasks", description = "Tasks: config, state, policies; trigger, pause, resume; backfills"),
         (name = "runs", description = "Run history and logs"),
         (name = "cluster", description = "Nodes, config, audit trail, webhook deliveries"),
         (name = "incidents", description = "Incidents (a task's alerts folded per problem) and snoozes"),

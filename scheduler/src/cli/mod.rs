@@ -45,8 +45,8 @@ mod operator;
 mod table;
 
 pub use operator::{
-    ActorArgs, CancelArgs, LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs,
-    StoreArgs, TriggerArgs,
+    ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
+    LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs, TriggerArgs,
 };
 
 use crate::TaskRegistry;

@@ -294,15 +294,17 @@ pub(crate) fn unknown(lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecisi
         };
     }
     let rerun = run.recovery == Recovery::Rerun;
-    let requeue = rerun.then(|| {
-        requeue_of(
-            run.trigger,
-            run.scheduled_at,
-            run.attempt,
-            run.triggered_by.clone(),
-            db_now,
-        )
-    });
+    let requeue = rerun
+        .then(|| {
+            requeue_of(
+                run.trigger,
+                run.scheduled_at,
+                run.attempt,
+                run.triggered_by.clone(),
+                db_now,
+            )
+        })
+        .flatten();
     let error = format!(
         "lock expired: node {} stopped renewing it (killed, crashed, paused or cut off from the database); {}",
         lock.owner,
@@ -323,15 +325,18 @@ pub(crate) fn unknown(lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecisi
 }
 
 /// The same run again, as soon as possible (`now`): the tick of a scheduled run, the same
-/// attempt of a retry, the manual request of a manual run.
+/// attempt of a retry, the manual request of a manual run. A backfill's run is not run again:
+/// its tick shows in the backfill's progress as the run ended (interrupted, lost), and a second
+/// backfill of the range (which by default runs only the ticks without a successful run) runs
+/// it again. Requeueing it as a tick would make a past tick the schedule's next run.
 pub(crate) fn requeue_of(
     trigger: Trigger,
     scheduled_at: DateTime<Utc>,
     attempt: i32,
     triggered_by: Option<String>,
     now: DateTime<Utc>,
-) -> Requeue {
-    match trigger {
+) -> Option<Requeue> {
+    Some(match trigger {
         Trigger::Retry => Requeue::Retry {
             tick: scheduled_at,
             attempt,
@@ -341,8 +346,9 @@ pub(crate) fn requeue_of(
             at: scheduled_at,
             by: triggered_by,
         },
+        Trigger::Backfill => return None,
         _ => Requeue::Tick(scheduled_at),
-    }
+    })
 }
 
 /// An error text fit for logs and storage: secrets redacted (handler errors often quote the URL

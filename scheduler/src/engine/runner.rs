@@ -159,13 +159,13 @@ pub(crate) async fn run(
         let now = db_clock(&claimed, claim_sent);
         if decision.hand_over {
             // The same run again at once; the run that serves it accounts for later ticks.
-            finish.requeue = Some(outcome::requeue_of(
+            finish.requeue = outcome::requeue_of(
                 claimed.trigger,
                 claimed.scheduled_at,
                 claimed.attempt,
                 claimed.triggered_by.clone(),
                 now,
-            ));
+            );
         } else if let Some(spec) = spec {
             if claimed.trigger == Trigger::Schedule {
                 finish.skips = account_skips(&claimed, spec.clone()).await;
@@ -240,7 +240,7 @@ fn db_clock(claimed: &ClaimedRun, claim_sent: Instant) -> DateTime<Utc> {
 
 /// A failed or timed-out run with retries left is tried again after its backoff, unless the
 /// retry would reach the task's next scheduled tick: then it gives way (recorded). Manual runs
-/// are not retried (whoever asked sees the outcome).
+/// and backfill runs are not retried (whoever asked sees the outcome).
 fn plan_retry(
     shared: &Shared,
     claimed: &ClaimedRun,
@@ -249,7 +249,7 @@ fn plan_retry(
     now: DateTime<Utc>,
 ) {
     if !matches!(finish.end.status, RunStatus::Failed | RunStatus::TimedOut)
-        || claimed.trigger == Trigger::Manual
+        || matches!(claimed.trigger, Trigger::Manual | Trigger::Backfill)
     {
         return;
     }

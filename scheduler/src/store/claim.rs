@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Pause, RunStatus, SkipRecord, Trigger};
+use super::{Pause, PendingBackfill, RunStatus, SkipRecord, Trigger};
 use crate::policy::Recovery;
 
 /// A lock, named by its task and fencing token.
@@ -236,6 +236,8 @@ pub struct DueTask {
     pub pause: Option<Pause>,
     /// The open missed-run incident, if any.
     pub missed_since: Option<DateTime<Utc>>,
+    /// A backfill tick due, if any (the earliest not yet run of the task's backfill).
+    pub backfill: Option<PendingBackfill>,
 }
 
 /// The next scheduled run a claim leaves on the row.
@@ -292,6 +294,8 @@ pub struct ClaimPlan {
     pub clear_retry: bool,
     /// Ticks recorded as skipped by this claim (a retry that gave way).
     pub skips: Vec<SkipRecord>,
+    /// The backfill whose tick this run serves (trigger `backfill`).
+    pub backfill_id: Option<i64>,
 }
 
 impl ClaimPlan {
@@ -312,6 +316,7 @@ impl ClaimPlan {
             next_run_at: NextRun::Set(next_run_at),
             clear_retry: false,
             skips: Vec::new(),
+            backfill_id: None,
         }
     }
 }

@@ -245,6 +245,7 @@ mod tests {
                         manual: None,
                         pause: None,
                         missed_since: None,
+                        backfill: None,
                     };
                     (task, at(3))
                 })

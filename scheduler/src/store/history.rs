@@ -306,6 +306,8 @@ pub enum Trigger {
     Retry,
     /// Somebody asked for a run now.
     Manual,
+    /// A past tick run again by an operator's backfill (see [`crate::operate::backfill`]).
+    Backfill,
 }
 
 impl Trigger {
@@ -315,6 +317,7 @@ impl Trigger {
             Trigger::Schedule => "schedule",
             Trigger::Retry => "retry",
             Trigger::Manual => "manual",
+            Trigger::Backfill => "backfill",
         }
     }
 
@@ -324,6 +327,7 @@ impl Trigger {
             "schedule" => Trigger::Schedule,
             "retry" => Trigger::Retry,
             "manual" => Trigger::Manual,
+            "backfill" => Trigger::Backfill,
             _ => return None,
         })
     }

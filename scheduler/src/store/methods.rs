@@ -45,6 +45,8 @@ macro_rules! store_methods {
                 planner: &ResumePlanner<'_>
             ) -> StoreResult<Option<Pause>>;
             cancel_run(run_id: i64, by: &str, audit: &AuditEntry) -> StoreResult<CancelRequest>;
+            create_backfill(backfill: &NewBackfill, audit: &AuditEntry) -> StoreResult<BackfillCreate>;
+            cancel_backfill(id: i64, by: &str, audit: &AuditEntry) -> StoreResult<BackfillCancel>;
             // Reads.
             nodes() -> StoreResult<Vec<NodeRecord>>;
             task_states(task: Option<&str>) -> StoreResult<Vec<TaskState>>;
@@ -65,6 +67,13 @@ macro_rules! store_methods {
                 since: DateTime<Utc>
             ) -> StoreResult<Vec<SkipRecord>>;
             run_log(run_id: i64) -> StoreResult<Vec<LogChunk>>;
+            succeeded_ticks(
+                task_name: &str,
+                from: DateTime<Utc>,
+                to: DateTime<Utc>
+            ) -> StoreResult<Vec<DateTime<Utc>>>;
+            backfills(task_name: Option<&str>, limit: u32) -> StoreResult<Vec<BackfillRecord>>;
+            backfill(id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
             // Webhook outbox.
             enqueue_events(events: &[NewEvent]) -> StoreResult<()>;
             trim_outbox(keep: u32, reason: &str) -> StoreResult<u64>;

@@ -24,6 +24,7 @@
 #[macro_use]
 mod methods;
 
+mod backfill;
 mod claim;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod claim_loop;
@@ -49,6 +50,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 pub use crate::policy::Recovery;
+pub use backfill::{
+    BackfillCancel, BackfillCreate, BackfillProgress, BackfillRecord, BackfillTick, NewBackfill,
+    PendingBackfill,
+};
 pub use claim::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
     ExpiredLock, FailureCount, FinishResult, LockKey, LockedRun, NextRun, PendingManual,
@@ -112,8 +117,8 @@ pub trait ChangeListener: Send {
 /// | Claiming and running | the engine | [`next_wake`](Self::next_wake), [`claim`](Self::claim), [`renew_locks`](Self::renew_locks), [`cancel_requests`](Self::cancel_requests), [`finish_runs`](Self::finish_runs), [`record_skips`](Self::record_skips), [`append_run_logs`](Self::append_run_logs) |
 /// | Upkeep | the engine's maintenance | [`reschedule`](Self::reschedule), [`overdue_tasks`](Self::overdue_tasks), [`open_missed`](Self::open_missed), [`prune_history`](Self::prune_history) |
 /// | Config | the reconciler | [`load_tasks`](Self::load_tasks), [`config_state`](Self::config_state), [`apply_config`](Self::apply_config) |
-/// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task), [`cancel_run`](Self::cancel_run) |
-/// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`latest_skips_per_task`](Self::latest_skips_per_task), [`run_log`](Self::run_log) |
+/// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task), [`cancel_run`](Self::cancel_run), [`create_backfill`](Self::create_backfill), [`cancel_backfill`](Self::cancel_backfill) |
+/// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`latest_skips_per_task`](Self::latest_skips_per_task), [`run_log`](Self::run_log), [`succeeded_ticks`](Self::succeeded_ticks), [`backfills`](Self::backfills), [`backfill`](Self::backfill) |
 /// | Webhook outbox | the engine's delivery (and the dashboard) | [`enqueue_events`](Self::enqueue_events), [`trim_outbox`](Self::trim_outbox), [`claim_outbox`](Self::claim_outbox), [`record_deliveries`](Self::record_deliveries), [`deliveries`](Self::deliveries), [`webhook_disabled`](Self::webhook_disabled), [`disable_webhook`](Self::disable_webhook) |
 /// | Incidents | the engine's alerts; the admin API, the dashboard and the CLI read them and snooze | [`fold_alerts`](Self::fold_alerts), [`close_incidents`](Self::close_incidents), [`claim_reminders`](Self::claim_reminders), [`mark_alerts`](Self::mark_alerts), [`incidents`](Self::incidents), [`snooze_task`](Self::snooze_task), [`unsnooze_task`](Self::unsnooze_task), [`snoozes`](Self::snoozes) |
 /// | Notifications | the engine listens; anyone may wake it | [`listener`](Self::listener), [`notify`](Self::notify) |
@@ -237,6 +242,22 @@ pub trait Store: Send + Sync + 'static {
         audit: &AuditEntry,
     ) -> StoreResult<CancelRequest>;
 
+    /// Records a backfill (audited) and makes its first tick due now, unless the task does
+    /// not exist or another backfill of it still has ticks to run; wakes every node.
+    async fn create_backfill(
+        &self,
+        backfill: &NewBackfill,
+        audit: &AuditEntry,
+    ) -> StoreResult<BackfillCreate>;
+    /// Cancels backfill `id` by `by` (audited): its ticks not yet claimed never run; its runs
+    /// still running go on (each may be cancelled with [`cancel_run`](Self::cancel_run)).
+    async fn cancel_backfill(
+        &self,
+        id: i64,
+        by: &str,
+        audit: &AuditEntry,
+    ) -> StoreResult<BackfillCancel>;
+
     // ---- reads (the admin API, the dashboard, the CLI) ----------------------------------
 
     /// Every known node, with how many runs each holds a lock for.
@@ -276,6 +297,23 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Vec<SkipRecord>>;
     /// A run's log chunks, in order.
     async fn run_log(&self, run_id: i64) -> StoreResult<Vec<LogChunk>>;
+    /// The distinct ticks in `[from, to]` that `task_name` has a succeeded run of (any trigger),
+    /// in order.
+    async fn succeeded_ticks(
+        &self,
+        task_name: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> StoreResult<Vec<DateTime<Utc>>>;
+    /// The newest `limit` backfills (of `task_name`, or of every task), newest first, each with
+    /// its progress.
+    async fn backfills(
+        &self,
+        task_name: Option<&str>,
+        limit: u32,
+    ) -> StoreResult<Vec<BackfillRecord>>;
+    /// One backfill with its progress and its ticks in order.
+    async fn backfill(&self, id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
 
     // ---- webhook outbox (the engine's delivery; `deliveries` for the dashboard) ---------
 

@@ -19,7 +19,9 @@ use crate::store::{ClaimPlan, DueDecision, DueTask, NextRun, SkipReason, SkipRec
 ///    `misfire = "skip"` a tick later than its misfire grace is skipped with every other due
 ///    tick (recorded), otherwise it runs (late) and the ticks after it are accounted for by
 ///    the run;
-/// 4. a retry that is due.
+/// 4. a retry that is due;
+/// 5. a backfill tick that is due (an operator's backfill runs only when the task has nothing
+///    else to do, and through the same lock: never beside the task's own runs).
 ///
 /// Skip records count at most `cap` ticks each one by one (see `count::CLAIM_TICK_BUDGET`).
 pub(crate) fn decide_due(
@@ -101,8 +103,36 @@ pub(crate) fn decide_due(
             plan.clear_retry = true;
             DueDecision::Run(plan)
         }
-        _ => DueDecision::Leave,
+        _ => match backfill_plan(task, settings, db_now) {
+            Some(plan) => DueDecision::Run(plan),
+            None => DueDecision::Leave,
+        },
     }
+}
+
+/// The run of a due backfill tick: it serves that tick (`ctx.scheduled_at()`), moves nothing of
+/// the schedule, and is never retried (a failed tick shows in the backfill's progress; a second
+/// backfill of the range runs it again).
+fn backfill_plan(
+    task: &DueTask,
+    settings: &TaskSettings,
+    db_now: DateTime<Utc>,
+) -> Option<ClaimPlan> {
+    let backfill = task
+        .backfill
+        .as_ref()
+        .filter(|b| task.enabled && b.at <= db_now)?;
+    let mut plan = ClaimPlan::scheduled(
+        backfill.tick,
+        None,
+        settings.recovery,
+        settings.lock_lifetime,
+    );
+    plan.trigger = Trigger::Backfill;
+    plan.triggered_by = Some(backfill.by.clone());
+    plan.next_run_at = NextRun::Keep;
+    plan.backfill_id = Some(backfill.id);
+    Some(plan)
 }
 
 fn manual_plan(
@@ -165,6 +195,7 @@ mod tests {
             manual: None,
             pause: None,
             missed_since: None,
+            backfill: None,
         }
     }
 

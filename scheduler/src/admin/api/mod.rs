@@ -1,6 +1,7 @@
 //! The JSON API, one module per resource; views shared by several of them here.
 
 mod actions;
+mod backfills;
 mod cluster;
 mod config;
 mod incidents;
@@ -22,6 +23,7 @@ pub(super) fn router() -> OpenApiRouter<AdminState> {
         .merge(tasks::router())
         .merge(ticks::router())
         .merge(actions::router())
+        .merge(backfills::router())
         .merge(config::router())
         .merge(runs::router())
         .merge(cluster::router())
@@ -52,7 +54,7 @@ pub(crate) struct RunView {
     error: Option<String>,
     /// 1 for the first attempt of a tick, then 2, 3 for retries.
     attempt: i32,
-    /// `schedule`, `retry` or `manual`.
+    /// `schedule`, `retry`, `manual` or `backfill`.
     trigger: String,
     /// Who asked for a manual run.
     triggered_by: Option<String>,

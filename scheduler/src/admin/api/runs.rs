@@ -56,6 +56,7 @@ enum TriggerFilter {
     Schedule,
     Retry,
     Manual,
+    Backfill,
 }
 
 impl From<TriggerFilter> for Trigger {
@@ -64,6 +65,7 @@ impl From<TriggerFilter> for Trigger {
             TriggerFilter::Schedule => Trigger::Schedule,
             TriggerFilter::Retry => Trigger::Retry,
             TriggerFilter::Manual => Trigger::Manual,
+            TriggerFilter::Backfill => Trigger::Backfill,
         }
     }
 }

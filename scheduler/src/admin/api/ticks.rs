@@ -69,7 +69,7 @@ pub(crate) struct TickView {
     run_id: Option<i64>,
     /// Attempts made at it.
     attempts: i32,
-    /// `schedule`, `retry` or `manual` (of the latest attempt).
+    /// `schedule`, `retry`, `manual` or `backfill` (of the latest attempt).
     #[serde(skip_serializing_if = "Option::is_none")]
     trigger: Option<&'static str>,
     /// How long the latest attempt took (so far, while running), in seconds.

@@ -50,6 +50,7 @@ pub(super) async fn runs(args: &RunsArgs) -> crate::Result<String> {
 fn run_row(run: &RunRecord) -> Vec<String> {
     let trigger = match (&run.trigger, &run.triggered_by) {
         (Trigger::Manual, Some(by)) => format!("manual ({by})"),
+        (Trigger::Backfill, Some(by)) => format!("backfill ({by})"),
         (trigger, _) => trigger.to_string(),
     };
     vec![

@@ -1,5 +1,5 @@
 //! The operator commands that work against the database: `status`, `runs`, `logs`, `trigger`,
-//! `pause`, `resume`, `cancel`, `snooze`, `unsnooze`. Each connects to the store named by `--database-url` (default
+//! `pause`, `resume`, `cancel`, `snooze`, `unsnooze`, `backfill`. Each connects to the store named by `--database-url` (default
 //! `SCHEDULER_DATABASE_URL`, else `DATABASE_URL`, else the embedded `sqlite://scheduler.db`, as a
 //! node does; `--schema`, default `SCHEDULER_SCHEMA`, for PostgreSQL), reads or acts through
 //! [`Store`](crate::store::Store) and [`operate`](crate::operate) (so every change is audited
@@ -15,9 +15,11 @@
 //! resume or cancel within about a second.
 //!
 //! Files: `target.rs` opening the store and what every command shares, `status.rs`,
-//! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`).
+//! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`),
+//! `backfill.rs` (`backfill`, `backfill status`, `backfill cancel`).
 
 mod actions;
+mod backfill;
 mod history;
 mod status;
 mod target;
@@ -76,6 +78,98 @@ pub enum OpsCommand {
     Snooze(SnoozeArgs),
     /// Lift a task's snooze: its alerts are sent again from now on. Audited.
     Unsnooze(ResumeArgs),
+    /// Run a range of a task's past ticks again; `backfill status [ID]`, `backfill cancel ID`.
+    ///
+    /// `backfill TASK --from T1 --to T2`: the ticks of the task's schedule in [T1, T2] (in its
+    /// zone; RFC 3339, or a date and time without an offset read in the task's zone), up to
+    /// now; by default only those without a succeeded run, every one with `--all`.
+    /// `--dry-run` lists them and writes nothing. Refused above `--max-runs` (default 1000).
+    /// The nodes run them one at a time through the task's lock (never beside its own runs),
+    /// `--pace` apart (default 1s), recorded with trigger `backfill`; `ctx.scheduled_at()` is
+    /// the backfilled tick. Durable: any node takes the work, a restart loses none. Audited.
+    Backfill(Box<BackfillArgs>),
+}
+
+/// Arguments of `backfill`.
+#[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BackfillArgs {
+    /// `status` or `cancel` (without one: start a backfill of TASK).
+    #[command(subcommand)]
+    pub action: Option<BackfillAction>,
+    /// The task to backfill.
+    #[arg(required = true)]
+    pub task: Option<String>,
+    /// The range's start, inclusive (RFC 3339, or `2026-03-01`, `2026-03-01T06:00` in the
+    /// task's zone).
+    #[arg(long, value_name = "INSTANT", required = true)]
+    pub from: Option<String>,
+    /// The range's end, inclusive (same forms); ticks after now are left to the schedule.
+    #[arg(long, value_name = "INSTANT", required = true)]
+    pub to: Option<String>,
+    /// Every tick of the range, not only those without a succeeded run.
+    #[arg(long)]
+    pub all: bool,
+    /// List what would run; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Refuse a backfill of more runs than this.
+    #[arg(long, value_name = "N", default_value_t = crate::backfill::DEFAULT_MAX_RUNS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_runs: u32,
+    /// Runs at once: 1, the only value allowed (a task never overlaps itself).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub concurrency: u32,
+    /// The least time between the starts of two of its runs (`1s`, `500ms`, `0s`).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub pace: Duration,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// `backfill status` and `backfill cancel`.
+#[derive(Debug, Clone, Subcommand)]
+#[non_exhaustive]
+pub enum BackfillAction {
+    /// The newest backfills with their progress, or one (`ID`) with its ticks.
+    Status(BackfillStatusArgs),
+    /// Cancel a backfill: its ticks not yet run never run (its running run goes on: `scheduler
+    /// cancel RUN_ID` stops it). Audited.
+    Cancel(BackfillCancelArgs),
+}
+
+/// Arguments of `backfill status`.
+#[derive(Debug, Clone, Args)]
+pub struct BackfillStatusArgs {
+    /// The backfill's id (without one: the newest backfills).
+    pub id: Option<i64>,
+    /// Only this task's backfills.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// At most this many backfills.
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=500))]
+    pub limit: u32,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `backfill cancel`.
+#[derive(Debug, Clone, Args)]
+pub struct BackfillCancelArgs {
+    /// The backfill's id (from `scheduler backfill status`).
+    pub id: i64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
 }
 
 /// Where the database is and how to print; shared by every operator command.
@@ -249,6 +343,7 @@ impl OpsCommand {
             OpsCommand::Cancel(args) => actions::cancel(args).await,
             OpsCommand::Snooze(args) => actions::snooze(args).await,
             OpsCommand::Unsnooze(args) => actions::unsnooze(args).await,
+            OpsCommand::Backfill(args) => backfill::backfill(args).await,
         }
     }
 
@@ -276,8 +371,9 @@ fn parse_status(text: &str) -> Result<RunStatus, String> {
 }
 
 fn parse_trigger(text: &str) -> Result<Trigger, String> {
-    Trigger::parse(text)
-        .ok_or_else(|| format!("`{text}` is not a trigger; use schedule, retry or manual"))
+    Trigger::parse(text).ok_or_else(|| {
+        format!("`{text}` is not a trigger; use schedule, retry, manual or backfill")
+    })
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

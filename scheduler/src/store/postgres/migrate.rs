@@ -39,6 +39,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(9, "run start unknown", "0009_run_start_unknown.sql"),
     migration!(10, "fencing tokens", "0010_fencing_tokens.sql"),
     migration!(11, "incidents", "0011_incidents.sql"),
+    migration!(12, "backfills", "0012_backfills.sql"),
 ];
 
 pub(crate) async fn run(

@@ -14,7 +14,8 @@ use crate::store::claim_loop::{self, ClaimSteps, LockRelease, TaskSkip};
 use crate::store::postgres::PgStore;
 use crate::store::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
-    LockedRun, NextRun, PendingManual, PendingRetry, SkipRecord, StoreResult, WakeInfo,
+    LockedRun, NextRun, PendingBackfill, PendingManual, PendingRetry, SkipRecord, StoreResult,
+    WakeInfo,
 };
 
 /// The earliest due times of each kind next_wake reads (see next_wake.sql).
@@ -101,6 +102,21 @@ fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
         },
         pause: pause_of(row)?,
         missed_since: row.try_get("missed_since")?,
+        backfill: match (
+            row.try_get::<Option<i64>, _>("backfill_id")?,
+            row.try_get::<Option<DateTime<Utc>>, _>("backfill_at")?,
+            row.try_get::<Option<DateTime<Utc>>, _>("backfill_tick")?,
+        ) {
+            (Some(id), Some(at), Some(tick)) => Some(PendingBackfill {
+                id,
+                tick,
+                at,
+                by: row
+                    .try_get::<Option<String>, _>("backfill_by")?
+                    .unwrap_or_default(),
+            }),
+            _ => None,
+        },
     })
 }
 
@@ -279,15 +295,20 @@ impl ClaimSteps for Steps<'_> {
     ) -> Result<Vec<ClaimedRun>, sqlx::Error> {
         // Per claimed task: when its previous run ended, and its open missed incident.
         let mut seen: HashMap<String, [Option<DateTime<Utc>>; 2]> = HashMap::new();
+        let mut backfills: HashMap<String, i64> = HashMap::new();
         let mut plan = Plan::default();
         for (task, p) in runs {
             seen.insert(
                 task.name.clone(),
                 [task.last_finished_at, task.missed_since],
             );
+            if let Some(id) = p.backfill_id {
+                backfills.insert(task.name.clone(), id);
+            }
             plan.push(task.name, p);
         }
-        plan.bind(sqlx::query(query!("claim_apply")).bind(node_id))
+        let claimed: Vec<ClaimedRun> = plan
+            .bind(sqlx::query(query!("claim_apply")).bind(node_id))
             .fetch_all(&mut *self.tx)
             .await?
             .iter()
@@ -312,8 +333,42 @@ impl ClaimSteps for Steps<'_> {
                     triggered_by: row.try_get("triggered_by")?,
                 })
             })
-            .collect()
+            .collect::<Result<_, sqlx::Error>>()?;
+        if !backfills.is_empty() {
+            backfill_claimed(&mut *self.tx, &claimed, &backfills).await?;
+        }
+        Ok(claimed)
     }
+}
+
+/// Records which runs serve the backfill ticks just claimed, and paces each task's backfill
+/// (see backfill_claimed.sql).
+async fn backfill_claimed(
+    tx: &mut sqlx::PgConnection,
+    claimed: &[ClaimedRun],
+    backfills: &HashMap<String, i64>,
+) -> Result<(), sqlx::Error> {
+    let (mut names, mut ids, mut ticks, mut runs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for run in claimed {
+        if let Some(id) = backfills.get(&run.task_name) {
+            names.push(run.task_name.as_str());
+            ids.push(*id);
+            ticks.push(run.scheduled_at);
+            runs.push(run.run_id);
+        }
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(query!("backfill_claimed"))
+        .bind(&names)
+        .bind(&ids)
+        .bind(&ticks)
+        .bind(&runs)
+        .execute(tx)
+        .await
+        .map(drop)
 }
 
 fn expired_lock(row: &sqlx::postgres::PgRow) -> Result<ExpiredLock, sqlx::Error> {

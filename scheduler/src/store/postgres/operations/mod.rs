@@ -69,6 +69,7 @@ macro_rules! timed {
     }};
 }
 
+mod backfill;
 mod claim;
 mod config;
 mod finish;
@@ -79,6 +80,7 @@ mod operator;
 mod outbox;
 mod renew;
 
+use backfill::*;
 use claim::*;
 use config::*;
 use finish::*;

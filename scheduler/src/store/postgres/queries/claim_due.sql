@@ -2,7 +2,8 @@
 -- node keeps its own (in Rust) and asks claim_select.sql by name only when others' tasks filled
 -- the page. Each kind of due time reads its partial index in order and locks as it goes, up to
 -- $1 rows: an enabled, unpaused task's tick (due within $2 ms from now: a claim ahead of the
--- tick) or retry, a manual run of an unpaused task, the end of a pause. Rows another
+-- tick), retry or backfill tick (with the backfill's earliest tick not yet run), a manual run of
+-- an unpaused task, the end of a pause. Rows another
 -- transaction holds (a claim on another node, a reconcile) are skipped, not waited for. A row
 -- due in more than one kind comes once per kind (the node keeps the first: a sort to remove
 -- them here cost more than it saved, 10,000 wide rows per claim of a whole tick); rows locked
@@ -26,6 +27,11 @@ WITH tick AS (
     WHERE manual_at <= now() AND paused_at IS NULL AND lock_token IS NULL
     ORDER BY manual_at LIMIT $1
     FOR UPDATE SKIP LOCKED
+), backfill AS (
+    SELECT * FROM scheduler_tasks
+    WHERE backfill_at <= now() AND enabled AND paused_at IS NULL AND lock_token IS NULL
+    ORDER BY backfill_at LIMIT $1
+    FOR UPDATE SKIP LOCKED
 ), pause AS (
     SELECT * FROM scheduler_tasks
     WHERE paused_at IS NOT NULL AND pause_until <= now() AND lock_token IS NULL
@@ -33,11 +39,16 @@ WITH tick AS (
     FOR UPDATE SKIP LOCKED
 ), due AS (
     SELECT * FROM tick UNION ALL SELECT * FROM retry UNION ALL SELECT * FROM manual
-    UNION ALL SELECT * FROM pause
+    UNION ALL SELECT * FROM pause UNION ALL SELECT * FROM backfill
 )
 SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
        retry_at, retry_tick, retry_attempt, manual_at, manual_by,
-       paused_at, paused_by, pause_reason, pause_until, missed_since, now() AS db_now
+       paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
+       (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
+        WHERE bt.backfill_id = due.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
+       (SELECT b.requested_by FROM scheduler_backfills AS b
+        WHERE b.id = due.backfill_id) AS backfill_by,
+       now() AS db_now
 FROM due
-ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until)
+ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until, backfill_at)
 LIMIT $1

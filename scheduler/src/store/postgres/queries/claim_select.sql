@@ -1,19 +1,24 @@
 -- The claim's query by name, when claim_due.sql's page came back full with other binaries'
 -- tasks among it: lock up to $2 unlocked tasks among the names $1 with something due (an
 -- enabled, unpaused task's tick due within $3 ms from now, a claim ahead of the tick, or its
--- retry; an expired pause, to end it; a manual run of an unpaused task), oldest first. Rows
+-- retry or backfill tick; an expired pause, to end it; a manual run of an unpaused task), oldest first. Rows
 -- another transaction holds (a claim on another node, a reconcile) are skipped, not waited for.
 -- Rows claim_due.sql locked in the same transaction are not skipped: they come back here.
 SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
        retry_at, retry_tick, retry_attempt, manual_at, manual_by,
-       paused_at, paused_by, pause_reason, pause_until, missed_since, now() AS db_now
+       paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
+       (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
+        WHERE bt.backfill_id = scheduler_tasks.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
+       (SELECT b.requested_by FROM scheduler_backfills AS b
+        WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by,
+       now() AS db_now
 FROM scheduler_tasks
 WHERE lock_token IS NULL
   AND name = ANY($1)
   AND ((enabled AND paused_at IS NULL AND (next_run_at <= now() + $3 * interval '1 millisecond'
-                                        OR retry_at <= now()))
+                                        OR retry_at <= now() OR backfill_at <= now()))
        OR (paused_at IS NOT NULL AND pause_until <= now())
        OR (paused_at IS NULL AND manual_at <= now()))
-ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until)
+ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until, backfill_at)
 LIMIT $2
 FOR UPDATE SKIP LOCKED

@@ -1,5 +1,5 @@
 -- When should a node look again? The earliest candidates of each kind of due time of an
--- unlocked task (a tick or retry of an enabled, unpaused task, a manual run of an unpaused one,
+-- unlocked task (a tick, retry or backfill tick of an enabled, unpaused task, a manual run of an unpaused one,
 -- the end of a pause), at most $1 of each, earliest first, with their names: the node keeps
 -- those it registers (in Rust; with the same binary on every node, the first one). Then the
 -- earliest lock expiry of any task (any node may rescue an expired lock) with the clock. A
@@ -22,6 +22,10 @@ UNION ALL
 (SELECT 'manual', name, manual_at, NULL FROM scheduler_tasks
  WHERE manual_at IS NOT NULL AND paused_at IS NULL AND lock_token IS NULL
  ORDER BY manual_at LIMIT $1)
+UNION ALL
+(SELECT 'backfill', name, backfill_at, NULL FROM scheduler_tasks
+ WHERE backfill_at IS NOT NULL AND enabled AND paused_at IS NULL AND lock_token IS NULL
+ ORDER BY backfill_at LIMIT $1)
 UNION ALL
 (SELECT 'pause', name, pause_until, NULL FROM scheduler_tasks
  WHERE paused_at IS NOT NULL AND pause_until IS NOT NULL AND lock_token IS NULL

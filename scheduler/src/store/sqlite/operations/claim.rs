@@ -17,7 +17,8 @@ use crate::store::claim_loop::{self, ClaimSteps, LockRelease, TaskSkip};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
-    LockedRun, NextRun, PendingManual, PendingRetry, SkipRecord, StoreResult, WakeInfo,
+    LockedRun, NextRun, PendingBackfill, PendingManual, PendingRetry, SkipRecord, StoreResult,
+    WakeInfo,
 };
 
 /// `(set the next run?, the next run)` as bound.
@@ -77,6 +78,21 @@ fn due_task(row: &SqliteRow) -> Result<DueTask, sqlx::Error> {
         },
         pause: pause_of(row)?,
         missed_since: time_opt(row, "missed_since")?,
+        backfill: match (
+            row.try_get::<Option<i64>, _>("backfill_id")?,
+            time_opt(row, "backfill_at")?,
+            time_opt(row, "backfill_tick")?,
+        ) {
+            (Some(id), Some(at), Some(tick)) => Some(PendingBackfill {
+                id,
+                tick,
+                at,
+                by: row
+                    .try_get::<Option<String>, _>("backfill_by")?
+                    .unwrap_or_default(),
+            }),
+            _ => None,
+        },
     })
 }
 
@@ -260,6 +276,19 @@ impl ClaimSteps for Steps<'_> {
                 .bind(fencing_token)
                 .fetch_one(&mut *self.tx)
                 .await?;
+            if let Some(backfill_id) = plan.backfill_id {
+                sqlx::query(query!("backfill_claimed"))
+                    .bind(backfill_id)
+                    .bind(micros(plan.scheduled_at))
+                    .bind(run_id)
+                    .execute(&mut *self.tx)
+                    .await?;
+                sqlx::query(query!("backfill_next"))
+                    .bind(&task.name)
+                    .bind(micros(now))
+                    .execute(&mut *self.tx)
+                    .await?;
+            }
             claimed.push(ClaimedRun {
                 run_id,
                 task_name: task.name,

@@ -78,6 +78,7 @@ macro_rules! write_tx {
     }};
 }
 
+mod backfill;
 mod claim;
 mod config;
 mod finish;
@@ -88,6 +89,7 @@ mod operator;
 mod outbox;
 mod renew;
 
+use backfill::*;
 use claim::*;
 use config::*;
 use finish::*;

@@ -1,18 +1,25 @@
 -- Up to ?3 unlocked tasks among the names ?2 (a JSON array) with something due at ?1 (now): an
--- enabled, unpaused task's tick (due by ?4: a claim ahead of the tick) or retry, an expired pause (to end it), or a manual run of an
--- unpaused task; oldest first (the earliest of the four instants, NULLs ignored like
+-- enabled, unpaused task's tick (due by ?4: a claim ahead of the tick), retry or backfill tick
+-- (with the backfill's earliest tick not yet run), an expired pause (to end it), or a manual run
+-- of an unpaused task; oldest first (the earliest of the five instants, NULLs ignored like
 -- PostgreSQL's LEAST; then by name). No row locking is needed: the claim's IMMEDIATE
 -- transaction holds the database's write lock, so no other writer can interleave.
 SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
        retry_at, retry_tick, retry_attempt, manual_at, manual_by,
-       paused_at, paused_by, pause_reason, pause_until, missed_since
+       paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
+       (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
+        WHERE bt.backfill_id = scheduler_tasks.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
+       (SELECT b.requested_by FROM scheduler_backfills AS b
+        WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by
 FROM scheduler_tasks
 WHERE lock_token IS NULL
   AND name IN (SELECT value FROM json_each(?2))
-  AND ((enabled = 1 AND paused_at IS NULL AND (next_run_at <= ?4 OR retry_at <= ?1))
+  AND ((enabled = 1 AND paused_at IS NULL
+        AND (next_run_at <= ?4 OR retry_at <= ?1 OR backfill_at <= ?1))
        OR (paused_at IS NOT NULL AND pause_until <= ?1)
        OR (paused_at IS NULL AND manual_at <= ?1))
 ORDER BY min(coalesce(next_run_at, 9223372036854775807), coalesce(retry_at, 9223372036854775807),
-             coalesce(manual_at, 9223372036854775807), coalesce(pause_until, 9223372036854775807)),
+             coalesce(manual_at, 9223372036854775807), coalesce(pause_until, 9223372036854775807),
+             coalesce(backfill_at, 9223372036854775807)),
          name
 LIMIT ?3

@@ -1,0 +1,192 @@
+//! Backfills: recorded with their ticks (audited), cancelled, and read back with their progress.
+//! Their ticks are claimed with the task's other work (`claim.rs`).
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
+use sqlx::{Acquire, Row};
+
+use super::{insert_audit, parse_status};
+use crate::store::postgres::PgStore;
+use crate::store::{
+    AuditEntry, BackfillCancel, BackfillCreate, BackfillProgress, BackfillRecord, BackfillTick,
+    NewBackfill, StoreResult,
+};
+
+fn backfill_record(row: &PgRow) -> Result<BackfillRecord, sqlx::Error> {
+    let cancelled_at: Option<DateTime<Utc>> = row.try_get("cancelled_at")?;
+    let unrun: i64 = row.try_get("unrun")?;
+    let (pending, cancelled) = if cancelled_at.is_some() {
+        (0, unrun)
+    } else {
+        (unrun, 0)
+    };
+    Ok(BackfillRecord {
+        id: row.try_get("id")?,
+        task_name: row.try_get("task_name")?,
+        from: row.try_get("range_from")?,
+        to: row.try_get("range_to")?,
+        all_ticks: row.try_get("all_ticks")?,
+        max_runs: i64::from(row.try_get::<i32, _>("max_runs")?),
+        concurrency: i64::from(row.try_get::<i32, _>("concurrency")?),
+        pace_ms: row.try_get("pace_ms")?,
+        requested_by: row.try_get("requested_by")?,
+        requested_at: row.try_get("requested_at")?,
+        cancelled_at,
+        cancelled_by: row.try_get("cancelled_by")?,
+        progress: BackfillProgress {
+            total: row.try_get("total")?,
+            pending,
+            running: row.try_get("running")?,
+            succeeded: row.try_get("succeeded")?,
+            failed: row.try_get("failed")?,
+            cancelled,
+        },
+    })
+}
+
+/// A `u32` as PostgreSQL's `integer`, saturating.
+fn int4(n: u32) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+pub(super) async fn create_backfill(
+    store: &PgStore,
+    backfill: &NewBackfill,
+    audit: &AuditEntry,
+) -> StoreResult<BackfillCreate> {
+    timed!(store, "create_backfill", |conn| {
+        let mut tx = conn.begin().await?;
+        let Some(row) = sqlx::query(query!("backfill_create"))
+            .bind(&backfill.task_name)
+            .bind(backfill.from)
+            .bind(backfill.to)
+            .bind(backfill.all_ticks)
+            .bind(int4(backfill.max_runs))
+            .bind(int4(backfill.concurrency))
+            .bind(i64::try_from(backfill.pace.as_millis()).unwrap_or(i64::MAX))
+            .bind(&backfill.requested_by)
+            .bind(&backfill.ticks)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            tx.rollback().await?;
+            return Ok(BackfillCreate::NotFound);
+        };
+        if let Some(busy) = row.try_get::<Option<i64>, _>("busy")? {
+            tx.rollback().await?;
+            return Ok(BackfillCreate::Busy(busy));
+        }
+        let id: i64 = row.try_get("id")?;
+        insert_audit(&mut tx, audit).await?;
+        sqlx::query(query!("notify"))
+            .bind(&store.channel)
+            .bind("request")
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(BackfillCreate::Created(id))
+    })
+}
+
+pub(super) async fn cancel_backfill(
+    store: &PgStore,
+    id: i64,
+    by: &str,
+    audit: &AuditEntry,
+) -> StoreResult<BackfillCancel> {
+    timed!(store, "cancel_backfill", |conn| {
+        let mut tx = conn.begin().await?;
+        if let Some(row) = sqlx::query(query!("backfill_cancel"))
+            .bind(id)
+            .bind(by)
+            .fetch_optional(&mut *tx)
+            .await?
+        {
+            let dropped: i64 = row.try_get("dropped")?;
+            let running: Vec<i64> = row.try_get("running")?;
+            insert_audit(&mut tx, audit).await?;
+            tx.commit().await?;
+            return Ok(BackfillCancel::Cancelled { dropped, running });
+        }
+        let known = sqlx::query(query!("backfills_list"))
+            .bind(None::<&str>)
+            .bind(1_i64)
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        tx.rollback().await?;
+        Ok(match known {
+            Some(_) => BackfillCancel::AlreadyOver,
+            None => BackfillCancel::NotFound,
+        })
+    })
+}
+
+pub(super) async fn succeeded_ticks(
+    store: &PgStore,
+    task_name: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> StoreResult<Vec<DateTime<Utc>>> {
+    timed!(store, "succeeded_ticks", |conn| {
+        sqlx::query_scalar(query!("backfill_succeeded"))
+            .bind(task_name)
+            .bind(from)
+            .bind(to)
+            .fetch_all(conn)
+            .await
+    })
+}
+
+pub(super) async fn backfills(
+    store: &PgStore,
+    task_name: Option<&str>,
+    limit: u32,
+) -> StoreResult<Vec<BackfillRecord>> {
+    timed!(store, "backfills", |conn| {
+        sqlx::query(query!("backfills_list"))
+            .bind(task_name)
+            .bind(i64::from(limit))
+            .bind(None::<i64>)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(backfill_record)
+            .collect()
+    })
+}
+
+pub(super) async fn backfill(
+    store: &PgStore,
+    id: i64,
+) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>> {
+    timed!(store, "backfill", |conn| {
+        let Some(record) = sqlx::query(query!("backfills_list"))
+            .bind(None::<&str>)
+            .bind(1_i64)
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .as_ref()
+            .map(backfill_record)
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        let ticks = sqlx::query(query!("backfill_ticks"))
+            .bind(id)
+            .fetch_all(&mut *conn)
+            .await?
+            .iter()
+            .map(|row| {
+                let status: Option<String> = row.try_get("status")?;
+                Ok(BackfillTick {
+                    tick: row.try_get("tick")?,
+                    run_id: row.try_get("run_id")?,
+                    run_status: status.as_deref().map(parse_status).transpose()?,
+                })
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        Ok(Some((record, ticks)))
+    })
+}

@@ -1,0 +1,211 @@
+//! Backfills: recorded with their ticks (audited), cancelled, and read back with their progress.
+//! Their ticks are claimed with the task's other work (`claim.rs`).
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use super::{insert_audit, limit_of, micros, parse_status, time, time_at, time_opt};
+use crate::store::sqlite::SqliteStore;
+use crate::store::{
+    AuditEntry, BackfillCancel, BackfillCreate, BackfillProgress, BackfillRecord, BackfillTick,
+    NewBackfill, StoreResult,
+};
+
+fn backfill_record(row: &SqliteRow) -> Result<BackfillRecord, sqlx::Error> {
+    let cancelled_at = time_opt(row, "cancelled_at")?;
+    let unrun: i64 = row.try_get::<Option<i64>, _>("unrun")?.unwrap_or(0);
+    let (pending, cancelled) = if cancelled_at.is_some() {
+        (0, unrun)
+    } else {
+        (unrun, 0)
+    };
+    Ok(BackfillRecord {
+        id: row.try_get("id")?,
+        task_name: row.try_get("task_name")?,
+        from: time_at(row, "range_from")?,
+        to: time_at(row, "range_to")?,
+        all_ticks: row.try_get("all_ticks")?,
+        max_runs: row.try_get("max_runs")?,
+        concurrency: row.try_get("concurrency")?,
+        pace_ms: row.try_get("pace_ms")?,
+        requested_by: row.try_get("requested_by")?,
+        requested_at: time_at(row, "requested_at")?,
+        cancelled_at,
+        cancelled_by: row.try_get("cancelled_by")?,
+        progress: BackfillProgress {
+            total: row.try_get("total")?,
+            pending,
+            running: row.try_get::<Option<i64>, _>("running")?.unwrap_or(0),
+            succeeded: row.try_get::<Option<i64>, _>("succeeded")?.unwrap_or(0),
+            failed: row.try_get::<Option<i64>, _>("failed")?.unwrap_or(0),
+            cancelled,
+        },
+    })
+}
+
+pub(super) async fn create_backfill(
+    store: &SqliteStore,
+    backfill: &NewBackfill,
+    audit: &AuditEntry,
+) -> StoreResult<BackfillCreate> {
+    let answer = write_tx!(store, "create_backfill", |tx, now| {
+        let Some(row) = sqlx::query(query!("backfill_task"))
+            .bind(&backfill.task_name)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(BackfillCreate::NotFound);
+        };
+        if let Some(busy) = row.try_get::<Option<i64>, _>("backfill_id")? {
+            return Ok(BackfillCreate::Busy(busy));
+        }
+        let id: i64 = sqlx::query_scalar(query!("backfill_insert"))
+            .bind(&backfill.task_name)
+            .bind(micros(backfill.from))
+            .bind(micros(backfill.to))
+            .bind(backfill.all_ticks)
+            .bind(i64::from(backfill.max_runs))
+            .bind(i64::from(backfill.concurrency))
+            .bind(i64::try_from(backfill.pace.as_millis()).unwrap_or(i64::MAX))
+            .bind(&backfill.requested_by)
+            .bind(micros(now))
+            .fetch_one(&mut *tx)
+            .await?;
+        for tick in &backfill.ticks {
+            sqlx::query(query!("backfill_tick_insert"))
+                .bind(id)
+                .bind(micros(*tick))
+                .execute(&mut *tx)
+                .await?;
+        }
+        if !backfill.ticks.is_empty() {
+            sqlx::query(query!("backfill_start"))
+                .bind(&backfill.task_name)
+                .bind(id)
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+        }
+        insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+        BackfillCreate::Created(id)
+    })?;
+    if matches!(answer, BackfillCreate::Created(_)) {
+        store.inner.wake();
+    }
+    Ok(answer)
+}
+
+pub(super) async fn cancel_backfill(
+    store: &SqliteStore,
+    id: i64,
+    by: &str,
+    audit: &AuditEntry,
+) -> StoreResult<BackfillCancel> {
+    write_tx!(store, "cancel_backfill", |tx, now| {
+        let cancelled = sqlx::query(query!("backfill_cancel"))
+            .bind(id)
+            .bind(by)
+            .bind(micros(now))
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some(row) = cancelled else {
+            let known = sqlx::query(query!("backfills_list"))
+                .bind(None::<&str>)
+                .bind(1_i64)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            return Ok(match known {
+                Some(_) => BackfillCancel::AlreadyOver,
+                None => BackfillCancel::NotFound,
+            });
+        };
+        let task: String = row.try_get("task_name")?;
+        let dropped: i64 = row.try_get("dropped")?;
+        sqlx::query(query!("backfill_stop"))
+            .bind(&task)
+            .bind(id)
+            .bind(micros(now))
+            .execute(&mut *tx)
+            .await?;
+        let running: Vec<i64> = sqlx::query_scalar(query!("backfill_running"))
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+        insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+        BackfillCancel::Cancelled { dropped, running }
+    })
+}
+
+pub(super) async fn succeeded_ticks(
+    store: &SqliteStore,
+    task_name: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> StoreResult<Vec<DateTime<Utc>>> {
+    read!(store, "succeeded_ticks", |conn, _now| {
+        let ticks: Vec<i64> = sqlx::query_scalar(query!("backfill_succeeded"))
+            .bind(task_name)
+            .bind(micros(from))
+            .bind(micros(to))
+            .fetch_all(conn)
+            .await?;
+        ticks.into_iter().map(time).collect::<Result<_, _>>()?
+    })
+}
+
+pub(super) async fn backfills(
+    store: &SqliteStore,
+    task_name: Option<&str>,
+    limit: u32,
+) -> StoreResult<Vec<BackfillRecord>> {
+    read!(store, "backfills", |conn, _now| {
+        sqlx::query(query!("backfills_list"))
+            .bind(task_name)
+            .bind(limit_of(limit))
+            .bind(None::<i64>)
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(backfill_record)
+            .collect::<Result<_, _>>()?
+    })
+}
+
+pub(super) async fn backfill(
+    store: &SqliteStore,
+    id: i64,
+) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>> {
+    read!(store, "backfill", |conn, _now| {
+        let record = sqlx::query(query!("backfills_list"))
+            .bind(None::<&str>)
+            .bind(1_i64)
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .as_ref()
+            .map(backfill_record)
+            .transpose()?;
+        match record {
+            None => None,
+            Some(record) => {
+                let ticks = sqlx::query(query!("backfill_ticks"))
+                    .bind(id)
+                    .fetch_all(&mut *conn)
+                    .await?
+                    .iter()
+                    .map(|row| {
+                        let status: Option<String> = row.try_get("status")?;
+                        Ok(BackfillTick {
+                            tick: time_at(row, "tick")?,
+                            run_id: row.try_get("run_id")?,
+                            run_status: status.as_deref().map(parse_status).transpose()?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, sqlx::Error>>()?;
+                Some((record, ticks))
+            }
+        }
+    })
+}

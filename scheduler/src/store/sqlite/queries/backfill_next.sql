@@ -1,0 +1,12 @@
+-- After a claim of one of its ticks: task ?1's backfill is due again ?2 (now) plus its pace if it
+-- has a tick left to run and was not cancelled; otherwise the task has no backfill waiting.
+UPDATE scheduler_tasks
+SET backfill_at = CASE WHEN b.left THEN ?2 + b.pace_us END,
+    backfill_id = CASE WHEN b.left THEN scheduler_tasks.backfill_id END
+FROM (SELECT bf.id,
+             bf.pace_ms * 1000 AS pace_us,
+             bf.cancelled_at IS NULL
+             AND EXISTS (SELECT 1 FROM scheduler_backfill_ticks AS bt
+                         WHERE bt.backfill_id = bf.id AND bt.run_id IS NULL) AS left
+      FROM scheduler_backfills AS bf) AS b
+WHERE scheduler_tasks.name = ?1 AND b.id = scheduler_tasks.backfill_id
