@@ -76,6 +76,7 @@ pub fn registry_with(
 pub fn config_for(registry: &TaskRegistry, cron: &str) -> scheduler::config::ConfigDocument {
     scheduler::config::ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: registry
             .names()
             .map(|name| scheduler::config::TaskConfig {

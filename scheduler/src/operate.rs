@@ -349,7 +349,8 @@ pub async fn cancel_backfill(store: &dyn Store, id: i64, actor: &Actor) -> Resul
 
 /// What ending a pause writes: the ticks due while paused (recorded), the next run after now.
 pub fn resume_plan(state: &TaskState, now: DateTime<Utc>) -> ResumePlan {
-    let Ok(spec) = ScheduleSpec::parse(&state.cron, &state.timezone) else {
+    let Ok(spec) = ScheduleSpec::stored(&state.cron, &state.timezone, state.calendar.as_deref())
+    else {
         // A schedule this binary cannot read: leave it to the nodes (they report it).
         return ResumePlan {
             next_run_at: state.next_run_at,

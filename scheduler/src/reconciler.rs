@@ -7,11 +7,11 @@
 //! | config entry | row | what happens |
 //! |---|---|---|
 //! | name not registered in this binary | any | refused, logged, nothing created or changed |
-//! | invalid cron or zone, or the name listed twice | any | refused; the row keeps its last valid schedule |
+//! | invalid cron, zone or calendar (an unknown calendar name, a bad date or window), or the name listed twice | any | refused; the row keeps its last valid schedule and calendar |
 //! | valid | none | created (disabled entries too, so the task is visible) |
 //! | `enabled: false` | enabled | disabled; the row is kept, never deleted |
 //! | `enabled: true` | disabled | enabled; next run computed from now (missed ticks are not replayed) |
-//! | changed cron or zone | exists | updated in place, next run recomputed; lock columns untouched, so a running handler finishes undisturbed and no second run can start |
+//! | changed cron, zone or calendar | exists | updated in place, next run recomputed; lock columns untouched, so a running handler finishes undisturbed and no second run can start |
 //! | unchanged | exists | nothing written (an overdue next run is never overwritten) |
 //! | unchanged, enabled, but no next run | exists | repaired: next run computed (a rolling deploy left it unscheduled) |
 //!
@@ -57,7 +57,7 @@ pub struct ReconcileReport {
     pub enabled: Vec<String>,
     /// Rows disabled (by the config, or because the task is absent from it).
     pub disabled: Vec<String>,
-    /// Rows whose cron or zone changed in place.
+    /// Rows whose cron, zone or calendar changed in place.
     pub updated: Vec<String>,
     /// Entries refused, with the reason.
     pub refused: Vec<(String, String)>,
@@ -150,6 +150,8 @@ pub fn plan(
     for desired in validated.desired.values() {
         let cron = desired.schedule.expression().to_owned();
         let timezone = desired.schedule.timezone().name().to_owned();
+        // Stored beside the cron so every node applies the same calendar.
+        let calendar = desired.schedule.calendar().map(|c| c.stored().to_owned());
         // Never at or before a tick already claimed: a claim may have advanced the row since.
         let next = |row: Option<&TaskRow>| {
             let floor = row
@@ -166,13 +168,15 @@ pub fn plan(
                 name: desired.name.clone(),
                 cron,
                 timezone,
+                calendar,
                 enabled: desired.enabled,
                 next_run_at: next(None),
             });
             report.created.push(desired.name.clone());
             continue;
         };
-        let schedule_changed = row.cron != cron || row.timezone != timezone;
+        let schedule_changed =
+            row.cron != cron || row.timezone != timezone || row.calendar != calendar;
         let enabling = desired.enabled && !row.enabled;
         let disabling = !desired.enabled && row.enabled;
         if row.paused {
@@ -203,6 +207,7 @@ pub fn plan(
             name: desired.name.clone(),
             cron,
             timezone,
+            calendar,
             enabled: desired.enabled,
             next_run_at: if recompute { next(Some(row)) } else { None },
         });
@@ -232,6 +237,7 @@ pub fn plan(
                 name: name.clone(),
                 cron: row.cron.clone(),
                 timezone: row.timezone.clone(),
+                calendar: row.calendar.clone(),
                 enabled: false,
                 next_run_at: None,
             });

@@ -212,6 +212,7 @@ impl Node {
             )
             .config_document(ConfigDocument {
                 version: None,
+                calendars: Default::default(),
                 tasks: TASKS
                     .iter()
                     .map(|name| TaskConfig {

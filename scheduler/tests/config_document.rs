@@ -41,6 +41,7 @@ tasks:
 fn expected() -> ConfigDocument {
     ConfigDocument {
         version: Some(3),
+        calendars: Default::default(),
         tasks: vec![
             TaskConfig {
                 name: "syncAdvertiserReport".into(),

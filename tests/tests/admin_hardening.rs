@@ -368,6 +368,7 @@ async fn ticks_walked_off_the_async_threads_still_answer_alike_under_many_reader
     // Every second, but disabled: a long walk for a 200-tick window, and no runs.
     let doc = ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: vec![TaskConfig {
             name: "hardening.dense".into(),
             enabled: false,

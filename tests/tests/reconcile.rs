@@ -200,6 +200,7 @@ async fn every_reconciler_rule(db: &TestDb) {
     let report = r
         .reconcile(&ConfigDocument {
             version: None,
+            calendars: Default::default(),
             tasks: vec![
                 TaskConfig {
                     name: "rec.a".into(),
@@ -234,6 +235,7 @@ async fn an_older_config_version_cannot_roll_back_a_newer_one(db: &TestDb) {
     let old_node = reconciler(db, "old");
     let v = |version: i64, cron: &str| ConfigDocument {
         version: Some(version),
+        calendars: Default::default(),
         tasks: vec![cfg("rec.a", true, cron)],
     };
     new_node.reconcile(&v(2, "*/2 * * * *")).await.unwrap();
@@ -314,6 +316,7 @@ async fn an_enabled_task_without_a_next_run_is_repaired(db: &TestDb) {
     let rec = reconciler(db, "n1");
     let doc = ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: vec![cfg("rec.a", true, "*/5 * * * *")],
     };
     rec.reconcile(&doc).await.unwrap();
@@ -331,6 +334,7 @@ async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick(db: &TestDb
     let rec = reconciler(db, "n1");
     rec.reconcile(&ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: vec![cfg("rec.a", true, "0 0 1 1 *")],
     })
     .await
@@ -346,6 +350,7 @@ async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick(db: &TestDb
     .await;
     rec.reconcile(&ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: vec![cfg("rec.a", true, "0 * * * *")],
     })
     .await

@@ -138,6 +138,7 @@ fn init_tracing() {
 fn yearly(names: &[&str]) -> ConfigDocument {
     ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: names
             .iter()
             .map(|name| TaskConfig {

@@ -496,6 +496,7 @@ fn create(name: &str, enabled: bool, next: Option<DateTime<Utc>>) -> TaskChange 
         name: name.into(),
         cron: "0 * * * *".into(),
         timezone: "UTC".into(),
+        calendar: None,
         enabled,
         next_run_at: next,
     }
@@ -1955,6 +1956,10 @@ async fn apply_config_nothing_and_stale_write_nothing(s: &dyn Store, _: &Arrange
     );
 }
 
+/// A stored calendar, as the reconciler writes it (the store keeps it as text).
+const CALENDAR: &str =
+    r#"{"names":["weekends"],"on_blocked":"skip","rules":{"weekly":[{"days":["sat","sun"]}]}}"#;
+
 async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn Store, _: &Arrange) {
     let t = now_s();
     seed(s, &[("a", t), ("b", t)]).await;
@@ -1962,6 +1967,7 @@ async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn S
         name: name.into(),
         cron: "*/5 * * * *".into(),
         timezone: "Europe/Paris".into(),
+        calendar: Some(CALENDAR.into()),
         enabled: false,
         next_run_at: next,
     };
@@ -1972,6 +1978,7 @@ async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn S
                 name: "a".into(),
                 cron: "1 1 1 1 *".into(),
                 timezone: "Asia/Tokyo".into(),
+                calendar: Some(CALENDAR.into()),
                 enabled: false,
                 next_run_at: Some(t + HOUR),
             },
@@ -2001,6 +2008,17 @@ async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn S
         ),
         ("*/5 * * * *", "Europe/Paris", false, Some(t)),
         "updated in place, next run kept"
+    );
+    assert_eq!(
+        b.calendar.as_deref(),
+        Some(CALENDAR),
+        "the calendar is kept as given"
+    );
+    assert_eq!(a.calendar, None, "never overwritten");
+    assert_eq!(
+        task_state(s, "b").await.calendar.as_deref(),
+        Some(CALENDAR),
+        "operators' reads see it"
     );
     assert_eq!(
         s.load_tasks().await.unwrap().1.len(),
@@ -2056,6 +2074,7 @@ async fn the_orphan_flag_keeps_its_first_instant_and_is_cleared(s: &dyn Store, _
             name: "b".into(),
             cron: "0 * * * *".into(),
             timezone: "UTC".into(),
+            calendar: None,
             enabled: true,
             next_run_at: None,
         }],
@@ -4038,6 +4057,7 @@ async fn disabling_records_since_when_and_enabling_clears_it(s: &dyn Store, _: &
         name: name.into(),
         cron: "0 * * * *".into(),
         timezone: "UTC".into(),
+        calendar: None,
         enabled,
         next_run_at: None,
     };

@@ -36,6 +36,7 @@ async fn round(backend: Backend, i: usize) -> (f64, u64) {
         .retain(|n| n.starts_with("missed."));
     let doc = scheduler::config::ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: [
             ("missed.blocker", "* * * * * *"),
             ("missed.victim", "*/10 * * * * *"),

@@ -27,6 +27,7 @@ fn document(registry: &scheduler::TaskRegistry, changed: usize) -> ConfigDocumen
     const ZONES: [Option<&str>; 3] = [None, Some("Asia/Shanghai"), Some("America/New_York")];
     ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: registry
             .names()
             .enumerate()

@@ -61,6 +61,7 @@ async fn main() {
         .registry(TaskRegistry::collect().unwrap())
         .config_document(ConfigDocument {
             version: None,
+            calendars: Default::default(),
             tasks: vec![TaskConfig {
                 name: "bench.chatty".into(),
                 enabled: true,

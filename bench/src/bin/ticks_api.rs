@@ -114,6 +114,7 @@ async fn measure(backend: Backend) {
     let registry = synthetic_registry("tk.", TASKS);
     let config = ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: (0..TASKS)
             .map(|i| TaskConfig {
                 name: format!("tk.{i:05}"),

@@ -1,7 +1,7 @@
 //! `check-config`: validates a config file for operators' CI, without any database.
 //!
 //! Lists every problem at once (parse errors, refusals) and, for each accepted task, its zone,
-//! enabled flag and next three fire times. The CLI wiring (`myapp check-config tasks.json`,
+//! enabled flag, calendar and next three fire times (its calendar applied). The CLI wiring (`myapp check-config tasks.json`,
 //! non-zero exit unless [`CheckReport::is_ok`]) lives in `cli.rs`, not here.
 
 use std::fmt;
@@ -63,7 +63,10 @@ pub struct CheckedTask {
     pub cron: String,
     /// The zone it is read in (the entry's, or the default).
     pub timezone: Tz,
-    /// The next fire times after `now`, in UTC (fewer than three if the schedule ends).
+    /// Its calendar, described (`calendar cn-holidays (skip)`), if it has one.
+    pub calendar: Option<String>,
+    /// The next fire times after `now`, in UTC (fewer than three if the schedule ends), the
+    /// calendar's blocked ticks left out or moved.
     pub next_fire_times: Vec<DateTime<Utc>>,
     /// Its service levels, checked, if the entry has an `sla` block.
     pub sla: Option<super::Sla>,
@@ -177,6 +180,7 @@ pub fn check_config_text(
             cron: task.schedule.expression().to_owned(),
             timezone: task.schedule.timezone(),
             sla: task.sla,
+            calendar: task.schedule.calendar().map(|c| c.describe()),
             enabled: task.enabled,
             name: task.name,
         })
@@ -236,11 +240,15 @@ impl fmt::Display for CheckReport {
         for task in &self.tasks {
             writeln!(
                 f,
-                "  task `{}`: {}, cron `{}`, zone {}",
+                "  task `{}`: {}, cron `{}`, zone {}{}",
                 task.name,
                 if task.enabled { "enabled" } else { "disabled" },
                 task.cron,
                 task.timezone,
+                task.calendar
+                    .as_deref()
+                    .map(|c| format!(", {c}"))
+                    .unwrap_or_default(),
             )?;
             if let Some(sla) = &task.sla {
                 writeln!(f, "    sla: {}", describe_sla(sla))?;

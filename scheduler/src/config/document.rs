@@ -3,13 +3,16 @@
 //! This file owns parsing and format detection only. It does not check task names, cron
 //! expressions or zones against anything; that is [`validate`](super::validate)'s job.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
 use serde::Deserialize;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
 
 use super::{ConfigError, TaskSla};
+use crate::schedule::{CalendarRules, OnBlocked};
 
 /// One entry of the config document.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
@@ -28,6 +31,77 @@ pub struct TaskConfig {
     /// alerting, reminders (see [`TaskSla`]).
     #[serde(default)]
     pub sla: Option<TaskSla>,
+    /// When the task must not fire: a calendar of the document's `calendars` by name
+    /// (`"cn-holidays"`), rules written here (`{"weekly": [{"days": ["sat", "sun"]}]}`), or a
+    /// list of both. See [`crate::schedule::calendar`].
+    #[serde(default)]
+    pub calendar: Option<CalendarRef>,
+    /// What becomes of a tick the calendar blocks: `skip` (the default) or `next_allowed`.
+    #[serde(default)]
+    pub on_blocked: Option<OnBlocked>,
+}
+
+/// A task's `calendar`: one or more calendars, each named or written inline.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CalendarRef(pub Vec<CalendarItem>);
+
+/// One calendar a task refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CalendarItem {
+    /// A calendar of the document's `calendars`, by name.
+    Named(String),
+    /// Rules written on the task itself.
+    Inline(CalendarRules),
+}
+
+impl<'de> Deserialize<'de> for CalendarItem {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ItemVisitor;
+        impl<'de> Visitor<'de> for ItemVisitor {
+            type Value = CalendarItem;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a calendar name or a calendar's rules (dates, weekly, ranges)")
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Self::Value, E> {
+                Ok(CalendarItem::Named(name.to_owned()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                CalendarRules::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(CalendarItem::Inline)
+            }
+        }
+        deserializer.deserialize_any(ItemVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for CalendarRef {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct RefVisitor;
+        impl<'de> Visitor<'de> for RefVisitor {
+            type Value = CalendarRef;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a calendar name, a calendar's rules (dates, weekly, ranges), or a list of them",
+                )
+            }
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Self::Value, E> {
+                Ok(CalendarRef(vec![CalendarItem::Named(name.to_owned())]))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                CalendarRules::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|rules| CalendarRef(vec![CalendarItem::Inline(rules)]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<CalendarItem>()? {
+                    items.push(item);
+                }
+                Ok(CalendarRef(items))
+            }
+        }
+        deserializer.deserialize_any(RefVisitor)
+    }
 }
 
 /// The whole config document: `{"tasks":[...]}`.
@@ -67,6 +141,9 @@ pub struct ConfigDocument {
     /// Optional monotonically increasing revision of the document.
     #[serde(default)]
     pub version: Option<i64>,
+    /// Calendars tasks refer to by name (see [`TaskConfig::calendar`]).
+    #[serde(default)]
+    pub calendars: BTreeMap<String, CalendarRules>,
     /// The task entries.
     pub tasks: Vec<TaskConfig>,
 }

@@ -12,6 +12,11 @@
 //! - a name with no registered task is refused ([`RefusalReason::UnknownTask`]): nothing is created;
 //! - an invalid zone, cron expression or `sla` field is refused, **also for a disabled entry**:
 //!   enabling it later must not be the moment the mistake surfaces;
+//! - so is a `calendar` naming a calendar the document's `calendars` does not have
+//!   ([`RefusalReason::UnknownCalendar`]), a calendar whose rules are wrong (a date that is not
+//!   one, an unknown day, a window or range that ends before it starts, windows covering the
+//!   whole week: [`RefusalReason::InvalidCalendar`], naming the calendar), and `on_blocked`
+//!   without a `calendar` ([`RefusalReason::OnBlockedWithoutCalendar`]);
 //! - registered tasks the document does not mention are listed in
 //!   [`absent`](ValidatedConfig::absent). Refused names are not "absent": the reconciler keeps
 //!   their last valid state.
@@ -24,9 +29,13 @@ use std::fmt;
 
 use chrono_tz::Tz;
 
-use super::ConfigDocument;
+use super::document::{CalendarItem, CalendarRef};
+use super::{ConfigDocument, TaskConfig};
 use crate::TaskRegistry;
-use crate::schedule::{ScheduleError, ScheduleSpec, SpecCache, parse_timezone};
+use crate::schedule::{
+    Calendar, CalendarError, CalendarRules, ScheduleError, ScheduleSpec, SpecCache, TaskCalendar,
+    parse_timezone,
+};
 
 /// A config document checked against the registry.
 #[derive(Debug, Clone, Default)]
@@ -63,7 +72,8 @@ pub struct DesiredTask {
     pub name: String,
     /// Whether the task should be scheduled.
     pub enabled: bool,
-    /// The cron expression compiled in the entry's zone (or the default zone).
+    /// The cron expression compiled in the entry's zone (or the default zone), with the
+    /// entry's calendar applied if it has one ([`ScheduleSpec::calendar`]).
     pub schedule: ScheduleSpec,
     /// The entry's service levels, checked (`None` without an `sla` block).
     pub sla: Option<super::Sla>,
@@ -110,6 +120,44 @@ pub enum RefusalReason {
     /// A field of the `sla` block was refused (the message names the field).
     #[error("{0}")]
     InvalidSla(String),
+    /// The `calendar` names a calendar the document's `calendars` does not have.
+    #[error(
+        "calendar `{name}` is not in the document's `calendars`{}",
+        known_names(known)
+    )]
+    UnknownCalendar {
+        /// The name as written.
+        name: String,
+        /// The names the document has.
+        known: Vec<String>,
+    },
+    /// A calendar's rules were refused.
+    #[error("{}: {error}", calendar_label(name.as_deref()))]
+    InvalidCalendar {
+        /// The named calendar at fault (`None`: rules written on the task, or the calendars
+        /// together).
+        name: Option<String>,
+        /// What is wrong.
+        error: CalendarError,
+    },
+    /// `on_blocked` is set, but the entry has no `calendar` it could apply to.
+    #[error("`on_blocked` is set but the task has no `calendar`; add one or remove `on_blocked`")]
+    OnBlockedWithoutCalendar,
+}
+
+fn known_names(known: &[String]) -> String {
+    if known.is_empty() {
+        "; the document has no `calendars`".to_owned()
+    } else {
+        format!("; it has {}", known.join(", "))
+    }
+}
+
+fn calendar_label(name: Option<&str>) -> String {
+    match name {
+        Some(name) => format!("calendar `{name}`"),
+        None => "calendar".to_owned(),
+    }
 }
 
 /// Checks `doc` against `registry`; entries without a `timezone` use `default_tz`.
@@ -197,6 +245,17 @@ pub(crate) fn validate_with(
                 None
             }
         };
+        let calendar = match task_calendar(doc, entry, zone.unwrap_or(default_tz)) {
+            Ok(calendar) => calendar,
+            Err(problems) => {
+                refusals.extend(problems);
+                None
+            }
+        };
+        let schedule = schedule.map(|s| match calendar {
+            Some(calendar) => s.with_calendar(calendar),
+            None => s,
+        });
         match (refusals.is_empty(), zone, schedule) {
             (true, Some(_), Some(schedule)) => {
                 validated.desired.insert(
@@ -219,6 +278,61 @@ pub(crate) fn validate_with(
         .map(str::to_owned)
         .collect();
     validated
+}
+
+/// The calendar of `entry`: its named calendars and inline rules merged, checked in `zone`.
+/// Every problem is reported, each naming its calendar.
+fn task_calendar(
+    doc: &ConfigDocument,
+    entry: &TaskConfig,
+    zone: Tz,
+) -> Result<Option<Calendar>, Vec<RefusalReason>> {
+    let Some(CalendarRef(items)) = &entry.calendar else {
+        return match entry.on_blocked {
+            Some(_) => Err(vec![RefusalReason::OnBlockedWithoutCalendar]),
+            None => Ok(None),
+        };
+    };
+    let on_blocked = entry.on_blocked.unwrap_or_default();
+    let mut problems = Vec::new();
+    let mut names = Vec::new();
+    let mut rules = CalendarRules::default();
+    for item in items {
+        let (name, item_rules) = match item {
+            CalendarItem::Named(name) => match doc.calendars.get(name) {
+                Some(named) => (Some(name.clone()), named),
+                None => {
+                    problems.push(RefusalReason::UnknownCalendar {
+                        name: name.clone(),
+                        known: doc.calendars.keys().cloned().collect(),
+                    });
+                    continue;
+                }
+            },
+            CalendarItem::Inline(inline) => (None, inline),
+        };
+        // Each calendar on its own first, so a mistake names the calendar it is in.
+        if let Err(error) = Calendar::new(item_rules.clone(), on_blocked, zone) {
+            problems.push(RefusalReason::InvalidCalendar {
+                name: name.clone(),
+                error,
+            });
+            continue;
+        }
+        if let Some(name) = name
+            && !names.contains(&name)
+        {
+            names.push(name);
+        }
+        rules.extend(item_rules);
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    TaskCalendar::new(names, on_blocked, rules)
+        .compile(zone)
+        .map(Some)
+        .map_err(|error| vec![RefusalReason::InvalidCalendar { name: None, error }])
 }
 
 fn name_problem(name: &str) -> Option<&'static str> {

@@ -98,7 +98,11 @@ impl Maintenance {
         // would otherwise report every task a few seconds late as missed.
         let mut incidents = Vec::new();
         for task in &overdue {
-            let Ok(spec) = shared.specs.get_named(&task.cron, &task.timezone) else {
+            let Ok(spec) =
+                shared
+                    .specs
+                    .get_named(&task.cron, &task.timezone, task.calendar.as_deref())
+            else {
                 continue; // reported as an unreadable schedule by the claimer
             };
             let missed = crate::ticks::missed_by(
@@ -115,10 +119,12 @@ impl Maintenance {
             let Some((_, expected_at)) = incidents.iter().find(|(n, _)| *n == name) else {
                 continue;
             };
-            let spec = overdue
-                .iter()
-                .find(|t| t.name == name)
-                .and_then(|t| shared.specs.get_named(&t.cron, &t.timezone).ok());
+            let spec = overdue.iter().find(|t| t.name == name).and_then(|t| {
+                shared
+                    .specs
+                    .get_named(&t.cron, &t.timezone, t.calendar.as_deref())
+                    .ok()
+            });
             let grace = spec.map_or(chrono::TimeDelta::zero(), |s| {
                 crate::ticks::missed_grace(&s, *expected_at, shared.settings.missed_grace)
             });
@@ -144,7 +150,10 @@ impl Maintenance {
             .iter()
             .filter(|r| r.enabled && r.next_run_at.is_none() && shared.registry.contains(&r.name))
         {
-            match shared.specs.get_named(&row.cron, &row.timezone) {
+            match shared
+                .specs
+                .get_named(&row.cron, &row.timezone, row.calendar.as_deref())
+            {
                 Ok(spec) => {
                     let floor = row.last_scheduled_at.map_or(db_now, |t| t.max(db_now));
                     match spec.next_after(floor) {

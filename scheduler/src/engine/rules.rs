@@ -174,7 +174,10 @@ impl ClaimRules for Rules<'_> {
 
     fn plan(&self, task: &DueTask, db_now: DateTime<Utc>) -> DueDecision {
         let settings = self.settings_of(&task.name);
-        let spec = match self.specs.get_named(&task.cron, &task.timezone) {
+        let spec = match self
+            .specs
+            .get_named(&task.cron, &task.timezone, task.calendar.as_deref())
+        {
             Ok(spec) => spec,
             Err(e) if task.pause.is_none() && task.manual.is_none() => {
                 return self.unreadable(task, e.to_string());

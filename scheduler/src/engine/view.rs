@@ -90,7 +90,12 @@ impl EngineView {
     }
 
     /// A stored schedule, compiled (and kept compiled, as the engine's claims use it).
-    pub(crate) fn schedule(&self, cron: &str, zone: &str) -> Result<ScheduleSpec, ScheduleError> {
-        self.shared.specs.get_named(cron, zone)
+    pub(crate) fn schedule(
+        &self,
+        cron: &str,
+        zone: &str,
+        calendar: Option<&str>,
+    ) -> Result<ScheduleSpec, ScheduleError> {
+        self.shared.specs.get_named(cron, zone, calendar)
     }
 }

@@ -7,12 +7,16 @@ use std::sync::Mutex;
 
 use chrono_tz::Tz;
 
-use super::{ScheduleError, ScheduleSpec};
+use super::{ScheduleError, ScheduleSpec, TaskCalendar};
 
-/// A bounded memo of [`ScheduleSpec::new`]. Refusals are not cached.
+/// A cached schedule's key: expression, zone, stored calendar.
+type SpecKey = (String, Tz, Option<String>);
+
+/// A bounded memo of [`ScheduleSpec::new`] (with a stored calendar applied, if any). Refusals
+/// are not cached.
 #[derive(Debug, Default)]
 pub(crate) struct SpecCache {
-    specs: Mutex<HashMap<(String, Tz), ScheduleSpec>>,
+    specs: Mutex<HashMap<SpecKey, ScheduleSpec>>,
 }
 
 impl SpecCache {
@@ -21,28 +25,45 @@ impl SpecCache {
 
     /// [`ScheduleSpec::new`], memoized.
     pub(crate) fn get(&self, expression: &str, tz: Tz) -> Result<ScheduleSpec, ScheduleError> {
+        self.get_with(expression, tz, None)
+    }
+
+    /// [`ScheduleSpec::new`] with the stored calendar `calendar` (a task row's `calendar`
+    /// column) applied, memoized. A calendar this node cannot read is refused like a cron.
+    pub(crate) fn get_with(
+        &self,
+        expression: &str,
+        tz: Tz,
+        calendar: Option<&str>,
+    ) -> Result<ScheduleSpec, ScheduleError> {
+        let key = (expression.to_owned(), tz, calendar.map(str::to_owned));
         let mut specs = self
             .specs
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(spec) = specs.get(&(expression.to_owned(), tz)) {
+        if let Some(spec) = specs.get(&key) {
             return Ok(spec.clone());
         }
-        let spec = ScheduleSpec::new(expression, tz)?;
+        let mut spec = ScheduleSpec::new(expression, tz)?;
+        if let Some(stored) = calendar {
+            let calendar = TaskCalendar::from_stored(stored).and_then(|c| c.compile(tz))?;
+            spec = spec.with_calendar(calendar);
+        }
         if specs.len() >= Self::CAPACITY {
             specs.clear();
         }
-        specs.insert((expression.to_owned(), tz), spec.clone());
+        specs.insert(key, spec.clone());
         Ok(spec)
     }
 
-    /// [`ScheduleSpec::parse`], memoized.
+    /// [`ScheduleSpec::parse`] with the stored calendar `calendar` applied, memoized.
     pub(crate) fn get_named(
         &self,
         expression: &str,
         zone: &str,
+        calendar: Option<&str>,
     ) -> Result<ScheduleSpec, ScheduleError> {
-        self.get(expression, super::parse_timezone(zone)?)
+        self.get_with(expression, super::parse_timezone(zone)?, calendar)
     }
 }
 
@@ -54,11 +75,16 @@ mod tests {
     fn memoizes_valid_and_refuses_invalid() {
         let cache = SpecCache::default();
         let a = cache.get("*/5 * * * *", Tz::UTC).unwrap();
-        let b = cache.get_named("*/5 * * * *", "UTC").unwrap();
+        let b = cache.get_named("*/5 * * * *", "UTC", None).unwrap();
         assert_eq!(a.expression(), b.expression());
         assert_eq!(cache.specs.lock().unwrap().len(), 1);
         assert!(cache.get("61 * * * *", Tz::UTC).is_err());
-        assert!(cache.get_named("* * * * *", "Mars/Olympus").is_err());
+        assert!(cache.get_named("* * * * *", "Mars/Olympus", None).is_err());
+        assert!(
+            cache
+                .get_named("* * * * *", "UTC", Some("{\"moon\": 1}"))
+                .is_err()
+        );
         assert_eq!(cache.specs.lock().unwrap().len(), 1);
     }
 }

@@ -147,6 +147,10 @@
 
 mod cache;
 pub(crate) use cache::SpecCache;
+pub mod calendar;
+pub use calendar::{
+    Calendar, CalendarError, CalendarRules, OnBlocked, RangeRule, TaskCalendar, WeeklyRule,
+};
 mod describe;
 pub use describe::describe;
 mod next;
@@ -180,16 +184,22 @@ pub struct ScheduleSpec {
     // Shared: croner's pattern holds a few kilobytes (its year field), and specs are cloned
     // into engine and reconciler state.
     compiled: Arc<Compiled>,
+    /// The calendar whose blocked instants the schedule does not fire at, if any.
+    calendar: Option<Arc<Calendar>>,
 }
 
 impl fmt::Debug for ScheduleSpec {
     // croner's pattern is bitfields; the expression says the same thing readably.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScheduleSpec")
+        let mut debug = f.debug_struct("ScheduleSpec");
+        debug
             .field("expression", &self.expression)
             .field("timezone", &self.timezone)
-            .field("fixed_time", &self.is_fixed_time())
-            .finish()
+            .field("fixed_time", &self.is_fixed_time());
+        if let Some(calendar) = &self.calendar {
+            debug.field("calendar", &calendar.stored());
+        }
+        debug.finish()
     }
 }
 
@@ -252,6 +262,15 @@ pub struct ScheduleError {
     field: Option<CronField>,
 }
 
+impl From<CalendarError> for ScheduleError {
+    fn from(error: CalendarError) -> Self {
+        Self {
+            message: error.to_string(),
+            field: None,
+        }
+    }
+}
+
 impl ScheduleError {
     fn expression(expression: &str, field: Option<CronField>, detail: String) -> Self {
         Self {
@@ -274,13 +293,53 @@ impl ScheduleSpec {
         Self::new(expression, timezone)
     }
 
+    /// A task row's stored schedule: its cron and zone, and its stored calendar if it has one
+    /// (see [`TaskCalendar::to_stored`]). A calendar that cannot be read is refused like a cron.
+    pub fn stored(
+        expression: &str,
+        timezone: &str,
+        calendar: Option<&str>,
+    ) -> Result<Self, ScheduleError> {
+        let zone = parse_timezone(timezone)?;
+        let spec = Self::new(expression, zone)?;
+        match calendar {
+            None => Ok(spec),
+            Some(stored) => {
+                let calendar = TaskCalendar::from_stored(stored)?.compile(zone)?;
+                Ok(spec.with_calendar(calendar))
+            }
+        }
+    }
+
     /// Parses `expression` in `timezone`.
     pub fn new(expression: &str, timezone: Tz) -> Result<Self, ScheduleError> {
         Ok(Self {
             expression: expression.to_owned(),
             timezone,
             compiled: Arc::new(normalize::compile(expression)?),
+            calendar: None,
         })
+    }
+
+    /// This schedule with `calendar` applied: [`next_after`](Self::next_after) and everything
+    /// built on it no longer fire at an instant the calendar blocks (skipped, or moved to the
+    /// next allowed instant; see [`calendar`]). The calendar's zone should be the schedule's.
+    pub fn with_calendar(mut self, calendar: Calendar) -> Self {
+        self.calendar = Some(Arc::new(calendar));
+        self
+    }
+
+    /// The calendar applied, if any.
+    pub fn calendar(&self) -> Option<&Calendar> {
+        self.calendar.as_deref()
+    }
+
+    /// This schedule without its calendar: every tick of the cron expression.
+    pub fn without_calendar(&self) -> Self {
+        Self {
+            calendar: None,
+            ..self.clone()
+        }
     }
 
     /// The expression as written.
@@ -309,7 +368,36 @@ impl ScheduleSpec {
 
     /// The first fire instant strictly after `after`, or `None` if there is none (only past
     /// the year 5000).
+    ///
+    /// With a [calendar](Self::with_calendar): in `skip` mode the first tick after `after` the
+    /// calendar allows; in `next_allowed` mode the first tick after `after`, moved to the first
+    /// allowed instant at or after it (so ticks moved to the same instant give it once).
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let Some(calendar) = &self.calendar else {
+            return self.cron_next_after(after);
+        };
+        match calendar.on_blocked() {
+            OnBlocked::NextAllowed => calendar.next_allowed(self.cron_next_after(after)?),
+            OnBlocked::Skip => {
+                let mut cursor = after;
+                // Each round leaves one blocked stretch, so this ends unless the calendar
+                // chains thousands of them.
+                for _ in 0..calendar::MAX_STEPS {
+                    let tick = self.cron_next_after(cursor)?;
+                    let allowed = calendar.next_allowed(tick)?;
+                    if allowed == tick {
+                        return Some(tick);
+                    }
+                    // Ticks are whole seconds: the first one at or after `allowed`.
+                    cursor = allowed - chrono::TimeDelta::nanoseconds(1);
+                }
+                None
+            }
+        }
+    }
+
+    /// The first tick of the cron expression strictly after `after`, whatever the calendar.
+    pub fn cron_next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         next::next_after(
             &self.compiled.cron,
             self.compiled.kind,

@@ -51,7 +51,12 @@ impl ScheduleSpec {
         if until <= after {
             return None;
         }
-        if let (Some(period), Some(offset)) = (self.compiled.period, fixed_offset(self.timezone)) {
+        // A calendar breaks the period: walk.
+        if let (Some(period), Some(offset), None) = (
+            self.compiled.period,
+            fixed_offset(self.timezone),
+            &self.calendar,
+        ) {
             // Worth it only past a couple of periods: counting one period's pattern costs a
             // search per fire in it.
             if (until - after).num_seconds() > 2 * period {

@@ -222,10 +222,15 @@ pub struct DueTask {
     pub cron: String,
     /// Stored IANA zone.
     pub timezone: String,
+    /// Stored calendar (`TaskCalendar`'s stored form), if the task has one.
+    pub calendar: Option<String>,
     /// Whether the config enables it.
     pub enabled: bool,
     /// The next scheduled tick.
     pub next_run_at: Option<DateTime<Utc>>,
+    /// The tick most recently claimed by a scheduled run (the calendar's skipped ticks are
+    /// counted from it).
+    pub last_scheduled_at: Option<DateTime<Utc>>,
     /// When the task's previous run ended (for telling overlap from misfire).
     pub last_finished_at: Option<DateTime<Utc>>,
     /// A retry waiting, if any.

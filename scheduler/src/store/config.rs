@@ -16,6 +16,8 @@ pub struct TaskRow {
     pub cron: String,
     /// Stored zone.
     pub timezone: String,
+    /// Stored calendar (`TaskCalendar`'s stored form), if the task has one.
+    pub calendar: Option<String>,
     /// Whether enabled.
     pub enabled: bool,
     /// Next run.
@@ -37,6 +39,7 @@ impl TaskRow {
             name: name.to_owned(),
             cron: cron.to_owned(),
             timezone: timezone.to_owned(),
+            calendar: None,
             enabled,
             next_run_at: None,
             last_scheduled_at: None,
@@ -59,6 +62,8 @@ pub enum TaskChange {
         cron: String,
         /// Zone.
         timezone: String,
+        /// Calendar, stored form (`None`: none).
+        calendar: Option<String>,
         /// Enabled.
         enabled: bool,
         /// First run.
@@ -72,6 +77,8 @@ pub enum TaskChange {
         cron: String,
         /// Zone.
         timezone: String,
+        /// Calendar, stored form (`None`: none).
+        calendar: Option<String>,
         /// Enabled.
         enabled: bool,
         /// Recomputed next run (`None`: keep the stored one).

@@ -88,6 +88,9 @@ pub enum SkipReason {
     Paused,
     /// A retry would have reached the next scheduled tick, so it gave way to it.
     RetryGaveWay,
+    /// The task's calendar blocked the tick (`on_blocked: skip`), or moved it onto a later
+    /// tick's run (`on_blocked: next_allowed`, ticks folded into one run).
+    Calendar,
 }
 
 impl SkipReason {
@@ -100,6 +103,7 @@ impl SkipReason {
             SkipReason::Disabled => "disabled",
             SkipReason::Paused => "paused",
             SkipReason::RetryGaveWay => "retry_gave_way",
+            SkipReason::Calendar => "calendar",
         }
     }
 
@@ -112,6 +116,7 @@ impl SkipReason {
             "disabled" => SkipReason::Disabled,
             "paused" => SkipReason::Paused,
             "retry_gave_way" => SkipReason::RetryGaveWay,
+            "calendar" => SkipReason::Calendar,
             _ => return None,
         })
     }

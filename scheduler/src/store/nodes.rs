@@ -66,6 +66,8 @@ pub struct OverdueTask {
     pub cron: String,
     /// Stored zone.
     pub timezone: String,
+    /// Stored calendar (`TaskCalendar`'s stored form), if the task has one.
+    pub calendar: Option<String>,
     /// The tick that has not run.
     pub next_run_at: DateTime<Utc>,
     /// When a run of it last started.

@@ -53,6 +53,9 @@ pub struct TaskState {
     pub cron: String,
     /// Stored zone.
     pub timezone: String,
+    /// Stored calendar (`TaskCalendar`'s stored form), if the task has one.
+    #[serde(skip)]
+    pub calendar: Option<String>,
     /// Whether the config enables it.
     pub enabled: bool,
     /// The next scheduled run.

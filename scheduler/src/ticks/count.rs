@@ -1,6 +1,7 @@
 //! How ticks are counted and folded into skip records: the ticks between two instants as one
-//! record ([`ticks_between`], [`ticks_while_disabled`]), and the ticks a late run stands for
-//! without running them, split into an overlap and a misfire ([`skipped_ticks`]).
+//! record ([`ticks_between`], [`ticks_while_disabled`]), the ticks a late run stands for
+//! without running them, split into an overlap and a misfire ([`skipped_ticks`]), and the ticks
+//! a calendar blocked before a scheduled run ([`calendar_skips`]).
 //!
 //! A skip record counts its ticks exactly when it can: by arithmetic for a schedule that repeats
 //! every minute, hour or day in a zone of fixed offset (`ScheduleSpec::span`), else by walking
@@ -9,7 +10,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::schedule::{FireSpan, ScheduleSpec};
+use crate::schedule::{FireSpan, OnBlocked, ScheduleSpec};
 use crate::store::{SkipReason, SkipRecord};
 
 /// Ticks counted one by one for a skip record, at most; beyond, the record says "at least".
@@ -71,6 +72,92 @@ pub(crate) fn ticks_while_disabled(
         SkipReason::Disabled,
         MAX_COUNTED_TICKS,
     )
+}
+
+/// The ticks of the cron expression in `(after, tick)` that `spec`'s calendar blocked, as one
+/// `calendar` record (none without a calendar, or if none was blocked). `after` is the tick the
+/// task's previous scheduled run served and `tick` the one its next serves: the claim of `tick`
+/// records them, once, after the fact. Ticks in between that the calendar allowed are not
+/// counted (they ran, or other records account for them: a pause, a misfire).
+///
+/// With `on_blocked: next_allowed` the run at `tick` stands for the ticks moved to it: if
+/// `tick` is itself a tick of the cron expression, that tick is the one it serves and every
+/// moved tick is recorded; if not (it is the end of a blocked stretch), it serves the first
+/// tick moved to it and the others are recorded.
+///
+/// Each blocked stretch is counted as one span (by arithmetic where the schedule allows it), at
+/// most `cap` ticks walked one by one over all of them; beyond, the record says "at least".
+pub(crate) fn calendar_skips(
+    task: &str,
+    spec: &ScheduleSpec,
+    after: DateTime<Utc>,
+    tick: DateTime<Utc>,
+    cap: usize,
+) -> Vec<SkipRecord> {
+    let Some(calendar) = spec.calendar() else {
+        return Vec::new();
+    };
+    let cron = spec.without_calendar();
+    let before = tick - TimeDelta::microseconds(1);
+    let mut spans: Vec<FireSpan> = Vec::new();
+    let mut left = cap;
+    let mut cursor = after;
+    while left > 0 {
+        let Some(first) = cron.cron_next_after(cursor).filter(|t| *t < tick) else {
+            break;
+        };
+        let end = calendar.next_allowed(first).unwrap_or(tick).min(tick);
+        if end == first {
+            // Allowed: not the calendar's to record.
+            left -= 1;
+            cursor = first;
+            continue;
+        }
+        // Every tick in [first, end) is blocked.
+        let until = (end - TimeDelta::microseconds(1)).min(before);
+        let Some(span) = cron.span(first - TimeDelta::microseconds(1), until, left) else {
+            cursor = until;
+            continue;
+        };
+        if span.walked {
+            left = left.saturating_sub(usize::try_from(span.count).unwrap_or(left));
+        } else {
+            left -= 1;
+        }
+        let exact = span.exact;
+        spans.push(span);
+        if !exact {
+            break;
+        }
+        cursor = until;
+    }
+    let moved_onto_tick = calendar.on_blocked() == OnBlocked::NextAllowed
+        && cron.cron_next_after(tick - TimeDelta::nanoseconds(1)) != Some(tick);
+    if moved_onto_tick && let Some(first) = spans.first_mut() {
+        // The run stands for the first tick moved to it.
+        if first.count <= 1 {
+            spans.remove(0);
+        } else {
+            first.count -= 1;
+            first.first = cron.cron_next_after(first.first).unwrap_or(first.last);
+        }
+    }
+    let (Some(first), Some(last)) = (spans.first(), spans.last()) else {
+        return Vec::new();
+    };
+    let count: u64 = spans.iter().map(|s| s.count).sum();
+    let mut record = SkipRecord::new(
+        task,
+        SkipReason::Calendar,
+        first.first,
+        last.last,
+        i64::try_from(count).unwrap_or(i64::MAX),
+    );
+    if !last.exact {
+        record.exact = false;
+        record.last_tick = before;
+    }
+    vec![record]
 }
 
 /// One skip record for `span`; one that is not exact ends at `until` and says "at least".

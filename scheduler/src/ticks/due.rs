@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{misfire_grace, skipped_ticks, ticks_between};
+use super::{calendar_skips, misfire_grace, skipped_ticks, ticks_between};
 use crate::policy::Misfire;
 use crate::registry::TaskSettings;
 use crate::schedule::ScheduleSpec;
@@ -18,7 +18,8 @@ use crate::store::{ClaimPlan, DueDecision, DueTask, NextRun, SkipReason, SkipRec
 /// 3. a scheduled tick: a pending retry gives way to it (recorded `retry_gave_way`); with
 ///    `misfire = "skip"` a tick later than its misfire grace is skipped with every other due
 ///    tick (recorded), otherwise it runs (late) and the ticks after it are accounted for by
-///    the run;
+///    the run; the ticks the task's calendar blocked since the previous scheduled run are
+///    recorded (`calendar`) by the claim that runs;
 /// 4. a retry that is due;
 /// 5. a backfill tick that is due (an operator's backfill runs only when the task has nothing
 ///    else to do, and through the same lock: never beside the task's own runs).
@@ -90,6 +91,9 @@ pub(crate) fn decide_due(
             settings.lock_lifetime,
         );
         plan.clear_retry = clear_retry;
+        if let Some(previous) = task.last_scheduled_at {
+            skips.extend(calendar_skips(&task.name, spec, previous, tick, cap));
+        }
         plan.skips = skips;
         return DueDecision::Run(plan);
     }
@@ -162,6 +166,7 @@ mod tests {
 
     use super::*;
     use crate::policy::Recovery;
+    use crate::schedule::{Calendar, CalendarRules, OnBlocked};
     use crate::store::{Pause, PendingManual, PendingRetry};
 
     fn at(s: i64) -> DateTime<Utc> {
@@ -188,8 +193,10 @@ mod tests {
             name: "t".into(),
             cron: "*/10 * * * * *".into(),
             timezone: "UTC".into(),
+            calendar: None,
             enabled: true,
             next_run_at: Some(at(next)),
+            last_scheduled_at: None,
             last_finished_at: None,
             retry: None,
             manual: None,
@@ -316,6 +323,88 @@ mod tests {
             "a retry does not move the schedule"
         );
         assert!(plan.clear_retry);
+    }
+
+    /// Every second, with the seconds `from..to` (from 12:00:00) blocked.
+    fn every_second_blocked(from: &str, to: &str, on_blocked: OnBlocked) -> ScheduleSpec {
+        let rules: CalendarRules = serde_json::from_str(&format!(
+            r#"{{"ranges": [{{"from": "2026-03-02T12:00:{from}Z", "to": "2026-03-02T12:00:{to}Z"}}]}}"#
+        ))
+        .unwrap();
+        ScheduleSpec::parse("* * * * * *", "UTC")
+            .unwrap()
+            .with_calendar(Calendar::new(rules, on_blocked, chrono_tz::UTC).unwrap())
+    }
+
+    fn decide_with(spec: &ScheduleSpec, task: &DueTask, now: i64) -> DueDecision {
+        decide_due(task, spec, &settings(Misfire::Once), at(now), 1_000)
+    }
+
+    #[test]
+    fn the_claim_after_a_blackout_records_the_ticks_the_calendar_skipped() {
+        // 13..17 blocked: after the run of 12 the next is 17, and its claim records 13-16.
+        let spec = every_second_blocked("13", "17", OnBlocked::Skip);
+        assert_eq!(spec.next_after(at(12)), Some(at(17)));
+        let mut task = due(17);
+        task.last_scheduled_at = Some(at(12));
+        let plan = run_of(decide_with(&spec, &task, 17));
+        assert_eq!(plan.scheduled_at, at(17));
+        assert_eq!(plan.next_run_at, NextRun::Set(Some(at(18))));
+        assert_eq!(
+            summary(&plan.skips),
+            [(SkipReason::Calendar, at(13), at(16), 4)]
+        );
+        // The claim after it records nothing more; nor does a task never run before.
+        task.next_run_at = Some(at(18));
+        task.last_scheduled_at = Some(at(17));
+        assert!(run_of(decide_with(&spec, &task, 18)).skips.is_empty());
+        task.last_scheduled_at = None;
+        assert!(run_of(decide_with(&spec, &task, 18)).skips.is_empty());
+        // A task without a calendar records nothing either.
+        let mut plain = due(20);
+        plain.last_scheduled_at = Some(at(10));
+        assert!(run_of(decide(&plain, Misfire::Once, 20)).skips.is_empty());
+    }
+
+    #[test]
+    fn next_allowed_runs_once_for_the_moved_ticks_and_records_the_others() {
+        // Blocked to a tick (17): the run serves 17 itself, every moved tick is recorded.
+        let spec = every_second_blocked("13", "17", OnBlocked::NextAllowed);
+        assert_eq!(spec.next_after(at(12)), Some(at(17)));
+        let mut task = due(17);
+        task.last_scheduled_at = Some(at(12));
+        let plan = run_of(decide_with(&spec, &task, 17));
+        assert_eq!(
+            summary(&plan.skips),
+            [(SkipReason::Calendar, at(13), at(16), 4)]
+        );
+        // Blocked to half a second past a tick: the run at 17.5 stands for the first moved
+        // tick (14), the others (15-17) are recorded.
+        let rules: CalendarRules = serde_json::from_str(
+            r#"{"ranges": [{"from": "2026-03-02T12:00:13.500Z", "to": "2026-03-02T12:00:17.500Z"}]}"#,
+        )
+        .unwrap();
+        let spec = ScheduleSpec::parse("* * * * * *", "UTC")
+            .unwrap()
+            .with_calendar(Calendar::new(rules, OnBlocked::NextAllowed, chrono_tz::UTC).unwrap());
+        let moved = at(17) + TimeDelta::milliseconds(500);
+        assert_eq!(spec.next_after(at(13)), Some(moved));
+        assert_eq!(spec.next_after(moved), Some(at(18)), "folded: once");
+        let mut task = due(0);
+        task.next_run_at = Some(moved);
+        task.last_scheduled_at = Some(at(13));
+        let plan = run_of(decide_due(
+            &task,
+            &spec,
+            &settings(Misfire::Once),
+            moved,
+            1_000,
+        ));
+        assert_eq!(plan.scheduled_at, moved);
+        assert_eq!(
+            summary(&plan.skips),
+            [(SkipReason::Calendar, at(15), at(17), 3)]
+        );
     }
 
     #[test]

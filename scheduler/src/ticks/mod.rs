@@ -20,7 +20,9 @@
 //! - A tick is **due** from its instant until a run is claimed for it (or it is skipped).
 //! - A tick is **skipped** when it gets no run of its own, recorded with its reason: it was due
 //!   while the task's previous run still ran (`overlap`), no node ran it in time (`misfire`), the
-//!   task was paused or disabled, a retry gave way to it...
+//!   task was paused or disabled, a retry gave way to it, its calendar blocked it (`calendar`:
+//!   recorded by the claim of the next tick the calendar allows, from the tick the previous
+//!   scheduled run served)...
 //! - Ticks are **folded** into a late run (`misfire = "once"`, the default): the run serves the
 //!   first of them, and its end records the others as skipped, tied to the run.
 //! - A task has **missed** a tick when the tick has not started by its missed grace: an incident
@@ -49,8 +51,8 @@ mod grace;
 pub(crate) mod strip;
 
 pub(crate) use count::{
-    MAX_COUNTED_TICKS, RUN_COUNTED_TICKS, claim_tick_cap, skipped_ticks, ticks_between,
-    ticks_while_disabled,
+    MAX_COUNTED_TICKS, RUN_COUNTED_TICKS, calendar_skips, claim_tick_cap, skipped_ticks,
+    ticks_between, ticks_while_disabled,
 };
 pub(crate) use due::{decide_due, plan_without_schedule};
 pub(crate) use grace::{misfire_grace, missed_by, missed_grace};

@@ -255,6 +255,7 @@ mod tests {
             name: "t".into(),
             cron: "*/10 * * * * *".into(),
             timezone: "UTC".into(),
+            calendar: None,
             enabled: true,
             next_run_at: None,
             lock_owner: None,

@@ -143,6 +143,7 @@ pub fn entry(name: &str, cron: &str) -> TaskConfig {
 pub fn doc(entries: Vec<TaskConfig>) -> ConfigDocument {
     ConfigDocument {
         version: None,
+        calendars: Default::default(),
         tasks: entries,
     }
 }

@@ -206,7 +206,7 @@ fn timeliness(
 ) -> (&'static str, Option<f64>) {
     timeliness_of(s, now, |next| {
         engine
-            .schedule(&s.cron, &s.timezone)
+            .schedule(&s.cron, &s.timezone, s.calendar.as_deref())
             .ok()
             .and_then(|spec| crate::ticks::missed_by(&spec, next, now, engine.missed_grace()))
             .is_some()
@@ -415,10 +415,11 @@ async fn get_task(
     let runs = bounded("runs", query.runs, 10, 100)?;
     let task = one_state(&state.engine, &name).await?;
     let failed = failed_ticks(&state.engine, std::slice::from_ref(&task)).await?;
-    let next_fire_times = match ScheduleSpec::parse(&task.cron, &task.timezone) {
-        Ok(spec) => spec.iter_after(Utc::now()).take(count as usize).collect(),
-        Err(_) => Vec::new(),
-    };
+    let next_fire_times =
+        match ScheduleSpec::stored(&task.cron, &task.timezone, task.calendar.as_deref()) {
+            Ok(spec) => spec.iter_after(Utc::now()).take(count as usize).collect(),
+            Err(_) => Vec::new(),
+        };
     let recent_runs = state
         .engine
         .store()
@@ -456,6 +457,7 @@ mod tests {
             name: "t".into(),
             cron: "*/10 * * * * *".into(),
             timezone: "UTC".into(),
+            calendar: None,
             enabled: true,
             next_run_at: None,
             lock_owner: None,

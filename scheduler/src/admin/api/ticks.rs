@@ -264,7 +264,9 @@ fn plan(
     states
         .into_iter()
         .map(|s| {
-            let spec = engine.schedule(&s.cron, &s.timezone).ok();
+            let spec = engine
+                .schedule(&s.cron, &s.timezone, s.calendar.as_deref())
+                .ok();
             let since = spec.as_ref().map_or(now - TimeDelta::hours(1), |spec| {
                 window_start(spec, now, count)
             });

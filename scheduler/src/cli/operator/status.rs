@@ -19,7 +19,7 @@ fn lateness(task: &TaskState, now: DateTime<Utc>) -> Option<&'static str> {
         return Some("missed");
     }
     let next = task.next_run_at?;
-    let grace = ScheduleSpec::parse(&task.cron, &task.timezone)
+    let grace = ScheduleSpec::stored(&task.cron, &task.timezone, task.calendar.as_deref())
         .map(|spec| crate::ticks::missed_grace(&spec, next, None))
         .unwrap_or(TimeDelta::seconds(5));
     (task.lock_owner.is_none() && now - next > grace).then_some("overdue")

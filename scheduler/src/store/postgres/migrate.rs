@@ -40,6 +40,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(10, "fencing tokens", "0010_fencing_tokens.sql"),
     migration!(11, "incidents", "0011_incidents.sql"),
     migration!(12, "backfills", "0012_backfills.sql"),
+    migration!(13, "calendars", "0013_calendars.sql"),
 ];
 
 pub(crate) async fn run(

@@ -32,6 +32,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(6, "fencing tokens", "0006_fencing_tokens.sql"),
     migration!(7, "incidents", "0007_incidents.sql"),
     migration!(8, "backfills", "0008_backfills.sql"),
+    migration!(9, "calendars", "0009_calendars.sql"),
 ];
 
 /// Applies the migrations `conn` (inside a write transaction) lacks. `Ok(Err(_))`: the database

@@ -82,8 +82,10 @@ fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
         name: row.try_get("name")?,
         cron: row.try_get("cron")?,
         timezone: row.try_get("timezone")?,
+        calendar: row.try_get("calendar")?,
         enabled: row.try_get("enabled")?,
         next_run_at: row.try_get("next_run_at")?,
+        last_scheduled_at: row.try_get("last_scheduled_at")?,
         last_finished_at: row.try_get("last_finished_at")?,
         retry: match retry_at {
             Some(at) => Some(PendingRetry {

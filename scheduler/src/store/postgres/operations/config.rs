@@ -16,6 +16,7 @@ fn task_row(row: &sqlx::postgres::PgRow) -> Result<TaskRow, sqlx::Error> {
         row.try_get("timezone")?,
         row.try_get("enabled")?,
     );
+    task.calendar = row.try_get("calendar")?;
     task.next_run_at = row.try_get("next_run_at")?;
     task.last_scheduled_at = row.try_get("last_scheduled_at")?;
     task.orphaned_since = row.try_get("orphaned_since")?;
@@ -109,16 +110,18 @@ pub(super) async fn apply_config(
                     name,
                     cron,
                     timezone,
+                    calendar,
                     enabled,
                     next_run_at,
-                } => create.push(name, cron, timezone, *enabled, *next_run_at),
+                } => create.push(name, cron, timezone, calendar, *enabled, *next_run_at),
                 TaskChange::Update {
                     name,
                     cron,
                     timezone,
+                    calendar,
                     enabled,
                     next_run_at,
-                } => update.push(name, cron, timezone, *enabled, *next_run_at),
+                } => update.push(name, cron, timezone, calendar, *enabled, *next_run_at),
                 TaskChange::Orphaned { name, orphaned } => {
                     orphan_names.push(name.clone());
                     orphan_flags.push(*orphaned);
@@ -167,6 +170,7 @@ struct TaskColumns {
     names: Vec<String>,
     crons: Vec<String>,
     zones: Vec<String>,
+    calendars: Vec<Option<String>>,
     enabled: Vec<bool>,
     next: Vec<Option<DateTime<Utc>>>,
 }
@@ -177,9 +181,11 @@ impl TaskColumns {
         name: &str,
         cron: &str,
         zone: &str,
+        calendar: &Option<String>,
         enabled: bool,
         next: Option<DateTime<Utc>>,
     ) {
+        self.calendars.push(calendar.clone());
         self.names.push(name.to_owned());
         self.crons.push(cron.to_owned());
         self.zones.push(zone.to_owned());
@@ -196,5 +202,6 @@ impl TaskColumns {
             .bind(&self.zones)
             .bind(&self.enabled)
             .bind(&self.next)
+            .bind(&self.calendars)
     }
 }

@@ -209,6 +209,7 @@ fn task_state(row: &sqlx::postgres::PgRow) -> Result<TaskState, sqlx::Error> {
         name: row.try_get("name")?,
         cron: row.try_get("cron")?,
         timezone: row.try_get("timezone")?,
+        calendar: row.try_get("calendar")?,
         enabled: row.try_get("enabled")?,
         next_run_at: row.try_get("next_run_at")?,
         lock_owner: row.try_get("lock_owner")?,

@@ -104,6 +104,7 @@ pub(super) async fn overdue_tasks(
                     name: row.try_get("name")?,
                     cron: row.try_get("cron")?,
                     timezone: row.try_get("timezone")?,
+                    calendar: row.try_get("calendar")?,
                     next_run_at: row.try_get("next_run_at")?,
                     last_run_at: row.try_get("last_run_at")?,
                     checked_at: row.try_get("checked_at")?,

@@ -41,7 +41,7 @@ WITH tick AS (
     SELECT * FROM tick UNION ALL SELECT * FROM retry UNION ALL SELECT * FROM manual
     UNION ALL SELECT * FROM pause UNION ALL SELECT * FROM backfill
 )
-SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
+SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
        retry_at, retry_tick, retry_attempt, manual_at, manual_by,
        paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
        (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt

@@ -4,7 +4,7 @@
 -- retry or backfill tick; an expired pause, to end it; a manual run of an unpaused task), oldest first. Rows
 -- another transaction holds (a claim on another node, a reconcile) are skipped, not waited for.
 -- Rows claim_due.sql locked in the same transaction are not skipped: they come back here.
-SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
+SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
        retry_at, retry_tick, retry_attempt, manual_at, manual_by,
        paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
        (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt

@@ -1,9 +1,10 @@
--- Update schedule and enabled flag in place. Lock and pause columns are never touched, so a
+-- Update schedule (cron, zone, calendar) and enabled flag in place. Lock and pause columns are never touched, so a
 -- running handler finishes undisturbed, no second run can start, and an operator's pause stays.
 -- A NULL next run keeps the stored one. Disabling records since when.
 UPDATE scheduler_tasks AS t
 SET cron = u.cron,
     timezone = u.timezone,
+    calendar = u.calendar,
     enabled = u.enabled,
     next_run_at = COALESCE(u.next_run_at, t.next_run_at),
     disabled_at = CASE WHEN u.enabled THEN NULL
@@ -11,6 +12,6 @@ SET cron = u.cron,
                        ELSE t.disabled_at END,
     orphaned_since = NULL,
     updated_at = now()
-FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[])
-     AS u(name, cron, timezone, enabled, next_run_at)
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[], $6::text[])
+     AS u(name, cron, timezone, enabled, next_run_at, calendar)
 WHERE t.name = u.name

@@ -58,8 +58,10 @@ fn due_task(row: &SqliteRow) -> Result<DueTask, sqlx::Error> {
         name: row.try_get("name")?,
         cron: row.try_get("cron")?,
         timezone: row.try_get("timezone")?,
+        calendar: row.try_get("calendar")?,
         enabled: row.try_get("enabled")?,
         next_run_at: time_opt(row, "next_run_at")?,
+        last_scheduled_at: time_opt(row, "last_scheduled_at")?,
         last_finished_at: time_opt(row, "last_finished_at")?,
         retry: match time_opt(row, "retry_at")? {
             Some(at) => Some(PendingRetry {

@@ -17,6 +17,7 @@ fn task_row(row: &SqliteRow) -> Result<TaskRow, sqlx::Error> {
         row.try_get("timezone")?,
         row.try_get("enabled")?,
     );
+    task.calendar = row.try_get("calendar")?;
     task.next_run_at = time_opt(row, "next_run_at")?;
     task.last_scheduled_at = time_opt(row, "last_scheduled_at")?;
     task.orphaned_since = time_opt(row, "orphaned_since")?;
@@ -91,6 +92,7 @@ pub(super) async fn apply_config(
                 name,
                 cron,
                 timezone,
+                calendar,
                 enabled,
                 next_run_at,
             } = change
@@ -102,6 +104,7 @@ pub(super) async fn apply_config(
                     .bind(enabled)
                     .bind(next_run_at.map(micros))
                     .bind(micros(now))
+                    .bind(calendar)
                     .execute(&mut *tx)
                     .await?;
             }
@@ -111,6 +114,7 @@ pub(super) async fn apply_config(
                 name,
                 cron,
                 timezone,
+                calendar,
                 enabled,
                 next_run_at,
             } = change
@@ -122,6 +126,7 @@ pub(super) async fn apply_config(
                     .bind(enabled)
                     .bind(next_run_at.map(micros))
                     .bind(micros(now))
+                    .bind(calendar)
                     .execute(&mut *tx)
                     .await?;
             }

@@ -292,6 +292,7 @@ fn task_state(row: &SqliteRow) -> Result<TaskState, sqlx::Error> {
         name: row.try_get("name")?,
         cron: row.try_get("cron")?,
         timezone: row.try_get("timezone")?,
+        calendar: row.try_get("calendar")?,
         enabled: row.try_get("enabled")?,
         next_run_at: time_opt(row, "next_run_at")?,
         lock_owner: row.try_get("lock_owner")?,

@@ -105,6 +105,7 @@ pub(super) async fn overdue_tasks(
                     name: row.try_get("name")?,
                     cron: row.try_get("cron")?,
                     timezone: row.try_get("timezone")?,
+                    calendar: row.try_get("calendar")?,
                     next_run_at: time_at(row, "next_run_at")?,
                     last_run_at: time_opt(row, "last_run_at")?,
                     checked_at: now,

@@ -4,7 +4,7 @@
 -- of an unpaused task; oldest first (the earliest of the five instants, NULLs ignored like
 -- PostgreSQL's LEAST; then by name). No row locking is needed: the claim's IMMEDIATE
 -- transaction holds the database's write lock, so no other writer can interleave.
-SELECT name, cron, timezone, enabled, next_run_at, last_finished_at,
+SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
        retry_at, retry_tick, retry_attempt, manual_at, manual_by,
        paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
        (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt

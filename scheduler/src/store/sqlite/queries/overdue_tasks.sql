@@ -1,6 +1,6 @@
 -- Enabled, unpaused tasks without an open missed-run incident whose next run is before ?1,
 -- oldest first (then by name), at most ?2.
-SELECT name, cron, timezone, next_run_at, last_run_at
+SELECT name, cron, timezone, calendar, next_run_at, last_run_at
 FROM scheduler_tasks
 WHERE enabled = 1 AND paused_at IS NULL AND missed_since IS NULL AND next_run_at < ?1
 ORDER BY next_run_at, name

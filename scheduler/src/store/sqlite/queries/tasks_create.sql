@@ -1,6 +1,6 @@
 -- Insert a new task row; a row that exists is left alone (never overwritten). ?1 name, ?2 cron,
--- ?3 zone, ?4 enabled, ?5 first run, ?6 now. A disabled task is disabled since now.
+-- ?3 zone, ?4 enabled, ?5 first run, ?6 now, ?7 calendar. A disabled task is disabled since now.
 INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at, disabled_at, created_at,
-                             updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?4 THEN NULL ELSE ?6 END, ?6, ?6)
+                             updated_at, calendar)
+VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?4 THEN NULL ELSE ?6 END, ?6, ?6, ?7)
 ON CONFLICT (name) DO NOTHING

@@ -1,10 +1,11 @@
--- Update task ?1's schedule and enabled flag in place. Lock and pause columns are never touched,
+-- Update task ?1's schedule (cron, zone, calendar) and enabled flag in place. Lock and pause columns are never touched,
 -- so a running handler finishes undisturbed, no second run can start, and an operator's pause
 -- stays. A NULL next run ?5 keeps the stored one. Disabling records since when (the SET
--- expressions read the row as it was). ?2 cron, ?3 zone, ?4 enabled, ?6 now.
+-- expressions read the row as it was). ?2 cron, ?3 zone, ?4 enabled, ?6 now, ?7 calendar.
 UPDATE scheduler_tasks
 SET cron = ?2,
     timezone = ?3,
+    calendar = ?7,
     enabled = ?4,
     next_run_at = COALESCE(?5, next_run_at),
     disabled_at = CASE WHEN ?4 THEN NULL

@@ -1,0 +1,653 @@
+//! Calendars: the instants a task must not fire at (holidays, weekly windows, ranges of time),
+//! and what happens to a tick that falls on one.
+//!
+//! This module owns the rules of a calendar, their validation and messages, and the two
+//! questions the rest of the scheduler asks: *is this instant blocked?* and *what is the first
+//! allowed instant from here?* Both are answered in the task's IANA zone, on its wall clock, so
+//! a daylight-saving change moves a blocked window with the clock. Like the rest of
+//! [`schedule`](super), it is pure: no database, no clock, no config file.
+//!
+//! # Rules
+//!
+//! A calendar blocks an instant when any of its rules does:
+//!
+//! | rule | written | blocks |
+//! |---|---|---|
+//! | a date | `"2026-10-01"`, or a span `"2026-10-01..2026-10-07"` (both ends included) | the whole local day(s), 00:00 to 24:00 on the zone's wall clock (23 or 25 hours on a DST day) |
+//! | a weekly window | `{"days": ["sat", "sun"]}`, `{"days": ["mon-fri"], "from": "12:00", "to": "13:00"}` | on those days, wall-clock times from `from` (included, default `00:00`) to `to` (excluded, default `24:00`); a `to` at or before `from` runs past midnight into the next day (`{"days": ["fri"], "from": "22:00", "to": "06:00"}` is Friday 22:00 to Saturday 06:00) |
+//! | a range | `{"from": "2026-12-24T18:00", "to": "2026-12-27"}` | real time from `from` (included) to `to` (excluded); without an offset each end is a wall-clock time in the task's zone, with one (`Z`, `+08:00`) it is that instant |
+//!
+//! Days are `mon` ... `sun` (or full names, any case), alone or as ranges (`mon-fri`,
+//! `fri-mon` wraps over the weekend). Times are `HH:MM` or `HH:MM:SS`; `24:00` only as a `to`.
+//!
+//! # Daylight saving time
+//!
+//! Dates and weekly windows are wall-clock rules: an instant is blocked when its wall-clock
+//! time in the zone falls in them. So a window that falls into a spring-forward gap
+//! (`02:00`-`02:30` in New York on 2026-03-08) blocks nothing that day, one that spans the gap
+//! (`01:00`-`03:00`) blocks the hour that really happens, and in a repeated fall-back hour both
+//! of its occurrences are blocked. A wall-clock end that does not exist (in a gap) ends at the
+//! first instant after the gap; a range's wall-clock start in a repeated hour is its first
+//! occurrence.
+//!
+//! # What happens to a blocked tick
+//!
+//! [`OnBlocked::Skip`] (the default): the tick does not run and is recorded as skipped with the
+//! reason `calendar`. [`OnBlocked::NextAllowed`]: the tick moves to the first allowed instant;
+//! ticks that move to the same instant fold into one run there (a task never overlaps itself),
+//! and that run's `scheduled_at` is the instant it moved to.
+//!
+//! ```
+//! use chrono::{DateTime, Utc};
+//! use scheduler::schedule::{Calendar, CalendarRules, OnBlocked, ScheduleSpec};
+//!
+//! let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+//! let rules: CalendarRules = serde_json::from_str(
+//!     r#"{"dates": ["2026-10-01"], "weekly": [{"days": ["sat", "sun"]}]}"#,
+//! )?;
+//! let zone = chrono_tz::Asia::Shanghai;
+//! let calendar = Calendar::new(rules, OnBlocked::Skip, zone)?;
+//! // 09:00 in Shanghai on a holiday (a Thursday) is blocked; the next allowed instant is
+//! // midnight after it.
+//! assert!(calendar.is_blocked(at("2026-10-01T01:00:00Z")));
+//! assert_eq!(calendar.next_allowed(at("2026-10-01T01:00:00Z")), Some(at("2026-10-01T16:00:00Z")));
+//!
+//! // A daily 09:00 job skips the holiday and the weekend after it.
+//! let spec = ScheduleSpec::new("0 9 * * *", zone)?.with_calendar(calendar);
+//! let fires: Vec<_> = spec.iter_after(at("2026-09-30T12:00:00Z")).take(2).collect();
+//! assert_eq!(fires, [at("2026-10-02T01:00:00Z"), at("2026-10-05T01:00:00Z")]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+
+use chrono::{
+    DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, TimeZone,
+    Timelike, Utc, Weekday,
+};
+use chrono_tz::{GapInfo, Tz};
+use serde::{Deserialize, Serialize};
+
+/// Safety net for [`Calendar::next_allowed`]: each step leaves one blocking rule, so only a
+/// calendar that chains thousands of windows end to end takes this many.
+pub(crate) const MAX_STEPS: usize = 10_000;
+
+/// What happens to a tick a calendar blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OnBlocked {
+    /// The tick does not run; it is recorded as skipped with the reason `calendar`.
+    #[default]
+    Skip,
+    /// The tick moves to the first allowed instant; ticks moved to the same instant fold into
+    /// one run there.
+    NextAllowed,
+}
+
+impl OnBlocked {
+    /// `skip` or `next_allowed`, as written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Skip => "skip",
+            Self::NextAllowed => "next_allowed",
+        }
+    }
+}
+
+impl fmt::Display for OnBlocked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A calendar's rules as written (in the config's `calendars` map, or inline on a task), before
+/// they are checked and bound to a zone by [`Calendar::new`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalendarRules {
+    /// Whole local days, `YYYY-MM-DD`, or spans `YYYY-MM-DD..YYYY-MM-DD` (both ends included).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dates: Vec<String>,
+    /// Weekly windows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weekly: Vec<WeeklyRule>,
+    /// Ranges of time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<RangeRule>,
+}
+
+impl CalendarRules {
+    /// Whether the rules block nothing.
+    pub fn is_empty(&self) -> bool {
+        self.dates.is_empty() && self.weekly.is_empty() && self.ranges.is_empty()
+    }
+
+    /// Adds `other`'s rules to these (a task naming several calendars is blocked by any).
+    pub fn extend(&mut self, other: &CalendarRules) {
+        self.dates.extend(other.dates.iter().cloned());
+        self.weekly.extend(other.weekly.iter().cloned());
+        self.ranges.extend(other.ranges.iter().cloned());
+    }
+}
+
+/// A weekly window: on `days`, from `from` to `to` on the wall clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeeklyRule {
+    /// Days of the week: `mon` ... `sun`, full names, or ranges such as `mon-fri`.
+    pub days: Vec<String>,
+    /// Start, `HH:MM` or `HH:MM:SS` (included); the start of the day when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// End, `HH:MM`, `HH:MM:SS` or `24:00` (excluded); the end of the day when absent. At or
+    /// before `from`: the window runs past midnight into the next day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}
+
+/// A range of time, `from` (included) to `to` (excluded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RangeRule {
+    /// `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM[:SS]` (wall clock in the task's zone) or an RFC 3339
+    /// instant with an offset.
+    pub from: String,
+    /// Same forms as `from`.
+    pub to: String,
+}
+
+/// Why a calendar's rules were refused. The message names the rule and says what to write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct CalendarError {
+    message: String,
+}
+
+impl CalendarError {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+/// A task's calendar as the config resolves it (its named calendars and inline rules merged)
+/// and as the store keeps it on the task's row, so every node applies the same one.
+///
+/// ```
+/// use scheduler::schedule::{OnBlocked, TaskCalendar};
+///
+/// let stored = r#"{"names":["weekends"],"on_blocked":"next_allowed","rules":{"weekly":[{"days":["sat","sun"]}]}}"#;
+/// let calendar = TaskCalendar::from_stored(stored)?;
+/// assert_eq!(calendar.on_blocked, OnBlocked::NextAllowed);
+/// assert_eq!(calendar.to_stored(), stored);
+/// assert!(calendar.compile(chrono_tz::UTC).is_ok());
+/// # Ok::<(), scheduler::schedule::CalendarError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct TaskCalendar {
+    /// The named calendars it was built from, in the order the task lists them (for display).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    /// What becomes of a blocked tick.
+    #[serde(default)]
+    pub on_blocked: OnBlocked,
+    /// Every rule, of the named calendars and the inline ones.
+    #[serde(default)]
+    pub rules: CalendarRules,
+}
+
+impl TaskCalendar {
+    /// A calendar of `rules`, from the named calendars `names`.
+    pub fn new(names: Vec<String>, on_blocked: OnBlocked, rules: CalendarRules) -> Self {
+        Self {
+            names,
+            on_blocked,
+            rules,
+        }
+    }
+
+    /// The form kept on the task's row: compact JSON, the same for the same calendar.
+    pub fn to_stored(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads the form kept on a task's row.
+    pub fn from_stored(text: &str) -> Result<Self, CalendarError> {
+        serde_json::from_str(text).map_err(|e| {
+            CalendarError::new(format!("stored calendar cannot be read by this node: {e}"))
+        })
+    }
+
+    /// Checks the rules and binds them to `zone` (see [`Calendar::new`]).
+    pub fn compile(&self, zone: Tz) -> Result<Calendar, CalendarError> {
+        let mut calendar = Calendar::new(self.rules.clone(), self.on_blocked, zone)?;
+        calendar.names = self.names.clone();
+        calendar.stored = self.to_stored();
+        Ok(calendar)
+    }
+}
+
+/// A calendar checked and bound to a zone: which instants are blocked, and what becomes of a
+/// tick on one (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Calendar {
+    zone: Tz,
+    on_blocked: OnBlocked,
+    names: Vec<String>,
+    /// The [`TaskCalendar`] it was built from, in its stored form.
+    stored: String,
+    /// Blocked local days, as inclusive spans, sorted.
+    dates: Vec<(NaiveDate, NaiveDate)>,
+    weekly: Vec<Window>,
+    /// Blocked ranges of real time, `[from, to)`.
+    ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+/// A weekly window, compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Window {
+    /// Monday first.
+    days: [bool; 7],
+    from: NaiveTime,
+    /// `None`: 24:00.
+    to: Option<NaiveTime>,
+    /// Whether it runs past midnight into the next day.
+    wraps: bool,
+}
+
+impl Window {
+    /// If the wall-clock time `local` is in this window, the wall-clock time it ends.
+    fn end_if_within(&self, local: NaiveDateTime) -> Option<NaiveDateTime> {
+        let (date, time) = (local.date(), local.time());
+        let end_of = |start_day: NaiveDate| {
+            let end_day = if self.wraps || self.to.is_none() {
+                start_day.succ_opt()?
+            } else {
+                start_day
+            };
+            Some(end_day.and_time(self.to.unwrap_or(NaiveTime::MIN)))
+        };
+        // The window that started today.
+        if self.days[date.weekday().num_days_from_monday() as usize]
+            && time >= self.from
+            && (self.wraps || self.to.is_none_or(|to| time < to))
+        {
+            return end_of(date);
+        }
+        // The window that started yesterday and runs past midnight.
+        if self.wraps
+            && let Some(to) = self.to
+            && time < to
+        {
+            let yesterday = date.pred_opt()?;
+            if self.days[yesterday.weekday().num_days_from_monday() as usize] {
+                return end_of(yesterday);
+            }
+        }
+        None
+    }
+}
+
+impl Calendar {
+    /// Checks `rules` and binds them to `zone`; ticks they block are handled per `on_blocked`.
+    ///
+    /// Refused: a date that is not one, a span that ends before it starts, a weekly window
+    /// without days or with an unknown day or time, a window from a time to the same time, a
+    /// range that ends at or before its start, and weekly windows that together cover the
+    /// whole week (the task would never run).
+    pub fn new(
+        rules: CalendarRules,
+        on_blocked: OnBlocked,
+        zone: Tz,
+    ) -> Result<Self, CalendarError> {
+        let stored = TaskCalendar::new(Vec::new(), on_blocked, rules.clone()).to_stored();
+        let mut dates = rules
+            .dates
+            .iter()
+            .map(|d| parse_date_span(d))
+            .collect::<Result<Vec<_>, _>>()?;
+        dates.sort();
+        let weekly = rules
+            .weekly
+            .iter()
+            .map(parse_window)
+            .collect::<Result<Vec<_>, _>>()?;
+        if covers_whole_week(&weekly) {
+            return Err(CalendarError::new(
+                "the weekly windows cover the whole week: the task would never run",
+            ));
+        }
+        let ranges = rules
+            .ranges
+            .iter()
+            .map(|r| parse_range(r, zone))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            zone,
+            on_blocked,
+            names: Vec::new(),
+            stored,
+            dates,
+            weekly,
+            ranges,
+        })
+    }
+
+    /// The zone the rules are read in.
+    pub fn zone(&self) -> Tz {
+        self.zone
+    }
+
+    /// What becomes of a blocked tick.
+    pub fn on_blocked(&self) -> OnBlocked {
+        self.on_blocked
+    }
+
+    /// The named calendars it was built from.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Its stored form (see [`TaskCalendar::to_stored`]).
+    pub fn stored(&self) -> &str {
+        &self.stored
+    }
+
+    /// A short description for people: `calendar cn-holidays, weekends (skip)`, or
+    /// `calendar of 3 rules (next_allowed)` for inline rules.
+    pub fn describe(&self) -> String {
+        let rules = self.dates.len() + self.weekly.len() + self.ranges.len();
+        if self.names.is_empty() {
+            format!("calendar of {rules} rule(s) ({})", self.on_blocked)
+        } else {
+            format!("calendar {} ({})", self.names.join(", "), self.on_blocked)
+        }
+    }
+
+    /// Whether `at` is blocked.
+    pub fn is_blocked(&self, at: DateTime<Utc>) -> bool {
+        self.block_end(at).is_some()
+    }
+
+    /// The first allowed instant at or after `at` (`at` itself when it is allowed), or `None`
+    /// when none can be found (past the year 9999, or a chain of more than 10,000 windows).
+    pub fn next_allowed(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let mut cursor = at;
+        for _ in 0..MAX_STEPS {
+            match self.block_end(cursor) {
+                None => return Some(cursor),
+                Some(end) => cursor = end,
+            }
+        }
+        None
+    }
+
+    /// When `at` is blocked, the latest end of the rules that block it (strictly after `at`).
+    fn block_end(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let local = at.with_timezone(&self.zone).naive_local();
+        let mut end: Option<DateTime<Utc>> = None;
+        let mut later = |candidate: DateTime<Utc>| {
+            if end.is_none_or(|e| candidate > e) {
+                end = Some(candidate);
+            }
+        };
+        let day = local.date();
+        for (first, last) in &self.dates {
+            if *first <= day && day <= *last {
+                let after = last.succ_opt().map(|d| d.and_time(NaiveTime::MIN));
+                later(after.map_or(DateTime::<Utc>::MAX_UTC, |a| {
+                    wall_to_instant_after(a, self.zone, at)
+                }));
+            }
+        }
+        for window in &self.weekly {
+            if let Some(wall_end) = window.end_if_within(local) {
+                later(wall_to_instant_after(wall_end, self.zone, at));
+            }
+        }
+        for (from, to) in &self.ranges {
+            if *from <= at && at < *to {
+                later(*to);
+            }
+        }
+        end
+    }
+}
+
+/// The first real instant after `after` whose wall-clock time in `zone` is `wall`, or, when
+/// `wall` falls in a gap, the end of the gap. Used for the ends of windows, so the result is
+/// always after `after` (a window's end in a repeated hour is the occurrence after the instant
+/// that is inside the window).
+fn wall_to_instant_after(wall: NaiveDateTime, zone: Tz, after: DateTime<Utc>) -> DateTime<Utc> {
+    let candidates: Vec<DateTime<Utc>> = match zone.from_local_datetime(&wall) {
+        LocalResult::Single(t) => vec![t.to_utc()],
+        LocalResult::Ambiguous(a, b) => vec![a.to_utc(), b.to_utc()],
+        LocalResult::None => GapInfo::new(&wall, &zone)
+            .and_then(|gap| gap.end)
+            .map(|end| vec![end.to_utc()])
+            .unwrap_or_default(),
+    };
+    candidates
+        .into_iter()
+        .find(|t| *t > after)
+        // Only if the zone's data is inconsistent: move on by a second rather than loop.
+        .unwrap_or(after + TimeDelta::seconds(1))
+}
+
+/// A wall-clock time in `zone` as the instant it first happens (a gap: the end of the gap).
+fn wall_to_instant(wall: NaiveDateTime, zone: Tz) -> Option<DateTime<Utc>> {
+    match zone.from_local_datetime(&wall) {
+        LocalResult::Single(t) => Some(t.to_utc()),
+        LocalResult::Ambiguous(first, _) => Some(first.to_utc()),
+        LocalResult::None => Some(GapInfo::new(&wall, &zone)?.end?.to_utc()),
+    }
+}
+
+fn parse_date(text: &str) -> Result<NaiveDate, CalendarError> {
+    NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").map_err(|_| {
+        CalendarError::new(format!(
+            "date `{text}` is not a date; write YYYY-MM-DD, e.g. 2026-10-01"
+        ))
+    })
+}
+
+fn parse_date_span(text: &str) -> Result<(NaiveDate, NaiveDate), CalendarError> {
+    match text.split_once("..") {
+        None => {
+            let day = parse_date(text)?;
+            Ok((day, day))
+        }
+        Some((first, last)) => {
+            let (first, last) = (parse_date(first)?, parse_date(last)?);
+            if last < first {
+                return Err(CalendarError::new(format!(
+                    "date span `{text}` ends before it starts; write the earlier date first"
+                )));
+            }
+            Ok((first, last))
+        }
+    }
+}
+
+fn parse_weekday(text: &str) -> Option<Weekday> {
+    let lower = text.trim().to_ascii_lowercase();
+    let day = match lower.as_str() {
+        "mon" | "monday" => Weekday::Mon,
+        "tue" | "tuesday" => Weekday::Tue,
+        "wed" | "wednesday" => Weekday::Wed,
+        "thu" | "thursday" => Weekday::Thu,
+        "fri" | "friday" => Weekday::Fri,
+        "sat" | "saturday" => Weekday::Sat,
+        "sun" | "sunday" => Weekday::Sun,
+        _ => return None,
+    };
+    Some(day)
+}
+
+fn parse_days(items: &[String]) -> Result<[bool; 7], CalendarError> {
+    if items.is_empty() {
+        return Err(CalendarError::new(
+            "weekly window has no `days`; write e.g. {\"days\": [\"sat\", \"sun\"]}",
+        ));
+    }
+    let mut days = [false; 7];
+    let mut insert = |day: Weekday| days[day.num_days_from_monday() as usize] = true;
+    for item in items {
+        let unknown = || {
+            CalendarError::new(format!(
+                "weekly window day `{item}` is not a day; write mon, tue, wed, thu, fri, sat, sun \
+                 or a range such as mon-fri"
+            ))
+        };
+        match item.split_once('-') {
+            None => {
+                insert(parse_weekday(item).ok_or_else(unknown)?);
+            }
+            Some((first, last)) => {
+                let first = parse_weekday(first).ok_or_else(unknown)?;
+                let last = parse_weekday(last).ok_or_else(unknown)?;
+                let mut day = first;
+                insert(day);
+                while day != last {
+                    day = day.succ();
+                    insert(day);
+                }
+            }
+        }
+    }
+    Ok(days)
+}
+
+/// `HH:MM` or `HH:MM:SS`; `24:00` (as `None`) only when `end_of_day_allowed`.
+fn parse_time(
+    text: &str,
+    what: &str,
+    end_of_day_allowed: bool,
+) -> Result<Option<NaiveTime>, CalendarError> {
+    let trimmed = text.trim();
+    if end_of_day_allowed && matches!(trimmed, "24:00" | "24:00:00") {
+        return Ok(None);
+    }
+    NaiveTime::parse_from_str(trimmed, "%H:%M:%S")
+        .or_else(|_| NaiveTime::parse_from_str(trimmed, "%H:%M"))
+        .ok()
+        .map(Some)
+        .ok_or_else(|| {
+            CalendarError::new(format!(
+                "weekly window `{what}` time `{text}` is not a time; write HH:MM or HH:MM:SS \
+                 (00:00 to 23:59{})",
+                if end_of_day_allowed { ", or 24:00" } else { "" }
+            ))
+        })
+}
+
+fn parse_window(rule: &WeeklyRule) -> Result<Window, CalendarError> {
+    let days = parse_days(&rule.days)?;
+    let from = match &rule.from {
+        Some(text) => parse_time(text, "from", false)?.unwrap_or(NaiveTime::MIN),
+        None => NaiveTime::MIN,
+    };
+    let to = match &rule.to {
+        Some(text) => parse_time(text, "to", true)?,
+        None => None,
+    };
+    let wraps = to.is_some_and(|to| to <= from);
+    if to == Some(from) {
+        return Err(CalendarError::new(format!(
+            "weekly window from `{}` to `{}` is empty; for whole days leave out `from` and `to`",
+            rule.from.as_deref().unwrap_or("00:00"),
+            rule.to.as_deref().unwrap_or("24:00"),
+        )));
+    }
+    Ok(Window {
+        days,
+        from,
+        to,
+        wraps,
+    })
+}
+
+/// Whether the windows leave no second of the week free: every day of the week must be blocked
+/// from 00:00 to 24:00 by one window or by a chain of windows.
+fn covers_whole_week(windows: &[Window]) -> bool {
+    // Blocked intervals, in seconds from Monday 00:00, on a week that wraps.
+    const DAY: i64 = 86_400;
+    const WEEK: i64 = 7 * DAY;
+    let mut spans: Vec<(i64, i64)> = Vec::new();
+    for w in windows {
+        for day in (0..7)
+            .filter(|d| w.days[*d])
+            .filter_map(|d| Weekday::try_from(d as u8).ok())
+        {
+            let start = i64::from(day.num_days_from_monday()) * DAY
+                + i64::from(w.from.num_seconds_from_midnight());
+            let end = match w.to {
+                None => i64::from(day.num_days_from_monday()) * DAY + DAY,
+                Some(to) => {
+                    let base =
+                        i64::from(day.num_days_from_monday()) * DAY + if w.wraps { DAY } else { 0 };
+                    base + i64::from(to.num_seconds_from_midnight())
+                }
+            };
+            if end > WEEK {
+                spans.push((start, WEEK));
+                spans.push((0, end - WEEK));
+            } else {
+                spans.push((start, end));
+            }
+        }
+    }
+    spans.sort();
+    let mut covered = 0;
+    for (start, end) in spans {
+        if start > covered {
+            return false;
+        }
+        covered = covered.max(end);
+    }
+    covered >= WEEK
+}
+
+fn parse_range(
+    rule: &RangeRule,
+    zone: Tz,
+) -> Result<(DateTime<Utc>, DateTime<Utc>), CalendarError> {
+    let from = parse_range_end(&rule.from, "from", zone)?;
+    let to = parse_range_end(&rule.to, "to", zone)?;
+    if to <= from {
+        return Err(CalendarError::new(format!(
+            "range from `{}` to `{}` ends at or before it starts; write the earlier time as `from`",
+            rule.from, rule.to
+        )));
+    }
+    Ok((from, to))
+}
+
+fn parse_range_end(text: &str, what: &str, zone: Tz) -> Result<DateTime<Utc>, CalendarError> {
+    let trimmed = text.trim();
+    if let Ok(instant) = DateTime::parse_from_rfc3339(trimmed) {
+        return Ok(instant.to_utc());
+    }
+    let wall = NaiveDateTime::parse_from_str(trimmed, "%Y-%m-%dT%H:%M:%S")
+        .or_else(|_| NaiveDateTime::parse_from_str(trimmed, "%Y-%m-%dT%H:%M"))
+        .or_else(|_| {
+            NaiveDate::parse_from_str(trimmed, "%Y-%m-%d").map(|d| d.and_time(NaiveTime::MIN))
+        });
+    wall.ok()
+        .and_then(|wall| wall_to_instant(wall, zone))
+        .ok_or_else(|| {
+            CalendarError::new(format!(
+                "range `{what}` `{text}` is not a time; write YYYY-MM-DD, YYYY-MM-DDTHH:MM \
+                 (wall clock in the task's zone) or an RFC 3339 instant such as \
+                 2026-12-24T18:00:00Z"
+            ))
+        })
+}
+
+#[cfg(test)]
+#[path = "calendar_tests.rs"]
+mod tests;
