@@ -1,6 +1,7 @@
 // Actions for holders of the admin token: the token is entered once and kept in this tab's
 // session storage; trigger, pause (with a reason and an expiry), resume, snoozing a task's alerts
-// (with a reason and an end) and cancelling a running run each ask for confirmation. Without a token the page says it is read-only and offers no action.
+// (with a reason and an end), backfilling a range of past ticks (a dry run is shown first) and
+// cancelling a running run each ask for confirmation. Without a token the page says it is read-only and offers no action.
 
 import { del, post, setToken, task as enc, token } from "./api.js";
 import { h, put } from "./dom.js";
@@ -121,7 +122,50 @@ export function actionBar(t, refresh, snooze = null) {
           const body = { reason: answer.reason, until: new Date(Date.now() + Number(answer.for) * 60000).toISOString() };
           await act(path("snooze"), body, refresh);
         },
-      }, "Snooze alerts…"));
+      }, "Snooze alerts…"),
+    h("button", {
+      type: "button", id: "backfill", disabled: paused, title: paused ? "Resume it first" : "Run a range of its past ticks again",
+      onclick: () => backfill(t, refresh),
+    }, "Backfill…"));
+}
+
+/** Asks for a range, shows the dry run's ticks, and records the backfill once confirmed. */
+async function backfill(t, refresh) {
+  const zone = t.timezone ?? t.state?.timezone ?? "the task's zone";
+  const range = await ask(`Backfill ${t.name}`, [
+    h("p", {}, `Runs the ticks of its schedule in the range again, one at a time through the task's lock (never beside its own runs), recorded with trigger backfill. Instants are RFC 3339, or a date and time read in ${zone}.`),
+    h("label", {}, "From ", h("input", { name: "from", required: true, id: "backfill-from", placeholder: "2026-03-01 or 2026-03-01T00:00:00Z" })),
+    h("label", {}, "To ", h("input", { name: "to", required: true, id: "backfill-to", placeholder: "2026-03-02T00:00" })),
+    h("label", {}, h("input", { type: "checkbox", name: "all", id: "backfill-all" }), " every tick (not only those without a succeeded run)"),
+    h("label", {}, "At most ", h("input", { type: "number", name: "max_runs", min: 1, value: 1000, id: "backfill-max" }), " runs"),
+  ], "Show what would run");
+  if (!range) return;
+  const body = { from: range.from.trim(), to: range.to.trim(), all: range.all === "on", max_runs: Number(range.max_runs) || 1000 };
+  let plan;
+  try {
+    plan = await post(`/api/tasks/${enc(t.name)}/backfill`, { ...body, dry_run: true });
+  } catch (e) {
+    await ask("The backfill is refused", [h("p", { class: "bad" }, `${e.message}.`)], "OK");
+    return;
+  }
+  if (plan.runs === 0) {
+    await ask(`Nothing to backfill`, [h("p", {}, `All ${plan.ticks_in_range} ticks of the range already succeeded (tick "every tick" to run them again).`)], "OK");
+    return;
+  }
+  const shown = plan.ticks.slice(0, 20);
+  const ok = await ask(`Backfill ${plan.runs} ticks of ${t.name}?`, [
+    h("p", {}, `Dry run: ${plan.runs} of the ${plan.ticks_in_range} ticks in the range would run (${plan.already_succeeded} already succeeded), one at a time, a second apart. The action is audited.`),
+    h("ul", { class: "small", id: "backfill-ticks" }, shown.map((tick) => h("li", {}, tick)),
+      plan.ticks.length > shown.length ? h("li", {}, `… and ${plan.ticks.length - shown.length} more`) : null),
+  ], `Run ${plan.runs} ticks`, true);
+  if (!ok) return;
+  try {
+    const done = await post(`/api/tasks/${enc(t.name)}/backfill`, body);
+    await ask(`Backfill #${done.id} recorded`, [h("p", {}, `The nodes run its ${done.runs} ticks; its progress is at /api/backfills/${done.id} and in \`scheduler backfill status ${done.id}\`.`)], "OK");
+  } catch (e) {
+    await ask("The backfill failed", [h("p", { class: "bad" }, `${e.message}.`)], "OK");
+  }
+  await refresh();
 }
 
 
@@ -136,6 +180,20 @@ export function cancelButton(run, refresh) {
         h("p", {}, "Its handler is asked to stop at once and stopped by force if it has not returned 10 seconds later. The run is recorded as cancelled and its tick is not run again. The action is audited."),
       ], "Cancel the run", true, "Keep it running");
       if (ok) await act(`/api/runs/${run.id}/cancel`, undefined, refresh);
+    },
+  }, "cancel…");
+}
+
+/** A running backfill's cancel button (none without the token, or once it is over). */
+export function backfillCancel(b, refresh) {
+  if (!token() || b.state !== "running") return null;
+  return h("button", {
+    type: "button", class: "link danger-link", id: `cancel-backfill-${b.id}`,
+    onclick: async () => {
+      const ok = await ask(`Cancel backfill #${b.id}?`, [
+        h("p", {}, `Its ${b.progress.pending} pending ticks will not run. A run of it that is running goes on (cancel it in the runs list). The action is audited.`),
+      ], "Cancel the backfill", true, "Keep it");
+      if (ok) await act(`/api/backfills/${b.id}/cancel`, undefined, refresh);
     },
   }, "cancel…");
 }

@@ -57,6 +57,7 @@ function tickWords(t, zone) {
   if (t.late_seconds !== null && t.late_seconds !== undefined) words.push(`started ${duration(t.late_seconds)} after its tick`);
   if (t.attempts > 1) words.push(`${t.attempts} attempts`);
   if (t.trigger === "manual") words.push("manual run");
+  if (t.trigger === "backfill") words.push("backfill run");
   if (t.run_id) words.push(`run #${t.run_id}`);
   return words.join(" · ");
 }

@@ -7,7 +7,7 @@ import { get, task as enc } from "./api.js";
 import { h, patch, put, section } from "./dom.js";
 import { legend, lineChart, tickStrip } from "./charts.js";
 import { duration, inZone, offset, outcomeClass, relative, runSeconds } from "./format.js";
-import { actionBar } from "./actions.js";
+import { actionBar, backfillCancel } from "./actions.js";
 
 /** The snooze in force for `name` in an `/api/incidents` answer, if any. */
 const snoozeOf = (incidents, name) => incidents?.snoozes?.find((s) => s.task === name) ?? null;
@@ -50,14 +50,16 @@ export class TaskPage {
   async refresh() {
     const n = enc(this.name);
     const filter = `${this.status ? `&status=${this.status}` : ""}${this.before ? `&cursor=${this.before}` : ""}`;
-    const [detail, ticks, config, runs, incidents] = await Promise.all([
+    const [detail, ticks, config, runs, incidents, backfills] = await Promise.all([
       get(`/api/tasks/${n}?count=12&runs=${PAGE}`),
       get(`/api/ticks?task=${n}&count=${STRIP}`),
       get("/api/config"),
       get(`/api/runs?task=${n}&limit=${PAGE}${filter}`),
       get(`/api/incidents?state=open&task=${n}`),
+      get(`/api/backfills?task=${n}&limit=3`),
     ]);
     this.incidents = incidents;
+    this.backfills = backfills;
     this.draw(detail, ticks.tasks[0], config, runs);
     if (this.openRun) await this.showLog(this.openRun, false);
     return null;
@@ -89,6 +91,12 @@ export class TaskPage {
       t.state.lock ? h("p", { class: "muted" }, `Running on ${t.state.lock.owner}; lock expires ${relative(t.state.lock.expires_at)}.`) : null,
       t.state.manual_at ? h("p", { class: "muted" }, `A manual run is queued (asked ${relative(t.state.manual_at)}).`) : null,
       t.state.retry_at ? h("p", { class: "muted" }, `A retry is due ${relative(t.state.retry_at)}.`) : null,
+      ...(this.backfills ?? []).filter((b) => b.state === "running" || Date.now() - Date.parse(b.requested_at) < 3600000)
+        .map((b) => h("p", { class: "muted", dataset: { backfill: b.id } },
+          `Backfill #${b.id} (${b.state}) of ${inZone(b.from, zone)} – ${inZone(b.to, zone)} by ${b.requested_by}: `,
+          `${b.progress.succeeded} succeeded, ${b.progress.failed} failed, ${b.progress.running} running, ${b.progress.pending} pending of ${b.progress.total}`,
+          b.progress.cancelled ? `, ${b.progress.cancelled} cancelled` : "", " ",
+          backfillCancel(b, this.refreshAll))),
       actionBar(t, this.refreshAll, snoozeOf(this.incidents, t.name)));
 
     const ticks = strip?.ticks ?? [];
@@ -96,7 +104,8 @@ export class TaskPage {
       tickSummary(ticks), legend());
 
     const recent = detail.recent_runs;
-    const scheduled = recent.filter((r) => r.trigger !== "manual" && r.attempt === 1 && r.started_at);
+    // A backfilled run serves a past tick: its lateness says nothing about the schedule.
+    const scheduled = recent.filter((r) => r.trigger !== "manual" && r.trigger !== "backfill" && r.attempt === 1 && r.started_at);
     patch(p.charts,
       section("Lateness (start − tick)", lineChart(scheduled.map((r) => ({ at: Date.parse(r.scheduled_at), value: Math.max(0, (Date.parse(r.started_at) - Date.parse(r.scheduled_at)) / 1000) })), { label: "lateness over time" })),
       section("Duration", lineChart(recent.filter((r) => r.started_at).map((r) => ({ at: Date.parse(r.started_at), value: runSeconds(r), cls: outcomeClass(r.status) })), { label: "duration over time" })));
