@@ -47,6 +47,11 @@ const CLOSED_BY_SUCCESS: &[&str] = &[
     "task.deadline_missed",
 ];
 
+/// How long the keeper trusts its list of open incidents before reading it again: a run's start
+/// or success closes only what the list holds, so the read is not paid per run. An incident
+/// another node opened within this window, followed at once by a success here, stays open
+/// until the task's next success.
+const OPEN_LIST_TTL: Duration = Duration::from_secs(1);
 /// Reminders claimed per pass.
 const REMINDER_BATCH: u32 = 100;
 /// The longest pause between passes (reminders of other nodes' incidents).
@@ -178,6 +183,11 @@ pub(crate) struct KeeperPass {
 pub(crate) struct IncidentKeeper {
     shared: Arc<Shared>,
     desk: Arc<IncidentDesk>,
+    /// The open incidents as last read (and changed by this keeper since), and when read.
+    open: Option<(tokio::time::Instant, Vec<(String, String)>)>,
+    /// When reminders are looked for next (on their own cadence, not at every wake-up: a pass
+    /// woken by a run's start or end only folds and closes).
+    next_reminders: tokio::time::Instant,
 }
 
 /// One step of a pass, in the order the events were raised.
@@ -188,7 +198,12 @@ enum Step {
 
 impl IncidentKeeper {
     pub(crate) fn new(shared: Arc<Shared>, desk: Arc<IncidentDesk>) -> Self {
-        Self { shared, desk }
+        Self {
+            shared,
+            desk,
+            next_reminders: tokio::time::Instant::now(),
+            open: None,
+        }
     }
 
     /// The fold of alert `event` under its task's levels.
@@ -273,8 +288,12 @@ impl IncidentKeeper {
             }
         }
         let mut pass = KeeperPass::default();
-        // Which (task, type) have an open incident: read once, only if something may end one.
-        let mut open: Option<Vec<(String, String)>> = None;
+        // Which (task, type) have an open incident: read at most every OPEN_LIST_TTL, only when
+        // something may end one.
+        let mut open = self
+            .open
+            .take()
+            .filter(|(at, _)| at.elapsed() < OPEN_LIST_TTL);
         for (i, step) in steps.iter().enumerate() {
             let done = match step {
                 Step::Fold(batch) => self.fold(batch, &mut pass, &mut open).await,
@@ -293,6 +312,11 @@ impl IncidentKeeper {
                 return Err(e);
             }
         }
+        self.open = open;
+        if tokio::time::Instant::now() < self.next_reminders {
+            return Ok(pass);
+        }
+        self.next_reminders = tokio::time::Instant::now() + self.reminder_pause();
         for incident in self.shared.store.claim_reminders(REMINDER_BATCH).await? {
             tracing::warn!(task = %incident.task_name, kind = %incident.kind, count = incident.count, "incident still open: reminding");
             self.shared.events.emit(SchedulerEvent::IncidentReminder {
@@ -307,12 +331,12 @@ impl IncidentKeeper {
         &self,
         batch: &[(SchedulerEvent, AlertFold)],
         pass: &mut KeeperPass,
-        open: &mut Option<Vec<(String, String)>>,
+        open: &mut Option<(tokio::time::Instant, Vec<(String, String)>)>,
     ) -> Result<(), StoreError> {
         let folds: Vec<AlertFold> = batch.iter().map(|(_, f)| f.clone()).collect();
         let folded = self.shared.store.fold_alerts(&folds, &decide).await?;
         for ((event, fold), result) in batch.iter().zip(folded) {
-            if let Some(open) = open.as_mut() {
+            if let Some((_, open)) = open.as_mut() {
                 open.push((fold.task.clone(), fold.kind.clone()));
             }
             if result.notify {
@@ -332,19 +356,22 @@ impl IncidentKeeper {
         &self,
         batch: &[SchedulerEvent],
         pass: &mut KeeperPass,
-        open: &mut Option<Vec<(String, String)>>,
+        open: &mut Option<(tokio::time::Instant, Vec<(String, String)>)>,
     ) -> Result<(), StoreError> {
-        let open = match open {
+        let (_, open) = match open {
             Some(open) => open,
-            None => open.insert(
-                self.shared
+            None => {
+                let read_at = tokio::time::Instant::now();
+                let list = self
+                    .shared
                     .store
                     .incidents(&IncidentQuery::new(10_000).open(true))
                     .await?
                     .into_iter()
                     .map(|i| (i.task_name, i.kind))
-                    .collect(),
-            ),
+                    .collect();
+                open.insert((read_at, list))
+            }
         };
         let mut closes = Vec::new();
         for event in batch {
@@ -358,7 +385,11 @@ impl IncidentKeeper {
                 }
             }
         }
-        let closed = self.shared.store.close_incidents(&closes).await?;
+        let closed = if closes.is_empty() {
+            Vec::new()
+        } else {
+            self.shared.store.close_incidents(&closes).await?
+        };
         for incident in &closed {
             if incident.kind == "task.missed" {
                 continue; // its `task.recovered` is the message
@@ -414,7 +445,11 @@ impl Service for IncidentKeeper {
     }
 
     fn pause_after(&mut self, _pass: KeeperPass) -> Option<Duration> {
-        Some(self.reminder_pause())
+        Some(
+            self.next_reminders
+                .saturating_duration_since(tokio::time::Instant::now())
+                .max(Duration::from_millis(10)),
+        )
     }
 }
 
