@@ -29,8 +29,10 @@
 //! (`scheduler_events_dropped_total` once metrics are on). Alerts that must not be lost go
 //! through the durable outbox and the webhook as well (see [`crate::webhook`]).
 //!
-//! Events of one node's runs come from that node; cluster-wide alerts (`missed`, `recovered`,
-//! `lost`, `task.orphaned`) come from the one node that detected them.
+//! Events of one node's runs come from that node (`task.slow` too); cluster-wide alerts
+//! (`missed`, `recovered`, `lost`, `task.orphaned`, `task.late`, `task.deadline_missed`) come from
+//! the one node that detected them. Subscribers see every event; the alert channels see what
+//! the incidents let through (one alert per problem, reminders, one `incident.resolved`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
