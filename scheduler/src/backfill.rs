@@ -4,7 +4,7 @@
 //!
 //! A backfill names a task and a range. Its ticks are the task's schedule's fire instants in
 //! `[from, to]` (computed in the task's own zone, so a DST change or a zone's offset is honoured
-//! as the schedule honours it), up to now (later ticks are the schedule's), by default only
+//! as the schedule honours it, and with the task's calendar, if it has one), up to now (later ticks are the schedule's), by default only
 //! those without a succeeded run (of any trigger), every one with [`BackfillRequest::all`].
 //! Refused: an empty range, more runs than the cap ([`DEFAULT_MAX_RUNS`] unless raised), a
 //! concurrency above 1 (a task never overlaps itself: its runs share one lock). This module

@@ -248,12 +248,24 @@ pub async fn backfill(
     else {
         return Ok(Err(BackfillRefusal::UnknownTask(request.task.clone())));
     };
-    let spec = match ScheduleSpec::parse(&state.cron, &state.timezone) {
+    // The task's calendar applies as it does to the schedule: a tick it blocks is not
+    // backfilled (`skip`), or is backfilled at the instant the schedule would have run it
+    // (`next_allowed`).
+    let spec = ScheduleSpec::parse(&state.cron, &state.timezone)
+        .map_err(|e| e.to_string())
+        .and_then(|spec| match &state.calendar {
+            None => Ok(spec),
+            Some(stored) => crate::schedule::calendar::TaskCalendar::from_stored(stored)
+                .and_then(|c| c.compile(spec.timezone()))
+                .map(|c| spec.with_calendar(c))
+                .map_err(|e| e.to_string()),
+        });
+    let spec = match spec {
         Ok(spec) => spec,
-        Err(e) => {
+        Err(error) => {
             return Ok(Err(BackfillRefusal::Schedule {
                 task: request.task.clone(),
-                error: e.to_string(),
+                error,
             }));
         }
     };

@@ -30,6 +30,7 @@ on_both_backends!(
     threads = 2;
     a_backfill_runs_the_missing_ticks_once_each_and_never_overlaps,
     the_admin_api_backfills_behind_the_token,
+    a_backfill_leaves_out_the_ticks_the_task_calendar_blocks,
 );
 
 const TASK: &str = "backfill.hourly";
@@ -461,4 +462,47 @@ async fn the_admin_api_backfills_behind_the_token(db: &TestDb) {
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     a.stop().await;
+}
+
+/// A calendar that blocks T3 and T4 (`skip`): a backfill of T0 .. T9 leaves them out, as the
+/// schedule itself would have.
+async fn a_backfill_leaves_out_the_ticks_the_task_calendar_blocks(db: &TestDb) {
+    let t = ticks();
+    let rfc = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let text = format!(
+        r#"{{"calendars": {{"blackout": {{"ranges": [{{"from": "{}", "to": "{}"}}]}}}},
+            "tasks": [{{"name": "{TASK}", "enabled": true, "cron": "0 * * * *",
+                        "calendar": "blackout", "on_blocked": "skip"}}]}}"#,
+        rfc(t[3] - TimeDelta::minutes(1)),
+        rfc(t[4] + TimeDelta::minutes(1)),
+    );
+    let rec = Arc::new(Recorder::default());
+    let running = start(
+        node(db, "a", tasks("backfill."))
+            .config_document(scheduler::config::ConfigDocument::from_json(&text).unwrap())
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the calendar is on the row",
+        || async {
+            db.try_task(TASK)
+                .await
+                .is_some_and(|t| t.calendar.is_some())
+        },
+    )
+    .await;
+    let dry = BackfillRequest::new(TASK, t[0], t[9]).dry_run(true);
+    let plan = operate::backfill(db.api(), &dry, &who())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        plan.ticks,
+        [t[0], t[1], t[2], t[5], t[6], t[7], t[8], t[9]],
+        "the blocked ticks are left out"
+    );
+    running.stop().await;
 }
