@@ -79,6 +79,10 @@ pub struct SchedulerBuilder {
     missed_grace: Option<Duration>,
     #[cfg(feature = "webhook")]
     webhook: Option<crate::webhook::WebhookSettings>,
+    #[cfg(feature = "webhook")]
+    channels: Option<crate::channels::Channels>,
+    default_owners: Vec<String>,
+    public_url: Option<String>,
     config_poll_interval: Option<Duration>,
     migrate: Option<bool>,
     #[cfg(feature = "admin")]
@@ -130,6 +134,9 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_MISSED_GRACE` | [`missed_grace`](Self::missed_grace) | half the interval, 5 s to 15 min |
     /// | `SCHEDULER_WEBHOOK_URL`, `SCHEDULER_WEBHOOK_SECRET` | [`webhook`](Self::webhook) | none |
     /// | `SCHEDULER_WEBHOOK_EVENTS`, `SCHEDULER_WEBHOOK_TIMEOUT` | the webhook's events and timeout | the alerts, `10s` |
+    /// | `SCHEDULER_CHANNELS_FILE` | [`channels`](Self::channels): Slack, Feishu, DingTalk, WeCom, e-mail, routes (see [`crate::channels`]) | none |
+    /// | `SCHEDULER_DEFAULT_OWNERS` | [`default_owners`](Self::default_owners), comma-separated | none |
+    /// | `SCHEDULER_PUBLIC_URL` | [`public_url`](Self::public_url): the dashboard's address, linked from alerts | none |
     /// | `SCHEDULER_MIGRATE` | [`migrate`](Self::migrate) (`false` to skip) | `true` |
     /// | `SCHEDULER_ADMIN_ADDR` | [`admin_addr`](Self::admin_addr), e.g. `127.0.0.1:9870` | off |
     /// | `SCHEDULER_ADMIN_TOKEN` | [`admin_token`](Self::admin_token) | none (mutations refused) |
@@ -180,6 +187,26 @@ impl SchedulerBuilder {
             missed_grace: env.duration(vars::MISSED_GRACE)?,
             #[cfg(feature = "webhook")]
             webhook: crate::webhook::WebhookSettings::from_reader(&env)?,
+            #[cfg(feature = "webhook")]
+            channels: match env.string(vars::CHANNELS_FILE) {
+                Some(path) => Some(
+                    crate::channels::Channels::from_file_with(std::path::Path::new(&path), &lookup)
+                        .map_err(|e| crate::env::invalid(vars::CHANNELS_FILE, e))?,
+                ),
+                None => None,
+            },
+            default_owners: env
+                .string(vars::DEFAULT_OWNERS)
+                .map(|owners| {
+                    owners
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|o| !o.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            public_url: env.string(vars::PUBLIC_URL),
             migrate: env.boolean(vars::MIGRATE)?,
             #[cfg(feature = "admin")]
             admin_addr: env.socket_addr(vars::ADMIN_ADDR)?,
@@ -385,6 +412,34 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Sends alerts to these channels (Slack, Feishu/Lark, DingTalk, WeCom, e-mail, webhooks),
+    /// routed by event type, owner and label (see [`crate::channels`]); the
+    /// [`webhook`](Self::webhook), if set too, is one more channel named `webhook`. Default:
+    /// none (or the file of `SCHEDULER_CHANNELS_FILE`).
+    #[cfg(feature = "webhook")]
+    pub fn channels(mut self, channels: crate::channels::Channels) -> Self {
+        self.channels = Some(channels);
+        self
+    }
+
+    /// Who answers for tasks whose config entry names no `owners` (alerts name them and are
+    /// routed by them). Default: nobody (or `SCHEDULER_DEFAULT_OWNERS`, comma-separated).
+    pub fn default_owners<I, S>(mut self, owners: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.default_owners = owners.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The address people reach the dashboard at (`https://scheduler.example.com`): alerts link
+    /// to the run's page there. Default: none, no link (or `SCHEDULER_PUBLIC_URL`).
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.public_url = Some(url.into());
+        self
+    }
+
     /// The misfire rule of tasks whose attribute sets none. Default [`Misfire::Once`].
     pub fn default_misfire(mut self, misfire: Misfire) -> Self {
         self.default_misfire = Some(misfire);
@@ -487,6 +542,8 @@ impl SchedulerBuilder {
             config_poll_interval: self
                 .config_poll_interval
                 .unwrap_or(DEFAULT_CONFIG_POLL_INTERVAL),
+            default_owners: self.default_owners,
+            public_url: self.public_url,
         };
         settings.validate()?;
         #[cfg(feature = "admin")]
@@ -524,7 +581,7 @@ impl SchedulerBuilder {
             config,
             self.migrate.unwrap_or(true),
             #[cfg(feature = "webhook")]
-            self.webhook,
+            alert_channels(self.channels, self.webhook)?,
         );
         #[cfg(feature = "admin")]
         let scheduler = Scheduler::new(engine, admin);
@@ -534,6 +591,25 @@ impl SchedulerBuilder {
         let scheduler = scheduler.with_otel(self.otel);
         Ok(scheduler)
     }
+}
+
+/// The channels alerts go to: those configured, plus the webhook as the channel `webhook`.
+#[cfg(feature = "webhook")]
+fn alert_channels(
+    channels: Option<crate::channels::Channels>,
+    webhook: Option<crate::webhook::WebhookSettings>,
+) -> Result<Option<crate::channels::Channels>> {
+    let Some(webhook) = webhook else {
+        return Ok(channels.filter(|c| !c.is_empty()));
+    };
+    let mut channels = channels.unwrap_or_default();
+    if channels.channels.is_empty() {
+        channels.max_pending = webhook.max_pending;
+    }
+    let channels = channels
+        .with(crate::channels::Channel::webhook(&webhook))
+        .map_err(|e| crate::env::invalid(vars::WEBHOOK_URL, e))?;
+    Ok(Some(channels))
 }
 
 // Config's part of the environment contract. Written here rather than in `config`, because they
@@ -581,6 +657,8 @@ fn refuse_missing_features(env: &Env<'_>) -> Result<(), InvalidSetting> {
         (vars::WEBHOOK_EVENTS, "webhook"),
         #[cfg(not(feature = "webhook"))]
         (vars::WEBHOOK_TIMEOUT, "webhook"),
+        #[cfg(not(feature = "webhook"))]
+        (vars::CHANNELS_FILE, "webhook"),
     ];
     for (name, feature) in missing {
         if env.string(name).is_some() {

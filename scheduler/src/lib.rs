@@ -31,7 +31,8 @@
 //! | `sqlite` (default) | [`store::SqliteStore`]: one process, SQLite built from its bundled C sources | a `sqlite://` URL (and no URL at all) is an error naming the feature |
 //! | `admin` (default) | [`admin`]: the HTTP API, OpenAPI document, `/metrics`, probes and dashboard (axum); [`SchedulerBuilder::admin_addr`] | `SCHEDULER_ADMIN_ADDR` is an error naming the feature; [`Scheduler::metrics`] still counts |
 //! | `http-config` (default) | [`config::HttpSource`]: the task config over HTTP(S) (reqwest on rustls) | an `http(s)://` config location is an error naming the feature; files and [`config::ConfigSource`] work |
-//! | `webhook` (default) | [`webhook`]: alerts posted to a signed webhook (reqwest on rustls); [`SchedulerBuilder::webhook`] | `SCHEDULER_WEBHOOK_URL` is an error naming the feature; [`events`] still reach code |
+//! | `webhook` (default) | [`webhook`] and [`channels`]: alerts posted to a signed webhook and to Slack, Feishu/Lark, DingTalk and WeCom robots (reqwest on rustls), routed by event, owner and label; [`SchedulerBuilder::webhook`], [`SchedulerBuilder::channels`] | `SCHEDULER_WEBHOOK_URL` is an error naming the feature; [`events`] still reach code |
+//! | `email` (default) | e-mail alerts, a kind of [`channels`] channel: SMTP with STARTTLS (lettre on rustls); turns on `webhook` | an e-mail channel in the channels file is refused, naming the feature |
 //! | `cli` (default) | [`cli`] (clap): the `scheduler` binary, and the commands of [`run`] (`myapp status`, `check-config`, ...) | [`run`] ignores its arguments and runs the node |
 //! | `otel` | the `otel` module: each run as a span and the metrics exported over OTLP (gRPC or HTTP/protobuf, rustls), configured by the standard `OTEL_*` variables | the `OTEL_*` variables are not read; [`Scheduler::metrics`] and `/metrics` still count |
 //!
@@ -76,6 +77,8 @@ mod app;
 pub mod backfill;
 mod builder;
 mod causes;
+#[cfg(feature = "webhook")]
+pub mod channels;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod config;

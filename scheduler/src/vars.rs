@@ -71,6 +71,12 @@ pub const WEBHOOK_SECRET: &str = "SCHEDULER_WEBHOOK_SECRET";
 pub const WEBHOOK_EVENTS: &str = "SCHEDULER_WEBHOOK_EVENTS";
 /// How long one webhook delivery may take.
 pub const WEBHOOK_TIMEOUT: &str = "SCHEDULER_WEBHOOK_TIMEOUT";
+/// A file of alert channels and routes (see `scheduler::channels`).
+pub const CHANNELS_FILE: &str = "SCHEDULER_CHANNELS_FILE";
+/// Owners of tasks whose config entry names none, comma-separated.
+pub const DEFAULT_OWNERS: &str = "SCHEDULER_DEFAULT_OWNERS";
+/// The dashboard's public address, linked from alerts.
+pub const PUBLIC_URL: &str = "SCHEDULER_PUBLIC_URL";
 /// Where the admin server listens (off when unset), e.g. `127.0.0.1:9870`.
 pub const ADMIN_ADDR: &str = "SCHEDULER_ADMIN_ADDR";
 /// The bearer token admin mutations need (none: every mutation is refused).

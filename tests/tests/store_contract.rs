@@ -426,6 +426,7 @@ contract![
     the_outbox_backlog_is_bounded_by_giving_up_the_oldest,
     deliveries_are_logged_and_say_what_happens_to_each_event,
     a_gone_endpoint_stops_every_pending_event,
+    each_channel_has_its_own_rows_claims_and_410,
     a_disabled_webhook_stays_disabled_with_its_first_reason,
     notify_wakes_every_listener,
     next_wake_counts_retries_manual_runs_and_the_ends_of_pauses,
@@ -3737,7 +3738,11 @@ async fn prune_history_also_deletes_old_run_logs_outbox_events_deliveries_and_au
     // pending) and one delivered recently. All but the last are old.
     let event = |n: i32| NewEvent::new(format!("kind.{n}"), format!(r#"{{"n": {n}}}"#));
     s.enqueue_events(&[event(1)]).await.unwrap();
-    let disabled = s.claim_outbox(NODE, 10, LIFETIME).await.unwrap()[0].id;
+    let disabled = s
+        .claim_outbox(NODE, &["webhook".to_owned()], 10, LIFETIME)
+        .await
+        .unwrap()[0]
+        .id;
     s.record_deliveries(&[Delivery::new(disabled, 1, NODE, DeliveryNext::Disabled)])
         .await
         .unwrap();
@@ -3745,7 +3750,7 @@ async fn prune_history_also_deletes_old_run_logs_outbox_events_deliveries_and_au
         .await
         .unwrap();
     let ids: Vec<i64> = s
-        .claim_outbox(NODE, 10, LIFETIME)
+        .claim_outbox(NODE, &["webhook".to_owned()], 10, LIFETIME)
         .await
         .unwrap()
         .iter()
@@ -3799,7 +3804,7 @@ async fn prune_history_also_deletes_old_run_logs_outbox_events_deliveries_and_au
         "with their delivery log"
     );
     let due: Vec<i64> = s
-        .claim_outbox(NODE, 10, LIFETIME)
+        .claim_outbox(NODE, &["webhook".to_owned()], 10, LIFETIME)
         .await
         .unwrap()
         .iter()
@@ -4101,7 +4106,10 @@ async fn the_outbox_backlog_is_bounded_by_giving_up_the_oldest(s: &dyn Store, _:
         .collect();
     s.enqueue_events(&events).await.unwrap();
     // One delivered: not pending, not counted.
-    let first = s.claim_outbox("n1", 1, minute).await.unwrap();
+    let first = s
+        .claim_outbox("n1", &["webhook".to_owned()], 1, minute)
+        .await
+        .unwrap();
     let mut done = Delivery::new(first[0].id, 1, "n1", DeliveryNext::Delivered);
     done.status = Some(200);
     s.record_deliveries(&[done]).await.unwrap();
@@ -4109,11 +4117,19 @@ async fn the_outbox_backlog_is_bounded_by_giving_up_the_oldest(s: &dyn Store, _:
     assert_eq!(s.trim_outbox(3, "over the bound").await.unwrap(), 2);
     assert_eq!(s.trim_outbox(3, "over the bound").await.unwrap(), 0);
     // The newest three are still handed out, oldest first; the two before them never again.
-    let left = s.claim_outbox("n1", 10, minute).await.unwrap();
+    let left = s
+        .claim_outbox("n1", &["webhook".to_owned()], 10, minute)
+        .await
+        .unwrap();
     let ns: Vec<String> = left.iter().map(|e| e.payload.clone()).collect();
     assert_eq!(ns, [payload(3), payload(4), payload(5)]);
     assert_eq!(s.trim_outbox(0, "over the bound").await.unwrap(), 3);
-    assert!(s.claim_outbox("n2", 10, minute).await.unwrap().is_empty());
+    assert!(
+        s.claim_outbox("n2", &["webhook".to_owned()], 10, minute)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease(
@@ -4122,7 +4138,12 @@ async fn the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease(
 ) {
     let minute = Duration::from_secs(60);
     s.enqueue_events(&[]).await.unwrap();
-    assert!(s.claim_outbox("n1", 10, minute).await.unwrap().is_empty());
+    assert!(
+        s.claim_outbox("n1", &["webhook".to_owned()], 10, minute)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // A payload in the form PostgreSQL's jsonb prints, so both stores return it as written.
     let payload = |n: i32| format!(r#"{{"data": {{"n": {n}}}, "type": "run.failed"}}"#);
     s.enqueue_events(&[
@@ -4135,7 +4156,10 @@ async fn the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease(
         .await
         .unwrap();
 
-    let first = s.claim_outbox("n1", 2, minute).await.unwrap();
+    let first = s
+        .claim_outbox("n1", &["webhook".to_owned()], 2, minute)
+        .await
+        .unwrap();
     let kinds: Vec<&str> = first.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["run.failed", "run.succeeded"], "oldest first");
     assert!(first[0].id < first[1].id);
@@ -4144,11 +4168,24 @@ async fn the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease(
         (payload(1).as_str(), 0)
     );
     assert_near_now(first[0].created_at);
-    let second = s.claim_outbox("n2", 10, minute).await.unwrap();
+    let second = s
+        .claim_outbox("n2", &["webhook".to_owned()], 10, minute)
+        .await
+        .unwrap();
     let kinds: Vec<&str> = second.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["run.lost"], "the others are leased");
-    assert!(s.claim_outbox("n2", 10, minute).await.unwrap().is_empty());
-    assert!(s.claim_outbox("n2", 0, minute).await.unwrap().is_empty());
+    assert!(
+        s.claim_outbox("n2", &["webhook".to_owned()], 10, minute)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        s.claim_outbox("n2", &["webhook".to_owned()], 0, minute)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // A lease that ends: the event is claimed again afterwards (judged by the claim, with a
     // generous deadline, not by a window of time).
@@ -4156,13 +4193,21 @@ async fn the_outbox_hands_out_due_pending_events_oldest_first_under_a_lease(
         .await
         .unwrap();
     let short = s
-        .claim_outbox("n1", 10, Duration::from_millis(200))
+        .claim_outbox(
+            "n1",
+            &["webhook".to_owned()],
+            10,
+            Duration::from_millis(200),
+        )
         .await
         .unwrap();
     assert_eq!(short.len(), 1, "{short:?}");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let again = loop {
-        let claimed = s.claim_outbox("n2", 10, minute).await.unwrap();
+        let claimed = s
+            .claim_outbox("n2", &["webhook".to_owned()], 10, minute)
+            .await
+            .unwrap();
         if !claimed.is_empty() || std::time::Instant::now() > deadline {
             break claimed;
         }
@@ -4184,7 +4229,7 @@ async fn deliveries_are_logged_and_say_what_happens_to_each_event(s: &dyn Store,
         .await
         .unwrap();
     let ids: Vec<i64> = s
-        .claim_outbox("n1", 10, minute)
+        .claim_outbox("n1", &["webhook".to_owned()], 10, minute)
         .await
         .unwrap()
         .iter()
@@ -4220,7 +4265,10 @@ async fn deliveries_are_logged_and_say_what_happens_to_each_event(s: &dyn Store,
 
     // Only the retry that is due comes back (its lease ended with the record), its attempt
     // counted.
-    let due = s.claim_outbox("n2", 10, minute).await.unwrap();
+    let due = s
+        .claim_outbox("n2", &["webhook".to_owned()], 10, minute)
+        .await
+        .unwrap();
     let due: Vec<(i64, i32)> = due.iter().map(|e| (e.id, e.attempts)).collect();
     assert_eq!(due, [(ids[3], 1)]);
 
@@ -4254,7 +4302,12 @@ async fn deliveries_are_logged_and_say_what_happens_to_each_event(s: &dyn Store,
         (newest.outbox_id, newest.attempt, newest.status),
         (ids[3], 2, Some(204))
     );
-    assert!(s.claim_outbox("n2", 10, minute).await.unwrap().is_empty());
+    assert!(
+        s.claim_outbox("n2", &["webhook".to_owned()], 10, minute)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn a_gone_endpoint_stops_every_pending_event(s: &dyn Store, _: &Arrange) {
@@ -4263,13 +4316,16 @@ async fn a_gone_endpoint_stops_every_pending_event(s: &dyn Store, _: &Arrange) {
     s.enqueue_events(&[event(1), event(2), event(3)])
         .await
         .unwrap();
-    let claimed = s.claim_outbox("n1", 2, minute).await.unwrap();
+    let claimed = s
+        .claim_outbox("n1", &["webhook".to_owned()], 2, minute)
+        .await
+        .unwrap();
     let mut gone = Delivery::new(claimed[0].id, 1, "n1", DeliveryNext::Disabled);
     gone.status = Some(410);
     s.record_deliveries(&[gone]).await.unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(
-        s.claim_outbox("n2", 10, Duration::from_millis(1))
+        s.claim_outbox("n2", &["webhook".to_owned()], 10, Duration::from_millis(1))
             .await
             .unwrap()
             .is_empty(),
@@ -4281,9 +4337,61 @@ async fn a_gone_endpoint_stops_every_pending_event(s: &dyn Store, _: &Arrange) {
 
     // Events written afterwards are pending again (whether to write them is the caller's).
     s.enqueue_events(&[event(4)]).await.unwrap();
-    let later = s.claim_outbox("n2", 10, minute).await.unwrap();
+    let later = s
+        .claim_outbox("n2", &["webhook".to_owned()], 10, minute)
+        .await
+        .unwrap();
     assert_eq!(later.len(), 1);
     assert!(later[0].id > claimed[1].id);
+}
+
+/// One row per (event, channel): a node claims only the channels it names, the delivery log
+/// says which channel, and a 410 from one channel stops that channel's pending rows only.
+async fn each_channel_has_its_own_rows_claims_and_410(s: &dyn Store, _: &Arrange) {
+    let minute = Duration::from_secs(60);
+    let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+    let event = |n: i32, channel: &str| {
+        NewEvent::new("run.failed", format!(r#"{{"n": {n}}}"#)).to_channel(channel)
+    };
+    s.enqueue_events(&[
+        event(1, "slack"),
+        event(1, "mail"),
+        event(2, "slack"),
+        event(2, "mail"),
+    ])
+    .await
+    .unwrap();
+    assert!(
+        s.claim_outbox("n1", &names(&["webhook"]), 10, minute)
+            .await
+            .unwrap()
+            .is_empty(),
+        "no row for a channel not named"
+    );
+    let slack = s
+        .claim_outbox("n1", &names(&["slack"]), 1, minute)
+        .await
+        .unwrap();
+    assert_eq!(slack.len(), 1);
+    assert_eq!(slack[0].channel, "slack");
+    let mut gone = Delivery::new(slack[0].id, 1, "n1", DeliveryNext::Disabled);
+    gone.status = Some(410);
+    s.record_deliveries(&[gone]).await.unwrap();
+    let log = s.deliveries(10).await.unwrap();
+    assert_eq!(
+        (log[0].channel.as_str(), log[0].status),
+        ("slack", Some(410))
+    );
+    let left = s
+        .claim_outbox("n2", &names(&["slack", "mail"]), 10, minute)
+        .await
+        .unwrap();
+    let channels: Vec<&str> = left.iter().map(|r| r.channel.as_str()).collect();
+    assert_eq!(
+        channels,
+        ["mail", "mail"],
+        "slack's pending rows stopped, mail's not"
+    );
 }
 
 async fn a_disabled_webhook_stays_disabled_with_its_first_reason(s: &dyn Store, _: &Arrange) {

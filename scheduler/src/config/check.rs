@@ -70,6 +70,10 @@ pub struct CheckedTask {
     pub next_fire_times: Vec<DateTime<Utc>>,
     /// Its service levels, checked, if the entry has an `sla` block.
     pub sla: Option<super::Sla>,
+    /// Who answers for it, as written (empty: the node's default owners).
+    pub owners: Vec<String>,
+    /// Its labels.
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 impl CheckReport {
@@ -182,6 +186,8 @@ pub fn check_config_text(
             sla: task.sla,
             calendar: task.schedule.calendar().map(|c| c.describe()),
             enabled: task.enabled,
+            owners: task.owners,
+            labels: task.labels,
             name: task.name,
         })
         .collect();
@@ -252,6 +258,17 @@ impl fmt::Display for CheckReport {
             )?;
             if let Some(sla) = &task.sla {
                 writeln!(f, "    sla: {}", describe_sla(sla))?;
+            }
+            if !task.owners.is_empty() {
+                writeln!(f, "    owners: {}", task.owners.join(", "))?;
+            }
+            if !task.labels.is_empty() {
+                let labels: Vec<String> = task
+                    .labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                writeln!(f, "    labels: {}", labels.join(", "))?;
             }
             if task.next_fire_times.is_empty() {
                 writeln!(f, "    never fires after now")?;

@@ -15,6 +15,9 @@ use super::{ConfigError, TaskSla};
 use crate::schedule::{CalendarRules, OnBlocked};
 
 /// One entry of the config document.
+///
+/// Build one with a struct literal ending in `..Default::default()`, so later optional fields
+/// do not break the code.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TaskConfig {
@@ -39,6 +42,13 @@ pub struct TaskConfig {
     /// What becomes of a tick the calendar blocks: `skip` (the default) or `next_allowed`.
     #[serde(default)]
     pub on_blocked: Option<OnBlocked>,
+    /// Who answers for the task: e-mail addresses or chat handles. Its alerts name them and are
+    /// routed by them (see [`crate::channels`]); none: the node's default owners.
+    #[serde(default)]
+    pub owners: Vec<String>,
+    /// Free-form labels (`team = "ads"`), shown with the task and matched by alert routes.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A task's `calendar`: one or more calendars, each named or written inline.
@@ -119,10 +129,14 @@ impl<'de> Deserialize<'de> for CalendarRef {
 ///     enabled: true
 ///     cron: 0 */5 * * * *
 ///     timezone: Asia/Shanghai
+///     owners: [ads-oncall@example.com, "@li.lei"]
+///     labels: {team: ads}
 /// ";
 /// let doc = ConfigDocument::parse(yaml, ConfigFormat::Yaml, "tasks.yaml")?;
 /// assert_eq!(doc.version, Some(7));
 /// assert_eq!(doc.tasks[0].cron, "0 */5 * * * *");
+/// assert_eq!(doc.tasks[0].owners, ["ads-oncall@example.com", "@li.lei"]);
+/// assert_eq!(doc.tasks[0].labels["team"], "ads");
 ///
 /// // A typo is refused by name, with its position.
 /// let err = ConfigDocument::parse(

@@ -17,6 +17,10 @@
 //!   one, an unknown day, a window or range that ends before it starts, windows covering the
 //!   whole week: [`RefusalReason::InvalidCalendar`], naming the calendar), and `on_blocked`
 //!   without a `calendar` ([`RefusalReason::OnBlockedWithoutCalendar`]);
+//! - an owner that is blank or holds control characters, an owner listed twice, or a label
+//!   whose key is not `[A-Za-z0-9_.-/]` (1 to 63 characters) or whose value holds control
+//!   characters is refused the same way ([`RefusalReason::InvalidOwner`],
+//!   [`RefusalReason::InvalidLabel`]): alerts are routed by them;
 //! - registered tasks the document does not mention are listed in
 //!   [`absent`](ValidatedConfig::absent). Refused names are not "absent": the reconciler keeps
 //!   their last valid state.
@@ -77,6 +81,10 @@ pub struct DesiredTask {
     pub schedule: ScheduleSpec,
     /// The entry's service levels, checked (`None` without an `sla` block).
     pub sla: Option<super::Sla>,
+    /// Who answers for the task, as written (empty: the node's default owners).
+    pub owners: Vec<String>,
+    /// The task's labels.
+    pub labels: BTreeMap<String, String>,
 }
 
 /// A refused entry.
@@ -143,6 +151,12 @@ pub enum RefusalReason {
     /// `on_blocked` is set, but the entry has no `calendar` it could apply to.
     #[error("`on_blocked` is set but the task has no `calendar`; add one or remove `on_blocked`")]
     OnBlockedWithoutCalendar,
+    /// An entry of `owners` is unusable.
+    #[error("invalid owner {0}")]
+    InvalidOwner(String),
+    /// An entry of `labels` is unusable.
+    #[error("invalid label {0}")]
+    InvalidLabel(String),
 }
 
 fn known_names(known: &[String]) -> String {
@@ -256,6 +270,8 @@ pub(crate) fn validate_with(
             Some(calendar) => s.with_calendar(calendar),
             None => s,
         });
+        refusals.extend(owner_problems(&entry.owners).map(RefusalReason::InvalidOwner));
+        refusals.extend(label_problems(&entry.labels).map(RefusalReason::InvalidLabel));
         match (refusals.is_empty(), zone, schedule) {
             (true, Some(_), Some(schedule)) => {
                 validated.desired.insert(
@@ -265,6 +281,8 @@ pub(crate) fn validate_with(
                         enabled: entry.enabled,
                         schedule,
                         sla,
+                        owners: entry.owners.clone(),
+                        labels: entry.labels.clone(),
                     },
                 );
             }
@@ -335,6 +353,49 @@ fn task_calendar(
         .map_err(|error| vec![RefusalReason::InvalidCalendar { name: None, error }])
 }
 
+/// Longest owner or label value kept (an address, a handle, a team name).
+const MAX_TAG_LEN: usize = 256;
+
+/// What is wrong with each unusable owner, in order.
+pub(crate) fn owner_problems(owners: &[String]) -> impl Iterator<Item = String> + '_ {
+    owners.iter().enumerate().filter_map(|(i, owner)| {
+        let problem = if owner.trim().is_empty() {
+            "is blank"
+        } else if owner.trim() != owner {
+            "has leading or trailing whitespace"
+        } else if owner.chars().any(char::is_control) {
+            "contains control characters"
+        } else if owner.chars().count() > MAX_TAG_LEN {
+            "is longer than 256 characters"
+        } else if owners[..i].contains(owner) {
+            "is listed twice"
+        } else {
+            return None;
+        };
+        Some(format!("`{}`: {problem}", owner.escape_debug()))
+    })
+}
+
+/// What is wrong with each unusable label, in key order.
+fn label_problems(labels: &BTreeMap<String, String>) -> impl Iterator<Item = String> + '_ {
+    labels.iter().filter_map(|(key, value)| {
+        let key_ok = (1..=63).contains(&key.len())
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'));
+        let problem = if !key_ok {
+            "the key must be 1 to 63 characters of A-Z, a-z, 0-9, `_`, `.`, `-`, `/`"
+        } else if value.chars().any(char::is_control) {
+            "the value contains control characters"
+        } else if value.chars().count() > MAX_TAG_LEN {
+            "the value is longer than 256 characters"
+        } else {
+            return None;
+        };
+        Some(format!("`{}`: {problem}", key.escape_debug()))
+    })
+}
+
 fn name_problem(name: &str) -> Option<&'static str> {
     if name.trim().is_empty() {
         Some("the name is empty")
@@ -344,5 +405,50 @@ fn name_problem(name: &str) -> Option<&'static str> {
         Some("the name contains control characters")
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_and_labels_are_checked_and_carried() {
+        let doc = ConfigDocument::from_json(
+            r#"{"tasks":[
+                {"name":"a","enabled":true,"cron":"0 * * * * *",
+                 "owners":["ops@example.com","@li.lei"],"labels":{"team":"ads","tier":"1"}},
+                {"name":"b","enabled":true,"cron":"0 * * * * *",
+                 "owners":["x@example.com"," ","x@example.com"],"labels":{"bad key":"v"}}
+            ]}"#,
+        )
+        .unwrap();
+        let v = validate(&doc, &TaskRegistry::default(), chrono_tz::UTC);
+        let reasons: Vec<String> = v
+            .refused
+            .iter()
+            .filter(|r| r.name == "b")
+            .map(|r| r.reason.to_string())
+            .collect();
+        assert!(
+            reasons.iter().any(|r| r == "invalid owner ` `: is blank"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r == "invalid owner `x@example.com`: is listed twice"),
+            "{reasons:?}"
+        );
+        assert!(
+            reasons
+                .iter()
+                .any(|r| r.starts_with("invalid label `bad key`")),
+            "{reasons:?}"
+        );
+        // `a` is refused only as unregistered: its owners and labels are fine.
+        let a: Vec<&Refusal> = v.refused.iter().filter(|r| r.name == "a").collect();
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].reason, RefusalReason::UnknownTask);
     }
 }

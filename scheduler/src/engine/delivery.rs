@@ -1,42 +1,91 @@
-//! Webhook delivery: alerts this node raised go to the outbox; due outbox events (this node's or
-//! any other's) are claimed with a lease that covers the whole batch, posted, signed, up to
-//! [`DELIVERY_CONCURRENCY`] at once, and every attempt recorded; the backlog is bounded by the
-//! settings' `max_pending` (the oldest given up, counted and logged). See [`crate::webhook`]
-//! for the contract.
+//! Alert delivery: each alert this node raised is routed (by event type, owner and label, see
+//! [`crate::channels`]) and written to the outbox once per channel it goes to; due outbox rows
+//! (this node's or any other's, for channels this node knows) are claimed with a lease that
+//! covers the whole batch, sent, up to [`DELIVERY_CONCURRENCY`] at once, and every attempt
+//! recorded; the backlog is bounded by the channels' `max_pending` (the oldest given up,
+//! counted and logged). One channel failing never holds back another: each row succeeds, retries
+//! or fails on its own. See [`crate::webhook`] for the Standard Webhooks contract.
 
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::Shared;
 use super::service::Service;
+use crate::channels::{Channel, ChannelKind, Channels};
+use crate::config::ConfigDocument;
 use crate::events::{EventSink, SchedulerEvent};
 use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreError};
-use crate::webhook::{DELIVERY_CONCURRENCY, MAX_ATTEMPTS, WebhookSettings, body, retry_delay};
+use crate::webhook::{DELIVERY_CONCURRENCY, MAX_ATTEMPTS};
 
 /// Events claimed per pass.
 const BATCH: u32 = 32;
 /// With nothing raised here, how often the outbox is looked at (other nodes' events, retries).
 const IDLE_POLL: Duration = Duration::from_secs(60);
 
+/// Who answers for a task, its labels and its zone, as its config entry says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TaskTags {
+    pub(crate) owners: Vec<String>,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) timezone: Option<String>,
+}
+
+/// The tags of every task of a config document, by name.
+pub(crate) fn tags_of(doc: &ConfigDocument) -> HashMap<String, TaskTags> {
+    doc.tasks
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                TaskTags {
+                    owners: t.owners.clone(),
+                    labels: t.labels.clone(),
+                    timezone: t.timezone.clone(),
+                },
+            )
+        })
+        .collect()
+}
+
 /// Where the node's alerts wait to be written to the outbox.
 #[derive(Debug)]
 pub(crate) struct AlertSink {
-    pub(crate) settings: Arc<WebhookSettings>,
+    pub(crate) channels: Arc<Channels>,
+    node_id: String,
+    default_owners: Vec<String>,
+    default_zone: String,
+    /// The tags of the tasks of the config document last read.
+    tags: RwLock<Arc<HashMap<String, TaskTags>>>,
     queue: Mutex<Vec<NewEvent>>,
     pub(crate) wake: Notify,
 }
 
 impl AlertSink {
-    pub(crate) fn new(settings: Arc<WebhookSettings>) -> Self {
+    pub(crate) fn new(
+        channels: Arc<Channels>,
+        node_id: &str,
+        default_owners: Vec<String>,
+        default_zone: chrono_tz::Tz,
+    ) -> Self {
         Self {
-            settings,
+            channels,
+            node_id: node_id.to_owned(),
+            default_owners,
+            default_zone: default_zone.name().to_owned(),
+            tags: RwLock::new(Arc::default()),
             queue: Mutex::new(Vec::new()),
             wake: Notify::new(),
         }
+    }
+
+    /// Takes owners and labels from `doc` (the config document just read).
+    pub(crate) fn set_document(&self, doc: &ConfigDocument) {
+        *self.tags.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(tags_of(doc));
     }
 
     fn take(&self) -> Vec<NewEvent> {
@@ -48,18 +97,67 @@ impl AlertSink {
         events.append(&mut queue);
         *queue = events;
     }
+
+    /// The tags `event` carries: its task's (the default owners if it names none).
+    fn tags_for(&self, event: &SchedulerEvent) -> TaskTags {
+        let known = event.task().and_then(|task| {
+            self.tags
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(task)
+                .cloned()
+        });
+        let mut tags = known.unwrap_or_default();
+        if tags.owners.is_empty() {
+            tags.owners = self.default_owners.clone();
+        }
+        if tags.timezone.is_none() {
+            tags.timezone = Some(self.default_zone.clone());
+        }
+        tags
+    }
+}
+
+/// The JSON body of `event` (`{type, timestamp, data}`), `data` carrying the task's `owners`,
+/// `labels` and `timezone` and, when the event names none, the `node` that raised it.
+pub(crate) fn body(
+    event: &SchedulerEvent,
+    at: DateTime<Utc>,
+    tags: &TaskTags,
+    node: &str,
+) -> String {
+    let mut body: serde_json::Value =
+        serde_json::from_str(&crate::webhook::body(event, at)).unwrap_or_default();
+    if let Some(data) = body["data"].as_object_mut() {
+        data.insert("owners".into(), serde_json::json!(tags.owners));
+        data.insert("labels".into(), serde_json::json!(tags.labels));
+        data.insert("timezone".into(), serde_json::json!(tags.timezone));
+        if !data.contains_key("run") && !data.contains_key("node") {
+            data.insert("node".into(), serde_json::json!(node));
+        }
+    }
+    body.to_string()
 }
 
 impl EventSink for AlertSink {
-    /// Queues `event` if the webhook sends its type; never waits.
+    /// Queues `event` once per channel it is routed to; never waits.
     fn offer(&self, event: &SchedulerEvent) {
-        if self.settings.sends(event.kind()) {
-            self.queue
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(NewEvent::new(event.kind(), body(event, Utc::now())));
-            self.wake.notify_one();
+        let kind = event.kind();
+        if !self.channels.channels.iter().any(|c| c.sends(kind)) {
+            return;
         }
+        let tags = self.tags_for(event);
+        let targets = self.channels.route_event(kind, &tags.owners, &tags.labels);
+        if targets.is_empty() {
+            return;
+        }
+        let payload = body(event, Utc::now(), &tags, &self.node_id);
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        for channel in targets {
+            queue.push(NewEvent::new(kind, payload.clone()).to_channel(channel));
+        }
+        drop(queue);
+        self.wake.notify_one();
     }
 }
 
@@ -73,16 +171,18 @@ pub(crate) struct Deliverer {
     shared: Arc<Shared>,
     sink: Arc<AlertSink>,
     client: reqwest::Client,
-    /// The endpoint answered 410 (here or on another node): nothing is sent any more.
-    disabled: Option<String>,
+    /// Channels whose endpoint answered 410 (here or on another node): nothing is sent there.
+    disabled: HashMap<String, String>,
     checked: bool,
-    next_retry: Option<Instant>,
+    /// When the retries this node scheduled fall due (the outbox holds them; this says when to
+    /// look without waiting for the idle poll).
+    retries: Vec<Instant>,
 }
 
 impl Deliverer {
     pub(crate) fn new(shared: Arc<Shared>, sink: Arc<AlertSink>) -> Self {
+        // Each request sets its channel's timeout.
         let client = reqwest::Client::builder()
-            .timeout(sink.settings.timeout)
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("scheduler/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -91,10 +191,18 @@ impl Deliverer {
             shared,
             sink,
             client,
-            disabled: None,
+            disabled: HashMap::new(),
             checked: false,
-            next_retry: None,
+            retries: Vec::new(),
         }
+    }
+}
+
+/// The longest one delivery to `channel` may take (an SMTP exchange is several round trips).
+fn longest(channel: &Channel) -> Duration {
+    match channel.kind {
+        ChannelKind::Email(_) => channel.timeout * 3,
+        _ => channel.timeout,
     }
 }
 
@@ -106,64 +214,56 @@ fn batch_lease(timeout: Duration) -> Duration {
     timeout * (BATCH.div_ceil(per_round) + 1) + Duration::from_secs(5)
 }
 
-/// Posts `row` to the endpoint, signed; what happened, as an attempt by `node_id`.
+/// The pause before attempt `attempt + 1`: `base` times 3 per earlier attempt, at most 6 h.
+fn retry_delay(base: Duration, attempt: i32) -> Duration {
+    let exp = u32::try_from(attempt.saturating_sub(1))
+        .unwrap_or(0)
+        .min(10);
+    (base * 3u32.pow(exp)).min(Duration::from_secs(6 * 3600))
+}
+
+/// Sends `row` to its channel; what happened, as an attempt by `node_id`.
 async fn send(
     client: reqwest::Client,
-    settings: Arc<WebhookSettings>,
+    channels: Arc<Channels>,
+    public_url: Option<String>,
     node_id: String,
     row: OutboxRow,
 ) -> Delivery {
-    let id = format!("msg_{}", row.id);
-    let timestamp = Utc::now().timestamp();
-    let signature = settings.secret.sign(&id, timestamp, row.payload.as_bytes());
     let started = std::time::Instant::now();
-    let response = client
-        .post(settings.url.clone())
-        .header("content-type", "application/json")
-        .header("webhook-id", &id)
-        .header("webhook-timestamp", timestamp.to_string())
-        .header("webhook-signature", signature)
-        .body(row.payload.clone())
-        .send()
-        .await;
-    let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
     let attempt = row.attempts + 1;
-    let (status, error) = match response {
-        Ok(r) => (Some(r.status().as_u16()), None),
-        Err(e) => (None, Some(delivery_error(e))),
+    let outcome = match channels.get(&row.channel) {
+        Some(channel) => {
+            crate::channels::deliver(
+                &client,
+                channel,
+                &format!("msg_{}", row.id),
+                &row.payload,
+                public_url.as_deref(),
+            )
+            .await
+        }
+        None => crate::channels::Outcome::failed("the channel is not configured on this node"),
     };
-    let next = match status {
-        Some(s) if (200..300).contains(&s) => DeliveryNext::Delivered,
-        Some(410) => DeliveryNext::Disabled,
-        _ if attempt >= MAX_ATTEMPTS => DeliveryNext::Failed,
-        _ => DeliveryNext::RetryAt(
+    let duration_ms = i32::try_from(started.elapsed().as_millis()).unwrap_or(i32::MAX);
+    let next = if outcome.delivered {
+        DeliveryNext::Delivered
+    } else if outcome.gone {
+        DeliveryNext::Disabled
+    } else if outcome.permanent || attempt >= MAX_ATTEMPTS {
+        DeliveryNext::Failed
+    } else {
+        DeliveryNext::RetryAt(
             Utc::now()
-                + chrono::TimeDelta::from_std(retry_delay(attempt))
+                + chrono::TimeDelta::from_std(retry_delay(channels.retry_base, attempt))
                     .unwrap_or(chrono::TimeDelta::hours(1)),
-        ),
+        )
     };
-    let error = error.or_else(|| {
-        status
-            .filter(|s| !(200..300).contains(s))
-            .map(|s| format!("the endpoint answered {s}"))
-    });
-    Delivery {
-        outbox_id: row.id,
-        attempt,
-        node_id,
-        status,
-        error,
-        duration_ms,
-        next,
-    }
-}
-
-/// What a failed delivery says, for the delivery log, the API and the node's log: never the
-/// endpoint's URL, whose path or query often is the credential (Slack, Teams and Discord style
-/// URLs, `?api_key=`); reqwest's " for url (...)" is dropped and the rest redacted.
-fn delivery_error(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    crate::redact::redact_text(&crate::causes::error_chain(&error))
+    let mut delivery = Delivery::new(row.id, attempt, node_id, next);
+    delivery.status = outcome.status;
+    delivery.error = outcome.error;
+    delivery.duration_ms = duration_ms;
+    delivery
 }
 
 impl Service for Deliverer {
@@ -171,36 +271,30 @@ impl Service for Deliverer {
     type Error = StoreError;
 
     fn what(&self) -> &'static str {
-        "webhook delivery"
+        "alert delivery"
     }
 
     async fn run_once(&mut self) -> Result<Pass, StoreError> {
         let store = &self.shared.store;
+        let channels = Arc::clone(&self.sink.channels);
+        // Retries due now are claimed by this pass; those still ahead are kept, so a pass woken
+        // early (a new alert) forgets none of them.
+        let now = Instant::now();
+        self.retries.retain(|at| *at > now);
         let raised = self.sink.take();
-        if self.disabled.is_some() {
-            // The endpoint is gone: nothing more is sent to it (the events still reach this
-            // node's subscribers and its log).
-            for _ in &raised {
-                self.shared.metrics.webhook_delivery("disabled");
-            }
-            return Ok(Pass {
-                delivered: 0,
-                full: false,
-            });
-        }
         if !raised.is_empty()
             && let Err(e) = store.enqueue_events(&raised).await
         {
             self.sink.put_back(raised);
             return Err(e);
         }
-        let max_pending = self.sink.settings.max_pending;
+        let max_pending = channels.max_pending;
         let dropped = store
             .trim_outbox(
                 max_pending,
                 &format!(
                     "given up unsent: the outbox held more than {max_pending} undelivered events \
-                     (the endpoint hung or refused)"
+                     (an endpoint hung or refused)"
                 ),
             )
             .await?;
@@ -209,26 +303,38 @@ impl Service for Deliverer {
             tracing::error!(
                 dropped,
                 max_pending,
-                "webhook outbox over its bound: the oldest undelivered events were given up unsent"
+                "alert outbox over its bound: the oldest undelivered events were given up unsent"
             );
         }
-        let digest = self.sink.settings.url_digest();
         if !self.checked {
-            self.disabled = store.webhook_disabled(&digest).await?;
-            self.checked = true;
-            if let Some(reason) = &self.disabled {
-                tracing::error!(reason = %reason, "the webhook endpoint is disabled (it answered 410 Gone); alerts stay in the outbox unsent until the URL changes");
+            for channel in &channels.channels {
+                if let Some(reason) = store.webhook_disabled(&channel.digest()).await? {
+                    tracing::error!(channel = %channel.name, reason = %reason, "the channel's endpoint is disabled (it answered 410 Gone); its alerts stay in the outbox unsent until its URL changes");
+                    self.disabled.insert(channel.name.clone(), reason);
+                }
             }
+            self.checked = true;
         }
-        if self.disabled.is_some() {
+        let open: Vec<String> = channels
+            .channels
+            .iter()
+            .filter(|c| !self.disabled.contains_key(&c.name))
+            .map(|c| c.name.clone())
+            .collect();
+        if open.is_empty() {
             return Ok(Pass {
                 delivered: 0,
                 full: false,
             });
         }
-        let lease = batch_lease(self.sink.settings.timeout);
+        let timeout = channels
+            .channels
+            .iter()
+            .map(longest)
+            .max()
+            .unwrap_or(crate::webhook::DEFAULT_WEBHOOK_TIMEOUT);
         let rows = store
-            .claim_outbox(&self.shared.node_id, BATCH, lease)
+            .claim_outbox(&self.shared.node_id, &open, BATCH, batch_lease(timeout))
             .await?;
         let claimed = rows.len();
         // Up to DELIVERY_CONCURRENCY in flight; then judged in the outbox's order.
@@ -237,11 +343,12 @@ impl Service for Deliverer {
         for row in rows.iter().cloned() {
             let slots = Arc::clone(&slots);
             let client = self.client.clone();
-            let settings = Arc::clone(&self.sink.settings);
+            let channels = Arc::clone(&channels);
+            let public_url = self.shared.settings.public_url.clone();
             let node_id = self.shared.node_id.to_string();
             sending.spawn(async move {
                 let _slot = slots.acquire_owned().await;
-                send(client, settings, node_id, row).await
+                send(client, channels, public_url, node_id, row).await
             });
         }
         let mut sent = Vec::with_capacity(claimed);
@@ -252,6 +359,7 @@ impl Service for Deliverer {
         }
         sent.sort_by_key(|d| d.outbox_id);
         let mut deliveries = Vec::with_capacity(claimed);
+        let mut gone = Vec::new();
         for delivery in sent {
             let Some(row) = rows.iter().find(|r| r.id == delivery.outbox_id) else {
                 continue;
@@ -261,31 +369,35 @@ impl Service for Deliverer {
                 DeliveryNext::RetryAt(_) => "retry",
                 DeliveryNext::Failed => "failed",
                 DeliveryNext::Disabled => "disabled",
+                #[allow(unreachable_patterns)]
+                _ => "failed",
             };
             self.shared.metrics.webhook_delivery(result);
+            let error = delivery.error.as_deref().unwrap_or("");
             match delivery.next {
-                DeliveryNext::Delivered => {}
                 DeliveryNext::RetryAt(at) => {
                     let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
-                    let due = Instant::now() + wait;
-                    self.next_retry = Some(self.next_retry.map_or(due, |n| n.min(due)));
-                    tracing::warn!(event = row.id, kind = %row.kind, attempt = delivery.attempt, error = delivery.error.as_deref().unwrap_or(""), "webhook delivery failed; retrying");
+                    self.retries.push(Instant::now() + wait);
+                    tracing::warn!(event = row.id, channel = %row.channel, kind = %row.kind, attempt = delivery.attempt, error, "alert delivery failed; retrying");
                 }
                 DeliveryNext::Failed => {
-                    tracing::error!(event = row.id, kind = %row.kind, attempts = delivery.attempt, error = delivery.error.as_deref().unwrap_or(""), "webhook delivery given up")
+                    tracing::error!(event = row.id, channel = %row.channel, kind = %row.kind, attempts = delivery.attempt, error, "alert delivery given up")
+                }
+                DeliveryNext::Disabled if !gone.contains(&row.channel) => {
+                    gone.push(row.channel.clone());
                 }
                 _ => {}
             }
             deliveries.push(delivery);
         }
         store.record_deliveries(&deliveries).await?;
-        if deliveries.iter().any(|d| d.next == DeliveryNext::Disabled) {
+        for name in gone {
             let reason = "the endpoint answered 410 Gone".to_owned();
-            store.disable_webhook(&digest, &reason).await?;
-            tracing::error!(
-                "the webhook endpoint answered 410 Gone: disabled for every node; later alerts are not sent"
-            );
-            self.disabled = Some(reason);
+            if let Some(channel) = channels.get(&name) {
+                store.disable_webhook(&channel.digest(), &reason).await?;
+            }
+            tracing::error!(channel = %name, "the channel's endpoint answered 410 Gone: disabled for every node; later alerts to it are not sent");
+            self.disabled.insert(name, reason);
         }
         Ok(Pass {
             delivered: deliveries.len(),
@@ -298,8 +410,9 @@ impl Service for Deliverer {
             return Some(Duration::ZERO);
         }
         let until_retry = self
-            .next_retry
-            .take()
+            .retries
+            .iter()
+            .min()
             .map(|at| at.saturating_duration_since(Instant::now()));
         Some(until_retry.map_or(IDLE_POLL, |d| d.min(IDLE_POLL)))
     }
@@ -315,5 +428,33 @@ mod tests {
             let rounds = BATCH.div_ceil(DELIVERY_CONCURRENCY as u32);
             assert!(batch_lease(timeout) > timeout * rounds, "{timeout:?}");
         }
+    }
+
+    #[test]
+    fn retries_back_off_from_the_base_to_six_hours() {
+        let base = Duration::from_secs(10);
+        assert_eq!(retry_delay(base, 1), Duration::from_secs(10));
+        assert_eq!(retry_delay(base, 2), Duration::from_secs(30));
+        assert_eq!(retry_delay(base, 9), Duration::from_secs(6 * 3600));
+    }
+
+    #[test]
+    fn the_body_carries_owners_labels_zone_and_node() {
+        let event = SchedulerEvent::TaskOrphaned {
+            task: "old.task".into(),
+        };
+        let tags = TaskTags {
+            owners: vec!["a@example.com".into()],
+            labels: [("team".to_owned(), "ads".to_owned())].into(),
+            timezone: Some("Asia/Shanghai".into()),
+        };
+        let json: serde_json::Value =
+            serde_json::from_str(&body(&event, Utc::now(), &tags, "n1")).unwrap();
+        assert_eq!(json["type"], "task.orphaned");
+        assert_eq!(json["data"]["task"], "old.task");
+        assert_eq!(json["data"]["owners"], serde_json::json!(["a@example.com"]));
+        assert_eq!(json["data"]["labels"]["team"], "ads");
+        assert_eq!(json["data"]["timezone"], "Asia/Shanghai");
+        assert_eq!(json["data"]["node"], "n1");
     }
 }

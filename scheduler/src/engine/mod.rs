@@ -150,7 +150,7 @@ pub(crate) struct Shared {
     pub(crate) events: crate::events::EventBus,
     /// This node's metrics.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
-    /// Alerts on their way to the webhook, if one is configured.
+    /// Alerts on their way to the channels, if any is configured.
     #[cfg(feature = "webhook")]
     pub(crate) alerts: Option<Arc<AlertSink>>,
     /// Where alerts about tasks wait to be folded into incidents (the bus's sink).
@@ -213,10 +213,17 @@ impl Engine {
         state: StateMap,
         config: Option<ConfigFeed>,
         migrate: bool,
-        #[cfg(feature = "webhook")] webhook: Option<crate::webhook::WebhookSettings>,
+        #[cfg(feature = "webhook")] channels: Option<crate::channels::Channels>,
     ) -> Self {
         #[cfg(feature = "webhook")]
-        let alerts = webhook.map(|w| Arc::new(AlertSink::new(Arc::new(w))));
+        let alerts = channels.map(|c| {
+            Arc::new(AlertSink::new(
+                Arc::new(c),
+                &settings.node_id,
+                settings.default_owners.clone(),
+                settings.default_timezone,
+            ))
+        });
         #[cfg(feature = "webhook")]
         let sink = alerts
             .clone()

@@ -94,6 +94,11 @@ pub(crate) struct Settings {
     pub run_retention: Duration,
     pub default_timezone: Tz,
     pub config_poll_interval: Duration,
+    /// Owners of tasks whose config entry names none.
+    pub default_owners: Vec<String>,
+    /// The dashboard's public address, linked from alerts.
+    #[cfg_attr(not(feature = "webhook"), allow(dead_code))]
+    pub public_url: Option<String>,
 }
 
 impl Settings {

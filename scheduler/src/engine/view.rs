@@ -83,6 +83,12 @@ impl EngineView {
         self.shared.task_settings(task)
     }
 
+    /// Owners of tasks whose config entry names none.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) fn default_owners(&self) -> &[String] {
+        &self.shared.settings.default_owners
+    }
+
     /// The node's missed grace, if it sets one (`None`: from each task's interval; see
     /// [`crate::ticks`]).
     pub(crate) fn missed_grace(&self) -> Option<Duration> {

@@ -77,7 +77,12 @@ macro_rules! store_methods {
             // Webhook outbox.
             enqueue_events(events: &[NewEvent]) -> StoreResult<()>;
             trim_outbox(keep: u32, reason: &str) -> StoreResult<u64>;
-            claim_outbox(node_id: &str, limit: u32, lease: Duration) -> StoreResult<Vec<OutboxRow>>;
+            claim_outbox(
+                node_id: &str,
+                channels: &[String],
+                limit: u32,
+                lease: Duration
+            ) -> StoreResult<Vec<OutboxRow>>;
             record_deliveries(deliveries: &[Delivery]) -> StoreResult<()>;
             deliveries(limit: u32) -> StoreResult<Vec<DeliveryRecord>>;
             webhook_disabled(url_digest: &str) -> StoreResult<Option<String>>;

@@ -323,15 +323,18 @@ pub trait Store: Send + Sync + 'static {
     /// (`failed`, with `reason` as their last error), so an endpoint that hangs or refuses
     /// cannot grow the outbox without bound. Returns how many were given up.
     async fn trim_outbox(&self, keep: u32, reason: &str) -> StoreResult<u64>;
-    /// Claims up to `limit` due, pending events for `node_id`, each for `lease` (another node
-    /// takes an event over only once its lease ran out), oldest first.
+    /// Claims up to `limit` due, pending events for `node_id` to the named `channels` (the
+    /// ones this node knows), each for `lease` (another node takes an event over only once its
+    /// lease ran out), oldest first.
     async fn claim_outbox(
         &self,
         node_id: &str,
+        channels: &[String],
         limit: u32,
         lease: Duration,
     ) -> StoreResult<Vec<OutboxRow>>;
-    /// Records delivery attempts and what happens to each event next.
+    /// Records delivery attempts and what happens to each event next; a
+    /// [`DeliveryNext::Disabled`] also disables the pending events of its channel.
     async fn record_deliveries(&self, deliveries: &[Delivery]) -> StoreResult<()>;
     /// The newest delivery attempts.
     async fn deliveries(&self, limit: u32) -> StoreResult<Vec<DeliveryRecord>>;

@@ -4,10 +4,12 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-/// An event to deliver.
+/// An event to deliver to one channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct NewEvent {
+    /// The channel it goes to (`webhook` unless said otherwise).
+    pub channel: String,
     /// Its type (`run.failed`, ...).
     pub kind: String,
     /// The JSON body to send (`{type, timestamp, data}`).
@@ -15,12 +17,19 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
-    /// An event of `kind` with the JSON `payload`.
+    /// An event of `kind` with the JSON `payload`, for the `webhook` channel.
     pub fn new(kind: impl Into<String>, payload: impl Into<String>) -> Self {
         Self {
+            channel: "webhook".to_owned(),
             kind: kind.into(),
             payload: payload.into(),
         }
+    }
+
+    /// The same event for the channel named `channel`.
+    pub fn to_channel(mut self, channel: impl Into<String>) -> Self {
+        self.channel = channel.into();
+        self
     }
 }
 
@@ -30,6 +39,8 @@ impl NewEvent {
 pub struct OutboxRow {
     /// Its id (the `webhook-id` is derived from it).
     pub id: i64,
+    /// The channel it goes to.
+    pub channel: String,
     /// Its type.
     pub kind: String,
     /// The JSON body.
@@ -99,8 +110,10 @@ impl Delivery {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct DeliveryRecord {
-    /// The event.
+    /// The event (one row per event and channel).
     pub outbox_id: i64,
+    /// The channel it went to.
+    pub channel: String,
     /// Its type.
     pub kind: String,
     /// Which attempt.

@@ -180,11 +180,13 @@ async fn list_audit(
     }))
 }
 
-/// One webhook delivery attempt.
+/// One alert delivery attempt.
 #[derive(Debug, Serialize, ToSchema)]
 struct DeliveryView {
-    /// The event's id.
+    /// The event's id (one per event and channel; the webhook's `webhook-id` is `msg_` + it).
     event_id: i64,
+    /// The channel it went to (`webhook` for `SCHEDULER_WEBHOOK_URL`).
+    channel: String,
     /// The event's type.
     kind: String,
     /// Which attempt.
@@ -236,6 +238,7 @@ async fn list_deliveries(
         .into_iter()
         .map(|d| DeliveryView {
             event_id: d.outbox_id,
+            channel: d.channel,
             kind: d.kind,
             attempt: d.attempt,
             node_id: d.node_id,

@@ -29,6 +29,10 @@ struct EntryView {
     cron: String,
     /// Its zone, if it names one.
     timezone: Option<String>,
+    /// Who answers for it, as written.
+    owners: Vec<String>,
+    /// Its labels.
+    labels: std::collections::BTreeMap<String, String>,
 }
 
 /// The last document this node read.
@@ -188,6 +192,8 @@ async fn get_config(
                     enabled: t.enabled,
                     cron: t.cron.clone(),
                     timezone: t.timezone.clone(),
+                    owners: t.owners.clone(),
+                    labels: t.labels.clone(),
                 })
                 .collect(),
         }),

@@ -127,6 +127,12 @@ struct TaskView {
     timezone: String,
     /// Whether the config enables it.
     enabled: bool,
+    /// Who answers for it: its config entry's `owners`, or the node's default owners.
+    owners: Vec<String>,
+    /// Whether `owners` are the node's default owners (its entry names none).
+    default_owners: bool,
+    /// Its labels, from its config entry.
+    labels: std::collections::BTreeMap<String, String>,
     /// Where its entry comes from.
     origin: Origin,
     /// Its run state.
@@ -164,6 +170,12 @@ struct Entries {
     source: Option<String>,
     names: std::collections::HashSet<String>,
     refused: std::collections::HashMap<String, String>,
+    /// Owners and labels, by task.
+    tags: std::collections::HashMap<
+        String,
+        (Vec<String>, std::collections::BTreeMap<String, String>),
+    >,
+    default_owners: Vec<String>,
 }
 
 impl Entries {
@@ -180,7 +192,33 @@ impl Entries {
                 .iter()
                 .flat_map(|(report, _)| report.refused.iter().cloned())
                 .collect(),
+            tags: view
+                .document
+                .iter()
+                .flat_map(|(doc, _)| {
+                    doc.tasks
+                        .iter()
+                        .map(|t| (t.name.clone(), (t.owners.clone(), t.labels.clone())))
+                })
+                .collect(),
+            default_owners: engine.default_owners().to_vec(),
         })
+    }
+
+    /// A task's owners (and whether they are the defaults) and labels.
+    fn tags(
+        &self,
+        name: &str,
+    ) -> (
+        Vec<String>,
+        bool,
+        std::collections::BTreeMap<String, String>,
+    ) {
+        match self.tags.get(name) {
+            Some((owners, labels)) if !owners.is_empty() => (owners.clone(), false, labels.clone()),
+            Some((_, labels)) => (self.default_owners.clone(), true, labels.clone()),
+            None => (self.default_owners.clone(), true, Default::default()),
+        }
     }
 
     fn origin(&self, s: &TaskState) -> Origin {
@@ -298,6 +336,7 @@ fn task_view(
     now: DateTime<Utc>,
 ) -> TaskView {
     let origin = entries.origin(&s);
+    let (owners, default_owners, labels) = entries.tags(&s.name);
     let (timeliness, overdue_seconds) = timeliness(engine, &s, now);
     let (failed_ticks_in_a_row, failed_ticks_more) = failed
         .get(&s.name)
@@ -314,6 +353,9 @@ fn task_view(
     });
     TaskView {
         cron_in_words: crate::schedule::describe(&s.cron),
+        owners,
+        default_owners,
+        labels,
         origin,
         policy,
         state: StateView {

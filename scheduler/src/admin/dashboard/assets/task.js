@@ -190,6 +190,8 @@ function configEntry(t, config) {
     config.document ? [h("dt", {}, "Read"), h("dd", {}, `${relative(config.document.read_at)}${config.document.revision !== null ? `, version ${config.document.revision}` : ""}`)] : null,
     entry ? [h("dt", {}, "As loaded"), h("dd", {}, h("pre", { class: "entry" }, JSON.stringify(entry, null, 2)))] : null,
     h("dt", {}, "In force"), h("dd", {}, h("code", {}, t.cron), ` ${t.timezone}, ${t.enabled ? "enabled" : "disabled"}`),
+    h("dt", {}, "Owners"), h("dd", { id: "owners" }, t.owners.length ? `${t.owners.join(", ")}${t.default_owners ? " (the node's default owners)" : ""}` : "nobody (no owners in its entry, no default owners)"),
+    h("dt", {}, "Labels"), h("dd", { id: "labels" }, Object.keys(t.labels).length ? Object.entries(t.labels).map(([k, v]) => h("code", { class: "label" }, `${k}=${v}`)).flatMap((el, i) => i ? [" ", el] : [el]) : "none"),
     t.origin.refused ? [h("dt", { class: "bad" }, "Refused"), h("dd", { class: "bad", id: "refusal" }, `${t.origin.refused} (the task keeps its last valid schedule)`)] : null);
 }
 

@@ -12,12 +12,14 @@ pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> Stor
     if events.is_empty() {
         return Ok(());
     }
+    let channels: Vec<&str> = events.iter().map(|e| e.channel.as_str()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let payloads: Vec<&str> = events.iter().map(|e| e.payload.as_str()).collect();
     timed!(store, "enqueue_events", |conn| {
         sqlx::query(query!("outbox_insert"))
             .bind(&kinds)
             .bind(&payloads)
+            .bind(&channels)
             .execute(conn)
             .await
             .map(drop)
@@ -38,6 +40,7 @@ pub(super) async fn trim_outbox(store: &PgStore, keep: u32, reason: &str) -> Sto
 pub(super) async fn claim_outbox(
     store: &PgStore,
     node_id: &str,
+    channels: &[String],
     limit: u32,
     lease: Duration,
 ) -> StoreResult<Vec<OutboxRow>> {
@@ -46,12 +49,14 @@ pub(super) async fn claim_outbox(
             .bind(node_id)
             .bind(i64::from(limit))
             .bind(millis(lease))
+            .bind(channels)
             .fetch_all(conn)
             .await?
             .iter()
             .map(|row| {
                 Ok(OutboxRow {
                     id: row.try_get("id")?,
+                    channel: row.try_get("channel")?,
                     kind: row.try_get("event_type")?,
                     payload: row.try_get("payload")?,
                     attempts: row.try_get("attempts")?,
@@ -83,7 +88,11 @@ pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) 
             DeliveryNext::Disabled => ("disabled", None),
         })
         .unzip();
-    let disables = deliveries.iter().any(|d| d.next == DeliveryNext::Disabled);
+    let disabled: Vec<i64> = deliveries
+        .iter()
+        .filter(|d| d.next == DeliveryNext::Disabled)
+        .map(|d| d.outbox_id)
+        .collect();
     timed!(store, "record_deliveries", |conn| {
         let mut tx = conn.begin().await?;
         sqlx::query(query!("outbox_record"))
@@ -97,8 +106,9 @@ pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) 
             .bind(&retry_at)
             .execute(&mut *tx)
             .await?;
-        if disables {
+        if !disabled.is_empty() {
             sqlx::query(query!("outbox_disable_pending"))
+                .bind(&disabled)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -116,6 +126,7 @@ pub(super) async fn deliveries(store: &PgStore, limit: u32) -> StoreResult<Vec<D
             .map(|row| {
                 Ok(DeliveryRecord {
                     outbox_id: row.try_get("outbox_id")?,
+                    channel: row.try_get("channel")?,
                     kind: row.try_get("event_type")?,
                     attempt: row.try_get("attempt")?,
                     node_id: row.try_get("node_id")?,

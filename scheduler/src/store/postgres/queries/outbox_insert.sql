@@ -1,3 +1,4 @@
--- Write events to deliver. $1, $2 parallel arrays: type, JSON body.
-INSERT INTO scheduler_outbox (event_type, payload)
-SELECT kind, payload::jsonb FROM unnest($1::text[], $2::text[]) AS e(kind, payload)
+-- Write events to deliver. $1, $2, $3 parallel arrays: type, JSON body, channel.
+INSERT INTO scheduler_outbox (event_type, payload, channel)
+SELECT kind, payload::jsonb, channel
+FROM unnest($1::text[], $2::text[], $3::text[]) AS e(kind, payload, channel)

@@ -18,6 +18,7 @@ pub(super) async fn enqueue_events(store: &SqliteStore, events: &[NewEvent]) -> 
                 .bind(&e.kind)
                 .bind(&e.payload)
                 .bind(micros(now))
+                .bind(&e.channel)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -38,21 +39,25 @@ pub(super) async fn trim_outbox(store: &SqliteStore, keep: u32, reason: &str) ->
 pub(super) async fn claim_outbox(
     store: &SqliteStore,
     node_id: &str,
+    channels: &[String],
     limit: u32,
     lease: Duration,
 ) -> StoreResult<Vec<OutboxRow>> {
+    let channels = serde_json::to_string(channels).unwrap_or_else(|_| "[]".to_owned());
     write_tx!(store, "claim_outbox", |tx, now| {
         let mut rows = sqlx::query(query!("outbox_claim"))
             .bind(node_id)
             .bind(limit_of(limit))
             .bind(micros(now))
             .bind(later(now, lease))
+            .bind(&channels)
             .fetch_all(&mut *tx)
             .await?
             .iter()
             .map(|row| {
                 Ok(OutboxRow {
                     id: row.try_get("id")?,
+                    channel: row.try_get("channel")?,
                     kind: row.try_get("event_type")?,
                     payload: row.try_get("payload")?,
                     attempts: row.try_get("attempts")?,
@@ -100,8 +105,12 @@ pub(super) async fn record_deliveries(
                 .execute(&mut *tx)
                 .await?;
         }
-        if deliveries.iter().any(|d| d.next == DeliveryNext::Disabled) {
+        for d in deliveries
+            .iter()
+            .filter(|d| d.next == DeliveryNext::Disabled)
+        {
             sqlx::query(query!("outbox_disable_pending"))
+                .bind(d.outbox_id)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -121,6 +130,7 @@ pub(super) async fn deliveries(
             .map(|row| {
                 Ok(DeliveryRecord {
                     outbox_id: row.try_get("outbox_id")?,
+                    channel: row.try_get("channel")?,
                     kind: row.try_get("event_type")?,
                     attempt: row.try_get("attempt")?,
                     node_id: row.try_get("node_id")?,

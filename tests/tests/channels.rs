@@ -1,0 +1,731 @@
+//! Alerts reach the channels teams live in, each as its vendor documents it: real nodes on each
+//! store send to real receivers on 127.0.0.1 (HTTP servers standing in for Slack, Feishu,
+//! DingTalk, WeCom and a Standard Webhooks endpoint, and a real SMTP server, aiosmtpd from
+//! PyPI, with STARTTLS on a certificate made here). Each receiver checks signatures and shapes
+//! on its own, with its own HMAC, from the vendors' documentation, never with the scheduler's
+//! code; the test judges by what the receivers recorded, the outbox and `/api/deliveries`.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use common::*;
+use hmac::{Hmac, KeyInit, Mac};
+use scheduler::channels::{Channel, ChannelKind, Channels, Route, Secret};
+use scheduler::{TaskContext, task};
+use sha2::Sha256;
+
+on_both_backends!(
+    threads = 2;
+    every_vendor_gets_its_documented_shape_signed_and_the_mail_arrives_over_starttls,
+    owners_route_a_failure_to_two_channels_and_a_recovering_endpoint_gets_each_alert_once,
+);
+
+const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const FEISHU_SECRET: &str = "feishu-demo-secret";
+const DINGTALK_SECRET: &str = "SECdingtalk-demo-secret";
+const SMTP_USER: &str = "alerts@example.com";
+const SMTP_PASSWORD: &str = "smtp-password-xyz";
+
+#[task(name = "chan.fails")]
+async fn chan_fails(ctx: TaskContext) -> Result<(), std::io::Error> {
+    let _guard = recorder(&ctx).enter(&ctx);
+    Err(std::io::Error::other(
+        "the upstream refused: 503\nsecond line of the error\nthird line",
+    ))
+}
+
+#[task(name = "chan.other")]
+async fn chan_other() {}
+
+// ---- receivers ------------------------------------------------------------------------------
+
+/// One request a receiver got.
+#[derive(Debug, Clone)]
+struct Request {
+    /// Path and query.
+    uri: String,
+    headers: HashMap<String, String>,
+    body: String,
+    /// Whether the answer meant "taken" (2xx, and a zero code for the chat robots).
+    accepted: bool,
+}
+
+impl Request {
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// What a receiver answers to its `n`-th request (from 0): status, body, whether that is a
+/// taking.
+type Answer = Arc<dyn Fn(usize) -> (u16, String, bool) + Send + Sync>;
+
+#[derive(Default)]
+struct Receiver {
+    got: Mutex<Vec<Request>>,
+}
+
+impl Receiver {
+    fn all(&self) -> Vec<Request> {
+        self.got.lock().unwrap().clone()
+    }
+
+    fn accepted(&self) -> Vec<Request> {
+        self.all().into_iter().filter(|r| r.accepted).collect()
+    }
+}
+
+/// An HTTP receiver on a free port of 127.0.0.1; every path is taken, `answer` decides.
+async fn receiver(answer: Answer) -> (String, Arc<Receiver>, tokio::task::JoinHandle<()>) {
+    let got = Arc::new(Receiver::default());
+    let sink = Arc::clone(&got);
+    let app = axum::Router::new().fallback(
+        move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: String| {
+            let sink = Arc::clone(&sink);
+            let answer = Arc::clone(&answer);
+            async move {
+                let mut got = sink.got.lock().unwrap();
+                let (status, text, accepted) = answer(got.len());
+                got.push(Request {
+                    uri: uri.to_string(),
+                    headers: headers
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_owned()))
+                        .collect(),
+                    body,
+                    accepted,
+                });
+                (axum::http::StatusCode::from_u16(status).unwrap(), text)
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (url, got, handle)
+}
+
+fn always(status: u16, body: &'static str) -> Answer {
+    Arc::new(move |_| (status, body.to_owned(), (200..300).contains(&status)))
+}
+
+/// base64(HMAC-SHA256(key, message)), as the vendors' samples compute it.
+fn hmac_b64(key: &[u8], message: &[u8]) -> String {
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap();
+    mac.update(message);
+    STANDARD.encode(mac.finalize().into_bytes())
+}
+
+/// Standard Webhooks: `v1,` + base64(HMAC-SHA256(base64-decoded whsec key, id.timestamp.body)).
+fn standard_webhooks_valid(r: &Request) -> bool {
+    let key = STANDARD.decode(WHSEC.trim_start_matches("whsec_")).unwrap();
+    let id = &r.headers["webhook-id"];
+    let ts = &r.headers["webhook-timestamp"];
+    let expected = format!(
+        "v1,{}",
+        hmac_b64(&key, format!("{id}.{ts}.{}", r.body).as_bytes())
+    );
+    r.headers["webhook-signature"]
+        .split(' ')
+        .any(|s| s == expected)
+}
+
+/// Feishu: `sign` = base64(HMAC-SHA256(key = "timestamp\nsecret", message = "")), timestamp in
+/// seconds, within an hour of now.
+fn feishu_valid(body: &serde_json::Value) -> bool {
+    let Some(ts) = body["timestamp"].as_str() else {
+        return false;
+    };
+    let fresh = ts
+        .parse::<i64>()
+        .is_ok_and(|t| (chrono::Utc::now().timestamp() - t).abs() < 3600);
+    fresh
+        && body["sign"].as_str()
+            == Some(&hmac_b64(format!("{ts}\n{FEISHU_SECRET}").as_bytes(), b""))
+}
+
+/// DingTalk: `&timestamp=<ms>&sign=<urlencoded base64(HMAC-SHA256(key = secret, message =
+/// "timestamp\nsecret"))>` on the robot's URL, within an hour of now.
+fn dingtalk_valid(uri: &str) -> bool {
+    let url = reqwest::Url::parse(&format!("http://x{uri}")).unwrap();
+    let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
+    let (Some(ts), Some(sign)) = (q.get("timestamp"), q.get("sign")) else {
+        return false;
+    };
+    let fresh = ts
+        .parse::<i64>()
+        .is_ok_and(|t| (chrono::Utc::now().timestamp_millis() - t).abs() < 3_600_000);
+    fresh
+        && q.get("access_token").map(String::as_str) == Some("dt-token")
+        && *sign
+            == hmac_b64(
+                DINGTALK_SECRET.as_bytes(),
+                format!("{ts}\n{DINGTALK_SECRET}").as_bytes(),
+            )
+}
+
+// ---- the SMTP server --------------------------------------------------------------------------
+
+/// aiosmtpd's Python, installed into a venv under the target directory on first use (as
+/// scripts/test does beforehand).
+fn aiosmtpd_python() -> std::path::PathBuf {
+    static SETUP: Mutex<()> = Mutex::new(());
+    let _once = SETUP.lock().unwrap_or_else(|p| p.into_inner());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let venv = std::env::var_os("SCHEDULER_AIOSMTPD_VENV")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target/aiosmtpd/venv"));
+    let python = venv.join("bin/python");
+    let ready = std::process::Command::new(&python)
+        .args(["-c", "import aiosmtpd"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ready {
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .expect("python3 (with venv) is needed for the SMTP receiver");
+        assert!(made.success(), "python3 -m venv {venv:?}");
+        let installed = std::process::Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "aiosmtpd==1.4.6"])
+            .status()
+            .expect("pip in the venv");
+        assert!(installed.success(), "pip install aiosmtpd");
+    }
+    python
+}
+
+struct Smtp {
+    port: u16,
+    ca_pem: String,
+    mails: Arc<Mutex<Vec<serde_json::Value>>>,
+    child: tokio::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Smtp {
+    /// aiosmtpd on a free port of 127.0.0.1, STARTTLS with a certificate for 127.0.0.1 signed
+    /// by a CA made here.
+    async fn start() -> Smtp {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        use tokio::io::AsyncBufReadExt;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "channels test CA");
+        let ca_key = KeyPair::generate().unwrap();
+        let ca_pem = ca_params.self_signed(&ca_key).unwrap().pem();
+        let issuer = Issuer::new(ca_params, ca_key);
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "127.0.0.1");
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let cert_file = dir.path().join("server.crt");
+        let key_file = dir.path().join("server.key");
+        std::fs::write(&cert_file, cert.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("smtp_receiver.py");
+        let mut child = tokio::process::Command::new(aiosmtpd_python())
+            .arg(script)
+            .arg(port.to_string())
+            .arg(&cert_file)
+            .arg(&key_file)
+            .args([SMTP_USER, SMTP_PASSWORD])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the SMTP receiver");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("the SMTP receiver starts")
+            .unwrap();
+        assert_eq!(first.as_deref(), Some("ready"));
+        let mails = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&mails);
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(mail) = serde_json::from_str(&line) {
+                    sink.lock().unwrap().push(mail);
+                }
+            }
+        });
+        Smtp {
+            port,
+            ca_pem,
+            mails,
+            child,
+            _dir: dir,
+        }
+    }
+
+    fn mails(&self) -> Vec<serde_json::Value> {
+        self.mails.lock().unwrap().clone()
+    }
+}
+
+// ---- behaviours -----------------------------------------------------------------------------
+
+fn owned_entry() -> scheduler::config::TaskConfig {
+    scheduler::config::TaskConfig {
+        timezone: Some("Asia/Shanghai".into()),
+        owners: vec!["alice@example.com".into(), "13800138000".into()],
+        labels: BTreeMap::from([("team".into(), "ads".into())]),
+        ..entry("chan.fails", "0 0 1 1 *")
+    }
+}
+
+fn url(base: &str, path: &str) -> reqwest::Url {
+    format!("{base}{path}").parse().unwrap()
+}
+
+/// One failing task with owners, labels and a zone; one channel of each kind, no routes: every
+/// receiver gets the `run.failed`, each in its vendor's documented shape and signature, naming
+/// the task, what happened, when in the task's zone, the node, the error's first lines, the
+/// owners and a link to the run; the mail arrives over STARTTLS after a login, to the
+/// channel's recipient and the owner's address; `/api/deliveries` names every channel.
+async fn every_vendor_gets_its_documented_shape_signed_and_the_mail_arrives_over_starttls(
+    db: &TestDb,
+) {
+    let (hook, webhook_got, s1) = receiver(always(204, "")).await;
+    let (slack_base, slack_got, s2) = receiver(always(200, "ok")).await;
+    let (feishu_base, feishu_got, s3) =
+        receiver(always(200, r#"{"code":0,"msg":"success","data":{}}"#)).await;
+    let (dingtalk_base, dingtalk_got, s4) =
+        receiver(always(200, r#"{"errcode":0,"errmsg":"ok"}"#)).await;
+    let (wecom_base, wecom_got, s5) = receiver(always(200, r#"{"errcode":0,"errmsg":"ok"}"#)).await;
+    let mut smtp = Smtp::start().await;
+
+    // The channels file, as an operator writes it (secrets from the environment).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("channels.toml");
+    let mut f = std::fs::File::create(&file).unwrap();
+    write!(
+        f,
+        r#"
+[[channels]]
+name = "hook"
+kind = "webhook"
+url = "{hook}/hook"
+secret = "{WHSEC}"
+
+[[channels]]
+name = "slack"
+kind = "slack"
+url = "{slack_base}/services/T000/B000/SlackPathSecret"
+
+[[channels]]
+name = "feishu"
+kind = "feishu"
+url = "{feishu_base}/open-apis/bot/v2/hook/feishu-hook-id"
+secret = "env:TEST_FEISHU_SECRET"
+
+[[channels]]
+name = "dingtalk"
+kind = "dingtalk"
+url = "{dingtalk_base}/robot/send?access_token=dt-token"
+secret = "{DINGTALK_SECRET}"
+
+[[channels]]
+name = "wecom"
+kind = "wecom"
+url = "{wecom_base}/cgi-bin/webhook/send?key=wecom-key"
+
+[[channels]]
+name = "mail"
+kind = "email"
+host = "127.0.0.1"
+port = {port}
+username = "{SMTP_USER}"
+password = "env:TEST_SMTP_PASSWORD"
+from = "Scheduler <{SMTP_USER}>"
+to = ["ops@example.com"]
+ca_file = "{ca}"
+"#,
+        port = smtp.port,
+        ca = dir.path().join("ca.pem").display(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("ca.pem"), &smtp.ca_pem).unwrap();
+    let env = |name: &str| match name {
+        "TEST_FEISHU_SECRET" => Some(FEISHU_SECRET.to_owned()),
+        "TEST_SMTP_PASSWORD" => Some(SMTP_PASSWORD.to_owned()),
+        _ => None,
+    };
+    let text = std::fs::read_to_string(&file).unwrap();
+    let channels = Channels::parse(
+        &text,
+        scheduler::config::ConfigFormat::Toml,
+        "channels.toml",
+        &env,
+    )
+    .unwrap();
+    let debug = format!("{channels:?}");
+    for secret in [
+        "SlackPathSecret",
+        "feishu-hook-id",
+        "dt-token",
+        "wecom-key",
+        FEISHU_SECRET,
+        DINGTALK_SECRET,
+        SMTP_PASSWORD,
+    ] {
+        assert!(!debug.contains(secret), "{secret} in {debug}");
+    }
+
+    let n = start(
+        node(db, "a", tasks("chan.fails"))
+            .config_document(doc(vec![owned_entry()]))
+            .channels(channels)
+            .public_url("https://scheduler.example.com/")
+            .state(Arc::new(Recorder::default()))
+            .build()
+            .unwrap(),
+    );
+    trigger_all_now(db, 1).await;
+    wait_until(
+        Duration::from_secs(120),
+        "every channel took the failure",
+        || async {
+            !webhook_got.accepted().is_empty()
+                && !slack_got.accepted().is_empty()
+                && !feishu_got.accepted().is_empty()
+                && !dingtalk_got.accepted().is_empty()
+                && !wecom_got.accepted().is_empty()
+                && !smtp.mails().is_empty()
+        },
+    )
+    .await;
+    // Every channel in the delivery log, by name (recorded after the receivers answered).
+    let delivered = || async {
+        let mut names: Vec<String> = db
+            .api()
+            .deliveries(50)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|d| d.kind == "run.failed" && d.error.is_none())
+            .map(|d| d.channel)
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    wait_until(
+        Duration::from_secs(60),
+        "every delivery recorded",
+        || async { delivered().await.len() == 6 },
+    )
+    .await;
+    assert_eq!(
+        delivered().await,
+        ["dingtalk", "feishu", "hook", "mail", "slack", "wecom"]
+    );
+    n.stop().await;
+    let run = db.runs(Some("chan.fails")).await.remove(0);
+    let run_link = format!("https://scheduler.example.com/#/run/{}", run.id);
+
+    // What every message says, in its own words.
+    let says_it_all = |text: &str, who: &str| {
+        for needle in [
+            "chan.fails",
+            "failed",
+            "(Asia/Shanghai)",
+            "the upstream refused: 503",
+            "second line of the error",
+            "alice@example.com",
+            "team=ads",
+            run_link.as_str(),
+        ] {
+            assert!(text.contains(needle), "{who}: `{needle}` missing in {text}");
+        }
+        // The tick in Shanghai: 8 hours ahead of UTC.
+        let local = run
+            .started_at
+            .unwrap_or(run.scheduled_at)
+            .with_timezone(&chrono_tz::Asia::Shanghai)
+            .format("%Y-%m-%d")
+            .to_string();
+        assert!(text.contains(&local), "{who}: the date in its zone: {text}");
+    };
+
+    // Standard Webhooks: signed, `{type, timestamp, data}`, data with owners and labels.
+    let w = &webhook_got.accepted()[0];
+    assert!(standard_webhooks_valid(w), "{w:?}");
+    assert_eq!(w.headers["content-type"], "application/json");
+    let body = w.json();
+    assert_eq!(body["type"], "run.failed");
+    assert_eq!(body["data"]["run"]["task"], "chan.fails");
+    assert_eq!(
+        body["data"]["owners"],
+        serde_json::json!(["alice@example.com", "13800138000"])
+    );
+    assert_eq!(body["data"]["labels"]["team"], "ads");
+    assert_eq!(body["data"]["timezone"], "Asia/Shanghai");
+
+    // Slack incoming webhook: `text` (the fallback) and Block Kit `blocks`.
+    let s = slack_got.accepted()[0].clone();
+    assert_eq!(s.uri, "/services/T000/B000/SlackPathSecret");
+    let body = s.json();
+    assert!(
+        body["text"].as_str().unwrap().contains("chan.fails"),
+        "{body}"
+    );
+    let blocks = body["blocks"].as_array().unwrap();
+    assert_eq!(blocks[0]["type"], "header");
+    assert_eq!(blocks[0]["text"]["type"], "plain_text");
+    for b in blocks {
+        assert!(
+            ["header", "section"].contains(&b["type"].as_str().unwrap()),
+            "{b}"
+        );
+    }
+    says_it_all(&s.body.replace("\\n", "\n"), "slack");
+
+    // Feishu custom bot: signed body, msg_type text, content.text.
+    let f = feishu_got.accepted()[0].clone();
+    assert_eq!(f.uri, "/open-apis/bot/v2/hook/feishu-hook-id");
+    let body = f.json();
+    assert!(feishu_valid(&body), "{body}");
+    assert_eq!(body["msg_type"], "text");
+    says_it_all(body["content"]["text"].as_str().unwrap(), "feishu");
+
+    // DingTalk custom robot: signed URL, markdown body, the owner's mobile @-mentioned.
+    let d = dingtalk_got.accepted()[0].clone();
+    assert!(dingtalk_valid(&d.uri), "{}", d.uri);
+    let body = d.json();
+    assert_eq!(body["msgtype"], "markdown");
+    assert!(
+        body["markdown"]["title"]
+            .as_str()
+            .unwrap()
+            .contains("chan.fails")
+    );
+    let text = body["markdown"]["text"].as_str().unwrap();
+    says_it_all(text, "dingtalk");
+    assert_eq!(body["at"]["atMobiles"], serde_json::json!(["13800138000"]));
+    assert!(text.contains("@13800138000"), "{text}");
+
+    // WeCom group robot: markdown content within 4,096 bytes.
+    let c = wecom_got.accepted()[0].clone();
+    assert_eq!(c.uri, "/cgi-bin/webhook/send?key=wecom-key");
+    let body = c.json();
+    assert_eq!(body["msgtype"], "markdown");
+    let content = body["markdown"]["content"].as_str().unwrap();
+    assert!(content.len() <= 4096);
+    says_it_all(content, "wecom");
+
+    // The mail: over STARTTLS, after the login, to the channel's and the owner's address.
+    let mail = smtp.mails().remove(0);
+    assert_eq!(mail["tls"], true, "{mail}");
+    assert_eq!(mail["login"], SMTP_USER, "{mail}");
+    assert_eq!(mail["mail_from"], SMTP_USER);
+    let mut to: Vec<&str> = mail["rcpt_tos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    to.sort();
+    assert_eq!(
+        to,
+        ["alice@example.com", "ops@example.com"],
+        "the mobile is no address"
+    );
+    assert_eq!(mail["subject"], "[scheduler] chan.fails failed");
+    says_it_all(mail["body"].as_str().unwrap(), "mail");
+
+    let _ = smtp.child.kill().await;
+    for s in [s1, s2, s3, s4, s5] {
+        s.abort();
+    }
+}
+
+/// Routes by owner: a task owned by alice that fails three times in a row (one incident: the
+/// repeats are folded into it) goes to her two channels (a Standard Webhooks endpoint and a
+/// Feishu bot), not to bob's. Both of hers fail at first (503s; a 200 whose body is Feishu's
+/// refusal code), then recover: after retries from the outbox, each receives the incident's
+/// alert exactly once (the webhook's by `webhook-id`, Feishu's by run), and the failures of
+/// one never held back the other.
+async fn owners_route_a_failure_to_two_channels_and_a_recovering_endpoint_gets_each_alert_once(
+    db: &TestDb,
+) {
+    // The webhook endpoint refuses its first three requests; Feishu answers its first two with
+    // 200 and a refusal code, as Feishu does for a bad signature.
+    let (hook, hook_got, s1) = receiver(Arc::new(|n| {
+        if n < 3 {
+            (503, "busy".to_owned(), false)
+        } else {
+            (200, String::new(), true)
+        }
+    }))
+    .await;
+    let (feishu_base, feishu_got, s2) = receiver(Arc::new(|n| {
+        if n < 2 {
+            (
+                200,
+                r#"{"code":9499,"msg":"Bad Request"}"#.to_owned(),
+                false,
+            )
+        } else {
+            (200, r#"{"code":0,"msg":"success"}"#.to_owned(), true)
+        }
+    }))
+    .await;
+    let (bob_base, bob_got, s3) = receiver(always(200, "ok")).await;
+
+    let webhook = scheduler::webhook::WebhookSettings::new(&format!("{hook}/hook"), WHSEC).unwrap();
+    let mut channels = Channels::new()
+        .with(Channel::new(
+            "alice-feishu",
+            ChannelKind::Feishu {
+                url: url(&feishu_base, "/open-apis/bot/v2/hook/x"),
+                secret: Some(Secret::new(FEISHU_SECRET)),
+            },
+        ))
+        .unwrap()
+        .with(Channel::new(
+            "bob-slack",
+            ChannelKind::Slack {
+                url: url(&bob_base, "/services/bob"),
+            },
+        ))
+        .unwrap()
+        .with(Channel::webhook(&webhook))
+        .unwrap();
+    let mut alice = Route::default();
+    alice.owners = vec!["alice@example.com".into()];
+    alice.channels = vec!["alice-feishu".into(), "webhook".into()];
+    let mut bob = Route::default();
+    bob.owners = vec!["bob@example.com".into()];
+    bob.channels = vec!["bob-slack".into()];
+    channels = channels.route(alice).unwrap().route(bob).unwrap();
+    // Retries in test time: the same backoff (times 3 each), from 200 ms.
+    channels.retry_base = Duration::from_millis(200);
+
+    let n = start(
+        node(db, "a", tasks("chan."))
+            .config_document(doc(vec![
+                owned_entry(),
+                scheduler::config::TaskConfig {
+                    owners: vec!["bob@example.com".into()],
+                    ..entry("chan.other", "0 0 1 1 *")
+                },
+            ]))
+            .channels(channels)
+            .state(Arc::new(Recorder::default()))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(60), "the config applied", || async {
+        db.tasks().await.len() == 2
+    })
+    .await;
+    // Three failures, one after another.
+    for i in 1..=3usize {
+        db.set_next_run(Some("chan.fails"), Some(chrono::Utc::now()))
+            .await;
+        db.api().notify().await.unwrap();
+        wait_until(Duration::from_secs(60), "the task failed again", || async {
+            db.runs(Some("chan.fails")).await.len() >= i
+                && db
+                    .runs(Some("chan.fails"))
+                    .await
+                    .iter()
+                    .all(|r| r.status != scheduler::store::RunStatus::Running)
+        })
+        .await;
+    }
+    let runs: Vec<i64> = db
+        .runs(Some("chan.fails"))
+        .await
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(runs.len(), 3, "one run per trigger");
+    wait_until(
+        Duration::from_secs(120),
+        "both channels took the incident's alert",
+        || async {
+            let outbox = db.outbox().await;
+            outbox.len() == 2 && outbox.iter().all(|(_, state)| state == "delivered")
+        },
+    )
+    .await;
+    let deliveries = db.api().deliveries(100).await.unwrap();
+    n.stop().await;
+
+    // The retries happened: the receivers refused, then took.
+    assert_eq!(hook_got.all().iter().filter(|r| !r.accepted).count(), 3);
+    assert_eq!(feishu_got.all().iter().filter(|r| !r.accepted).count(), 2);
+
+    // The webhook: every signed `webhook-id` taken exactly once, one per failure.
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    let mut hook_runs = Vec::new();
+    for r in hook_got.accepted() {
+        assert!(standard_webhooks_valid(&r), "{r:?}");
+        *ids.entry(r.headers["webhook-id"].clone()).or_default() += 1;
+        hook_runs.push(r.json()["data"]["run"]["run_id"].as_i64().unwrap());
+    }
+    assert_eq!(ids.len(), 1, "one incident, one alert: {ids:?}");
+    assert!(ids.values().all(|n| *n == 1), "{ids:?}");
+    hook_runs.sort();
+
+    // Feishu: every failure taken exactly once, signed.
+    let mut feishu_runs: Vec<i64> = feishu_got
+        .accepted()
+        .iter()
+        .map(|r| {
+            let body = r.json();
+            assert!(feishu_valid(&body), "{body}");
+            let text = body["content"]["text"].as_str().unwrap().to_owned();
+            // Without a public URL there is no link: the run is named by its id.
+            runs.iter()
+                .find(|id| text.lines().any(|l| l == format!("Run: {id}")))
+                .copied()
+                .unwrap_or_else(|| panic!("the run is not named in {text}"))
+        })
+        .collect();
+    feishu_runs.sort();
+    // The incident's alert is the first failure's.
+    let first = *runs.iter().min().unwrap();
+    assert_eq!(hook_runs, [first]);
+    assert_eq!(feishu_runs, [first]);
+
+    // Bob's channel got nothing of alice's task.
+    assert!(bob_got.all().is_empty(), "{:?}", bob_got.all());
+    // The delivery log names the channels, and shows the refusals.
+    assert!(
+        deliveries.iter().any(|d| d.channel == "alice-feishu"
+            && d.error.as_deref().is_some_and(|e| e.contains("9499")))
+    );
+    assert!(
+        deliveries
+            .iter()
+            .any(|d| d.channel == "webhook" && d.status == Some(503))
+    );
+    assert!(deliveries.iter().all(|d| d.channel != "bob-slack"));
+    for s in [s1, s2, s3] {
+        s.abort();
+    }
+}
