@@ -149,3 +149,69 @@ fn bad_arguments_fail() {
         stderr(&output)
     );
 }
+
+#[test]
+fn a_calendar_of_a_config_document_skips_or_moves_blocked_ticks() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.yaml");
+    std::fs::write(
+        &path,
+        "calendars:\n  holidays: {dates: ['2026-03-09']}\n  lunch: {weekly: [{days: [mon-fri], from: '12:00', to: '13:00'}]}\ntasks: []\n",
+    )
+    .unwrap();
+    let config = path.to_str().unwrap();
+    // New York: 02:30 is in the gap on the 8th (03:00 EDT), the 9th is a holiday.
+    let output = scheduler(&[
+        "next",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2026-03-07T12:00:00Z",
+        "--count",
+        "2",
+        "--config",
+        config,
+        "--calendar",
+        "holidays",
+    ]);
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "2026-03-08T07:00:00Z\n2026-03-10T06:30:00Z\n"
+    );
+    // Every 20 minutes, lunch moved to its end and folded into one.
+    let output = scheduler(&[
+        "next",
+        "*/20 * * * *",
+        "--after",
+        "2026-03-09T11:30:00Z",
+        "--count",
+        "3",
+        "--config",
+        config,
+        "--calendar",
+        "lunch",
+        "--on-blocked",
+        "next_allowed",
+    ]);
+    assert!(output.status.success(), "stderr: {}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "2026-03-09T11:40:00Z\n2026-03-09T13:00:00Z\n2026-03-09T13:20:00Z\n"
+    );
+    let output = scheduler(&[
+        "next",
+        "* * * * *",
+        "--config",
+        config,
+        "--calendar",
+        "nope",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("calendar `nope` is not in"),
+        "{}",
+        stderr(&output)
+    );
+}

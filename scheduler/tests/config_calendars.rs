@@ -298,3 +298,21 @@ fn check_config_lists_calendar_problems_and_fire_times_that_honour_the_calendar(
         "{report}"
     );
 }
+
+#[test]
+fn the_readme_example_is_a_valid_document() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+    let section = readme
+        .split("**Calendars and blackout windows.**")
+        .nth(1)
+        .expect("the README's calendar section");
+    let yaml = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("its example");
+    let v = check(yaml, ConfigFormat::Yaml);
+    assert!(v.is_clean(), "{:?}", v.refused);
+    assert_eq!(v.desired.len(), 2);
+}

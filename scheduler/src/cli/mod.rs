@@ -50,8 +50,10 @@ pub use operator::{
 };
 
 use crate::TaskRegistry;
-use crate::config::check_config;
-use crate::schedule::{ScheduleSpec, parse_timezone};
+use crate::config::{ConfigDocument, ConfigError, ConfigFormat, check_config};
+use crate::schedule::{
+    Calendar, CalendarRules, OnBlocked, ScheduleError, ScheduleSpec, TaskCalendar, parse_timezone,
+};
 
 /// `scheduler <COMMAND>`: operator tools for a scheduler deployment.
 #[derive(Debug, Parser)]
@@ -91,6 +93,19 @@ pub struct NextArgs {
     #[arg(long, value_name = "N", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub count: u32,
+
+    /// A config document (JSON, TOML or YAML) whose `calendars` `--calendar` names.
+    #[arg(long, value_name = "FILE", requires = "calendar")]
+    pub config: Option<PathBuf>,
+
+    /// Apply this calendar of `--config`'s document (repeat for several): blocked ticks are
+    /// skipped, or moved with `--on-blocked next_allowed`.
+    #[arg(long, value_name = "NAME", requires = "config")]
+    pub calendar: Vec<String>,
+
+    /// What becomes of a blocked tick: `skip` or `next_allowed`.
+    #[arg(long, value_name = "MODE", default_value = "skip", value_parser = parse_on_blocked)]
+    pub on_blocked: OnBlocked,
 }
 
 impl Cli {
@@ -122,7 +137,11 @@ impl Cli {
 impl NextArgs {
     /// Prints the next [`count`](Self::count) fire instants after [`after`](Self::after).
     pub fn run(&self, out: &mut dyn Write) -> crate::Result<()> {
-        let spec = ScheduleSpec::parse(&self.expression, &self.tz)?;
+        let mut spec = ScheduleSpec::parse(&self.expression, &self.tz)?;
+        if let Some(path) = &self.config {
+            let calendar = self.calendar_of(path, spec.timezone())?;
+            spec = spec.with_calendar(calendar);
+        }
         let after = self.after.unwrap_or_else(Utc::now);
         let mut lines = String::new();
         let mut printed = 0;
@@ -138,6 +157,46 @@ impl NextArgs {
             eprintln!("note: only {printed} fire instants follow {after}");
         }
         Ok(())
+    }
+}
+
+impl NextArgs {
+    /// The named calendars of the document at `path`, merged, in `zone`.
+    fn calendar_of(&self, path: &std::path::Path, zone: chrono_tz::Tz) -> crate::Result<Calendar> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            source_name: path.display().to_string(),
+            source,
+        })?;
+        let format = ConfigFormat::from_path(path).unwrap_or_else(|| ConfigFormat::sniff(&text));
+        let doc = ConfigDocument::parse(&text, format, &path.display().to_string())?;
+        let mut rules = CalendarRules::default();
+        for name in &self.calendar {
+            let Some(named) = doc.calendars.get(name) else {
+                return Err(ConfigError::invalid(
+                    "calendar",
+                    format!(
+                        "calendar `{name}` is not in {}'s `calendars`",
+                        path.display()
+                    ),
+                )
+                .into());
+            };
+            rules.extend(named);
+        }
+        let calendar = TaskCalendar::new(self.calendar.clone(), self.on_blocked, rules)
+            .compile(zone)
+            .map_err(ScheduleError::from)?;
+        Ok(calendar)
+    }
+}
+
+fn parse_on_blocked(text: &str) -> Result<OnBlocked, String> {
+    match text {
+        "skip" => Ok(OnBlocked::Skip),
+        "next_allowed" => Ok(OnBlocked::NextAllowed),
+        _ => Err(format!(
+            "`{text}` is not a mode; write skip or next_allowed"
+        )),
     }
 }
 

@@ -125,6 +125,9 @@ struct TaskView {
     cron_in_words: String,
     /// The IANA zone it is read in.
     timezone: String,
+    /// Its calendar in words (`calendar cn-holidays, weekends (skip)`), if it has one: the
+    /// ticks it blocks are left out of the next fire times (or moved, `next_allowed`).
+    calendar: Option<String>,
     /// Whether the config enables it.
     enabled: bool,
     /// Who answers for it: its config entry's `owners`, or the node's default owners.
@@ -351,7 +354,13 @@ fn task_view(
         lock_lifetime_seconds: seconds(t.lock_lifetime),
         defined_at: d.location(),
     });
+    let calendar = s.calendar.as_deref().map(|stored| {
+        crate::schedule::TaskCalendar::from_stored(stored)
+            .and_then(|c| c.compile(chrono_tz::UTC))
+            .map_or_else(|e| format!("unreadable calendar: {e}"), |c| c.describe())
+    });
     TaskView {
+        calendar,
         cron_in_words: crate::schedule::describe(&s.cron),
         owners,
         default_owners,

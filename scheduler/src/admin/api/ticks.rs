@@ -61,7 +61,7 @@ pub(crate) struct TickView {
     /// grace), or `due` (not started yet, within its grace).
     outcome: &'static str,
     /// Why it was skipped: `overlap`, `misfire`, `invalid_schedule`, `disabled`, `paused`,
-    /// `retry_gave_way`.
+    /// `retry_gave_way`, `calendar`.
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'static str>,
     /// The run that served it (the latest attempt).

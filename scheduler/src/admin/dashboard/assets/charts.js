@@ -38,6 +38,7 @@ function glyph(outcome, reason, x) {
         case "disabled": return ["dash", [s("rect", { x: x + 1, y: MID - 1, width: 7, height: 2, class: "g-fill" })]];
         case "invalid_schedule": return ["triangle", [s("path", { d: `M${cx} ${MID - 4}l4 7h-8z`, class: "g-fill" })]];
         case "retry_gave_way": return ["dot", [s("circle", { cx, cy: MID, r: 2.4, class: "g-fill" })]];
+        case "calendar": return ["box-cross", [s("rect", { x: x + 1.5, y: MID - 3, width: 6, height: 6, class: "g-line" }), s("path", { d: `M${x + 1.5} ${MID - 3}l6 6`, class: "g-line" })]];
         default: return ["ring-small", [s("circle", { cx, cy: MID, r: 1.6, class: "g-line" })]];
       }
     default: return ["unknown", [s("circle", { cx, cy: MID, r: 1.6, class: "g-line" })]];
@@ -100,6 +101,7 @@ export const STATES = [
   ["succeeded"], ["running"], ["failed"], ["timed_out"], ["interrupted"], ["lost"], ["missed"],
   ["cancelled"], ["due"], ["skipped", "overlap"], ["skipped", "misfire"], ["skipped", "paused"],
   ["skipped", "disabled"], ["skipped", "retry_gave_way"], ["skipped", "invalid_schedule"],
+  ["skipped", "calendar"],
 ];
 
 /** One legend entry's sample glyph. */
