@@ -89,6 +89,7 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         recovery,
         isolation,
         memory_limit,
+        shards,
     } = policy;
     let timeout = timeout.map(|d| {
         let d = duration(d);
@@ -119,9 +120,14 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         let bytes = Literal::u64_unsuffixed(bytes);
         quote!(.memory_limit(#bytes))
     });
+    let shards = shards.map(|n| {
+        let n = Literal::u32_unsuffixed(n);
+        quote!(.shards(#n))
+    });
     quote! {
         #private::TaskOptions::DEFAULT
             #timeout #retries #backoff #misfire #lock_lifetime #recovery #isolation #memory_limit
+            #shards
     }
 }
 

@@ -71,6 +71,10 @@ use proc_macro::TokenStream;
 /// - `recovery = "rerun" | "never"`: what to do with a run whose outcome is unknown because its
 ///   node crashed or lost its lock mid-run: `"rerun"` runs the tick again (at-least-once),
 ///   `"never"` records the run as `lost`, raises an alert and never re-runs it (at-most-once).
+/// - `shards = 8`: each tick is split into this many runs, each claimed, locked, renewed,
+///   retried and recorded on its own and spread over the live nodes; the handler reads its
+///   shard with `ctx.shard()` (`index` of `total`). An integer from 1 to 1000; the config
+///   document's `shards:` overrides it. See `scheduler::shard`.
 ///
 /// Isolation options:
 ///

@@ -23,7 +23,7 @@ use crate::ast::{ArgEntry, TaskArgs};
 const MAX_NAME_LEN: usize = 128;
 
 /// Every option `#[task]` accepts, in the order the unknown-option message lists them.
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 11] = [
     "name",
     "crate",
     "timeout",
@@ -34,10 +34,14 @@ const KEYS: [&str; 10] = [
     "recovery",
     "isolation",
     "memory_limit",
+    "shards",
 ];
 
 /// The most retries one run may ask for; more is a loop, not a retry policy.
 const MAX_RETRIES: u32 = 100;
+
+/// The most shards one task may have (the runtime's `scheduler::shard::MAX_SHARDS`).
+const MAX_SHARDS: u32 = 1_000;
 
 /// The shortest `timeout`: below a millisecond the engine's timers cannot tell.
 const MIN_TIMEOUT: Duration = Duration::from_millis(1);
@@ -99,6 +103,8 @@ pub struct Policy {
     pub isolation: Option<Ident>,
     /// The memory limit of an isolated task's process, in bytes.
     pub memory_limit: Option<u64>,
+    /// How many runs one tick is split into.
+    pub shards: Option<u32>,
 }
 
 /// Every error found so far, combined into one so they are all reported together.
@@ -223,6 +229,7 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
                 memory_limit_key = Some(key);
                 parse_memory_limit(value).map(|limit| policy.memory_limit = Some(limit))
             }
+            "shards" => parse_shards(value).map(|shards| policy.shards = Some(shards)),
             _ => {
                 errors.push(syn::Error::new(
                     key.span(),
@@ -372,6 +379,40 @@ fn parse_duration(key: &str, example: &str, min: Duration, value: &Expr) -> syn:
 }
 
 /// The number of retries: an integer literal from 0 to [`MAX_RETRIES`].
+fn parse_shards(value: &Expr) -> syn::Result<u32> {
+    let out_of_range = |shown: &dyn Display| {
+        syn::Error::new_spanned(
+            value,
+            format!("`shards` must be between 1 and {MAX_SHARDS}, not {shown}"),
+        )
+    };
+    let not_an_integer = || {
+        syn::Error::new_spanned(
+            value,
+            format!("`shards` must be an integer literal from 1 to {MAX_SHARDS}, such as `8`"),
+        )
+    };
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => match lit.base10_parse::<u32>() {
+            Ok(shards) if (1..=MAX_SHARDS).contains(&shards) => Ok(shards),
+            _ => Err(out_of_range(&lit.base10_digits())),
+        },
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) => match ungroup(expr) {
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(lit), ..
+            }) => Err(out_of_range(&format_args!("-{}", lit.base10_digits()))),
+            _ => Err(not_an_integer()),
+        },
+        _ => Err(not_an_integer()),
+    }
+}
+
 fn parse_retries(value: &Expr) -> syn::Result<u32> {
     let out_of_range = |shown: &dyn Display| {
         syn::Error::new_spanned(
@@ -649,7 +690,7 @@ mod tests {
         let tokens = quote! {
             name = "t", crate = ::scheduler, timeout = "1ms", retries = 100, backoff = "1ms",
             misfire = "skip", lock_lifetime = "1s", recovery = "never", isolation = "process",
-            memory_limit = "64MiB",
+            memory_limit = "64MiB", shards = 1000,
         };
         let keys: Vec<String> = TaskArgs::parse(tokens.clone())
             .unwrap()
@@ -670,6 +711,24 @@ mod tests {
         assert_eq!(policy.recovery.unwrap(), "Never");
         assert_eq!(policy.isolation.unwrap(), "Process");
         assert_eq!(policy.memory_limit, Some(64 << 20));
+        assert_eq!(policy.shards, Some(1000));
+    }
+
+    #[test]
+    fn shards_must_be_an_integer_from_1_to_the_maximum() {
+        for (tokens, expected) in [
+            (quote!(name = "t", shards = 0), "between 1 and 1000, not 0"),
+            (quote!(name = "t", shards = 1001), "between 1 and 1000, not 1001"),
+            (quote!(name = "t", shards = -2), "between 1 and 1000, not -2"),
+            (quote!(name = "t", shards = "8"), "an integer literal from 1 to 1000"),
+        ] {
+            let (_, errors) = options(tokens);
+            let message = errors.expect("refused").to_string();
+            assert!(message.contains(expected), "{message}");
+        }
+        let (options, errors) = options(quote!(name = "t", shards = 8));
+        assert!(errors.is_none());
+        assert_eq!(options.policy.shards, Some(8));
     }
 
     #[test]
@@ -685,10 +744,11 @@ mod tests {
             recovery,
             isolation,
             memory_limit,
+            shards,
         } = options.policy;
         assert!(timeout.is_none() && retries.is_none() && backoff.is_none());
         assert!(misfire.is_none() && lock_lifetime.is_none() && recovery.is_none());
-        assert!(isolation.is_none() && memory_limit.is_none());
+        assert!(isolation.is_none() && memory_limit.is_none() && shards.is_none());
     }
 
     #[test]

@@ -115,6 +115,8 @@ pub struct TaskContext {
     state: StateMap,
     /// The run's fencing token (0 outside a scheduler).
     fencing_token: u64,
+    /// Which shard of the tick this run serves (0 of 1 unless the task is sharded).
+    shard: crate::Shard,
     /// The handler runs in a child process of its own (`isolation = "process"`).
     isolated: bool,
 }
@@ -136,8 +138,15 @@ impl TaskContext {
             cancel,
             state,
             fencing_token: 0,
+            shard: crate::Shard::WHOLE,
             isolated: false,
         }
+    }
+
+    /// Sets the run's shard (from its claim).
+    pub(crate) fn with_shard(mut self, shard: crate::Shard) -> Self {
+        self.shard = shard;
+        self
     }
 
     /// Sets the run's fencing token (from its claim).
@@ -231,6 +240,20 @@ impl TaskContext {
     /// ```
     pub fn fencing_token(&self) -> u64 {
         self.fencing_token
+    }
+
+    /// Which shard of its tick this run serves: `index` of `total`. A task with `shards = N`
+    /// runs N handlers per tick, shard 0 to N-1, each on its own (see [`crate::shard`]); an
+    /// ordinary task's run, and a [`standalone`](Self::standalone) context, is shard 0 of 1.
+    ///
+    /// ```
+    /// # use scheduler::{Shard, TaskContext};
+    /// let Shard { index, total } = TaskContext::standalone("t").shard();
+    /// let mine: Vec<u32> = (0..10).filter(|id| id % total == index).collect();
+    /// assert_eq!(mine.len(), 10, "a whole task takes everything");
+    /// ```
+    pub fn shard(&self) -> crate::Shard {
+        self.shard
     }
 
     /// The id of the node running this handler.

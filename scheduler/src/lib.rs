@@ -99,6 +99,7 @@ pub mod redact;
 pub mod registry;
 pub mod run_log;
 pub mod schedule;
+pub mod shard;
 pub mod store;
 mod ticks;
 pub mod vars;
@@ -115,6 +116,7 @@ pub use registry::{TaskDescriptor, TaskRegistry};
 pub use run_log::layer as run_log_layer;
 pub use schedule::ScheduleSpec;
 pub use scheduler_macros::task;
+pub use shard::Shard;
 
 /// Not public API: the paths the `#[task]` expansion names.
 ///

@@ -148,83 +148,35 @@ pub fn plan(
     let mut report = ReconcileReport::default();
 
     for desired in validated.desired.values() {
-        let cron = desired.schedule.expression().to_owned();
-        let timezone = desired.schedule.timezone().name().to_owned();
-        // Stored beside the cron so every node applies the same calendar.
-        let calendar = desired.schedule.calendar().map(|c| c.stored().to_owned());
-        // Never at or before a tick already claimed: a claim may have advanced the row since.
-        let next = |row: Option<&TaskRow>| {
-            let floor = row
-                .and_then(|r| r.last_scheduled_at)
-                .map_or(db_now, |claimed| claimed.max(db_now));
-            if desired.enabled {
-                desired.schedule.next_after(floor)
-            } else {
-                None
-            }
-        };
-        let Some(row) = rows.get(desired.name.as_str()) else {
-            changes.push(TaskChange::Create {
-                name: desired.name.clone(),
-                cron,
-                timezone,
-                calendar,
-                enabled: desired.enabled,
-                next_run_at: next(None),
+        for index in 0..desired.shards.max(1) {
+            let name = crate::shard::row_name(&desired.name, index);
+            plan_row(
+                &name,
+                desired,
+                rows.get(name.as_str()).copied(),
+                db_now,
+                &mut changes,
+                &mut report,
+            );
+        }
+    }
+    // Shards of a task that has fewer now (or is absent from the config): disabled, kept.
+    for row in rows.values() {
+        let (task, index) = crate::shard::split_row(&row.name);
+        if index == 0 || !row.enabled {
+            continue;
+        }
+        let wanted = validated.desired.get(task).map_or(0, |d| d.shards);
+        if index >= wanted {
+            changes.push(TaskChange::Update {
+                name: row.name.clone(),
+                cron: row.cron.clone(),
+                timezone: row.timezone.clone(),
+                calendar: row.calendar.clone(),
+                enabled: false,
+                next_run_at: None,
             });
-            report.created.push(desired.name.clone());
-            continue;
-        };
-        let schedule_changed =
-            row.cron != cron || row.timezone != timezone || row.calendar != calendar;
-        let enabling = desired.enabled && !row.enabled;
-        let disabling = !desired.enabled && row.enabled;
-        if row.paused {
-            report.paused.push(desired.name.clone());
-        }
-        if enabling && let Some(since) = row.disabled_at {
-            report
-                .disabled_ticks
-                .extend(crate::ticks::ticks_while_disabled(
-                    &desired.name,
-                    &desired.schedule,
-                    since,
-                    db_now,
-                ));
-        }
-        let unscheduled = desired.enabled && row.next_run_at.is_none();
-        if !schedule_changed
-            && !enabling
-            && !disabling
-            && !unscheduled
-            && row.orphaned_since.is_none()
-        {
-            report.unchanged += 1;
-            continue;
-        }
-        let recompute = desired.enabled && (schedule_changed || enabling || unscheduled);
-        changes.push(TaskChange::Update {
-            name: desired.name.clone(),
-            cron,
-            timezone,
-            calendar,
-            enabled: desired.enabled,
-            next_run_at: if recompute { next(Some(row)) } else { None },
-        });
-        if schedule_changed {
-            report.updated.push(desired.name.clone());
-        }
-        if enabling {
-            report.enabled.push(desired.name.clone());
-        }
-        if disabling {
-            report.disabled.push(desired.name.clone());
-        }
-        if unscheduled && !(schedule_changed || enabling) {
-            report.repaired.push(desired.name.clone());
-        }
-        if !(schedule_changed || enabling || disabling || unscheduled) {
-            report.unchanged += 1;
+            report.disabled.push(row.name.clone());
         }
     }
 
@@ -268,6 +220,107 @@ pub fn plan(
     (changes, report)
 }
 
+/// The changes that bring one row (a task's, or one of its shards', named `name`) to `desired`.
+fn plan_row(
+    name: &str,
+    desired: &crate::config::DesiredTask,
+    row: Option<&TaskRow>,
+    db_now: DateTime<Utc>,
+    changes: &mut Vec<TaskChange>,
+    report: &mut ReconcileReport,
+) {
+    let cron = desired.schedule.expression().to_owned();
+    let timezone = desired.schedule.timezone().name().to_owned();
+    // Stored beside the cron so every node applies the same calendar.
+    let calendar = desired.schedule.calendar().map(|c| c.stored().to_owned());
+    // Never at or before a tick already claimed: a claim may have advanced the row since.
+    let next = |row: Option<&TaskRow>| {
+        let floor = row
+            .and_then(|r| r.last_scheduled_at)
+            .map_or(db_now, |claimed| claimed.max(db_now));
+        if desired.enabled {
+            desired.schedule.next_after(floor)
+        } else {
+            None
+        }
+    };
+    let Some(row) = row else {
+        changes.push(TaskChange::Create {
+            name: name.to_owned(),
+            cron,
+            timezone,
+            calendar,
+            enabled: desired.enabled,
+            next_run_at: next(None),
+        });
+        report.created.push(name.to_owned());
+        if desired.shards > 1 {
+            changes.push(TaskChange::Shards {
+                name: name.to_owned(),
+                shards: desired.shards,
+            });
+        }
+        return;
+    };
+    let schedule_changed =
+        row.cron != cron || row.timezone != timezone || row.calendar != calendar;
+    let enabling = desired.enabled && !row.enabled;
+    let disabling = !desired.enabled && row.enabled;
+    if row.paused {
+        report.paused.push(name.to_owned());
+    }
+    if enabling && let Some(since) = row.disabled_at {
+        report
+            .disabled_ticks
+            .extend(crate::ticks::ticks_while_disabled(
+                name,
+                &desired.schedule,
+                since,
+                db_now,
+            ));
+    }
+    let unscheduled = desired.enabled && row.next_run_at.is_none();
+    let reshard = row.shards != desired.shards.max(1);
+    if reshard {
+        changes.push(TaskChange::Shards {
+            name: name.to_owned(),
+            shards: desired.shards.max(1),
+        });
+        report.updated.push(name.to_owned());
+    }
+    if !schedule_changed && !enabling && !disabling && !unscheduled && row.orphaned_since.is_none()
+    {
+        if !reshard {
+            report.unchanged += 1;
+        }
+        return;
+    }
+    let recompute = desired.enabled && (schedule_changed || enabling || unscheduled);
+    changes.push(TaskChange::Update {
+        name: name.to_owned(),
+        cron,
+        timezone,
+        calendar,
+        enabled: desired.enabled,
+        next_run_at: if recompute { next(Some(row)) } else { None },
+    });
+    if schedule_changed && !reshard {
+        report.updated.push(name.to_owned());
+    }
+    if enabling {
+        report.enabled.push(name.to_owned());
+    }
+    if disabling {
+        report.disabled.push(name.to_owned());
+    }
+    if unscheduled && !(schedule_changed || enabling) {
+        report.repaired.push(name.to_owned());
+    }
+    if !(schedule_changed || enabling || disabling || unscheduled) {
+        report.unchanged += 1;
+    }
+}
+
 /// A stable digest of the desired state, to record which document was applied.
 fn digest(validated: &ValidatedConfig) -> String {
     // FNV-1a: change detection, not security.
@@ -283,6 +336,9 @@ fn digest(validated: &ValidatedConfig) -> String {
         feed(if d.enabled { b"1" } else { b"0" });
         feed(d.schedule.expression().as_bytes());
         feed(d.schedule.timezone().name().as_bytes());
+        if d.shards != 1 {
+            feed(format!("shards={}", d.shards).as_bytes());
+        }
     }
     // Refusals too: a document whose only news is a refused entry is recorded (once), so its
     // `config.refused` alert is sent.

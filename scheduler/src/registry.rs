@@ -119,6 +119,12 @@ pub struct TaskOptions {
     /// stacks included); past it, allocations fail and the run is recorded as out of memory.
     /// Enforced on Linux (`RLIMIT_DATA`). `None`: no limit.
     pub memory_limit: Option<u64>,
+    /// `shards = 8`: how many runs each tick is split into, each claimed, locked, retried and
+    /// recorded on its own and spread over the live nodes; the handler reads its shard with
+    /// [`TaskContext::shard`](crate::TaskContext::shard). From 1 to
+    /// [`MAX_SHARDS`](crate::shard::MAX_SHARDS); the config document's `shards` overrides it.
+    /// `None`: 1 (not sharded). See [`crate::shard`].
+    pub shards: Option<u32>,
 }
 
 impl TaskOptions {
@@ -132,6 +138,7 @@ impl TaskOptions {
         recovery: None,
         isolation: None,
         memory_limit: None,
+        shards: None,
     };
 
     /// Sets [`timeout`](Self::timeout). Used by the macro; set options in the attribute.
@@ -181,6 +188,14 @@ impl TaskOptions {
     /// the attribute, which accepts it only with `isolation = "process"`.
     pub const fn memory_limit(mut self, bytes: u64) -> Self {
         self.memory_limit = Some(bytes);
+        self
+    }
+}
+
+impl TaskOptions {
+    /// Sets [`shards`](Self::shards). Used by the macro; set options in the attribute.
+    pub const fn shards(mut self, shards: u32) -> Self {
+        self.shards = Some(shards);
         self
     }
 }
@@ -323,14 +338,18 @@ impl TaskRegistry {
         self
     }
 
-    /// The task registered under `name`.
+    /// The task registered under `name`. A shard's store row (`name[3]`, see [`crate::shard`])
+    /// is its task's.
     pub fn get(&self, name: &str) -> Option<&'static TaskDescriptor> {
-        self.tasks.get(name).copied()
+        self.tasks
+            .get(name)
+            .or_else(|| self.tasks.get(crate::shard::split_row(name).0))
+            .copied()
     }
 
-    /// Whether a task is registered under `name`.
+    /// Whether a task is registered under `name` (a shard's row counts as its task's).
     pub fn contains(&self, name: &str) -> bool {
-        self.tasks.contains_key(name)
+        self.get(name).is_some()
     }
 
     /// All tasks, ordered by name.

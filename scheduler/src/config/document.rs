@@ -49,6 +49,11 @@ pub struct TaskConfig {
     /// Free-form labels (`team = "ads"`), shown with the task and matched by alert routes.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// How many runs each tick is split into (see [`crate::shard`]), from 1 to
+    /// [`MAX_SHARDS`](crate::shard::MAX_SHARDS); the task attribute's `shards` (else 1) when
+    /// absent.
+    #[serde(default)]
+    pub shards: Option<u32>,
 }
 
 /// A task's `calendar`: one or more calendars, each named or written inline.

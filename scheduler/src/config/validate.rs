@@ -85,6 +85,8 @@ pub struct DesiredTask {
     pub owners: Vec<String>,
     /// The task's labels.
     pub labels: BTreeMap<String, String>,
+    /// How many shards each tick has: the entry's `shards`, else the attribute's, else 1.
+    pub shards: u32,
 }
 
 /// A refused entry.
@@ -121,6 +123,14 @@ pub enum RefusalReason {
     /// The `timezone` is not an IANA zone. (The schedule module's message names the zone.)
     #[error("{0}")]
     InvalidTimezone(ScheduleError),
+    /// The `shards` is out of range.
+    #[error("`shards` must be between 1 and {max}, not {shards}")]
+    InvalidShards {
+        /// The count given.
+        shards: u32,
+        /// The most allowed ([`MAX_SHARDS`](crate::shard::MAX_SHARDS)).
+        max: u32,
+    },
     /// The `cron` expression was refused. (The schedule module's message names the expression
     /// and the field.)
     #[error("{0}")]
@@ -233,6 +243,16 @@ pub(crate) fn validate_with(
         if !registry.contains(name) {
             refusals.push(RefusalReason::UnknownTask);
         }
+        let shards = entry
+            .shards
+            .or_else(|| registry.get(name).and_then(|d| d.options.shards))
+            .unwrap_or(1);
+        if !(1..=crate::shard::MAX_SHARDS).contains(&shards) {
+            refusals.push(RefusalReason::InvalidShards {
+                shards,
+                max: crate::shard::MAX_SHARDS,
+            });
+        }
         let zone = match &entry.timezone {
             None => Some(default_tz),
             Some(zone) => match parse_timezone(zone) {
@@ -283,6 +303,7 @@ pub(crate) fn validate_with(
                         sla,
                         owners: entry.owners.clone(),
                         labels: entry.labels.clone(),
+                        shards,
                     },
                 );
             }

@@ -218,7 +218,11 @@ impl ClaimLoop {
         let outcome = shared
             .store
             .claim(
-                ClaimRequest::new(&shared.node_id, &names, limit).ahead(ahead),
+                ClaimRequest::new(&shared.node_id, &names, limit)
+                    .ahead(ahead)
+                    .live_window(
+                        settings.heartbeat_interval * super::maintenance::SILENT_AFTER_HEARTBEATS,
+                    ),
                 &rules,
             )
             .await;
@@ -343,7 +347,9 @@ impl ClaimLoop {
             .due_instant
             .map(|d| d.saturating_duration_since(Instant::now()))
             .filter(|d| quiet && !d.is_zero());
-        let contended = quiet && early.is_none();
+        // Shards held back for another node's turn (see crate::shard::may_take): look again
+        // shortly, as when rows are held by another transaction.
+        let contended = (quiet && early.is_none()) || (n == 0 && outcome.held_back > 0);
         Ok(ClaimPass {
             claimed: n,
             rescued: outcome.rescued.len(),

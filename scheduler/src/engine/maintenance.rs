@@ -23,7 +23,7 @@ const MISSED_CHECK_LIMIT: u32 = 1_000;
 pub(crate) const PRUNE_BATCH: u32 = 5_000;
 
 /// A node is reported silent after this many of our heartbeat intervals without one of its own.
-const SILENT_AFTER_HEARTBEATS: u32 = 3;
+pub(super) const SILENT_AFTER_HEARTBEATS: u32 = 3;
 
 pub(crate) struct Maintenance {
     shared: Arc<Shared>,

@@ -28,6 +28,11 @@
 //! shutdown began, or past a timeout); a handler that returns `Ok` after any of them finished
 //! its work, and is `succeeded`.
 //!
+//! A shard's run (a task with `shards = N`, see [`crate::shard`]) ends by this same table: each
+//! shard has its own lock and row, so "its tick" above is that shard's share of the tick (a lost
+//! shard is rerun, or not, on its own; the other shards are untouched). The tick is done when
+//! every shard's run has ended.
+//!
 //! A handler that was told to stop says "I did not finish" by returning an error (idiomatically
 //! [`Interrupted`](crate::Interrupted), from [`TaskContext::interrupted`](crate::TaskContext)),
 //! and "I did finish" by returning `Ok`.

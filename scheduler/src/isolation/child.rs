@@ -185,14 +185,21 @@ async fn serve(request: ChildRequest) -> i32 {
         return wire::EXIT_NOT_STARTED;
     };
 
+    let shard = request
+        .shard
+        .map_or(crate::Shard::WHOLE, |[index, total]| crate::Shard {
+            index,
+            total,
+        });
     let ctx = TaskContext::isolated(
-        Arc::from(request.task.as_str()),
+        Arc::from(crate::shard::split_row(&request.task).0),
         request.run_id,
         request.scheduled_at,
         Arc::from(request.node_id.as_str()),
         cancel,
     )
-    .with_fencing_token(request.fencing_token);
+    .with_fencing_token(request.fencing_token)
+    .with_shard(shard);
     let span = tracing::info_span!(
         "task_run",
         task = %request.task,

@@ -82,6 +82,8 @@ pub struct RunIdentity {
     pub node_id: String,
     /// Its fencing token ([`TaskContext::fencing_token`](crate::TaskContext::fencing_token)).
     pub fencing_token: u64,
+    /// Its shard ([`TaskContext::shard`](crate::TaskContext::shard)).
+    pub shard: crate::Shard,
 }
 
 impl RunIdentity {
@@ -101,7 +103,14 @@ impl RunIdentity {
             trigger: Trigger::Schedule,
             node_id: node_id.into(),
             fencing_token: 0,
+            shard: crate::Shard::WHOLE,
         }
+    }
+
+    /// Sets the run's shard.
+    pub fn shard(mut self, shard: crate::Shard) -> Self {
+        self.shard = shard;
+        self
     }
 
     /// Sets the run's fencing token.

@@ -143,6 +143,7 @@ impl ChildCommand {
             trigger: identity.trigger.as_str().to_owned(),
             node_id: identity.node_id.clone(),
             fencing_token: identity.fencing_token,
+            shard: Some([identity.shard.index, identity.shard.total]),
             parent_pid: std::process::id(),
             events_fd: child_end.as_raw_fd(),
         };

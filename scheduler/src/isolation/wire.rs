@@ -41,6 +41,9 @@ pub(crate) struct Request {
     /// The run's fencing token (absent from an older node's request: 0).
     #[serde(default)]
     pub fencing_token: u64,
+    /// The run's shard, `[index, total]` (absent from an older node's request: 0 of 1).
+    #[serde(default)]
+    pub shard: Option<[u32; 2]>,
     /// The node's pid: a process whose parent is another one (a process the handler started
     /// from the same binary, which inherits the environment) is not the child.
     pub parent_pid: u32,

@@ -40,6 +40,10 @@ pub struct WakeInfo {
     pub expiry_at: Option<DateTime<Utc>>,
 }
 
+/// A node is live while its last heartbeat is at most this old, unless the claim says
+/// otherwise: three of the default heartbeat intervals.
+const DEFAULT_LIVE_WINDOW: Duration = Duration::from_secs(30);
+
 /// What a claim asks for.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -53,6 +57,9 @@ pub struct ClaimRequest<'a> {
     /// Ticks due within this long from now may be claimed already (they start on their tick);
     /// retries, manual runs and the ends of pauses only when due.
     pub ahead: Duration,
+    /// A node is live if it heartbeat within this long (the spread of a sharded task's shards
+    /// counts the live nodes registering it; see [`crate::shard::may_take`]).
+    pub live_window: Duration,
 }
 
 impl<'a> ClaimRequest<'a> {
@@ -63,7 +70,14 @@ impl<'a> ClaimRequest<'a> {
             tasks,
             limit,
             ahead: Duration::ZERO,
+            live_window: DEFAULT_LIVE_WINDOW,
         }
+    }
+
+    /// Counts a node live if it heartbeat within `window` (default 30 s).
+    pub fn live_window(mut self, window: Duration) -> Self {
+        self.live_window = window;
+        self
     }
 
     /// Also claims ticks due within `ahead` from now.
@@ -243,6 +257,19 @@ pub struct DueTask {
     pub missed_since: Option<DateTime<Utc>>,
     /// A backfill tick due, if any (the earliest not yet run of the task's backfill).
     pub backfill: Option<PendingBackfill>,
+    /// The task's shard count (1: not sharded); the row's shard index is in its name
+    /// ([`crate::shard::split_row`]).
+    pub shards: u32,
+}
+
+impl DueTask {
+    /// The shard this row runs.
+    pub fn shard(&self) -> crate::Shard {
+        crate::Shard {
+            index: crate::shard::split_row(&self.name).1,
+            total: self.shards.max(1),
+        }
+    }
 }
 
 /// The next scheduled run a claim leaves on the row.
@@ -366,6 +393,8 @@ pub struct ClaimedRun {
     pub triggered_by: Option<String>,
     /// The missed-run incident this run ends, if one was open.
     pub missed_since: Option<DateTime<Utc>>,
+    /// The shard of its tick it runs (`task_name` is the shard's row: `name[i]` for `i >= 1`).
+    pub shard: crate::Shard,
 }
 
 /// A lock released by [`Store::claim`](super::Store::claim) per a [`RescueDecision::Release`].
@@ -400,6 +429,9 @@ pub struct ClaimOutcome {
     pub left: Vec<String>,
     /// Due tasks whose ticks the rules skipped, with the records written.
     pub skipped: Vec<SkipRecord>,
+    /// Due shards held back by the spread or overlap rule ([`crate::shard::may_take`]): another
+    /// node's turn first, or an earlier tick still going (also listed in `left`).
+    pub held_back: usize,
 }
 
 /// The end of a run, as recorded by [`Store::finish_runs`](super::Store::finish_runs).

@@ -4,12 +4,17 @@
 //! locks, release them, lock due tasks, write skips, start runs) in its own SQL, inside its own
 //! transaction; what a claim does with them is here, so the backends cannot drift apart.
 
+use std::collections::HashMap;
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 
 use super::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
     ExpiredLock, FailureCount, NextRun, Requeue, RescueDecision, RescuedLock, RunEnd, SkipRecord,
+    Trigger,
 };
+use crate::shard::{ShardFacts, may_take};
 
 /// The most expired locks one claim looks at.
 pub(super) const MAX_EXPIRED_PER_CLAIM: i64 = 1_000;
@@ -41,6 +46,16 @@ pub(super) struct TaskSkip {
     pub(super) clear_pause: bool,
 }
 
+/// A shard about to run a tick, offered to [`ClaimSteps::shard_facts`].
+pub(super) struct ShardTick<'a> {
+    /// The shard's row.
+    pub(super) row: &'a str,
+    /// Its task.
+    pub(super) task: &'a str,
+    /// The tick.
+    pub(super) tick: DateTime<Utc>,
+}
+
 /// The steps of one claim, each a backend's own SQL, all inside the transaction the backend
 /// opened for the claim.
 pub(super) trait ClaimSteps {
@@ -63,6 +78,17 @@ pub(super) trait ClaimSteps {
         &mut self,
         request: &ClaimRequest<'_>,
     ) -> Result<Vec<(DueTask, DateTime<Utc>)>, Self::Error>;
+
+    /// For each shard, what the store knows of its tick's other shards (in order; `tick_age`
+    /// is left zero): whether an earlier tick still goes on, and how many runs of the tick the
+    /// node `node_id` and the other live nodes registering the task (a heartbeat within
+    /// `live_window`) have had.
+    async fn shard_facts(
+        &mut self,
+        node_id: &str,
+        live_window: Duration,
+        shards: &[ShardTick<'_>],
+    ) -> Result<Vec<ShardFacts>, Self::Error>;
 
     /// Moves the schedules of skipped tasks and clears what the skips serve.
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), Self::Error>;
@@ -135,10 +161,7 @@ pub(super) async fn claim<S: ClaimSteps>(
     for (task, now) in steps.due_tasks(request).await? {
         claimed_at = Some(now);
         match rules.plan(&task, now) {
-            DueDecision::Run(plan) => {
-                skips.extend(plan.skips.iter().cloned());
-                runs.push((task, plan));
-            }
+            DueDecision::Run(plan) => runs.push((task, plan)),
             DueDecision::Skip {
                 next_run_at,
                 clear_retry,
@@ -156,6 +179,12 @@ pub(super) async fn claim<S: ClaimSteps>(
             DueDecision::Leave => outcome.left.push(task.name),
         }
     }
+    if let Some(now) = claimed_at {
+        runs = spread(steps, request, runs, now, &mut outcome).await?;
+    }
+    for (_, plan) in &runs {
+        skips.extend(plan.skips.iter().cloned());
+    }
     if !skipped.is_empty() {
         steps.skip(&skipped).await?;
     }
@@ -169,10 +198,66 @@ pub(super) async fn claim<S: ClaimSteps>(
     Ok(outcome)
 }
 
+/// Keeps the planned runs the spread and overlap rules allow ([`may_take`]): a shard's
+/// scheduled tick runs only if no earlier tick of its task still goes on, and only while this
+/// node has not had more of the tick's shards than another live node; the others are left for
+/// now (`outcome.left`, counted in `outcome.held_back`). Other runs are kept as planned.
+async fn spread<S: ClaimSteps>(
+    steps: &mut S,
+    request: &ClaimRequest<'_>,
+    runs: Vec<(DueTask, ClaimPlan)>,
+    now: DateTime<Utc>,
+    outcome: &mut ClaimOutcome,
+) -> Result<Vec<(DueTask, ClaimPlan)>, S::Error> {
+    let sharded =
+        |task: &DueTask, plan: &ClaimPlan| task.shards > 1 && plan.trigger == Trigger::Schedule;
+    let ticks: Vec<ShardTick<'_>> = runs
+        .iter()
+        .filter(|(task, plan)| sharded(task, plan))
+        .map(|(task, plan)| ShardTick {
+            row: &task.name,
+            task: crate::shard::split_row(&task.name).0,
+            tick: plan.scheduled_at,
+        })
+        .collect();
+    if ticks.is_empty() {
+        return Ok(runs);
+    }
+    let facts = steps
+        .shard_facts(request.node_id, request.live_window, &ticks)
+        .await?;
+    drop(ticks);
+    let mut facts = facts.into_iter();
+    let mut taken: HashMap<(String, DateTime<Utc>), u32> = HashMap::new();
+    let mut kept = Vec::with_capacity(runs.len());
+    for (task, plan) in runs {
+        if !sharded(&task, &plan) {
+            kept.push((task, plan));
+            continue;
+        }
+        let mut facts = facts.next().unwrap_or(ShardFacts {
+            behind: true,
+            ..ShardFacts::default()
+        });
+        facts.tick_age = (now - plan.scheduled_at).to_std().unwrap_or(Duration::ZERO);
+        let key = (
+            crate::shard::split_row(&task.name).0.to_owned(),
+            plan.scheduled_at,
+        );
+        let taken = taken.entry(key).or_default();
+        if may_take(&facts, *taken) {
+            *taken += 1;
+            kept.push((task, plan));
+        } else {
+            outcome.held_back += 1;
+            outcome.left.push(task.name);
+        }
+    }
+    Ok(kept)
+}
+
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use chrono::TimeZone;
     use uuid::Uuid;
 
@@ -248,10 +333,21 @@ mod tests {
                         pause: None,
                         missed_since: None,
                         backfill: None,
+                        shards: 1,
                     };
                     (task, at(3))
                 })
                 .collect())
+        }
+
+        async fn shard_facts(
+            &mut self,
+            _node_id: &str,
+            _live_window: Duration,
+            shards: &[ShardTick<'_>],
+        ) -> Result<Vec<ShardFacts>, Self::Error> {
+            self.calls.push(format!("shard_facts {}", shards.len()));
+            Ok(shards.iter().map(|_| ShardFacts::default()).collect())
         }
 
         async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), Self::Error> {
@@ -288,6 +384,7 @@ mod tests {
                     trigger: Trigger::Schedule,
                     triggered_by: None,
                     missed_since: None,
+                    shard: crate::Shard::WHOLE,
                 })
                 .collect())
         }

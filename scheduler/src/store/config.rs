@@ -30,6 +30,8 @@ pub struct TaskRow {
     pub disabled_at: Option<DateTime<Utc>>,
     /// Paused by an operator (a reconcile never changes it).
     pub paused: bool,
+    /// The task's shard count as last reconciled (1: not sharded).
+    pub shards: u32,
 }
 
 impl TaskRow {
@@ -46,6 +48,7 @@ impl TaskRow {
             orphaned_since: None,
             disabled_at: None,
             paused: false,
+            shards: 1,
         }
     }
 }
@@ -83,6 +86,14 @@ pub enum TaskChange {
         enabled: bool,
         /// Recomputed next run (`None`: keep the stored one).
         next_run_at: Option<DateTime<Utc>>,
+    },
+    /// Set the shard count of a task's row (each of its shards' rows has one, see
+    /// [`crate::shard`]); a row `task[i]` also learns its task.
+    Shards {
+        /// The row's name.
+        name: String,
+        /// The task's shard count.
+        shards: u32,
     },
     /// Mark or clear the orphan flag of a row.
     Orphaned {

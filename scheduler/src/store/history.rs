@@ -297,6 +297,10 @@ pub struct RunRecord {
     pub cancel_requested_at: Option<DateTime<Utc>>,
     /// Who asked to cancel it.
     pub cancel_requested_by: Option<String>,
+    /// Which shard of its tick it ran, `0..shard_total` (see [`crate::shard`]).
+    pub shard_index: u32,
+    /// How many shards its tick has (1: the task is not sharded).
+    pub shard_total: u32,
 }
 
 /// What started a run.

@@ -203,6 +203,7 @@ mod tests {
             pause: None,
             missed_since: None,
             backfill: None,
+            shards: 1,
         }
     }
 

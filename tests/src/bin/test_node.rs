@@ -29,6 +29,45 @@ async fn kill_never(ctx: TaskContext) {
     tokio::time::sleep(Duration::from_secs(3600)).await;
 }
 
+/// Writes one line of a sharded run's own record, `<kind> <tick ms> <index> <total> <node>
+/// <run id>`, to `$SHARD_RECORD_DIR/<node>-<pid>.log` (appended and flushed at once, so a
+/// process killed mid-run leaves every line it wrote). Nothing without the variable.
+fn shard_record(ctx: &TaskContext, kind: &str) {
+    use std::io::Write;
+    let Ok(dir) = std::env::var("SHARD_RECORD_DIR") else {
+        return;
+    };
+    let scheduler::Shard { index, total } = ctx.shard();
+    let path =
+        std::path::Path::new(&dir).join(format!("{}-{}.log", ctx.node_id(), std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open the shard record");
+    writeln!(
+        file,
+        "{kind} {} {index} {total} {} {}",
+        ctx.scheduled_at().timestamp_millis(),
+        ctx.node_id(),
+        ctx.run_id()
+    )
+    .expect("write the shard record");
+}
+
+/// A sharded task (3 shards unless the config says otherwise): records its start, works for
+/// `$SHARD_SLEEP_MS` (default 300 ms), records its end.
+#[task(name = "shard.work", shards = 3)]
+async fn shard_work(ctx: TaskContext) {
+    shard_record(&ctx, "start");
+    let ms = std::env::var("SHARD_SLEEP_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    shard_record(&ctx, "end");
+}
+
 /// Writes `value` as this run's record `key`.
 fn record(ctx: &TaskContext, key: &str, value: impl std::fmt::Display) {
     let dir = isolation_record_dir(ctx.run_id());

@@ -568,6 +568,8 @@ mod tests {
             triggered_by: None,
             cancel_requested_at: None,
             cancel_requested_by: None,
+            shard_index: 0,
+            shard_total: 1,
         }
     }
 

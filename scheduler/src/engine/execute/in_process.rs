@@ -31,14 +31,15 @@ pub(super) async fn execute(
 ) -> (Ending, Option<StopReason>, Lease) {
     let cancel = shared.handlers_cancel.child_token();
     let ctx = TaskContext::new(
-        Arc::from(claimed.task_name.as_str()),
+        Arc::from(descriptor.name),
         claimed.run_id,
         claimed.scheduled_at,
         Arc::clone(&shared.node_id),
         cancel.clone(),
         shared.state.clone(),
     )
-    .with_fencing_token(u64::try_from(claimed.fencing_token).unwrap_or(0));
+    .with_fencing_token(u64::try_from(claimed.fencing_token).unwrap_or(0))
+    .with_shard(claimed.shard);
     let handler = descriptor.handler;
     let settings = shared.settings.task_settings(&descriptor.options);
     let timeout = Timeout::of(settings.timeout, Instant::now());

@@ -42,6 +42,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(12, "backfills", "0012_backfills.sql"),
     migration!(13, "calendars", "0013_calendars.sql"),
     migration!(14, "outbox channels", "0014_outbox_channels.sql"),
+    migration!(15, "shards", "0015_shards.sql"),
 ];
 
 pub(crate) async fn run(

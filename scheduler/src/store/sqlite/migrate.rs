@@ -34,6 +34,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(8, "backfills", "0008_backfills.sql"),
     migration!(9, "calendars", "0009_calendars.sql"),
     migration!(10, "outbox channels", "0010_outbox_channels.sql"),
+    migration!(11, "shards", "0011_shards.sql"),
 ];
 
 /// Applies the migrations `conn` (inside a write transaction) lacks. `Ok(Err(_))`: the database

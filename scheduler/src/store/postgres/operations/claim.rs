@@ -10,7 +10,8 @@ use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
 use super::{RequeueColumns, SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
-use crate::store::claim_loop::{self, ClaimSteps, LockRelease, TaskSkip};
+use crate::shard::ShardFacts;
+use crate::store::claim_loop::{self, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::postgres::PgStore;
 use crate::store::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
@@ -119,6 +120,7 @@ fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
             }),
             _ => None,
         },
+        shards: u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1),
     })
 }
 
@@ -145,7 +147,8 @@ async fn select_due(
         let Ok(name) = row.try_get::<&str, _>("name") else {
             return false;
         };
-        let mine = mine.contains(name);
+        // A shard's row (`name[i]`) is its task's.
+        let mine = mine.contains(crate::shard::split_row(name).0);
         strangers |= !mine;
         // A task due in two kinds (its tick and its retry, say) comes twice: the first stays.
         mine && seen.insert(name.to_owned())
@@ -181,7 +184,7 @@ pub(super) async fn next_wake(store: &PgStore, tasks: &[String]) -> StoreResult<
                 }
                 kind => {
                     let name: &str = row.try_get("name")?;
-                    wake.offer(kind, mine.contains(name), at);
+                    wake.offer(kind, mine.contains(crate::shard::split_row(name).0), at);
                 }
             }
         }
@@ -267,6 +270,37 @@ impl ClaimSteps for Steps<'_> {
             .collect()
     }
 
+    async fn shard_facts(
+        &mut self,
+        node_id: &str,
+        live_window: Duration,
+        shards: &[ShardTick<'_>],
+    ) -> Result<Vec<ShardFacts>, sqlx::Error> {
+        let rows: Vec<&str> = shards.iter().map(|s| s.row).collect();
+        let tasks: Vec<&str> = shards.iter().map(|s| s.task).collect();
+        let ticks: Vec<DateTime<Utc>> = shards.iter().map(|s| s.tick).collect();
+        sqlx::query(query!("shard_facts"))
+            .bind(&rows)
+            .bind(&tasks)
+            .bind(&ticks)
+            .bind(node_id)
+            .bind(millis(live_window))
+            .fetch_all(&mut *self.tx)
+            .await?
+            .iter()
+            .map(|row| {
+                let count = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
+                let facts = ShardFacts {
+                    behind: row.try_get("behind")?,
+                    mine: count(row.try_get("mine")?),
+                    fewest_other: row.try_get::<Option<i64>, _>("fewest_other")?.map(count),
+                    ..ShardFacts::default()
+                };
+                Ok(facts)
+            })
+            .collect()
+    }
+
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
         let mut skip = Skip::default();
         for s in skips {
@@ -295,19 +329,21 @@ impl ClaimSteps for Steps<'_> {
         runs: Vec<(DueTask, ClaimPlan)>,
         claimed_at: DateTime<Utc>,
     ) -> Result<Vec<ClaimedRun>, sqlx::Error> {
-        // Per claimed task: when its previous run ended, and its open missed incident.
-        let mut seen: HashMap<String, [Option<DateTime<Utc>>; 2]> = HashMap::new();
+        // Per lock taken: the task's row, when its previous run ended, and its open missed
+        // incident.
+        let mut seen: HashMap<Uuid, Claimed> = HashMap::new();
         let mut backfills: HashMap<String, i64> = HashMap::new();
         let mut plan = Plan::default();
         for (task, p) in runs {
-            seen.insert(
-                task.name.clone(),
-                [task.last_finished_at, task.missed_since],
-            );
             if let Some(id) = p.backfill_id {
                 backfills.insert(task.name.clone(), id);
             }
-            plan.push(task.name, p);
+            let shard = task.shard();
+            let token = plan.push(task.name.clone(), p, shard);
+            seen.insert(
+                token,
+                (task.name, [task.last_finished_at, task.missed_since]),
+            );
         }
         let claimed: Vec<ClaimedRun> = plan
             .bind(sqlx::query(query!("claim_apply")).bind(node_id))
@@ -315,9 +351,13 @@ impl ClaimSteps for Steps<'_> {
             .await?
             .iter()
             .map(|row| {
-                let task_name: String = row.try_get("task_name")?;
-                let [previous_finished_at, missed_since] =
-                    seen.get(&task_name).copied().unwrap_or_default();
+                let lock_token: Uuid = row.try_get("lock_token")?;
+                let (task_name, [previous_finished_at, missed_since]) =
+                    seen.remove(&lock_token).ok_or(sqlx::Error::RowNotFound)?;
+                let shard = crate::Shard {
+                    index: u32::try_from(row.try_get::<i32, _>("shard_index")?).unwrap_or(0),
+                    total: u32::try_from(row.try_get::<i32, _>("shard_total")?).unwrap_or(1),
+                };
                 let started_at: DateTime<Utc> = row.try_get("started_at")?;
                 let written_at: DateTime<Utc> = row.try_get("written_at")?;
                 Ok(ClaimedRun {
@@ -326,7 +366,8 @@ impl ClaimSteps for Steps<'_> {
                     previous_finished_at,
                     missed_since,
                     task_name,
-                    lock_token: row.try_get("lock_token")?,
+                    shard,
+                    lock_token,
                     fencing_token: row.try_get("fencing_token")?,
                     scheduled_at: row.try_get("scheduled_at")?,
                     claimed_at,
@@ -476,12 +517,22 @@ struct Plan {
     attempt: Vec<i32>,
     triggered_by: Vec<Option<String>>,
     clear_retry: Vec<bool>,
+    tasks: Vec<String>,
+    shard_index: Vec<i32>,
+    shard_total: Vec<i32>,
 }
 
 impl Plan {
-    fn push(&mut self, name: String, p: ClaimPlan) {
+    /// Adds the run of row `name`; returns the token of the lock it takes.
+    fn push(&mut self, name: String, p: ClaimPlan, shard: crate::Shard) -> Uuid {
+        let token = Uuid::new_v4();
+        self.tasks.push(crate::shard::split_row(&name).0.to_owned());
+        self.shard_index
+            .push(i32::try_from(shard.index).unwrap_or(i32::MAX));
+        self.shard_total
+            .push(i32::try_from(shard.total).unwrap_or(i32::MAX));
         self.names.push(name);
-        self.tokens.push(Uuid::new_v4());
+        self.tokens.push(token);
         self.scheduled.push(p.scheduled_at);
         let (set, next) = match p.next_run_at {
             NextRun::Keep => (false, None),
@@ -495,6 +546,7 @@ impl Plan {
         self.attempt.push(p.attempt);
         self.triggered_by.push(p.triggered_by);
         self.clear_retry.push(p.clear_retry);
+        token
     }
 
     fn bind<'q>(
@@ -512,8 +564,15 @@ impl Plan {
             .bind(&self.attempt)
             .bind(&self.triggered_by)
             .bind(&self.clear_retry)
+            .bind(&self.tasks)
+            .bind(&self.shard_index)
+            .bind(&self.shard_total)
     }
 }
+
+/// A lock a claim takes: its task's row, when the row's previous run ended, and its open missed
+/// incident.
+type Claimed = (String, [Option<DateTime<Utc>>; 2]);
 
 /// Parallel arrays for claim_skip.
 #[derive(Default)]

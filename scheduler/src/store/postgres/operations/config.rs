@@ -22,6 +22,7 @@ fn task_row(row: &sqlx::postgres::PgRow) -> Result<TaskRow, sqlx::Error> {
     task.orphaned_since = row.try_get("orphaned_since")?;
     task.disabled_at = row.try_get("disabled_at")?;
     task.paused = row.try_get("paused")?;
+    task.shards = u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1);
     Ok(task)
 }
 
@@ -104,6 +105,7 @@ pub(super) async fn apply_config(
         let mut create = TaskColumns::default();
         let mut update = TaskColumns::default();
         let (mut orphan_names, mut orphan_flags) = (Vec::new(), Vec::new());
+        let (mut shard_rows, mut shard_counts, mut shard_of) = (Vec::new(), Vec::new(), Vec::new());
         for change in changes {
             match change {
                 TaskChange::Create {
@@ -126,6 +128,12 @@ pub(super) async fn apply_config(
                     orphan_names.push(name.clone());
                     orphan_flags.push(*orphaned);
                 }
+                TaskChange::Shards { name, shards } => {
+                    let (task, index) = crate::shard::split_row(name);
+                    shard_rows.push(name.clone());
+                    shard_counts.push(i32::try_from(*shards).unwrap_or(i32::MAX));
+                    shard_of.push((index > 0).then(|| task.to_owned()));
+                }
             }
         }
         if !create.names.is_empty() {
@@ -137,6 +145,14 @@ pub(super) async fn apply_config(
         if !update.names.is_empty() {
             update
                 .bind(sqlx::query(query!("tasks_update")))
+                .execute(&mut *tx)
+                .await?;
+        }
+        if !shard_rows.is_empty() {
+            sqlx::query(query!("tasks_shards"))
+                .bind(&shard_rows)
+                .bind(&shard_counts)
+                .bind(&shard_of)
                 .execute(&mut *tx)
                 .await?;
         }

@@ -5,13 +5,15 @@
 -- node can tell how long until then. Each lock taken moves the task's fence on by one: the run's
 -- fencing token.
 -- $1 node id; $2.. parallel arrays: name, token, scheduled_at, set next run?, next_run_at,
--- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?
+-- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?, the task (a
+-- shard's run is recorded under its task's name), shard index, shard total.
 WITH plan AS (
     SELECT *
     FROM unnest($2::text[], $3::uuid[], $4::timestamptz[], $5::bool[], $6::timestamptz[],
-                $7::text[], $8::int8[], $9::text[], $10::int4[], $11::text[], $12::bool[])
+                $7::text[], $8::int8[], $9::text[], $10::int4[], $11::text[], $12::bool[],
+                $13::text[], $14::int4[], $15::int4[])
          AS p(name, token, scheduled_at, set_next, next_run_at, recovery, lock_ms, trigger,
-              attempt, triggered_by, clear_retry)
+              attempt, triggered_by, clear_retry, task, shard_index, shard_total)
 ), locked AS (
     UPDATE scheduler_tasks AS t
     SET lock_owner = $1,
@@ -34,10 +36,11 @@ WITH plan AS (
     RETURNING t.name, t.fence
 )
 INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, status, node_id, lock_token,
-                            recovery, attempt, trigger, triggered_by, fencing_token)
-SELECT p.name, p.scheduled_at, GREATEST(clock_timestamp(), p.scheduled_at), 'running', $1, p.token, p.recovery,
-       p.attempt, p.trigger, p.triggered_by, l.fence
+                            recovery, attempt, trigger, triggered_by, fencing_token, shard_index,
+                            shard_total)
+SELECT p.task, p.scheduled_at, GREATEST(clock_timestamp(), p.scheduled_at), 'running', $1, p.token, p.recovery,
+       p.attempt, p.trigger, p.triggered_by, l.fence, p.shard_index, p.shard_total
 FROM plan AS p
 JOIN locked AS l ON l.name = p.name
-RETURNING id, task_name, lock_token, scheduled_at, started_at, attempt, trigger, triggered_by,
+RETURNING id, task_name, shard_index, shard_total, lock_token, scheduled_at, started_at, attempt, trigger, triggered_by,
           fencing_token, clock_timestamp() AS written_at

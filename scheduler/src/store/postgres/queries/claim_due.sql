@@ -48,7 +48,7 @@ SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, 
         WHERE bt.backfill_id = due.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
        (SELECT b.requested_by FROM scheduler_backfills AS b
         WHERE b.id = due.backfill_id) AS backfill_by,
-       now() AS db_now
+       shards, now() AS db_now
 FROM due
 ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until, backfill_at)
 LIMIT $1

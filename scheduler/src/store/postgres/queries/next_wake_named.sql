@@ -6,7 +6,8 @@ WITH mine AS (
     SELECT t.enabled AND t.paused_at IS NULL AS runnable, t.paused_at IS NULL AS unpaused,
            t.next_run_at, t.retry_at, t.manual_at, t.pause_until, t.backfill_at
     FROM scheduler_tasks AS t
-    WHERE t.lock_token IS NULL AND t.name IN (SELECT unnest($1::text[]))
+    WHERE t.lock_token IS NULL
+      AND (t.name IN (SELECT unnest($1::text[])) OR t.shard_of IN (SELECT unnest($1::text[])))
 )
 SELECT min(LEAST(CASE WHEN runnable THEN next_run_at END, CASE WHEN runnable THEN retry_at END,
                  CASE WHEN unpaused THEN manual_at END, pause_until,

@@ -1,5 +1,6 @@
--- End task $1's pause, with the next run $2 the engine decided.
+-- End task $1's pause, with the next run $2 the engine decided; a sharded task's shards (rows
+-- `$1[i]`, same schedule) with it.
 UPDATE scheduler_tasks
 SET paused_at = NULL, paused_by = NULL, pause_reason = NULL, pause_until = NULL,
     next_run_at = $2, updated_at = now()
-WHERE name = $1
+WHERE name = $1 OR (shard_of = $1 AND paused_at IS NOT NULL)

@@ -13,7 +13,8 @@ use super::{
     insert_skips, later, micros, names_json, parse_recovery, parse_trigger, pause_of, release_lock,
     time_at, time_opt, token, token_at,
 };
-use crate::store::claim_loop::{self, ClaimSteps, LockRelease, TaskSkip};
+use crate::shard::ShardFacts;
+use crate::store::claim_loop::{self, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
@@ -95,6 +96,7 @@ fn due_task(row: &SqliteRow) -> Result<DueTask, sqlx::Error> {
             }),
             _ => None,
         },
+        shards: u32::try_from(row.try_get::<i64, _>("shards")?).unwrap_or(1),
     })
 }
 
@@ -216,6 +218,36 @@ impl ClaimSteps for Steps<'_> {
             .collect()
     }
 
+    async fn shard_facts(
+        &mut self,
+        node_id: &str,
+        live_window: Duration,
+        shards: &[ShardTick<'_>],
+    ) -> Result<Vec<ShardFacts>, sqlx::Error> {
+        let live_since =
+            micros(self.now) - i64::try_from(live_window.as_micros()).unwrap_or(i64::MAX);
+        let mut all = Vec::with_capacity(shards.len());
+        for shard in shards {
+            let row = sqlx::query(query!("shard_facts"))
+                .bind(shard.row)
+                .bind(shard.task)
+                .bind(micros(shard.tick))
+                .bind(node_id)
+                .bind(live_since)
+                .fetch_one(&mut *self.tx)
+                .await?;
+            let count = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
+            let facts = ShardFacts {
+                behind: row.try_get("behind")?,
+                mine: count(row.try_get("mine")?),
+                fewest_other: row.try_get::<Option<i64>, _>("fewest_other")?.map(count),
+                ..ShardFacts::default()
+            };
+            all.push(facts);
+        }
+        Ok(all)
+    }
+
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
         for skip in skips {
             let (set_next, next) = next_values(skip.next_run_at);
@@ -265,8 +297,9 @@ impl ClaimSteps for Steps<'_> {
             };
             // A tick claimed ahead starts on its tick.
             let started_at = now.max(plan.scheduled_at);
+            let shard = task.shard();
             let run_id: i64 = sqlx::query_scalar(query!("claim_run"))
-                .bind(&task.name)
+                .bind(crate::shard::split_row(&task.name).0)
                 .bind(micros(plan.scheduled_at))
                 .bind(micros(started_at))
                 .bind(node_id)
@@ -276,6 +309,8 @@ impl ClaimSteps for Steps<'_> {
                 .bind(plan.trigger.as_str())
                 .bind(plan.triggered_by.as_deref())
                 .bind(fencing_token)
+                .bind(i64::from(shard.index))
+                .bind(i64::from(shard.total))
                 .fetch_one(&mut *self.tx)
                 .await?;
             if let Some(backfill_id) = plan.backfill_id {
@@ -305,6 +340,7 @@ impl ClaimSteps for Steps<'_> {
                 trigger: plan.trigger,
                 triggered_by: plan.triggered_by,
                 missed_since: task.missed_since,
+                shard,
             });
         }
         Ok(claimed)

@@ -23,6 +23,7 @@ fn task_row(row: &SqliteRow) -> Result<TaskRow, sqlx::Error> {
     task.orphaned_since = time_opt(row, "orphaned_since")?;
     task.disabled_at = time_opt(row, "disabled_at")?;
     task.paused = row.try_get("paused")?;
+    task.shards = u32::try_from(row.try_get::<i64, _>("shards")?).unwrap_or(1);
     Ok(task)
 }
 
@@ -127,6 +128,18 @@ pub(super) async fn apply_config(
                     .bind(next_run_at.map(micros))
                     .bind(micros(now))
                     .bind(calendar)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        for change in changes {
+            if let TaskChange::Shards { name, shards } = change {
+                let (task, index) = crate::shard::split_row(name);
+                sqlx::query(query!("tasks_shards"))
+                    .bind(name)
+                    .bind(i64::from(*shards))
+                    .bind((index > 0).then_some(task))
+                    .bind(micros(now))
                     .execute(&mut *tx)
                     .await?;
             }

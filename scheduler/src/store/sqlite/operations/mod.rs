@@ -283,6 +283,8 @@ fn run_record(row: &SqliteRow) -> Result<RunRecord, sqlx::Error> {
         triggered_by: row.try_get("triggered_by")?,
         cancel_requested_at: time_opt(row, "cancel_requested_at")?,
         cancel_requested_by: row.try_get("cancel_requested_by")?,
+        shard_index: u32::try_from(row.try_get::<i64, _>("shard_index")?).unwrap_or(0),
+        shard_total: u32::try_from(row.try_get::<i64, _>("shard_total")?).unwrap_or(1),
     })
 }
 

@@ -1,4 +1,4 @@
--- Up to ?3 unlocked tasks among the names ?2 (a JSON array) with something due at ?1 (now): an
+-- Up to ?3 unlocked tasks among the names ?2 (a JSON array; with their shards' rows) with something due at ?1 (now): an
 -- enabled, unpaused task's tick (due by ?4: a claim ahead of the tick), retry or backfill tick
 -- (with the backfill's earliest tick not yet run), an expired pause (to end it), or a manual run
 -- of an unpaused task; oldest first (the earliest of the five instants, NULLs ignored like
@@ -10,10 +10,10 @@ SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, 
        (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
         WHERE bt.backfill_id = scheduler_tasks.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
        (SELECT b.requested_by FROM scheduler_backfills AS b
-        WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by
+        WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by, shards
 FROM scheduler_tasks
 WHERE lock_token IS NULL
-  AND name IN (SELECT value FROM json_each(?2))
+  AND (name IN (SELECT value FROM json_each(?2)) OR shard_of IN (SELECT value FROM json_each(?2)))
   AND ((enabled = 1 AND paused_at IS NULL
         AND (next_run_at <= ?4 OR retry_at <= ?1 OR backfill_at <= ?1))
        OR (paused_at IS NOT NULL AND pause_until <= ?1)

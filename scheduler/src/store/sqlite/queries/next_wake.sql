@@ -9,7 +9,8 @@ WITH mine AS (
     SELECT enabled = 1 AND paused_at IS NULL AS runnable, paused_at IS NULL AS unpaused,
            next_run_at, retry_at, manual_at, pause_until, backfill_at
     FROM scheduler_tasks
-    WHERE lock_token IS NULL AND name IN (SELECT value FROM json_each(?1))
+    WHERE lock_token IS NULL
+      AND (name IN (SELECT value FROM json_each(?1)) OR shard_of IN (SELECT value FROM json_each(?1)))
 )
 SELECT (SELECT min(at) FROM (
             SELECT CASE WHEN runnable THEN next_run_at END AS at FROM mine
