@@ -718,9 +718,18 @@ mod tests {
     fn shards_must_be_an_integer_from_1_to_the_maximum() {
         for (tokens, expected) in [
             (quote!(name = "t", shards = 0), "between 1 and 1000, not 0"),
-            (quote!(name = "t", shards = 1001), "between 1 and 1000, not 1001"),
-            (quote!(name = "t", shards = -2), "between 1 and 1000, not -2"),
-            (quote!(name = "t", shards = "8"), "an integer literal from 1 to 1000"),
+            (
+                quote!(name = "t", shards = 1001),
+                "between 1 and 1000, not 1001",
+            ),
+            (
+                quote!(name = "t", shards = -2),
+                "between 1 and 1000, not -2",
+            ),
+            (
+                quote!(name = "t", shards = "8"),
+                "an integer literal from 1 to 1000",
+            ),
         ] {
             let (_, errors) = options(tokens);
             let message = errors.expect("refused").to_string();
