@@ -262,8 +262,7 @@ fn plan_row(
         }
         return;
     };
-    let schedule_changed =
-        row.cron != cron || row.timezone != timezone || row.calendar != calendar;
+    let schedule_changed = row.cron != cron || row.timezone != timezone || row.calendar != calendar;
     let enabling = desired.enabled && !row.enabled;
     let disabling = !desired.enabled && row.enabled;
     if row.paused {
