@@ -127,7 +127,7 @@ impl<'de> Deserialize<'de> for CalendarRef {
 /// ```
 /// use scheduler::config::{ConfigDocument, ConfigFormat};
 ///
-/// let yaml = "
+/// let yaml = r#"
 /// version: 7
 /// tasks:
 ///   - name: syncAdvertiserReport
@@ -136,7 +136,7 @@ impl<'de> Deserialize<'de> for CalendarRef {
 ///     timezone: Asia/Shanghai
 ///     owners: [ads-oncall@example.com, "@li.lei"]
 ///     labels: {team: ads}
-/// ";
+/// "#;
 /// let doc = ConfigDocument::parse(yaml, ConfigFormat::Yaml, "tasks.yaml")?;
 /// assert_eq!(doc.version, Some(7));
 /// assert_eq!(doc.tasks[0].cron, "0 */5 * * * *");
