@@ -201,6 +201,13 @@ async fn every_tick_runs_exactly_once_across_three_nodes(db: &TestDb) {
     let mut runs = db.runs(None).await;
     runs.sort_by(|a, b| (&a.task_name, a.scheduled_at).cmp(&(&b.task_name, b.scheduled_at)));
     for r in runs {
+        // The nodes stop one after another: one may drain with a run claimed ahead of its tick
+        // (or as the drain began) that never started. That run is recorded `interrupted` and its
+        // tick handed over (RELIABILITY.md promise 3); no handler ran it, and the handlers'
+        // record below still judges every start.
+        if matches!(r.status, RunStatus::Interrupted) && r.started_at.is_none() {
+            continue;
+        }
         assert!(
             matches!(r.status, RunStatus::Succeeded | RunStatus::Cancelled),
             "unexpected status {}",
