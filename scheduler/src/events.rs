@@ -14,13 +14,29 @@
 //! let mut events = scheduler.subscribe();
 //! tokio::spawn(async move {
 //!     while let Some(event) = events.recv().await {
-//!         if let SchedulerEvent::RunFailed { run, error, .. } = &event {
+//!         if let SchedulerEvent::RunFailed { run, error, .. } = &event.event {
 //!             eprintln!("{} failed: {error}", run.task);
 //!         }
 //!     }
 //! });
 //! // scheduler.run_until(scheduler::shutdown_signal()).await?;
 //! # Ok(()) }
+//! ```
+//!
+//! **Every event names who answers for it.** An [`Event`] is the [`SchedulerEvent`] (it derefs to
+//! it) plus its task's [`TaskTags`]: the `owners` and `labels` of the task's config entry (the
+//! node's default owners when the entry names none, or for an event about no task) and its
+//! zone, the same values the alert channels and the webhook's `data` carry. They are shared,
+//! not copied, per event:
+//!
+//! ```
+//! # async fn watch(mut events: scheduler::events::EventStream) {
+//! while let Some(event) = events.recv().await {
+//!     if event.kind() == "run.failed" {
+//!         eprintln!("page {:?} (team {:?})", event.owners(), event.labels().get("team"));
+//!     }
+//! }
+//! # }
 //! ```
 //!
 //! **A slow subscriber never stalls the engine.** Each subscriber has a buffer of
@@ -34,8 +50,9 @@
 //! the one node that detected them. Subscribers see every event; the alert channels see what
 //! the incidents let through (one alert per problem, reminders, one `incident.resolved`).
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -45,6 +62,71 @@ use crate::store::SkipReason;
 
 /// How many events a subscriber may fall behind before it loses the oldest.
 pub const EVENT_BUFFER: usize = 4096;
+
+/// Who answers for the task an event is about, how it is filed, and its zone, as the config
+/// document last read says (shared by every event about the task until the next document).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct TaskTags {
+    /// The task's config entry's `owners`, or the node's default owners (see
+    /// [`SchedulerBuilder::default_owners`](crate::SchedulerBuilder::default_owners)) when it
+    /// names none, has no entry, or the event is about no task.
+    pub owners: Vec<String>,
+    /// Whether [`owners`](Self::owners) are the node's default owners.
+    pub default_owners: bool,
+    /// The task's config entry's `labels` (empty without an entry).
+    pub labels: BTreeMap<String, String>,
+    /// The task's zone: its entry's `timezone`, or the node's default zone.
+    pub timezone: String,
+}
+
+impl TaskTags {
+    /// The tags of an event whose task has no entry of its own: the node's defaults.
+    fn defaults(owners: &[String], zone: &str) -> Self {
+        Self {
+            owners: owners.to_vec(),
+            default_owners: true,
+            labels: BTreeMap::new(),
+            timezone: zone.to_owned(),
+        }
+    }
+}
+
+/// One event as subscribers and the alert channels receive it: what happened
+/// ([`SchedulerEvent`], which it derefs to) and its task's [`TaskTags`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Event {
+    /// What happened.
+    pub event: SchedulerEvent,
+    /// Who answers for it (shared by the task's events, not copied).
+    pub tags: Arc<TaskTags>,
+}
+
+impl Event {
+    /// Who answers for the event's task (see [`TaskTags::owners`]).
+    pub fn owners(&self) -> &[String] {
+        &self.tags.owners
+    }
+
+    /// The labels of the event's task (see [`TaskTags::labels`]).
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.tags.labels
+    }
+
+    /// What happened, taken out of the envelope.
+    pub fn into_inner(self) -> SchedulerEvent {
+        self.event
+    }
+}
+
+impl std::ops::Deref for Event {
+    type Target = SchedulerEvent;
+
+    fn deref(&self) -> &SchedulerEvent {
+        &self.event
+    }
+}
 
 /// The run an event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -417,19 +499,49 @@ impl From<&crate::store::SkipRecord> for SchedulerEvent {
 /// falls behind).
 pub(crate) trait EventSink: Send + Sync + std::fmt::Debug {
     /// Takes `event` if it is one this sink forwards; never waits.
-    fn offer(&self, event: &SchedulerEvent);
+    fn offer(&self, event: &Event);
+}
+
+/// Every task's tags by name, as the config document last read gives them, and the defaults
+/// for the rest; replaced whole when a document is read (readers clone an `Arc`, never the
+/// tags).
+#[derive(Debug)]
+struct TagBook {
+    by_task: HashMap<String, Arc<TaskTags>>,
+    fallback: Arc<TaskTags>,
+    default_owners: Vec<String>,
+    default_zone: String,
+}
+
+impl TagBook {
+    fn new(default_owners: Vec<String>, default_zone: String) -> Self {
+        Self {
+            by_task: HashMap::new(),
+            fallback: Arc::new(TaskTags::defaults(&default_owners, &default_zone)),
+            default_owners,
+            default_zone,
+        }
+    }
+
+    fn of(&self, task: Option<&str>) -> Arc<TaskTags> {
+        task.and_then(|t| self.by_task.get(t))
+            .unwrap_or(&self.fallback)
+            .clone()
+    }
 }
 
 /// The node's event fan-out.
 #[derive(Debug)]
 pub(crate) struct EventBus {
-    sender: broadcast::Sender<Arc<SchedulerEvent>>,
+    sender: broadcast::Sender<Arc<Event>>,
     dropped: Arc<AtomicU64>,
     counter: prometheus_client::metrics::counter::Counter,
     /// Where events go on, besides subscribers, if anywhere.
     sink: Option<Arc<dyn EventSink>>,
     /// A second sink attached once the node starts (the `otel` feature's run spans).
     attached: std::sync::OnceLock<Arc<dyn EventSink>>,
+    /// The tags every event is sent with.
+    tags: RwLock<TagBook>,
 }
 
 impl Default for EventBus {
@@ -447,6 +559,7 @@ impl EventBus {
             counter,
             sink: None,
             attached: std::sync::OnceLock::new(),
+            tags: RwLock::new(TagBook::new(Vec::new(), "UTC".to_owned())),
         }
     }
 
@@ -456,26 +569,77 @@ impl EventBus {
         self
     }
 
+    /// Tags events of tasks without owners with `owners`, and those without a zone with `zone`.
+    pub(crate) fn with_defaults(self, owners: Vec<String>, zone: chrono_tz::Tz) -> Self {
+        *self.tags.write().unwrap_or_else(|p| p.into_inner()) =
+            TagBook::new(owners, zone.name().to_owned());
+        self
+    }
+
+    /// Takes the tasks' owners, labels and zones from `doc` (the config document just read).
+    pub(crate) fn set_document(&self, doc: &crate::config::ConfigDocument) {
+        let mut book = self.tags.write().unwrap_or_else(|p| p.into_inner());
+        let by_task = doc
+            .tasks
+            .iter()
+            .map(|t| {
+                let default_owners = t.owners.is_empty();
+                let tags = TaskTags {
+                    owners: if default_owners {
+                        book.default_owners.clone()
+                    } else {
+                        t.owners.clone()
+                    },
+                    default_owners,
+                    labels: t.labels.clone(),
+                    timezone: t
+                        .timezone
+                        .clone()
+                        .unwrap_or_else(|| book.default_zone.clone()),
+                };
+                (t.name.clone(), Arc::new(tags))
+            })
+            .collect();
+        book.by_task = by_task;
+    }
+
+    /// The tags events about `task` carry now.
+    pub(crate) fn tags_of(&self, task: Option<&str>) -> Arc<TaskTags> {
+        self.tags.read().unwrap_or_else(|p| p.into_inner()).of(task)
+    }
+
+    /// `event` with its task's tags.
+    fn tag(&self, event: SchedulerEvent) -> Event {
+        let tags = self.tags_of(event.task());
+        Event { event, tags }
+    }
+
     /// Sends `event` to every subscriber and offers it to the sink, if any; never waits.
     pub(crate) fn emit(&self, event: SchedulerEvent) {
+        let event = self.tag(event);
         if let Some(sink) = &self.sink {
             sink.offer(&event);
         }
         if let Some(sink) = self.attached.get() {
             sink.offer(&event);
         }
-        self.emit_local(event);
+        self.send(event);
     }
 
-    /// Sends `event` to this node's subscribers only, not to the sink (another node forwards
-    /// it).
     /// Hands every event emitted from now on to `sink` too; `false` if one is attached already.
     #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub(crate) fn attach(&self, sink: Arc<dyn EventSink>) -> bool {
         self.attached.set(sink).is_ok()
     }
 
+    /// Sends `event` to this node's subscribers only, not to the sink (another node forwards
+    /// it).
     pub(crate) fn emit_local(&self, event: SchedulerEvent) {
+        let event = self.tag(event);
+        self.send(event);
+    }
+
+    fn send(&self, event: Event) {
         // No subscriber is not an error.
         let _ = self.sender.send(Arc::new(event));
     }
@@ -499,7 +663,7 @@ impl EventBus {
 /// One subscriber's events (see the [module docs](self)).
 #[derive(Debug)]
 pub struct EventStream {
-    receiver: broadcast::Receiver<Arc<SchedulerEvent>>,
+    receiver: broadcast::Receiver<Arc<Event>>,
     dropped: Arc<AtomicU64>,
     counter: prometheus_client::metrics::counter::Counter,
     lost: u64,
@@ -508,7 +672,7 @@ pub struct EventStream {
 impl EventStream {
     /// The next event; `None` once the node is gone. Events missed by falling behind are
     /// skipped (and counted in [`lost`](Self::lost)).
-    pub async fn recv(&mut self) -> Option<SchedulerEvent> {
+    pub async fn recv(&mut self) -> Option<Event> {
         loop {
             match self.receiver.recv().await {
                 Ok(event) => return Some((*event).clone()),
@@ -553,12 +717,54 @@ mod tests {
             bus.emit(started(n));
         }
         let first = slow.recv().await.unwrap();
-        let SchedulerEvent::RunStarted { run } = first else {
+        let SchedulerEvent::RunStarted { run } = first.event else {
             panic!()
         };
         assert_eq!(run.run_id, 10, "the ten oldest were lost");
         assert_eq!(slow.lost(), 10);
         assert_eq!(bus.dropped(), 10);
+    }
+
+    #[tokio::test]
+    async fn every_event_carries_its_task_s_tags_or_the_defaults_shared_not_copied() {
+        let bus =
+            EventBus::default().with_defaults(vec!["oncall".into()], chrono_tz::Europe::Paris);
+        let doc = crate::config::ConfigDocument::parse(
+            r#"{"tasks": [
+                {"name": "t", "enabled": true, "cron": "* * * * *", "owners": ["ann"], "labels": {"team": "ads"},
+                 "timezone": "Asia/Shanghai"},
+                {"name": "plain", "enabled": true, "cron": "* * * * *"}
+            ]}"#,
+            crate::config::ConfigFormat::Json,
+            "test",
+        )
+        .unwrap();
+        bus.set_document(&doc);
+        let mut events = bus.subscribe();
+        bus.emit(started(1));
+        bus.emit(started(2));
+        bus.emit(SchedulerEvent::TaskOrphaned {
+            task: "plain".into(),
+        });
+        bus.emit(SchedulerEvent::InternalError {
+            what: "w".into(),
+            error: "e".into(),
+        });
+        let (one, two) = (events.recv().await.unwrap(), events.recv().await.unwrap());
+        assert_eq!(one.owners(), ["ann"]);
+        assert_eq!(one.labels()["team"], "ads");
+        assert_eq!(one.tags.timezone, "Asia/Shanghai");
+        assert!(!one.tags.default_owners);
+        assert!(
+            Arc::ptr_eq(&one.tags, &two.tags),
+            "one task's events share its tags"
+        );
+        for other in [events.recv().await.unwrap(), events.recv().await.unwrap()] {
+            assert_eq!(other.owners(), ["oncall"], "{:?}", other.event);
+            assert!(other.tags.default_owners);
+            assert!(other.labels().is_empty());
+            assert_eq!(other.tags.timezone, "Europe/Paris");
+        }
     }
 
     #[test]

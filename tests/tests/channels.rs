@@ -24,6 +24,7 @@ on_both_backends!(
     threads = 2;
     every_vendor_gets_its_documented_shape_signed_and_the_mail_arrives_over_starttls,
     owners_route_a_failure_to_two_channels_and_a_recovering_endpoint_gets_each_alert_once,
+    subscribers_see_each_task_s_owners_and_labels_or_the_default_owners,
 );
 
 const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -727,5 +728,53 @@ async fn owners_route_a_failure_to_two_channels_and_a_recovering_endpoint_gets_e
     assert!(deliveries.iter().all(|d| d.channel != "bob-slack"));
     for s in [s1, s2, s3] {
         s.abort();
+    }
+}
+
+/// The in-process event stream carries the same owners and labels as the alerts: a task whose
+/// entry names owners and labels is seen with them (and its zone), a task whose entry names
+/// none with the node's default owners; one task's events share one copy of its tags.
+async fn subscribers_see_each_task_s_owners_and_labels_or_the_default_owners(db: &TestDb) {
+    let scheduler = node(db, "a", tasks("chan."))
+        .config_document(doc(vec![owned_entry(), entry("chan.other", "0 0 1 1 *")]))
+        .default_owners(["oncall@example.com"])
+        .state(Arc::new(Recorder::default()))
+        .build()
+        .unwrap();
+    let mut events = scheduler.subscribe();
+    let n = start(scheduler);
+    trigger_all_now(db, 2).await;
+    let mut seen: Vec<scheduler::events::Event> = Vec::new();
+    let ended = |seen: &[scheduler::events::Event], task: &str| {
+        seen.iter()
+            .any(|e| e.task() == Some(task) && matches!(e.kind(), "run.failed" | "run.succeeded"))
+    };
+    tokio::time::timeout(Duration::from_secs(120), async {
+        while !(ended(&seen, "chan.fails") && ended(&seen, "chan.other")) {
+            seen.push(events.recv().await.expect("the node is running"));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("both runs ended within 120 s: {seen:#?}"));
+    n.stop().await;
+
+    let of = |task: &str| -> Vec<&scheduler::events::Event> {
+        seen.iter().filter(|e| e.task() == Some(task)).collect()
+    };
+    let owned = of("chan.fails");
+    assert!(owned.len() >= 2, "started and failed: {owned:#?}");
+    for e in &owned {
+        assert_eq!(e.owners(), ["alice@example.com", "13800138000"], "{e:?}");
+        assert!(!e.tags.default_owners);
+        assert_eq!(e.labels()["team"], "ads");
+        assert_eq!(e.tags.timezone, "Asia/Shanghai");
+        assert!(Arc::ptr_eq(&e.tags, &owned[0].tags), "shared, not copied");
+    }
+    let plain = of("chan.other");
+    assert!(plain.len() >= 2, "started and succeeded: {plain:#?}");
+    for e in plain {
+        assert_eq!(e.owners(), ["oncall@example.com"], "{e:?}");
+        assert!(e.tags.default_owners);
+        assert!(e.labels().is_empty());
     }
 }

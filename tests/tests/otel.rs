@@ -345,8 +345,13 @@ async fn exports_spans_and_metrics(
     let scheduler = node(db, "otel-node", tasks(prefix))
         .config_document(doc(vec![
             entry(&ok, "0 0 1 1 *"),
-            entry(&fails, "0 0 1 1 *"),
+            scheduler::config::TaskConfig {
+                owners: vec!["ann@example.com".into()],
+                labels: [("team".to_owned(), "billing".to_owned())].into(),
+                ..entry(&fails, "0 0 1 1 *")
+            },
         ]))
+        .default_owners(["oncall@example.com"])
         .admin_addr("127.0.0.1:0".parse().unwrap())
         .otel(Some(settings))
         .build()
@@ -461,6 +466,18 @@ async fn exports_spans_and_metrics(
         assert_eq!(attrs["scheduler.trigger"], "schedule");
         assert_eq!(attrs["scheduler.node"], "otel-node");
         assert_eq!(attrs["scheduler.outcome"], run.status.as_str());
+        // Who answers for the run: its entry's owners and labels, or the node's default owners.
+        let (owner, team) = if run.task_name == ok {
+            ("oncall@example.com", None)
+        } else {
+            ("ann@example.com", Some("billing"))
+        };
+        assert!(
+            attrs["scheduler.owners"].contains(owner),
+            "{}",
+            attrs["scheduler.owners"]
+        );
+        assert_eq!(attrs.get("scheduler.label.team").map(String::as_str), team);
         assert!(span.end_time_unix_nano >= span.start_time_unix_nano);
         let status = span.status.as_ref().expect("a span status");
         if run.task_name == ok {

@@ -84,7 +84,7 @@ async fn a_run_past_its_timeout_is_stopped_and_recorded_timed_out(db: &TestDb) {
     );
     let mut timed_out = 0;
     while let Ok(Some(e)) = tokio::time::timeout(Duration::from_millis(100), events.recv()).await {
-        if let SchedulerEvent::RunTimedOut { .. } = e {
+        if let SchedulerEvent::RunTimedOut { .. } = e.event {
             timed_out += 1;
         }
     }
@@ -110,7 +110,7 @@ fn gather(mut events: scheduler::events::EventStream) -> Arc<Mutex<Vec<Scheduler
     let sink = Arc::clone(&seen);
     tokio::spawn(async move {
         while let Some(e) = events.recv().await {
-            sink.lock().unwrap().push(e);
+            sink.lock().unwrap().push(e.into_inner());
         }
     });
     seen

@@ -65,7 +65,11 @@ async fn round(backend: Backend, i: usize) -> (f64, u64) {
     let node = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
     let result = tokio::time::timeout(Duration::from_secs(90), async {
         loop {
-            match events.recv().await {
+            match events
+                .recv()
+                .await
+                .map(scheduler::events::Event::into_inner)
+            {
                 Some(SchedulerEvent::Missed {
                     task,
                     expected_at,

@@ -77,10 +77,7 @@ impl ConfigSync {
             });
             if let Some(doc) = &pending {
                 view.set_document(doc, shared.settings.default_timezone);
-                #[cfg(feature = "webhook")]
-                if let Some(alerts) = &shared.alerts {
-                    alerts.set_document(doc);
-                }
+                shared.events.set_document(doc);
             }
         }
         let reconciler = Reconciler::new(
@@ -111,10 +108,7 @@ impl ConfigSync {
             match outcome {
                 PollOutcome::Changed(doc) => {
                     view.set_document(&doc, self.shared.settings.default_timezone);
-                    #[cfg(feature = "webhook")]
-                    if let Some(alerts) = &self.shared.alerts {
-                        alerts.set_document(&doc);
-                    }
+                    self.shared.events.set_document(&doc);
                     self.pending = Some(doc);
                 }
                 PollOutcome::Failed(_) => self.shared.metrics.config_read_error(),

@@ -6,8 +6,8 @@
 //! counted and logged). One channel failing never holds back another: each row succeeds, retries
 //! or fails on its own. See [`crate::webhook`] for the Standard Webhooks contract.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -17,8 +17,7 @@ use tokio::time::Instant;
 use super::Shared;
 use super::service::Service;
 use crate::channels::{Channel, ChannelKind, Channels};
-use crate::config::ConfigDocument;
-use crate::events::{EventSink, SchedulerEvent};
+use crate::events::{Event, EventSink};
 use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreError};
 use crate::webhook::{DELIVERY_CONCURRENCY, MAX_ATTEMPTS};
 
@@ -27,65 +26,23 @@ const BATCH: u32 = 32;
 /// With nothing raised here, how often the outbox is looked at (other nodes' events, retries).
 const IDLE_POLL: Duration = Duration::from_secs(60);
 
-/// Who answers for a task, its labels and its zone, as its config entry says.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct TaskTags {
-    pub(crate) owners: Vec<String>,
-    pub(crate) labels: BTreeMap<String, String>,
-    pub(crate) timezone: Option<String>,
-}
-
-/// The tags of every task of a config document, by name.
-pub(crate) fn tags_of(doc: &ConfigDocument) -> HashMap<String, TaskTags> {
-    doc.tasks
-        .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                TaskTags {
-                    owners: t.owners.clone(),
-                    labels: t.labels.clone(),
-                    timezone: t.timezone.clone(),
-                },
-            )
-        })
-        .collect()
-}
-
 /// Where the node's alerts wait to be written to the outbox.
 #[derive(Debug)]
 pub(crate) struct AlertSink {
     pub(crate) channels: Arc<Channels>,
     node_id: String,
-    default_owners: Vec<String>,
-    default_zone: String,
-    /// The tags of the tasks of the config document last read.
-    tags: RwLock<Arc<HashMap<String, TaskTags>>>,
     queue: Mutex<Vec<NewEvent>>,
     pub(crate) wake: Notify,
 }
 
 impl AlertSink {
-    pub(crate) fn new(
-        channels: Arc<Channels>,
-        node_id: &str,
-        default_owners: Vec<String>,
-        default_zone: chrono_tz::Tz,
-    ) -> Self {
+    pub(crate) fn new(channels: Arc<Channels>, node_id: &str) -> Self {
         Self {
             channels,
             node_id: node_id.to_owned(),
-            default_owners,
-            default_zone: default_zone.name().to_owned(),
-            tags: RwLock::new(Arc::default()),
             queue: Mutex::new(Vec::new()),
             wake: Notify::new(),
         }
-    }
-
-    /// Takes owners and labels from `doc` (the config document just read).
-    pub(crate) fn set_document(&self, doc: &ConfigDocument) {
-        *self.tags.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(tags_of(doc));
     }
 
     fn take(&self) -> Vec<NewEvent> {
@@ -97,41 +54,17 @@ impl AlertSink {
         events.append(&mut queue);
         *queue = events;
     }
-
-    /// The tags `event` carries: its task's (the default owners if it names none).
-    fn tags_for(&self, event: &SchedulerEvent) -> TaskTags {
-        let known = event.task().and_then(|task| {
-            self.tags
-                .read()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(task)
-                .cloned()
-        });
-        let mut tags = known.unwrap_or_default();
-        if tags.owners.is_empty() {
-            tags.owners = self.default_owners.clone();
-        }
-        if tags.timezone.is_none() {
-            tags.timezone = Some(self.default_zone.clone());
-        }
-        tags
-    }
 }
 
 /// The JSON body of `event` (`{type, timestamp, data}`), `data` carrying the task's `owners`,
 /// `labels` and `timezone` and, when the event names none, the `node` that raised it.
-pub(crate) fn body(
-    event: &SchedulerEvent,
-    at: DateTime<Utc>,
-    tags: &TaskTags,
-    node: &str,
-) -> String {
+pub(crate) fn body(event: &Event, at: DateTime<Utc>, node: &str) -> String {
     let mut body: serde_json::Value =
         serde_json::from_str(&crate::webhook::body(event, at)).unwrap_or_default();
     if let Some(data) = body["data"].as_object_mut() {
-        data.insert("owners".into(), serde_json::json!(tags.owners));
-        data.insert("labels".into(), serde_json::json!(tags.labels));
-        data.insert("timezone".into(), serde_json::json!(tags.timezone));
+        data.insert("owners".into(), serde_json::json!(event.tags.owners));
+        data.insert("labels".into(), serde_json::json!(event.tags.labels));
+        data.insert("timezone".into(), serde_json::json!(event.tags.timezone));
         if !data.contains_key("run") && !data.contains_key("node") {
             data.insert("node".into(), serde_json::json!(node));
         }
@@ -141,17 +74,18 @@ pub(crate) fn body(
 
 impl EventSink for AlertSink {
     /// Queues `event` once per channel it is routed to; never waits.
-    fn offer(&self, event: &SchedulerEvent) {
+    fn offer(&self, event: &Event) {
         let kind = event.kind();
         if !self.channels.channels.iter().any(|c| c.sends(kind)) {
             return;
         }
-        let tags = self.tags_for(event);
-        let targets = self.channels.route_event(kind, &tags.owners, &tags.labels);
+        let targets = self
+            .channels
+            .route_event(kind, event.owners(), event.labels());
         if targets.is_empty() {
             return;
         }
-        let payload = body(event, Utc::now(), &tags, &self.node_id);
+        let payload = body(event, Utc::now(), &self.node_id);
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         for channel in targets {
             queue.push(NewEvent::new(kind, payload.clone()).to_channel(channel));
@@ -440,16 +374,19 @@ mod tests {
 
     #[test]
     fn the_body_carries_owners_labels_zone_and_node() {
-        let event = SchedulerEvent::TaskOrphaned {
-            task: "old.task".into(),
-        };
-        let tags = TaskTags {
-            owners: vec!["a@example.com".into()],
-            labels: [("team".to_owned(), "ads".to_owned())].into(),
-            timezone: Some("Asia/Shanghai".into()),
+        let event = Event {
+            event: crate::events::SchedulerEvent::TaskOrphaned {
+                task: "old.task".into(),
+            },
+            tags: Arc::new(crate::events::TaskTags {
+                owners: vec!["a@example.com".into()],
+                default_owners: false,
+                labels: [("team".to_owned(), "ads".to_owned())].into(),
+                timezone: "Asia/Shanghai".into(),
+            }),
         };
         let json: serde_json::Value =
-            serde_json::from_str(&body(&event, Utc::now(), &tags, "n1")).unwrap();
+            serde_json::from_str(&body(&event, Utc::now(), "n1")).unwrap();
         assert_eq!(json["type"], "task.orphaned");
         assert_eq!(json["data"]["task"], "old.task");
         assert_eq!(json["data"]["owners"], serde_json::json!(["a@example.com"]));

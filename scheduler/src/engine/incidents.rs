@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 use super::Shared;
 use super::service::Service;
-use crate::events::{EventSink, IncidentRef, SchedulerEvent};
+use crate::events::{Event, EventSink, IncidentRef, SchedulerEvent};
 use crate::store::{
     AlertFold, FoldDecision, FoldInput, IncidentClose, IncidentQuery, IncidentRecord, StoreError,
 };
@@ -76,7 +76,7 @@ fn closes(event: &SchedulerEvent) -> bool {
 /// keeper, hands every other event on at once.
 #[derive(Debug)]
 pub(crate) struct IncidentDesk {
-    queue: Mutex<Vec<SchedulerEvent>>,
+    queue: Mutex<Vec<Event>>,
     pub(crate) wake: Notify,
     /// Where alerts go on (the webhook's queue), if anywhere.
     downstream: Option<Arc<dyn EventSink>>,
@@ -91,17 +91,17 @@ impl IncidentDesk {
         }
     }
 
-    fn take(&self) -> Vec<SchedulerEvent> {
+    fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    fn put_back(&self, mut events: Vec<SchedulerEvent>) {
+    fn put_back(&self, mut events: Vec<Event>) {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         events.append(&mut queue);
         *queue = events;
     }
 
-    fn forward(&self, event: &SchedulerEvent) {
+    fn forward(&self, event: &Event) {
         if let Some(downstream) = &self.downstream {
             downstream.offer(event);
         }
@@ -109,7 +109,7 @@ impl IncidentDesk {
 }
 
 impl EventSink for IncidentDesk {
-    fn offer(&self, event: &SchedulerEvent) {
+    fn offer(&self, event: &Event) {
         let folded = folds(event);
         if folded || closes(event) {
             self.queue
@@ -120,7 +120,7 @@ impl EventSink for IncidentDesk {
         }
         // What only ends incidents still goes on as it is (if the channels send it); a
         // `task.recovered` goes on once the keeper knows whether its incident was sent.
-        if !folded && !matches!(event, SchedulerEvent::Recovered { .. }) {
+        if !folded && !matches!(event.event, SchedulerEvent::Recovered { .. }) {
             self.forward(event);
         }
     }
@@ -192,8 +192,8 @@ pub(crate) struct IncidentKeeper {
 
 /// One step of a pass, in the order the events were raised.
 enum Step {
-    Fold(Vec<(SchedulerEvent, AlertFold)>),
-    Close(Vec<SchedulerEvent>),
+    Fold(Vec<(Event, AlertFold)>),
+    Close(Vec<Event>),
 }
 
 impl IncidentKeeper {
@@ -329,7 +329,7 @@ impl IncidentKeeper {
 
     async fn fold(
         &self,
-        batch: &[(SchedulerEvent, AlertFold)],
+        batch: &[(Event, AlertFold)],
         pass: &mut KeeperPass,
         open: &mut Option<(tokio::time::Instant, Vec<(String, String)>)>,
     ) -> Result<(), StoreError> {
@@ -354,7 +354,7 @@ impl IncidentKeeper {
 
     async fn close(
         &self,
-        batch: &[SchedulerEvent],
+        batch: &[Event],
         pass: &mut KeeperPass,
         open: &mut Option<(tokio::time::Instant, Vec<(String, String)>)>,
     ) -> Result<(), StoreError> {
@@ -406,7 +406,7 @@ impl IncidentKeeper {
         // A `task.recovered` goes on unless it ends a missed-run incident whose alert was
         // never sent (held back by a snooze).
         for event in batch {
-            if let SchedulerEvent::Recovered { task, .. } = event {
+            if let SchedulerEvent::Recovered { task, .. } = &event.event {
                 let held_back = closed.iter().any(|i| {
                     i.task_name == *task && i.kind == "task.missed" && i.notified_at.is_none()
                 });

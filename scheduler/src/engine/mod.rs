@@ -216,14 +216,7 @@ impl Engine {
         #[cfg(feature = "webhook")] channels: Option<crate::channels::Channels>,
     ) -> Self {
         #[cfg(feature = "webhook")]
-        let alerts = channels.map(|c| {
-            Arc::new(AlertSink::new(
-                Arc::new(c),
-                &settings.node_id,
-                settings.default_owners.clone(),
-                settings.default_timezone,
-            ))
-        });
+        let alerts = channels.map(|c| Arc::new(AlertSink::new(Arc::new(c), &settings.node_id)));
         #[cfg(feature = "webhook")]
         let sink = alerts
             .clone()
@@ -241,6 +234,9 @@ impl Engine {
         ));
         let store_description = store.describe();
         let metrics = Arc::new(crate::metrics::Metrics::new());
+        let events = crate::events::EventBus::counted(metrics.events_dropped.clone())
+            .with_sink(sink)
+            .with_defaults(settings.default_owners.clone(), settings.default_timezone);
         let shared = Arc::new(Shared {
             store,
             registry,
@@ -259,8 +255,7 @@ impl Engine {
             specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
-            events: crate::events::EventBus::counted(metrics.events_dropped.clone())
-                .with_sink(sink),
+            events,
             metrics,
             #[cfg(feature = "webhook")]
             alerts,

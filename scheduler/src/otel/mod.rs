@@ -9,7 +9,9 @@
 //!
 //! - **a span per run**, named `run <task>`, from the run's start to its end, with the
 //!   attributes `scheduler.task`, `scheduler.run_id`, `scheduler.scheduled_at` (the tick, RFC
-//!   3339), `scheduler.attempt`, `scheduler.trigger`, `scheduler.node`, and at its end
+//!   3339), `scheduler.attempt`, `scheduler.trigger`, `scheduler.node`, `scheduler.owners`
+//!   (the task's owners, a string array) and `scheduler.label.<key>` for each of its labels
+//!   (see [`TaskTags`](crate::events::TaskTags)), and at its end
 //!   `scheduler.outcome` (`succeeded`, `failed`, `timed_out`, `interrupted`, `cancelled`: the
 //!   `outcome` of `scheduler_task_runs_total`) and `scheduler.event` (the [event](crate::events)
 //!   that ended it). A failed, timed-out or abandoned run has the status `Error` with its

@@ -9,7 +9,7 @@ use opentelemetry::KeyValue;
 use opentelemetry::trace::{Span as _, SpanKind, Status, Tracer as _};
 use opentelemetry_sdk::trace::SdkTracer;
 
-use crate::events::{EventSink, RunRef, SchedulerEvent};
+use crate::events::{Event, EventSink, RunRef, SchedulerEvent, TaskTags};
 
 /// Turns a node's run events into spans: a run's span starts at its `run.started` and ends
 /// at the event that ends it.
@@ -33,27 +33,42 @@ impl RunSpans {
         }
     }
 
-    fn start(&self, run: &RunRef) -> opentelemetry_sdk::trace::Span {
+    fn start(&self, run: &RunRef, tags: &TaskTags) -> opentelemetry_sdk::trace::Span {
+        // Who answers for the run, as its alerts say: a trace backend can route and filter by
+        // owner and label without a table of its own.
+        let owners =
+            opentelemetry::Array::String(tags.owners.iter().map(|o| o.clone().into()).collect());
+        let labels = tags
+            .labels
+            .iter()
+            .map(|(k, v)| KeyValue::new(format!("scheduler.label.{k}"), v.clone()));
         self.tracer
             .span_builder(format!("run {}", run.task))
             .with_kind(SpanKind::Internal)
             .with_start_time(SystemTime::now())
-            .with_attributes([
-                KeyValue::new("scheduler.task", run.task.clone()),
-                KeyValue::new("scheduler.run_id", run.run_id),
-                KeyValue::new(
-                    "scheduler.scheduled_at",
-                    run.scheduled_at
-                        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-                ),
-                KeyValue::new("scheduler.attempt", i64::from(run.attempt)),
-                KeyValue::new("scheduler.trigger", run.trigger.clone()),
-                KeyValue::new("scheduler.node", run.node.clone()),
-            ])
+            .with_attributes(
+                [
+                    KeyValue::new("scheduler.task", run.task.clone()),
+                    KeyValue::new("scheduler.run_id", run.run_id),
+                    KeyValue::new(
+                        "scheduler.scheduled_at",
+                        run.scheduled_at
+                            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    ),
+                    KeyValue::new("scheduler.attempt", i64::from(run.attempt)),
+                    KeyValue::new("scheduler.trigger", run.trigger.clone()),
+                    KeyValue::new("scheduler.node", run.node.clone()),
+                    KeyValue::new("scheduler.owners", opentelemetry::Value::Array(owners)),
+                ]
+                .into_iter()
+                .chain(labels)
+                .collect::<Vec<_>>(),
+            )
             .start(&self.tracer)
     }
 
-    fn end(&self, run: &RunRef, kind: &'static str, outcome: &'static str, error: Option<&str>) {
+    fn end(&self, event: &Event, run: &RunRef, outcome: &'static str, error: Option<&str>) {
+        let kind = event.kind();
         let open = self
             .open
             .lock()
@@ -61,7 +76,7 @@ impl RunSpans {
             .remove(&run.run_id);
         // A run handed back or cancelled before its handler started has no start: its span is
         // its end.
-        let mut span = open.unwrap_or_else(|| self.start(run));
+        let mut span = open.unwrap_or_else(|| self.start(run, &event.tags));
         span.set_attribute(KeyValue::new("scheduler.outcome", outcome));
         span.set_attribute(KeyValue::new("scheduler.event", kind));
         match (outcome, error) {
@@ -87,29 +102,25 @@ impl RunSpans {
 }
 
 impl EventSink for RunSpans {
-    fn offer(&self, event: &SchedulerEvent) {
+    fn offer(&self, event: &Event) {
         use SchedulerEvent as E;
-        match event {
+        match &event.event {
             E::RunStarted { run } => {
-                let span = self.start(run);
+                let span = self.start(run, &event.tags);
                 self.open
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(run.run_id, span);
             }
-            E::RunSucceeded { run, .. } => self.end(run, event.kind(), "succeeded", None),
-            E::RunFailed { run, error, .. } => self.end(run, event.kind(), "failed", Some(error)),
-            E::RunTimedOut { run, error, .. } => {
-                self.end(run, event.kind(), "timed_out", Some(error))
-            }
+            E::RunSucceeded { run, .. } => self.end(event, run, "succeeded", None),
+            E::RunFailed { run, error, .. } => self.end(event, run, "failed", Some(error)),
+            E::RunTimedOut { run, error, .. } => self.end(event, run, "timed_out", Some(error)),
             // Handed over: its tick runs again, so not an error.
-            E::RunInterrupted { run, .. } => self.end(run, event.kind(), "interrupted", None),
+            E::RunInterrupted { run, .. } => self.end(event, run, "interrupted", None),
             // At most once, stopped before it finished: what it did is unknown.
-            E::RunAbandoned { run, reason } => {
-                self.end(run, event.kind(), "interrupted", Some(reason))
-            }
+            E::RunAbandoned { run, reason } => self.end(event, run, "interrupted", Some(reason)),
             // An operator's decision, not a failure.
-            E::RunCancelled { run, .. } => self.end(run, event.kind(), "cancelled", None),
+            E::RunCancelled { run, .. } => self.end(event, run, "cancelled", None),
             _ => {}
         }
     }
