@@ -22,6 +22,7 @@
 //! | `scheduler_config_read_errors_total` | counter | — |
 //! | `scheduler_webhook_deliveries_total` | counter | `result` (`delivered`, `retry`, `failed`, `disabled`, `dropped`: given up unsent, the outbox over its bound) |
 //! | `scheduler_events_dropped_total` | counter | — (events slow subscribers lost) |
+//! | `scheduler_handler_threads_replaced_total` | counter | — (handler threads held inside one poll by a handler that blocks or spins, each replaced by a new thread) |
 //! | `scheduler_build_info` | gauge | `version` (always 1) |
 
 use std::sync::atomic::AtomicU64;
@@ -119,6 +120,7 @@ pub struct Metrics {
     config_errors: Counter,
     webhook: Family<ResultLabel, Counter>,
     pub(crate) events_dropped: Counter,
+    pub(crate) handler_threads_replaced: Counter,
     /// Every family as registered (a family shows in the exposition once it has a sample).
     families: Vec<FamilyInfo>,
     #[cfg(feature = "otel")]
@@ -187,6 +189,7 @@ impl Metrics {
             config_errors: Counter::default(),
             webhook: Family::default(),
             events_dropped: Counter::default(),
+            handler_threads_replaced: Counter::default(),
             #[cfg(feature = "otel")]
             otel: std::sync::OnceLock::new(),
             registry: Registry::default(),
@@ -296,6 +299,13 @@ impl Metrics {
             "scheduler_events_dropped",
             "Events that slow subscribers lost",
             m.events_dropped.clone(),
+        );
+        register(
+            &mut registry,
+            &mut families,
+            "scheduler_handler_threads_replaced",
+            "Handler threads held inside one poll by a handler that blocks or spins, each replaced by a new thread",
+            m.handler_threads_replaced.clone(),
         );
         let build = Family::<VersionLabel, Gauge>::default();
         build

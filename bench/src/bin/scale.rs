@@ -200,12 +200,17 @@ async fn main() {
     let mut lags = Vec::new();
     let mut shares = Vec::new();
     let mut rss = Vec::new();
+    let mut replaced = 0u64;
     for node in &procs {
         let text = std::fs::read_to_string(&node.record)
             .unwrap_or_else(|e| panic!("{}: {e} (see its .log)", node.record.display()));
         let mut runs = 0u64;
         for line in text.lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
+            if f.first() == Some(&"#") && f.get(1) == Some(&"replaced") {
+                replaced += f[2].parse::<u64>().unwrap();
+                continue;
+            }
             if f.first() == Some(&"#") {
                 rss.push((
                     f[2].parse::<u64>().unwrap(),
@@ -297,6 +302,7 @@ async fn main() {
     );
     println!();
     println!("runs per node: {shares:?}");
+    println!("handler threads replaced as held, all nodes: {replaced}");
     println!(
         "statements per node per minute: {:?}",
         per_minute

@@ -81,6 +81,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.max_concurrent(n.parse()?);
     }
     let scheduler = builder.build()?;
+    let metrics = scheduler.metrics();
     let rss = Arc::new(Mutex::new((u64::MAX, 0u64)));
     let sampler = {
         let rss = Arc::clone(&rss);
@@ -107,6 +108,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         writeln!(out, "{task} {tick} {start}")?;
     }
     writeln!(out, "# rss_kb {min} {max} {hwm}")?;
+    // Handler threads replaced as held by their handlers (none should be: the handlers are
+    // no-ops, so a replacement here is a thread merely taken off its CPU).
+    let replaced = metrics
+        .encode()
+        .lines()
+        .find_map(|l| l.strip_prefix("scheduler_handler_threads_replaced_total "))
+        .map_or(0, |v| v.trim().parse::<f64>().unwrap_or(0.0) as u64);
+    writeln!(out, "# replaced {replaced}")?;
     out.flush()?;
     Ok(())
 }

@@ -167,7 +167,11 @@ impl Shared {
     pub(crate) fn handlers(&self) -> &Arc<runtime::HandlerThreads> {
         self.handlers.get_or_init(|| {
             let engine = tokio::runtime::Handle::current();
-            Arc::new(runtime::HandlerThreads::new(None, engine))
+            Arc::new(runtime::HandlerThreads::new(
+                None,
+                engine,
+                self.metrics.handler_threads_replaced.clone(),
+            ))
         })
     }
 
@@ -341,6 +345,7 @@ impl Engine {
             .set(Arc::new(runtime::HandlerThreads::new(
                 tokio::runtime::Handle::try_current().ok(),
                 engine.handle().clone(),
+                self.shared.metrics.handler_threads_replaced.clone(),
             )));
         let requested = CancellationToken::new();
         let view = self.view();

@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -90,11 +91,12 @@ pub(crate) struct HandlerThreads {
 
 impl HandlerThreads {
     /// Handlers run in the context of `context` (the application's runtime; `None`: the
-    /// engine's own); the pool is watched from `engine` (the engine runtime).
-    pub(crate) fn new(context: Option<Handle>, engine: Handle) -> Self {
+    /// engine's own); the pool is watched from `engine` (the engine runtime) and counts the
+    /// threads it replaces in `replaced`.
+    pub(crate) fn new(context: Option<Handle>, engine: Handle, replaced: Counter) -> Self {
         let context = context.unwrap_or_else(|| engine.clone());
         Self {
-            pool: pool::Pool::new(context, handler_workers(), &engine),
+            pool: pool::Pool::new(context, handler_workers(), &engine, replaced),
             waiting: Arc::default(),
             next: AtomicU64::new(0),
         }
@@ -180,6 +182,7 @@ mod tests {
         let threads = Arc::new(HandlerThreads::new(
             Some(app.handle().clone()),
             runtime.handle().clone(),
+            Counter::default(),
         ));
         // More blocked handlers than the machine has cores, and than either runtime has workers.
         let release = Arc::new(std::sync::Barrier::new(9));
@@ -223,7 +226,11 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let threads = HandlerThreads::new(Some(app.handle().clone()), runtime.handle().clone());
+        let threads = HandlerThreads::new(
+            Some(app.handle().clone()),
+            runtime.handle().clone(),
+            Counter::default(),
+        );
         let joined: Vec<_> = (0..1000)
             .map(|i| {
                 threads.spawn(async move {
@@ -244,7 +251,7 @@ mod tests {
     #[test]
     fn a_dropped_pool_still_finishes_its_handlers_and_its_threads_end() {
         let runtime = engine().unwrap();
-        let threads = HandlerThreads::new(None, runtime.handle().clone());
+        let threads = HandlerThreads::new(None, runtime.handle().clone(), Counter::default());
         let joined = threads.spawn(async {
             tokio::time::sleep(Duration::from_millis(50)).await;
             7
@@ -265,7 +272,11 @@ mod tests {
     #[test]
     fn a_panic_is_handed_back() {
         let runtime = engine().unwrap();
-        let threads = Arc::new(HandlerThreads::new(None, runtime.handle().clone()));
+        let threads = Arc::new(HandlerThreads::new(
+            None,
+            runtime.handle().clone(),
+            Counter::default(),
+        ));
         let joined = runtime
             .block_on(threads.spawn(async { panic!("boom") }))
             .unwrap();

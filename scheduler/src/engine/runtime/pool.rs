@@ -9,21 +9,32 @@
 //! - **Workers**: at most `target` of them count as *active*; an idle one waits on the queue.
 //!   Scheduling wakes an idle worker, or starts one while fewer than `target` are active.
 //! - **Blocked workers are replaced**: a worker inside one poll for longer than
-//!   [`BLOCKED_AFTER`] stops counting as active and a new worker is started in its place (by
-//!   whoever notices first: the supervisor, checking every [`CHECK_EVERY`] while work waits and
-//!   no worker is idle, or a scheduling that finds no idle worker). When the blocked poll ends,
-//!   its worker takes its place back if there is room, and otherwise ends.
+//!   [`BLOCKED_AFTER`] that is *held by its handler* stops counting as active and a new worker
+//!   is started in its place, by the supervisor, which checks every [`CHECK_EVERY`] while work
+//!   waits and no worker is idle. When the blocked poll ends, its worker takes its place back
+//!   if there is room, and otherwise ends. Each replacement counts in
+//!   `scheduler_handler_threads_replaced_total`.
+//! - **Held, not merely late** (Linux): a long poll is not always the handler's doing. On a
+//!   machine whose CPUs are oversubscribed (many nodes on two cores, a burst of ticks) a worker
+//!   is often taken off its CPU for longer than [`BLOCKED_AFTER`] in the middle of a quick
+//!   poll, and a new thread would only add to the queue for the CPU. So the supervisor asks the
+//!   kernel what the thread is doing (`/proc/self/task/TID/stat` and `schedstat`): asleep in the
+//!   kernel (`std::thread::sleep`, a synchronous client, a lock) is held; running or waiting
+//!   for a CPU is held only once it has used [`BLOCKED_AFTER`] of CPU time since the supervisor
+//!   first saw the poll over its limit (a handler that spins). Where the kernel cannot be asked
+//!   (other systems, no `/proc`), every poll over the limit counts as held.
 //! - **Every worker runs in the context of the application's runtime**, so what a handler
 //!   creates or spawns (timers, sockets, `tokio::spawn`) belongs to that runtime.
 //! - When the node's [`Pool`] is closed, idle workers end; work still queued or woken later
 //!   is run by workers started for it.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use async_task::Runnable;
+use prometheus_client::metrics::counter::Counter;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -42,8 +53,46 @@ const MAX_WORKERS: usize = 1 << 16;
 struct Worker {
     /// When the poll in progress began, in nanoseconds after the pool's base plus one; 0: none.
     polling_since: AtomicU64,
+    /// How many polls the worker has begun: tells one long poll from the next.
+    polls: AtomicU64,
     /// Replaced while blocked: no longer counted as active.
     replaced: AtomicBool,
+    /// The thread's kernel id (Linux; 0 until the thread has started, or elsewhere).
+    tid: AtomicI32,
+    /// The supervisor's first look at a poll over the limit: which poll (`polls`) and the
+    /// thread's CPU time then, in nanoseconds.
+    seen_poll: AtomicU64,
+    seen_cpu: AtomicU64,
+}
+
+impl Worker {
+    fn new() -> Self {
+        Self {
+            polling_since: AtomicU64::new(0),
+            polls: AtomicU64::new(0),
+            replaced: AtomicBool::new(false),
+            tid: AtomicI32::new(0),
+            seen_poll: AtomicU64::new(0),
+            seen_cpu: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the poll numbered `poll`, over the limit, is held by its handler (see the
+    /// module's documentation).
+    fn held(&self, poll: u64) -> bool {
+        let Some((state, cpu)) = thread::look(self.tid.load(Ordering::Acquire)) else {
+            return true;
+        };
+        if state != thread::State::OnCpu {
+            return true;
+        }
+        if self.seen_poll.swap(poll, Ordering::AcqRel) != poll {
+            self.seen_cpu.store(cpu, Ordering::Release);
+            return false;
+        }
+        let limit = u64::try_from(BLOCKED_AFTER.as_nanos()).unwrap_or(u64::MAX);
+        cpu.saturating_sub(self.seen_cpu.load(Ordering::Acquire)) > limit
+    }
 }
 
 #[derive(Debug, Default)]
@@ -71,12 +120,19 @@ pub(crate) struct Pool {
     available: Condvar,
     /// Wakes the supervisor: every worker is busy and work waits.
     busy: Arc<Notify>,
+    /// Counts replacements.
+    replaced: Counter,
 }
 
 impl Pool {
     /// A pool of `target` active workers polling in the context of `context`, supervised by a
-    /// task on `supervisor` (the engine runtime).
-    pub(crate) fn new(context: Handle, target: usize, supervisor: &Handle) -> Arc<Self> {
+    /// task on `supervisor` (the engine runtime); `replaced` counts the workers replaced.
+    pub(crate) fn new(
+        context: Handle,
+        target: usize,
+        supervisor: &Handle,
+        replaced: Counter,
+    ) -> Arc<Self> {
         let busy = Arc::new(Notify::new());
         let pool = Arc::new(Self {
             context,
@@ -85,6 +141,7 @@ impl Pool {
             state: Mutex::new(State::default()),
             available: Condvar::new(),
             busy: Arc::clone(&busy),
+            replaced,
         });
         supervisor.spawn(supervise(Arc::downgrade(&pool), busy));
         pool
@@ -129,9 +186,7 @@ impl Pool {
             self.start_worker(&mut state);
             return;
         }
-        // Every active worker is busy: replace the blocked ones now, and have the supervisor
-        // watch the others for as long as work waits.
-        self.replace_blocked(&mut state);
+        // Every active worker is busy: the supervisor watches them for as long as work waits.
         drop(state);
         self.busy.notify_one();
     }
@@ -141,25 +196,34 @@ impl Pool {
         !state.queue.is_empty() && state.idle == 0
     }
 
-    /// Replaces every worker that has been inside one poll for longer than [`BLOCKED_AFTER`],
-    /// and starts workers while fewer than `target` are active and work waits.
-    fn replace_blocked(self: &Arc<Self>, state: &mut State) {
+    /// The workers inside one poll for longer than [`BLOCKED_AFTER`] and not yet replaced,
+    /// each with the number of its poll.
+    fn long_polls(&self, state: &State) -> Vec<(Arc<Worker>, u64)> {
         let now = self.nanos_now();
         let limit = u64::try_from(BLOCKED_AFTER.as_nanos()).unwrap_or(u64::MAX);
-        let blocked: Vec<Arc<Worker>> = state
+        state
             .workers
             .iter()
-            .filter(|w| {
+            .filter_map(|w| {
                 let since = w.polling_since.load(Ordering::Acquire);
-                since != 0
-                    && now.saturating_add(1).saturating_sub(since) > limit
-                    && !w.replaced.load(Ordering::Acquire)
+                let poll = w.polls.load(Ordering::Acquire);
+                let long = since != 0 && now.saturating_add(1).saturating_sub(since) > limit;
+                (long && !w.replaced.load(Ordering::Acquire)).then(|| (Arc::clone(w), poll))
             })
-            .cloned()
-            .collect();
-        for worker in blocked {
-            worker.replaced.store(true, Ordering::Release);
-            state.active -= 1;
+            .collect()
+    }
+
+    /// Replaces the workers of `held` still inside the same poll, and starts workers while
+    /// fewer than `target` are active and work waits.
+    fn replace(self: &Arc<Self>, state: &mut State, held: &[(Arc<Worker>, u64)]) {
+        for (worker, poll) in held {
+            let same_poll = worker.polling_since.load(Ordering::Acquire) != 0
+                && worker.polls.load(Ordering::Acquire) == *poll;
+            if same_poll && !worker.replaced.load(Ordering::Acquire) {
+                worker.replaced.store(true, Ordering::Release);
+                state.active -= 1;
+                self.replaced.inc();
+            }
         }
         while state.active < self.target && Self::starved(state) {
             if !self.start_worker(state) {
@@ -168,15 +232,26 @@ impl Pool {
         }
     }
 
+    /// One look at the workers: replaces those held by their handlers; true while work waits
+    /// with no idle worker (look again soon).
+    fn look(self: &Arc<Self>) -> bool {
+        let long = self.long_polls(&self.lock());
+        // Asking the kernel takes a few system calls: not under the pool's lock.
+        let held: Vec<_> = long
+            .into_iter()
+            .filter(|(worker, poll)| worker.held(*poll))
+            .collect();
+        let mut state = self.lock();
+        self.replace(&mut state, &held);
+        Self::starved(&state)
+    }
+
     /// Starts a worker (counted as active); false if no thread could be had.
     fn start_worker(self: &Arc<Self>, state: &mut State) -> bool {
         if state.workers.len() >= MAX_WORKERS {
             return false;
         }
-        let worker = Arc::new(Worker {
-            polling_since: AtomicU64::new(0),
-            replaced: AtomicBool::new(false),
-        });
+        let worker = Arc::new(Worker::new());
         let pool = Arc::clone(self);
         let its = Arc::clone(&worker);
         let started = std::thread::Builder::new()
@@ -198,6 +273,7 @@ impl Pool {
     }
 
     fn work(self: &Arc<Self>, me: &Arc<Worker>) {
+        me.tid.store(thread::id(), Ordering::Release);
         let _context = self.context.enter();
         let mut state = self.lock();
         loop {
@@ -233,6 +309,7 @@ impl Pool {
                 }
             }
             drop(state);
+            me.polls.fetch_add(1, Ordering::AcqRel);
             me.polling_since
                 .store(self.nanos_now().saturating_add(1), Ordering::Release);
             // The futures catch their own panics (see `HandlerThreads::spawn`).
@@ -267,11 +344,7 @@ impl Drop for Pool {
 async fn supervise(pool: Weak<Pool>, busy: Arc<Notify>) {
     loop {
         let watching = match pool.upgrade() {
-            Some(pool) => {
-                let mut state = pool.lock();
-                pool.replace_blocked(&mut state);
-                Pool::starved(&state)
-            }
+            Some(pool) => pool.look(),
             None => return,
         };
         if watching {
@@ -279,6 +352,66 @@ async fn supervise(pool: Weak<Pool>, busy: Arc<Notify>) {
         } else {
             busy.notified().await;
         }
+    }
+}
+
+/// What the kernel says of a worker's thread.
+mod thread {
+    /// Where a thread is.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(super) enum State {
+        /// Running, or ready and waiting for a CPU.
+        OnCpu,
+        /// Asleep in the kernel, stopped, or anything else: not going on by itself.
+        Off,
+    }
+
+    /// The calling thread's kernel id (0 where there is none to ask about).
+    pub(super) fn id() -> i32 {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: gettid(2) has no preconditions and cannot fail.
+            unsafe { libc::gettid() }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            0
+        }
+    }
+
+    /// The state of this process's thread `tid` and the CPU time it has used, in
+    /// nanoseconds; `None` if the kernel cannot be asked.
+    pub(super) fn look(tid: i32) -> Option<(State, u64)> {
+        #[cfg(target_os = "linux")]
+        {
+            if tid == 0 {
+                return None;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+            let schedstat =
+                std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+            Some((parse_state(&stat)?, parse_cpu(&schedstat)?))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = tid;
+            None
+        }
+    }
+
+    /// The state field of a `stat` line: the first after the command name, which is in
+    /// parentheses and may hold spaces and parentheses of its own.
+    pub(super) fn parse_state(stat: &str) -> Option<State> {
+        let after = &stat[stat.rfind(')')? + 1..];
+        match after.split_whitespace().next()? {
+            "R" => Some(State::OnCpu),
+            _ => Some(State::Off),
+        }
+    }
+
+    /// The CPU time of a `schedstat` line: its first field, in nanoseconds.
+    pub(super) fn parse_cpu(schedstat: &str) -> Option<u64> {
+        schedstat.split_whitespace().next()?.parse().ok()
     }
 }
 
@@ -290,7 +423,12 @@ mod tests {
     fn work_queued_behind_a_blocked_worker_gets_a_new_one() {
         let engine = super::super::engine().unwrap();
         // One worker, which the first future blocks until the second one has run.
-        let pool = Pool::new(engine.handle().clone(), 1, engine.handle());
+        let pool = Pool::new(
+            engine.handle().clone(),
+            1,
+            engine.handle(),
+            Counter::default(),
+        );
         let (ran, quick_ran) = std::sync::mpsc::channel();
         let (unblock, blocked) = std::sync::mpsc::channel::<()>();
         let (done, finished) = std::sync::mpsc::channel();
@@ -318,5 +456,87 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(pool.threads(), 1);
+    }
+
+    #[test]
+    fn work_queued_behind_a_spinning_worker_gets_a_new_one() {
+        let engine = super::super::engine().unwrap();
+        let replaced = Counter::default();
+        let pool = Pool::new(
+            engine.handle().clone(),
+            1,
+            engine.handle(),
+            replaced.clone(),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let spinning = Arc::clone(&stop);
+        let (done, finished) = std::sync::mpsc::channel();
+        let first = done.clone();
+        pool.spawn(async move {
+            while !spinning.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            first.send("spinner").unwrap();
+        });
+        pool.spawn(async move {
+            done.send("quick").unwrap();
+        });
+        let hang = Duration::from_secs(60);
+        let got = finished.recv_timeout(hang);
+        stop.store(true, Ordering::Release);
+        assert_eq!(
+            got.expect("the second future never ran: nothing replaced the spinning worker"),
+            "quick"
+        );
+        assert_eq!(finished.recv_timeout(hang).unwrap(), "spinner");
+        assert_eq!(replaced.get(), 1);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_asleep_is_held_and_one_on_its_cpu_only_once_it_has_used_the_limit() {
+        // Asleep in the kernel: held at once.
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (wake, asleep) = std::sync::mpsc::channel::<()>();
+        let sleeper = std::thread::spawn(move || {
+            tid_tx.send(thread::id()).unwrap();
+            asleep.recv().unwrap();
+        });
+        let worker = Worker::new();
+        worker.tid.store(tid_rx.recv().unwrap(), Ordering::Release);
+        let settled = std::time::Instant::now() + Duration::from_secs(30);
+        while !worker.held(1) && std::time::Instant::now() < settled {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(worker.held(1), "a thread asleep in recv() is held");
+        wake.send(()).unwrap();
+        sleeper.join().unwrap();
+
+        // This thread, on its CPU: the first look at a poll only notes its CPU time; later
+        // looks call it held once it has used more than the limit since.
+        let me = Worker::new();
+        me.tid.store(thread::id(), Ordering::Release);
+        assert!(!me.held(7), "first look at poll 7");
+        assert!(!me.held(7), "no CPU time used since");
+        let cpu = |tid| thread::look(tid).unwrap().1;
+        let from = cpu(thread::id());
+        while cpu(thread::id()) - from <= 2 * u64::try_from(BLOCKED_AFTER.as_nanos()).unwrap() {
+            std::hint::spin_loop();
+        }
+        assert!(me.held(7), "spun for twice the limit");
+        assert!(!me.held(8), "a new poll starts over");
+    }
+
+    #[test]
+    fn the_kernels_lines_are_read() {
+        let stat = "4242 (scheduler-h) x) R 1 2 3";
+        assert_eq!(thread::parse_state(stat), Some(thread::State::OnCpu));
+        assert_eq!(
+            thread::parse_state("4242 (a b) S 1 2"),
+            Some(thread::State::Off)
+        );
+        assert_eq!(thread::parse_state("garbage"), None);
+        assert_eq!(thread::parse_cpu("123456 789 10\n"), Some(123_456));
+        assert_eq!(thread::parse_cpu(""), None);
     }
 }
