@@ -25,6 +25,7 @@ on_both_backends!(
     every_vendor_gets_its_documented_shape_signed_and_the_mail_arrives_over_starttls,
     owners_route_a_failure_to_two_channels_and_a_recovering_endpoint_gets_each_alert_once,
     subscribers_see_each_task_s_owners_and_labels_or_the_default_owners,
+    refusals_for_good_are_given_up_once_and_rate_limits_and_outages_are_retried,
 );
 
 const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -44,6 +45,16 @@ async fn chan_fails(ctx: TaskContext) -> Result<(), std::io::Error> {
 #[task(name = "chan.other")]
 async fn chan_other() {}
 
+#[task(name = "refusal.a")]
+async fn refusal_a() -> Result<(), std::io::Error> {
+    Err(std::io::Error::other("a broke"))
+}
+
+#[task(name = "refusal.b")]
+async fn refusal_b() -> Result<(), std::io::Error> {
+    Err(std::io::Error::other("b broke"))
+}
+
 // ---- receivers ------------------------------------------------------------------------------
 
 /// One request a receiver got.
@@ -55,6 +66,8 @@ struct Request {
     body: String,
     /// Whether the answer meant "taken" (2xx, and a zero code for the chat robots).
     accepted: bool,
+    /// When it arrived.
+    at: std::time::Instant,
 }
 
 impl Request {
@@ -82,7 +95,8 @@ impl Receiver {
     }
 }
 
-/// An HTTP receiver on a free port of 127.0.0.1; every path is taken, `answer` decides.
+/// An HTTP receiver on a free port of 127.0.0.1; every path is taken, `answer` decides (a
+/// 429 says `Retry-After: 2`, as Slack's rate limit does).
 async fn receiver(answer: Answer) -> (String, Arc<Receiver>, tokio::task::JoinHandle<()>) {
     let got = Arc::new(Receiver::default());
     let sink = Arc::clone(&got);
@@ -101,8 +115,14 @@ async fn receiver(answer: Answer) -> (String, Arc<Receiver>, tokio::task::JoinHa
                         .collect(),
                     body,
                     accepted,
+                    at: std::time::Instant::now(),
                 });
-                (axum::http::StatusCode::from_u16(status).unwrap(), text)
+                let retry_after = (status == 429).then_some([("retry-after", "2")]);
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    axum::response::AppendHeaders(retry_after.into_iter().flatten()),
+                    text,
+                )
             }
         },
     );
@@ -776,5 +796,176 @@ async fn subscribers_see_each_task_s_owners_and_labels_or_the_default_owners(db:
         assert_eq!(e.owners(), ["oncall@example.com"], "{e:?}");
         assert!(e.tags.default_owners);
         assert!(e.labels().is_empty());
+    }
+}
+
+/// Each vendor's refusals as its documentation gives them, from real receivers: two failing
+/// tasks raise two alerts (two incidents) to seven channels. Slack's 400 `invalid_payload`,
+/// 404 `no_service` and 410 `channel_is_archived` and Feishu's 200 with code 19021 (bad
+/// signature) are given up at the first attempt, say so in `/api/deliveries`, and leave the
+/// channel on (the second alert is still sent to it); a 429 with `Retry-After` is tried again
+/// no sooner than it says, a 503 and WeCom's rate-limit code 45009 are retried until taken.
+async fn refusals_for_good_are_given_up_once_and_rate_limits_and_outages_are_retried(db: &TestDb) {
+    let first_then_ok = |status: u16, body: &'static str| -> Answer {
+        Arc::new(move |n| {
+            if n == 0 {
+                (status, body.to_owned(), false)
+            } else {
+                (200, r#"{"errcode":0,"errmsg":"ok"}"#.to_owned(), true)
+            }
+        })
+    };
+    let refusals = [
+        ("slack-payload", always(400, "invalid_payload")),
+        ("slack-hook", always(404, "no_service")),
+        ("slack-archived", always(410, "channel_is_archived")),
+        ("slack-busy", first_then_ok(429, "rate_limited")),
+        ("slack-down", first_then_ok(503, "")),
+    ];
+    let mut got: BTreeMap<&str, Arc<Receiver>> = BTreeMap::new();
+    let mut servers = Vec::new();
+    let mut channels = Channels::new();
+    for (name, answer) in refusals {
+        let (base, receiver, server) = receiver(answer).await;
+        channels = channels
+            .with(Channel::new(
+                name,
+                ChannelKind::Slack {
+                    url: url(&base, "/services/T000/B000/x"),
+                },
+            ))
+            .unwrap();
+        got.insert(name, receiver);
+        servers.push(server);
+    }
+    let (feishu_base, feishu_got, server) = receiver(always(
+        200,
+        r#"{"code":19021,"msg":"sign match fail or timestamp is not within one hour from current time"}"#,
+    ))
+    .await;
+    servers.push(server);
+    got.insert("feishu-sign", feishu_got);
+    let (wecom_base, wecom_got, server) = receiver(first_then_ok(
+        200,
+        r#"{"errcode":45009,"errmsg":"api freq out of limit"}"#,
+    ))
+    .await;
+    servers.push(server);
+    got.insert("wecom-limit", wecom_got);
+    channels = channels
+        .with(Channel::new(
+            "feishu-sign",
+            ChannelKind::Feishu {
+                url: url(&feishu_base, "/open-apis/bot/v2/hook/x"),
+                secret: Some(Secret::new(FEISHU_SECRET)),
+            },
+        ))
+        .unwrap()
+        .with(Channel::new(
+            "wecom-limit",
+            ChannelKind::WeCom {
+                url: url(&wecom_base, "/cgi-bin/webhook/send?key=k"),
+            },
+        ))
+        .unwrap();
+    channels.retry_base = Duration::from_millis(200);
+    let n = start(
+        node(db, "a", tasks("refusal."))
+            .config_document(doc(vec![
+                entry("refusal.a", "0 0 1 1 *"),
+                entry("refusal.b", "0 0 1 1 *"),
+            ]))
+            .channels(channels)
+            .build()
+            .unwrap(),
+    );
+    trigger_all_now(db, 2).await;
+    // Two alerts to seven channels; every row settled (taken or given up).
+    wait_until(
+        Duration::from_secs(120),
+        "every delivery taken or given up",
+        || async {
+            let outbox = db.outbox().await;
+            outbox.len() == 14
+                && outbox
+                    .iter()
+                    .all(|(_, state)| state == "delivered" || state == "failed")
+        },
+    )
+    .await;
+    let deliveries = db.api().deliveries(200).await.unwrap();
+    let outbox = db.outbox().await;
+    n.stop().await;
+
+    for name in [
+        "slack-payload",
+        "slack-hook",
+        "slack-archived",
+        "feishu-sign",
+    ] {
+        let requests = got[name].all();
+        assert_eq!(
+            requests.len(),
+            2,
+            "{name}: one attempt per alert, none retried, the channel still on: {requests:#?}"
+        );
+        let logged: Vec<_> = deliveries.iter().filter(|d| d.channel == name).collect();
+        assert_eq!(logged.len(), 2, "{name}: {logged:#?}");
+        for d in logged {
+            assert_eq!(d.attempt, 1, "{d:?}");
+            let error = d.error.as_deref().unwrap_or_default();
+            assert!(error.contains("given up, not retried"), "{name}: {error}");
+        }
+    }
+    for (name, word) in [
+        ("slack-payload", "invalid_payload"),
+        ("slack-hook", "no_service"),
+        ("slack-archived", "channel_is_archived"),
+        ("feishu-sign", "19021"),
+    ] {
+        assert!(
+            deliveries
+                .iter()
+                .any(|d| d.channel == name
+                    && d.error.as_deref().unwrap_or_default().contains(word)),
+            "{name}: the delivery log names `{word}`"
+        );
+    }
+    assert_eq!(
+        outbox.iter().filter(|(_, state)| state == "failed").count(),
+        8,
+        "the four refusing channels' rows given up: {outbox:?}"
+    );
+    // Retried until taken: each alert exactly once.
+    for name in ["slack-busy", "slack-down", "wecom-limit"] {
+        let requests = got[name].all();
+        assert_eq!(
+            requests.len(),
+            3,
+            "{name}: one refusal, then both taken: {requests:#?}"
+        );
+        assert_eq!(got[name].accepted().len(), 2, "{name}");
+        let mut bodies: Vec<&str> = requests
+            .iter()
+            .filter(|r| r.accepted)
+            .map(|r| r.body.as_str())
+            .collect();
+        bodies.sort();
+        bodies.dedup();
+        assert_eq!(bodies.len(), 2, "{name}: each alert once");
+    }
+    // The 429's `Retry-After: 2` was honoured: its message came back no sooner.
+    let busy = got["slack-busy"].all();
+    let retry = busy[1..]
+        .iter()
+        .find(|r| r.body == busy[0].body)
+        .expect("the rate-limited message was sent again");
+    assert!(
+        retry.at - busy[0].at >= Duration::from_millis(1900),
+        "retried {:?} after a 429 that said 2 s",
+        retry.at - busy[0].at
+    );
+    for s in servers {
+        s.abort();
     }
 }

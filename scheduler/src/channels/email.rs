@@ -92,6 +92,7 @@ pub(super) async fn send(mail: &EmailSettings, timeout: Duration, alert: &Alert)
             delivered: true,
             gone: false,
             permanent: false,
+            retry_after: None,
         },
         Ok(Err(e)) => {
             let status = e.status().map(u16::from);

@@ -688,8 +688,11 @@ pub(crate) struct Outcome {
     pub delivered: bool,
     /// The endpoint is gone (410): send nothing more to it.
     pub gone: bool,
-    /// Retrying cannot help (a refused address, no recipient).
+    /// Retrying cannot help (a refused address, no recipient, a message the vendor refuses
+    /// for good): the delivery is given up, the channel stays on.
     pub permanent: bool,
+    /// The earliest the endpoint wants to be tried again (a 429's `Retry-After`).
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl Outcome {
@@ -700,6 +703,7 @@ impl Outcome {
             delivered: false,
             gone: false,
             permanent: false,
+            retry_after: None,
         }
     }
 }

@@ -15,6 +15,26 @@
 //! - **WeCom group robots**: `{"msgtype": "markdown", "markdown": {"content"}}` (at most 4,096
 //!   bytes); the robot answers `{"errcode": 0}`.
 //!
+//! **What a refusal means** is decided per vendor, from its documentation:
+//!
+//! | Answer | Every vendor | Slack |
+//! |---|---|---|
+//! | no answer, 5xx, other 4xx | retried (backoff) | retried |
+//! | 429 | retried, not before its `Retry-After` (seconds or a date) | the same |
+//! | 410 | the channel is disabled (Standard Webhooks: the endpoint is gone) | this delivery given up, the channel stays on |
+//! | 400 | retried | this message refused (`invalid_payload`, `user_not_found`, ...): given up, the channel stays on |
+//! | 403, 404 | retried | the webhook refused (`action_prohibited`, `channel_not_found`, `no_service`, `invalid_token`, ...): given up, the channel stays on |
+//!
+//! Slack's refusals say what an operator must fix in Slack (unarchive the channel, re-enable
+//! the app, lift a posting restriction); retrying the same message cannot help, and disabling
+//! the channel could only be undone by a new URL, so the next alert is tried again. The chat
+//! robots answer 200 with a code: a code that names a configuration fault (Feishu 19001,
+//! 19007, 19021 signature, 19022 IP allow-list, 19024 keyword; DingTalk 300001 unknown token,
+//! 310000 signature, keyword or IP; WeCom 93000 bad webhook key, 40008 message type) is given
+//! up; a rate limit (Feishu 11232, DingTalk 130101 and 410100, WeCom 45009) or any other code is
+//! retried. A delivery given up says why in the delivery log (`/api/deliveries`), with "not
+//! retried", and is logged once.
+//!
 //! Redirects are not followed; URLs never reach an error message.
 
 use base64::Engine;
@@ -44,15 +64,105 @@ pub(crate) fn dingtalk_sign(secret: &str, timestamp: i64) -> String {
     STANDARD.encode(mac.finalize().into_bytes())
 }
 
-/// Posts `body` as JSON; what came of it, judged by `accept` on the answer's body when the
-/// status is 2xx.
+/// What a vendor's refusal calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Try again later.
+    Retry,
+    /// This delivery cannot succeed: give it up, keep the channel.
+    GiveUp,
+    /// The endpoint is gone: disable the channel.
+    Gone,
+}
+
+/// How one vendor's answers are read.
+struct Judge {
+    /// The vendor, as a delivery's error names it.
+    vendor: &'static str,
+    /// A non-2xx status (with the answer's body).
+    status: fn(u16, &str) -> Verdict,
+    /// A 2xx answer's body: `Ok` when taken.
+    body: fn(&str) -> Result<(), (String, Verdict)>,
+}
+
+/// Any status but 2xx is retried, except 410 (Standard Webhooks: the endpoint is gone).
+fn by_status(status: u16, _: &str) -> Verdict {
+    if status == 410 {
+        Verdict::Gone
+    } else {
+        Verdict::Retry
+    }
+}
+
+/// Slack's incoming webhooks answer a refusal with a status and a word
+/// (<https://api.slack.com/messaging/webhooks#handling_errors>): 400 for this message
+/// (`invalid_payload`, `user_not_found`, `no_service_id`, ...), 403, 404 and 410 for the
+/// webhook or its channel (`action_prohibited`, `posting_to_general_channel_denied`,
+/// `invalid_token`, `channel_not_found`, `no_service`, `no_team`, `channel_is_archived`,
+/// `team_disabled`): none changes by sending the same message again.
+fn slack_status(status: u16, _: &str) -> Verdict {
+    match status {
+        400 | 403 | 404 | 410 => Verdict::GiveUp,
+        _ => Verdict::Retry,
+    }
+}
+
+const WEBHOOK: Judge = Judge {
+    vendor: "the endpoint",
+    status: by_status,
+    body: any_answer,
+};
+const SLACK: Judge = Judge {
+    vendor: "Slack",
+    status: slack_status,
+    body: any_answer,
+};
+const FEISHU: Judge = Judge {
+    vendor: "the Feishu bot",
+    status: by_status,
+    body: feishu_code,
+};
+const DINGTALK: Judge = Judge {
+    vendor: "the DingTalk robot",
+    status: by_status,
+    body: dingtalk_code,
+};
+const WECOM: Judge = Judge {
+    vendor: "the WeCom robot",
+    status: by_status,
+    body: wecom_code,
+};
+
+/// The longest a `Retry-After` is honoured (the backoff's own bound).
+const MAX_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(6 * 3600);
+
+/// A `Retry-After` header: delay-seconds or an HTTP date (RFC 9110 section 10.2.3).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    let wait = match value.parse::<u64>() {
+        Ok(seconds) => std::time::Duration::from_secs(seconds),
+        Err(_) => {
+            let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+            (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+                .to_std()
+                .unwrap_or_default()
+        }
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+/// Posts `body` as JSON; what came of it, as `judge` reads the answer.
 async fn post(
     client: &reqwest::Client,
     channel: &Channel,
     url: reqwest::Url,
     headers: &[(&str, String)],
     body: String,
-    accept: fn(&str) -> Result<(), String>,
+    judge: &Judge,
 ) -> Outcome {
     let mut request = client
         .post(url)
@@ -66,22 +176,39 @@ async fn post(
         Err(e) => return Outcome::failed(request_error(e)),
     };
     let status = response.status().as_u16();
+    let wait = (status == 429)
+        .then(|| retry_after(response.headers()))
+        .flatten();
     let text = response.text().await.unwrap_or_default();
     let mut outcome = Outcome {
         status: Some(status),
         error: None,
         delivered: false,
-        gone: status == 410,
+        gone: false,
         permanent: false,
+        retry_after: wait,
     };
-    if (200..300).contains(&status) {
-        match accept(&text) {
-            Ok(()) => outcome.delivered = true,
-            Err(e) => outcome.error = Some(e),
+    let (error, verdict) = if (200..300).contains(&status) {
+        match (judge.body)(&text) {
+            Ok(()) => {
+                outcome.delivered = true;
+                return outcome;
+            }
+            Err(refusal) => refusal,
         }
     } else {
-        outcome.error = Some(format!("the endpoint answered {status}{}", excerpt(&text)));
-    }
+        (
+            format!("{} answered {status}{}", judge.vendor, excerpt(&text)),
+            (judge.status)(status, &text),
+        )
+    };
+    outcome.error = Some(match verdict {
+        Verdict::Retry => error,
+        Verdict::GiveUp => format!("{error} (a refusal for good: given up, not retried)"),
+        Verdict::Gone => format!("{error} (gone: the channel is disabled)"),
+    });
+    outcome.permanent = verdict == Verdict::GiveUp;
+    outcome.gone = verdict == Verdict::Gone;
     outcome
 }
 
@@ -101,16 +228,14 @@ fn request_error(error: reqwest::Error) -> String {
     crate::redact::redact_text(&crate::causes::error_chain(&error))
 }
 
-fn any_answer(_: &str) -> Result<(), String> {
+fn any_answer(_: &str) -> Result<(), (String, Verdict)> {
     Ok(())
 }
 
 /// Feishu and DingTalk/WeCom refuse with a 200 and a code: `code`/`StatusCode` (Feishu) or
-/// `errcode` must be 0 when present.
-fn zero_code(text: &str) -> Result<(), String> {
-    let Ok(json) = serde_json::from_str::<serde_json::Value>(text) else {
-        return Ok(());
-    };
+/// `errcode` must be 0 when present. `Err` holds the code and what to say.
+fn nonzero_code(text: &str) -> Option<(i64, String)> {
+    let json = serde_json::from_str::<serde_json::Value>(text).ok()?;
     for field in ["code", "errcode", "StatusCode"] {
         if let Some(code) = json[field].as_i64()
             && code != 0
@@ -119,13 +244,43 @@ fn zero_code(text: &str) -> Result<(), String> {
                 .as_str()
                 .or_else(|| json["errmsg"].as_str())
                 .unwrap_or_default();
-            return Err(format!(
-                "the robot refused it: {field} {code}{}",
-                excerpt(message)
+            return Some((
+                code,
+                format!("the robot refused it: {field} {code}{}", excerpt(message)),
             ));
         }
     }
-    Ok(())
+    None
+}
+
+/// A robot's answer: taken unless it holds a non-zero code; given up when the code is one of
+/// `for_good` (a configuration fault a retry cannot mend), retried otherwise (rate limits,
+/// codes not documented as permanent).
+fn robot_code(text: &str, for_good: &[i64]) -> Result<(), (String, Verdict)> {
+    match nonzero_code(text) {
+        None => Ok(()),
+        Some((code, error)) if for_good.contains(&code) => Err((error, Verdict::GiveUp)),
+        Some((_, error)) => Err((error, Verdict::Retry)),
+    }
+}
+
+/// Feishu custom bots: 19001 (the webhook's token is invalid), 19007 (the bot is not enabled),
+/// 19021 (signature or timestamp), 19022 (IP not allowed), 19024 (keyword missing). 9499, a
+/// generic refusal of the gateway, and 11232 (rate limit) are retried.
+fn feishu_code(text: &str) -> Result<(), (String, Verdict)> {
+    robot_code(text, &[19001, 19007, 19021, 19022, 19024])
+}
+
+/// DingTalk custom robots: 300001 (no such token), 310000 (signature, keyword or IP
+/// allow-list). 130101 and 410100 (sending too fast) are retried.
+fn dingtalk_code(text: &str) -> Result<(), (String, Verdict)> {
+    robot_code(text, &[300001, 310000])
+}
+
+/// WeCom group robots: 93000 (invalid webhook key), 40008 (invalid message type). 45009
+/// (rate limit) and -1 (system busy) are retried.
+fn wecom_code(text: &str) -> Result<(), (String, Verdict)> {
+    robot_code(text, &[93000, 40008])
 }
 
 pub(super) async fn standard_webhook(
@@ -151,7 +306,7 @@ pub(super) async fn standard_webhook(
         url.clone(),
         &headers,
         payload.to_owned(),
-        any_answer,
+        &WEBHOOK,
     )
     .await
 }
@@ -168,7 +323,7 @@ pub(super) async fn slack(
         url.clone(),
         &[],
         slack_body(alert).to_string(),
-        any_answer,
+        &SLACK,
     )
     .await
 }
@@ -219,15 +374,7 @@ pub(super) async fn feishu(
     alert: &Alert,
 ) -> Outcome {
     let body = feishu_body(alert, secret, chrono::Utc::now().timestamp());
-    post(
-        client,
-        channel,
-        url.clone(),
-        &[],
-        body.to_string(),
-        zero_code,
-    )
-    .await
+    post(client, channel, url.clone(), &[], body.to_string(), &FEISHU).await
 }
 
 pub(crate) fn feishu_body(
@@ -266,7 +413,7 @@ pub(super) async fn dingtalk(
         url,
         &[],
         dingtalk_body(alert).to_string(),
-        zero_code,
+        &DINGTALK,
     )
     .await
 }
@@ -302,7 +449,7 @@ pub(super) async fn wecom(
         url.clone(),
         &[],
         wecom_body(alert).to_string(),
-        zero_code,
+        &WECOM,
     )
     .await
 }
@@ -341,11 +488,86 @@ mod tests {
 
     #[test]
     fn a_refusal_in_a_200_is_not_a_delivery() {
-        assert!(zero_code(r#"{"code":0,"msg":"success"}"#).is_ok());
-        assert!(zero_code(r#"{"errcode":0,"errmsg":"ok"}"#).is_ok());
-        let e = zero_code(r#"{"code":19021,"msg":"sign match fail or timestamp is not within one hour from current time"}"#).unwrap_err();
+        assert!(feishu_code(r#"{"code":0,"msg":"success"}"#).is_ok());
+        assert!(wecom_code(r#"{"errcode":0,"errmsg":"ok"}"#).is_ok());
+        let (e, verdict) = feishu_code(r#"{"code":19021,"msg":"sign match fail or timestamp is not within one hour from current time"}"#).unwrap_err();
         assert!(e.contains("19021"), "{e}");
-        assert!(zero_code(r#"{"errcode":310000,"errmsg":"sign not match"}"#).is_err());
-        assert!(zero_code("ok").is_ok());
+        assert_eq!(verdict, Verdict::GiveUp);
+        let (_, verdict) =
+            dingtalk_code(r#"{"errcode":310000,"errmsg":"sign not match"}"#).unwrap_err();
+        assert_eq!(verdict, Verdict::GiveUp);
+        assert!(dingtalk_code("ok").is_ok());
+    }
+
+    #[test]
+    fn rate_limits_and_unknown_codes_are_retried_configuration_faults_are_not() {
+        for (judge, text) in [
+            (
+                feishu_code as fn(&str) -> _,
+                r#"{"code":11232,"msg":"frequency limited"}"#,
+            ),
+            (feishu_code, r#"{"code":9499,"msg":"Bad Request"}"#),
+            (
+                dingtalk_code,
+                r#"{"errcode":130101,"errmsg":"send too fast"}"#,
+            ),
+            (
+                wecom_code,
+                r#"{"errcode":45009,"errmsg":"api freq out of limit"}"#,
+            ),
+            (wecom_code, r#"{"errcode":-1,"errmsg":"system busy"}"#),
+        ] {
+            assert_eq!(judge(text).unwrap_err().1, Verdict::Retry, "{text}");
+        }
+        for (judge, text) in [
+            (
+                feishu_code as fn(&str) -> _,
+                r#"{"code":19024,"msg":"Key Words Not Found"}"#,
+            ),
+            (
+                wecom_code,
+                r#"{"errcode":93000,"errmsg":"invalid webhook url"}"#,
+            ),
+            (
+                dingtalk_code,
+                r#"{"errcode":300001,"errmsg":"token is not exist"}"#,
+            ),
+        ] {
+            assert_eq!(judge(text).unwrap_err().1, Verdict::GiveUp, "{text}");
+        }
+    }
+
+    #[test]
+    fn slack_s_refusals_are_given_up_and_only_a_webhook_410_disables() {
+        for status in [400, 403, 404, 410] {
+            assert_eq!(slack_status(status, ""), Verdict::GiveUp, "{status}");
+        }
+        for status in [429, 500, 502, 503] {
+            assert_eq!(slack_status(status, ""), Verdict::Retry, "{status}");
+        }
+        assert_eq!(by_status(410, ""), Verdict::Gone);
+        assert_eq!(by_status(400, ""), Verdict::Retry);
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_a_date_and_bounded() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "7".parse().unwrap());
+        assert_eq!(
+            retry_after(&headers),
+            Some(std::time::Duration::from_secs(7))
+        );
+        let later = (chrono::Utc::now() + chrono::TimeDelta::seconds(120)).to_rfc2822();
+        headers.insert("retry-after", later.parse().unwrap());
+        let wait = retry_after(&headers).unwrap();
+        assert!(
+            wait > std::time::Duration::from_secs(100)
+                && wait <= std::time::Duration::from_secs(120),
+            "{wait:?}"
+        );
+        headers.insert("retry-after", "99999999".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(MAX_RETRY_AFTER));
+        headers.insert("retry-after", "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers), None);
     }
 }

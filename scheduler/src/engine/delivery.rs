@@ -187,10 +187,11 @@ async fn send(
     } else if outcome.permanent || attempt >= MAX_ATTEMPTS {
         DeliveryNext::Failed
     } else {
+        // Not before the endpoint's own `Retry-After`, if it sent one.
+        let pause =
+            retry_delay(channels.retry_base, attempt).max(outcome.retry_after.unwrap_or_default());
         DeliveryNext::RetryAt(
-            Utc::now()
-                + chrono::TimeDelta::from_std(retry_delay(channels.retry_base, attempt))
-                    .unwrap_or(chrono::TimeDelta::hours(1)),
+            Utc::now() + chrono::TimeDelta::from_std(pause).unwrap_or(chrono::TimeDelta::hours(1)),
         )
     };
     let mut delivery = Delivery::new(row.id, attempt, node_id, next);
@@ -313,6 +314,10 @@ impl Service for Deliverer {
                     let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
                     self.retries.push(Instant::now() + wait);
                     tracing::warn!(event = row.id, channel = %row.channel, kind = %row.kind, attempt = delivery.attempt, error, "alert delivery failed; retrying");
+                }
+                // Once per delivery, never per attempt.
+                DeliveryNext::Failed if delivery.attempt < MAX_ATTEMPTS => {
+                    tracing::error!(event = row.id, channel = %row.channel, kind = %row.kind, attempts = delivery.attempt, error, "alert delivery refused for good: given up without retrying (the channel stays on; the next alert is tried)")
                 }
                 DeliveryNext::Failed => {
                     tracing::error!(event = row.id, channel = %row.channel, kind = %row.kind, attempts = delivery.attempt, error, "alert delivery given up")

@@ -16,7 +16,9 @@
 //!   and records every attempt in the delivery log. Each event keeps its `webhook-id` across
 //!   retries, so a receiver can drop duplicates (an attempt whose answer was lost is retried).
 //! - **Retries:** any answer but 2xx, or none within the timeout, is retried after 10 s, 30 s,
-//!   90 s, ... (times 3, at most 6 h), 8 attempts in all, then the event is `failed`.
+//!   90 s, ... (times 3, at most 6 h), 8 attempts in all, then the event is `failed`; a 429's
+//!   `Retry-After` is honoured (the next attempt is not sooner). The chat channels give up
+//!   at once on their vendors' refusals for good (see [`crate::channels`]).
 //! - **Bounded and concurrent:** at most [`DEFAULT_MAX_PENDING`] undelivered events are kept
 //!   (older ones are given up, counted as `dropped` and logged), so an endpoint that hangs for
 //!   hours cannot grow the outbox without bound; a node has up to [`DELIVERY_CONCURRENCY`]
