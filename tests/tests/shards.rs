@@ -23,6 +23,7 @@ on_both_backends! {
     postgres_only:
         shards_spread_over_three_node_processes,
         a_killed_nodes_shards_are_taken_over_and_none_runs_twice,
+        a_killed_nodes_shards_are_not_rerun_with_recovery_never,
 }
 
 /// What the in-process handlers saw: (node, tick, shard) per run, at its end.
@@ -176,7 +177,7 @@ fn whole_ticks(ledger: &Ledger, total: u32) -> BTreeSet<i64> {
         .collect()
 }
 
-/// Starts a `test_node` process on `db` running `shard.work` per `config`.
+/// Starts a `test_node` process on `db` running the sharded task of `config`.
 fn spawn_node(
     db: &TestDb,
     id: &str,
@@ -198,12 +199,18 @@ fn spawn_node(
         .expect("start a node process")
 }
 
+/// A config running `shard.work` with `shards` shards every 2 s.
 fn shard_config(dir: &Path, shards: u32) -> std::path::PathBuf {
+    task_config(dir, "shard.work", shards)
+}
+
+/// A config running `task` (a sharded task of `test_node`) with `shards` shards every 2 s.
+fn task_config(dir: &Path, task: &str, shards: u32) -> std::path::PathBuf {
     let config = dir.join("tasks.json");
     std::fs::write(
         &config,
         format!(
-            r#"{{"tasks":[{{"name":"shard.work","enabled":true,"cron":"*/2 * * * * *","timezone":"UTC","shards":{shards}}}]}}"#
+            r#"{{"tasks":[{{"name":"{task}","enabled":true,"cron":"*/2 * * * * *","timezone":"UTC","shards":{shards}}}]}}"#
         ),
     )
     .unwrap();
@@ -349,5 +356,110 @@ async fn a_killed_nodes_shards_are_taken_over_and_none_runs_twice() {
         .filter(|r| r.node_id == "victim" && r.status == scheduler::store::RunStatus::Lost)
         .count();
     assert_eq!(lost, taken.len(), "every run of the victim recorded lost");
+    db.cleanup().await;
+}
+
+/// `recovery = "never"` applies per shard: a node process SIGKILLed while it runs shards of a
+/// tick loses them, and no other node runs them again (each is recorded `lost`, its tick is
+/// left with those shards unrun); the tick's other shards run and end once, and later ticks
+/// run whole.
+async fn a_killed_nodes_shards_are_not_rerun_with_recovery_never() {
+    use scheduler::store::RunStatus;
+    let db = TestDb::postgres("shardnever").await;
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    std::fs::create_dir_all(&records).unwrap();
+    let config = task_config(dir.path(), "shard.never", 6);
+    // The victim's handlers sleep for an hour: a shard it takes ends only with the process.
+    let victim = spawn_node(&db, "victim", &config, &records, 3_600_000);
+    let survivors: Vec<_> = ["s1", "s2"]
+        .into_iter()
+        .map(|id| spawn_node(&db, id, &config, &records, 300))
+        .collect();
+    wait_until(
+        Duration::from_secs(120),
+        "the victim runs a shard",
+        || async {
+            read_lines(&records)
+                .iter()
+                .any(|l| l.node == "victim" && l.kind == "start")
+        },
+    )
+    .await;
+    kill(victim);
+    let taken: BTreeSet<(i64, u32)> = read_lines(&records)
+        .iter()
+        .filter(|l| l.node == "victim" && l.kind == "start")
+        .map(|l| (l.tick, l.index))
+        .collect();
+    let last_taken = taken.iter().map(|(t, _)| *t).max().unwrap();
+    // A lost run's fate is decided when its lock expires: once no run of the victim is still
+    // running in the store and a tick after them ran whole, a rerun would have started.
+    wait_until(
+        Duration::from_secs(180),
+        "the victim's runs ended in the store, then a later tick whole",
+        || async {
+            let runs = db.runs(Some("shard.never")).await;
+            let victim_running = runs
+                .iter()
+                .any(|r| r.node_id == "victim" && r.status == RunStatus::Running);
+            let ledger = ledger(&read_lines(&records), 6);
+            !victim_running && whole_ticks(&ledger, 6).iter().any(|t| *t > last_taken)
+        },
+    )
+    .await;
+    for n in survivors {
+        kill(n);
+    }
+    let lines = read_lines(&records);
+    let ledger = ledger(&lines, 6);
+    // The store's record of the victim's runs: every shard its handlers started is lost (a
+    // shard it had claimed but not yet started, if any, is lost too: nobody can tell).
+    let runs = db.runs(Some("shard.never")).await;
+    let lost: BTreeSet<(i64, u32)> = runs
+        .iter()
+        .filter(|r| r.node_id == "victim" && r.status == RunStatus::Lost)
+        .map(|r| (r.scheduled_at.timestamp_millis(), r.shard_index))
+        .collect();
+    assert!(taken.is_subset(&lost), "started {taken:?}, lost {lost:?}");
+    for (tick, index) in &lost {
+        let of_shard: Vec<_> = runs
+            .iter()
+            .filter(|r| r.scheduled_at.timestamp_millis() == *tick && r.shard_index == *index)
+            .map(|r| (r.node_id.as_str(), r.status))
+            .collect();
+        assert_eq!(
+            of_shard,
+            [("victim", RunStatus::Lost)],
+            "tick {tick} shard {index}: one run, the lost one"
+        );
+    }
+    // The handlers' record: a lost shard never ran again; every other shard started and ended
+    // at most once, and those of the victim's ticks exactly once.
+    for ((tick, index), (starts, ends)) in &ledger {
+        if lost.contains(&(*tick, *index)) {
+            assert!(
+                starts.iter().all(|n| n == "victim") && ends.is_empty(),
+                "tick {tick} shard {index}: lost with the victim, yet started by {starts:?}, \
+                 ended by {ends:?}"
+            );
+            continue;
+        }
+        assert!(
+            !starts.iter().any(|n| n == "victim"),
+            "tick {tick} shard {index}: {starts:?}"
+        );
+        assert!(
+            starts.len() <= 1 && ends.len() <= 1,
+            "tick {tick} shard {index} started by {starts:?}, ended by {ends:?}"
+        );
+    }
+    let victim_ticks: BTreeSet<i64> = lost.iter().map(|(t, _)| *t).collect();
+    for tick in &victim_ticks {
+        for index in (0..6).filter(|i| !lost.contains(&(*tick, *i))) {
+            let ends = ledger.get(&(*tick, index)).map_or(0, |e| e.1.len());
+            assert_eq!(ends, 1, "tick {tick} shard {index} ran once elsewhere");
+        }
+    }
     db.cleanup().await;
 }

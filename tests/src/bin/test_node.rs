@@ -68,6 +68,12 @@ async fn shard_work(ctx: TaskContext) {
     shard_record(&ctx, "end");
 }
 
+/// `shard.work` at most once per shard: a shard's run lost with its node is not rerun.
+#[task(name = "shard.never", shards = 3, recovery = "never")]
+async fn shard_never(ctx: TaskContext) {
+    shard_work(ctx).await;
+}
+
 /// Writes `value` as this run's record `key`.
 fn record(ctx: &TaskContext, key: &str, value: impl std::fmt::Display) {
     let dir = isolation_record_dir(ctx.run_id());
