@@ -1,7 +1,7 @@
 //! A node for looking at the dashboard: tasks that succeed, fail now and then, fail every time
 //! (each tick retried twice), overrun their interval (so ticks are skipped), time out, run
-//! nightly or monthly, and one that runs only when triggered. The admin server serves the
-//! dashboard at `/`.
+//! nightly or monthly, one split into shards, and one that runs only when triggered. The admin
+//! server serves the dashboard at `/`.
 //!
 //! ```sh
 //! SCHEDULER_DATABASE_URL=sqlite:///tmp/demo.db SCHEDULER_ADMIN_ADDR=127.0.0.1:9870 \
@@ -83,6 +83,16 @@ async fn times_out(ctx: TaskContext) -> anyhow::Result<()> {
 #[task(name = "demo.on_demand")]
 async fn on_demand(ctx: TaskContext) -> anyhow::Result<()> {
     tracing::info!(run = ctx.run_id(), "on-demand cleanup ran");
+    Ok(())
+}
+
+/// Four shards a tick (`shards = 4`): each tick is one mark of the strip, folded from its
+/// shards, and lists them on the task page.
+#[task(name = "demo.sharded", shards = 4)]
+async fn sharded(ctx: TaskContext) -> anyhow::Result<()> {
+    let shard = ctx.shard();
+    tracing::info!(%shard, "reindexing a partition");
+    tokio::time::sleep(Duration::from_millis(100 + u64::from(shard.index) * 150)).await;
     Ok(())
 }
 

@@ -28,6 +28,15 @@ async fn yearly() {}
 #[task(name = "dash.nightly")]
 async fn nightly() {}
 
+/// Four shards a tick; shard 3 fails every time.
+#[task(name = "dash.sharded", shards = 4)]
+async fn sharded(ctx: scheduler::TaskContext) -> Result<(), std::io::Error> {
+    if ctx.shard().index == 3 {
+        return Err(std::io::Error::other("shard 3 cannot reach its partition"));
+    }
+    Ok(())
+}
+
 struct Node {
     stop: CancellationToken,
     handle: JoinHandle<scheduler::Result<()>>,
@@ -38,17 +47,17 @@ struct Node {
 
 impl Node {
     fn start() -> Self {
+        Self::start_with(json!({"tasks": [
+            {"name": "dash.every_second", "cron": "* * * * * *", "enabled": true},
+            {"name": "dash.yearly", "cron": "0 0 1 1 *", "enabled": true},
+        ]}))
+    }
+
+    /// A node running the `dash.*` tasks per `config` (a config document).
+    fn start_with(config_doc: Value) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("tasks.json");
-        std::fs::write(
-            &config,
-            json!({"tasks": [
-                {"name": "dash.every_second", "cron": "* * * * * *", "enabled": true},
-                {"name": "dash.yearly", "cron": "0 0 1 1 *", "enabled": true},
-            ]})
-            .to_string(),
-        )
-        .unwrap();
+        std::fs::write(&config, config_doc.to_string()).unwrap();
         let scheduler = Scheduler::builder()
             .database_url(format!("sqlite://{}", dir.path().join("s.db").display()))
             .registry(
@@ -350,6 +359,93 @@ async fn expected_ticks_say_what_became_of_each_through_a_pause() {
         node.get("/api/ticks?task=nope").await.status(),
         StatusCode::NOT_FOUND
     );
+    node.stop().await;
+}
+
+/// A sharded task's tick is one entry of its strip, folded from its shards (a shard failed:
+/// the tick failed), listing each shard's latest run with its node; the task is listed once by
+/// `/api/tasks` (its shards' rows are not tasks), and each run says which shard it ran.
+#[tokio::test]
+async fn a_sharded_tick_is_one_mark_of_the_strip_with_its_shards() {
+    let node = Node::start_with(json!({"tasks": [
+        {"name": "dash.sharded", "cron": "* * * * * *", "enabled": true, "shards": 5},
+    ]}))
+    .ready()
+    .await;
+    let ticks = || async {
+        node.json("/api/ticks?task=dash.sharded&count=200").await["tasks"][0]["ticks"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    wait_until("two ticks whose every shard ended", || async {
+        ticks()
+            .await
+            .iter()
+            .filter(|t| t["shards"]["done"] == 5)
+            .count()
+            >= 2
+    })
+    .await;
+    let strip = ticks().await;
+    let ats: Vec<&str> = strip.iter().map(|t| t["at"].as_str().unwrap()).collect();
+    assert!(
+        ats.windows(2).all(|w| w[0] < w[1]),
+        "one entry per tick, not per shard: {ats:?}"
+    );
+    let done = strip.iter().find(|t| t["shards"]["done"] == 5).unwrap();
+    assert_eq!(done["outcome"], "failed", "shard 3 failed: {done}");
+    let shards = &done["shards"];
+    assert_eq!(
+        (
+            &shards["total"],
+            &shards["succeeded"],
+            &shards["failed"],
+            &shards["running"],
+            &shards["pending"]
+        ),
+        (&json!(5), &json!(4), &json!(1), &json!(0), &json!(0)),
+        "{done}"
+    );
+    let runs = shards["runs"].as_array().unwrap();
+    let indexes: Vec<u64> = runs.iter().map(|r| r["index"].as_u64().unwrap()).collect();
+    assert_eq!(indexes, [0, 1, 2, 3, 4], "{done}");
+    for r in runs {
+        let failed = r["index"] == 3;
+        assert_eq!(
+            r["status"],
+            if failed { "failed" } else { "succeeded" },
+            "{r}"
+        );
+        assert_eq!(r["node_id"], "dashboard", "{r}");
+        assert_eq!(r["attempts"], 1, "{r}");
+        assert!(r["late_seconds"].as_f64().unwrap() >= 0.0, "{r}");
+    }
+    assert_eq!(
+        done["run_id"], runs[3]["run_id"],
+        "the run shown is the failed shard's"
+    );
+    // Each shard's run is a run of the task, saying which shard it ran.
+    let id = runs[2]["run_id"].as_i64().unwrap();
+    let run = &node.json(&format!("/api/runs/{id}")).await["run"];
+    assert_eq!(
+        (&run["task"], &run["shard_index"], &run["shard_total"]),
+        (&json!("dash.sharded"), &json!(2), &json!(5)),
+        "{run}"
+    );
+    assert_eq!(run["scheduled_at"], done["at"]);
+    // The task is listed once, in both lists, and its shards' rows not at all.
+    for (path, key) in [("/api/tasks", "name"), ("/api/ticks", "task")] {
+        let listed = node.json(path).await;
+        let names: Vec<&str> = listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t[key].as_str().unwrap())
+            .filter(|n| n.starts_with("dash.sharded"))
+            .collect();
+        assert_eq!(names, ["dash.sharded"], "{path}");
+    }
     node.stop().await;
 }
 

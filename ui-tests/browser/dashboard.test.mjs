@@ -13,6 +13,8 @@
 //   runs have a permalink, a status filter and older pages;
 // - strips and their legend read without colour: every state has its own shape (checked on the
 //   legend's geometry) and screenshots under simulated colour-vision deficiencies;
+// - a sharded task is one row whose ticks are one mark each, folded from the shards, and a mark
+//   opens the list of that tick's shard runs;
 // - a node that stops answering (SIGSTOP) greys the page, which says since when, in a named zone;
 // - the token's actions (trigger, pause, resume, cancel) and the audit trail, read-only without it;
 // - at 390 px (a phone) no element is wider than the screen, on every page.
@@ -258,6 +260,38 @@ test("the task page: runs with permalinks, a status filter, logs; a refresh keep
   await page.waitForSelector("ol.times li");
   assert.ok(await page.locator("ol.times li.dst").count() >= 1, "a DST change is marked");
   await shoot("task-monthly-dst");
+});
+
+test("a sharded task's tick is one mark folded from its shards; a click lists the tick's shard runs", async () => {
+  await page.goto(`${base}/#/`);
+  await row("demo.sharded").waitFor();
+  assert.equal(await page.locator('#tasks tr[data-task^="demo.sharded["]').count(), 0, "its shards' rows are not tasks");
+  const whole = row("demo.sharded").locator('.mark.sharded[data-outcome="succeeded"][data-shards-done="4"]');
+  await eventually("a tick whose 4 shards succeeded", async () => (await whole.count()) >= 2);
+  // One mark per tick: as many marks as distinct ticks.
+  const keys = await row("demo.sharded").locator(".mark").evaluateAll((ms) => ms.map((m) => m.dataset.key));
+  assert.equal(new Set(keys).size, keys.length, `one mark per tick: ${keys}`);
+  assert.match(await whole.last().locator("title").textContent(), /succeeded · .*4\/4 shards done/);
+  assert.match(await row("demo.sharded").locator(".shard-summary").textContent(), /latest tick: \d\/4 shards done/);
+
+  // A click on a mark opens the task page on that tick's shards.
+  const at = await whole.first().getAttribute("data-key");
+  await row("demo.sharded").locator("a.shard-link", { has: page.locator(`.mark[data-key="${at}"]`) }).click();
+  await eventually("the tick's shards", async () => (await page.locator("#shard-runs tr[data-shard]").count()) === 4);
+  assert.ok(decodeURIComponent(page.url()).endsWith(`tick=${at}`), page.url());
+  assert.match(await page.locator("#shard-summary").textContent(), /Succeeded — 4\/4 shards done, on 1 node/i);
+  const statuses = await page.locator("#shard-runs tr[data-shard]").evaluateAll((rows) => rows.map((r) => `${r.dataset.shard}:${r.dataset.status}`));
+  assert.deepEqual(statuses, ["0:succeeded", "1:succeeded", "2:succeeded", "3:succeeded"]);
+  assert.match(await page.locator("table.runs:not(.shards)").textContent(), /shard \d of 4/);
+  await shoot("task-sharded");
+
+  // Each shard's run has its page, which names the shard and links back to its tick.
+  await page.locator('#shard-runs tr[data-shard="2"] a.permalink').click();
+  await eventually("the shard's run", async () => /2 of 4/.test(await page.locator("#run-shard").textContent()));
+  await page.locator("#run-shard a").click();
+  await eventually("back on the tick's shards", async () => (await page.locator("#shard-runs tr[data-shard]").count()) === 4);
+  assert.ok(decodeURIComponent(page.url()).endsWith(`tick=${at}`), page.url());
+  assert.deepEqual(problems, []);
 });
 
 test("recent failed runs of every task, on one page", async () => {

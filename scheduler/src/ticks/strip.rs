@@ -4,6 +4,11 @@
 //!
 //! Pure: the admin API reads the runs and skip records of every task at once and hands each
 //! task's share here ([`Facts`]); [`strip`] says what became of each tick.
+//!
+//! A sharded task's tick (see [`crate::shard`]) is one mark, folded from its shards' runs
+//! ([`fold_shards`]): running while a shard runs or has not started, succeeded when every shard
+//! did, else the worst of its shards' endings; the mark keeps each shard's latest attempt
+//! ([`Shards`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -46,6 +51,8 @@ pub(crate) enum Fate {
         /// How late the first attempt that started did (none for a manual run: never late;
         /// none if no attempt started).
         late: Option<TimeDelta>,
+        /// A sharded tick's shards (none for an ordinary task's tick).
+        shards: Option<Shards>,
     },
     /// It got no run of its own: recorded as skipped, or about to be (a pause or a disable
     /// records its ticks when it ends, an overlap when the run that overlapped ends).
@@ -71,6 +78,106 @@ impl Fate {
             Fate::Missed => "missed",
         }
     }
+}
+
+/// The shards of a sharded tick: each shard's latest attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Shards {
+    /// How many shards the tick has.
+    pub total: u32,
+    /// The latest attempt of each shard that has a run of the tick, by index.
+    pub runs: Vec<ShardRun>,
+}
+
+impl Shards {
+    /// Shards whose latest attempt has ended (any ending).
+    pub(crate) fn done(&self) -> u32 {
+        self.count(|s| s != RunStatus::Running)
+    }
+
+    /// Shards whose latest attempt has this status.
+    pub(crate) fn count(&self, matches: impl Fn(RunStatus) -> bool) -> u32 {
+        self.runs.iter().filter(|r| matches(r.status)).count() as u32
+    }
+
+    /// Shards with no run of the tick yet.
+    pub(crate) fn pending(&self) -> u32 {
+        self.total.saturating_sub(self.runs.len() as u32)
+    }
+}
+
+/// One shard of a sharded tick: its latest attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ShardRun {
+    /// The shard, `0..total`.
+    pub index: u32,
+    /// Its latest attempt.
+    pub run_id: i64,
+    /// That attempt's status.
+    pub status: RunStatus,
+    /// The node that ran that attempt.
+    pub node: String,
+    /// Attempts made at the shard.
+    pub attempts: i32,
+    /// How late its first attempt that started did (none if none started yet).
+    pub late: Option<TimeDelta>,
+}
+
+/// The endings of a tick's shards, worst first: a tick whose shards all ended, not all
+/// successfully, is shown with the worst of them.
+const WORST_FIRST: [RunStatus; 5] = [
+    RunStatus::Failed,
+    RunStatus::TimedOut,
+    RunStatus::Lost,
+    RunStatus::Interrupted,
+    RunStatus::Cancelled,
+];
+
+/// A sharded tick's status, folded from its shards (the tick is done when every shard's run
+/// has ended): `running` while a shard runs or has no run yet, `succeeded` when every shard
+/// did, else the worst ending among them ([`WORST_FIRST`]).
+pub(crate) fn fold_shards(shards: &Shards) -> RunStatus {
+    if shards.pending() > 0 || shards.count(|s| s == RunStatus::Running) > 0 {
+        return RunStatus::Running;
+    }
+    WORST_FIRST
+        .into_iter()
+        .find(|worst| shards.count(|s| s == *worst) > 0)
+        .unwrap_or(RunStatus::Succeeded)
+}
+
+/// The shards of a tick from its runs (any shard, any attempt), if the tick is sharded.
+fn shards_of(at: DateTime<Utc>, runs: &[&RunRecord]) -> Option<Shards> {
+    let total = runs.iter().map(|r| r.shard_total).max()?;
+    if total <= 1 {
+        return None;
+    }
+    let mut by_index: BTreeMap<u32, Vec<&RunRecord>> = BTreeMap::new();
+    for run in runs {
+        by_index.entry(run.shard_index).or_default().push(run);
+    }
+    let runs = by_index
+        .into_iter()
+        .filter_map(|(index, attempts)| {
+            let latest = attempts.iter().max_by_key(|r| (r.attempt, r.id))?;
+            let first = attempts
+                .iter()
+                .filter(|r| r.started_at.is_some())
+                .min_by_key(|r| (r.attempt, r.id));
+            Some(ShardRun {
+                index,
+                run_id: latest.id,
+                status: latest.status,
+                node: latest.node_id.clone(),
+                attempts: latest.attempt.max(attempts.len() as i32),
+                late: first
+                    .filter(|r| r.trigger != Trigger::Manual)
+                    .and_then(|r| r.started_at)
+                    .map(|s| s - at),
+            })
+        })
+        .collect();
+    Some(Shards { total, runs })
 }
 
 /// A task's strip: its latest expected ticks and manual runs, oldest first.
@@ -132,8 +239,16 @@ pub(crate) fn strip(spec: Option<&ScheduleSpec>, facts: &Facts<'_>, count: usize
         .more_runs
         .then(|| facts.runs.iter().map(|r| r.scheduled_at).min())
         .flatten();
+    // A sharded tick's runs are many: the oldest tick read may be missing some of its shards,
+    // so a cut read leaves it out rather than show it partly.
+    let sharded = facts.runs.iter().any(|r| r.shard_total > 1);
     let since = horizon.map_or(facts.since, |h| {
-        (h - TimeDelta::milliseconds(1)).max(facts.since)
+        let before = if sharded {
+            h
+        } else {
+            h - TimeDelta::milliseconds(1)
+        };
+        before.max(facts.since)
     });
     let mut marks = marks(spec, facts, since);
     let complete =
@@ -185,6 +300,12 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
     by_tick
         .into_iter()
         .filter_map(|(at, runs)| {
+            if let Some(shards) = shards_of(at, &runs) {
+                return Some(Mark {
+                    at,
+                    fate: sharded_fate(&runs, shards, f.now),
+                });
+            }
             if let Some(latest) = runs.iter().max_by_key(|r| (r.attempt, r.id)) {
                 // A run handed over before it started has no start: the tick's lateness is
                 // that of the run that took it over.
@@ -203,6 +324,7 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
                         .filter(|r| r.trigger != Trigger::Manual)
                         .and_then(|r| r.started_at)
                         .map(|s| s - at),
+                    shards: None,
                 };
                 return Some(Mark { at, fate });
             }
@@ -239,6 +361,40 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
             Some(Mark { at, fate })
         })
         .collect()
+}
+
+/// A sharded tick's fate: its folded status ([`fold_shards`]); the run shown for it is a
+/// shard's that went worst, else the latest; it took from its first shard's start to its last
+/// shard's end (so far, while one runs); it was as late as its first shard to start.
+fn sharded_fate(runs: &[&RunRecord], shards: Shards, now: DateTime<Utc>) -> Fate {
+    let status = fold_shards(&shards);
+    let shown = shards
+        .runs
+        .iter()
+        .filter(|s| s.status == status)
+        .max_by_key(|s| s.run_id)
+        .map(|s| s.run_id);
+    let latest = runs.iter().max_by_key(|r| r.id).copied();
+    let run_id = shown.or(latest.map(|r| r.id)).unwrap_or_default();
+    let trigger = runs
+        .iter()
+        .find(|r| r.id == run_id)
+        .map_or(Trigger::Schedule, |r| r.trigger);
+    let started = runs.iter().filter_map(|r| r.started_at).min();
+    let ended = if status == RunStatus::Running {
+        Some(now)
+    } else {
+        runs.iter().filter_map(|r| r.finished_at).max()
+    };
+    Fate::Ran {
+        status,
+        run_id,
+        attempts: shards.runs.iter().map(|s| s.attempts).max().unwrap_or(0),
+        trigger,
+        duration: started.zip(ended).map(|(s, e)| e - s),
+        late: shards.runs.iter().filter_map(|s| s.late).min(),
+        shards: Some(shards),
+    }
 }
 
 #[cfg(test)]
@@ -548,6 +704,110 @@ mod tests {
         assert!(
             !strip(None, &facts(&state, &runs, &[], 51), 100).complete,
             "without a schedule, missing ticks cannot be told"
+        );
+    }
+
+    /// A run of shard `index` of 4 of the tick at `tick`.
+    fn shard(id: i64, tick: u32, index: u32, took: Option<u32>, status: RunStatus) -> RunRecord {
+        RunRecord {
+            shard_index: index,
+            shard_total: 4,
+            node_id: format!("n{}", index % 2),
+            ..run(id, tick, tick + 1 + index, took, status)
+        }
+    }
+
+    #[test]
+    fn a_sharded_tick_is_one_mark_folded_from_its_shards() {
+        let spec = every_ten_seconds();
+        let mut retried = shard(5, 10, 2, Some(1), RunStatus::Succeeded);
+        retried.attempt = 2;
+        let runs = [
+            // Tick 10: shards 0, 1 succeeded, 2 failed then succeeded on retry, 3 runs.
+            shard(1, 10, 0, Some(1), RunStatus::Succeeded),
+            shard(2, 10, 1, Some(1), RunStatus::Succeeded),
+            shard(3, 10, 2, Some(1), RunStatus::Failed),
+            shard(4, 10, 3, None, RunStatus::Running),
+            retried,
+            // Tick 20: every shard ended, one lost and one failed: the worst is shown.
+            shard(6, 20, 0, Some(1), RunStatus::Succeeded),
+            shard(7, 20, 1, Some(1), RunStatus::Lost),
+            shard(8, 20, 2, Some(1), RunStatus::Failed),
+            shard(9, 20, 3, Some(1), RunStatus::Succeeded),
+            // Tick 30: two shards ended, two not started yet.
+            shard(10, 30, 0, Some(1), RunStatus::Succeeded),
+            shard(11, 30, 1, Some(1), RunStatus::Succeeded),
+            // Tick 40: whole.
+            shard(12, 40, 0, Some(2), RunStatus::Succeeded),
+            shard(13, 40, 1, Some(1), RunStatus::Succeeded),
+            shard(14, 40, 2, Some(1), RunStatus::Succeeded),
+            shard(15, 40, 3, Some(1), RunStatus::Succeeded),
+        ];
+        let runs: Vec<&RunRecord> = runs.iter().rev().collect();
+        let state = state();
+        let marks = strip(Some(&spec), &facts(&state, &runs, &[], 49), 100).marks;
+        assert_eq!(
+            outcomes(&marks),
+            [
+                (10, "running", None),
+                (20, "failed", None),
+                (30, "running", None),
+                (40, "succeeded", None),
+            ],
+            "one mark per tick, not per shard"
+        );
+        let shards_of = |m: &Mark| match &m.fate {
+            Fate::Ran {
+                shards: Some(s), ..
+            } => s.clone(),
+            other => panic!("{other:?}"),
+        };
+        let first = shards_of(&marks[0]);
+        assert_eq!((first.total, first.done(), first.pending()), (4, 3, 0));
+        let retried = &first.runs[2];
+        assert_eq!(
+            (retried.run_id, retried.status, retried.attempts),
+            (5, RunStatus::Succeeded, 2),
+            "a shard shows its latest attempt"
+        );
+        assert_eq!(first.runs[3].node, "n1");
+        let Fate::Ran {
+            run_id,
+            late,
+            attempts,
+            ..
+        } = &marks[1].fate
+        else {
+            panic!("{:?}", marks[1])
+        };
+        assert_eq!(*run_id, 8, "the run shown is a failed shard's");
+        assert_eq!(
+            *late,
+            Some(TimeDelta::seconds(1)),
+            "its first shard's start"
+        );
+        assert_eq!(*attempts, 1);
+        let third = shards_of(&marks[2]);
+        assert_eq!((third.done(), third.pending()), (2, 2));
+        let Fate::Ran { duration, .. } = &marks[3].fate else {
+            panic!("{:?}", marks[3])
+        };
+        assert_eq!(
+            *duration,
+            Some(TimeDelta::seconds(4)),
+            "from the first shard's start (41) to the last one's end (45)"
+        );
+
+        // A read cut at its limit inside tick 20's shards: tick 20 is left out, not shown
+        // with the shards that happened to be read.
+        let cut: Vec<&RunRecord> = runs[..runs.len() - 7].to_vec();
+        let facts = Facts {
+            more_runs: true,
+            ..facts(&state, &cut, &[], 49)
+        };
+        assert_eq!(
+            outcomes(&strip(Some(&spec), &facts, 100).marks),
+            [(30, "running", None), (40, "succeeded", None)]
         );
     }
 

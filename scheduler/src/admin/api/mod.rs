@@ -62,6 +62,10 @@ pub(crate) struct RunView {
     cancel_requested_at: Option<DateTime<Utc>>,
     /// Who asked to cancel it.
     cancel_requested_by: Option<String>,
+    /// Which shard of its tick it ran, `0..shard_total` (0 for an ordinary task).
+    shard_index: u32,
+    /// How many shards its tick has (1: the task is not sharded).
+    shard_total: u32,
 }
 
 impl From<RunRecord> for RunView {
@@ -81,6 +85,8 @@ impl From<RunRecord> for RunView {
             triggered_by: r.triggered_by,
             cancel_requested_at: r.cancel_requested_at,
             cancel_requested_by: r.cancel_requested_by,
+            shard_index: r.shard_index,
+            shard_total: r.shard_total,
         }
     }
 }

@@ -406,7 +406,8 @@ pub(super) async fn one_state(engine: &EngineView, name: &str) -> Result<TaskSta
         .ok_or_else(|| ApiError::not_found(format!("no task `{name}`")))
 }
 
-/// Every task: config, state, policies.
+/// Every task: config, state, policies. A sharded task is listed once (its shards' rows are
+/// not tasks; its ticks' shards are in `GET /api/ticks`).
 #[utoipa::path(get, path = "/api/tasks", tag = "tasks",
     security((), ("bearer" = [])),
     responses((status = 200, description = "The tasks", body = TaskList), ReadErrors))]
@@ -415,7 +416,10 @@ async fn list_tasks(
     State(state): State<AdminState>,
 ) -> Result<axum::Json<TaskList>, ApiError> {
     let entries = Entries::of(&state.engine);
-    let states = state.engine.store().task_states(None).await?;
+    let mut states = state.engine.store().task_states(None).await?;
+    // A sharded task's other rows (`name[i]`, see `crate::shard`) are its shards, not tasks: the
+    // task is listed once, its ticks' shards are on its strip (`/api/ticks`).
+    states.retain(|s| crate::shard::split_row(&s.name).1 == 0);
     let failed = failed_ticks(&state.engine, &states).await?;
     let now = Utc::now();
     let mut tasks: Vec<TaskView> = states

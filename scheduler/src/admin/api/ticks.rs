@@ -25,13 +25,15 @@ use crate::admin::AdminState;
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Query};
 use crate::schedule::ScheduleSpec;
-use crate::store::{RunRecord, SkipRecord, TaskState};
-use crate::ticks::strip::{self, Facts, Fate, Mark, window_start};
+use crate::store::{RunRecord, RunStatus, SkipRecord, TaskState};
+use crate::ticks::strip::{self, Facts, Fate, Mark, Shards, window_start};
 
 const DEFAULT_COUNT: u32 = 30;
 const MAX_COUNT: u32 = 200;
 /// Runs read per task at most; past them the oldest ticks are left out (`complete: false`).
 const RUNS_PER_TASK: u32 = 400;
+/// Runs read per sharded task at most (a tick is a run per shard: 50 ticks of 100 shards).
+const RUNS_PER_SHARDED_TASK: u32 = 5_000;
 /// Skip records read per task beyond its count of ticks (each record stands for one or more).
 const EXTRA_SKIPS: u32 = 10;
 
@@ -75,9 +77,84 @@ pub(crate) struct TickView {
     /// How long the latest attempt took (so far, while running), in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     duration_seconds: Option<f64>,
-    /// How late the first attempt started, in seconds.
+    /// How late the first attempt started, in seconds (of a sharded tick: its first shard).
     #[serde(skip_serializing_if = "Option::is_none")]
     late_seconds: Option<f64>,
+    /// A sharded tick's shards (a task with `shards = N`, N > 1): how many are done, and each
+    /// shard's latest run. The tick is one entry whatever its shards: `outcome` is `running`
+    /// while a shard runs or has not started, `succeeded` when every shard did, else the worst
+    /// ending among them (`failed`, `timed_out`, `lost`, `interrupted`, `cancelled`, in that
+    /// order); `run_id` is a shard's run with that outcome; `duration_seconds` runs from the
+    /// first shard's start to the last one's end. Left out for an ordinary task.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shards: Option<ShardsView>,
+}
+
+/// The shards of a sharded tick.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub(crate) struct ShardsView {
+    /// How many shards the tick has.
+    total: u32,
+    /// Shards whose latest attempt has ended, whatever its ending.
+    done: u32,
+    /// Shards whose latest attempt succeeded.
+    succeeded: u32,
+    /// Shards whose latest attempt ended otherwise: failed, timed out, lost, interrupted or
+    /// cancelled.
+    failed: u32,
+    /// Shards whose latest attempt is running.
+    running: u32,
+    /// Shards with no run of the tick yet (not claimed yet: waiting for a node, or behind a
+    /// shard of an earlier tick).
+    pending: u32,
+    /// Each shard's latest run, by index (shards with no run yet are left out).
+    runs: Vec<ShardRunView>,
+}
+
+/// One shard of a sharded tick: its latest attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub(crate) struct ShardRunView {
+    /// The shard, `0..total`.
+    index: u32,
+    /// Its latest attempt (see `GET /api/runs/{id}`).
+    run_id: i64,
+    /// That attempt's status: `running`, `succeeded`, `failed`, `timed_out`, `interrupted`,
+    /// `lost` or `cancelled`.
+    status: &'static str,
+    /// The node that ran that attempt.
+    node_id: String,
+    /// Attempts made at the shard.
+    attempts: i32,
+    /// How late its first attempt started, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    late_seconds: Option<f64>,
+}
+
+impl From<&Shards> for ShardsView {
+    fn from(shards: &Shards) -> Self {
+        let done = shards.done();
+        let succeeded = shards.count(|s| s == RunStatus::Succeeded);
+        ShardsView {
+            total: shards.total,
+            done,
+            succeeded,
+            failed: done - succeeded,
+            running: shards.count(|s| s == RunStatus::Running),
+            pending: shards.pending(),
+            runs: shards
+                .runs
+                .iter()
+                .map(|r| ShardRunView {
+                    index: r.index,
+                    run_id: r.run_id,
+                    status: r.status.as_str(),
+                    node_id: r.node.clone(),
+                    attempts: r.attempts,
+                    late_seconds: r.late.map(seconds),
+                })
+                .collect(),
+        }
+    }
 }
 
 impl From<&Mark> for TickView {
@@ -91,6 +168,7 @@ impl From<&Mark> for TickView {
             trigger: None,
             duration_seconds: None,
             late_seconds: None,
+            shards: None,
         };
         match &mark.fate {
             Fate::Ran {
@@ -99,6 +177,7 @@ impl From<&Mark> for TickView {
                 trigger,
                 duration,
                 late,
+                shards,
                 ..
             } => TickView {
                 run_id: Some(*run_id),
@@ -106,6 +185,7 @@ impl From<&Mark> for TickView {
                 trigger: Some(trigger.as_str()),
                 duration_seconds: duration.map(seconds),
                 late_seconds: late.map(seconds),
+                shards: shards.as_ref().map(ShardsView::from),
                 ..view
             },
             Fate::Skipped { reason, run_id } => TickView {
@@ -169,6 +249,11 @@ async fn list_ticks(
     {
         return Err(ApiError::not_found(format!("no task `{task}`")));
     }
+    // A sharded task's other rows (`name[i]`, see `crate::shard`) are not tasks: their runs are
+    // recorded under the task's name and drawn on its strip.
+    if q.task.is_none() {
+        states.retain(|s| crate::shard::split_row(&s.name).1 == 0);
+    }
     states.sort_by(|a, b| a.name.cmp(&b.name));
     let now = Utc::now();
     let grace = state.engine.missed_grace();
@@ -215,6 +300,7 @@ async fn list_ticks(
         runs.extend(store.latest_runs_per_task(&names, need, since).await?);
         per_task.extend(names.into_iter().map(|n| (n, need)));
     }
+    read_sharded_further(store.as_ref(), &plans, &mut runs, &mut per_task).await?;
     let mut skips = Vec::new();
     for (names, since) in skips_groups.into_values() {
         skips.extend(
@@ -227,6 +313,42 @@ async fn list_ticks(
         off_the_runtime(move || strips(&plans, &runs, &skips, &per_task, now, grace, count))
             .await?;
     Ok(axum::Json(TickList { at: now, tasks }))
+}
+
+/// A sharded task's tick is a run per shard, which the first read does not know: a task whose
+/// runs say it is sharded and whose read stopped at its limit is read again, its limit times
+/// its shard count (at most [`RUNS_PER_SHARDED_TASK`]), one read per new limit.
+async fn read_sharded_further(
+    store: &dyn crate::store::Store,
+    plans: &[Plan],
+    runs: &mut Vec<RunRecord>,
+    per_task: &mut HashMap<String, u32>,
+) -> Result<(), ApiError> {
+    let mut read: HashMap<&str, (u32, u32)> = HashMap::new();
+    for run in runs.iter() {
+        let (count, shards) = read.entry(run.task_name.as_str()).or_default();
+        *count += 1;
+        *shards = (*shards).max(run.shard_total);
+    }
+    let mut again: BTreeMap<u32, (Vec<String>, DateTime<Utc>)> = BTreeMap::new();
+    for (s, _, since) in plans {
+        let need = per_task.get(&s.name).copied().unwrap_or(0);
+        let Some(&(count, shards)) = read.get(s.name.as_str()) else {
+            continue;
+        };
+        let more = need.saturating_mul(shards).min(RUNS_PER_SHARDED_TASK);
+        if shards > 1 && count == need && more > need {
+            let (names, from) = again.entry(more).or_insert_with(|| (Vec::new(), *since));
+            names.push(s.name.clone());
+            *from = (*from).min(*since);
+        }
+    }
+    for (need, (names, since)) in again {
+        runs.retain(|r| !names.contains(&r.task_name));
+        runs.extend(store.latest_runs_per_task(&names, need, since).await?);
+        per_task.extend(names.into_iter().map(|n| (n, need)));
+    }
+    Ok(())
 }
 
 /// A window's class of length (up to an hour, a day, a month, a year, longer): windows of one

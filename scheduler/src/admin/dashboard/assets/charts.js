@@ -49,9 +49,17 @@ function markClass(outcome, reason) {
   return `g g-${outcome}${reason ? ` g-r-${reason}` : ""}`;
 }
 
+/** A sharded tick's shards, folded: "97/100 shards done, 2 failed, 3 running". */
+export function shardWords(sh) {
+  return [`${sh.done}/${sh.total} shards done`, sh.failed ? `${sh.failed} failed` : null,
+    sh.running ? `${sh.running} running` : null, sh.pending ? `${sh.pending} not started` : null]
+    .filter(Boolean).join(", ");
+}
+
 /** What a tick's tooltip says. */
 function tickWords(t, zone) {
   const words = [inZone(t.at, zone), outcomeText(t.outcome, t.reason)];
+  if (t.shards) words.push(shardWords(t.shards));
   if (t.duration_seconds !== null && t.duration_seconds !== undefined) {
     words.push(`${t.outcome === "running" ? "running for" : "took"} ${duration(t.duration_seconds)}`);
   }
@@ -63,8 +71,12 @@ function tickWords(t, zone) {
   return words.join(" · ");
 }
 
-/** A strip of ticks, oldest left, `slots` wide (the newest at the right edge). */
-export function tickStrip(ticks, zone, slots = ticks.length) {
+/**
+ * A strip of ticks, oldest left, `slots` wide (the newest at the right edge). A sharded tick is
+ * one mark (its outcome folded from its shards'); `shardLink(tick)`, if given, makes such a mark
+ * a link to its shards.
+ */
+export function tickStrip(ticks, zone, slots = ticks.length, { shardLink = null } = {}) {
   const width = Math.max(slots, 1) * CELL;
   const svg = s("svg", {
     class: "strip", width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, role: "img",
@@ -74,15 +86,17 @@ export function tickStrip(ticks, zone, slots = ticks.length) {
   ticks.forEach((t, i) => {
     const x = offset + i * CELL;
     const [name, shapes] = glyph(t.outcome, t.reason, x);
-    svg.append(s("g", {
-      class: `mark ${markClass(t.outcome, t.reason)}${t.trigger === "manual" ? " manual" : ""}`,
+    const mark = s("g", {
+      class: `mark ${markClass(t.outcome, t.reason)}${t.trigger === "manual" ? " manual" : ""}${t.shards ? " sharded" : ""}`,
       "data-outcome": t.outcome, "data-reason": t.reason ?? "", "data-glyph": name, "data-key": t.at,
+      "data-shards-done": t.shards?.done, "data-shards-total": t.shards?.total,
     },
     s("title", {}, tickWords(t, zone)),
     // The whole cell answers the pointer, not only the glyph's pixels.
     s("rect", { x, y: 0, width: CELL, height: HEIGHT, class: "hit" }),
     shapes,
-    t.trigger === "manual" ? s("circle", { cx: x + 4.5, cy: 1.8, r: 1.6, class: "manual-dot" }) : null));
+    t.trigger === "manual" ? s("circle", { cx: x + 4.5, cy: 1.8, r: 1.6, class: "manual-dot" }) : null);
+    svg.append(t.shards && shardLink ? s("a", { href: shardLink(t), class: "shard-link", "data-key": `a-${t.at}` }, mark) : mark);
   });
   return svg;
 }
@@ -149,7 +163,8 @@ export function legend() {
   return h("div", { class: "legend", id: "legend", role: "note", "aria-label": "legend" },
     h("p", { class: "legend-how small muted" },
       "Each mark is one expected tick, oldest left. Above the line: it ran and did its work. Below: it went wrong. "
-      + "On the line: it got no run of its own. Hover a mark (or focus the strip) for its time, outcome, how long it took and its attempts; every mark has the same size whatever it took."),
+      + "On the line: it got no run of its own. Hover a mark (or focus the strip) for its time, outcome, how long it took and its attempts; every mark has the same size whatever it took. "
+      + "A sharded task's tick is one mark: running until every shard has ended, then done only if every shard did, else its worst shard's ending; its tooltip counts its shards, and a click lists them."),
     h("ul", { class: "legend-items" },
       STATES.map(([o, r]) => h("li", { class: "legend-item", dataset: { state: r ? `${o}:${r}` : o } }, sample(o, r), words(o, r))),
       h("li", { class: "legend-item", dataset: { state: "manual" } }, sample("succeeded", null, true), "manual run (dot on top)")));

@@ -6,7 +6,7 @@
 
 import { get } from "./api.js";
 import { h, patch, put } from "./dom.js";
-import { legend, tickStrip } from "./charts.js";
+import { legend, shardWords, tickStrip } from "./charts.js";
 import { FAILED, inZone, learnClock, nodeNow, outcomeClass, outcomeText, relative, span } from "./format.js";
 
 export const STRIP = 30;
@@ -119,6 +119,17 @@ export function nextRun(t) {
     default:
       return { text: "—", detail: !t.enabled ? "disabled" : t.origin.kind === "not_in_config" ? "not in the config" : "no next tick" };
   }
+}
+
+/** Where a sharded tick's shards are listed: its task's page, that tick selected. */
+export const shardLink = (name) => (tick) => `#/task/${encodeURIComponent(name)}?tick=${encodeURIComponent(tick.at)}`;
+
+/** The latest sharded tick of a strip, folded into a line linking to its shards. */
+function latestShards(name, ticks) {
+  const t = [...ticks].reverse().find((x) => x.shards);
+  if (!t) return null;
+  return h("div", { class: "small shard-summary", dataset: { shardsDone: t.shards.done, shardsTotal: t.shards.total } },
+    h("a", { href: shardLink(name)(t) }, `latest tick: ${shardWords(t.shards)}`));
 }
 
 export class Overview {
@@ -278,7 +289,8 @@ export class Overview {
       h("td", { "data-label": "Next run", class: "next-run" }, h("div", { class: next.bad ? "bad" : "" }, next.text),
         h("div", { class: "small muted" }, next.detail)),
       h("td", { "data-label": "Schedule" }, h("div", {}, t.cron_in_words), h("code", { class: "small" }, t.cron), h("span", { class: "small muted" }, ` ${t.timezone}`)),
-      h("td", { class: "strip-cell", "data-label": `Last ${STRIP} ticks` }, tickStrip(ticks, t.timezone, STRIP),
-        strip && !strip.complete ? h("span", { class: "small muted", title: "older ticks are beyond what one read returns" }, " …") : null));
+      h("td", { class: "strip-cell", "data-label": `Last ${STRIP} ticks` }, tickStrip(ticks, t.timezone, STRIP, { shardLink: shardLink(t.name) }),
+        strip && !strip.complete ? h("span", { class: "small muted", title: "older ticks are beyond what one read returns" }, " …") : null,
+        latestShards(t.name, ticks)));
   }
 }

@@ -18,7 +18,7 @@ export function runTable(runs, { zone = "UTC", showTask = false, onLog = null, r
   return table(heads, runs.map((r) => h("tr", { dataset: { run: r.id, status: r.status, trigger: r.trigger, key: `run-${r.id}` } },
     h("td", { class: "num" }, h("a", { href: `#/run/${r.id}`, class: "permalink", title: "this run's own page (a link to share)" }, `#${r.id}`)),
     showTask ? h("td", {}, h("a", { href: `#/task/${encodeURIComponent(r.task)}` }, r.task)) : null,
-    h("td", {}, inZone(r.scheduled_at, zone)),
+    h("td", {}, inZone(r.scheduled_at, zone), shardNote(r)),
     h("td", {}, r.started_at ? relative(r.started_at) : h("span", { class: "muted" }, "never started")),
     h("td", { class: "num" }, duration(runSeconds(r))),
     h("td", {}, h("span", { class: `result ${outcomeClass(r.status)}` }, outcomeText(r.status)),
@@ -32,6 +32,11 @@ export function runTable(runs, { zone = "UTC", showTask = false, onLog = null, r
     h("td", { class: "run-actions" },
       onLog ? h("button", { type: "button", class: "link", onclick: () => onLog(r.id) }, "log") : null,
       refresh ? cancelButton(r, refresh) : null))), { class: "runs" });
+}
+
+/** Which shard of its tick a sharded task's run ran (none for an ordinary task). */
+function shardNote(r) {
+  return r.shard_total > 1 ? h("div", { class: "small muted shard-note" }, `shard ${r.shard_index} of ${r.shard_total}`) : null;
 }
 
 /** Links to the newest page and the next older one. */
@@ -87,6 +92,8 @@ export class RunPage {
       section("Run", h("dl", { id: "run" },
         h("dt", {}, "Task"), h("dd", {}, h("a", { href: `#/task/${enc(r.task)}` }, r.task)),
         h("dt", {}, "Tick"), h("dd", {}, inZone(r.scheduled_at)),
+        r.shard_total > 1 ? [h("dt", {}, "Shard"), h("dd", { id: "run-shard" }, `${r.shard_index} of ${r.shard_total} (`,
+          h("a", { href: `#/task/${enc(r.task)}?tick=${encodeURIComponent(r.scheduled_at)}` }, "the tick's shards"), ")")] : null,
         h("dt", {}, "Started"), h("dd", {}, r.started_at ? `${inZone(r.started_at)} (${relative(r.started_at)})` : "never (handed over or cancelled before its tick)"),
         h("dt", {}, "Ended"), h("dd", {}, r.finished_at ? `${inZone(r.finished_at)} (${relative(r.finished_at)})` : "still running"),
         h("dt", {}, "Took"), h("dd", {}, duration(runSeconds(r))),

@@ -4,14 +4,14 @@
 // changed only: a selected error message or an open log stays as it is.
 
 import { get, task as enc } from "./api.js";
-import { h, patch, put, section } from "./dom.js";
-import { legend, lineChart, tickStrip } from "./charts.js";
-import { duration, inZone, offset, outcomeClass, relative, runSeconds } from "./format.js";
+import { h, patch, put, section, table } from "./dom.js";
+import { legend, lineChart, shardWords, tickStrip } from "./charts.js";
+import { duration, inZone, offset, outcomeClass, outcomeText, relative, runSeconds } from "./format.js";
 import { actionBar, backfillCancel } from "./actions.js";
 
 /** The snooze in force for `name` in an `/api/incidents` answer, if any. */
 const snoozeOf = (incidents, name) => incidents?.snoozes?.find((s) => s.task === name) ?? null;
-import { failedTicks, nextRun, stateOf } from "./overview.js";
+import { failedTicks, nextRun, shardLink, stateOf } from "./overview.js";
 import { PAGE, STATUSES, pager, runTable } from "./runs.js";
 
 const STRIP = 60;
@@ -22,11 +22,13 @@ export class TaskPage {
     this.refreshAll = refreshAll;
     this.status = STATUSES.includes(params.get("status")) ? params.get("status") : "";
     this.before = Number(params.get("before")) || null;
+    this.tick = params.get("tick");
     this.openRun = null;
     this.root = root;
     this.parts = {
       head: h("div", { class: "task-head" }),
       strip: h("div", { class: "card" }),
+      shards: h("div", { id: "shards" }),
       charts: h("div", { class: "charts" }),
       runs: h("div", { class: "card", id: "runs" }),
       log: h("div", { id: "log" }),
@@ -36,6 +38,7 @@ export class TaskPage {
       h("p", {}, h("a", { href: "#/" }, "← all tasks")),
       this.parts.head,
       this.parts.strip,
+      this.parts.shards,
       h("div", { class: "columns" }, h("div", { class: "main-col" }, this.parts.runs, this.parts.log, this.parts.charts), this.parts.side));
   }
 
@@ -43,6 +46,7 @@ export class TaskPage {
     const p = new URLSearchParams();
     if (status) p.set("status", status);
     if (before) p.set("before", before);
+    if (this.tick) p.set("tick", this.tick);
     const q = p.toString();
     return `#/task/${enc(this.name)}${q ? `?${q}` : ""}`;
   }
@@ -100,8 +104,12 @@ export class TaskPage {
       actionBar(t, this.refreshAll, snoozeOf(this.incidents, t.name)));
 
     const ticks = strip?.ticks ?? [];
-    patch(p.strip, h("h2", {}, `Last ${STRIP} expected ticks`), tickStrip(ticks, zone, STRIP),
+    patch(p.strip, h("h2", {}, `Last ${STRIP} expected ticks`), tickStrip(ticks, zone, STRIP, { shardLink: shardLink(t.name) }),
       tickSummary(ticks), legend());
+    // A sharded task: the shards of the tick chosen in the strip (`?tick=`), else of the latest.
+    const sharded = ticks.filter((x) => x.shards);
+    const chosen = sharded.find((x) => x.at === this.tick) ?? sharded[sharded.length - 1];
+    patch(p.shards, chosen ? shardTable(chosen, zone, this.tick && chosen.at !== this.tick) : null);
 
     const recent = detail.recent_runs;
     // A backfilled run serves a past tick: its lateness says nothing about the schedule.
@@ -145,6 +153,33 @@ export class TaskPage {
       patch(el, h("p", { class: "bad" }, `Could not read the log of run #${id}: ${e.message}`));
     }
   }
+}
+
+/** A sharded tick's shards: how many are done, then each shard's latest run (or none yet). */
+function shardTable(tick, zone, gone) {
+  const sh = tick.shards;
+  const byIndex = new Map(sh.runs.map((r) => [r.index, r]));
+  const rows = [];
+  for (let i = 0; i < sh.total; i += 1) {
+    const r = byIndex.get(i);
+    rows.push(r
+      ? h("tr", { dataset: { shard: i, status: r.status, key: `shard-${i}` } },
+        h("td", { class: "num" }, String(i)),
+        h("td", {}, h("a", { href: `#/run/${r.run_id}`, class: "permalink" }, `#${r.run_id}`)),
+        h("td", {}, h("span", { class: `result ${outcomeClass(r.status)}` }, outcomeText(r.status))),
+        h("td", { class: "node" }, r.node_id),
+        h("td", { class: "num" }, r.attempts),
+        h("td", { class: "num" }, r.late_seconds === undefined ? "—" : duration(r.late_seconds)))
+      : h("tr", { dataset: { shard: i, status: "pending", key: `shard-${i}` } },
+        h("td", { class: "num" }, String(i)), h("td", { class: "muted", colspan: 5 }, "not started yet")));
+  }
+  const nodes = new Set(sh.runs.map((r) => r.node_id)).size;
+  return h("section", { class: "card", "data-key": "shards" },
+    h("h2", {}, `Shards of the tick at ${inZone(tick.at, zone)}`),
+    gone ? h("p", { class: "small muted" }, "The tick chosen is no longer in the strip: the latest is shown.") : null,
+    h("p", { id: "shard-summary", dataset: { shardsDone: sh.done, shardsTotal: sh.total } },
+      h("span", { class: `result ${outcomeClass(tick.outcome)}` }, outcomeText(tick.outcome)), ` — ${shardWords(sh)}, on ${nodes} node${nodes === 1 ? "" : "s"}.`),
+    table(["Shard", "Run", "Result", "Node", "Attempts", "Started after tick"], rows, { class: "runs shards", id: "shard-runs" }));
 }
 
 function tickSummary(ticks) {
