@@ -16,7 +16,8 @@
 // - a sharded task is one row whose ticks are one mark each, folded from the shards, and a mark
 //   opens the list of that tick's shard runs;
 // - a node that stops answering (SIGSTOP) greys the page, which says since when, in a named zone;
-// - the token's actions (trigger, pause, resume, cancel) and the audit trail, read-only without it;
+// - the token's actions (trigger, pause, resume, cancel, snooze and its lifting, a backfill after
+//   its dry run) and the audit trail, read-only without it;
 // - at 390 px (a phone) no element is wider than the screen, on every page.
 // Screenshots of each page (light, dark, phone, colour-vision simulations) go to SCREENSHOTS.
 //
@@ -403,6 +404,79 @@ test("with the token: trigger a task and see its run; pause one and see its tick
     assert.equal(await page.locator(`#audit tr[data-action=${action}]`).count(), 1, action);
   }
   await shoot("audit");
+  assert.deepEqual(problems, []);
+});
+
+test("with the token: snooze a task's alerts with a reason and lift it; backfill a range after its dry run", async () => {
+  // demo.broken fails every tick: its incident is open, and its alerts are what an operator
+  // snoozes while the feed is being fixed. The token is still in this tab's session if the
+  // test before ran.
+  await page.goto(`${base}/#/task/demo.broken`);
+  await page.waitForSelector("#access-state");
+  if ((await page.locator("#access-state").textContent()) !== "actions enabled") {
+    await page.locator("#enter-token").click();
+    await page.locator("#token-input").fill(token);
+    await page.locator("#dialog-confirm").click();
+  }
+  await eventually("actions enabled", async () => (await page.locator("#access-state").textContent()) === "actions enabled");
+  const reason = "the rate feed's certificate is being renewed";
+  await page.locator("#snooze").click();
+  assert.match(await page.locator("#dialog h2").textContent(), /Snooze the alerts of demo\.broken/);
+  assert.match(await page.locator("#dialog").textContent(), /not a pause/);
+  await page.locator("#snooze-reason").fill(reason);
+  await page.locator("#snooze-for").selectOption("240");
+  await shoot("snooze-dialog");
+  await page.locator("#dialog-confirm").click();
+  await eventually("the snooze notice", async () => (await page.locator("#snooze-notice").textContent()).includes(reason));
+  assert.match(await page.locator("#snooze-notice").textContent(), /Alerts snoozed by dashboard \(admin-token\) until .*\(the task keeps running\)/);
+  assert.equal(await page.locator("#unsnooze").count(), 1, "the snooze can be lifted");
+  assert.notEqual(await page.locator("#task-state").textContent(), "paused", "a snooze is not a pause");
+  // The API holds it: the reason, and an end 4 hours from when it was asked for.
+  const snooze = (await api("/api/snoozes")).snoozes.find((x) => x.task === "demo.broken");
+  assert.ok(snooze, "the snooze is listed by /api/snoozes");
+  assert.equal(snooze.reason, reason);
+  const hours = (Date.parse(snooze.until) - Date.now()) / 3600000;
+  assert.ok(hours > 3.5 && hours <= 4.01, `until ${snooze.until}`);
+  assert.equal((await taskState("demo.broken")).pause ?? null, null, "the task is not paused");
+  // The open alerts name the snooze beside the task's incident.
+  await page.goto(`${base}/#/`);
+  await eventually("the incident says it is snoozed", async () =>
+    (await page.locator("#incidents li[data-alert=incident]", { hasText: "demo.broken" }).first().textContent()).includes(`snoozed until`));
+  await shoot("overview-snoozed");
+
+  await page.goto(`${base}/#/task/demo.broken`);
+  await page.locator("#unsnooze").click();
+  assert.match(await page.locator("#dialog h2").textContent(), /Lift the snooze of demo\.broken/);
+  await page.locator("#dialog-confirm").click();
+  await eventually("the snooze lifted", async () => (await page.locator("#snooze-notice").count()) === 0 && (await page.locator("#snooze").count()) === 1);
+  assert.equal((await api("/api/snoozes")).snoozes.find((x) => x.task === "demo.broken"), undefined, "no snooze listed");
+
+  // Backfill demo.nightly (03:00 UTC) over two past days: the dry run lists its two ticks, the
+  // confirmed backfill runs them with trigger backfill.
+  const day = (ago) => new Date(Date.now() - ago * 86400000).toISOString().slice(0, 10);
+  await page.goto(`${base}/#/task/demo.nightly`);
+  await page.locator("#backfill").click();
+  await page.locator("#backfill-from").fill(day(3));
+  await page.locator("#backfill-to").fill(day(1));
+  await page.locator("#dialog-confirm").click();
+  await eventually("the dry run", async () => /Backfill 2 ticks of demo\.nightly/.test(await page.locator("#dialog h2").textContent()));
+  assert.equal(await page.locator("#backfill-ticks li").count(), 2);
+  await shoot("backfill-dry-run");
+  await page.locator("#dialog-confirm").click();
+  await eventually("the backfill recorded", async () => /Backfill #\d+ recorded/.test(await page.locator("#dialog h2").textContent()));
+  await page.locator("#dialog-confirm").click();
+  await eventually("both backfilled ticks ran", async () => {
+    const [b] = await api("/api/backfills?task=demo.nightly&limit=1");
+    return b?.progress.total === 2 && b.progress.succeeded === 2;
+  }, 90);
+  await eventually("the backfilled runs listed", async () =>
+    (await page.locator('table.runs tr[data-trigger="backfill"][data-status="succeeded"]').count()) === 2);
+
+  await page.goto(`${base}/#/audit`);
+  await page.waitForSelector("#audit tr[data-action]");
+  for (const action of ["snooze", "unsnooze", "backfill"]) {
+    assert.equal(await page.locator(`#audit tr[data-action=${action}]`).count(), 1, action);
+  }
   assert.deepEqual(problems, []);
 });
 
