@@ -25,6 +25,7 @@ on_both_backends!(
     a_run_time_warning_fires_once_per_slow_run_and_does_not_stop_it,
     a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept,
     failures_on_two_nodes_fold_into_one_incident_and_one_alert,
+    the_snooze_and_pause_commands_set_and_lift_what_they_name,
 );
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -654,4 +655,98 @@ async fn failures_on_two_nodes_fold_into_one_incident_and_one_alert(db: &TestDb)
         .unwrap();
     assert_eq!(open.len(), 1, "one incident: {open:?}");
     assert!(open[0].count >= 4, "{open:?}");
+}
+
+/// The application's own `snooze`/`unsnooze` and `pause`/`resume` commands, run as a real
+/// process against the store: each sets what it names with its end and reason, lifting says
+/// what it lifted, lifting again changes nothing, an unknown task is an error, and a snooze
+/// without an end is refused.
+async fn the_snooze_and_pause_commands_set_and_lift_what_they_name(db: &TestDb) {
+    let n = start(
+        node(db, "a", tasks("inc.flaky"))
+            .config_document(doc(vec![entry("inc.flaky", YEARLY)]))
+            .state(Arc::new(Switches::default()))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(60), "the config applied", || async {
+        db.tasks().await.len() == 1
+    })
+    .await;
+    n.stop().await;
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
+            .args(args)
+            .args(["--actor", "ops-bob"])
+            .args(db.cli_store_args())
+            .env_remove("DATABASE_URL")
+            .env_remove("SCHEDULER_DATABASE_URL")
+            .env_remove("SCHEDULER_SCHEMA")
+            .output()
+            .expect("run the application binary");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+
+    let (code, out) = cli(&[
+        "snooze",
+        "inc.flaky",
+        "--for",
+        "2h",
+        "--reason",
+        "vendor maintenance",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("snoozed the alerts of inc.flaky until"),
+        "{out}"
+    );
+    let snoozes = db.api().snoozes().await.unwrap();
+    assert_eq!(snoozes.len(), 1, "{snoozes:?}");
+    assert_eq!(snoozes[0].reason, "vendor maintenance");
+    let left = snoozes[0].until - Utc::now();
+    assert!(
+        left > TimeDelta::minutes(100) && left <= TimeDelta::hours(2),
+        "{left}"
+    );
+    let (code, out) = cli(&["unsnooze", "inc.flaky"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("lifted the snooze of inc.flaky (by ops-bob"),
+        "{out}"
+    );
+    assert!(db.api().snoozes().await.unwrap().is_empty());
+    let (code, out) = cli(&["unsnooze", "inc.flaky"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("inc.flaky was not snoozed; nothing changed"),
+        "{out}"
+    );
+    let (code, out) = cli(&["unsnooze", "inc.nobody"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("inc.nobody"), "{out}");
+    let (code, out) = cli(&["snooze", "inc.flaky", "--reason", "no end"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("--until"), "{out}");
+
+    let (code, out) = cli(&["pause", "inc.flaky", "--for", "1h", "--reason", "by hand"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("paused inc.flaky until"), "{out}");
+    let (code, out) = cli(&["resume", "inc.flaky"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("resumed inc.flaky (paused by ops-bob"),
+        "{out}"
+    );
+    let (code, out) = cli(&["resume", "inc.flaky"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("inc.flaky was not paused; nothing changed"),
+        "{out}"
+    );
+    let (code, out) = cli(&["resume", "inc.nobody"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("inc.nobody"), "{out}");
 }

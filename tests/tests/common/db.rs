@@ -79,6 +79,23 @@ impl TestDb {
         }
     }
 
+    /// The operator commands' arguments that point them at this database (`--database-url`,
+    /// and `--schema` on PostgreSQL).
+    pub fn cli_store_args(&self) -> Vec<String> {
+        match self {
+            TestDb::Postgres { schema, .. } => vec![
+                "--database-url".into(),
+                schema.url.clone(),
+                "--schema".into(),
+                schema.schema.clone(),
+            ],
+            TestDb::Sqlite { dir, .. } => vec![
+                "--database-url".into(),
+                format!("sqlite://{}", dir.path().join("scheduler.db").display()),
+            ],
+        }
+    }
+
     /// The PostgreSQL schema, for tests of PostgreSQL-only behaviour.
     pub fn pg(&self) -> &TestSchema {
         match self {

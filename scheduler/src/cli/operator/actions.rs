@@ -1,14 +1,16 @@
 //! `trigger`, `pause`, `resume`, `cancel`, `snooze` and `unsnooze`, through [`operate`](crate::operate), so each is
 //! audited.
 
-use chrono::{TimeDelta, Utc};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 
 use super::super::table::instant;
 use super::target::{ALIVE_WITHIN, Target, actor, fail, to_json};
 use super::{CancelArgs, PauseArgs, ResumeArgs, SnoozeArgs, TriggerArgs};
-use crate::operate;
-use crate::store::{CancelRequest, RunRequest};
+use crate::operate::{self, Actor};
+use crate::store::{CancelRequest, RunRequest, Store};
 
 pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
     let target = Target::open(&args.store).await?;
@@ -72,16 +74,46 @@ pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
     })
 }
 
-pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
-    let until = match (args.until, args.for_) {
-        (Some(until), _) => Some(until),
-        (None, Some(length)) => Some(
-            Utc::now()
-                + TimeDelta::from_std(length)
-                    .map_err(|_| fail(format!("--for {length:?} is too long")))?,
-        ),
-        (None, None) => None,
+/// When a pause or a snooze given `--until` or `--for` (from `now`) ends; `None` without either.
+fn end_at(
+    until: Option<DateTime<Utc>>,
+    length: Option<Duration>,
+    now: DateTime<Utc>,
+) -> crate::Result<Option<DateTime<Utc>>> {
+    match (until, length) {
+        (Some(until), _) => Ok(Some(until)),
+        (None, Some(length)) => TimeDelta::from_std(length)
+            .ok()
+            .and_then(|length| now.checked_add_signed(length))
+            .map(Some)
+            .ok_or_else(|| fail(format!("--for {length:?} is too long"))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Lifts what `lift` ends on `args.task` (its pause, its snooze), audited as `args`' actor:
+/// what was lifted, `None` if nothing was in force; an unknown task is an error.
+async fn lift<T>(
+    args: &ResumeArgs,
+    lift: impl AsyncFnOnce(&dyn Store, &str, &Actor) -> crate::Result<Option<T>>,
+) -> crate::Result<(Option<T>, Actor)> {
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let ended = match lift(target.store.as_ref(), &args.task, &who).await {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        other => other?,
     };
+    if ended.is_none() {
+        let known = target.check(target.store.task_states(Some(&args.task)).await)?;
+        if known.is_empty() {
+            return Err(target.unknown_task(&args.task).await);
+        }
+    }
+    Ok((ended, who))
+}
+
+pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
+    let until = end_at(args.until, args.for_, Utc::now())?;
     match operate::check_pause(&args.reason, until, Utc::now()) {
         Ok(()) => {}
         Err(operate::PauseRefusal::UntilPast) => {
@@ -124,19 +156,7 @@ pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
 }
 
 pub(super) async fn resume(args: &ResumeArgs) -> crate::Result<String> {
-    let target = Target::open(&args.store).await?;
-    let who = actor(&args.actor);
-    let ended = operate::resume(target.store.as_ref(), &args.task, &who).await;
-    let ended = match ended {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
-    if ended.is_none() {
-        let known = target.check(target.store.task_states(Some(&args.task)).await)?;
-        if known.is_empty() {
-            return Err(target.unknown_task(&args.task).await);
-        }
-    }
+    let (ended, who) = lift(args, operate::resume).await?;
     Ok(if args.store.json {
         to_json(
             &json!({"task": args.task, "resumed": ended.is_some(), "pause": ended, "actor": who.name}),
@@ -208,14 +228,8 @@ pub(super) async fn cancel(args: &CancelArgs) -> crate::Result<String> {
 }
 
 pub(super) async fn snooze(args: &SnoozeArgs) -> crate::Result<String> {
-    let until = match (args.until, args.for_) {
-        (Some(until), _) => until,
-        (None, Some(length)) => {
-            Utc::now()
-                + TimeDelta::from_std(length)
-                    .map_err(|_| fail(format!("--for {length:?} is too long")))?
-        }
-        (None, None) => return Err(fail("a snooze needs an end: --until RFC3339 or --for 2h")),
+    let Some(until) = end_at(args.until, args.for_, Utc::now())? else {
+        return Err(fail("a snooze needs an end: --until RFC3339 or --for 2h"));
     };
     match operate::check_snooze(&args.reason, until, Utc::now()) {
         Ok(()) => {}
@@ -260,19 +274,7 @@ pub(super) async fn snooze(args: &SnoozeArgs) -> crate::Result<String> {
 }
 
 pub(super) async fn unsnooze(args: &ResumeArgs) -> crate::Result<String> {
-    let target = Target::open(&args.store).await?;
-    let who = actor(&args.actor);
-    let ended = operate::unsnooze(target.store.as_ref(), &args.task, &who).await;
-    let ended = match ended {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
-    if ended.is_none() {
-        let known = target.check(target.store.task_states(Some(&args.task)).await)?;
-        if known.is_empty() {
-            return Err(target.unknown_task(&args.task).await);
-        }
-    }
+    let (ended, who) = lift(args, operate::unsnooze).await?;
     Ok(if args.store.json {
         to_json(&json!({
             "task": args.task, "unsnoozed": ended.is_some(), "snooze": ended, "actor": who.name,
@@ -286,4 +288,23 @@ pub(super) async fn unsnooze(args: &ResumeArgs) -> crate::Result<String> {
             None => format!("{} was not snoozed; nothing changed\n", args.task),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_or_snooze_ends_at_until_or_after_for_or_never() {
+        let now = Utc::now();
+        let at = now + TimeDelta::hours(3);
+        assert_eq!(end_at(Some(at), None, now).unwrap(), Some(at));
+        assert_eq!(
+            end_at(None, Some(Duration::from_secs(7200)), now).unwrap(),
+            Some(now + TimeDelta::hours(2))
+        );
+        assert_eq!(end_at(None, None, now).unwrap(), None);
+        let e = end_at(None, Some(Duration::MAX), now).unwrap_err();
+        assert!(e.to_string().contains("too long"), "{e}");
+    }
 }
