@@ -14,7 +14,7 @@ use proc_macro2::{Literal, Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::{Ident, Path, ReturnType};
 
-use crate::valid::{Policy, Task};
+use crate::valid::{Policy, Shards, Task};
 
 /// The generated code for one task: the function, then its registration.
 pub fn expand(task: &Task) -> TokenStream {
@@ -120,9 +120,12 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         let bytes = Literal::u64_unsuffixed(bytes);
         quote!(.memory_limit(#bytes))
     });
-    let shards = shards.map(|n| {
-        let n = Literal::u32_unsuffixed(n);
-        quote!(.shards(#n))
+    let shards = shards.map(|shards| match shards {
+        Shards::Count(n) => {
+            let n = Literal::u32_unsuffixed(n);
+            quote!(.shards(#n))
+        }
+        Shards::Nodes => quote!(.broadcast()),
     });
     quote! {
         #private::TaskOptions::DEFAULT

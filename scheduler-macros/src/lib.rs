@@ -75,6 +75,9 @@ use proc_macro::TokenStream;
 ///   retried and recorded on its own and spread over the live nodes; the handler reads its
 ///   shard with `ctx.shard()` (`index` of `total`). An integer from 1 to 1000; the config
 ///   document's `shards:` overrides it. See `scheduler::shard`.
+/// - `shards = "nodes"`: a broadcast: each tick runs once on every node alive at the tick
+///   (`ctx.shard()` is the node's position among them, `ctx.is_broadcast()` is true); a run is
+///   its node's own and is never run by another node. See `scheduler::shard`.
 ///
 /// Isolation options:
 ///

@@ -104,7 +104,16 @@ pub struct Policy {
     /// The memory limit of an isolated task's process, in bytes.
     pub memory_limit: Option<u64>,
     /// How many runs one tick is split into.
-    pub shards: Option<u32>,
+    pub shards: Option<Shards>,
+}
+
+/// The `shards` option: a fixed count, or one run per live node (`"nodes"`, a broadcast).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shards {
+    /// `shards = 8`.
+    Count(u32),
+    /// `shards = "nodes"`.
+    Nodes,
 }
 
 /// Every error found so far, combined into one so they are all reported together.
@@ -378,26 +387,42 @@ fn parse_duration(key: &str, example: &str, min: Duration, value: &Expr) -> syn:
     Ok(duration)
 }
 
-/// The number of retries: an integer literal from 0 to [`MAX_RETRIES`].
-fn parse_shards(value: &Expr) -> syn::Result<u32> {
+/// The number of shards: an integer literal from 1 to [`MAX_SHARDS`], or `"nodes"` (one run on
+/// each live node: a broadcast).
+fn parse_shards(value: &Expr) -> syn::Result<Shards> {
     let out_of_range = |shown: &dyn Display| {
         syn::Error::new_spanned(
             value,
-            format!("`shards` must be between 1 and {MAX_SHARDS}, not {shown}"),
+            format!(
+                "`shards` must be between 1 and {MAX_SHARDS}, or \"nodes\" for one run on each live node, not {shown}"
+            ),
         )
     };
     let not_an_integer = || {
         syn::Error::new_spanned(
             value,
-            format!("`shards` must be an integer literal from 1 to {MAX_SHARDS}, such as `8`"),
+            format!(
+                "`shards` must be an integer literal from 1 to {MAX_SHARDS}, such as `8`, or \"nodes\" for one run on each live node"
+            ),
         )
     };
     match value {
         Expr::Lit(ExprLit {
             lit: Lit::Int(lit), ..
         }) => match lit.base10_parse::<u32>() {
-            Ok(shards) if (1..=MAX_SHARDS).contains(&shards) => Ok(shards),
+            Ok(shards) if (1..=MAX_SHARDS).contains(&shards) => Ok(Shards::Count(shards)),
             _ => Err(out_of_range(&lit.base10_digits())),
+        },
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => match lit.value().as_str() {
+            "nodes" => Ok(Shards::Nodes),
+            other => Err(syn::Error::new_spanned(
+                value,
+                format!(
+                    "unknown `shards` value \"{other}\": write \"nodes\" for one run on each live node, or a count from 1 to {MAX_SHARDS}, such as `8`"
+                ),
+            )),
         },
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_),
@@ -711,7 +736,7 @@ mod tests {
         assert_eq!(policy.recovery.unwrap(), "Never");
         assert_eq!(policy.isolation.unwrap(), "Process");
         assert_eq!(policy.memory_limit, Some(64 << 20));
-        assert_eq!(policy.shards, Some(1000));
+        assert_eq!(policy.shards, Some(Shards::Count(1000)));
     }
 
     #[test]
@@ -728,6 +753,11 @@ mod tests {
             ),
             (
                 quote!(name = "t", shards = "8"),
+                "unknown `shards` value \"8\"",
+            ),
+            (quote!(name = "t", shards = "all"), "write \"nodes\""),
+            (
+                quote!(name = "t", shards = 1.5),
                 "an integer literal from 1 to 1000",
             ),
         ] {
@@ -737,7 +767,10 @@ mod tests {
         }
         let (options, errors) = options(quote!(name = "t", shards = 8));
         assert!(errors.is_none());
-        assert_eq!(options.policy.shards, Some(8));
+        assert_eq!(options.policy.shards, Some(Shards::Count(8)));
+        let (options, errors) = options(quote!(name = "t", shards = "nodes"));
+        assert!(errors.is_none());
+        assert_eq!(options.policy.shards, Some(Shards::Nodes));
     }
 
     #[test]

@@ -117,6 +117,8 @@ pub struct TaskContext {
     fencing_token: u64,
     /// Which shard of the tick this run serves (0 of 1 unless the task is sharded).
     shard: crate::Shard,
+    /// A broadcast task's run (`shards = "nodes"`): this node's own of its tick.
+    broadcast: bool,
     /// The handler runs in a child process of its own (`isolation = "process"`).
     isolated: bool,
 }
@@ -139,6 +141,7 @@ impl TaskContext {
             state,
             fencing_token: 0,
             shard: crate::Shard::WHOLE,
+            broadcast: false,
             isolated: false,
         }
     }
@@ -146,6 +149,12 @@ impl TaskContext {
     /// Sets the run's shard (from its claim).
     pub(crate) fn with_shard(mut self, shard: crate::Shard) -> Self {
         self.shard = shard;
+        self
+    }
+
+    /// Marks the run as a broadcast task's (from its claim).
+    pub(crate) fn with_broadcast(mut self, broadcast: bool) -> Self {
+        self.broadcast = broadcast;
         self
     }
 
@@ -254,6 +263,19 @@ impl TaskContext {
     /// ```
     pub fn shard(&self) -> crate::Shard {
         self.shard
+    }
+
+    /// Whether this run is a broadcast task's (`shards = "nodes"`): the run of its tick on this
+    /// node, one of [`shard`](Self::shard)`().total` runs, one on each node alive at the tick
+    /// (`index` is this node's position among them). A broadcast run is never run on another
+    /// node, even when this one dies mid-run (see [`crate::shard`]).
+    ///
+    /// ```
+    /// # use scheduler::TaskContext;
+    /// assert!(!TaskContext::standalone("t").is_broadcast());
+    /// ```
+    pub fn is_broadcast(&self) -> bool {
+        self.broadcast
     }
 
     /// The id of the node running this handler.

@@ -133,7 +133,9 @@ impl fmt::Display for ReconcileReport {
     }
 }
 
-/// Computes the changes that bring `rows` to the desired state, and the report describing them.
+/// Computes the changes that bring `rows` to the desired state, and the report describing them,
+/// as node `node_id` reconciles (a broadcast task's row for that node is created by it; see
+/// [`crate::shard`]).
 ///
 /// Pure: no I/O, `db_now` is the database's clock. Next runs are computed strictly after it.
 pub fn plan(
@@ -142,6 +144,7 @@ pub fn plan(
     registry: &TaskRegistry,
     rows: &[TaskRow],
     db_now: DateTime<Utc>,
+    node_id: &str,
 ) -> (Vec<TaskChange>, ReconcileReport) {
     let rows: BTreeMap<&str, &TaskRow> = rows.iter().map(|r| (r.name.as_str(), r)).collect();
     let mut changes = Vec::new();
@@ -158,6 +161,47 @@ pub fn plan(
                 &mut changes,
                 &mut report,
             );
+        }
+        if desired.broadcast {
+            // This node's row is created by its own reconcile (its claims are the only ones
+            // that take it); every node's row follows the task's schedule.
+            let mine = crate::shard::node_row(&desired.name, node_id);
+            if !rows.contains_key(mine.as_str()) {
+                plan_row(&mine, desired, None, db_now, &mut changes, &mut report);
+            }
+            for row in rows.values() {
+                if crate::shard::row_node(&row.name).is_some()
+                    && crate::shard::split_row(&row.name).0 == desired.name
+                {
+                    plan_row(
+                        &row.name,
+                        desired,
+                        Some(row),
+                        db_now,
+                        &mut changes,
+                        &mut report,
+                    );
+                }
+            }
+        }
+    }
+    // Node rows of a task that is no longer a broadcast (or is absent from the config):
+    // disabled, kept.
+    for row in rows.values() {
+        if crate::shard::row_node(&row.name).is_none() || !row.enabled {
+            continue;
+        }
+        let task = crate::shard::split_row(&row.name).0;
+        if !validated.desired.get(task).is_some_and(|d| d.broadcast) {
+            changes.push(TaskChange::Update {
+                name: row.name.clone(),
+                cron: row.cron.clone(),
+                timezone: row.timezone.clone(),
+                calendar: row.calendar.clone(),
+                enabled: false,
+                next_run_at: None,
+            });
+            report.disabled.push(row.name.clone());
         }
     }
     // Shards of a task that has fewer now (or is absent from the config): disabled, kept.
@@ -254,10 +298,12 @@ fn plan_row(
             next_run_at: next(None),
         });
         report.created.push(name.to_owned());
-        if desired.shards > 1 {
+        let node_pin = node_pin(name, desired);
+        if desired.shards > 1 || node_pin.is_some() {
             changes.push(TaskChange::Shards {
                 name: name.to_owned(),
-                shards: desired.shards,
+                shards: desired.shards.max(1),
+                node_pin,
             });
         }
         return;
@@ -279,11 +325,13 @@ fn plan_row(
             ));
     }
     let unscheduled = desired.enabled && row.next_run_at.is_none();
-    let reshard = row.shards != desired.shards.max(1);
+    let node_pin = node_pin(name, desired);
+    let reshard = row.shards != desired.shards.max(1) || row.node_pin != node_pin;
     if reshard {
         changes.push(TaskChange::Shards {
             name: name.to_owned(),
             shards: desired.shards.max(1),
+            node_pin,
         });
         report.updated.push(name.to_owned());
     }
@@ -320,6 +368,15 @@ fn plan_row(
     }
 }
 
+/// The node row `name` of `desired` is pinned to: a broadcast task's node row to its node, its
+/// own row to none (`""`, never claimed); `None` (any node) otherwise.
+fn node_pin(name: &str, desired: &crate::config::DesiredTask) -> Option<String> {
+    if !desired.broadcast {
+        return None;
+    }
+    Some(crate::shard::row_node(name).unwrap_or_default().to_owned())
+}
+
 /// A stable digest of the desired state, to record which document was applied.
 fn digest(validated: &ValidatedConfig) -> String {
     // FNV-1a: change detection, not security.
@@ -335,6 +392,9 @@ fn digest(validated: &ValidatedConfig) -> String {
         feed(if d.enabled { b"1" } else { b"0" });
         feed(d.schedule.expression().as_bytes());
         feed(d.schedule.timezone().name().as_bytes());
+        if d.broadcast {
+            feed(b"shards=nodes");
+        }
         if d.shards != 1 {
             feed(format!("shards={}", d.shards).as_bytes());
         }
@@ -395,7 +455,14 @@ impl Reconciler {
     pub async fn reconcile(&self, doc: &ConfigDocument) -> Result<ReconcileReport> {
         let validated = validate_with(doc, &self.registry, self.default_tz, &self.specs);
         let (db_now, rows) = self.store.load_tasks().await?;
-        let (changes, report) = plan(doc, &validated, &self.registry, &rows, db_now);
+        let (changes, report) = plan(
+            doc,
+            &validated,
+            &self.registry,
+            &rows,
+            db_now,
+            &self.node_id,
+        );
         for (name, reason) in &report.refused {
             tracing::error!(task = %name, %reason, "config entry refused; the task keeps its last valid state");
         }
@@ -441,6 +508,7 @@ impl Reconciler {
                 &self.registry,
                 &snapshot.rows,
                 snapshot.db_now,
+                &self.node_id,
             );
             let already = snapshot
                 .applied

@@ -123,8 +123,9 @@ pub struct TaskOptions {
     /// recorded on its own and spread over the live nodes; the handler reads its shard with
     /// [`TaskContext::shard`](crate::TaskContext::shard). From 1 to
     /// [`MAX_SHARDS`](crate::shard::MAX_SHARDS); the config document's `shards` overrides it.
-    /// `None`: 1 (not sharded). See [`crate::shard`].
-    pub shards: Option<u32>,
+    /// `shards = "nodes"` ([`ShardCount::Nodes`](crate::shard::ShardCount::Nodes)): a broadcast,
+    /// one run on each node alive at the tick. `None`: 1 (not sharded). See [`crate::shard`].
+    pub shards: Option<crate::shard::ShardCount>,
 }
 
 impl TaskOptions {
@@ -195,7 +196,14 @@ impl TaskOptions {
 impl TaskOptions {
     /// Sets [`shards`](Self::shards). Used by the macro; set options in the attribute.
     pub const fn shards(mut self, shards: u32) -> Self {
-        self.shards = Some(shards);
+        self.shards = Some(crate::shard::ShardCount::Fixed(shards));
+        self
+    }
+
+    /// Sets [`shards`](Self::shards) to `"nodes"` (a broadcast). Used by the macro; set options
+    /// in the attribute.
+    pub const fn broadcast(mut self) -> Self {
+        self.shards = Some(crate::shard::ShardCount::Nodes);
         self
     }
 }

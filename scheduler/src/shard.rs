@@ -17,6 +17,52 @@
 //! - **Overlap:** no shard starts tick T+1 while a shard of an earlier tick is running, waits
 //!   for a retry, or has not been claimed yet ([`ShardFacts::behind`]).
 //! - **Spread:** see [`may_take`].
+//!
+//! # Broadcast tasks (`shards = "nodes"`)
+//!
+//! A broadcast task runs each tick once on every node alive at the tick: work that is per node
+//! (clear a local cache, rotate local files, report the node's own state). Its runs reuse the
+//! shard rows' machinery with one difference: a row is pinned to a node instead of taken by
+//! whoever is free.
+//!
+//! **Storage.** Each node that registers the task has its own row, `name[@node-id]`
+//! ([`node_row`], [`row_node`]), created by that node's reconcile (at start, and when a document
+//! makes the task a broadcast); its `node_pin` column names the node, and only that node's
+//! claim selects it. The row carries its node's schedule, lock, renewal, retry, timeout, cancel
+//! and fencing token exactly as a shard row does. The task's own row (`name`) is pinned to no
+//! node (`node_pin = ''`): it holds the task's config, pause and manual-run requests and is
+//! never claimed. Runs are recorded under the task's name with the node's `shard_index` and
+//! `shard_total`. Fixed shards would not fit: their rows are free for any node (spread, and a
+//! dead node's shard taken over), while a broadcast run is the node's own work.
+//!
+//! **Who runs a tick.** The nodes *alive at the tick* are decided once, by the first claim of
+//! that tick (any node's), and recorded in the store (`scheduler_broadcast_ticks`): every node
+//! registering the task that has not stopped, whose last heartbeat is within the live window
+//! the engine uses everywhere (three heartbeat intervals), that registered at or before the tick
+//! and whose row existed before it. They are sorted by node id; a node's position is its
+//! [`Shard::index`], their number [`Shard::total`] (both read with
+//! [`TaskContext::shard`](crate::TaskContext::shard);
+//! [`TaskContext::is_broadcast`](crate::TaskContext::is_broadcast) says the run is a
+//! broadcast's). Every later claim of the tick reads the same record, so all runs of a tick
+//! agree on `total` and no two share an `index`. The rules that follow:
+//!
+//! - Each node in the record runs the tick once, through its own row: never twice (the row's
+//!   lock and schedule, as for any task) and never on another node (the row is pinned).
+//! - A node that joins after the tick, or that was not in the record for another reason,
+//!   does not run it: its claim moves its row past the tick. (A node that registers within the
+//!   claim-ahead lead before a tick, a few milliseconds, may start with the tick after.)
+//! - A node counted at the tick that dies before it starts its run leaves that index without
+//!   a run; a node killed mid-run has its run recorded `lost` when its lock expires (by any
+//!   node's claim, as any lost run) and it is **not run again, anywhere**: the work was that
+//!   node's (`recovery` is `never` for broadcast runs whatever the task says). A node that
+//!   comes back under the same id starts again with the first tick after it registered.
+//! - Overlap, misfire, retries, timeout and cancel apply per node: a node does not start tick
+//!   T+1 while its own run of T goes on (its row is locked); other nodes are not held up.
+//! - Pause and resume cover every node's row; a manual run asks each node's row for one run.
+//! - Missed-run detection does not watch the rows of a broadcast task (a dead node's row is
+//!   overdue by design); the silent-node alert covers a node that stopped running them.
+//!
+//! On SQLite (one node in practice) the record holds that one node: one run per tick, 0 of 1.
 
 use std::fmt;
 use std::time::Duration;
@@ -30,6 +76,54 @@ pub const MAX_SHARDS: u32 = 1_000;
 /// that is alive but busy (no free slot) or dead but not yet known to be (its heartbeat not yet
 /// stale).
 pub const SPREAD_GRACE: Duration = Duration::from_secs(2);
+
+/// How many runs a task's tick has: the `shards` of the attribute and the config document.
+///
+/// ```
+/// use scheduler::shard::ShardCount;
+///
+/// assert_eq!("nodes".parse::<ShardCount>(), Ok(ShardCount::Nodes));
+/// assert_eq!("8".parse::<ShardCount>(), Ok(ShardCount::Fixed(8)));
+/// assert!("all".parse::<ShardCount>().is_err());
+/// assert_eq!(ShardCount::Nodes.to_string(), "nodes");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ShardCount {
+    /// `shards = 8`: this many shards, each run by whichever live node is free.
+    Fixed(u32),
+    /// `shards = "nodes"`: a broadcast, one run on each node alive at the tick.
+    Nodes,
+}
+
+impl fmt::Display for ShardCount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ShardCount::Fixed(n) => write!(f, "{n}"),
+            ShardCount::Nodes => f.write_str("nodes"),
+        }
+    }
+}
+
+/// A `shards` value that is neither `nodes` nor a count from 1 to [`MAX_SHARDS`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`shards` must be a count from 1 to {MAX_SHARDS} or `nodes` (one run on each live node), not `{0}`"
+)]
+pub struct InvalidShardCount(pub String);
+
+impl std::str::FromStr for ShardCount {
+    type Err = InvalidShardCount;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "nodes" => Ok(ShardCount::Nodes),
+            n => match n.parse::<u32>() {
+                Ok(n) if (1..=MAX_SHARDS).contains(&n) => Ok(ShardCount::Fixed(n)),
+                _ => Err(InvalidShardCount(s.to_owned())),
+            },
+        }
+    }
+}
 
 /// Which shard of a task a run serves, read in a handler with
 /// [`TaskContext::shard`](crate::TaskContext::shard).
@@ -91,9 +185,37 @@ pub fn row_name(task: &str, index: u32) -> String {
     }
 }
 
+/// The store row of broadcast task `task` on node `node` (see the module docs).
+///
+/// ```
+/// use scheduler::shard::{node_row, row_node, split_row};
+///
+/// assert_eq!(node_row("warmCaches", "web-1"), "warmCaches[@web-1]");
+/// assert_eq!(row_node("warmCaches[@web-1]"), Some("web-1"));
+/// assert_eq!(split_row("warmCaches[@web-1]"), ("warmCaches", 0));
+/// assert_eq!(row_node("warmCaches[2]"), None);
+/// ```
+pub fn node_row(task: &str, node: &str) -> String {
+    format!("{task}[@{node}]")
+}
+
+/// The node a broadcast task's row (`task[@node]`, [`node_row`]) is pinned to; `None` for any
+/// other row.
+pub fn row_node(row: &str) -> Option<&str> {
+    let open = row.find("[@")?;
+    let node = row[open + 2..].strip_suffix(']')?;
+    (open > 0 && !node.is_empty()).then_some(node)
+}
+
 /// The task and shard index of a store row ([`row_name`]'s inverse); a name that is not a
-/// shard row is its own task's shard 0.
+/// shard row is its own task's shard 0. A broadcast task's node row ([`node_row`]) is its
+/// task's, with index 0 (its index is decided per tick).
 pub fn split_row(row: &str) -> (&str, u32) {
+    if row_node(row).is_some()
+        && let Some(open) = row.find("[@")
+    {
+        return (&row[..open], 0);
+    }
     if let Some(open) = row.rfind('[')
         && let Some(digits) = row[open + 1..].strip_suffix(']')
         && let Ok(index) = digits.parse::<u32>()
@@ -103,6 +225,29 @@ pub fn split_row(row: &str) -> (&str, u32) {
         return (&row[..open], index);
     }
     (row, 0)
+}
+
+/// A broadcast run's shard: `node`'s position among the nodes recorded alive at the tick
+/// (sorted by id, whatever order they come in), of how many they are; `None` when `node` is not
+/// among them (it does not run the tick).
+///
+/// ```
+/// use scheduler::Shard;
+/// use scheduler::shard::broadcast_shard;
+///
+/// let alive = ["web-2".to_owned(), "web-1".to_owned(), "web-3".to_owned()];
+/// assert_eq!(broadcast_shard(&alive, "web-2"), Some(Shard { index: 1, total: 3 }));
+/// assert_eq!(broadcast_shard(&alive, "web-4"), None, "joined after the tick");
+/// ```
+pub fn broadcast_shard(alive: &[String], node: &str) -> Option<Shard> {
+    let mut sorted: Vec<&str> = alive.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let index = sorted.iter().position(|n| *n == node)?;
+    Some(Shard {
+        index: u32::try_from(index).ok()?,
+        total: u32::try_from(sorted.len()).ok()?,
+    })
 }
 
 /// What the store knows about the other shards of a due shard's tick, read in the claim's
@@ -171,6 +316,23 @@ mod tests {
         );
         assert_eq!(split_row("a[x]"), ("a[x]", 0));
         assert_eq!(split_row("[3]"), ("[3]", 0));
+        for (task, node) in [("a", "n"), ("x.y", "host-12[3]"), ("b", "@")] {
+            let row = node_row(task, node);
+            assert_eq!(split_row(&row), (task, 0));
+            assert_eq!(row_node(&row), Some(node));
+        }
+        assert_eq!(row_node("a[@]"), None);
+        assert_eq!(row_node("[@n]"), None);
+        assert_eq!(row_node("a[3]"), None);
+    }
+
+    #[test]
+    fn shard_counts_parse() {
+        assert_eq!("1".parse(), Ok(ShardCount::Fixed(1)));
+        assert_eq!("1000".parse(), Ok(ShardCount::Fixed(1000)));
+        for bad in ["0", "1001", "-1", "all", "", "Nodes"] {
+            assert!(bad.parse::<ShardCount>().is_err(), "{bad}");
+        }
     }
 
     #[test]

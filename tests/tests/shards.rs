@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use common::*;
-use scheduler::config::TaskConfig;
+use scheduler::config::{ShardsEntry, TaskConfig};
 use scheduler::{Shard, TaskContext, task};
 
 on_both_backends! {
@@ -49,7 +49,7 @@ async fn sharded_work(ctx: TaskContext) {
 async fn every_shard_of_every_tick_runs_once_spread_over_the_nodes(db: &TestDb) {
     let log = Arc::new(ShardLog::default());
     let config = doc(vec![TaskConfig {
-        shards: Some(5),
+        shards: Some(ShardsEntry::Count(5)),
         ..entry("sharded.work", "* * * * * *")
     }]);
     let nodes: Vec<RunningNode> = ["a", "b"]

@@ -801,15 +801,18 @@ async fn next_wake_finds_this_nodes_task_behind_many_of_other_binaries(s: &dyn S
     let refs: Vec<(&str, DateTime<Utc>)> = tasks.iter().map(|(n, at)| (n.as_str(), *at)).collect();
     seed(s, &refs).await;
     for listed in [["mine.later", "mine"], ["mine", "mine.later"]] {
-        let wake = s.next_wake(&names(&listed)).await.unwrap();
+        let wake = s.next_wake("n", &names(&listed)).await.unwrap();
         assert_eq!(wake.due_at, Some(t + HOUR * 5), "{listed:?}");
     }
     let wake = s
-        .next_wake(&names(&["mine", "other.099", "other.050"]))
+        .next_wake("n", &names(&["mine", "other.099", "other.050"]))
         .await
         .unwrap();
     assert_eq!(wake.due_at, Some(t + chrono::Duration::minutes(60)));
-    assert_eq!(s.next_wake(&names(&["absent"])).await.unwrap().due_at, None);
+    assert_eq!(
+        s.next_wake("n", &names(&["absent"])).await.unwrap().due_at,
+        None
+    );
 }
 
 /// More due tasks of other binaries than one claim takes, all due before this node's own: the
@@ -908,7 +911,7 @@ async fn a_task_due_in_every_way_at_once_is_offered_once(s: &dyn Store, _: &Arra
 }
 
 async fn next_wake_reports_the_earliest_claimable_tick_and_lock_expiry(s: &dyn Store, _: &Arrange) {
-    let wake = s.next_wake(&names(&["a"])).await.unwrap();
+    let wake = s.next_wake("n", &names(&["a"])).await.unwrap();
     assert_near_now(wake.db_now);
     assert_eq!((wake.due_at, wake.expiry_at), (None, None), "empty store");
 
@@ -931,15 +934,15 @@ async fn next_wake_reports_the_earliest_claimable_tick_and_lock_expiry(s: &dyn S
     )
     .await;
     let listed = names(&["a", "d", "off", "none", "missing"]);
-    let wake = s.next_wake(&listed).await.unwrap();
+    let wake = s.next_wake("n", &listed).await.unwrap();
     assert_eq!(wake.due_at, Some(t + chrono::Duration::minutes(10)));
     assert_eq!(wake.expiry_at, None);
-    assert_eq!(s.next_wake(&[]).await.unwrap().due_at, None);
+    assert_eq!(s.next_wake("n", &[]).await.unwrap().due_at, None);
 
     let before = Utc::now();
     claim_one(s, "a", &Rules::hourly()).await;
     let after = Utc::now();
-    let wake = s.next_wake(&listed).await.unwrap();
+    let wake = s.next_wake("n", &listed).await.unwrap();
     assert_eq!(
         wake.due_at,
         Some(t + chrono::Duration::minutes(20)),
@@ -953,7 +956,7 @@ async fn next_wake_reports_the_earliest_claimable_tick_and_lock_expiry(s: &dyn S
         "{expiry} is not a lifetime after the claim"
     );
     // Any lock's expiry counts, whoever may claim the task.
-    assert_eq!(s.next_wake(&[]).await.unwrap().expiry_at, Some(expiry));
+    assert_eq!(s.next_wake("n", &[]).await.unwrap().expiry_at, Some(expiry));
 }
 
 async fn claim_takes_due_enabled_unlocked_listed_tasks_oldest_first_up_to_the_limit(
@@ -1082,7 +1085,7 @@ async fn a_left_task_is_untouched(s: &dyn Store, _: &Arrange) {
     assert_eq!(out.claimed.len(), 1);
     assert_eq!(row(s, "a").await, before);
     assert!(s.recent_runs(Some("a"), 10).await.unwrap().is_empty());
-    let wake = s.next_wake(&names(&["a"])).await.unwrap();
+    let wake = s.next_wake("n", &names(&["a"])).await.unwrap();
     assert_eq!(wake.due_at, Some(t - HOUR), "still due, still unlocked");
 }
 
@@ -1374,7 +1377,7 @@ async fn a_lock_without_a_running_run_is_released_without_touching_runs(
         "the earlier run is untouched"
     );
     assert_eq!(s.recent_runs(Some("a"), 10).await.unwrap().len(), 1);
-    let wake = s.next_wake(&names(&["a"])).await.unwrap();
+    let wake = s.next_wake("n", &names(&["a"])).await.unwrap();
     assert_eq!(wake.due_at, Some(t + HOUR), "unlocked, next run unchanged");
     assert_eq!(wake.expiry_at, None);
 }
@@ -1411,7 +1414,7 @@ async fn renewal_extends_only_locks_held_under_owner_and_token_also_after_expiry
     let rules = Rules::hourly();
     let out = claim(s, &[], 0, &rules).await;
     assert!(out.waiting.is_empty(), "{out:?}");
-    let expiry = s.next_wake(&[]).await.unwrap().expiry_at.unwrap();
+    let expiry = s.next_wake("n", &[]).await.unwrap().expiry_at.unwrap();
     assert!(
         expiry < before + chrono::Duration::seconds(120),
         "the thief's lock was not extended: {expiry}"
@@ -1479,7 +1482,7 @@ async fn a_finish_records_the_outcome_and_releases_only_its_own_lock(
     );
     assert_eq!(rb.finished_at, None);
 
-    let wake = s.next_wake(&names(&["a", "b"])).await.unwrap();
+    let wake = s.next_wake("n", &names(&["a", "b"])).await.unwrap();
     assert_eq!(
         wake.due_at,
         Some(t + HOUR),
@@ -3344,7 +3347,7 @@ async fn a_pause_holds_a_task_until_resumed_with_what_the_planner_decides(
     let rules = Rules::hourly().plan(leave);
     claim(s, &["a", "b"], 5, &rules).await;
     assert_eq!(rules.offered(), ["b"], "a paused task's tick waits");
-    assert_eq!(s.next_wake(&names(&["a"])).await.unwrap().due_at, None);
+    assert_eq!(s.next_wake("n", &names(&["a"])).await.unwrap().due_at, None);
 
     // A pause in force is replaced.
     let longer = Pause::new(t, "carol", "longer", Some(t + HOUR));
@@ -4429,7 +4432,7 @@ async fn next_wake_counts_retries_manual_runs_and_the_ends_of_pauses(s: &dyn Sto
     )
     .await;
     let wake =
-        |task: &'static str| async move { s.next_wake(&names(&[task])).await.unwrap().due_at };
+        |task: &'static str| async move { s.next_wake("n", &names(&[task])).await.unwrap().due_at };
     // "retry": its tick ran and failed; the retry in an hour comes before the next run.
     let run = claim_one(s, "retry", &Rules::hourly().plan(run_then(far))).await;
     assert!(
@@ -4476,7 +4479,7 @@ async fn next_wake_counts_retries_manual_runs_and_the_ends_of_pauses(s: &dyn Sto
     // "off": a disabled task's tick is no wake.
     assert_eq!(wake("off").await, None);
     let all = names(&["retry", "manual", "paused", "held", "off"]);
-    assert_eq!(s.next_wake(&all).await.unwrap().due_at, asked);
+    assert_eq!(s.next_wake("n", &all).await.unwrap().due_at, asked);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -49,11 +49,68 @@ pub struct TaskConfig {
     /// Free-form labels (`team = "ads"`), shown with the task and matched by alert routes.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
-    /// How many runs each tick is split into (see [`crate::shard`]), from 1 to
-    /// [`MAX_SHARDS`](crate::shard::MAX_SHARDS); the task attribute's `shards` (else 1) when
-    /// absent.
+    /// How many runs each tick is split into (see [`crate::shard`]): a count from 1 to
+    /// [`MAX_SHARDS`](crate::shard::MAX_SHARDS) (`shards: 4`), or `nodes` for a broadcast, one
+    /// run on each node alive at the tick (`shards: nodes`); the task attribute's `shards` (else
+    /// 1) when absent. Any other value refuses the entry (check-config names it).
     #[serde(default)]
-    pub shards: Option<u32>,
+    pub shards: Option<ShardsEntry>,
+}
+
+/// A task's `shards` as written: a number or a word, checked when the document is validated
+/// (so a wrong value refuses its entry with a message instead of failing the whole document).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardsEntry {
+    /// `shards: 4`.
+    Count(i64),
+    /// `shards: nodes` (or any other value, written out: refused when validated).
+    Word(String),
+}
+
+impl<'de> Deserialize<'de> for ShardsEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ShardsVisitor;
+
+        impl Visitor<'_> for ShardsVisitor {
+            type Value = ShardsEntry;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a shard count from 1 to 1000, or `nodes`")
+            }
+
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ShardsEntry, E> {
+                Ok(ShardsEntry::Count(v))
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ShardsEntry, E> {
+                Ok(i64::try_from(v).map_or(ShardsEntry::Word(v.to_string()), ShardsEntry::Count))
+            }
+
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ShardsEntry, E> {
+                Ok(ShardsEntry::Word(v.to_string()))
+            }
+
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<ShardsEntry, E> {
+                Ok(ShardsEntry::Word(v.to_string()))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ShardsEntry, E> {
+                Ok(ShardsEntry::Word(v.to_owned()))
+            }
+        }
+
+        deserializer.deserialize_any(ShardsVisitor)
+    }
+}
+
+impl ShardsEntry {
+    /// The shard count this entry asks for, or why it cannot be one.
+    pub fn count(&self) -> Result<crate::shard::ShardCount, crate::shard::InvalidShardCount> {
+        match self {
+            ShardsEntry::Count(n) => n.to_string().parse(),
+            ShardsEntry::Word(word) => word.parse(),
+        }
+    }
 }
 
 /// A task's `calendar`: one or more calendars, each named or written inline.

@@ -49,7 +49,7 @@ mod validate;
 mod watcher;
 
 pub use check::{CheckProblem, CheckReport, CheckedTask, check_config, check_config_text};
-pub use document::{ConfigDocument, ConfigFormat, TaskConfig};
+pub use document::{ConfigDocument, ConfigFormat, ShardsEntry, TaskConfig};
 pub use error::ConfigError;
 pub use file::FileSource;
 #[cfg(feature = "http-config")]

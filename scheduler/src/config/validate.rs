@@ -85,8 +85,12 @@ pub struct DesiredTask {
     pub owners: Vec<String>,
     /// The task's labels.
     pub labels: BTreeMap<String, String>,
-    /// How many shards each tick has: the entry's `shards`, else the attribute's, else 1.
+    /// How many shards each tick has: the entry's `shards`, else the attribute's, else 1 (1
+    /// for a broadcast: its task row is one, its node rows are its nodes').
     pub shards: u32,
+    /// A broadcast (`shards: nodes`): one run on each node alive at the tick (see
+    /// [`crate::shard`]).
+    pub broadcast: bool,
 }
 
 /// A refused entry.
@@ -123,14 +127,10 @@ pub enum RefusalReason {
     /// The `timezone` is not an IANA zone. (The schedule module's message names the zone.)
     #[error("{0}")]
     InvalidTimezone(ScheduleError),
-    /// The `shards` is out of range.
-    #[error("`shards` must be between 1 and {max}, not {shards}")]
-    InvalidShards {
-        /// The count given.
-        shards: u32,
-        /// The most allowed ([`MAX_SHARDS`](crate::shard::MAX_SHARDS)).
-        max: u32,
-    },
+    /// The `shards` is neither a count from 1 to [`MAX_SHARDS`](crate::shard::MAX_SHARDS) nor
+    /// `nodes`. (The shard module's message names the value.)
+    #[error("{0}")]
+    InvalidShards(crate::shard::InvalidShardCount),
     /// The `cron` expression was refused. (The schedule module's message names the expression
     /// and the field.)
     #[error("{0}")]
@@ -243,16 +243,21 @@ pub(crate) fn validate_with(
         if !registry.contains(name) {
             refusals.push(RefusalReason::UnknownTask);
         }
-        let shards = entry
-            .shards
-            .or_else(|| registry.get(name).and_then(|d| d.options.shards))
-            .unwrap_or(1);
-        if !(1..=crate::shard::MAX_SHARDS).contains(&shards) {
-            refusals.push(RefusalReason::InvalidShards {
-                shards,
-                max: crate::shard::MAX_SHARDS,
-            });
-        }
+        let shards = match entry.shards.as_ref().map(super::ShardsEntry::count) {
+            Some(Ok(count)) => count,
+            Some(Err(e)) => {
+                refusals.push(RefusalReason::InvalidShards(e));
+                crate::shard::ShardCount::Fixed(1)
+            }
+            None => registry
+                .get(name)
+                .and_then(|d| d.options.shards)
+                .unwrap_or(crate::shard::ShardCount::Fixed(1)),
+        };
+        let (shards, broadcast) = match shards {
+            crate::shard::ShardCount::Fixed(n) => (n, false),
+            crate::shard::ShardCount::Nodes => (1, true),
+        };
         let zone = match &entry.timezone {
             None => Some(default_tz),
             Some(zone) => match parse_timezone(zone) {
@@ -304,6 +309,7 @@ pub(crate) fn validate_with(
                         owners: entry.owners.clone(),
                         labels: entry.labels.clone(),
                         shards,
+                        broadcast,
                     },
                 );
             }
@@ -471,5 +477,40 @@ mod tests {
         let a: Vec<&Refusal> = v.refused.iter().filter(|r| r.name == "a").collect();
         assert_eq!(a.len(), 1);
         assert_eq!(a[0].reason, RefusalReason::UnknownTask);
+    }
+
+    #[test]
+    fn shards_are_a_count_or_nodes() {
+        let doc = ConfigDocument::parse(
+            "tasks:\n\
+             - {name: a, enabled: true, cron: '0 * * * * *', shards: nodes}\n\
+             - {name: b, enabled: true, cron: '0 * * * * *', shards: 4}\n\
+             - {name: c, enabled: true, cron: '0 * * * * *', shards: all}\n\
+             - {name: d, enabled: true, cron: '0 * * * * *', shards: 0}\n\
+             - {name: e, enabled: true, cron: '0 * * * * *', shards: -1}\n\
+             - {name: f, enabled: true, cron: '0 * * * * *', shards: 1.5}\n",
+            super::super::ConfigFormat::Yaml,
+            "tasks.yaml",
+        )
+        .unwrap();
+        let v = validate(&doc, &TaskRegistry::default(), chrono_tz::UTC);
+        let shard_reasons = |name: &str| -> Vec<String> {
+            v.refused
+                .iter()
+                .filter(|r| r.name == name && matches!(r.reason, RefusalReason::InvalidShards(_)))
+                .map(|r| r.reason.to_string())
+                .collect()
+        };
+        assert!(shard_reasons("a").is_empty());
+        assert!(shard_reasons("b").is_empty());
+        for (name, shown) in [("c", "all"), ("d", "0"), ("e", "-1"), ("f", "1.5")] {
+            assert_eq!(
+                shard_reasons(name),
+                [format!(
+                    "`shards` must be a count from 1 to 1000 or `nodes` (one run on each live \
+                     node), not `{shown}`"
+                )],
+            );
+        }
     }
 }

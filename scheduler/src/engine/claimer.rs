@@ -159,7 +159,7 @@ impl ClaimLoop {
         let wait = settings.takeover_wait;
         let ahead = self.ahead();
         if !known_due {
-            let info = shared.store.next_wake(&names).await?;
+            let info = shared.store.next_wake(&shared.node_id, &names).await?;
             let until = |at: chrono::DateTime<chrono::Utc>| {
                 (at - info.db_now).to_std().unwrap_or(Duration::ZERO)
             };

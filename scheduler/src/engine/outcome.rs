@@ -298,6 +298,22 @@ pub(crate) fn unknown(lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecisi
             failures: FailureCount::Keep,
         };
     }
+    if let Some(node) = crate::shard::row_node(&lock.key.task_name) {
+        // A broadcast run is its node's own work: recorded lost, never run elsewhere.
+        let error = format!(
+            "lock expired: node {} stopped renewing it (killed, crashed, paused or cut off from \
+             the database); a broadcast run is node {node}'s own: not run on another node",
+            lock.owner
+        );
+        return RescueDecision::Release {
+            run_end: Some(RunEnd {
+                status: RunStatus::Lost,
+                error: Some(clean_error(&error)),
+            }),
+            requeue: None,
+            failures: FailureCount::Increment,
+        };
+    }
     let rerun = run.recovery == Recovery::Rerun;
     let requeue = rerun
         .then(|| {

@@ -199,7 +199,9 @@ async fn serve(request: ChildRequest) -> i32 {
         cancel,
     )
     .with_fencing_token(request.fencing_token)
-    .with_shard(shard);
+    .with_shard(shard)
+    // A broadcast task's run is named by its node's row (`name[@node]`).
+    .with_broadcast(crate::shard::row_node(&request.task).is_some());
     let span = tracing::info_span!(
         "task_run",
         task = %request.task,

@@ -260,15 +260,25 @@ pub struct DueTask {
     /// The task's shard count (1: not sharded); the row's shard index is in its name
     /// ([`crate::shard::split_row`]).
     pub shards: u32,
+    /// The node the row is pinned to ([`TaskRow::node_pin`](super::TaskRow::node_pin)): a
+    /// broadcast task's rows.
+    pub node_pin: Option<String>,
+    /// A broadcast run's shard, decided by the claim from the nodes alive at the tick.
+    pub broadcast: Option<crate::Shard>,
 }
 
 impl DueTask {
     /// The shard this row runs.
     pub fn shard(&self) -> crate::Shard {
-        crate::Shard {
+        self.broadcast.unwrap_or(crate::Shard {
             index: crate::shard::split_row(&self.name).1,
             total: self.shards.max(1),
-        }
+        })
+    }
+
+    /// The own row of a broadcast task, pinned to no node: never run, only moved on.
+    pub fn is_broadcast_task_row(&self) -> bool {
+        self.node_pin.as_deref() == Some("")
     }
 }
 

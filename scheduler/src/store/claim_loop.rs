@@ -44,6 +44,18 @@ pub(super) struct TaskSkip {
     pub(super) next_run_at: NextRun,
     pub(super) clear_retry: bool,
     pub(super) clear_pause: bool,
+    /// Drop the pending manual run (a broadcast task's own row, which never runs it).
+    pub(super) clear_manual: bool,
+}
+
+/// A broadcast task's tick (or manual request) whose nodes a claim needs, offered to
+/// [`ClaimSteps::broadcast_nodes`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) struct BroadcastTick {
+    /// The task.
+    pub(super) task: String,
+    /// The tick (a manual run: when it was asked for).
+    pub(super) tick: DateTime<Utc>,
 }
 
 /// A shard about to run a tick, offered to [`ClaimSteps::shard_facts`].
@@ -89,6 +101,16 @@ pub(super) trait ClaimSteps {
         live_window: Duration,
         shards: &[ShardTick<'_>],
     ) -> Result<Vec<ShardFacts>, Self::Error>;
+
+    /// The nodes alive at each broadcast tick (see [`crate::shard`]), in order: recorded by
+    /// the first claim that asks (the nodes registering the task, not stopped, with a heartbeat
+    /// within `live_window`, registered at or before the tick and whose row of the task was
+    /// created before it), read back by every later one.
+    async fn broadcast_nodes(
+        &mut self,
+        live_window: Duration,
+        ticks: &[BroadcastTick],
+    ) -> Result<Vec<Vec<String>>, Self::Error>;
 
     /// Moves the schedules of skipped tasks and clears what the skips serve.
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), Self::Error>;
@@ -173,6 +195,7 @@ pub(super) async fn claim<S: ClaimSteps>(
                     next_run_at,
                     clear_retry,
                     clear_pause,
+                    clear_manual: false,
                 });
                 skips.extend(ticks);
             }
@@ -180,6 +203,7 @@ pub(super) async fn claim<S: ClaimSteps>(
         }
     }
     if let Some(now) = claimed_at {
+        runs = broadcast(steps, request, runs, &mut skipped).await?;
         runs = spread(steps, request, runs, now, &mut outcome).await?;
     }
     for (_, plan) in &runs {
@@ -196,6 +220,82 @@ pub(super) async fn claim<S: ClaimSteps>(
         outcome.claimed = steps.start_runs(request.node_id, runs, claimed_at).await?;
     }
     Ok(outcome)
+}
+
+/// Applies the broadcast rules ([`crate::shard`]) to the planned runs: a broadcast task's own
+/// row never runs its ticks or manual requests (they only move it on, and have the tick's
+/// nodes recorded; a backfill tick runs on it, once); a node's row runs only if its node is among the nodes recorded alive at the tick,
+/// with its position among them as its shard and `recovery = never` (a broadcast run is its
+/// node's own: never run again elsewhere), else it moves past the tick. Other runs are kept as
+/// planned.
+async fn broadcast<S: ClaimSteps>(
+    steps: &mut S,
+    request: &ClaimRequest<'_>,
+    runs: Vec<(DueTask, ClaimPlan)>,
+    skipped: &mut Vec<TaskSkip>,
+) -> Result<Vec<(DueTask, ClaimPlan)>, S::Error> {
+    let key = |task: &DueTask, plan: &ClaimPlan| BroadcastTick {
+        task: crate::shard::split_row(&task.name).0.to_owned(),
+        tick: plan.scheduled_at,
+    };
+    let mut ticks: Vec<BroadcastTick> = Vec::new();
+    for (task, plan) in &runs {
+        if task.node_pin.is_some()
+            && matches!(plan.trigger, Trigger::Schedule | Trigger::Manual)
+            && !ticks.contains(&key(task, plan))
+        {
+            ticks.push(key(task, plan));
+        }
+    }
+    if ticks.is_empty() {
+        return Ok(runs);
+    }
+    let nodes: HashMap<BroadcastTick, Vec<String>> = ticks
+        .iter()
+        .cloned()
+        .zip(steps.broadcast_nodes(request.live_window, &ticks).await?)
+        .collect();
+    let mut kept = Vec::with_capacity(runs.len());
+    for (mut task, mut plan) in runs {
+        // A backfill of a broadcast task runs on the task's own row, once per tick, on
+        // whichever node takes it: no record says which nodes were alive at a past tick.
+        if task.node_pin.is_none()
+            || (task.is_broadcast_task_row() && plan.trigger == Trigger::Backfill)
+        {
+            kept.push((task, plan));
+            continue;
+        }
+        let shard = nodes
+            .get(&key(&task, &plan))
+            .and_then(|alive| crate::shard::broadcast_shard(alive, request.node_id));
+        match shard {
+            Some(shard) if !task.is_broadcast_task_row() => {
+                task.broadcast = Some(shard);
+                plan.recovery = crate::policy::Recovery::Never;
+                kept.push((task, plan));
+            }
+            // A retry or backfill of a node's own run: its tick's nodes were recorded when
+            // it first ran.
+            None if !task.is_broadcast_task_row()
+                && !matches!(plan.trigger, Trigger::Schedule | Trigger::Manual) =>
+            {
+                plan.recovery = crate::policy::Recovery::Never;
+                kept.push((task, plan));
+            }
+            _ => skipped.push(TaskSkip {
+                name: task.name,
+                next_run_at: if plan.trigger == Trigger::Schedule {
+                    plan.next_run_at
+                } else {
+                    NextRun::Keep
+                },
+                clear_retry: plan.clear_retry,
+                clear_pause: false,
+                clear_manual: plan.trigger == Trigger::Manual,
+            }),
+        }
+    }
+    Ok(kept)
 }
 
 /// Keeps the planned runs the spread and overlap rules allow ([`may_take`]): a shard's
@@ -334,6 +434,8 @@ mod tests {
                         missed_since: None,
                         backfill: None,
                         shards: 1,
+                        node_pin: None,
+                        broadcast: None,
                     };
                     (task, at(3))
                 })
@@ -348,6 +450,15 @@ mod tests {
         ) -> Result<Vec<ShardFacts>, Self::Error> {
             self.calls.push(format!("shard_facts {}", shards.len()));
             Ok(shards.iter().map(|_| ShardFacts::default()).collect())
+        }
+
+        async fn broadcast_nodes(
+            &mut self,
+            _live_window: Duration,
+            ticks: &[BroadcastTick],
+        ) -> Result<Vec<Vec<String>>, Self::Error> {
+            self.calls.push(format!("broadcast_nodes {}", ticks.len()));
+            Ok(ticks.iter().map(|_| vec!["n".to_owned()]).collect())
         }
 
         async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), Self::Error> {
@@ -466,6 +577,90 @@ mod tests {
         assert_eq!(outcome.skipped.len(), 1);
         assert_eq!(outcome.claimed.len(), 1);
         assert_eq!(outcome.claimed[0].claimed_at, at(3));
+    }
+
+    /// A due row of a broadcast task: `b` (its own row) or `b[@node]`, with a plan for `trigger`.
+    fn broadcast_row(node: Option<&str>, trigger: Trigger) -> (DueTask, ClaimPlan) {
+        let task = DueTask {
+            name: node.map_or("b".to_owned(), |n| crate::shard::node_row("b", n)),
+            cron: "* * * * * *".into(),
+            timezone: "UTC".into(),
+            calendar: None,
+            enabled: true,
+            next_run_at: Some(at(2)),
+            last_scheduled_at: None,
+            last_finished_at: None,
+            retry: None,
+            manual: None,
+            pause: None,
+            missed_since: None,
+            backfill: None,
+            shards: 1,
+            node_pin: Some(node.unwrap_or_default().to_owned()),
+            broadcast: None,
+        };
+        let mut plan =
+            ClaimPlan::scheduled(at(2), Some(at(3)), Recovery::Rerun, Duration::from_secs(20));
+        plan.trigger = trigger;
+        if trigger != Trigger::Schedule {
+            plan.next_run_at = NextRun::Keep;
+        }
+        (task, plan)
+    }
+
+    #[test]
+    fn a_broadcast_runs_on_the_nodes_alive_at_the_tick_and_never_on_its_own_row() {
+        // The recorded steps say node `n` alone was alive at every tick.
+        let mut steps = Recorded::default();
+        let tasks = ["b".to_owned()];
+        let runs = vec![
+            broadcast_row(None, Trigger::Schedule),
+            broadcast_row(None, Trigger::Manual),
+            broadcast_row(None, Trigger::Backfill),
+            broadcast_row(Some("n"), Trigger::Schedule),
+        ];
+        let mut skipped = Vec::new();
+        let request = ClaimRequest::new("n", &tasks, 10);
+        let kept = block_on(broadcast(&mut steps, &request, runs, &mut skipped)).unwrap();
+        assert_eq!(steps.calls, ["broadcast_nodes 1"], "one tick asked once");
+        let kept: Vec<(&str, Trigger, crate::Shard, Recovery)> = kept
+            .iter()
+            .map(|(t, p)| (t.name.as_str(), p.trigger, t.shard(), p.recovery))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("b", Trigger::Backfill, crate::Shard::WHOLE, Recovery::Rerun),
+                (
+                    "b[@n]",
+                    Trigger::Schedule,
+                    crate::Shard { index: 0, total: 1 },
+                    Recovery::Never
+                ),
+            ]
+        );
+        // The own row's tick moves on; its manual request is cleared.
+        let skipped: Vec<(&str, NextRun, bool)> = skipped
+            .iter()
+            .map(|s| (s.name.as_str(), s.next_run_at, s.clear_manual))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                ("b", NextRun::Set(Some(at(3))), false),
+                ("b", NextRun::Keep, true)
+            ]
+        );
+
+        // Node `m` was not alive at the tick (it joined after): its row moves past it.
+        let mut skipped = Vec::new();
+        let request = ClaimRequest::new("m", &tasks, 10);
+        let runs = vec![broadcast_row(Some("m"), Trigger::Schedule)];
+        let kept = block_on(broadcast(&mut steps, &request, runs, &mut skipped)).unwrap();
+        assert!(kept.is_empty());
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].name, "b[@m]");
+        assert_eq!(skipped[0].next_run_at, NextRun::Set(Some(at(3))));
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub struct TaskRow {
     pub paused: bool,
     /// The task's shard count as last reconciled (1: not sharded).
     pub shards: u32,
+    /// The node the row is pinned to: a broadcast task's node row names its node, the task's
+    /// own row is pinned to no node (`""`); `None`: any node may claim it. See [`crate::shard`].
+    pub node_pin: Option<String>,
 }
 
 impl TaskRow {
@@ -49,6 +52,7 @@ impl TaskRow {
             disabled_at: None,
             paused: false,
             shards: 1,
+            node_pin: None,
         }
     }
 }
@@ -94,6 +98,9 @@ pub enum TaskChange {
         name: String,
         /// The task's shard count.
         shards: u32,
+        /// The node the row is pinned to (see [`TaskRow::node_pin`]); a row created for a
+        /// task's shard or node takes the task's pause with it.
+        node_pin: Option<String>,
     },
     /// Mark or clear the orphan flag of a row.
     Orphaned {

@@ -45,8 +45,8 @@ macro_rules! store_layer {
         ///         self.calls.fetch_add(1, Ordering::Relaxed);
         ///     }
         ///
-        ///     async fn next_wake(&self, tasks: &[String]) -> StoreResult<WakeInfo> {
-        ///         let mut wake = self.inner.next_wake(tasks).await?;
+        ///     async fn next_wake(&self, node_id: &str, tasks: &[String]) -> StoreResult<WakeInfo> {
+        ///         let mut wake = self.inner.next_wake(node_id, tasks).await?;
         ///         wake.due_at = None;
         ///         Ok(wake)
         ///     }
@@ -58,7 +58,7 @@ macro_rules! store_layer {
         /// let counted = Arc::new(Counted { inner: Arc::new(store), calls: AtomicU64::new(0) });
         /// let store: Arc<dyn Store> = counted.clone();
         /// store.migrate().await?;
-        /// assert_eq!(store.next_wake(&[]).await?.due_at, None);
+        /// assert_eq!(store.next_wake("n", &[]).await?.due_at, None);
         /// assert_eq!(counted.calls.load(Ordering::Relaxed), 2);
         /// # Ok(()) }
         /// ```

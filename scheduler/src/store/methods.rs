@@ -20,7 +20,7 @@ macro_rules! store_methods {
             heartbeat(node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat>;
             deregister_node(node_id: &str) -> StoreResult<()>;
             // Claiming and running.
-            next_wake(tasks: &[String]) -> StoreResult<WakeInfo>;
+            next_wake(node_id: &str, tasks: &[String]) -> StoreResult<WakeInfo>;
             claim(request: ClaimRequest<'_>, rules: &dyn ClaimRules) -> StoreResult<ClaimOutcome>;
             renew_locks(node_id: &str, held: &[(LockKey, Duration)]) -> StoreResult<Vec<LockKey>>;
             cancel_requests(run_ids: &[i64]) -> StoreResult<Vec<Cancellation>>;

@@ -151,8 +151,9 @@ pub trait Store: Send + Sync + 'static {
 
     // ---- claiming and running (the engine) ----------------------------------------------
 
-    /// When anything claimable by a node registering `tasks` becomes due, or any lock expires.
-    async fn next_wake(&self, tasks: &[String]) -> StoreResult<WakeInfo>;
+    /// When anything claimable by node `node_id` registering `tasks` becomes due (rows pinned
+    /// to another node, a broadcast task's, are not), or any lock expires.
+    async fn next_wake(&self, node_id: &str, tasks: &[String]) -> StoreResult<WakeInfo>;
     /// In one transaction: offers every expired lock to `rules.rescue` and applies its
     /// decisions; then locks up to `limit` unlocked tasks among `tasks` that have something due
     /// — an enabled, unpaused task's tick or retry, an expired pause, or a manual run of an

@@ -204,6 +204,8 @@ mod tests {
             missed_since: None,
             backfill: None,
             shards: 1,
+            node_pin: None,
+            broadcast: None,
         }
     }
 

@@ -74,6 +74,46 @@ async fn shard_never(ctx: TaskContext) {
     shard_work(ctx).await;
 }
 
+/// A broadcast task (`shards = "nodes"`): writes `<kind> <tick ms> <index> <total> <node> <run
+/// id> <broadcast?>` lines to `$BROADCAST_RECORD_DIR/<node>-<pid>.log` at its start and end
+/// (appended and flushed at once), working for `$BROADCAST_SLEEP_MS` (default 200 ms) between.
+#[task(name = "bcast.work", shards = "nodes")]
+async fn bcast_work(ctx: TaskContext) {
+    let write = |kind: &str| {
+        use std::io::Write;
+        let Ok(dir) = std::env::var("BROADCAST_RECORD_DIR") else {
+            return;
+        };
+        let scheduler::Shard { index, total } = ctx.shard();
+        let path = std::path::Path::new(&dir).join(format!(
+            "{}-{}.log",
+            ctx.node_id(),
+            std::process::id()
+        ));
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("open the broadcast record");
+        writeln!(
+            file,
+            "{kind} {} {index} {total} {} {} {}",
+            ctx.scheduled_at().timestamp_millis(),
+            ctx.node_id(),
+            ctx.run_id(),
+            ctx.is_broadcast()
+        )
+        .expect("write the broadcast record");
+    };
+    write("start");
+    let ms = std::env::var("BROADCAST_SLEEP_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    write("end");
+}
+
 /// Writes `value` as this run's record `key`.
 fn record(ctx: &TaskContext, key: &str, value: impl std::fmt::Display) {
     let dir = isolation_record_dir(ctx.run_id());

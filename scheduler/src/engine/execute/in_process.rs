@@ -39,7 +39,8 @@ pub(super) async fn execute(
         shared.state.clone(),
     )
     .with_fencing_token(u64::try_from(claimed.fencing_token).unwrap_or(0))
-    .with_shard(claimed.shard);
+    .with_shard(claimed.shard)
+    .with_broadcast(crate::shard::row_node(&claimed.task_name).is_some());
     let handler = descriptor.handler;
     let settings = shared.settings.task_settings(&descriptor.options);
     let timeout = Timeout::of(settings.timeout, Instant::now());

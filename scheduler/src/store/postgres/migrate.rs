@@ -43,6 +43,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(13, "calendars", "0013_calendars.sql"),
     migration!(14, "outbox channels", "0014_outbox_channels.sql"),
     migration!(15, "shards", "0015_shards.sql"),
+    migration!(16, "broadcast", "0016_broadcast.sql"),
 ];
 
 pub(crate) async fn run(

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::{RequeueColumns, SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
 use crate::shard::ShardFacts;
-use crate::store::claim_loop::{self, ClaimSteps, LockRelease, ShardTick, TaskSkip};
+use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::postgres::PgStore;
 use crate::store::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
@@ -121,6 +121,8 @@ fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
             _ => None,
         },
         shards: u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1),
+        node_pin: row.try_get("node_pin")?,
+        broadcast: None,
     })
 }
 
@@ -137,6 +139,7 @@ async fn select_due(
     let mut due = sqlx::query(query!("claim_due"))
         .bind(limit)
         .bind(millis(request.ahead))
+        .bind(request.node_id)
         .fetch_all(&mut *tx)
         .await?;
     let full = due.len() >= request.limit;
@@ -162,14 +165,20 @@ async fn select_due(
         .bind(request.tasks)
         .bind(limit)
         .bind(millis(request.ahead))
+        .bind(request.node_id)
         .fetch_all(&mut *tx)
         .await
 }
 
-pub(super) async fn next_wake(store: &PgStore, tasks: &[String]) -> StoreResult<WakeInfo> {
+pub(super) async fn next_wake(
+    store: &PgStore,
+    node_id: &str,
+    tasks: &[String],
+) -> StoreResult<WakeInfo> {
     let wake = timed!(store, "next_wake", |conn| {
         let rows = sqlx::query(query!("next_wake"))
             .bind(WAKE_CANDIDATES)
+            .bind(node_id)
             .fetch_all(conn)
             .await?;
         let mine = Names::new(tasks);
@@ -200,6 +209,7 @@ pub(super) async fn next_wake(store: &PgStore, tasks: &[String]) -> StoreResult<
         due_at = timed!(store, "next_wake", |conn| {
             sqlx::query_scalar(query!("next_wake_named"))
                 .bind(tasks)
+                .bind(node_id)
                 .fetch_one(conn)
                 .await
         })?;
@@ -301,6 +311,36 @@ impl ClaimSteps for Steps<'_> {
             .collect()
     }
 
+    async fn broadcast_nodes(
+        &mut self,
+        live_window: Duration,
+        ticks: &[BroadcastTick],
+    ) -> Result<Vec<Vec<String>>, sqlx::Error> {
+        let tasks: Vec<&str> = ticks.iter().map(|t| t.task.as_str()).collect();
+        let at: Vec<DateTime<Utc>> = ticks.iter().map(|t| t.tick).collect();
+        sqlx::query(query!("broadcast_nodes"))
+            .bind(&tasks)
+            .bind(&at)
+            .bind(millis(live_window))
+            .execute(&mut *self.tx)
+            .await?;
+        let rows = sqlx::query(query!("broadcast_nodes_read"))
+            .bind(&tasks)
+            .bind(&at)
+            .fetch_all(&mut *self.tx)
+            .await?;
+        let mut nodes: HashMap<(String, DateTime<Utc>), Vec<String>> = HashMap::new();
+        for row in &rows {
+            let task: String = row.try_get("task")?;
+            let tick: DateTime<Utc> = row.try_get("tick")?;
+            nodes.insert((task, tick), row.try_get("nodes")?);
+        }
+        Ok(ticks
+            .iter()
+            .map(|t| nodes.remove(&(t.task.clone(), t.tick)).unwrap_or_default())
+            .collect())
+    }
+
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
         let mut skip = Skip::default();
         for s in skips {
@@ -312,6 +352,7 @@ impl ClaimSteps for Steps<'_> {
             .bind(&skip.next)
             .bind(&skip.clear_retry)
             .bind(&skip.clear_pause)
+            .bind(&skip.clear_manual)
             .execute(&mut *self.tx)
             .await
             .map(drop)
@@ -582,6 +623,7 @@ struct Skip {
     next: Vec<Option<DateTime<Utc>>>,
     clear_retry: Vec<bool>,
     clear_pause: Vec<bool>,
+    clear_manual: Vec<bool>,
 }
 
 impl Skip {
@@ -595,5 +637,6 @@ impl Skip {
         self.next.push(next);
         self.clear_retry.push(skip.clear_retry);
         self.clear_pause.push(skip.clear_pause);
+        self.clear_manual.push(skip.clear_manual);
     }
 }

@@ -23,6 +23,7 @@ fn task_row(row: &sqlx::postgres::PgRow) -> Result<TaskRow, sqlx::Error> {
     task.disabled_at = row.try_get("disabled_at")?;
     task.paused = row.try_get("paused")?;
     task.shards = u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1);
+    task.node_pin = row.try_get("node_pin")?;
     Ok(task)
 }
 
@@ -106,6 +107,7 @@ pub(super) async fn apply_config(
         let mut update = TaskColumns::default();
         let (mut orphan_names, mut orphan_flags) = (Vec::new(), Vec::new());
         let (mut shard_rows, mut shard_counts, mut shard_of) = (Vec::new(), Vec::new(), Vec::new());
+        let mut node_pins = Vec::new();
         for change in changes {
             match change {
                 TaskChange::Create {
@@ -128,11 +130,16 @@ pub(super) async fn apply_config(
                     orphan_names.push(name.clone());
                     orphan_flags.push(*orphaned);
                 }
-                TaskChange::Shards { name, shards } => {
-                    let (task, index) = crate::shard::split_row(name);
+                TaskChange::Shards {
+                    name,
+                    shards,
+                    node_pin,
+                } => {
+                    let task = crate::shard::split_row(name).0;
                     shard_rows.push(name.clone());
                     shard_counts.push(i32::try_from(*shards).unwrap_or(i32::MAX));
-                    shard_of.push((index > 0).then(|| task.to_owned()));
+                    shard_of.push((task != name).then(|| task.to_owned()));
+                    node_pins.push(node_pin.clone());
                 }
             }
         }
@@ -153,6 +160,7 @@ pub(super) async fn apply_config(
                 .bind(&shard_rows)
                 .bind(&shard_counts)
                 .bind(&shard_of)
+                .bind(&node_pins)
                 .execute(&mut *tx)
                 .await?;
         }

@@ -268,6 +268,7 @@ pub(super) async fn prune_history(
         query!("prune_audit"),
         query!("prune_incidents"),
         query!("prune_alert_marks"),
+        query!("prune_broadcast_ticks"),
     ] {
         loop {
             let deleted: u64 = timed!(store, "prune_history", |conn| {
@@ -286,6 +287,12 @@ pub(super) async fn prune_history(
     timed!(store, "prune_history", |conn| {
         sqlx::query(query!("prune_nodes"))
             .bind(millis(retention))
+            .execute(conn)
+            .await
+            .map(|_| ())
+    })?;
+    timed!(store, "prune_history", |conn| {
+        sqlx::query(query!("prune_node_rows"))
             .execute(conn)
             .await
             .map(|_| ())

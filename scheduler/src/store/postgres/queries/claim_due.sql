@@ -8,6 +8,8 @@
 -- due in more than one kind comes once per kind (the node keeps the first: a sort to remove
 -- them here cost more than it saved, 10,000 wide rows per claim of a whole tick); rows locked
 -- past the $1 returned are left as they were (unlocked at commit).
+-- Rows pinned to another node (a broadcast task's node rows, see crate::shard) are left out:
+-- $3 is the claiming node.
 -- No name is tested here: claim_select.sql's test against 10,000 names looks every name up by
 -- primary key (21,000 buffers and 45 ms per claim of 1,000 under load; this query: 1,300 and
 -- 10 ms).
@@ -15,26 +17,31 @@ WITH tick AS (
     SELECT * FROM scheduler_tasks
     WHERE enabled AND paused_at IS NULL AND lock_token IS NULL
       AND next_run_at <= now() + $2 * interval '1 millisecond'
+      AND (node_pin IS NULL OR node_pin = '' OR node_pin = $3)
     ORDER BY next_run_at LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), retry AS (
     SELECT * FROM scheduler_tasks
     WHERE retry_at <= now() AND enabled AND paused_at IS NULL AND lock_token IS NULL
+      AND (node_pin IS NULL OR node_pin = '' OR node_pin = $3)
     ORDER BY retry_at LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), manual AS (
     SELECT * FROM scheduler_tasks
     WHERE manual_at <= now() AND paused_at IS NULL AND lock_token IS NULL
+      AND (node_pin IS NULL OR node_pin = '' OR node_pin = $3)
     ORDER BY manual_at LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), backfill AS (
     SELECT * FROM scheduler_tasks
     WHERE backfill_at <= now() AND enabled AND paused_at IS NULL AND lock_token IS NULL
+      AND (node_pin IS NULL OR node_pin = '' OR node_pin = $3)
     ORDER BY backfill_at LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), pause AS (
     SELECT * FROM scheduler_tasks
     WHERE paused_at IS NOT NULL AND pause_until <= now() AND lock_token IS NULL
+      AND (node_pin IS NULL OR node_pin = '' OR node_pin = $3)
     ORDER BY pause_until LIMIT $1
     FOR UPDATE SKIP LOCKED
 ), due AS (
@@ -48,7 +55,7 @@ SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, 
         WHERE bt.backfill_id = due.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
        (SELECT b.requested_by FROM scheduler_backfills AS b
         WHERE b.id = due.backfill_id) AS backfill_by,
-       shards, now() AS db_now
+       shards, node_pin, now() AS db_now
 FROM due
 ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until, backfill_at)
 LIMIT $1

@@ -1,7 +1,7 @@
 -- The claim's query by name, when claim_due.sql's page came back full with other binaries'
 -- tasks among it: lock up to $2 unlocked tasks among the names $1 (and their shards' rows) with something due (an
 -- enabled, unpaused task's tick due within $3 ms from now, a claim ahead of the tick, or its
--- retry or backfill tick; an expired pause, to end it; a manual run of an unpaused task), oldest first. Rows
+-- retry or backfill tick; an expired pause (rows pinned to another node than $4 left out), to end it; a manual run of an unpaused task), oldest first. Rows
 -- another transaction holds (a claim on another node, a reconcile) are skipped, not waited for.
 -- Rows claim_due.sql locked in the same transaction are not skipped: they come back here.
 SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
@@ -11,10 +11,11 @@ SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, 
         WHERE bt.backfill_id = scheduler_tasks.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
        (SELECT b.requested_by FROM scheduler_backfills AS b
         WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by,
-       shards, now() AS db_now
+       shards, node_pin, now() AS db_now
 FROM scheduler_tasks
 WHERE lock_token IS NULL
   AND (name = ANY($1) OR shard_of = ANY($1))
+  AND (node_pin IS NULL OR node_pin = '' OR node_pin = $4)
   AND ((enabled AND paused_at IS NULL AND (next_run_at <= now() + $3 * interval '1 millisecond'
                                         OR retry_at <= now() OR backfill_at <= now()))
        OR (paused_at IS NOT NULL AND pause_until <= now())

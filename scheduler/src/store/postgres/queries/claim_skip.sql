@@ -1,7 +1,8 @@
 -- Apply the engine's skip decisions on rows selected by claim_select (same transaction): move
 -- the schedule, drop the pending retry, end an expired pause. The skipped ticks are recorded
 -- by skips_insert in the same transaction.
--- $1.. parallel arrays: name, set next run?, next_run_at, clear retry?, clear pause?
+-- $1.. parallel arrays: name, set next run?, next_run_at, clear retry?, clear pause?, clear the
+-- manual run? (a broadcast task's own row, which never runs it)
 UPDATE scheduler_tasks AS t
 SET next_run_at = CASE WHEN s.set_next THEN s.next_run_at ELSE t.next_run_at END,
     retry_at = CASE WHEN s.clear_retry THEN NULL ELSE t.retry_at END,
@@ -11,7 +12,9 @@ SET next_run_at = CASE WHEN s.set_next THEN s.next_run_at ELSE t.next_run_at END
     paused_by = CASE WHEN s.clear_pause THEN NULL ELSE t.paused_by END,
     pause_reason = CASE WHEN s.clear_pause THEN NULL ELSE t.pause_reason END,
     pause_until = CASE WHEN s.clear_pause THEN NULL ELSE t.pause_until END,
+    manual_at = CASE WHEN s.clear_manual THEN NULL ELSE t.manual_at END,
+    manual_by = CASE WHEN s.clear_manual THEN NULL ELSE t.manual_by END,
     updated_at = now()
-FROM unnest($1::text[], $2::bool[], $3::timestamptz[], $4::bool[], $5::bool[])
-     AS s(name, set_next, next_run_at, clear_retry, clear_pause)
+FROM unnest($1::text[], $2::bool[], $3::timestamptz[], $4::bool[], $5::bool[], $6::bool[])
+     AS s(name, set_next, next_run_at, clear_retry, clear_pause, clear_manual)
 WHERE t.name = s.name AND t.lock_token IS NULL

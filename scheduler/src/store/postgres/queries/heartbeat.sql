@@ -15,6 +15,7 @@ SELECT (SELECT count(*) FROM me) > 0 AS registered,
              ORDER BY node_id) AS silent,
        (SELECT count(*) FROM scheduler_tasks
         WHERE enabled AND paused_at IS NULL AND missed_since IS NULL
+          AND (node_pin IS NULL OR node_pin = '')
           AND next_run_at < now() - $3::int8 * interval '1 millisecond') AS overdue,
        1 + (SELECT count(*) FROM scheduler_nodes
             WHERE stopped_at IS NULL

@@ -14,7 +14,7 @@ use super::{
     time_at, time_opt, token, token_at,
 };
 use crate::shard::ShardFacts;
-use crate::store::claim_loop::{self, ClaimSteps, LockRelease, ShardTick, TaskSkip};
+use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
@@ -97,14 +97,21 @@ fn due_task(row: &SqliteRow) -> Result<DueTask, sqlx::Error> {
             _ => None,
         },
         shards: u32::try_from(row.try_get::<i64, _>("shards")?).unwrap_or(1),
+        node_pin: row.try_get("node_pin")?,
+        broadcast: None,
     })
 }
 
-pub(super) async fn next_wake(store: &SqliteStore, tasks: &[String]) -> StoreResult<WakeInfo> {
+pub(super) async fn next_wake(
+    store: &SqliteStore,
+    node_id: &str,
+    tasks: &[String],
+) -> StoreResult<WakeInfo> {
     let names = names_json(tasks);
     read!(store, "next_wake", |conn, now| {
         let row = sqlx::query(query!("next_wake"))
             .bind(&names)
+            .bind(node_id)
             .fetch_one(conn)
             .await?;
         WakeInfo {
@@ -211,6 +218,7 @@ impl ClaimSteps for Steps<'_> {
             .bind(self.names)
             .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
             .bind(later(self.now, request.ahead))
+            .bind(request.node_id)
             .fetch_all(&mut *self.tx)
             .await?
             .iter()
@@ -248,6 +256,36 @@ impl ClaimSteps for Steps<'_> {
         Ok(all)
     }
 
+    async fn broadcast_nodes(
+        &mut self,
+        live_window: Duration,
+        ticks: &[BroadcastTick],
+    ) -> Result<Vec<Vec<String>>, sqlx::Error> {
+        let live_since =
+            micros(self.now) - i64::try_from(live_window.as_micros()).unwrap_or(i64::MAX);
+        let mut all = Vec::with_capacity(ticks.len());
+        for tick in ticks {
+            sqlx::query(query!("broadcast_nodes"))
+                .bind(&tick.task)
+                .bind(micros(tick.tick))
+                .bind(micros(self.now))
+                .bind(live_since)
+                .execute(&mut *self.tx)
+                .await?;
+            let nodes: Option<String> = sqlx::query_scalar(query!("broadcast_nodes_read"))
+                .bind(&tick.task)
+                .bind(micros(tick.tick))
+                .fetch_optional(&mut *self.tx)
+                .await?;
+            all.push(
+                nodes
+                    .and_then(|json| serde_json::from_str::<Vec<String>>(&json).ok())
+                    .unwrap_or_default(),
+            );
+        }
+        Ok(all)
+    }
+
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
         for skip in skips {
             let (set_next, next) = next_values(skip.next_run_at);
@@ -258,6 +296,7 @@ impl ClaimSteps for Steps<'_> {
                 .bind(skip.clear_retry)
                 .bind(skip.clear_pause)
                 .bind(micros(self.now))
+                .bind(skip.clear_manual)
                 .execute(&mut *self.tx)
                 .await?;
         }

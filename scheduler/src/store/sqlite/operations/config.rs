@@ -24,6 +24,7 @@ fn task_row(row: &SqliteRow) -> Result<TaskRow, sqlx::Error> {
     task.disabled_at = time_opt(row, "disabled_at")?;
     task.paused = row.try_get("paused")?;
     task.shards = u32::try_from(row.try_get::<i64, _>("shards")?).unwrap_or(1);
+    task.node_pin = row.try_get("node_pin")?;
     Ok(task)
 }
 
@@ -133,13 +134,19 @@ pub(super) async fn apply_config(
             }
         }
         for change in changes {
-            if let TaskChange::Shards { name, shards } = change {
-                let (task, index) = crate::shard::split_row(name);
+            if let TaskChange::Shards {
+                name,
+                shards,
+                node_pin,
+            } = change
+            {
+                let task = crate::shard::split_row(name).0;
                 sqlx::query(query!("tasks_shards"))
                     .bind(name)
                     .bind(i64::from(*shards))
-                    .bind((index > 0).then_some(task))
+                    .bind((task != name).then_some(task))
                     .bind(micros(now))
+                    .bind(node_pin)
                     .execute(&mut *tx)
                     .await?;
             }

@@ -273,6 +273,7 @@ pub(super) async fn prune_history(
         ("audit", None, query!("prune_audit")),
         ("incidents", None, query!("prune_incidents")),
         ("alert marks", None, query!("prune_alert_marks")),
+        ("broadcast ticks", None, query!("prune_broadcast_ticks")),
     ] {
         loop {
             let deleted = write_tx!(store, "prune_history", |tx, now| {
@@ -302,6 +303,9 @@ pub(super) async fn prune_history(
     write_tx!(store, "prune_history", |tx, now| {
         sqlx::query(query!("prune_nodes"))
             .bind(earlier(now, retention))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(query!("prune_node_rows"))
             .execute(&mut *tx)
             .await?;
     })?;

@@ -1,7 +1,8 @@
 -- Up to ?3 unlocked tasks among the names ?2 (a JSON array; with their shards' rows) with something due at ?1 (now): an
 -- enabled, unpaused task's tick (due by ?4: a claim ahead of the tick), retry or backfill tick
 -- (with the backfill's earliest tick not yet run), an expired pause (to end it), or a manual run
--- of an unpaused task; oldest first (the earliest of the five instants, NULLs ignored like
+-- of an unpaused task (rows pinned to another node than ?5 left out: a broadcast task's node
+-- rows); oldest first (the earliest of the five instants, NULLs ignored like
 -- PostgreSQL's LEAST; then by name). No row locking is needed: the claim's IMMEDIATE
 -- transaction holds the database's write lock, so no other writer can interleave.
 SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
@@ -10,10 +11,11 @@ SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, 
        (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
         WHERE bt.backfill_id = scheduler_tasks.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
        (SELECT b.requested_by FROM scheduler_backfills AS b
-        WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by, shards
+        WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by, shards, node_pin
 FROM scheduler_tasks
 WHERE lock_token IS NULL
   AND (name IN (SELECT value FROM json_each(?2)) OR shard_of IN (SELECT value FROM json_each(?2)))
+  AND (node_pin IS NULL OR node_pin = '' OR node_pin = ?5)
   AND ((enabled = 1 AND paused_at IS NULL
         AND (next_run_at <= ?4 OR retry_at <= ?1 OR backfill_at <= ?1))
        OR (paused_at IS NOT NULL AND pause_until <= ?1)

@@ -1,7 +1,8 @@
 -- Apply the engine's skip decision on task ?1 (selected by claim_select in the same
 -- transaction): move the schedule, drop the pending retry, end an expired pause. The skipped
 -- ticks are recorded by skips_insert in the same transaction. ?2 set the next run?, ?3 next run,
--- ?4 clear the retry?, ?5 clear the pause?, ?6 now.
+-- ?4 clear the retry?, ?5 clear the pause?, ?6 now, ?7 clear the manual run? (a broadcast task's
+-- own row, which never runs it).
 UPDATE scheduler_tasks
 SET next_run_at = CASE WHEN ?2 THEN ?3 ELSE next_run_at END,
     retry_at = CASE WHEN ?4 THEN NULL ELSE retry_at END,
@@ -11,5 +12,7 @@ SET next_run_at = CASE WHEN ?2 THEN ?3 ELSE next_run_at END,
     paused_by = CASE WHEN ?5 THEN NULL ELSE paused_by END,
     pause_reason = CASE WHEN ?5 THEN NULL ELSE pause_reason END,
     pause_until = CASE WHEN ?5 THEN NULL ELSE pause_until END,
+    manual_at = CASE WHEN ?7 THEN NULL ELSE manual_at END,
+    manual_by = CASE WHEN ?7 THEN NULL ELSE manual_by END,
     updated_at = ?6
 WHERE name = ?1 AND lock_token IS NULL

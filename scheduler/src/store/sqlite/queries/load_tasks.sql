@@ -1,4 +1,4 @@
 SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, orphaned_since,
-       disabled_at, paused_at IS NOT NULL AS paused, shards
+       disabled_at, paused_at IS NOT NULL AS paused, shards, node_pin
 FROM scheduler_tasks
 ORDER BY name

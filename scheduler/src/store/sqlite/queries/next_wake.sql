@@ -1,4 +1,4 @@
--- When should a node registering the tasks ?1 (a JSON array of names) look again? The earliest
+-- When should node ?2 registering the tasks ?1 (a JSON array of names) look again? The earliest
 -- time something of an unlocked task it may claim becomes due (a tick, retry or backfill tick of an
 -- enabled, unpaused task, a manual run of an unpaused one, the end of a pause), and the earliest lock
 -- expiry of any task (any node may rescue an expired lock). A locked task needs no wake of its
@@ -11,6 +11,7 @@ WITH mine AS (
     FROM scheduler_tasks
     WHERE lock_token IS NULL
       AND (name IN (SELECT value FROM json_each(?1)) OR shard_of IN (SELECT value FROM json_each(?1)))
+      AND (node_pin IS NULL OR node_pin = '' OR node_pin = ?2)
 )
 SELECT (SELECT min(at) FROM (
             SELECT CASE WHEN runnable THEN next_run_at END AS at FROM mine

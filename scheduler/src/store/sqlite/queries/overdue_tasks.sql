@@ -3,5 +3,6 @@
 SELECT name, cron, timezone, calendar, next_run_at, last_run_at
 FROM scheduler_tasks
 WHERE enabled = 1 AND paused_at IS NULL AND missed_since IS NULL AND next_run_at < ?1
+  AND (node_pin IS NULL OR node_pin = '')
 ORDER BY next_run_at, name
 LIMIT ?2

@@ -1,0 +1,6 @@
+use scheduler::task;
+
+#[task(name = "reindex", shards = 0)]
+async fn reindex() {}
+
+fn main() {}
