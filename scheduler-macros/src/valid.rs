@@ -742,14 +742,17 @@ mod tests {
     #[test]
     fn shards_must_be_an_integer_from_1_to_the_maximum() {
         for (tokens, expected) in [
-            (quote!(name = "t", shards = 0), "between 1 and 1000, not 0"),
+            (
+                quote!(name = "t", shards = 0),
+                "one run on each live node, not 0",
+            ),
             (
                 quote!(name = "t", shards = 1001),
-                "between 1 and 1000, not 1001",
+                "one run on each live node, not 1001",
             ),
             (
                 quote!(name = "t", shards = -2),
-                "between 1 and 1000, not -2",
+                "one run on each live node, not -2",
             ),
             (
                 quote!(name = "t", shards = "8"),
@@ -765,12 +768,12 @@ mod tests {
             let message = errors.expect("refused").to_string();
             assert!(message.contains(expected), "{message}");
         }
-        let (options, errors) = options(quote!(name = "t", shards = 8));
+        let (fixed, errors) = options(quote!(name = "t", shards = 8));
         assert!(errors.is_none());
-        assert_eq!(options.policy.shards, Some(Shards::Count(8)));
-        let (options, errors) = options(quote!(name = "t", shards = "nodes"));
+        assert_eq!(fixed.policy.shards, Some(Shards::Count(8)));
+        let (nodes, errors) = options(quote!(name = "t", shards = "nodes"));
         assert!(errors.is_none());
-        assert_eq!(options.policy.shards, Some(Shards::Nodes));
+        assert_eq!(nodes.policy.shards, Some(Shards::Nodes));
     }
 
     #[test]

@@ -30,10 +30,13 @@ on_both_backends! {
         a_node_started_later_runs_only_the_ticks_after_it_joined,
 }
 
-/// What the in-process handlers saw: (node, tick, shard, broadcast?) per run.
+/// One in-process run as its handler saw it: (node, tick, shard, broadcast?).
+type SeenRun = (String, DateTime<Utc>, Shard, bool);
+
+/// What the in-process handlers saw.
 #[derive(Default)]
 struct BroadcastLog {
-    runs: Mutex<Vec<(String, DateTime<Utc>, Shard, bool)>>,
+    runs: Mutex<Vec<SeenRun>>,
 }
 
 impl BroadcastLog {
