@@ -207,6 +207,20 @@ pub fn row_node(row: &str) -> Option<&str> {
     (open > 0 && !node.is_empty()).then_some(node)
 }
 
+/// Whether a store row is its task's own row (not a shard's `name[i]` nor a broadcast node's
+/// `name[@node]`): what lists of tasks show.
+///
+/// ```
+/// use scheduler::shard::is_task_row;
+///
+/// assert!(is_task_row("report"));
+/// assert!(!is_task_row("report[2]"));
+/// assert!(!is_task_row("report[@web-1]"));
+/// ```
+pub fn is_task_row(row: &str) -> bool {
+    split_row(row).0 == row
+}
+
 /// The task and shard index of a store row ([`row_name`]'s inverse); a name that is not a
 /// shard row is its own task's shard 0. A broadcast task's node row ([`node_row`]) is its
 /// task's, with index 0 (its index is decided per tick).

@@ -417,9 +417,10 @@ async fn list_tasks(
 ) -> Result<axum::Json<TaskList>, ApiError> {
     let entries = Entries::of(&state.engine);
     let mut states = state.engine.store().task_states(None).await?;
-    // A sharded task's other rows (`name[i]`, see `crate::shard`) are its shards, not tasks: the
-    // task is listed once, its ticks' shards are on its strip (`/api/ticks`).
-    states.retain(|s| crate::shard::split_row(&s.name).1 == 0);
+    // A sharded task's other rows (`name[i]`, a broadcast's `name[@node]`, see `crate::shard`)
+    // are its shards or nodes, not tasks: the task is listed once, its ticks' runs are on its
+    // strip (`/api/ticks`).
+    states.retain(|s| crate::shard::is_task_row(&s.name));
     let failed = failed_ticks(&state.engine, &states).await?;
     let now = Utc::now();
     let mut tasks: Vec<TaskView> = states

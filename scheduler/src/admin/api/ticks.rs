@@ -249,10 +249,10 @@ async fn list_ticks(
     {
         return Err(ApiError::not_found(format!("no task `{task}`")));
     }
-    // A sharded task's other rows (`name[i]`, see `crate::shard`) are not tasks: their runs are
-    // recorded under the task's name and drawn on its strip.
+    // A sharded task's other rows (`name[i]`, a broadcast's `name[@node]`, see `crate::shard`)
+    // are not tasks: their runs are recorded under the task's name and drawn on its strip.
     if q.task.is_none() {
-        states.retain(|s| crate::shard::split_row(&s.name).1 == 0);
+        states.retain(|s| crate::shard::is_task_row(&s.name));
     }
     states.sort_by(|a, b| a.name.cmp(&b.name));
     let now = Utc::now();
