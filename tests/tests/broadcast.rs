@@ -17,13 +17,16 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use common::*;
 use scheduler::config::{ShardsEntry, TaskConfig};
-use scheduler::store::RunStatus;
+use scheduler::operate::{self, Actor};
+use scheduler::store::{RunRequest, RunStatus, Trigger};
 use scheduler::{Shard, TaskContext, task};
 
 on_both_backends! {
     threads = 2;
     two_nodes_run_every_tick_of_a_broadcast_once_each,
-    a_lone_node_runs_each_tick_once_as_0_of_1;
+    a_lone_node_runs_each_tick_once_as_0_of_1,
+    overlap_is_per_node_and_pause_and_manual_runs_cover_every_node,
+    each_node_reconciles_its_own_row_and_a_task_no_longer_broadcast_disables_them;
     postgres_only:
         three_node_processes_run_every_tick_once_each,
         a_killed_nodes_run_is_lost_and_not_run_elsewhere,
@@ -189,6 +192,251 @@ async fn a_lone_node_runs_each_tick_once_as_0_of_1(db: &TestDb) {
     // The task's own row is never run: every run is the node's.
     let runs = db.runs(Some("bcast.lone")).await;
     assert!(runs.iter().all(|r| r.node_id == "alone"));
+}
+
+/// A run's span as its handler saw it: (node, tick, started, ended).
+type Span = (
+    String,
+    DateTime<Utc>,
+    std::time::Instant,
+    Option<std::time::Instant>,
+);
+
+/// Each run's span.
+#[derive(Default)]
+struct Spans {
+    runs: Mutex<Vec<Span>>,
+}
+
+/// Node `slow` works 2.5 s per run, every other node 50 ms.
+#[task(name = "bcast.spans", shards = "nodes")]
+async fn bcast_spans(ctx: TaskContext) {
+    let spans = ctx.state::<Arc<Spans>>().unwrap();
+    let at = {
+        let mut runs = spans.runs.lock().unwrap();
+        runs.push((
+            ctx.node_id().to_owned(),
+            ctx.scheduled_at(),
+            std::time::Instant::now(),
+            None,
+        ));
+        runs.len() - 1
+    };
+    let ms = if ctx.node_id() == "slow" { 2_500 } else { 50 };
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    spans.runs.lock().unwrap()[at].3 = Some(std::time::Instant::now());
+}
+
+/// A slow node and a fast node run a broadcast task every second: the slow node never starts a
+/// tick while its own run of an earlier one goes on, and the fast node is not held up by it
+/// (it runs ticks while the slow one works). A pause stops both; a manual run after the resume
+/// runs once on each node, as 0 and 1 of 2.
+async fn overlap_is_per_node_and_pause_and_manual_runs_cover_every_node(db: &TestDb) {
+    let spans = Arc::new(Spans::default());
+    let config = doc(vec![entry("bcast.spans", "* * * * * *")]);
+    let nodes: Vec<RunningNode> = ["fast", "slow"]
+        .into_iter()
+        .map(|id| {
+            start(
+                node(db, id, tasks("bcast.spans"))
+                    .poll_interval(Duration::from_millis(500))
+                    .config_document(config.clone())
+                    .state(Arc::clone(&spans))
+                    .build()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let ended = |node: &str| {
+        spans
+            .runs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.0 == node && r.3.is_some())
+            .count()
+    };
+    wait_until(
+        Duration::from_secs(120),
+        "two runs of the slow node ended",
+        || async { ended("slow") >= 2 },
+    )
+    .await;
+    {
+        let runs = spans.runs.lock().unwrap();
+        let slow: Vec<_> = runs.iter().filter(|r| r.0 == "slow").collect();
+        for pair in slow.windows(2) {
+            let ended = pair[0]
+                .3
+                .expect("an earlier run ended before a later one started");
+            assert!(
+                ended <= pair[1].2,
+                "the slow node started {} while its run of {} went on",
+                pair[1].1,
+                pair[0].1
+            );
+        }
+        let first = slow[0];
+        let during = runs
+            .iter()
+            .filter(|r| r.0 == "fast" && r.2 > first.2 && r.2 < first.3.unwrap())
+            .count();
+        assert!(during >= 1, "the fast node ran while the slow one worked");
+    }
+
+    let ops = Actor::new("ops", "test");
+    assert!(
+        operate::pause(db.api(), "bcast.spans", &ops, "maintenance", None)
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        operate::trigger(db.api(), "bcast.spans", &ops)
+            .await
+            .unwrap(),
+        RunRequest::Paused(_)
+    ));
+    // Runs under way finish; then none starts while paused.
+    wait_until(
+        Duration::from_secs(30),
+        "the runs under way ended",
+        || async { spans.runs.lock().unwrap().iter().all(|r| r.3.is_some()) },
+    )
+    .await;
+    let before = spans.runs.lock().unwrap().len();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        spans.runs.lock().unwrap().len(),
+        before,
+        "no run started while the task was paused"
+    );
+    operate::resume(db.api(), "bcast.spans", &ops)
+        .await
+        .unwrap();
+    assert_eq!(
+        operate::trigger(db.api(), "bcast.spans", &ops)
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    let manual = || async {
+        db.runs(Some("bcast.spans"))
+            .await
+            .into_iter()
+            .filter(|r| r.trigger == Trigger::Manual)
+            .collect::<Vec<_>>()
+    };
+    wait_until(
+        Duration::from_secs(60),
+        "a manual run on each node",
+        || async { manual().await.len() >= 2 },
+    )
+    .await;
+    for n in nodes {
+        n.stop().await;
+    }
+    let manual = manual().await;
+    let on: BTreeSet<(String, u32, u32)> = manual
+        .iter()
+        .map(|r| (r.node_id.clone(), r.shard_index, r.shard_total))
+        .collect();
+    assert_eq!(
+        on,
+        BTreeSet::from([("fast".to_owned(), 0, 2), ("slow".to_owned(), 1, 2)]),
+        "{manual:?}"
+    );
+}
+
+/// Each node's reconcile creates its own row of a broadcast task (pinned to it, taking the
+/// task's pause), the task's own row is pinned to no node; a cron change reaches every node's
+/// row; a document that makes the task an ordinary one again disables the nodes' rows (kept)
+/// and unpins the task's row.
+async fn each_node_reconciles_its_own_row_and_a_task_no_longer_broadcast_disables_them(
+    db: &TestDb,
+) {
+    use scheduler::reconciler::Reconciler;
+    let reconciler = |node: &str| {
+        Reconciler::new(
+            db.node_store(2),
+            tasks("bcast.lone"),
+            chrono_tz::Tz::UTC,
+            node,
+        )
+    };
+    let broadcast = doc(vec![entry("bcast.lone", "0 0 * * * *")]);
+    reconciler("a").reconcile(&broadcast).await.unwrap();
+    let ops = Actor::new("ops", "test");
+    assert!(
+        operate::pause(db.api(), "bcast.lone", &ops, "quiet", None)
+            .await
+            .unwrap()
+    );
+    reconciler("b").reconcile(&broadcast).await.unwrap();
+    let rows = |rows: Vec<scheduler::store::TaskRow>| {
+        rows.into_iter()
+            .map(|r| (r.name, r.node_pin, r.enabled, r.paused, r.cron))
+            .collect::<Vec<_>>()
+    };
+    let hourly = "0 0 * * * *".to_owned();
+    assert_eq!(
+        rows(db.task_rows().await),
+        [
+            (
+                "bcast.lone".into(),
+                Some(String::new()),
+                true,
+                true,
+                hourly.clone()
+            ),
+            (
+                "bcast.lone[@a]".into(),
+                Some("a".into()),
+                true,
+                true,
+                hourly.clone()
+            ),
+            (
+                "bcast.lone[@b]".into(),
+                Some("b".into()),
+                true,
+                true,
+                hourly.clone()
+            ),
+        ]
+    );
+    let minutely = "0 * * * * *".to_owned();
+    reconciler("a")
+        .reconcile(&doc(vec![entry("bcast.lone", &minutely)]))
+        .await
+        .unwrap();
+    assert!(db.task_rows().await.iter().all(|r| r.cron == minutely));
+    reconciler("a")
+        .reconcile(&doc(vec![TaskConfig {
+            shards: Some(ShardsEntry::Count(1)),
+            ..entry("bcast.lone", &minutely)
+        }]))
+        .await
+        .unwrap();
+    assert_eq!(
+        rows(db.task_rows().await),
+        [
+            ("bcast.lone".into(), None, true, true, minutely.clone()),
+            (
+                "bcast.lone[@a]".into(),
+                Some("a".into()),
+                false,
+                true,
+                minutely.clone()
+            ),
+            (
+                "bcast.lone[@b]".into(),
+                Some("b".into()),
+                false,
+                true,
+                minutely.clone()
+            ),
+        ]
+    );
 }
 
 // ---- node processes (PostgreSQL) -----------------------------------------------------------

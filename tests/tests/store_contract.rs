@@ -443,6 +443,7 @@ contract![
     reminders_are_claimed_when_due_only_for_sent_unsnoozed_incidents,
     alert_marks_are_recorded_once,
     a_snooze_is_set_replaced_listed_and_lifted_with_its_audit,
+    a_row_pinned_to_a_node_is_offered_and_woken_for_on_that_node_only,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -4920,4 +4921,59 @@ async fn a_snooze_is_set_replaced_listed_and_lifted_with_its_audit(s: &dyn Store
         s.unsnooze_task("a", &audit("unsnooze", "a")).await.unwrap(),
         None
     );
+}
+
+/// A broadcast task's rows (see `scheduler::shard`): its own row, pinned to no node, is offered
+/// to any node's claim and only moved on (never run); a node's row is offered to, and wakes,
+/// that node only; a node's row whose node was not alive at the tick is moved past it.
+async fn a_row_pinned_to_a_node_is_offered_and_woken_for_on_that_node_only(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    let pin = |name: &str, node: &str| TaskChange::Shards {
+        name: name.into(),
+        shards: 1,
+        node_pin: Some(node.into()),
+    };
+    apply(
+        s,
+        vec![
+            create("b", true, Some(t - HOUR / 2)),
+            create("b[@node-a]", true, Some(t - HOUR)),
+            create("b[@node-b]", true, Some(t - HOUR)),
+            pin("b", ""),
+            pin("b[@node-a]", "node-a"),
+            pin("b[@node-b]", "node-b"),
+        ],
+    )
+    .await;
+    assert_eq!(
+        row(s, "b[@node-a]").await.node_pin.as_deref(),
+        Some("node-a")
+    );
+    assert_eq!(row(s, "b").await.node_pin.as_deref(), Some(""));
+    let listed = names(&["b"]);
+    let wake = s.next_wake("node-c", &listed).await.unwrap();
+    assert_eq!(wake.due_at, Some(t - HOUR / 2), "only the task's own row");
+    let wake = s.next_wake("node-a", &listed).await.unwrap();
+    assert_eq!(wake.due_at, Some(t - HOUR), "its own node's row");
+
+    let rules = Rules::hourly();
+    let out = claim_as(s, "node-c", &["b"], 10, &rules).await;
+    assert_eq!(rules.offered(), ["b"]);
+    assert!(
+        out.claimed.is_empty(),
+        "the task's own row never runs: {out:?}"
+    );
+    assert_eq!(row(s, "b").await.next_run_at, Some(t - HOUR / 2 + HOUR));
+
+    let rules = Rules::hourly();
+    let out = claim_as(s, "node-a", &["b"], 10, &rules).await;
+    assert_eq!(rules.offered(), ["b[@node-a]"]);
+    // node-a is not registered: not alive at the tick, so its row moves past it.
+    assert!(out.claimed.is_empty(), "{out:?}");
+    assert_eq!(row(s, "b[@node-a]").await.next_run_at, Some(t));
+    assert_eq!(row(s, "b[@node-b]").await.next_run_at, Some(t - HOUR));
+    assert!(s.recent_runs(None, 10).await.unwrap().is_empty());
 }
