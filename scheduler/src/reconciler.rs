@@ -14,6 +14,9 @@
 //! | changed cron, zone or calendar | exists | updated in place, next run recomputed; lock columns untouched, so a running handler finishes undisturbed and no second run can start |
 //! | unchanged | exists | nothing written (an overdue next run is never overwritten) |
 //! | unchanged, enabled, but no next run | exists | repaired: next run computed (a rolling deploy left it unscheduled) |
+//! | `shards: N` | rows `name[1]`..`name[N-1]` | created (or enabled) beside the task's row; rows past N disabled, kept |
+//! | `shards: nodes` (broadcast) | this node's row `name[@node]` | created by this node's reconcile, pinned to it, taking the task's pause; every node's row follows the task's cron, zone, calendar and `enabled`; the task's own row is pinned to no node (never run) |
+//! | no longer `shards: nodes` | node rows | disabled, kept; the task's row unpinned |
 //!
 //! **No tick runs twice because of a reconcile.** A reconcile is planned twice: once on an
 //! unlocked read (an unchanged document writes nothing and takes no lock), and again inside the
