@@ -2,3 +2,4 @@
 
 pub mod counting_store;
 pub mod engine_support;
+pub mod node_procs;

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use scheduler_bench::engine_support::*;
+use scheduler_bench::node_procs::{sibling, sleep_until, wait_registered};
 use sqlx::Row;
 
 const SCHEMA: &str = "bench_scale";
@@ -63,9 +64,7 @@ async fn main() {
     }
     let dir = std::env::temp_dir().join(format!("scale-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let exe = std::env::current_exe()
-        .unwrap()
-        .with_file_name("scale_node");
+    let exe = sibling("scale_node");
     let idle = std::env::var("SCALE_IDLE").is_ok_and(|v| v == "1");
     let cron = if idle {
         "0 0 1 1 *".to_owned()
@@ -101,20 +100,7 @@ async fn main() {
         .collect();
 
     // Every node registered, then one whole tick of warm-up.
-    let deadline = Utc::now() + chrono::Duration::seconds(120);
-    loop {
-        let up: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT count(*) FROM {SCHEMA}.scheduler_nodes WHERE stopped_at IS NULL"
-        )))
-        .fetch_one(&admin)
-        .await
-        .unwrap();
-        if up as usize >= nodes {
-            break;
-        }
-        assert!(Utc::now() < deadline, "only {up} of {nodes} nodes came up");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_registered(&admin, SCHEMA, nodes, Duration::from_secs(120)).await;
     let every_ms = every * 1000;
     let now_ms = Utc::now().timestamp_millis();
     // Mid-interval, after the next tick: no tick on the window's edges.
@@ -320,11 +306,4 @@ async fn main() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-async fn sleep_until(ms: i64) {
-    let wait = ms - Utc::now().timestamp_millis();
-    if wait > 0 {
-        tokio::time::sleep(Duration::from_millis(wait as u64)).await;
-    }
 }
