@@ -58,6 +58,31 @@ fn check_config_passes_a_good_file_and_shows_next_fire_times() {
 }
 
 #[test]
+fn check_config_shows_a_broadcast_and_refuses_a_bad_shard_count() {
+    let path = write_config(
+        "tasks.yaml",
+        "tasks:\n\
+         - {name: bcast.work, enabled: true, cron: '* * * * * *', shards: nodes}\n\
+         - {name: shard.work, enabled: true, cron: '* * * * * *', shards: 4}\n\
+         - {name: kill.slow, enabled: true, cron: '* * * * * *', shards: all}\n\
+         - {name: kill.never, enabled: true, cron: '* * * * * *', shards: 0}\n",
+    );
+    let (code, stdout, _) = app(&["check-config", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("task `bcast.work`: enabled, cron `* * * * * *`, zone UTC, broadcast (one run on each live node)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(", 4 shards"), "{stdout}");
+    for (task, shown) in [("kill.slow", "all"), ("kill.never", "0")] {
+        let line = format!(
+            "error: task `{task}`: `shards` must be a count from 1 to 1000 or `nodes` (one run on each live node), not `{shown}`"
+        );
+        assert!(stdout.contains(&line), "{line}\n{stdout}");
+    }
+}
+
+#[test]
 fn check_config_of_a_malformed_file_fails_with_its_position() {
     let path = write_config(
         "tasks.json",

@@ -74,6 +74,9 @@ pub struct CheckedTask {
     pub owners: Vec<String>,
     /// Its labels.
     pub labels: std::collections::BTreeMap<String, String>,
+    /// How many runs each tick has (the entry's `shards`, else the attribute's, else 1; see
+    /// [`crate::shard`]).
+    pub shards: crate::shard::ShardCount,
 }
 
 impl CheckReport {
@@ -176,6 +179,11 @@ pub fn check_config_text(
         .desired
         .into_values()
         .map(|task| CheckedTask {
+            shards: if task.broadcast {
+                crate::shard::ShardCount::Nodes
+            } else {
+                crate::shard::ShardCount::Fixed(task.shards)
+            },
             next_fire_times: task
                 .schedule
                 .iter_after(now)
@@ -246,7 +254,7 @@ impl fmt::Display for CheckReport {
         for task in &self.tasks {
             writeln!(
                 f,
-                "  task `{}`: {}, cron `{}`, zone {}{}",
+                "  task `{}`: {}, cron `{}`, zone {}{}{}",
                 task.name,
                 if task.enabled { "enabled" } else { "disabled" },
                 task.cron,
@@ -255,6 +263,13 @@ impl fmt::Display for CheckReport {
                     .as_deref()
                     .map(|c| format!(", {c}"))
                     .unwrap_or_default(),
+                match task.shards {
+                    crate::shard::ShardCount::Fixed(1) => String::new(),
+                    crate::shard::ShardCount::Fixed(n) => format!(", {n} shards"),
+                    crate::shard::ShardCount::Nodes => {
+                        ", broadcast (one run on each live node)".to_owned()
+                    }
+                },
             )?;
             if let Some(sla) = &task.sla {
                 writeln!(f, "    sla: {}", describe_sla(sla))?;
