@@ -26,7 +26,8 @@ on_both_backends! {
     two_nodes_run_every_tick_of_a_broadcast_once_each,
     a_lone_node_runs_each_tick_once_as_0_of_1,
     overlap_is_per_node_and_pause_and_manual_runs_cover_every_node,
-    each_node_reconciles_its_own_row_and_a_task_no_longer_broadcast_disables_them;
+    each_node_reconciles_its_own_row_and_a_task_no_longer_broadcast_disables_them,
+    the_api_shows_a_broadcast_tick_with_each_nodes_run_and_the_task_running_while_a_node_runs;
     postgres_only:
         three_node_processes_run_every_tick_once_each,
         a_killed_nodes_run_is_lost_and_not_run_elsewhere,
@@ -77,6 +78,135 @@ async fn bcast_pair(ctx: TaskContext) {
 #[task(name = "bcast.lone", shards = "nodes")]
 async fn bcast_lone(ctx: TaskContext) {
     ctx.state::<Arc<BroadcastLog>>().unwrap().push(&ctx);
+}
+
+/// A fast and a slow node (2.5 s per run) run a broadcast every second, the fast one serving
+/// the admin API: a tick both ran is one entry of `GET /api/ticks` saying it is a broadcast's,
+/// counted with both nodes, each run naming its node (index by node id), done, none pending or
+/// not run; and `GET /api/tasks` shows the task running while a node's run goes on (the task's
+/// own row is never locked: its nodes' rows are).
+async fn the_api_shows_a_broadcast_tick_with_each_nodes_run_and_the_task_running_while_a_node_runs(
+    db: &TestDb,
+) {
+    let spans = Arc::new(Spans::default());
+    let config = doc(vec![entry("bcast.spans", "* * * * * *")]);
+    let mut admin = None;
+    let nodes: Vec<RunningNode> = ["fast", "slow"]
+        .into_iter()
+        .map(|id| {
+            let mut b = node(db, id, tasks("bcast.spans"))
+                .poll_interval(Duration::from_millis(500))
+                .config_document(config.clone())
+                .state(Arc::clone(&spans));
+            if id == "fast" {
+                b = b.admin_addr("127.0.0.1:0".parse().unwrap());
+            }
+            let scheduler = b.build().unwrap();
+            if id == "fast" {
+                admin = scheduler.admin_addr();
+            }
+            start(scheduler)
+        })
+        .collect();
+    let addr = admin.expect("the fast node serves the admin API");
+    let http = reqwest::Client::new();
+    let get = |path: &'static str| {
+        let http = http.clone();
+        async move {
+            let r = http
+                .get(format!("http://{addr}{path}"))
+                .send()
+                .await
+                .unwrap();
+            // Not found until a node's reconcile created the task's row.
+            if r.status() == reqwest::StatusCode::NOT_FOUND {
+                return serde_json::Value::Null;
+            }
+            assert_eq!(r.status(), reqwest::StatusCode::OK, "{path}");
+            r.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let whole = || async {
+        get("/api/ticks?task=bcast.spans&count=60").await["tasks"][0]["ticks"]
+            .as_array()?
+            .iter()
+            .find(|t| t["shards"]["done"] == 2 && t["shards"]["total"] == 2)
+            .cloned()
+    };
+    wait_until(
+        Duration::from_secs(120),
+        "a tick both nodes ran, in the API",
+        || async { whole().await.is_some() },
+    )
+    .await;
+    let tick = whole().await.unwrap();
+    assert_eq!(tick["outcome"], "succeeded", "{tick}");
+    let shards = &tick["shards"];
+    assert_eq!(
+        (
+            &shards["broadcast"],
+            &shards["succeeded"],
+            &shards["running"],
+            &shards["pending"],
+            &shards["not_run"]
+        ),
+        (
+            &serde_json::json!(true),
+            &serde_json::json!(2),
+            &serde_json::json!(0),
+            &serde_json::json!(0),
+            &serde_json::json!(0)
+        ),
+        "{tick}"
+    );
+    let runs: Vec<(u64, &str)> = shards["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["index"].as_u64().unwrap(), r["node_id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(runs, [(0, "fast"), (1, "slow")], "{tick}");
+    // The handlers agree: each node ran that tick once.
+    let at: DateTime<Utc> = tick["at"].as_str().unwrap().parse().unwrap();
+    let ran: BTreeSet<String> = spans
+        .runs
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.1 == at)
+        .map(|r| r.0.clone())
+        .collect();
+    assert_eq!(ran, BTreeSet::from(["fast".into(), "slow".into()]));
+
+    // The slow node runs 2.5 s of every few seconds: the task is shown running meanwhile.
+    let running = || async {
+        let tasks = get("/api/tasks").await;
+        let task = tasks["tasks"]
+            .as_array()?
+            .iter()
+            .find(|t| t["name"] == "bcast.spans")
+            .cloned()?;
+        task["state"]["lock"]["owner"].as_str().map(str::to_owned)
+    };
+    wait_until(
+        Duration::from_secs(60),
+        "the task shown running while a node runs it",
+        || async { running().await.is_some() },
+    )
+    .await;
+    let detail = || async {
+        let d = get("/api/tasks/bcast.spans").await;
+        d["task"]["state"]["lock"]["rows"].as_u64()
+    };
+    wait_until(
+        Duration::from_secs(60),
+        "the task's page shows it running while a node runs it",
+        || async { detail().await.is_some_and(|rows| rows >= 1) },
+    )
+    .await;
+    for n in nodes {
+        n.stop().await;
+    }
 }
 
 /// Checks the in-process record: a node ran a tick at most once, an index of a tick was run at

@@ -86,6 +86,12 @@ pub struct TaskState {
     pub orphaned_since: Option<DateTime<Utc>>,
     /// Disabled since.
     pub disabled_at: Option<DateTime<Utc>>,
+    /// The task's shard count as last reconciled (1: not sharded, and for a broadcast); see
+    /// [`crate::shard`].
+    pub shards: u32,
+    /// A broadcast task's row (`shards = "nodes"`: its own row, or one of its nodes' rows
+    /// `name[@node]`), pinned to no node or to its node; see [`crate::shard`].
+    pub broadcast: bool,
 }
 
 /// What asking for a manual run did.

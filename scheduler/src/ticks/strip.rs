@@ -9,6 +9,16 @@
 //! ([`fold_shards`]): running while a shard runs or has not started, succeeded when every shard
 //! did, else the worst of its shards' endings; the mark keeps each shard's latest attempt
 //! ([`Shards`]).
+//!
+//! A broadcast task's tick (`shards = "nodes"`) folds the same way, its runs being the nodes
+//! counted at the tick (`shard_total`), with one difference: an index with no run is not
+//! taken over by another node, so once the tick is past its **missed grace** (the grace after
+//! which an ordinary tick not started is `missed`, [`missed_grace`]) a node with no run of it
+//! did not run it (it died before starting, or its misfire policy skipped the tick on its
+//! row), and the tick is done without it ([`Shards::not_run`]). The missed grace is the
+//! engine's own answer to "how long may a tick take to start": a live node with a free slot
+//! claims its row within milliseconds of the tick. A node that starts the tick later still (a
+//! busy node running it late under `misfire = "once"`) turns the index back into a run.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -80,13 +90,17 @@ impl Fate {
     }
 }
 
-/// The shards of a sharded tick: each shard's latest attempt.
+/// The shards of a sharded tick (or the nodes of a broadcast's): each shard's latest attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Shards {
-    /// How many shards the tick has.
+    /// How many shards the tick has (a broadcast's: the nodes counted at the tick).
     pub total: u32,
     /// The latest attempt of each shard that has a run of the tick, by index.
     pub runs: Vec<ShardRun>,
+    /// A broadcast task's tick: each index is a node's, never run by another.
+    pub broadcast: bool,
+    /// A broadcast tick past its missed grace: an index with no run will not get one.
+    pub settled: bool,
 }
 
 impl Shards {
@@ -100,8 +114,18 @@ impl Shards {
         self.runs.iter().filter(|r| matches(r.status)).count() as u32
     }
 
-    /// Shards with no run of the tick yet.
+    /// Shards with no run of the tick yet, that may still get one.
     pub(crate) fn pending(&self) -> u32 {
+        if self.settled { 0 } else { self.missing() }
+    }
+
+    /// A broadcast's nodes, counted at the tick, that did not run it: no run of it by its
+    /// missed grace (see the module doc).
+    pub(crate) fn not_run(&self) -> u32 {
+        if self.settled { self.missing() } else { 0 }
+    }
+
+    fn missing(&self) -> u32 {
         self.total.saturating_sub(self.runs.len() as u32)
     }
 }
@@ -134,8 +158,10 @@ const WORST_FIRST: [RunStatus; 5] = [
 ];
 
 /// A sharded tick's status, folded from its shards (the tick is done when every shard's run
-/// has ended): `running` while a shard runs or has no run yet, `succeeded` when every shard
-/// did, else the worst ending among them ([`WORST_FIRST`]).
+/// has ended): `running` while a shard runs or has no run yet ([`Shards::pending`]),
+/// `succeeded` when every shard that ran did, else the worst ending among them
+/// ([`WORST_FIRST`]). A broadcast's node that did not run the tick ([`Shards::not_run`]) adds
+/// no ending: the mark counts it, its run would have been that node's own.
 pub(crate) fn fold_shards(shards: &Shards) -> RunStatus {
     if shards.pending() > 0 || shards.count(|s| s == RunStatus::Running) > 0 {
         return RunStatus::Running;
@@ -146,10 +172,16 @@ pub(crate) fn fold_shards(shards: &Shards) -> RunStatus {
         .unwrap_or(RunStatus::Succeeded)
 }
 
-/// The shards of a tick from its runs (any shard, any attempt), if the tick is sharded.
-fn shards_of(at: DateTime<Utc>, runs: &[&RunRecord]) -> Option<Shards> {
+/// The shards of a tick from its runs (any shard, any attempt), if the tick is sharded or a
+/// `broadcast`'s (then `settled` when it is past its missed grace).
+fn shards_of(
+    at: DateTime<Utc>,
+    runs: &[&RunRecord],
+    broadcast: bool,
+    settled: bool,
+) -> Option<Shards> {
     let total = runs.iter().map(|r| r.shard_total).max()?;
-    if total <= 1 {
+    if total <= 1 && !broadcast {
         return None;
     }
     let mut by_index: BTreeMap<u32, Vec<&RunRecord>> = BTreeMap::new();
@@ -177,7 +209,12 @@ fn shards_of(at: DateTime<Utc>, runs: &[&RunRecord]) -> Option<Shards> {
             })
         })
         .collect();
-    Some(Shards { total, runs })
+    Some(Shards {
+        total,
+        runs,
+        broadcast,
+        settled: broadcast && settled,
+    })
 }
 
 /// A task's strip: its latest expected ticks and manual runs, oldest first.
@@ -241,7 +278,7 @@ pub(crate) fn strip(spec: Option<&ScheduleSpec>, facts: &Facts<'_>, count: usize
         .flatten();
     // A sharded tick's runs are many: the oldest tick read may be missing some of its shards,
     // so a cut read leaves it out rather than show it partly.
-    let sharded = facts.runs.iter().any(|r| r.shard_total > 1);
+    let sharded = facts.state.broadcast || facts.runs.iter().any(|r| r.shard_total > 1);
     let since = horizon.map_or(facts.since, |h| {
         let before = if sharded {
             h
@@ -297,10 +334,17 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
         reason,
         run_id: None,
     };
+    let grace = |at| {
+        spec.map_or(TimeDelta::seconds(5), |spec| {
+            missed_grace(spec, at, f.missed_grace)
+        })
+    };
+    let broadcast = f.state.broadcast;
     by_tick
         .into_iter()
         .filter_map(|(at, runs)| {
-            if let Some(shards) = shards_of(at, &runs) {
+            let settled = broadcast && f.now - at >= grace(at);
+            if let Some(shards) = shards_of(at, &runs, broadcast, settled) {
                 return Some(Mark {
                     at,
                     fate: sharded_fate(&runs, shards, f.now),
@@ -348,15 +392,10 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
                 skipped(SkipReason::Overlap)
             } else if first_known.is_none_or(|first| at < first) {
                 return None;
+            } else if f.now - at < grace(at) {
+                Fate::Due
             } else {
-                let grace = spec.map_or(TimeDelta::seconds(5), |spec| {
-                    missed_grace(spec, at, f.missed_grace)
-                });
-                if f.now - at < grace {
-                    Fate::Due
-                } else {
-                    Fate::Missed
-                }
+                Fate::Missed
             };
             Some(Mark { at, fate })
         })
@@ -427,6 +466,8 @@ mod tests {
             missed_since: None,
             orphaned_since: None,
             disabled_at: None,
+            shards: 1,
+            broadcast: false,
         }
     }
 
@@ -809,6 +850,97 @@ mod tests {
             outcomes(&strip(Some(&spec), &facts, 100).marks),
             [(30, "running", None), (40, "succeeded", None)]
         );
+    }
+
+    /// A run of node `node`'s index of 3 counted at the tick at `tick` (a broadcast's).
+    fn on_node(id: i64, tick: u32, node: &str, status: RunStatus) -> RunRecord {
+        let index = ["a", "b", "c"].iter().position(|n| *n == node).unwrap() as u32;
+        let took = (status != RunStatus::Running).then_some(1);
+        RunRecord {
+            shard_index: index,
+            shard_total: 3,
+            node_id: node.into(),
+            ..run(id, tick, tick + 1, took, status)
+        }
+    }
+
+    #[test]
+    fn a_broadcast_tick_is_done_when_each_counted_node_ran_or_its_grace_passed() {
+        let spec = every_ten_seconds();
+        let runs = [
+            // Tick 10: all three nodes ran.
+            on_node(1, 10, "a", RunStatus::Succeeded),
+            on_node(2, 10, "b", RunStatus::Succeeded),
+            on_node(3, 10, "c", RunStatus::Succeeded),
+            // Tick 20: node b was killed mid-run (lost, never run elsewhere).
+            on_node(4, 20, "a", RunStatus::Succeeded),
+            on_node(5, 20, "b", RunStatus::Lost),
+            on_node(6, 20, "c", RunStatus::Succeeded),
+            // Tick 30: node c, counted at the tick, never started it; 13 s on, past the
+            // grace (5 s for a tick every 10 s): not run on c, and the tick is done.
+            on_node(7, 30, "a", RunStatus::Succeeded),
+            on_node(8, 30, "b", RunStatus::Succeeded),
+            // Tick 40: node c has not started it 3 s on, within the grace: pending.
+            on_node(9, 40, "a", RunStatus::Succeeded),
+            on_node(10, 40, "b", RunStatus::Running),
+        ];
+        let runs: Vec<&RunRecord> = runs.iter().rev().collect();
+        let mut state = state();
+        state.broadcast = true;
+        let marks = strip(Some(&spec), &facts(&state, &runs, &[], 43), 100).marks;
+        assert_eq!(
+            outcomes(&marks),
+            [
+                (10, "succeeded", None),
+                (20, "lost", None),
+                (30, "succeeded", None),
+                (40, "running", None),
+            ],
+        );
+        let shards: Vec<Shards> = marks
+            .iter()
+            .map(|m| match &m.fate {
+                Fate::Ran {
+                    shards: Some(s), ..
+                } => s.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let counts = |s: &Shards| (s.total, s.runs.len(), s.done(), s.pending(), s.not_run());
+        assert!(shards.iter().all(|s| s.broadcast));
+        assert_eq!(counts(&shards[0]), (3, 3, 3, 0, 0));
+        let nodes: Vec<&str> = shards[0].runs.iter().map(|r| r.node.as_str()).collect();
+        assert_eq!(nodes, ["a", "b", "c"], "each run names its node");
+        assert_eq!(counts(&shards[1]), (3, 3, 3, 0, 0));
+        assert_eq!(fold_shards(&shards[1]), RunStatus::Lost);
+        assert_eq!(
+            counts(&shards[2]),
+            (3, 2, 2, 0, 1),
+            "past its grace, a counted node with no run did not run it"
+        );
+        assert_eq!(counts(&shards[3]), (3, 2, 1, 1, 0), "within it, pending");
+
+        // The same runs of fixed shards: a shard with no run is pending whatever the time
+        // (a live node takes it over).
+        state.broadcast = false;
+        let marks = strip(Some(&spec), &facts(&state, &runs, &[], 43), 100).marks;
+        assert_eq!(marks[2].fate.outcome(), "running");
+
+        // A broadcast tick of one node is still a broadcast's: the run names its node.
+        let lone = [RunRecord {
+            node_id: "a".into(),
+            ..run(1, 10, 11, Some(1), RunStatus::Succeeded)
+        }];
+        let lone: Vec<&RunRecord> = lone.iter().collect();
+        state.broadcast = true;
+        let marks = strip(Some(&spec), &facts(&state, &lone, &[], 13), 100).marks;
+        let Fate::Ran {
+            shards: Some(s), ..
+        } = &marks[0].fate
+        else {
+            panic!("{:?}", marks[0])
+        };
+        assert_eq!((s.total, s.runs[0].node.as_str()), (1, "a"));
     }
 
     #[test]

@@ -43,13 +43,17 @@ struct Origin {
     refused: Option<String>,
 }
 
-/// The lock of a running task.
+/// The lock of a running task (a sharded or broadcast task's: of its own row, else of one of
+/// its shards' or nodes' rows; the task runs while any of them is locked).
 #[derive(Debug, Serialize, ToSchema)]
 struct LockView {
     /// The node holding it.
     owner: String,
     /// When it expires unless renewed.
     expires_at: Option<DateTime<Utc>>,
+    /// How many of the task's rows are locked: 1 for an ordinary task; a sharded task's
+    /// running shards, a broadcast's running nodes.
+    rows: u32,
 }
 
 /// A task's run state.
@@ -331,11 +335,43 @@ fn count_failed_ticks(runs: &[&RunRecord], failures: i32) -> (i64, bool) {
     (ticks.len() as i64, finished.len() < failures as usize)
 }
 
+/// The task rows among `states` (in their order), each with how many of its rows are locked:
+/// a sharded task's shards' rows (`name[i]`) and a broadcast's nodes' rows (`name[@node]`, see
+/// [`crate::shard`]) are folded into their task's, which shows the lock of its own row, else of
+/// the first of its other rows that is locked. (A broadcast's own row is never run, and a
+/// sharded task's shard 0 may be idle while other shards run.)
+fn task_rows(states: Vec<TaskState>) -> Vec<(TaskState, u32)> {
+    let mut others: std::collections::HashMap<String, Vec<TaskState>> = Default::default();
+    let mut tasks = Vec::new();
+    for s in states {
+        if crate::shard::is_task_row(&s.name) {
+            tasks.push(s);
+        } else if s.lock_owner.is_some() {
+            let task = crate::shard::split_row(&s.name).0.to_owned();
+            others.entry(task).or_default().push(s);
+        }
+    }
+    tasks
+        .into_iter()
+        .map(|mut task| {
+            let locked = others.remove(&task.name).unwrap_or_default();
+            let count = u32::from(task.lock_owner.is_some()) + locked.len() as u32;
+            if task.lock_owner.is_none()
+                && let Some(row) = locked.into_iter().next()
+            {
+                task.lock_owner = row.lock_owner;
+                task.lock_expires_at = row.lock_expires_at;
+            }
+            (task, count)
+        })
+        .collect()
+}
+
 fn task_view(
     engine: &EngineView,
     entries: &Entries,
     failed: &FailedTicks,
-    s: TaskState,
+    (s, locked_rows): (TaskState, u32),
     now: DateTime<Utc>,
 ) -> TaskView {
     let origin = entries.origin(&s);
@@ -372,6 +408,7 @@ fn task_view(
             lock: s.lock_owner.map(|owner| LockView {
                 owner,
                 expires_at: s.lock_expires_at,
+                rows: locked_rows.max(1),
             }),
             last_started_at: s.last_run_at,
             last_finished_at: s.last_finished_at,
@@ -416,16 +453,17 @@ async fn list_tasks(
     State(state): State<AdminState>,
 ) -> Result<axum::Json<TaskList>, ApiError> {
     let entries = Entries::of(&state.engine);
-    let mut states = state.engine.store().task_states(None).await?;
+    let states = state.engine.store().task_states(None).await?;
     // A sharded task's other rows (`name[i]`, a broadcast's `name[@node]`, see `crate::shard`)
-    // are its shards or nodes, not tasks: the task is listed once, its ticks' runs are on its
-    // strip (`/api/ticks`).
-    states.retain(|s| crate::shard::is_task_row(&s.name));
-    let failed = failed_ticks(&state.engine, &states).await?;
+    // are its shards or nodes, not tasks: the task is listed once (running while any of its
+    // rows runs), its ticks' runs are on its strip (`/api/ticks`).
+    let rows = task_rows(states);
+    let task_states: Vec<TaskState> = rows.iter().map(|(s, _)| s.clone()).collect();
+    let failed = failed_ticks(&state.engine, &task_states).await?;
     let now = Utc::now();
-    let mut tasks: Vec<TaskView> = states
+    let mut tasks: Vec<TaskView> = rows
         .into_iter()
-        .map(|s| task_view(&state.engine, &entries, &failed, s, now))
+        .map(|row| task_view(&state.engine, &entries, &failed, row, now))
         .collect();
     tasks.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(axum::Json(TaskList { at: now, tasks }))
@@ -471,8 +509,19 @@ async fn get_task(
     let runs = bounded("runs", query.runs, 10, 100)?;
     let task = one_state(&state.engine, &name).await?;
     let failed = failed_ticks(&state.engine, std::slice::from_ref(&task)).await?;
+    // A sharded or broadcast task runs while any of its rows does: read them all.
+    let row = if task.shards > 1 || task.broadcast {
+        let all = state.engine.store().task_states(None).await?;
+        task_rows(all)
+            .into_iter()
+            .find(|(s, _)| s.name == task.name)
+            .unwrap_or((task, 0))
+    } else {
+        let locked = u32::from(task.lock_owner.is_some());
+        (task, locked)
+    };
     let next_fire_times =
-        match ScheduleSpec::stored(&task.cron, &task.timezone, task.calendar.as_deref()) {
+        match ScheduleSpec::stored(&row.0.cron, &row.0.timezone, row.0.calendar.as_deref()) {
             Ok(spec) => spec.iter_after(Utc::now()).take(count as usize).collect(),
             Err(_) => Vec::new(),
         };
@@ -489,7 +538,7 @@ async fn get_task(
             &state.engine,
             &Entries::of(&state.engine),
             &failed,
-            task,
+            row,
             Utc::now(),
         ),
         recent_runs,
@@ -529,6 +578,8 @@ mod tests {
             missed_since: None,
             orphaned_since: None,
             disabled_at: None,
+            shards: 1,
+            broadcast: false,
         };
         s.next_run_at = Some(at(10));
         s
@@ -576,6 +627,43 @@ mod tests {
             shard_index: 0,
             shard_total: 1,
         }
+    }
+
+    #[test]
+    fn a_sharded_or_broadcast_task_runs_while_any_of_its_rows_is_locked() {
+        let row = |name: &str, owner: Option<&str>| {
+            let mut s = state();
+            s.name = name.into();
+            s.lock_owner = owner.map(Into::into);
+            s.lock_expires_at = owner.map(|_| at(20));
+            s
+        };
+        let states = vec![
+            // Fixed shards: shard 0 idle, shards 1 and 2 running.
+            row("s", None),
+            row("s[1]", Some("a")),
+            row("s[2]", Some("b")),
+            // A broadcast: its own row is never locked, node b's row is.
+            row("b", None),
+            row("b[@a]", None),
+            row("b[@b]", Some("b")),
+            // An ordinary task, idle, and one running.
+            row("idle", None),
+            row("busy", Some("c")),
+        ];
+        let tasks: Vec<(String, Option<String>, u32)> = task_rows(states)
+            .into_iter()
+            .map(|(s, locked)| (s.name, s.lock_owner, locked))
+            .collect();
+        assert_eq!(
+            tasks,
+            [
+                ("s".into(), Some("a".into()), 2),
+                ("b".into(), Some("b".into()), 1),
+                ("idle".into(), None, 0),
+                ("busy".into(), Some("c".into()), 1),
+            ]
+        );
     }
 
     #[test]

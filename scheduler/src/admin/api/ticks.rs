@@ -86,6 +86,11 @@ pub(crate) struct TickView {
     /// ending among them (`failed`, `timed_out`, `lost`, `interrupted`, `cancelled`, in that
     /// order); `run_id` is a shard's run with that outcome; `duration_seconds` runs from the
     /// first shard's start to the last one's end. Left out for an ordinary task.
+    ///
+    /// A broadcast task's tick (`shards = "nodes"`, `broadcast: true`) has one run per node
+    /// counted at the tick (`total`, even 1), each naming its node; once the tick is past its
+    /// missed grace, a counted node with no run did not run it (`not_run`) and the tick is
+    /// done without it (its outcome is then its runs' fold).
     #[serde(skip_serializing_if = "Option::is_none")]
     shards: Option<ShardsView>,
 }
@@ -93,8 +98,11 @@ pub(crate) struct TickView {
 /// The shards of a sharded tick.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub(crate) struct ShardsView {
-    /// How many shards the tick has.
+    /// How many shards the tick has (a broadcast's: the nodes counted at the tick, from its
+    /// runs' `shard_total`).
     total: u32,
+    /// A broadcast task's tick: one run per node, each index a node's own.
+    broadcast: bool,
     /// Shards whose latest attempt has ended, whatever its ending.
     done: u32,
     /// Shards whose latest attempt succeeded.
@@ -105,8 +113,12 @@ pub(crate) struct ShardsView {
     /// Shards whose latest attempt is running.
     running: u32,
     /// Shards with no run of the tick yet (not claimed yet: waiting for a node, or behind a
-    /// shard of an earlier tick).
+    /// shard of an earlier tick; a broadcast's node within the tick's missed grace).
     pending: u32,
+    /// A broadcast's nodes, counted at the tick, with no run of it by its missed grace: they
+    /// did not run it (died before starting, or skipped it by their misfire policy). Always 0
+    /// for fixed shards (a shard with no run is pending: another node takes it).
+    not_run: u32,
     /// Each shard's latest run, by index (shards with no run yet are left out).
     runs: Vec<ShardRunView>,
 }
@@ -121,7 +133,7 @@ pub(crate) struct ShardRunView {
     /// That attempt's status: `running`, `succeeded`, `failed`, `timed_out`, `interrupted`,
     /// `lost` or `cancelled`.
     status: &'static str,
-    /// The node that ran that attempt.
+    /// The node that ran that attempt (a broadcast's: the node whose run it is).
     node_id: String,
     /// Attempts made at the shard.
     attempts: i32,
@@ -136,11 +148,13 @@ impl From<&Shards> for ShardsView {
         let succeeded = shards.count(|s| s == RunStatus::Succeeded);
         ShardsView {
             total: shards.total,
+            broadcast: shards.broadcast,
             done,
             succeeded,
             failed: done - succeeded,
             running: shards.count(|s| s == RunStatus::Running),
             pending: shards.pending(),
+            not_run: shards.not_run(),
             runs: shards
                 .runs
                 .iter()

@@ -49,8 +49,19 @@ function markClass(outcome, reason) {
   return `g g-${outcome}${reason ? ` g-r-${reason}` : ""}`;
 }
 
-/** A sharded tick's shards, folded: "97/100 shards done, 2 failed, 3 running". */
+/**
+ * A sharded tick's shards, folded: "97/100 shards done, 2 failed, 3 running". A broadcast's
+ * tick counts its nodes: "3/3 nodes ran", "2 of 3 nodes ran, 1 not run" (a node counted at the
+ * tick with no run of it by its missed grace).
+ */
 export function shardWords(sh) {
+  if (sh.broadcast) {
+    const whole = sh.done === sh.total;
+    return [whole ? `${sh.done}/${sh.total} nodes ran` : `${sh.done} of ${sh.total} nodes ran`,
+      sh.failed ? `${sh.failed} failed` : null, sh.running ? `${sh.running} running` : null,
+      sh.pending ? `${sh.pending} not started` : null, sh.not_run ? `${sh.not_run} not run` : null]
+      .filter(Boolean).join(", ");
+  }
   return [`${sh.done}/${sh.total} shards done`, sh.failed ? `${sh.failed} failed` : null,
     sh.running ? `${sh.running} running` : null, sh.pending ? `${sh.pending} not started` : null]
     .filter(Boolean).join(", ");
@@ -164,7 +175,8 @@ export function legend() {
     h("p", { class: "legend-how small muted" },
       "Each mark is one expected tick, oldest left. Above the line: it ran and did its work. Below: it went wrong. "
       + "On the line: it got no run of its own. Hover a mark (or focus the strip) for its time, outcome, how long it took and its attempts; every mark has the same size whatever it took. "
-      + "A sharded task's tick is one mark: running until every shard has ended, then done only if every shard did, else its worst shard's ending; its tooltip counts its shards, and a click lists them."),
+      + "A sharded task's tick is one mark: running until every shard has ended, then done only if every shard did, else its worst shard's ending; its tooltip counts its shards, and a click lists them. "
+      + "A broadcast task's tick counts its nodes (one run on each node alive at the tick): a node with no run of it by its missed grace did not run it."),
     h("ul", { class: "legend-items" },
       STATES.map(([o, r]) => h("li", { class: "legend-item", dataset: { state: r ? `${o}:${r}` : o } }, sample(o, r), words(o, r))),
       h("li", { class: "legend-item", dataset: { state: "manual" } }, sample("succeeded", null, true), "manual run (dot on top)")));

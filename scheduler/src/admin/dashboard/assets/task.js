@@ -92,7 +92,9 @@ export class TaskPage {
         i.notified_at ? `sent ${relative(i.notified_at)}${i.reminders ? `, ${i.reminders} reminder${i.reminders > 1 ? "s" : ""}` : ""})` : "held back, not sent)")),
       snoozeOf(this.incidents, t.name) ? h("p", { class: "notice", id: "snooze-notice" },
         `Alerts snoozed by ${snoozeOf(this.incidents, t.name).by} until ${inZone(snoozeOf(this.incidents, t.name).until, zone)}: “${snoozeOf(this.incidents, t.name).reason}” (the task keeps running)`) : null,
-      t.state.lock ? h("p", { class: "muted" }, `Running on ${t.state.lock.owner}; lock expires ${relative(t.state.lock.expires_at)}.`) : null,
+      t.state.lock ? h("p", { class: "muted" }, t.state.lock.rows > 1
+        ? `${t.state.lock.rows} of its shards or nodes running, one on ${t.state.lock.owner} (lock expires ${relative(t.state.lock.expires_at)}).`
+        : `Running on ${t.state.lock.owner}; lock expires ${relative(t.state.lock.expires_at)}.`) : null,
       t.state.manual_at ? h("p", { class: "muted" }, `A manual run is queued (asked ${relative(t.state.manual_at)}).`) : null,
       t.state.retry_at ? h("p", { class: "muted" }, `A retry is due ${relative(t.state.retry_at)}.`) : null,
       ...(this.backfills ?? []).filter((b) => b.state === "running" || Date.now() - Date.parse(b.requested_at) < 3600000)
@@ -155,11 +157,16 @@ export class TaskPage {
   }
 }
 
-/** A sharded tick's shards: how many are done, then each shard's latest run (or none yet). */
+/**
+ * A sharded tick's shards: how many are done, then each shard's latest run (or none yet). A
+ * broadcast's tick lists its nodes' runs; an index with no run past the missed grace is a node
+ * that did not run it.
+ */
 function shardTable(tick, zone, gone) {
   const sh = tick.shards;
   const byIndex = new Map(sh.runs.map((r) => [r.index, r]));
   const rows = [];
+  const missing = sh.not_run ? "not_run" : "pending";
   for (let i = 0; i < sh.total; i += 1) {
     const r = byIndex.get(i);
     rows.push(r
@@ -170,15 +177,16 @@ function shardTable(tick, zone, gone) {
         h("td", { class: "node" }, r.node_id),
         h("td", { class: "num" }, r.attempts),
         h("td", { class: "num" }, r.late_seconds === undefined ? "—" : duration(r.late_seconds)))
-      : h("tr", { dataset: { shard: i, status: "pending", key: `shard-${i}` } },
-        h("td", { class: "num" }, String(i)), h("td", { class: "muted", colspan: 5 }, "not started yet")));
+      : h("tr", { dataset: { shard: i, status: missing, key: `shard-${i}` } },
+        h("td", { class: "num" }, String(i)), h("td", { class: "muted", colspan: 5 },
+          missing === "not_run" ? "not run: its node, counted at the tick, did not start it" : "not started yet")));
   }
   const nodes = new Set(sh.runs.map((r) => r.node_id)).size;
   return h("section", { class: "card", "data-key": "shards" },
-    h("h2", {}, `Shards of the tick at ${inZone(tick.at, zone)}`),
+    h("h2", {}, `${sh.broadcast ? "Nodes" : "Shards"} of the tick at ${inZone(tick.at, zone)}`),
     gone ? h("p", { class: "small muted" }, "The tick chosen is no longer in the strip: the latest is shown.") : null,
     h("p", { id: "shard-summary", dataset: { shardsDone: sh.done, shardsTotal: sh.total } },
-      h("span", { class: `result ${outcomeClass(tick.outcome)}` }, outcomeText(tick.outcome)), ` — ${shardWords(sh)}, on ${nodes} node${nodes === 1 ? "" : "s"}.`),
+      h("span", { class: `result ${outcomeClass(tick.outcome)}` }, outcomeText(tick.outcome)), ` — ${shardWords(sh)}${sh.broadcast ? "" : `, on ${nodes} node${nodes === 1 ? "" : "s"}`}.`),
     table(["Shard", "Run", "Result", "Node", "Attempts", "Started after tick"], rows, { class: "runs shards", id: "shard-runs" }));
 }
 

@@ -227,6 +227,8 @@ fn task_state(row: &sqlx::postgres::PgRow) -> Result<TaskState, sqlx::Error> {
         missed_since: row.try_get("missed_since")?,
         orphaned_since: row.try_get("orphaned_since")?,
         disabled_at: row.try_get("disabled_at")?,
+        shards: u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1),
+        broadcast: row.try_get::<Option<String>, _>("node_pin")?.is_some(),
     })
 }
 

@@ -310,6 +310,8 @@ fn task_state(row: &SqliteRow) -> Result<TaskState, sqlx::Error> {
         missed_since: time_opt(row, "missed_since")?,
         orphaned_since: time_opt(row, "orphaned_since")?,
         disabled_at: time_opt(row, "disabled_at")?,
+        shards: u32::try_from(row.try_get::<i64, _>("shards")?).unwrap_or(1),
+        broadcast: row.try_get::<Option<String>, _>("node_pin")?.is_some(),
     })
 }
 
