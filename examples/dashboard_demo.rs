@@ -1,6 +1,7 @@
 //! A node for looking at the dashboard: tasks that succeed, fail now and then, fail every time
 //! (each tick retried twice), overrun their interval (so ticks are skipped), time out, run
-//! nightly or monthly, one split into shards, and one that runs only when triggered. The admin
+//! nightly or monthly, one split into shards, one run on every node (a broadcast), and one that
+//! runs only when triggered. The admin
 //! server serves the dashboard at `/`.
 //!
 //! ```sh
@@ -94,6 +95,13 @@ async fn sharded(ctx: TaskContext) -> anyhow::Result<()> {
     tracing::info!(%shard, "reindexing a partition");
     tokio::time::sleep(Duration::from_millis(100 + u64::from(shard.index) * 150)).await;
     Ok(())
+}
+
+/// A broadcast (`shards = "nodes"`): each tick runs once on every node alive at it, and its
+/// mark counts them ("1/1 nodes ran" on this lone node).
+#[task(name = "demo.broadcast", shards = "nodes")]
+async fn broadcast(ctx: TaskContext) {
+    tracing::info!(shard = %ctx.shard(), "clearing this node's local cache");
 }
 
 /// Monthly at 02:30 New York time: its next fire times cross a DST change (and one falls in

@@ -14,7 +14,7 @@
 // - strips and their legend read without colour: every state has its own shape (checked on the
 //   legend's geometry) and screenshots under simulated colour-vision deficiencies;
 // - a sharded task is one row whose ticks are one mark each, folded from the shards, and a mark
-//   opens the list of that tick's shard runs;
+//   opens the list of that tick's shard runs; a broadcast's tick counts its nodes ("1/1 nodes ran");
 // - a node that stops answering (SIGSTOP) greys the page, which says since when, in a named zone;
 // - the token's actions (trigger, pause, resume, cancel, snooze and its lifting, a backfill after
 //   its dry run) and the audit trail, read-only without it;
@@ -292,6 +292,22 @@ test("a sharded task's tick is one mark folded from its shards; a click lists th
   await page.locator("#run-shard a").click();
   await eventually("back on the tick's shards", async () => (await page.locator("#shard-runs tr[data-shard]").count()) === 4);
   assert.ok(decodeURIComponent(page.url()).endsWith(`tick=${at}`), page.url());
+  assert.deepEqual(problems, []);
+});
+
+test("a broadcast task's tick counts the nodes that ran it", async () => {
+  await page.goto(`${base}/#/`);
+  await row("demo.broadcast").waitFor();
+  assert.equal(await page.locator('#tasks tr[data-task^="demo.broadcast["]').count(), 0, "its nodes' rows are not tasks");
+  const whole = row("demo.broadcast").locator('.mark.sharded[data-outcome="succeeded"][data-shards-done="1"]');
+  await eventually("a tick its node ran", async () => (await whole.count()) >= 1);
+  assert.match(await whole.last().locator("title").textContent(), /succeeded · .*1\/1 nodes ran/);
+  const at = await whole.last().getAttribute("data-key");
+  await row("demo.broadcast").locator("a.shard-link", { has: page.locator(`.mark[data-key="${at}"]`) }).click();
+  await eventually("the tick's nodes", async () => (await page.locator("#shard-runs tr[data-shard]").count()) === 1);
+  assert.match(await page.locator("#shards h2").textContent(), /^Nodes of the tick/);
+  assert.match(await page.locator("#shard-summary").textContent(), /Succeeded — 1\/1 nodes ran\./i);
+  await shoot("task-broadcast");
   assert.deepEqual(problems, []);
 });
 

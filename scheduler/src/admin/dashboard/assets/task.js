@@ -187,7 +187,7 @@ function shardTable(tick, zone, gone) {
     gone ? h("p", { class: "small muted" }, "The tick chosen is no longer in the strip: the latest is shown.") : null,
     h("p", { id: "shard-summary", dataset: { shardsDone: sh.done, shardsTotal: sh.total } },
       h("span", { class: `result ${outcomeClass(tick.outcome)}` }, outcomeText(tick.outcome)), ` — ${shardWords(sh)}${sh.broadcast ? "" : `, on ${nodes} node${nodes === 1 ? "" : "s"}`}.`),
-    table(["Shard", "Run", "Result", "Node", "Attempts", "Started after tick"], rows, { class: "runs shards", id: "shard-runs" }));
+    table([sh.broadcast ? "Index" : "Shard", "Run", "Result", "Node", "Attempts", "Started after tick"], rows, { class: "runs shards", id: "shard-runs" }));
 }
 
 function tickSummary(ticks) {
