@@ -16,7 +16,12 @@
 //!
 //! - **Overlap:** no shard starts tick T+1 while a shard of an earlier tick is running, waits
 //!   for a retry, or has not been claimed yet ([`ShardFacts::behind`]).
-//! - **Spread:** see [`may_take`].
+//! - **Spread:** the shards of a tick go evenly over the live nodes registering the task. Within
+//!   [`SPREAD_GRACE`] of the tick each node takes its even share (`floor(N / L)` of N shards
+//!   on L nodes) in its first claim pass, and the `N mod L` beyond the shares one per node in
+//!   turn; past it, what is left (the share of a node that is busy, or dead and not yet known
+//!   to be) goes out an even share of it per claim pass, and a node that held shards back
+//!   claims again when the grace ends. A node alone takes them all. See [`may_take`].
 //!
 //! # Broadcast tasks (`shards = "nodes"`)
 //!
@@ -70,11 +75,11 @@ use std::time::Duration;
 /// The most shards a task may have.
 pub const MAX_SHARDS: u32 = 1_000;
 
-/// How long after a tick a node may take more than its even share of the tick's shards: long
-/// enough for every live node's claim to have seen the tick (a node with free slots claims
-/// within a few milliseconds of its tick), short enough that shards do not wait long for a node
-/// that is alive but busy (no free slot) or dead but not yet known to be (its heartbeat not yet
-/// stale).
+/// How long after a tick the spread rule hands out even shares ([`may_take`]): long enough for
+/// every live node's claim to have seen the tick (a node with free slots claims within a few
+/// milliseconds of its tick), short enough that the shards of a node that is alive but busy (no
+/// free slot) or dead but not yet known to be (its heartbeat not yet stale) do not wait long.
+/// Past it, what is left goes out an even share of it per claim pass.
 pub const SPREAD_GRACE: Duration = Duration::from_secs(2);
 
 /// How many runs a task's tick has: the `shards` of the attribute and the config document.
@@ -265,7 +270,8 @@ pub fn broadcast_shard(alive: &[String], node: &str) -> Option<Shard> {
 }
 
 /// What the store knows about the other shards of a due shard's tick, read in the claim's
-/// transaction.
+/// transaction, and what the claim knows of the task ([`total`](Self::total)) and the tick
+/// ([`tick_age`](Self::tick_age)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct ShardFacts {
@@ -277,41 +283,98 @@ pub struct ShardFacts {
     /// The fewest runs of this tick by any other live node registering the task (`None`: no
     /// other live node registers it).
     pub fewest_other: Option<u32>,
+    /// How many other live nodes register the task (0 exactly when `fewest_other` is `None`).
+    pub others: u32,
+    /// How many of the tick's shards have a run (by any node): `total - started` are left.
+    pub started: u32,
+    /// How many shards the tick has (the task's `shards`).
+    pub total: u32,
     /// How long ago the tick was, by the store's clock (zero for a tick claimed ahead).
     pub tick_age: Duration,
+}
+
+impl ShardFacts {
+    /// The live nodes registering the task, the claiming node included.
+    fn live(&self) -> u32 {
+        if self.fewest_other.is_none() {
+            1
+        } else {
+            self.others.max(1).saturating_add(1)
+        }
+    }
+
+    /// The even share of the tick each live node may take within [`SPREAD_GRACE`] without
+    /// waiting for the others: `total / live`, rounded down.
+    pub fn even_share(&self) -> u32 {
+        self.total / self.live()
+    }
+
+    /// The most shards one claim pass may take past [`SPREAD_GRACE`]: an even share of what
+    /// is left, rounded up (at least one).
+    pub fn leftover_share(&self) -> u32 {
+        self.total
+            .saturating_sub(self.started)
+            .div_ceil(self.live())
+            .max(1)
+    }
 }
 
 /// The spread rule: may a node that holds `facts.mine + taken` runs of a tick (`taken` in the
 /// claim under way) take one more shard of it?
 ///
-/// **Rule.** Within [`SPREAD_GRACE`] of the tick, a node takes a shard only while no other live
-/// node registering the task has run fewer of the tick's shards than it (`mine <= fewest
-/// other`): every node takes its first shard before any takes a second, its second before any
-/// takes a third, and so on, so N shards on L nodes end up `ceil(N/L)` or `floor(N/L)` per node
-/// when every node has free slots. Past the grace, any node takes what is left: a node that is
-/// alive but has no free slot (or is dead and not yet known to be) does not hold the tick up.
-/// A node alone takes every shard at once.
+/// **Rule.** With `L` live nodes registering the task (the claiming node included) and `N`
+/// shards in the tick:
+///
+/// - **Within [`SPREAD_GRACE`] of the tick**, a node takes its even share,
+///   `floor(N / L)` ([`ShardFacts::even_share`]), at once, in its first claim pass of the tick,
+///   without waiting for the others. The `N mod L` shards beyond the even shares go one per
+///   node, in turn: a node takes one more only while no other live node has had fewer of the
+///   tick than it (`mine + taken <= fewest other`). So with every node free, `N` shards on `L`
+///   nodes end up `ceil(N/L)` or `floor(N/L)` per node, each node's share started by its first
+///   claim pass, and no node holds more than one above another's.
+/// - **Past the grace**, what is left (the shares of nodes that are alive but have no free
+///   slot, or dead and not yet known to be) goes to whoever claims, at most an even share of
+///   it per claim pass (`ceil(left / L)`, [`ShardFacts::leftover_share`]), so leftovers spread
+///   over the nodes too instead of going to the first to claim.
+/// - A node alone (no other live node registers the task) takes every shard at once.
+/// - No shard starts while an earlier tick of the task goes on ([`ShardFacts::behind`]).
 ///
 /// ```
 /// use std::time::Duration;
 /// use scheduler::shard::{may_take, ShardFacts};
 ///
+/// // 20 shards on 4 live nodes, none of which has run any yet.
 /// let mut facts = ShardFacts::default();
+/// facts.total = 20;
+/// facts.others = 3;
 /// facts.fewest_other = Some(0);
-/// assert!(may_take(&facts, 0), "the first shard");
-/// assert!(!may_take(&facts, 1), "no second while another node has none");
+/// assert_eq!(facts.even_share(), 5);
+/// assert!(may_take(&facts, 4), "its even share at once");
+/// assert!(!may_take(&facts, 5), "no sixth while another node has none");
+///
+/// // Past the grace, with 8 shards left: 2 per claim pass.
 /// facts.tick_age = Duration::from_secs(5);
-/// assert!(may_take(&facts, 1), "past the grace, what is left goes to whoever is free");
+/// facts.started = 12;
+/// assert!(may_take(&facts, 1));
+/// assert!(!may_take(&facts, 2), "an even share of what is left per pass");
+///
+/// // A node alone takes them all.
+/// let mut alone = ShardFacts::default();
+/// alone.total = 20;
+/// assert!(may_take(&alone, 19));
 /// ```
 pub fn may_take(facts: &ShardFacts, taken: u32) -> bool {
     if facts.behind {
         return false;
     }
-    match facts.fewest_other {
-        None => true,
-        Some(_) if facts.tick_age >= SPREAD_GRACE => true,
-        Some(fewest) => facts.mine.saturating_add(taken) <= fewest,
+    let Some(fewest) = facts.fewest_other else {
+        return true;
+    };
+    if facts.tick_age >= SPREAD_GRACE {
+        return taken < facts.leftover_share();
     }
+    let held = facts.mine.saturating_add(taken);
+    held < facts.even_share() || held <= fewest
 }
 
 #[cfg(test)]
@@ -349,30 +412,71 @@ mod tests {
         }
     }
 
-    #[test]
-    fn shards_spread_one_round_at_a_time() {
-        // 3 nodes, 8 shards, every node free: simulate rounds of claims.
-        let mut held = [0u32; 3];
-        let mut left = 8;
-        while left > 0 {
-            for node in 0..3 {
+    /// `nodes` nodes claim `total` shards in passes, in turn; `free[n]` is node n's free
+    /// slots for the tick, `Some(age)` the tick's age at each pass. Returns each node's shards
+    /// and how many each took in its first pass.
+    fn claim_rounds(total: u32, free: &[u32], ages: &[Duration]) -> (Vec<u32>, Vec<u32>) {
+        let nodes = free.len();
+        let mut held = vec![0u32; nodes];
+        let mut first = vec![0u32; nodes];
+        let mut started = 0;
+        for (pass, age) in ages.iter().enumerate() {
+            for node in 0..nodes {
                 let facts = ShardFacts {
-                    behind: false,
                     mine: held[node],
-                    fewest_other: (0..3).filter(|n| *n != node).map(|n| held[n]).min(),
-                    tick_age: Duration::ZERO,
+                    fewest_other: (0..nodes).filter(|n| *n != node).map(|n| held[n]).min(),
+                    others: u32::try_from(nodes - 1).unwrap(),
+                    started,
+                    total,
+                    tick_age: *age,
+                    ..ShardFacts::default()
                 };
                 let mut taken = 0;
-                while left > 0 && may_take(&facts, taken) {
+                while started < total && held[node] + taken < free[node] && may_take(&facts, taken)
+                {
                     taken += 1;
-                    left -= 1;
+                    started += 1;
                 }
                 held[node] += taken;
+                if pass == 0 {
+                    first[node] = taken;
+                }
             }
         }
-        let mut sorted = held;
-        sorted.sort();
-        assert_eq!(sorted, [2, 3, 3]);
+        (held, first)
+    }
+
+    #[test]
+    fn every_free_node_takes_its_even_share_in_its_first_pass() {
+        let within = [Duration::ZERO; 5];
+        let (held, first) = claim_rounds(20, &[100; 4], &within);
+        assert_eq!(held, [5, 5, 5, 5]);
+        assert_eq!(first, [5, 5, 5, 5], "each share at once, not one per round");
+        let (held, first) = claim_rounds(100, &[100; 10], &within);
+        assert_eq!(held, [10; 10]);
+        assert_eq!(first, [10; 10]);
+        // Shards beyond the even shares go one per node, after every node has its share.
+        let (mut held, first) = claim_rounds(20, &[100; 6], &within);
+        assert!(first.iter().all(|f| *f >= 3), "{first:?}");
+        held.sort_unstable();
+        assert_eq!(held, [3, 3, 3, 3, 4, 4]);
+        // Fewer shards than nodes: one each, for as long as they last.
+        let (held, _) = claim_rounds(3, &[100; 5], &within);
+        assert_eq!(held, [1, 1, 1, 0, 0]);
+    }
+
+    #[test]
+    fn leftovers_past_the_grace_spread_over_the_free_nodes() {
+        // Node 3 is busy (no free slot): its 10 shards wait out the grace, then go an even
+        // share of what is left per pass, not all to the first node to claim.
+        let ages = [Duration::ZERO, SPREAD_GRACE, SPREAD_GRACE, SPREAD_GRACE];
+        let (held, first) = claim_rounds(40, &[100, 100, 100, 0], &ages);
+        assert_eq!(first, [10, 10, 10, 0]);
+        assert_eq!(held.iter().sum::<u32>(), 40);
+        assert!(held[..3].iter().all(|h| (13..=14).contains(h)), "{held:?}");
+        // A node alone takes everything at once.
+        let (held, first) = claim_rounds(40, &[100], &[Duration::ZERO]);
+        assert_eq!((held, first), (vec![40], vec![40]));
     }
 
     #[test]

@@ -22,6 +22,7 @@ on_both_backends! {
     every_shard_of_every_tick_runs_once_spread_over_the_nodes;
     postgres_only:
         shards_spread_over_three_node_processes,
+        twenty_shards_on_four_nodes_go_five_to_each_in_every_tick,
         a_killed_nodes_shards_are_taken_over_and_none_runs_twice,
         a_killed_nodes_shards_are_not_rerun_with_recovery_never,
 }
@@ -217,6 +218,17 @@ fn task_config(dir: &Path, task: &str, shards: u32) -> std::path::PathBuf {
     config
 }
 
+/// Node processes killed when dropped, so a failed wait does not leave them running.
+struct KillOnDrop(Vec<std::process::Child>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for child in self.0.drain(..) {
+            kill(child);
+        }
+    }
+}
+
 fn kill(mut child: std::process::Child) {
     let _ = child.kill();
     let _ = child.wait();
@@ -274,6 +286,82 @@ async fn shards_spread_over_three_node_processes() {
         });
         eprintln!("tick {tick}: {per_node:?}");
     }
+    db.cleanup().await;
+}
+
+/// Four node processes, each with free slots to spare, run a task of 20 shards every 2 s: once
+/// all four are up, every node runs exactly 5 shards of every tick (its even share, taken in
+/// its first claim pass: no node takes more while another has fewer), and no shard starts
+/// twice. Judged by the handlers' own records.
+async fn twenty_shards_on_four_nodes_go_five_to_each_in_every_tick() {
+    const SHARDS: u32 = 20;
+    const NODES: [&str; 4] = ["n1", "n2", "n3", "n4"];
+    let db = TestDb::postgres("shardeven").await;
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    std::fs::create_dir_all(&records).unwrap();
+    let config = shard_config(dir.path(), SHARDS);
+    let nodes = KillOnDrop(
+        NODES
+            .into_iter()
+            .map(|id| spawn_node(&db, id, &config, &records, 300))
+            .collect(),
+    );
+    // Ticks after the first one all four nodes ran shards of: every node was up and live.
+    let judged = |ledger: &Ledger| -> Vec<i64> {
+        let mut per_tick: BTreeMap<i64, BTreeSet<&str>> = BTreeMap::new();
+        for ((tick, _), (starts, _)) in ledger {
+            per_tick
+                .entry(*tick)
+                .or_default()
+                .extend(starts.iter().map(String::as_str));
+        }
+        let Some(all_up) = per_tick
+            .iter()
+            .find(|(_, nodes)| nodes.len() == NODES.len())
+            .map(|(tick, _)| *tick)
+        else {
+            return Vec::new();
+        };
+        whole_ticks(ledger, SHARDS)
+            .into_iter()
+            .filter(|t| *t > all_up)
+            .collect()
+    };
+    wait_until(
+        Duration::from_secs(180),
+        "three whole ticks with all four nodes up",
+        || async { judged(&ledger(&read_lines(&records), SHARDS)).len() >= 3 },
+    )
+    .await;
+    drop(nodes);
+    let lines = read_lines(&records);
+    let ledger = ledger(&lines, SHARDS);
+    for ((tick, index), (starts, ends)) in &ledger {
+        assert_eq!(
+            starts.len(),
+            1,
+            "tick {tick} shard {index} started by {starts:?}"
+        );
+        assert!(
+            ends.len() <= 1,
+            "tick {tick} shard {index} ended by {ends:?}"
+        );
+    }
+    let mut uneven = Vec::new();
+    for tick in judged(&ledger) {
+        let mut per_node: BTreeMap<&str, u32> = NODES.iter().map(|n| (*n, 0)).collect();
+        for index in 0..SHARDS {
+            *per_node
+                .get_mut(ledger[&(tick, index)].0[0].as_str())
+                .expect("a known node") += 1;
+        }
+        eprintln!("tick {tick}: {per_node:?}");
+        if per_node.values().any(|n| *n != SHARDS / 4) {
+            uneven.push((tick, per_node));
+        }
+    }
+    assert!(uneven.is_empty(), "ticks not 5 per node: {uneven:?}");
     db.cleanup().await;
 }
 

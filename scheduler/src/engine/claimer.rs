@@ -41,6 +41,8 @@ use crate::ticks::missed_by;
 /// the rows); doubles up to [`CONTENDED_RETRY_MAX`].
 const CONTENDED_RETRY: Duration = Duration::from_millis(20);
 const CONTENDED_RETRY_MAX: Duration = Duration::from_secs(1);
+/// The shortest pause before claiming again the shards the spread rule held back.
+const SPREAD_WAKE_MIN: Duration = Duration::from_millis(1);
 /// How long to wait for a batch of handler slots to free up after filling all of them.
 const REFILL_WAIT: Duration = Duration::from_millis(5);
 /// The smallest batch a fair share caps a claim to.
@@ -88,6 +90,9 @@ pub(crate) struct ClaimPass {
     pub took: Duration,
     /// How long until something may be due (`None`: nothing scheduled).
     pub wake_in: Option<Duration>,
+    /// Shards were held back by the spread rule: how long until more of them may be taken
+    /// here (zero: now, after the other nodes' turn). See [`crate::shard::may_take`].
+    pub spread_wait: Option<Duration>,
 }
 
 pub(crate) struct ClaimLoop {
@@ -351,6 +356,7 @@ impl ClaimLoop {
         // shortly, as when rows are held by another transaction.
         let contended = (quiet && early.is_none()) || (n == 0 && outcome.held_back > 0);
         Ok(ClaimPass {
+            spread_wait: outcome.spread_wait,
             claimed: n,
             rescued: outcome.rescued.len(),
             filled: n == free && free > 0,
@@ -426,7 +432,10 @@ impl Service for ClaimLoop {
         if pass.filled {
             return Some(Duration::ZERO);
         }
-        if pass.capped {
+        // Took its share of a tick's leftover shards (past the spread grace) and more are left:
+        // as after a full fair share, the other nodes' claims go first.
+        let took_leftovers = pass.claimed > 0 && pass.spread_wait == Some(Duration::ZERO);
+        if pass.capped || took_leftovers {
             // Took a full share: the other nodes' claims go first, then this one claims again
             // at once (more is probably due).
             self.due_at_end = true;
@@ -434,7 +443,13 @@ impl Service for ClaimLoop {
         }
         if pass.contended {
             self.contended += 1;
-            return Some(jitter(contended_pause(self.contended)));
+            let pause = jitter(contended_pause(self.contended));
+            // Shards held back for the spread grace: claim again when it ends at the latest,
+            // so what is left then goes out at once, not after a long contended pause.
+            return Some(match pass.spread_wait {
+                Some(wait) => pause.min(wait.max(SPREAD_WAKE_MIN)),
+                None => pause,
+            });
         }
         self.contended = 0;
         Some(if pass.claimed > 0 || pass.rescued > 0 {

@@ -442,6 +442,11 @@ pub struct ClaimOutcome {
     /// Due shards held back by the spread or overlap rule ([`crate::shard::may_take`]): another
     /// node's turn first, or an earlier tick still going (also listed in `left`).
     pub held_back: usize,
+    /// When the spread rule (not the overlap rule) held shards back: how long until more of
+    /// them may be taken by this node, by the store's clock. Zero: past the spread grace, this
+    /// claim took its share of what is left and more may be taken now (after the other nodes'
+    /// claims); otherwise until the earliest held-back tick's grace ends.
+    pub spread_wait: Option<Duration>,
 }
 
 /// The end of a run, as recorded by [`Store::finish_runs`](super::Store::finish_runs).

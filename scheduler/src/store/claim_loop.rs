@@ -91,10 +91,11 @@ pub(super) trait ClaimSteps {
         request: &ClaimRequest<'_>,
     ) -> Result<Vec<(DueTask, DateTime<Utc>)>, Self::Error>;
 
-    /// For each shard, what the store knows of its tick's other shards (in order; `tick_age`
-    /// is left zero): whether an earlier tick still goes on, and how many runs of the tick the
-    /// node `node_id` and the other live nodes registering the task (a heartbeat within
-    /// `live_window`) have had.
+    /// For each shard, what the store knows of its tick's other shards (in order; `total` and
+    /// `tick_age` are left zero): whether an earlier tick still goes on, how many runs of the
+    /// tick the node `node_id` and the other live nodes registering the task (a heartbeat
+    /// within `live_window`) have had, how many those nodes are, and how many of the tick's
+    /// shards have a run.
     async fn shard_facts(
         &mut self,
         node_id: &str,
@@ -299,9 +300,10 @@ async fn broadcast<S: ClaimSteps>(
 }
 
 /// Keeps the planned runs the spread and overlap rules allow ([`may_take`]): a shard's
-/// scheduled tick runs only if no earlier tick of its task still goes on, and only while this
-/// node has not had more of the tick's shards than another live node; the others are left for
-/// now (`outcome.left`, counted in `outcome.held_back`). Other runs are kept as planned.
+/// scheduled tick runs only if no earlier tick of its task still goes on, and only within this
+/// node's share of the tick; the others are left for now (`outcome.left`, counted in
+/// `outcome.held_back`, and `outcome.spread_wait` says when more may be taken). Other runs are
+/// kept as planned.
 async fn spread<S: ClaimSteps>(
     steps: &mut S,
     request: &ClaimRequest<'_>,
@@ -340,6 +342,7 @@ async fn spread<S: ClaimSteps>(
             ..ShardFacts::default()
         });
         facts.tick_age = (now - plan.scheduled_at).to_std().unwrap_or(Duration::ZERO);
+        facts.total = task.shards;
         let key = (
             crate::shard::split_row(&task.name).0.to_owned(),
             plan.scheduled_at,
@@ -349,6 +352,10 @@ async fn spread<S: ClaimSteps>(
             *taken += 1;
             kept.push((task, plan));
         } else {
+            if !facts.behind {
+                let wait = crate::shard::SPREAD_GRACE.saturating_sub(facts.tick_age);
+                outcome.spread_wait = Some(outcome.spread_wait.map_or(wait, |w| w.min(wait)));
+            }
             outcome.held_back += 1;
             outcome.left.push(task.name);
         }

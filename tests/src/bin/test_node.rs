@@ -45,14 +45,16 @@ fn shard_record(ctx: &TaskContext, kind: &str) {
         .append(true)
         .open(path)
         .expect("open the shard record");
-    writeln!(
-        file,
-        "{kind} {} {index} {total} {} {}",
+    // One `write` per line: `writeln!` on a `File` writes piece by piece, and handlers of the
+    // same process running at once would interleave their pieces.
+    let line = format!(
+        "{kind} {} {index} {total} {} {}\n",
         ctx.scheduled_at().timestamp_millis(),
         ctx.node_id(),
         ctx.run_id()
-    )
-    .expect("write the shard record");
+    );
+    file.write_all(line.as_bytes())
+        .expect("write the shard record");
 }
 
 /// A sharded task (3 shards unless the config says otherwise): records its start, works for
@@ -95,15 +97,16 @@ async fn bcast_work(ctx: TaskContext) {
             .append(true)
             .open(path)
             .expect("open the broadcast record");
-        writeln!(
-            file,
-            "{kind} {} {index} {total} {} {} {}",
+        // One `write` per line (see `shard_record`).
+        let line = format!(
+            "{kind} {} {index} {total} {} {} {}\n",
             ctx.scheduled_at().timestamp_millis(),
             ctx.node_id(),
             ctx.run_id(),
             ctx.is_broadcast()
-        )
-        .expect("write the broadcast record");
+        );
+        file.write_all(line.as_bytes())
+            .expect("write the broadcast record");
     };
     write("start");
     let ms = std::env::var("BROADCAST_SLEEP_MS")

@@ -304,6 +304,8 @@ impl ClaimSteps for Steps<'_> {
                     behind: row.try_get("behind")?,
                     mine: count(row.try_get("mine")?),
                     fewest_other: row.try_get::<Option<i64>, _>("fewest_other")?.map(count),
+                    others: count(row.try_get("others")?),
+                    started: count(row.try_get("started")?),
                     ..ShardFacts::default()
                 };
                 Ok(facts)
