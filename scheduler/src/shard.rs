@@ -17,11 +17,13 @@
 //! - **Overlap:** no shard starts tick T+1 while a shard of an earlier tick is running, waits
 //!   for a retry, or has not been claimed yet ([`ShardFacts::behind`]).
 //! - **Spread:** the shards of a tick go evenly over the live nodes registering the task. Within
-//!   [`SPREAD_GRACE`] of the tick each node takes its even share (`floor(N / L)` of N shards
-//!   on L nodes) in its first claim pass, and the `N mod L` beyond the shares one per node in
-//!   turn; past it, what is left (the share of a node that is busy, or dead and not yet known
-//!   to be) goes out an even share of it per claim pass, and a node that held shards back
-//!   claims again when the grace ends. A node alone takes them all. See [`may_take`].
+//!   [`SPREAD_GRACE`] of the tick each node takes its own share in its first claim pass:
+//!   `floor(N / L)` of N shards on L nodes, one more for the first `N mod L` nodes by node id
+//!   ([`ShardFacts::my_share`]); then it leaves the tick out of its claims until the grace ends,
+//!   so its claims do not keep the tick's rows from the nodes still to take theirs. Past the
+//!   grace, what is left (the share of a node that is busy, or dead and not yet known to be)
+//!   goes out an even share of it per claim pass. A node alone takes them all. See
+//!   [`may_take`].
 //!
 //! # Broadcast tasks (`shards = "nodes"`)
 //!
@@ -285,6 +287,10 @@ pub struct ShardFacts {
     pub fewest_other: Option<u32>,
     /// How many other live nodes register the task (0 exactly when `fewest_other` is `None`).
     pub others: u32,
+    /// How many of those sort before the claiming node by node id: its place among the live
+    /// nodes, which decides whether its share is one above the even share
+    /// ([`my_share`](Self::my_share)).
+    pub rank: u32,
     /// How many of the tick's shards have a run (by any node): `total - started` are left.
     pub started: u32,
     /// How many shards the tick has (the task's `shards`).
@@ -303,10 +309,35 @@ impl ShardFacts {
         }
     }
 
-    /// The even share of the tick each live node may take within [`SPREAD_GRACE`] without
-    /// waiting for the others: `total / live`, rounded down.
+    /// The even share of the tick: `total / live`, rounded down.
     pub fn even_share(&self) -> u32 {
         self.total / self.live()
+    }
+
+    /// The claiming node's share of the tick within [`SPREAD_GRACE`]: the even share, and one
+    /// more if the node is among the first `total mod live` live nodes by node id
+    /// ([`rank`](Self::rank)). Every node works its share out from the same facts, so with
+    /// every node free the shares add up to the tick's shards, `ceil(N / L)` or `floor(N / L)`
+    /// per node, each taken in one claim pass, with no node waiting for another's turn.
+    ///
+    /// ```
+    /// use scheduler::shard::ShardFacts;
+    ///
+    /// let mut facts = ShardFacts::default();
+    /// facts.total = 20;
+    /// facts.others = 5;
+    /// facts.fewest_other = Some(0);
+    /// let shares: Vec<u32> = (0..6)
+    ///     .map(|rank| {
+    ///         facts.rank = rank;
+    ///         facts.my_share()
+    ///     })
+    ///     .collect();
+    /// assert_eq!(shares, [4, 4, 3, 3, 3, 3], "20 on 6 nodes");
+    /// ```
+    pub fn my_share(&self) -> u32 {
+        let live = self.live();
+        self.total / live + u32::from(self.rank < self.total % live)
     }
 
     /// The most shards one claim pass may take past [`SPREAD_GRACE`]: an even share of what
@@ -317,6 +348,36 @@ impl ShardFacts {
             .div_ceil(self.live())
             .max(1)
     }
+
+    /// Whether a node that holds `facts.mine + taken` runs of the tick has its whole share
+    /// ([`my_share`](Self::my_share)) while [`SPREAD_GRACE`] lasts. Such a node has nothing
+    /// to claim of the tick until the grace ends, and looking again sooner would only keep the
+    /// tick's rows from the nodes still to take their shares (a claim locks the due rows it
+    /// reads).
+    ///
+    /// ```
+    /// use scheduler::shard::ShardFacts;
+    ///
+    /// let mut facts = ShardFacts::default();
+    /// facts.total = 100;
+    /// facts.others = 9;
+    /// facts.fewest_other = Some(0);
+    /// assert!(!facts.share_complete(9));
+    /// assert!(facts.share_complete(10), "100 on 10 nodes: 10 each");
+    /// facts.total = 20;
+    /// facts.others = 5;
+    /// facts.rank = 1;
+    /// assert!(!facts.share_complete(3), "20 on 6: the second node by id has 4");
+    /// assert!(facts.share_complete(4));
+    /// facts.rank = 2;
+    /// assert!(facts.share_complete(3), "the third has 3");
+    /// ```
+    pub fn share_complete(&self, taken: u32) -> bool {
+        self.fewest_other.is_some()
+            && !self.behind
+            && self.tick_age < SPREAD_GRACE
+            && self.mine.saturating_add(taken) >= self.my_share()
+    }
 }
 
 /// The spread rule: may a node that holds `facts.mine + taken` runs of a tick (`taken` in the
@@ -325,13 +386,12 @@ impl ShardFacts {
 /// **Rule.** With `L` live nodes registering the task (the claiming node included) and `N`
 /// shards in the tick:
 ///
-/// - **Within [`SPREAD_GRACE`] of the tick**, a node takes its even share,
-///   `floor(N / L)` ([`ShardFacts::even_share`]), at once, in its first claim pass of the tick,
-///   without waiting for the others. The `N mod L` shards beyond the even shares go one per
-///   node, in turn: a node takes one more only while no other live node has had fewer of the
-///   tick than it (`mine + taken <= fewest other`). So with every node free, `N` shards on `L`
-///   nodes end up `ceil(N/L)` or `floor(N/L)` per node, each node's share started by its first
-///   claim pass, and no node holds more than one above another's.
+/// - **Within [`SPREAD_GRACE`] of the tick**, a node takes its share ([`ShardFacts::my_share`]:
+///   `floor(N / L)`, plus one for the first `N mod L` live nodes by node id) at once, in its
+///   first claim pass of the tick, without waiting for the others, and no more. So with every
+///   node free, `N` shards on `L` nodes end up `ceil(N/L)` or `floor(N/L)` per node, each
+///   node's share started by its first claim pass, no node holds more than one above
+///   another's, and with fewer shards than nodes no node takes a second.
 /// - **Past the grace**, what is left (the shares of nodes that are alive but have no free
 ///   slot, or dead and not yet known to be) goes to whoever claims, at most an even share of
 ///   it per claim pass (`ceil(left / L)`, [`ShardFacts::leftover_share`]), so leftovers spread
@@ -350,7 +410,7 @@ impl ShardFacts {
 /// facts.fewest_other = Some(0);
 /// assert_eq!(facts.even_share(), 5);
 /// assert!(may_take(&facts, 4), "its even share at once");
-/// assert!(!may_take(&facts, 5), "no sixth while another node has none");
+/// assert!(!may_take(&facts, 5), "no sixth: 20 on 4 nodes is 5 each");
 ///
 /// // Past the grace, with 8 shards left: 2 per claim pass.
 /// facts.tick_age = Duration::from_secs(5);
@@ -367,14 +427,13 @@ pub fn may_take(facts: &ShardFacts, taken: u32) -> bool {
     if facts.behind {
         return false;
     }
-    let Some(fewest) = facts.fewest_other else {
+    if facts.fewest_other.is_none() {
         return true;
-    };
+    }
     if facts.tick_age >= SPREAD_GRACE {
         return taken < facts.leftover_share();
     }
-    let held = facts.mine.saturating_add(taken);
-    held < facts.even_share() || held <= fewest
+    facts.mine.saturating_add(taken) < facts.my_share()
 }
 
 #[cfg(test)]
@@ -426,6 +485,7 @@ mod tests {
                     mine: held[node],
                     fewest_other: (0..nodes).filter(|n| *n != node).map(|n| held[n]).min(),
                     others: u32::try_from(nodes - 1).unwrap(),
+                    rank: u32::try_from(node).unwrap(),
                     started,
                     total,
                     tick_age: *age,
@@ -455,11 +515,10 @@ mod tests {
         let (held, first) = claim_rounds(100, &[100; 10], &within);
         assert_eq!(held, [10; 10]);
         assert_eq!(first, [10; 10]);
-        // Shards beyond the even shares go one per node, after every node has its share.
-        let (mut held, first) = claim_rounds(20, &[100; 6], &within);
-        assert!(first.iter().all(|f| *f >= 3), "{first:?}");
-        held.sort_unstable();
-        assert_eq!(held, [3, 3, 3, 3, 4, 4]);
+        // Shards beyond the even shares go to the first nodes by id, one each, at once.
+        let (held, first) = claim_rounds(20, &[100; 6], &within);
+        assert_eq!(first, [4, 4, 3, 3, 3, 3]);
+        assert_eq!(held, first);
         // Fewer shards than nodes: one each, for as long as they last.
         let (held, _) = claim_rounds(3, &[100; 5], &within);
         assert_eq!(held, [1, 1, 1, 0, 0]);

@@ -88,6 +88,28 @@ impl Arrange {
         }
     }
 
+    /// Which of `rows` another transaction could lock right now (PostgreSQL: `FOR UPDATE SKIP
+    /// LOCKED` from a connection of its own, rolled back); `None` on SQLite, whose claim holds
+    /// the database's write lock whatever it reads.
+    async fn lockable(&self, rows: &[&str]) -> Option<Vec<String>> {
+        match self {
+            Arrange::Postgres { db, .. } => {
+                let mut tx = db.pool.begin().await.unwrap();
+                let rows: Vec<String> = sqlx::query_scalar(
+                    "SELECT name FROM scheduler_tasks WHERE name = ANY($1)
+                     ORDER BY name FOR UPDATE SKIP LOCKED",
+                )
+                .bind(names(rows))
+                .fetch_all(&mut *tx)
+                .await
+                .unwrap();
+                tx.rollback().await.unwrap();
+                Some(rows)
+            }
+            Arrange::Sqlite { .. } => None,
+        }
+    }
+
     /// Moves `task`'s lock expiry a minute into the past (its owner stopped renewing).
     async fn expire_lock(&self, task: &str) {
         let past = Utc::now() - chrono::Duration::minutes(1);
@@ -444,6 +466,7 @@ contract![
     alert_marks_are_recorded_once,
     a_snooze_is_set_replaced_listed_and_lifted_with_its_audit,
     a_row_pinned_to_a_node_is_offered_and_woken_for_on_that_node_only,
+    rows_left_out_of_a_claim_are_neither_offered_nor_locked,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -4976,4 +4999,70 @@ async fn a_row_pinned_to_a_node_is_offered_and_woken_for_on_that_node_only(
     assert_eq!(row(s, "b[@node-a]").await.next_run_at, Some(t));
     assert_eq!(row(s, "b[@node-b]").await.next_run_at, Some(t - HOUR));
     assert!(s.recent_runs(None, 10).await.unwrap().is_empty());
+}
+
+/// A claim leaving a task out (a node that holds its whole share of a sharded tick, see
+/// `scheduler::shard::ShardFacts::share_complete`) neither offers nor locks that task's rows or
+/// its shards' rows, even when they are due before everything it claims: another node's claim
+/// of them goes on meanwhile. Without leaving them out, the claim's page locks them.
+async fn rows_left_out_of_a_claim_are_neither_offered_nor_locked(s: &dyn Store, arrange: &Arrange) {
+    let t = now_s();
+    let shard = |name: &str| TaskChange::Shards {
+        name: name.into(),
+        shards: 2,
+        node_pin: None,
+    };
+    apply(
+        s,
+        vec![
+            create("held", true, Some(t - HOUR)),
+            create("held[1]", true, Some(t - HOUR)),
+            shard("held"),
+            shard("held[1]"),
+        ],
+    )
+    .await;
+    seed(s, &[("mine.a", t - HOUR / 2), ("mine.b", t - HOUR / 2)]).await;
+    let held_rows = ["held", "held[1]"];
+    // What another transaction could lock of the held task's rows while the claim plans.
+    let seen: Mutex<Vec<Option<Vec<String>>>> = Mutex::new(Vec::new());
+    let look = |_: &DueTask| {
+        let lockable = tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(arrange.lockable(&held_rows))
+        });
+        seen.lock().unwrap().push(lockable);
+        DueDecision::Leave
+    };
+
+    // Without leaving it out: its rows are in the claim's page, locked until the claim ends.
+    let rules = Rules::hourly().plan(look);
+    let tasks = names(&["mine.a"]);
+    let out = s
+        .claim(ClaimRequest::new(NODE, &tasks, 10), &rules)
+        .await
+        .unwrap();
+    assert_eq!(rules.offered(), ["mine.a"], "{out:?}");
+    let first = std::mem::take(&mut *seen.lock().unwrap());
+    if matches!(arrange, Arrange::Postgres { .. }) {
+        assert_eq!(first, [Some(Vec::new())], "the page locked them");
+    }
+
+    let rules = Rules::hourly().plan(look);
+    let left_out = names(&["held"]);
+    let tasks = names(&["mine.a", "mine.b"]);
+    let out = s
+        .claim(
+            ClaimRequest::new(NODE, &tasks, 10).leaving_out(&left_out),
+            &rules,
+        )
+        .await
+        .unwrap();
+    assert_eq!(rules.offered(), ["mine.a", "mine.b"], "{out:?}");
+    let second = std::mem::take(&mut *seen.lock().unwrap());
+    assert_eq!(second.len(), 2, "looked while planning each");
+    for rows in second.iter().flatten() {
+        assert_eq!(rows, &held_rows, "left out: not locked");
+    }
+    assert_eq!(row(s, "held").await.next_run_at, Some(t - HOUR));
+    assert_eq!(row(s, "held[1]").await.next_run_at, Some(t - HOUR));
 }

@@ -8,7 +8,8 @@
 //! are measured after one tick of warm-up. During measured tick `SHARDS_KILL_TICK` (4; 0: no
 //! kill), `SHARDS_KILL_AFTER_MS` (500) after the first node's first handler of that tick
 //! started, that node is killed with SIGKILL. `SHARDS_LOCK_LIFETIME` (seconds; the engine's
-//! default, 20 s, when unset) bounds how long its shards stay locked.
+//! default, 20 s, when unset) bounds how long its shards stay locked. `SHARDS_KEEP=1` keeps the
+//! handlers' records and the nodes' standard error.
 //!
 //! Judged by the handlers' own record, never the store's: every handler appends a `start` and
 //! an `end` line (tick, shard, node, wall-clock ms, run id) to its node's file, written at once,
@@ -394,5 +395,9 @@ async fn main() {
         measured.len(),
         missing_all
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var_os("SHARDS_KEEP").is_some() {
+        println!("records and node output kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

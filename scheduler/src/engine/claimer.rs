@@ -93,6 +93,9 @@ pub(crate) struct ClaimPass {
     /// Shards were held back by the spread rule: how long until more of them may be taken
     /// here (zero: now, after the other nodes' turn). See [`crate::shard::may_take`].
     pub spread_wait: Option<Duration>,
+    /// This node now holds its whole share of a sharded tick and leaves it out of its claims
+    /// until the spread grace ends: look again at once at what else is due.
+    pub share_held: bool,
 }
 
 pub(crate) struct ClaimLoop {
@@ -100,6 +103,9 @@ pub(crate) struct ClaimLoop {
     takeover: Takeover,
     /// Tasks left out of claims, until when.
     unreadable: HashMap<String, Instant>,
+    /// Sharded tasks whose tick this node holds its whole share of, until the spread grace
+    /// ends: left out of claims (their rows not even locked) so the other nodes take theirs.
+    spread_held: HashMap<String, Instant>,
     /// Unreadable schedules already reported, so each is logged and recorded once.
     reported: BTreeSet<(String, String, String)>,
     /// The next pass may skip the wake-time query (it was computed before the pause).
@@ -121,6 +127,7 @@ impl ClaimLoop {
             shared,
             takeover: Takeover::default(),
             unreadable: HashMap::new(),
+            spread_held: HashMap::new(),
             reported: BTreeSet::new(),
             known_due: false,
             due_at_end: false,
@@ -139,19 +146,21 @@ impl ClaimLoop {
     }
 
     /// The names this node may claim: shared, not copied (10,000 names per pass), unless some
-    /// are left out for a while.
-    fn claimable(&mut self) -> Arc<[String]> {
+    /// are left out for a while; and those left out.
+    fn claimable(&mut self) -> (Arc<[String]>, Vec<String>) {
         let now = Instant::now();
         self.unreadable.retain(|_, until| *until > now);
-        if self.unreadable.is_empty() {
-            return Arc::clone(&self.shared.names);
+        self.spread_held.retain(|_, until| *until > now);
+        if self.unreadable.is_empty() && self.spread_held.is_empty() {
+            return (Arc::clone(&self.shared.names), Vec::new());
         }
-        self.shared
+        let (out, names): (Vec<String>, Vec<String>) = self
+            .shared
             .names
             .iter()
-            .filter(|n| !self.unreadable.contains_key(*n))
             .cloned()
-            .collect()
+            .partition(|n| self.unreadable.contains_key(n) || self.spread_held.contains_key(n));
+        (names.into(), out)
     }
 
     /// One pass: claim everything due now that fits in the free handler slots. With
@@ -160,7 +169,7 @@ impl ClaimLoop {
     pub(crate) async fn claim_once(&mut self, known_due: bool) -> Result<ClaimPass, StoreError> {
         let shared = Arc::clone(&self.shared);
         let settings = &shared.settings;
-        let names = self.claimable();
+        let (names, left_out) = self.claimable();
         let wait = settings.takeover_wait;
         let ahead = self.ahead();
         if !known_due {
@@ -180,6 +189,11 @@ impl ClaimLoop {
                     info.due_at.map(|d| until(d).saturating_sub(ahead)),
                     info.expiry_at.filter(|e| *e > info.db_now).map(until),
                     watched.map(|m| m.saturating_duration_since(Instant::now())),
+                    // A sharded tick left out until its spread grace ends: claim what is left.
+                    self.spread_held
+                        .values()
+                        .min()
+                        .map(|m| m.saturating_duration_since(Instant::now())),
                 ]
                 .into_iter()
                 .flatten()
@@ -225,15 +239,20 @@ impl ClaimLoop {
             .claim(
                 ClaimRequest::new(&shared.node_id, &names, limit)
                     .ahead(ahead)
+                    .leaving_out(&left_out)
                     .live_window(
                         settings.heartbeat_interval * super::maintenance::SILENT_AFTER_HEARTBEATS,
                     ),
                 &rules,
             )
             .await;
-        let outcome = outcome?;
+        let mut outcome = outcome?;
         let returned = Instant::now();
         let maturity = self.takeover.retain_waiting(&outcome.waiting, wait);
+        let held_full = !outcome.spread_done.is_empty();
+        for (task, wait) in outcome.spread_done.drain(..) {
+            self.spread_held.insert(task, returned + wait);
+        }
         for lock in &outcome.rescued {
             if let (Some(run_id), Some(scheduled_at)) = (lock.run_id, lock.run_scheduled_at) {
                 shared.events.emit(crate::events::SchedulerEvent::RunLost {
@@ -270,7 +289,9 @@ impl ClaimLoop {
 
         let n = outcome.claimed.len();
         if n > 0 {
-            tracing::debug!(claimed = n, limit, elapsed = ?sent.elapsed(), "claimed due runs");
+            tracing::debug!(claimed = n, limit, held_back = outcome.held_back, share_held = held_full, elapsed = ?sent.elapsed(), "claimed due runs");
+        } else {
+            tracing::trace!(limit, held_back = outcome.held_back, share_held = held_full, left_out = left_out.len(), elapsed = ?sent.elapsed(), "claimed nothing");
         }
         for run in outcome.claimed {
             let Ok(permit) = Arc::clone(&shared.permits).try_acquire_owned() else {
@@ -352,11 +373,15 @@ impl ClaimLoop {
             .due_instant
             .map(|d| d.saturating_duration_since(Instant::now()))
             .filter(|d| quiet && !d.is_zero());
-        // Shards held back for another node's turn (see crate::shard::may_take): look again
-        // shortly, as when rows are held by another transaction.
-        let contended = (quiet && early.is_none()) || (n == 0 && outcome.held_back > 0);
+        // Shards held back (an earlier tick still runs, or other nodes' shares within the
+        // spread grace, see crate::shard::may_take): look again shortly, as when rows are held
+        // by another transaction. A node that now holds its whole share of a tick leaves the
+        // tick out instead, and looks again at once at what else is due.
+        let contended =
+            !held_full && ((quiet && early.is_none()) || (n == 0 && outcome.held_back > 0));
         Ok(ClaimPass {
             spread_wait: outcome.spread_wait,
+            share_held: held_full,
             claimed: n,
             rescued: outcome.rescued.len(),
             filled: n == free && free > 0,
@@ -429,7 +454,7 @@ impl Service for ClaimLoop {
     fn pause_after(&mut self, pass: ClaimPass) -> Option<Duration> {
         let poll = self.shared.settings.poll_interval;
         self.due_at_end = false;
-        if pass.filled {
+        if pass.filled || pass.share_held {
             return Some(Duration::ZERO);
         }
         // Took its share of a tick's leftover shards (past the spread grace) and more are left:

@@ -60,6 +60,9 @@ pub struct ClaimRequest<'a> {
     /// A node is live if it heartbeat within this long (the spread of a sharded task's shards
     /// counts the live nodes registering it; see [`crate::shard::may_take`]).
     pub live_window: Duration,
+    /// Tasks left out of this claim (not in `tasks`): their rows, shards' rows included, are
+    /// neither claimed nor locked, so another node's claim of them is not held up by this one.
+    pub left_out: &'a [String],
 }
 
 impl<'a> ClaimRequest<'a> {
@@ -71,7 +74,15 @@ impl<'a> ClaimRequest<'a> {
             limit,
             ahead: Duration::ZERO,
             live_window: DEFAULT_LIVE_WINDOW,
+            left_out: &[],
         }
+    }
+
+    /// Leaves `tasks` (not among the claim's tasks) out of the claim: their rows, and their
+    /// shards' rows, are not even locked while the claim looks at what is due.
+    pub fn leaving_out(mut self, tasks: &'a [String]) -> Self {
+        self.left_out = tasks;
+        self
     }
 
     /// Counts a node live if it heartbeat within `window` (default 30 s).
@@ -447,6 +458,11 @@ pub struct ClaimOutcome {
     /// claim took its share of what is left and more may be taken now (after the other nodes'
     /// claims); otherwise until the earliest held-back tick's grace ends.
     pub spread_wait: Option<Duration>,
+    /// Sharded tasks whose tick this node now holds its whole share of within the spread
+    /// grace ([`crate::shard::ShardFacts::share_complete`]), with how long until the grace
+    /// ends: the node claims nothing more of them until then, and leaves their rows out of
+    /// its claims ([`ClaimRequest::leaving_out`]) so the other nodes can take theirs.
+    pub spread_done: Vec<(String, Duration)>,
 }
 
 /// The end of a run, as recorded by [`Store::finish_runs`](super::Store::finish_runs).

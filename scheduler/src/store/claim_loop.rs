@@ -343,11 +343,8 @@ async fn spread<S: ClaimSteps>(
         });
         facts.tick_age = (now - plan.scheduled_at).to_std().unwrap_or(Duration::ZERO);
         facts.total = task.shards;
-        let key = (
-            crate::shard::split_row(&task.name).0.to_owned(),
-            plan.scheduled_at,
-        );
-        let taken = taken.entry(key).or_default();
+        let of = crate::shard::split_row(&task.name).0.to_owned();
+        let taken = taken.entry((of.clone(), plan.scheduled_at)).or_default();
         if may_take(&facts, *taken) {
             *taken += 1;
             kept.push((task, plan));
@@ -355,6 +352,11 @@ async fn spread<S: ClaimSteps>(
             if !facts.behind {
                 let wait = crate::shard::SPREAD_GRACE.saturating_sub(facts.tick_age);
                 outcome.spread_wait = Some(outcome.spread_wait.map_or(wait, |w| w.min(wait)));
+                if facts.share_complete(*taken)
+                    && !outcome.spread_done.iter().any(|(t, _)| *t == of)
+                {
+                    outcome.spread_done.push((of, wait));
+                }
             }
             outcome.held_back += 1;
             outcome.left.push(task.name);

@@ -140,6 +140,7 @@ async fn select_due(
         .bind(limit)
         .bind(millis(request.ahead))
         .bind(request.node_id)
+        .bind(request.left_out)
         .fetch_all(&mut *tx)
         .await?;
     let full = due.len() >= request.limit;
@@ -305,6 +306,7 @@ impl ClaimSteps for Steps<'_> {
                     mine: count(row.try_get("mine")?),
                     fewest_other: row.try_get::<Option<i64>, _>("fewest_other")?.map(count),
                     others: count(row.try_get("others")?),
+                    rank: count(row.try_get("rank")?),
                     started: count(row.try_get("started")?),
                     ..ShardFacts::default()
                 };

@@ -3,8 +3,9 @@
 -- shard of the task is still on an earlier tick (running it, waiting for its retry, or not yet
 -- claimed); `mine`, the runs of the tick node $4 has had (any shard, any status); and
 -- `fewest_other`, the fewest runs of the tick among the other live nodes registering the task
--- (not stopped, a heartbeat within $5 ms; NULL: none); `others`, how many those nodes are; and
--- `started`, how many of the tick's shards have a run (any node). In the order given.
+-- (not stopped, a heartbeat within $5 ms; NULL: none); `others`, how many those nodes are;
+-- `rank`, how many of them sort before node $4 by id; and `started`, how many of the tick's
+-- shards have a run (any node). In the order given.
 SELECT s.ord,
        EXISTS (
            SELECT 1 FROM scheduler_tasks AS o
@@ -29,6 +30,10 @@ SELECT s.ord,
         WHERE n.node_id <> $4 AND n.stopped_at IS NULL
           AND n.heartbeat_at >= now() - $5 * interval '1 millisecond'
           AND s.task = ANY(n.tasks)) AS others,
+       (SELECT count(*) FROM scheduler_nodes AS n
+        WHERE n.node_id < $4 AND n.stopped_at IS NULL
+          AND n.heartbeat_at >= now() - $5 * interval '1 millisecond'
+          AND s.task = ANY(n.tasks)) AS rank,
        (SELECT count(DISTINCT r.shard_index) FROM scheduler_runs AS r
         WHERE r.task_name = s.task AND r.scheduled_at = s.tick) AS started
 FROM unnest($1::text[], $2::text[], $3::timestamptz[]) WITH ORDINALITY AS s(shard_row, task, tick, ord)

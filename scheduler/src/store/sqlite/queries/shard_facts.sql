@@ -3,8 +3,8 @@
 -- (running it, waiting for its retry, or not yet claimed); `mine`, the runs of the tick node ?4
 -- has had (any shard, any status); and `fewest_other`, the fewest runs of the tick among the
 -- other live nodes registering the task (not stopped, a heartbeat since ?5; NULL: none);
--- `others`, how many those nodes are; and `started`, how many of the tick's shards have a run
--- (any node).
+-- `others`, how many those nodes are; `rank`, how many of them sort before node ?4 by id; and
+-- `started`, how many of the tick's shards have a run (any node).
 SELECT EXISTS (
            SELECT 1 FROM scheduler_tasks AS o
            WHERE (o.name = ?2 OR o.shard_of = ?2) AND o.name <> ?1 AND o.enabled = 1
@@ -25,5 +25,8 @@ SELECT EXISTS (
        (SELECT count(*) FROM scheduler_nodes AS n
         WHERE n.node_id <> ?4 AND n.stopped_at IS NULL AND n.heartbeat_at >= ?5
           AND EXISTS (SELECT 1 FROM json_each(n.tasks) WHERE value = ?2)) AS others,
+       (SELECT count(*) FROM scheduler_nodes AS n
+        WHERE n.node_id < ?4 AND n.stopped_at IS NULL AND n.heartbeat_at >= ?5
+          AND EXISTS (SELECT 1 FROM json_each(n.tasks) WHERE value = ?2)) AS rank,
        (SELECT count(DISTINCT r.shard_index) FROM scheduler_runs AS r
         WHERE r.task_name = ?2 AND r.scheduled_at = ?3) AS started
