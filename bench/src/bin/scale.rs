@@ -4,10 +4,11 @@
 //! `scripts/bench scale` (a throwaway cluster preloading `pg_stat_statements`). Knobs:
 //! `SCALE_NODES` (3), `SCALE_TASKS` (2000), `SCALE_EVERY` seconds (10), `SCALE_SECONDS` measured
 //! (60), `SCALE_MAX_CONCURRENT` (node default), `SCALE_IDLE=1` (the tasks run yearly: nothing
-//! is due, for the idle load). Each node is a `scale_node` process connecting
-//! as its own role `scale_node_NN`, so `pg_stat_statements` (keyed by role) and
-//! `pg_stat_activity` count statements and connections per node on the server. The roles are
-//! superusers: run this on a throwaway cluster only.
+//! is due, for the idle load), `SCALE_KEEP=1` (keep the nodes' records and logs). Each node is
+//! a `scale_node` process connecting as its own role `scale_node_NN`, so `pg_stat_statements`
+//! (keyed by role) and `pg_stat_activity` count statements and connections per node on the
+//! server. The roles are superusers: run this on a throwaway cluster only. The nodes' CPU time
+//! (user and system, their whole life, from `/proc/self/stat`) is summed in the report.
 //!
 //! Judged by the handlers' own record: each node writes (task, tick, start) of every run it
 //! started; a (task, tick) in two records ran twice. Only ticks inside the measured window count;
@@ -187,6 +188,8 @@ async fn main() {
     let mut shares = Vec::new();
     let mut rss = Vec::new();
     let mut replaced = 0u64;
+    // The node processes' CPU time, user and system, in clock ticks (100 a second), summed.
+    let mut cpu = (0u64, 0u64);
     for node in &procs {
         let text = std::fs::read_to_string(&node.record)
             .unwrap_or_else(|e| panic!("{}: {e} (see its .log)", node.record.display()));
@@ -195,6 +198,11 @@ async fn main() {
             let f: Vec<&str> = line.split_whitespace().collect();
             if f.first() == Some(&"#") && f.get(1) == Some(&"replaced") {
                 replaced += f[2].parse::<u64>().unwrap();
+                continue;
+            }
+            if f.first() == Some(&"#") && f.get(1) == Some(&"cpu_ticks") {
+                cpu.0 += f[2].parse::<u64>().unwrap();
+                cpu.1 += f[3].parse::<u64>().unwrap();
                 continue;
             }
             if f.first() == Some(&"#") {
@@ -290,6 +298,11 @@ async fn main() {
     println!("runs per node: {shares:?}");
     println!("handler threads replaced as held, all nodes: {replaced}");
     println!(
+        "node processes' CPU, all nodes, whole life: user {:.1} s, system {:.1} s",
+        cpu.0 as f64 / 100.0,
+        cpu.1 as f64 / 100.0
+    );
+    println!(
         "statements per node per minute: {:?}",
         per_minute
             .iter()
@@ -305,5 +318,9 @@ async fn main() {
             r.get::<String, _>("q")
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    if std::env::var_os("SCALE_KEEP").is_some() {
+        println!("node records and logs kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

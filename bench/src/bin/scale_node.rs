@@ -116,6 +116,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .find_map(|l| l.strip_prefix("scheduler_handler_threads_replaced_total "))
         .map_or(0, |v| v.trim().parse::<f64>().unwrap_or(0.0) as u64);
     writeln!(out, "# replaced {replaced}")?;
+    // The process's CPU time, user and system, in clock ticks (Linux's USER_HZ: 100 a second).
+    if let Some((user, system)) = cpu_ticks() {
+        writeln!(out, "# cpu_ticks {user} {system}")?;
+    }
     out.flush()?;
     Ok(())
+}
+
+/// This process's user and system CPU time so far, in clock ticks, from `/proc/self/stat`
+/// (fields 14 and 15; the command name before them may hold spaces, so count from its `)`).
+fn cpu_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // `after` starts at field 3 (the state): utime is field 14, stime field 15.
+    Some((fields.get(11)?.parse().ok()?, fields.get(12)?.parse().ok()?))
 }

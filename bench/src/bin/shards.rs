@@ -9,7 +9,7 @@
 //! kill), `SHARDS_KILL_AFTER_MS` (500) after the first node's first handler of that tick
 //! started, that node is killed with SIGKILL. `SHARDS_LOCK_LIFETIME` (seconds; the engine's
 //! default, 20 s, when unset) bounds how long its shards stay locked. `SHARDS_KEEP=1` keeps the
-//! handlers' records and the nodes' standard error.
+//! handlers' records and the nodes' output (their log with `RUST_LOG` set).
 //!
 //! Judged by the handlers' own record, never the store's: every handler appends a `start` and
 //! an `end` line (tick, shard, node, wall-clock ms, run id) to its node's file, written at once,
@@ -18,7 +18,7 @@
 //! tick with no `end` did not run.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -146,7 +146,7 @@ async fn main() {
                 .env("SHARDS_CRON", format!("*/{every} * * * * *"))
                 .env("SHARDS_WORK_MS", work_ms.to_string())
                 .env("SHARDS_RECORD", dir.join(format!("{}.txt", node_name(i))))
-                .stdout(Stdio::null())
+                .stdout(log.try_clone().unwrap())
                 .stderr(log);
             if let Some(l) = &lifetime {
                 cmd.env("SHARDS_LOCK_LIFETIME", l);
