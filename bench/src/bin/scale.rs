@@ -298,7 +298,7 @@ async fn main() {
     println!("runs per node: {shares:?}");
     println!("handler threads replaced as held, all nodes: {replaced}");
     println!(
-        "node processes' CPU, all nodes, whole life: user {:.1} s, system {:.1} s",
+        "node processes' CPU, all nodes, whole life: user {:.2} s, system {:.2} s",
         cpu.0 as f64 / 100.0,
         cpu.1 as f64 / 100.0
     );
