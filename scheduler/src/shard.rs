@@ -19,8 +19,9 @@
 //! - **Spread:** the shards of a tick go evenly over the live nodes registering the task. Within
 //!   [`SPREAD_GRACE`] of the tick each node takes its own share in its first claim pass:
 //!   `floor(N / L)` of N shards on L nodes, one more for the first `N mod L` nodes by node id
-//!   ([`ShardFacts::my_share`]); then it leaves the tick out of its claims until the grace ends,
-//!   so its claims do not keep the tick's rows from the nodes still to take theirs. Past the
+//!   ([`ShardFacts::my_share`]); then it leaves the task out of its claims until the grace ends
+//!   (or the task's next tick, if sooner), so its claims do not keep the tick's rows from the
+//!   nodes still to take theirs. Past the
 //!   grace, what is left (the share of a node that is busy, or dead and not yet known to be)
 //!   goes out an even share of it per claim pass. A node alone takes them all. See
 //!   [`may_take`].

@@ -352,10 +352,18 @@ async fn spread<S: ClaimSteps>(
             if !facts.behind {
                 let wait = crate::shard::SPREAD_GRACE.saturating_sub(facts.tick_age);
                 outcome.spread_wait = Some(outcome.spread_wait.map_or(wait, |w| w.min(wait)));
+                // Left out until the grace ends, or until the task's next tick if that comes
+                // first (a task firing more often than the grace must not miss its next one).
+                let next = match plan.next_run_at {
+                    NextRun::Set(Some(next)) => (next - now).to_std().unwrap_or(Duration::ZERO),
+                    _ => wait,
+                };
+                let leave = wait.min(next);
                 if facts.share_complete(*taken)
+                    && !leave.is_zero()
                     && !outcome.spread_done.iter().any(|(t, _)| *t == of)
                 {
-                    outcome.spread_done.push((of, wait));
+                    outcome.spread_done.push((of, leave));
                 }
             }
             outcome.held_back += 1;
@@ -384,6 +392,8 @@ mod tests {
     struct Recorded {
         calls: Vec<String>,
         renewed: Vec<&'static str>,
+        /// What `shard_facts` says of every shard (default: a node alone).
+        facts: ShardFacts,
     }
 
     impl ClaimSteps for Recorded {
@@ -458,7 +468,7 @@ mod tests {
             shards: &[ShardTick<'_>],
         ) -> Result<Vec<ShardFacts>, Self::Error> {
             self.calls.push(format!("shard_facts {}", shards.len()));
-            Ok(shards.iter().map(|_| ShardFacts::default()).collect())
+            Ok(shards.iter().map(|_| self.facts).collect())
         }
 
         async fn broadcast_nodes(
@@ -615,6 +625,51 @@ mod tests {
             plan.next_run_at = NextRun::Keep;
         }
         (task, plan)
+    }
+
+    /// Shard `index` of a 4-shard task `t`, due on the tick at(2), its next tick at `next`.
+    fn shard_row(index: u32, next: DateTime<Utc>) -> (DueTask, ClaimPlan) {
+        let (mut task, mut plan) = broadcast_row(None, Trigger::Schedule);
+        task.name = crate::shard::row_name("t", index);
+        task.shards = 4;
+        task.node_pin = None;
+        plan.next_run_at = NextRun::Set(Some(next));
+        (task, plan)
+    }
+
+    #[test]
+    fn a_node_with_its_share_leaves_the_tick_out_until_the_grace_ends_or_the_next_tick() {
+        // 4 shards on 2 live nodes, none run yet: this node (first by id) takes 2.
+        let mut steps = Recorded {
+            facts: ShardFacts {
+                fewest_other: Some(0),
+                others: 1,
+                ..ShardFacts::default()
+            },
+            ..Recorded::default()
+        };
+        let tasks = ["t".to_owned()];
+        let request = ClaimRequest::new("n", &tasks, 10);
+        for (next, leave) in [
+            (at(32), crate::shard::SPREAD_GRACE),
+            (at(3), Duration::from_secs(1)),
+        ] {
+            let runs = (0..3).map(|i| shard_row(i, next)).collect();
+            let mut outcome = ClaimOutcome::default();
+            let kept = block_on(spread(&mut steps, &request, runs, at(2), &mut outcome)).unwrap();
+            assert_eq!(kept.len(), 2, "its share");
+            assert_eq!(outcome.held_back, 1);
+            assert_eq!(
+                outcome.spread_done,
+                [("t".to_owned(), leave)],
+                "left out until the grace ends, or the next tick if sooner"
+            );
+        }
+        // Its next tick already due (catching up): not left out, so it is not missed.
+        let runs = (0..3).map(|i| shard_row(i, at(2))).collect();
+        let mut outcome = ClaimOutcome::default();
+        block_on(spread(&mut steps, &request, runs, at(2), &mut outcome)).unwrap();
+        assert!(outcome.spread_done.is_empty());
     }
 
     #[test]
