@@ -104,7 +104,8 @@ pub(crate) struct ClaimLoop {
     /// Tasks left out of claims, until when.
     unreadable: HashMap<String, Instant>,
     /// Sharded tasks whose tick this node holds its whole share of, until the spread grace
-    /// ends: left out of claims (their rows not even locked) so the other nodes take theirs.
+    /// ends (or the task's next tick, if sooner): left out of claims (their rows not even
+    /// locked) so the other nodes take theirs.
     spread_held: HashMap<String, Instant>,
     /// Unreadable schedules already reported, so each is logged and recorded once.
     reported: BTreeSet<(String, String, String)>,
