@@ -21,10 +21,9 @@
 //!   `floor(N / L)` of N shards on L nodes, one more for the first `N mod L` nodes by node id
 //!   ([`ShardFacts::my_share`]); then it leaves the task out of its claims until the grace ends
 //!   (or the task's next tick, if sooner), so its claims do not keep the tick's rows from the
-//!   nodes still to take theirs. Past the
-//!   grace, what is left (the share of a node that is busy, or dead and not yet known to be)
-//!   goes out an even share of it per claim pass. A node alone takes them all. See
-//!   [`may_take`].
+//!   nodes still to take theirs. Past the grace, what is left (the share of a node that is
+//!   busy, or dead and not yet known to be) goes out an even share of it per claim pass. A
+//!   node alone takes them all. See [`may_take`].
 //!
 //! # Broadcast tasks (`shards = "nodes"`)
 //!
