@@ -282,10 +282,7 @@ pub struct ShardFacts {
     pub behind: bool,
     /// Runs of this tick of the task by the claiming node (any shard, any status).
     pub mine: u32,
-    /// The fewest runs of this tick by any other live node registering the task (`None`: no
-    /// other live node registers it).
-    pub fewest_other: Option<u32>,
-    /// How many other live nodes register the task (0 exactly when `fewest_other` is `None`).
+    /// How many other live nodes register the task (0: this node is alone).
     pub others: u32,
     /// How many of those sort before the claiming node by node id: its place among the live
     /// nodes, which decides whether its share is one above the even share
@@ -302,11 +299,7 @@ pub struct ShardFacts {
 impl ShardFacts {
     /// The live nodes registering the task, the claiming node included.
     fn live(&self) -> u32 {
-        if self.fewest_other.is_none() {
-            1
-        } else {
-            self.others.max(1).saturating_add(1)
-        }
+        self.others.saturating_add(1)
     }
 
     /// The even share of the tick: `total / live`, rounded down.
@@ -326,7 +319,6 @@ impl ShardFacts {
     /// let mut facts = ShardFacts::default();
     /// facts.total = 20;
     /// facts.others = 5;
-    /// facts.fewest_other = Some(0);
     /// let shares: Vec<u32> = (0..6)
     ///     .map(|rank| {
     ///         facts.rank = rank;
@@ -361,7 +353,6 @@ impl ShardFacts {
     /// let mut facts = ShardFacts::default();
     /// facts.total = 100;
     /// facts.others = 9;
-    /// facts.fewest_other = Some(0);
     /// assert!(!facts.share_complete(9));
     /// assert!(facts.share_complete(10), "100 on 10 nodes: 10 each");
     /// facts.total = 20;
@@ -373,7 +364,7 @@ impl ShardFacts {
     /// assert!(facts.share_complete(3), "the third has 3");
     /// ```
     pub fn share_complete(&self, taken: u32) -> bool {
-        self.fewest_other.is_some()
+        self.others > 0
             && !self.behind
             && self.tick_age < SPREAD_GRACE
             && self.mine.saturating_add(taken) >= self.my_share()
@@ -407,7 +398,6 @@ impl ShardFacts {
 /// let mut facts = ShardFacts::default();
 /// facts.total = 20;
 /// facts.others = 3;
-/// facts.fewest_other = Some(0);
 /// assert_eq!(facts.even_share(), 5);
 /// assert!(may_take(&facts, 4), "its even share at once");
 /// assert!(!may_take(&facts, 5), "no sixth: 20 on 4 nodes is 5 each");
@@ -427,7 +417,7 @@ pub fn may_take(facts: &ShardFacts, taken: u32) -> bool {
     if facts.behind {
         return false;
     }
-    if facts.fewest_other.is_none() {
+    if facts.others == 0 {
         return true;
     }
     if facts.tick_age >= SPREAD_GRACE {
@@ -483,7 +473,6 @@ mod tests {
             for node in 0..nodes {
                 let facts = ShardFacts {
                     mine: held[node],
-                    fewest_other: (0..nodes).filter(|n| *n != node).map(|n| held[n]).min(),
                     others: u32::try_from(nodes - 1).unwrap(),
                     rank: u32::try_from(node).unwrap(),
                     started,

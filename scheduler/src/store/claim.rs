@@ -461,8 +461,8 @@ pub struct ClaimOutcome {
     /// Sharded tasks whose tick this node now holds its whole share of within the spread
     /// grace ([`crate::shard::ShardFacts::share_complete`]), with how long until the grace
     /// ends or the task's next tick, whichever is sooner: the node claims nothing more of them
-    /// until then, and leaves their rows out of
-    /// its claims ([`ClaimRequest::leaving_out`]) so the other nodes can take theirs.
+    /// until then, and leaves their rows out of its claims ([`ClaimRequest::leaving_out`]) so
+    /// the other nodes can take theirs.
     pub spread_done: Vec<(String, Duration)>,
 }
 

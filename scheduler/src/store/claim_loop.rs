@@ -642,7 +642,6 @@ mod tests {
         // 4 shards on 2 live nodes, none run yet: this node (first by id) takes 2.
         let mut steps = Recorded {
             facts: ShardFacts {
-                fewest_other: Some(0),
                 others: 1,
                 ..ShardFacts::default()
             },

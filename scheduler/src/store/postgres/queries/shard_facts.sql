@@ -1,9 +1,8 @@
 -- For each shard about to run a tick (parallel arrays: $1 the shard's row, $2 its task, $3 the
 -- tick), what the spread and overlap rules need (see crate::shard): `behind`, whether another
 -- shard of the task is still on an earlier tick (running it, waiting for its retry, or not yet
--- claimed); `mine`, the runs of the tick node $4 has had (any shard, any status); and
--- `fewest_other`, the fewest runs of the tick among the other live nodes registering the task
--- (not stopped, a heartbeat within $5 ms; NULL: none); `others`, how many those nodes are;
+-- claimed); `mine`, the runs of the tick node $4 has had (any shard, any status); `others`,
+-- how many other live nodes register the task (not stopped, a heartbeat within $5 ms);
 -- `rank`, how many of them sort before node $4 by id; and `started`, how many of the tick's
 -- shards have a run (any node). In the order given.
 SELECT s.ord,
@@ -19,13 +18,6 @@ SELECT s.ord,
        ) AS behind,
        (SELECT count(*) FROM scheduler_runs AS r
         WHERE r.task_name = s.task AND r.scheduled_at = s.tick AND r.node_id = $4) AS mine,
-       (SELECT min((SELECT count(*) FROM scheduler_runs AS r
-                    WHERE r.task_name = s.task AND r.scheduled_at = s.tick
-                      AND r.node_id = n.node_id))
-        FROM scheduler_nodes AS n
-        WHERE n.node_id <> $4 AND n.stopped_at IS NULL
-          AND n.heartbeat_at >= now() - $5 * interval '1 millisecond'
-          AND s.task = ANY(n.tasks)) AS fewest_other,
        (SELECT count(*) FROM scheduler_nodes AS n
         WHERE n.node_id <> $4 AND n.stopped_at IS NULL
           AND n.heartbeat_at >= now() - $5 * interval '1 millisecond'

@@ -248,7 +248,6 @@ impl ClaimSteps for Steps<'_> {
             let facts = ShardFacts {
                 behind: row.try_get("behind")?,
                 mine: count(row.try_get("mine")?),
-                fewest_other: row.try_get::<Option<i64>, _>("fewest_other")?.map(count),
                 others: count(row.try_get("others")?),
                 rank: count(row.try_get("rank")?),
                 started: count(row.try_get("started")?),

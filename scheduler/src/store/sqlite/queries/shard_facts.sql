@@ -1,9 +1,8 @@
 -- For a shard (row ?1 of task ?2) about to run tick ?3, what the spread and overlap rules need
 -- (see crate::shard): `behind`, whether another shard of the task is still on an earlier tick
 -- (running it, waiting for its retry, or not yet claimed); `mine`, the runs of the tick node ?4
--- has had (any shard, any status); and `fewest_other`, the fewest runs of the tick among the
--- other live nodes registering the task (not stopped, a heartbeat since ?5; NULL: none);
--- `others`, how many those nodes are; `rank`, how many of them sort before node ?4 by id; and
+-- has had (any shard, any status); `others`, how many other live nodes register the task
+-- (not stopped, a heartbeat since ?5); `rank`, how many of them sort before node ?4 by id; and
 -- `started`, how many of the tick's shards have a run (any node).
 SELECT EXISTS (
            SELECT 1 FROM scheduler_tasks AS o
@@ -17,11 +16,6 @@ SELECT EXISTS (
        ) AS behind,
        (SELECT count(*) FROM scheduler_runs AS r
         WHERE r.task_name = ?2 AND r.scheduled_at = ?3 AND r.node_id = ?4) AS mine,
-       (SELECT min((SELECT count(*) FROM scheduler_runs AS r
-                    WHERE r.task_name = ?2 AND r.scheduled_at = ?3 AND r.node_id = n.node_id))
-        FROM scheduler_nodes AS n
-        WHERE n.node_id <> ?4 AND n.stopped_at IS NULL AND n.heartbeat_at >= ?5
-          AND EXISTS (SELECT 1 FROM json_each(n.tasks) WHERE value = ?2)) AS fewest_other,
        (SELECT count(*) FROM scheduler_nodes AS n
         WHERE n.node_id <> ?4 AND n.stopped_at IS NULL AND n.heartbeat_at >= ?5
           AND EXISTS (SELECT 1 FROM json_each(n.tasks) WHERE value = ?2)) AS others,
