@@ -50,86 +50,83 @@ pub(crate) async fn run(
         node = %shared.node_id,
     );
     async move {
-        let mut cancelled_early = None;
-        if start_at > Instant::now() {
-            // Claimed ahead of its tick: start on it. A drain that begins meanwhile hands the
-            // run back unstarted, like a run claimed while the node drains; a cancel ends it.
-            tokio::select! {
-                () = tokio::time::sleep_until(start_at) => {}
-                () = shared.handlers_cancel.cancelled() => {}
-                request = lease.cancel_requested() => cancelled_early = Some(request),
-            }
-        }
-        let started = Instant::now();
-        let was_started = !shared.handlers_cancel.is_cancelled() && cancelled_early.is_none();
+        let isolated = execute::is_isolated(&shared, &claimed.task_name);
+        // What the handler logs inside this span is kept with the run, from before its start
+        // (an in-process handler is started on its tick by the handler pool, not from here);
+        // an isolated run's log is what its process writes.
+        let mut capture = if isolated {
+            None
+        } else {
+            RunLogCapture::start(
+                &tracing::Span::current(),
+                claimed.run_id,
+                Arc::clone(&shared.store),
+            )
+        };
+        let mut waiting = execute::Waiting::prepare(&shared, &claimed, &lease, start_at);
+        let began = waiting.began(&shared, &lease).await;
+        let started = *began.as_ref().unwrap_or(&Instant::now());
         // The handler's start on the store's clock: recorded with the run's end (none for a run
         // that never started) and observed as its lag, one value for the history, the
         // dashboard's lateness and the metric.
-        let started_at = was_started.then(|| db_clock(&claimed, claim_sent));
-        let mut capture = None;
-        let (ending, stop, lease) = if let Some(request) = cancelled_early {
-            tracing::info!(by = %request.by, "cancelled before it started");
-            (
-                Ending::NotStarted,
-                Some(StopReason::Cancelled(request.by)),
-                lease,
-            )
-        } else if !was_started {
-            // Claimed while the node began to drain: hand it back untouched.
-            (Ending::NotStarted, Some(StopReason::Shutdown), lease)
-        } else {
-            tracing::info!("run started");
-            shared.events.emit(SchedulerEvent::RunStarted {
-                run: run_ref(&shared, &claimed),
-            });
-            shared.metrics.run_started(
-                &claimed.task_name,
-                claimed.scheduled_at,
-                claimed.trigger.as_str(),
-                started_at.unwrap_or_else(|| db_clock(&claimed, claim_sent)),
-            );
-            // What the handler logs inside this span is kept with the run; an isolated run's
-            // log is what its process writes.
-            let child_log = if execute::is_isolated(&shared, &claimed.task_name) {
-                let external = RunLogCapture::external(claimed.run_id, Arc::clone(&shared.store));
-                let lines = external.lines();
-                capture = Some(external);
-                Some(lines)
-            } else {
-                capture = RunLogCapture::start(
-                    &tracing::Span::current(),
-                    claimed.run_id,
-                    Arc::clone(&shared.store),
-                );
-                None
-            };
-            let levels = shared.levels(&claimed.task_name);
-            if let (Some(within), Some(started_at)) =
-                (levels.and_then(|l| l.sla.start_within), started_at)
-            {
-                started_late(&shared, &claimed, started_at, within);
+        let started_at = began
+            .is_ok()
+            .then(|| db_clock_at(&claimed, claim_sent, started));
+        let (ending, stop, lease) = match began {
+            Err(why) => {
+                if let StopReason::Cancelled(by) = &why {
+                    tracing::info!(by = %by, "cancelled before it started");
+                }
+                // Cancelled, or claimed while the node began to drain: handed back untouched.
+                (Ending::NotStarted, Some(why), lease)
             }
-            let running = execute::execute(&shared, &claimed, lease, child_log);
-            match levels.and_then(|l| l.sla.warn_after) {
-                None => running.await,
-                Some(warn_after) => {
-                    // The warning does not stop the run: it is raised once, and the run goes on.
-                    tokio::pin!(running);
-                    tokio::select! {
-                        ended = &mut running => ended,
-                        () = tokio::time::sleep_until(started + warn_after) => {
-                            tracing::warn!(warn_after = ?warn_after, "run still going past its warning");
-                            shared.events.emit(SchedulerEvent::Slow {
-                                run: run_ref(&shared, &claimed),
-                                warn_after_ms: u64::try_from(warn_after.as_millis())
-                                    .unwrap_or(u64::MAX),
-                            });
-                            running.await
+            Ok(_) => {
+                tracing::info!("run started");
+                shared.events.emit(SchedulerEvent::RunStarted {
+                    run: run_ref(&shared, &claimed),
+                });
+                shared.metrics.run_started(
+                    &claimed.task_name,
+                    claimed.scheduled_at,
+                    claimed.trigger.as_str(),
+                    started_at.unwrap_or_else(|| db_clock(&claimed, claim_sent)),
+                );
+                let child_log = isolated.then(|| {
+                    let external =
+                        RunLogCapture::external(claimed.run_id, Arc::clone(&shared.store));
+                    let lines = external.lines();
+                    capture = Some(external);
+                    lines
+                });
+                let levels = shared.levels(&claimed.task_name);
+                if let (Some(within), Some(started_at)) =
+                    (levels.and_then(|l| l.sla.start_within), started_at)
+                {
+                    started_late(&shared, &claimed, started_at, within);
+                }
+                let running = waiting.run(&shared, &claimed, lease, started, child_log);
+                match levels.and_then(|l| l.sla.warn_after) {
+                    None => running.await,
+                    Some(warn_after) => {
+                        // The warning does not stop the run: it is raised once, and the run goes on.
+                        tokio::pin!(running);
+                        tokio::select! {
+                            ended = &mut running => ended,
+                            () = tokio::time::sleep_until(started + warn_after) => {
+                                tracing::warn!(warn_after = ?warn_after, "run still going past its warning");
+                                shared.events.emit(SchedulerEvent::Slow {
+                                    run: run_ref(&shared, &claimed),
+                                    warn_after_ms: u64::try_from(warn_after.as_millis())
+                                        .unwrap_or(u64::MAX),
+                                });
+                                running.await
+                            }
                         }
                     }
                 }
             }
         };
+        let was_started = started_at.is_some();
         drop(permit);
         shared.wake.notify_one();
         let recovery = shared
@@ -234,7 +231,13 @@ fn started_late(
 /// The store's clock now, as estimated from the claim: its clock then, plus the time elapsed on
 /// this node's monotonic clock (so a node's own wall clock never decides what is due).
 fn db_clock(claimed: &ClaimedRun, claim_sent: Instant) -> DateTime<Utc> {
-    let elapsed = TimeDelta::from_std(claim_sent.elapsed()).unwrap_or(TimeDelta::zero());
+    db_clock_at(claimed, claim_sent, Instant::now())
+}
+
+/// The store's clock at `at` (on this node's monotonic clock), as estimated from the claim.
+fn db_clock_at(claimed: &ClaimedRun, claim_sent: Instant, at: Instant) -> DateTime<Utc> {
+    let elapsed =
+        TimeDelta::from_std(at.saturating_duration_since(claim_sent)).unwrap_or(TimeDelta::zero());
     claimed.claimed_at + elapsed
 }
 

@@ -2,10 +2,17 @@
 //! [`super::super::runtime`]) behind its lock's poll gate. A handler parked at an `.await` is
 //! stopped by closing the gate; one that blocks its thread cannot be stopped, and the process
 //! stops itself rather than let it outlive its lock (see [`super::super::failstop`]).
+//!
+//! A run claimed ahead of its tick is handed to the pool at once ([`dispatch`]) and started
+//! there on the tick by the pool's thread, unless the engine calls it off first (a drain, an
+//! operator's cancel): one atomic step ([`StartLine`]) decides which of the two came first, so
+//! a run is either started or handed back, never both.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
+use tokio::sync::oneshot::error::TryRecvError;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -21,14 +28,15 @@ use crate::TaskContext;
 use crate::registry::TaskDescriptor;
 use crate::store::ClaimedRun;
 
-/// Runs the handler until it returns or is stopped; returns how it ended, why it was asked to
-/// stop (if it was), and the lease.
-pub(super) async fn execute(
+/// Hands the handler to the pool, to start at `start_at` unless it is called off before; a run
+/// due already is started now (the pool polls it as soon as it can).
+pub(super) fn dispatch(
     shared: &Arc<Shared>,
     claimed: &ClaimedRun,
     descriptor: &'static TaskDescriptor,
-    lease: Lease,
-) -> (Ending, Option<StopReason>, Lease) {
+    lease: &Lease,
+    start_at: Instant,
+) -> Dispatched {
     let cancel = shared.handlers_cancel.child_token();
     let ctx = TaskContext::new(
         Arc::from(descriptor.name),
@@ -42,19 +50,143 @@ pub(super) async fn execute(
     .with_shard(claimed.shard)
     .with_broadcast(crate::shard::row_node(&claimed.task_name).is_some());
     let handler = descriptor.handler;
-    let settings = shared.settings.task_settings(&descriptor.options);
-    let timeout = Timeout::of(settings.timeout, Instant::now());
     let gate = Arc::clone(lease.gate());
-    // Calling the handler inside the future means even a panic while building it is caught.
-    let join = shared
-        .handlers()
-        .spawn(Gated::new(async move { handler(ctx).await }, gate).in_current_span());
-    let mut running = OnItsThread {
-        claimed,
+    let now = Instant::now();
+    // Due already and the node not draining: started now, as if from here.
+    let started_now = (start_at <= now && !shared.handlers_cancel.is_cancelled()).then_some(now);
+    let line = Arc::new(StartLine(AtomicU8::new(if started_now.is_some() {
+        STARTED
+    } else {
+        WAITING
+    })));
+    let (began_tx, began) = tokio::sync::oneshot::channel();
+    let draining = shared.handlers_cancel.clone();
+    let its_line = Arc::clone(&line);
+    let run = async move {
+        // A drain that began before the tick hands the run back unstarted.
+        if draining.is_cancelled() {
+            its_line.call_off();
+        }
+        if !its_line.start() {
+            return None;
+        }
+        if started_now.is_none() {
+            let _ = began_tx.send(Instant::now());
+        }
+        // Calling the handler inside the future means even a panic while building it is caught.
+        Some(Gated::new(async move { handler(ctx).await }, gate).await)
+    };
+    let join = shared.handlers().spawn_at(start_at, run.in_current_span());
+    Dispatched {
+        line,
+        start_at,
+        started_now,
+        began,
         cancel,
         join,
-    };
-    drive(shared, &mut running, timeout, lease).await
+    }
+}
+
+/// Whether a dispatched run has started: the pool's thread moves it from [`WAITING`] to
+/// [`STARTED`] on the tick, the engine to [`CALLED_OFF`] before; the first to move decides.
+#[derive(Debug)]
+struct StartLine(AtomicU8);
+
+const WAITING: u8 = 0;
+const STARTED: u8 = 1;
+const CALLED_OFF: u8 = 2;
+
+impl StartLine {
+    /// True if the run is started (now, or by the engine when it was dispatched).
+    fn start(&self) -> bool {
+        match self
+            .0
+            .compare_exchange(WAITING, STARTED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) | Err(STARTED) => true,
+            Err(_) => false,
+        }
+    }
+
+    fn call_off(&self) -> bool {
+        self.0
+            .compare_exchange(WAITING, CALLED_OFF, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+/// A handler handed to the pool, waiting for its tick there.
+pub(super) struct Dispatched {
+    line: Arc<StartLine>,
+    start_at: Instant,
+    /// Due when it was dispatched: started then.
+    started_now: Option<Instant>,
+    /// When the pool's thread started it (a run dispatched ahead of its tick).
+    began: tokio::sync::oneshot::Receiver<Instant>,
+    /// Its `ctx.cancelled()`.
+    cancel: CancellationToken,
+    join: HandlerJoin,
+}
+
+impl Dispatched {
+    /// Waits until the handler starts (when) or is called off before it could (why): a drain
+    /// that begins, or an operator's cancel.
+    pub(super) async fn began(
+        &mut self,
+        shared: &Shared,
+        lease: &Lease,
+    ) -> Result<Instant, StopReason> {
+        if let Some(at) = self.started_now {
+            return Ok(at);
+        }
+        // The engine's own timer wakes this task on the tick, not the pool's word: by then the
+        // pool has most often started the handler, and no pool thread wakes an engine thread
+        // for each run.
+        let called_off = tokio::select! {
+            () = tokio::time::sleep_until(self.start_at) => None,
+            () = shared.handlers_cancel.cancelled() => Some(StopReason::Shutdown),
+            request = lease.cancel_requested() => Some(StopReason::Cancelled(request.by)),
+        };
+        let called_off = match called_off {
+            Some(why) => why,
+            None => match self.began.try_recv() {
+                Ok(at) => return Ok(at),
+                Err(TryRecvError::Closed) => return Err(StopReason::Shutdown),
+                // The pool is late (its threads are taken): wait for it, or call the run off.
+                Err(TryRecvError::Empty) => tokio::select! {
+                    at = &mut self.began => return at.map_err(|_| StopReason::Shutdown),
+                    () = shared.handlers_cancel.cancelled() => StopReason::Shutdown,
+                    request = lease.cancel_requested() => StopReason::Cancelled(request.by),
+                },
+            },
+        };
+        if self.line.call_off() {
+            return Err(called_off);
+        }
+        // The pool's thread moved first: started (the stop rules see the drain or the cancel
+        // next), or called off by the drain.
+        (&mut self.began).await.map_err(|_| StopReason::Shutdown)
+    }
+
+    /// Runs the started handler (started at `started`) until it returns or is stopped; returns
+    /// how it ended, why it was asked to stop (if it was), and the lease.
+    pub(super) async fn run(
+        self,
+        shared: &Arc<Shared>,
+        claimed: &ClaimedRun,
+        descriptor: &'static TaskDescriptor,
+        lease: Lease,
+        started: Instant,
+    ) -> (Ending, Option<StopReason>, Lease) {
+        let settings = shared.settings.task_settings(&descriptor.options);
+        let timeout = Timeout::of(settings.timeout, started);
+        let mut running = OnItsThread {
+            claimed,
+            cancel: self.cancel,
+            join: self.join,
+        };
+        drive(shared, &mut running, timeout, lease).await
+    }
 }
 
 /// A handler on a thread of the node's pool.
@@ -81,8 +213,9 @@ impl Running for OnItsThread<'_> {
     }
 }
 
-/// What a handler's gated future returns.
-type HandlerOutput = Result<Result<(), crate::registry::TaskError>, Stopped>;
+/// What a dispatched handler's future returns: `None` if it was called off before its start,
+/// else what its gated future returned.
+type HandlerOutput = Option<Result<Result<(), crate::registry::TaskError>, Stopped>>;
 
 /// Where a handler's thread hands back what it returned.
 type HandlerJoin = tokio::sync::oneshot::Receiver<Joined<HandlerOutput>>;
@@ -164,8 +297,9 @@ fn from_join(
     joined: Result<Joined<HandlerOutput>, tokio::sync::oneshot::error::RecvError>,
 ) -> Ending {
     match joined {
-        Ok(Ok(Ok(result))) => Ending::Returned(result),
-        Ok(Ok(Err(Stopped))) => Ending::Stopped(None),
+        Ok(Ok(Some(Ok(result)))) => Ending::Returned(result),
+        Ok(Ok(Some(Err(Stopped)))) => Ending::Stopped(None),
+        Ok(Ok(None)) => Ending::NotStarted,
         Ok(Err(payload)) => {
             let msg = payload
                 .downcast_ref::<&str>()
@@ -176,5 +310,38 @@ fn from_join(
         }
         // The thread went away without a word (its runtime shut down).
         Err(_) => Ending::Stopped(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pool's start on the tick and the engine's call-off (a drain, a cancel) race for one
+    /// atomic step: exactly one of them wins, whatever the interleaving.
+    #[test]
+    fn a_dispatched_run_is_either_started_or_called_off_never_both() {
+        for _ in 0..2_000 {
+            let line = Arc::new(StartLine(AtomicU8::new(WAITING)));
+            let barrier = Arc::new(std::sync::Barrier::new(2));
+            let (pool_line, pool_barrier) = (Arc::clone(&line), Arc::clone(&barrier));
+            let pool = std::thread::spawn(move || {
+                pool_barrier.wait();
+                pool_line.start()
+            });
+            barrier.wait();
+            let called_off = line.call_off();
+            let started = pool.join().unwrap();
+            assert!(
+                started != called_off,
+                "started {started}, called off {called_off}"
+            );
+            assert!(!line.call_off(), "decided once");
+            assert_eq!(line.start(), started, "decided once");
+        }
+        // Due when dispatched: started by the engine, and the pool cannot call it off.
+        let line = StartLine(AtomicU8::new(STARTED));
+        assert!(!line.call_off());
+        assert!(line.start());
     }
 }

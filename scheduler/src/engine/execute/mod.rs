@@ -20,6 +20,9 @@
 //!
 //! The rules live once, in [`drive`]; each place a handler runs says only how to wait for its
 //! end, how to ask it to stop and how to stop it by force ([`Running`]).
+//!
+//! Before that, a run claimed ahead waits for its tick ([`Waiting`]): an in-process handler on
+//! the handler pool, which starts it on the tick by itself; a child process from here.
 
 mod in_process;
 #[cfg(unix)]
@@ -35,15 +38,94 @@ use super::outcome::{Ending, StopReason};
 use super::watchdog::{Lease, LockLoss};
 pub(super) use crate::operate::CANCEL_GRACE;
 use crate::policy::Isolation;
+use crate::registry::TaskDescriptor;
 use crate::run_log::RunLogLines;
 use crate::store::{Cancellation, ClaimedRun};
 
 /// Where an isolated run's log lines go; `None` for an in-process run (its span is captured).
 pub(super) type ChildLog = Option<RunLogLines>;
 
+/// A claimed run waiting for its tick.
+pub(super) struct Waiting(Wait);
+
+enum Wait {
+    /// Handed to the node's handler pool, which starts it on its tick.
+    OnThePool(&'static TaskDescriptor, in_process::Dispatched),
+    /// Started from here at this instant: a child process, or a task not registered here.
+    FromHere(Instant),
+}
+
+impl Waiting {
+    /// Readies `claimed` to start at `start_at`: an in-process handler is handed to the pool
+    /// now, with everything it needs, so nothing of the engine's stands between its tick and
+    /// its start.
+    pub(super) fn prepare(
+        shared: &Arc<Shared>,
+        claimed: &ClaimedRun,
+        lease: &Lease,
+        start_at: Instant,
+    ) -> Self {
+        match shared.registry.get(&claimed.task_name) {
+            Some(descriptor) if descriptor.options.isolation != Some(Isolation::Process) => {
+                let dispatched = in_process::dispatch(shared, claimed, descriptor, lease, start_at);
+                Waiting(Wait::OnThePool(descriptor, dispatched))
+            }
+            _ => Waiting(Wait::FromHere(start_at)),
+        }
+    }
+
+    /// Waits for the run's start: when it started, or why it never will (a drain began, an
+    /// operator cancelled it).
+    pub(super) async fn began(
+        &mut self,
+        shared: &Shared,
+        lease: &Lease,
+    ) -> Result<Instant, StopReason> {
+        match &mut self.0 {
+            Wait::OnThePool(_, dispatched) => dispatched.began(shared, lease).await,
+            Wait::FromHere(start_at) => {
+                if *start_at > Instant::now() {
+                    tokio::select! {
+                        () = tokio::time::sleep_until(*start_at) => {}
+                        () = shared.handlers_cancel.cancelled() => {}
+                        request = lease.cancel_requested() => {
+                            return Err(StopReason::Cancelled(request.by));
+                        }
+                    }
+                }
+                if shared.handlers_cancel.is_cancelled() {
+                    return Err(StopReason::Shutdown);
+                }
+                Ok(Instant::now())
+            }
+        }
+    }
+
+    /// Runs the started handler (started at `started`) until it returns or is stopped; returns
+    /// how it ended, why it was asked to stop (if it was), and the lease. `log` receives an
+    /// isolated child's output.
+    pub(super) async fn run(
+        self,
+        shared: &Arc<Shared>,
+        claimed: &ClaimedRun,
+        lease: Lease,
+        started: Instant,
+        log: ChildLog,
+    ) -> (Ending, Option<StopReason>, Lease) {
+        match self.0 {
+            Wait::OnThePool(descriptor, dispatched) => {
+                dispatched
+                    .run(shared, claimed, descriptor, lease, started)
+                    .await
+            }
+            Wait::FromHere(_) => execute(shared, claimed, lease, log).await,
+        }
+    }
+}
+
 /// Runs `claimed`'s handler until it returns or is stopped; returns how it ended, why it was
 /// asked to stop (if it was), and the lease. `log` receives an isolated child's output.
-pub(super) async fn execute(
+async fn execute(
     shared: &Arc<Shared>,
     claimed: &ClaimedRun,
     lease: Lease,
@@ -70,7 +152,18 @@ pub(super) async fn execute(
             None,
             lease,
         ),
-        _ => in_process::execute(shared, claimed, descriptor, lease).await,
+        _ => {
+            let mut dispatched =
+                in_process::dispatch(shared, claimed, descriptor, &lease, Instant::now());
+            match dispatched.began(shared, &lease).await {
+                Ok(started) => {
+                    dispatched
+                        .run(shared, claimed, descriptor, lease, started)
+                        .await
+                }
+                Err(why) => (Ending::NotStarted, Some(why), lease),
+            }
+        }
     }
 }
 

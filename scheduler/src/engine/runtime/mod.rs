@@ -19,6 +19,10 @@
 //!   The futures run in the context of the runtime the application started the node from
 //!   (`Scheduler::run_until`'s caller), so what a handler creates or spawns (timers, sockets,
 //!   `tokio::spawn`) belongs to the application's runtime, as if it ran there.
+//! - **Started on their tick by the pool** ([`HandlerThreads::spawn_at`]): a run claimed ahead
+//!   of its tick is handed to the pool at once and waits for the tick on the pool's own timers,
+//!   so at the tick a pool thread wakes and polls the handler, and none of the engine's work per
+//!   run (its span, its log capture, the handler's context) stands between the two.
 //!
 //! The pool also tells the claim loop when this node cannot start what it claimed (a handler
 //! dispatched long ago has still not been polled, because the machine's CPUs are taken by
@@ -26,6 +30,7 @@
 //! start promptly again, and other nodes take the work.
 
 mod pool;
+mod timers;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -84,7 +89,7 @@ pub(crate) type Joined<T> = Result<T, Box<dyn std::any::Any + Send + 'static>>;
 #[derive(Debug)]
 pub(crate) struct HandlerThreads {
     pool: Arc<pool::Pool>,
-    /// Handlers dispatched and not yet polled, with when they were dispatched.
+    /// Handlers dispatched and not yet polled, with when they were due to start.
     waiting: Arc<Mutex<HashMap<u64, Instant>>>,
     next: AtomicU64,
 }
@@ -104,16 +109,34 @@ impl HandlerThreads {
 
     /// Polls `future` to its end on the handler pool; the receiver gets its output, or its
     /// panic. Dropping the receiver does not stop the future (close its gate for that).
+    #[cfg(test)]
     pub(crate) fn spawn<F>(&self, future: F) -> oneshot::Receiver<Joined<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.spawn_at(Instant::now(), future)
+    }
+
+    /// Polls `future` on the handler pool from `start_at` on (at once if that has passed) to
+    /// its end; the receiver gets its output, or its panic. Until `start_at` the future waits
+    /// on the pool's own timers. Dropping the receiver does not stop the future.
+    pub(crate) fn spawn_at<F>(
+        &self,
+        start_at: Instant,
+        future: F,
+    ) -> oneshot::Receiver<Joined<F::Output>>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
         let (done, joined) = oneshot::channel();
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        lock(&self.waiting).insert(id, Instant::now());
+        lock(&self.waiting).insert(id, start_at.max(Instant::now()));
         let waiting = Arc::clone(&self.waiting);
+        let tick = self.pool.sleep_until(start_at.into_std());
         self.pool.spawn(async move {
+            tick.await;
             lock(&waiting).remove(&id);
             drop(waiting);
             let _ = done.send(CatchUnwind(Box::pin(future)).await);
@@ -121,7 +144,7 @@ impl HandlerThreads {
         joined
     }
 
-    /// Whether a handler dispatched more than [`LATE_START`] ago has still not been polled.
+    /// Whether a handler due more than [`LATE_START`] ago has still not been polled.
     pub(crate) fn late_start(&self) -> bool {
         let now = Instant::now();
         lock(&self.waiting)
@@ -245,6 +268,86 @@ mod tests {
             assert_eq!(n, i);
             assert_eq!(name.as_deref(), Some("scheduler-handler"));
             assert_eq!(context, app.handle().id());
+        }
+    }
+
+    #[test]
+    fn handlers_dispatched_ahead_start_on_their_instant_on_the_pools_threads() {
+        let runtime = engine().unwrap();
+        let app = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let threads = HandlerThreads::new(
+            Some(app.handle().clone()),
+            runtime.handle().clone(),
+            Counter::default(),
+        );
+        let start = |at: Instant| {
+            threads.spawn_at(at, async move {
+                let now = Instant::now();
+                let name = std::thread::current().name().map(str::to_owned);
+                (at, now, name)
+            })
+        };
+        // One far ahead first, then a burst due sooner: the waiting workers look again.
+        let far = start(Instant::now() + Duration::from_secs(3));
+        let at = Instant::now() + Duration::from_millis(100);
+        let burst: Vec<_> = (0..200).map(|_| start(at)).collect();
+        assert!(
+            !threads.late_start(),
+            "not late while they wait for their tick"
+        );
+        for joined in burst {
+            let (at, began, name) = runtime.block_on(joined).unwrap().unwrap();
+            assert!(began >= at, "never before its instant");
+            assert_eq!(name.as_deref(), Some("scheduler-handler"));
+        }
+        let sooner_done = Instant::now();
+        let (far_at, began, _) = runtime.block_on(far).unwrap().unwrap();
+        assert!(began >= far_at);
+        assert!(
+            sooner_done < far_at,
+            "the burst did not wait for the later timer registered before it"
+        );
+        // Due already: at once.
+        let (_, began, _) = runtime
+            .block_on(start(Instant::now() - Duration::from_secs(1)))
+            .unwrap()
+            .unwrap();
+        assert!(began <= Instant::now());
+    }
+
+    #[test]
+    fn a_handler_comes_due_while_every_worker_is_blocked_and_still_starts() {
+        let runtime = engine().unwrap();
+        let threads = HandlerThreads::new(None, runtime.handle().clone(), Counter::default());
+        // Dispatched first, so an idle worker holds its timer...
+        let at = Instant::now() + Duration::from_millis(300);
+        let due = threads.spawn_at(at, async move { Instant::now() });
+        // ...then every worker blocks before it comes due: none is idle to fire it.
+        let workers = handler_workers();
+        let release = Arc::new(std::sync::Barrier::new(workers + 1));
+        let blocked: Vec<_> = (0..workers)
+            .map(|_| {
+                let release = Arc::clone(&release);
+                threads.spawn(async move {
+                    release.wait();
+                })
+            })
+            .collect();
+        // The supervisor fires the timer, and a worker started in a blocked one's place runs it.
+        // (A bound so that a pool that never fires it fails rather than hangs.)
+        let began = runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(60), due).await })
+            .expect("the handler never started: nothing fired its timer")
+            .unwrap()
+            .unwrap();
+        assert!(began >= at);
+        release.wait();
+        for joined in blocked {
+            runtime.block_on(joined).unwrap().unwrap();
         }
     }
 

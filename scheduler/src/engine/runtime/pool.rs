@@ -25,12 +25,18 @@
 //!   (other systems, no `/proc`), every poll over the limit counts as held.
 //! - **Every worker runs in the context of the application's runtime**, so what a handler
 //!   creates or spawns (timers, sockets, `tokio::spawn`) belongs to that runtime.
-//! - When the node's [`Pool`] is closed, idle workers end; work still queued or woken later
-//!   is run by workers started for it.
+//! - **Timers of its own** ([`Pool::sleep_until`], see [`super::timers`]): a handler dispatched
+//!   ahead of its tick waits for it on the pool; an idle worker waits for the earliest timer and
+//!   polls what it wakes, and the supervisor fires the timers that come due while every worker
+//!   is busy.
+//! - When the node's [`Pool`] is closed, idle workers end once no timer is left; work still
+//!   queued or woken later is run by workers started for it.
 
 use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_task::Runnable;
@@ -38,6 +44,8 @@ use prometheus_client::metrics::counter::Counter;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use super::timers::{self, Timers};
 
 /// A worker inside one poll for longer than this is replaced by a new one.
 pub(crate) const BLOCKED_AFTER: Duration = Duration::from_millis(10);
@@ -106,6 +114,8 @@ struct State {
     workers: Vec<Arc<Worker>>,
     /// No new work comes (the node is gone): idle workers end.
     closed: bool,
+    /// Futures waiting for an instant ([`Pool::sleep_until`]).
+    timers: Timers,
 }
 
 /// A node's handler pool.
@@ -159,6 +169,16 @@ impl Pool {
         let (runnable, task) = async_task::spawn(future, schedule);
         task.detach();
         runnable.schedule();
+    }
+
+    /// A future that ends at `at`, woken by the pool itself (see [`super::timers`]); poll it
+    /// only inside a future of this pool.
+    pub(crate) fn sleep_until(self: &Arc<Self>, at: std::time::Instant) -> Sleep {
+        Sleep {
+            pool: Arc::clone(self),
+            at,
+            key: None,
+        }
     }
 
     /// How many worker threads the pool has now, blocked ones included.
@@ -232,9 +252,9 @@ impl Pool {
         }
     }
 
-    /// One look at the workers: replaces those held by their handlers; true while work waits
-    /// with no idle worker (look again soon).
-    fn look(self: &Arc<Self>) -> bool {
+    /// One look at the workers: replaces those held by their handlers, and fires the timers
+    /// due while no worker is idle to do it; says when to look again.
+    fn look(self: &Arc<Self>) -> Look {
         let long = self.long_polls(&self.lock());
         // Asking the kernel takes a few system calls: not under the pool's lock.
         let held: Vec<_> = long
@@ -242,8 +262,21 @@ impl Pool {
             .filter(|(worker, poll)| worker.held(*poll))
             .collect();
         let mut state = self.lock();
+        let now = std::time::Instant::now();
+        if state.idle == 0 && state.timers.due(now) {
+            let due = state.timers.take_due(now);
+            drop(state);
+            due.into_iter().for_each(std::task::Waker::wake);
+            state = self.lock();
+        }
         self.replace(&mut state, &held);
-        Self::starved(&state)
+        match state.timers.next() {
+            // Due, and an idle worker is on its way to fire them: look again soon.
+            _ if Self::starved(&state) => Look::Soon,
+            Some(at) if at <= now => Look::Soon,
+            Some(at) => Look::At(at),
+            None => Look::WhenBusy,
+        }
     }
 
     /// Starts a worker (counted as active); false if no thread could be had.
@@ -285,17 +318,34 @@ impl Pool {
                 me.replaced.store(false, Ordering::Release);
                 state.active += 1;
             }
+            let now = std::time::Instant::now();
+            if state.timers.due(now) {
+                let due = state.timers.take_due(now);
+                drop(state);
+                // Each wake puts its task on the queue (and wakes another idle worker).
+                due.into_iter().for_each(std::task::Waker::wake);
+                state = self.lock();
+                continue;
+            }
             let Some(runnable) = state.queue.pop_front() else {
-                if state.closed {
+                if state.closed && state.timers.is_empty() {
                     state.workers.retain(|w| !Arc::ptr_eq(w, me));
                     state.active -= 1;
                     return;
                 }
                 state.idle += 1;
-                state = self
-                    .available
-                    .wait(state)
-                    .unwrap_or_else(|p| p.into_inner());
+                state = match state.timers.next() {
+                    Some(at) => {
+                        self.available
+                            .wait_timeout(state, at.saturating_duration_since(now))
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0
+                    }
+                    None => self
+                        .available
+                        .wait(state)
+                        .unwrap_or_else(|p| p.into_inner()),
+                };
                 state.idle -= 1;
                 continue;
             };
@@ -340,17 +390,77 @@ impl Drop for Pool {
     }
 }
 
-/// Watches the workers while work waits and none is idle; ends with the pool.
+/// When the supervisor looks at the pool again.
+enum Look {
+    /// Work waits and no worker is idle, or timers are due: in [`CHECK_EVERY`].
+    Soon,
+    /// At the next timer's deadline (every worker may be busy then), or when work waits.
+    At(std::time::Instant),
+    /// When work waits with no idle worker.
+    WhenBusy,
+}
+
+/// Watches the workers while work waits and none is idle, and fires the timers that come due
+/// while no worker is idle; ends with the pool.
 async fn supervise(pool: Weak<Pool>, busy: Arc<Notify>) {
     loop {
-        let watching = match pool.upgrade() {
+        let look = match pool.upgrade() {
             Some(pool) => pool.look(),
             None => return,
         };
-        if watching {
-            tokio::time::sleep(CHECK_EVERY).await;
-        } else {
-            busy.notified().await;
+        match look {
+            Look::Soon => tokio::time::sleep(CHECK_EVERY).await,
+            Look::At(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(Instant::from_std(at)) => {}
+                    () = busy.notified() => {}
+                }
+            }
+            Look::WhenBusy => busy.notified().await,
+        }
+    }
+}
+
+/// The future of [`Pool::sleep_until`].
+#[derive(Debug)]
+pub(crate) struct Sleep {
+    pool: Arc<Pool>,
+    at: std::time::Instant,
+    /// Its registration with the pool's timers, once it has waited.
+    key: Option<timers::Key>,
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        if std::time::Instant::now() >= this.at {
+            if let Some(key) = this.key.take() {
+                this.pool.lock().timers.cancel(key);
+            }
+            return Poll::Ready(());
+        }
+        let mut state = this.pool.lock();
+        let (key, earliest) = state.timers.set(this.key, this.at, cx.waker());
+        this.key = Some(key);
+        let idle = state.idle > 0;
+        drop(state);
+        if earliest {
+            // The idle workers (or the supervisor, while none is) wait for an earlier instant.
+            if idle {
+                this.pool.available.notify_all();
+            }
+            this.pool.busy.notify_one();
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.take() {
+            self.pool.lock().timers.cancel(key);
         }
     }
 }
