@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use tokio::sync::oneshot::error::TryRecvError;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -79,7 +78,6 @@ pub(super) fn dispatch(
     let join = shared.handlers().spawn_at(start_at, run.in_current_span());
     Dispatched {
         line,
-        start_at,
         started_now,
         began,
         cancel,
@@ -87,8 +85,10 @@ pub(super) fn dispatch(
     }
 }
 
-/// Whether a dispatched run has started: the pool's thread moves it from [`WAITING`] to
-/// [`STARTED`] on the tick, the engine to [`CALLED_OFF`] before; the first to move decides.
+/// Whether a dispatched run has started: on the tick the pool's thread moves it from
+/// [`WAITING`] to [`STARTED`] (to [`CALLED_OFF`] if the node drains), the engine to
+/// [`CALLED_OFF`] before it (a drain, an operator's cancel); the first to move decides. A run
+/// due when it was dispatched is [`STARTED`] from the first.
 #[derive(Debug)]
 struct StartLine(AtomicU8);
 
@@ -118,7 +118,6 @@ impl StartLine {
 /// A handler handed to the pool, waiting for its tick there.
 pub(super) struct Dispatched {
     line: Arc<StartLine>,
-    start_at: Instant,
     /// Due when it was dispatched: started then.
     started_now: Option<Instant>,
     /// When the pool's thread started it (a run dispatched ahead of its tick).
@@ -139,26 +138,11 @@ impl Dispatched {
         if let Some(at) = self.started_now {
             return Ok(at);
         }
-        // The engine's own timer wakes this task on the tick, not the pool's word: by then the
-        // pool has most often started the handler, and no pool thread wakes an engine thread
-        // for each run.
+        // The pool's word wakes this task (a drain or a cancel before it calls the run off).
         let called_off = tokio::select! {
-            () = tokio::time::sleep_until(self.start_at) => None,
-            () = shared.handlers_cancel.cancelled() => Some(StopReason::Shutdown),
-            request = lease.cancel_requested() => Some(StopReason::Cancelled(request.by)),
-        };
-        let called_off = match called_off {
-            Some(why) => why,
-            None => match self.began.try_recv() {
-                Ok(at) => return Ok(at),
-                Err(TryRecvError::Closed) => return Err(StopReason::Shutdown),
-                // The pool is late (its threads are taken): wait for it, or call the run off.
-                Err(TryRecvError::Empty) => tokio::select! {
-                    at = &mut self.began => return at.map_err(|_| StopReason::Shutdown),
-                    () = shared.handlers_cancel.cancelled() => StopReason::Shutdown,
-                    request = lease.cancel_requested() => StopReason::Cancelled(request.by),
-                },
-            },
+            at = &mut self.began => return at.map_err(|_| StopReason::Shutdown),
+            () = shared.handlers_cancel.cancelled() => StopReason::Shutdown,
+            request = lease.cancel_requested() => StopReason::Cancelled(request.by),
         };
         if self.line.call_off() {
             return Err(called_off);
