@@ -194,19 +194,26 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn blocked_handlers_hold_only_their_own_threads() {
-        let runtime = engine().unwrap();
+    /// A one-worker application runtime, and a pool whose handlers run in its context.
+    fn in_an_app(runtime: &Runtime) -> (Runtime, HandlerThreads) {
         let app = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
-        let threads = Arc::new(HandlerThreads::new(
+        let threads = HandlerThreads::new(
             Some(app.handle().clone()),
             runtime.handle().clone(),
             Counter::default(),
-        ));
+        );
+        (app, threads)
+    }
+
+    #[test]
+    fn blocked_handlers_hold_only_their_own_threads() {
+        let runtime = engine().unwrap();
+        let (app, threads) = in_an_app(runtime);
+        let threads = Arc::new(threads);
         // More blocked handlers than the machine has cores, and than either runtime has workers.
         let release = Arc::new(std::sync::Barrier::new(9));
         let blocked: Vec<_> = (0..8)
@@ -274,16 +281,7 @@ mod tests {
     #[test]
     fn handlers_dispatched_ahead_start_on_their_instant_on_the_pools_threads() {
         let runtime = engine().unwrap();
-        let app = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let threads = HandlerThreads::new(
-            Some(app.handle().clone()),
-            runtime.handle().clone(),
-            Counter::default(),
-        );
+        let (_app, threads) = in_an_app(runtime);
         let start = |at: Instant| {
             threads.spawn_at(at, async move {
                 let now = Instant::now();

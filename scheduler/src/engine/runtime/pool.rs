@@ -264,10 +264,7 @@ impl Pool {
         let mut state = self.lock();
         let now = std::time::Instant::now();
         if state.idle == 0 && state.timers.due(now) {
-            let due = state.timers.take_due(now);
-            drop(state);
-            due.into_iter().for_each(std::task::Waker::wake);
-            state = self.lock();
+            state = self.fire_due(state, now);
         }
         self.replace(&mut state, &held);
         match state.timers.next() {
@@ -320,11 +317,7 @@ impl Pool {
             }
             let now = std::time::Instant::now();
             if state.timers.due(now) {
-                let due = state.timers.take_due(now);
-                drop(state);
-                // Each wake puts its task on the queue (and wakes another idle worker).
-                due.into_iter().for_each(std::task::Waker::wake);
-                state = self.lock();
+                state = self.fire_due(state, now);
                 continue;
             }
             let Some(runnable) = state.queue.pop_front() else {
@@ -367,6 +360,19 @@ impl Pool {
             me.polling_since.store(0, Ordering::Release);
             state = self.lock();
         }
+    }
+
+    /// Wakes the futures whose timers are due by `now`, outside the pool's lock (each wake puts
+    /// its task on the queue, and wakes an idle worker); returns the lock taken again.
+    fn fire_due<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        now: std::time::Instant,
+    ) -> MutexGuard<'a, State> {
+        let due = state.timers.take_due(now);
+        drop(state);
+        due.into_iter().for_each(std::task::Waker::wake);
+        self.lock()
     }
 
     fn nanos_now(&self) -> u64 {
