@@ -136,6 +136,41 @@ fn recording_tasks(prefix: &str, n: usize) -> scheduler::TaskRegistry {
     scheduler::TaskRegistry::from_descriptors(descriptors).unwrap()
 }
 
+/// Handlers running at once on a node, as the handlers saw it.
+#[derive(Default)]
+struct Concurrency {
+    now: std::sync::atomic::AtomicUsize,
+    max: std::sync::atomic::AtomicUsize,
+    starts: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts itself in while it runs (out again however it ends, a panic too).
+struct Running(Arc<Concurrency>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs 150 ms; every third start panics at its end.
+fn busy_handler(ctx: TaskContext) -> scheduler::__private::TaskFuture {
+    Box::pin(async move {
+        let Ok(seen) = ctx.state::<Arc<Concurrency>>() else {
+            return Ok(());
+        };
+        let now = seen.now.fetch_add(1, Ordering::SeqCst) + 1;
+        seen.max.fetch_max(now, Ordering::SeqCst);
+        let start = seen.starts.fetch_add(1, Ordering::SeqCst);
+        let _running = Running(Arc::clone(seen));
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        if start % 3 == 0 {
+            panic!("a handler that panics gives its slot back all the same");
+        }
+        Ok(())
+    })
+}
+
 // ---- behaviours, each run on both backends ---------------------------------------------------
 
 on_both_backends!(
@@ -154,6 +189,7 @@ on_both_backends!(
     the_config_is_applied_before_anything_is_claimed,
     ticks_claimed_ahead_start_on_their_tick_and_never_before,
     the_history_records_when_handlers_started_and_nothing_for_runs_never_started,
+    a_node_runs_at_most_max_concurrent_handlers_and_refills_every_slot,
 );
 
 /// 20 tasks every second on three nodes for at least 30 ticks (15 on SQLite): every tick of every
@@ -285,7 +321,9 @@ async fn ticks_claimed_ahead_start_on_their_tick_and_never_before(db: &TestDb) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(300);
     let mut seen_ahead = false;
     loop {
-        seen_ahead = seen_ahead || waiting_for_its_tick(db).await.is_some();
+        // Any run recorded running before its tick was claimed ahead (on a slow disk SQLite's
+        // claim of 500 runs can eat most of the lead: no margin asked for).
+        seen_ahead = seen_ahead || waiting_for_its_tick(db, TimeDelta::zero()).await.is_some();
         if seen_ahead && starts.0.lock().unwrap().len() >= TASKS * 4 {
             break;
         }
@@ -321,14 +359,17 @@ async fn ticks_claimed_ahead_start_on_their_tick_and_never_before(db: &TestDb) {
     );
 }
 
-/// A run claimed ahead and still waiting for its tick (at least 300 ms away), if one is.
-async fn waiting_for_its_tick(db: &TestDb) -> Option<scheduler::store::RunRecord> {
+/// A run claimed ahead and still waiting for its tick (more than `margin` away), if one is.
+async fn waiting_for_its_tick(
+    db: &TestDb,
+    margin: TimeDelta,
+) -> Option<scheduler::store::RunRecord> {
     db.api()
         .runs(&scheduler::store::RunQuery::latest(1000).status(RunStatus::Running))
         .await
         .unwrap()
         .into_iter()
-        .find(|r| r.scheduled_at > Utc::now() + TimeDelta::milliseconds(300))
+        .find(|r| r.scheduled_at > Utc::now() + margin)
 }
 
 /// 10,000 registered tasks (so the node claims ticks a whole second ahead of them), three of
@@ -372,7 +413,8 @@ async fn the_history_records_when_handlers_started_and_nothing_for_runs_never_st
     // stop the node now, and it is handed over before it started.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let waiting = loop {
-        if let Some(run) = waiting_for_its_tick(db).await {
+        // 300 ms left: time enough to stop the node before the tick.
+        if let Some(run) = waiting_for_its_tick(db, TimeDelta::milliseconds(300)).await {
             break run;
         }
         assert!(
@@ -909,4 +951,61 @@ async fn the_config_is_applied_before_anything_is_claimed(db: &TestDb) {
     );
     assert!(db.runs(Some("order.paused")).await.is_empty());
     assert!(!db.task("order.paused").await.enabled);
+}
+
+/// 30 tasks every second on one node with 4 handler slots, each handler 150 ms (a third of them
+/// panic at their end): more is due than the slots can run, so they are always full. By the
+/// handlers' own count the node never runs more than 4 at once and does run 4; every slot is
+/// given back however its handler ended (a slot kept by a panic would stall the node well
+/// before 150 starts).
+async fn a_node_runs_at_most_max_concurrent_handlers_and_refills_every_slot(db: &TestDb) {
+    const SLOTS: usize = 4;
+    let seen = Arc::new(Concurrency::default());
+    let descriptors = (0..30).map(|i| {
+        let name: &'static str = Box::leak(format!("slots.{i:02}").into_boxed_str());
+        &*Box::leak(Box::new(scheduler::TaskDescriptor {
+            name,
+            file: file!(),
+            line: line!(),
+            module_path: module_path!(),
+            options: scheduler::__private::TaskOptions::DEFAULT,
+            handler: busy_handler,
+        }))
+    });
+    let registry = scheduler::TaskRegistry::from_descriptors(descriptors).unwrap();
+    let config = doc(registry
+        .iter()
+        .map(|d| entry(d.name, "* * * * * *"))
+        .collect());
+    let n = start(
+        node(db, "a", registry)
+            .max_concurrent(SLOTS)
+            .config_document(config)
+            .state(Arc::clone(&seen))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(90), "150 handler starts", || async {
+        seen.starts.load(Ordering::SeqCst) >= 150
+    })
+    .await;
+    n.stop().await;
+    assert_eq!(
+        seen.max.load(Ordering::SeqCst),
+        SLOTS,
+        "handlers running at once, by their own count (never more than max_concurrent, and \
+         all of them used)"
+    );
+    assert_eq!(
+        seen.now.load(Ordering::SeqCst),
+        0,
+        "a handler still running"
+    );
+    let panicked = db
+        .runs(None)
+        .await
+        .iter()
+        .filter(|r| r.status == RunStatus::Failed)
+        .count();
+    assert!(panicked >= 40, "panicking runs recorded: {panicked}");
 }

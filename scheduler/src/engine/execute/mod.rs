@@ -123,8 +123,9 @@ impl Waiting {
     }
 }
 
-/// Runs `claimed`'s handler until it returns or is stopped; returns how it ended, why it was
-/// asked to stop (if it was), and the lease. `log` receives an isolated child's output.
+/// Runs `claimed`'s handler in a child process until it ends or is stopped; returns how it
+/// ended, why it was asked to stop (if it was), and the lease. `log` receives the child's
+/// output. (An in-process handler is run by the pool, see [`Waiting::prepare`].)
 async fn execute(
     shared: &Arc<Shared>,
     claimed: &ClaimedRun,
@@ -152,18 +153,13 @@ async fn execute(
             None,
             lease,
         ),
-        _ => {
-            let mut dispatched =
-                in_process::dispatch(shared, claimed, descriptor, &lease, Instant::now());
-            match dispatched.began(shared, &lease).await {
-                Ok(started) => {
-                    dispatched
-                        .run(shared, claimed, descriptor, lease, started)
-                        .await
-                }
-                Err(why) => (Ending::NotStarted, Some(why), lease),
-            }
-        }
+        // An in-process task (handed to the pool by `Waiting::prepare`, never here), or an
+        // isolated one without a log (the runner always gives it one): a bug, not a user error.
+        _ => (
+            Ending::Crashed("internal error: the run was not started (no way to run it)".into()),
+            None,
+            lease,
+        ),
     }
 }
 
