@@ -122,6 +122,15 @@ fn ahead_tasks(n: usize) -> scheduler::TaskRegistry {
 
 /// `n` tasks `{prefix}.0000`.. recording their starts.
 fn recording_tasks(prefix: &str, n: usize) -> scheduler::TaskRegistry {
+    tasks_with(prefix, n, record_start)
+}
+
+/// `n` tasks `{prefix}.0000`.. running `handler` (built at run time).
+fn tasks_with(
+    prefix: &str,
+    n: usize,
+    handler: fn(TaskContext) -> scheduler::__private::TaskFuture,
+) -> scheduler::TaskRegistry {
     let descriptors = (0..n).map(|i| {
         let name: &'static str = Box::leak(format!("{prefix}.{i:04}").into_boxed_str());
         &*Box::leak(Box::new(scheduler::TaskDescriptor {
@@ -130,7 +139,7 @@ fn recording_tasks(prefix: &str, n: usize) -> scheduler::TaskRegistry {
             line: line!(),
             module_path: module_path!(),
             options: scheduler::__private::TaskOptions::DEFAULT,
-            handler: record_start,
+            handler,
         }))
     });
     scheduler::TaskRegistry::from_descriptors(descriptors).unwrap()
@@ -961,18 +970,7 @@ async fn the_config_is_applied_before_anything_is_claimed(db: &TestDb) {
 async fn a_node_runs_at_most_max_concurrent_handlers_and_refills_every_slot(db: &TestDb) {
     const SLOTS: usize = 4;
     let seen = Arc::new(Concurrency::default());
-    let descriptors = (0..30).map(|i| {
-        let name: &'static str = Box::leak(format!("slots.{i:02}").into_boxed_str());
-        &*Box::leak(Box::new(scheduler::TaskDescriptor {
-            name,
-            file: file!(),
-            line: line!(),
-            module_path: module_path!(),
-            options: scheduler::__private::TaskOptions::DEFAULT,
-            handler: busy_handler,
-        }))
-    });
-    let registry = scheduler::TaskRegistry::from_descriptors(descriptors).unwrap();
+    let registry = tasks_with("slots", 30, busy_handler);
     let config = doc(registry
         .iter()
         .map(|d| entry(d.name, "* * * * * *"))
