@@ -49,7 +49,8 @@
 //!
 //! 1. the words everything shares: [`schedule`], [`policy`], [`registry`], [`TaskContext`],
 //!    [`metrics`], [`redact`], [`vars`] (every environment variable's name), the reader of
-//!    those variables, and an error's causes written on one line;
+//!    those variables, the range of every value a user sets (`bounds`), and an error's causes
+//!    written on one line;
 //! 2. [`store`]: the run state, behind the [`Store`](store::Store) trait;
 //! 3. rules and records above the store that run nothing: the tick rules (what is due, missed,
 //!    skipped), [`config`], [`events`], [`webhook`], `otel`, [`run_log`], and the crate's [`Error`];
@@ -75,6 +76,7 @@
 pub mod admin;
 mod app;
 pub mod backfill;
+mod bounds;
 mod builder;
 mod causes;
 #[cfg(feature = "webhook")]
