@@ -102,10 +102,40 @@ impl BackfillRequest {
         self
     }
 
-    /// The least time between the starts of two runs (default [`DEFAULT_PACE`]).
+    /// The least time between the starts of two runs (default [`DEFAULT_PACE`]); from 0 s to
+    /// one day (`docs/limits.md`): a longer pace is refused when the backfill is asked for
+    /// ([`BackfillRefusal::OutOfRange`]).
     pub fn pace(mut self, pace: Duration) -> Self {
         self.pace = pace;
         self
+    }
+
+    /// Checks the values of the request against their ranges (`docs/limits.md`): the pace and
+    /// the cap on runs. Every surface comes through it ([`crate::operate::backfill`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use scheduler::backfill::{BackfillRefusal, BackfillRequest};
+    ///
+    /// let at = "2026-03-01T00:00:00Z".parse().unwrap();
+    /// let request = BackfillRequest::new("report", at, at);
+    /// assert!(request.clone().check_ranges().is_ok());
+    /// let slow = request.pace(Duration::from_secs(300_000 * 31_557_600));
+    /// let refusal = slow.check_ranges().unwrap_err();
+    /// assert!(matches!(refusal, BackfillRefusal::OutOfRange(_)));
+    /// assert!(refusal.to_string().contains("from 0s to 1day"), "{refusal}");
+    /// ```
+    pub fn check_ranges(&self) -> Result<(), BackfillRefusal> {
+        crate::bounds::BACKFILL_PACE
+            .check("pace", self.pace)
+            .map_err(|e| BackfillRefusal::OutOfRange(e.to_string()))?;
+        if self.max_runs == 0 {
+            return Err(BackfillRefusal::ZeroCap);
+        }
+        crate::bounds::BACKFILL_MAX_RUNS
+            .check("max_runs", self.max_runs)
+            .map_err(|e| BackfillRefusal::OutOfRange(e.to_string()))?;
+        Ok(())
     }
 }
 
@@ -140,6 +170,9 @@ pub enum BackfillRefusal {
         /// The cap.
         max_runs: u32,
     },
+    /// A value outside its range (`docs/limits.md`): the message names the field and the range.
+    #[error("{0}")]
+    OutOfRange(String),
     /// A concurrency other than 1.
     #[error(
         "concurrency {0} is not allowed: a task never overlaps itself (its runs, backfilled or not, share one lock), so a backfill runs one tick at a time (--concurrency 1)"

@@ -122,12 +122,31 @@ impl DurationRange {
     }
 
     /// Checks a duration given in milliseconds (an API body's `pace_ms`).
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn check_millis(
         &self,
         field: impl Into<Cow<'static, str>>,
         millis: u64,
     ) -> Result<Duration, OutOfRange> {
         self.check(field, Duration::from_millis(millis))
+    }
+
+    /// `value` brought into the range: for a value the store or a timer is handed, so that
+    /// one written before the range existed (a stored row) cannot overflow the arithmetic.
+    pub(crate) fn clamp(&self, value: Duration) -> Duration {
+        value.clamp(self.min, self.max)
+    }
+
+    /// [`clamp`](Self::clamp), in whole milliseconds, for binding to a store's `..._ms` column.
+    pub(crate) fn clamp_millis(&self, value: Duration) -> i64 {
+        i64::try_from(self.clamp(value).as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// The largest value in whole milliseconds (the cap a store's SQL applies to a stored
+    /// `..._ms` column).
+    #[cfg(test)]
+    pub(crate) const fn max_millis(&self) -> u64 {
+        self.max.as_secs() * 1000 + self.max.subsec_millis() as u64
     }
 
     /// "accepted: from 1s to 366days".
@@ -213,11 +232,79 @@ pub(crate) const SLA_REMIND_EVERY: DurationRange = DurationRange::new(secs(1), s
 /// `sla.alert_after_failures`: failures in a row before `run.failed` is sent.
 pub(crate) const SLA_ALERT_AFTER_FAILURES: CountRange = CountRange::new(1, 10_000);
 /// A channel's `timeout` in the channels file, and `SCHEDULER_WEBHOOK_TIMEOUT`.
+#[cfg_attr(not(test), allow(dead_code))] // read by the channels area
 pub(crate) const DELIVERY_TIMEOUT: DurationRange = DurationRange::new(ms(100), secs(10 * MINUTE));
 /// A backfill's pace between runs (`pace_ms` in the API, `--pace` on the command line).
 pub(crate) const BACKFILL_PACE: DurationRange = DurationRange::new(ms(0), secs(DAY));
 
+// --- BOUNDS area (issue 36 sweep): backfill, operator actions, admin API queries ---
+
+/// A backfill's cap on runs (`max_runs` in the API, `--max-runs` on the command line).
+pub(crate) const BACKFILL_MAX_RUNS: CountRange = CountRange::new(1, 1_000_000);
+/// How long a pause or a snooze lasts when given as a duration (`--for`).
+pub(crate) const HOLD_FOR: DurationRange = DurationRange::new(secs(1), secs(10 * YEAR));
+
+/// Owners, and labels, of one config entry (`owners`, `labels`).
+pub(crate) const TAGS_PER_TASK: CountRange = CountRange::new(0, 100);
+/// Characters of an owner or of a label's value.
+pub(crate) const TAG_LEN: CountRange = CountRange::new(0, 256);
+
+/// `limit` of `GET /api/runs` and `GET /api/backfills`.
+pub(crate) const API_LIST_LIMIT: CountRange = CountRange::new(1, 500);
+/// `limit` of `GET /api/incidents`.
+pub(crate) const API_INCIDENTS_LIMIT: CountRange = CountRange::new(1, 1_000);
+/// `count` of `GET /api/ticks`.
+pub(crate) const API_TICKS_COUNT: CountRange = CountRange::new(1, 200);
+/// `count` (next fire times) and `runs` of `GET /api/tasks/{name}`.
+pub(crate) const API_TASK_DETAIL: CountRange = CountRange::new(1, 100);
+
+/// The node's lock lifetime (`lock_lifetime`, `SCHEDULER_LOCK_LIFETIME`, a task's
+/// `lock_lifetime`).
+pub(crate) const LOCK_LIFETIME: DurationRange = DurationRange::new(ms(300), secs(DAY));
+/// Handler slots of a node (`max_concurrent`, `SCHEDULER_MAX_CONCURRENT`).
+pub(crate) const MAX_CONCURRENT: CountRange = CountRange::new(1, 1_000_000);
+/// How long a stopping node waits for its runs (`shutdown_timeout`,
+/// `SCHEDULER_SHUTDOWN_TIMEOUT`).
+pub(crate) const SHUTDOWN_TIMEOUT: DurationRange = DurationRange::new(ms(0), secs(DAY));
+/// How often a node looks for due work without a wake-up (`poll_interval`,
+/// `SCHEDULER_POLL_INTERVAL`).
+pub(crate) const POLL_INTERVAL: DurationRange = DurationRange::new(ms(10), secs(DAY));
+/// How far a claim may run ahead of its ticks (`max_claim_ahead`, `SCHEDULER_MAX_CLAIM_AHEAD`).
+pub(crate) const MAX_CLAIM_AHEAD: DurationRange = DurationRange::new(ms(0), secs(HOUR));
+/// How often a node records that it is alive (`heartbeat_interval`).
+pub(crate) const HEARTBEAT_INTERVAL: DurationRange = DurationRange::new(ms(10), secs(HOUR));
+/// How long finished runs are kept (`run_retention`, `SCHEDULER_RUN_RETENTION`).
+pub(crate) const RUN_RETENTION: DurationRange = DurationRange::new(secs(1), secs(100 * YEAR));
+/// How often the config source is read (`config_poll_interval`,
+/// `SCHEDULER_CONFIG_POLL_INTERVAL`).
+pub(crate) const CONFIG_POLL_INTERVAL: DurationRange = DurationRange::new(ms(100), secs(DAY));
+/// The timeout of a request for an HTTP config source (`SCHEDULER_CONFIG_TIMEOUT`).
+pub(crate) const CONFIG_HTTP_TIMEOUT: DurationRange =
+    DurationRange::new(ms(100), secs(10 * MINUTE));
+/// How late a tick may start before it counts as missed (`missed_grace`,
+/// `SCHEDULER_MISSED_GRACE`).
+pub(crate) const MISSED_GRACE: DurationRange = DurationRange::new(secs(1), secs(YEAR));
+/// How long one run may take (`default_timeout`, `SCHEDULER_DEFAULT_TIMEOUT`, a task's
+/// `timeout`).
+pub(crate) const TASK_TIMEOUT: DurationRange = DurationRange::new(ms(1), secs(YEAR));
+/// Retries of a failed run (`default_retries`, `SCHEDULER_DEFAULT_RETRIES`, a task's
+/// `retries`).
+pub(crate) const TASK_RETRIES: CountRange = CountRange::new(0, 10_000);
+/// The pause before a retry (`default_backoff`, `SCHEDULER_DEFAULT_BACKOFF`, a task's
+/// `backoff`); doubled per attempt, capped at a day.
+pub(crate) const TASK_BACKOFF: DurationRange = DurationRange::new(ms(1), secs(DAY));
+/// Store connections of a node (`SCHEDULER_MAX_CONNECTIONS`).
+pub(crate) const MAX_CONNECTIONS: CountRange = CountRange::new(1, 10_000);
+/// The admin server's connections (`SCHEDULER_ADMIN_MAX_CONNECTIONS`).
+pub(crate) const ADMIN_MAX_CONNECTIONS: CountRange = CountRange::new(1, 100_000);
+/// The admin server's timeouts (`SCHEDULER_ADMIN_HEADER_TIMEOUT`, `SCHEDULER_ADMIN_IDLE_TIMEOUT`,
+/// `SCHEDULER_ADMIN_REQUEST_TIMEOUT`).
+pub(crate) const ADMIN_TIMEOUT: DurationRange = DurationRange::new(ms(100), secs(HOUR));
+/// Heavy reads the admin server serves at once (`SCHEDULER_ADMIN_MAX_CONCURRENT_READS`).
+pub(crate) const ADMIN_MAX_CONCURRENT_READS: CountRange = CountRange::new(1, 1_000);
+
 /// Every range, by the name it has in `docs/limits.md`.
+#[cfg_attr(not(test), allow(dead_code))] // the listing is read by tests
 pub(crate) const ALL: &[(&str, Range)] = &[
     ("sla.start_within", Range::Duration(SLA_START_WITHIN)),
     ("sla.warn_after", Range::Duration(SLA_WARN_AFTER)),
@@ -234,10 +321,82 @@ pub(crate) const ALL: &[(&str, Range)] = &[
         "backfill pace (`pace_ms`, `--pace`)",
         Range::Duration(BACKFILL_PACE),
     ),
+    // --- BOUNDS area ---
+    (
+        "backfill cap on runs (`max_runs`, `--max-runs`)",
+        Range::Count(BACKFILL_MAX_RUNS),
+    ),
+    (
+        "pause or snooze duration (`--for`)",
+        Range::Duration(HOLD_FOR),
+    ),
+    (
+        "owners, labels of a config entry",
+        Range::Count(TAGS_PER_TASK),
+    ),
+    (
+        "characters of an owner (not blank), of a label's value",
+        Range::Count(TAG_LEN),
+    ),
+    (
+        "`limit` of GET /api/runs, /api/backfills",
+        Range::Count(API_LIST_LIMIT),
+    ),
+    (
+        "`limit` of GET /api/incidents",
+        Range::Count(API_INCIDENTS_LIMIT),
+    ),
+    ("`count` of GET /api/ticks", Range::Count(API_TICKS_COUNT)),
+    (
+        "`count`, `runs` of GET /api/tasks/{name}",
+        Range::Count(API_TASK_DETAIL),
+    ),
+    ("lock_lifetime", Range::Duration(LOCK_LIFETIME)),
+    ("max_concurrent", Range::Count(MAX_CONCURRENT)),
+    ("shutdown_timeout", Range::Duration(SHUTDOWN_TIMEOUT)),
+    ("poll_interval", Range::Duration(POLL_INTERVAL)),
+    ("max_claim_ahead", Range::Duration(MAX_CLAIM_AHEAD)),
+    ("heartbeat_interval", Range::Duration(HEARTBEAT_INTERVAL)),
+    ("run_retention", Range::Duration(RUN_RETENTION)),
+    (
+        "config_poll_interval",
+        Range::Duration(CONFIG_POLL_INTERVAL),
+    ),
+    (
+        "SCHEDULER_CONFIG_TIMEOUT",
+        Range::Duration(CONFIG_HTTP_TIMEOUT),
+    ),
+    ("missed_grace", Range::Duration(MISSED_GRACE)),
+    (
+        "task timeout (`timeout`, `default_timeout`)",
+        Range::Duration(TASK_TIMEOUT),
+    ),
+    (
+        "task retries (`retries`, `default_retries`)",
+        Range::Count(TASK_RETRIES),
+    ),
+    (
+        "task backoff (`backoff`, `default_backoff`)",
+        Range::Duration(TASK_BACKOFF),
+    ),
+    ("SCHEDULER_MAX_CONNECTIONS", Range::Count(MAX_CONNECTIONS)),
+    (
+        "SCHEDULER_ADMIN_MAX_CONNECTIONS",
+        Range::Count(ADMIN_MAX_CONNECTIONS),
+    ),
+    (
+        "SCHEDULER_ADMIN_HEADER_TIMEOUT, _IDLE_TIMEOUT, _REQUEST_TIMEOUT",
+        Range::Duration(ADMIN_TIMEOUT),
+    ),
+    (
+        "SCHEDULER_ADMIN_MAX_CONCURRENT_READS",
+        Range::Count(ADMIN_MAX_CONCURRENT_READS),
+    ),
 ];
 
 /// One of the ranges, for the listing.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) enum Range {
     /// A duration range.
     Duration(DurationRange),
@@ -312,6 +471,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_stores_sql_caps_are_the_ranges_maxima() {
+        for (sql, range) in [
+            (
+                include_str!("store/postgres/queries/backfill_claimed.sql"),
+                BACKFILL_PACE,
+            ),
+            (
+                include_str!("store/sqlite/queries/backfill_next.sql"),
+                BACKFILL_PACE,
+            ),
+            (
+                include_str!("store/postgres/queries/incident_remind.sql"),
+                SLA_REMIND_EVERY,
+            ),
+            (
+                include_str!("store/sqlite/queries/incident_remind.sql"),
+                SLA_REMIND_EVERY,
+            ),
+        ] {
+            let cap = range.max_millis().to_string();
+            assert!(sql.contains(&cap), "{cap} not in {sql}");
+        }
+        assert_eq!(BACKFILL_PACE.clamp_millis(secs(u64::MAX)), 86_400_000);
+        assert_eq!(SLA_REMIND_EVERY.clamp_millis(ms(0)), 1_000);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 use chrono_tz::Tz;
 
 use crate::Scheduler;
+use crate::bounds;
 use crate::config::{ConfigDocument, ConfigSettings, ConfigSource, ConfigWatcher};
 use crate::context::StateMap;
 use crate::engine::{
@@ -167,24 +168,24 @@ impl SchedulerBuilder {
                     .string(vars::DATABASE_URL)
                     .or_else(|| env.string(vars::DATABASE_URL_FALLBACK)),
                 schema: env.string(vars::SCHEMA),
-                max_connections: env.number(vars::MAX_CONNECTIONS)?,
+                max_connections: env.count_in(vars::MAX_CONNECTIONS, bounds::MAX_CONNECTIONS)?,
                 listen_url: env.string(vars::LISTEN_URL),
             },
             config: ConfigSettings::from_reader(&env)?.map(ConfigOrigin::Settings),
             node_id: env.string(vars::NODE_ID),
-            lock_lifetime: env.duration(vars::LOCK_LIFETIME)?,
-            max_concurrent: env.number(vars::MAX_CONCURRENT)?,
-            shutdown_timeout: env.duration(vars::SHUTDOWN_TIMEOUT)?,
-            poll_interval: env.duration(vars::POLL_INTERVAL)?,
-            max_claim_ahead: env.duration(vars::MAX_CLAIM_AHEAD)?,
+            lock_lifetime: env.duration_in(vars::LOCK_LIFETIME, bounds::LOCK_LIFETIME)?,
+            max_concurrent: env.count_in(vars::MAX_CONCURRENT, bounds::MAX_CONCURRENT)?,
+            shutdown_timeout: env.duration_in(vars::SHUTDOWN_TIMEOUT, bounds::SHUTDOWN_TIMEOUT)?,
+            poll_interval: env.duration_in(vars::POLL_INTERVAL, bounds::POLL_INTERVAL)?,
+            max_claim_ahead: env.duration_in(vars::MAX_CLAIM_AHEAD, bounds::MAX_CLAIM_AHEAD)?,
             default_timezone: env.timezone(vars::TIMEZONE)?,
-            run_retention: env.duration(vars::RUN_RETENTION)?,
+            run_retention: env.duration_in(vars::RUN_RETENTION, bounds::RUN_RETENTION)?,
             default_recovery: env.parsed(vars::DEFAULT_RECOVERY)?,
-            default_timeout: env.duration(vars::DEFAULT_TIMEOUT)?,
-            default_retries: env.number(vars::DEFAULT_RETRIES)?,
-            default_backoff: env.duration(vars::DEFAULT_BACKOFF)?,
+            default_timeout: env.duration_in(vars::DEFAULT_TIMEOUT, bounds::TASK_TIMEOUT)?,
+            default_retries: env.count_in(vars::DEFAULT_RETRIES, bounds::TASK_RETRIES)?,
+            default_backoff: env.duration_in(vars::DEFAULT_BACKOFF, bounds::TASK_BACKOFF)?,
             default_misfire: env.parsed(vars::DEFAULT_MISFIRE)?,
-            missed_grace: env.duration(vars::MISSED_GRACE)?,
+            missed_grace: env.duration_in(vars::MISSED_GRACE, bounds::MISSED_GRACE)?,
             #[cfg(feature = "webhook")]
             webhook: crate::webhook::WebhookSettings::from_reader(&env)?,
             #[cfg(feature = "webhook")]
@@ -546,6 +547,7 @@ impl SchedulerBuilder {
             public_url: self.public_url,
         };
         settings.validate()?;
+        settings.validate_tasks(&registry)?;
         #[cfg(feature = "admin")]
         let admin = match self.admin_addr {
             Some(addr) => Some(crate::admin::AdminListener::bind(
@@ -691,19 +693,22 @@ fn admin_token_from(env: &Env<'_>) -> Result<Option<String>, InvalidSetting> {
 #[cfg(feature = "admin")]
 fn admin_limits_from(env: &Env<'_>) -> Result<crate::admin::AdminLimits, InvalidSetting> {
     let mut limits = crate::admin::AdminLimits::default();
-    if let Some(n) = env.number(vars::ADMIN_MAX_CONNECTIONS)? {
+    if let Some(n) = env.count_in(vars::ADMIN_MAX_CONNECTIONS, bounds::ADMIN_MAX_CONNECTIONS)? {
         limits = limits.max_connections(n);
     }
-    if let Some(t) = env.duration(vars::ADMIN_HEADER_TIMEOUT)? {
+    if let Some(t) = env.duration_in(vars::ADMIN_HEADER_TIMEOUT, bounds::ADMIN_TIMEOUT)? {
         limits = limits.header_read_timeout(t);
     }
-    if let Some(t) = env.duration(vars::ADMIN_IDLE_TIMEOUT)? {
+    if let Some(t) = env.duration_in(vars::ADMIN_IDLE_TIMEOUT, bounds::ADMIN_TIMEOUT)? {
         limits = limits.idle_timeout(t);
     }
-    if let Some(t) = env.duration(vars::ADMIN_REQUEST_TIMEOUT)? {
+    if let Some(t) = env.duration_in(vars::ADMIN_REQUEST_TIMEOUT, bounds::ADMIN_TIMEOUT)? {
         limits = limits.request_timeout(t);
     }
-    if let Some(n) = env.number(vars::ADMIN_MAX_CONCURRENT_READS)? {
+    if let Some(n) = env.count_in(
+        vars::ADMIN_MAX_CONCURRENT_READS,
+        bounds::ADMIN_MAX_CONCURRENT_READS,
+    )? {
         limits = limits.max_concurrent_reads(n);
     }
     Ok(limits)
@@ -773,5 +778,55 @@ mod tests {
             refused.contains("SCHEDULER_ADMIN_IDLE_TIMEOUT"),
             "{refused}"
         );
+    }
+
+    /// A setting outside its range (`docs/limits.md`) is refused by `build()`, and its variable
+    /// where it is read, each naming the setting and the range.
+    #[test]
+    fn settings_outside_their_range_are_refused_naming_setting_and_range() {
+        use std::time::Duration;
+        let lookup = |n: &str| (n == "SCHEDULER_LOCK_LIFETIME").then(|| "300000years".to_owned());
+        let e = super::SchedulerBuilder::from_lookup(lookup)
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("`SCHEDULER_LOCK_LIFETIME`") && e.contains("from 300ms to 1day"),
+            "{e}"
+        );
+        let builder = || {
+            crate::Scheduler::builder()
+                .registry(crate::TaskRegistry::collect().unwrap().retain(|_| false))
+        };
+        let ages = Duration::from_secs(300_000 * 31_557_600);
+        for (built, setting, range) in [
+            (
+                builder().lock_lifetime(Duration::MAX).build(),
+                "`lock_lifetime`",
+                "from 300ms to 1day",
+            ),
+            (
+                builder().poll_interval(ages).build(),
+                "`poll_interval`",
+                "from 10ms to 1day",
+            ),
+            (
+                builder().missed_grace(ages).build(),
+                "`missed_grace`",
+                "from 1s to 1year",
+            ),
+            (
+                builder().max_concurrent(0).build(),
+                "`max_concurrent`",
+                "from 1 to 1000000",
+            ),
+            (
+                builder().default_retries(u32::MAX).build(),
+                "`default_retries`",
+                "from 0 to 10000",
+            ),
+        ] {
+            let e = built.expect_err("refused").to_string();
+            assert!(e.contains(setting) && e.contains(range), "{e}");
+        }
     }
 }

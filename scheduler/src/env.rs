@@ -60,14 +60,62 @@ impl<'a> Env<'a> {
             .filter(|v| !v.is_empty())
     }
 
-    /// A duration written like `2s`, `500ms`, `10m`; zero is refused.
+    /// A duration written like `2s`, `500ms`, `10m`; zero is refused. Prefer
+    /// [`duration_in`](Self::duration_in), with the value's range.
+    #[cfg_attr(not(feature = "webhook"), allow(dead_code))]
     pub(crate) fn duration(&self, name: &'static str) -> Result<Option<Duration>> {
         self.string(name)
             .map(|v| parse_duration(name, &v))
             .transpose()
     }
 
-    /// A whole number.
+    /// A duration in `range` (`docs/limits.md`); the error names the variable and the range.
+    pub(crate) fn duration_in(
+        &self,
+        name: &'static str,
+        range: crate::bounds::DurationRange,
+    ) -> Result<Option<Duration>> {
+        self.string(name)
+            .map(|v| {
+                range.parse(name, &v).map_err(|e| InvalidSetting {
+                    name: e.field,
+                    message: e.problem,
+                })
+            })
+            .transpose()
+    }
+
+    /// A whole number in `range` (`docs/limits.md`); the error names the variable and the
+    /// range.
+    pub(crate) fn count_in<T>(
+        &self,
+        name: &'static str,
+        range: crate::bounds::CountRange,
+    ) -> Result<Option<T>>
+    where
+        T: FromStr + Copy + TryInto<u64> + std::fmt::Display,
+    {
+        self.string(name)
+            .map(|v| {
+                let n: T = v.parse().map_err(|_| {
+                    invalid(
+                        name,
+                        format!(
+                            "`{}` is not a whole number; accepted: {range}",
+                            crate::bounds::printable(&v)
+                        ),
+                    )
+                })?;
+                range.check(name, n).map_err(|e| InvalidSetting {
+                    name: e.field,
+                    message: e.problem,
+                })
+            })
+            .transpose()
+    }
+
+    /// A whole number. Prefer [`count_in`](Self::count_in), with the value's range.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
     pub(crate) fn number<T: FromStr>(&self, name: &'static str) -> Result<Option<T>> {
         self.string(name)
             .map(|v| {
@@ -126,6 +174,7 @@ impl<'a> Env<'a> {
 }
 
 /// Parses a duration written like `2s`, `500ms`, `10m`; zero is refused.
+#[cfg_attr(not(feature = "webhook"), allow(dead_code))]
 pub(crate) fn parse_duration(name: &'static str, value: &str) -> Result<Duration> {
     let d = humantime::parse_duration(value.trim()).map_err(|e| {
         invalid(
@@ -179,6 +228,40 @@ mod tests {
         assert!(msg(e.number::<u32>("N").map(drop)).contains("`-3` is not a whole number"));
         assert!(msg(e.boolean("F").map(drop)).contains("write `true` or `false`"));
         assert!(msg(e.timezone("T").map(drop)).contains("unknown time zone `Mars/Olympus`"));
+    }
+
+    #[test]
+    fn ranged_values_name_the_variable_and_the_range() {
+        let vars = env(&[
+            ("SCHEDULER_LOCK_LIFETIME", "300000years"),
+            ("SCHEDULER_MAX_CONCURRENT", "0"),
+            ("SCHEDULER_POLL_INTERVAL", " 2s "),
+            ("SCHEDULER_MAX_CONNECTIONS", "many"),
+        ]);
+        let env = Env::new(&vars);
+        let e = env
+            .duration_in("SCHEDULER_LOCK_LIFETIME", crate::bounds::LOCK_LIFETIME)
+            .unwrap_err();
+        assert_eq!(e.name, "SCHEDULER_LOCK_LIFETIME");
+        assert!(e.message.contains("from 300ms to 1day"), "{e}");
+        let e = env
+            .count_in::<usize>("SCHEDULER_MAX_CONCURRENT", crate::bounds::MAX_CONCURRENT)
+            .unwrap_err();
+        assert!(e.to_string().contains("from 1 to 1000000"), "{e}");
+        let e = env
+            .count_in::<u32>("SCHEDULER_MAX_CONNECTIONS", crate::bounds::MAX_CONNECTIONS)
+            .unwrap_err();
+        assert!(e.to_string().contains("not a whole number"), "{e}");
+        assert_eq!(
+            env.duration_in("SCHEDULER_POLL_INTERVAL", crate::bounds::POLL_INTERVAL)
+                .unwrap(),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            env.duration_in("UNSET", crate::bounds::POLL_INTERVAL)
+                .unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -240,6 +240,9 @@ pub async fn backfill(
     if request.concurrency != 1 {
         return Ok(Err(BackfillRefusal::Concurrency(request.concurrency)));
     }
+    if let Err(refusal) = request.check_ranges() {
+        return Ok(Err(refusal));
+    }
     let Some(state) = store
         .task_states(Some(&request.task))
         .await?

@@ -715,6 +715,57 @@ async fn operator_commands_on_sqlite() {
     assert!(out.contains("cli.echo: a manual run is waiting"), "{out}");
 }
 
+/// A flag outside its range (`docs/limits.md`) is refused before anything is read or written:
+/// status 2, the flag and its range named.
+#[tokio::test]
+async fn flags_outside_their_range_are_refused_naming_flag_and_range() {
+    let unreachable = ["--database-url", "postgres://ops@127.0.0.1:1/jobs"];
+    for (args, flag, range) in [
+        (
+            vec![
+                "backfill",
+                "cli.echo",
+                "--from",
+                "2026-03-01",
+                "--to",
+                "2026-03-02",
+                "--pace",
+                "300000years",
+            ],
+            "`--pace`",
+            "from 0s to 1day",
+        ),
+        (
+            vec![
+                "backfill",
+                "cli.echo",
+                "--from",
+                "2026-03-01",
+                "--to",
+                "2026-03-02",
+                "--max-runs",
+                "4000000",
+            ],
+            "`--max-runs`",
+            "from 1 to 1000000",
+        ),
+        (
+            vec!["pause", "cli.echo", "--reason", "x", "--for", "300000years"],
+            "`--for`",
+            "from 1s to 10years",
+        ),
+        (
+            vec!["snooze", "cli.echo", "--reason", "x", "--for", "0s"],
+            "`--for`",
+            "from 1s to 10years",
+        ),
+    ] {
+        let (code, _, err) = cli_with(&args, &unreachable.map(String::from)).await;
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains(range), "{args:?}: {err}");
+    }
+}
+
 #[tokio::test]
 async fn unreachable_or_unknown_databases_are_named_without_their_password() {
     let (code, _, err) = cli_with(

@@ -251,7 +251,7 @@ tasks:
         .collect();
     assert_eq!(refused.len(), 2, "{refused:?}");
     assert!(
-        refused[0].contains("sla.start_within: `soon`"),
+        refused[0].contains("`sla.start_within`: `soon`"),
         "{refused:?}"
     );
     assert!(refused[1].contains("sla.succeed_by: `8 am`"), "{refused:?}");

@@ -193,6 +193,33 @@ fn every_problem_of_an_entry_is_reported() {
     assert_eq!(v.refused_names().into_iter().collect::<Vec<_>>(), ["ghost"]);
 }
 
+/// An `sla` value beyond its range (`docs/limits.md`) refuses the entry, naming the field and
+/// the range (`500000000000years` once panicked the engine thread that judged it).
+#[test]
+fn sla_values_beyond_their_range_are_refused_naming_field_and_range() {
+    let v = check(
+        r#"
+tasks:
+  - name: syncAdvertiserReport
+    enabled: true
+    cron: "0 */5 * * * *"
+    sla: {warn_after: "500000000000years", remind_every: "300000years", start_within: 30s}
+"#,
+    );
+    let reasons = reasons(&v, "syncAdvertiserReport");
+    let text: Vec<String> = reasons.iter().map(ToString::to_string).collect();
+    assert_eq!(text.len(), 2, "{text:?}");
+    assert!(
+        text[0].contains("`sla.warn_after`") && text[0].contains("from 1ms to 1year"),
+        "{text:?}"
+    );
+    assert!(
+        text[1].contains("`sla.remind_every`") && text[1].contains("from 1s to 1year"),
+        "{text:?}"
+    );
+    assert!(v.desired.is_empty());
+}
+
 #[test]
 fn refusal_reasons_read_well() {
     assert_eq!(

@@ -353,7 +353,7 @@ async fn expected_ticks_say_what_became_of_each_through_a_pause() {
         r.json::<Value>().await.unwrap()["message"]
             .as_str()
             .unwrap()
-            .contains("`count` must be 1 to 200")
+            .contains("`count`: 201 is out of range; accepted: from 1 to 200")
     );
     assert_eq!(
         node.get("/api/ticks?task=nope").await.status(),

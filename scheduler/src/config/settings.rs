@@ -11,9 +11,8 @@ use url::Url;
 
 #[cfg(feature = "http-config")]
 use super::HttpSource;
-use super::{
-    ConfigError, ConfigSource, ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSource, MIN_POLL_INTERVAL,
-};
+use super::{ConfigError, ConfigSource, ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSource};
+use crate::bounds;
 use crate::env::{Env, InvalidSetting, invalid};
 use crate::redact::redact_location as redact;
 
@@ -99,17 +98,9 @@ impl ConfigSettings {
             return Ok(None);
         };
         let mut settings = Self::new(location);
-        if let Some(interval) = env.duration(ENV_CONFIG_POLL_INTERVAL)? {
-            if interval < MIN_POLL_INTERVAL {
-                return Err(invalid(
-                    ENV_CONFIG_POLL_INTERVAL,
-                    format!(
-                        "`{}` is too short; poll at most every {}",
-                        humantime::format_duration(interval),
-                        humantime::format_duration(MIN_POLL_INTERVAL)
-                    ),
-                ));
-            }
+        if let Some(interval) =
+            env.duration_in(ENV_CONFIG_POLL_INTERVAL, bounds::CONFIG_POLL_INTERVAL)?
+        {
             settings.poll_interval = interval;
         }
         let is_http = is_http(&settings.location);
@@ -119,7 +110,7 @@ impl ConfigSettings {
                 format!("only applies to an http(s):// {ENV_CONFIG}, which is a file path here"),
             )
         };
-        if let Some(timeout) = env.duration(ENV_CONFIG_TIMEOUT)? {
+        if let Some(timeout) = env.duration_in(ENV_CONFIG_TIMEOUT, bounds::CONFIG_HTTP_TIMEOUT)? {
             if !is_http {
                 return Err(http_only(ENV_CONFIG_TIMEOUT));
             }

@@ -24,8 +24,11 @@ use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde::Deserialize;
 
-/// The shortest reminder interval accepted (a reminder is a message to a person).
-pub const MIN_REMIND_EVERY: Duration = Duration::from_secs(1);
+use crate::bounds::{self, DurationRange};
+
+/// The shortest reminder interval accepted (a reminder is a message to a person); the range of
+/// every field is in `docs/limits.md` (`bounds::SLA_*`).
+pub const MIN_REMIND_EVERY: Duration = bounds::SLA_REMIND_EVERY.min;
 
 /// The `sla` block of a config entry, as written (durations in humantime: `30s`, `10m`, `1h`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
@@ -88,31 +91,28 @@ impl TaskSla {
     /// ```
     pub fn check(&self) -> Result<Sla, Vec<String>> {
         let mut problems = Vec::new();
-        let mut duration = |field: &str, value: &Option<String>| match value {
-            None => None,
-            Some(text) => match humantime::parse_duration(text.trim()) {
-                Ok(d) if d.is_zero() => {
-                    problems.push(format!("sla.{field}: `{text}` must be more than zero"));
-                    None
-                }
-                Ok(d) => Some(d),
-                Err(e) => {
-                    problems.push(format!(
-                        "sla.{field}: `{text}` is not a duration ({e}); write e.g. `30s`, `10m`, `1h`"
-                    ));
-                    None
-                }
-            },
-        };
-        let start_within = duration("start_within", &self.start_within);
-        let warn_after = duration("warn_after", &self.warn_after);
-        let remind_every = duration("remind_every", &self.remind_every);
-        if remind_every.is_some_and(|d| d < MIN_REMIND_EVERY) {
-            problems.push(format!(
-                "sla.remind_every: at least {}",
-                humantime::format_duration(MIN_REMIND_EVERY)
-            ));
-        }
+        let mut duration =
+            |field: &'static str, range: DurationRange, value: &Option<String>| match value {
+                None => None,
+                Some(text) => match range.parse(field, text) {
+                    Ok(d) => Some(d),
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        None
+                    }
+                },
+            };
+        let start_within = duration(
+            "sla.start_within",
+            bounds::SLA_START_WITHIN,
+            &self.start_within,
+        );
+        let warn_after = duration("sla.warn_after", bounds::SLA_WARN_AFTER, &self.warn_after);
+        let remind_every = duration(
+            "sla.remind_every",
+            bounds::SLA_REMIND_EVERY,
+            &self.remind_every,
+        );
         let succeed_by = match &self.succeed_by {
             None => None,
             Some(text) => {
@@ -123,7 +123,8 @@ impl TaskSla {
                     Ok(t) => Some(t),
                     Err(_) => {
                         problems.push(format!(
-                            "sla.succeed_by: `{text}` is not a time of day; write `HH:MM` or `HH:MM:SS` (24-hour, in the task's zone)"
+                            "sla.succeed_by: `{}` is not a time of day; write `HH:MM` or `HH:MM:SS` (24-hour, in the task's zone)",
+                            bounds::printable(text)
                         ));
                         None
                     }
@@ -131,11 +132,15 @@ impl TaskSla {
             }
         };
         let alert_after_failures = match self.alert_after_failures {
-            Some(0) => {
-                problems.push("sla.alert_after_failures: at least 1".to_owned());
-                1
+            Some(n) => {
+                match bounds::SLA_ALERT_AFTER_FAILURES.check("sla.alert_after_failures", n) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        problems.push(e.to_string());
+                        1
+                    }
+                }
             }
-            Some(n) => n,
             None => 1,
         };
         if problems.is_empty() {
@@ -212,6 +217,29 @@ mod tests {
             assert!(err.iter().any(|e| e.contains(field)), "{field}: {err:?}");
         }
         assert_eq!(sla("{}").unwrap().alert_after_failures, 1);
+    }
+
+    #[test]
+    fn durations_beyond_their_range_are_refused_naming_field_and_range() {
+        let err = sla(
+            r#"{"start_within":"300000years","warn_after":"500000000000years","remind_every":"300000years","alert_after_failures":4000000000}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.len(), 4, "{err:?}");
+        for (field, range) in [
+            ("sla.start_within", "from 1ms to 1year"),
+            ("sla.warn_after", "from 1ms to 1year"),
+            ("sla.remind_every", "from 1s to 1year"),
+            ("sla.alert_after_failures", "from 1 to 10000"),
+        ] {
+            assert!(
+                err.iter()
+                    .any(|e| e.contains(&format!("`{field}`")) && e.contains(range)),
+                "{field}: {err:?}"
+            );
+        }
+        let edge = sla(r#"{"warn_after":"1year","remind_every":"1s"}"#).unwrap();
+        assert_eq!(edge.warn_after, Some(Duration::from_secs(31_557_600)));
     }
 
     #[test]

@@ -295,6 +295,12 @@ pub(crate) fn validate_with(
             Some(calendar) => s.with_calendar(calendar),
             None => s,
         });
+        if let Err(e) = crate::bounds::TAGS_PER_TASK.check("owners", entry.owners.len()) {
+            refusals.push(RefusalReason::InvalidOwner(e.to_string()));
+        }
+        if let Err(e) = crate::bounds::TAGS_PER_TASK.check("labels", entry.labels.len()) {
+            refusals.push(RefusalReason::InvalidLabel(e.to_string()));
+        }
         refusals.extend(owner_problems(&entry.owners).map(RefusalReason::InvalidOwner));
         refusals.extend(label_problems(&entry.labels).map(RefusalReason::InvalidLabel));
         match (refusals.is_empty(), zone, schedule) {
@@ -381,7 +387,7 @@ fn task_calendar(
 }
 
 /// Longest owner or label value kept (an address, a handle, a team name).
-const MAX_TAG_LEN: usize = 256;
+const MAX_TAG_LEN: usize = crate::bounds::TAG_LEN.max as usize;
 
 /// What is wrong with each unusable owner, in order.
 pub(crate) fn owner_problems(owners: &[String]) -> impl Iterator<Item = String> + '_ {

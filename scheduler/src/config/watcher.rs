@@ -16,7 +16,7 @@ use super::{ConfigDocument, ConfigError, ConfigSource, Fetched};
 /// Default time between two polls.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// Shortest accepted time between two polls; shorter settings are raised to this.
-pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(100);
+pub const MIN_POLL_INTERVAL: Duration = crate::bounds::CONFIG_POLL_INTERVAL.min;
 
 /// What one [`ConfigWatcher::poll_once`] did.
 #[derive(Debug)]

@@ -109,10 +109,18 @@ pub(crate) async fn run(
                     None => running.await,
                     Some(warn_after) => {
                         // The warning does not stop the run: it is raised once, and the run goes on.
+                        // An instant beyond the clock's range is never reached (no panic).
+                        let warn_at = started.checked_add(warn_after);
+                        let warned = async move {
+                            match warn_at {
+                                Some(at) => tokio::time::sleep_until(at).await,
+                                None => std::future::pending().await,
+                            }
+                        };
                         tokio::pin!(running);
                         tokio::select! {
                             ended = &mut running => ended,
-                            () = tokio::time::sleep_until(started + warn_after) => {
+                            () = warned => {
                                 tracing::warn!(warn_after = ?warn_after, "run still going past its warning");
                                 shared.events.emit(SchedulerEvent::Slow {
                                     run: run_ref(&shared, &claimed),

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use chrono_tz::Tz;
 
+use crate::bounds;
 use crate::policy::{Misfire, Recovery};
 use crate::registry::{TaskOptions, TaskSettings};
 use crate::{Error, Result};
@@ -119,9 +120,7 @@ impl Settings {
         if self.node_id.is_empty() || self.node_id.len() > 200 {
             return invalid("node_id", "must be 1 to 200 characters".into());
         }
-        if self.lock_lifetime < Duration::from_millis(300) {
-            return invalid("lock_lifetime", "must be at least 300ms".into());
-        }
+        self.check_ranges()?;
         if self.renew_interval.is_zero() || self.renew_interval * 2 > self.lock_lifetime {
             return invalid(
                 "lock_renew_interval",
@@ -131,17 +130,85 @@ impl Settings {
                 ),
             );
         }
-        if self.max_concurrent == 0 {
-            return invalid("max_concurrent", "must be at least 1".into());
-        }
-        for (name, d) in [
-            ("poll_interval", self.poll_interval),
-            ("heartbeat_interval", self.heartbeat_interval),
-            ("config_poll_interval", self.config_poll_interval),
-            ("run_retention", self.run_retention),
+        Ok(())
+    }
+
+    /// Every duration and count against its range (`bounds`, `docs/limits.md`), named as the
+    /// builder's setter.
+    fn check_ranges(&self) -> Result<()> {
+        let d = &self.defaults;
+        for (name, range, value) in [
+            (
+                "lock_lifetime",
+                bounds::LOCK_LIFETIME,
+                Some(self.lock_lifetime),
+            ),
+            (
+                "shutdown_timeout",
+                bounds::SHUTDOWN_TIMEOUT,
+                Some(self.shutdown_timeout),
+            ),
+            (
+                "poll_interval",
+                bounds::POLL_INTERVAL,
+                Some(self.poll_interval),
+            ),
+            (
+                "max_claim_ahead",
+                bounds::MAX_CLAIM_AHEAD,
+                Some(self.max_claim_ahead),
+            ),
+            (
+                "heartbeat_interval",
+                bounds::HEARTBEAT_INTERVAL,
+                Some(self.heartbeat_interval),
+            ),
+            (
+                "run_retention",
+                bounds::RUN_RETENTION,
+                Some(self.run_retention),
+            ),
+            (
+                "config_poll_interval",
+                bounds::CONFIG_POLL_INTERVAL,
+                Some(self.config_poll_interval),
+            ),
+            ("missed_grace", bounds::MISSED_GRACE, self.missed_grace),
+            ("default_timeout", bounds::TASK_TIMEOUT, d.timeout),
+            ("default_backoff", bounds::TASK_BACKOFF, Some(d.backoff)),
         ] {
-            if d.is_zero() {
-                return invalid(name, "must be more than zero".into());
+            if let Some(value) = value {
+                range.check(name, value).map_err(out_of_range)?;
+            }
+        }
+        bounds::MAX_CONCURRENT
+            .check("max_concurrent", self.max_concurrent)
+            .map_err(out_of_range)?;
+        bounds::TASK_RETRIES
+            .check("default_retries", d.retries)
+            .map_err(out_of_range)?;
+        Ok(())
+    }
+
+    /// The options of every registered task (`#[task(timeout, retries, backoff,
+    /// lock_lifetime)]`) against their ranges, named `task `name`: timeout`.
+    pub(crate) fn validate_tasks(&self, registry: &crate::TaskRegistry) -> Result<()> {
+        for task in registry.iter() {
+            let o = &task.options;
+            let field = |what: &str| format!("task `{}`: {what}", task.name);
+            for (what, range, value) in [
+                ("timeout", bounds::TASK_TIMEOUT, o.timeout),
+                ("backoff", bounds::TASK_BACKOFF, o.backoff),
+                ("lock_lifetime", bounds::LOCK_LIFETIME, o.lock_lifetime),
+            ] {
+                if let Some(value) = value {
+                    range.check(field(what), value).map_err(out_of_range)?;
+                }
+            }
+            if let Some(retries) = o.retries {
+                bounds::TASK_RETRIES
+                    .check(field("retries"), retries)
+                    .map_err(out_of_range)?;
             }
         }
         Ok(())
@@ -170,6 +237,14 @@ impl Settings {
     /// least 200 ms.
     pub(crate) fn takeover_wait_for(renew_interval: Duration) -> Duration {
         renew_interval.max(Duration::from_millis(200))
+    }
+}
+
+/// A setting out of its range, as the crate's error.
+fn out_of_range(e: bounds::OutOfRange) -> Error {
+    Error::InvalidSetting {
+        name: e.field,
+        message: e.problem,
     }
 }
 

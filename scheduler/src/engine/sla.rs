@@ -125,7 +125,11 @@ impl SlaWatch {
                 continue;
             };
             let allowed = chrono::TimeDelta::from_std(within).unwrap_or(chrono::TimeDelta::MAX);
-            if task.checked_at - task.next_run_at > allowed {
+            if task
+                .checked_at
+                .signed_duration_since(task.next_run_at)
+                .gt(&allowed)
+            {
                 marks.push(AlertMark::new(
                     &task.name,
                     "task.late",
@@ -170,7 +174,10 @@ impl SlaWatch {
             }
             let since_watched = *self.watched_since.entry(task.clone()).or_insert(now);
             let lookback = chrono::TimeDelta::from_std(DEADLINE_LOOKBACK).unwrap_or_default();
-            if by < since_watched - lookback {
+            if since_watched
+                .checked_sub_signed(lookback)
+                .is_some_and(|earliest| by < earliest)
+            {
                 continue; // passed before this node watched it
             }
             let mut query = RunQuery::latest(100)

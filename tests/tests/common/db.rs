@@ -368,6 +368,32 @@ impl TestDb {
         }
     }
 
+    /// Stores `pace_ms` as backfill `id`'s pace, bypassing every check (a row written before
+    /// the range of the pace existed).
+    pub async fn set_backfill_pace_ms(&self, id: i64, pace_ms: i64) {
+        let sql = match self {
+            TestDb::Postgres { .. } => "UPDATE scheduler_backfills SET pace_ms = $2 WHERE id = $1",
+            TestDb::Sqlite { .. } => "UPDATE scheduler_backfills SET pace_ms = ?2 WHERE id = ?1",
+        };
+        let done = match self {
+            TestDb::Postgres { store, .. } => sqlx::query(sql)
+                .bind(id)
+                .bind(pace_ms)
+                .execute(store.pool())
+                .await
+                .unwrap()
+                .rows_affected(),
+            TestDb::Sqlite { store, .. } => sqlx::query(sql)
+                .bind(id)
+                .bind(pace_ms)
+                .execute(store.pool())
+                .await
+                .unwrap()
+                .rows_affected(),
+        };
+        assert_eq!(done, 1, "backfill {id} exists");
+    }
+
     /// `(attempts, state)` of every outbox event, oldest first.
     pub async fn outbox(&self) -> Vec<(i64, String)> {
         match self {

@@ -1,8 +1,6 @@
 //! Backfills: run a range of a task's past ticks again (dry run first), follow their progress,
 //! cancel them. Audited (see [`crate::operate::backfill`]).
 
-use std::time::Duration;
-
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
@@ -16,11 +14,9 @@ use crate::admin::AdminState;
 use crate::admin::auth::{Operator, Reader};
 use crate::admin::error::{ApiError, ErrorBody, Json, Path};
 use crate::backfill::{BackfillRefusal, BackfillRequest, DEFAULT_MAX_RUNS, parse_bound};
+use crate::bounds;
 use crate::operate;
 use crate::store::{BackfillCancel, BackfillRecord, BackfillTick};
-
-/// The most backfills one listing returns.
-const MAX_LIMIT: u32 = 500;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -44,13 +40,15 @@ struct BackfillBody {
     /// List what would run; write nothing (default false).
     #[serde(default)]
     dry_run: bool,
-    /// Refuse a backfill of more runs than this (default 1000).
-    #[schema(minimum = 1)]
+    /// Refuse a backfill of more runs than this (default 1000; 1 to 1000000).
+    #[schema(minimum = 1, maximum = 1_000_000)]
     max_runs: Option<u32>,
     /// Runs at once: 1 (the default and only value allowed: a task never overlaps itself).
     #[schema(minimum = 1, maximum = 1)]
     concurrency: Option<u32>,
-    /// The least time between the starts of two of its runs, in milliseconds (default 1000).
+    /// The least time between the starts of two of its runs, in milliseconds (default 1000;
+    /// 0 to 86400000, one day).
+    #[schema(minimum = 0, maximum = 86_400_000)]
     pace_ms: Option<u64>,
 }
 
@@ -225,13 +223,19 @@ async fn backfill_task(
         parse_bound(&body.from, zone).map_err(|e| ApiError::bad_request(format!("`from`: {e}")))?;
     let to =
         parse_bound(&body.to, zone).map_err(|e| ApiError::bad_request(format!("`to`: {e}")))?;
+    let max_runs = bounds::BACKFILL_MAX_RUNS
+        .check("max_runs", body.max_runs.unwrap_or(DEFAULT_MAX_RUNS))
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
     let mut request = BackfillRequest::new(&name, from, to)
         .all(body.all)
         .dry_run(body.dry_run)
-        .max_runs(body.max_runs.unwrap_or(DEFAULT_MAX_RUNS))
+        .max_runs(max_runs)
         .concurrency(body.concurrency.unwrap_or(1));
     if let Some(pace) = body.pace_ms {
-        request = request.pace(Duration::from_millis(pace));
+        let pace = bounds::BACKFILL_PACE
+            .check_millis("pace_ms", pace)
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        request = request.pace(pace);
     }
     let plan = match operate::backfill(store.as_ref(), &request, &actor).await? {
         Ok(plan) => plan,
@@ -289,12 +293,7 @@ async fn list_backfills(
     State(state): State<AdminState>,
     Query(q): Query<BackfillsQuery>,
 ) -> Result<axum::Json<Vec<BackfillView>>, ApiError> {
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "`limit` must be 1 to {MAX_LIMIT}, not {limit}"
-        )));
-    }
+    let limit = super::in_range(bounds::API_LIST_LIMIT, "limit", q.limit, 50)?;
     let list = state
         .engine
         .store()

@@ -12,11 +12,11 @@ use super::{MutationErrors, ReadErrors};
 use crate::admin::AdminState;
 use crate::admin::auth::{Operator, Reader};
 use crate::admin::error::{ApiError, ErrorBody, Json, Path, Query};
+use crate::bounds;
 use crate::operate;
 use crate::store::{IncidentQuery, IncidentRecord, Snooze};
 
 const DEFAULT_LIMIT: u32 = 100;
-const MAX_LIMIT: u32 = 1_000;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -124,12 +124,7 @@ async fn list_incidents(
     State(state): State<AdminState>,
     Query(q): Query<IncidentsQuery>,
 ) -> Result<axum::Json<IncidentList>, ApiError> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "`limit` must be 1 to {MAX_LIMIT}, not {limit}"
-        )));
-    }
+    let limit = super::in_range(bounds::API_INCIDENTS_LIMIT, "limit", q.limit, DEFAULT_LIMIT)?;
     let mut query = IncidentQuery::new(limit);
     if let Some(s) = q.state {
         query = query.open(matches!(s, StateFilter::Open));

@@ -18,6 +18,19 @@ use super::AdminState;
 use super::error::ErrorBody;
 use crate::store::{Pause, RunRecord};
 
+/// `value` (or `default` when absent) checked against `range`: a `400` naming `field` and the
+/// range otherwise.
+pub(crate) fn in_range(
+    range: crate::bounds::CountRange,
+    field: &'static str,
+    value: Option<u32>,
+    default: u32,
+) -> Result<u32, super::error::ApiError> {
+    range
+        .check(field, value.unwrap_or(default))
+        .map_err(|e| super::error::ApiError::bad_request(e.to_string()))
+}
+
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .merge(tasks::router())

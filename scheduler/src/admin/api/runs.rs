@@ -11,10 +11,10 @@ use super::{ReadErrors, RunView};
 use crate::admin::AdminState;
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
+use crate::bounds;
 use crate::store::{RunQuery, RunStatus, Trigger};
 
 const DEFAULT_LIMIT: u32 = 50;
-const MAX_LIMIT: u32 = 500;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -113,12 +113,7 @@ async fn list_runs(
     State(state): State<AdminState>,
     Query(q): Query<RunsQuery>,
 ) -> Result<axum::Json<RunPage>, ApiError> {
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "`limit` must be 1 to {MAX_LIMIT}, not {limit}"
-        )));
-    }
+    let limit = super::in_range(bounds::API_LIST_LIMIT, "limit", q.limit, DEFAULT_LIMIT)?;
     if q.cursor.is_some_and(|c| c < 1) {
         return Err(ApiError::bad_request("`cursor` must be a positive run id"));
     }

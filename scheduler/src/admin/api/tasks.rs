@@ -16,6 +16,7 @@ use super::{PauseView, ReadErrors, RunView};
 use crate::admin::AdminState;
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
+use crate::bounds;
 use crate::engine::EngineView;
 use crate::schedule::ScheduleSpec;
 use crate::store::{RunRecord, RunStatus, TaskState};
@@ -481,15 +482,6 @@ struct DetailQuery {
     runs: Option<u32>,
 }
 
-fn bounded(name: &str, value: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
-    match value.unwrap_or(default) {
-        n if (1..=max).contains(&n) => Ok(n),
-        n => Err(ApiError::bad_request(format!(
-            "`{name}` must be 1 to {max}, not {n}"
-        ))),
-    }
-}
-
 /// One task with its recent runs and its next fire times.
 #[utoipa::path(get, path = "/api/tasks/{name}", tag = "tasks",
     security((), ("bearer" = [])),
@@ -505,8 +497,8 @@ async fn get_task(
     Path(name): Path<String>,
     Query(query): Query<DetailQuery>,
 ) -> Result<axum::Json<TaskDetail>, ApiError> {
-    let count = bounded("count", query.count, 5, 100)?;
-    let runs = bounded("runs", query.runs, 10, 100)?;
+    let count = super::in_range(bounds::API_TASK_DETAIL, "count", query.count, 5)?;
+    let runs = super::in_range(bounds::API_TASK_DETAIL, "runs", query.runs, 10)?;
     let task = one_state(&state.engine, &name).await?;
     let failed = failed_ticks(&state.engine, std::slice::from_ref(&task)).await?;
     // A sharded or broadcast task runs while any of its rows does: read them all.

@@ -24,12 +24,12 @@ use super::ReadErrors;
 use crate::admin::AdminState;
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Query};
+use crate::bounds;
 use crate::schedule::ScheduleSpec;
 use crate::store::{RunRecord, RunStatus, SkipRecord, TaskState};
 use crate::ticks::strip::{self, Facts, Fate, Mark, Shards, window_start};
 
 const DEFAULT_COUNT: u32 = 30;
-const MAX_COUNT: u32 = 200;
 /// Runs read per task at most; past them the oldest ticks are left out (`complete: false`).
 const RUNS_PER_TASK: u32 = 400;
 /// Runs read per sharded task at most (a tick is a run per shard: 50 ticks of 100 shards).
@@ -248,14 +248,7 @@ async fn list_ticks(
     State(state): State<AdminState>,
     Query(q): Query<TicksQuery>,
 ) -> Result<axum::Json<TickList>, ApiError> {
-    let count = match q.count.unwrap_or(DEFAULT_COUNT) {
-        n @ 1..=MAX_COUNT => n as usize,
-        n => {
-            return Err(ApiError::bad_request(format!(
-                "`count` must be 1 to {MAX_COUNT}, not {n}"
-            )));
-        }
-    };
+    let count = super::in_range(bounds::API_TICKS_COUNT, "count", q.count, DEFAULT_COUNT)? as usize;
     let store = state.engine.store();
     let mut states = store.task_states(q.task.as_deref()).await?;
     if let Some(task) = &q.task

@@ -115,13 +115,14 @@ pub struct BackfillArgs {
     pub dry_run: bool,
     /// Refuse a backfill of more runs than this.
     #[arg(long, value_name = "N", default_value_t = crate::backfill::DEFAULT_MAX_RUNS,
-          value_parser = clap::value_parser!(u32).range(1..))]
+          value_parser = parse_max_runs)]
     pub max_runs: u32,
     /// Runs at once: 1, the only value allowed (a task never overlaps itself).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub concurrency: u32,
-    /// The least time between the starts of two of its runs (`1s`, `500ms`, `0s`).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    /// The least time between the starts of two of its runs (`1s`, `500ms`, `0s`; at most
+    /// `1day`).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_pace)]
     pub pace: Duration,
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -271,7 +272,7 @@ pub struct PauseArgs {
     #[arg(long, value_name = "RFC3339", value_parser = parse_instant, conflicts_with = "for_")]
     pub until: Option<DateTime<Utc>>,
     /// End the pause by itself after this long (`30m`, `2h`, `1day`).
-    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_hold_for)]
     pub for_: Option<Duration>,
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -294,7 +295,7 @@ pub struct SnoozeArgs {
           required_unless_present = "for_", conflicts_with = "for_")]
     pub until: Option<DateTime<Utc>>,
     /// For this long (`30m`, `2h`, `1day`).
-    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_hold_for)]
     pub for_: Option<Duration>,
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -376,7 +377,30 @@ fn parse_trigger(text: &str) -> Result<Trigger, String> {
     })
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| format!("`{text}` is not a duration ({e}); write e.g. 30m, 2h or 1day"))
+/// `--pace`, in [`bounds::BACKFILL_PACE`](crate::bounds::BACKFILL_PACE).
+fn parse_pace(text: &str) -> Result<Duration, String> {
+    crate::bounds::BACKFILL_PACE
+        .parse("--pace", text)
+        .map_err(|e| e.to_string())
+}
+
+/// `--for` of a pause or a snooze, in [`bounds::HOLD_FOR`](crate::bounds::HOLD_FOR).
+fn parse_hold_for(text: &str) -> Result<Duration, String> {
+    crate::bounds::HOLD_FOR
+        .parse("--for", text)
+        .map_err(|e| e.to_string())
+}
+
+/// `--max-runs`, in [`bounds::BACKFILL_MAX_RUNS`](crate::bounds::BACKFILL_MAX_RUNS).
+fn parse_max_runs(text: &str) -> Result<u32, String> {
+    let n: u32 = text.trim().parse().map_err(|_| {
+        format!(
+            "`--max-runs`: `{}` is not a whole number; accepted: {}",
+            crate::bounds::printable(text),
+            crate::bounds::BACKFILL_MAX_RUNS
+        )
+    })?;
+    crate::bounds::BACKFILL_MAX_RUNS
+        .check("--max-runs", n)
+        .map_err(|e| e.to_string())
 }

@@ -63,7 +63,7 @@ pub(super) async fn create_backfill(
             .bind(backfill.all_ticks)
             .bind(int4(backfill.max_runs))
             .bind(int4(backfill.concurrency))
-            .bind(i64::try_from(backfill.pace.as_millis()).unwrap_or(i64::MAX))
+            .bind(crate::bounds::BACKFILL_PACE.clamp_millis(backfill.pace))
             .bind(&backfill.requested_by)
             .bind(&backfill.ticks)
             .fetch_optional(&mut *tx)

@@ -1,7 +1,8 @@
 -- Backfill ticks just claimed (same transaction as claim_apply): each tick is served by its run,
 -- and its task's backfill is due again at now() plus the backfill's pace if a tick is left to
 -- run and the backfill was not cancelled; otherwise the task has no backfill waiting.
--- $1.. parallel arrays: task, backfill id, tick, run id.
+-- $1.. parallel arrays: task, backfill id, tick, run id. The pace is capped at
+-- bounds::BACKFILL_PACE's maximum (1 day, 86400000 ms) so that no stored row can overflow.
 WITH c AS (
     SELECT * FROM unnest($1::text[], $2::int8[], $3::timestamptz[], $4::int8[])
         AS c(name, backfill_id, tick, run_id)
@@ -21,7 +22,7 @@ WITH c AS (
     FROM c JOIN scheduler_backfills AS b ON b.id = c.backfill_id
 )
 UPDATE scheduler_tasks AS t
-SET backfill_at = CASE WHEN n.left THEN now() + n.pace_ms * interval '1 millisecond' END,
+SET backfill_at = CASE WHEN n.left THEN now() + LEAST(n.pace_ms, 86400000) * interval '1 millisecond' END,
     backfill_id = CASE WHEN n.left THEN t.backfill_id END
 FROM next AS n
 WHERE t.name = n.name AND t.backfill_id = n.backfill_id

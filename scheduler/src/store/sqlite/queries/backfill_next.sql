@@ -1,10 +1,12 @@
 -- After a claim of one of its ticks: task ?1's backfill is due again ?2 (now) plus its pace if it
 -- has a tick left to run and was not cancelled; otherwise the task has no backfill waiting.
+-- The pace is capped at bounds::BACKFILL_PACE's maximum (1 day, 86400000 ms): no stored row
+-- can overflow.
 UPDATE scheduler_tasks
 SET backfill_at = CASE WHEN b.left THEN ?2 + b.pace_us END,
     backfill_id = CASE WHEN b.left THEN scheduler_tasks.backfill_id END
 FROM (SELECT bf.id,
-             bf.pace_ms * 1000 AS pace_us,
+             MIN(MAX(bf.pace_ms, 0), 86400000) * 1000 AS pace_us,
              bf.cancelled_at IS NULL
              AND EXISTS (SELECT 1 FROM scheduler_backfill_ticks AS bt
                          WHERE bt.backfill_id = bf.id AND bt.run_id IS NULL) AS left

@@ -1,0 +1,112 @@
+//! Values a user sets outside their range (`docs/limits.md`), against each real store with a real
+//! node in this process: a backfill's pace of 10^16 ms is refused by the admin API with a `400`
+//! naming `pace_ms` and its range, and one already stored (a row written before the range
+//! existed) cannot break the claim transaction every task shares: the node keeps running its
+//! every-second task, judged by the handler's own record.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use reqwest::StatusCode;
+use scheduler::backfill::BackfillRequest;
+use scheduler::operate::{self, Actor};
+use scheduler::{TaskContext, task};
+use serde_json::{Value, json};
+
+use common::*;
+
+on_both_backends!(
+    threads = 2;
+    a_hostile_backfill_pace_is_refused_and_a_stored_one_stops_no_claim,
+);
+
+const EVERY_SECOND: &str = "bounds.every_second";
+const HOURLY: &str = "bounds.hourly";
+const TOKEN: &str = "bounds-test-token-0123456789";
+
+quick_tasks!(
+    every_second = "bounds.every_second",
+    hourly = "bounds.hourly",
+);
+
+/// Three hourly ticks two days ago.
+fn ticks() -> Vec<DateTime<Utc>> {
+    let base = (Utc::now() - TimeDelta::days(2))
+        .duration_trunc(TimeDelta::days(1))
+        .unwrap();
+    (0..3).map(|h| base + TimeDelta::hours(h)).collect()
+}
+
+async fn a_hostile_backfill_pace_is_refused_and_a_stored_one_stops_no_claim(db: &TestDb) {
+    let t = ticks();
+    let next_hour = Utc::now().duration_trunc(TimeDelta::hours(1)).unwrap() + TimeDelta::hours(1);
+    db.insert_task(HOURLY, "0 * * * *", Some(next_hour)).await;
+    // A backfill recorded before the node runs, whose stored pace is then made hostile (as a
+    // row written before the range existed would be).
+    let request = BackfillRequest::new(HOURLY, t[0], t[2]).pace(Duration::from_secs(1));
+    let plan = operate::backfill(db.api(), &request, &Actor::new("alice", "test"))
+        .await
+        .unwrap()
+        .expect("accepted");
+    db.set_backfill_pace_ms(plan.id.expect("recorded"), 10_000_000_000_000_000)
+        .await;
+
+    let rec = Arc::new(Recorder::default());
+    let scheduler = node(db, "a", tasks("bounds."))
+        .config_document(doc(vec![
+            entry(EVERY_SECOND, "* * * * * *"),
+            entry(HOURLY, "0 * * * *"),
+        ]))
+        .state(Arc::clone(&rec))
+        .admin_addr("127.0.0.1:0".parse().unwrap())
+        .admin_token(TOKEN)
+        .build()
+        .unwrap();
+    let base = format!("http://{}", scheduler.admin_addr().unwrap());
+    let running = start(scheduler);
+
+    // The API refuses the value, naming the field and its range.
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{base}/api/tasks/{HOURLY}/backfill"))
+        .bearer_auth(TOKEN)
+        .json(&json!({
+            "from": t[0].to_rfc3339(), "to": t[2].to_rfc3339(),
+            "pace_ms": 10_000_000_000_000_000u64,
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let body: Value = r.json().await.unwrap();
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`pace_ms`") && message.contains("from 0s to 1day"),
+        "{body}"
+    );
+
+    // The stored backfill's first tick runs, and the claims go on after it: the every-second
+    // task keeps running (its own record), the paced rest waits.
+    wait_until(
+        Duration::from_secs(60),
+        "the backfill's first tick ran",
+        || async { rec.starts_of(HOURLY) >= 1 },
+    )
+    .await;
+    let after = rec.starts_of(EVERY_SECOND);
+    wait_until(
+        Duration::from_secs(60),
+        "the every-second task ran three more times",
+        || async { rec.starts_of(EVERY_SECOND) >= after + 3 },
+    )
+    .await;
+    assert_eq!(
+        rec.starts_of(HOURLY),
+        1,
+        "the rest is paced (capped at a day)"
+    );
+    running.stop().await;
+}
