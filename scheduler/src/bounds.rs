@@ -217,6 +217,14 @@ pub(crate) const DELIVERY_TIMEOUT: DurationRange = DurationRange::new(ms(100), s
 /// A backfill's pace between runs (`pace_ms` in the API, `--pace` on the command line).
 pub(crate) const BACKFILL_PACE: DurationRange = DurationRange::new(ms(0), secs(DAY));
 
+// PARSERS (issue 36): what a config document may be before a parser sees it.
+/// The size of a config document, in bytes (a file, an HTTP body, a config centre's value).
+pub(crate) const CONFIG_DOCUMENT_BYTES: CountRange = CountRange::new(0, 8 * 1024 * 1024);
+/// How deep a config document nests: collections in collections (a task's calendar's weekly
+/// window's days is 7 levels deep).
+pub(crate) const CONFIG_DOCUMENT_DEPTH: CountRange = CountRange::new(1, 32);
+// End of PARSERS.
+
 /// Every range, by the name it has in `docs/limits.md`.
 pub(crate) const ALL: &[(&str, Range)] = &[
     ("sla.start_within", Range::Duration(SLA_START_WITHIN)),
@@ -233,6 +241,15 @@ pub(crate) const ALL: &[(&str, Range)] = &[
     (
         "backfill pace (`pace_ms`, `--pace`)",
         Range::Duration(BACKFILL_PACE),
+    ),
+    // PARSERS (issue 36).
+    (
+        "config document size, in bytes",
+        Range::Count(CONFIG_DOCUMENT_BYTES),
+    ),
+    (
+        "config document nesting depth",
+        Range::Count(CONFIG_DOCUMENT_DEPTH),
     ),
 ];
 

@@ -106,7 +106,7 @@ pub fn check_config(
 ) -> CheckReport {
     let path = path.as_ref();
     let source_name = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    match read_capped(path) {
         Ok(text) => check_config_text(
             &text,
             ConfigFormat::from_path(path),
@@ -126,6 +126,22 @@ pub fn check_config(
             absent: Vec::new(),
         },
     }
+}
+
+/// The file's text, read no further than the size limit (a larger file is refused as such).
+fn read_capped(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let limit = crate::bounds::CONFIG_DOCUMENT_BYTES.max;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(super::prescan::too_large()));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error().to_string())
+    })
 }
 
 /// Like [`check_config`], for text already in memory; `format` `None` means sniffed.
