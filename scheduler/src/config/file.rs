@@ -85,7 +85,10 @@ impl ConfigSource for FileSource {
             .await
             .map_err(io)?;
         if bytes.len() as u64 > limit {
-            return Err(ConfigError::fetch(self.describe(), super::prescan::too_large()));
+            return Err(ConfigError::fetch(
+                self.describe(),
+                super::prescan::too_large(),
+            ));
         }
         // A writer that rewrites in place (no temp file + rename) can be caught mid-write, and a
         // cut-off YAML list may still parse, minus its last tasks. When the size on disk no longer

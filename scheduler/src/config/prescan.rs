@@ -389,8 +389,16 @@ mod tests {
         assert!(!depth_ok("a = [[[1]]]\n", ConfigFormat::Toml, 2));
         assert!(!depth_ok("a.b.c.d = 1\n", ConfigFormat::Toml, 3));
         assert!(!depth_ok("[a.b.c]\nd.e = 1\n", ConfigFormat::Toml, 4));
-        assert!(depth_ok("a = \"[[[.....\" # [[[[ ....\n", ConfigFormat::Toml, 1));
-        assert!(depth_ok("x = [1.5, 2.5, 3.5, 4.5]\nb = 1.5\n", ConfigFormat::Toml, 2));
+        assert!(depth_ok(
+            "a = \"[[[.....\" # [[[[ ....\n",
+            ConfigFormat::Toml,
+            1
+        ));
+        assert!(depth_ok(
+            "x = [1.5, 2.5, 3.5, 4.5]\nb = 1.5\n",
+            ConfigFormat::Toml,
+            2
+        ));
         assert!(!depth_ok("x = [{a.b.c = 1}]\n", ConfigFormat::Toml, 4));
     }
 
@@ -408,11 +416,19 @@ mod tests {
         let script = "a: |\n  if x:\n    if y:\n      if z: [[[\nb: 1\n";
         assert!(depth_ok(script, ConfigFormat::Yaml, 2));
         assert!(!depth_ok("a:\n b:\n  c:\n   d: 1\n", ConfigFormat::Yaml, 3));
-        assert!(depth_ok("a: '[[[['\nb: \"{{{{\" # [[[[\n", ConfigFormat::Yaml, 1));
+        assert!(depth_ok(
+            "a: '[[[['\nb: \"{{{{\" # [[[[\n",
+            ConfigFormat::Yaml,
+            1
+        ));
         // An apostrophe inside a plain scalar does not open a quote that would hide the rest.
         assert!(!depth_ok("a: don't\nb: [[[[1]]]]\n", ConfigFormat::Yaml, 3));
         assert!(!depth_ok("a: &x [[[[1]]]]\n", ConfigFormat::Yaml, 3));
         // A quote left open on its line hides nothing either.
-        assert!(!depth_ok("a: |\n  x: 'open\nb: [[[[1]]]]'\n", ConfigFormat::Yaml, 3));
+        assert!(!depth_ok(
+            "a: |\n  x: 'open\nb: [[[[1]]]]'\n",
+            ConfigFormat::Yaml,
+            3
+        ));
     }
 }
