@@ -303,6 +303,14 @@ pub(crate) const ADMIN_TIMEOUT: DurationRange = DurationRange::new(ms(100), secs
 /// Heavy reads the admin server serves at once (`SCHEDULER_ADMIN_MAX_CONCURRENT_READS`).
 pub(crate) const ADMIN_MAX_CONCURRENT_READS: CountRange = CountRange::new(1, 1_000);
 
+// PARSERS (issue 36): what a config document may be before a parser sees it.
+/// The size of a config document, in bytes (a file, an HTTP body, a config centre's value).
+pub(crate) const CONFIG_DOCUMENT_BYTES: CountRange = CountRange::new(0, 8 * 1024 * 1024);
+/// How deep a config document nests: collections in collections (a task's calendar's weekly
+/// window's days is 7 levels deep).
+pub(crate) const CONFIG_DOCUMENT_DEPTH: CountRange = CountRange::new(1, 32);
+// End of PARSERS.
+
 /// Every range, by the name it has in `docs/limits.md`.
 #[cfg_attr(not(test), allow(dead_code))] // the listing is read by tests
 pub(crate) const ALL: &[(&str, Range)] = &[
@@ -391,6 +399,15 @@ pub(crate) const ALL: &[(&str, Range)] = &[
     (
         "SCHEDULER_ADMIN_MAX_CONCURRENT_READS",
         Range::Count(ADMIN_MAX_CONCURRENT_READS),
+    ),
+    // PARSERS (issue 36).
+    (
+        "config document size, in bytes",
+        Range::Count(CONFIG_DOCUMENT_BYTES),
+    ),
+    (
+        "config document nesting depth",
+        Range::Count(CONFIG_DOCUMENT_DEPTH),
     ),
 ];
 

@@ -263,3 +263,93 @@ tasks:
         "{shown}"
     );
 }
+
+/// Text a config quotes back (a task's name, a label, an unknown field, a cron) reaches the
+/// terminal with its control characters escaped: `check-config` as the CLI runs it.
+#[cfg(feature = "cli")]
+#[test]
+fn check_config_prints_control_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    // JSON escapes decode to raw control characters in the values.
+    let path = write(
+        &dir,
+        "tasks.json",
+        r#"{"tasks": [
+  {"name": "\u001b]0;owned\u0007\u001b[2Jgone", "enabled": true, "cron": "0 * * * * *"},
+  {"name": "purgeSessions", "enabled": true, "cron": "0 0 3 * * *",
+   "labels": {"team": "ads\r\u001b[31mred"}, "owners": ["a\u0008b"]},
+  {"name": "sendDigest", "enabled": true, "cron": "0 0 8 * * *\u001b[1m"}
+]}"#,
+    );
+    let args = scheduler::cli::CheckConfigArgs {
+        path: path.clone(),
+        tz: Some("UTC".to_owned()),
+    };
+    let mut out = Vec::new();
+    let ok = args.run(&registry(), &mut out).unwrap();
+    assert!(!ok);
+    let shown = String::from_utf8(out).unwrap();
+    let raw: Vec<char> = shown
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n')
+        .collect();
+    assert!(
+        raw.is_empty(),
+        "raw control characters {raw:?} in:\n{shown}"
+    );
+    for escaped in [
+        r"task `\u{1b}]0;owned\u{7}\u{1b}[2Jgone`",
+        r"invalid owner `a\u{8}b`",
+        r"invalid cron `0 0 8 * * *\u{1b}[1m`",
+    ] {
+        assert!(shown.contains(escaped), "`{escaped}` not in:\n{shown}");
+    }
+
+    // An unknown field's name, quoted by the parser's own message.
+    let path = write(
+        &dir,
+        "typo.json",
+        r#"{"tasks": [{"name": "a", "enabled": true, "cron": "* * * * * *", "\u001b[2Jx": 1}]}"#,
+    );
+    let args = scheduler::cli::CheckConfigArgs { path, tz: None };
+    let mut out = Vec::new();
+    assert!(!args.run(&registry(), &mut out).unwrap());
+    let shown = String::from_utf8(out).unwrap();
+    assert!(!shown.contains('\u{1b}'), "{shown}");
+    assert!(shown.contains(r"unknown field `\u{1b}[2Jx`"), "{shown}");
+}
+
+/// 20,000 calendar dates (a generated holiday list): checked, and the next fire times found
+/// past them (the dates are merged into spans and searched, not scanned per tick).
+#[test]
+fn twenty_thousand_calendar_dates_are_checked_and_skipped() {
+    let first = chrono::NaiveDate::from_ymd_opt(2026, 12, 1).unwrap();
+    let dates: Vec<String> = (0..20_000u64)
+        .map(|i| format!("\"{}\"", first + chrono::Days::new(i)))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        &dir,
+        "tasks.json",
+        &format!(
+            r#"{{"calendars": {{"generated": {{"dates": [{}]}}}},
+              "tasks": [{{"name": "purgeSessions", "enabled": true, "cron": "0 0 3 * * *",
+                          "calendar": "generated"}}]}}"#,
+            dates.join(",")
+        ),
+    );
+    let report = check_config(&path, &registry(), chrono_tz::UTC, now());
+    assert!(report.is_ok(), "{report}");
+    let task = &report.tasks[0];
+    let after = first + chrono::Days::new(20_000);
+    let expected: Vec<DateTime<Utc>> = (0..3u64)
+        .map(|i| {
+            (after + chrono::Days::new(i))
+                .and_hms_opt(3, 0, 0)
+                .unwrap()
+                .and_utc()
+        })
+        .collect();
+    assert_eq!(task.next_fire_times, expected);
+    assert_eq!(task.calendar.as_deref(), Some("calendar generated (skip)"));
+}

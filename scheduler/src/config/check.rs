@@ -106,7 +106,7 @@ pub fn check_config(
 ) -> CheckReport {
     let path = path.as_ref();
     let source_name = path.display().to_string();
-    match std::fs::read_to_string(path) {
+    match read_capped(path) {
         Ok(text) => check_config_text(
             &text,
             ConfigFormat::from_path(path),
@@ -126,6 +126,22 @@ pub fn check_config(
             absent: Vec::new(),
         },
     }
+}
+
+/// The file's text, read no further than the size limit (a larger file is refused as such).
+fn read_capped(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let limit = crate::bounds::CONFIG_DOCUMENT_BYTES.max;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::other(super::prescan::too_large()));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error().to_string())
+    })
 }
 
 /// Like [`check_config`], for text already in memory; `format` `None` means sniffed.
@@ -203,6 +219,23 @@ pub fn check_config_text(
     report
 }
 
+/// `text` with its control characters (an escape sequence, a carriage return, a newline inside
+/// a value) written as escapes, so what a config says reaches the terminal as text.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `start within 30s, warn after 10m, succeed by 08:00, alert after 3 failures, remind every 1h`.
 fn describe_sla(sla: &super::Sla) -> String {
     let mut parts = Vec::new();
@@ -238,30 +271,30 @@ impl fmt::Display for CheckReport {
             0 => writeln!(
                 f,
                 "{}{version}: ok, {} task(s)",
-                self.source,
+                shown(&self.source),
                 self.tasks.len()
             )?,
             n => writeln!(
                 f,
                 "{}{version}: {n} problem(s), {} valid task(s)",
-                self.source,
+                shown(&self.source),
                 self.tasks.len()
             )?,
         }
         for problem in &self.problems {
-            writeln!(f, "  error: {problem}")?;
+            writeln!(f, "  error: {}", shown(&problem.to_string()))?;
         }
         for task in &self.tasks {
             writeln!(
                 f,
                 "  task `{}`: {}, cron `{}`, zone {}{}{}",
-                task.name,
+                shown(&task.name),
                 if task.enabled { "enabled" } else { "disabled" },
-                task.cron,
+                shown(&task.cron),
                 task.timezone,
                 task.calendar
                     .as_deref()
-                    .map(|c| format!(", {c}"))
+                    .map(|c| format!(", {}", shown(c)))
                     .unwrap_or_default(),
                 match task.shards {
                     crate::shard::ShardCount::Fixed(1) => String::new(),
@@ -275,7 +308,7 @@ impl fmt::Display for CheckReport {
                 writeln!(f, "    sla: {}", describe_sla(sla))?;
             }
             if !task.owners.is_empty() {
-                writeln!(f, "    owners: {}", task.owners.join(", "))?;
+                writeln!(f, "    owners: {}", shown(&task.owners.join(", ")))?;
             }
             if !task.labels.is_empty() {
                 let labels: Vec<String> = task
@@ -283,7 +316,7 @@ impl fmt::Display for CheckReport {
                     .iter()
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect();
-                writeln!(f, "    labels: {}", labels.join(", "))?;
+                writeln!(f, "    labels: {}", shown(&labels.join(", ")))?;
             }
             if task.next_fire_times.is_empty() {
                 writeln!(f, "    never fires after now")?;
@@ -299,7 +332,8 @@ impl fmt::Display for CheckReport {
         for name in &self.absent {
             writeln!(
                 f,
-                "  warning: registered task `{name}` is not in the config and will not be scheduled"
+                "  warning: registered task `{}` is not in the config and will not be scheduled",
+                shown(name)
             )?;
         }
         Ok(())

@@ -227,9 +227,21 @@ pub struct ConfigDocument {
 impl ConfigDocument {
     /// Parses `text` as `format`; `source_name` (a path or redacted URL) goes into errors.
     ///
-    /// A leading byte-order mark (as some Windows editors write) is ignored.
+    /// A leading byte-order mark (as some Windows editors write) is ignored. A text larger than
+    /// 8 MiB or nested deeper than 32 levels is refused before it is parsed, with an error naming
+    /// the limit (see `docs/limits.md`).
     pub fn parse(text: &str, format: ConfigFormat, source_name: &str) -> Result<Self, ConfigError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        // Size and depth first, so that no parser ever sees a hostile document.
+        if let Err(refused) = super::prescan::check(text, format) {
+            return Err(ConfigError::Parse {
+                source_name: source_name.to_owned(),
+                format,
+                line: refused.line,
+                column: refused.column,
+                message: refused.message,
+            });
+        }
         match format {
             ConfigFormat::Json => serde_json::from_str(text).map_err(|e| {
                 let (line, column) = (e.line(), e.column());
@@ -306,7 +318,7 @@ fn parse_error(
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.
-fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub(super) fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);

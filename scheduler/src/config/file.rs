@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
 
 use super::{ConfigError, ConfigFormat, ConfigSource, Fetched, RawConfig};
 
@@ -69,12 +70,26 @@ impl ConfigSource for FileSource {
     }
 
     async fn fetch(&mut self) -> Result<Fetched, ConfigError> {
-        let bytes = tokio::fs::read(&self.path)
+        let io = |source| ConfigError::Io {
+            source_name: self.describe(),
+            source,
+        };
+        // Never more than the limit plus one byte (a path to /dev/zero reads forever).
+        let limit = crate::bounds::CONFIG_DOCUMENT_BYTES.max;
+        let mut bytes = Vec::new();
+        tokio::fs::File::open(&self.path)
             .await
-            .map_err(|source| ConfigError::Io {
-                source_name: self.describe(),
-                source,
-            })?;
+            .map_err(io)?
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(io)?;
+        if bytes.len() as u64 > limit {
+            return Err(ConfigError::fetch(
+                self.describe(),
+                super::prescan::too_large(),
+            ));
+        }
         // A writer that rewrites in place (no temp file + rename) can be caught mid-write, and a
         // cut-off YAML list may still parse, minus its last tasks. When the size on disk no longer
         // matches what was read, skip this poll and read again next time.

@@ -42,6 +42,7 @@ mod error;
 mod file;
 #[cfg(feature = "http-config")]
 mod http;
+pub(crate) mod prescan;
 mod settings;
 mod sla;
 mod source;

@@ -240,11 +240,36 @@ pub struct Calendar {
     names: Vec<String>,
     /// The [`TaskCalendar`] it was built from, in its stored form.
     stored: String,
-    /// Blocked local days, as inclusive spans, sorted.
+    /// How many rules it was written with (for [`describe`](Self::describe)).
+    rule_count: usize,
+    /// Blocked local days, as inclusive spans, sorted, merged: no two overlap or touch.
     dates: Vec<(NaiveDate, NaiveDate)>,
-    weekly: Vec<Window>,
-    /// Blocked ranges of real time, `[from, to)`.
+    /// Blocked wall-clock times of the week, in seconds from a Monday 00:00, `[from, to)`,
+    /// sorted and merged, over three weeks: an instant is looked up in the second, so windows
+    /// that run into it from the week before and on into the week after are merged with it.
+    week: Vec<(i64, i64)>,
+    /// Blocked ranges of real time, `[from, to)`, sorted and merged.
     ranges: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+}
+
+/// Sorts `spans` and merges those that overlap or touch (`touch(end, next_start)`).
+fn merge<K: Ord + Copy>(mut spans: Vec<(K, K)>, touch: impl Fn(K, K) -> bool) -> Vec<(K, K)> {
+    spans.sort();
+    let mut merged: Vec<(K, K)> = Vec::with_capacity(spans.len());
+    for (from, to) in spans {
+        match merged.last_mut() {
+            Some(last) if touch(last.1, from) => last.1 = last.1.max(to),
+            _ => merged.push((from, to)),
+        }
+    }
+    merged
+}
+
+/// Of sorted, disjoint `spans`, the one whose start is the last at or before `key`: the only
+/// one that can hold it. A binary search: O(log n) comparisons.
+pub(crate) fn span_at_or_before<'a, K: Ord>(spans: &'a [(K, K)], key: &K) -> Option<&'a (K, K)> {
+    let after = spans.partition_point(|(from, _)| from <= key);
+    after.checked_sub(1).map(|i| &spans[i])
 }
 
 /// A weekly window, compiled.
@@ -257,39 +282,6 @@ struct Window {
     to: Option<NaiveTime>,
     /// Whether it runs past midnight into the next day.
     wraps: bool,
-}
-
-impl Window {
-    /// If the wall-clock time `local` is in this window, the wall-clock time it ends.
-    fn end_if_within(&self, local: NaiveDateTime) -> Option<NaiveDateTime> {
-        let (date, time) = (local.date(), local.time());
-        let end_of = |start_day: NaiveDate| {
-            let end_day = if self.wraps || self.to.is_none() {
-                start_day.succ_opt()?
-            } else {
-                start_day
-            };
-            Some(end_day.and_time(self.to.unwrap_or(NaiveTime::MIN)))
-        };
-        // The window that started today.
-        if self.days[date.weekday().num_days_from_monday() as usize]
-            && time >= self.from
-            && (self.wraps || self.to.is_none_or(|to| time < to))
-        {
-            return end_of(date);
-        }
-        // The window that started yesterday and runs past midnight.
-        if self.wraps
-            && let Some(to) = self.to
-            && time < to
-        {
-            let yesterday = date.pred_opt()?;
-            if self.days[yesterday.weekday().num_days_from_monday() as usize] {
-                return end_of(yesterday);
-            }
-        }
-        None
-    }
 }
 
 impl Calendar {
@@ -305,12 +297,15 @@ impl Calendar {
         zone: Tz,
     ) -> Result<Self, CalendarError> {
         let stored = TaskCalendar::new(Vec::new(), on_blocked, rules.clone()).to_stored();
-        let mut dates = rules
+        let rule_count = rules.dates.len() + rules.weekly.len() + rules.ranges.len();
+        let dates = rules
             .dates
             .iter()
             .map(|d| parse_date_span(d))
             .collect::<Result<Vec<_>, _>>()?;
-        dates.sort();
+        let dates = merge(dates, |last, next| {
+            last.succ_opt().is_none_or(|after| next <= after)
+        });
         let weekly = rules
             .weekly
             .iter()
@@ -326,13 +321,20 @@ impl Calendar {
             .iter()
             .map(|r| parse_range(r, zone))
             .collect::<Result<Vec<_>, _>>()?;
+        let ranges = merge(ranges, |last, next| next <= last);
+        let week = week_spans(&weekly)
+            .into_iter()
+            .flat_map(|(from, to)| [0, WEEK, 2 * WEEK].map(|week| (from + week, to + week)))
+            .collect();
+        let week = merge(week, |last, next| next <= last);
         Ok(Self {
             zone,
             on_blocked,
             names: Vec::new(),
             stored,
+            rule_count,
             dates,
-            weekly,
+            week,
             ranges,
         })
     }
@@ -360,7 +362,7 @@ impl Calendar {
     /// A short description for people: `calendar cn-holidays, weekends (skip)`, or
     /// `calendar of 3 rules (next_allowed)` for inline rules.
     pub fn describe(&self) -> String {
-        let rules = self.dates.len() + self.weekly.len() + self.ranges.len();
+        let rules = self.rule_count;
         if self.names.is_empty() {
             format!("calendar of {rules} rule(s) ({})", self.on_blocked)
         } else {
@@ -387,7 +389,9 @@ impl Calendar {
     }
 
     /// When `at` is blocked, the latest end of the rules that block it (strictly after `at`).
-    fn block_end(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    ///
+    /// Three binary searches (dates, the week, ranges): O(log n) in the number of rules.
+    pub(crate) fn block_end(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let local = at.with_timezone(&self.zone).naive_local();
         let mut end: Option<DateTime<Utc>> = None;
         let mut later = |candidate: DateTime<Utc>| {
@@ -396,25 +400,35 @@ impl Calendar {
             }
         };
         let day = local.date();
-        for (first, last) in &self.dates {
-            if *first <= day && day <= *last {
-                let after = last.succ_opt().map(|d| d.and_time(NaiveTime::MIN));
-                later(after.map_or(DateTime::<Utc>::MAX_UTC, |a| {
-                    wall_to_instant_after(a, self.zone, at)
-                }));
-            }
+        if let Some((_, last)) = span_at_or_before(&self.dates, &day).filter(|(_, l)| day <= *l) {
+            let after = last.succ_opt().map(|d| d.and_time(NaiveTime::MIN));
+            later(after.map_or(DateTime::<Utc>::MAX_UTC, |a| {
+                wall_to_instant_after(a, self.zone, at)
+            }));
         }
-        for window in &self.weekly {
-            if let Some(wall_end) = window.end_if_within(local) {
-                later(wall_to_instant_after(wall_end, self.zone, at));
-            }
+        if let Some(wall_end) = self.week_end_if_within(local) {
+            later(wall_to_instant_after(wall_end, self.zone, at));
         }
-        for (from, to) in &self.ranges {
-            if *from <= at && at < *to {
-                later(*to);
-            }
+        if let Some((_, to)) = span_at_or_before(&self.ranges, &at).filter(|(_, to)| at < *to) {
+            later(*to);
         }
         end
+    }
+
+    /// If the wall-clock time `local` is in a weekly window, the wall-clock time the windows
+    /// around it end.
+    fn week_end_if_within(&self, local: NaiveDateTime) -> Option<NaiveDateTime> {
+        let weekday = i64::from(local.weekday().num_days_from_monday());
+        // Seconds from the Monday 00:00 of the week before: the second copy of the week, so
+        // that a window begun last week (Sunday night) is found too.
+        let second = WEEK + weekday * DAY + i64::from(local.time().num_seconds_from_midnight());
+        let (_, to) = span_at_or_before(&self.week, &second).filter(|(_, to)| second < *to)?;
+        let monday_before = local
+            .date()
+            .checked_sub_days(chrono::Days::new(7 + weekday as u64))?;
+        monday_before
+            .and_time(NaiveTime::MIN)
+            .checked_add_signed(TimeDelta::seconds(*to))
     }
 }
 
@@ -571,34 +585,43 @@ fn parse_window(rule: &WeeklyRule) -> Result<Window, CalendarError> {
     })
 }
 
+/// One second-of-week unit: a day.
+const DAY: i64 = 86_400;
+/// A week, in seconds.
+const WEEK: i64 = 7 * DAY;
+
+/// The wall-clock times the windows block, in seconds from Monday 00:00, `[from, to)`; a
+/// window running past Sunday midnight ends after [`WEEK`].
+fn week_spans(windows: &[Window]) -> Vec<(i64, i64)> {
+    let mut spans: Vec<(i64, i64)> = Vec::new();
+    for w in windows {
+        for day in (0..7).filter(|d| w.days[*d]) {
+            let start_of_day = day as i64 * DAY;
+            let start = start_of_day + i64::from(w.from.num_seconds_from_midnight());
+            let end = match w.to {
+                None => start_of_day + DAY,
+                Some(to) => {
+                    start_of_day
+                        + if w.wraps { DAY } else { 0 }
+                        + i64::from(to.num_seconds_from_midnight())
+                }
+            };
+            spans.push((start, end));
+        }
+    }
+    spans
+}
+
 /// Whether the windows leave no second of the week free: every day of the week must be blocked
 /// from 00:00 to 24:00 by one window or by a chain of windows.
 fn covers_whole_week(windows: &[Window]) -> bool {
-    // Blocked intervals, in seconds from Monday 00:00, on a week that wraps.
-    const DAY: i64 = 86_400;
-    const WEEK: i64 = 7 * DAY;
     let mut spans: Vec<(i64, i64)> = Vec::new();
-    for w in windows {
-        for day in (0..7)
-            .filter(|d| w.days[*d])
-            .filter_map(|d| Weekday::try_from(d as u8).ok())
-        {
-            let start = i64::from(day.num_days_from_monday()) * DAY
-                + i64::from(w.from.num_seconds_from_midnight());
-            let end = match w.to {
-                None => i64::from(day.num_days_from_monday()) * DAY + DAY,
-                Some(to) => {
-                    let base =
-                        i64::from(day.num_days_from_monday()) * DAY + if w.wraps { DAY } else { 0 };
-                    base + i64::from(to.num_seconds_from_midnight())
-                }
-            };
-            if end > WEEK {
-                spans.push((start, WEEK));
-                spans.push((0, end - WEEK));
-            } else {
-                spans.push((start, end));
-            }
+    for (start, end) in week_spans(windows) {
+        if end > WEEK {
+            spans.push((start, WEEK));
+            spans.push((0, end - WEEK));
+        } else {
+            spans.push((start, end));
         }
     }
     spans.sort();

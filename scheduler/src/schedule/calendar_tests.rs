@@ -368,3 +368,107 @@ fn refusals_name_the_rule_and_what_to_write() {
     .unwrap();
     assert!(Calendar::new(rules, OnBlocked::Skip, Tz::UTC).is_ok());
 }
+
+/// A date whose comparisons are counted, to see how many a lookup makes.
+#[derive(Debug, Clone, Copy)]
+struct Counted(NaiveDate);
+
+thread_local! {
+    static COMPARISONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl PartialEq for Counted {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Counted {}
+impl PartialOrd for Counted {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Counted {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        COMPARISONS.with(|c| c.set(c.get() + 1));
+        self.0.cmp(&other.0)
+    }
+}
+
+fn dates_json(dates: impl Iterator<Item = NaiveDate>) -> String {
+    let dates: Vec<String> = dates.map(|d| format!("\"{d}\"")).collect();
+    format!(r#"{{"dates": [{}]}}"#, dates.join(","))
+}
+
+#[test]
+fn twenty_thousand_consecutive_dates_are_one_span_left_in_one_step() {
+    let first = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
+    // Written last first, as a generated list may be.
+    let days = (0..20_000u64)
+        .rev()
+        .map(|i| first.checked_add_days(chrono::Days::new(i)).unwrap());
+    let cal = calendar(&dates_json(days), OnBlocked::Skip, "Asia/Shanghai");
+    let last = first.checked_add_days(chrono::Days::new(19_999)).unwrap();
+    assert_eq!(cal.dates, [(first, last)]);
+    assert_eq!(cal.describe(), "calendar of 20000 rule(s) (skip)");
+    // One block_end leaves all of them: next_allowed takes one step, not 20,000.
+    let after = last.succ_opt().unwrap().and_time(NaiveTime::MIN);
+    let after = wall_to_instant(after, cal.zone()).unwrap();
+    assert_eq!(cal.block_end(at("2026-01-01T04:00:00Z")), Some(after));
+    assert_eq!(cal.next_allowed(at("2026-01-01T04:00:00Z")), Some(after));
+}
+
+#[test]
+fn twenty_thousand_separate_dates_are_found_by_binary_search() {
+    let first = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
+    let day = |i: u64| first.checked_add_days(chrono::Days::new(i)).unwrap();
+    let cal = calendar(
+        &dates_json((0..20_000).map(|i| day(2 * i))),
+        OnBlocked::Skip,
+        "UTC",
+    );
+    assert_eq!(cal.dates.len(), 20_000);
+    assert!(cal.dates.windows(2).all(|w| w[0].1 < w[1].0));
+    let counted: Vec<(Counted, Counted)> = cal
+        .dates
+        .iter()
+        .map(|(a, b)| (Counted(*a), Counted(*b)))
+        .collect();
+    for i in [0, 1, 2, 9_999, 20_000, 39_997, 39_998, 39_999, 50_000] {
+        COMPARISONS.with(|c| c.set(0));
+        let found = span_at_or_before(&counted, &Counted(day(i))).map(|(a, b)| (a.0, b.0));
+        let comparisons = COMPARISONS.with(std::cell::Cell::get);
+        // log2(20,000) is 14.3: a binary search, not a scan.
+        assert!(comparisons <= 16, "{comparisons} comparisons for day {i}");
+        let blocked = found.is_some_and(|(_, last)| day(i) <= last);
+        assert_eq!(blocked, i % 2 == 0 && i < 40_000, "day {i}");
+        let noon = day(i).and_hms_opt(12, 0, 0).unwrap().and_utc();
+        assert_eq!(cal.is_blocked(noon), blocked, "day {i}");
+    }
+}
+
+#[test]
+fn overlapping_ranges_and_weekly_windows_are_merged() {
+    let cal = calendar(
+        r#"{"ranges": [{"from": "2026-01-01", "to": "2026-01-03"},
+                       {"from": "2026-01-02", "to": "2026-01-05"},
+                       {"from": "2026-01-05", "to": "2026-01-06"},
+                       {"from": "2026-02-01", "to": "2026-02-02"}],
+            "weekly": [{"days": ["sun"], "from": "22:00", "to": "02:00"},
+                       {"days": ["mon"], "from": "01:00", "to": "03:00"}]}"#,
+        OnBlocked::Skip,
+        "UTC",
+    );
+    assert_eq!(cal.ranges.len(), 2);
+    assert_eq!(cal.ranges[0].1, at("2026-01-06T00:00:00Z"));
+    // Sunday 22:00 to Monday 03:00, found from either side of midnight.
+    assert_eq!(
+        cal.block_end(at("2026-03-01T23:00:00Z")),
+        Some(at("2026-03-02T03:00:00Z"))
+    );
+    assert_eq!(
+        cal.block_end(at("2026-03-02T00:30:00Z")),
+        Some(at("2026-03-02T03:00:00Z"))
+    );
+    assert_eq!(cal.block_end(at("2026-03-02T03:00:00Z")), None);
+}
