@@ -37,6 +37,8 @@ def main():
                 "mail_from": envelope.mail_from,
                 "rcpt_tos": envelope.rcpt_tos,
                 "subject": str(message["subject"]),
+                "message_id": str(message["message-id"] or ""),
+                "date": str(message["date"] or ""),
                 "to": str(message["to"]),
                 "body": message.get_body(preferencelist=("plain",)).get_content(),
                 "tls": session.ssl is not None,

@@ -130,3 +130,69 @@ fn an_unknown_database_url_is_a_clear_error_without_its_password() {
     assert!(!stderr.contains("hunter2"), "{stderr}");
     assert!(!stderr.contains("Setup {"), "no struct dump: {stderr}");
 }
+
+/// `check-config` reads the channels file (`SCHEDULER_CHANNELS_FILE`, or `--channels`) as the
+/// node does: a `kind = "teams"` channel fails the check with the very error the node refuses
+/// to start with.
+#[test]
+fn check_config_refuses_a_channels_file_the_node_refuses_with_the_node_s_message() {
+    let config = write_config(
+        "tasks.toml",
+        "[[tasks]]\nname = \"kill.slow\"\nenabled = true\ncron = \"0 9 * * MON-FRI\"\n",
+    );
+    let channels = write_config(
+        "channels.toml",
+        "[[channels]]\nname = \"ops\"\nkind = \"teams\"\nurl = \"https://example.webhook.office.com/webhookb2/SecretPath\"\n",
+    );
+    let refused = "channel `ops`: unknown kind `teams`; the kinds are webhook, slack, feishu, dingtalk, wecom, email";
+    // The node, configured through the environment, refuses to start.
+    let db = channels.with_file_name("node.db");
+    let node = Command::new(env!("CARGO_BIN_EXE_test_node"))
+        .env("DATABASE_URL", format!("sqlite://{}", db.display()))
+        .env("SCHEDULER_CHANNELS_FILE", &channels)
+        .output()
+        .expect("run the application binary");
+    let node_said = String::from_utf8_lossy(&node.stderr).into_owned();
+    assert!(!node.status.success(), "{node_said}");
+    assert!(node_said.contains(refused), "{node_said}");
+    assert!(node_said.contains("SCHEDULER_CHANNELS_FILE"), "{node_said}");
+    // check-config, by flag and by the same variable, says the same and fails.
+    for args in [
+        vec![
+            "check-config",
+            config.to_str().unwrap(),
+            "--channels",
+            channels.to_str().unwrap(),
+        ],
+        vec!["check-config", config.to_str().unwrap()],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_test_node"))
+            .args(&args)
+            .env_remove("DATABASE_URL")
+            .env("SCHEDULER_CHANNELS_FILE", &channels)
+            .output()
+            .expect("run the application binary");
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stdout}");
+        assert!(
+            stdout.contains("invalid setting `SCHEDULER_CHANNELS_FILE`"),
+            "{stdout}"
+        );
+        assert!(stdout.contains(refused), "{stdout}");
+        assert!(!stdout.contains("SecretPath"), "{stdout}");
+    }
+    // A good channels file passes.
+    std::fs::write(
+        &channels,
+        "[[channels]]\nname = \"ops\"\nkind = \"slack\"\nurl = \"https://hooks.slack.com/services/T/B/x\"\n",
+    )
+    .unwrap();
+    let (code, stdout, _) = app(&[
+        "check-config",
+        config.to_str().unwrap(),
+        "--channels",
+        channels.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(stdout.contains("ok, 1 channel(s)"), "{stdout}");
+}

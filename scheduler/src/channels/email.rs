@@ -28,7 +28,31 @@ fn recipients(mail: &EmailSettings, alert: &Alert) -> Vec<String> {
     to
 }
 
-pub(super) async fn send(mail: &EmailSettings, timeout: Duration, alert: &Alert) -> Outcome {
+/// The mail's `Message-ID`: the outbox row's id and a digest of the alert, at the sender's
+/// domain, the same for every attempt of one delivery (a receiver can tell a resend).
+fn message_id(id: &str, from: &Mailbox, alert: &Alert) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{id}\n{}\n{}", alert.kind, alert.when));
+    let digest: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    let local: String = id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .collect();
+    format!("<scheduler.{local}.{digest}@{}>", from.email.domain())
+}
+
+/// Whether `error` says the server offers no STARTTLS: a configuration fault (the channel asks
+/// for STARTTLS, the server cannot), not an outage.
+fn no_starttls(error: &str) -> bool {
+    error.contains("STARTTLS is not supported")
+}
+
+pub(super) async fn send(
+    mail: &EmailSettings,
+    timeout: Duration,
+    id: &str,
+    alert: &Alert,
+) -> Outcome {
     let permanent = |error: String| {
         let mut outcome = Outcome::failed(error);
         outcome.permanent = true;
@@ -45,6 +69,8 @@ pub(super) async fn send(mail: &EmailSettings, timeout: Duration, alert: &Alert)
         Err(e) => return permanent(format!("`from` is not an address: {e}")),
     };
     let mut builder = lettre::Message::builder()
+        .message_id(Some(message_id(id, &from, alert)))
+        .date_now()
         .from(from)
         .subject(alert.title())
         .header(ContentType::TEXT_PLAIN);
@@ -85,7 +111,8 @@ pub(super) async fn send(mail: &EmailSettings, timeout: Duration, alert: &Alert)
     }
     let transport = transport.build();
     // The whole exchange is bounded too (lettre's timeout is per read or write).
-    match tokio::time::timeout(timeout * 3, transport.send(message)).await {
+    let whole = timeout.saturating_mul(3);
+    match tokio::time::timeout(whole, transport.send(message)).await {
         Ok(Ok(response)) => Outcome {
             status: Some(u16::from(response.code())),
             error: None,
@@ -96,8 +123,16 @@ pub(super) async fn send(mail: &EmailSettings, timeout: Duration, alert: &Alert)
         },
         Ok(Err(e)) => {
             let status = e.status().map(u16::from);
-            let mut outcome =
-                Outcome::failed(crate::redact::redact_text(&crate::causes::error_chain(&e)));
+            let text = crate::redact::redact_text(&crate::causes::error_chain(&e));
+            if mail.tls == EmailTls::StartTls && no_starttls(&text) {
+                return permanent(format!(
+                    "the SMTP server {}:{} does not offer STARTTLS, and mail is never sent in \
+                     the clear: a configuration fault (use the server's submission port, or \
+                     `tls = \"implicit\"` for port 465), given up, not retried",
+                    mail.host, mail.port
+                ));
+            }
+            let mut outcome = Outcome::failed(text);
             outcome.status = status;
             // 5xx replies are permanent for SMTP (a refused recipient, a refused login).
             outcome.permanent = e.is_permanent();
@@ -105,7 +140,34 @@ pub(super) async fn send(mail: &EmailSettings, timeout: Duration, alert: &Alert)
         }
         Err(_) => Outcome::failed(format!(
             "the SMTP exchange took longer than {}",
-            humantime::format_duration(timeout * 3)
+            humantime::format_duration(whole)
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_id_is_the_delivery_s_at_the_sender_s_domain() {
+        let body = serde_json::json!({"type": "run.failed", "timestamp": "2026-03-01T02:00:00.000Z",
+            "data": {"task": "t"}});
+        let alert = Alert::from_body(&body.to_string(), None).unwrap();
+        let from: Mailbox = "Scheduler <alerts@example.com>".parse().unwrap();
+        let id = message_id("msg_42", &from, &alert);
+        assert!(
+            id.starts_with("<scheduler.msg_42.") && id.ends_with("@example.com>"),
+            "{id}"
+        );
+        assert_eq!(
+            id,
+            message_id("msg_42", &from, &alert),
+            "the same for every attempt"
+        );
+        assert_ne!(id, message_id("msg_43", &from, &alert));
+        assert!(no_starttls(
+            "client error: STARTTLS is not supported on this server"
+        ));
     }
 }

@@ -16,6 +16,11 @@ const ERROR_CHARS: usize = 1500;
 pub struct Alert {
     /// The event type (`run.failed`, ...).
     pub kind: String,
+    /// The kind of incident the message is about (`run.failed`, `task.missed`, ...): the
+    /// alert's own type for a first alert, the incident's for a reminder or a recovery.
+    pub incident: Option<String>,
+    /// When that incident opened, in the task's zone, with the zone's name.
+    pub opened: Option<String>,
     /// The task, if the event is about one.
     pub task: Option<String>,
     /// What happened, in a few words (`failed`, `missed its 08:00 run`, ...).
@@ -52,7 +57,10 @@ impl Alert {
             .unwrap_or(chrono_tz::UTC);
         let text = |v: &Value| v.as_str().map(str::to_owned);
         let run = &data["run"];
-        let task = text(&data["task"]).or_else(|| text(&run["task"]));
+        let incident = &data["incident"];
+        let task = text(&data["task"])
+            .or_else(|| text(&run["task"]))
+            .or_else(|| text(&incident["task"]));
         let node = text(&run["node"])
             .or_else(|| text(&data["previous_owner"]).map(|n| format!("{n} (lost)")))
             .or_else(|| text(&data["node"]));
@@ -69,6 +77,28 @@ impl Alert {
                 })
         };
         let attempt = run["attempt"].as_i64().filter(|a| *a > 1);
+        let in_zone = |t: DateTime<Utc>| {
+            format!(
+                "{} ({zone})",
+                t.with_timezone(&zone).format("%Y-%m-%d %H:%M:%S")
+            )
+        };
+        let instant = |v: &Value| v.as_str().and_then(|t| t.parse::<DateTime<Utc>>().ok());
+        // The incident the message is about, and when it opened.
+        // (reminders, resolutions and the alerts that open one carry `incident`).
+        let (incident_kind, opened) = match kind.as_str() {
+            "task.recovered" => (
+                Some("task.missed".to_owned()),
+                instant(&data["missed_since"]).map(in_zone),
+            ),
+            _ => (
+                text(&incident["kind"]),
+                instant(&incident["opened_at"]).map(in_zone),
+            ),
+        };
+        let incident_name = incident_kind
+            .clone()
+            .unwrap_or_else(|| "incident".to_owned());
         let what = match kind.as_str() {
             "run.failed" => match attempt {
                 Some(a) => format!("failed (attempt {a})"),
@@ -86,7 +116,19 @@ impl Alert {
                 Some(t) => format!("missed its run due at {t}"),
                 None => "missed a run".to_owned(),
             },
-            "task.recovered" => "recovered: it runs again".to_owned(),
+            "task.recovered" => {
+                "recovered: it runs again (its missed-run incident is resolved)".to_owned()
+            }
+            "incident.reminder" => match incident["count"].as_i64() {
+                Some(n) if n > 1 => {
+                    format!("still has an open {incident_name} incident ({n} alerts)")
+                }
+                _ => format!("still has an open {incident_name} incident"),
+            },
+            "incident.resolved" => match text(&data["reason"]).filter(|r| !r.is_empty()) {
+                Some(why) => format!("recovered: its {incident_name} incident is resolved ({why})"),
+                None => format!("recovered: its {incident_name} incident is resolved"),
+            },
             "task.orphaned" => "is known to neither the config nor any node's code".to_owned(),
             "task.removed" => "was removed from the config (disabled)".to_owned(),
             "config.refused" => "has a config entry that was refused".to_owned(),
@@ -97,10 +139,7 @@ impl Alert {
             "tick.skipped" => "skipped ticks".to_owned(),
             other => other.replace(['.', '_'], " "),
         };
-        let when = format!(
-            "{} ({zone})",
-            at.with_timezone(&zone).format("%Y-%m-%d %H:%M:%S")
-        );
+        let when = in_zone(at);
         let strings = |v: &Value| -> Vec<String> {
             v.as_array()
                 .map(|a| {
@@ -132,6 +171,8 @@ impl Alert {
         });
         Ok(Self {
             kind,
+            incident: incident_kind,
+            opened,
             task,
             what,
             when,
@@ -154,10 +195,18 @@ impl Alert {
 
     /// The facts as `(label, value)` pairs, in order (the error and the link apart).
     pub fn facts(&self) -> Vec<(&'static str, String)> {
-        let mut facts = vec![("Event", self.kind.clone()), ("When", self.when.clone())];
+        let mut facts = Vec::new();
         if let Some(task) = &self.task {
-            facts.insert(0, ("Task", task.clone()));
+            facts.push(("Task", task.clone()));
         }
+        facts.push(("Event", self.kind.clone()));
+        if let Some(incident) = &self.incident {
+            facts.push(("Incident", incident.clone()));
+        }
+        if let Some(opened) = &self.opened {
+            facts.push(("Opened", opened.clone()));
+        }
+        facts.push(("When", self.when.clone()));
         if let Some(run) = self.run_id {
             facts.push(("Run", run.to_string()));
         }
@@ -169,6 +218,12 @@ impl Alert {
         }
         if !self.labels.is_empty() {
             facts.push(("Labels", self.labels.join(", ")));
+        }
+        // One line each: a value cannot start a line of markup of its own.
+        for (_, value) in &mut facts {
+            if value.contains(['\n', '\r']) {
+                *value = value.replace(['\n', '\r'], " ");
+            }
         }
         facts
     }
@@ -195,13 +250,31 @@ impl Alert {
             text.push_str(&format!("**{label}**: {value}\n\n"));
         }
         if let Some(error) = &self.error {
-            text.push_str(&format!("**Error**:\n\n```\n{error}\n```\n\n"));
+            text.push_str(&format!(
+                "**Error**:\n\n```\n{}\n```\n\n",
+                fence_safe(error)
+            ));
         }
         if let Some(link) = &self.link {
             text.push_str(&format!("[Open on the dashboard]({link})\n"));
         }
         text
     }
+}
+
+/// `text` that cannot close (or open) a Markdown code fence: a zero-width space parts every two
+/// backticks in a row, so no run of three (```` ``` ````) is left (the fence's own backticks
+/// stand on lines of their own).
+pub(crate) fn fence_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '`' && chars.peek() == Some(&'`') {
+            out.push('\u{200B}');
+        }
+    }
+    out
 }
 
 /// The first [`ERROR_LINES`] lines, at most [`ERROR_CHARS`] characters, `…` when cut.
@@ -259,5 +332,70 @@ mod tests {
         let text = alert.plain();
         assert!(text.contains("Owners: alice@example.com") && text.contains("Labels: team=ads"));
         assert!(Alert::from_body(&body, None).unwrap().link.is_none());
+    }
+
+    fn body(kind: &str, data: serde_json::Value) -> String {
+        serde_json::json!({"type": kind, "timestamp": "2026-03-01T02:00:00.000Z", "data": data})
+            .to_string()
+    }
+
+    #[test]
+    fn reminders_and_recoveries_name_the_task_the_incident_and_when_it_opened() {
+        let incident = serde_json::json!({"id": 7, "task": "reports.daily", "kind": "run.failed",
+            "opened_at": "2026-03-01T00:30:00Z", "last_seen_at": "2026-03-01T01:30:00Z", "count": 4});
+        let cases = [
+            body(
+                "incident.reminder",
+                serde_json::json!({"incident": incident, "timezone": "Asia/Shanghai"}),
+            ),
+            body(
+                "incident.resolved",
+                serde_json::json!({"incident": incident, "reason": "run 9 succeeded", "timezone": "Asia/Shanghai"}),
+            ),
+        ];
+        for case in cases {
+            let alert = Alert::from_body(&case, None).unwrap();
+            assert_eq!(alert.task.as_deref(), Some("reports.daily"), "{case}");
+            for text in [alert.plain(), alert.markdown("### ")] {
+                for needle in [
+                    "reports.daily",
+                    "run.failed",
+                    "2026-03-01 08:30:00 (Asia/Shanghai)",
+                ] {
+                    assert!(text.contains(needle), "`{needle}` missing in {text}");
+                }
+            }
+            assert!(alert.title().contains("reports.daily"), "{}", alert.title());
+        }
+        let recovered = body(
+            "task.recovered",
+            serde_json::json!({"task": "reports.daily", "missed_since": "2026-03-01T00:00:00Z", "run_id": 3}),
+        );
+        let text = Alert::from_body(&recovered, None).unwrap().plain();
+        for needle in [
+            "reports.daily",
+            "task.missed",
+            "Opened: 2026-03-01 00:00:00 (UTC)",
+        ] {
+            assert!(text.contains(needle), "`{needle}` missing in {text}");
+        }
+    }
+
+    #[test]
+    fn an_error_cannot_leave_its_code_block() {
+        let hostile = "boom\n```\n# Heading\n[click](https://evil.example)\n````x``";
+        let alert = Alert::from_body(
+            &body(
+                "run.failed",
+                serde_json::json!({"task": "t", "error": hostile}),
+            ),
+            None,
+        )
+        .unwrap();
+        let md = alert.markdown("### ");
+        // Exactly one fence opens and one closes: the error's backticks never make three.
+        assert_eq!(md.matches("```").count(), 2, "{md}");
+        assert!(!fence_safe("a```").contains("``"));
+        assert_eq!(fence_safe("plain `code`"), "plain `code`");
     }
 }

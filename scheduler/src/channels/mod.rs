@@ -560,15 +560,7 @@ fn http_url(value: Option<String>) -> Result<reqwest::Url, String> {
     let Some(text) = value else {
         return Err("needs a `url`".to_owned());
     };
-    let url = reqwest::Url::parse(&text)
-        .map_err(|e| format!("`{}` is not a URL: {e}", crate::redact::redact_url(&text)))?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
-            "`{}` is not an http(s) URL",
-            crate::redact::redact_url(&text)
-        ));
-    }
-    Ok(url)
+    crate::webhook::parse_url(&text)
 }
 
 impl RawChannel {
@@ -670,8 +662,9 @@ impl RawChannel {
             channel.events = events;
         }
         if let Some(timeout) = self.timeout {
-            channel.timeout = humantime::parse_duration(&timeout)
-                .map_err(|e| format!("`timeout = \"{timeout}\"`: {e}"))?;
+            channel.timeout = crate::bounds::DELIVERY_TIMEOUT
+                .parse("timeout", &timeout)
+                .map_err(|e| e.to_string())?;
         }
         Ok(channel)
     }
@@ -738,7 +731,7 @@ pub(crate) async fn deliver(
         }
         ChannelKind::WeCom { url } => vendor::wecom(client, channel, url, &alert).await,
         #[cfg(feature = "email")]
-        ChannelKind::Email(mail) => email::send(mail, channel.timeout, &alert).await,
+        ChannelKind::Email(mail) => email::send(mail, channel.timeout, id, &alert).await,
         #[cfg(not(feature = "email"))]
         ChannelKind::Email(_) => {
             let mut outcome = Outcome::failed("e-mail needs the scheduler's `email` feature");
@@ -802,12 +795,63 @@ channels = ["slack"]
     }
 
     #[test]
+    fn a_hostile_timeout_is_refused_naming_the_field_and_the_range() {
+        let text = "[[channels]]\nname = \"x\"\nkind = \"slack\"\nurl = \"https://a\"\ntimeout = \"200000000000years\"\n";
+        let e = Channels::parse(text, ConfigFormat::Toml, "c.toml", &none).unwrap_err();
+        assert!(e.starts_with("c.toml: channel `x`: `timeout`: "), "{e}");
+        assert!(e.contains("from 100ms to 10m"), "{e}");
+        for bad in ["0s", "11m", "soon"] {
+            let text = text.replace("200000000000years", bad);
+            let e = Channels::parse(&text, ConfigFormat::Toml, "c.toml", &none).unwrap_err();
+            assert!(
+                e.contains("`timeout`") && e.contains("from 100ms to 10m"),
+                "{e}"
+            );
+        }
+        let ok = text.replace("200000000000years", "30s");
+        let channels = Channels::parse(&ok, ConfigFormat::Toml, "c.toml", &none).unwrap();
+        assert_eq!(channels.channels[0].timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_url_with_a_mistake_is_named_by_its_host_only() {
+        for (url, host) in [
+            (
+                "https://hooks.slack.com:8o/services/T0/B0/SecretPath",
+                "https://hooks.slack.com:8o/…",
+            ),
+            (
+                "https://open.feishu.cn:99999/open-apis/bot/v2/hook/SecretPath",
+                "https://open.feishu.cn:99999/…",
+            ),
+            (
+                "ftp://user:SecretPass@oapi.dingtalk.com/robot/send?access_token=SecretPath",
+                "ftp://oapi.dingtalk.com/…",
+            ),
+            (
+                "qyapi.weixin.qq.com/cgi-bin/webhook/send?key=SecretPath",
+                "qyapi.weixin.qq.com/…",
+            ),
+        ] {
+            let text = format!("[[channels]]\nname = \"x\"\nkind = \"slack\"\nurl = \"{url}\"\n");
+            let e = Channels::parse(&text, ConfigFormat::Toml, "c.toml", &none).unwrap_err();
+            assert!(!e.contains("Secret"), "{e}");
+            assert!(e.contains(host), "{e}");
+            assert!(e.contains("channel `x`"), "{e}");
+        }
+    }
+
+    #[test]
     fn mistakes_are_named() {
         let bad =
             |text: &str| Channels::parse(text, ConfigFormat::Toml, "c.toml", &none).unwrap_err();
         assert!(
             bad("[[channels]]\nname = \"x\"\nkind = \"pager\"\nurl = \"https://a\"\n")
                 .contains("unknown kind `pager`")
+        );
+        assert!(
+            bad("[[channels]]\nname = \"x\"\nkind = \"teams\"\nurl = \"https://a\"\n")
+                .contains("channel `x`: unknown kind `teams`; the kinds are")
         );
         assert!(
             bad("[[channels]]\nname = \"x\"\nkind = \"slack\"\nurl = \"env:NOPE\"\n")

@@ -179,7 +179,9 @@ async fn post(
     let wait = (status == 429)
         .then(|| retry_after(response.headers()))
         .flatten();
-    let text = response.text().await.unwrap_or_default();
+    // Only the answer's start is read: enough for a vendor's code or an error's excerpt; a
+    // huge (or endless) answer is cut there and the connection dropped.
+    let text = read_capped(response, MAX_ANSWER_BYTES).await;
     let mut outcome = Outcome {
         status: Some(status),
         error: None,
@@ -210,6 +212,26 @@ async fn post(
     outcome.permanent = verdict == Verdict::GiveUp;
     outcome.gone = verdict == Verdict::Gone;
     outcome
+}
+
+/// The most of an answer's body a delivery reads (a robot's `{"errcode": ...}` or an error
+/// page's first lines fit many times over).
+pub(crate) const MAX_ANSWER_BYTES: usize = 16 * 1024;
+
+/// The first `max` bytes of `response`'s body, read chunk by chunk (never the whole body when
+/// it is longer), as text (invalid UTF-8 replaced). A body that breaks off gives what came.
+pub(crate) async fn read_capped(mut response: reqwest::Response, max: usize) -> String {
+    let mut bytes: Vec<u8> = Vec::new();
+    while bytes.len() < max {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = max - bytes.len();
+                bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A short, redacted excerpt of an answer, for the delivery log.
@@ -354,7 +376,7 @@ pub(crate) fn slack_body(alert: &Alert) -> serde_json::Value {
     if let Some(error) = &alert.error {
         blocks.push(serde_json::json!({
             "type": "section",
-            "text": {"type": "mrkdwn", "text": format!("```{}```", slack_escape(error))},
+            "text": {"type": "mrkdwn", "text": format!("```\n{}\n```", super::message::fence_safe(&slack_escape(error)))},
         }));
     }
     if let Some(link) = &alert.link {
@@ -384,13 +406,19 @@ pub(crate) fn feishu_body(
 ) -> serde_json::Value {
     let mut body = serde_json::json!({
         "msg_type": "text",
-        "content": {"text": alert.plain()},
+        "content": {"text": feishu_text(&alert.plain())},
     });
     if let Some(secret) = secret {
         body["timestamp"] = timestamp.to_string().into();
         body["sign"] = feishu_sign(secret.expose(), timestamp).into();
     }
     body
+}
+
+/// Feishu's text messages read `<at user_id="...">` tags: a `<` in the alert (an error's text)
+/// is parted from what follows by a zero-width space, so no text of the alert mentions anyone.
+fn feishu_text(text: &str) -> String {
+    text.replace('<', "<\u{200B}")
 }
 
 pub(super) async fn dingtalk(
@@ -456,6 +484,20 @@ pub(super) async fn wecom(
 
 pub(crate) fn wecom_body(alert: &Alert) -> serde_json::Value {
     let mut content = alert.markdown("### ");
+    // Too long: the error is cut first, so its code block stays closed.
+    if content.len() > WECOM_MAX_BYTES
+        && let Some(error) = &alert.error
+    {
+        let over = content.len() - WECOM_MAX_BYTES;
+        let mut shorter = alert.clone();
+        let keep = error.len().saturating_sub(over + 8);
+        let mut end = keep;
+        while !error.is_char_boundary(end) {
+            end -= 1;
+        }
+        shorter.error = Some(format!("{}…", &error[..end]));
+        content = shorter.markdown("### ");
+    }
     if content.len() > WECOM_MAX_BYTES {
         let mut end = WECOM_MAX_BYTES - 3;
         while !content.is_char_boundary(end) {
@@ -569,5 +611,43 @@ mod tests {
         assert_eq!(retry_after(&headers), Some(MAX_RETRY_AFTER));
         headers.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
+    }
+
+    fn hostile_alert() -> Alert {
+        let body = serde_json::json!({
+            "type": "run.failed",
+            "timestamp": "2026-03-01T02:00:00.000Z",
+            "data": {"task": "t", "error": format!("```\n**x** <at user_id=\"all\">all</at> <!channel>\n```{}", "y".repeat(5000))},
+        });
+        Alert::from_body(&body.to_string(), None).unwrap()
+    }
+
+    #[test]
+    fn an_error_cannot_break_the_markup_of_any_channel() {
+        let alert = hostile_alert();
+        let dingtalk = dingtalk_body(&alert)["markdown"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let wecom = wecom_body(&alert)["markdown"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(wecom.len() <= WECOM_MAX_BYTES);
+        for md in [&dingtalk, &wecom] {
+            assert_eq!(md.matches("```").count(), 2, "{md}");
+        }
+        let slack = slack_body(&alert).to_string();
+        assert!(!slack.contains("<!channel>"), "{slack}");
+        let error_block = slack_body(&alert)["blocks"][2]["text"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(error_block.matches("```").count(), 2, "{error_block}");
+        let feishu = feishu_body(&alert, None, 0)["content"]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(!feishu.contains("<at"), "{feishu}");
     }
 }

@@ -267,6 +267,11 @@ pub struct CheckConfigArgs {
     /// The zone of entries that name none [default: SCHEDULER_TIMEZONE, else UTC].
     #[arg(long, value_name = "ZONE")]
     pub tz: Option<String>,
+
+    /// The alert channels file, checked as the node reads it [default:
+    /// SCHEDULER_CHANNELS_FILE, if set].
+    #[arg(long, value_name = "FILE")]
+    pub channels: Option<PathBuf>,
 }
 
 impl CheckConfigArgs {
@@ -281,7 +286,64 @@ impl CheckConfigArgs {
         };
         let report = check_config(&self.path, registry, tz, Utc::now());
         write!(out, "{report}")?;
+        let channels_ok = self.check_channels(out)?;
         out.flush()?;
-        Ok(report.is_ok())
+        Ok(report.is_ok() && channels_ok)
+    }
+
+    /// Checks the channels file (`--channels`, else `SCHEDULER_CHANNELS_FILE`), if any, as the
+    /// node reads it: the same errors the node gives at its start.
+    fn check_channels(&self, out: &mut dyn Write) -> crate::Result<bool> {
+        #[cfg(feature = "webhook")]
+        {
+            let path = self.channels.clone().or_else(|| {
+                crate::env::Env::new(&crate::env::process)
+                    .string(crate::vars::CHANNELS_FILE)
+                    .map(PathBuf::from)
+            });
+            let Some(path) = path else {
+                return Ok(true);
+            };
+            match crate::channels::Channels::from_file(&path) {
+                Ok(channels) => {
+                    writeln!(
+                        out,
+                        "channels file {}: ok, {} channel(s), {} route(s)",
+                        crate::bounds::printable(&path.display().to_string()),
+                        channels.channels.len(),
+                        channels.routes.len()
+                    )?;
+                    Ok(true)
+                }
+                Err(e) => {
+                    // Word for word what the node says when it refuses to start.
+                    let refused = crate::env::invalid(crate::vars::CHANNELS_FILE, e);
+                    let text: String = refused
+                        .to_string()
+                        .chars()
+                        .flat_map(|c| {
+                            let raw = c == '\n' || !c.is_control();
+                            raw.then_some(c)
+                                .into_iter()
+                                .chain((!raw).then(|| c.escape_default()).into_iter().flatten())
+                        })
+                        .collect();
+                    writeln!(out, "{text}")?;
+                    Ok(false)
+                }
+            }
+        }
+        #[cfg(not(feature = "webhook"))]
+        {
+            if self.channels.is_some() {
+                writeln!(
+                    out,
+                    "channels file: the alert channels need the scheduler's `webhook` feature"
+                )?;
+                return Ok(false);
+            }
+            let _ = out;
+            Ok(true)
+        }
     }
 }

@@ -68,6 +68,20 @@ pub(crate) fn body(event: &Event, at: DateTime<Utc>, node: &str) -> String {
         if !data.contains_key("run") && !data.contains_key("node") {
             data.insert("node".into(), serde_json::json!(node));
         }
+        // An alert that folds into an incident names it, as its reminders and resolution do.
+        if let Some(task) = event.task()
+            && crate::engine::INCIDENT_KINDS.contains(&event.kind())
+            && !data.contains_key("incident")
+        {
+            data.insert(
+                "incident".into(),
+                serde_json::json!({
+                    "task": task,
+                    "kind": event.kind(),
+                    "opened_at": at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                }),
+            );
+        }
     }
     body.to_string()
 }
@@ -135,7 +149,7 @@ impl Deliverer {
 /// The longest one delivery to `channel` may take (an SMTP exchange is several round trips).
 fn longest(channel: &Channel) -> Duration {
     match channel.kind {
-        ChannelKind::Email(_) => channel.timeout * 3,
+        ChannelKind::Email(_) => channel.timeout.saturating_mul(3),
         _ => channel.timeout,
     }
 }
@@ -145,7 +159,9 @@ fn longest(channel: &Channel) -> Duration {
 /// node re-sends an event of the batch while this one still works on it.
 fn batch_lease(timeout: Duration) -> Duration {
     let per_round = u32::try_from(DELIVERY_CONCURRENCY).unwrap_or(1).max(1);
-    timeout * (BATCH.div_ceil(per_round) + 1) + Duration::from_secs(5)
+    timeout
+        .saturating_mul(BATCH.div_ceil(per_round) + 1)
+        .saturating_add(Duration::from_secs(5))
 }
 
 /// The pause before attempt `attempt + 1`: `base` times 3 per earlier attempt, at most 6 h.
@@ -153,7 +169,8 @@ fn retry_delay(base: Duration, attempt: i32) -> Duration {
     let exp = u32::try_from(attempt.saturating_sub(1))
         .unwrap_or(0)
         .min(10);
-    (base * 3u32.pow(exp)).min(Duration::from_secs(6 * 3600))
+    base.saturating_mul(3u32.pow(exp))
+        .min(Duration::from_secs(6 * 3600))
 }
 
 /// Sends `row` to its channel; what happened, as an attempt by `node_id`.
@@ -190,9 +207,9 @@ async fn send(
         // Not before the endpoint's own `Retry-After`, if it sent one.
         let pause =
             retry_delay(channels.retry_base, attempt).max(outcome.retry_after.unwrap_or_default());
-        DeliveryNext::RetryAt(
-            Utc::now() + chrono::TimeDelta::from_std(pause).unwrap_or(chrono::TimeDelta::hours(1)),
-        )
+        let pause = chrono::TimeDelta::from_std(pause).unwrap_or(chrono::TimeDelta::hours(6));
+        let now = Utc::now();
+        DeliveryNext::RetryAt(now.checked_add_signed(pause).unwrap_or(now))
     };
     let mut delivery = Delivery::new(row.id, attempt, node_id, next);
     delivery.status = outcome.status;
@@ -312,7 +329,8 @@ impl Service for Deliverer {
             match delivery.next {
                 DeliveryNext::RetryAt(at) => {
                     let wait = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
-                    self.retries.push(Instant::now() + wait);
+                    let now = Instant::now();
+                    self.retries.push(now.checked_add(wait).unwrap_or(now));
                     tracing::warn!(event = row.id, channel = %row.channel, kind = %row.kind, attempt = delivery.attempt, error, "alert delivery failed; retrying");
                 }
                 // Once per delivery, never per attempt.
@@ -367,6 +385,29 @@ mod tests {
             let rounds = BATCH.div_ceil(DELIVERY_CONCURRENCY as u32);
             assert!(batch_lease(timeout) > timeout * rounds, "{timeout:?}");
         }
+    }
+
+    #[test]
+    fn no_timeout_or_base_overflows_the_lease_or_the_backoff() {
+        let huge = Duration::MAX;
+        assert!(batch_lease(huge) >= huge / 2);
+        assert_eq!(retry_delay(huge, 9), Duration::from_secs(6 * 3600));
+        let mut mail = Channel::new(
+            "m",
+            ChannelKind::Email(crate::channels::EmailSettings {
+                host: "h".into(),
+                port: 587,
+                tls: crate::channels::EmailTls::StartTls,
+                username: None,
+                password: None,
+                from: "a@example.com".into(),
+                to: Vec::new(),
+                owners_as_recipients: true,
+                ca_pem: None,
+            }),
+        );
+        mail.timeout = huge;
+        assert_eq!(longest(&mail), huge);
     }
 
     #[test]

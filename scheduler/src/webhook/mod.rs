@@ -122,22 +122,17 @@ impl WebhookSettings {
                 .events(events.split(','))
                 .map_err(|e| invalid(vars::WEBHOOK_EVENTS, e))?;
         }
-        if let Some(timeout) = env.duration(vars::WEBHOOK_TIMEOUT)? {
-            webhook.timeout = timeout;
+        if let Some(timeout) = env.string(vars::WEBHOOK_TIMEOUT) {
+            webhook.timeout = crate::bounds::DELIVERY_TIMEOUT
+                .parse(vars::WEBHOOK_TIMEOUT, &timeout)
+                .map_err(|e| invalid(vars::WEBHOOK_TIMEOUT, e.problem))?;
         }
         Ok(Some(webhook))
     }
 
     /// Settings for `url` signed with `secret`, sending the alerts, with the default timeout.
     pub fn new(url: &str, secret: &str) -> Result<Self, String> {
-        let url = reqwest::Url::parse(url.trim())
-            .map_err(|e| format!("`{}` is not a URL: {e}", crate::redact::redact_url(url)))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!(
-                "`{}` is not an http(s) URL",
-                crate::redact::redact_url(url.as_str())
-            ));
-        }
+        let url = parse_url(url)?;
         Ok(Self {
             url,
             secret: WebhookSecret::parse(secret)?,
@@ -188,6 +183,42 @@ impl WebhookSettings {
     }
 }
 
+/// Reads an endpoint's URL (`http` or `https`). An error shows the URL's scheme and host only
+/// (see [`url_for_people`]): the path and query of a chat hook are its credential.
+pub(crate) fn parse_url(text: &str) -> Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(text.trim())
+        .map_err(|e| format!("`{}` is not a URL: {e}", url_for_people(text)))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!("`{}` is not an http(s) URL", url_for_people(text)));
+    }
+    Ok(url)
+}
+
+/// A URL as an error or a log may show it, valid or not: its scheme and host, never its user,
+/// password, path, query or fragment (`https://hooks.slack.com/…`).
+///
+/// ```
+/// use scheduler::webhook::url_for_people;
+///
+/// assert_eq!(url_for_people("https://hooks.slack.com/services/T/B/s3cret"), "https://hooks.slack.com/…");
+/// assert_eq!(url_for_people("htps://u:pw@open.feishu.cn:8443 /hook/x?y"), "htps://open.feishu.cn:8443/…");
+/// assert_eq!(url_for_people("oapi.dingtalk.com/robot/send?access_token=t"), "oapi.dingtalk.com/…");
+/// ```
+pub fn url_for_people(text: &str) -> String {
+    let text = text.trim();
+    let (scheme, rest) = match text.find("://") {
+        Some(i) => (&text[..i + 3], &text[i + 3..]),
+        None => ("", text),
+    };
+    let authority = rest
+        .find(|c: char| matches!(c, '/' | '?' | '#' | '\\') || c.is_whitespace())
+        .map_or(rest, |end| &rest[..end]);
+    // The user and password end at the authority's last `@`.
+    let host = authority.rsplit('@').next().unwrap_or_default();
+    let scheme = if scheme.len() > 20 { "" } else { scheme };
+    crate::bounds::printable(&format!("{scheme}{host}/…"))
+}
+
 /// The JSON body of an event: `{"type": ..., "timestamp": ..., "data": {...}}`.
 pub fn body(event: &SchedulerEvent, at: DateTime<Utc>) -> String {
     let mut data = serde_json::to_value(event).unwrap_or_default();
@@ -227,6 +258,44 @@ mod tests {
         assert!(err.contains("unknown event type `run.exploded`"), "{err}");
         let some = ok.events(["run.started", " "]).unwrap();
         assert_eq!(some.events, ["run.started"]);
+    }
+
+    #[test]
+    fn a_hostile_timeout_in_the_environment_is_refused_with_its_range() {
+        let read = |timeout: &'static str| {
+            let lookup = move |name: &str| match name {
+                "SCHEDULER_WEBHOOK_URL" => Some("https://hooks.example.com/x".to_owned()),
+                "SCHEDULER_WEBHOOK_SECRET" => Some("a secret of sixteen+".to_owned()),
+                "SCHEDULER_WEBHOOK_TIMEOUT" => Some(timeout.to_owned()),
+                _ => None,
+            };
+            WebhookSettings::from_reader(&crate::env::Env::new(&lookup)).map(|w| w.unwrap().timeout)
+        };
+        let e = read("200000000000years").unwrap_err().to_string();
+        assert!(e.contains("SCHEDULER_WEBHOOK_TIMEOUT"), "{e}");
+        assert!(e.contains("from 100ms to 10m"), "{e}");
+        assert!(read("0s").is_err());
+        assert_eq!(read("2s").unwrap(), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_url_with_a_mistake_is_named_by_its_host_only() {
+        let e = WebhookSettings::new(
+            "https://hooks.example.com:0x/secret-path?token=s3cret",
+            "a secret of sixteen+",
+        )
+        .unwrap_err();
+        assert!(e.contains("`https://hooks.example.com:0x/…`"), "{e}");
+        assert!(!e.contains("secret-path") && !e.contains("s3cret"), "{e}");
+        let e = WebhookSettings::new(
+            "ftp://u:pw@files.example.com/secret-path",
+            "a secret of sixteen+",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("`ftp://files.example.com/…`") && !e.contains("pw"),
+            "{e}"
+        );
     }
 
     #[test]
