@@ -183,6 +183,16 @@ fn human(d: Duration) -> String {
     }
 }
 
+/// `64 MiB`, `1024 TiB`, `1000 bytes`: a size in the largest binary unit that divides it.
+pub(crate) fn size(bytes: u64) -> String {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+            return format!("{} {unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} bytes")
+}
+
 /// `text` with control characters shown as escapes and cut to 80 characters, for an error
 /// message that quotes what a user wrote (a terminal never receives a raw escape sequence).
 pub(crate) fn printable(text: &str) -> String {
@@ -217,6 +227,19 @@ pub(crate) const DELIVERY_TIMEOUT: DurationRange = DurationRange::new(ms(100), s
 /// A backfill's pace between runs (`pace_ms` in the API, `--pace` on the command line).
 pub(crate) const BACKFILL_PACE: DurationRange = DurationRange::new(ms(0), secs(DAY));
 
+// Isolation area: the limits of an isolated task's process (`#[task(isolation = "process", ...)]`),
+// checked by the macro at compile time with the same numbers (a test below keeps them alike) and
+// again when the process is started.
+
+/// `memory_limit`, in bytes (`RLIMIT_DATA`).
+pub(crate) const MEMORY_LIMIT: CountRange = CountRange::new(64 << 20, 1 << 50);
+/// `max_processes` (`RLIMIT_NPROC`, counted over the node's user).
+pub(crate) const MAX_PROCESSES: CountRange = CountRange::new(16, 4_194_304);
+/// `cpu_limit`, whole seconds (`RLIMIT_CPU`).
+pub(crate) const CPU_LIMIT: DurationRange = DurationRange::new(secs(1), secs(YEAR));
+/// `max_file_size`, in bytes (`RLIMIT_FSIZE`).
+pub(crate) const MAX_FILE_SIZE: CountRange = CountRange::new(1 << 10, 1 << 50);
+
 /// Every range, by the name it has in `docs/limits.md`.
 pub(crate) const ALL: &[(&str, Range)] = &[
     ("sla.start_within", Range::Duration(SLA_START_WITHIN)),
@@ -234,6 +257,11 @@ pub(crate) const ALL: &[(&str, Range)] = &[
         "backfill pace (`pace_ms`, `--pace`)",
         Range::Duration(BACKFILL_PACE),
     ),
+    // Isolation area.
+    ("task `memory_limit`", Range::Size(MEMORY_LIMIT)),
+    ("task `max_processes`", Range::Count(MAX_PROCESSES)),
+    ("task `cpu_limit`", Range::Duration(CPU_LIMIT)),
+    ("task `max_file_size`", Range::Size(MAX_FILE_SIZE)),
 ];
 
 /// One of the ranges, for the listing.
@@ -243,6 +271,8 @@ pub(crate) enum Range {
     Duration(DurationRange),
     /// A count range.
     Count(CountRange),
+    /// A count of bytes, shown in binary units.
+    Size(CountRange),
 }
 
 impl fmt::Display for Range {
@@ -250,6 +280,7 @@ impl fmt::Display for Range {
         match self {
             Range::Duration(r) => r.fmt(f),
             Range::Count(r) => r.fmt(f),
+            Range::Size(r) => write!(f, "from {} to {}", size(r.min), size(r.max)),
         }
     }
 }
@@ -312,6 +343,29 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_task_macro_checks_process_limits_with_these_numbers() {
+        let macro_source = include_str!("../../scheduler-macros/src/valid.rs");
+        for (name, value) in [
+            ("MIN_MEMORY_LIMIT", MEMORY_LIMIT.min),
+            ("MAX_MEMORY_LIMIT", MEMORY_LIMIT.max),
+            ("MIN_PROCESSES", MAX_PROCESSES.min),
+            ("MAX_PROCESSES", MAX_PROCESSES.max),
+            ("MIN_CPU_LIMIT", CPU_LIMIT.min.as_secs()),
+            ("MAX_CPU_LIMIT", CPU_LIMIT.max.as_secs()),
+            ("MIN_FILE_SIZE", MAX_FILE_SIZE.min),
+            ("MAX_FILE_SIZE", MAX_FILE_SIZE.max),
+        ] {
+            let line = format!("const {name}: u64 = {value};");
+            assert!(
+                macro_source.contains(&line),
+                "scheduler-macros/src/valid.rs lacks `{line}`"
+            );
+        }
+        assert_eq!(size(64 << 20), "64 MiB");
+        assert_eq!(size(1000), "1000 bytes");
     }
 
     #[test]
