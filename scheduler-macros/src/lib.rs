@@ -95,7 +95,8 @@ use proc_macro::TokenStream;
 /// - `max_processes = 64` (only with `isolation = "process"`): the most processes *and threads*
 ///   the node's user may have when the task's process starts one (`RLIMIT_NPROC`: it counts all
 ///   of that user's processes, the node's threads included, not only the task's; a user at or
-///   past it cannot even start the task's process). From 16 to 4194304. Not enforced for root.
+///   past it cannot even start the task's process). From 16 to 4194304. Not enforced with
+///   `CAP_SYS_RESOURCE`.
 /// - `cpu_limit = "10m"` (only with `isolation = "process"`): the CPU time the task's process
 ///   may use, in whole seconds from `1s` to `1year` (`RLIMIT_CPU`); past it the process is
 ///   killed by SIGXCPU and the run recorded as such. CPU time, not wall time: see `timeout`.

@@ -121,8 +121,8 @@ pub struct TaskOptions {
     pub memory_limit: Option<u64>,
     /// `max_processes = 64` (only with `isolation = "process"`): the most processes and threads
     /// the node's *user* may have when the task's process (or one it started) starts another
-    /// (`RLIMIT_NPROC`, which counts all of that user's, not only the task's; not enforced for
-    /// root). `None`: no limit.
+    /// (`RLIMIT_NPROC`, which counts all of that user's, not only the task's; not enforced with
+    /// `CAP_SYS_RESOURCE`; never above the node's own). `None`: no limit.
     pub max_processes: Option<u64>,
     /// `cpu_limit = "10m"` (only with `isolation = "process"`): the CPU time the task's process
     /// may use, whole seconds (`RLIMIT_CPU`); past it the process is killed by SIGXCPU. `None`:

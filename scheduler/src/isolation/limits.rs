@@ -66,6 +66,9 @@ impl Limits {
     /// The CPU limit's hard limit is one second above its soft one: at the soft limit the
     /// kernel sends SIGXCPU, which ends the process and names the cause; a process that catches
     /// it is killed (SIGKILL) a second later. The others are hard limits.
+    ///
+    /// A limit above this process's own hard limit is lowered to it: a process cannot raise its
+    /// hard limits (without `CAP_SYS_RESOURCE`), and a child never gets more than its node has.
     pub(crate) fn prepare(&self) -> Prepared {
         let cpu_secs = self
             .cpu
@@ -92,7 +95,29 @@ impl Limits {
                 hard: n,
             }),
         ];
-        Prepared { limits: rlimits }
+        Prepared {
+            limits: rlimits.map(|limit| limit.map(Rlimit::within_own)),
+        }
+    }
+}
+
+impl Rlimit {
+    /// This limit, lowered to this process's own hard limit of the same resource.
+    fn within_own(self) -> Self {
+        // SAFETY: getrlimit fills in a plain struct.
+        let mut own = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if unsafe { libc::getrlimit(self.resource, &mut own) } != 0 {
+            return self;
+        }
+        let own_hard = u64::try_from(own.rlim_max).unwrap_or(u64::MAX);
+        Self {
+            soft: self.soft.min(own_hard),
+            hard: self.hard.min(own_hard),
+            ..self
+        }
     }
 }
 
@@ -166,5 +191,24 @@ mod tests {
             (set[1].resource, set[1].soft, set[1].hard),
             (libc::RLIMIT_FSIZE, 4096, 4096)
         );
+    }
+
+    #[test]
+    fn a_limit_above_the_nodes_own_hard_limit_is_lowered_to_it() {
+        let mut own = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit fills in a plain struct.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut own) }, 0);
+        let own = u64::try_from(own.rlim_max).unwrap_or(u64::MAX);
+        let prepared = Limits {
+            processes: Some(bounds::MAX_PROCESSES.max),
+            ..Limits::default()
+        }
+        .prepare();
+        let set: Vec<_> = prepared.limits.iter().flatten().collect();
+        let expected = own.min(bounds::MAX_PROCESSES.max);
+        assert_eq!((set[0].soft, set[0].hard), (expected, expected));
     }
 }

@@ -99,8 +99,9 @@ impl ChildCommand {
 
     /// Caps the processes and threads of the node's *user* at `processes` when the child (or a
     /// process it started) starts another (`RLIMIT_NPROC`, counted over all of that user's
-    /// processes; not enforced for root); `None`, the default, sets no limit. From the task's
-    /// `max_processes = N`.
+    /// processes; not enforced with `CAP_SYS_RESOURCE`); `None`, the default, sets no limit.
+    /// From the task's `max_processes = N`. Every limit is lowered to the node's own hard limit
+    /// when that is lower.
     pub fn max_processes(mut self, processes: Option<u64>) -> Self {
         self.limits.processes = processes;
         self

@@ -308,7 +308,7 @@ fn publish(dir: &std::path::Path, name: &str, text: &str) -> std::io::Result<()>
 #[task(
     name = "iso.environment",
     isolation = "process",
-    max_processes = 100000,
+    max_processes = 4096,
     cpu_limit = "1h",
     max_file_size = "1GiB"
 )]
