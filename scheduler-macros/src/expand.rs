@@ -89,6 +89,9 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         recovery,
         isolation,
         memory_limit,
+        max_processes,
+        cpu_limit,
+        max_file_size,
         shards,
     } = policy;
     let timeout = timeout.map(|d| {
@@ -120,6 +123,18 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         let bytes = Literal::u64_unsuffixed(bytes);
         quote!(.memory_limit(#bytes))
     });
+    let max_processes = max_processes.map(|n| {
+        let n = Literal::u64_unsuffixed(n);
+        quote!(.max_processes(#n))
+    });
+    let cpu_limit = cpu_limit.map(|secs| {
+        let d = duration(Duration::from_secs(secs));
+        quote!(.cpu_limit(#d))
+    });
+    let max_file_size = max_file_size.map(|bytes| {
+        let bytes = Literal::u64_unsuffixed(bytes);
+        quote!(.max_file_size(#bytes))
+    });
     let shards = shards.map(|shards| match shards {
         Shards::Count(n) => {
             let n = Literal::u32_unsuffixed(n);
@@ -130,7 +145,7 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
     quote! {
         #private::TaskOptions::DEFAULT
             #timeout #retries #backoff #misfire #lock_lifetime #recovery #isolation #memory_limit
-            #shards
+            #max_processes #cpu_limit #max_file_size #shards
     }
 }
 

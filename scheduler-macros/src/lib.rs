@@ -92,6 +92,20 @@ use proc_macro::TokenStream;
 ///   child process may allocate (heap and private writable mappings, thread stacks included);
 ///   past it allocations fail and the run is recorded as out of memory. An integer and a unit: `B`, `KiB`, `MiB`, `GiB`, `TiB` (powers of 1024) or `KB`,
 ///   `MB`, `GB`, `TB` (powers of 1000); at least 64 MiB. Enforced on Linux.
+/// - `max_processes = 64` (only with `isolation = "process"`): the most processes *and threads*
+///   the node's user may have when the task's process starts one (`RLIMIT_NPROC`: it counts all
+///   of that user's processes, the node's threads included, not only the task's; a user at or
+///   past it cannot even start the task's process). From 16 to 4194304. Not enforced with
+///   `CAP_SYS_RESOURCE`.
+/// - `cpu_limit = "10m"` (only with `isolation = "process"`): the CPU time the task's process
+///   may use, in whole seconds from `1s` to `1year` (`RLIMIT_CPU`); past it the process is
+///   killed by SIGXCPU and the run recorded as such. CPU time, not wall time: see `timeout`.
+/// - `max_file_size = "1GiB"` (only with `isolation = "process"`): the largest file the task's
+///   process (and what it starts) may write (`RLIMIT_FSIZE`); writing past it kills the process
+///   by SIGXFSZ. Written like `memory_limit`, from 1 KiB to 1024 TiB.
+///
+/// Processes a task's handler starts are killed when its run ends, however it ends; its
+/// environment lacks the node's secrets (see `docs/isolation.md`).
 ///
 /// The function takes no parameter or one `TaskContext`, and returns `()` or `Result<(), E>`
 /// for any `E` that converts into `Box<dyn std::error::Error + Send + Sync>`. Its future must

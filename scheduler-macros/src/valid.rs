@@ -23,7 +23,7 @@ use crate::ast::{ArgEntry, TaskArgs};
 const MAX_NAME_LEN: usize = 128;
 
 /// Every option `#[task]` accepts, in the order the unknown-option message lists them.
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 14] = [
     "name",
     "crate",
     "timeout",
@@ -34,6 +34,9 @@ const KEYS: [&str; 11] = [
     "recovery",
     "isolation",
     "memory_limit",
+    "max_processes",
+    "cpu_limit",
+    "max_file_size",
     "shards",
 ];
 
@@ -57,10 +60,34 @@ const RECOVERY_POLICIES: &[(&str, &str)] = &[("rerun", "Rerun"), ("never", "Neve
 /// The names of the isolation policies and the `scheduler::Isolation` variant each one means.
 const ISOLATION_POLICIES: &[(&str, &str)] = &[("in-process", "InProcess"), ("process", "Process")];
 
-/// The smallest `memory_limit`: a child process of a Rust binary with a tokio runtime allocates
-/// several MiB (2 MiB of stack per runtime thread) before its handler allocates anything; a
-/// smaller limit is a typo rather than a plan.
-const MIN_MEMORY_LIMIT: u64 = 64 * 1024 * 1024;
+// The ranges of an isolated task's process limits: the runtime's `scheduler::bounds` (a unit
+// test there keeps these numbers and its own alike), written as plain numbers for that test.
+
+/// The smallest `memory_limit` (64 MiB): a child process of a Rust binary with a tokio runtime
+/// allocates several MiB (2 MiB of stack per runtime thread) before its handler allocates
+/// anything; a smaller limit is a typo rather than a plan.
+const MIN_MEMORY_LIMIT: u64 = 67108864;
+/// The largest `memory_limit` (1024 TiB).
+const MAX_MEMORY_LIMIT: u64 = 1125899906842624;
+/// The smallest `max_processes`: the child's own threads count (a tokio runtime has several).
+const MIN_PROCESSES: u64 = 16;
+/// The largest `max_processes` (Linux's largest `pid_max`).
+const MAX_PROCESSES: u64 = 4194304;
+/// The smallest `cpu_limit`, in seconds.
+const MIN_CPU_LIMIT: u64 = 1;
+/// The largest `cpu_limit`, in seconds (a year).
+const MAX_CPU_LIMIT: u64 = 31557600;
+/// The smallest `max_file_size` (1 KiB).
+const MIN_FILE_SIZE: u64 = 1024;
+/// The largest `max_file_size` (1024 TiB).
+const MAX_FILE_SIZE: u64 = 1125899906842624;
+/// The options that limit the task's own process, which need `isolation = "process"`.
+const PROCESS_LIMITS: [&str; 4] = [
+    "memory_limit",
+    "max_processes",
+    "cpu_limit",
+    "max_file_size",
+];
 /// The units a `memory_limit` is written in, lowercase, and their size in bytes.
 const MEMORY_UNITS: &[(&str, u64)] = &[
     ("b", 1),
@@ -103,6 +130,12 @@ pub struct Policy {
     pub isolation: Option<Ident>,
     /// The memory limit of an isolated task's process, in bytes.
     pub memory_limit: Option<u64>,
+    /// The most processes (and threads) of its user an isolated task's process may start.
+    pub max_processes: Option<u64>,
+    /// The CPU time an isolated task's process may use, in whole seconds.
+    pub cpu_limit: Option<u64>,
+    /// The largest file an isolated task's process may write, in bytes.
+    pub max_file_size: Option<u64>,
     /// How many runs one tick is split into.
     pub shards: Option<Shards>,
 }
@@ -205,7 +238,7 @@ fn ungroup(mut value: &Expr) -> &Expr {
 fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
     let mut options = Options::default();
     let mut seen = Vec::new();
-    let mut memory_limit_key = None;
+    let mut limit_keys = Vec::new();
     for ArgEntry { key, value } in &args.entries {
         let key_name = key.to_string();
         if seen.contains(&key_name) {
@@ -235,8 +268,21 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
             "isolation" => parse_policy("isolation", ISOLATION_POLICIES, value)
                 .map(|isolation| policy.isolation = Some(isolation)),
             "memory_limit" => {
-                memory_limit_key = Some(key);
+                limit_keys.push(key);
                 parse_memory_limit(value).map(|limit| policy.memory_limit = Some(limit))
+            }
+            "max_processes" => {
+                limit_keys.push(key);
+                parse_max_processes(value).map(|n| policy.max_processes = Some(n))
+            }
+            "cpu_limit" => {
+                limit_keys.push(key);
+                parse_cpu_limit(value).map(|secs| policy.cpu_limit = Some(secs))
+            }
+            "max_file_size" => {
+                limit_keys.push(key);
+                parse_size("max_file_size", "1GiB", MIN_FILE_SIZE, MAX_FILE_SIZE, value)
+                    .map(|bytes| policy.max_file_size = Some(bytes))
             }
             "shards" => parse_shards(value).map(|shards| policy.shards = Some(shards)),
             _ => {
@@ -270,15 +316,17 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
         .isolation
         .as_ref()
         .is_some_and(|variant| variant == "Process");
-    if let Some(key) = memory_limit_key
-        && !isolated
-        && (!isolation_given || options.policy.isolation.is_some())
-    {
-        errors.push(syn::Error::new(
-            key.span(),
-            "`memory_limit` requires `isolation = \"process\"`: the limit applies to the process \
-             a task runs in on its own; add isolation = \"process\"",
-        ));
+    if !isolated && (!isolation_given || options.policy.isolation.is_some()) {
+        for key in limit_keys {
+            debug_assert!(PROCESS_LIMITS.contains(&key.to_string().as_str()));
+            errors.push(syn::Error::new(
+                key.span(),
+                format!(
+                    "`{key}` requires `isolation = \"process\"`: the limit applies to the process \
+                     a task runs in on its own; add isolation = \"process\""
+                ),
+            ));
+        }
     }
     options
 }
@@ -504,9 +552,81 @@ fn parse_policy(key: &str, policies: &[(&str, &str)], value: &Expr) -> syn::Resu
     }
 }
 
-/// A memory size written as a string literal, an integer and a unit (`"512MiB"`, `"2 GiB"`,
-/// `"500MB"`), at least [`MIN_MEMORY_LIMIT`]; returns it in bytes.
+/// The `memory_limit`: a size from [`MIN_MEMORY_LIMIT`] to [`MAX_MEMORY_LIMIT`], in bytes.
 fn parse_memory_limit(value: &Expr) -> syn::Result<u64> {
+    let bytes = parse_size("memory_limit", "512MiB", 0, MAX_MEMORY_LIMIT, value)?;
+    if bytes < MIN_MEMORY_LIMIT {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`memory_limit` must be at least {} MiB: the task's process needs part of it \
+                 before its handler starts (2 MiB of stack per thread)",
+                MIN_MEMORY_LIMIT >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `max_processes`: an integer literal from [`MIN_PROCESSES`] to [`MAX_PROCESSES`].
+fn parse_max_processes(value: &Expr) -> syn::Result<u64> {
+    let message = |shown: &dyn Display| {
+        format!(
+            "`max_processes` must be an integer literal from {MIN_PROCESSES} to {MAX_PROCESSES}, \
+             such as `64`, not {shown}: it counts every process and thread of the node's user"
+        )
+    };
+    let shown = match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => match lit.base10_parse::<u64>() {
+            Ok(n) if (MIN_PROCESSES..=MAX_PROCESSES).contains(&n) => return Ok(n),
+            _ => lit.base10_digits().to_owned(),
+        },
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr,
+            ..
+        }) => format!("-{}", expr.to_token_stream()),
+        other => format!("`{}`", other.to_token_stream()),
+    };
+    Err(syn::Error::new_spanned(value, message(&shown)))
+}
+
+/// `cpu_limit`: a duration in whole seconds, from [`MIN_CPU_LIMIT`] to [`MAX_CPU_LIMIT`];
+/// returns the seconds.
+fn parse_cpu_limit(value: &Expr) -> syn::Result<u64> {
+    let min = Duration::from_secs(MIN_CPU_LIMIT);
+    let limit = parse_duration("cpu_limit", "10m", min, value)?;
+    let range = || {
+        format!(
+            "from {} to {}",
+            humantime::format_duration(min),
+            humantime::format_duration(Duration::from_secs(MAX_CPU_LIMIT))
+        )
+    };
+    if limit.subsec_nanos() != 0 {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`cpu_limit` counts whole seconds (the system's CPU limit does): write it like \
+                 `90s` or `10m`, {}",
+                range()
+            ),
+        ));
+    }
+    if limit.as_secs() > MAX_CPU_LIMIT {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!("`cpu_limit` must be {}", range()),
+        ));
+    }
+    Ok(limit.as_secs())
+}
+
+/// A size written as a string literal, an integer and a unit (`"512MiB"`, `"2 GiB"`,
+/// `"500MB"`), from `min` to `max` bytes; returns it in bytes.
+fn parse_size(key: &str, example: &str, min: u64, max: u64, value: &Expr) -> syn::Result<u64> {
     const EXAMPLES: &str = "write it like `512MiB`, `2GiB` or `500MB`";
     let Expr::Lit(ExprLit {
         lit: Lit::Str(lit), ..
@@ -514,7 +634,7 @@ fn parse_memory_limit(value: &Expr) -> syn::Result<u64> {
     else {
         return Err(syn::Error::new_spanned(
             value,
-            "`memory_limit` must be a string literal such as \"512MiB\"",
+            format!("`{key}` must be a string literal such as \"{example}\""),
         ));
     };
     let text = lit.value();
@@ -522,7 +642,7 @@ fn parse_memory_limit(value: &Expr) -> syn::Result<u64> {
     if trimmed.is_empty() {
         return Err(syn::Error::new(
             lit.span(),
-            format!("`memory_limit` cannot be empty: {EXAMPLES}"),
+            format!("`{key}` cannot be empty: {EXAMPLES}"),
         ));
     }
     let digits_end = trimmed
@@ -534,7 +654,7 @@ fn parse_memory_limit(value: &Expr) -> syn::Result<u64> {
         syn::Error::new(
             lit.span(),
             format!(
-                "invalid `memory_limit`: `{}` {why}; {EXAMPLES}",
+                "invalid `{key}`: `{}` {why}; {EXAMPLES}",
                 text.escape_debug()
             ),
         )
@@ -564,18 +684,25 @@ fn parse_memory_limit(value: &Expr) -> syn::Result<u64> {
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(*scale))
-        .ok_or_else(|| invalid("is too large"))?;
-    if bytes < MIN_MEMORY_LIMIT {
+        .filter(|bytes| *bytes <= max)
+        .ok_or_else(|| invalid(&format!("is too large (at most {})", size(max))))?;
+    if bytes < min {
         return Err(syn::Error::new(
             lit.span(),
-            format!(
-                "`memory_limit` must be at least {} MiB: the task's process needs part of it \
-                 before its handler starts (2 MiB of stack per thread)",
-                MIN_MEMORY_LIMIT >> 20
-            ),
+            format!("`{key}` must be at least {}", size(min)),
         ));
     }
     Ok(bytes)
+}
+
+/// `64 MiB`, `1024 TiB`, `1000 bytes`: a size in the largest binary unit that divides it.
+fn size(bytes: u64) -> String {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+            return format!("{} {unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// "a or b", "a, b or c" (or with "and").
@@ -715,7 +842,8 @@ mod tests {
         let tokens = quote! {
             name = "t", crate = ::scheduler, timeout = "1ms", retries = 100, backoff = "1ms",
             misfire = "skip", lock_lifetime = "1s", recovery = "never", isolation = "process",
-            memory_limit = "64MiB", shards = 1000,
+            memory_limit = "64MiB", max_processes = 16, cpu_limit = "1s",
+            max_file_size = "1KiB", shards = 1000,
         };
         let keys: Vec<String> = TaskArgs::parse(tokens.clone())
             .unwrap()
@@ -736,6 +864,9 @@ mod tests {
         assert_eq!(policy.recovery.unwrap(), "Never");
         assert_eq!(policy.isolation.unwrap(), "Process");
         assert_eq!(policy.memory_limit, Some(64 << 20));
+        assert_eq!(policy.max_processes, Some(16));
+        assert_eq!(policy.cpu_limit, Some(1));
+        assert_eq!(policy.max_file_size, Some(1024));
         assert_eq!(policy.shards, Some(Shards::Count(1000)));
     }
 
@@ -789,11 +920,15 @@ mod tests {
             recovery,
             isolation,
             memory_limit,
+            max_processes,
+            cpu_limit,
+            max_file_size,
             shards,
         } = options.policy;
         assert!(timeout.is_none() && retries.is_none() && backoff.is_none());
         assert!(misfire.is_none() && lock_lifetime.is_none() && recovery.is_none());
         assert!(isolation.is_none() && memory_limit.is_none() && shards.is_none());
+        assert!(max_processes.is_none() && cpu_limit.is_none() && max_file_size.is_none());
     }
 
     #[test]
@@ -821,6 +956,68 @@ mod tests {
                 .contains("unknown unit `.5GiB`")
         );
         assert!(parse("99999999999TiB").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn process_limits_are_checked_against_their_ranges() {
+        let error = |tokens: TokenStream| options(tokens).1.map(|e| e.to_string());
+        let iso = quote!(name = "t", isolation = "process",);
+        for (option, expected) in [
+            (
+                quote!(max_processes = 15),
+                "from 16 to 4194304, such as `64`, not 15",
+            ),
+            (quote!(max_processes = 4194305), "not 4194305"),
+            (quote!(max_processes = -1), "not -1"),
+            (quote!(max_processes = "64"), "not `\"64\"`"),
+            (
+                quote!(cpu_limit = "1500ms"),
+                "`cpu_limit` counts whole seconds",
+            ),
+            (quote!(cpu_limit = "0s"), "`cpu_limit` must be at least 1s"),
+            (
+                quote!(cpu_limit = "2years"),
+                "`cpu_limit` must be from 1s to 1year",
+            ),
+            (
+                quote!(cpu_limit = 60),
+                "`cpu_limit` must be a string literal",
+            ),
+            (
+                quote!(max_file_size = "1000B"),
+                "`max_file_size` must be at least 1 KiB",
+            ),
+            (
+                quote!(max_file_size = "2048TiB"),
+                "is too large (at most 1024 TiB)",
+            ),
+            (quote!(max_file_size = "1G"), "ambiguous unit `G`"),
+            (
+                quote!(memory_limit = "2048TiB"),
+                "is too large (at most 1024 TiB)",
+            ),
+        ] {
+            let message = error(quote!(#iso #option)).expect("refused");
+            assert!(message.contains(expected), "{option}: {message}");
+        }
+        let (limits, errors) = options(quote!(
+            #iso max_processes = 4194304, cpu_limit = "1year", max_file_size = "1024TiB"
+        ));
+        assert!(errors.is_none(), "{errors:?}");
+        assert_eq!(limits.policy.max_processes, Some(MAX_PROCESSES));
+        assert_eq!(limits.policy.cpu_limit, Some(MAX_CPU_LIMIT));
+        assert_eq!(limits.policy.max_file_size, Some(MAX_FILE_SIZE));
+        for option in [
+            quote!(max_processes = 64),
+            quote!(cpu_limit = "1m"),
+            quote!(max_file_size = "1GiB"),
+        ] {
+            let message = error(quote!(name = "t", #option)).expect("refused");
+            assert!(
+                message.contains("requires `isolation = \"process\"`"),
+                "{message}"
+            );
+        }
     }
 
     #[test]

@@ -202,6 +202,16 @@ fn human(d: Duration) -> String {
     }
 }
 
+/// `64 MiB`, `1024 TiB`, `1000 bytes`: a size in the largest binary unit that divides it.
+pub(crate) fn size(bytes: u64) -> String {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+            return format!("{} {unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} bytes")
+}
+
 /// `text` with control characters shown as escapes and cut to 80 characters, for an error
 /// message that quotes what a user wrote (a terminal never receives a raw escape sequence).
 pub(crate) fn printable(text: &str) -> String {
@@ -311,6 +321,19 @@ pub(crate) const CONFIG_DOCUMENT_BYTES: CountRange = CountRange::new(0, 8 * 1024
 pub(crate) const CONFIG_DOCUMENT_DEPTH: CountRange = CountRange::new(1, 32);
 // End of PARSERS.
 
+// Isolation area: the limits of an isolated task's process (`#[task(isolation = "process", ...)]`),
+// checked by the macro at compile time with the same numbers (a test below keeps them alike) and
+// again when the process is started.
+
+/// `memory_limit`, in bytes (`RLIMIT_DATA`).
+pub(crate) const MEMORY_LIMIT: CountRange = CountRange::new(64 << 20, 1 << 50);
+/// `max_processes` (`RLIMIT_NPROC`, counted over the node's user).
+pub(crate) const MAX_PROCESSES: CountRange = CountRange::new(16, 4_194_304);
+/// `cpu_limit`, whole seconds (`RLIMIT_CPU`).
+pub(crate) const CPU_LIMIT: DurationRange = DurationRange::new(secs(1), secs(YEAR));
+/// `max_file_size`, in bytes (`RLIMIT_FSIZE`).
+pub(crate) const MAX_FILE_SIZE: CountRange = CountRange::new(1 << 10, 1 << 50);
+
 /// Every range, by the name it has in `docs/limits.md`.
 #[cfg_attr(not(test), allow(dead_code))] // the listing is read by tests
 pub(crate) const ALL: &[(&str, Range)] = &[
@@ -409,6 +432,11 @@ pub(crate) const ALL: &[(&str, Range)] = &[
         "config document nesting depth",
         Range::Count(CONFIG_DOCUMENT_DEPTH),
     ),
+    // Isolation area.
+    ("task `memory_limit`", Range::Size(MEMORY_LIMIT)),
+    ("task `max_processes`", Range::Count(MAX_PROCESSES)),
+    ("task `cpu_limit`", Range::Duration(CPU_LIMIT)),
+    ("task `max_file_size`", Range::Size(MAX_FILE_SIZE)),
 ];
 
 /// One of the ranges, for the listing.
@@ -419,6 +447,8 @@ pub(crate) enum Range {
     Duration(DurationRange),
     /// A count range.
     Count(CountRange),
+    /// A count of bytes, shown in binary units.
+    Size(CountRange),
 }
 
 impl fmt::Display for Range {
@@ -426,6 +456,7 @@ impl fmt::Display for Range {
         match self {
             Range::Duration(r) => r.fmt(f),
             Range::Count(r) => r.fmt(f),
+            Range::Size(r) => write!(f, "from {} to {}", size(r.min), size(r.max)),
         }
     }
 }
@@ -515,6 +546,29 @@ mod tests {
         }
         assert_eq!(BACKFILL_PACE.clamp_millis(secs(u64::MAX)), 86_400_000);
         assert_eq!(SLA_REMIND_EVERY.clamp_millis(ms(0)), 1_000);
+    }
+
+    #[test]
+    fn the_task_macro_checks_process_limits_with_these_numbers() {
+        let macro_source = include_str!("../../scheduler-macros/src/valid.rs");
+        for (name, value) in [
+            ("MIN_MEMORY_LIMIT", MEMORY_LIMIT.min),
+            ("MAX_MEMORY_LIMIT", MEMORY_LIMIT.max),
+            ("MIN_PROCESSES", MAX_PROCESSES.min),
+            ("MAX_PROCESSES", MAX_PROCESSES.max),
+            ("MIN_CPU_LIMIT", CPU_LIMIT.min.as_secs()),
+            ("MAX_CPU_LIMIT", CPU_LIMIT.max.as_secs()),
+            ("MIN_FILE_SIZE", MAX_FILE_SIZE.min),
+            ("MAX_FILE_SIZE", MAX_FILE_SIZE.max),
+        ] {
+            let line = format!("const {name}: u64 = {value};");
+            assert!(
+                macro_source.contains(&line),
+                "scheduler-macros/src/valid.rs lacks `{line}`"
+            );
+        }
+        assert_eq!(size(64 << 20), "64 MiB");
+        assert_eq!(size(1000), "1000 bytes");
     }
 
     #[test]

@@ -191,8 +191,16 @@ impl SchedulerBuilder {
             #[cfg(feature = "webhook")]
             channels: match env.string(vars::CHANNELS_FILE) {
                 Some(path) => Some(
-                    crate::channels::Channels::from_file_with(std::path::Path::new(&path), &lookup)
-                        .map_err(|e| crate::env::invalid(vars::CHANNELS_FILE, e))?,
+                    // The variables it names (`env:NAME`) are secrets the node keeps from
+                    // isolated children.
+                    crate::channels::Channels::from_file_with(
+                        std::path::Path::new(&path),
+                        &|name: &str| {
+                            vars::note_secret(name);
+                            lookup(name)
+                        },
+                    )
+                    .map_err(|e| crate::env::invalid(vars::CHANNELS_FILE, e))?,
                 ),
                 None => None,
             },

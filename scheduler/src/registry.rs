@@ -119,6 +119,19 @@ pub struct TaskOptions {
     /// stacks included); past it, allocations fail and the run is recorded as out of memory.
     /// Enforced on Linux (`RLIMIT_DATA`). `None`: no limit.
     pub memory_limit: Option<u64>,
+    /// `max_processes = 64` (only with `isolation = "process"`): the most processes and threads
+    /// the node's *user* may have when the task's process (or one it started) starts another
+    /// (`RLIMIT_NPROC`, which counts all of that user's, not only the task's; not enforced with
+    /// `CAP_SYS_RESOURCE`; never above the node's own). `None`: no limit.
+    pub max_processes: Option<u64>,
+    /// `cpu_limit = "10m"` (only with `isolation = "process"`): the CPU time the task's process
+    /// may use, whole seconds (`RLIMIT_CPU`); past it the process is killed by SIGXCPU. `None`:
+    /// no limit.
+    pub cpu_limit: Option<Duration>,
+    /// `max_file_size = "1GiB"` (only with `isolation = "process"`): the largest file, in bytes,
+    /// the task's process may write (`RLIMIT_FSIZE`); past it the process is killed by SIGXFSZ.
+    /// `None`: no limit.
+    pub max_file_size: Option<u64>,
     /// `shards = 8`: how many runs each tick is split into, each claimed, locked, retried and
     /// recorded on its own and spread over the live nodes; the handler reads its shard with
     /// [`TaskContext::shard`](crate::TaskContext::shard). From 1 to
@@ -139,6 +152,9 @@ impl TaskOptions {
         recovery: None,
         isolation: None,
         memory_limit: None,
+        max_processes: None,
+        cpu_limit: None,
+        max_file_size: None,
         shards: None,
     };
 
@@ -194,6 +210,27 @@ impl TaskOptions {
 }
 
 impl TaskOptions {
+    /// Sets [`max_processes`](Self::max_processes). Used by the macro; set options in the
+    /// attribute, which accepts it only with `isolation = "process"`.
+    pub const fn max_processes(mut self, processes: u64) -> Self {
+        self.max_processes = Some(processes);
+        self
+    }
+
+    /// Sets [`cpu_limit`](Self::cpu_limit). Used by the macro; set options in the attribute,
+    /// which accepts it only with `isolation = "process"`.
+    pub const fn cpu_limit(mut self, limit: Duration) -> Self {
+        self.cpu_limit = Some(limit);
+        self
+    }
+
+    /// Sets [`max_file_size`](Self::max_file_size), in bytes. Used by the macro; set options in
+    /// the attribute, which accepts it only with `isolation = "process"`.
+    pub const fn max_file_size(mut self, bytes: u64) -> Self {
+        self.max_file_size = Some(bytes);
+        self
+    }
+
     /// Sets [`shards`](Self::shards). Used by the macro; set options in the attribute.
     pub const fn shards(mut self, shards: u32) -> Self {
         self.shards = Some(crate::shard::ShardCount::Fixed(shards));

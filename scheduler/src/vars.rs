@@ -10,6 +10,13 @@
 //!
 //! Not listed here, as no one sets it by hand: `SCHEDULER_ISOLATED_RUN`, which a node sets for
 //! the child process of a task with `isolation = "process"` (see [`crate::isolation`]).
+//!
+//! The variables that hold the node's secrets are listed once, in [`SECRETS`]: an isolated
+//! run's child process never gets them (nor the variables a channels file names with `env:`,
+//! see [`is_secret`]).
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
 
 /// The database URL (`postgres://`, `postgresql://` or `sqlite://PATH`).
 pub const DATABASE_URL: &str = "SCHEDULER_DATABASE_URL";
@@ -152,3 +159,125 @@ pub const OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
 pub const OTEL_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
 /// Milliseconds between metric exports.
 pub const OTEL_METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
+
+/// A standard OpenTelemetry variable the `otel` feature does not read (no logs are exported),
+/// listed for [`SECRETS`]: it holds the same kind of API key as the other headers.
+const OTEL_EXPORTER_OTLP_LOGS_HEADERS: &str = "OTEL_EXPORTER_OTLP_LOGS_HEADERS";
+
+// Isolation area: the node's secrets, kept from isolated children.
+
+/// Every variable that holds one of the node's secrets or a URL that may embed one: the database
+/// URLs (passwords), the admin and viewer tokens, the webhook's URL and secret, the config
+/// source's token and headers, the OTLP headers (API keys). An isolated run's child process is
+/// started without them (see `docs/isolation.md`); nothing in a child needs them.
+///
+/// A unit test keeps this list in step with the constants above: a new constant whose name says
+/// it holds a secret (`TOKEN`, `SECRET`, `PASSWORD`, `HEADERS`, `_URL` of a database) fails it
+/// until it is listed here or in that test's list of the harmless ones.
+pub const SECRETS: &[&str] = &[
+    DATABASE_URL,
+    DATABASE_URL_FALLBACK,
+    LISTEN_URL,
+    CONFIG,
+    CONFIG_TOKEN,
+    CONFIG_HEADERS,
+    WEBHOOK_URL,
+    WEBHOOK_SECRET,
+    ADMIN_TOKEN,
+    // The viewer token (`vars::ADMIN_VIEWER_TOKEN`, added by the secrets area).
+    "SCHEDULER_ADMIN_VIEWER_TOKEN",
+    OTEL_EXPORTER_OTLP_HEADERS,
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS,
+    OTEL_EXPORTER_OTLP_METRICS_HEADERS,
+    OTEL_EXPORTER_OTLP_LOGS_HEADERS,
+];
+
+/// The variables a channels file read by this process named with `env:NAME` (an SMTP password, a
+/// bot's secret, a hook's URL): secrets of the node like [`SECRETS`].
+static NAMED_BY_CHANNELS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// Records that `name` holds a secret of this node (a channels file's `env:NAME`), so that
+/// isolated children are started without it.
+pub(crate) fn note_secret(name: &str) {
+    NAMED_BY_CHANNELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(name.to_owned());
+}
+
+/// Whether the variable `name` holds a secret of this node: it is in [`SECRETS`], or a channels
+/// file this process read named it with `env:`.
+pub fn is_secret(name: &str) -> bool {
+    SECRETS.contains(&name)
+        || NAMED_BY_CHANNELS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(name)
+}
+
+/// The secret variables named by channels files so far, with [`SECRETS`].
+pub(crate) fn secret_names() -> Vec<String> {
+    let named = NAMED_BY_CHANNELS.lock().unwrap_or_else(|e| e.into_inner());
+    SECRETS
+        .iter()
+        .map(|name| (*name).to_owned())
+        .chain(named.iter().cloned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The constants of this file whose name or value says they may hold a secret, and are not
+    /// in [`SECRETS`] on purpose (they hold none).
+    const NOT_SECRET: &[&str] = &[
+        "SCHEDULER_PUBLIC_URL",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_CLIENT_KEY",
+    ];
+
+    #[test]
+    fn every_variable_that_may_hold_a_secret_is_listed() {
+        let source = include_str!("vars.rs");
+        let mut names = Vec::new();
+        for line in source.lines() {
+            let line = line.trim();
+            let Some(rest) = line
+                .strip_prefix("pub const ")
+                .or_else(|| line.strip_prefix("const "))
+            else {
+                continue;
+            };
+            let Some((_, value)) = rest.split_once(": &str = \"") else {
+                continue;
+            };
+            names.push(value.trim_end_matches("\";").to_owned());
+        }
+        assert!(names.len() > 50, "the constants were read: {names:?}");
+        let secret_like = ["TOKEN", "SECRET", "PASSWORD", "HEADERS", "_URL", "KEY"];
+        for name in names {
+            if secret_like.iter().any(|word| name.contains(word)) && !NOT_SECRET.contains(&&*name) {
+                assert!(
+                    SECRETS.contains(&&*name),
+                    "`{name}` may hold a secret: list it in SECRETS (or in NOT_SECRET if not)"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn variables_named_by_a_channels_file_are_secrets() {
+        assert!(is_secret(ADMIN_TOKEN) && is_secret("DATABASE_URL"));
+        assert!(!is_secret("PATH") && !is_secret("VARS_TEST_SMTP_PASSWORD"));
+        note_secret("VARS_TEST_SMTP_PASSWORD");
+        assert!(is_secret("VARS_TEST_SMTP_PASSWORD"));
+        assert!(
+            secret_names()
+                .iter()
+                .any(|n| n == "VARS_TEST_SMTP_PASSWORD")
+        );
+    }
+}

@@ -97,14 +97,16 @@ fn is_dead(pid: u32) -> bool {
     matches!(process_state(pid), None | Some('Z' | 'X'))
 }
 
-/// Kills `pid` when dropped if it is still a live `test_node`: a test that fails half-way must
-/// not leave a child spinning on a shared machine.
+/// Kills `pid` when dropped if it is still a live `test_node` (or a `sleep 3600` a handler
+/// started): a test that fails half-way must not leave a child spinning on a shared machine.
 struct KillOnDrop(u32);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0)).unwrap_or_default();
-        if !is_dead(self.0) && String::from_utf8_lossy(&cmdline).contains("test_node") {
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        let ours = cmdline.contains("test_node") || cmdline.starts_with("sleep\03600\0");
+        if !is_dead(self.0) && ours {
             // SAFETY: signals a live process checked to be this test's `test_node` child.
             unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
         }
@@ -351,18 +353,279 @@ async fn stopping_a_child_stops_what_its_handler_started() {
 }
 
 #[tokio::test]
-async fn output_held_open_by_a_process_the_handler_left_behind_does_not_hold_the_run() {
+async fn a_process_the_handler_left_behind_when_it_returned_ends_with_the_run() {
     let run = Isolated::start("iso.leave_behind").await;
     let grandchild: u32 = run.record("grandchild").await.parse().unwrap();
+    let _cleanup = KillOnDrop(grandchild);
     let (exit, log, _) = run.finish().await;
     assert_eq!(exit, ChildExit::Succeeded);
     assert!(log.contains(" INFO stdout: before returning\n"), "{log}");
+    // Killed with the child's process group, it no longer holds the run's output open.
+    wait_dead(
+        grandchild,
+        "the process the handler left behind ends with the run",
+    )
+    .await;
     assert!(
-        log.contains("still holds its stdout or stderr open"),
+        !log.contains("still holds its stdout or stderr open"),
         "{log}"
     );
-    // SAFETY: signals the `sleep` the handler started, which the test now cleans up.
-    unsafe { libc::kill(grandchild as i32, libc::SIGKILL) };
+}
+
+#[tokio::test]
+async fn a_process_that_ignores_sigterm_ends_with_a_run_that_was_asked_to_stop() {
+    let mut run = Isolated::start("iso.stubborn_grandchild").await;
+    let grandchild: u32 = run.record("grandchild").await.parse().unwrap();
+    let _cleanup = KillOnDrop(grandchild);
+    run.record("pid").await;
+    // Once it runs `sleep`, the shell has set SIGTERM to be ignored.
+    wait_until(
+        PATIENCE,
+        "the grandchild ignores SIGTERM and sleeps",
+        || {
+            let cmdline = std::fs::read(format!("/proc/{grandchild}/cmdline")).unwrap_or_default();
+            async move { cmdline == b"sleep\03600\0" }
+        },
+    )
+    .await;
+    // A timeout or a cancel: SIGTERM to the group; the handler returns within the grace.
+    let exit = run.child.stop(PATIENCE).await;
+    assert!(
+        matches!(&exit, ChildExit::Failed { error } if error.contains("interrupted")),
+        "{exit:?}"
+    );
+    wait_dead(
+        grandchild,
+        "the process that ignored SIGTERM ends with the run",
+    )
+    .await;
+    run.finish().await;
+}
+
+#[tokio::test]
+async fn the_limits_are_set_on_the_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::builder(dir.path().join("runs.db"))
+        .connect()
+        .unwrap();
+    store.migrate().await.unwrap();
+    let store = Arc::new(store);
+    let run_id = new_run_id();
+    let capture = RunLogCapture::external(run_id, Arc::clone(&store) as Arc<dyn Store>);
+    let identity = RunIdentity::new("iso.limits", run_id, chrono::Utc::now(), "node-iso");
+    let mut child = ChildCommand::new(identity)
+        .program(env!("CARGO_BIN_EXE_test_node"))
+        .memory_limit(Some(512 << 20))
+        .max_processes(Some(4096))
+        .cpu_limit(Some(Duration::from_secs(3600)))
+        .max_file_size(Some(1 << 30))
+        .spawn(capture.lines())
+        .await
+        .expect("start the child");
+    assert_eq!(child.wait().await, ChildExit::Succeeded);
+    let limits = std::fs::read_to_string(isolation_record_dir(run_id).join("limits")).unwrap();
+    let _ = std::fs::remove_dir_all(isolation_record_dir(run_id));
+    for (name, soft, hard) in [
+        ("Max data size", "536870912", "536870912"),
+        ("Max processes", "4096", "4096"),
+        ("Max cpu time", "3600", "3601"),
+        ("Max file size", "1073741824", "1073741824"),
+    ] {
+        assert_eq!(limit_of(&limits, name), (soft, hard), "{limits}");
+    }
+}
+
+#[tokio::test]
+async fn a_limit_outside_its_range_is_refused_naming_the_option() {
+    let identity = RunIdentity::new("iso.limits", new_run_id(), chrono::Utc::now(), "node-iso");
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::builder(dir.path().join("runs.db"))
+        .connect()
+        .unwrap();
+    store.migrate().await.unwrap();
+    let capture = RunLogCapture::external(1, Arc::new(store) as Arc<dyn Store>);
+    let error = ChildCommand::new(identity)
+        .program(env!("CARGO_BIN_EXE_test_node"))
+        .max_processes(Some(2))
+        .spawn(capture.lines())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error
+            .contains("`max_processes` of task `iso.limits`: 2 is out of range; accepted: from 16"),
+        "{error}"
+    );
+}
+
+/// The soft and hard values of the limit `name` in a `/proc/PID/limits` text.
+fn limit_of<'a>(limits: &'a str, name: &str) -> (&'a str, &'a str) {
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with(name))
+        .unwrap_or_else(|| panic!("no `{name}` in {limits}"));
+    let mut values = line[name.len()..].split_whitespace();
+    (values.next().unwrap(), values.next().unwrap())
+}
+
+/// A node (`test_node` on SQLite) whose environment holds every kind of secret it has runs an
+/// isolated task: the handler's own record of its environment holds none of them, but the
+/// application's own variables; its limits come from its attribute; the process it left behind
+/// is gone once its run ended.
+#[tokio::test]
+async fn a_node_keeps_its_secrets_from_an_isolated_handler_and_ends_what_it_left_behind() {
+    // `SCHEDULER_LISTEN_URL` and the config source's token and headers cannot be set on a node
+    // with a SQLite store and a config file (it refuses them); the list's unit test covers them.
+    const SECRETS: [(&str, &str); 9] = [
+        (
+            "DATABASE_URL",
+            "postgres://app:db-password-1@db.invalid/jobs",
+        ),
+        ("SCHEDULER_ADMIN_TOKEN", "admin-token-0123456789abcdef"),
+        (
+            "SCHEDULER_ADMIN_VIEWER_TOKEN",
+            "viewer-token-0123456789abcdef",
+        ),
+        (
+            "SCHEDULER_WEBHOOK_URL",
+            "http://127.0.0.1:9/hook?key=webhook-url-secret",
+        ),
+        (
+            "SCHEDULER_WEBHOOK_SECRET",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        ),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=otel-secret"),
+        (
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "x-api-key=otel-traces-secret",
+        ),
+        ("ISO_TEST_SMTP_PASSWORD", "smtp-password-secret"),
+        ("ISO_TEST_BOT_SECRET", "bot-secret-secret"),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let config = dir.path().join("tasks.json");
+    std::fs::write(
+        &config,
+        r#"{"tasks":[{"name":"iso.environment","enabled":true,"cron":"* * * * * *","timezone":"UTC"}]}"#,
+    )
+    .unwrap();
+    let channels = dir.path().join("channels.toml");
+    std::fs::write(
+        &channels,
+        r#"
+[[channels]]
+name = "robot"
+kind = "dingtalk"
+url = "https://oapi.dingtalk.com/robot/send?access_token=abc"
+secret = "env:ISO_TEST_BOT_SECRET"
+
+[[channels]]
+name = "mail"
+kind = "email"
+host = "127.0.0.1"
+port = 2525
+username = "scheduler"
+password = "env:ISO_TEST_SMTP_PASSWORD"
+from = "scheduler@example.com"
+to = ["ops@example.com"]
+"#,
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"));
+    command
+        .env(
+            "SCHEDULER_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("s.db").display()),
+        )
+        .env("SCHEDULER_CONFIG", &config)
+        .env("SCHEDULER_CHANNELS_FILE", &channels)
+        .env("OTEL_SDK_DISABLED", "true")
+        .env("SCHEDULER_ADMIN_ADDR", "127.0.0.1:0")
+        .env("ISO_RECORD_DIR", &records)
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::null());
+    for (name, value) in SECRETS {
+        command.env(name, value);
+    }
+    let mut node = command.spawn().expect("start the node");
+    let _node = KillOnDrop(node.id());
+
+    let env_record = wait_for_record(&records, "env-", &mut node).await;
+    let run_id = env_record.trim_start_matches("env-");
+    let env = std::fs::read_to_string(records.join(&env_record)).unwrap();
+    for (name, value) in SECRETS {
+        assert!(
+            !env.lines()
+                .any(|line| line.starts_with(&format!("{name}="))),
+            "the handler got `{name}`:\n{env}"
+        );
+        assert!(
+            !env.contains(value),
+            "the handler saw the value of `{name}`"
+        );
+    }
+    for name in ["PATH", "HOME", "ISO_RECORD_DIR", "RUST_LOG"] {
+        assert!(
+            env.lines()
+                .any(|line| line.starts_with(&format!("{name}="))),
+            "the handler lacks `{name}`:\n{env}"
+        );
+    }
+
+    let limits = std::fs::read_to_string(records.join(format!("limits-{run_id}"))).unwrap();
+    assert_eq!(
+        limit_of(&limits, "Max cpu time"),
+        ("3600", "3601"),
+        "{limits}"
+    );
+    assert_eq!(
+        limit_of(&limits, "Max processes"),
+        ("4096", "4096"),
+        "{limits}"
+    );
+    assert_eq!(
+        limit_of(&limits, "Max file size"),
+        ("1073741824", "1073741824"),
+        "{limits}"
+    );
+
+    let grandchild: u32 = std::fs::read_to_string(records.join(format!("grandchild-{run_id}")))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let _grandchild = KillOnDrop(grandchild);
+    wait_dead(
+        grandchild,
+        "the process the handler left behind ends with its run",
+    )
+    .await;
+    assert!(node.try_wait().unwrap().is_none(), "the node runs on");
+    node.kill().unwrap();
+    node.wait().unwrap();
+}
+
+/// The name of the first file in `dir` whose name starts with `prefix` (not a `.tmp`), once
+/// there is one; fails if the node exits first.
+async fn wait_for_record(dir: &Path, prefix: &str, node: &mut std::process::Child) -> String {
+    let found = std::sync::Mutex::new(None);
+    wait_until(PATIENCE, &format!("a handler records `{prefix}*`"), || {
+        if let Some(status) = node.try_wait().unwrap() {
+            panic!("the node exited: {status}");
+        }
+        let name = std::fs::read_dir(dir).ok().and_then(|entries| {
+            entries
+                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .find(|name| name.starts_with(prefix) && !name.ends_with(".tmp"))
+        });
+        let done = name.is_some();
+        if name.is_some() {
+            *found.lock().unwrap() = name;
+        }
+        async move { done }
+    })
+    .await;
+    found.into_inner().unwrap().unwrap()
 }
 
 #[tokio::test]

@@ -39,6 +39,15 @@ async fn no_options() {}
 )]
 async fn isolated() {}
 
+#[task(
+    name = "options.limited",
+    isolation = "process",
+    max_processes = 64,
+    cpu_limit = "10m",
+    max_file_size = "1GiB"
+)]
+async fn limited() {}
+
 fn options(name: &str) -> TaskOptions {
     TaskRegistry::collect()
         .expect("no duplicate task names")
@@ -109,4 +118,21 @@ fn isolation_and_its_memory_limit_are_registered() {
     // Left out: the handler runs in the node's process, without a limit.
     assert_eq!(options("options.none").isolation, None);
     assert_eq!(options("options.none").memory_limit, None);
+}
+
+#[test]
+fn the_process_limits_are_registered() {
+    assert_eq!(
+        options("options.limited"),
+        TaskOptions::DEFAULT
+            .isolation(Isolation::Process)
+            .max_processes(64)
+            .cpu_limit(Duration::from_secs(600))
+            .max_file_size(1 << 30)
+    );
+    let none = options("options.none");
+    assert_eq!(
+        (none.max_processes, none.cpu_limit, none.max_file_size),
+        (None, None, None)
+    );
 }

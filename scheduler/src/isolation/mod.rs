@@ -26,8 +26,12 @@
 //! # What holds
 //!
 //! - **No orphans.** The child is its own process group's leader; the signals go to the whole
-//!   group, so processes the handler started are stopped with it. Dropping a [`ChildRun`] kills
-//!   the group, and the child is reaped however it ends. On Linux the child is killed
+//!   group, so processes the handler started are stopped with it. When the child ends, however
+//!   it ends (its handler returned, failed, panicked, timed out, was cancelled or its node
+//!   drains), the node kills the group (SIGKILL) before it reaps the child, so what the handler
+//!   started and left behind ends with the run; a process that left the group (`setsid`, a
+//!   double fork into a group of its own) is not followed. Dropping a [`ChildRun`] kills the
+//!   group, and the child is reaped however it ends. On Linux the child is killed
 //!   (`PR_SET_PDEATHSIG`) when its node dies, even by SIGKILL; the fork is done by a thread that
 //!   lives as long as the process, since Linux sends that signal when the *thread* that forked
 //!   the child ends. On other Unix systems a child outlives a node killed by SIGKILL until its
@@ -46,10 +50,23 @@
 //!   signal or an exit code). The limit is not resident memory: pages allocated but never
 //!   touched count too.
 //!
+//! - **No secrets of the node.** The child's environment is the node's without the variables
+//!   that hold its secrets ([`crate::vars::SECRETS`]: the database URLs, the admin and viewer
+//!   tokens, the webhook's URL and secret, the config source's token and headers, the OTLP
+//!   headers) and those a channels file named with `env:` (SMTP passwords, bot secrets). The
+//!   child needs none of them: it never opens the store. `docs/isolation.md` says what it gets.
+//! - **Optional limits** beside the memory limit: [`ChildCommand::max_processes`]
+//!   (`RLIMIT_NPROC`, counted over the node's user), [`ChildCommand::cpu_limit`] (`RLIMIT_CPU`,
+//!   SIGXCPU past it) and [`ChildCommand::max_file_size`] (`RLIMIT_FSIZE`, SIGXFSZ past it).
+//!
 //! Process isolation needs Unix; on other systems starting a child fails with a clear error.
 
 mod child;
+#[cfg(unix)]
+mod environment;
 mod exit;
+#[cfg(unix)]
+mod limits;
 #[cfg(unix)]
 mod parent;
 mod wire;

@@ -25,6 +25,7 @@ use tracing::Level;
 
 use super::RunIdentity;
 use super::exit::{ChildExit, Signal};
+use super::limits::{Limits, Prepared};
 use super::wire::{self, Record, Request};
 use crate::run_log::RunLogLines;
 use crate::{Error, Result};
@@ -67,16 +68,16 @@ const NOTE_TARGET: &str = "scheduler::isolation";
 pub struct ChildCommand {
     identity: RunIdentity,
     program: Option<PathBuf>,
-    memory_limit: Option<u64>,
+    limits: Limits,
 }
 
 impl ChildCommand {
-    /// The child of run `identity`: this binary, without a memory limit.
+    /// The child of run `identity`: this binary, without limits.
     pub fn new(identity: RunIdentity) -> Self {
         Self {
             identity,
             program: None,
-            memory_limit: None,
+            limits: Limits::default(),
         }
     }
 
@@ -92,17 +93,52 @@ impl ChildCommand {
     /// Linux) at `bytes`; `None`, the default, sets no limit. From the task's
     /// `memory_limit = "..."`.
     pub fn memory_limit(mut self, bytes: Option<u64>) -> Self {
-        self.memory_limit = bytes;
+        self.limits.memory = bytes;
+        self
+    }
+
+    /// Caps the processes and threads of the node's *user* at `processes` when the child (or a
+    /// process it started) starts another (`RLIMIT_NPROC`, counted over all of that user's
+    /// processes; not enforced with `CAP_SYS_RESOURCE`); `None`, the default, sets no limit.
+    /// From the task's `max_processes = N`. Every limit is lowered to the node's own hard limit
+    /// when that is lower.
+    pub fn max_processes(mut self, processes: Option<u64>) -> Self {
+        self.limits.processes = processes;
+        self
+    }
+
+    /// Caps the child's CPU time at `limit`, counted in whole seconds (`RLIMIT_CPU`): past it
+    /// the child is killed by SIGXCPU. `None`, the default, sets no limit. From the task's
+    /// `cpu_limit = "..."`.
+    pub fn cpu_limit(mut self, limit: Option<Duration>) -> Self {
+        self.limits.cpu = limit;
+        self
+    }
+
+    /// Caps the size of the files the child writes at `bytes` (`RLIMIT_FSIZE`): writing past it
+    /// kills it by SIGXFSZ. `None`, the default, sets no limit. From the task's
+    /// `max_file_size = "..."`.
+    pub fn max_file_size(mut self, bytes: Option<u64>) -> Self {
+        self.limits.file_size = bytes;
         self
     }
 
     /// Starts the child; its output becomes lines of `log`. Returns once the child runs this
     /// binary (its handler starts a little later: see [`ChildRun::handler_started_at`]).
     ///
-    /// Fails when the process cannot be started (the program is missing, the memory limit is too
-    /// small for it to start, the system is out of processes); the handler did not run then.
+    /// The child's environment is the node's without the node's secrets (see
+    /// [`crate::vars::SECRETS`]), with the run's request added.
+    ///
+    /// Fails when a limit is outside its range ([`Error::InvalidSetting`] naming the option), or
+    /// when the process cannot be started (the program is missing, the memory limit is too
+    /// small for it to start, the system or the user is out of processes); the handler did not
+    /// run then.
     pub async fn spawn(self, log: RunLogLines) -> Result<ChildRun> {
         let task = self.identity.task_name.clone();
+        self.limits.check().map_err(|error| Error::InvalidSetting {
+            name: format!("{}` of task `{task}", error.field).into(),
+            message: error.problem,
+        })?;
         // The name `ps` shows: the node's own for this binary.
         let (program, arg0) = match &self.program {
             Some(program) => (program.clone(), program.clone().into_os_string()),
@@ -159,7 +195,8 @@ impl ChildCommand {
             // Its own process group: the node's signals reach what the handler starts too, and a
             // terminal's Ctrl-C reaches the node alone, which stops its children itself.
             .process_group(0);
-        let prepare = prepare_child(child_end.as_raw_fd(), self.memory_limit);
+        super::environment::keep_secrets_home(&mut command);
+        let prepare = prepare_child(child_end.as_raw_fd(), self.limits.prepare());
         // SAFETY: `prepare` only makes async-signal-safe calls (prctl, getppid, setrlimit,
         // fcntl) on values computed before the fork, and allocates nothing.
         unsafe { command.pre_exec(prepare) };
@@ -174,7 +211,7 @@ impl ChildCommand {
         }
         let mut run = ChildRun {
             pid,
-            memory_limit: self.memory_limit,
+            memory_limit: self.limits.memory,
             exited,
             status: None,
             exit: None,
@@ -222,17 +259,17 @@ fn this_binary() -> PathBuf {
     }
 }
 
-/// What the child does between fork and exec: die with the node (Linux), take its memory
-/// limit, keep the event socket open across exec.
+/// What the child does between fork and exec: die with the node (Linux), take its limits, keep
+/// the event socket open across exec.
 ///
-/// The limit is `RLIMIT_DATA`, not `RLIMIT_AS`: since Linux 4.7 it counts the heap and every
+/// The memory limit is `RLIMIT_DATA`, not `RLIMIT_AS`: since Linux 4.7 it counts the heap and every
 /// private writable mapping (what a leak grows), but not address space only reserved. An idle
 /// child of a test binary on two cores maps 172 MiB of address space (mostly glibc's per-thread
 /// malloc arenas, reserved and unused) and 4.7 MiB of data: an address-space limit would have to
 /// grow with the machine's core count, and could stop a child from starting at all.
 fn prepare_child(
     events_fd: i32,
-    memory_limit: Option<u64>,
+    limits: Prepared,
 ) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
     #[cfg(target_os = "linux")]
     let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(libc::pid_t::MAX);
@@ -256,16 +293,7 @@ fn prepare_child(
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
         }
-        if let Some(bytes) = memory_limit {
-            let bytes = libc::rlim_t::try_from(bytes).unwrap_or(libc::RLIM_INFINITY);
-            let limit = libc::rlimit {
-                rlim_cur: bytes,
-                rlim_max: bytes,
-            };
-            if unsafe { libc::setrlimit(libc::RLIMIT_DATA, &limit) } != 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
+        limits.apply()?;
         let flags = unsafe { libc::fcntl(events_fd, libc::F_GETFD) };
         if flags < 0
             || unsafe { libc::fcntl(events_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
@@ -496,6 +524,9 @@ impl ChildRun {
         if self.status.is_none() {
             // An error means the watcher thread is gone; the child has ended or soon will.
             let _ = (&mut self.exited).await;
+            // What the handler started and left behind ends with the run. The child is not
+            // reaped yet, so its pid (the group's id) cannot have been taken by another process.
+            let _ = kill_group(self.pid, libc::SIGKILL);
             self.status = Some(reap(self.pid));
         }
         self.drain().await;

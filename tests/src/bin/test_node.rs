@@ -294,6 +294,69 @@ async fn iso_state(ctx: TaskContext) -> HandlerResult {
     Ok(())
 }
 
+/// Writes `text` to `dir/name` at once (a reader never sees half of it).
+fn publish(dir: &std::path::Path, name: &str, text: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!("{name}.tmp"));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(tmp, dir.join(name))
+}
+
+/// What an isolated handler of a node sees: records its environment and its limits
+/// (`/proc/self/limits`) under `$ISO_RECORD_DIR` (a variable of the application's own), starts
+/// a process that would sleep for an hour, records its pid, and returns at once.
+#[task(
+    name = "iso.environment",
+    isolation = "process",
+    max_processes = 4096,
+    cpu_limit = "1h",
+    max_file_size = "1GiB"
+)]
+async fn iso_environment(ctx: TaskContext) -> HandlerResult {
+    let dir = std::path::PathBuf::from(std::env::var("ISO_RECORD_DIR")?);
+    let run = ctx.run_id();
+    let grandchild = std::process::Command::new("sleep").arg("3600").spawn()?;
+    let env: String = std::env::vars_os()
+        .map(|(k, v)| format!("{}={}\n", k.to_string_lossy(), v.to_string_lossy()))
+        .collect();
+    publish(
+        &dir,
+        &format!("limits-{run}"),
+        &std::fs::read_to_string("/proc/self/limits")?,
+    )?;
+    publish(
+        &dir,
+        &format!("grandchild-{run}"),
+        &grandchild.id().to_string(),
+    )?;
+    publish(&dir, &format!("env-{run}"), &env)?;
+    Ok(())
+}
+
+/// Records its limits (`/proc/self/limits`) and succeeds.
+#[task(name = "iso.limits", isolation = "process")]
+async fn iso_limits(ctx: TaskContext) -> HandlerResult {
+    record(
+        &ctx,
+        "limits",
+        std::fs::read_to_string("/proc/self/limits")?,
+    );
+    Ok(())
+}
+
+/// Starts a process that ignores SIGTERM (as a shell's `trap "" TERM` leaves it) and records its
+/// pid, then waits to be asked to stop and returns, leaving it behind.
+#[task(name = "iso.stubborn_grandchild", isolation = "process")]
+async fn iso_stubborn_grandchild(ctx: TaskContext) -> HandlerResult {
+    let grandchild = std::process::Command::new("sh")
+        .args(["-c", "trap '' TERM; exec sleep 3600"])
+        .spawn()?;
+    record(&ctx, "grandchild", grandchild.id());
+    record(&ctx, "pid", std::process::id());
+    ctx.cancelled().await;
+    Err(ctx.interrupted().into())
+}
+
 #[tokio::main]
 async fn main() -> scheduler::Result<()> {
     scheduler::run().await

@@ -38,6 +38,9 @@ pub(super) async fn execute(
     let started = Instant::now();
     let child = match ChildCommand::new(identity)
         .memory_limit(descriptor.options.memory_limit)
+        .max_processes(descriptor.options.max_processes)
+        .cpu_limit(descriptor.options.cpu_limit)
+        .max_file_size(descriptor.options.max_file_size)
         .spawn(log)
         .await
     {
