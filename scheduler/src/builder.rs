@@ -91,6 +91,8 @@ pub struct SchedulerBuilder {
     #[cfg(feature = "admin")]
     admin_token: Option<String>,
     #[cfg(feature = "admin")]
+    admin_viewer_token: Option<String>,
+    #[cfg(feature = "admin")]
     admin_hosts: Vec<String>,
     #[cfg(feature = "admin")]
     admin_limits: crate::admin::AdminLimits,
@@ -141,6 +143,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_MIGRATE` | [`migrate`](Self::migrate) (`false` to skip) | `true` |
     /// | `SCHEDULER_ADMIN_ADDR` | [`admin_addr`](Self::admin_addr), e.g. `127.0.0.1:9870` | off |
     /// | `SCHEDULER_ADMIN_TOKEN` | [`admin_token`](Self::admin_token) | none (mutations refused) |
+    /// | `SCHEDULER_ADMIN_VIEWER_TOKEN` | [`admin_viewer_token`](Self::admin_viewer_token) | none |
     /// | `SCHEDULER_ADMIN_HOSTS` | [`admin_hosts`](Self::admin_hosts), comma-separated | none |
     /// | `SCHEDULER_ADMIN_MAX_CONNECTIONS`, `SCHEDULER_ADMIN_HEADER_TIMEOUT`, `SCHEDULER_ADMIN_IDLE_TIMEOUT`, `SCHEDULER_ADMIN_REQUEST_TIMEOUT`, `SCHEDULER_ADMIN_MAX_CONCURRENT_READS` | [`admin_limits`](Self::admin_limits) | `128`, `10s`, `60s`, `30s`, `1` |
     /// | `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_*` (the `otel` feature) | `otel` (with the feature: `otel::OtelSettings::from_env`) | nothing exported |
@@ -220,7 +223,9 @@ impl SchedulerBuilder {
             #[cfg(feature = "admin")]
             admin_addr: env.socket_addr(vars::ADMIN_ADDR)?,
             #[cfg(feature = "admin")]
-            admin_token: admin_token_from(&env)?,
+            admin_token: admin_token_from(&env, vars::ADMIN_TOKEN)?,
+            #[cfg(feature = "admin")]
+            admin_viewer_token: admin_token_from(&env, vars::ADMIN_VIEWER_TOKEN)?,
             #[cfg(feature = "admin")]
             admin_hosts: env
                 .string(vars::ADMIN_HOSTS)
@@ -472,6 +477,15 @@ impl SchedulerBuilder {
         self
     }
 
+    /// A bearer token that only reads: the API's `GET` routes and `/metrics` beyond loopback
+    /// (a Prometheus scrape, a read-only dashboard), never a mutation (403). At least 16
+    /// characters, and not the [`admin_token`](Self::admin_token). Default: none. Never logged.
+    #[cfg(feature = "admin")]
+    pub fn admin_viewer_token(mut self, token: impl Into<String>) -> Self {
+        self.admin_viewer_token = Some(token.into());
+        self
+    }
+
     /// The admin server's limits on connections and requests (see
     /// [`AdminLimits`](crate::admin::AdminLimits)). Default: 128 connections, 10 s for a
     /// request's headers, 60 s without a byte on a connection, 30 s for a request, 1 API
@@ -561,6 +575,7 @@ impl SchedulerBuilder {
             Some(addr) => Some(crate::admin::AdminListener::bind(
                 addr,
                 self.admin_token.as_deref(),
+                self.admin_viewer_token.as_deref(),
                 &self.admin_hosts,
                 self.admin_limits,
             )?),
@@ -648,6 +663,8 @@ fn refuse_missing_features(env: &Env<'_>) -> Result<(), InvalidSetting> {
         #[cfg(not(feature = "admin"))]
         (vars::ADMIN_TOKEN, "admin"),
         #[cfg(not(feature = "admin"))]
+        (vars::ADMIN_VIEWER_TOKEN, "admin"),
+        #[cfg(not(feature = "admin"))]
         (vars::ADMIN_HOSTS, "admin"),
         #[cfg(not(feature = "admin"))]
         (vars::ADMIN_MAX_CONNECTIONS, "admin"),
@@ -684,13 +701,13 @@ fn refuse_missing_features(env: &Env<'_>) -> Result<(), InvalidSetting> {
     Ok(())
 }
 
-/// The admin token of the environment contract (only with `SCHEDULER_ADMIN_ADDR`).
+/// An admin token of the environment contract, `name` (only with `SCHEDULER_ADMIN_ADDR`).
 #[cfg(feature = "admin")]
-fn admin_token_from(env: &Env<'_>) -> Result<Option<String>, InvalidSetting> {
-    let token = env.string(vars::ADMIN_TOKEN);
+fn admin_token_from(env: &Env<'_>, name: &'static str) -> Result<Option<String>, InvalidSetting> {
+    let token = env.string(name);
     if token.is_some() && env.string(vars::ADMIN_ADDR).is_none() {
         return Err(crate::env::invalid(
-            vars::ADMIN_TOKEN,
+            name,
             format!("only applies with {}", vars::ADMIN_ADDR),
         ));
     }

@@ -23,6 +23,7 @@
 //! | `scheduler_webhook_deliveries_total` | counter | `result` (`delivered`, `retry`, `failed`, `disabled`, `dropped`: given up unsent, the outbox over its bound) |
 //! | `scheduler_events_dropped_total` | counter | — (events slow subscribers lost) |
 //! | `scheduler_handler_threads_replaced_total` | counter | — (handler threads held inside one poll by a handler that blocks or spins, each replaced by a new thread) |
+//! | `scheduler_admin_auth_failures_total` | counter | `reason` (`missing`, `malformed`, `wrong_token`, `viewer_token`: admin requests refused for their token) |
 //! | `scheduler_build_info` | gauge | `version` (always 1) |
 
 use std::sync::atomic::AtomicU64;
@@ -121,6 +122,7 @@ pub struct Metrics {
     webhook: Family<ResultLabel, Counter>,
     pub(crate) events_dropped: Counter,
     pub(crate) handler_threads_replaced: Counter,
+    admin_auth_failures: Family<ReasonLabel, Counter>,
     /// Every family as registered (a family shows in the exposition once it has a sample).
     families: Vec<FamilyInfo>,
     #[cfg(feature = "otel")]
@@ -190,6 +192,7 @@ impl Metrics {
             webhook: Family::default(),
             events_dropped: Counter::default(),
             handler_threads_replaced: Counter::default(),
+            admin_auth_failures: Family::default(),
             #[cfg(feature = "otel")]
             otel: std::sync::OnceLock::new(),
             registry: Registry::default(),
@@ -306,6 +309,13 @@ impl Metrics {
             "scheduler_handler_threads_replaced",
             "Handler threads held inside one poll by a handler that blocks or spins, each replaced by a new thread",
             m.handler_threads_replaced.clone(),
+        );
+        register(
+            &mut registry,
+            &mut families,
+            "scheduler_admin_auth_failures",
+            "Admin requests refused for their token (none, malformed, wrong, the viewer's for a mutation), by reason",
+            m.admin_auth_failures.clone(),
         );
         let build = Family::<VersionLabel, Gauge>::default();
         build
@@ -496,6 +506,16 @@ impl Metrics {
             })
             .inc();
         self.refused.inc_by(refused as u64);
+    }
+
+    /// An admin request refused for its token, `reason` as in the table above.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) fn admin_auth_failure(&self, reason: &str) {
+        self.admin_auth_failures
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_owned(),
+            })
+            .inc();
     }
 
     pub(crate) fn config_read_error(&self) {

@@ -5,7 +5,9 @@
 //! rules of its own): URLs (`scheme://user:password@host/db?password=`), parsed URLs (user info
 //! hidden whole, for a token may stand in the user name),
 //! libpq keyword/value strings (`host=db password='s3 cret'`), and free text that embeds either
-//! (an error message quoting a URL). The output is for people to read, never to connect with:
+//! (an error message quoting a URL) or states a secret another way: `Bearer` credentials,
+//! `key: value` labels (`Authorization: Basic ...`, YAML, Rust `Debug`), JSON fields named like
+//! secrets (`{"password": "..."}`, escaped or not) and JSON Web Tokens. The output is for people to read, never to connect with:
 //! when a string is ambiguous the rule is to hide too much rather than too little. This module
 //! must not parse for connecting, and nothing here may log.
 
@@ -26,6 +28,8 @@ const SECRET_KEY_HINTS: &[&str] = &[
     "auth",
     "signature",
     "credential",
+    "cookie",
+    "passphrase",
 ];
 
 /// Names that are secret as a whole word only (as hints they would catch too much).
@@ -91,9 +95,17 @@ pub fn redact_url(url: &str) -> String {
 ///   value is hidden up to the next whitespace, or up to its closing quote when it starts with
 ///   `'` or `"`.
 ///
+/// - `key: value` labels and JSON fields whose key names a secret ([`is_secret_label`]:
+///   `Authorization`, `password`, `api_key`, `X-Api-Key`, `client_secret`, `Cookie`, ...), the
+///   key quoted or not (`"password": "x"`, `'token': 'x'`, `password: "x"` as Rust's `Debug`
+///   writes it, `\"password\":\"x\"` inside an escaped string): a quoted value is hidden up to
+///   its closing quote, a `[...]` list whole, an unquoted one up to the next whitespace (or `,`,
+///   `}`, `]` after a quoted key); an object (`{`) is not hidden as such, its own fields are
+///   judged by the same rule. `Authorization: Basic abc` keeps the scheme and hides the rest;
+/// - `Bearer <credentials>` anywhere (any case), and JSON Web Tokens (`eyJ...x.y.z`).
+///
 /// Known limit: in text (unlike [`redact_url`]) a URL ends at whitespace, so a URL password that
-/// contains both an `@` and, after it, a space can show its part after the space. Quoted JSON-style
-/// pairs (`"password": "x"`) are not recognised.
+/// contains both an `@` and, after it, a space can show its part after the space.
 ///
 /// ```
 /// use scheduler::redact::redact_text;
@@ -105,6 +117,10 @@ pub fn redact_url(url: &str) -> String {
 /// assert_eq!(
 ///     redact_text("invalid DSN host=db password = 'it''s s3cret' dbname=jobs"),
 ///     "invalid DSN host=db password = '***' dbname=jobs"
+/// );
+/// assert_eq!(
+///     redact_text(r#"POST /x {"user": "app", "password": "hunter2"} Authorization: Bearer abc.def"#),
+///     r#"POST /x {"user": "app", "password": "***"} Authorization: Bearer ***"#
 /// );
 /// assert_eq!(redact_text("retry in 5s (attempt 3)"), "retry in 5s (attempt 3)");
 /// ```
@@ -128,16 +144,32 @@ pub fn redact_text(text: &str) -> String {
             i += c.len_utf8();
             continue;
         }
+        let key = &rest[..word];
         if let Some(scheme) = scheme_len(rest) {
             let end = url_extent(rest, scheme);
             out.push_str(&redact_url_form(&rest[..end], scheme));
             i += end;
-        } else if is_secret_key(&rest[..word])
+        } else if is_jwt(key) {
+            out.push_str(MASK);
+            i += word;
+        } else if is_secret_key(key)
             && let Some(value) = keyword_value(rest, word)
         {
             out.push_str(&rest[..value.start]);
             push_masked(&mut out, &rest[value.clone()]);
             i += value.end;
+        } else if let Some(hidden) = (key.eq_ignore_ascii_case("bearer"))
+            .then(|| credentials_after(rest, word))
+            .flatten()
+            .or_else(|| {
+                is_secret_label(key)
+                    .then(|| labelled_value(rest, word))
+                    .flatten()
+            })
+        {
+            out.push_str(&rest[..hidden.start]);
+            out.push_str(MASK);
+            i += hidden.end;
         } else {
             out.push_str(&rest[..word]);
             i += word;
@@ -209,6 +241,150 @@ pub(crate) fn is_secret_key(key: &str) -> bool {
         .to_ascii_lowercase();
     let word = key.trim_start_matches('-');
     SECRET_KEY_HINTS.iter().any(|hint| key.contains(hint)) || SECRET_KEY_NAMES.contains(&word)
+}
+
+/// Whether a label (the key of `key: value`, or of a JSON field) names a secret: stricter than
+/// [`is_secret_key`] (a `keyword:` or an `author:` is common in text), by the pieces of the key
+/// split at `_`, `-` and `.`: one containing `password`, `passwd`, `passphrase`, `secret`,
+/// `token`, `signature`, `credential`, `cookie`, `authoriz` or `authentic`, one ending in `key`
+/// (`apikey`, `api_key`, `X-Api-Key`, but not `keyword`), or one of `auth`, `oauth`, `pwd`,
+/// `pass`, `pw`, `sig`, `dsn`.
+pub(crate) fn is_secret_label(key: &str) -> bool {
+    const INSIDE: &[&str] = &[
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "signature",
+        "credential",
+        "cookie",
+        "authoriz",
+        "authentic",
+    ];
+    const WHOLE: &[&str] = &["auth", "oauth", "pwd", "pass", "pw", "sig", "dsn"];
+    let key = key.trim_start_matches('-').to_ascii_lowercase();
+    key.split(['_', '-', '.', '+']).any(|piece| {
+        INSIDE.iter().any(|hint| piece.contains(hint))
+            || piece.ends_with("key")
+            || WHOLE.contains(&piece)
+    })
+}
+
+/// Whether `word` is a JSON Web Token: `eyJ` (a base64url `{"`), then three dot-separated parts.
+fn is_jwt(word: &str) -> bool {
+    word.len() >= 16 && word.starts_with("eyJ") && word.matches('.').count() >= 2
+}
+
+/// `from` advanced over spaces and tabs.
+fn skip_blanks(bytes: &[u8], from: usize) -> usize {
+    from + bytes[from.min(bytes.len())..]
+        .iter()
+        .take_while(|&&b| b == b' ' || b == b'\t')
+        .count()
+}
+
+/// The credentials after an authentication scheme word (`Bearer`, `Basic`) that ends at
+/// `scheme`: after blanks, up to whitespace, a quote, `,`, `;`, `)`, `]`, `}` or `\`. `None`
+/// without blanks or credentials.
+fn credentials_after(text: &str, scheme: usize) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    let start = skip_blanks(bytes, scheme);
+    let len = bytes[start..]
+        .iter()
+        .take_while(|&&b| {
+            !b.is_ascii_whitespace()
+                && !matches!(b, b'"' | b'\'' | b',' | b';' | b')' | b']' | b'}' | b'\\')
+        })
+        .count();
+    (start > scheme && len > 0).then_some(start..start + len)
+}
+
+/// Where a JSON string escaped once more (`\"a \\\" b\"`, as `Debug` quotes a JSON document)
+/// that starts at `from` ends: at the first `\"` that is not, once unescaped, JSON's own
+/// escaped quote. Unterminated: the end of the text.
+fn escaped_string_end(bytes: &[u8], from: usize) -> usize {
+    let mut k = from;
+    let mut json_escape = false;
+    while k < bytes.len() {
+        // One level unescaped: `\\` is `\`, `\"` is `"`, anything else itself.
+        let (unescaped, width) = match (bytes[k], bytes.get(k + 1)) {
+            (b'\\', Some(&next)) => (next, 2),
+            (b, _) => (b, 1),
+        };
+        if unescaped == b'"' && width == 2 && !json_escape {
+            return k;
+        }
+        json_escape = unescaped == b'\\' && !json_escape;
+        k += width;
+    }
+    bytes.len()
+}
+
+/// What to hide of the `key: value` at the start of `text` (whose key is `key` bytes, maybe
+/// followed by its closing quote: `"`, `'` or an escaped `\"`): the value without its quotes,
+/// a `[...]` list's inside, or an authentication scheme's credentials. `None` when no `:`
+/// follows (or `::`, a path), the value is empty or an object.
+fn labelled_value(text: &str, key: usize) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut k = key;
+    let quoted_key = if bytes[k..].starts_with(b"\\\"") {
+        k += 2;
+        true
+    } else if matches!(bytes.get(k), Some(b'"' | b'\'')) {
+        k += 1;
+        true
+    } else {
+        false
+    };
+    k = skip_blanks(bytes, k);
+    if bytes.get(k) != Some(&b':') || bytes.get(k + 1) == Some(&b':') {
+        return None;
+    }
+    let start = skip_blanks(bytes, k + 1);
+    let inside = |from: usize, to: usize| (to > from).then_some(from..to);
+    match *bytes.get(start)? {
+        b'\\' if bytes[start..].starts_with(b"\\\"") => {
+            let from = start + 2;
+            inside(from, escaped_string_end(bytes, from))
+        }
+        quote @ (b'"' | b'\'') => {
+            let end = quoted_end(bytes, start, quote);
+            let closed = end > start + 1 && bytes[end - 1] == quote && end <= bytes.len();
+            inside(start + 1, if closed { end - 1 } else { end })
+        }
+        b'[' => {
+            let mut depth = 0usize;
+            let close = bytes[start..].iter().position(|&b| {
+                match b {
+                    b'[' => depth += 1,
+                    b']' => depth -= 1,
+                    _ => {}
+                }
+                depth == 0
+            });
+            inside(start + 1, close.map_or(text.len(), |c| start + c))
+        }
+        b'{' => None,
+        b if b.is_ascii_whitespace() => None,
+        _ => {
+            let end = start
+                + bytes[start..]
+                    .iter()
+                    .take_while(|&&b| {
+                        !b.is_ascii_whitespace() && !(quoted_key && matches!(b, b',' | b'}' | b']'))
+                    })
+                    .count();
+            const SCHEMES: &[&str] = &["bearer", "basic", "digest", "token", "negotiate", "ntlm"];
+            let word = &text[start..end];
+            if SCHEMES.iter().any(|s| word.eq_ignore_ascii_case(s))
+                && let Some(credentials) = credentials_after(text, end)
+            {
+                return Some(credentials);
+            }
+            inside(start, end)
+        }
+    }
 }
 
 /// `url` redacted, where `url[..authority]` is `scheme://` (with any leading whitespace).
@@ -430,6 +606,15 @@ mod tests {
                 "  postgresql://app:***@[::1]:5432/x",
             ),
             ("redis://:pw@cache:6379/0", "redis://:***@cache:6379/0"),
+            // Multi-host (libpq), both schemes, and the password in the query as well.
+            (
+                "postgres://app:s3cret@h1:5432,h2:5433/db?target_session_attrs=read-write",
+                "postgres://app:***@h1:5432,h2:5433/db?target_session_attrs=read-write",
+            ),
+            (
+                "postgresql://app:s3%2Fcr%40et@h1,h2/db?password=s4&sslmode=require",
+                "postgresql://app:***@h1,h2/db?password=***&sslmode=require",
+            ),
             (
                 "https://deploy:t0k@config.example/tasks.json",
                 "https://deploy:***@config.example/tasks.json",
@@ -605,6 +790,82 @@ mod tests {
         }
     }
 
+    #[test]
+    fn bearer_labels_and_json_fields() {
+        let cases = [
+            // Authorization headers, as logged by hand or by an HTTP client's `Debug`.
+            (
+                "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln",
+                "Authorization: Bearer ***",
+            ),
+            (
+                "authorization: basic dXNlcjpwYXNz",
+                "authorization: basic ***",
+            ),
+            (
+                "Proxy-Authorization:Bearer t0k3n!",
+                "Proxy-Authorization:Bearer ***",
+            ),
+            (
+                r#"headers: {"authorization": "Bearer t0k3n", "accept": "*/*"}"#,
+                r#"headers: {"authorization": "***", "accept": "*/*"}"#,
+            ),
+            ("X-Api-Key: k3y-value next", "X-Api-Key: *** next"),
+            ("Cookie: session=abc; theme=dark", "Cookie: *** theme=dark"),
+            // Bearer credentials anywhere, and a JWT on its own.
+            (
+                "calling with bearer abc.def-ghi_jkl~mno+/= then",
+                "calling with bearer *** then",
+            ),
+            ("curl -H 'Bearer xyz' /x", "curl -H 'Bearer ***' /x"),
+            (
+                "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl expired",
+                "token *** expired",
+            ),
+            // `key: value` (YAML, Rust's `Debug`).
+            ("password: hunter2", "password: ***"),
+            ("db_password : 'a b c' ok", "db_password : '***' ok"),
+            (
+                r#"Config { user: "app", password: "hun\"ter2", port: 5432 }"#,
+                r#"Config { user: "app", password: "***", port: 5432 }"#,
+            ),
+            ("client_secret:s3 rest", "client_secret:*** rest"),
+            // JSON fields named like secrets, any value.
+            (
+                r#"{"user":"app","password":"hunter2","api_key":12345,"tokens":["a","b"],"n":1}"#,
+                r#"{"user":"app","password":"***","api_key":***,"tokens":[***],"n":1}"#,
+            ),
+            (
+                r#"{'password': 'x y', 'refresh_token': null}"#,
+                r#"{'password': '***', 'refresh_token': ***}"#,
+            ),
+            // Nested: the object is not hidden whole, its secret fields are.
+            (
+                r#"{"credentials": {"user": "u", "secret": "s"}}"#,
+                r#"{"credentials": {"user": "u", "secret": "***"}}"#,
+            ),
+            // JSON inside an escaped string (a `Debug`ged body).
+            (
+                r#"body="{\"password\":\"hunter2\",\"user\":\"app\"}""#,
+                r#"body="{\"password\":\"***\",\"user\":\"app\"}""#,
+            ),
+            // The `=` forms.
+            ("api_key=k1 apikey = k2", "api_key=*** apikey = ***"),
+            // Labels that do not name a secret, paths and empty values: unchanged.
+            ("keyword: select", "keyword: select"),
+            ("author: Jane", "author: Jane"),
+            ("password::hash(x)", "password::hash(x)"),
+            ("password:", "password:"),
+            ("password: \nnext", "password: \nnext"),
+            (r#"{"password": ""}"#, r#"{"password": ""}"#),
+            ("the bearer", "the bearer"),
+            ("error: timed out", "error: timed out"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(redact_text(input), expected, "input: {input}");
+        }
+    }
+
     /// Printable ASCII, space, quotes, backslash and URL delimiters included.
     fn password() -> impl Strategy<Value = String> {
         "[ -~]{1,24}"
@@ -660,6 +921,33 @@ mod tests {
             assert_hidden(&redact_url(&dsn), "host=h user=u password='***' dbname=db", &pw)?;
             let dsn = format!("host=h password={} dbname=db", libpq_unquoted(&pw));
             assert_hidden(&redact_url(&dsn), "host=h password=*** dbname=db", &pw)?;
+        }
+
+        #[test]
+        fn json_and_debug_secrets_never_show(pw in password()) {
+            let json = serde_json::json!({"user": "u", "password": pw}).to_string();
+            assert_hidden(
+                &redact_text(&format!("request body: {json}")),
+                r#"request body: {"password":"***","user":"u"}"#,
+                &pw,
+            )?;
+            // The same document quoted again (a `Debug`ged string of it).
+            let escaped = format!("body={:?}", json);
+            assert_hidden(
+                &redact_text(&escaped),
+                r#"body="{\"password\":\"***\",\"user\":\"u\"}""#,
+                &pw,
+            )?;
+            let debug = format!("Login {{ user: \"u\", password: {pw:?} }}");
+            assert_hidden(&redact_text(&debug), r#"Login { user: "u", password: "***" }"#, &pw)?;
+        }
+
+        #[test]
+        fn bearer_tokens_never_show(token in "[A-Za-z0-9._~+/-]{1,40}=*") {
+            let line = format!("GET /x Authorization: Bearer {token} (attempt 2)");
+            assert_hidden(&redact_text(&line), "GET /x Authorization: Bearer *** (attempt 2)", &token)?;
+            let line = format!("sent bearer {token}");
+            assert_hidden(&redact_text(&line), "sent bearer ***", &token)?;
         }
 
         /// In text a URL ends at whitespace, so the password has no whitespace, or no `@` (see

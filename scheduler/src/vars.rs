@@ -88,6 +88,11 @@ pub const PUBLIC_URL: &str = "SCHEDULER_PUBLIC_URL";
 pub const ADMIN_ADDR: &str = "SCHEDULER_ADMIN_ADDR";
 /// The bearer token admin mutations need (none: every mutation is refused).
 pub const ADMIN_TOKEN: &str = "SCHEDULER_ADMIN_TOKEN";
+// secrets area: the read-only token.
+/// The bearer token that reads the admin API, the dashboard's data and `/metrics` beyond
+/// loopback, and can change nothing (e.g. for a Prometheus scrape); at least 16 characters,
+/// not the same as [`ADMIN_TOKEN`].
+pub const ADMIN_VIEWER_TOKEN: &str = "SCHEDULER_ADMIN_VIEWER_TOKEN";
 /// Names the admin server answers to besides its own address and loopback names,
 /// comma-separated: `name` (any port) or `name:port`, e.g. `scheduler.internal,ops.example:443`.
 /// A request whose `Host` or `Origin` names anything else is refused (DNS rebinding).

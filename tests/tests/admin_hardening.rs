@@ -1,13 +1,15 @@
 //! The admin server under hostile use, over real TCP against a real node (an SQLite file, so
 //! these run in every mode of the suite): a foreign `Host` or a cross-origin `Origin` is refused
 //! (DNS rebinding), a client that sends its headers a byte a second or nothing at all is cut off,
-//! the connection cap answers at once, and every answer says `nosniff`.
+//! the connection cap answers at once, and every answer says `nosniff`. The viewer token reads
+//! and cannot change; failed authentications are counted and logged, rate-limited, never with
+//! the token presented (judged by the node's own log, captured for this file).
 //!
 //! Requests are written by hand on a `TcpStream`: an HTTP client library would fix the `Host`
 //! header and never send a request slowly.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use scheduler::config::{ConfigDocument, TaskConfig};
@@ -37,7 +39,7 @@ impl Node {
 
 /// A node on a fresh SQLite file with no tasks, its admin server on a free loopback port.
 fn start(configure: impl FnOnce(SchedulerBuilder) -> SchedulerBuilder) -> Node {
-    scheduler_tests::init_tracing();
+    init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::builder(dir.path().join("scheduler.db"))
         .connect()
@@ -60,6 +62,55 @@ fn start(configure: impl FnOnce(SchedulerBuilder) -> SchedulerBuilder) -> Node {
     }
 }
 
+/// The warnings and errors every node of this process logged (one subscriber for the whole
+/// test binary, installed by [`init_tracing`]).
+static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOG.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `scheduler_tests::init_tracing`, plus the capture of every `WARN` and `ERROR` line into
+/// [`LOG`] (whatever `RUST_LOG` says).
+fn init_tracing() {
+    use tracing_subscriber::prelude::*;
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let shown = tracing_subscriber::fmt::layer()
+            .with_test_writer()
+            .with_filter(filter);
+        let captured = tracing_subscriber::fmt::layer()
+            .with_writer(|| LogWriter)
+            .with_ansi(false)
+            .with_filter(tracing::level_filters::LevelFilter::WARN);
+        tracing_subscriber::registry()
+            .with(shown)
+            .with(captured)
+            .try_init()
+            .expect("no other subscriber in this test binary");
+    });
+}
+
+/// The captured lines that contain `needle`.
+fn logged(needle: &str) -> Vec<String> {
+    String::from_utf8_lossy(&LOG.lock().unwrap())
+        .lines()
+        .filter(|l| l.contains(needle))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// An answer: status, headers (names lowercase) and body.
 #[derive(Debug)]
 struct Answer {
@@ -79,19 +130,34 @@ impl Answer {
 
 /// Sends `GET path` with exactly `headers` (plus `Connection: close`) and reads the answer.
 async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Answer {
-    let mut request = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+    request(addr, "GET", path, headers).await.0
+}
+
+/// Sends `method path` with no body, exactly `headers` (plus `Connection: close` and, for a
+/// POST, `Content-Length: 0`); the answer, and the client's own address (the node's peer).
+async fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (Answer, SocketAddr) {
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if method == "POST" {
+        request.push_str("Content-Length: 0\r\n");
+    }
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
     let mut stream = TcpStream::connect(addr).await.unwrap();
+    let client = stream.local_addr().unwrap();
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut raw))
         .await
         .expect("an answer within a minute")
         .unwrap();
-    parse(&raw)
+    (parse(&raw), client)
 }
 
 fn parse(raw: &[u8]) -> Answer {
@@ -427,5 +493,97 @@ async fn ticks_walked_off_the_async_threads_still_answer_alike_under_many_reader
         strips.push(ticks.len());
     }
     assert_eq!(strips.len(), 24);
+    node.stop().await;
+}
+
+/// Beyond loopback, the viewer token reads the API and `/metrics` and is refused every
+/// mutation (403), which the operator token makes; a wrong token is refused (401), counted by
+/// reason in `/metrics`, and logged once for its peer (never with the token), the repeats of the
+/// same peer within the minute left out of the log but counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_token_only_reads_and_failed_logins_are_counted_and_logged() {
+    const OPERATOR: &str = "operator-token-0123456789";
+    const VIEWER: &str = "viewer-token-0123456789";
+    const WRONG: &str = "wrong-token-SECRET-4417";
+    let node = start(|b| {
+        b.admin_addr("0.0.0.0:0".parse().unwrap())
+            .admin_token(OPERATOR)
+            .admin_viewer_token(VIEWER)
+    });
+    let addr = SocketAddr::from(([127, 0, 0, 1], node.addr.port()));
+    let host = addr.to_string();
+    let bearer = |token: &str| format!("Bearer {token}");
+    let (operator, viewer, wrong) = (bearer(OPERATOR), bearer(VIEWER), bearer(WRONG));
+    let with = |auth: &str| vec![("Host", host.clone()), ("Authorization", auth.to_owned())];
+    let call = |method: &'static str, path: &'static str, headers: Vec<(&'static str, String)>| async move {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        request(addr, method, path, &headers).await
+    };
+    scheduler_tests::wait_until(Duration::from_secs(60), "the node is ready", || async {
+        get(addr, "/readyz", &[("Host", &host)]).await.status == 200
+    })
+    .await;
+
+    // Wrong tokens first: one line for this peer, the next two left out of the log.
+    let mut peers = Vec::new();
+    for _ in 0..3 {
+        let (answer, peer) = call("GET", "/api/tasks", with(&wrong)).await;
+        assert_eq!(answer.status, 401, "{answer:?}");
+        peers.push(peer);
+    }
+    let lines = logged(&format!("peer={}", peers[0]));
+    assert_eq!(lines.len(), 1, "one line for the first failure: {lines:#?}");
+    assert!(lines[0].contains("WARN"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("reason=\"wrong_token\"") || lines[0].contains("reason=wrong_token"),
+        "{}",
+        lines[0]
+    );
+    for peer in &peers[1..] {
+        assert_eq!(
+            logged(&format!("peer={peer}")),
+            Vec::<String>::new(),
+            "rate-limited"
+        );
+    }
+    assert_eq!(
+        logged("SECRET-4417"),
+        Vec::<String>::new(),
+        "the token is never logged"
+    );
+
+    // Reads: either token; without one, refused beyond loopback.
+    for token in [&operator, &viewer] {
+        for path in ["/api/tasks", "/metrics"] {
+            let (answer, _) = call("GET", path, with(token)).await;
+            assert_eq!(answer.status, 200, "{path}: {answer:?}");
+        }
+    }
+    let (answer, _) = call("GET", "/metrics", vec![("Host", host.clone())]).await;
+    assert_eq!(answer.status, 401, "{answer:?}");
+
+    // Mutations: the operator's token only.
+    let trigger = "/api/tasks/hardening.none/trigger";
+    let (answer, _) = call("POST", trigger, with(&viewer)).await;
+    assert_eq!(answer.status, 403, "{answer:?}");
+    assert!(
+        answer.body.contains("SCHEDULER_ADMIN_VIEWER_TOKEN"),
+        "{answer:?}"
+    );
+    let (answer, _) = call("POST", trigger, with(&operator)).await;
+    assert_eq!(answer.status, 404, "admitted, and no such task: {answer:?}");
+
+    let (answer, _) = call("GET", "/metrics", with(&viewer)).await;
+    for sample in [
+        "scheduler_admin_auth_failures_total{reason=\"wrong_token\"} 3",
+        "scheduler_admin_auth_failures_total{reason=\"missing\"} 1",
+        "scheduler_admin_auth_failures_total{reason=\"viewer_token\"} 1",
+    ] {
+        assert!(
+            answer.body.contains(sample),
+            "{sample} in:\n{}",
+            answer.body
+        );
+    }
     node.stop().await;
 }

@@ -60,21 +60,32 @@ async fn huge() {
 }
 
 /// What `logs.secret` logs and must never be stored or served.
-const LOGGED_SECRETS: [&str; 4] = [
+const LOGGED_SECRETS: [&str; 9] = [
     "pg-s3cret-1",
     "dsn-s3cret-2",
     "key-s3cret-3",
     "env-s3cret-4",
+    "bearer-s3cret-5",
+    "colon-s3cret-6",
+    "json-s3cret-7",
+    "escaped-s3cret-8",
+    "multi-s3cret-9",
 ];
 
-/// Logs the connection strings and keys it uses, as handlers do.
+/// Logs the connection strings, keys, headers and request bodies it uses, as handlers do.
 #[task(name = "logs.secret")]
 async fn logs_secret() {
-    let [pg, dsn, key, env] = LOGGED_SECRETS;
+    let [pg, dsn, key, env, bearer, colon, json, escaped, multi] = LOGGED_SECRETS;
     tracing::info!("connecting to postgres://app:{pg}@db.internal:5432/jobs");
     tracing::info!(dsn = %format!("host=db user=app password={dsn} dbname=jobs"), "connecting");
     tracing::warn!(url = ?format!("https://hooks.example/notify?api_key={key}"), "posting");
     tracing::info!("running PGPASSWORD={env} psql -h db");
+    tracing::info!("GET /v1/items Authorization: Bearer {bearer}");
+    tracing::info!("settings read: password: {colon}");
+    tracing::info!(body = %format!(r#"{{"user":"app","password":"{json}"}}"#), "posting");
+    // `?` quotes the document once more: `"{\"token\":\"...\"}"`.
+    tracing::info!(body = ?format!(r#"{{"token":"{escaped}"}}"#), "sent");
+    tracing::info!("replicas at postgres://app:{multi}@h1:5432,h2:5432/jobs");
 }
 
 #[task(name = "logs.pair.a")]
@@ -155,12 +166,30 @@ fn yearly(names: &[&str]) -> ConfigDocument {
 struct Node {
     stop: CancellationToken,
     handle: tokio::task::JoinHandle<scheduler::Result<()>>,
+    /// The admin server's address, when it has one.
+    admin: Option<std::net::SocketAddr>,
 }
 
 impl Node {
     fn start(store: &Arc<dyn Store>, id: &str, names: &[&str]) -> Self {
+        Self::start_with(store, id, names, |b| b)
+    }
+
+    /// With an admin server on a free loopback port.
+    fn start_serving(store: &Arc<dyn Store>, id: &str, names: &[&str]) -> Self {
+        Self::start_with(store, id, names, |b| {
+            b.admin_addr("127.0.0.1:0".parse().unwrap())
+        })
+    }
+
+    fn start_with(
+        store: &Arc<dyn Store>,
+        id: &str,
+        names: &[&str],
+        configure: impl FnOnce(scheduler::SchedulerBuilder) -> scheduler::SchedulerBuilder,
+    ) -> Self {
         let wanted: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
-        let scheduler = Scheduler::builder()
+        let builder = Scheduler::builder()
             .store(Arc::clone(store))
             .node_id(id)
             .registry(
@@ -171,13 +200,17 @@ impl Node {
             .config_document(yearly(names))
             .poll_interval(Duration::from_millis(500))
             .heartbeat_interval(Duration::from_secs(1))
-            .shutdown_timeout(Duration::from_secs(5))
-            .build()
-            .unwrap();
+            .shutdown_timeout(Duration::from_secs(5));
+        let scheduler = configure(builder).build().unwrap();
+        let admin = scheduler.admin_addr();
         let stop = CancellationToken::new();
         let s = stop.clone();
         let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
-        Self { stop, handle }
+        Self {
+            stop,
+            handle,
+            admin,
+        }
     }
 
     async fn stop(self) {
@@ -324,18 +357,41 @@ async fn logs_are_bounded_ordered_and_pruned_on_sqlite() {
 }
 
 /// Two runs going at once on one node each keep only their own lines.
-/// A handler that logs its DSN, a libpq string, an API key and a password variable: the run's
-/// log keeps the lines with every secret replaced by `***`, as a handler's error does.
+/// A handler that logs its DSN (one host or several), a libpq string, an API key, a password
+/// variable, a bearer token, a `password: value` label and JSON bodies with secret fields: the
+/// run's log, in the store and as the admin API serves it, keeps the lines with every secret
+/// replaced by `***`, as a handler's error does.
 async fn a_secret_a_handler_logs_is_never_stored(store: Arc<dyn Store>) {
     init_tracing();
-    let node = Node::start(&store, "secret", &["logs.secret"]);
+    let node = Node::start_serving(&store, "secret", &["logs.secret"]);
     let run = run_once(&store, "logs.secret").await;
     assert_eq!(run.status, RunStatus::Succeeded, "{run:?}");
     let log = text_of(&store.run_log(run.id).await.unwrap());
+    let admin = node.admin.expect("served");
+    let served: serde_json::Value = reqwest::get(format!("http://{admin}/api/runs/{}", run.id))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     node.stop().await;
-    assert_eq!(log.lines().count(), 4, "{log}");
+    assert_eq!(
+        served["log"]["text"].as_str(),
+        Some(log.as_str()),
+        "{served}"
+    );
+    assert_eq!(log.lines().count(), LOGGED_SECRETS.len(), "{log}");
     for secret in LOGGED_SECRETS {
         assert!(!log.contains(secret), "{secret} in the run's log: {log}");
+    }
+    for shown in [
+        "Authorization: Bearer ***",
+        "password: ***",
+        r#"body={"user":"app","password":"***"}"#,
+        r#"body="{\"token\":\"***\"}""#,
+        "postgres://app:***@h1:5432,h2:5432/jobs",
+    ] {
+        assert!(log.contains(shown), "{shown} in:\n{log}");
     }
     assert!(
         log.contains("postgres://app:***@db.internal:5432/jobs"),
@@ -475,7 +531,11 @@ async fn logging_does_not_wait_for_the_store() {
         let stop = CancellationToken::new();
         let s = stop.clone();
         let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
-        Node { stop, handle }
+        Node {
+            stop,
+            handle,
+            admin: None,
+        }
     };
     let who = Actor::new("tester", "test@run_logs");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);

@@ -56,6 +56,7 @@
 
 mod api;
 mod auth;
+mod auth_failures;
 mod dashboard;
 mod error;
 mod openapi;
@@ -90,17 +91,19 @@ pub(crate) struct AdminListener {
 }
 
 impl AdminListener {
-    /// Binds `addr`; `token` is what mutations must present; `hosts` the names it answers
+    /// Binds `addr`; `token` is what mutations must present, `viewer` a token that only reads;
+    /// `hosts` the names it answers
     /// beyond its address and loopback (`SCHEDULER_ADMIN_HOSTS`); `limits` its connections'
     /// and requests'.
     pub(crate) fn bind(
         addr: SocketAddr,
         token: Option<&str>,
+        viewer: Option<&str>,
         hosts: &[String],
         limits: AdminLimits,
     ) -> Result<Self> {
         limits.validate()?;
-        let auth = auth::Auth::new(token, addr.ip().is_loopback())?;
+        let auth = auth::Auth::new(token, viewer, addr.ip().is_loopback())?;
         let hosts = origin::HostRule::new(addr, hosts)?;
         let invalid = |e: std::io::Error| Error::InvalidSetting {
             name: crate::vars::ADMIN_ADDR.into(),
