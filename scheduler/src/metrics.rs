@@ -23,6 +23,7 @@
 //! | `scheduler_webhook_deliveries_total` | counter | `result` (`delivered`, `retry`, `failed`, `disabled`, `dropped`: given up unsent, the outbox over its bound) |
 //! | `scheduler_events_dropped_total` | counter | — (events slow subscribers lost) |
 //! | `scheduler_handler_threads_replaced_total` | counter | — (handler threads held inside one poll by a handler that blocks or spins, each replaced by a new thread) |
+//! | `scheduler_service_panics_total` | counter | `service` (a pass of a background service, or a run's bookkeeping (`runner`), that panicked: restarted, or the node fail-stopped) |
 //! | `scheduler_build_info` | gauge | `version` (always 1) |
 
 use std::sync::atomic::AtomicU64;
@@ -57,6 +58,11 @@ struct SkipLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabel {
     result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServiceLabel {
+    service: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -121,6 +127,7 @@ pub struct Metrics {
     webhook: Family<ResultLabel, Counter>,
     pub(crate) events_dropped: Counter,
     pub(crate) handler_threads_replaced: Counter,
+    service_panics: Family<ServiceLabel, Counter>,
     /// Every family as registered (a family shows in the exposition once it has a sample).
     families: Vec<FamilyInfo>,
     #[cfg(feature = "otel")]
@@ -190,6 +197,7 @@ impl Metrics {
             webhook: Family::default(),
             events_dropped: Counter::default(),
             handler_threads_replaced: Counter::default(),
+            service_panics: Family::default(),
             #[cfg(feature = "otel")]
             otel: std::sync::OnceLock::new(),
             registry: Registry::default(),
@@ -306,6 +314,13 @@ impl Metrics {
             "scheduler_handler_threads_replaced",
             "Handler threads held inside one poll by a handler that blocks or spins, each replaced by a new thread",
             m.handler_threads_replaced.clone(),
+        );
+        register(
+            &mut registry,
+            &mut families,
+            "scheduler_service_panics",
+            "Panics of a background service's pass or of a run's bookkeeping, by service",
+            m.service_panics.clone(),
         );
         let build = Family::<VersionLabel, Gauge>::default();
         build
@@ -464,6 +479,15 @@ impl Metrics {
         self.webhook
             .get_or_create(&ResultLabel {
                 result: result.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A pass of `service` panicked (see `engine::health`).
+    pub(crate) fn service_panicked(&self, service: &str) {
+        self.service_panics
+            .get_or_create(&ServiceLabel {
+                service: service.to_owned(),
             })
             .inc();
     }
