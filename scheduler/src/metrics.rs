@@ -24,6 +24,7 @@
 //! | `scheduler_events_dropped_total` | counter | — (events slow subscribers lost) |
 //! | `scheduler_handler_threads_replaced_total` | counter | — (handler threads held inside one poll by a handler that blocks or spins, each replaced by a new thread) |
 //! | `scheduler_admin_auth_failures_total` | counter | `reason` (`missing`, `malformed`, `wrong_token`, `viewer_token`: admin requests refused for their token) |
+//! | `scheduler_service_panics_total` | counter | `service` (a pass of a background service, or a run's bookkeeping (`runner`), that panicked: restarted, or the node fail-stopped) |
 //! | `scheduler_build_info` | gauge | `version` (always 1) |
 
 use std::sync::atomic::AtomicU64;
@@ -58,6 +59,11 @@ struct SkipLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabel {
     result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServiceLabel {
+    service: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -123,6 +129,7 @@ pub struct Metrics {
     pub(crate) events_dropped: Counter,
     pub(crate) handler_threads_replaced: Counter,
     admin_auth_failures: Family<ReasonLabel, Counter>,
+    service_panics: Family<ServiceLabel, Counter>,
     /// Every family as registered (a family shows in the exposition once it has a sample).
     families: Vec<FamilyInfo>,
     #[cfg(feature = "otel")]
@@ -193,6 +200,7 @@ impl Metrics {
             events_dropped: Counter::default(),
             handler_threads_replaced: Counter::default(),
             admin_auth_failures: Family::default(),
+            service_panics: Family::default(),
             #[cfg(feature = "otel")]
             otel: std::sync::OnceLock::new(),
             registry: Registry::default(),
@@ -316,6 +324,13 @@ impl Metrics {
             "scheduler_admin_auth_failures",
             "Admin requests refused for their token (none, malformed, wrong, the viewer's for a mutation), by reason",
             m.admin_auth_failures.clone(),
+        );
+        register(
+            &mut registry,
+            &mut families,
+            "scheduler_service_panics",
+            "Panics of a background service's pass or of a run's bookkeeping, by service",
+            m.service_panics.clone(),
         );
         let build = Family::<VersionLabel, Gauge>::default();
         build
@@ -474,6 +489,15 @@ impl Metrics {
         self.webhook
             .get_or_create(&ResultLabel {
                 result: result.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A pass of `service` panicked (see `engine::health`).
+    pub(crate) fn service_panicked(&self, service: &str) {
+        self.service_panics
+            .get_or_create(&ServiceLabel {
+                service: service.to_owned(),
             })
             .inc();
     }

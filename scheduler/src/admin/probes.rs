@@ -1,5 +1,5 @@
-//! `/healthz` (the process answers), `/readyz` (store reachable, config loaded, not draining)
-//! and `/metrics` (Prometheus text).
+//! `/healthz` (the process answers), `/readyz` (store reachable, config loaded, not draining,
+//! every background service running) and `/metrics` (Prometheus text).
 
 use std::time::Duration;
 
@@ -47,8 +47,36 @@ struct Readiness {
     config_loaded: bool,
     /// Shutdown was requested.
     draining: bool,
+    /// The node's background services; any not `running` makes the node not ready.
+    services: Vec<ServiceView>,
     /// What is wrong, for a person (empty when ready).
     reasons: Vec<String>,
+}
+
+/// One background service of a node (see `engine::health`).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ServiceView {
+    /// Its name: `claimer`, `completer`, `renewer` (lock renewal), `cancels`, `heartbeat`,
+    /// `pruner`, `listener`, `config`, `sla`, `incidents`, `delivery`, `reporter`, `startup`.
+    name: String,
+    /// `running`; `restarting` (a pass panicked, it runs again after a backoff); `stopping`
+    /// (it cannot go on: the node is exiting with status 70).
+    state: String,
+    /// Its panics since the node started.
+    panics: u64,
+    /// Its last panic's message.
+    last_panic: Option<String>,
+}
+
+impl From<crate::engine::ServiceStatus> for ServiceView {
+    fn from(s: crate::engine::ServiceStatus) -> Self {
+        Self {
+            name: s.name.to_owned(),
+            state: s.state.to_owned(),
+            panics: s.panics,
+            last_panic: s.last_panic,
+        }
+    }
 }
 
 /// Liveness: answers while the process runs.
@@ -61,7 +89,8 @@ async fn healthz(State(state): State<AdminState>) -> axum::Json<Health> {
     })
 }
 
-/// Readiness: the store is reachable, the config is loaded, and the node is not draining.
+/// Readiness: the store is reachable, the config is loaded, the node is not draining, and every
+/// background service runs (`reasons` names any that does not).
 #[utoipa::path(get, path = "/readyz", tag = "probes",
     responses(
         (status = 200, description = "Ready", body = Readiness),
@@ -89,6 +118,15 @@ async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
     if draining {
         reasons.push("the node is shutting down".to_owned());
     }
+    let services = engine.services();
+    for down in services.iter().filter(|s| !s.is_up()) {
+        reasons.push(format!(
+            "the {} service is {} after a panic ({})",
+            down.name,
+            down.state,
+            down.last_panic.as_deref().unwrap_or("no message")
+        ));
+    }
     let ready = reasons.is_empty();
     let status = if ready {
         StatusCode::OK
@@ -103,6 +141,7 @@ async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
             started,
             config_loaded,
             draining,
+            services: services.into_iter().map(ServiceView::from).collect(),
             reasons,
         }),
     )

@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
+use super::health::CatchUnwind;
 use super::watchdog::Lease;
 use crate::store::{RunFinish, StoreError};
 
@@ -34,8 +35,31 @@ pub(crate) struct Completion {
 
 /// Runs until `stop` is cancelled; by then every runner has had its outcome acknowledged
 /// (the engine stops the completer only after all runners finished).
+///
+/// A panic fail-stops the node (see `super::health`): the outcomes it held would be lost while
+/// their runs' locks are no longer renewed, so it cannot just run again.
 pub(crate) async fn run(
     shared: Arc<Shared>,
+    queue: mpsc::UnboundedReceiver<Completion>,
+    stop: CancellationToken,
+) {
+    let care = shared.care("completer");
+    care.health.running(care.name);
+    let work = std::pin::pin!(complete(&shared, queue, stop));
+    match CatchUnwind(work).await {
+        Ok(()) => care.health.ended(care.name),
+        Err(message) => {
+            super::service::report_panic(&care, "recording the end of runs", &message, 1, false);
+            (care.fail_stop)(
+                care.name,
+                &format!("panicked and cannot be restarted safely ({message})"),
+            );
+        }
+    }
+}
+
+async fn complete(
+    shared: &Arc<Shared>,
     mut queue: mpsc::UnboundedReceiver<Completion>,
     stop: CancellationToken,
 ) {
@@ -54,7 +78,8 @@ pub(crate) async fn run(
                 Err(_) => break,
             }
         }
-        record(&shared, &mut batch).await;
+        super::health::injected_panic("completer");
+        record(shared, &mut batch).await;
         for c in batch {
             drop(c.lease);
             let _ = c.recorded.send(());

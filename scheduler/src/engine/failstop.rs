@@ -19,6 +19,9 @@
 //! was found taken over. A node that stopped renews nothing: an application that goes on after
 //! `run_until` returned with such a handler still blocking is stopped at that deadline too.
 //!
+//! A background service that panics and cannot be restarted (see `super::health`) stops the
+//! process the same way, with [`exit_service`].
+//!
 //! Tasks that may block for long should run isolated in a child process, which can be killed.
 
 /// The exit status of a process that stopped itself because a handler could not be stopped
@@ -38,6 +41,21 @@ pub(crate) fn exit_now(task: &str, run_id: i64, why: &str) -> ! {
          or make it reach an .await (tokio::task::spawn_blocking, ctx.is_cancelled()).\n"
     );
     tracing::error!(task, run_id, "{}", line.trim_end());
+    write_stderr(line.as_bytes());
+    exit(FAIL_STOP_EXIT_CODE)
+}
+
+/// Exits the process at once: the background service `service` cannot go on (`why`: it
+/// panicked and cannot be restarted safely, or it panicked too often in a row; see
+/// `super::health`). Its supervisor restarts the node, whose runs are then recovered as after a
+/// crash.
+pub(crate) fn exit_service(service: &str, why: &str) -> ! {
+    let line = format!(
+        "scheduler: FAIL-STOP: the {service} service of this node {why}; exiting (status \
+         {FAIL_STOP_EXIT_CODE}) rather than run on without it. Its supervisor restarts the \
+         node; runs it held are recovered as after a crash.\n"
+    );
+    tracing::error!(service, "{}", line.trim_end());
     write_stderr(line.as_bytes());
     exit(FAIL_STOP_EXIT_CODE)
 }

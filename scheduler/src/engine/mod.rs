@@ -23,6 +23,7 @@
 //! | one incident per problem: folding alerts, reminders, resolutions | `incidents` |
 //! | applying the task config | `config_sync` |
 //! | the loop every background service shares | `service` |
+//! | services that panic: restarted or fail-stop, their states for the probes | `health` |
 //! | validated settings and their defaults | `settings` |
 //! | what the admin server may see of the engine | `view` |
 //!
@@ -40,6 +41,7 @@ mod delivery;
 mod execute;
 mod failstop;
 mod gate;
+mod health;
 mod incidents;
 mod maintenance;
 mod outcome;
@@ -64,6 +66,7 @@ pub(crate) use config_sync::{ConfigFeed, ConfigView};
 #[cfg(feature = "webhook")]
 use delivery::AlertSink;
 pub use failstop::FAIL_STOP_EXIT_CODE;
+pub(crate) use health::ServiceStatus;
 pub use incidents::INCIDENT_KINDS;
 pub use settings::{
     DEFAULT_BACKOFF, DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL,
@@ -159,9 +162,37 @@ pub(crate) struct Shared {
     pub(crate) config_view: std::sync::RwLock<ConfigView>,
     /// Set once the store is prepared (migrations, node registration).
     pub(crate) started: std::sync::atomic::AtomicBool,
+    /// The states of the node's background services (see `health`).
+    pub(crate) health: health::Health,
+}
+
+/// A node's background service: its name, what wakes it early (if anything), and what it is.
+type WakeOf = fn(&Shared) -> &Notify;
+
+/// Runs `service` as the node's service `name` until `stop` (see `service::run`).
+async fn supervise<S: service::Service>(
+    shared: Arc<Shared>,
+    name: &'static str,
+    service: S,
+    stop: CancellationToken,
+    wake: Option<WakeOf>,
+) {
+    let wake = wake.map(|wake| wake(&shared));
+    service::run(service, stop, wake, &shared.care(name)).await;
 }
 
 impl Shared {
+    /// What the service `name` runs under (see `service::Care`).
+    pub(crate) fn care(&self, name: &'static str) -> service::Care<'_> {
+        service::Care {
+            name,
+            health: &self.health,
+            events: &self.events,
+            metrics: &self.metrics,
+            fail_stop: failstop::exit_service,
+        }
+    }
+
     /// Where this node's handlers run: its handler pool, in the context of the runtime
     /// `run_until` was called from (the engine's own if it was not set).
     pub(crate) fn handlers(&self) -> &Arc<runtime::HandlerThreads> {
@@ -266,6 +297,7 @@ impl Engine {
             incidents: desk,
             config_view: std::sync::RwLock::new(ConfigView::default()),
             started: std::sync::atomic::AtomicBool::new(false),
+            health: health::Health::default(),
         });
         Engine {
             shared,
@@ -407,64 +439,89 @@ impl Engine {
                 .expect("run_until consumes the scheduler"),
             completer_stop.clone(),
         ));
-        let watchdog = tokio::spawn(service::run(
+        let watchdog = tokio::spawn(supervise(
+            Arc::clone(&shared),
+            "renewer",
             watchdog::Renewer(Arc::clone(&shared.watchdog), Arc::clone(&shared.metrics)),
             completer_stop.clone(),
             None,
         ));
         // Cancel requests are looked for as long as runs may be going (the drain included).
-        let cancels = {
-            let (check, stop) = (Arc::clone(&shared.watchdog), completer_stop.clone());
-            tokio::spawn(async move {
-                let wake = Arc::clone(&check);
-                service::run(watchdog::CancelCheck(check), stop, Some(wake.cancel_wake())).await;
-            })
-        };
+        let cancels = tokio::spawn(supervise(
+            Arc::clone(&shared),
+            "cancels",
+            watchdog::CancelCheck(Arc::clone(&shared.watchdog)),
+            completer_stop.clone(),
+            Some(|shared| shared.watchdog.cancel_wake()),
+        ));
         let workers = TaskTracker::new();
-        let (claims, wake) = (Arc::clone(&shared), Arc::clone(&shared));
-        let stop_claims = stop.clone();
-        workers.spawn(async move {
-            service::run(
-                claimer::ClaimLoop::new(claims),
-                stop_claims,
-                Some(&wake.wake),
-            )
-            .await;
-        });
-        workers.spawn(service::run(
+        workers.spawn(supervise(
+            Arc::clone(&shared),
+            "claimer",
+            claimer::ClaimLoop::new(Arc::clone(&shared)),
+            stop.clone(),
+            Some(|shared| &shared.wake),
+        ));
+        workers.spawn(supervise(
+            Arc::clone(&shared),
+            "heartbeat",
             maintenance::Maintenance::new(Arc::clone(&shared)),
             stop.clone(),
             None,
         ));
-        workers.spawn(service::run(
+        workers.spawn(supervise(
+            Arc::clone(&shared),
+            "pruner",
             maintenance::Pruner(Arc::clone(&shared)),
             stop.clone(),
             None,
         ));
-        workers.spawn(service::run(
+        workers.spawn(supervise(
+            Arc::clone(&shared),
+            "listener",
             maintenance::Listener::new(Arc::clone(&shared)),
             stop.clone(),
             None,
         ));
         if let Some(config) = config {
-            workers.spawn(service::run(config, stop.clone(), None));
+            workers.spawn(supervise(
+                Arc::clone(&shared),
+                "config",
+                config,
+                stop.clone(),
+                None,
+            ));
         }
-        workers.spawn(service::run(
+        workers.spawn(supervise(
+            Arc::clone(&shared),
+            "sla",
             sla::SlaWatch::new(Arc::clone(&shared)),
             stop.clone(),
             None,
         ));
-        {
-            let keeper =
-                incidents::IncidentKeeper::new(Arc::clone(&shared), Arc::clone(&shared.incidents));
-            let (desk, stop) = (Arc::clone(&shared.incidents), stop.clone());
-            workers.spawn(async move { service::run(keeper, stop, Some(&desk.wake)).await });
-        }
+        workers.spawn(supervise(
+            Arc::clone(&shared),
+            "incidents",
+            incidents::IncidentKeeper::new(Arc::clone(&shared), Arc::clone(&shared.incidents)),
+            stop.clone(),
+            Some(|shared| &shared.incidents.wake),
+        ));
+        workers.spawn(supervise(
+            Arc::clone(&shared),
+            "reporter",
+            health::Reporter::new(Arc::clone(&shared)),
+            stop.clone(),
+            Some(health::Reporter::wake),
+        ));
         #[cfg(feature = "webhook")]
         if let Some(sink) = shared.alerts.clone() {
-            let deliverer = delivery::Deliverer::new(Arc::clone(&shared), Arc::clone(&sink));
-            let stop = stop.clone();
-            workers.spawn(async move { service::run(deliverer, stop, Some(&sink.wake)).await });
+            workers.spawn(supervise(
+                Arc::clone(&shared),
+                "delivery",
+                delivery::Deliverer::new(Arc::clone(&shared), sink),
+                stop.clone(),
+                Some(|shared| shared.alerts.as_ref().map_or(&shared.wake, |a| &a.wake)),
+            ));
         }
         workers.close();
         tracing::info!(node = %shared.node_id, "scheduler running");
@@ -498,6 +555,7 @@ impl Engine {
             },
             CancellationToken::new(),
             None,
+            &shared.care("startup"),
         )
         .await;
         shared

@@ -16,6 +16,7 @@ use tracing::Instrument;
 use super::Shared;
 use super::completer::Completion;
 use super::execute;
+use super::health::CatchUnwind;
 use super::outcome::{self, Ending, StopReason};
 use super::watchdog::Lease;
 use crate::events::{RunRef, SchedulerEvent};
@@ -40,6 +41,15 @@ pub(crate) async fn run(
     claim_sent: Instant,
     start_at: Instant,
 ) {
+    // What a panic of this run's bookkeeping needs to end the run anyway (see `bookkeeping_panicked`).
+    let keeper = Arc::clone(&shared);
+    let started_cell = Arc::new(std::sync::OnceLock::new());
+    let fallback = Fallback {
+        run_id: claimed.run_id,
+        lock: LockKey::new(claimed.task_name.clone(), claimed.lock_token),
+        gate: Arc::clone(lease.gate()),
+        started_at: Arc::clone(&started_cell),
+    };
     let span = tracing::info_span!(
         "task_run",
         task = %claimed.task_name,
@@ -49,7 +59,7 @@ pub(crate) async fn run(
         trigger = %claimed.trigger,
         node = %shared.node_id,
     );
-    async move {
+    let work = async move {
         let isolated = execute::is_isolated(&shared, &claimed.task_name);
         // What the handler logs inside this span is kept with the run, from before its start
         // (an in-process handler is started on its tick by the handler pool, not from here);
@@ -72,6 +82,9 @@ pub(crate) async fn run(
         let started_at = began
             .is_ok()
             .then(|| db_clock_at(&claimed, claim_sent, started));
+        if let Some(at) = started_at {
+            let _ = started_cell.set(at);
+        }
         let (ending, stop, lease) = match began {
             Err(why) => {
                 if let StopReason::Cancelled(by) = &why {
@@ -135,6 +148,7 @@ pub(crate) async fn run(
             }
         };
         let was_started = started_at.is_some();
+        super::health::injected_panic("runner");
         drop(permit);
         shared.wake.notify_one();
         let recovery = shared
@@ -194,8 +208,81 @@ pub(crate) async fn run(
         }
         record(&shared, finish, lease).await;
     }
-    .instrument(span)
-    .await
+    .instrument(span.clone());
+    if let Err(message) = CatchUnwind(std::pin::pin!(work)).await {
+        let _entered = span.enter();
+        bookkeeping_panicked(&keeper, fallback, &message).await;
+    }
+}
+
+/// The bookkeeping of a run panicked (a bug): reported like a service's panic (logged at error,
+/// `scheduler.error`, `scheduler_service_panics_total{service="runner"}`), and the run ends
+/// `failed` with the panic's message, its lock released, so that its task runs on. Its handler
+/// is stopped first (its gate closed); a handler that blocks its thread cannot be stopped, and
+/// its lock is no longer renewed: the node fail-stops rather than let the task overlap itself.
+/// What the runner keeps aside to end its run should its bookkeeping panic.
+struct Fallback {
+    run_id: i64,
+    lock: LockKey,
+    gate: Arc<super::gate::GateState>,
+    /// The handler's start on the store's clock, once known.
+    started_at: Arc<std::sync::OnceLock<DateTime<Utc>>>,
+}
+
+async fn bookkeeping_panicked(shared: &Shared, fallback: Fallback, message: &str) {
+    let Fallback {
+        run_id,
+        lock,
+        gate,
+        started_at,
+    } = fallback;
+    let care = shared.care("runner");
+    care.metrics.service_panicked("runner");
+    tracing::error!(service = "runner", panic = %message, "the bookkeeping of a run panicked; the run is recorded failed");
+    shared.events.emit(SchedulerEvent::InternalError {
+        what: format!(
+            "the bookkeeping of run {run_id} of task {} (it panicked; the run is recorded failed)",
+            lock.task_name
+        ),
+        error: message.to_owned(),
+    });
+    gate.close();
+    if gate.blocked_for().is_some() {
+        (care.fail_stop)(
+            "runner",
+            &format!(
+                "panicked while the handler of task {} (run {run_id}) blocks its thread, whose \
+                 lock can no longer be kept ({message})",
+                lock.task_name
+            ),
+        );
+    }
+    let end = crate::store::RunEnd::new(
+        RunStatus::Failed,
+        Some(outcome::clean_error(&format!(
+            "internal error in the scheduler (not the handler): {message}"
+        ))),
+    );
+    let finish = RunFinish::new(
+        run_id,
+        lock,
+        started_at.get().copied(),
+        end,
+        crate::store::FailureCount::Keep,
+    );
+    let (recorded, done) = tokio::sync::oneshot::channel();
+    if shared
+        .completions
+        .send(Completion {
+            finish,
+            lease: None,
+            recorded,
+        })
+        .is_ok()
+    {
+        let _ = done.await;
+    }
+    shared.wake.notify_one();
 }
 
 /// A scheduled tick that starts later than its task's `sla.start_within` raises `task.late`,

@@ -4,7 +4,9 @@
 //!
 //! A service is a [`Service`]: its `run_once` does one pass and returns what it did, so tests
 //! call it directly, with no sleeping; `pause_after` turns that into the next pause (or `None`:
-//! the service is done). The loop owns waiting, waking and logging.
+//! the service is done). The loop owns waiting, waking and logging, and catches a pass that
+//! panics (see `super::health`): the service runs again or the node fail-stops, never a
+//! service that stopped without a word.
 
 use std::fmt::Display;
 use std::time::Duration;
@@ -13,6 +15,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff;
+use super::health::{CatchUnwind, FailStop, Health, MAX_PANICS_IN_A_ROW, OnPanic};
+use crate::events::EventBus;
+use crate::metrics::Metrics;
 
 /// What ended a pause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,52 +59,112 @@ pub(crate) trait Service: Send {
         false
     }
 
+    /// What a panic of a pass leads to: by default the service runs again (see
+    /// `super::health`).
+    fn on_panic(&self) -> OnPanic {
+        OnPanic::Restart
+    }
+
     /// Where the first failure of an outage is raised as `scheduler.error` (none: only logged).
     fn events(&self) -> Option<&crate::events::EventBus> {
         None
     }
 }
 
-/// Runs `service` until `stop` is cancelled (or it is done); pauses end early on `wake`.
+/// What a service runs under: its name (for the health registry, the metric, the test hook),
+/// and where a panic is reported (see `super::health`).
+pub(crate) struct Care<'a> {
+    /// The service's short name (`claimer`, `renewer`, ...).
+    pub(crate) name: &'static str,
+    pub(crate) health: &'a Health,
+    pub(crate) events: &'a EventBus,
+    pub(crate) metrics: &'a Metrics,
+    /// Stops the process (`failstop::exit_service`; unit tests pass one that panics).
+    pub(crate) fail_stop: FailStop,
+}
+
+/// Runs `service` until `stop` is cancelled (or it is done); pauses end early on `wake`. A pass
+/// that panics is caught and reported, and the service runs again after a backoff, or the node
+/// fail-stops (see `super::health`).
 pub(crate) async fn run<S: Service>(
     mut service: S,
     stop: CancellationToken,
     wake: Option<&Notify>,
+    care: &Care<'_>,
 ) {
+    let name = care.name;
+    care.health.running(name);
     let mut failures = 0u32;
+    let mut panics = 0u32;
     while !stop.is_cancelled() {
-        let pass = if service.cancel_safe() {
-            tokio::select! {
-                pass = service.run_once() => pass,
-                _ = stop.cancelled() => return,
+        let cancel_safe = service.cancel_safe();
+        let what = service.what();
+        let outcome = {
+            let pass = std::pin::pin!(async {
+                super::health::injected_panic(name);
+                match service.run_once().await {
+                    Ok(pass) => Ok(service.pause_after(pass)),
+                    Err(e) => Err(e),
+                }
+            });
+            let pass = CatchUnwind(pass);
+            if cancel_safe {
+                tokio::select! {
+                    outcome = pass => outcome,
+                    _ = stop.cancelled() => break,
+                }
+            } else {
+                pass.await
             }
-        } else {
-            service.run_once().await
         };
-        let pause = match pass {
-            Ok(pass) => {
+        let pause = match outcome {
+            Err(message) => {
+                panics += 1;
+                let restarts =
+                    service.on_panic() == OnPanic::Restart && panics < MAX_PANICS_IN_A_ROW;
+                report_panic(care, what, &message, panics, restarts);
+                if !restarts {
+                    let why = if panics >= MAX_PANICS_IN_A_ROW {
+                        format!("panicked {panics} times in a row (last: {message})")
+                    } else {
+                        format!("panicked and cannot be restarted safely ({message})")
+                    };
+                    (care.fail_stop)(name, &why);
+                }
+                backoff(panics)
+            }
+            Ok(Ok(next)) => {
                 if failures > 0 {
-                    tracing::info!(after_failures = failures, "{} works again", service.what());
+                    tracing::info!(after_failures = failures, "{what} works again");
                     failures = 0;
                 }
-                match service.pause_after(pass) {
+                if panics > 0 {
+                    tracing::info!(
+                        service = name,
+                        after_panics = panics,
+                        "{what} runs again after panicking"
+                    );
+                    care.health.running(name);
+                    panics = 0;
+                }
+                match next {
                     Some(pause) => pause,
-                    None => return,
+                    None => break,
                 }
             }
-            Err(e) => {
+            Ok(Err(e)) => {
                 failures += 1;
                 let pause = service.pause_after_failure(failures);
                 if failures == 1 {
-                    tracing::warn!(error = %e, retry_in = ?pause, "{} failed; retrying", service.what());
+                    tracing::warn!(error = %e, retry_in = ?pause, "{what} failed; retrying");
                     if let Some(events) = service.events() {
                         events.emit(crate::events::SchedulerEvent::InternalError {
-                            what: service.what().to_owned(),
+                            what: what.to_owned(),
                             error: crate::redact::redact_text(&e.to_string()),
                         });
                     }
                 } else {
-                    tracing::debug!(error = %e, retry_in = ?pause, failures, "{} still failing", service.what());
+                    tracing::debug!(error = %e, retry_in = ?pause, failures, "{what} still failing");
                 }
                 pause
             }
@@ -111,15 +176,41 @@ pub(crate) async fn run<S: Service>(
             Some(wake) => tokio::select! {
                 _ = tokio::time::sleep(pause) => Woke::Timer,
                 _ = wake.notified() => Woke::Notified,
-                _ = stop.cancelled() => return,
+                _ = stop.cancelled() => break,
             },
             None => tokio::select! {
                 _ = tokio::time::sleep(pause) => Woke::Timer,
-                _ = stop.cancelled() => return,
+                _ = stop.cancelled() => break,
             },
         };
         service.woke(woke);
     }
+    care.health.ended(name);
+}
+
+/// A pass of `what` panicked (`panics` in a row): logged at error, raised as `scheduler.error`,
+/// counted, and shown in the health registry.
+pub(crate) fn report_panic(
+    care: &Care<'_>,
+    what: &str,
+    message: &str,
+    panics: u32,
+    restarts: bool,
+) {
+    let name = care.name;
+    care.metrics.service_panicked(name);
+    care.health.panicked(name, message, restarts);
+    let next = if restarts {
+        "it runs again after a backoff"
+    } else {
+        "the node stops (fail-stop)"
+    };
+    tracing::error!(service = name, panic = %message, panics_in_a_row = panics, "{what} panicked; {next}");
+    care.events
+        .emit(crate::events::SchedulerEvent::InternalError {
+            what: format!("{what} (the {name} service panicked; {next})"),
+            error: message.to_owned(),
+        });
 }
 
 #[cfg(test)]
@@ -152,8 +243,179 @@ mod tests {
         }
     }
 
+    /// What a service runs under in these tests: fail-stop panics instead of exiting.
+    #[derive(Default)]
+    struct Parts {
+        health: Health,
+        events: EventBus,
+        metrics: Metrics,
+    }
+
+    fn stop_by_panicking(service: &str, why: &str) -> ! {
+        panic!("FAIL-STOP {service}: {why}")
+    }
+
+    impl Parts {
+        fn care(&self, name: &'static str) -> Care<'_> {
+            Care {
+                name,
+                health: &self.health,
+                events: &self.events,
+                metrics: &self.metrics,
+                fail_stop: stop_by_panicking,
+            }
+        }
+    }
+
+    /// Panics on its first `panics` passes, then works `works` times and is done; tells how far
+    /// it got and what the health registry said while it ran.
+    struct Panicky {
+        panics: u32,
+        works: u32,
+        calls: u32,
+        on_panic: OnPanic,
+        health: Arc<Health>,
+        seen: Arc<std::sync::Mutex<Vec<String>>>,
+    }
+
+    impl Service for Panicky {
+        type Pass = ();
+        type Error = &'static str;
+
+        fn what(&self) -> &'static str {
+            "the panicky service"
+        }
+
+        async fn run_once(&mut self) -> Result<(), &'static str> {
+            self.calls += 1;
+            let states: Vec<String> = self
+                .health
+                .services()
+                .iter()
+                .map(|s| format!("{}={}", s.name, s.state))
+                .collect();
+            self.seen.lock().unwrap().push(states.join(","));
+            if self.calls <= self.panics {
+                let nothing: Option<u8> = None;
+                nothing.expect("a bug in a pass");
+            }
+            Ok(())
+        }
+
+        fn pause_after(&mut self, (): ()) -> Option<Duration> {
+            (self.calls < self.panics + self.works).then_some(Duration::from_secs(1))
+        }
+
+        fn on_panic(&self) -> OnPanic {
+            self.on_panic
+        }
+    }
+
+    fn panicky(panics: u32, works: u32, on_panic: OnPanic, health: &Arc<Health>) -> Panicky {
+        Panicky {
+            panics,
+            works,
+            calls: 0,
+            on_panic,
+            health: Arc::clone(health),
+            seen: Arc::default(),
+        }
+    }
+
+    /// Runs `service` on a task of its own with the registry `health`: the `scheduler.error`
+    /// events it raised, or the fail-stop reason if it stopped the node.
+    async fn run_alone(
+        service: Panicky,
+        health: Arc<Health>,
+    ) -> (Result<u32, String>, Arc<Metrics>) {
+        let metrics = Arc::new(Metrics::new());
+        let m = Arc::clone(&metrics);
+        let joined = tokio::spawn(async move {
+            let events = EventBus::default();
+            let care = Care {
+                name: "panicky",
+                health: &health,
+                events: &events,
+                metrics: &m,
+                fail_stop: stop_by_panicking,
+            };
+            let mut stream = events.subscribe();
+            run(service, CancellationToken::new(), None, &care).await;
+            drop(events);
+            // Every panic was raised as `scheduler.error`.
+            let mut raised = 0;
+            while let Some(event) = stream.recv().await {
+                assert_eq!(event.event.kind(), "scheduler.error");
+                raised += 1;
+            }
+            raised
+        })
+        .await;
+        match joined {
+            Ok(raised) => (Ok(raised), metrics),
+            Err(e) => (
+                Err(super::super::health::panic_message(e.into_panic().as_ref())),
+                metrics,
+            ),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_panicking_pass_is_reported_and_the_service_runs_again() {
+        let health = Arc::new(Health::default());
+        let service = panicky(2, 2, OnPanic::Restart, &health);
+        let seen = Arc::clone(&service.seen);
+        let (ended, metrics) = run_alone(service, Arc::clone(&health)).await;
+        assert_eq!(ended, Ok(2), "two panics, two `scheduler.error` events");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [
+                "panicky=running",
+                "panicky=restarting",
+                "panicky=restarting",
+                "panicky=running"
+            ]
+        );
+        assert!(
+            metrics
+                .encode()
+                .contains("scheduler_service_panics_total{service=\"panicky\"} 2"),
+            "{}",
+            metrics.encode()
+        );
+        // Done: no longer shown.
+        assert!(health.services().is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_service_that_keeps_panicking_stops_the_node() {
+        let health = Arc::new(Health::default());
+        let service = panicky(u32::MAX, 0, OnPanic::Restart, &health);
+        let (ended, _) = run_alone(service, Arc::clone(&health)).await;
+        let why = ended.expect_err("fail-stop");
+        assert!(
+            why.contains("FAIL-STOP panicky: panicked 5 times in a row")
+                && why.contains("a bug in a pass"),
+            "{why}"
+        );
+        assert_eq!(health.down()[0].state, "stopping");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_service_that_cannot_be_restarted_stops_the_node_at_its_first_panic() {
+        let health = Arc::new(Health::default());
+        let service = panicky(1, 5, OnPanic::FailStop, &health);
+        let seen = Arc::clone(&service.seen);
+        let (ended, _) = run_alone(service, health).await;
+        let why = ended.expect_err("fail-stop");
+        assert!(why.contains("cannot be restarted safely"), "{why}");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+
     #[tokio::test(start_paused = true)]
     async fn backs_off_after_failures_and_stops_when_done() {
+        let parts = Parts::default();
         let calls = Arc::new(AtomicU32::new(0));
         let started = tokio::time::Instant::now();
         run(
@@ -162,6 +424,7 @@ mod tests {
             },
             CancellationToken::new(),
             None,
+            &parts.care("flaky"),
         )
         .await;
         assert_eq!(calls.load(Ordering::SeqCst), 5);
@@ -171,6 +434,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn stops_when_told() {
+        let parts = Parts::default();
         let stop = CancellationToken::new();
         stop.cancel();
         let calls = Arc::new(AtomicU32::new(0));
@@ -180,6 +444,7 @@ mod tests {
             },
             stop,
             None,
+            &parts.care("flaky"),
         )
         .await;
         assert_eq!(calls.load(Ordering::SeqCst), 0);

@@ -7,6 +7,7 @@
 //! |---|---|
 //! | the node's id, its store, its metrics | every route; `/metrics` |
 //! | whether the node prepared the store, whether it drains, its config as last read and applied | `/readyz`, `/api/config`, `/api/tasks` |
+//! | the states of its background services (see `health`) | `/readyz`, `/api/nodes` |
 //! | a task's settings (its attribute over the node's defaults), and its descriptor | `/api/tasks` |
 //! | the node's missed grace, and the compiled schedules | `/api/ticks` |
 //!
@@ -66,6 +67,11 @@ impl EngineView {
     /// Whether the node is draining (shutdown requested).
     pub(crate) fn draining(&self) -> bool {
         self.shared.draining()
+    }
+
+    /// The node's background services and their states (see `super::health`).
+    pub(crate) fn services(&self) -> Vec<super::ServiceStatus> {
+        self.shared.health.services()
     }
 
     /// Reads what the node knows of its config (the document last read, the last reconcile);

@@ -378,6 +378,12 @@ impl super::service::Service for Renewer {
     fn pause_after_failure(&mut self, _failures: u32) -> Duration {
         self.0.retry_pause()
     }
+
+    /// The runs' locks depend on it: a renewal that panicked may have left a lease neither
+    /// renewed nor told it was lost, so the node stops rather than guess.
+    fn on_panic(&self) -> super::health::OnPanic {
+        super::health::OnPanic::FailStop
+    }
 }
 
 /// Looks for cancel requests of this node's runs as soon as the change listener hears of one

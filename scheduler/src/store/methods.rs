@@ -19,6 +19,7 @@ macro_rules! store_methods {
             register_node(node: &NodeInfo) -> StoreResult<()>;
             heartbeat(node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat>;
             deregister_node(node_id: &str) -> StoreResult<()>;
+            report_services(node_id: &str, down: &[String]) -> StoreResult<()>;
             // Claiming and running.
             next_wake(node_id: &str, tasks: &[String]) -> StoreResult<WakeInfo>;
             claim(request: ClaimRequest<'_>, rules: &dyn ClaimRules) -> StoreResult<ClaimOutcome>;

@@ -113,7 +113,7 @@ pub trait ChangeListener: Send {
 /// | Role | Caller | Methods |
 /// |---|---|---|
 /// | The store itself | the composition root | [`describe`](Self::describe), [`migrate`](Self::migrate) |
-/// | Nodes | the engine | [`register_node`](Self::register_node), [`heartbeat`](Self::heartbeat), [`deregister_node`](Self::deregister_node) |
+/// | Nodes | the engine | [`register_node`](Self::register_node), [`heartbeat`](Self::heartbeat), [`deregister_node`](Self::deregister_node), [`report_services`](Self::report_services) |
 /// | Claiming and running | the engine | [`next_wake`](Self::next_wake), [`claim`](Self::claim), [`renew_locks`](Self::renew_locks), [`cancel_requests`](Self::cancel_requests), [`finish_runs`](Self::finish_runs), [`record_skips`](Self::record_skips), [`append_run_logs`](Self::append_run_logs) |
 /// | Upkeep | the engine's maintenance | [`reschedule`](Self::reschedule), [`overdue_tasks`](Self::overdue_tasks), [`open_missed`](Self::open_missed), [`prune_history`](Self::prune_history) |
 /// | Config | the reconciler | [`load_tasks`](Self::load_tasks), [`config_state`](Self::config_state), [`apply_config`](Self::apply_config) |
@@ -148,6 +148,9 @@ pub trait Store: Send + Sync + 'static {
     async fn heartbeat(&self, node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat>;
     /// Marks this node stopped.
     async fn deregister_node(&self, node_id: &str) -> StoreResult<()>;
+    /// Records which of this node's background services are not running (`down`, by name;
+    /// empty: all run), for [`nodes`](Self::nodes).
+    async fn report_services(&self, node_id: &str, down: &[String]) -> StoreResult<()>;
 
     // ---- claiming and running (the engine) ----------------------------------------------
 

@@ -99,4 +99,16 @@ pub struct NodeRecord {
     pub stopped_at: Option<DateTime<Utc>>,
     /// Runs it holds the lock of now.
     pub running: i64,
+    /// Its background services that are not running (restarting after a panic, or stopping),
+    /// as it last reported them; empty while every one runs.
+    pub services_down: Vec<String>,
+}
+
+/// The stored list of services down (comma-separated) as names.
+pub(crate) fn split_services(stored: &str) -> Vec<String> {
+    stored
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }

@@ -44,6 +44,12 @@ struct NodeView {
     running_tasks: Vec<String>,
     /// Whether this is the node answering.
     this_node: bool,
+    /// The node's background services and their states (see `/readyz`), for the node
+    /// answering; `null` for the others (see `services_down`).
+    services: Option<Vec<crate::admin::probes::ServiceView>>,
+    /// Its background services that are not running (restarting after a panic, or stopping),
+    /// by name, as the node last reported them; empty while all run.
+    services_down: Vec<String>,
 }
 
 /// Every known node.
@@ -80,6 +86,14 @@ async fn list_nodes(
                 tasks
             },
             this_node: n.node_id == state.engine.node_id(),
+            services: (n.node_id == state.engine.node_id()).then(|| {
+                state
+                    .engine
+                    .services()
+                    .into_iter()
+                    .map(Into::into)
+                    .collect()
+            }),
             node_id: n.node_id,
             hostname: n.hostname,
             pid: n.pid,
@@ -89,6 +103,7 @@ async fn list_nodes(
             heartbeat_at: n.heartbeat_at,
             stopped_at: n.stopped_at,
             running: n.running,
+            services_down: n.services_down,
         })
         .collect();
     Ok(axum::Json(NodeList { nodes }))

@@ -44,6 +44,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(14, "outbox channels", "0014_outbox_channels.sql"),
     migration!(15, "shards", "0015_shards.sql"),
     migration!(16, "broadcast", "0016_broadcast.sql"),
+    migration!(17, "node services", "0017_node_services.sql"),
 ];
 
 pub(crate) async fn run(

@@ -209,6 +209,9 @@ pub(super) async fn nodes(store: &PgStore) -> StoreResult<Vec<NodeRecord>> {
                     heartbeat_at: row.try_get("heartbeat_at")?,
                     stopped_at: row.try_get("stopped_at")?,
                     running: row.try_get("running")?,
+                    services_down: crate::store::nodes::split_services(
+                        &row.try_get::<String, _>("services_down")?,
+                    ),
                 })
             })
             .collect()

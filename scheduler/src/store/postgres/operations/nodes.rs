@@ -46,6 +46,22 @@ pub(super) async fn heartbeat(
     })
 }
 
+pub(super) async fn report_services(
+    store: &PgStore,
+    node_id: &str,
+    down: &[String],
+) -> StoreResult<()> {
+    let down = down.join(",");
+    timed!(store, "report_services", |conn| {
+        sqlx::query(query!("report_services"))
+            .bind(node_id)
+            .bind(&down)
+            .execute(conn)
+            .await
+            .map(drop)
+    })
+}
+
 pub(super) async fn deregister_node(store: &PgStore, node_id: &str) -> StoreResult<()> {
     timed!(store, "deregister_node", |conn| {
         sqlx::query(query!("deregister_node"))

@@ -231,6 +231,9 @@ pub(super) async fn nodes(store: &SqliteStore) -> StoreResult<Vec<NodeRecord>> {
                     heartbeat_at: time_at(row, "heartbeat_at")?,
                     stopped_at: time_opt(row, "stopped_at")?,
                     running: row.try_get("running")?,
+                    services_down: crate::store::nodes::split_services(
+                        &row.try_get::<String, _>("services_down")?,
+                    ),
                 })
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()?

@@ -61,6 +61,21 @@ pub(super) async fn heartbeat(
     })
 }
 
+pub(super) async fn report_services(
+    store: &SqliteStore,
+    node_id: &str,
+    down: &[String],
+) -> StoreResult<()> {
+    let down = down.join(",");
+    write_tx!(store, "report_services", |tx, _now| {
+        sqlx::query(query!("report_services"))
+            .bind(node_id)
+            .bind(&down)
+            .execute(&mut *tx)
+            .await?;
+    })
+}
+
 pub(super) async fn deregister_node(store: &SqliteStore, node_id: &str) -> StoreResult<()> {
     write_tx!(store, "deregister_node", |tx, now| {
         sqlx::query(query!("deregister_node"))
