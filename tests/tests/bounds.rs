@@ -2,7 +2,10 @@
 //! node in this process: a backfill's pace of 10^16 ms is refused by the admin API with a `400`
 //! naming `pace_ms` and its range, and one already stored (a row written before the range
 //! existed) cannot break the claim transaction every task shares: the node keeps running its
-//! every-second task, judged by the handler's own record.
+//! every-second task, judged by the handler's own record. An `sla.warn_after` of
+//! `500000000000years` written into the config file of a running node is refused, and the node
+//! keeps running the task on its last good config, judged by its runs recorded as succeeded (the
+//! value once panicked the run's thread: no run of the task was recorded again).
 
 mod common;
 
@@ -13,6 +16,7 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use reqwest::StatusCode;
 use scheduler::backfill::BackfillRequest;
 use scheduler::operate::{self, Actor};
+use scheduler::store::RunStatus;
 use scheduler::{TaskContext, task};
 use serde_json::{Value, json};
 
@@ -21,6 +25,7 @@ use common::*;
 on_both_backends!(
     threads = 2;
     a_hostile_backfill_pace_is_refused_and_a_stored_one_stops_no_claim,
+    an_sla_beyond_its_range_is_refused_and_the_task_keeps_running,
 );
 
 const EVERY_SECOND: &str = "bounds.every_second";
@@ -30,6 +35,7 @@ const TOKEN: &str = "bounds-test-token-0123456789";
 quick_tasks!(
     every_second = "bounds.every_second",
     hourly = "bounds.hourly",
+    with_sla = "bounds.sla",
 );
 
 /// Three hourly ticks two days ago.
@@ -109,4 +115,52 @@ async fn a_hostile_backfill_pace_is_refused_and_a_stored_one_stops_no_claim(db: 
         "the rest is paced (capped at a day)"
     );
     running.stop().await;
+}
+
+/// Replaces `path` atomically (write a temp file, rename), as config agents do.
+fn replace(path: &std::path::Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+async fn an_sla_beyond_its_range_is_refused_and_the_task_keeps_running(db: &TestDb) {
+    const TASK: &str = "bounds.sla";
+    let dir = std::env::temp_dir().join(format!("scheduler-bounds-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tasks.json");
+    let with = |warn_after: &str| {
+        format!(
+            r#"{{"tasks":[{{"name":"{TASK}","enabled":true,"cron":"* * * * * *","sla":{{"warn_after":"{warn_after}"}}}}]}}"#
+        )
+    };
+    replace(&path, &with("10m"));
+    let rec = Arc::new(Recorder::default());
+    let running = start(
+        node(db, "a", tasks(TASK))
+            .config(path.to_str().unwrap())
+            .config_poll_interval(Duration::from_millis(200))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "runs on the good config",
+        || async { rec.starts_of(TASK) >= 2 },
+    )
+    .await;
+
+    // Judged by the runs recorded as succeeded: a run whose thread panicked is never recorded
+    // (its lock expires and its tick is run again, and again).
+    replace(&path, &with("500000000000years"));
+    let before = db.count_runs(TASK, RunStatus::Succeeded).await;
+    wait_until(
+        Duration::from_secs(30),
+        "runs succeed past the refused config",
+        || async { db.count_runs(TASK, RunStatus::Succeeded).await >= before + 4 },
+    )
+    .await;
+    running.stop().await;
+    let _ = std::fs::remove_dir_all(dir);
 }
