@@ -28,6 +28,7 @@ on_both_backends!(
     refusals_for_good_are_given_up_once_and_rate_limits_and_outages_are_retried,
     a_huge_answer_is_read_no_further_than_its_start_on_every_http_channel,
     a_mail_server_without_starttls_is_given_up_at_once_and_named,
+    a_robot_hook_that_is_not_there_is_given_up_at_once_and_named,
     reminders_and_resolutions_name_task_incident_and_opening_on_every_channel,
 );
 
@@ -1447,4 +1448,45 @@ ca_file = "{ca}"
         let text = &texts(path, "**Event**: run.failed")[0];
         assert_eq!(text.matches("```").count(), 2, "{path}: {text}");
     }
+}
+
+/// A chat robot's URL that names no hook (the robot removed: a 404) is a configuration fault:
+/// the delivery is given up at its first attempt, and the delivery log says so.
+async fn a_robot_hook_that_is_not_there_is_given_up_at_once_and_named(db: &TestDb) {
+    let (base, got, server) = receiver(always(404, "404 page not found")).await;
+    let mut channels = Channels::new()
+        .with(Channel::new(
+            "wecom",
+            ChannelKind::WeCom {
+                url: url(&base, "/cgi-bin/webhook/send?key=removed"),
+            },
+        ))
+        .unwrap();
+    // Retries in test time, were it retried.
+    channels.retry_base = Duration::from_millis(200);
+    let n = start(
+        node(db, "a", tasks("refusal.a"))
+            .config_document(doc(vec![entry("refusal.a", "0 0 1 1 *")]))
+            .channels(channels)
+            .build()
+            .unwrap(),
+    );
+    trigger_all_now(db, 1).await;
+    wait_until(Duration::from_secs(60), "the delivery given up", || async {
+        let outbox = db.outbox().await;
+        !outbox.is_empty() && outbox.iter().all(|(_, state)| state == "failed")
+    })
+    .await;
+    let outbox = db.outbox().await;
+    let deliveries = db.api().deliveries(50).await.unwrap();
+    n.stop().await;
+    server.abort();
+    assert_eq!(outbox, [(1, "failed".to_owned())], "one attempt");
+    assert_eq!(got.all().len(), 1);
+    let error = deliveries[0].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("answered 404") && error.contains("no such hook"),
+        "{error}"
+    );
+    assert!(error.contains("not retried"), "{error}");
 }

@@ -23,7 +23,7 @@
 //! | 429 | retried, not before its `Retry-After` (seconds or a date) | the same |
 //! | 410 | the channel is disabled (Standard Webhooks: the endpoint is gone) | this delivery given up, the channel stays on |
 //! | 400 | retried | this message refused (`invalid_payload`, `user_not_found`, ...): given up, the channel stays on |
-//! | 403, 404 | retried | the webhook refused (`action_prohibited`, `channel_not_found`, `no_service`, `invalid_token`, ...): given up, the channel stays on |
+//! | 403, 404 | retried (the chat robots: 404 gives up, the hook is gone) | the webhook refused (`action_prohibited`, `channel_not_found`, `no_service`, `invalid_token`, ...): given up, the channel stays on |
 //!
 //! Slack's refusals say what an operator must fix in Slack (unarchive the channel, re-enable
 //! the app, lift a posting restriction); retrying the same message cannot help, and disabling
@@ -107,6 +107,17 @@ fn slack_status(status: u16, _: &str) -> Verdict {
     }
 }
 
+/// A chat robot's hook is its URL: a 404 says there is no such hook (the robot removed, the
+/// URL mistyped), a configuration fault no retry mends: the delivery is given up, the channel
+/// stays on (a robot made again at that URL takes the next alert). A 410 disables the channel,
+/// as for every endpoint; other statuses are retried.
+fn robot_status(status: u16, body: &str) -> Verdict {
+    match status {
+        404 => Verdict::GiveUp,
+        _ => by_status(status, body),
+    }
+}
+
 const WEBHOOK: Judge = Judge {
     vendor: "the endpoint",
     status: by_status,
@@ -119,17 +130,17 @@ const SLACK: Judge = Judge {
 };
 const FEISHU: Judge = Judge {
     vendor: "the Feishu bot",
-    status: by_status,
+    status: robot_status,
     body: feishu_code,
 };
 const DINGTALK: Judge = Judge {
     vendor: "the DingTalk robot",
-    status: by_status,
+    status: robot_status,
     body: dingtalk_code,
 };
 const WECOM: Judge = Judge {
     vendor: "the WeCom robot",
-    status: by_status,
+    status: robot_status,
     body: wecom_code,
 };
 
@@ -204,8 +215,12 @@ async fn post(
             (judge.status)(status, &text),
         )
     };
+    let hook_gone = status == 404;
     outcome.error = Some(match verdict {
         Verdict::Retry => error,
+        Verdict::GiveUp if hook_gone => {
+            format!("{error} (no such hook: a configuration fault, given up, not retried)")
+        }
         Verdict::GiveUp => format!("{error} (a refusal for good: given up, not retried)"),
         Verdict::Gone => format!("{error} (gone: the channel is disabled)"),
     });
@@ -588,6 +603,9 @@ mod tests {
             assert_eq!(slack_status(status, ""), Verdict::Retry, "{status}");
         }
         assert_eq!(by_status(410, ""), Verdict::Gone);
+        assert_eq!(robot_status(404, ""), Verdict::GiveUp);
+        assert_eq!(robot_status(410, ""), Verdict::Gone);
+        assert_eq!(robot_status(503, ""), Verdict::Retry);
         assert_eq!(by_status(400, ""), Verdict::Retry);
     }
 
