@@ -590,6 +590,7 @@ mod tests {
         m.lock_lost(true);
         m.reconcile("applied", 0);
         m.config_read_error();
+        m.service_panicked("sla");
         let text = m.encode();
         let exported: std::collections::HashSet<&str> = text
             .lines()

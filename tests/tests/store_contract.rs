@@ -394,6 +394,7 @@ contract![
     migrating_again_is_a_no_op,
     a_database_migrated_by_a_newer_binary_is_refused,
     nodes_register_beat_and_stop,
+    a_node_reports_its_services_down_and_a_new_start_clears_them,
     next_wake_reports_the_earliest_claimable_tick_and_lock_expiry,
     claim_takes_due_enabled_unlocked_listed_tasks_oldest_first_up_to_the_limit,
     a_claim_records_what_the_plan_says,
@@ -749,6 +750,31 @@ async fn a_database_migrated_by_a_newer_binary_is_refused(s: &dyn Store, arrange
     let message = error.to_string();
     assert!(message.contains("newer than this binary"), "{message}");
     assert!(message.contains("999"), "{message}");
+}
+
+/// What a node reports of its background services (`engine::health`) is what `nodes` shows, for
+/// every node; registering again (a restart) clears it.
+async fn a_node_reports_its_services_down_and_a_new_start_clears_them(s: &dyn Store, _: &Arrange) {
+    async fn down(s: &dyn Store) -> Vec<String> {
+        let nodes = s.nodes().await.unwrap();
+        let node = nodes.iter().find(|n| n.node_id == "n1").unwrap();
+        node.services_down.clone()
+    }
+    s.register_node(&NodeInfo::new("n1", "host", 7, "test", vec![]))
+        .await
+        .unwrap();
+    assert!(down(s).await.is_empty());
+    s.report_services("n1", &["sla".into(), "claimer".into()])
+        .await
+        .unwrap();
+    assert_eq!(down(s).await, ["sla", "claimer"]);
+    s.report_services("n1", &[]).await.unwrap();
+    assert!(down(s).await.is_empty());
+    s.report_services("n1", &["sla".into()]).await.unwrap();
+    s.register_node(&NodeInfo::new("n1", "host", 8, "test", vec![]))
+        .await
+        .unwrap();
+    assert!(down(s).await.is_empty(), "a new start runs every service");
 }
 
 async fn nodes_register_beat_and_stop(s: &dyn Store, arrange: &Arrange) {

@@ -260,7 +260,7 @@ mod tests {
     async fn a_panic_in_a_poll_is_an_error_with_its_message() {
         let fut = std::pin::pin!(async {
             tokio::task::yield_now().await;
-            let value: Option<u8> = None;
+            let value: Option<u8> = std::hint::black_box(None);
             value.expect("no value here")
         });
         let caught = CatchUnwind(fut).await;
