@@ -60,15 +60,6 @@ impl<'a> Env<'a> {
             .filter(|v| !v.is_empty())
     }
 
-    /// A duration written like `2s`, `500ms`, `10m`; zero is refused. Prefer
-    /// [`duration_in`](Self::duration_in), with the value's range.
-    #[cfg_attr(not(feature = "webhook"), allow(dead_code))]
-    pub(crate) fn duration(&self, name: &'static str) -> Result<Option<Duration>> {
-        self.string(name)
-            .map(|v| parse_duration(name, &v))
-            .transpose()
-    }
-
     /// A duration in `range` (`docs/limits.md`); the error names the variable and the range.
     pub(crate) fn duration_in(
         &self,
@@ -173,21 +164,6 @@ impl<'a> Env<'a> {
     }
 }
 
-/// Parses a duration written like `2s`, `500ms`, `10m`; zero is refused.
-#[cfg_attr(not(feature = "webhook"), allow(dead_code))]
-pub(crate) fn parse_duration(name: &'static str, value: &str) -> Result<Duration> {
-    let d = humantime::parse_duration(value.trim()).map_err(|e| {
-        invalid(
-            name,
-            format!("`{value}` is not a duration ({e}); write it like `2s`, `500ms` or `10m`"),
-        )
-    })?;
-    if d.is_zero() {
-        return Err(invalid(name, "must be more than zero"));
-    }
-    Ok(d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,8 +181,14 @@ mod tests {
         let lookup = env(&[("A", "  "), ("B", " 2s ")]);
         let e = Env::new(&lookup);
         assert_eq!(e.string("A"), None);
-        assert_eq!(e.duration("B").unwrap(), Some(Duration::from_secs(2)));
-        assert_eq!(e.duration("C").unwrap(), None);
+        assert_eq!(
+            e.duration_in("B", crate::bounds::TASK_TIMEOUT).unwrap(),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            e.duration_in("C", crate::bounds::TASK_TIMEOUT).unwrap(),
+            None
+        );
     }
 
     #[test]
@@ -221,10 +203,13 @@ mod tests {
         let e = Env::new(&lookup);
         let msg = |r: Result<()>| r.unwrap_err().to_string();
         assert!(
-            msg(e.duration("D").map(drop))
+            msg(e.duration_in("D", crate::bounds::TASK_TIMEOUT).map(drop))
                 .starts_with("invalid setting `D`: `soon` is not a duration")
         );
-        assert!(msg(e.duration("Z").map(drop)).contains("more than zero"));
+        assert!(
+            msg(e.duration_in("Z", crate::bounds::TASK_TIMEOUT).map(drop))
+                .contains("0s is out of range")
+        );
         assert!(msg(e.number::<u32>("N").map(drop)).contains("`-3` is not a whole number"));
         assert!(msg(e.boolean("F").map(drop)).contains("write `true` or `false`"));
         assert!(msg(e.timezone("T").map(drop)).contains("unknown time zone `Mars/Olympus`"));

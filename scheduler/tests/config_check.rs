@@ -284,6 +284,7 @@ fn check_config_prints_control_characters_escaped() {
     let args = scheduler::cli::CheckConfigArgs {
         path: path.clone(),
         tz: Some("UTC".to_owned()),
+        channels: None,
     };
     let mut out = Vec::new();
     let ok = args.run(&registry(), &mut out).unwrap();
@@ -311,7 +312,11 @@ fn check_config_prints_control_characters_escaped() {
         "typo.json",
         r#"{"tasks": [{"name": "a", "enabled": true, "cron": "* * * * * *", "\u001b[2Jx": 1}]}"#,
     );
-    let args = scheduler::cli::CheckConfigArgs { path, tz: None };
+    let args = scheduler::cli::CheckConfigArgs {
+        path,
+        tz: None,
+        channels: None,
+    };
     let mut out = Vec::new();
     assert!(!args.run(&registry(), &mut out).unwrap());
     let shown = String::from_utf8(out).unwrap();
