@@ -11,7 +11,6 @@ mod config_support;
 use chrono::{TimeZone, Utc};
 use proptest::prelude::*;
 use scheduler::ScheduleSpec;
-use scheduler::channels::Channels;
 use scheduler::config::{ConfigDocument, ConfigError, ConfigFormat, check_config_text};
 use scheduler::schedule::{Calendar, CalendarRules, OnBlocked, RangeRule, WeeklyRule};
 
@@ -189,13 +188,14 @@ proptest! {
         }
     }
 
+    #[cfg(feature = "webhook")]
     #[test]
     fn any_channels_file_gives_channels_or_an_error(
         text in prop_oneof![document_like(), any::<String>()],
     ) {
         let env = |_: &str| None;
         for format in FORMATS {
-            if let Err(e) = Channels::parse(&text, format, "channels.conf", &env) {
+            if let Err(e) = scheduler::channels::Channels::parse(&text, format, "channels.conf", &env) {
                 prop_assert!(!e.is_empty());
             }
         }
