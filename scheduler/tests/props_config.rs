@@ -301,3 +301,21 @@ fn a_config_file_over_the_size_cap_is_not_read_past_it() {
         "{shown}"
     );
 }
+
+/// Aliases that expand to billions of nodes ("billion laughs") are refused by the YAML reader.
+#[test]
+fn a_yaml_alias_bomb_is_refused() {
+    // The anchors in a calendar's `dates`, the bomb in a task's labels and in `tasks`.
+    let mut text = String::from("calendars:\n  a: {dates: &a [x, x, x, x, x, x, x, x, x]}\n");
+    for (prev, name) in ["a", "b", "c", "d", "e", "f", "g", "h"]
+        .iter()
+        .zip(["b", "c", "d", "e", "f", "g", "h", "i"])
+    {
+        let refs = vec![format!("*{prev}"); 9].join(", ");
+        text.push_str(&format!("  {name}: {{dates: &{name} [{refs}]}}\n"));
+    }
+    text.push_str("tasks: *i\n");
+    let e = ConfigDocument::parse(&text, ConfigFormat::Yaml, "bomb.yaml").unwrap_err();
+    assert!(e.to_string().contains("bomb.yaml"), "{e}");
+    assert!(e.to_string().contains("line 2"), "{e}");
+}
