@@ -231,3 +231,25 @@ async fn run_publishes_new_documents_until_shutdown() {
         .expect("run stops on shutdown")
         .unwrap();
 }
+
+/// A file larger than the document size limit is refused, naming the limit, and read no
+/// further than it (a sparse 1 GiB file; a path to /dev/zero would never end otherwise).
+#[tokio::test]
+async fn a_file_over_the_size_limit_is_refused_without_reading_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.json");
+    fs::File::create(&path)
+        .unwrap()
+        .set_len(1024 * 1024 * 1024)
+        .unwrap();
+    let mut source = FileSource::new(&path);
+    let e = source.fetch().await.unwrap_err();
+    let shown = e.to_string();
+    assert!(
+        shown.contains("larger than the limit of 8388608 bytes"),
+        "{shown}"
+    );
+    assert!(shown.contains("tasks.json"), "{shown}");
+    // Refused again on the next poll: not taken for a file caught mid-write.
+    assert!(source.fetch().await.is_err());
+}
