@@ -442,6 +442,8 @@ impl Channels {
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
         use crate::config::ConfigFormat;
+        // The same size and depth caps as the task config, before any parser sees the text.
+        crate::config::prescan::check_text(text, format).map_err(|e| format!("{source}: {e}"))?;
         let raw: RawFile = match format {
             ConfigFormat::Json => serde_json::from_str(text).map_err(|e| e.to_string()),
             ConfigFormat::Toml => toml::from_str(text).map_err(|e| e.message().trim().to_owned()),
@@ -792,6 +794,15 @@ channels = ["slack"]
         );
         assert!(channels.route_event("run.failed", &[], &ads).is_empty());
         assert_eq!(channels.route_event("task.missed", &[], &ads), ["slack"]);
+    }
+
+    #[test]
+    fn a_channels_file_too_deep_is_refused_before_it_is_parsed() {
+        let none = |_: &str| None;
+        let deep = format!("channels: {}{}", "[".repeat(65_536), "]".repeat(65_536));
+        let e = Channels::parse(&deep, ConfigFormat::Yaml, "c.yaml", &none).unwrap_err();
+        assert!(e.starts_with("c.yaml: at line 1"), "{e}");
+        assert!(e.contains("deeper than the limit of 32 levels"), "{e}");
     }
 
     #[test]
