@@ -284,7 +284,7 @@ pub(crate) const MAX_CLAIM_AHEAD: DurationRange = DurationRange::new(ms(0), secs
 /// How often a node records that it is alive (`heartbeat_interval`).
 pub(crate) const HEARTBEAT_INTERVAL: DurationRange = DurationRange::new(ms(10), secs(HOUR));
 /// How long finished runs are kept (`run_retention`, `SCHEDULER_RUN_RETENTION`).
-pub(crate) const RUN_RETENTION: DurationRange = DurationRange::new(secs(1), secs(100 * YEAR));
+pub(crate) const RUN_RETENTION: DurationRange = DurationRange::new(secs(1), secs(1000 * YEAR));
 /// How often the config source is read (`config_poll_interval`,
 /// `SCHEDULER_CONFIG_POLL_INTERVAL`).
 pub(crate) const CONFIG_POLL_INTERVAL: DurationRange = DurationRange::new(ms(100), secs(DAY));

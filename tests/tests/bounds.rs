@@ -5,7 +5,9 @@
 //! every-second task, judged by the handler's own record. An `sla.warn_after` of
 //! `500000000000years` written into the config file of a running node is refused, and the node
 //! keeps running the task on its last good config, judged by its runs recorded as succeeded (the
-//! value once panicked the run's thread: no run of the task was recorded again).
+//! value once panicked the run's thread: no run of the task was recorded again). An incident
+//! whose stored reminder interval is 10^16 ms stops no other incident's reminders (on
+//! PostgreSQL it once failed every claim of reminders: "interval out of range").
 
 mod common;
 
@@ -16,7 +18,7 @@ use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use reqwest::StatusCode;
 use scheduler::backfill::BackfillRequest;
 use scheduler::operate::{self, Actor};
-use scheduler::store::RunStatus;
+use scheduler::store::{AlertFold, FoldDecision, RunStatus};
 use scheduler::{TaskContext, task};
 use serde_json::{Value, json};
 
@@ -26,6 +28,7 @@ on_both_backends!(
     threads = 2;
     a_hostile_backfill_pace_is_refused_and_a_stored_one_stops_no_claim,
     an_sla_beyond_its_range_is_refused_and_the_task_keeps_running,
+    a_stored_reminder_interval_beyond_its_range_stops_no_reminder,
 );
 
 const EVERY_SECOND: &str = "bounds.every_second";
@@ -163,4 +166,34 @@ async fn an_sla_beyond_its_range_is_refused_and_the_task_keeps_running(db: &Test
     .await;
     running.stop().await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+async fn a_stored_reminder_interval_beyond_its_range_stops_no_reminder(db: &TestDb) {
+    let (a, b) = ("bounds.remind_a", "bounds.remind_b");
+    let later = Utc::now() + TimeDelta::hours(1);
+    db.insert_task(a, "0 * * * *", Some(later)).await;
+    db.insert_task(b, "0 * * * *", Some(later)).await;
+    let sent = |_: &scheduler::store::FoldInput<'_>| FoldDecision::Record { notify: true };
+    db.api()
+        .fold_alerts(
+            &[
+                AlertFold::new(a, "run.failed", "{}").policy(1, Some(Duration::MAX)),
+                AlertFold::new(b, "run.failed", "{}").policy(1, Some(Duration::from_millis(1))),
+            ],
+            &sent,
+        )
+        .await
+        .unwrap();
+    // The interval of `a` as a row written before the range existed would hold it.
+    db.set_remind_every_ms(a, 10_000_000_000_000_000).await;
+    wait_until(
+        Duration::from_secs(30),
+        "b's reminder is claimed",
+        || async {
+            let reminded = db.api().claim_reminders(100).await.unwrap();
+            assert!(reminded.iter().all(|i| i.task_name == b), "{reminded:?}");
+            !reminded.is_empty()
+        },
+    )
+    .await;
 }

@@ -394,6 +394,38 @@ impl TestDb {
         assert_eq!(done, 1, "backfill {id} exists");
     }
 
+    /// Stores `ms` as the reminder interval of `task`'s open incidents, bypassing every check (a
+    /// row written before the range of the interval existed).
+    pub async fn set_remind_every_ms(&self, task: &str, ms: i64) {
+        let sql = match self {
+            TestDb::Postgres { .. } => {
+                "UPDATE scheduler_incidents SET remind_every_ms = $2 \
+                 WHERE task_name = $1 AND closed_at IS NULL"
+            }
+            TestDb::Sqlite { .. } => {
+                "UPDATE scheduler_incidents SET remind_every_ms = ?2 \
+                 WHERE task_name = ?1 AND closed_at IS NULL"
+            }
+        };
+        let done = match self {
+            TestDb::Postgres { store, .. } => sqlx::query(sql)
+                .bind(task)
+                .bind(ms)
+                .execute(store.pool())
+                .await
+                .unwrap()
+                .rows_affected(),
+            TestDb::Sqlite { store, .. } => sqlx::query(sql)
+                .bind(task)
+                .bind(ms)
+                .execute(store.pool())
+                .await
+                .unwrap()
+                .rows_affected(),
+        };
+        assert!(done > 0, "{task} has an open incident");
+    }
+
     /// `(attempts, state)` of every outbox event, oldest first.
     pub async fn outbox(&self) -> Vec<(i64, String)> {
         match self {
