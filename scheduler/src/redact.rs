@@ -372,7 +372,7 @@ fn labelled_value(text: &str, key: usize) -> Option<Range<usize>> {
                 + bytes[start..]
                     .iter()
                     .take_while(|&&b| {
-                        !b.is_ascii_whitespace() && !(quoted_key && matches!(b, b',' | b'}' | b']'))
+                        !(b.is_ascii_whitespace() || quoted_key && matches!(b, b',' | b'}' | b']'))
                     })
                     .count();
             const SCHEMES: &[&str] = &["bearer", "basic", "digest", "token", "negotiate", "ntlm"];
