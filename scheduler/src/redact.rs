@@ -162,7 +162,9 @@ pub fn redact_text(text: &str) -> String {
             .then(|| credentials_after(rest, word))
             .flatten()
             .or_else(|| {
-                is_secret_label(key)
+                // A cheap look for the `:` first: this runs for every word of every log line.
+                let colon = rest.as_bytes()[word..].iter().take(8).any(|&b| b == b':');
+                (colon && is_secret_label(key))
                     .then(|| labelled_value(rest, word))
                     .flatten()
             })
@@ -285,7 +287,7 @@ fn skip_blanks(bytes: &[u8], from: usize) -> usize {
 }
 
 /// The credentials after an authentication scheme word (`Bearer`, `Basic`) that ends at
-/// `scheme`: after blanks, up to whitespace, a quote, `,`, `;`, `)`, `]`, `}` or `\`. `None`
+/// `scheme`: after blanks, up to whitespace, a quote or backquote, `,`, `;`, `)`, `]`, `}` or `\`. `None`
 /// without blanks or credentials.
 fn credentials_after(text: &str, scheme: usize) -> Option<Range<usize>> {
     let bytes = text.as_bytes();
@@ -294,7 +296,10 @@ fn credentials_after(text: &str, scheme: usize) -> Option<Range<usize>> {
         .iter()
         .take_while(|&&b| {
             !b.is_ascii_whitespace()
-                && !matches!(b, b'"' | b'\'' | b',' | b';' | b')' | b']' | b'}' | b'\\')
+                && !matches!(
+                    b,
+                    b'"' | b'\'' | b'`' | b',' | b';' | b')' | b']' | b'}' | b'\\'
+                )
         })
         .count();
     (start > scheme && len > 0).then_some(start..start + len)
@@ -818,6 +823,7 @@ mod tests {
                 "calling with bearer *** then",
             ),
             ("curl -H 'Bearer xyz' /x", "curl -H 'Bearer ***' /x"),
+            ("send `Bearer <token>`", "send `Bearer ***`"),
             (
                 "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl expired",
                 "token *** expired",

@@ -40,7 +40,8 @@
 //! the same format, bounds, marker and flushing as a captured span.
 //!
 //! **Secrets.** Every line goes through [`crate::redact::redact_text`] before it is kept, as a
-//! handler's error does: passwords in URLs and DSNs, `password=`, `token=`, `api_key=` values.
+//! handler's error does: passwords in URLs and DSNs, `password=`, `token=`, `api_key=` values,
+//! `Bearer` credentials, `password: value` labels, JSON fields named like secrets and JWTs.
 //!
 //! This module owns the capture and the buffer; it must not decide anything about a run.
 

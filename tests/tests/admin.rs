@@ -948,6 +948,59 @@ fn the_admin_settings_of_the_environment() {
     );
 }
 
+/// The viewer token of the environment: only with an address, and never the admin token's
+/// value (refused at build, naming the variable, never showing the value).
+#[tokio::test]
+async fn the_viewer_token_of_the_environment() {
+    const VIEWER: &str = "test-viewer-token-0123456789";
+    let lookup = |vars: Vec<(&'static str, &'static str)>| {
+        move |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    };
+    let error =
+        SchedulerBuilder::from_lookup(lookup(vec![("SCHEDULER_ADMIN_VIEWER_TOKEN", VIEWER)]))
+            .unwrap_err()
+            .to_string();
+    assert!(
+        error.contains("SCHEDULER_ADMIN_VIEWER_TOKEN")
+            && error.contains("only applies with SCHEDULER_ADMIN_ADDR"),
+        "{error}"
+    );
+    assert!(!error.contains(VIEWER), "{error}");
+    let build = |viewer: &'static str| {
+        let store = scheduler::store::PgStore::connect_lazy(
+            "postgres://postgres@127.0.0.1:1/x",
+            "public",
+            2,
+        )
+        .unwrap();
+        SchedulerBuilder::from_lookup(lookup(vec![
+            ("SCHEDULER_ADMIN_ADDR", "127.0.0.1:0"),
+            ("SCHEDULER_ADMIN_TOKEN", TOKEN),
+            ("SCHEDULER_ADMIN_VIEWER_TOKEN", viewer),
+        ]))
+        .unwrap()
+        .store(Arc::new(store))
+        .registry(registry())
+        .build()
+    };
+    let error = build(TOKEN).unwrap_err().to_string();
+    assert!(
+        error.contains("SCHEDULER_ADMIN_VIEWER_TOKEN") && error.contains("must differ"),
+        "{error}"
+    );
+    assert!(!error.contains(TOKEN), "{error}");
+    let error = build("short").unwrap_err().to_string();
+    assert!(
+        error.contains("SCHEDULER_ADMIN_VIEWER_TOKEN") && error.contains("16"),
+        "{error}"
+    );
+    assert!(build(VIEWER).is_ok());
+}
+
 #[tokio::test]
 async fn a_short_token_is_refused_at_build() {
     let store =

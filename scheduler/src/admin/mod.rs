@@ -20,15 +20,17 @@
 //! | route | rule |
 //! |---|---|
 //! | `/healthz`, `/readyz`, `/openapi.json`, the dashboard's page and assets (`/`, `/assets/...`) | open (they carry no data or credentials; the page reads the API under its rule) |
-//! | reads: `GET /api/...`, `/metrics` | open when the server listens on a loopback address; elsewhere `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>` (and refused when no token is set) |
-//! | mutations: `POST /api/tasks/{name}/trigger`, `.../pause`, `.../resume` | always `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>`; with no token set every mutation is refused (403) |
+//! | reads: `GET /api/...`, `/metrics` | open when the server listens on a loopback address; elsewhere `Authorization: Bearer <token>`, the operator's ([`SCHEDULER_ADMIN_TOKEN`](crate::vars::ADMIN_TOKEN)) or the viewer's ([`SCHEDULER_ADMIN_VIEWER_TOKEN`](crate::vars::ADMIN_VIEWER_TOKEN)); refused when neither is set |
+//! | mutations: `POST /api/tasks/{name}/trigger`, `.../pause`, `.../resume`, ... | always `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>` (the viewer token: 403); with no operator token set every mutation is refused (403) |
 //!
 //! Before any of that, a request whose `Host` or `Origin` names another site is refused (403):
 //! the guard against DNS rebinding, see [`SCHEDULER_ADMIN_HOSTS`](crate::vars::ADMIN_HOSTS) and
 //! the `origin` module for the rule. Every answer carries `X-Content-Type-Options: nosniff`.
 //!
 //! A request that presents a token presents the right one, or is refused (401), loopback or not.
-//! The token is compared in constant time and never logged. Every mutation is written to the
+//! Tokens are compared in constant time and never logged. A request refused for its token is
+//! counted (`scheduler_admin_auth_failures_total{reason}`) and logged at warn with its peer,
+//! at most once a minute per peer address (see `docs/admin.md`). Every mutation is written to the
 //! audit trail (`GET /api/audit`): who (the `X-Scheduler-Actor` header if given, with
 //! `admin-token`), what, when, and from where (the peer address).
 //!

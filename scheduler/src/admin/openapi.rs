@@ -11,7 +11,7 @@ use utoipa::{Modify, OpenApi};
 #[openapi(
     info(
         title = "scheduler admin API",
-        description = "Operate a scheduler cluster: tasks, runs and their logs, nodes, config, audit trail; trigger, pause and resume tasks, backfill a range of their past ticks; incidents and snoozes. Reads are open on loopback, else need the bearer token; mutations always need it (SCHEDULER_ADMIN_TOKEN).",
+        description = "Operate a scheduler cluster: tasks, runs and their logs, nodes, config, audit trail; trigger, pause and resume tasks, backfill a range of their past ticks; incidents and snoozes. Reads are open on loopback, else need a bearer token, the operator's (SCHEDULER_ADMIN_TOKEN) or the read-only viewer's (SCHEDULER_ADMIN_VIEWER_TOKEN); mutations always need the operator's.",
         license(name = "MIT OR Apache-2.0")
     ),
     modifiers(&Bearer),
@@ -35,7 +35,7 @@ impl Modify for Bearer {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some(crate::vars::ADMIN_TOKEN))
+                    .description(Some("SCHEDULER_ADMIN_TOKEN (reads and mutations) or SCHEDULER_ADMIN_VIEWER_TOKEN (reads)"))
                     .build(),
             ),
         );

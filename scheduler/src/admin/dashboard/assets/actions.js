@@ -42,7 +42,7 @@ export function drawAccess(el, onChange) {
     put(el, h("span", { class: "badge s-readonly", id: "access-state", title: "Enter the admin token to trigger, pause and resume" }, "read-only"), " ",
       h("button", { type: "button", id: "enter-token", onclick: async () => {
         const answer = await ask("Admin token", [
-          h("p", {}, "The node's SCHEDULER_ADMIN_TOKEN. It is kept in this browser tab only (session storage) and sent with each request."),
+          h("p", {}, "The node's SCHEDULER_ADMIN_TOKEN (or its read-only SCHEDULER_ADMIN_VIEWER_TOKEN, which reads beyond loopback and cannot act). It is kept in this browser tab only (session storage) and sent with each request."),
           h("input", { type: "password", name: "token", required: true, minlength: 16, autocomplete: "off", "aria-label": "admin token", id: "token-input" }),
         ], "Use token");
         if (answer?.token) { setToken(answer.token.trim()); onChange(); }
