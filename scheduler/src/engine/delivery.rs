@@ -305,8 +305,19 @@ impl Service for Deliverer {
         }
         let mut sent = Vec::with_capacity(claimed);
         while let Some(done) = sending.join_next().await {
-            if let Ok(delivery) = done {
-                sent.push(delivery);
+            match done {
+                Ok(delivery) => sent.push(delivery),
+                // Not raised as an event: its alert would come back through this delivery.
+                // The row stays claimed until its lease ends and is sent again then.
+                Err(e) => {
+                    self.shared.metrics.service_panicked("delivery");
+                    let why = if e.is_panic() {
+                        super::health::panic_message(&*e.into_panic())
+                    } else {
+                        e.to_string()
+                    };
+                    tracing::error!(panic = %crate::redact::redact_text(&why), "sending an alert panicked; it is sent again when its claim on the outbox ends");
+                }
             }
         }
         sent.sort_by_key(|d| d.outbox_id);
