@@ -152,4 +152,52 @@ mod on_postgres {
         assert!(!default_target.task_states(None).await.unwrap().is_empty());
         assert_eq!(default_target.current_server(), Some(at(p)));
     }
+
+    /// The primary stops and the standby, listed first, is promoted: the node finds the new
+    /// primary by itself and the task runs again (judged by its handler's record).
+    #[tokio::test]
+    async fn after_a_promotion_the_node_finds_the_new_primary() {
+        let primary = TempCluster::start().await.expect("start a primary");
+        let standby = primary.start_standby().await.expect("start a standby");
+        let (p, s) = (primary.port(), standby.port());
+        let url = format!(
+            "postgres://postgres@127.0.0.1:{s},127.0.0.1:{p}/postgres?target_session_attrs=read-write&connect_timeout=2"
+        );
+        let store = PgStore::builder(url).schema("jobs").connect_lazy().unwrap();
+        let rec = Arc::new(Recorder::default());
+        let node = Scheduler::builder()
+            .store(Arc::new(store.clone()))
+            .node_id("a")
+            .registry(
+                TaskRegistry::collect()
+                    .unwrap()
+                    .retain(|n| n == "hosts.tick"),
+            )
+            .lock_lifetime(Duration::from_secs(3))
+            .poll_interval(Duration::from_secs(1))
+            .heartbeat_interval(Duration::from_secs(1))
+            .shutdown_timeout(Duration::from_secs(5))
+            .config_document(doc(vec![entry("hosts.tick", "* * * * * *")]))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap();
+        let node = start(node);
+        let finished = || rec.finishes.lock().unwrap().len();
+        wait_until(Duration::from_secs(60), "two ticks ran", || async {
+            finished() >= 2
+        })
+        .await;
+        assert_eq!(store.current_server(), Some(format!("127.0.0.1:{p}")));
+        primary.stop().await.expect("stop the primary");
+        standby.promote().await.expect("promote the standby");
+        let before = finished();
+        wait_until(
+            Duration::from_secs(60),
+            "ticks ran on the new primary",
+            || async { finished() >= before + 2 },
+        )
+        .await;
+        assert_eq!(store.current_server(), Some(format!("127.0.0.1:{s}")));
+        node.stop().await;
+    }
 }

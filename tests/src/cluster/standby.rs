@@ -75,4 +75,16 @@ impl TempCluster {
         }
         Err(last_error.expect("at least one attempt"))
     }
+
+    /// Promotes this standby to a primary (`pg_ctl promote`), waiting until it takes writes.
+    pub async fn promote(&self) -> Result<()> {
+        let data = self.data.to_string_lossy().into_owned();
+        self.run(
+            "pg_ctl",
+            &["-D", &data, "-w", "-t", super::PG_CTL_WAIT_SECS, "promote"],
+            "pg_ctl promote failed",
+        )
+        .await
+        .map(drop)
+    }
 }
