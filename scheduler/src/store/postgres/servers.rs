@@ -14,8 +14,8 @@ use sqlx::{ConnectOptions, Connection, Row};
 
 use super::conninfo::{HostPort, TargetSessionAttrs};
 
-/// One host, ready to connect to.
-#[derive(Debug, Clone)]
+/// One host, ready to connect to. No `Debug`: sqlx's options print the password.
+#[derive(Clone)]
 pub(super) struct Candidate {
     /// `host:port`, for messages.
     pub(super) label: String,
@@ -29,7 +29,6 @@ pub(super) struct Found {
 }
 
 /// The hosts of one connection string and which of them the pool uses now.
-#[derive(Debug)]
 pub(super) struct Servers {
     candidates: Vec<Candidate>,
     target: TargetSessionAttrs,
@@ -37,6 +36,20 @@ pub(super) struct Servers {
     connect_timeout: Option<Duration>,
     state: Mutex<State>,
     search: tokio::sync::Mutex<()>,
+}
+
+/// Hosts by `host:port` only: sqlx's options would print the password.
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hosts: Vec<&str> = self.candidates.iter().map(|c| c.label.as_str()).collect();
+        f.debug_struct("Servers")
+            .field("hosts", &hosts)
+            .field("target", &self.target)
+            .field("load_balance", &self.load_balance)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("current", &self.current())
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
