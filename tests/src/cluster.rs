@@ -17,6 +17,8 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+mod standby;
+
 /// Seconds `pg_ctl` waits for a start or stop to complete.
 const PG_CTL_WAIT_SECS: &str = "60";
 

@@ -64,6 +64,27 @@ mod on_postgres {
         assert!(error.contains("pgbouncer=true"), "{error}");
     }
 
+    /// The operator command line connects as the nodes do: through the pooler with
+    /// `pgbouncer=true` (it used to connect on its own and send `extra_float_digits`, which
+    /// PgBouncer refuses).
+    #[tokio::test]
+    async fn the_operator_cli_works_through_the_pooler() {
+        let (_cluster, bouncer) = start_both().await;
+        bouncer_store(&bouncer, None).migrate().await.unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
+            .args(["status", "--database-url", &bouncer.url("postgres")])
+            .args(["--schema", SCHEMA])
+            .env_remove("DATABASE_URL")
+            .env_remove("SCHEDULER_DATABASE_URL")
+            .env_remove("SCHEDULER_SCHEMA")
+            .output()
+            .expect("run the application binary");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert!(!text.contains("unsupported startup parameter"), "{text}");
+    }
+
     #[tokio::test]
     async fn ticks_run_exactly_once_through_the_pooler_with_two_nodes() {
         let (cluster, bouncer) = start_both().await;

@@ -426,7 +426,7 @@ mod on_postgres {
             let base = scheduler_tests::database_url();
             let sep = if base.contains('?') { '&' } else { '?' };
             let url = format!(
-                "{base}{sep}sslpassword=Key-Pass-4417&connect_timeout=Timeout-Secret-99&application_name=secrets"
+                "{base}{sep}sslpassword=Key-Pass-4417&keepalives_idle=Timeout-Secret-99&application_name=secrets"
             );
             runtime.block_on(async {
                 let db = scheduler_tests::TestSchema::new("secrets").await;
@@ -440,7 +440,7 @@ mod on_postgres {
             });
             let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
             assert!(log.contains("sslpassword"), "the warning names it:\n{log}");
-            assert!(log.contains("connect_timeout"), "{log}");
+            assert!(log.contains("keepalives_idle"), "{log}");
             assert!(!log.contains("Key-Pass-4417"), "{log}");
             assert!(!log.contains("Timeout-Secret-99"), "{log}");
         }

@@ -1,5 +1,5 @@
-//! The one constructor that picks a store by URL scheme: `postgres://` or `postgresql://` for
-//! [`PgStore`](super::PgStore), `sqlite://PATH` for the embedded [`SqliteStore`](super::SqliteStore);
+//! The one constructor that picks a store by URL scheme: `postgres://` or `postgresql://` (or
+//! libpq's keyword form, `host=... dbname=...`) for [`PgStore`](super::PgStore), `sqlite://PATH` for the embedded [`SqliteStore`](super::SqliteStore);
 //! no URL at all means the embedded store at [`DEFAULT_SQLITE_PATH`].
 //!
 //! Options that only one backend has (a PostgreSQL schema, a pool size) are refused for the
@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use super::dsn::is_keyword_form;
 use super::{Store, StoreError, StoreResult};
 use crate::redact::redact_url;
 
@@ -66,9 +67,13 @@ pub enum Backend {
 /// assert_eq!(backend_of("postgres://app@db/jobs").unwrap(), Backend::Postgres);
 /// assert_eq!(backend_of("POSTGRESQL://db/jobs").unwrap(), Backend::Postgres);
 /// assert_eq!(backend_of("sqlite://scheduler.db").unwrap(), Backend::Sqlite);
+/// assert_eq!(backend_of("host=h1,h2 dbname=jobs").unwrap(), Backend::Postgres);
 /// assert!(backend_of("mysql://db/jobs").unwrap_err().to_string().contains("postgres://"));
 /// ```
 pub fn backend_of(url: &str) -> StoreResult<Backend> {
+    if is_keyword_form(url) {
+        return Ok(Backend::Postgres);
+    }
     let scheme = url
         .split_once("://")
         .map(|(scheme, _)| scheme.to_ascii_lowercase());

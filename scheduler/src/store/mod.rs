@@ -30,6 +30,7 @@ mod claim;
 mod claim_loop;
 mod config;
 mod connect;
+mod dsn;
 mod error;
 mod history;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]

@@ -132,32 +132,22 @@ fn open_sqlite(url: &str) -> crate::Result<Arc<dyn Store>> {
 #[cfg(feature = "postgres")]
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connects once, so an unreachable server is reported by its real cause (refused, unknown
-/// host, bad password) rather than as the pool's "timed out while waiting for an open
-/// connection"; the URL and the driver's text are redacted.
+/// Connects once, as the store's connections do (its builder: the host list and
+/// `target_session_attrs`, `pgbouncer=true`, TLS), so an unreachable server is reported by its
+/// real cause (refused, unknown host, bad password) rather than as the pool's "timed out while
+/// waiting for an open connection"; the URL and the driver's text are redacted.
 #[cfg(feature = "postgres")]
 async fn reach_postgres(url: &str, shown: &str) -> crate::Result<()> {
-    use sqlx::Connection;
-    let options: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e: sqlx::Error| {
-        fail(format!(
-            "`{shown}` is not a PostgreSQL URL the scheduler can use: {}",
-            redact_text(&crate::causes::error_chain(&e))
-        ))
-    })?;
-    match tokio::time::timeout(CONNECT_TIMEOUT, sqlx::PgConnection::connect_with(&options)).await {
-        Ok(Ok(connection)) => {
-            let _ = connection.close().await;
-            Ok(())
-        }
-        Ok(Err(e)) => Err(fail(format!(
-            "cannot reach the scheduler database at `{shown}`: {}",
-            redact_text(&crate::causes::error_chain(&e))
-        ))),
-        Err(_) => Err(fail(format!(
-            "cannot reach the scheduler database at `{shown}`: no answer within {}s (is the host and port right, and the server up?)",
-            CONNECT_TIMEOUT.as_secs()
-        ))),
-    }
+    crate::store::PgStore::builder(url)
+        .reach(CONNECT_TIMEOUT)
+        .await
+        .map(drop)
+        .map_err(|e| {
+            fail(format!(
+                "cannot reach the scheduler database at `{shown}`: {}",
+                redact_text(&crate::causes::error_chain(&e))
+            ))
+        })
 }
 
 /// A build without the `postgres` feature: nothing to reach (the store's own error names the

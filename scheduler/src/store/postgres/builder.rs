@@ -3,10 +3,13 @@
 //! on every connection).
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
+use super::conninfo::{self, ConnInfo, TargetSessionAttrs};
+use super::servers::{self, Servers};
 use super::{
     CLIENT_TIMEOUT_SLACK, DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_LOCK_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_SCHEMA, DEFAULT_STATEMENT_TIMEOUT, IDLE_IN_TRANSACTION_TIMEOUT, Listen, PgStore,
@@ -127,6 +130,100 @@ impl PgStoreBuilder {
     /// runs on it). Connects to nothing until the first query, so a node can start while the
     /// database is down and catch up when it returns.
     pub fn connect_lazy(self) -> StoreResult<PgStore> {
+        let prepared = self.prepare()?;
+        let listen = match &self.listen_url {
+            Some(url) => {
+                let (options, url_pgbouncer, info) = connect_options(url)?;
+                if url_pgbouncer == Some(true) {
+                    return Err(StoreError::setup(
+                        "the listen URL (SCHEDULER_LISTEN_URL) is for a direct connection, where LISTEN works; it cannot say pgbouncer=true",
+                    ));
+                }
+                let options = default_application_name(options, "scheduler listener");
+                let servers =
+                    servers_for(&options, &info, "the listen URL (SCHEDULER_LISTEN_URL)")?;
+                let pool = pool_with(
+                    PgPoolOptions::new()
+                        .max_connections(1)
+                        .acquire_timeout(self.acquire_timeout)
+                        .test_before_acquire(false),
+                    options,
+                    servers.as_ref(),
+                );
+                Listen::Direct(Box::new((pool, servers)))
+            }
+            None if prepared.pgbouncer => Listen::Unavailable,
+            None => Listen::Pool,
+        };
+        let pool = pool_with(
+            PgPoolOptions::new()
+                .max_connections(self.max_connections)
+                // No connection is kept open on its own (that would need a runtime to build the
+                // store); the node's regular queries keep one warm.
+                .acquire_timeout(self.acquire_timeout)
+                .idle_timeout(Some(Duration::from_secs(600)))
+                .test_before_acquire(false),
+            prepared.options,
+            prepared.servers.as_ref(),
+        );
+        let host = redact_url(&self.url);
+        let via = if prepared.pgbouncer {
+            ", through pgbouncer"
+        } else {
+            ""
+        };
+        Ok(PgStore {
+            pool,
+            description: format!("postgres {host} (schema {}{via})", self.schema).into(),
+            channel: notify_channel(&self.schema),
+            schema: self.schema,
+            op_timeout: self.statement_timeout + CLIENT_TIMEOUT_SLACK,
+            acquire_timeout: self.acquire_timeout,
+            transaction_begin: prepared.transaction_begin,
+            listen,
+            servers: prepared.servers,
+        })
+    }
+
+    /// Connects once, as the store's connections do (the same options, the same choice of
+    /// server), within `timeout`, and says which server answered (`host:port`): for a command
+    /// that wants the real cause of an unreachable database rather than a pool's timeout.
+    /// Needs a Tokio runtime.
+    pub async fn reach(&self, timeout: Duration) -> StoreResult<String> {
+        let prepared = self.prepare()?;
+        let reach = async {
+            match &prepared.servers {
+                Some(servers) => {
+                    let found = servers.find().await.map_err(StoreError::setup)?;
+                    let _ = sqlx::Connection::close(found.connection).await;
+                    Ok(servers.label(found.index))
+                }
+                None => {
+                    use sqlx::{ConnectOptions, Connection};
+                    let connection = prepared
+                        .options
+                        .connect()
+                        .await
+                        .map_err(|e| StoreError::setup(super::describe(&e)))?;
+                    let _ = connection.close().await;
+                    Ok(format!(
+                        "{}:{}",
+                        prepared.options.get_host(),
+                        prepared.options.get_port()
+                    ))
+                }
+            }
+        };
+        tokio::time::timeout(timeout, reach).await.map_err(|_| {
+            StoreError::setup(format!(
+                "no answer within {}s (is the host and port right, and the server up?)",
+                timeout.as_secs()
+            ))
+        })?
+    }
+
+    /// The settings checked and turned into the options of the store's connections.
+    fn prepare(&self) -> StoreResult<Prepared> {
         validate_schema(&self.schema)?;
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(StoreError::setup(
@@ -147,7 +244,7 @@ impl PgStoreBuilder {
                 return Err(StoreError::setup(format!("{name} must be at least 10ms")));
             }
         }
-        let (options, url_pgbouncer) = connect_options(&self.url)?;
+        let (options, url_pgbouncer, info) = connect_options(&self.url)?;
         let pgbouncer = self.pgbouncer.or(url_pgbouncer).unwrap_or(false);
         let ms = |d: Duration| millis(d).to_string();
         let session = [
@@ -181,51 +278,131 @@ impl PgStoreBuilder {
             (options.options(session.into_iter().chain(keepalives)), None)
         };
         let options = default_application_name(options, "scheduler");
-        let listen = match &self.listen_url {
-            Some(url) => {
-                let (options, url_pgbouncer) = connect_options(url)?;
-                if url_pgbouncer == Some(true) {
-                    return Err(StoreError::setup(
-                        "the listen URL (SCHEDULER_LISTEN_URL) is for a direct connection, where LISTEN works; it cannot say pgbouncer=true",
-                    ));
-                }
-                let pool = PgPoolOptions::new()
-                    .max_connections(1)
-                    .acquire_timeout(self.acquire_timeout)
-                    .test_before_acquire(false)
-                    .connect_lazy_with(default_application_name(options, "scheduler listener"));
-                Listen::Direct(pool)
-            }
-            None if pgbouncer => Listen::Unavailable,
-            None => Listen::Pool,
-        };
-        let pool = PgPoolOptions::new()
-            .max_connections(self.max_connections)
-            // No connection is kept open on its own (that would need a runtime to build the
-            // store); the node's regular queries keep one warm.
-            .acquire_timeout(self.acquire_timeout)
-            .idle_timeout(Some(Duration::from_secs(600)))
-            .test_before_acquire(false)
-            .connect_lazy_with(options);
-        let host = redact_url(&self.url);
-        let via = if pgbouncer { ", through pgbouncer" } else { "" };
-        Ok(PgStore {
-            pool,
-            description: format!("postgres {host} (schema {}{via})", self.schema),
-            channel: notify_channel(&self.schema),
-            schema: self.schema,
-            op_timeout: self.statement_timeout + CLIENT_TIMEOUT_SLACK,
-            acquire_timeout: self.acquire_timeout,
+        let servers = servers_for(&options, &info, "the database URL")?;
+        Ok(Prepared {
+            options,
+            pgbouncer,
             transaction_begin,
-            listen,
+            servers,
         })
     }
+}
+
+/// The server a connection string leads to, chosen as libpq chooses it (hosts in order, or
+/// shuffled with `load_balance_hosts=random`; each within `connect_timeout`; each session
+/// checked for `target_session_attrs`, default `any`), as `host:port`; the error lists each
+/// host's reason. Any target is allowed here, `read-only` and `standby` too: it is for checks
+/// and tools, not for the store. Needs a Tokio runtime.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), scheduler::store::StoreError> {
+/// let server = scheduler::store::postgres::choose_server(
+///     "postgres://db1:5432,db2:5432/app?target_session_attrs=standby",
+/// )
+/// .await?;
+/// println!("a standby: {server}");
+/// # Ok(()) }
+/// ```
+pub async fn choose_server(url: &str) -> StoreResult<String> {
+    let (options, _, info) = connect_options(url)?;
+    let servers = Servers::new(
+        &options,
+        &info.hosts,
+        info.target.unwrap_or(TargetSessionAttrs::Any),
+        info.load_balance,
+        info.connect_timeout,
+    );
+    let found = servers.find().await.map_err(StoreError::setup)?;
+    let _ = sqlx::Connection::close(found.connection).await;
+    Ok(servers.label(found.index))
+}
+
+/// A store's connection options, ready for its pool.
+struct Prepared {
+    options: PgConnectOptions,
+    pgbouncer: bool,
+    transaction_begin: Option<std::sync::Arc<str>>,
+    /// Several hosts, or a session check: the server is chosen before connections join.
+    servers: Option<Arc<Servers>>,
+}
+
+/// The choice of server for a connection string with several hosts or a
+/// `target_session_attrs`, else `None` (one host, no check: sqlx connects as before). The
+/// scheduler writes, so a host list without `target_session_attrs` means `read-write`, and the
+/// targets that choose a server refusing writes are refused.
+fn servers_for(
+    options: &PgConnectOptions,
+    info: &ConnInfo,
+    what: &str,
+) -> StoreResult<Option<Arc<Servers>>> {
+    if !info.needs_choice() {
+        return Ok(None);
+    }
+    let target = info.target.unwrap_or(if info.hosts.len() > 1 {
+        TargetSessionAttrs::ReadWrite
+    } else {
+        TargetSessionAttrs::Any
+    });
+    if matches!(
+        target,
+        TargetSessionAttrs::ReadOnly
+            | TargetSessionAttrs::Standby
+            | TargetSessionAttrs::PreferStandby
+    ) {
+        return Err(StoreError::setup(format!(
+            "{what} says target_session_attrs={}, but the scheduler writes to its database: use read-write or primary (or any)",
+            target.name()
+        )));
+    }
+    Ok(Some(Arc::new(Servers::new(
+        options,
+        &info.hosts,
+        target,
+        info.load_balance,
+        info.connect_timeout,
+    ))))
+}
+
+/// A lazy pool on `options`, or, with `servers`, on the server they choose: every new
+/// connection's session is checked (one that fails is replaced by a connection to the server
+/// that passes now), and a connection opened before the last choice is not handed out again.
+fn pool_with(
+    pool: PgPoolOptions,
+    options: PgConnectOptions,
+    servers: Option<&Arc<Servers>>,
+) -> sqlx::PgPool {
+    let Some(servers) = servers else {
+        return pool.connect_lazy_with(options);
+    };
+    let on_connect = Arc::clone(servers);
+    let on_acquire = Arc::clone(servers);
+    pool.after_connect(move |connection, _| {
+        let servers = Arc::clone(&on_connect);
+        Box::pin(async move {
+            if servers::check(connection, servers.target())
+                .await?
+                .is_none()
+            {
+                return Ok(());
+            }
+            servers.suspect();
+            let found = servers.find().await.map_err(sqlx::Error::Protocol)?;
+            let former = std::mem::replace(connection, found.connection);
+            let _ = sqlx::Connection::close(former).await;
+            Ok(())
+        })
+    })
+    .before_acquire(move |_, meta| {
+        let fresh = on_acquire.fresh(meta.age);
+        Box::pin(async move { Ok(fresh) })
+    })
+    .connect_lazy_with(servers.first_options())
 }
 
 /// sqlx's options for `url`, and its `pgbouncer` parameter: libpq's TLS rules applied (see
 /// `tls.rs`), and every parameter sqlx does not know taken out first, since sqlx would log it
 /// with its value.
-fn connect_options(url: &str) -> StoreResult<(PgConnectOptions, Option<bool>)> {
+fn connect_options(url: &str) -> StoreResult<(PgConnectOptions, Option<bool>, ConnInfo)> {
     let unusable = |e: &dyn std::fmt::Display| {
         StoreError::setup(format!(
             "`{}` is not a usable PostgreSQL URL: {}",
@@ -233,7 +410,8 @@ fn connect_options(url: &str) -> StoreResult<(PgConnectOptions, Option<bool>)> {
             crate::redact::redact_text(&e.to_string())
         ))
     };
-    let parsed = database_url::DatabaseUrl::parse(url).map_err(|e| unusable(&e))?;
+    let info = conninfo::parse(url).map_err(|e| unusable(&e))?;
+    let parsed = database_url::DatabaseUrl::parse(&info.url).map_err(|e| unusable(&e))?;
     if !parsed.ignored.is_empty() {
         tracing::warn!(
             parameters = %parsed.ignored.join(", "),
@@ -247,7 +425,7 @@ fn connect_options(url: &str) -> StoreResult<(PgConnectOptions, Option<bool>)> {
     }
     let tls = tls::TlsSettings::from_env(&parsed.tls)?;
     let options = PgConnectOptions::from_str(parsed.for_sqlx.as_str()).map_err(|e| unusable(&e))?;
-    Ok((tls.apply(options), parsed.pgbouncer))
+    Ok((tls.apply(options), parsed.pgbouncer, info))
 }
 
 /// `name` as the `application_name`, unless the URL (or `PGAPPNAME`) gave one.

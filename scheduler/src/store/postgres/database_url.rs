@@ -1,4 +1,6 @@
-//! What a `postgres://` URL asks for, read before sqlx sees it.
+//! What a `postgres://` URL asks for, read before sqlx sees it. The URL here names one host: a
+//! host list, the keyword form and the parameters that choose a server were read before, in
+//! `conninfo.rs`.
 //!
 //! sqlx logs every query parameter it does not know **with its value** ("ignoring unrecognized
 //! connect parameter key=sslpassword value=..."), so a secret in such a parameter would reach the

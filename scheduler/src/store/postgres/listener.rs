@@ -18,6 +18,9 @@ use async_trait::async_trait;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 
+use std::sync::Arc;
+
+use super::servers::Servers;
 use super::{CANCEL_PAYLOAD, Listen, PgStore, classify};
 use crate::store::{Change, ChangeListener, StoreError, StoreResult};
 
@@ -27,9 +30,9 @@ const CHECK_AFTER_SILENCE: Duration = Duration::from_secs(300);
 impl PgStore {
     /// The change listener for this store's [`Listen`] setting.
     pub(super) fn change_listener(&self) -> Box<dyn ChangeListener> {
-        let pool = match &self.listen {
-            Listen::Pool => self.pool.clone(),
-            Listen::Direct(pool) => pool.clone(),
+        let (pool, servers) = match &self.listen {
+            Listen::Pool => (self.pool.clone(), self.servers.clone()),
+            Listen::Direct(direct) => direct.as_ref().clone(),
             Listen::Unavailable => {
                 tracing::info!(
                     "LISTEN does not work through a transaction-mode pooler: other nodes' changes \
@@ -41,6 +44,7 @@ impl PgStore {
         };
         Box::new(PgChangeListener::new(
             pool,
+            servers,
             self.channel.clone(),
             self.op_timeout,
         ))
@@ -59,15 +63,23 @@ impl ChangeListener for NoListener {
 
 pub(super) struct PgChangeListener {
     pool: PgPool,
+    /// The choice of server of the listener's pool (several hosts or a session check).
+    servers: Option<Arc<Servers>>,
     channel: String,
     timeout: Duration,
     listener: Option<PgListener>,
 }
 
 impl PgChangeListener {
-    pub(super) fn new(pool: PgPool, channel: String, timeout: Duration) -> Self {
+    pub(super) fn new(
+        pool: PgPool,
+        servers: Option<Arc<Servers>>,
+        channel: String,
+        timeout: Duration,
+    ) -> Self {
         Self {
             pool,
+            servers,
             channel,
             timeout,
             listener: None,
@@ -76,6 +88,12 @@ impl PgChangeListener {
 
     async fn connect(&mut self) -> StoreResult<()> {
         let connect = async {
+            if let Some(servers) = &self.servers {
+                servers
+                    .ensure(&self.pool)
+                    .await
+                    .map_err(sqlx::Error::Protocol)?;
+            }
             let mut listener = PgListener::connect_with(&self.pool).await?;
             listener.listen(&self.channel).await?;
             Ok::<_, sqlx::Error>(listener)
@@ -85,11 +103,28 @@ impl PgChangeListener {
                 self.listener = Some(listener);
                 Ok(())
             }
-            Ok(Err(e)) => Err(classify("listen", e)),
-            Err(_) => Err(StoreError::Timeout {
-                operation: "listen",
-                timeout: self.timeout,
-            }),
+            Ok(Err(e)) => Err(self.failed(e)),
+            Err(_) => {
+                self.doubt(None);
+                Err(StoreError::Timeout {
+                    operation: "listen",
+                    timeout: self.timeout,
+                })
+            }
+        }
+    }
+
+    /// A listen error: the server may be gone (then the next connection chooses again).
+    fn failed(&self, error: sqlx::Error) -> StoreError {
+        self.doubt(Some(&error));
+        classify("listen", error)
+    }
+
+    fn doubt(&self, error: Option<&sqlx::Error>) {
+        if let Some(servers) = &self.servers
+            && error.is_none_or(super::server_lost)
+        {
+            servers.suspect();
         }
     }
 }
@@ -114,7 +149,7 @@ impl ChangeListener for PgChangeListener {
             Ok(Ok(None)) => Ok(Change::Unknown),
             Ok(Err(e)) => {
                 self.listener = None;
-                Err(classify("listen", e))
+                Err(self.failed(e))
             }
             Err(_) => {
                 // Silence: make sure the connection is still there.
@@ -123,7 +158,7 @@ impl ChangeListener for PgChangeListener {
                     Ok(Ok(_)) => Ok(Change::Unknown),
                     Ok(Err(e)) => {
                         self.listener = None;
-                        Err(classify("listen", e))
+                        Err(self.failed(e))
                     }
                     Err(_) => {
                         self.listener = None;

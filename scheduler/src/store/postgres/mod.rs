@@ -10,10 +10,12 @@
 //! (a node that died mid-transaction frees its row locks) and server-side TCP keepalives.
 
 mod builder;
+mod conninfo;
 mod database_url;
 mod listener;
 mod migrate;
 mod operations;
+mod servers;
 mod tls;
 
 use std::time::Duration;
@@ -21,7 +23,8 @@ use std::time::Duration;
 use sqlx::PgPool;
 
 use super::{StoreError, StoreResult};
-pub use builder::PgStoreBuilder;
+pub use builder::{PgStoreBuilder, choose_server};
+pub use conninfo::TargetSessionAttrs;
 
 /// Default size of a node's connection pool, the change listener's connection included.
 ///
@@ -94,8 +97,9 @@ fn notify_channel(schema: &str) -> String {
 enum Listen {
     /// A connection of the store's pool.
     Pool,
-    /// A pool of its own, on a direct URL (`SCHEDULER_LISTEN_URL`).
-    Direct(PgPool),
+    /// A pool of its own, on a direct URL (`SCHEDULER_LISTEN_URL`), and its choice of server
+    /// (boxed: the store stays small).
+    Direct(Box<(PgPool, Option<std::sync::Arc<servers::Servers>>)>),
     /// Through a transaction-mode pooler without a direct URL: no listener.
     Unavailable,
 }
@@ -106,13 +110,15 @@ pub struct PgStore {
     pool: PgPool,
     schema: String,
     channel: String,
-    description: String,
+    description: Box<str>,
     op_timeout: Duration,
     acquire_timeout: Duration,
     /// Through a transaction-mode pooler: the statement that opens each operation's transaction
     /// (with its `SET LOCAL`s); `None` on a direct connection.
     transaction_begin: Option<std::sync::Arc<str>>,
     listen: Listen,
+    /// Several hosts or a session check: the choice of server (see `servers.rs`).
+    servers: Option<std::sync::Arc<servers::Servers>>,
 }
 
 impl PgStore {
@@ -152,6 +158,23 @@ impl PgStore {
         self.transaction_begin.is_some()
     }
 
+    /// `host:port` of the server the store's pool uses now, when the URL lists several hosts
+    /// or a `target_session_attrs` (`None` before the first connection, after a doubt, or with
+    /// one host and no check).
+    pub fn current_server(&self) -> Option<String> {
+        self.servers.as_ref().and_then(|s| s.current())
+    }
+
+    /// After a driver error: if it says the server is gone or no longer takes writes, the next
+    /// connection chooses the server again. Whether the connection must be closed.
+    pub(crate) fn doubt_server(&self, error: &sqlx::Error) -> bool {
+        let lost = server_lost(error);
+        if lost && let Some(servers) = &self.servers {
+            servers.suspect();
+        }
+        lost
+    }
+
     /// The statement that opens an operation's transaction through a pooler, or `None`.
     pub(crate) fn transaction_begin(&self) -> Option<sqlx::AssertSqlSafe<std::sync::Arc<str>>> {
         self.transaction_begin.clone().map(sqlx::AssertSqlSafe)
@@ -172,6 +195,29 @@ fn pooler_hint(error: &sqlx::Error) -> Option<String> {
                 db.message()
             )
         })
+}
+
+/// Whether `error` says the server is gone or no longer the one to write to: a lost
+/// connection, an administrator's or a crash shutdown (57P01-57P03), cannot connect now
+/// (57P03), a read-only transaction (25006), a connection exception (08...).
+fn server_lost(error: &sqlx::Error) -> bool {
+    use sqlx::Error as E;
+    match error {
+        E::Io(_) | E::Protocol(_) | E::PoolTimedOut => true,
+        E::Database(db) => {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            matches!(code.as_str(), "25006" | "57P01" | "57P02" | "57P03") || code.starts_with("08")
+        }
+        _ => false,
+    }
+}
+
+/// A connect error in words, redacted: TLS and pooler errors explained, else the driver's text.
+fn describe(error: &sqlx::Error) -> String {
+    let text = tls::explain(error)
+        .or_else(|| pooler_hint(error))
+        .unwrap_or_else(|| error.to_string());
+    crate::redact::redact_text(&text)
 }
 
 /// Classifies a driver error for callers above the store.
@@ -245,6 +291,43 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("inside a Tokio runtime"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn host_lists_and_the_keyword_form_make_a_store_without_showing_the_password() {
+        for url in [
+            "postgres://app:hunter2@h1:5432,h2:5433/app?target_session_attrs=read-write",
+            "postgres://app:hunter2@h1,h2/app?port=5432,5433",
+            "host=h1,h2 port=5432,5433 user=app password='hunter2' dbname=app",
+            "host=h1 user=app password=hunter2 dbname=app",
+        ] {
+            let store = PgStoreBuilder::new(url).connect_lazy().unwrap();
+            let shown = format!("{store:?} {}", crate::store::Store::describe(&store));
+            assert!(!shown.contains("hunter2"), "{url}: {shown}");
+            assert!(store.current_server().is_none());
+        }
+    }
+
+    #[tokio::test]
+    async fn targets_that_choose_a_read_only_server_are_refused_for_the_store() {
+        for target in ["read-only", "standby", "prefer-standby"] {
+            let url = format!("postgres://app:hunter2@h1,h2/app?target_session_attrs={target}");
+            let error = PgStoreBuilder::new(url)
+                .connect_lazy()
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(&format!("target_session_attrs={target}")),
+                "{error}"
+            );
+            assert!(error.contains("read-write or primary"), "{error}");
+        }
+        let error = PgStoreBuilder::new("postgres://app:hunter2@h1:5432,h2:x/app")
+            .connect_lazy()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("port of host 2"), "{error}");
+        assert!(!error.contains("hunter2"), "{error}");
     }
 
     #[tokio::test]

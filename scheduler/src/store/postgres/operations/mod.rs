@@ -93,19 +93,32 @@ use renew::*;
 
 impl PgStore {
     async fn acquire(&self, operation: &'static str) -> StoreResult<PoolConnection<Postgres>> {
-        // The pool has its own acquire timeout; this one also covers a connect that hangs.
-        match tokio::time::timeout(
-            self.acquire_timeout + Duration::from_secs(1),
-            self.pool.acquire(),
-        )
-        .await
-        {
+        // The pool has its own acquire timeout; this one also covers a connect that hangs, and
+        // the choice of server before it (several hosts or a target_session_attrs).
+        let acquire = async {
+            if let Some(servers) = &self.servers {
+                servers
+                    .ensure(&self.pool)
+                    .await
+                    .map_err(sqlx::Error::Protocol)?;
+            }
+            self.pool.acquire().await
+        };
+        match tokio::time::timeout(self.acquire_timeout + Duration::from_secs(1), acquire).await {
             Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(classify(operation, e)),
-            Err(_) => Err(StoreError::Timeout {
-                operation,
-                timeout: self.acquire_timeout,
-            }),
+            Ok(Err(e)) => {
+                self.doubt_server(&e);
+                Err(classify(operation, e))
+            }
+            Err(_) => {
+                if let Some(servers) = &self.servers {
+                    servers.suspect();
+                }
+                Err(StoreError::Timeout {
+                    operation,
+                    timeout: self.acquire_timeout,
+                })
+            }
         }
     }
 
@@ -118,7 +131,9 @@ impl PgStore {
         match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => {
-                if matches!(e, sqlx::Error::Io(_) | sqlx::Error::Protocol(_)) {
+                // A lost connection, or a server that shut down or no longer takes writes:
+                // this connection is not reused, and the next one chooses the server again.
+                if self.doubt_server(&e) {
                     conn.close_on_drop();
                 }
                 Err(classify(operation, e))
@@ -298,7 +313,7 @@ async fn insert_audit(conn: &mut sqlx::PgConnection, a: &AuditEntry) -> Result<(
 store_fns!(PgStore);
 
 fn describe(store: &PgStore) -> String {
-    store.description.clone()
+    store.description.to_string()
 }
 
 async fn migrate(store: &PgStore) -> StoreResult<()> {

@@ -1,0 +1,279 @@
+//! Choosing the server: the hosts of a connection string tried in order (or shuffled with
+//! `load_balance_hosts=random`), each within `connect_timeout`, each session checked as libpq
+//! checks it for `target_session_attrs`. sqlx connects to one host; a pool is pointed at the
+//! host found here (`Pool::set_connect_options`) before its connections are opened, and
+//! pointed again when the store sees that the server it had is gone or no longer passes
+//! ([`Servers::suspect`]: a lost connection, an administrator's shutdown, a read-only error).
+//! Connections opened before a new choice are not handed out again (`fresh_since`).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use sqlx::{ConnectOptions, Connection, Row};
+
+use super::conninfo::{HostPort, TargetSessionAttrs};
+
+/// One host, ready to connect to. No `Debug`: sqlx's options print the password.
+#[derive(Clone)]
+pub(super) struct Candidate {
+    /// `host:port`, for messages.
+    pub(super) label: String,
+    pub(super) options: PgConnectOptions,
+}
+
+/// A server that passed the check, with the connection that checked it.
+pub(super) struct Found {
+    pub(super) index: usize,
+    pub(super) connection: PgConnection,
+}
+
+/// The hosts of one connection string and which of them the pool uses now.
+pub(super) struct Servers {
+    candidates: Vec<Candidate>,
+    target: TargetSessionAttrs,
+    load_balance: bool,
+    connect_timeout: Option<Duration>,
+    state: Mutex<State>,
+    search: tokio::sync::Mutex<()>,
+}
+
+/// Hosts by `host:port` only: sqlx's options would print the password.
+impl std::fmt::Debug for Servers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hosts: Vec<&str> = self.candidates.iter().map(|c| c.label.as_str()).collect();
+        f.debug_struct("Servers")
+            .field("hosts", &hosts)
+            .field("target", &self.target)
+            .field("load_balance", &self.load_balance)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("current", &self.current())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    /// The host the pool points at, if one passed since the last doubt.
+    current: Option<usize>,
+    /// When the pool was last pointed at a host.
+    chosen_at: Option<Instant>,
+}
+
+impl Servers {
+    /// `hosts` over `base` (every other option, TLS included: each host is checked under its
+    /// own name).
+    pub(super) fn new(
+        base: &PgConnectOptions,
+        hosts: &[HostPort],
+        target: TargetSessionAttrs,
+        load_balance: bool,
+        connect_timeout: Option<Duration>,
+    ) -> Self {
+        let default_port = std::env::var("PGPORT")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(5432);
+        let candidates = hosts
+            .iter()
+            .map(|h| {
+                let port = h.port.unwrap_or(default_port);
+                let mut options = base.clone().port(port);
+                if !h.host.is_empty() {
+                    options = options.host(&h.host);
+                }
+                let label = if options.get_host().contains(':') {
+                    format!("[{}]:{port}", options.get_host())
+                } else {
+                    format!("{}:{port}", options.get_host())
+                };
+                Candidate { label, options }
+            })
+            .collect();
+        Self {
+            candidates,
+            target,
+            load_balance,
+            connect_timeout,
+            state: Mutex::new(State {
+                current: None,
+                chosen_at: None,
+            }),
+            search: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// What sessions are wanted.
+    pub(super) fn target(&self) -> TargetSessionAttrs {
+        self.target
+    }
+
+    /// The options of the first host (what a pool starts with).
+    pub(super) fn first_options(&self) -> PgConnectOptions {
+        self.candidates[0].options.clone()
+    }
+
+    /// `host:port` of candidate `index`.
+    pub(super) fn label(&self, index: usize) -> String {
+        self.candidates[index].label.clone()
+    }
+
+    /// `host:port` of the host the pool uses now, if one was chosen.
+    pub(super) fn current(&self) -> Option<String> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.current.map(|i| self.candidates[i].label.clone())
+    }
+
+    /// The server may be gone or changed role: the next connection searches again.
+    pub(super) fn suspect(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).current = None;
+    }
+
+    /// Whether a connection of this `age` was opened after the pool was last pointed (an older
+    /// one may be on the former server and is not handed out again).
+    pub(super) fn fresh(&self, age: Duration) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.chosen_at.is_none_or(|at| age <= at.elapsed())
+    }
+
+    /// Points `pool` at a host that passes, unless it already is. One search at a time; a
+    /// caller that waited for another's search uses its result.
+    pub(super) async fn ensure(&self, pool: &sqlx::PgPool) -> Result<(), String> {
+        if self.current().is_some() {
+            return Ok(());
+        }
+        let _search = self.search.lock().await;
+        if self.current().is_some() {
+            return Ok(());
+        }
+        let found = self.find().await?;
+        let _ = found.connection.close().await;
+        let candidate = &self.candidates[found.index];
+        pool.set_connect_options(candidate.options.clone());
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let moved = state.current != Some(found.index);
+        state.current = Some(found.index);
+        if moved || state.chosen_at.is_none() {
+            state.chosen_at = Some(Instant::now());
+        }
+        drop(state);
+        if self.candidates.len() > 1 {
+            tracing::info!(server = %candidate.label, target_session_attrs = self.target.name(), "database server chosen");
+        }
+        Ok(())
+    }
+
+    /// The first host (in order, or shuffled) whose session passes; for `prefer-standby`, a
+    /// standby if any, else the first host that answers. The error lists each host's reason.
+    pub(super) async fn find(&self) -> Result<Found, String> {
+        let mut order: Vec<usize> = (0..self.candidates.len()).collect();
+        if self.load_balance {
+            shuffle(&mut order);
+        }
+        let mut reasons = Vec::new();
+        let first_pass = match self.target {
+            TargetSessionAttrs::PreferStandby => TargetSessionAttrs::Standby,
+            other => other,
+        };
+        let mut answered = None;
+        for &index in &order {
+            match self.try_host(index, first_pass).await {
+                Ok(Ok(connection)) => return Ok(Found { index, connection }),
+                Ok(Err((connection, reason))) => {
+                    reasons.push(format!("{}: {reason}", self.candidates[index].label));
+                    if answered.is_none() {
+                        answered = Some((index, connection));
+                    } else {
+                        let _ = connection.close().await;
+                    }
+                }
+                Err(reason) => {
+                    reasons.push(format!("{}: {reason}", self.candidates[index].label));
+                }
+            }
+        }
+        if self.target == TargetSessionAttrs::PreferStandby
+            && let Some((index, connection)) = answered
+        {
+            return Ok(Found { index, connection });
+        }
+        if let Some((_, connection)) = answered {
+            let _ = connection.close().await;
+        }
+        Err(format!(
+            "no server passes target_session_attrs={} ({})",
+            self.target.name(),
+            reasons.join("; ")
+        ))
+    }
+
+    /// Connects to one host and checks its session: `Err` if it cannot be reached, `Ok(Err)`
+    /// with the connection if it answers but does not pass.
+    async fn try_host(
+        &self,
+        index: usize,
+        target: TargetSessionAttrs,
+    ) -> Result<Result<PgConnection, (PgConnection, String)>, String> {
+        let options = &self.candidates[index].options;
+        let connect = options.connect();
+        let connected = match self.connect_timeout {
+            Some(limit) => tokio::time::timeout(limit, connect)
+                .await
+                .map_err(|_| format!("no answer within {}s (connect_timeout)", limit.as_secs()))?,
+            None => connect.await,
+        };
+        let mut connection = connected.map_err(|e| super::describe(&e))?;
+        match check(&mut connection, target).await {
+            Ok(None) => Ok(Ok(connection)),
+            Ok(Some(reason)) => Ok(Err((connection, reason))),
+            Err(e) => {
+                let _ = connection.close_hard().await;
+                Err(super::describe(&e))
+            }
+        }
+    }
+}
+
+/// A random order (Fisher-Yates over std's per-process random hash keys: no new dependency).
+fn shuffle(order: &mut [usize]) {
+    use std::hash::{BuildHasher, Hasher};
+    for i in (1..order.len()).rev() {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_usize(i);
+        let j = usize::try_from(hasher.finish() % (i as u64 + 1)).unwrap_or(0);
+        order.swap(i, j);
+    }
+}
+
+/// libpq's check of a session for `target`: `None` if it passes, else why not.
+pub(super) async fn check(
+    connection: &mut PgConnection,
+    target: TargetSessionAttrs,
+) -> Result<Option<String>, sqlx::Error> {
+    use TargetSessionAttrs as T;
+    Ok(match target {
+        T::Any | T::PreferStandby => None,
+        T::ReadWrite | T::ReadOnly => {
+            let row = sqlx::query("SHOW transaction_read_only")
+                .fetch_one(&mut *connection)
+                .await?;
+            let read_only = row.try_get::<String, _>(0)? == "on";
+            match (target, read_only) {
+                (T::ReadWrite, true) => Some("the session is read-only".to_owned()),
+                (T::ReadOnly, false) => Some("the session is read-write".to_owned()),
+                _ => None,
+            }
+        }
+        T::Primary | T::Standby => {
+            let row = sqlx::query("SELECT pg_is_in_recovery()")
+                .fetch_one(&mut *connection)
+                .await?;
+            let standby: bool = row.try_get(0)?;
+            match (target, standby) {
+                (T::Primary, true) => Some("the server is a standby".to_owned()),
+                (T::Standby, false) => Some("the server is not a standby".to_owned()),
+                _ => None,
+            }
+        }
+    })
+}
