@@ -131,15 +131,11 @@ impl DurationRange {
         self.check(field, Duration::from_millis(millis))
     }
 
-    /// `value` brought into the range: for a value the store or a timer is handed, so that
-    /// one written before the range existed (a stored row) cannot overflow the arithmetic.
-    pub(crate) fn clamp(&self, value: Duration) -> Duration {
-        value.clamp(self.min, self.max)
-    }
-
-    /// [`clamp`](Self::clamp), in whole milliseconds, for binding to a store's `..._ms` column.
-    pub(crate) fn clamp_millis(&self, value: Duration) -> i64 {
-        i64::try_from(self.clamp(value).as_millis()).unwrap_or(i64::MAX)
+    /// `value` capped at the range's maximum, in whole milliseconds, for binding to a store's
+    /// `..._ms` column: the store is below the checks (its callers and its contract tests may
+    /// hand it less than the minimum), and all it must ensure is that no value overflows.
+    pub(crate) fn capped_millis(&self, value: Duration) -> i64 {
+        i64::try_from(value.min(self.max).as_millis()).unwrap_or(i64::MAX)
     }
 
     /// The largest value in whole milliseconds (the cap a store's SQL applies to a stored
@@ -544,8 +540,8 @@ mod tests {
             let cap = range.max_millis().to_string();
             assert!(sql.contains(&cap), "{cap} not in {sql}");
         }
-        assert_eq!(BACKFILL_PACE.clamp_millis(secs(u64::MAX)), 86_400_000);
-        assert_eq!(SLA_REMIND_EVERY.clamp_millis(ms(0)), 1_000);
+        assert_eq!(BACKFILL_PACE.capped_millis(secs(u64::MAX)), 86_400_000);
+        assert_eq!(SLA_REMIND_EVERY.capped_millis(ms(1)), 1);
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub(super) async fn create_backfill(
             .bind(backfill.all_ticks)
             .bind(int4(backfill.max_runs))
             .bind(int4(backfill.concurrency))
-            .bind(crate::bounds::BACKFILL_PACE.clamp_millis(backfill.pace))
+            .bind(crate::bounds::BACKFILL_PACE.capped_millis(backfill.pace))
             .bind(&backfill.requested_by)
             .bind(&backfill.ticks)
             .fetch_optional(&mut *tx)

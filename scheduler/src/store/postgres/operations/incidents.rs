@@ -42,7 +42,7 @@ fn snooze(row: &PgRow) -> Result<Snooze, sqlx::Error> {
 
 fn remind_ms(fold: &AlertFold) -> Option<i64> {
     fold.remind_every
-        .map(|d| crate::bounds::SLA_REMIND_EVERY.clamp_millis(d))
+        .map(|d| crate::bounds::SLA_REMIND_EVERY.capped_millis(d))
 }
 
 pub(super) async fn fold_alerts(

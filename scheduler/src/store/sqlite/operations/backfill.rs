@@ -67,7 +67,7 @@ pub(super) async fn create_backfill(
             .bind(backfill.all_ticks)
             .bind(i64::from(backfill.max_runs))
             .bind(i64::from(backfill.concurrency))
-            .bind(crate::bounds::BACKFILL_PACE.clamp_millis(backfill.pace))
+            .bind(crate::bounds::BACKFILL_PACE.capped_millis(backfill.pace))
             .bind(&backfill.requested_by)
             .bind(micros(now))
             .fetch_one(&mut *tx)
