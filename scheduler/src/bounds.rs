@@ -186,7 +186,7 @@ fn human(d: Duration) -> String {
 /// `64 MiB`, `1024 TiB`, `1000 bytes`: a size in the largest binary unit that divides it.
 pub(crate) fn size(bytes: u64) -> String {
     for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{} {unit}", bytes >> shift);
         }
     }

@@ -105,7 +105,7 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0)).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline);
-        let ours = cmdline.contains("test_node") || cmdline.starts_with("sleep\03600\0");
+        let ours = cmdline.contains("test_node") || cmdline.starts_with("sleep\x003600\x00");
         if !is_dead(self.0) && ours {
             // SAFETY: signals a live process checked to be this test's `test_node` child.
             unsafe { libc::kill(self.0 as i32, libc::SIGKILL) };
@@ -384,7 +384,7 @@ async fn a_process_that_ignores_sigterm_ends_with_a_run_that_was_asked_to_stop()
         "the grandchild ignores SIGTERM and sleeps",
         || {
             let cmdline = std::fs::read(format!("/proc/{grandchild}/cmdline")).unwrap_or_default();
-            async move { cmdline == b"sleep\03600\0" }
+            async move { cmdline == b"sleep\x003600\x00" }
         },
     )
     .await;

@@ -112,6 +112,7 @@ impl Rlimit {
         if unsafe { libc::getrlimit(self.resource, &mut own) } != 0 {
             return self;
         }
+        #[allow(clippy::useless_conversion)] // `rlim_t` is not `u64` everywhere
         let own_hard = u64::try_from(own.rlim_max).unwrap_or(u64::MAX);
         Self {
             soft: self.soft.min(own_hard),
@@ -201,6 +202,7 @@ mod tests {
         };
         // SAFETY: getrlimit fills in a plain struct.
         assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut own) }, 0);
+        #[allow(clippy::useless_conversion)]
         let own = u64::try_from(own.rlim_max).unwrap_or(u64::MAX);
         let prepared = Limits {
             processes: Some(bounds::MAX_PROCESSES.max),
