@@ -203,6 +203,7 @@ static NAMED_BY_CHANNELS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
 /// Records that `name` holds a secret of this node (a channels file's `env:NAME`), so that
 /// isolated children are started without it.
+#[cfg_attr(not(feature = "webhook"), allow(dead_code))]
 pub(crate) fn note_secret(name: &str) {
     NAMED_BY_CHANNELS
         .lock()

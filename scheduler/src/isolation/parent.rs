@@ -262,11 +262,11 @@ fn this_binary() -> PathBuf {
 /// What the child does between fork and exec: die with the node (Linux), take its limits, keep
 /// the event socket open across exec.
 ///
-/// The memory limit is `RLIMIT_DATA`, not `RLIMIT_AS`: since Linux 4.7 it counts the heap and every
-/// private writable mapping (what a leak grows), but not address space only reserved. An idle
-/// child of a test binary on two cores maps 172 MiB of address space (mostly glibc's per-thread
-/// malloc arenas, reserved and unused) and 4.7 MiB of data: an address-space limit would have to
-/// grow with the machine's core count, and could stop a child from starting at all.
+/// The memory limit is `RLIMIT_DATA`, not `RLIMIT_AS`: since Linux 4.7 it counts the heap and
+/// every private writable mapping (what a leak grows), but not address space only reserved. An
+/// idle child of a test binary on two cores maps 172 MiB of address space (mostly glibc's
+/// per-thread malloc arenas, reserved and unused) and 4.7 MiB of data: an address-space limit
+/// would have to grow with the machine's core count, and could stop a child from starting at all.
 fn prepare_child(
     events_fd: i32,
     limits: Prepared,
