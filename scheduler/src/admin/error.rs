@@ -2,7 +2,7 @@
 //! rejections use it (axum's own answer in plain text).
 
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub(crate) struct ErrorBody {
     /// A stable code: `bad_request`, `unauthorized`, `forbidden`, `not_found`,
-    /// `method_not_allowed`, `conflict`, `unavailable`, `internal`.
+    /// `method_not_allowed`, `conflict`, `too_large`, `unavailable`, `internal`.
     pub error: &'static str,
     /// What went wrong, for a person.
     pub message: String,
@@ -55,6 +55,32 @@ impl ApiError {
     pub(crate) fn unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "unavailable", message)
     }
+    /// `404`: no task of this name (quoted printable: escaped, cut to 80 characters).
+    pub(crate) fn no_task(name: &str) -> Self {
+        Self::not_found(format!("no task `{}`", crate::bounds::printable(name)))
+    }
+}
+
+/// The most characters of a rejection's text an answer carries (it may quote what a client
+/// sent, of any length).
+const REJECTION_CHARS: usize = 300;
+
+/// `text` (a rejection's, quoting the client's input) with control characters escaped and cut
+/// to [`REJECTION_CHARS`].
+fn clipped(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == REJECTION_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl IntoResponse for ApiError {
@@ -104,7 +130,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|q| Query(q.0))
-            .map_err(|e: QueryRejection| ApiError::bad_request(e.body_text()))
+            .map_err(|e: QueryRejection| ApiError::bad_request(clipped(&e.body_text())))
     }
 }
 
@@ -115,23 +141,90 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T>
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        axum::extract::Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|p| Path(p.0))
-            .map_err(|e: PathRejection| ApiError::bad_request(e.body_text()))
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(p) => Ok(Path(p.0)),
+            Err(e) => {
+                // axum's text names the parameter only for some shapes: name them all.
+                let names = RawPathParams::from_request_parts(parts, state)
+                    .await
+                    .map(|raw| {
+                        raw.iter()
+                            .map(|(k, _)| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                let e: PathRejection = e;
+                Err(ApiError::bad_request(format!(
+                    "the path's {names}: {}",
+                    clipped(&e.body_text())
+                )))
+            }
+        }
     }
 }
 
-/// `axum::Json` with a JSON error.
+/// The largest body a JSON extractor reads, 2 MiB (axum's default limit).
+const BODY_LIMIT: usize = 2 << 20;
+/// How much of a body over [`BODY_LIMIT`] is read and thrown away before the `413`: a client
+/// still sending when the server closes gets a reset instead of the answer. Beyond this, the
+/// connection is closed (a `Content-Length` beyond it is refused before reading).
+const DRAIN_LIMIT: usize = 64 << 20;
+
+/// `axum::Json` with a JSON error: a `413` for a body over [`BODY_LIMIT`] (read and thrown
+/// away up to [`DRAIN_LIMIT`], so the client reads the answer), a `400` for any other fault.
 pub(crate) struct Json<T>(pub(crate) T);
+
+fn too_large() -> ApiError {
+    ApiError::new(
+        413,
+        "too_large",
+        format!("the body is over the limit of {} MiB", BODY_LIMIT >> 20),
+    )
+}
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        use axum::body::HttpBody;
+        let (parts, mut body) = req.into_parts();
+        let declared = parts
+            .headers
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > DRAIN_LIMIT as u64) {
+            return Err(too_large());
+        }
+        let mut kept = Vec::new();
+        let mut read = 0usize;
+        while let Some(frame) =
+            std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+        {
+            let frame = frame.map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the body could not be read: {}",
+                    clipped(&e.to_string())
+                ))
+            })?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            read = read.saturating_add(data.len());
+            if read <= BODY_LIMIT {
+                kept.extend_from_slice(&data);
+            } else if read > DRAIN_LIMIT {
+                break;
+            }
+        }
+        if read > BODY_LIMIT {
+            return Err(too_large());
+        }
+        let req = Request::from_parts(parts, axum::body::Body::from(kept));
         axum::Json::<T>::from_request(req, state)
             .await
             .map(|j| Json(j.0))
-            .map_err(|e: JsonRejection| ApiError::bad_request(e.body_text()))
+            .map_err(|e: JsonRejection| ApiError::bad_request(clipped(&e.body_text())))
     }
 }

@@ -54,7 +54,7 @@ async fn trigger_task(
     let outcome = match operate::trigger(state.engine.store().as_ref(), &name, &actor).await? {
         RunRequest::Queued => "queued",
         RunRequest::AlreadyQueued => "already_queued",
-        RunRequest::NotFound => return Err(ApiError::not_found(format!("no task `{name}`"))),
+        RunRequest::NotFound => return Err(ApiError::no_task(&name)),
         RunRequest::Paused(p) => {
             return Err(ApiError::conflict(format!(
                 "task `{name}` is paused by {} ({}); resume it first",
@@ -134,7 +134,7 @@ async fn pause_task(
     )
     .await?
     {
-        return Err(ApiError::not_found(format!("no task `{name}`")));
+        return Err(ApiError::no_task(&name));
     }
     tracing::info!(task = %name, actor = %actor.name, source = %actor.source, reason, "task paused through the admin API");
     let pause = one_state(&state.engine, &name)

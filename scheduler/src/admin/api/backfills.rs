@@ -1,7 +1,7 @@
 //! Backfills: run a range of a task's past ticks again (dry run first), follow their progress,
 //! cancel them. Audited (see [`crate::operate::backfill`]).
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::{MutationErrors, ReadErrors};
 use crate::admin::AdminState;
 use crate::admin::auth::{Operator, Reader};
-use crate::admin::error::{ApiError, ErrorBody, Json, Path};
+use crate::admin::error::{ApiError, ErrorBody, Json, Path, Query};
 use crate::backfill::{BackfillRefusal, BackfillRequest, DEFAULT_MAX_RUNS, parse_bound};
 use crate::bounds;
 use crate::operate;
@@ -215,7 +215,7 @@ async fn backfill_task(
         .into_iter()
         .find(|t| t.name == name)
     else {
-        return Err(ApiError::not_found(format!("no task `{name}`")));
+        return Err(ApiError::no_task(&name));
     };
     let zone = crate::schedule::parse_timezone(&task.timezone)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -240,7 +240,7 @@ async fn backfill_task(
     let plan = match operate::backfill(store.as_ref(), &request, &actor).await? {
         Ok(plan) => plan,
         Err(BackfillRefusal::UnknownTask(_)) => {
-            return Err(ApiError::not_found(format!("no task `{name}`")));
+            return Err(ApiError::no_task(&name));
         }
         Err(refusal @ BackfillRefusal::Busy(_)) => {
             return Err(ApiError::conflict(refusal.to_string()));

@@ -244,7 +244,7 @@ async fn snooze_task(
     }
     let store = state.engine.store();
     if !operate::snooze(store.as_ref(), &name, &actor, &body.reason, body.until).await? {
-        return Err(ApiError::not_found(format!("no task `{name}`")));
+        return Err(ApiError::no_task(&name));
     }
     tracing::info!(task = %name, actor = %actor.name, source = %actor.source, until = %body.until, "task's alerts snoozed through the admin API");
     let snooze = store

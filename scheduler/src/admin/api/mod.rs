@@ -162,6 +162,9 @@ pub(crate) enum MutationErrors {
     /// No such task (or run).
     #[response(status = 404)]
     NotFound(ErrorBody),
+    /// The body is over 2 MiB.
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
     /// The store failed.
     #[response(status = 503)]
     Unavailable(ErrorBody),

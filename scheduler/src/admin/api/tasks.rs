@@ -441,7 +441,7 @@ pub(super) async fn one_state(engine: &EngineView, name: &str) -> Result<TaskSta
         .await?
         .into_iter()
         .next()
-        .ok_or_else(|| ApiError::not_found(format!("no task `{name}`")))
+        .ok_or_else(|| ApiError::no_task(name))
 }
 
 /// Every task: config, state, policies. A sharded task is listed once (its shards' rows are

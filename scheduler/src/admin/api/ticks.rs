@@ -254,7 +254,7 @@ async fn list_ticks(
     if let Some(task) = &q.task
         && states.is_empty()
     {
-        return Err(ApiError::not_found(format!("no task `{task}`")));
+        return Err(ApiError::no_task(task));
     }
     // A sharded task's other rows (`name[i]`, a broadcast's `name[@node]`, see `crate::shard`)
     // are not tasks: their runs are recorded under the task's name and drawn on its strip.
