@@ -95,7 +95,7 @@ pub fn redact_url(url: &str) -> String {
 ///   value is hidden up to the next whitespace, or up to its closing quote when it starts with
 ///   `'` or `"`.
 ///
-/// - `key: value` labels and JSON fields whose key names a secret ([`is_secret_label`]:
+/// - `key: value` labels and JSON fields whose key names a secret (`is_secret_label`:
 ///   `Authorization`, `password`, `api_key`, `X-Api-Key`, `client_secret`, `Cookie`, ...), the
 ///   key quoted or not (`"password": "x"`, `'token': 'x'`, `password: "x"` as Rust's `Debug`
 ///   writes it, `\"password\":\"x\"` inside an escaped string): a quoted value is hidden up to
