@@ -134,6 +134,7 @@ impl DurationRange {
     /// `value` capped at the range's maximum, in whole milliseconds, for binding to a store's
     /// `..._ms` column: the store is below the checks (its callers and its contract tests may
     /// hand it less than the minimum), and all it must ensure is that no value overflows.
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
     pub(crate) fn capped_millis(&self, value: Duration) -> i64 {
         i64::try_from(value.min(self.max).as_millis()).unwrap_or(i64::MAX)
     }

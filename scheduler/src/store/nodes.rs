@@ -105,6 +105,7 @@ pub struct NodeRecord {
 }
 
 /// The stored list of services down (comma-separated) as names.
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 pub(crate) fn split_services(stored: &str) -> Vec<String> {
     stored
         .split(',')
