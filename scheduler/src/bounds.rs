@@ -212,10 +212,14 @@ pub(crate) fn size(bytes: u64) -> String {
 /// `text` with control characters shown as escapes and cut to 80 characters, for an error
 /// message that quotes what a user wrote (a terminal never receives a raw escape sequence).
 pub(crate) fn printable(text: &str) -> String {
-    const MAX: usize = 80;
+    printable_up_to(text, 80)
+}
+
+/// [`printable`], cut to `max` characters (`usize::MAX`: not cut).
+pub(crate) fn printable_up_to(text: &str, max: usize) -> String {
     let mut out = String::new();
     for (i, c) in text.chars().enumerate() {
-        if i == MAX {
+        if i == max {
             out.push('…');
             break;
         }

@@ -68,19 +68,7 @@ const REJECTION_CHARS: usize = 300;
 /// `text` (a rejection's, quoting the client's input) with control characters escaped and cut
 /// to [`REJECTION_CHARS`].
 fn clipped(text: &str) -> String {
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == REJECTION_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    crate::bounds::printable_up_to(text, REJECTION_CHARS)
 }
 
 impl IntoResponse for ApiError {

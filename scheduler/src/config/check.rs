@@ -225,15 +225,7 @@ fn shown(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(char::is_control) {
         return std::borrow::Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    std::borrow::Cow::Owned(crate::bounds::printable_up_to(text, usize::MAX))
 }
 
 /// `start within 30s, warn after 10m, succeed by 08:00, alert after 3 failures, remind every 1h`.
