@@ -528,7 +528,12 @@ impl SchedulerBuilder {
 
     /// Validates the settings and builds the scheduler. Connects to nothing yet; binds the
     /// admin server's address if one is set (an address in use is an error here, at start-up).
+    ///
+    /// In a child process that a node started for a task with `isolation = "process"`, it runs
+    /// that task's handler instead and exits the process, before it opens a store or binds a
+    /// port (see [`crate::isolation`]).
     pub fn build(self) -> Result<Scheduler> {
+        crate::isolation::serve_if_child();
         let registry = match self.registry {
             Some(r) => r,
             None => TaskRegistry::collect()?,

@@ -706,3 +706,61 @@ async fn the_binary_run_again_by_a_handler_is_not_taken_for_a_child() {
 fn records_live_in_a_directory_per_run() {
     assert!(isolation_record_dir(7).ends_with(Path::new("scheduler-isolation-records/7")));
 }
+
+/// An application that builds its scheduler itself and never asks whether it is an isolated
+/// run's child (`self_built_node`), with a fixed admin address: each child is that binary
+/// again, with the node's admin address and without its database URL. Building a scheduler in
+/// the child opens no store and binds no port, so its runs (judged by their handler's own
+/// record) happen, two of them one after the other.
+#[tokio::test]
+async fn an_application_that_builds_its_scheduler_itself_runs_its_isolated_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    let config = dir.path().join("tasks.json");
+    std::fs::write(
+        &config,
+        r#"{"tasks":[{"name":"selfbuilt.iso","enabled":true,"cron":"* * * * * *","timezone":"UTC"}]}"#,
+    )
+    .unwrap();
+    let admin_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut node = std::process::Command::new(env!("CARGO_BIN_EXE_self_built_node"))
+        .current_dir(dir.path())
+        .env(
+            "SCHEDULER_DATABASE_URL",
+            format!("sqlite://{}", dir.path().join("s.db").display()),
+        )
+        .env("SCHEDULER_CONFIG", &config)
+        .env("SCHEDULER_ADMIN_ADDR", format!("127.0.0.1:{admin_port}"))
+        .env("OTEL_SDK_DISABLED", "true")
+        .env("ISO_RECORD_DIR", &records)
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start the node");
+    let _node = KillOnDrop(node.id());
+    let runs = std::sync::Mutex::new(0usize);
+    wait_until(PATIENCE, "two isolated runs record themselves", || {
+        if let Some(status) = node.try_wait().unwrap() {
+            panic!("the node exited: {status}");
+        }
+        let count = std::fs::read_dir(&records).map_or(0, |entries| {
+            entries
+                .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .filter(|name| name.starts_with("ran-") && !name.ends_with(".tmp"))
+                .count()
+        });
+        *runs.lock().unwrap() = count;
+        async move { count >= 2 }
+    })
+    .await;
+    assert!(
+        !dir.path().join("scheduler.db").exists(),
+        "a child opened the default SQLite store"
+    );
+    node.kill().unwrap();
+    node.wait().unwrap();
+}

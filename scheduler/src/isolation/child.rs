@@ -51,12 +51,11 @@ impl ChildRequest {
 /// `Some` when this process is an isolated run's child, started by its node to run one handler:
 /// then call [`run_child`] with it, and do nothing else.
 ///
-/// `scheduler::run()` does this first thing, so its applications need nothing more. An
-/// application that builds its scheduler itself ([`SchedulerBuilder`](crate::SchedulerBuilder)
-/// and [`Scheduler::run_until`](crate::Scheduler::run_until)) must ask before it builds one:
-/// building a scheduler opens its store, and a SQLite file's lock belongs to the node. And an
-/// application whose `main` does costly work before `scheduler::run()` (every child runs `main`
-/// again) can ask first and skip that work:
+/// `scheduler::run()` and [`SchedulerBuilder::build`](crate::SchedulerBuilder::build) do this
+/// first thing (`build` runs the child's handler and exits before it opens a store or binds a
+/// port), so applications need nothing more. An application whose `main` does costly work
+/// before it builds its scheduler (every child runs `main` again) can ask first and skip that
+/// work:
 ///
 /// ```no_run
 /// #[tokio::main]
@@ -106,6 +105,41 @@ fn is_parent(pid: u32) -> bool {
 fn is_parent(_pid: u32) -> bool {
     // No node on this system starts children; a request here was inherited by mistake.
     false
+}
+
+/// In an isolated run's child, runs its handler and exits the process; elsewhere returns at
+/// once. [`SchedulerBuilder::build`](crate::SchedulerBuilder::build) calls it first, so an
+/// application that builds its scheduler itself never opens a store or binds the admin port in
+/// a child (the node's admin address is in its environment, its database URL is not: the
+/// default SQLite file's lock would let only one child run at a time).
+///
+/// `build` is not async: on a multi-threaded runtime the handler runs on it (the calling worker
+/// gives up its other tasks meanwhile); on a current-thread runtime, or outside one, it runs on
+/// a runtime of its own in a thread of its own, as the handler gets no shared state anyway.
+pub(crate) fn serve_if_child() {
+    let Some(request) = child_request() else {
+        return;
+    };
+    use tokio::runtime::{Builder, Handle, RuntimeFlavor};
+    if let Ok(handle) = Handle::try_current()
+        && handle.runtime_flavor() == RuntimeFlavor::MultiThread
+    {
+        return tokio::task::block_in_place(move || handle.block_on(run_child(request)));
+    }
+    let served =
+        std::thread::spawn(
+            move || match Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime.block_on(run_child(request)),
+                Err(error) => {
+                    eprintln!("scheduler: an isolated run's child cannot start a runtime: {error}");
+                    std::process::exit(wire::EXIT_NOT_STARTED)
+                }
+            },
+        )
+        .join();
+    // `run_child` exits the process; only a panic outside the handler's own guard ends here.
+    let _ = served;
+    std::process::exit(wire::EXIT_NOT_STARTED)
 }
 
 /// Runs the handler `request` names, reports how it ended to the node and exits the process:

@@ -75,6 +75,7 @@ use chrono::{DateTime, Utc};
 
 use crate::store::Trigger;
 
+pub(crate) use child::serve_if_child;
 pub use child::{ChildRequest, child_request, run_child};
 pub use exit::{ChildExit, Signal};
 #[cfg(unix)]
