@@ -3,7 +3,8 @@
 //! (SIGKILL of all its processes) and the standby promoted (`pg_ctl promote`), reached once
 //! through a TCP front door that moves to the new primary (a VIP, HAProxy, a Kubernetes `-rw`
 //! Service) and once through a multi-host URL with the standby listed first
-//! (`target_session_attrs=read-write`).
+//! (`target_session_attrs=read-write`). Then a primary demoted while it stays up, read-only,
+//! with the front door moved for new connections only, or listed first in the URL.
 //!
 //! Judged by the handlers' own record (`scheduler_tests::handler_records`): no tick started
 //! twice, no two runs of a task at once, fencing tokens rising, the every-second task back
@@ -25,6 +26,8 @@ scheduler_tests::postgres_tests! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     through_a_front_door_the_nodes_follow_a_killed_primary,
     through_a_host_list_the_nodes_follow_a_killed_primary,
+    a_demoted_primary_left_up_read_only_behind_a_front_door_is_left,
+    a_demoted_primary_left_up_read_only_listed_first_is_left,
 }
 
 /// Every second, 300 ms of work.
@@ -340,4 +343,82 @@ async fn through_a_front_door_the_nodes_follow_a_killed_primary() {
 
 async fn through_a_host_list_the_nodes_follow_a_killed_primary() {
     a_killed_primary_is_followed(Route::HostList, "failover-hosts").await;
+}
+
+/// The primary is demoted while it stays up and takes connections: read-only for every
+/// session (existing sessions get 25006 at their next write), and its synchronous standby
+/// promoted. Behind a front door moved for new connections only, or listed first in a host
+/// list, the nodes must leave it for the new primary: ticks go on, nothing twice, a trigger
+/// sent to the new primary runs.
+async fn a_demoted_primary_is_left(route: Route, tag: &str) {
+    scheduler_tests::init_tracing();
+    let former = TempCluster::start().await.expect("start a primary");
+    let next = former
+        .start_synchronous_standby()
+        .await
+        .expect("start a synchronous standby");
+    let door = FrontDoor::open(addr(&former)).await.unwrap();
+    let nodes_url = match route {
+        Route::FrontDoor => url(&door.addr().to_string(), "connect_timeout=2"),
+        Route::HostList => url(
+            &format!("{},{}", addr(&former), addr(&next)),
+            "target_session_attrs=read-write&connect_timeout=2",
+        ),
+    };
+    let mut scene = Scene::new(tag, nodes_url);
+    scene.start_nodes();
+    scene
+        .wait_for_starts(EVERY_SECOND, 0, 3, "three ticks before the demotion")
+        .await;
+
+    let admin = sqlx::PgPool::connect(&format!("{}?application_name=failover-test", former.url()))
+        .await
+        .unwrap();
+    sqlx::query("ALTER SYSTEM SET default_transaction_read_only = on")
+        .execute(&admin)
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_reload_conf()")
+        .execute(&admin)
+        .await
+        .unwrap();
+    let demoted = now_nanos();
+    next.promote().await.expect("promote the standby");
+    let promoted = now_nanos();
+    let promoted_at = Utc::now();
+    if let Route::FrontDoor = route {
+        door.point_at(addr(&next));
+    }
+    let first = scene
+        .wait_for_starts(EVERY_SECOND, promoted, 1, "a tick after the promotion")
+        .await;
+    let (sent, took) = scene.trigger().await;
+    let manual = scene
+        .wait_for_starts(MANUAL, sent, 1, "the triggered run")
+        .await;
+    scene
+        .wait_for_starts(EVERY_SECOND, promoted, 3, "three ticks after the promotion")
+        .await;
+    wait_for_heartbeats(&scene, &next, promoted_at).await;
+    eprintln!(
+        "demoted primary ({route:?}): promotion took {:.0} ms after the demotion; first tick \
+         {:.0} ms after the promotion (node {}); trigger ran {:.0} ms after it was sent \
+         (command took {took:?})",
+        ms(demoted, promoted),
+        ms(promoted, first.at_nanos),
+        first.node,
+        ms(sent, manual.at_nanos),
+    );
+    scene.assert_alive();
+    scene.stop_nodes().await;
+    scene.assert_nothing_twice();
+    admin.close().await;
+}
+
+async fn a_demoted_primary_left_up_read_only_behind_a_front_door_is_left() {
+    a_demoted_primary_is_left(Route::FrontDoor, "demoted-door").await;
+}
+
+async fn a_demoted_primary_left_up_read_only_listed_first_is_left() {
+    a_demoted_primary_is_left(Route::HostList, "demoted-hosts").await;
 }
