@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+mod crash;
 mod standby;
 
 /// Seconds `pg_ctl` waits for a start or stop to complete.
@@ -367,10 +368,15 @@ impl TempCluster {
     }
 
     fn append_conf(&self, text: &str) -> Result<()> {
+        self.append_to("postgresql.conf", text)
+    }
+
+    /// Appends `text` to the file `name` of the data dir.
+    fn append_to(&self, name: &str, text: &str) -> Result<()> {
         use std::io::Write;
         // The file belongs to the server user; root may append to it anyway,
         // and a non-root user is that user.
-        let path = self.data.join("postgresql.conf");
+        let path = self.data.join(name);
         std::fs::OpenOptions::new()
             .append(true)
             .open(&path)

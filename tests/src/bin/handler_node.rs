@@ -147,6 +147,13 @@ async fn tick(ctx: TaskContext) {
     Run::start(&ctx).write(Kind::End);
 }
 
+/// Works `HANDLER_WORK_MS` (300 ms by default), awaiting, beating as it goes: a well-behaved task
+/// whose runs last long enough for two at once to show.
+#[task(name = "misbehave.steady")]
+async fn steady(ctx: TaskContext) {
+    deaf(&ctx, millis("HANDLER_WORK_MS", 300)).await;
+}
+
 /// Blocks its thread for an hour: never reaches an `.await` once started.
 #[task(name = "misbehave.block_forever")]
 async fn block_forever(ctx: TaskContext) {

@@ -237,8 +237,9 @@ fn classify(operation: &'static str, error: sqlx::Error) -> StoreError {
                 // lock_not_available, serialization_failure, deadlock_detected
                 "55P03" | "40001" | "40P01" => Some(true),
                 // query_canceled (statement_timeout), admin/crash shutdown, cannot connect
-                // now, idle-in-transaction timeout
-                "57014" | "57P01" | "57P02" | "57P03" | "25P03" => Some(false),
+                // now, idle-in-transaction timeout; a read-only transaction (the server is no
+                // longer the primary: the next connection finds the one that is)
+                "57014" | "57P01" | "57P02" | "57P03" | "25P03" | "25006" => Some(false),
                 // connection exceptions, insufficient resources, operator intervention
                 c if c.starts_with("08") || c.starts_with("53") || c.starts_with("58") => {
                     Some(false)
