@@ -137,6 +137,12 @@ impl Alert {
                 None => "scheduler error".to_owned(),
             },
             "tick.skipped" => "skipped ticks".to_owned(),
+            "database.failed_over" => crate::events::failover_summary(
+                data["server"].as_str().unwrap_or("another server"),
+                data["timeline"]
+                    .as_u64()
+                    .and_then(|t| u32::try_from(t).ok()),
+            ),
             other => other.replace(['.', '_'], " "),
         };
         let when = in_zone(at);
