@@ -388,6 +388,33 @@ mod tests {
     }
 
     #[test]
+    fn a_failover_says_the_new_server_and_its_timeline() {
+        let data = |timeline: serde_json::Value| {
+            serde_json::json!({"server": "h2:5432", "previous": "h1:5432", "timeline": timeline,
+                "node": "n1", "timezone": "UTC"})
+        };
+        let alert = Alert::from_body(
+            &body("database.failed_over", data(serde_json::json!(3))),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            alert.title(),
+            "[scheduler] database failed over: now h2:5432, timeline 3"
+        );
+        assert_eq!(alert.node.as_deref(), Some("n1"));
+        let alert = Alert::from_body(
+            &body("database.failed_over", data(serde_json::Value::Null)),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            alert.title(),
+            "[scheduler] database failed over: now h2:5432"
+        );
+    }
+
+    #[test]
     fn an_error_cannot_leave_its_code_block() {
         let hostile = "boom\n```\n# Heading\n[click](https://evil.example)\n````x``";
         let alert = Alert::from_body(
