@@ -86,6 +86,7 @@ pub struct SchedulerBuilder {
     public_url: Option<String>,
     config_poll_interval: Option<Duration>,
     migrate: Option<bool>,
+    accept_async_replication: Option<bool>,
     #[cfg(feature = "admin")]
     admin_addr: Option<std::net::SocketAddr>,
     #[cfg(feature = "admin")]
@@ -118,6 +119,7 @@ impl SchedulerBuilder {
     /// | `SCHEDULER_SCHEMA` | PostgreSQL only: schema of the tables | `public` |
     /// | `SCHEDULER_MAX_CONNECTIONS` | PostgreSQL only: connections per node, the listener's included | `4` |
     /// | `SCHEDULER_LISTEN_URL` | PostgreSQL only: a direct URL for `LISTEN` when the database URL goes through PgBouncer (`?pgbouncer=true`) | none |
+    /// | `SCHEDULER_ACCEPT_ASYNC_REPLICATION` | [`accept_async_replication`](Self::accept_async_replication) | `false` |
     /// | `SCHEDULER_CONFIG` | [`config`](Self::config) | none |
     /// | `SCHEDULER_CONFIG_POLL_INTERVAL` | [`config_poll_interval`](Self::config_poll_interval) | `10s` |
     /// | `SCHEDULER_CONFIG_TOKEN`, `SCHEDULER_CONFIG_HEADERS`, `SCHEDULER_CONFIG_TIMEOUT` | HTTP config source (see [`ConfigSettings`]) | none, none, `10s` |
@@ -220,6 +222,7 @@ impl SchedulerBuilder {
                 .unwrap_or_default(),
             public_url: env.string(vars::PUBLIC_URL),
             migrate: env.boolean(vars::MIGRATE)?,
+            accept_async_replication: env.boolean(vars::ACCEPT_ASYNC_REPLICATION)?,
             #[cfg(feature = "admin")]
             admin_addr: env.socket_addr(vars::ADMIN_ADDR)?,
             #[cfg(feature = "admin")]
@@ -385,6 +388,19 @@ impl SchedulerBuilder {
     /// Whether to apply the schema migrations at start. Default true.
     pub fn migrate(mut self, migrate: bool) -> Self {
         self.migrate = Some(migrate);
+        self
+    }
+
+    /// PostgreSQL only: whether the operator accepts asynchronous replication. Default false
+    /// (or `SCHEDULER_ACCEPT_ASYNC_REPLICATION`).
+    ///
+    /// At start the node reads how its database replicates and says so in its log. When
+    /// standbys stream from it (or the URL lists several hosts) and no commit waits for one
+    /// (`synchronous_standby_names` empty, or `synchronous_commit` `off` or `local`), it
+    /// warns: on a failover, the claims made in the replication lag window are lost with the
+    /// old primary, so those ticks may run twice. With `true` it says so at info level instead.
+    pub fn accept_async_replication(mut self, accept: bool) -> Self {
+        self.accept_async_replication = Some(accept);
         self
     }
 
@@ -572,6 +588,7 @@ impl SchedulerBuilder {
                 .unwrap_or(DEFAULT_CONFIG_POLL_INTERVAL),
             default_owners: self.default_owners,
             public_url: self.public_url,
+            accept_async_replication: self.accept_async_replication.unwrap_or(false),
         };
         settings.validate()?;
         settings.validate_tasks(&registry)?;

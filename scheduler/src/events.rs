@@ -363,6 +363,19 @@ pub enum SchedulerEvent {
         /// Task name.
         task: String,
     },
+    /// The node's database connections moved to another server after it had chosen one: a
+    /// failover or a switchover that a connection string listing several hosts let it follow
+    /// (raised by each node that moved, once per move).
+    #[serde(rename = "database.failed_over")]
+    DatabaseFailedOver {
+        /// `host:port` of the server the node uses now.
+        server: String,
+        /// `host:port` of the server it used before (`None` if it moved before its first
+        /// look).
+        previous: Option<String>,
+        /// The new server's WAL timeline, if the node's database role may read it.
+        timeline: Option<u32>,
+    },
     /// The scheduler itself failed at something (the store unreachable, a write refused).
     #[serde(rename = "scheduler.error")]
     InternalError {
@@ -397,6 +410,7 @@ impl SchedulerEvent {
             Self::ConfigRefused { .. } => "config.refused",
             Self::TaskOrphaned { .. } => "task.orphaned",
             Self::TaskRemoved { .. } => "task.removed",
+            Self::DatabaseFailedOver { .. } => "database.failed_over",
             Self::InternalError { .. } => "scheduler.error",
         }
     }
@@ -423,13 +437,15 @@ impl SchedulerEvent {
         "config.refused",
         "task.orphaned",
         "task.removed",
+        "database.failed_over",
         "scheduler.error",
     ];
 
     /// The types that are alerts by default: the five things the original batch design alerts
     /// on (a timeout, a failure, a run that did not happen, a task that disappeared, the
     /// scheduler's own errors), plus `lost`, `abandoned` and `recovered`, the service levels
-    /// (`late`, `slow`, `deadline_missed`) and the incidents' reminders and resolutions.
+    /// (`late`, `slow`, `deadline_missed`), the incidents' reminders and resolutions, and a
+    /// database failover.
     ///
     /// Alerts about a task fold into one incident per (task, type) (see
     /// [`crate::store::IncidentRecord`]): only the first is sent (or the Nth with
@@ -449,6 +465,7 @@ impl SchedulerEvent {
         "task.orphaned",
         "task.removed",
         "config.refused",
+        "database.failed_over",
         "scheduler.error",
     ];
 
@@ -476,8 +493,17 @@ impl SchedulerEvent {
             | Self::ConfigRefused { task, .. }
             | Self::TaskOrphaned { task }
             | Self::TaskRemoved { task } => Some(task),
-            Self::InternalError { .. } => None,
+            Self::DatabaseFailedOver { .. } | Self::InternalError { .. } => None,
         }
+    }
+}
+
+/// What a `database.failed_over` says, as the node logs it and the alert channels title it:
+/// `database failed over: now h2:5432, timeline 3` (without the timeline when unknown).
+pub(crate) fn failover_summary(server: &str, timeline: Option<u32>) -> String {
+    match timeline {
+        Some(t) => format!("database failed over: now {server}, timeline {t}"),
+        None => format!("database failed over: now {server}"),
     }
 }
 

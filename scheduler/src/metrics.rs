@@ -25,6 +25,8 @@
 //! | `scheduler_handler_threads_replaced_total` | counter | — (handler threads held inside one poll by a handler that blocks or spins, each replaced by a new thread) |
 //! | `scheduler_admin_auth_failures_total` | counter | `reason` (`missing`, `malformed`, `wrong_token`, `viewer_token`: admin requests refused for their token) |
 //! | `scheduler_service_panics_total` | counter | `service` (a pass of a background service, or a run's bookkeeping (`runner`), that panicked: restarted, or the node fail-stopped) |
+//! | `scheduler_database_failovers_total` | counter | — (moves of this node's database connections to another server: failovers, switchovers) |
+//! | `scheduler_database_server_info` | gauge | `server` (`host:port` of the database server this node's connections go to, always 1; PostgreSQL only) |
 //! | `scheduler_build_info` | gauge | `version` (always 1) |
 
 use std::sync::atomic::AtomicU64;
@@ -74,6 +76,11 @@ struct ReasonLabel {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabel {
+    server: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -130,6 +137,10 @@ pub struct Metrics {
     pub(crate) handler_threads_replaced: Counter,
     admin_auth_failures: Family<ReasonLabel, Counter>,
     service_panics: Family<ServiceLabel, Counter>,
+    failovers: Counter,
+    database_server: Family<ServerLabel, Gauge>,
+    /// The server `database_server` shows now.
+    shown_server: std::sync::Mutex<Option<String>>,
     /// Every family as registered (a family shows in the exposition once it has a sample).
     families: Vec<FamilyInfo>,
     #[cfg(feature = "otel")]
@@ -201,6 +212,9 @@ impl Metrics {
             handler_threads_replaced: Counter::default(),
             admin_auth_failures: Family::default(),
             service_panics: Family::default(),
+            failovers: Counter::default(),
+            database_server: Family::default(),
+            shown_server: std::sync::Mutex::new(None),
             #[cfg(feature = "otel")]
             otel: std::sync::OnceLock::new(),
             registry: Registry::default(),
@@ -331,6 +345,20 @@ impl Metrics {
             "scheduler_service_panics",
             "Panics of a background service's pass or of a run's bookkeeping, by service",
             m.service_panics.clone(),
+        );
+        register(
+            &mut registry,
+            &mut families,
+            "scheduler_database_failovers",
+            "Moves of this node's database connections to another server (failovers, switchovers)",
+            m.failovers.clone(),
+        );
+        register(
+            &mut registry,
+            &mut families,
+            "scheduler_database_server_info",
+            "The database server this node's connections go to (host:port), always 1",
+            m.database_server.clone(),
         );
         let build = Family::<VersionLabel, Gauge>::default();
         build
@@ -542,6 +570,28 @@ impl Metrics {
             .inc();
     }
 
+    /// The node's database connections moved to another server `times` times.
+    pub(crate) fn failed_over(&self, times: u64) {
+        self.failovers.inc_by(times);
+    }
+
+    /// The database server the node's connections go to now (`host:port`).
+    pub(crate) fn database_server(&self, server: &str) {
+        let mut shown = self.shown_server.lock().unwrap_or_else(|p| p.into_inner());
+        if shown.as_deref() == Some(server) {
+            return;
+        }
+        if let Some(former) = shown.take() {
+            self.database_server.remove(&ServerLabel { server: former });
+        }
+        self.database_server
+            .get_or_create(&ServerLabel {
+                server: server.to_owned(),
+            })
+            .set(1);
+        *shown = Some(server.to_owned());
+    }
+
     pub(crate) fn config_read_error(&self) {
         self.config_errors.inc();
     }
@@ -573,6 +623,26 @@ mod tests {
         assert!(text.contains(r#"scheduler_build_info{version=""#));
     }
 
+    /// One server shown at a time; the failovers counted.
+    #[test]
+    fn the_database_server_is_one_series_that_moves() {
+        let m = Metrics::new();
+        m.database_server("h1:5432");
+        m.database_server("h1:5432");
+        m.database_server("h2:5432");
+        m.failed_over(1);
+        let text = m.encode();
+        assert!(
+            text.contains(r#"scheduler_database_server_info{server="h2:5432"} 1"#),
+            "{text}"
+        );
+        assert!(!text.contains("h1:5432"), "{text}");
+        assert!(
+            text.contains("scheduler_database_failovers_total 1"),
+            "{text}"
+        );
+    }
+
     /// Every `scheduler_*` name in the example alert rules is one this registry exports.
     #[test]
     fn the_example_alert_rules_use_existing_metrics() {
@@ -591,6 +661,8 @@ mod tests {
         m.reconcile("applied", 0);
         m.config_read_error();
         m.service_panicked("sla");
+        m.failed_over(1);
+        m.database_server("db1:5432");
         let text = m.encode();
         let exported: std::collections::HashSet<&str> = text
             .lines()

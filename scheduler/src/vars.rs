@@ -29,6 +29,9 @@ pub const MAX_CONNECTIONS: &str = "SCHEDULER_MAX_CONNECTIONS";
 /// PostgreSQL only: a direct URL for the change listener's `LISTEN` (when the database URL
 /// goes through a transaction-mode pooler).
 pub const LISTEN_URL: &str = "SCHEDULER_LISTEN_URL";
+/// PostgreSQL only: `true` accepts asynchronous replication (no warning at start that ticks
+/// claimed in the replication lag window may run twice after a failover).
+pub const ACCEPT_ASYNC_REPLICATION: &str = "SCHEDULER_ACCEPT_ASYNC_REPLICATION";
 /// Apply migrations at start.
 pub const MIGRATE: &str = "SCHEDULER_MIGRATE";
 /// Path (optionally `file://...`) or `http(s)://` URL of the config document.

@@ -199,6 +199,7 @@ mod on_postgres {
             "incidents",
             "cancels",
             "reporter",
+            "database",
             "delivery",
             "startup",
         ];

@@ -395,6 +395,7 @@ contract![
     a_database_migrated_by_a_newer_binary_is_refused,
     nodes_register_beat_and_stop,
     a_node_reports_its_services_down_and_a_new_start_clears_them,
+    a_node_reports_its_database_server_and_a_new_start_clears_it,
     next_wake_reports_the_earliest_claimable_tick_and_lock_expiry,
     claim_takes_due_enabled_unlocked_listed_tasks_oldest_first_up_to_the_limit,
     a_claim_records_what_the_plan_says,
@@ -775,6 +776,55 @@ async fn a_node_reports_its_services_down_and_a_new_start_clears_them(s: &dyn St
         .await
         .unwrap();
     assert!(down(s).await.is_empty(), "a new start runs every service");
+}
+
+/// The database server a node reports is what `nodes` shows (PostgreSQL: `host:port` of the
+/// store's own server, which it knows without a query; SQLite: none); registering again
+/// clears it. `replication` says how the server replicates (none on SQLite).
+async fn a_node_reports_its_database_server_and_a_new_start_clears_it(
+    s: &dyn Store,
+    arrange: &Arrange,
+) {
+    async fn server(s: &dyn Store) -> Option<String> {
+        let nodes = s.nodes().await.unwrap();
+        let node = nodes.iter().find(|n| n.node_id == "n1").unwrap();
+        node.database_server.clone()
+    }
+    s.register_node(&NodeInfo::new("n1", "host", 7, "test", vec![]))
+        .await
+        .unwrap();
+    assert_eq!(server(s).await, None);
+    let own = s.database_server();
+    let replication = s.replication().await.unwrap();
+    match arrange {
+        Arrange::Postgres { .. } => {
+            let own = own.expect("a PostgreSQL store is on a server");
+            let (host, port) = own.address.rsplit_once(':').expect("host:port");
+            assert!(!host.is_empty() && !host.contains('@'), "{own:?}");
+            assert!(port.parse::<u16>().is_ok(), "{own:?}");
+            assert_eq!(own.failovers, 0);
+            let replication = replication.expect("PostgreSQL says how it replicates");
+            assert_eq!(replication.hosts, 1);
+            assert!(replication.standbys >= 0);
+        }
+        Arrange::Sqlite { .. } => {
+            assert_eq!(own, None, "an SQLite store has no server");
+            assert_eq!(replication, None);
+        }
+    }
+    s.report_database_server("n1", Some("db2:5433"))
+        .await
+        .unwrap();
+    assert_eq!(server(s).await.as_deref(), Some("db2:5433"));
+    s.report_database_server("n1", None).await.unwrap();
+    assert_eq!(server(s).await, None);
+    s.report_database_server("n1", Some("db2:5433"))
+        .await
+        .unwrap();
+    s.register_node(&NodeInfo::new("n1", "host", 8, "test", vec![]))
+        .await
+        .unwrap();
+    assert_eq!(server(s).await, None, "a new start reports its server anew");
 }
 
 async fn nodes_register_beat_and_stop(s: &dyn Store, arrange: &Arrange) {

@@ -137,6 +137,12 @@ impl Alert {
                 None => "scheduler error".to_owned(),
             },
             "tick.skipped" => "skipped ticks".to_owned(),
+            "database.failed_over" => crate::events::failover_summary(
+                data["server"].as_str().unwrap_or("another server"),
+                data["timeline"]
+                    .as_u64()
+                    .and_then(|t| u32::try_from(t).ok()),
+            ),
             other => other.replace(['.', '_'], " "),
         };
         let when = in_zone(at);
@@ -379,6 +385,33 @@ mod tests {
         ] {
             assert!(text.contains(needle), "`{needle}` missing in {text}");
         }
+    }
+
+    #[test]
+    fn a_failover_says_the_new_server_and_its_timeline() {
+        let data = |timeline: serde_json::Value| {
+            serde_json::json!({"server": "h2:5432", "previous": "h1:5432", "timeline": timeline,
+                "node": "n1", "timezone": "UTC"})
+        };
+        let alert = Alert::from_body(
+            &body("database.failed_over", data(serde_json::json!(3))),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            alert.title(),
+            "[scheduler] database failed over: now h2:5432, timeline 3"
+        );
+        assert_eq!(alert.node.as_deref(), Some("n1"));
+        let alert = Alert::from_body(
+            &body("database.failed_over", data(serde_json::Value::Null)),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            alert.title(),
+            "[scheduler] database failed over: now h2:5432"
+        );
     }
 
     #[test]

@@ -36,6 +36,7 @@
 mod claimer;
 mod completer;
 mod config_sync;
+mod database;
 #[cfg(feature = "webhook")]
 mod delivery;
 mod execute;
@@ -505,6 +506,13 @@ impl Engine {
             incidents::IncidentKeeper::new(Arc::clone(&shared), Arc::clone(&shared.incidents)),
             stop.clone(),
             Some(|shared| &shared.incidents.wake),
+        ));
+        workers.spawn(supervise(
+            Arc::clone(&shared),
+            "database",
+            database::DatabaseWatch::new(Arc::clone(&shared)),
+            stop.clone(),
+            None,
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),

@@ -100,6 +100,8 @@ pub(crate) struct Settings {
     /// The dashboard's public address, linked from alerts.
     #[cfg_attr(not(feature = "webhook"), allow(dead_code))]
     pub public_url: Option<String>,
+    /// The operator accepts asynchronous replication (no warning at start).
+    pub accept_async_replication: bool,
 }
 
 impl Settings {

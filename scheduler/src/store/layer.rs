@@ -68,8 +68,9 @@ macro_rules! store_layer {
             fn inner(&self) -> &dyn Store;
 
             /// Called with an operation's name (as [`Store`] spells it) before the operation
-            /// runs, whether the layer overrides it or not; [`describe`](Store::describe) is not
-            /// an operation. Does nothing unless overridden.
+            /// runs, whether the layer overrides it or not; [`describe`](Store::describe) and
+            /// [`database_server`](Store::database_server) are not operations. Does nothing
+            /// unless overridden.
             fn observe(&self, operation: &'static str) {
                 let _ = operation;
             }
@@ -77,6 +78,11 @@ macro_rules! store_layer {
             /// Forwards to [`Store::describe`] on [`inner`](Self::inner).
             fn describe(&self) -> String {
                 self.inner().describe()
+            }
+
+            /// Forwards to [`Store::database_server`] on [`inner`](Self::inner).
+            fn database_server(&self) -> Option<DatabaseServer> {
+                self.inner().database_server()
             }
 
             $(
@@ -93,6 +99,10 @@ macro_rules! store_layer {
         impl<L: StoreLayer> Store for L {
             fn describe(&self) -> String {
                 StoreLayer::describe(self)
+            }
+
+            fn database_server(&self) -> Option<DatabaseServer> {
+                StoreLayer::database_server(self)
             }
 
             $(

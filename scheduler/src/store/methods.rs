@@ -15,11 +15,13 @@ macro_rules! store_methods {
         $then! {
             { $($state)* }
             migrate() -> StoreResult<()>;
+            replication() -> StoreResult<Option<Replication>>;
             // Nodes.
             register_node(node: &NodeInfo) -> StoreResult<()>;
             heartbeat(node_id: &str, silent_after: Duration) -> StoreResult<Heartbeat>;
             deregister_node(node_id: &str) -> StoreResult<()>;
             report_services(node_id: &str, down: &[String]) -> StoreResult<()>;
+            report_database_server(node_id: &str, server: Option<&str>) -> StoreResult<()>;
             // Claiming and running.
             next_wake(node_id: &str, tasks: &[String]) -> StoreResult<WakeInfo>;
             claim(request: ClaimRequest<'_>, rules: &dyn ClaimRules) -> StoreResult<ClaimOutcome>;
@@ -106,7 +108,8 @@ macro_rules! store_methods {
 
 /// Implements [`Store`](super::Store) for `$store` by calling, for each operation, the function
 /// of the same name in the invoking module: `async fn claim(store: &$store, request, rules)`, and
-/// `fn describe(store: &$store) -> String`. A backend writes its operations as such functions,
+/// `fn describe(store: &$store) -> String` and `fn database_server(store: &$store) ->
+/// Option<DatabaseServer>`. A backend writes its operations as such functions,
 /// one module per concept, and invokes this once.
 #[cfg_attr(
     not(any(feature = "postgres", feature = "sqlite")),
@@ -123,6 +126,10 @@ macro_rules! store_fns {
             impl Store for $store {
                 fn describe(&self) -> String {
                     self::describe(self)
+                }
+
+                fn database_server(&self) -> Option<DatabaseServer> {
+                    self::database_server(self)
                 }
 
                 $(

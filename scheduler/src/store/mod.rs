@@ -30,6 +30,7 @@ mod claim;
 mod claim_loop;
 mod config;
 mod connect;
+mod database;
 mod dsn;
 mod error;
 mod history;
@@ -62,6 +63,7 @@ pub use claim::{
 };
 pub use config::{ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow};
 pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
+pub use database::{DatabaseServer, Replication};
 pub use error::{BoxError, StoreError, StoreResult};
 pub use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipReason, SkipRecord, Trigger};
 pub use incidents::{
@@ -113,8 +115,8 @@ pub trait ChangeListener: Send {
 ///
 /// | Role | Caller | Methods |
 /// |---|---|---|
-/// | The store itself | the composition root | [`describe`](Self::describe), [`migrate`](Self::migrate) |
-/// | Nodes | the engine | [`register_node`](Self::register_node), [`heartbeat`](Self::heartbeat), [`deregister_node`](Self::deregister_node), [`report_services`](Self::report_services) |
+/// | The store itself | the composition root, the engine | [`describe`](Self::describe), [`migrate`](Self::migrate), [`database_server`](Self::database_server), [`replication`](Self::replication) |
+/// | Nodes | the engine | [`register_node`](Self::register_node), [`heartbeat`](Self::heartbeat), [`deregister_node`](Self::deregister_node), [`report_services`](Self::report_services), [`report_database_server`](Self::report_database_server) |
 /// | Claiming and running | the engine | [`next_wake`](Self::next_wake), [`claim`](Self::claim), [`renew_locks`](Self::renew_locks), [`cancel_requests`](Self::cancel_requests), [`finish_runs`](Self::finish_runs), [`record_skips`](Self::record_skips), [`append_run_logs`](Self::append_run_logs) |
 /// | Upkeep | the engine's maintenance | [`reschedule`](Self::reschedule), [`overdue_tasks`](Self::overdue_tasks), [`open_missed`](Self::open_missed), [`prune_history`](Self::prune_history) |
 /// | Config | the reconciler | [`load_tasks`](Self::load_tasks), [`config_state`](Self::config_state), [`apply_config`](Self::apply_config) |
@@ -138,8 +140,17 @@ pub trait Store: Send + Sync + 'static {
 
     /// What this store is, for logs: backend and location, never a password.
     fn describe(&self) -> String;
+    /// The database server the store's connections go to now, and how often that changed
+    /// (failovers); `None` for a store without a server (SQLite) or before its first choice.
+    /// Cheap: no query.
+    fn database_server(&self) -> Option<DatabaseServer> {
+        None
+    }
     /// Creates or upgrades the schema. Safe when several nodes start at once.
     async fn migrate(&self) -> StoreResult<()>;
+    /// How the database server replicates (for the node's start-up line); `None` for a store
+    /// without replication (SQLite).
+    async fn replication(&self) -> StoreResult<Option<Replication>>;
 
     // ---- nodes (the engine) -------------------------------------------------------------
 
@@ -152,6 +163,9 @@ pub trait Store: Send + Sync + 'static {
     /// Records which of this node's background services are not running (`down`, by name;
     /// empty: all run), for [`nodes`](Self::nodes).
     async fn report_services(&self, node_id: &str, down: &[String]) -> StoreResult<()>;
+    /// Records the database server this node's connections go to (`host:port`; `None`: none,
+    /// or not known), for [`nodes`](Self::nodes).
+    async fn report_database_server(&self, node_id: &str, server: Option<&str>) -> StoreResult<()>;
 
     // ---- claiming and running (the engine) ----------------------------------------------
 

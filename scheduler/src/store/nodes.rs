@@ -102,6 +102,10 @@ pub struct NodeRecord {
     /// Its background services that are not running (restarting after a panic, or stopping),
     /// as it last reported them; empty while every one runs.
     pub services_down: Vec<String>,
+    /// `host:port` of the database server its connections go to, as it last reported it
+    /// (see [`Store::database_server`](super::Store::database_server)); `None` on SQLite,
+    /// which has no server, and until the node reported one.
+    pub database_server: Option<String>,
 }
 
 /// The stored list of services down (comma-separated) as names.

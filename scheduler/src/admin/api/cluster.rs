@@ -50,6 +50,10 @@ struct NodeView {
     /// Its background services that are not running (restarting after a panic, or stopping),
     /// by name, as the node last reported them; empty while all run.
     services_down: Vec<String>,
+    /// `host:port` of the database server its connections go to, as it last reported it
+    /// (never credentials; it changes after a failover); `null` on SQLite, which has no
+    /// server, and until the node reported one.
+    database_server: Option<String>,
 }
 
 /// Every known node.
@@ -104,6 +108,7 @@ async fn list_nodes(
             stopped_at: n.stopped_at,
             running: n.running,
             services_down: n.services_down,
+            database_server: n.database_server,
         })
         .collect();
     Ok(axum::Json(NodeList { nodes }))

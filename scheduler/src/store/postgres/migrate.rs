@@ -45,6 +45,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(15, "shards", "0015_shards.sql"),
     migration!(16, "broadcast", "0016_broadcast.sql"),
     migration!(17, "node services", "0017_node_services.sql"),
+    migration!(18, "node database server", "0018_node_database_server.sql"),
 ];
 
 pub(crate) async fn run(

@@ -165,6 +165,30 @@ impl PgStore {
         self.servers.as_ref().and_then(|s| s.current())
     }
 
+    /// The server the store's connections go to (see
+    /// [`Store::database_server`](super::Store::database_server)): with several hosts or a
+    /// session check, the one last chosen (`None` before the first choice); else the URL's
+    /// host and port.
+    pub(crate) fn server_now(&self) -> Option<super::DatabaseServer> {
+        match &self.servers {
+            Some(servers) => {
+                let (address, failovers, timeline) = servers.last_choice()?;
+                let mut server = super::DatabaseServer::new(address);
+                server.failovers = failovers;
+                server.timeline = timeline;
+                Some(server)
+            }
+            None => Some(super::DatabaseServer::new(servers::label_of(
+                &self.pool.connect_options(),
+            ))),
+        }
+    }
+
+    /// How many hosts the connection string lists.
+    pub(crate) fn hosts(&self) -> usize {
+        self.servers.as_ref().map_or(1, |s| s.hosts())
+    }
+
     /// After a driver error: if it says the server is gone or no longer takes writes, the next
     /// connection chooses the server again. Whether the connection must be closed.
     pub(crate) fn doubt_server(&self, error: &sqlx::Error) -> bool {

@@ -58,6 +58,12 @@ struct State {
     current: Option<usize>,
     /// When the pool was last pointed at a host.
     chosen_at: Option<Instant>,
+    /// The host last chosen (kept through doubts: a choice of another one is a failover).
+    last: Option<usize>,
+    /// Choices of another host than the last one: failovers and switchovers.
+    failovers: u64,
+    /// The WAL timeline of the host moved to last, if it could be read.
+    timeline: Option<u32>,
 }
 
 impl Servers {
@@ -82,12 +88,10 @@ impl Servers {
                 if !h.host.is_empty() {
                     options = options.host(&h.host);
                 }
-                let label = if options.get_host().contains(':') {
-                    format!("[{}]:{port}", options.get_host())
-                } else {
-                    format!("{}:{port}", options.get_host())
-                };
-                Candidate { label, options }
+                Candidate {
+                    label: label_of(&options),
+                    options,
+                }
             })
             .collect();
         Self {
@@ -98,6 +102,9 @@ impl Servers {
             state: Mutex::new(State {
                 current: None,
                 chosen_at: None,
+                last: None,
+                failovers: 0,
+                timeline: None,
             }),
             search: tokio::sync::Mutex::new(()),
         }
@@ -124,6 +131,24 @@ impl Servers {
         state.current.map(|i| self.candidates[i].label.clone())
     }
 
+    /// How many hosts the connection string lists.
+    pub(super) fn hosts(&self) -> usize {
+        self.candidates.len()
+    }
+
+    /// The host last chosen (through doubts), how many times another host was chosen after
+    /// the first, and the timeline of the last one moved to; `None` before the first choice.
+    pub(super) fn last_choice(&self) -> Option<(String, u64, Option<u32>)> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.last.map(|i| {
+            (
+                self.candidates[i].label.clone(),
+                state.failovers,
+                state.timeline,
+            )
+        })
+    }
+
     /// The server may be gone or changed role: the next connection searches again.
     pub(super) fn suspect(&self) {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).current = None;
@@ -146,13 +171,25 @@ impl Servers {
         if self.current().is_some() {
             return Ok(());
         }
-        let found = self.find().await?;
+        let mut found = self.find().await?;
+        let last = self.state.lock().unwrap_or_else(|e| e.into_inner()).last;
+        let failed_over = last.is_some_and(|last| last != found.index);
+        let timeline = if failed_over {
+            timeline(&mut found.connection).await
+        } else {
+            None
+        };
         let _ = found.connection.close().await;
         let candidate = &self.candidates[found.index];
         pool.set_connect_options(candidate.options.clone());
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let moved = state.current != Some(found.index);
         state.current = Some(found.index);
+        state.last = Some(found.index);
+        if failed_over {
+            state.failovers += 1;
+            state.timeline = timeline;
+        }
         if moved || state.chosen_at.is_none() {
             state.chosen_at = Some(Instant::now());
         }
@@ -232,6 +269,48 @@ impl Servers {
             }
         }
     }
+}
+
+/// `host:port` of `options` (`[host]:port` for an IPv6 address), for messages.
+pub(super) fn label_of(options: &PgConnectOptions) -> String {
+    let (host, port) = (options.get_host(), options.get_port());
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// How long reading a new server's timeline may take (it only names the failover).
+const TIMELINE_WAIT: Duration = Duration::from_secs(2);
+
+/// The WAL timeline of the primary `connection` is on: the one its WAL is written on now
+/// (`pg_walfile_name` of the current WAL position, exact at once after a promotion), else the
+/// last checkpoint's (`pg_control_checkpoint`, which may still show the former timeline until
+/// the first checkpoint after a promotion). `None` if the role may read neither, or the server
+/// does not answer in time: the timeline only names a failover, it never stops one.
+async fn timeline(connection: &mut PgConnection) -> Option<u32> {
+    let read = async {
+        let wal = sqlx::query("SELECT pg_walfile_name(pg_current_wal_lsn())")
+            .fetch_one(&mut *connection)
+            .await
+            .ok()
+            .and_then(|row| row.try_get::<String, _>(0).ok())
+            .and_then(|name| u32::from_str_radix(name.get(..8)?, 16).ok());
+        if wal.is_some() {
+            return wal;
+        }
+        sqlx::query("SELECT timeline_id FROM pg_control_checkpoint()")
+            .fetch_one(&mut *connection)
+            .await
+            .ok()
+            .and_then(|row| row.try_get::<i32, _>(0).ok())
+            .and_then(|t| u32::try_from(t).ok())
+    };
+    tokio::time::timeout(TIMELINE_WAIT, read)
+        .await
+        .ok()
+        .flatten()
 }
 
 /// A random order (Fisher-Yates over std's per-process random hash keys: no new dependency).

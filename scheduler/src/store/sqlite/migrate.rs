@@ -37,6 +37,7 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     migration!(11, "shards", "0011_shards.sql"),
     migration!(12, "broadcast", "0012_broadcast.sql"),
     migration!(13, "node services", "0013_node_services.sql"),
+    migration!(14, "node database server", "0014_node_database_server.sql"),
 ];
 
 /// Applies the migrations `conn` (inside a write transaction) lacks. `Ok(Err(_))`: the database

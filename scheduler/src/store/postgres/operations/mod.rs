@@ -79,6 +79,7 @@ mod nodes;
 mod operator;
 mod outbox;
 mod renew;
+mod server;
 
 use backfill::*;
 use claim::*;
@@ -90,6 +91,7 @@ use nodes::*;
 use operator::*;
 use outbox::*;
 use renew::*;
+use server::*;
 
 impl PgStore {
     async fn acquire(&self, operation: &'static str) -> StoreResult<PoolConnection<Postgres>> {

@@ -62,6 +62,21 @@ pub(super) async fn report_services(
     })
 }
 
+pub(super) async fn report_database_server(
+    store: &PgStore,
+    node_id: &str,
+    server: Option<&str>,
+) -> StoreResult<()> {
+    timed!(store, "report_database_server", |conn| {
+        sqlx::query(query!("report_database_server"))
+            .bind(node_id)
+            .bind(server)
+            .execute(conn)
+            .await
+            .map(drop)
+    })
+}
+
 pub(super) async fn deregister_node(store: &PgStore, node_id: &str) -> StoreResult<()> {
     timed!(store, "deregister_node", |conn| {
         sqlx::query(query!("deregister_node"))

@@ -234,6 +234,7 @@ pub(super) async fn nodes(store: &SqliteStore) -> StoreResult<Vec<NodeRecord>> {
                     services_down: crate::store::nodes::split_services(
                         &row.try_get::<String, _>("services_down")?,
                     ),
+                    database_server: row.try_get("database_server")?,
                 })
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()?

@@ -367,6 +367,16 @@ fn describe(store: &SqliteStore) -> String {
     store.inner.description.clone()
 }
 
+/// An SQLite store has no server: nothing to fail over, nothing to report.
+fn database_server(_: &SqliteStore) -> Option<crate::store::DatabaseServer> {
+    None
+}
+
+/// No replication: one file.
+async fn replication(_: &SqliteStore) -> StoreResult<Option<crate::store::Replication>> {
+    Ok(None)
+}
+
 async fn migrate(store: &SqliteStore) -> StoreResult<()> {
     store.refuse_operator("migrate the database")?;
     let path = store.inner.path.clone();

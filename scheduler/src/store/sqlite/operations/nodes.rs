@@ -76,6 +76,20 @@ pub(super) async fn report_services(
     })
 }
 
+pub(super) async fn report_database_server(
+    store: &SqliteStore,
+    node_id: &str,
+    server: Option<&str>,
+) -> StoreResult<()> {
+    write_tx!(store, "report_database_server", |tx, _now| {
+        sqlx::query(query!("report_database_server"))
+            .bind(node_id)
+            .bind(server)
+            .execute(&mut *tx)
+            .await?;
+    })
+}
+
 pub(super) async fn deregister_node(store: &SqliteStore, node_id: &str) -> StoreResult<()> {
     write_tx!(store, "deregister_node", |tx, now| {
         sqlx::query(query!("deregister_node"))

@@ -5,4 +5,5 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, NULL)
 ON CONFLICT (node_id) DO UPDATE
 SET hostname = excluded.hostname, pid = excluded.pid, version = excluded.version,
     tasks = excluded.tasks, started_at = excluded.started_at,
-    heartbeat_at = excluded.heartbeat_at, stopped_at = NULL, services_down = ''
+    heartbeat_at = excluded.heartbeat_at, stopped_at = NULL, services_down = '',
+    database_server = NULL
