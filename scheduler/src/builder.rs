@@ -340,8 +340,8 @@ impl SchedulerBuilder {
     }
 
     /// How long running handlers get to finish on shutdown. Default 20 s; the node exits at
-    /// most [`HARD_STOP_WAIT`](crate::engine::HARD_STOP_WAIT) +
-    /// [`FLUSH_TIMEOUT`](crate::engine::FLUSH_TIMEOUT) later.
+    /// most `HARD_STOP_WAIT` (2 s) + `FLUSH_TIMEOUT`
+    /// (5 s) later.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
         self

@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! # async fn demo(store: &dyn scheduler::store::Store) -> scheduler::Result<()> {
-//! use scheduler::operate::{self, Actor};
+//! use scheduler::testing::operate::{self, Actor};
 //!
 //! let who = Actor::new("alice", "cli@ops-host");
 //! operate::trigger(store, "syncAdvertiserReport", &who).await?;
@@ -66,7 +66,7 @@ pub enum PauseRefusal {
 ///
 /// ```
 /// use chrono::{TimeDelta, Utc};
-/// use scheduler::operate::{PauseRefusal, check_pause};
+/// use scheduler::testing::operate::{PauseRefusal, check_pause};
 ///
 /// let now = Utc::now();
 /// assert_eq!(check_pause("upstream down", Some(now + TimeDelta::hours(1)), now), Ok(()));
@@ -133,7 +133,7 @@ pub const MAX_REASON: usize = 500;
 ///
 /// ```
 /// use chrono::{TimeDelta, Utc};
-/// use scheduler::operate::{SnoozeRefusal, check_snooze};
+/// use scheduler::testing::operate::{SnoozeRefusal, check_snooze};
 ///
 /// let now = Utc::now();
 /// assert_eq!(check_snooze("planned maintenance", now + TimeDelta::hours(2), now), Ok(()));
@@ -217,8 +217,8 @@ pub async fn cancel(store: &dyn Store, run_id: i64, actor: &Actor) -> Result<Can
 ///
 /// ```no_run
 /// # async fn demo(store: &dyn scheduler::store::Store) -> scheduler::Result<()> {
-/// use scheduler::backfill::BackfillRequest;
-/// use scheduler::operate::{self, Actor};
+/// use scheduler::testing::backfill::BackfillRequest;
+/// use scheduler::testing::operate::{self, Actor};
 ///
 /// let who = Actor::new("alice", "cli@ops-host");
 /// let from = "2026-03-01T00:00:00Z".parse().unwrap();

@@ -13,7 +13,7 @@
 //!
 //! The variables that hold the node's secrets are listed once, in [`SECRETS`]: an isolated
 //! run's child process never gets them (nor the variables a channels file names with `env:`,
-//! see [`is_secret`]).
+//! see [`secret_names`]).
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -210,16 +210,6 @@ pub(crate) fn note_secret(name: &str) {
         .insert(name.to_owned());
 }
 
-/// Whether the variable `name` holds a secret of this node: it is in [`SECRETS`], or a channels
-/// file this process read named it with `env:`.
-pub fn is_secret(name: &str) -> bool {
-    SECRETS.contains(&name)
-        || NAMED_BY_CHANNELS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(name)
-}
-
 /// The secret variables named by channels files so far, with [`SECRETS`].
 pub(crate) fn secret_names() -> Vec<String> {
     let named = NAMED_BY_CHANNELS.lock().unwrap_or_else(|e| e.into_inner());
@@ -275,14 +265,10 @@ mod tests {
 
     #[test]
     fn variables_named_by_a_channels_file_are_secrets() {
-        assert!(is_secret(ADMIN_TOKEN) && is_secret("DATABASE_URL"));
-        assert!(!is_secret("PATH") && !is_secret("VARS_TEST_SMTP_PASSWORD"));
+        let secret = |name: &str| secret_names().iter().any(|n| n == name);
+        assert!(secret(ADMIN_TOKEN) && secret("DATABASE_URL"));
+        assert!(!secret("PATH") && !secret("VARS_TEST_SMTP_PASSWORD"));
         note_secret("VARS_TEST_SMTP_PASSWORD");
-        assert!(is_secret("VARS_TEST_SMTP_PASSWORD"));
-        assert!(
-            secret_names()
-                .iter()
-                .any(|n| n == "VARS_TEST_SMTP_PASSWORD")
-        );
+        assert!(secret("VARS_TEST_SMTP_PASSWORD"));
     }
 }

@@ -76,9 +76,9 @@ use chrono::{DateTime, Utc};
 use crate::store::Trigger;
 
 pub use child::{ChildRequest, child_request, run_child};
-pub use exit::{ChildExit, Signal};
+pub use exit::ChildExit;
 #[cfg(unix)]
-pub use parent::{ChildCommand, ChildRun, OUTPUT_DRAIN};
+pub use parent::{ChildCommand, ChildRun};
 
 /// Which run a child process serves: what its [`TaskContext`](crate::TaskContext) shows and its
 /// log lines are kept under.
