@@ -20,9 +20,11 @@ use chrono::{DateTime, Utc};
 use crate::Result;
 use crate::backfill::{BackfillPlan, BackfillRefusal, BackfillRequest, plan_ticks};
 use crate::schedule::ScheduleSpec;
+#[cfg(any(feature = "admin", feature = "cli"))]
+use crate::store::Snooze;
 use crate::store::{
     AuditEntry, BackfillCancel, BackfillCreate, CancelRequest, NewBackfill, Pause, ResumePlan,
-    RunRequest, SkipReason, Snooze, Store, TaskState,
+    RunRequest, SkipReason, Store, TaskState,
 };
 
 /// Who asks, and from where (for the audit trail).
@@ -161,6 +163,7 @@ pub fn check_snooze(
 /// are still folded into its incidents, but none is sent (nor reminded) until then. Replaces a
 /// snooze in force; false if there is no such task. Audited. Callers check the request with
 /// [`check_snooze`] first.
+#[cfg(any(feature = "admin", feature = "cli"))]
 pub async fn snooze(
     store: &dyn Store,
     task: &str,
@@ -177,6 +180,7 @@ pub async fn snooze(
 
 /// Lifts `task`'s snooze: its alerts are sent again from now on. Returns the snooze that ended
 /// (`None`: none was in force). Audited.
+#[cfg(any(feature = "admin", feature = "cli"))]
 pub async fn unsnooze(store: &dyn Store, task: &str, actor: &Actor) -> Result<Option<Snooze>> {
     let audit = AuditEntry::new(&actor.name, "unsnooze", task, "", &actor.source);
     Ok(store.unsnooze_task(task, &audit).await?)

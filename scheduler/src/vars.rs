@@ -117,18 +117,25 @@ pub const LOG_FORMAT: &str = "SCHEDULER_LOG_FORMAT";
 // the feature none is read (an application may use them for telemetry of its own).
 
 /// `true`: export no telemetry.
+#[cfg(feature = "otel")]
 pub const OTEL_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 /// The OTLP collector's base URL.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 /// The full URL spans are sent to.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
 /// The full URL metrics are sent to.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT";
 /// `grpc` or `http/protobuf`.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
 /// The spans' protocol.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
 /// The metrics' protocol.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL";
 /// Request headers, `name=value,...` (often an API key: never logged).
 pub const OTEL_EXPORTER_OTLP_HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
@@ -137,32 +144,46 @@ pub const OTEL_EXPORTER_OTLP_TRACES_HEADERS: &str = "OTEL_EXPORTER_OTLP_TRACES_H
 /// The metrics' request headers.
 pub const OTEL_EXPORTER_OTLP_METRICS_HEADERS: &str = "OTEL_EXPORTER_OTLP_METRICS_HEADERS";
 /// One export's time limit, in milliseconds.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
 /// The spans' export time limit.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
 /// The metrics' export time limit.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT";
 /// `gzip` or `none`.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_COMPRESSION";
 /// The spans' compression.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION";
 /// The metrics' compression.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION";
 /// A CA bundle for the collector (refused: not supported).
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
 /// A client certificate (refused: not supported).
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE";
 /// A client key (refused: not supported).
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_CLIENT_KEY: &str = "OTEL_EXPORTER_OTLP_CLIENT_KEY";
 /// `otlp`, or `none` to export no spans.
+#[cfg(feature = "otel")]
 pub const OTEL_TRACES_EXPORTER: &str = "OTEL_TRACES_EXPORTER";
 /// `otlp`, or `none` to export no metrics.
+#[cfg(feature = "otel")]
 pub const OTEL_METRICS_EXPORTER: &str = "OTEL_METRICS_EXPORTER";
 /// The resource's `service.name`.
+#[cfg(feature = "otel")]
 pub const OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
 /// Resource attributes, `key=value,...`.
+#[cfg(feature = "otel")]
 pub const OTEL_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
 /// Milliseconds between metric exports.
+#[cfg(feature = "otel")]
 pub const OTEL_METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
 
 /// A standard OpenTelemetry variable the `otel` feature does not read (no logs are exported),

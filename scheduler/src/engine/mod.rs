@@ -67,6 +67,7 @@ pub(crate) use config_sync::{ConfigFeed, ConfigView};
 use delivery::AlertSink;
 pub use failstop::FAIL_STOP_EXIT_CODE;
 pub(crate) use health::ServiceStatus;
+#[cfg(feature = "webhook")]
 pub use incidents::INCIDENT_KINDS;
 pub use settings::{
     DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,

@@ -61,13 +61,12 @@ use chrono::{DateTime, Utc};
 
 pub(crate) use crate::policy::Recovery;
 pub(crate) use backfill::{
-    BackfillCancel, BackfillCreate, BackfillProgress, BackfillRecord, BackfillTick, NewBackfill,
-    PendingBackfill,
+    BackfillCancel, BackfillCreate, BackfillRecord, BackfillTick, NewBackfill, PendingBackfill,
 };
 pub(crate) use claim::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
-    ExpiredLock, FailureCount, FinishResult, LockKey, LockedRun, NextRun, PendingManual,
-    PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, WakeInfo,
+    ExpiredLock, FailureCount, FinishResult, LockKey, NextRun, Requeue, RescueDecision, RunEnd,
+    RunFinish, WakeInfo,
 };
 pub(crate) use config::{
     ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow,
@@ -85,11 +84,20 @@ pub(crate) use operator::{
     AuditEntry, CancelRequest, Cancellation, Pause, ResumePlan, ResumePlanner, RunRequest,
     TaskState,
 };
-pub(crate) use outbox::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow};
+pub(crate) use outbox::{Delivery, DeliveryRecord, NewEvent, OutboxRow};
+// Used by the backends and the webhook delivery only.
+#[cfg(any(feature = "postgres", feature = "sqlite", feature = "webhook"))]
+pub(crate) use outbox::DeliveryNext;
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
+// Used by the backends (and unit tests) only.
+#[cfg(any(feature = "postgres", feature = "sqlite", test))]
+pub(crate) use {
+    backfill::BackfillProgress,
+    claim::{LockedRun, PendingManual, PendingRetry, RescuedLock},
+};
 
 /// What a [`ChangeListener`] heard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
