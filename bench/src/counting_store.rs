@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use scheduler::store::{Store, StoreLayer};
+use scheduler::store::Store;
+use scheduler::testing::store::StoreLayer;
 
 /// Calls by method name since the last [`Calls::reset`].
 #[derive(Default)]

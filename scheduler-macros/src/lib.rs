@@ -74,10 +74,10 @@ use proc_macro::TokenStream;
 /// - `shards = 8`: each tick is split into this many runs, each claimed, locked, renewed,
 ///   retried and recorded on its own and spread over the live nodes; the handler reads its
 ///   shard with `ctx.shard()` (`index` of `total`). An integer from 1 to 1000; the config
-///   document's `shards:` overrides it. See `scheduler::shard`.
+///   document's `shards:` overrides it. See `scheduler::Shard`.
 /// - `shards = "nodes"`: a broadcast: each tick runs once on every node alive at the tick
 ///   (`ctx.shard()` is the node's position among them, `ctx.is_broadcast()` is true); a run is
-///   its node's own and is never run by another node. See `scheduler::shard`.
+///   its node's own and is never run by another node. See `scheduler::Shard`.
 ///
 /// Isolation options:
 ///

@@ -60,7 +60,7 @@ pub fn init_tracing() {
 /// gracefully.
 ///
 /// In a child process that a node started for a task with `isolation = "process"`, it runs
-/// that task's handler instead and exits (see [`crate::isolation`]); whatever `main` does
+/// that task's handler instead and exits (see [`child_request`](crate::child_request)); whatever `main` does
 /// before calling `run` is done again in every such child.
 ///
 /// With the `cli` feature (a default), the process arguments select an operator command instead

@@ -57,7 +57,7 @@ impl BackfillRequest {
     /// cap, concurrency and pace.
     ///
     /// ```
-    /// use scheduler::backfill::{BackfillRequest, DEFAULT_MAX_RUNS};
+    /// use scheduler::testing::backfill::{BackfillRequest, DEFAULT_MAX_RUNS};
     ///
     /// let from = "2026-03-01T00:00:00Z".parse().unwrap();
     /// let to = "2026-03-02T00:00:00Z".parse().unwrap();
@@ -115,7 +115,7 @@ impl BackfillRequest {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use scheduler::backfill::{BackfillRefusal, BackfillRequest};
+    /// use scheduler::testing::backfill::{BackfillRefusal, BackfillRequest};
     ///
     /// let at = "2026-03-01T00:00:00Z".parse().unwrap();
     /// let request = BackfillRequest::new("report", at, at);
@@ -226,7 +226,7 @@ pub struct BackfillPlan {
 ///
 /// ```
 /// use scheduler::ScheduleSpec;
-/// use scheduler::backfill::plan_ticks;
+/// use scheduler::testing::backfill::plan_ticks;
 ///
 /// let spec = ScheduleSpec::parse("0 * * * *", "UTC").unwrap();
 /// let at = |s: &str| s.parse().unwrap();
@@ -283,7 +283,7 @@ pub fn plan_ticks(
 /// is its first).
 ///
 /// ```
-/// use scheduler::backfill::parse_bound;
+/// use scheduler::testing::backfill::parse_bound;
 ///
 /// let tz: chrono_tz::Tz = "Europe/Paris".parse().unwrap();
 /// assert_eq!(parse_bound("2026-03-01", tz).unwrap().to_rfc3339(), "2026-02-28T23:00:00+00:00");

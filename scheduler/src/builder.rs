@@ -343,8 +343,8 @@ impl SchedulerBuilder {
     }
 
     /// How long running handlers get to finish on shutdown. Default 20 s; the node exits at
-    /// most [`HARD_STOP_WAIT`](crate::engine::HARD_STOP_WAIT) +
-    /// [`FLUSH_TIMEOUT`](crate::engine::FLUSH_TIMEOUT) later.
+    /// most `HARD_STOP_WAIT` (2 s) + `FLUSH_TIMEOUT`
+    /// (5 s) later.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
         self
@@ -547,7 +547,7 @@ impl SchedulerBuilder {
     ///
     /// In a child process that a node started for a task with `isolation = "process"`, it runs
     /// that task's handler instead and exits the process, before it opens a store or binds a
-    /// port (see [`crate::isolation`]).
+    /// port (see [`child_request`](crate::child_request)).
     pub fn build(self) -> Result<Scheduler> {
         crate::isolation::serve_if_child();
         let registry = match self.registry {

@@ -252,7 +252,7 @@ impl TaskContext {
     }
 
     /// Which shard of its tick this run serves: `index` of `total`. A task with `shards = N`
-    /// runs N handlers per tick, shard 0 to N-1, each on its own (see [`crate::shard`]); an
+    /// runs N handlers per tick, shard 0 to N-1, each on its own (see [`Shard`](crate::Shard)); an
     /// ordinary task's run, and a [`standalone`](Self::standalone) context, is shard 0 of 1.
     ///
     /// ```
@@ -268,7 +268,7 @@ impl TaskContext {
     /// Whether this run is a broadcast task's (`shards = "nodes"`): the run of its tick on this
     /// node, one of [`shard`](Self::shard)`().total` runs, one on each node alive at the tick
     /// (`index` is this node's position among them). A broadcast run is never run on another
-    /// node, even when this one dies mid-run (see [`crate::shard`]).
+    /// node, even when this one dies mid-run (see [`Shard`](crate::Shard)).
     ///
     /// ```
     /// # use scheduler::TaskContext;

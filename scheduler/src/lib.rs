@@ -48,19 +48,22 @@
 //! layer or those below it:
 //!
 //! 1. the words everything shares: [`schedule`], [`policy`], [`registry`], [`TaskContext`],
-//!    [`metrics`], [`redact`], [`vars`] (every environment variable's name), the reader of
+//!    [`metrics`], `redact`, `vars` (every environment variable's name), the reader of
 //!    those variables, the range of every value a user sets (`bounds`), and an error's causes
 //!    written on one line;
 //! 2. [`store`]: the run state, behind the [`Store`](store::Store) trait;
 //! 3. rules and records above the store that run nothing: the tick rules (what is due, missed,
 //!    skipped), [`config`], [`events`], [`webhook`], `otel`, [`run_log`], and the crate's [`Error`];
-//! 4. what the engine and operators act through: [`reconciler`] (applies the config),
-//!    [`operate`] (operator actions), [`isolation`] (a handler in a child process);
-//! 5. [`engine`]: claims, runs and records every due tick;
+//! 4. what the engine and operators act through: `reconciler` (applies the config),
+//!    `operate` (operator actions), `isolation` (a handler in a child process);
+//! 5. `engine`: claims, runs and records every due tick;
 //! 6. [`admin`] (which sees the engine through one narrow view) and [`cli`];
 //! 7. the composition root, apart from the engine: [`SchedulerBuilder`] builds a
 //!    [`Scheduler`], which starts the engine and the admin server side by side; [`run`] is the
 //!    application entry.
+//!
+//! The modules named without a link are internal: an application uses the root and the public
+//! modules (`scripts/public-api` checks that list against `scheduler/public-api.txt`).
 //!
 //! A task needs only [`task`] and [`TaskContext`]; an application, the root. There is no import
 //! cycle between modules: the crate's [`Error`] wraps the errors of the modules below it and none
@@ -75,7 +78,8 @@
 #[cfg(feature = "admin")]
 pub mod admin;
 mod app;
-pub mod backfill;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+mod backfill;
 mod bounds;
 mod builder;
 mod causes;
@@ -85,26 +89,29 @@ pub mod channels;
 pub mod cli;
 pub mod config;
 mod context;
-pub mod engine;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+mod engine;
 mod env;
 mod error;
 pub mod events;
-pub mod isolation;
+mod isolation;
 pub mod metrics;
 mod node;
-pub mod operate;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+mod operate;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod policy;
-pub mod reconciler;
-pub mod redact;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+mod reconciler;
+mod redact;
 pub mod registry;
 pub mod run_log;
 pub mod schedule;
-pub mod shard;
+mod shard;
 pub mod store;
 mod ticks;
-pub mod vars;
+mod vars;
 #[cfg(feature = "webhook")]
 pub mod webhook;
 
@@ -112,6 +119,7 @@ pub use app::{init_tracing, run, shutdown_signal};
 pub use builder::SchedulerBuilder;
 pub use context::{Interrupted, MissingState, TaskContext};
 pub use error::{Error, Result};
+pub use isolation::{ChildRequest, child_request, run_child};
 pub use node::Scheduler;
 pub use policy::{Isolation, Misfire, Recovery};
 pub use registry::{TaskDescriptor, TaskRegistry};
@@ -119,6 +127,88 @@ pub use run_log::layer as run_log_layer;
 pub use schedule::ScheduleSpec;
 pub use scheduler_macros::task;
 pub use shard::Shard;
+
+/// Not public API: the crate's internals that its own tests, benchmarks and fault scenarios
+/// reach from outside the crate (`tests/`, `bench/`, `faults/`).
+///
+/// Nothing here is part of the scheduler's interface: it may change or go in any release,
+/// without a semver promise. Applications use the crate root and its public modules. Each
+/// module below mirrors the internal module of the same name and re-exports only what those
+/// crates use.
+#[doc(hidden)]
+pub mod testing {
+    /// The internal backfill planning.
+    pub mod backfill {
+        pub use crate::backfill::{
+            BackfillRefusal, BackfillRequest, DEFAULT_MAX_RUNS, parse_bound, plan_ticks,
+        };
+    }
+
+    /// The engine's constants.
+    pub mod engine {
+        pub use crate::engine::FAIL_STOP_EXIT_CODE;
+    }
+
+    /// A handler in a child process.
+    pub mod isolation {
+        pub use crate::isolation::{ChildCommand, ChildExit, ChildRun, RunIdentity};
+    }
+
+    /// Operator actions.
+    pub mod operate {
+        pub use crate::operate::{
+            Actor, PauseRefusal, SnoozeRefusal, backfill, cancel, cancel_backfill, check_pause,
+            check_snooze, pause, resume, trigger,
+        };
+    }
+
+    /// Redaction of secrets in text.
+    pub mod redact {
+        pub use crate::redact::redact_text;
+    }
+
+    /// The reconciler.
+    pub mod reconciler {
+        pub use crate::reconciler::Reconciler;
+    }
+
+    /// Sharding's rules.
+    pub mod shard {
+        pub use crate::shard::{
+            SPREAD_GRACE, ShardFacts, broadcast_shard, is_task_row, may_take, node_row, row_name,
+            row_node, split_row,
+        };
+    }
+
+    /// The store's engine protocol: the argument and result types of [`Store`]'s operations,
+    /// and `StoreLayer`, the seam for wrapping a store.
+    ///
+    /// [`Store`]: crate::store::Store
+    pub mod store {
+        pub use crate::store::backfill::{BackfillCancel, BackfillRecord};
+        pub use crate::store::claim::{
+            ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
+            ExpiredLock, FailureCount, LockKey, NextRun, Requeue, RescueDecision, RunEnd,
+            RunFinish, WakeInfo,
+        };
+        pub use crate::store::config::{
+            ConfigPlan, ConfigSnapshot, ConfigState, TaskChange, TaskRow,
+        };
+        pub use crate::store::history::{
+            LogChunk, RunQuery, RunRecord, RunStatus, SkipRecord, Trigger,
+        };
+        pub use crate::store::incidents::{
+            AlertFold, AlertMark, FoldDecision, FoldInput, IncidentClose, IncidentQuery,
+            IncidentRecord, Snooze,
+        };
+        pub use crate::store::layer::StoreLayer;
+        pub use crate::store::nodes::{NodeInfo, OverdueTask};
+        pub use crate::store::operator::{
+            AuditEntry, CancelRequest, Pause, ResumePlan, RunRequest, TaskState,
+        };
+        pub use crate::store::outbox::{Delivery, DeliveryNext, NewEvent};
+    }
+}
 
 /// Not public API: the paths the `#[task]` expansion names.
 ///

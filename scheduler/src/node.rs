@@ -109,7 +109,7 @@ impl Scheduler {
     /// once every run's outcome is recorded, flush the last spans and metrics (see `otel`).
     ///
     /// In a child process that a node started for a task with `isolation = "process"`, it runs
-    /// that task's handler instead and exits the process (see [`crate::isolation`]).
+    /// that task's handler instead and exits the process (see [`child_request`](crate::child_request)).
     pub async fn run_until<F>(self, shutdown: F) -> Result<()>
     where
         F: Future<Output = ()> + Send,

@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! # async fn demo(store: &dyn scheduler::store::Store) -> scheduler::Result<()> {
-//! use scheduler::operate::{self, Actor};
+//! use scheduler::testing::operate::{self, Actor};
 //!
 //! let who = Actor::new("alice", "cli@ops-host");
 //! operate::trigger(store, "syncAdvertiserReport", &who).await?;
@@ -20,9 +20,11 @@ use chrono::{DateTime, Utc};
 use crate::Result;
 use crate::backfill::{BackfillPlan, BackfillRefusal, BackfillRequest, plan_ticks};
 use crate::schedule::ScheduleSpec;
+#[cfg(any(feature = "admin", feature = "cli"))]
+use crate::store::Snooze;
 use crate::store::{
     AuditEntry, BackfillCancel, BackfillCreate, CancelRequest, NewBackfill, Pause, ResumePlan,
-    RunRequest, SkipReason, Snooze, Store, TaskState,
+    RunRequest, SkipReason, Store, TaskState,
 };
 
 /// Who asks, and from where (for the audit trail).
@@ -66,7 +68,7 @@ pub enum PauseRefusal {
 ///
 /// ```
 /// use chrono::{TimeDelta, Utc};
-/// use scheduler::operate::{PauseRefusal, check_pause};
+/// use scheduler::testing::operate::{PauseRefusal, check_pause};
 ///
 /// let now = Utc::now();
 /// assert_eq!(check_pause("upstream down", Some(now + TimeDelta::hours(1)), now), Ok(()));
@@ -133,7 +135,7 @@ pub const MAX_REASON: usize = 500;
 ///
 /// ```
 /// use chrono::{TimeDelta, Utc};
-/// use scheduler::operate::{SnoozeRefusal, check_snooze};
+/// use scheduler::testing::operate::{SnoozeRefusal, check_snooze};
 ///
 /// let now = Utc::now();
 /// assert_eq!(check_snooze("planned maintenance", now + TimeDelta::hours(2), now), Ok(()));
@@ -161,6 +163,7 @@ pub fn check_snooze(
 /// are still folded into its incidents, but none is sent (nor reminded) until then. Replaces a
 /// snooze in force; false if there is no such task. Audited. Callers check the request with
 /// [`check_snooze`] first.
+#[cfg(any(feature = "admin", feature = "cli"))]
 pub async fn snooze(
     store: &dyn Store,
     task: &str,
@@ -177,6 +180,7 @@ pub async fn snooze(
 
 /// Lifts `task`'s snooze: its alerts are sent again from now on. Returns the snooze that ended
 /// (`None`: none was in force). Audited.
+#[cfg(any(feature = "admin", feature = "cli"))]
 pub async fn unsnooze(store: &dyn Store, task: &str, actor: &Actor) -> Result<Option<Snooze>> {
     let audit = AuditEntry::new(&actor.name, "unsnooze", task, "", &actor.source);
     Ok(store.unsnooze_task(task, &audit).await?)
@@ -217,8 +221,8 @@ pub async fn cancel(store: &dyn Store, run_id: i64, actor: &Actor) -> Result<Can
 ///
 /// ```no_run
 /// # async fn demo(store: &dyn scheduler::store::Store) -> scheduler::Result<()> {
-/// use scheduler::backfill::BackfillRequest;
-/// use scheduler::operate::{self, Actor};
+/// use scheduler::testing::backfill::BackfillRequest;
+/// use scheduler::testing::operate::{self, Actor};
 ///
 /// let who = Actor::new("alice", "cli@ops-host");
 /// let from = "2026-03-01T00:00:00Z".parse().unwrap();

@@ -65,7 +65,7 @@
 //! child only, and the run is recorded with what happened (the signal's name, the exit code). The
 //! node keeps the run's lock while the child runs, turns the child's `tracing` output, stdout and
 //! stderr into the run's log, and stops it (SIGTERM, then SIGKILL after a grace) on timeout,
-//! cancel, lock loss or shutdown; see [`crate::isolation`] for the details.
+//! cancel, lock loss or shutdown; see `docs/isolation.md` for the details.
 //!
 //! A child runs the binary's `main` again, up to `scheduler::run()` (or
 //! [`Scheduler::run_until`](crate::Scheduler::run_until)), which runs the one handler instead of

@@ -49,10 +49,10 @@ const SECRET_KEY_NAMES: &[&str] = &["sig", "pwd", "pass"];
 ///   next `&name=`;
 /// - a libpq keyword/value string (`host=db user=app password='it''s s3cret'`): values of such
 ///   keywords, unquoted (with `\` escapes) or single-quoted (with `\'`, `\\` or `''` inside);
-/// - anything else is treated as text and goes through [`redact_text`].
+/// - anything else is treated as text and goes through `redact_text`.
 ///
 /// ```
-/// use scheduler::redact::redact_url;
+/// use scheduler::store::postgres::redact_url;
 ///
 /// assert_eq!(
 ///     redact_url("postgres://app:s3cret@db.internal:5432/jobs"),
@@ -108,7 +108,7 @@ pub fn redact_url(url: &str) -> String {
 /// contains both an `@` and, after it, a space can show its part after the space.
 ///
 /// ```
-/// use scheduler::redact::redact_text;
+/// use scheduler::testing::redact::redact_text;
 ///
 /// assert_eq!(
 ///     redact_text("cannot connect to `postgres://app:s3cret@db:5432/jobs`: timed out"),

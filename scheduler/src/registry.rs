@@ -135,10 +135,10 @@ pub struct TaskOptions {
     /// `shards = 8`: how many runs each tick is split into, each claimed, locked, retried and
     /// recorded on its own and spread over the live nodes; the handler reads its shard with
     /// [`TaskContext::shard`](crate::TaskContext::shard). From 1 to
-    /// [`MAX_SHARDS`](crate::shard::MAX_SHARDS); the config document's `shards` overrides it.
-    /// `shards = "nodes"` ([`ShardCount::Nodes`](crate::shard::ShardCount::Nodes)): a broadcast,
-    /// one run on each node alive at the tick. `None`: 1 (not sharded). See [`crate::shard`].
-    pub shards: Option<crate::shard::ShardCount>,
+    /// 1,000; the config document's `shards` overrides it.
+    /// `shards = "nodes"` ([`ShardCount::Nodes`](crate::config::ShardCount::Nodes)): a broadcast,
+    /// one run on each node alive at the tick. `None`: 1 (not sharded). See [`Shard`](crate::Shard).
+    pub shards: Option<crate::config::ShardCount>,
 }
 
 impl TaskOptions {
@@ -383,7 +383,7 @@ impl TaskRegistry {
         self
     }
 
-    /// The task registered under `name`. A shard's store row (`name[3]`, see [`crate::shard`])
+    /// The task registered under `name`. A shard's store row (`name[3]`)
     /// is its task's.
     pub fn get(&self, name: &str) -> Option<&'static TaskDescriptor> {
         self.tasks

@@ -35,11 +35,11 @@
 //! the run's record says how it ended.
 //!
 //! **Lines from outside the layer.** A task with `isolation = "process"` runs its handler in a
-//! child process ([`crate::isolation`]); the node turns that child's `tracing` events, stdout and
+//! child process (`docs/isolation.md`); the node turns that child's `tracing` events, stdout and
 //! stderr into lines of the run's log through [`RunLogCapture::external`] and [`RunLogLines`]:
 //! the same format, bounds, marker and flushing as a captured span.
 //!
-//! **Secrets.** Every line goes through [`crate::redact::redact_text`] before it is kept, as a
+//! **Secrets.** Every line goes through the crate's redaction before it is kept, as a
 //! handler's error does: passwords in URLs and DSNs, `password=`, `token=`, `api_key=` values,
 //! `Bearer` credentials, `password: value` labels, JSON fields named like secrets and JWTs.
 //!

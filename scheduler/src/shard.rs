@@ -77,7 +77,7 @@ use std::time::Duration;
 /// The most shards a task may have.
 pub const MAX_SHARDS: u32 = 1_000;
 
-/// How long after a tick the spread rule hands out even shares ([`may_take`]): long enough for
+/// How long after a tick the spread rule hands out even shares (`may_take`): long enough for
 /// every live node's claim to have seen the tick (a node with free slots claims within a few
 /// milliseconds of its tick), short enough that the shards of a node that is alive but busy (no
 /// free slot) or dead but not yet known to be (its heartbeat not yet stale) do not wait long.
@@ -87,7 +87,7 @@ pub const SPREAD_GRACE: Duration = Duration::from_secs(2);
 /// How many runs a task's tick has: the `shards` of the attribute and the config document.
 ///
 /// ```
-/// use scheduler::shard::ShardCount;
+/// use scheduler::config::ShardCount;
 ///
 /// assert_eq!("nodes".parse::<ShardCount>(), Ok(ShardCount::Nodes));
 /// assert_eq!("8".parse::<ShardCount>(), Ok(ShardCount::Fixed(8)));
@@ -111,7 +111,7 @@ impl fmt::Display for ShardCount {
     }
 }
 
-/// A `shards` value that is neither `nodes` nor a count from 1 to [`MAX_SHARDS`].
+/// A `shards` value that is neither `nodes` nor a count from 1 to `MAX_SHARDS` (1,000).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "`shards` must be a count from 1 to {MAX_SHARDS} or `nodes` (one run on each live node), not `{0}`"
@@ -177,7 +177,7 @@ impl fmt::Display for Shard {
 /// otherwise.
 ///
 /// ```
-/// use scheduler::shard::{row_name, split_row};
+/// use scheduler::testing::shard::{row_name, split_row};
 ///
 /// assert_eq!(row_name("report", 0), "report");
 /// assert_eq!(row_name("report", 3), "report[3]");
@@ -195,7 +195,7 @@ pub fn row_name(task: &str, index: u32) -> String {
 /// The store row of broadcast task `task` on node `node` (see the module docs).
 ///
 /// ```
-/// use scheduler::shard::{node_row, row_node, split_row};
+/// use scheduler::testing::shard::{node_row, row_node, split_row};
 ///
 /// assert_eq!(node_row("warmCaches", "web-1"), "warmCaches[@web-1]");
 /// assert_eq!(row_node("warmCaches[@web-1]"), Some("web-1"));
@@ -218,7 +218,7 @@ pub fn row_node(row: &str) -> Option<&str> {
 /// `name[@node]`): what lists of tasks show.
 ///
 /// ```
-/// use scheduler::shard::is_task_row;
+/// use scheduler::testing::shard::is_task_row;
 ///
 /// assert!(is_task_row("report"));
 /// assert!(!is_task_row("report[2]"));
@@ -254,7 +254,7 @@ pub fn split_row(row: &str) -> (&str, u32) {
 ///
 /// ```
 /// use scheduler::Shard;
-/// use scheduler::shard::broadcast_shard;
+/// use scheduler::testing::shard::broadcast_shard;
 ///
 /// let alive = ["web-2".to_owned(), "web-1".to_owned(), "web-3".to_owned()];
 /// assert_eq!(broadcast_shard(&alive, "web-2"), Some(Shard { index: 1, total: 3 }));
@@ -314,7 +314,7 @@ impl ShardFacts {
     /// per node, each taken in one claim pass, with no node waiting for another's turn.
     ///
     /// ```
-    /// use scheduler::shard::ShardFacts;
+    /// use scheduler::testing::shard::ShardFacts;
     ///
     /// let mut facts = ShardFacts::default();
     /// facts.total = 20;
@@ -348,7 +348,7 @@ impl ShardFacts {
     /// reads).
     ///
     /// ```
-    /// use scheduler::shard::ShardFacts;
+    /// use scheduler::testing::shard::ShardFacts;
     ///
     /// let mut facts = ShardFacts::default();
     /// facts.total = 100;
@@ -392,7 +392,7 @@ impl ShardFacts {
 ///
 /// ```
 /// use std::time::Duration;
-/// use scheduler::shard::{may_take, ShardFacts};
+/// use scheduler::testing::shard::{may_take, ShardFacts};
 ///
 /// // 20 shards on 4 live nodes, none of which has run any yet.
 /// let mut facts = ShardFacts::default();

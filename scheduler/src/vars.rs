@@ -13,7 +13,7 @@
 //!
 //! The variables that hold the node's secrets are listed once, in [`SECRETS`]: an isolated
 //! run's child process never gets them (nor the variables a channels file names with `env:`,
-//! see [`is_secret`]).
+//! see [`secret_names`]).
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -120,18 +120,25 @@ pub const LOG_FORMAT: &str = "SCHEDULER_LOG_FORMAT";
 // the feature none is read (an application may use them for telemetry of its own).
 
 /// `true`: export no telemetry.
+#[cfg(feature = "otel")]
 pub const OTEL_SDK_DISABLED: &str = "OTEL_SDK_DISABLED";
 /// The OTLP collector's base URL.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 /// The full URL spans are sent to.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
 /// The full URL metrics are sent to.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: &str = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT";
 /// `grpc` or `http/protobuf`.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_PROTOCOL";
 /// The spans' protocol.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL";
 /// The metrics' protocol.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: &str = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL";
 /// Request headers, `name=value,...` (often an API key: never logged).
 pub const OTEL_EXPORTER_OTLP_HEADERS: &str = "OTEL_EXPORTER_OTLP_HEADERS";
@@ -140,32 +147,46 @@ pub const OTEL_EXPORTER_OTLP_TRACES_HEADERS: &str = "OTEL_EXPORTER_OTLP_TRACES_H
 /// The metrics' request headers.
 pub const OTEL_EXPORTER_OTLP_METRICS_HEADERS: &str = "OTEL_EXPORTER_OTLP_METRICS_HEADERS";
 /// One export's time limit, in milliseconds.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TIMEOUT";
 /// The spans' export time limit.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
 /// The metrics' export time limit.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_METRICS_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT";
 /// `gzip` or `none`.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_COMPRESSION";
 /// The spans' compression.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_TRACES_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION";
 /// The metrics' compression.
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_METRICS_COMPRESSION: &str = "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION";
 /// A CA bundle for the collector (refused: not supported).
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CERTIFICATE";
 /// A client certificate (refused: not supported).
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: &str = "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE";
 /// A client key (refused: not supported).
+#[cfg(feature = "otel")]
 pub const OTEL_EXPORTER_OTLP_CLIENT_KEY: &str = "OTEL_EXPORTER_OTLP_CLIENT_KEY";
 /// `otlp`, or `none` to export no spans.
+#[cfg(feature = "otel")]
 pub const OTEL_TRACES_EXPORTER: &str = "OTEL_TRACES_EXPORTER";
 /// `otlp`, or `none` to export no metrics.
+#[cfg(feature = "otel")]
 pub const OTEL_METRICS_EXPORTER: &str = "OTEL_METRICS_EXPORTER";
 /// The resource's `service.name`.
+#[cfg(feature = "otel")]
 pub const OTEL_SERVICE_NAME: &str = "OTEL_SERVICE_NAME";
 /// Resource attributes, `key=value,...`.
+#[cfg(feature = "otel")]
 pub const OTEL_RESOURCE_ATTRIBUTES: &str = "OTEL_RESOURCE_ATTRIBUTES";
 /// Milliseconds between metric exports.
+#[cfg(feature = "otel")]
 pub const OTEL_METRIC_EXPORT_INTERVAL: &str = "OTEL_METRIC_EXPORT_INTERVAL";
 
 /// A standard OpenTelemetry variable the `otel` feature does not read (no logs are exported),
@@ -211,16 +232,6 @@ pub(crate) fn note_secret(name: &str) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(name.to_owned());
-}
-
-/// Whether the variable `name` holds a secret of this node: it is in [`SECRETS`], or a channels
-/// file this process read named it with `env:`.
-pub fn is_secret(name: &str) -> bool {
-    SECRETS.contains(&name)
-        || NAMED_BY_CHANNELS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(name)
 }
 
 /// The secret variables named by channels files so far, with [`SECRETS`].
@@ -278,14 +289,10 @@ mod tests {
 
     #[test]
     fn variables_named_by_a_channels_file_are_secrets() {
-        assert!(is_secret(ADMIN_TOKEN) && is_secret("DATABASE_URL"));
-        assert!(!is_secret("PATH") && !is_secret("VARS_TEST_SMTP_PASSWORD"));
+        let secret = |name: &str| secret_names().iter().any(|n| n == name);
+        assert!(secret(ADMIN_TOKEN) && secret("DATABASE_URL"));
+        assert!(!secret("PATH") && !secret("VARS_TEST_SMTP_PASSWORD"));
         note_secret("VARS_TEST_SMTP_PASSWORD");
-        assert!(is_secret("VARS_TEST_SMTP_PASSWORD"));
-        assert!(
-            secret_names()
-                .iter()
-                .any(|n| n == "VARS_TEST_SMTP_PASSWORD")
-        );
+        assert!(secret("VARS_TEST_SMTP_PASSWORD"));
     }
 }

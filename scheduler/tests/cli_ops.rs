@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use scheduler::config::{ConfigDocument, TaskConfig};
-use scheduler::store::{PgStore, RunQuery, RunStatus, SqliteStore, Store};
+use scheduler::store::{PgStore, SqliteStore, Store};
+use scheduler::testing::store::{RunQuery, RunStatus};
 use scheduler::{Scheduler, TaskContext, TaskRegistry, task};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -912,7 +913,7 @@ async fn backfill_commands(db: Db) {
         .unwrap();
     let mut served: Vec<String> = runs
         .iter()
-        .filter(|r| r.trigger == scheduler::store::Trigger::Backfill)
+        .filter(|r| r.trigger == scheduler::testing::store::Trigger::Backfill)
         .map(|r| r.scheduled_at.format("%Y-%m-%dT%H:%M:%SZ").to_string())
         .collect();
     served.sort();

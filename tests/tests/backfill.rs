@@ -17,9 +17,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use reqwest::StatusCode;
-use scheduler::backfill::{BackfillRefusal, BackfillRequest};
-use scheduler::operate::{self, Actor};
-use scheduler::store::{BackfillCancel, BackfillRecord, RunQuery, Trigger};
+use scheduler::testing::backfill::{BackfillRefusal, BackfillRequest};
+use scheduler::testing::operate::{self, Actor};
+use scheduler::testing::store::{BackfillCancel, BackfillRecord, RunQuery, Trigger};
 use scheduler::{TaskContext, task};
 use serde_json::{Value, json};
 

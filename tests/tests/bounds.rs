@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use reqwest::StatusCode;
-use scheduler::backfill::BackfillRequest;
-use scheduler::operate::{self, Actor};
-use scheduler::store::{AlertFold, FoldDecision, RunStatus};
+use scheduler::testing::backfill::BackfillRequest;
+use scheduler::testing::operate::{self, Actor};
+use scheduler::testing::store::{AlertFold, FoldDecision, RunStatus};
 use scheduler::{TaskContext, task};
 use serde_json::{Value, json};
 
@@ -173,7 +173,7 @@ async fn a_stored_reminder_interval_beyond_its_range_stops_no_reminder(db: &Test
     let later = Utc::now() + TimeDelta::hours(1);
     db.insert_task(a, "0 * * * *", Some(later)).await;
     db.insert_task(b, "0 * * * *", Some(later)).await;
-    let sent = |_: &scheduler::store::FoldInput<'_>| FoldDecision::Record { notify: true };
+    let sent = |_: &scheduler::testing::store::FoldInput<'_>| FoldDecision::Record { notify: true };
     db.api()
         .fold_alerts(
             &[

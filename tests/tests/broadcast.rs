@@ -17,8 +17,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use common::*;
 use scheduler::config::{ShardsEntry, TaskConfig};
-use scheduler::operate::{self, Actor};
-use scheduler::store::{RunRequest, RunStatus, Trigger};
+use scheduler::testing::operate::{self, Actor};
+use scheduler::testing::store::{RunRequest, RunStatus, Trigger};
 use scheduler::{Shard, TaskContext, task};
 
 on_both_backends! {
@@ -484,7 +484,7 @@ async fn overlap_is_per_node_and_pause_and_manual_runs_cover_every_node(db: &Tes
 async fn each_node_reconciles_its_own_row_and_a_task_no_longer_broadcast_disables_them(
     db: &TestDb,
 ) {
-    use scheduler::reconciler::Reconciler;
+    use scheduler::testing::reconciler::Reconciler;
     let reconciler = |node: &str| {
         Reconciler::new(
             db.node_store(2),
@@ -502,7 +502,7 @@ async fn each_node_reconciles_its_own_row_and_a_task_no_longer_broadcast_disable
             .unwrap()
     );
     reconciler("b").reconcile(&broadcast).await.unwrap();
-    let rows = |rows: Vec<scheduler::store::TaskRow>| {
+    let rows = |rows: Vec<scheduler::testing::store::TaskRow>| {
         rows.into_iter()
             .map(|r| (r.name, r.node_pin, r.enabled, r.paused, r.cron))
             .collect::<Vec<_>>()

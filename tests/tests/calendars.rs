@@ -62,7 +62,7 @@ async fn run_then_black_out(
     .await;
     let from = Utc::now().duration_trunc(TimeDelta::seconds(1)).unwrap() + TimeDelta::seconds(5);
     let to = from + length;
-    let reconciler = scheduler::reconciler::Reconciler::new(
+    let reconciler = scheduler::testing::reconciler::Reconciler::new(
         db.node_store(2),
         tasks(name),
         chrono_tz::Tz::UTC,

@@ -17,7 +17,7 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use scheduler::store::{RunQuery, RunRecord, RunStatus};
+use scheduler::testing::store::{RunQuery, RunRecord, RunStatus};
 use scheduler_tests::handler_records::{self, Kind, Record};
 use serde_json::Value;
 
@@ -212,8 +212,10 @@ async fn run_now(db: &dyn scheduler::store::Store, scene: &Scene, task: &str) ->
         || async { !db.task_states(Some(task)).await.unwrap().is_empty() },
     )
     .await;
-    let who = scheduler::operate::Actor::new("test", "test");
-    scheduler::operate::trigger(db, task, &who).await.unwrap();
+    let who = scheduler::testing::operate::Actor::new("test", "test");
+    scheduler::testing::operate::trigger(db, task, &who)
+        .await
+        .unwrap();
     wait_until(
         Duration::from_secs(60),
         &format!("{task} starts"),
@@ -404,8 +406,8 @@ mod on_postgres {
             node.child.id(),
             "the scenario: the handler runs in a process of its own"
         );
-        let who = scheduler::operate::Actor::new("alice", "test");
-        scheduler::operate::cancel(db.api(), started.run_id, &who)
+        let who = scheduler::testing::operate::Actor::new("alice", "test");
+        scheduler::testing::operate::cancel(db.api(), started.run_id, &who)
             .await
             .unwrap();
         let run = ended(db.api(), started.run_id).await;
@@ -432,12 +434,15 @@ mod on_postgres {
         let scene = Scene::new("cancel_dies", Some(&db), &["misbehave.deaf"]);
         let mut nodes = [scene.spawn("a", false), scene.spawn("b", false)];
         let started = run_now(db.api(), &scene, "misbehave.deaf").await;
-        let who = scheduler::operate::Actor::new("alice", "test");
-        let asked = scheduler::operate::cancel(db.api(), started.run_id, &who)
+        let who = scheduler::testing::operate::Actor::new("alice", "test");
+        let asked = scheduler::testing::operate::cancel(db.api(), started.run_id, &who)
             .await
             .unwrap();
         assert!(
-            matches!(asked, scheduler::store::CancelRequest::Requested(_)),
+            matches!(
+                asked,
+                scheduler::testing::store::CancelRequest::Requested(_)
+            ),
             "{asked:?}"
         );
         // Within the grace: the handler ignores the request, so its node has not ended it.

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 use common::*;
-use scheduler::store::{RunStatus, SkipReason, SkipRecord};
+use scheduler::store::SkipReason;
+use scheduler::testing::store::{RunStatus, SkipRecord};
 use scheduler::{TaskContext, task};
 
 on_both_backends!(

@@ -704,7 +704,7 @@ async fn owners_route_a_failure_to_two_channels_and_a_recovering_endpoint_gets_e
                     .runs(Some("chan.fails"))
                     .await
                     .iter()
-                    .all(|r| r.status != scheduler::store::RunStatus::Running)
+                    .all(|r| r.status != scheduler::testing::store::RunStatus::Running)
         })
         .await;
     }

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use chrono::{DurationRound, TimeDelta, Utc};
 use common::*;
-use scheduler::store::{RunStatus, SkipReason};
+use scheduler::store::SkipReason;
+use scheduler::testing::store::RunStatus;
 use scheduler::{TaskContext, task};
 
 // ---- tasks ---------------------------------------------------------------------------------
@@ -372,9 +373,9 @@ async fn ticks_claimed_ahead_start_on_their_tick_and_never_before(db: &TestDb) {
 async fn waiting_for_its_tick(
     db: &TestDb,
     margin: TimeDelta,
-) -> Option<scheduler::store::RunRecord> {
+) -> Option<scheduler::testing::store::RunRecord> {
     db.api()
-        .runs(&scheduler::store::RunQuery::latest(1000).status(RunStatus::Running))
+        .runs(&scheduler::testing::store::RunQuery::latest(1000).status(RunStatus::Running))
         .await
         .unwrap()
         .into_iter()

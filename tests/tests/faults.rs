@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use scheduler::store::RunStatus;
+use scheduler::testing::store::RunStatus;
 use scheduler::{TaskContext, task};
 use scheduler_tests::TempCluster;
 use sqlx::Row;

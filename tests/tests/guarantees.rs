@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use common::*;
-use scheduler::store::RunStatus;
+use scheduler::testing::store::RunStatus;
 use scheduler::{TaskContext, task};
 use scheduler_tests::TempCluster;
 
@@ -383,7 +383,8 @@ struct SlowClaims {
     claiming: tokio::sync::Notify,
 }
 
-use scheduler::store::{ClaimOutcome, ClaimRequest, ClaimRules, Store, StoreLayer, StoreResult};
+use scheduler::store::{Store, StoreResult};
+use scheduler::testing::store::{ClaimOutcome, ClaimRequest, ClaimRules, StoreLayer};
 
 /// Everything else as the real store does it.
 #[async_trait::async_trait]

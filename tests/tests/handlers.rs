@@ -15,7 +15,7 @@ mod on_postgres {
     use std::time::{Duration, Instant};
 
     use chrono::{DateTime, Utc};
-    use scheduler::store::{RunQuery, RunStatus};
+    use scheduler::testing::store::{RunQuery, RunStatus};
     use scheduler_tests::handler_records::{self, Kind, Record};
     use scheduler_tests::proxy::CutProxy;
 
@@ -202,7 +202,7 @@ mod on_postgres {
         scene.starts(task).remove(0)
     }
 
-    async fn run_ended(db: &TestDb, task: &str) -> Vec<scheduler::store::RunRecord> {
+    async fn run_ended(db: &TestDb, task: &str) -> Vec<scheduler::testing::store::RunRecord> {
         db.api()
             .runs(&RunQuery::latest(100).task(task))
             .await
@@ -464,7 +464,7 @@ mod on_postgres {
     }
 
     /// Polls until every run of `task` has ended and at least one has; returns them.
-    async fn ended_runs(db: &TestDb, task: &str) -> Vec<scheduler::store::RunRecord> {
+    async fn ended_runs(db: &TestDb, task: &str) -> Vec<scheduler::testing::store::RunRecord> {
         wait_until(
             Duration::from_secs(60),
             &format!("a run of {task} recorded"),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use chrono::{TimeDelta, Utc};
 use common::*;
 use scheduler::config::{TaskConfig, TaskSla};
-use scheduler::store::RunStatus;
+use scheduler::testing::store::RunStatus;
 use scheduler::{TaskContext, task};
 use serde_json::{Value, json};
 
@@ -650,7 +650,7 @@ async fn failures_on_two_nodes_fold_into_one_incident_and_one_alert(db: &TestDb)
     assert_eq!(got.count("run.failed", "inc.flaky"), 1, "one alert");
     let open = db
         .api()
-        .incidents(&scheduler::store::IncidentQuery::new(10).task("inc.flaky"))
+        .incidents(&scheduler::testing::store::IncidentQuery::new(10).task("inc.flaky"))
         .await
         .unwrap();
     assert_eq!(open.len(), 1, "one incident: {open:?}");

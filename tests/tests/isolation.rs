@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use scheduler::isolation::{ChildCommand, ChildExit, ChildRun, RunIdentity};
 use scheduler::run_log::{MAX_LINES, RunLogCapture};
 use scheduler::store::{SqliteStore, Store};
+use scheduler::testing::isolation::{ChildCommand, ChildExit, ChildRun, RunIdentity};
 use scheduler_tests::{isolation_record_dir, wait_until};
 
 /// Generous: the suite shares two cores with other builds.
@@ -66,7 +66,7 @@ impl Isolated {
     }
 
     /// Waits for the end, then writes and reads back the run's log.
-    async fn finish(mut self) -> (ChildExit, String, Vec<scheduler::store::LogChunk>) {
+    async fn finish(mut self) -> (ChildExit, String, Vec<scheduler::testing::store::LogChunk>) {
         let exit = self.child.wait().await;
         let pid = self.child.pid();
         assert_eq!(

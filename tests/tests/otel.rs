@@ -35,7 +35,7 @@ use opentelemetry_proto::tonic::metrics::v1::number_data_point;
 use opentelemetry_proto::tonic::trace::v1::{Span, status};
 use prost::Message;
 use scheduler::otel::OtelSettings;
-use scheduler::store::RunStatus;
+use scheduler::testing::store::RunStatus;
 use scheduler::{TaskContext, task};
 
 use common::*;

@@ -96,8 +96,9 @@ use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use scheduler::operate::{self, Actor};
-use scheduler::store::{RunQuery, RunRequest, RunStatus, SkipReason, Store, Trigger};
+use scheduler::store::{SkipReason, Store};
+use scheduler::testing::operate::{self, Actor};
+use scheduler::testing::store::{RunQuery, RunRequest, RunStatus, Trigger};
 
 /// The current minute, to the minute.
 fn minute_now() -> DateTime<Utc> {
@@ -367,7 +368,7 @@ async fn a_pause_stops_runs_survives_reconciles_and_its_ticks_are_recorded(db: &
     tokio::time::sleep(Duration::from_millis(1500)).await; // a run in flight may end
     let at_pause = rec.starts_of("paused.tick");
     // A reconcile of a changed document keeps the pause and reports it.
-    let reconciler = scheduler::reconciler::Reconciler::new(
+    let reconciler = scheduler::testing::reconciler::Reconciler::new(
         db.node_store(2),
         tasks("paused."),
         chrono_tz::Tz::UTC,
@@ -707,7 +708,7 @@ async fn orphaned_tasks_and_disabled_ticks_are_reported(db: &TestDb) {
     db.insert_task("vanished.task", "* * * * *", Some(Utc::now()))
         .await;
     let s: Arc<dyn Store> = db.node_store(2);
-    let reconciler = scheduler::reconciler::Reconciler::new(
+    let reconciler = scheduler::testing::reconciler::Reconciler::new(
         Arc::clone(&s),
         tasks("paused."),
         chrono_tz::Tz::UTC,

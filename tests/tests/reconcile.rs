@@ -10,8 +10,8 @@ use std::time::Duration;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use common::*;
 use scheduler::config::{ConfigDocument, TaskConfig};
-use scheduler::reconciler::Reconciler;
-use scheduler::store::RunStatus;
+use scheduler::testing::reconciler::Reconciler;
+use scheduler::testing::store::RunStatus;
 use scheduler::{TaskContext, task};
 
 on_both_backends!(

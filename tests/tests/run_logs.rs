@@ -11,11 +11,10 @@ use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use scheduler::config::{ConfigDocument, TaskConfig};
-use scheduler::operate::{self, Actor};
 use scheduler::run_log::{MAX_BYTES, MAX_LINES};
-use scheduler::store::{
-    LogChunk, PgStore, RunQuery, RunRecord, RunRequest, RunStatus, SqliteStore, Store,
-};
+use scheduler::store::{PgStore, SqliteStore, Store};
+use scheduler::testing::operate::{self, Actor};
+use scheduler::testing::store::{LogChunk, RunQuery, RunRecord, RunRequest, RunStatus};
 use scheduler::{Scheduler, TaskContext, TaskRegistry, task};
 use scheduler_tests::TestSchema;
 use tokio_util::sync::CancellationToken;

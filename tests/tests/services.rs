@@ -14,7 +14,7 @@ mod on_postgres {
     use std::process::{Child, Command, ExitStatus, Stdio};
     use std::time::{Duration, Instant};
 
-    use scheduler::store::{RunQuery, RunStatus};
+    use scheduler::testing::store::{RunQuery, RunStatus};
     use scheduler_tests::handler_records::{self, Kind};
 
     use super::common::*;
@@ -222,7 +222,7 @@ mod on_postgres {
             let status = node.exited_within(Duration::from_secs(60)).await;
             assert_eq!(
                 status.and_then(|s| s.code()),
-                Some(scheduler::engine::FAIL_STOP_EXIT_CODE),
+                Some(scheduler::testing::engine::FAIL_STOP_EXIT_CODE),
                 "{service}: {}",
                 node.stderr()
             );
@@ -277,7 +277,7 @@ mod on_postgres {
         let status = node.exited_within(Duration::from_secs(60)).await;
         assert_eq!(
             status.and_then(|s| s.code()),
-            Some(scheduler::engine::FAIL_STOP_EXIT_CODE),
+            Some(scheduler::testing::engine::FAIL_STOP_EXIT_CODE),
             "{}",
             node.stderr()
         );

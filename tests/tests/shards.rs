@@ -445,7 +445,7 @@ async fn a_killed_nodes_shards_are_taken_over_and_none_runs_twice() {
     let runs = db.runs(Some("shard.work")).await;
     let lost: BTreeSet<(i64, u32)> = runs
         .iter()
-        .filter(|r| r.node_id == "victim" && r.status == scheduler::store::RunStatus::Lost)
+        .filter(|r| r.node_id == "victim" && r.status == scheduler::testing::store::RunStatus::Lost)
         .map(|r| (r.scheduled_at.timestamp_millis(), r.shard_index))
         .collect();
     assert!(
@@ -467,7 +467,7 @@ async fn a_killed_nodes_shards_are_taken_over_and_none_runs_twice() {
 /// left with those shards unrun); the tick's other shards run and end once, and later ticks
 /// run whole.
 async fn a_killed_nodes_shards_are_not_rerun_with_recovery_never() {
-    use scheduler::store::RunStatus;
+    use scheduler::testing::store::RunStatus;
     let db = TestDb::postgres("shardnever").await;
     let dir = tempfile::tempdir().unwrap();
     let records = dir.path().join("records");

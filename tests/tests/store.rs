@@ -6,7 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use scheduler::store::{LockKey, NodeInfo, PgStore, Store};
+use scheduler::store::{PgStore, Store};
+use scheduler::testing::store::{LockKey, NodeInfo};
 use scheduler_tests::TestSchema;
 
 scheduler_tests::postgres_tests! {

@@ -14,16 +14,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::{DateTime, SubsecRound, Utc};
+use scheduler::Recovery;
 use scheduler::store::{
+    Change, ChangeListener, PgStore, SkipReason, SqliteStore, Store, StoreError,
+};
+use scheduler::testing::store::{
     AlertFold, AlertMark, FoldDecision, FoldInput, IncidentClose, IncidentQuery, Snooze,
 };
-use scheduler::store::{
-    AuditEntry, CancelRequest, Change, ChangeListener, ClaimOutcome, ClaimPlan, ClaimRequest,
-    ClaimRules, ClaimedRun, ConfigPlan, ConfigSnapshot, ConfigState, Delivery, DeliveryNext,
-    DueDecision, DueTask, ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun,
-    NodeInfo, Pause, PgStore, Recovery, Requeue, RescueDecision, ResumePlan, RunEnd, RunFinish,
-    RunQuery, RunRecord, RunRequest, RunStatus, SkipReason, SkipRecord, SqliteStore, Store,
-    StoreError, TaskChange, TaskRow, TaskState, Trigger,
+use scheduler::testing::store::{
+    AuditEntry, CancelRequest, ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun,
+    ConfigPlan, ConfigSnapshot, ConfigState, Delivery, DeliveryNext, DueDecision, DueTask,
+    ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun, NodeInfo, Pause, Requeue,
+    RescueDecision, ResumePlan, RunEnd, RunFinish, RunQuery, RunRecord, RunRequest, RunStatus,
+    SkipRecord, TaskChange, TaskRow, TaskState, Trigger,
 };
 use scheduler_tests::TestSchema;
 use uuid::Uuid;
@@ -3351,7 +3354,7 @@ async fn overdue_tasks_are_late_enabled_unpaused_and_without_an_incident_oldest_
     );
 
     let ten_minutes = Duration::from_secs(600);
-    let listed = |late: Vec<scheduler::store::OverdueTask>| {
+    let listed = |late: Vec<scheduler::testing::store::OverdueTask>| {
         late.into_iter().map(|o| o.name).collect::<Vec<_>>()
     };
     let late = s.overdue_tasks(ten_minutes, 10).await.unwrap();
@@ -4789,7 +4792,7 @@ fn fold(task: &str, kind: &str, key: &str) -> AlertFold {
     AlertFold::new(task, kind, format!(r#"{{"key": "{key}"}}"#)).key(key)
 }
 
-async fn open_incidents(s: &dyn Store) -> Vec<scheduler::store::IncidentRecord> {
+async fn open_incidents(s: &dyn Store) -> Vec<scheduler::testing::store::IncidentRecord> {
     s.incidents(&IncidentQuery::new(100).open(true))
         .await
         .unwrap()
@@ -5078,7 +5081,7 @@ async fn a_row_pinned_to_a_node_is_offered_and_woken_for_on_that_node_only(
 }
 
 /// A claim leaving a task out (a node that holds its whole share of a sharded tick, see
-/// `scheduler::shard::ShardFacts::share_complete`) neither offers nor locks that task's rows or
+/// `scheduler::testing::shard::ShardFacts::share_complete`) neither offers nor locks that task's rows or
 /// its shards' rows, even when they are due before everything it claims: another node's claim
 /// of them goes on meanwhile. Without leaving them out, the claim's page locks them.
 async fn rows_left_out_of_a_claim_are_neither_offered_nor_locked(s: &dyn Store, arrange: &Arrange) {

@@ -19,15 +19,15 @@
 //! the fork copies the parent's page tables, so its cost grows with the parent's memory.
 //!
 //! This program is also the child: like `scheduler::run()`, its `main` asks
-//! `scheduler::isolation::child_request()` first.
+//! `scheduler::child_request()` first.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use chrono::Utc;
-use scheduler::isolation::{ChildCommand, ChildExit, RunIdentity};
 use scheduler::run_log::RunLogCapture;
 use scheduler::store::{SqliteStore, Store};
+use scheduler::testing::isolation::{ChildCommand, ChildExit, RunIdentity};
 use scheduler::{TaskContext, TaskRegistry, task};
 use scheduler_bench::engine_support::{knob, load_average, p50_p99};
 
@@ -73,8 +73,8 @@ impl Figures {
 
 #[tokio::main]
 async fn main() {
-    if let Some(request) = scheduler::isolation::child_request() {
-        scheduler::isolation::run_child(request).await;
+    if let Some(request) = scheduler::child_request() {
+        scheduler::run_child(request).await;
     }
     let rounds = knob("ISOLATION_ROUNDS", 300) as usize;
     let parent_mb = knob("ISOLATION_PARENT_MB", 0) as usize;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use scheduler::config::{ConfigDocument, TaskConfig};
-use scheduler::reconciler::Reconciler;
 use scheduler::store::{PgStore, Store};
+use scheduler::testing::reconciler::Reconciler;
 use scheduler_bench::engine_support::*;
 
 const TASKS: usize = 10_000;

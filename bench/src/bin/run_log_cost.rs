@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use scheduler::config::{ConfigDocument, TaskConfig};
-use scheduler::operate::{self, Actor};
-use scheduler::store::{RunQuery, RunRequest, RunStatus, SqliteStore, Store};
+use scheduler::store::{SqliteStore, Store};
+use scheduler::testing::operate::{self, Actor};
+use scheduler::testing::store::{RunQuery, RunRequest, RunStatus};
 use scheduler::{Scheduler, TaskContext, TaskRegistry, task};
 use tokio_util::sync::CancellationToken;
 

@@ -105,9 +105,9 @@ fn pcts(values: &[f64]) -> String {
     )
 }
 
-/// How many of `lags` (ms) are under the spread grace (`scheduler::shard::SPREAD_GRACE`).
+/// How many of `lags` (ms) are under the spread grace (`scheduler::testing::shard::SPREAD_GRACE`).
 fn within_grace(lags: &[f64]) -> usize {
-    let grace = scheduler::shard::SPREAD_GRACE.as_millis() as f64;
+    let grace = scheduler::testing::shard::SPREAD_GRACE.as_millis() as f64;
     lags.iter().filter(|l| **l < grace).count()
 }
 

@@ -264,9 +264,9 @@ misbehaving_tasks! {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     scheduler::init_tracing();
     // An isolated run's child runs its one handler and builds no node (it has no database URL:
-    // the node keeps its secrets), as `scheduler::isolation::child_request` documents.
-    if let Some(request) = scheduler::isolation::child_request() {
-        scheduler::isolation::run_child(request).await;
+    // the node keeps its secrets), as `scheduler::child_request` documents.
+    if let Some(request) = scheduler::child_request() {
+        scheduler::run_child(request).await;
     }
     let recorder = Recorder::from_env()?;
     scheduler::SchedulerBuilder::from_env()?

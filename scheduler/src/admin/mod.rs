@@ -20,11 +20,11 @@
 //! | route | rule |
 //! |---|---|
 //! | `/healthz`, `/readyz`, `/openapi.json`, the dashboard's page and assets (`/`, `/assets/...`) | open (they carry no data or credentials; the page reads the API under its rule) |
-//! | reads: `GET /api/...`, `/metrics` | open when the server listens on a loopback address; elsewhere `Authorization: Bearer <token>`, the operator's ([`SCHEDULER_ADMIN_TOKEN`](crate::vars::ADMIN_TOKEN)) or the viewer's ([`SCHEDULER_ADMIN_VIEWER_TOKEN`](crate::vars::ADMIN_VIEWER_TOKEN)); refused when neither is set |
+//! | reads: `GET /api/...`, `/metrics` | open when the server listens on a loopback address; elsewhere `Authorization: Bearer <token>`, the operator's (`SCHEDULER_ADMIN_TOKEN`) or the viewer's (`SCHEDULER_ADMIN_VIEWER_TOKEN`); refused when neither is set |
 //! | mutations: `POST /api/tasks/{name}/trigger`, `.../pause`, `.../resume`, ... | always `Authorization: Bearer <SCHEDULER_ADMIN_TOKEN>` (the viewer token: 403); with no operator token set every mutation is refused (403) |
 //!
 //! Before any of that, a request whose `Host` or `Origin` names another site is refused (403):
-//! the guard against DNS rebinding, see [`SCHEDULER_ADMIN_HOSTS`](crate::vars::ADMIN_HOSTS) and
+//! the guard against DNS rebinding, see `SCHEDULER_ADMIN_HOSTS` and
 //! the `origin` module for the rule. Every answer carries `X-Content-Type-Options: nosniff`.
 //!
 //! A request that presents a token presents the right one, or is refused (401), loopback or not.
@@ -54,7 +54,7 @@
 //! reading this same API). The server runs beside the engine, started and stopped by
 //! [`Scheduler::run_until`](crate::Scheduler::run_until), and sees it only through one view (the
 //! engine's `EngineView`: what it may read); its mutations go through the store
-//! ([`crate::operate`]), as every operator surface's do.
+//! (the crate's operator actions), as every operator surface's do.
 
 mod api;
 mod auth;

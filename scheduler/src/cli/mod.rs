@@ -6,7 +6,7 @@
 //!
 //! This module owns argument parsing (clap derive) and what each subcommand prints; the logic
 //! it calls lives in the modules it names ([`schedule`](crate::schedule) for `next`,
-//! [`store`](crate::store) and [`operate`](crate::operate) for the operator commands, so every
+//! [`store`](crate::store) and the crate's operator actions for the operator commands, so every
 //! change is audited like one made through the admin API). It must not start the engine; only
 //! the operator commands touch the database, and never to create or migrate it.
 //!

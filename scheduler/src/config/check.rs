@@ -75,8 +75,8 @@ pub struct CheckedTask {
     /// Its labels.
     pub labels: std::collections::BTreeMap<String, String>,
     /// How many runs each tick has (the entry's `shards`, else the attribute's, else 1; see
-    /// [`crate::shard`]).
-    pub shards: crate::shard::ShardCount,
+    /// [`Shard`](crate::Shard)).
+    pub shards: super::ShardCount,
 }
 
 impl CheckReport {

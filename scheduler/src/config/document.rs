@@ -49,8 +49,8 @@ pub struct TaskConfig {
     /// Free-form labels (`team = "ads"`), shown with the task and matched by alert routes.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
-    /// How many runs each tick is split into (see [`crate::shard`]): a count from 1 to
-    /// [`MAX_SHARDS`](crate::shard::MAX_SHARDS) (`shards: 4`), or `nodes` for a broadcast, one
+    /// How many runs each tick is split into (see [`Shard`](crate::Shard)): a count from 1 to
+    /// 1,000 (`shards: 4`), or `nodes` for a broadcast, one
     /// run on each node alive at the tick (`shards: nodes`); the task attribute's `shards` (else
     /// 1) when absent. Any other value refuses the entry (check-config names it).
     #[serde(default)]
@@ -105,7 +105,7 @@ impl<'de> Deserialize<'de> for ShardsEntry {
 
 impl ShardsEntry {
     /// The shard count this entry asks for, or why it cannot be one.
-    pub fn count(&self) -> Result<crate::shard::ShardCount, crate::shard::InvalidShardCount> {
+    pub fn count(&self) -> Result<super::ShardCount, super::InvalidShardCount> {
         match self {
             ShardsEntry::Count(n) => n.to_string().parse(),
             ShardsEntry::Word(word) => word.parse(),

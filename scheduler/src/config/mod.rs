@@ -49,6 +49,7 @@ mod source;
 mod validate;
 mod watcher;
 
+pub use crate::shard::{InvalidShardCount, ShardCount};
 pub use check::{CheckProblem, CheckReport, CheckedTask, check_config, check_config_text};
 pub use document::{ConfigDocument, ConfigFormat, ShardsEntry, TaskConfig};
 pub use error::ConfigError;

@@ -89,7 +89,7 @@ pub struct DesiredTask {
     /// for a broadcast: its task row is one, its node rows are its nodes').
     pub shards: u32,
     /// A broadcast (`shards: nodes`): one run on each node alive at the tick (see
-    /// [`crate::shard`]).
+    /// [`Shard`](crate::Shard)).
     pub broadcast: bool,
 }
 
@@ -127,10 +127,10 @@ pub enum RefusalReason {
     /// The `timezone` is not an IANA zone. (The schedule module's message names the zone.)
     #[error("{0}")]
     InvalidTimezone(ScheduleError),
-    /// The `shards` is neither a count from 1 to [`MAX_SHARDS`](crate::shard::MAX_SHARDS) nor
+    /// The `shards` is neither a count from 1 to 1,000 nor
     /// `nodes`. (The shard module's message names the value.)
     #[error("{0}")]
-    InvalidShards(crate::shard::InvalidShardCount),
+    InvalidShards(super::InvalidShardCount),
     /// The `cron` expression was refused. (The schedule module's message names the expression
     /// and the field.)
     #[error("{0}")]

@@ -60,8 +60,8 @@ impl ChildRequest {
 /// ```no_run
 /// #[tokio::main]
 /// async fn main() -> scheduler::Result<()> {
-///     if let Some(request) = scheduler::isolation::child_request() {
-///         scheduler::isolation::run_child(request).await;
+///     if let Some(request) = scheduler::child_request() {
+///         scheduler::run_child(request).await;
 ///     }
 ///     // Start-up work a child does not need...
 ///     scheduler::run().await

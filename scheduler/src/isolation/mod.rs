@@ -77,9 +77,9 @@ use crate::store::Trigger;
 
 pub(crate) use child::serve_if_child;
 pub use child::{ChildRequest, child_request, run_child};
-pub use exit::{ChildExit, Signal};
+pub use exit::ChildExit;
 #[cfg(unix)]
-pub use parent::{ChildCommand, ChildRun, OUTPUT_DRAIN};
+pub use parent::{ChildCommand, ChildRun};
 
 /// Which run a child process serves: what its [`TaskContext`](crate::TaskContext) shows and its
 /// log lines are kept under.

@@ -41,12 +41,12 @@ const STDERR_TARGET: &str = "stderr";
 /// The target of the lines this module adds to a run's log about its child.
 const NOTE_TARGET: &str = "scheduler::isolation";
 
-/// What starts an isolated run's child process; see the [module docs](super).
+/// What starts an isolated run's child process; see the `isolation` module's docs.
 ///
 /// ```no_run
 /// # async fn demo(log: scheduler::run_log::RunLogLines) -> scheduler::Result<()> {
 /// use std::time::Duration;
-/// use scheduler::isolation::{ChildCommand, ChildExit, RunIdentity};
+/// use scheduler::testing::isolation::{ChildCommand, ChildExit, RunIdentity};
 ///
 /// let identity = RunIdentity::new("parseUploads", 42, chrono::Utc::now(), "node-a");
 /// let mut child = ChildCommand::new(identity)
@@ -448,7 +448,7 @@ struct Observed {
     allocation_failure: Option<String>,
 }
 
-/// A running (or ended) isolated run's child process; see the [module docs](super).
+/// A running (or ended) isolated run's child process; see the `isolation` module's docs.
 ///
 /// Dropping it kills the child's process group and reaps the child (no orphan, no zombie).
 pub struct ChildRun {

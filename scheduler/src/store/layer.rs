@@ -27,7 +27,8 @@ macro_rules! store_layer {
         /// use std::sync::Arc;
         /// use std::sync::atomic::{AtomicU64, Ordering};
         ///
-        /// use scheduler::store::{Store, StoreLayer, StoreResult, WakeInfo};
+        /// use scheduler::store::{Store, StoreResult};
+        /// use scheduler::testing::store::{StoreLayer, WakeInfo};
         ///
         /// /// Counts every operation, and answers `next_wake` with nothing due.
         /// struct Counted {

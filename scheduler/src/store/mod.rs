@@ -9,38 +9,47 @@
 //! one contract suite (`tests/tests/store_contract.rs`). This module owns the data that crosses
 //! the boundary (one file per role: `claim.rs`, `history.rs`, `nodes.rs`, `config.rs`,
 //! `operator.rs`, `outbox.rs`), the store's error type, and what is written once for both
-//! backends: the list of operations that generates their forwarding and [`StoreLayer`]'s
+//! backends: the list of operations that generates their forwarding and `StoreLayer`'s
 //! (`methods.rs`), and the claim transaction over each backend's steps (`claim_loop.rs`). It
 //! knows nothing about cron syntax, handlers or config formats, and never names the engine.
 //!
 //! **Decide in Rust, record in the store.** Whatever a store writes that carries a rule (what a
 //! lost run means, whether a tick runs again, what a finished run does to its task row, whether
 //! a config document is stale) is decided by the engine and handed to the store as data:
-//! [`ClaimRules`] answer inside the claim transaction, a [`RunFinish`] says what to write, a
-//! [`ConfigPlanner`] plans a reconcile on rows locked for it. A store only applies decisions, so
+//! `ClaimRules` answer inside the claim transaction, a `RunFinish` says what to write, a
+//! `ConfigPlanner` plans a reconcile on rows locked for it. A store only applies decisions, so
 //! every backend behaves alike and the rules are unit-tested without a database.
 
 // First: its macros generate code in the modules below.
 #[macro_use]
 mod methods;
 
-mod backfill;
-mod claim;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod backfill;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod claim;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod claim_loop;
-mod config;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod config;
 mod connect;
 mod database;
 mod dsn;
 mod error;
-mod history;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod history;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod in_use;
-mod incidents;
-mod layer;
-mod nodes;
-mod operator;
-mod outbox;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod incidents;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod layer;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod nodes;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod operator;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod outbox;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "sqlite")]
@@ -51,36 +60,46 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-pub use crate::policy::Recovery;
-pub use backfill::{
-    BackfillCancel, BackfillCreate, BackfillProgress, BackfillRecord, BackfillTick, NewBackfill,
-    PendingBackfill,
+pub(crate) use crate::policy::Recovery;
+pub(crate) use backfill::{
+    BackfillCancel, BackfillCreate, BackfillRecord, BackfillTick, NewBackfill, PendingBackfill,
 };
-pub use claim::{
+pub(crate) use claim::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
-    ExpiredLock, FailureCount, FinishResult, LockKey, LockedRun, NextRun, PendingManual,
-    PendingRetry, Requeue, RescueDecision, RescuedLock, RunEnd, RunFinish, WakeInfo,
+    ExpiredLock, FailureCount, FinishResult, LockKey, NextRun, Requeue, RescueDecision, RunEnd,
+    RunFinish, WakeInfo,
 };
-pub use config::{ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow};
+pub(crate) use config::{
+    ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow,
+};
 pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
 pub use database::{DatabaseServer, Replication};
 pub use error::{BoxError, StoreError, StoreResult};
-pub use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipReason, SkipRecord, Trigger};
-pub use incidents::{
+pub use history::SkipReason;
+pub(crate) use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipRecord, Trigger};
+pub(crate) use incidents::{
     AlertFold, AlertMark, FoldDecision, FoldInput, Folded, IncidentClose, IncidentQuery,
     IncidentRecord, IncidentRule, Snooze,
 };
-pub use layer::StoreLayer;
-pub use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
-pub use operator::{
+pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
+pub(crate) use operator::{
     AuditEntry, CancelRequest, Cancellation, Pause, ResumePlan, ResumePlanner, RunRequest,
     TaskState,
 };
-pub use outbox::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow};
+pub(crate) use outbox::{Delivery, DeliveryRecord, NewEvent, OutboxRow};
+// Used by the backends and the webhook delivery only.
+#[cfg(any(feature = "postgres", feature = "sqlite", feature = "webhook"))]
+pub(crate) use outbox::DeliveryNext;
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
+// Used by the backends (and unit tests) only.
+#[cfg(any(feature = "postgres", feature = "sqlite", test))]
+pub(crate) use {
+    backfill::BackfillProgress,
+    claim::{LockedRun, PendingManual, PendingRetry, RescuedLock},
+};
 
 /// What a [`ChangeListener`] heard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,9 +150,9 @@ pub trait ChangeListener: Send {
 /// (`tests/tests/store_contract.rs`) pins each method's behaviour for every backend.
 ///
 /// **Adding a method**: declare it here, add it to the list in `store/methods.rs` (which
-/// generates each backend's `impl Store` and [`StoreLayer`]'s forwarding), write it for each
+/// generates each backend's `impl Store` and `StoreLayer`'s forwarding), write it for each
 /// backend (a function of the same name in `store/<backend>/operations/`), and pin it in the
-/// contract suite. Wrappers built on [`StoreLayer`] need no change.
+/// contract suite. Wrappers built on `StoreLayer` need no change.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     // ---- the store itself ---------------------------------------------------------------

@@ -7,9 +7,9 @@
 use std::io::Write as _;
 use std::sync::Arc;
 
-use scheduler::isolation::{ChildCommand, RunIdentity};
 use scheduler::run_log::RunLogCapture;
 use scheduler::store::{SqliteStore, Store};
+use scheduler::testing::isolation::{ChildCommand, RunIdentity};
 
 #[tokio::main]
 async fn main() {

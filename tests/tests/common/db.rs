@@ -10,9 +10,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use scheduler::store::{
-    PgStore, RunQuery, RunRecord, RunStatus, SkipRecord, SqliteStore, Store, TaskRow, TaskState,
-};
+use scheduler::store::{PgStore, SqliteStore, Store};
+use scheduler::testing::store::{RunQuery, RunRecord, RunStatus, SkipRecord, TaskRow, TaskState};
 use scheduler_tests::TestSchema;
 
 /// A migrated database for one test: a PostgreSQL schema of its own, or an SQLite file in a
