@@ -10,6 +10,8 @@
 //!   and a URL whose `search_path` points at it, dropped when the test ends.
 //! - [`TempCluster`]: a private PostgreSQL cluster a fault test may stop,
 //!   start and restart without disturbing anyone else.
+//! - [`commit_cut::CommitCut`]: a proxy that loses the answer to a COMMIT (the server commits,
+//!   the client never learns it).
 //! - [`PgBouncer`]: a private PgBouncer in transaction mode in front of a
 //!   cluster, for tests of the store through a pooler.
 //! - [`init_tracing`]: log output that `cargo test` captures per test.
@@ -33,6 +35,7 @@
 //! ```
 
 mod cluster;
+pub mod commit_cut;
 pub mod handler_records;
 mod pgbouncer;
 pub mod proxy;

@@ -1,9 +1,10 @@
 //! The webhook outbox: events to deliver, their claims, the delivery log, a disabled endpoint.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::{Acquire, Row};
 
+use super::commit::sending;
 use super::millis;
 use crate::store::postgres::PgStore;
 use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
@@ -15,15 +16,39 @@ pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> Stor
     let channels: Vec<&str> = events.iter().map(|e| e.channel.as_str()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let payloads: Vec<&str> = events.iter().map(|e| e.payload.as_str()).collect();
-    timed!(store, "enqueue_events", |conn| {
-        sqlx::query(query!("outbox_insert"))
+    let mut sent = None;
+    let began = Instant::now();
+    let result = timed!(store, "enqueue_events", |conn| {
+        let insert = sqlx::query(query!("outbox_insert"))
             .bind(&kinds)
             .bind(&payloads)
             .bind(&channels)
-            .execute(conn)
-            .await
-            .map(drop)
-    })
+            .execute(&mut *conn);
+        sending(&mut sent, (), insert).await.map(drop)
+    });
+    match (result, sent) {
+        (Ok(()), _) => Ok(()),
+        (Err(error), Some(())) => {
+            store
+                .read_back("enqueue_events", error, store.op_timeout, || async {
+                    // Written at or after `began` by the store's clock (less the time since).
+                    let since = millis(began.elapsed());
+                    let found: Vec<bool> = timed!(store, "outbox_read_back", |conn| {
+                        sqlx::query_scalar(query!("outbox_read_back"))
+                            .bind(&kinds)
+                            .bind(&payloads)
+                            .bind(&channels)
+                            .bind(since)
+                            .fetch_all(conn)
+                            .await
+                    })?;
+                    // One statement: all of its rows are there or none is.
+                    Ok(found.iter().all(|present| *present).then_some(()))
+                })
+                .await
+        }
+        (Err(error), None) => Err(error),
+    }
 }
 
 pub(super) async fn trim_outbox(store: &PgStore, keep: u32, reason: &str) -> StoreResult<u64> {
