@@ -25,7 +25,8 @@ scheduler_tests::postgres_tests! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     a_claim_whose_commit_answer_is_lost_starts_its_run,
     a_finish_whose_commit_answer_is_lost_is_recorded_once,
-    a_renewal_whose_answer_is_lost_keeps_its_run;
+    a_renewal_whose_answer_is_lost_keeps_its_run,
+    an_outbox_insert_whose_answer_is_lost_is_read_back;
 }
 
 /// What the handlers saw: one entry per start, and the runs that ended, by run id.
@@ -272,4 +273,33 @@ async fn a_renewal_whose_answer_is_lost_keeps_its_run() {
     node.stop().await;
     judge(&cluster, "cc.renew", &seen).await;
     assert_eq!(cancelled, Vec::<i64>::new(), "no run told to stop");
+}
+
+/// Events written to the outbox, the insert's answer lost: the store reads them back, finds
+/// them and says they were written (so the caller does not write them again: no event sent
+/// twice).
+async fn an_outbox_insert_whose_answer_is_lost_is_read_back() {
+    use scheduler::store::{NewEvent, PgStore, Store};
+    let (cluster, proxy) = cluster_and_proxy().await;
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{}/postgres",
+        proxy.addr().port()
+    );
+    let store = PgStore::builder(url).connect_lazy().unwrap();
+    store.migrate().await.unwrap();
+    let events = [
+        NewEvent::new("run.failed", r#"{"n": 1}"#),
+        NewEvent::new("run.failed", r#"{"n": 2}"#),
+    ];
+    proxy.arm_statement("INSERT INTO scheduler_outbox");
+    let written = store.enqueue_events(&events).await;
+    assert_eq!(proxy.cuts(), 1, "the insert's answer was lost");
+    written.expect("the insert was read back and found");
+    let pool = sqlx::PgPool::connect(&cluster.url()).await.unwrap();
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM scheduler_outbox")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(rows, 2, "each event written once");
 }

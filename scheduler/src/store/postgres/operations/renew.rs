@@ -1,6 +1,7 @@
 //! What the node holding a run's lock asks while the run goes on: lock renewals, and the cancel
 //! requests recorded for its runs.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -30,8 +31,9 @@ pub(super) async fn renew_locks(
     let tokens: Vec<Uuid> = held.iter().map(|(k, _)| k.token).collect();
     let lifetimes: Vec<i64> = held.iter().map(|(_, d)| millis(*d)).collect();
     let mut sent = None;
-    let began = Instant::now();
+    let mut began = Instant::now();
     let result = timed!(store, "renew_locks", |conn| {
+        began = Instant::now();
         let renewed = sqlx::query(query!("renew_locks"))
             .bind(node_id)
             .bind(&names)
@@ -85,12 +87,16 @@ async fn read_back_renewal(
                 .await
         })?;
     let since = chrono::TimeDelta::from_std(began.elapsed()).unwrap_or(chrono::TimeDelta::MAX);
+    let lifetimes: HashMap<(&str, Uuid), Duration> = held
+        .iter()
+        .map(|(k, lifetime)| ((k.task_name.as_str(), k.token), *lifetime))
+        .collect();
     let extended: Vec<LockKey> = found
         .into_iter()
         .filter(|(name, token, expires_at, db_now)| {
-            held.iter()
-                .find(|(k, _)| &k.task_name == name && &k.token == token)
-                .and_then(|(_, lifetime)| chrono::TimeDelta::from_std(*lifetime).ok())
+            lifetimes
+                .get(&(name.as_str(), *token))
+                .and_then(|lifetime| chrono::TimeDelta::from_std(*lifetime).ok())
                 .is_some_and(|lifetime| *expires_at >= *db_now - since + lifetime)
         })
         .map(|(name, token, _, _)| LockKey::new(name, token))
