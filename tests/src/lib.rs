@@ -12,6 +12,8 @@
 //!   start and restart without disturbing anyone else.
 //! - [`front_door::FrontDoor`]: a TCP front door that moves to a new primary (a VIP, HAProxy, a
 //!   Kubernetes `-rw` Service), for failover tests.
+//! - [`commit_cut::CommitCut`]: a proxy that loses the answer to a COMMIT (the server commits,
+//!   the client never learns it).
 //! - [`PgBouncer`]: a private PgBouncer in transaction mode in front of a
 //!   cluster, for tests of the store through a pooler.
 //! - [`init_tracing`]: log output that `cargo test` captures per test.
@@ -35,6 +37,7 @@
 //! ```
 
 mod cluster;
+pub mod commit_cut;
 pub mod front_door;
 pub mod handler_records;
 mod pgbouncer;

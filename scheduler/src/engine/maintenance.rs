@@ -288,4 +288,14 @@ impl Service for Listener {
     fn pause_after(&mut self, (): ()) -> Option<Duration> {
         Some(Duration::ZERO)
     }
+
+    /// At most a second: while the listener is away, other nodes' notifications are lost, and
+    /// its return (with a look at everything) is what brings a run asked for meanwhile, so it
+    /// tries again soon after a failover (one connection attempt a second).
+    fn pause_after_failure(&mut self, failures: u32) -> Duration {
+        backoff(failures - 1).min(LISTEN_RETRY_AT_MOST)
+    }
 }
+
+/// The longest pause between the change listener's attempts to connect again.
+const LISTEN_RETRY_AT_MOST: Duration = Duration::from_secs(1);

@@ -2,6 +2,12 @@
 //! it when an operator asked to cancel a run (payload `cancel`), so the node running it learns
 //! at once.
 //!
+//! Notifications are not replicated, and those sent while nobody listened are gone: after a
+//! lost connection (a server shut down, a failover, a killed session) the listener chooses the
+//! server as the store does (the new primary), listens there, and only then returns
+//! [`Change::Unknown`], so the engine looks at everything once (due runs, manual runs, cancels)
+//! and misses nothing sent before its new LISTEN.
+//!
 //! A LISTEN connection that silently died (a dead network gives no error) would only cost
 //! early wake-ups, since the claim loop polls anyway; still, the connection is checked with a
 //! cheap round trip after a long silence, so a dead one is replaced.
@@ -95,6 +101,9 @@ impl PgChangeListener {
                     .map_err(sqlx::Error::Protocol)?;
             }
             let mut listener = PgListener::connect_with(&self.pool).await?;
+            // A lost connection is replaced here, through the choice of server, not by sqlx
+            // (which would reconnect to whichever host the pool pointed at).
+            listener.eager_reconnect(false);
             listener.listen(&self.channel).await?;
             Ok::<_, sqlx::Error>(listener)
         };
@@ -144,9 +153,16 @@ impl ChangeListener for PgChangeListener {
             } else {
                 Change::Schedule
             }),
-            // The connection was lost and sqlx reconnects (and re-listens) on the next call:
-            // anything may have changed meanwhile.
-            Ok(Ok(None)) => Ok(Change::Unknown),
+            // The connection was lost (its server shut down, failed over, or ended the
+            // session): the server is chosen again and LISTEN set up on the new connection
+            // at once; only then is the caller told to look at everything, so nothing notified
+            // before the new LISTEN is missed.
+            Ok(Ok(None)) => {
+                self.listener = None;
+                self.doubt(None);
+                self.connect().await?;
+                Ok(Change::Unknown)
+            }
             Ok(Err(e)) => {
                 self.listener = None;
                 Err(self.failed(e))

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
+use super::commit::{Written, commit, written};
 use super::{RequeueColumns, SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
 use crate::shard::ShardFacts;
 use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
@@ -227,12 +228,61 @@ pub(super) async fn claim(
     request: ClaimRequest<'_>,
     rules: &dyn ClaimRules,
 ) -> StoreResult<ClaimOutcome> {
-    timed!(store, "claim", |conn| {
+    let mut sent = None;
+    let result = timed!(store, "claim", |conn| {
         let mut tx = conn.begin().await?;
         let outcome = claim_loop::claim(&mut Steps { tx: &mut tx }, &request, rules).await?;
-        tx.commit().await?;
-        Ok(outcome)
-    })
+        commit(tx, &mut sent, outcome).await
+    });
+    match written(result, sent) {
+        Written::Done(outcome) => Ok(outcome),
+        Written::Failed(error) => Err(error),
+        Written::Unknown(outcome, error) => {
+            let node_id = request.node_id;
+            store
+                .read_back("claim", error, store.op_timeout, || {
+                    read_back_claim(store, node_id, &outcome)
+                })
+                .await
+                .map(|live| keep_live(outcome, &live))
+        }
+    }
+}
+
+/// The claim's locks that are this node's, by token, and whether each is still live; `None` if
+/// none of them is (the claim was not committed). A claim that took no lock cannot be told
+/// apart from one not committed: `None` too (claiming again is safe).
+async fn read_back_claim(
+    store: &PgStore,
+    node_id: &str,
+    outcome: &ClaimOutcome,
+) -> StoreResult<Option<HashMap<Uuid, bool>>> {
+    let tokens: Vec<Uuid> = outcome.claimed.iter().map(|r| r.lock_token).collect();
+    if tokens.is_empty() {
+        return Ok(None);
+    }
+    let found: Vec<(Uuid, bool)> = timed!(store, "claim_read_back", |conn| {
+        sqlx::query_as(query!("claim_read_back"))
+            .bind(node_id)
+            .bind(&tokens)
+            .fetch_all(conn)
+            .await
+    })?;
+    Ok((!found.is_empty()).then(|| found.into_iter().collect()))
+}
+
+/// A claim read back after its answer was lost: it committed (one of its locks is this node's),
+/// so its runs start, except those whose lock already expired (another node may take them
+/// over; the expired-lock rescue records them).
+fn keep_live(mut outcome: ClaimOutcome, locks: &HashMap<Uuid, bool>) -> ClaimOutcome {
+    outcome.claimed.retain(|run| {
+        let live = locks.get(&run.lock_token).copied().unwrap_or(false);
+        if !live {
+            tracing::warn!(task = %run.task_name, run_id = run.run_id, "a claimed run's lock expired before its claim was read back: not started here");
+        }
+        live
+    });
+    outcome
 }
 
 /// A claim's steps on PostgreSQL: each a statement (or two) over parallel arrays.

@@ -8,6 +8,7 @@ use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
 use super::SkipColumns;
+use super::commit::{Written, commit, written};
 use crate::store::postgres::PgStore;
 use crate::store::{FinishResult, Requeue, RunFinish, SkipRecord, StoreResult};
 
@@ -69,7 +70,8 @@ pub(super) async fn finish_runs(
         requeue.push(f.requeue.as_ref());
     }
     let skips = SkipColumns::collect(finishes.iter().flat_map(|f| f.skips.iter()));
-    timed!(store, "finish_runs", |conn| {
+    let mut sent = None;
+    let result = timed!(store, "finish_runs", |conn| {
         let mut tx = conn.begin().await?;
         let results = sqlx::query(releasing_query!("finish_runs"))
             .bind(&ids)
@@ -97,11 +99,55 @@ pub(super) async fn finish_runs(
             })
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         skips.insert(&mut tx).await?;
-        tx.commit().await?;
-        let mut by_id: HashMap<i64, FinishResult> =
-            results.into_iter().map(|r| (r.run_id, r)).collect();
-        Ok(given.iter().filter_map(|id| by_id.remove(id)).collect())
-    })
+        commit(tx, &mut sent, results).await
+    });
+    let results = match written(result, sent) {
+        Written::Done(results) => results,
+        Written::Failed(error) => return Err(error),
+        Written::Unknown(results, error) => {
+            store
+                .read_back("finish_runs", error, store.op_timeout, || {
+                    read_back_finish(store, &finishes, &results)
+                })
+                .await?
+        }
+    };
+    let mut by_id: HashMap<i64, FinishResult> =
+        results.into_iter().map(|r| (r.run_id, r)).collect();
+    Ok(given.iter().filter_map(|id| by_id.remove(id)).collect())
+}
+
+/// Reads back a batch of run ends whose COMMIT got no answer: committed if each run written
+/// has the status the batch gave it (a run still `running`, or `lost`, was not written; the
+/// batch is one transaction, so one run tells for all). `results` are what the batch's
+/// statement returned before the COMMIT.
+async fn read_back_finish(
+    store: &PgStore,
+    finishes: &[&RunFinish],
+    results: &[FinishResult],
+) -> StoreResult<Option<Vec<FinishResult>>> {
+    let written: HashMap<i64, &str> = results
+        .iter()
+        .filter_map(|r| {
+            let f = finishes.iter().find(|f| f.run_id == r.run_id)?;
+            Some((r.run_id, f.end.status.as_str()))
+        })
+        .collect();
+    let ids: Vec<i64> = written.keys().copied().collect();
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let found: Vec<(i64, String)> = timed!(store, "finish_read_back", |conn| {
+        sqlx::query_as(query!("finish_read_back"))
+            .bind(&ids)
+            .fetch_all(conn)
+            .await
+    })?;
+    let recorded = found
+        .iter()
+        .filter(|(id, status)| written.get(id) == Some(&status.as_str()))
+        .count();
+    Ok((recorded == ids.len()).then(|| results.to_vec()))
 }
 
 pub(super) async fn record_skips(store: &PgStore, skips: &[SkipRecord]) -> StoreResult<()> {

@@ -71,6 +71,7 @@ macro_rules! timed {
 
 mod backfill;
 mod claim;
+mod commit;
 mod config;
 mod finish;
 mod history;

@@ -1,9 +1,11 @@
 //! The webhook outbox: events to deliver, their claims, the delivery log, a disabled endpoint.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 
+use super::commit::sending;
 use super::millis;
 use crate::store::postgres::PgStore;
 use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
@@ -15,15 +17,56 @@ pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> Stor
     let channels: Vec<&str> = events.iter().map(|e| e.channel.as_str()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let payloads: Vec<&str> = events.iter().map(|e| e.payload.as_str()).collect();
-    timed!(store, "enqueue_events", |conn| {
-        sqlx::query(query!("outbox_insert"))
+    let mut sent = None;
+    let mut began = Instant::now();
+    let result = timed!(store, "enqueue_events", |conn| {
+        began = Instant::now();
+        let insert = sqlx::query(query!("outbox_insert"))
             .bind(&kinds)
             .bind(&payloads)
             .bind(&channels)
-            .execute(conn)
-            .await
-            .map(drop)
-    })
+            .execute(&mut *conn);
+        sending(&mut sent, (), insert).await.map(drop)
+    });
+    match (result, sent) {
+        (Ok(()), _) => Ok(()),
+        (Err(error), Some(())) => {
+            store
+                .read_back("enqueue_events", error, store.op_timeout, || {
+                    read_back_events(store, [&kinds, &payloads, &channels], began)
+                })
+                .await
+        }
+        (Err(error), None) => Err(error),
+    }
+}
+
+/// Reads back events whose insert (sent at `began`) got no answer: written if each has a row
+/// with its type, body and channel written no earlier than `began` by the store's clock (its
+/// clock now, less the time since `began` measured after the read). One statement wrote them:
+/// all are there or none is.
+async fn read_back_events(
+    store: &PgStore,
+    [kinds, payloads, channels]: [&[&str]; 3],
+    began: Instant,
+) -> StoreResult<Option<()>> {
+    // Rows of the last while only (the index on created_at); the exact test is below.
+    let window = millis(began.elapsed() + store.op_timeout);
+    let found: Vec<(Option<DateTime<Utc>>, DateTime<Utc>)> =
+        timed!(store, "outbox_read_back", |conn| {
+            sqlx::query_as(query!("outbox_read_back"))
+                .bind(kinds)
+                .bind(payloads)
+                .bind(channels)
+                .bind(window)
+                .fetch_all(conn)
+                .await
+        })?;
+    let since = chrono::TimeDelta::from_std(began.elapsed()).unwrap_or(chrono::TimeDelta::MAX);
+    let written = found
+        .iter()
+        .all(|(at, db_now)| at.is_some_and(|at| at >= *db_now - since));
+    Ok(written.then_some(()))
 }
 
 pub(super) async fn trim_outbox(store: &PgStore, keep: u32, reason: &str) -> StoreResult<u64> {
