@@ -326,18 +326,15 @@ struct Prepared {
     servers: Option<Arc<Servers>>,
 }
 
-/// The choice of server for a connection string with several hosts or a
-/// `target_session_attrs`, else `None` (one host, no check: sqlx connects as before). The
-/// scheduler writes, so a host list without `target_session_attrs` means `read-write`, and the
-/// targets that choose a server refusing writes are refused.
+/// The choice of server for a connection string (one host too: then a search is one
+/// connection, with no check unless `target_session_attrs` asks for one). The scheduler
+/// writes, so a host list without `target_session_attrs` means `read-write`, and the targets
+/// that choose a server refusing writes are refused.
 fn servers_for(
     options: &PgConnectOptions,
     info: &ConnInfo,
     what: &str,
 ) -> StoreResult<Option<Arc<Servers>>> {
-    if !info.needs_choice() {
-        return Ok(None);
-    }
     let target = info.target.unwrap_or(if info.hosts.len() > 1 {
         TargetSessionAttrs::ReadWrite
     } else {

@@ -85,14 +85,6 @@ pub(super) struct ConnInfo {
     pub(super) connect_timeout: Option<Duration>,
 }
 
-impl ConnInfo {
-    /// Whether the string has several hosts or asks for a session check: then a server must be
-    /// chosen before a connection joins a pool.
-    pub(super) fn needs_choice(&self) -> bool {
-        self.hosts.len() > 1 || self.target.is_some_and(|t| t != TargetSessionAttrs::Any)
-    }
-}
-
 /// Reads `s`, a URL or the keyword form.
 pub(super) fn parse(s: &str) -> StoreResult<ConnInfo> {
     let url = if is_keyword_form(s) {
@@ -413,7 +405,6 @@ mod tests {
         let info = parse("postgres://app:pw@db:5433/jobs?sslmode=require").unwrap();
         assert_eq!(hosts(&info), [("db".into(), Some(5433))]);
         assert_eq!(info.url, "postgres://app:pw@db:5433/jobs?sslmode=require");
-        assert!(!info.needs_choice());
     }
 
     #[test]
@@ -432,7 +423,6 @@ mod tests {
         );
         assert_eq!(info.target, Some(TargetSessionAttrs::ReadWrite));
         assert_eq!(info.url, "postgres://app:s3cret@h1:5432/app");
-        assert!(info.needs_choice());
     }
 
     #[test]

@@ -8,6 +8,13 @@
 //! [`Change::Unknown`], so the engine looks at everything once (due runs, manual runs, cancels)
 //! and misses nothing sent before its new LISTEN.
 //!
+//! A LISTEN connection can also outlive its server's role: a primary demoted while it stays up
+//! (read-only, behind a front door that sends new connections elsewhere) keeps the session,
+//! and it never writes, so it never hears of it. The listener therefore follows the store:
+//! each time the store chooses its server again (after a lost connection or a read-only error
+//! on any of its connections), the listener leaves its connection, listens on a new one and
+//! returns [`Change::Unknown`].
+//!
 //! A LISTEN connection that silently died (a dead network gives no error) would only cost
 //! early wake-ups, since the claim loop polls anyway; still, the connection is checked with a
 //! cheap round trip after a long silence, so a dead one is replaced.
@@ -26,6 +33,8 @@ use sqlx::postgres::PgListener;
 
 use std::sync::Arc;
 
+use tokio::sync::watch;
+
 use super::servers::Servers;
 use super::{CANCEL_PAYLOAD, Listen, PgStore, classify};
 use crate::store::{Change, ChangeListener, StoreError, StoreResult};
@@ -36,9 +45,12 @@ const CHECK_AFTER_SILENCE: Duration = Duration::from_secs(300);
 impl PgStore {
     /// The change listener for this store's [`Listen`] setting.
     pub(super) fn change_listener(&self) -> Box<dyn ChangeListener> {
-        let (pool, servers) = match &self.listen {
-            Listen::Pool => (self.pool.clone(), self.servers.clone()),
-            Listen::Direct(direct) => direct.as_ref().clone(),
+        let (pool, servers, own_servers) = match &self.listen {
+            Listen::Pool => (self.pool.clone(), self.servers.clone(), false),
+            Listen::Direct(direct) => {
+                let (pool, servers) = direct.as_ref().clone();
+                (pool, servers, true)
+            }
             Listen::Unavailable => {
                 tracing::info!(
                     "LISTEN does not work through a transaction-mode pooler: other nodes' changes \
@@ -48,9 +60,12 @@ impl PgStore {
                 return Box::new(NoListener);
             }
         };
+        let store_moves = self.servers.as_ref().map(|s| s.searches());
         Box::new(PgChangeListener::new(
             pool,
             servers,
+            own_servers,
+            store_moves,
             self.channel.clone(),
             self.op_timeout,
         ))
@@ -71,6 +86,10 @@ pub(super) struct PgChangeListener {
     pool: PgPool,
     /// The choice of server of the listener's pool (several hosts or a session check).
     servers: Option<Arc<Servers>>,
+    /// Whether `servers` are the listener's own (a direct listen URL), not the store's.
+    own_servers: bool,
+    /// The store's searches for its server: each one may have moved the store elsewhere.
+    store_moves: Option<watch::Receiver<u64>>,
     channel: String,
     timeout: Duration,
     listener: Option<PgListener>,
@@ -80,12 +99,16 @@ impl PgChangeListener {
     pub(super) fn new(
         pool: PgPool,
         servers: Option<Arc<Servers>>,
+        own_servers: bool,
+        store_moves: Option<watch::Receiver<u64>>,
         channel: String,
         timeout: Duration,
     ) -> Self {
         Self {
             pool,
             servers,
+            own_servers,
+            store_moves,
             channel,
             timeout,
             listener: None,
@@ -110,6 +133,10 @@ impl PgChangeListener {
         match tokio::time::timeout(self.timeout, connect).await {
             Ok(Ok(listener)) => {
                 self.listener = Some(listener);
+                // The searches so far led here (this one's own included, on the store's pool).
+                if let Some(moves) = &mut self.store_moves {
+                    moves.borrow_and_update();
+                }
                 Ok(())
             }
             Ok(Err(e)) => Err(self.failed(e)),
@@ -147,7 +174,35 @@ impl ChangeListener for PgChangeListener {
             return Ok(Change::Unknown);
         }
         let listener = self.listener.as_mut().expect("connected above");
-        match tokio::time::timeout(CHECK_AFTER_SILENCE, listener.try_recv()).await {
+        let store_moved = async {
+            match &mut self.store_moves {
+                Some(moves) => {
+                    if moves.changed().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let heard = tokio::select! {
+            heard = tokio::time::timeout(CHECK_AFTER_SILENCE, listener.try_recv()) => Some(heard),
+            () = store_moved => None,
+        };
+        let Some(heard) = heard else {
+            // The store chose its server again: this connection may be on the former one
+            // (still up, read-only), where nobody notifies any more. On the store's pool the
+            // new connection goes where the store chose; a direct URL chooses again.
+            self.listener = None;
+            if self.own_servers
+                && let Some(servers) = &self.servers
+            {
+                servers.suspect();
+            }
+            self.connect().await?;
+            return Ok(Change::Unknown);
+        };
+        let listener = self.listener.as_mut().expect("connected above");
+        match heard {
             Ok(Ok(Some(notification))) => Ok(if notification.payload() == CANCEL_PAYLOAD {
                 Change::CancelRequested
             } else {

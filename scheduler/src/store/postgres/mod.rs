@@ -117,7 +117,7 @@ pub struct PgStore {
     /// (with its `SET LOCAL`s); `None` on a direct connection.
     transaction_begin: Option<std::sync::Arc<str>>,
     listen: Listen,
-    /// Several hosts or a session check: the choice of server (see `servers.rs`).
+    /// The choice of server (see `servers.rs`; one host too).
     servers: Option<std::sync::Arc<servers::Servers>>,
 }
 
@@ -158,9 +158,8 @@ impl PgStore {
         self.transaction_begin.is_some()
     }
 
-    /// `host:port` of the server the store's pool uses now, when the URL lists several hosts
-    /// or a `target_session_attrs` (`None` before the first connection, after a doubt, or with
-    /// one host and no check).
+    /// `host:port` of the server the store's pool uses now (`None` before the first
+    /// connection, and after a doubt until the server is chosen again).
     pub fn current_server(&self) -> Option<String> {
         self.servers.as_ref().and_then(|s| s.current())
     }

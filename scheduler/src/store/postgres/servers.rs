@@ -5,6 +5,13 @@
 //! pointed again when the store sees that the server it had is gone or no longer passes
 //! ([`Servers::suspect`]: a lost connection, an administrator's shutdown, a read-only error).
 //! Connections opened before a new choice are not handed out again (`fresh_since`).
+//!
+//! One host is chosen the same way (a search is then one connection), so a server behind one
+//! address that changed (a front door moved to a promoted standby, a primary demoted while it
+//! stays up) is left as a host list's former server is: after a doubt the next search opens a
+//! new connection, the older ones are not handed out again. Each search reads the server's WAL
+//! timeline: another host, or the same address on another timeline, is a failover. Every
+//! search is announced ([`Servers::searches`]), so the change listener moves too.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -36,6 +43,8 @@ pub(super) struct Servers {
     connect_timeout: Option<Duration>,
     state: Mutex<State>,
     search: tokio::sync::Mutex<()>,
+    /// How many searches completed: the change listener's `LISTEN` connection follows.
+    searches: tokio::sync::watch::Sender<u64>,
 }
 
 /// Hosts by `host:port` only: sqlx's options would print the password.
@@ -60,9 +69,10 @@ struct State {
     chosen_at: Option<Instant>,
     /// The host last chosen (kept through doubts: a choice of another one is a failover).
     last: Option<usize>,
-    /// Choices of another host than the last one: failovers and switchovers.
+    /// Choices of another host than the last one, or of a server on another timeline behind
+    /// the same address: failovers and switchovers.
     failovers: u64,
-    /// The WAL timeline of the host moved to last, if it could be read.
+    /// The WAL timeline of the server chosen last, if it could be read.
     timeline: Option<u32>,
 }
 
@@ -107,7 +117,13 @@ impl Servers {
                 timeline: None,
             }),
             search: tokio::sync::Mutex::new(()),
+            searches: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Changes each time a search chose a server (after a doubt: maybe another one).
+    pub(super) fn searches(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.searches.subscribe()
     }
 
     /// What sessions are wanted.
@@ -136,8 +152,8 @@ impl Servers {
         self.candidates.len()
     }
 
-    /// The host last chosen (through doubts), how many times another host was chosen after
-    /// the first, and the timeline of the last one moved to; `None` before the first choice.
+    /// The host last chosen (through doubts), how many failovers were seen after the first
+    /// choice, and the timeline of the server chosen last; `None` before the first choice.
     pub(super) fn last_choice(&self) -> Option<(String, u64, Option<u32>)> {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.last.map(|i| {
@@ -172,28 +188,27 @@ impl Servers {
             return Ok(());
         }
         let mut found = self.find().await?;
-        let last = self.state.lock().unwrap_or_else(|e| e.into_inner()).last;
-        let failed_over = last.is_some_and(|last| last != found.index);
-        let timeline = if failed_over {
-            timeline(&mut found.connection).await
-        } else {
-            None
-        };
+        let timeline = timeline(&mut found.connection).await;
         let _ = found.connection.close().await;
         let candidate = &self.candidates[found.index];
         pool.set_connect_options(candidate.options.clone());
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let moved = state.current != Some(found.index);
-        state.current = Some(found.index);
-        state.last = Some(found.index);
-        if failed_over {
+        let other_host = state.last.is_some_and(|last| last != found.index);
+        let other_timeline =
+            matches!((state.timeline, timeline), (Some(was), Some(now)) if was != now);
+        if other_host || other_timeline {
             state.failovers += 1;
+        }
+        if other_host || timeline.is_some() {
             state.timeline = timeline;
         }
-        if moved || state.chosen_at.is_none() {
-            state.chosen_at = Some(Instant::now());
-        }
+        // After a doubt every search is a new choice, even of the same host: the connections
+        // opened before it may be on a server that left (behind the same address).
+        state.current = Some(found.index);
+        state.last = Some(found.index);
+        state.chosen_at = Some(Instant::now());
         drop(state);
+        self.searches.send_modify(|n| *n += 1);
         if self.candidates.len() > 1 {
             tracing::info!(server = %candidate.label, target_session_attrs = self.target.name(), "database server chosen");
         }
