@@ -349,7 +349,8 @@ async fn through_a_host_list_the_nodes_follow_a_killed_primary() {
 /// session (existing sessions get 25006 at their next write), and its synchronous standby
 /// promoted. Behind a front door moved for new connections only, or listed first in a host
 /// list, the nodes must leave it for the new primary: ticks go on, nothing twice, a trigger
-/// sent to the new primary runs.
+/// sent to the new primary runs, and no connection of theirs is left on the former one (a
+/// listener left there would hear nothing the new primary is told).
 async fn a_demoted_primary_is_left(route: Route, tag: &str) {
     scheduler_tests::init_tracing();
     let former = TempCluster::start().await.expect("start a primary");
@@ -409,10 +410,35 @@ async fn a_demoted_primary_is_left(route: Route, tag: &str) {
         first.node,
         ms(sent, manual.at_nanos),
     );
+    let left = connections_left(&admin).await;
     scene.assert_alive();
     scene.stop_nodes().await;
     scene.assert_nothing_twice();
     admin.close().await;
+    assert!(
+        left.is_empty(),
+        "after {WAIT:?} the nodes still hold connections to the demoted primary \
+         (application_name, state, last query): {left:?}"
+    );
+}
+
+/// The nodes' connections (`application_name` `scheduler...`) still open on `former`, polled
+/// until there are none, for at most [`WAIT`]: empty when they all left.
+async fn connections_left(former: &sqlx::PgPool) -> Vec<(String, String, String)> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let left: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT application_name, coalesce(state, ''), coalesce(query, '') \
+             FROM pg_stat_activity WHERE application_name LIKE 'scheduler%'",
+        )
+        .fetch_all(former)
+        .await
+        .unwrap();
+        if left.is_empty() || tokio::time::Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 async fn a_demoted_primary_left_up_read_only_behind_a_front_door_is_left() {
