@@ -279,7 +279,8 @@ async fn a_renewal_whose_answer_is_lost_keeps_its_run() {
 /// them and says they were written (so the caller does not write them again: no event sent
 /// twice).
 async fn an_outbox_insert_whose_answer_is_lost_is_read_back() {
-    use scheduler::store::{NewEvent, PgStore, Store};
+    use scheduler::store::{PgStore, Store};
+    use scheduler::testing::store::NewEvent;
     let (cluster, proxy) = cluster_and_proxy().await;
     let url = format!(
         "postgres://postgres@127.0.0.1:{}/postgres",
