@@ -284,6 +284,65 @@ mod on_postgres {
 
     // ---- the replication mode at start ----------------------------------------------------
 
+    /// Behind a front door that moves to the promoted standby (a VIP, HAProxy, a Kubernetes
+    /// `-rw` Service), the address stays the same: the failover is seen by the new timeline,
+    /// and raised and counted all the same.
+    #[tokio::test]
+    async fn a_failover_behind_a_front_door_is_seen_by_its_timeline() {
+        let primary = TempCluster::start().await.expect("start a primary");
+        let standby = primary.start_standby().await.expect("start a standby");
+        let at = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let door = scheduler_tests::front_door::FrontDoor::open(at(primary.port()))
+            .await
+            .expect("open the front door");
+        let address = door.addr().to_string();
+        let url = format!("postgres://postgres@{address}/postgres");
+        let (hook, got) = receiver().await;
+        let rec = Arc::new(Recorder::default());
+        let scheduler = node(&url, "fv-door", &rec)
+            .webhook(scheduler::webhook::WebhookSettings::new(&hook, SECRET).unwrap())
+            .admin_addr("127.0.0.1:0".parse().unwrap())
+            .build()
+            .unwrap();
+        let admin = scheduler.admin_addr().unwrap();
+        let running = start(scheduler);
+        let finished = || rec.finishes.lock().unwrap().len();
+        wait_until(Duration::from_secs(60), "two ticks ran", || async {
+            finished() >= 2
+        })
+        .await;
+        assert!(got.of("database.failed_over").is_empty());
+
+        primary.stop().await.expect("stop the primary");
+        standby.promote().await.expect("promote the standby");
+        door.point_at(at(standby.port()));
+
+        wait_until(
+            Duration::from_secs(60),
+            "the webhook receiver got database.failed_over",
+            || async { !got.of("database.failed_over").is_empty() },
+        )
+        .await;
+        let raised = got.of("database.failed_over");
+        assert_eq!(raised.len(), 1, "{raised:?}");
+        let data = &raised[0]["data"];
+        assert_eq!(data["server"], address.as_str(), "{data}");
+        assert_eq!(data["timeline"], 2, "{data}");
+        let metrics = get(admin, "/metrics").await;
+        assert!(
+            metrics.contains("scheduler_database_failovers_total 1"),
+            "{metrics}"
+        );
+        let before = finished();
+        wait_until(
+            Duration::from_secs(60),
+            "ticks ran on the new primary",
+            || async { finished() >= before + 2 },
+        )
+        .await;
+        running.stop().await;
+    }
+
     /// Waits for node `id`'s start-up line about replication; its lines about it.
     async fn replication_lines(id: &str) -> Vec<String> {
         let node = format!("node=\"{id}\"");
