@@ -1,6 +1,6 @@
-//! The harness's machinery: node processes ([`Fleet`]), one scenario's world ([`Scenario`]: a
-//! private PostgreSQL cluster, a config file, the record files, the timeline), and reading the
-//! engine's rows back once the scenario is over.
+//! The harness's machinery: node processes ([`Fleet`]), one scenario's world ([`Scenario`]: its
+//! database (a private PostgreSQL cluster, or a pg_auto_failover [`Formation`]), a config file,
+//! the record files, the timeline), and reading the engine's rows back once the scenario is over.
 //!
 //! Cleanup is by `Drop`, so it happens on every way out (an error, a panic unwinding, or the
 //! orchestrator dropping the scenario's future on Ctrl-C): every node process still alive is
@@ -22,6 +22,7 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgConnection, Row};
 use tokio::time::Instant;
 
+use crate::formation::{Formation, Timings};
 use crate::judge::{self, History, Params, RunRow, Segment, SkipRow, Verdict};
 use crate::prng::Rng;
 use crate::record::{Record, RecordTail};
@@ -93,6 +94,8 @@ struct Slot {
 pub struct Fleet {
     bin: PathBuf,
     db_url: String,
+    /// More environment for every node (the formation's `PGUSER`).
+    extra_env: Vec<(String, String)>,
     log_dir: PathBuf,
     record_dir: PathBuf,
     slots: Vec<Slot>,
@@ -119,6 +122,7 @@ impl Fleet {
         Self {
             bin,
             db_url,
+            extra_env: Vec::new(),
             log_dir,
             record_dir,
             slots: Vec::new(),
@@ -223,6 +227,7 @@ impl Fleet {
             .env("SCHEDULER_SHUTDOWN_TIMEOUT", "10s")
             .env("FAULT_RECORD_DIR", &self.record_dir)
             .env("RUST_LOG", "warn")
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
@@ -465,8 +470,8 @@ pub struct Scenario {
     pub name: &'static str,
     /// The node processes.
     pub fleet: Fleet,
-    /// The private cluster.
-    pub cluster: TempCluster,
+    /// The database the nodes use.
+    pub database: Database,
     /// What the harness did.
     pub timeline: Timeline,
     /// The nodes' records, read as they grow.
@@ -488,6 +493,15 @@ pub struct Scenario {
     seed: u64,
     began: Instant,
     last_config: BTreeMap<String, Option<String>>,
+}
+
+/// The database of a scenario.
+#[derive(Debug)]
+pub enum Database {
+    /// A private cluster the scenario may stop, start and restart.
+    Cluster(TempCluster),
+    /// A pg_auto_failover formation; the nodes use the URL `pg_autoctl show uri` prints.
+    Formation(Formation),
 }
 
 /// A config entry: (task, cron); written enabled in UTC.
@@ -519,14 +533,7 @@ pub fn tick_names(n: usize) -> Vec<String> {
 impl Scenario {
     /// Creates the scenario directory and starts a private cluster.
     pub async fn new(name: &'static str, opts: &Options) -> Result<Self> {
-        let dir = opts.out_dir.join(format!("{name}-{}", opts.seed));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
-        let record_dir = dir.join("records");
-        let log_dir = dir.join("logs");
-        std::fs::create_dir_all(&record_dir)?;
-        std::fs::create_dir_all(&log_dir)?;
+        let dir = Self::make_dir(name, opts)?;
         let cluster = TempCluster::start()
             .await
             .map_err(|e| format!("cannot start a private PostgreSQL cluster: {e}"))?;
@@ -535,16 +542,65 @@ impl Scenario {
             cluster.port(),
             dir.display()
         );
+        let url = cluster.url();
+        Ok(Self::with_database(
+            name,
+            opts,
+            dir,
+            Database::Cluster(cluster),
+            url,
+        ))
+    }
+
+    /// Creates the scenario directory and starts a pg_auto_failover formation with `timings`
+    /// (its logs in `formation/`); the nodes get the URL it prints and its superuser as
+    /// `PGUSER`.
+    pub async fn on_formation(
+        name: &'static str,
+        opts: &Options,
+        timings: &Timings,
+    ) -> Result<Self> {
+        let dir = Self::make_dir(name, opts)?;
+        eprintln!("[faults] {name}: files in {}", dir.display());
+        let formation = Formation::start(timings, &dir.join("formation"), &mut |what| {
+            eprintln!("[faults] {name}: {what}")
+        })
+        .await?;
+        let url = formation.uri().to_owned();
+        let user = formation.user().to_owned();
+        let mut sc = Self::with_database(name, opts, dir, Database::Formation(formation), url);
+        sc.fleet.extra_env.push(("PGUSER".into(), user));
+        Ok(sc)
+    }
+
+    fn make_dir(name: &str, opts: &Options) -> Result<PathBuf> {
+        let dir = opts.out_dir.join(format!("{name}-{}", opts.seed));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(dir.join("records"))?;
+        std::fs::create_dir_all(dir.join("logs"))?;
+        Ok(dir)
+    }
+
+    fn with_database(
+        name: &'static str,
+        opts: &Options,
+        dir: PathBuf,
+        database: Database,
+        db_url: String,
+    ) -> Self {
+        let record_dir = dir.join("records");
         let fleet = Fleet::new(
             opts.node_bin.clone(),
-            cluster.url(),
-            log_dir,
+            db_url,
+            dir.join("logs"),
             record_dir.clone(),
         );
-        Ok(Self {
+        Self {
             name,
             fleet,
-            cluster,
+            database,
             timeline: Timeline::default(),
             tail: RecordTail::new(record_dir),
             rng: Rng::new(opts.seed),
@@ -560,7 +616,25 @@ impl Scenario {
             seed: opts.seed,
             began: Instant::now(),
             last_config: BTreeMap::new(),
-        })
+        }
+    }
+
+    /// The private cluster (scenarios that stop and start their database).
+    pub fn cluster(&self) -> Result<&TempCluster> {
+        match &self.database {
+            Database::Cluster(c) => Ok(c),
+            Database::Formation(_) => {
+                Err("this scenario runs on a formation, not a cluster".into())
+            }
+        }
+    }
+
+    /// The pg_auto_failover formation.
+    pub fn formation(&mut self) -> Result<&mut Formation> {
+        match &mut self.database {
+            Database::Formation(f) => Ok(f),
+            Database::Cluster(_) => Err("this scenario runs on a private cluster".into()),
+        }
     }
 
     /// Adds a node reading the scenario's config file.
@@ -730,9 +804,20 @@ impl Scenario {
         self.timeline.push(EventKind::Note { what });
     }
 
-    /// A fresh connection to the cluster, as the harness.
+    /// A fresh connection to the database, as the harness (on a formation: to the node the
+    /// monitor has as the primary).
     pub async fn connect(&self) -> Result<PgConnection> {
-        let opts = PgConnectOptions::from_str(&self.cluster.url())?.application_name(HARNESS_APP);
+        let url = match &self.database {
+            Database::Cluster(c) => c.url(),
+            Database::Formation(f) => {
+                let i = f
+                    .primary()
+                    .await?
+                    .ok_or("the formation has no primary to read the rows from")?;
+                f.node_url(f.node(i).1)
+            }
+        };
+        let opts = PgConnectOptions::from_str(&url)?.application_name(HARNESS_APP);
         Ok(opts.connect().await?)
     }
 

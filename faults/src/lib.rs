@@ -10,6 +10,7 @@
 //! contract, its task API and its tables, so it can be rewritten underneath.
 
 pub mod chaos;
+pub mod formation;
 pub mod harness;
 pub mod judge;
 pub mod prng;

@@ -3,7 +3,8 @@
 //! if any invariant was violated.
 //!
 //! ```text
-//! faults [all|kill|db|sigstop|clock|rolling|config-race|config-chaos] [--minutes F] [--seed N] [--report PATH]
+//! faults [all|kill|db|sigstop|clock|rolling|config-race|config-chaos|handlers|autofailover|autofailover-defaults]
+//!        [--minutes F] [--seed N] [--report PATH]
 //! ```
 //!
 //! Runs on one thread: every node is spawned from it, so `PR_SET_PDEATHSIG` (tied to the
@@ -17,7 +18,7 @@ use scheduler_faults::harness::Options;
 use scheduler_faults::report::{self, Row};
 use scheduler_faults::scenarios;
 
-const USAGE: &str = "usage: faults [all|kill|db|sigstop|clock|rolling|config-race|config-chaos] \
+const USAGE: &str = "usage: faults [all|kill|db|sigstop|clock|rolling|config-race|config-chaos|handlers|autofailover|autofailover-defaults] \
                      [--minutes F (default 2)] [--seed N] [--report PATH (default target/faults/report.md)]";
 
 #[derive(Debug)]

@@ -64,10 +64,10 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
     let into = run.t_ms + 500 - now_ms();
     sc.idle(Duration::from_millis(into.max(0) as u64)).await;
     let t0 = now_ms();
-    sc.cluster.stop().await?;
+    sc.cluster()?.stop().await?;
     sc.idle(Duration::from_millis((t0 + 6_000 - now_ms()).max(0) as u64))
         .await;
-    sc.cluster.start_again().await?;
+    sc.cluster()?.start_again().await?;
     let t1 = now_ms();
     sc.fault("(a) database stopped 0.5 s into f.finish for 6 s", t0, t1);
     sc.note(format!(
@@ -89,11 +89,11 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
     sc.idle(Duration::from_millis((boundary - now_ms()).max(0) as u64))
         .await;
     let t0 = now_ms();
-    sc.cluster.stop().await?;
+    sc.cluster()?.stop().await?;
     let stopped = now_ms();
     sc.idle(Duration::from_millis((t0 + 1_500 - now_ms()).max(0) as u64))
         .await;
-    sc.cluster.start_again().await?;
+    sc.cluster()?.start_again().await?;
     let t1 = now_ms();
     sc.fault("(b) database stopped at a tick boundary for 1.5 s", t0, t1);
     sc.note(format!(
@@ -124,7 +124,7 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
     let run = next_start(&mut sc, "f.slow").await?;
     sc.idle(Duration::from_secs(2)).await;
     let t0 = now_ms();
-    sc.cluster.restart().await?;
+    sc.cluster()?.restart().await?;
     let t1 = now_ms();
     sc.fault("(d) database restarted during f.slow", t0, t1);
     sc.note(format!(

@@ -1,6 +1,7 @@
-//! The scenarios: each starts its own cluster and nodes, injects one family of faults, stops
-//! everything and hands the history to the judge.
+//! The scenarios: each starts its own cluster (or pg_auto_failover formation) and nodes, injects
+//! one family of faults, stops everything and hands the history to the judge.
 
+mod autofailover;
 mod clock;
 mod config_chaos;
 mod config_race;
@@ -10,6 +11,7 @@ mod kill;
 mod rolling;
 mod sigstop;
 
+use crate::formation::Timings;
 use crate::harness::{Options, Outcome, Result};
 
 /// Every scenario, in the order `all` runs them.
@@ -22,6 +24,8 @@ pub const ALL: &[&str] = &[
     "config-race",
     "config-chaos",
     "handlers",
+    "autofailover",
+    "autofailover-defaults",
 ];
 
 /// Runs the scenario called `name`.
@@ -35,6 +39,10 @@ pub async fn run(name: &str, opts: &Options) -> Result<Outcome> {
         "config-race" => config_race::run(opts).await,
         "config-chaos" => config_chaos::run(opts).await,
         "handlers" => handlers::run(opts).await,
+        "autofailover" => autofailover::run(opts, "autofailover", Timings::shortened()).await,
+        "autofailover-defaults" => {
+            autofailover::run(opts, "autofailover-defaults", Timings::defaults()).await
+        }
         other => Err(format!("unknown scenario `{other}`").into()),
     }
 }
