@@ -194,6 +194,7 @@ pub mod testing {
         pub use crate::store::config::{
             ConfigPlan, ConfigSnapshot, ConfigState, TaskChange, TaskRow,
         };
+        pub use crate::store::database::{DatabaseServer, Replication};
         pub use crate::store::history::{
             LogChunk, RunQuery, RunRecord, RunStatus, SkipRecord, Trigger,
         };

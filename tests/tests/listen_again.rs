@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use common::{doc, entry, start, wait_until};
-use scheduler::testing::operate::{Actor, trigger};
 use scheduler::store::{PgStore, Store};
+use scheduler::testing::operate::{Actor, trigger};
 use scheduler::{Scheduler, SchedulerBuilder, TaskContext, TaskRegistry, task};
 use scheduler_tests::{TempCluster, TestSchema};
 

@@ -33,7 +33,7 @@ mod claim_loop;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod config;
 mod connect;
-mod database;
+pub(crate) mod database;
 mod dsn;
 mod error;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
@@ -73,7 +73,7 @@ pub(crate) use config::{
     ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow,
 };
 pub use connect::{Backend, DEFAULT_SQLITE_PATH, StoreSettings, backend_of, connect};
-pub use database::{DatabaseServer, Replication};
+pub(crate) use database::{DatabaseServer, Replication};
 pub use error::{BoxError, StoreError, StoreResult};
 pub use history::SkipReason;
 pub(crate) use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipRecord, Trigger};
