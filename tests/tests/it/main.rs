@@ -48,3 +48,12 @@ mod shards;
 mod sqlite_store;
 mod store;
 mod tls;
+
+/// The modules' tasks share one registry here: `TaskRegistry::collect()`, where every node of
+/// these tests starts from, fails on a name two of them give their tasks.
+#[test]
+fn task_names_are_unique_across_the_binary() {
+    if let Err(e) = scheduler::TaskRegistry::collect() {
+        panic!("two test modules register a task by one name (rename one): {e}");
+    }
+}
