@@ -1,4 +1,4 @@
-"""A real SMTP server for tests/tests/channels.rs: aiosmtpd (from PyPI) on 127.0.0.1, STARTTLS
+"""A real SMTP server for tests/tests/it/channels.rs: aiosmtpd (from PyPI) on 127.0.0.1, STARTTLS
 required (with the certificate and key given), one login accepted, and every mail received
 written to stdout as one JSON line. Prints `ready` once it listens.
 

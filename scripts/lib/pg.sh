@@ -119,7 +119,7 @@ pg_install_server() {
     pg_server_bindir >/dev/null
 }
 
-# pg_ensure_pgbouncer : PgBouncer for the pooler tests (tests/tests/pgbouncer.rs start their own,
+# pg_ensure_pgbouncer : PgBouncer for the pooler tests (tests/tests/it/pgbouncer.rs start their own,
 # from Debian's `pgbouncer` package): true if present, else installed here when pg_can_install
 # allows it (same rules as the server: root, apt-get, SCHEDULER_PG_INSTALL not `never`). When it
 # stays missing, says how to install it; those tests then fail with the same advice.

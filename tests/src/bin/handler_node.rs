@@ -255,7 +255,7 @@ async fn iso_never(ctx: TaskContext) {
     deaf(&ctx, FOREVER).await;
 }
 
-// Tasks an operator cancels (`tests/tests/cancel.rs`).
+// Tasks an operator cancels (`tests/tests/it/cancel.rs`).
 
 /// Works until told to stop (beating as it goes), then says it did not finish.
 #[task(name = "misbehave.cooperative")]

@@ -1,5 +1,5 @@
 //! Holds a SQLite store open until it is killed: the other process of the lock-release test
-//! (`tests/tests/sqlite_store.rs`).
+//! (`tests/tests/it/sqlite_store.rs`).
 //!
 //! Usage: `sqlite_holder <database path>`. Prints `holding <pid>` once the store's lock is held
 //! and its schema migrated, then waits forever. Exits with status 2 and the store's message on

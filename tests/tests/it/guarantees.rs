@@ -8,7 +8,7 @@
 //! (`FOR UPDATE`; SQLite has one writer for the whole file, so "another node holds this row" has
 //! no SQLite form), or test PostgreSQL's schema quoting.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! Faults a node must survive: being killed mid-run, and its database restarting under it.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! on its own, with its own HMAC, from the vendors' documentation, never with the scheduler's
 //! code; the test judges by what the receivers recorded, the outbox and `/api/deliveries`.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;

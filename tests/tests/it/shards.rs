@@ -5,7 +5,7 @@
 //! In-process nodes run on both backends (on SQLite several schedulers in one process are how
 //! it runs "several nodes"); node processes (`test_node`, killed with SIGKILL) on PostgreSQL.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

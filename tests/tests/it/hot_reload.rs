@@ -3,7 +3,7 @@
 //! behaviour runs on a fresh PostgreSQL schema and a fresh SQLite file (`on_postgres::...` and
 //! `on_sqlite::...`).
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! once and run on a fresh PostgreSQL schema and a fresh SQLite file (`on_postgres::...` and
 //! `on_sqlite::...`); each has its own task-name prefix.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -341,9 +341,12 @@ mod on_postgres {
     async fn the_libpq_environment_selects_tls() {
         let server = TlsServer::start(None).await;
         let ca = server.ca_file();
+        // The child's test name in this binary: this module's path without the crate's name.
+        let (_, module) = module_path!().split_once("::").unwrap();
+        let child = format!("{module}::environment_child");
         let run_with = |query: &str, envs: &[(&str, &str)]| {
             let output = Command::new(std::env::current_exe().unwrap())
-                .args(["on_postgres::environment_child", "--exact", "--nocapture"])
+                .args([child.as_str(), "--exact", "--nocapture"])
                 .env(CHILD_URL, server.url("localhost", query))
                 .envs(envs.iter().copied())
                 .output()

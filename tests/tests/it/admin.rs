@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-mod admin_support;
+use crate::admin_support;
 use admin_support::assert_documented;
 
 const TOKEN: &str = "test-admin-token-0123456789";

@@ -7,7 +7,7 @@
 //! Real node processes (`handler_node`) on a PostgreSQL schema of their own, with their admin
 //! server on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 mod on_postgres {
     use std::path::PathBuf;

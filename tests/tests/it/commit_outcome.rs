@@ -9,7 +9,7 @@
 //! (`scheduler_tests::commit_cut`). Judged by the handlers' own record: every run in the history
 //! was started by its handler, no tick started twice, no run left `running` or recorded `lost`.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

@@ -9,8 +9,8 @@
 //! without or with a wrong one, 403 on a node without one), an unknown task (404), a bad range
 //! (400), a dry run (200) and a backfill (201) followed to its end and cancelled.
 
-mod admin_support;
-mod common;
+use crate::admin_support;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //! node), judged by what their handlers recorded (`scheduler_tests::handler_records`) and by
 //! the run history.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! webhook receiver (an HTTP server on 127.0.0.1), and what reaches it, the delivery log and the
 //! outbox is judged.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

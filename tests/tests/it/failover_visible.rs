@@ -6,7 +6,7 @@
 //! warning for an asynchronous standby unless the operator accepts it, none for a synchronous
 //! one or a single server.
 
-mod common;
+use crate::common;
 
 mod on_postgres {
     use std::sync::{Arc, Mutex, Once};

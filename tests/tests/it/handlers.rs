@@ -6,7 +6,7 @@
 //! Real node processes (`handler_node`) on one PostgreSQL schema, judged by what their handlers
 //! recorded (`scheduler_tests::handler_records`), not by the run history alone.
 
-mod common;
+use crate::common;
 
 mod on_postgres {
     use std::net::{SocketAddr, ToSocketAddrs};

@@ -3,7 +3,7 @@
 //! records), the incidents the admin API shows, and the runs are judged. No timing assertions:
 //! every wait is for a record, and each scenario checks first that it was staged.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

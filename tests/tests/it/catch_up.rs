@@ -2,7 +2,7 @@
 //! inside the claim (misfire `skip`) or after the run (misfire `once`), and that planning never
 //! walks so many ticks that a run claimed with them starts with its lease already spent.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //! whose stored reminder interval is 10^16 ms stops no other incident's reminders (on
 //! PostgreSQL it once failed every claim of reminders: "interval out of range").
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

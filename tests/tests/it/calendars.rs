@@ -7,7 +7,7 @@
 //! operator's config change would be, so the window lies after the task's first run (calendar
 //! skips are counted from the previous scheduled run) and its start is known to the test.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

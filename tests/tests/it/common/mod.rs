@@ -16,6 +16,7 @@ use scheduler::{Scheduler, SchedulerBuilder, TaskContext, TaskRegistry};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+#[macro_use]
 mod db;
 pub use db::TestDb;
 

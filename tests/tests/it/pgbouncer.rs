@@ -3,7 +3,7 @@
 //! server connections change hands between transactions as they do in production. Judged by
 //! the handlers' own record of what ran.
 
-mod common;
+use crate::common;
 
 mod on_postgres {
     use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! run on a fresh PostgreSQL schema and a fresh SQLite file (`on_postgres::...` and
 //! `on_sqlite::...`).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

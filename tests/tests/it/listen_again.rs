@@ -6,7 +6,7 @@
 //! run that starts within a minute was brought by a notification heard on the new LISTEN, or by
 //! the look the node takes when it listens again. Judged by the handlers' own record.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! (`pg_basebackup -R`) listed first, where `target_session_attrs` chooses the server. Whether
 //! a task ran is judged by its handler's own record.
 
-mod common;
+use crate::common;
 
 mod on_postgres {
     use std::sync::Arc;

@@ -10,7 +10,7 @@
 //! equals what the node's `/metrics` serves. The spans must have arrived by the time the node's
 //! graceful shutdown returns (the flush).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

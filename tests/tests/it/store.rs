@@ -1,7 +1,7 @@
 //! The PostgreSQL store's smaller duties: node heartbeats and silent nodes, run-history pruning,
 //! and concurrent migrations.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
