@@ -1,7 +1,8 @@
 use chrono::TimeDelta;
 
+use super::health::{count_failed_ticks, timeliness_of};
 use super::*;
-use crate::store::{Pause, Trigger};
+use crate::store::{Pause, RunRecord, RunStatus, Trigger};
 
 fn at(s: i64) -> DateTime<Utc> {
     "2026-03-02T12:00:00Z".parse::<DateTime<Utc>>().unwrap() + TimeDelta::seconds(s)
