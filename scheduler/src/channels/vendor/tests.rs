@@ -1,3 +1,4 @@
+use super::answers::*;
 use super::*;
 
 #[test]
