@@ -1,3 +1,4 @@
+use super::pacing::{CONTENDED_RETRY_MAX, contended_pause, jitter};
 use super::*;
 
 #[test]
