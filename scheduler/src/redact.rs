@@ -15,7 +15,9 @@ mod labels;
 mod urls;
 
 use labels::{credentials_after, is_jwt, keyword_value, labelled_value};
-pub(crate) use urls::{redact_location, redact_parsed_url};
+pub(crate) use urls::redact_location;
+#[cfg(feature = "http-config")]
+pub(crate) use urls::redact_parsed_url;
 use urls::{redact_url_form, url_extent};
 
 /// What a hidden value is replaced by.
