@@ -37,10 +37,14 @@
 //!
 //! Redirects are not followed; URLs never reach an error message.
 
+mod answers;
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
+
+use answers::{DINGTALK, FEISHU, Judge, SLACK, Verdict, WEBHOOK, WECOM, retry_after};
 
 use super::{Alert, Channel, Outcome, Secret};
 use crate::webhook::WebhookSecret;
@@ -62,108 +66,6 @@ pub(crate) fn dingtalk_sign(secret: &str, timestamp: i64) -> String {
         .expect("HMAC takes a key of any length");
     mac.update(format!("{timestamp}\n{secret}").as_bytes());
     STANDARD.encode(mac.finalize().into_bytes())
-}
-
-/// What a vendor's refusal calls for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// Try again later.
-    Retry,
-    /// This delivery cannot succeed: give it up, keep the channel.
-    GiveUp,
-    /// The endpoint is gone: disable the channel.
-    Gone,
-}
-
-/// How one vendor's answers are read.
-struct Judge {
-    /// The vendor, as a delivery's error names it.
-    vendor: &'static str,
-    /// A non-2xx status (with the answer's body).
-    status: fn(u16, &str) -> Verdict,
-    /// A 2xx answer's body: `Ok` when taken.
-    body: fn(&str) -> Result<(), (String, Verdict)>,
-}
-
-/// Any status but 2xx is retried, except 410 (Standard Webhooks: the endpoint is gone).
-fn by_status(status: u16, _: &str) -> Verdict {
-    if status == 410 {
-        Verdict::Gone
-    } else {
-        Verdict::Retry
-    }
-}
-
-/// Slack's incoming webhooks answer a refusal with a status and a word
-/// (<https://api.slack.com/messaging/webhooks#handling_errors>): 400 for this message
-/// (`invalid_payload`, `user_not_found`, `no_service_id`, ...), 403, 404 and 410 for the
-/// webhook or its channel (`action_prohibited`, `posting_to_general_channel_denied`,
-/// `invalid_token`, `channel_not_found`, `no_service`, `no_team`, `channel_is_archived`,
-/// `team_disabled`): none changes by sending the same message again.
-fn slack_status(status: u16, _: &str) -> Verdict {
-    match status {
-        400 | 403 | 404 | 410 => Verdict::GiveUp,
-        _ => Verdict::Retry,
-    }
-}
-
-/// A chat robot's hook is its URL: a 404 says there is no such hook (the robot removed, the
-/// URL mistyped), a configuration fault no retry mends: the delivery is given up, the channel
-/// stays on (a robot made again at that URL takes the next alert). A 410 disables the channel,
-/// as for every endpoint; other statuses are retried.
-fn robot_status(status: u16, body: &str) -> Verdict {
-    match status {
-        404 => Verdict::GiveUp,
-        _ => by_status(status, body),
-    }
-}
-
-const WEBHOOK: Judge = Judge {
-    vendor: "the endpoint",
-    status: by_status,
-    body: any_answer,
-};
-const SLACK: Judge = Judge {
-    vendor: "Slack",
-    status: slack_status,
-    body: any_answer,
-};
-const FEISHU: Judge = Judge {
-    vendor: "the Feishu bot",
-    status: robot_status,
-    body: feishu_code,
-};
-const DINGTALK: Judge = Judge {
-    vendor: "the DingTalk robot",
-    status: robot_status,
-    body: dingtalk_code,
-};
-const WECOM: Judge = Judge {
-    vendor: "the WeCom robot",
-    status: robot_status,
-    body: wecom_code,
-};
-
-/// The longest a `Retry-After` is honoured (the backoff's own bound).
-const MAX_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(6 * 3600);
-
-/// A `Retry-After` header: delay-seconds or an HTTP date (RFC 9110 section 10.2.3).
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
-    let value = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    let wait = match value.parse::<u64>() {
-        Ok(seconds) => std::time::Duration::from_secs(seconds),
-        Err(_) => {
-            let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-            (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
-                .to_std()
-                .unwrap_or_default()
-        }
-    };
-    Some(wait.min(MAX_RETRY_AFTER))
 }
 
 /// Posts `body` as JSON; what came of it, as `judge` reads the answer.
@@ -263,61 +165,6 @@ fn excerpt(text: &str) -> String {
 fn request_error(error: reqwest::Error) -> String {
     let error = error.without_url();
     crate::redact::redact_text(&crate::causes::error_chain(&error))
-}
-
-fn any_answer(_: &str) -> Result<(), (String, Verdict)> {
-    Ok(())
-}
-
-/// Feishu and DingTalk/WeCom refuse with a 200 and a code: `code`/`StatusCode` (Feishu) or
-/// `errcode` must be 0 when present. `Err` holds the code and what to say.
-fn nonzero_code(text: &str) -> Option<(i64, String)> {
-    let json = serde_json::from_str::<serde_json::Value>(text).ok()?;
-    for field in ["code", "errcode", "StatusCode"] {
-        if let Some(code) = json[field].as_i64()
-            && code != 0
-        {
-            let message = json["msg"]
-                .as_str()
-                .or_else(|| json["errmsg"].as_str())
-                .unwrap_or_default();
-            return Some((
-                code,
-                format!("the robot refused it: {field} {code}{}", excerpt(message)),
-            ));
-        }
-    }
-    None
-}
-
-/// A robot's answer: taken unless it holds a non-zero code; given up when the code is one of
-/// `for_good` (a configuration fault a retry cannot mend), retried otherwise (rate limits,
-/// codes not documented as permanent).
-fn robot_code(text: &str, for_good: &[i64]) -> Result<(), (String, Verdict)> {
-    match nonzero_code(text) {
-        None => Ok(()),
-        Some((code, error)) if for_good.contains(&code) => Err((error, Verdict::GiveUp)),
-        Some((_, error)) => Err((error, Verdict::Retry)),
-    }
-}
-
-/// Feishu custom bots: 19001 (the webhook's token is invalid), 19007 (the bot is not enabled),
-/// 19021 (signature or timestamp), 19022 (IP not allowed), 19024 (keyword missing). 9499, a
-/// generic refusal of the gateway, and 11232 (rate limit) are retried.
-fn feishu_code(text: &str) -> Result<(), (String, Verdict)> {
-    robot_code(text, &[19001, 19007, 19021, 19022, 19024])
-}
-
-/// DingTalk custom robots: 300001 (no such token), 310000 (signature, keyword or IP
-/// allow-list). 130101 and 410100 (sending too fast) are retried.
-fn dingtalk_code(text: &str) -> Result<(), (String, Verdict)> {
-    robot_code(text, &[300001, 310000])
-}
-
-/// WeCom group robots: 93000 (invalid webhook key), 40008 (invalid message type). 45009
-/// (rate limit) and -1 (system busy) are retried.
-fn wecom_code(text: &str) -> Result<(), (String, Verdict)> {
-    robot_code(text, &[93000, 40008])
 }
 
 pub(super) async fn standard_webhook(
@@ -525,147 +372,4 @@ pub(crate) fn wecom_body(alert: &Alert) -> serde_json::Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_signatures_match_the_vendors_examples() {
-        // Computed independently with Python's hmac module, following each vendor's sample:
-        // Feishu: hmac.new(f"{ts}\n{secret}".encode(), b"", sha256); DingTalk:
-        // hmac.new(secret.encode(), f"{ts}\n{secret}".encode(), sha256).
-        assert_eq!(
-            feishu_sign("demo-secret", 1599360473),
-            "3/MaVZ8JLIy4TUG+7KSFJqvUkTKd+HWY8g+56DZWq8s="
-        );
-        assert_eq!(
-            dingtalk_sign("SECdemo", 1577808000000),
-            "SFqI8mtuQw6r87NiZIWLBWL38++gElAGVS/zEomx+fw="
-        );
-    }
-
-    #[test]
-    fn a_refusal_in_a_200_is_not_a_delivery() {
-        assert!(feishu_code(r#"{"code":0,"msg":"success"}"#).is_ok());
-        assert!(wecom_code(r#"{"errcode":0,"errmsg":"ok"}"#).is_ok());
-        let (e, verdict) = feishu_code(r#"{"code":19021,"msg":"sign match fail or timestamp is not within one hour from current time"}"#).unwrap_err();
-        assert!(e.contains("19021"), "{e}");
-        assert_eq!(verdict, Verdict::GiveUp);
-        let (_, verdict) =
-            dingtalk_code(r#"{"errcode":310000,"errmsg":"sign not match"}"#).unwrap_err();
-        assert_eq!(verdict, Verdict::GiveUp);
-        assert!(dingtalk_code("ok").is_ok());
-    }
-
-    #[test]
-    fn rate_limits_and_unknown_codes_are_retried_configuration_faults_are_not() {
-        for (judge, text) in [
-            (
-                feishu_code as fn(&str) -> _,
-                r#"{"code":11232,"msg":"frequency limited"}"#,
-            ),
-            (feishu_code, r#"{"code":9499,"msg":"Bad Request"}"#),
-            (
-                dingtalk_code,
-                r#"{"errcode":130101,"errmsg":"send too fast"}"#,
-            ),
-            (
-                wecom_code,
-                r#"{"errcode":45009,"errmsg":"api freq out of limit"}"#,
-            ),
-            (wecom_code, r#"{"errcode":-1,"errmsg":"system busy"}"#),
-        ] {
-            assert_eq!(judge(text).unwrap_err().1, Verdict::Retry, "{text}");
-        }
-        for (judge, text) in [
-            (
-                feishu_code as fn(&str) -> _,
-                r#"{"code":19024,"msg":"Key Words Not Found"}"#,
-            ),
-            (
-                wecom_code,
-                r#"{"errcode":93000,"errmsg":"invalid webhook url"}"#,
-            ),
-            (
-                dingtalk_code,
-                r#"{"errcode":300001,"errmsg":"token is not exist"}"#,
-            ),
-        ] {
-            assert_eq!(judge(text).unwrap_err().1, Verdict::GiveUp, "{text}");
-        }
-    }
-
-    #[test]
-    fn slack_s_refusals_are_given_up_and_only_a_webhook_410_disables() {
-        for status in [400, 403, 404, 410] {
-            assert_eq!(slack_status(status, ""), Verdict::GiveUp, "{status}");
-        }
-        for status in [429, 500, 502, 503] {
-            assert_eq!(slack_status(status, ""), Verdict::Retry, "{status}");
-        }
-        assert_eq!(by_status(410, ""), Verdict::Gone);
-        assert_eq!(robot_status(404, ""), Verdict::GiveUp);
-        assert_eq!(robot_status(410, ""), Verdict::Gone);
-        assert_eq!(robot_status(503, ""), Verdict::Retry);
-        assert_eq!(by_status(400, ""), Verdict::Retry);
-    }
-
-    #[test]
-    fn retry_after_is_seconds_or_a_date_and_bounded() {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert("retry-after", "7".parse().unwrap());
-        assert_eq!(
-            retry_after(&headers),
-            Some(std::time::Duration::from_secs(7))
-        );
-        let later = (chrono::Utc::now() + chrono::TimeDelta::seconds(120)).to_rfc2822();
-        headers.insert("retry-after", later.parse().unwrap());
-        let wait = retry_after(&headers).unwrap();
-        assert!(
-            wait > std::time::Duration::from_secs(100)
-                && wait <= std::time::Duration::from_secs(120),
-            "{wait:?}"
-        );
-        headers.insert("retry-after", "99999999".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(MAX_RETRY_AFTER));
-        headers.insert("retry-after", "soon".parse().unwrap());
-        assert_eq!(retry_after(&headers), None);
-    }
-
-    fn hostile_alert() -> Alert {
-        let body = serde_json::json!({
-            "type": "run.failed",
-            "timestamp": "2026-03-01T02:00:00.000Z",
-            "data": {"task": "t", "error": format!("```\n**x** <at user_id=\"all\">all</at> <!channel>\n```{}", "y".repeat(5000))},
-        });
-        Alert::from_body(&body.to_string(), None).unwrap()
-    }
-
-    #[test]
-    fn an_error_cannot_break_the_markup_of_any_channel() {
-        let alert = hostile_alert();
-        let dingtalk = dingtalk_body(&alert)["markdown"]["text"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let wecom = wecom_body(&alert)["markdown"]["content"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        assert!(wecom.len() <= WECOM_MAX_BYTES);
-        for md in [&dingtalk, &wecom] {
-            assert_eq!(md.matches("```").count(), 2, "{md}");
-        }
-        let slack = slack_body(&alert).to_string();
-        assert!(!slack.contains("<!channel>"), "{slack}");
-        let error_block = slack_body(&alert)["blocks"][2]["text"]["text"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        assert_eq!(error_block.matches("```").count(), 2, "{error_block}");
-        let feishu = feishu_body(&alert, None, 0)["content"]["text"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        assert!(!feishu.contains("<at"), "{feishu}");
-    }
-}
+mod tests;

@@ -25,6 +25,8 @@
 //! re-checks at least every poll interval as a safety net. A due row held by another
 //! transaction is retried with a growing, jittered pause.
 
+mod pacing;
+
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,25 +34,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::rules::{Rules, Takeover, Unreadable};
-use super::service::{Service, Woke};
-use super::{Shared, backoff, runner};
+use super::{Shared, runner};
 use crate::store::{ClaimRequest, LockKey, SkipReason, SkipRecord, StoreError};
 use crate::ticks::missed_by;
 
-/// First pause when something was due but nothing could be claimed (another transaction held
-/// the rows); doubles up to [`CONTENDED_RETRY_MAX`].
-const CONTENDED_RETRY: Duration = Duration::from_millis(20);
-const CONTENDED_RETRY_MAX: Duration = Duration::from_secs(1);
-/// The shortest pause before claiming again the shards the spread rule held back.
-const SPREAD_WAKE_MIN: Duration = Duration::from_millis(1);
-/// How long to wait for a batch of handler slots to free up after filling all of them.
-const REFILL_WAIT: Duration = Duration::from_millis(5);
 /// The smallest batch a fair share caps a claim to.
 const MIN_FAIR_BATCH: usize = 32;
 /// How far ahead of a tick a node claims it, per registered task.
 pub(crate) const CLAIM_AHEAD_PER_TASK: Duration = Duration::from_micros(100);
-/// The longest pause after a claim that took a full share.
-const FAIR_PAUSE_MAX: Duration = Duration::from_millis(100);
 
 /// How far ahead of their ticks a node with `tasks` registered claims them, at most `bound`.
 pub(crate) fn claim_ahead(tasks: usize, bound: Duration) -> Duration {
@@ -424,152 +415,5 @@ impl ClaimLoop {
     }
 }
 
-impl Service for ClaimLoop {
-    type Pass = ClaimPass;
-    type Error = StoreError;
-
-    fn events(&self) -> Option<&crate::events::EventBus> {
-        Some(&self.shared.events)
-    }
-
-    fn what(&self) -> &'static str {
-        "claiming (running handlers go on)"
-    }
-
-    async fn run_once(&mut self) -> Result<ClaimPass, StoreError> {
-        let known_due = std::mem::take(&mut self.known_due);
-        let pass = self.claim_once(known_due).await?;
-        if pass.filled {
-            // Every free slot was taken and more is probably due: let a batch of slots free up
-            // (briefly) so the next claim is one transaction for many tasks, not one per
-            // finished handler, and claim again without asking for the wake time first.
-            let batch =
-                u32::try_from((self.shared.settings.max_concurrent / 2).max(1)).unwrap_or(1);
-            let _ =
-                tokio::time::timeout(REFILL_WAIT, self.shared.permits.acquire_many(batch)).await;
-            self.known_due = true;
-        }
-        Ok(pass)
-    }
-
-    fn pause_after(&mut self, pass: ClaimPass) -> Option<Duration> {
-        let poll = self.shared.settings.poll_interval;
-        self.due_at_end = false;
-        if pass.filled || pass.share_held {
-            return Some(Duration::ZERO);
-        }
-        // Took its share of a tick's leftover shards (past the spread grace) and more are left:
-        // as after a full fair share, the other nodes' claims go first.
-        let took_leftovers = pass.claimed > 0 && pass.spread_wait == Some(Duration::ZERO);
-        if pass.capped || took_leftovers {
-            // Took a full share: the other nodes' claims go first, then this one claims again
-            // at once (more is probably due).
-            self.due_at_end = true;
-            return Some(jitter(pass.took.min(FAIR_PAUSE_MAX)));
-        }
-        if pass.contended {
-            self.contended += 1;
-            let pause = jitter(contended_pause(self.contended));
-            // Shards held back for the spread grace: claim again when it ends at the latest,
-            // so what is left then goes out at once, not after a long contended pause.
-            return Some(match pass.spread_wait {
-                Some(wait) => pause.min(wait.max(SPREAD_WAKE_MIN)),
-                None => pause,
-            });
-        }
-        self.contended = 0;
-        Some(if pass.claimed > 0 || pass.rescued > 0 {
-            Duration::ZERO
-        } else if pass.late {
-            super::runtime::LATE_START.min(poll)
-        } else if pass.saturated {
-            poll
-        } else {
-            match pass.wake_in {
-                Some(w) if w < poll => {
-                    self.due_at_end = true;
-                    w
-                }
-                _ => poll,
-            }
-        })
-    }
-
-    fn pause_after_failure(&mut self, failures: u32) -> Duration {
-        // Watching expired locks starts over once the store answers again.
-        self.takeover.reset();
-        backoff(failures - 1)
-    }
-
-    fn woke(&mut self, by: Woke) {
-        // Slept until a due time the store gave: claim at once, without asking again.
-        self.known_due = by == Woke::Timer && self.due_at_end;
-    }
-}
-
-/// The pause (before jitter) after the `streak`-th claim pass in a row that found due rows
-/// locked by another transaction: [`CONTENDED_RETRY`], doubled per pass, at most
-/// [`CONTENDED_RETRY_MAX`].
-fn contended_pause(streak: u32) -> Duration {
-    (CONTENDED_RETRY * 2u32.saturating_pow(streak.clamp(1, 10) - 1)).min(CONTENDED_RETRY_MAX)
-}
-
-/// `d` scaled by a random factor in [0.5, 1.5), so contending nodes drift apart.
-fn jitter(d: Duration) -> Duration {
-    d.mul_f64(0.5 + super::random_fraction())
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn contended_pauses_double_up_to_a_second() {
-        let pauses: Vec<u128> = (1..=9).map(|n| contended_pause(n).as_millis()).collect();
-        assert_eq!(pauses, [20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
-        assert_eq!(contended_pause(u32::MAX), CONTENDED_RETRY_MAX);
-        // Within 3 s of contention a node makes a handful of attempts, not one every 20 ms.
-        let mut elapsed = Duration::ZERO;
-        let mut attempts = 0;
-        while elapsed < Duration::from_secs(3) {
-            attempts += 1;
-            // The longest a jittered pause can be shortened to.
-            elapsed += contended_pause(attempts) / 2;
-        }
-        assert!(attempts <= 12, "{attempts} attempts in 3 s");
-        for _ in 0..1000 {
-            let d = jitter(Duration::from_millis(100));
-            assert!(
-                d >= Duration::from_millis(50) && d < Duration::from_millis(150),
-                "{d:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_fair_share_divides_the_tasks_among_the_live_nodes() {
-        assert_eq!(fair_cap(10_000, 20), 500);
-        assert_eq!(
-            fair_cap(10_000, 3),
-            3_334,
-            "rounded up: the shares cover every task"
-        );
-        assert_eq!(
-            fair_cap(10_000, 1),
-            10_000,
-            "a node alone may take everything"
-        );
-        assert_eq!(fair_cap(10_000, 0), 10_000, "no count yet: alone");
-        assert_eq!(fair_cap(100, 20), MIN_FAIR_BATCH, "never tiny batches");
-    }
-
-    #[test]
-    fn the_claim_lead_grows_with_the_tasks_up_to_its_bound() {
-        let bound = Duration::from_secs(1);
-        assert_eq!(claim_ahead(20, bound), Duration::from_millis(2));
-        assert_eq!(claim_ahead(1_000, bound), Duration::from_millis(100));
-        assert_eq!(claim_ahead(10_000, bound), bound);
-        assert_eq!(claim_ahead(usize::MAX, bound), bound);
-        assert_eq!(claim_ahead(1_000, Duration::ZERO), Duration::ZERO, "off");
-    }
-}
+mod tests;

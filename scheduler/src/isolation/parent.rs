@@ -8,9 +8,12 @@
 //! Only the [`ChildRun`] reaps its child, so a signal it sends can never reach another process
 //! that took the pid over: a pid is not reused until its process is reaped.
 
+mod output;
+mod process;
+
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -18,17 +21,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::Level;
 
 use super::RunIdentity;
 use super::exit::{ChildExit, Signal};
-use super::limits::{Limits, Prepared};
+use super::limits::Limits;
 use super::wire::{self, Record, Request};
 use crate::run_log::RunLogLines;
 use crate::{Error, Result};
+#[cfg(test)]
+use output::read_lines;
+use output::{read_events, read_output};
+use process::{WaitStatus, kill_group, prepare_child, reap, spawn_on_the_spawner, watch_for_exit};
 
 /// How long, after a child ended, its output is still read: what it wrote before it ended is in
 /// its pipes and is read at once; a process it started that still holds its stdout or stderr
@@ -259,184 +265,6 @@ fn this_binary() -> PathBuf {
     }
 }
 
-/// What the child does between fork and exec: die with the node (Linux), take its limits, keep
-/// the event socket open across exec.
-///
-/// The memory limit is `RLIMIT_DATA`, not `RLIMIT_AS`: since Linux 4.7 it counts the heap and
-/// every private writable mapping (what a leak grows), but not address space only reserved. An
-/// idle child of a test binary on two cores maps 172 MiB of address space (mostly glibc's
-/// per-thread malloc arenas, reserved and unused) and 4.7 MiB of data: an address-space limit
-/// would have to grow with the machine's core count, and could stop a child from starting at all.
-fn prepare_child(
-    events_fd: i32,
-    limits: Prepared,
-) -> impl FnMut() -> io::Result<()> + Send + Sync + 'static {
-    #[cfg(target_os = "linux")]
-    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(libc::pid_t::MAX);
-    move || {
-        // SAFETY (for each call below): async-signal-safe system calls on plain values, in the
-        // forked child before exec.
-        #[cfg(target_os = "linux")]
-        unsafe {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            // The node died before the line above: nobody would kill this child.
-            if libc::getppid() != parent {
-                return Err(io::Error::from_raw_os_error(libc::ESRCH));
-            }
-        }
-        limits.apply()?;
-        let flags = unsafe { libc::fcntl(events_fd, libc::F_GETFD) };
-        if flags < 0
-            || unsafe { libc::fcntl(events_fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-}
-
-/// A fork to be done on the spawner thread.
-struct SpawnJob {
-    command: std::process::Command,
-    /// The child's end of the event socket, closed in the node once the child has it.
-    child_end: OwnedFd,
-    reply: oneshot::Sender<io::Result<std::process::Child>>,
-}
-
-/// The thread that forks every child, started on first use, living as long as the process.
-static SPAWNER: Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>> = Mutex::new(None);
-
-async fn spawn_on_the_spawner(
-    command: std::process::Command,
-    child_end: OwnedFd,
-) -> io::Result<std::process::Child> {
-    let (reply, answer) = oneshot::channel();
-    let job = SpawnJob {
-        command,
-        child_end,
-        reply,
-    };
-    {
-        let mut spawner = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
-        if spawner.is_none() {
-            let (jobs, queue) = std::sync::mpsc::channel::<SpawnJob>();
-            std::thread::Builder::new()
-                .name("scheduler-isolation-spawner".into())
-                .spawn(move || {
-                    for mut job in queue {
-                        let spawned = job.command.spawn();
-                        drop(job.child_end);
-                        if let Err(Ok(mut orphan)) = job.reply.send(spawned) {
-                            // Nobody waits for this child any more: end it at once.
-                            let _ = kill_group(orphan.id(), libc::SIGKILL);
-                            let _ = orphan.wait();
-                        }
-                    }
-                })?;
-            *spawner = Some(jobs);
-        }
-        let spawner = spawner.as_ref().expect("started above");
-        spawner
-            .send(job)
-            .map_err(|_| io::Error::other("the spawner thread is gone"))?;
-    }
-    answer
-        .await
-        .map_err(|_| io::Error::other("the spawner thread is gone"))?
-}
-
-/// Starts the thread that tells `exited` when child `pid` has ended, without reaping it; if
-/// nobody listens any more by then, the thread reaps it.
-fn watch_for_exit(pid: u32, exited: oneshot::Sender<()>) -> io::Result<()> {
-    std::thread::Builder::new()
-        .name("scheduler-isolation-wait".into())
-        .stack_size(64 * 1024)
-        .spawn(move || {
-            let id = libc::id_t::from(pid);
-            loop {
-                // SAFETY: `info` is a plain C struct that waitid fills in.
-                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-                let waited = unsafe {
-                    libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT)
-                };
-                if waited == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
-            }
-            if exited.send(()).is_err() {
-                reap(pid);
-            }
-        })?;
-    Ok(())
-}
-
-/// How a reaped process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum WaitStatus {
-    Exited(i32),
-    Signalled {
-        signal: i32,
-        core_dumped: bool,
-    },
-    /// Someone else in this process reaped it (a `waitpid(-1)` elsewhere).
-    Unknown,
-}
-
-/// Reaps the ended child `pid`.
-fn reap(pid: u32) -> WaitStatus {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return WaitStatus::Unknown;
-    };
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child; `status` is a plain int it fills in.
-        let reaped = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if reaped == pid {
-            break;
-        }
-        if reaped < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
-        }
-        return WaitStatus::Unknown;
-    }
-    if libc::WIFEXITED(status) {
-        WaitStatus::Exited(libc::WEXITSTATUS(status))
-    } else if libc::WIFSIGNALED(status) {
-        WaitStatus::Signalled {
-            signal: libc::WTERMSIG(status),
-            core_dumped: libc::WCOREDUMP(status),
-        }
-    } else {
-        WaitStatus::Unknown
-    }
-}
-
-/// Sends `signal` to the process group led by `pid`. Only for a child not reaped yet.
-fn kill_group(pid: u32, signal: i32) -> io::Result<()> {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return Ok(());
-    };
-    // SAFETY: signals the group of our own child, which is not reaped, so its pid is still its.
-    if unsafe { libc::kill(-pid, signal) } == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() == Some(libc::ESRCH) {
-        Ok(()) // already gone
-    } else {
-        Err(error)
-    }
-}
-
 /// What the readers learnt from the child.
 #[derive(Debug, Default)]
 struct Observed {
@@ -637,161 +465,5 @@ impl Drop for ChildRun {
     }
 }
 
-/// Reads a child's stdout or stderr into the log, one line per line (cut at
-/// [`wire::MAX_TEXT_BYTES`]), to its end; the log's own bounds decide what is kept, and the
-/// pipe is read to its end either way so the child never blocks on it. On stderr
-/// (`observed` given) it also looks for Rust's allocation-failure message.
-async fn read_output(
-    stream: impl AsyncRead + Unpin,
-    level: Level,
-    target: &'static str,
-    log: RunLogLines,
-    observed: Option<Arc<Mutex<Observed>>>,
-) {
-    read_lines(stream, wire::MAX_TEXT_BYTES, |line, cut| {
-        let mut text = String::from_utf8_lossy(line).into_owned();
-        if cut {
-            text.push_str(&format!(
-                " [line cut at {} KiB]",
-                wire::MAX_TEXT_BYTES / 1024
-            ));
-        }
-        if let Some(observed) = &observed
-            && text.starts_with("memory allocation of ")
-            && text.ends_with(" bytes failed")
-        {
-            observed
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .allocation_failure = Some(text.clone());
-        }
-        log.push(Utc::now(), level, target, &text);
-    })
-    .await;
-}
-
-/// Reads the child's event socket: its start, its `tracing` events (into the log) and how its
-/// handler ended.
-async fn read_events(
-    stream: impl AsyncRead + Unpin,
-    log: RunLogLines,
-    observed: Arc<Mutex<Observed>>,
-) {
-    read_lines(stream, wire::MAX_RECORD_BYTES, |line, cut| {
-        let record = if cut {
-            None
-        } else {
-            serde_json::from_slice::<Record>(line).ok()
-        };
-        match record {
-            Some(Record::Log {
-                at,
-                level,
-                target,
-                text,
-            }) => {
-                let level = level.parse().unwrap_or(Level::INFO);
-                log.push(at, level, &target, &text);
-            }
-            Some(Record::Started { at }) => {
-                observed
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .started_at = Some(at);
-            }
-            Some(end) => {
-                let mut observed = observed.lock().unwrap_or_else(|e| e.into_inner());
-                if observed.end.is_none() {
-                    observed.end = Some(end);
-                }
-            }
-            None => log.push(
-                Utc::now(),
-                Level::WARN,
-                NOTE_TARGET,
-                &format!(
-                    "the handler's process sent an event this node cannot read ({} bytes)",
-                    line.len()
-                ),
-            ),
-        }
-    })
-    .await;
-}
-
-/// Calls `on_line(line, cut)` for every line of `stream` (without its `\n` or `\r\n`), the
-/// last one even without a newline; a line longer than `max` is passed cut to `max` bytes
-/// (`cut` true) and the rest of it skipped. Ends at the stream's end or on a read error.
-async fn read_lines(
-    stream: impl AsyncRead + Unpin,
-    max: usize,
-    mut on_line: impl FnMut(&[u8], bool),
-) {
-    let mut reader = BufReader::with_capacity(16 * 1024, stream);
-    let mut line = Vec::new();
-    let mut skipping = false;
-    loop {
-        let chunk = match reader.fill_buf().await {
-            Ok([]) | Err(_) => break,
-            Ok(chunk) => chunk,
-        };
-        let (piece, ends_line, used) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(at) => (&chunk[..at], true, at + 1),
-            None => (chunk, false, chunk.len()),
-        };
-        if !skipping {
-            let room = max - line.len();
-            if piece.len() > room {
-                line.extend_from_slice(&piece[..room]);
-                on_line(trim_cr(&line), true);
-                line.clear();
-                skipping = true;
-            } else {
-                line.extend_from_slice(piece);
-            }
-        }
-        reader.consume(used);
-        if ends_line {
-            if !skipping {
-                on_line(trim_cr(&line), false);
-            }
-            line.clear();
-            skipping = false;
-        }
-    }
-    if !line.is_empty() && !skipping {
-        on_line(trim_cr(&line), false);
-    }
-}
-
-fn trim_cr(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\r").unwrap_or(line)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    async fn lines_of(input: &[u8], max: usize) -> Vec<(String, bool)> {
-        let mut lines = Vec::new();
-        read_lines(input, max, |line, cut| {
-            lines.push((String::from_utf8_lossy(line).into_owned(), cut))
-        })
-        .await;
-        lines
-    }
-
-    #[tokio::test]
-    async fn lines_are_split_and_bounded() {
-        assert_eq!(
-            lines_of(b"a\r\nbb\n\nlast", 8).await,
-            [("a", false), ("bb", false), ("", false), ("last", false)]
-                .map(|(l, c)| (l.to_owned(), c))
-        );
-        assert_eq!(
-            lines_of(b"0123456789abc\nnext\n0123456789", 4).await,
-            [("0123", true), ("next", false), ("0123", true)].map(|(l, c)| (l.to_owned(), c))
-        );
-        assert!(lines_of(b"", 4).await.is_empty());
-    }
-}
+mod tests;

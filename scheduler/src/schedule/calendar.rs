@@ -59,14 +59,20 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod parse;
+mod week;
+
 use std::fmt;
 
 use chrono::{
     DateTime, Datelike, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeDelta, TimeZone,
-    Timelike, Utc, Weekday,
+    Timelike, Utc,
 };
 use chrono_tz::{GapInfo, Tz};
 use serde::{Deserialize, Serialize};
+
+use parse::{parse_date_span, parse_range, parse_window};
+use week::{DAY, WEEK, Window, covers_whole_week, week_spans};
 
 /// Safety net for [`Calendar::next_allowed`]: each step leaves one blocking rule, so only a
 /// calendar that chains thousands of windows end to end takes this many.
@@ -272,18 +278,6 @@ pub(crate) fn span_at_or_before<'a, K: Ord>(spans: &'a [(K, K)], key: &K) -> Opt
     after.checked_sub(1).map(|i| &spans[i])
 }
 
-/// A weekly window, compiled.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Window {
-    /// Monday first.
-    days: [bool; 7],
-    from: NaiveTime,
-    /// `None`: 24:00.
-    to: Option<NaiveTime>,
-    /// Whether it runs past midnight into the next day.
-    wraps: bool,
-}
-
 impl Calendar {
     /// Checks `rules` and binds them to `zone`; ticks they block are handled per `on_blocked`.
     ///
@@ -459,216 +453,6 @@ fn wall_to_instant(wall: NaiveDateTime, zone: Tz) -> Option<DateTime<Utc>> {
         LocalResult::Ambiguous(first, _) => Some(first.to_utc()),
         LocalResult::None => Some(GapInfo::new(&wall, &zone)?.end?.to_utc()),
     }
-}
-
-fn parse_date(text: &str) -> Result<NaiveDate, CalendarError> {
-    NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").map_err(|_| {
-        CalendarError::new(format!(
-            "date `{text}` is not a date; write YYYY-MM-DD, e.g. 2026-10-01"
-        ))
-    })
-}
-
-fn parse_date_span(text: &str) -> Result<(NaiveDate, NaiveDate), CalendarError> {
-    match text.split_once("..") {
-        None => {
-            let day = parse_date(text)?;
-            Ok((day, day))
-        }
-        Some((first, last)) => {
-            let (first, last) = (parse_date(first)?, parse_date(last)?);
-            if last < first {
-                return Err(CalendarError::new(format!(
-                    "date span `{text}` ends before it starts; write the earlier date first"
-                )));
-            }
-            Ok((first, last))
-        }
-    }
-}
-
-fn parse_weekday(text: &str) -> Option<Weekday> {
-    let lower = text.trim().to_ascii_lowercase();
-    let day = match lower.as_str() {
-        "mon" | "monday" => Weekday::Mon,
-        "tue" | "tuesday" => Weekday::Tue,
-        "wed" | "wednesday" => Weekday::Wed,
-        "thu" | "thursday" => Weekday::Thu,
-        "fri" | "friday" => Weekday::Fri,
-        "sat" | "saturday" => Weekday::Sat,
-        "sun" | "sunday" => Weekday::Sun,
-        _ => return None,
-    };
-    Some(day)
-}
-
-fn parse_days(items: &[String]) -> Result<[bool; 7], CalendarError> {
-    if items.is_empty() {
-        return Err(CalendarError::new(
-            "weekly window has no `days`; write e.g. {\"days\": [\"sat\", \"sun\"]}",
-        ));
-    }
-    let mut days = [false; 7];
-    let mut insert = |day: Weekday| days[day.num_days_from_monday() as usize] = true;
-    for item in items {
-        let unknown = || {
-            CalendarError::new(format!(
-                "weekly window day `{item}` is not a day; write mon, tue, wed, thu, fri, sat, sun \
-                 or a range such as mon-fri"
-            ))
-        };
-        match item.split_once('-') {
-            None => {
-                insert(parse_weekday(item).ok_or_else(unknown)?);
-            }
-            Some((first, last)) => {
-                let first = parse_weekday(first).ok_or_else(unknown)?;
-                let last = parse_weekday(last).ok_or_else(unknown)?;
-                let mut day = first;
-                insert(day);
-                while day != last {
-                    day = day.succ();
-                    insert(day);
-                }
-            }
-        }
-    }
-    Ok(days)
-}
-
-/// `HH:MM` or `HH:MM:SS`; `24:00` (as `None`) only when `end_of_day_allowed`.
-fn parse_time(
-    text: &str,
-    what: &str,
-    end_of_day_allowed: bool,
-) -> Result<Option<NaiveTime>, CalendarError> {
-    let trimmed = text.trim();
-    if end_of_day_allowed && matches!(trimmed, "24:00" | "24:00:00") {
-        return Ok(None);
-    }
-    NaiveTime::parse_from_str(trimmed, "%H:%M:%S")
-        .or_else(|_| NaiveTime::parse_from_str(trimmed, "%H:%M"))
-        .ok()
-        .map(Some)
-        .ok_or_else(|| {
-            CalendarError::new(format!(
-                "weekly window `{what}` time `{text}` is not a time; write HH:MM or HH:MM:SS \
-                 (00:00 to 23:59{})",
-                if end_of_day_allowed { ", or 24:00" } else { "" }
-            ))
-        })
-}
-
-fn parse_window(rule: &WeeklyRule) -> Result<Window, CalendarError> {
-    let days = parse_days(&rule.days)?;
-    let from = match &rule.from {
-        Some(text) => parse_time(text, "from", false)?.unwrap_or(NaiveTime::MIN),
-        None => NaiveTime::MIN,
-    };
-    let to = match &rule.to {
-        Some(text) => parse_time(text, "to", true)?,
-        None => None,
-    };
-    let wraps = to.is_some_and(|to| to <= from);
-    if to == Some(from) {
-        return Err(CalendarError::new(format!(
-            "weekly window from `{}` to `{}` is empty; for whole days leave out `from` and `to`",
-            rule.from.as_deref().unwrap_or("00:00"),
-            rule.to.as_deref().unwrap_or("24:00"),
-        )));
-    }
-    Ok(Window {
-        days,
-        from,
-        to,
-        wraps,
-    })
-}
-
-/// One second-of-week unit: a day.
-const DAY: i64 = 86_400;
-/// A week, in seconds.
-const WEEK: i64 = 7 * DAY;
-
-/// The wall-clock times the windows block, in seconds from Monday 00:00, `[from, to)`; a
-/// window running past Sunday midnight ends after [`WEEK`].
-fn week_spans(windows: &[Window]) -> Vec<(i64, i64)> {
-    let mut spans: Vec<(i64, i64)> = Vec::new();
-    for w in windows {
-        for day in (0..7).filter(|d| w.days[*d]) {
-            let start_of_day = day as i64 * DAY;
-            let start = start_of_day + i64::from(w.from.num_seconds_from_midnight());
-            let end = match w.to {
-                None => start_of_day + DAY,
-                Some(to) => {
-                    start_of_day
-                        + if w.wraps { DAY } else { 0 }
-                        + i64::from(to.num_seconds_from_midnight())
-                }
-            };
-            spans.push((start, end));
-        }
-    }
-    spans
-}
-
-/// Whether the windows leave no second of the week free: every day of the week must be blocked
-/// from 00:00 to 24:00 by one window or by a chain of windows.
-fn covers_whole_week(windows: &[Window]) -> bool {
-    let mut spans: Vec<(i64, i64)> = Vec::new();
-    for (start, end) in week_spans(windows) {
-        if end > WEEK {
-            spans.push((start, WEEK));
-            spans.push((0, end - WEEK));
-        } else {
-            spans.push((start, end));
-        }
-    }
-    spans.sort();
-    let mut covered = 0;
-    for (start, end) in spans {
-        if start > covered {
-            return false;
-        }
-        covered = covered.max(end);
-    }
-    covered >= WEEK
-}
-
-fn parse_range(
-    rule: &RangeRule,
-    zone: Tz,
-) -> Result<(DateTime<Utc>, DateTime<Utc>), CalendarError> {
-    let from = parse_range_end(&rule.from, "from", zone)?;
-    let to = parse_range_end(&rule.to, "to", zone)?;
-    if to <= from {
-        return Err(CalendarError::new(format!(
-            "range from `{}` to `{}` ends at or before it starts; write the earlier time as `from`",
-            rule.from, rule.to
-        )));
-    }
-    Ok((from, to))
-}
-
-fn parse_range_end(text: &str, what: &str, zone: Tz) -> Result<DateTime<Utc>, CalendarError> {
-    let trimmed = text.trim();
-    if let Ok(instant) = DateTime::parse_from_rfc3339(trimmed) {
-        return Ok(instant.to_utc());
-    }
-    let wall = NaiveDateTime::parse_from_str(trimmed, "%Y-%m-%dT%H:%M:%S")
-        .or_else(|_| NaiveDateTime::parse_from_str(trimmed, "%Y-%m-%dT%H:%M"))
-        .or_else(|_| {
-            NaiveDate::parse_from_str(trimmed, "%Y-%m-%d").map(|d| d.and_time(NaiveTime::MIN))
-        });
-    wall.ok()
-        .and_then(|wall| wall_to_instant(wall, zone))
-        .ok_or_else(|| {
-            CalendarError::new(format!(
-                "range `{what}` `{text}` is not a time; write YYYY-MM-DD, YYYY-MM-DDTHH:MM \
-                 (wall clock in the task's zone) or an RFC 3339 instant such as \
-                 2026-12-24T18:00:00Z"
-            ))
-        })
 }
 
 #[cfg(test)]

@@ -1,13 +1,16 @@
 //! The data of a claim and of a run's end: what the engine offers and decides inside the claim
 //! transaction ([`ClaimRules`]), and what a finished run records ([`RunFinish`]).
 
+mod finish;
+
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Pause, PendingBackfill, RunStatus, SkipRecord, Trigger};
+use super::{Pause, PendingBackfill, SkipRecord, Trigger};
 use crate::policy::Recovery;
+pub use finish::{FailureCount, FinishResult, Requeue, RunEnd, RunFinish};
 
 /// A lock, named by its task and fencing token.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -130,71 +133,6 @@ pub struct LockedRun {
     pub triggered_by: Option<String>,
     /// Who asked to cancel it, if anyone did before its node went silent.
     pub cancel_requested_by: Option<String>,
-}
-
-/// The end of a run, as decided by the engine (status, error) for the store to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RunEnd {
-    /// Final status.
-    pub status: RunStatus,
-    /// Error message (already cleaned and bounded by the engine).
-    pub error: Option<String>,
-}
-
-impl RunEnd {
-    /// A run that ended with `status` and `error`.
-    pub fn new(status: RunStatus, error: Option<String>) -> Self {
-        Self { status, error }
-    }
-}
-
-/// How a finished run changes the task's consecutive-failure count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FailureCount {
-    /// Back to zero (the task succeeded).
-    Reset,
-    /// One more failure.
-    Increment,
-    /// Unchanged (an interruption says nothing about the task's health).
-    Keep,
-}
-
-impl FailureCount {
-    /// The value the store applies.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureCount::Reset => "reset",
-            FailureCount::Increment => "increment",
-            FailureCount::Keep => "keep",
-        }
-    }
-}
-
-/// Something to run again, decided by the engine when a run ends (or is found lost).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Requeue {
-    /// A scheduled tick is due again: the task's next run becomes the earlier of it and the next
-    /// run it has.
-    Tick(DateTime<Utc>),
-    /// A retry of `tick`, as attempt `attempt`, due at `at` (replaces any pending retry).
-    Retry {
-        /// The tick retried.
-        tick: DateTime<Utc>,
-        /// The attempt it will be.
-        attempt: i32,
-        /// When it is due.
-        at: DateTime<Utc>,
-    },
-    /// A manual run is due again at `at` (it was interrupted before finishing).
-    Manual {
-        /// When it was first asked for.
-        at: DateTime<Utc>,
-        /// Who asked.
-        by: Option<String>,
-    },
 }
 
 /// What to do with an expired lock, decided by the engine inside the claim transaction.
@@ -464,58 +402,4 @@ pub struct ClaimOutcome {
     /// until then, and leaves their rows out of its claims ([`ClaimRequest::leaving_out`]) so
     /// the other nodes can take theirs.
     pub spread_done: Vec<(String, Duration)>,
-}
-
-/// The end of a run, as recorded by [`Store::finish_runs`](super::Store::finish_runs).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RunFinish {
-    /// The run's id.
-    pub run_id: i64,
-    /// The run's lock.
-    pub lock: LockKey,
-    /// When its handler started, by the store's clock; `None`: it never started (handed over
-    /// or cancelled before its tick). Replaces the start its claim planned.
-    pub started_at: Option<DateTime<Utc>>,
-    /// How it ended.
-    pub end: RunEnd,
-    /// What runs again (an interrupted run handed over, a retry).
-    pub requeue: Option<Requeue>,
-    /// What it does to the task's failure count.
-    pub failures: FailureCount,
-    /// Ticks this run accounts for without having run them.
-    pub skips: Vec<SkipRecord>,
-}
-
-impl RunFinish {
-    /// The record of `run_id`'s end under `lock`; its handler started at `started_at` (`None`:
-    /// never).
-    pub fn new(
-        run_id: i64,
-        lock: LockKey,
-        started_at: Option<DateTime<Utc>>,
-        end: RunEnd,
-        failures: FailureCount,
-    ) -> Self {
-        Self {
-            run_id,
-            lock,
-            started_at,
-            end,
-            requeue: None,
-            failures,
-            skips: Vec::new(),
-        }
-    }
-}
-
-/// What [`Store::finish_runs`](super::Store::finish_runs) found for one run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FinishResult {
-    /// The run.
-    pub run_id: i64,
-    /// Whether its lock was still held (and is now released). False: it had been taken over;
-    /// the run row still got its real outcome, and nothing was requeued.
-    pub lock_held: bool,
 }

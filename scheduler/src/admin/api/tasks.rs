@@ -5,12 +5,16 @@
 //! failed (`failed_ticks_in_a_row`: retries of one tick count once, where the row's
 //! `consecutive_failures` counts attempts).
 
+mod health;
+
 use axum::extract::State;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+
+use health::{FailedTicks, failed_ticks, timeliness};
 
 use super::{PauseView, ReadErrors, RunView};
 use crate::admin::AdminState;
@@ -19,10 +23,7 @@ use crate::admin::error::{ApiError, ErrorBody, Path, Query};
 use crate::bounds;
 use crate::engine::EngineView;
 use crate::schedule::ScheduleSpec;
-use crate::store::{RunRecord, RunStatus, TaskState};
-
-/// Runs read per failing task to count its failed ticks; past them the count is a lower bound.
-const FAILED_RUNS_READ: u32 = 100;
+use crate::store::TaskState;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -244,98 +245,6 @@ impl Entries {
     }
 }
 
-/// Whether a task is on time at `now`, and how long past its tick it is.
-fn timeliness(
-    engine: &EngineView,
-    s: &TaskState,
-    now: DateTime<Utc>,
-) -> (&'static str, Option<f64>) {
-    timeliness_of(s, now, |next| {
-        engine
-            .schedule(&s.cron, &s.timezone, s.calendar.as_deref())
-            .ok()
-            .and_then(|spec| crate::ticks::missed_by(&spec, next, now, engine.missed_grace()))
-            .is_some()
-    })
-}
-
-/// [`timeliness`], with `missed(tick)` saying whether a tick not started by `now` is past its
-/// missed grace.
-fn timeliness_of(
-    s: &TaskState,
-    now: DateTime<Utc>,
-    missed: impl FnOnce(DateTime<Utc>) -> bool,
-) -> (&'static str, Option<f64>) {
-    if s.pause.as_ref().is_some_and(|p| p.in_force(now)) {
-        return ("paused", None);
-    }
-    let Some(next) = s.next_run_at.filter(|_| s.enabled) else {
-        return ("off", None);
-    };
-    if next > now {
-        return ("on_time", None);
-    }
-    let overdue = Some((now - next).num_milliseconds() as f64 / 1000.0);
-    if s.lock_owner.is_some() {
-        return ("waiting", overdue);
-    }
-    (if missed(next) { "late" } else { "due" }, overdue)
-}
-
-/// Failed ticks in a row per task, from its latest runs: `(count, more)`.
-type FailedTicks = std::collections::HashMap<String, (i64, bool)>;
-
-/// Counts the failed ticks of the tasks whose failed runs may include retries (more than one
-/// failed run, and retries allowed or unknown): one bounded read for all of them. The others'
-/// count is their `consecutive_failures`.
-async fn failed_ticks(engine: &EngineView, states: &[TaskState]) -> Result<FailedTicks, ApiError> {
-    let retried: Vec<&TaskState> = states
-        .iter()
-        .filter(|s| {
-            s.consecutive_failures > 1
-                && engine
-                    .task_settings(&s.name)
-                    .is_none_or(|(t, _)| t.retries > 0)
-        })
-        .collect();
-    let Some(most) = retried.iter().map(|s| s.consecutive_failures).max() else {
-        return Ok(FailedTicks::new());
-    };
-    let per_task = (most.max(1) as u32).min(FAILED_RUNS_READ);
-    let names: Vec<String> = retried.iter().map(|s| s.name.clone()).collect();
-    let runs = engine
-        .store()
-        .latest_runs_per_task(&names, per_task, DateTime::<Utc>::UNIX_EPOCH)
-        .await?;
-    let mut of: std::collections::HashMap<&str, Vec<&RunRecord>> = Default::default();
-    for run in &runs {
-        of.entry(run.task_name.as_str()).or_default().push(run);
-    }
-    Ok(retried
-        .iter()
-        .map(|s| {
-            let runs = of.get(s.name.as_str()).map_or(&[][..], |v| v);
-            (
-                s.name.clone(),
-                count_failed_ticks(runs, s.consecutive_failures),
-            )
-        })
-        .collect())
-}
-
-/// The distinct ticks among a task's latest `failures` finished runs (newest first), and
-/// whether fewer runs than that were read.
-fn count_failed_ticks(runs: &[&RunRecord], failures: i32) -> (i64, bool) {
-    let finished: Vec<&RunRecord> = runs
-        .iter()
-        .copied()
-        .filter(|r| r.status != RunStatus::Running)
-        .take(failures.max(0) as usize)
-        .collect();
-    let ticks: std::collections::HashSet<_> = finished.iter().map(|r| r.scheduled_at).collect();
-    (ticks.len() as i64, finished.len() < failures as usize)
-}
-
 /// The task rows among `states` (in their order), each with how many of its rows are locked:
 /// a sharded task's shards' rows (`name[i]`) and a broadcast's nodes' rows (`name[@node]`, see
 /// [`crate::shard`]) are folded into their task's, which shows the lock of its own row, else of
@@ -539,150 +448,4 @@ async fn get_task(
 }
 
 #[cfg(test)]
-mod tests {
-    use chrono::TimeDelta;
-
-    use super::*;
-    use crate::store::{Pause, Trigger};
-
-    fn at(s: i64) -> DateTime<Utc> {
-        "2026-03-02T12:00:00Z".parse::<DateTime<Utc>>().unwrap() + TimeDelta::seconds(s)
-    }
-
-    fn state() -> TaskState {
-        let mut s = TaskState {
-            name: "t".into(),
-            cron: "*/10 * * * * *".into(),
-            timezone: "UTC".into(),
-            calendar: None,
-            enabled: true,
-            next_run_at: None,
-            lock_owner: None,
-            lock_expires_at: None,
-            last_run_at: None,
-            last_finished_at: None,
-            last_status: None,
-            last_error: None,
-            consecutive_failures: 0,
-            pause: None,
-            retry_at: None,
-            manual_at: None,
-            missed_since: None,
-            orphaned_since: None,
-            disabled_at: None,
-            shards: 1,
-            broadcast: false,
-        };
-        s.next_run_at = Some(at(10));
-        s
-    }
-
-    #[test]
-    fn a_task_is_late_only_when_its_tick_is_past_its_grace_and_nothing_runs() {
-        let s = state();
-        let never = |_| false;
-        let always = |_| true;
-        assert_eq!(timeliness_of(&s, at(5), always), ("on_time", None));
-        assert_eq!(timeliness_of(&s, at(12), never), ("due", Some(2.0)));
-        assert_eq!(timeliness_of(&s, at(40), always), ("late", Some(30.0)));
-        let mut running = s.clone();
-        running.lock_owner = Some("n1".into());
-        assert_eq!(
-            timeliness_of(&running, at(14), always),
-            ("waiting", Some(4.0)),
-            "a tick due while a run of an earlier one runs waits for it: not late"
-        );
-        let mut paused = s.clone();
-        paused.pause = Some(Pause::new(at(0), "ops", "checking", None));
-        assert_eq!(timeliness_of(&paused, at(40), always), ("paused", None));
-        let mut disabled = s;
-        disabled.enabled = false;
-        assert_eq!(timeliness_of(&disabled, at(40), always), ("off", None));
-    }
-
-    fn run(id: i64, tick: i64, status: RunStatus) -> RunRecord {
-        RunRecord {
-            id,
-            task_name: "t".into(),
-            scheduled_at: at(tick),
-            started_at: Some(at(tick)),
-            finished_at: (status != RunStatus::Running).then(|| at(tick + 1)),
-            status,
-            node_id: "n".into(),
-            ticks_collapsed: 1,
-            error: None,
-            attempt: 1,
-            trigger: Trigger::Schedule,
-            triggered_by: None,
-            cancel_requested_at: None,
-            cancel_requested_by: None,
-            shard_index: 0,
-            shard_total: 1,
-        }
-    }
-
-    #[test]
-    fn a_sharded_or_broadcast_task_runs_while_any_of_its_rows_is_locked() {
-        let row = |name: &str, owner: Option<&str>| {
-            let mut s = state();
-            s.name = name.into();
-            s.lock_owner = owner.map(Into::into);
-            s.lock_expires_at = owner.map(|_| at(20));
-            s
-        };
-        let states = vec![
-            // Fixed shards: shard 0 idle, shards 1 and 2 running.
-            row("s", None),
-            row("s[1]", Some("a")),
-            row("s[2]", Some("b")),
-            // A broadcast: its own row is never locked, node b's row is.
-            row("b", None),
-            row("b[@a]", None),
-            row("b[@b]", Some("b")),
-            // An ordinary task, idle, and one running.
-            row("idle", None),
-            row("busy", Some("c")),
-        ];
-        let tasks: Vec<(String, Option<String>, u32)> = task_rows(states)
-            .into_iter()
-            .map(|(s, locked)| (s.name, s.lock_owner, locked))
-            .collect();
-        assert_eq!(
-            tasks,
-            [
-                ("s".into(), Some("a".into()), 2),
-                ("b".into(), Some("b".into()), 1),
-                ("idle".into(), None, 0),
-                ("busy".into(), Some("c".into()), 1),
-            ]
-        );
-    }
-
-    #[test]
-    fn failed_ticks_count_a_tick_and_its_retries_once() {
-        // Newest first: a retry running, then two ticks of three failed attempts each, then a
-        // success before them.
-        let runs = [
-            run(8, 30, RunStatus::Running),
-            run(7, 20, RunStatus::Failed),
-            run(6, 20, RunStatus::TimedOut),
-            run(5, 20, RunStatus::Failed),
-            run(4, 10, RunStatus::Failed),
-            run(3, 10, RunStatus::Failed),
-            run(2, 10, RunStatus::Failed),
-            run(1, 0, RunStatus::Succeeded),
-        ];
-        let runs: Vec<&RunRecord> = runs.iter().collect();
-        assert_eq!(count_failed_ticks(&runs, 6), (2, false));
-        assert_eq!(
-            count_failed_ticks(&runs, 4),
-            (2, false),
-            "part of a tick's attempts"
-        );
-        assert_eq!(
-            count_failed_ticks(&runs[..4], 6),
-            (1, true),
-            "fewer runs read than failed: a lower bound"
-        );
-    }
-}
+mod tests;

@@ -1,6 +1,8 @@
-//! Claims: when to look next, the claim transaction (expired locks offered to the engine's
-//! rescue, due tasks to its plan, the decisions applied), and upkeep's rescheduling of tasks
-//! left without a next run.
+//! Claims: the claim transaction (expired locks offered to the engine's rescue, due tasks to its
+//! plan, the decisions applied), and upkeep's rescheduling of tasks left without a next run.
+//! When to look next is `wake`'s.
+
+mod columns;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -10,72 +12,16 @@ use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
 use super::commit::{Written, commit, written};
-use super::{RequeueColumns, SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
+use super::wake::Names;
+use super::{SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
 use crate::shard::ShardFacts;
 use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::postgres::PgStore;
 use crate::store::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
-    LockedRun, NextRun, PendingBackfill, PendingManual, PendingRetry, SkipRecord, StoreResult,
-    WakeInfo,
+    LockedRun, PendingBackfill, PendingManual, PendingRetry, SkipRecord, StoreResult,
 };
-
-/// The earliest due times of each kind next_wake reads (see next_wake.sql).
-const WAKE_CANDIDATES: i64 = 32;
-
-/// A node's task names, searched by next_wake and claims: sorted (the engine passes them so),
-/// searched in place; otherwise hashed once.
-enum Names<'a> {
-    Sorted(&'a [String]),
-    Hashed(HashSet<&'a str>),
-}
-
-impl<'a> Names<'a> {
-    fn new(names: &'a [String]) -> Self {
-        if names.is_sorted() {
-            Names::Sorted(names)
-        } else {
-            Names::Hashed(names.iter().map(String::as_str).collect())
-        }
-    }
-
-    fn contains(&self, name: &str) -> bool {
-        match self {
-            Names::Sorted(names) => names.binary_search_by(|n| n.as_str().cmp(name)).is_ok(),
-            Names::Hashed(names) => names.contains(name),
-        }
-    }
-}
-
-/// What next_wake's candidates say.
-#[derive(Default)]
-struct Wake {
-    db_now: Option<DateTime<Utc>>,
-    /// The earliest due time among this node's candidates.
-    due_at: Option<DateTime<Utc>>,
-    expiry_at: Option<DateTime<Utc>>,
-    /// Per kind of due time: candidates read, and how many of them are this node's.
-    kinds: HashMap<String, (i64, i64)>,
-}
-
-impl Wake {
-    fn offer(&mut self, kind: &str, registered: bool, at: Option<DateTime<Utc>>) {
-        let (read, mine) = self.kinds.entry(kind.to_owned()).or_default();
-        *read += 1;
-        if registered {
-            *mine += 1;
-            self.due_at = self.due_at.into_iter().chain(at).min();
-        }
-    }
-
-    /// Whether some kind filled its page with other binaries' tasks only (this node's earliest
-    /// of that kind lies beyond the page, if it has one).
-    fn strangers_first(&self) -> bool {
-        self.kinds
-            .values()
-            .any(|(read, mine)| *read >= WAKE_CANDIDATES && *mine == 0)
-    }
-}
+use columns::{Claimed, Plan, Release, Skip};
 
 fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
     let retry_at: Option<DateTime<Utc>> = row.try_get("retry_at")?;
@@ -170,57 +116,6 @@ async fn select_due(
         .bind(request.node_id)
         .fetch_all(&mut *tx)
         .await
-}
-
-pub(super) async fn next_wake(
-    store: &PgStore,
-    node_id: &str,
-    tasks: &[String],
-) -> StoreResult<WakeInfo> {
-    let wake = timed!(store, "next_wake", |conn| {
-        let rows = sqlx::query(query!("next_wake"))
-            .bind(WAKE_CANDIDATES)
-            .bind(node_id)
-            .fetch_all(conn)
-            .await?;
-        let mine = Names::new(tasks);
-        let mut wake = Wake::default();
-        for row in &rows {
-            let kind: &str = row.try_get("kind")?;
-            let at: Option<DateTime<Utc>> = row.try_get("at")?;
-            match kind {
-                "expiry" => {
-                    wake.expiry_at = at;
-                    wake.db_now = row.try_get("db_now")?;
-                }
-                kind => {
-                    let name: &str = row.try_get("name")?;
-                    wake.offer(kind, mine.contains(crate::shard::split_row(name).0), at);
-                }
-            }
-        }
-        // The expiry row is always there (a scalar subquery's).
-        let db_now = wake.db_now.ok_or(sqlx::Error::RowNotFound)?;
-        Ok((wake, db_now))
-    })?;
-    let (wake, db_now) = wake;
-    let mut due_at = wake.due_at;
-    if wake.strangers_first() {
-        // A kind's earliest candidates are all another binary's tasks: this node's own
-        // earliest may come after them.
-        due_at = timed!(store, "next_wake", |conn| {
-            sqlx::query_scalar(query!("next_wake_named"))
-                .bind(tasks)
-                .bind(node_id)
-                .fetch_one(conn)
-                .await
-        })?;
-    }
-    Ok(WakeInfo {
-        db_now,
-        due_at,
-        expiry_at: wake.expiry_at,
-    })
 }
 
 pub(super) async fn claim(
@@ -552,144 +447,4 @@ pub(super) async fn reschedule(
             .map(|row| row.try_get("name"))
             .collect()
     })
-}
-
-/// Parallel arrays for release_locks.
-#[derive(Default)]
-struct Release {
-    names: Vec<String>,
-    tokens: Vec<Uuid>,
-    run_ids: Vec<Option<i64>>,
-    statuses: Vec<Option<&'static str>>,
-    errors: Vec<Option<String>>,
-    failures: Vec<&'static str>,
-    requeue: RequeueColumns,
-}
-
-impl Release {
-    fn push(&mut self, r: &LockRelease) {
-        self.names.push(r.lock.key.task_name.clone());
-        self.tokens.push(r.lock.key.token);
-        self.run_ids.push(r.ended_run());
-        self.statuses
-            .push(r.run_end.as_ref().map(|e| e.status.as_str()));
-        self.errors
-            .push(r.run_end.as_ref().and_then(|e| e.error.clone()));
-        self.failures.push(r.failures.as_str());
-        self.requeue.push(r.requeue.as_ref());
-    }
-
-    fn bind<'q>(
-        &'q self,
-        q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-        q.bind(&self.names)
-            .bind(&self.tokens)
-            .bind(&self.run_ids)
-            .bind(&self.statuses)
-            .bind(&self.errors)
-            .bind(&self.failures)
-            .bind(&self.requeue.kind)
-            .bind(&self.requeue.tick)
-            .bind(&self.requeue.attempt)
-            .bind(&self.requeue.at)
-            .bind(&self.requeue.by)
-    }
-}
-
-/// Parallel arrays for claim_apply.
-#[derive(Default)]
-struct Plan {
-    names: Vec<String>,
-    tokens: Vec<Uuid>,
-    scheduled: Vec<DateTime<Utc>>,
-    set_next: Vec<bool>,
-    next: Vec<Option<DateTime<Utc>>>,
-    recovery: Vec<&'static str>,
-    lock_ms: Vec<i64>,
-    trigger: Vec<&'static str>,
-    attempt: Vec<i32>,
-    triggered_by: Vec<Option<String>>,
-    clear_retry: Vec<bool>,
-    tasks: Vec<String>,
-    shard_index: Vec<i32>,
-    shard_total: Vec<i32>,
-}
-
-impl Plan {
-    /// Adds the run of row `name`; returns the token of the lock it takes.
-    fn push(&mut self, name: String, p: ClaimPlan, shard: crate::Shard) -> Uuid {
-        let token = Uuid::new_v4();
-        self.tasks.push(crate::shard::split_row(&name).0.to_owned());
-        self.shard_index
-            .push(i32::try_from(shard.index).unwrap_or(i32::MAX));
-        self.shard_total
-            .push(i32::try_from(shard.total).unwrap_or(i32::MAX));
-        self.names.push(name);
-        self.tokens.push(token);
-        self.scheduled.push(p.scheduled_at);
-        let (set, next) = match p.next_run_at {
-            NextRun::Keep => (false, None),
-            NextRun::Set(next) => (true, next),
-        };
-        self.set_next.push(set);
-        self.next.push(next);
-        self.recovery.push(p.recovery.as_str());
-        self.lock_ms.push(millis(p.lock_lifetime));
-        self.trigger.push(p.trigger.as_str());
-        self.attempt.push(p.attempt);
-        self.triggered_by.push(p.triggered_by);
-        self.clear_retry.push(p.clear_retry);
-        token
-    }
-
-    fn bind<'q>(
-        &'q self,
-        q: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-        q.bind(&self.names)
-            .bind(&self.tokens)
-            .bind(&self.scheduled)
-            .bind(&self.set_next)
-            .bind(&self.next)
-            .bind(&self.recovery)
-            .bind(&self.lock_ms)
-            .bind(&self.trigger)
-            .bind(&self.attempt)
-            .bind(&self.triggered_by)
-            .bind(&self.clear_retry)
-            .bind(&self.tasks)
-            .bind(&self.shard_index)
-            .bind(&self.shard_total)
-    }
-}
-
-/// A lock a claim takes: its task's row, when the row's previous run ended, and its open missed
-/// incident.
-type Claimed = (String, [Option<DateTime<Utc>>; 2]);
-
-/// Parallel arrays for claim_skip.
-#[derive(Default)]
-struct Skip {
-    names: Vec<String>,
-    set_next: Vec<bool>,
-    next: Vec<Option<DateTime<Utc>>>,
-    clear_retry: Vec<bool>,
-    clear_pause: Vec<bool>,
-    clear_manual: Vec<bool>,
-}
-
-impl Skip {
-    fn push(&mut self, skip: &TaskSkip) {
-        self.names.push(skip.name.clone());
-        let (set, next) = match skip.next_run_at {
-            NextRun::Keep => (false, None),
-            NextRun::Set(next) => (true, next),
-        };
-        self.set_next.push(set);
-        self.next.push(next);
-        self.clear_retry.push(skip.clear_retry);
-        self.clear_pause.push(skip.clear_pause);
-        self.clear_manual.push(skip.clear_manual);
-    }
 }

@@ -81,6 +81,7 @@ mod operator;
 mod outbox;
 mod renew;
 mod server;
+mod wake;
 
 use backfill::*;
 use claim::*;
@@ -93,6 +94,7 @@ use operator::*;
 use outbox::*;
 use renew::*;
 use server::*;
+use wake::*;
 
 impl PgStore {
     async fn acquire(&self, operation: &'static str) -> StoreResult<PoolConnection<Postgres>> {

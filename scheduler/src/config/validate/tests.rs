@@ -1,0 +1,76 @@
+use super::*;
+
+#[test]
+fn owners_and_labels_are_checked_and_carried() {
+    let doc = ConfigDocument::from_json(
+        r#"{"tasks":[
+                {"name":"a","enabled":true,"cron":"0 * * * * *",
+                 "owners":["ops@example.com","@li.lei"],"labels":{"team":"ads","tier":"1"}},
+                {"name":"b","enabled":true,"cron":"0 * * * * *",
+                 "owners":["x@example.com"," ","x@example.com"],"labels":{"bad key":"v"}}
+            ]}"#,
+    )
+    .unwrap();
+    let v = validate(&doc, &TaskRegistry::default(), chrono_tz::UTC);
+    let reasons: Vec<String> = v
+        .refused
+        .iter()
+        .filter(|r| r.name == "b")
+        .map(|r| r.reason.to_string())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r == "invalid owner ` `: is blank"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r == "invalid owner `x@example.com`: is listed twice"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("invalid label `bad key`")),
+        "{reasons:?}"
+    );
+    // `a` is refused only as unregistered: its owners and labels are fine.
+    let a: Vec<&Refusal> = v.refused.iter().filter(|r| r.name == "a").collect();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].reason, RefusalReason::UnknownTask);
+}
+
+#[test]
+fn shards_are_a_count_or_nodes() {
+    let doc = ConfigDocument::parse(
+        "tasks:\n\
+             - {name: a, enabled: true, cron: '0 * * * * *', shards: nodes}\n\
+             - {name: b, enabled: true, cron: '0 * * * * *', shards: 4}\n\
+             - {name: c, enabled: true, cron: '0 * * * * *', shards: all}\n\
+             - {name: d, enabled: true, cron: '0 * * * * *', shards: 0}\n\
+             - {name: e, enabled: true, cron: '0 * * * * *', shards: -1}\n\
+             - {name: f, enabled: true, cron: '0 * * * * *', shards: 1.5}\n",
+        super::super::ConfigFormat::Yaml,
+        "tasks.yaml",
+    )
+    .unwrap();
+    let v = validate(&doc, &TaskRegistry::default(), chrono_tz::UTC);
+    let shard_reasons = |name: &str| -> Vec<String> {
+        v.refused
+            .iter()
+            .filter(|r| r.name == name && matches!(r.reason, RefusalReason::InvalidShards(_)))
+            .map(|r| r.reason.to_string())
+            .collect()
+    };
+    assert!(shard_reasons("a").is_empty());
+    assert!(shard_reasons("b").is_empty());
+    for (name, shown) in [("c", "all"), ("d", "0"), ("e", "-1"), ("f", "1.5")] {
+        assert_eq!(
+            shard_reasons(name),
+            [format!(
+                "`shards` must be a count from 1 to 1000 or `nodes` (one run on each live \
+                     node), not `{shown}`"
+            )],
+        );
+    }
+}

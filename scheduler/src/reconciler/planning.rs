@@ -1,0 +1,255 @@
+//! The plan: the changes that bring the store's rows to the config's desired state, and the
+//! report describing them. Pure: no I/O, the database's clock passed in.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+
+use super::ReconcileReport;
+use crate::TaskRegistry;
+use crate::config::{ConfigDocument, ValidatedConfig};
+use crate::store::{TaskChange, TaskRow};
+
+/// Computes the changes that bring `rows` to the desired state, and the report describing them,
+/// as node `node_id` reconciles (a broadcast task's row for that node is created by it; see
+/// [`crate::shard`]).
+///
+/// Pure: no I/O, `db_now` is the database's clock. Next runs are computed strictly after it.
+pub fn plan(
+    doc: &ConfigDocument,
+    validated: &ValidatedConfig,
+    registry: &TaskRegistry,
+    rows: &[TaskRow],
+    db_now: DateTime<Utc>,
+    node_id: &str,
+) -> (Vec<TaskChange>, ReconcileReport) {
+    let rows: BTreeMap<&str, &TaskRow> = rows.iter().map(|r| (r.name.as_str(), r)).collect();
+    let mut changes = Vec::new();
+    let mut report = ReconcileReport::default();
+
+    for desired in validated.desired.values() {
+        for index in 0..desired.shards.max(1) {
+            let name = crate::shard::row_name(&desired.name, index);
+            plan_row(
+                &name,
+                desired,
+                rows.get(name.as_str()).copied(),
+                db_now,
+                &mut changes,
+                &mut report,
+            );
+        }
+        if desired.broadcast {
+            // This node's row is created by its own reconcile (its claims are the only ones
+            // that take it); every node's row follows the task's schedule.
+            let mine = crate::shard::node_row(&desired.name, node_id);
+            if !rows.contains_key(mine.as_str()) {
+                plan_row(&mine, desired, None, db_now, &mut changes, &mut report);
+            }
+            for row in rows.values() {
+                if crate::shard::row_node(&row.name).is_some()
+                    && crate::shard::split_row(&row.name).0 == desired.name
+                {
+                    plan_row(
+                        &row.name,
+                        desired,
+                        Some(row),
+                        db_now,
+                        &mut changes,
+                        &mut report,
+                    );
+                }
+            }
+        }
+    }
+    // Node rows of a task that is no longer a broadcast (or is absent from the config):
+    // disabled, kept.
+    for row in rows.values() {
+        if crate::shard::row_node(&row.name).is_none() || !row.enabled {
+            continue;
+        }
+        let task = crate::shard::split_row(&row.name).0;
+        if !validated.desired.get(task).is_some_and(|d| d.broadcast) {
+            changes.push(TaskChange::Update {
+                name: row.name.clone(),
+                cron: row.cron.clone(),
+                timezone: row.timezone.clone(),
+                calendar: row.calendar.clone(),
+                enabled: false,
+                next_run_at: None,
+            });
+            report.disabled.push(row.name.clone());
+        }
+    }
+    // Shards of a task that has fewer now (or is absent from the config): disabled, kept.
+    for row in rows.values() {
+        let (task, index) = crate::shard::split_row(&row.name);
+        if index == 0 || !row.enabled {
+            continue;
+        }
+        let wanted = validated.desired.get(task).map_or(0, |d| d.shards);
+        if index >= wanted {
+            changes.push(TaskChange::Update {
+                name: row.name.clone(),
+                cron: row.cron.clone(),
+                timezone: row.timezone.clone(),
+                calendar: row.calendar.clone(),
+                enabled: false,
+                next_run_at: None,
+            });
+            report.disabled.push(row.name.clone());
+        }
+    }
+
+    for name in &validated.absent {
+        report.absent.push(name.clone());
+        if let Some(row) = rows.get(name.as_str())
+            && row.enabled
+        {
+            changes.push(TaskChange::Update {
+                name: name.clone(),
+                cron: row.cron.clone(),
+                timezone: row.timezone.clone(),
+                calendar: row.calendar.clone(),
+                enabled: false,
+                next_run_at: None,
+            });
+            report.disabled.push(name.clone());
+            report.removed.push(name.clone());
+        }
+    }
+
+    for refusal in &validated.refused {
+        report
+            .refused
+            .push((refusal.name.clone(), refusal.reason.to_string()));
+    }
+
+    let in_config: BTreeSet<&str> = doc.tasks.iter().map(|t| t.name.as_str()).collect();
+    for row in rows.values() {
+        if !in_config.contains(row.name.as_str()) && !registry.contains(&row.name) {
+            report.orphaned.push(row.name.clone());
+            if row.orphaned_since.is_none() {
+                changes.push(TaskChange::Orphaned {
+                    name: row.name.clone(),
+                    orphaned: true,
+                });
+                report.newly_orphaned.push(row.name.clone());
+            }
+        }
+    }
+    (changes, report)
+}
+
+/// The changes that bring one row (a task's, or one of its shards', named `name`) to `desired`.
+fn plan_row(
+    name: &str,
+    desired: &crate::config::DesiredTask,
+    row: Option<&TaskRow>,
+    db_now: DateTime<Utc>,
+    changes: &mut Vec<TaskChange>,
+    report: &mut ReconcileReport,
+) {
+    let cron = desired.schedule.expression().to_owned();
+    let timezone = desired.schedule.timezone().name().to_owned();
+    // Stored beside the cron so every node applies the same calendar.
+    let calendar = desired.schedule.calendar().map(|c| c.stored().to_owned());
+    // Never at or before a tick already claimed: a claim may have advanced the row since.
+    let next = |row: Option<&TaskRow>| {
+        let floor = row
+            .and_then(|r| r.last_scheduled_at)
+            .map_or(db_now, |claimed| claimed.max(db_now));
+        if desired.enabled {
+            desired.schedule.next_after(floor)
+        } else {
+            None
+        }
+    };
+    let Some(row) = row else {
+        changes.push(TaskChange::Create {
+            name: name.to_owned(),
+            cron,
+            timezone,
+            calendar,
+            enabled: desired.enabled,
+            next_run_at: next(None),
+        });
+        report.created.push(name.to_owned());
+        let node_pin = node_pin(name, desired);
+        if desired.shards > 1 || node_pin.is_some() {
+            changes.push(TaskChange::Shards {
+                name: name.to_owned(),
+                shards: desired.shards.max(1),
+                node_pin,
+            });
+        }
+        return;
+    };
+    let schedule_changed = row.cron != cron || row.timezone != timezone || row.calendar != calendar;
+    let enabling = desired.enabled && !row.enabled;
+    let disabling = !desired.enabled && row.enabled;
+    if row.paused {
+        report.paused.push(name.to_owned());
+    }
+    if enabling && let Some(since) = row.disabled_at {
+        report
+            .disabled_ticks
+            .extend(crate::ticks::ticks_while_disabled(
+                name,
+                &desired.schedule,
+                since,
+                db_now,
+            ));
+    }
+    let unscheduled = desired.enabled && row.next_run_at.is_none();
+    let node_pin = node_pin(name, desired);
+    let reshard = row.shards != desired.shards.max(1) || row.node_pin != node_pin;
+    if reshard {
+        changes.push(TaskChange::Shards {
+            name: name.to_owned(),
+            shards: desired.shards.max(1),
+            node_pin,
+        });
+        report.updated.push(name.to_owned());
+    }
+    if !schedule_changed && !enabling && !disabling && !unscheduled && row.orphaned_since.is_none()
+    {
+        if !reshard {
+            report.unchanged += 1;
+        }
+        return;
+    }
+    let recompute = desired.enabled && (schedule_changed || enabling || unscheduled);
+    changes.push(TaskChange::Update {
+        name: name.to_owned(),
+        cron,
+        timezone,
+        calendar,
+        enabled: desired.enabled,
+        next_run_at: if recompute { next(Some(row)) } else { None },
+    });
+    if schedule_changed && !reshard {
+        report.updated.push(name.to_owned());
+    }
+    if enabling {
+        report.enabled.push(name.to_owned());
+    }
+    if disabling {
+        report.disabled.push(name.to_owned());
+    }
+    if unscheduled && !(schedule_changed || enabling) {
+        report.repaired.push(name.to_owned());
+    }
+    if !(schedule_changed || enabling || disabling || unscheduled) {
+        report.unchanged += 1;
+    }
+}
+
+/// The node row `name` of `desired` is pinned to: a broadcast task's node row to its node, its
+/// own row to none (`""`, never claimed); `None` (any node) otherwise.
+fn node_pin(name: &str, desired: &crate::config::DesiredTask) -> Option<String> {
+    if !desired.broadcast {
+        return None;
+    }
+    Some(crate::shard::row_node(name).unwrap_or_default().to_owned())
+}

@@ -1,0 +1,127 @@
+//! A run's end as the store records it: how it ended, what it does to the task's failure count,
+//! what runs again, and what [`Store::finish_runs`](crate::store::Store::finish_runs) writes and
+//! finds.
+
+use chrono::{DateTime, Utc};
+
+use super::LockKey;
+use crate::store::{RunStatus, SkipRecord};
+
+/// The end of a run, as decided by the engine (status, error) for the store to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunEnd {
+    /// Final status.
+    pub status: RunStatus,
+    /// Error message (already cleaned and bounded by the engine).
+    pub error: Option<String>,
+}
+
+impl RunEnd {
+    /// A run that ended with `status` and `error`.
+    pub fn new(status: RunStatus, error: Option<String>) -> Self {
+        Self { status, error }
+    }
+}
+
+/// How a finished run changes the task's consecutive-failure count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureCount {
+    /// Back to zero (the task succeeded).
+    Reset,
+    /// One more failure.
+    Increment,
+    /// Unchanged (an interruption says nothing about the task's health).
+    Keep,
+}
+
+impl FailureCount {
+    /// The value the store applies.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureCount::Reset => "reset",
+            FailureCount::Increment => "increment",
+            FailureCount::Keep => "keep",
+        }
+    }
+}
+
+/// Something to run again, decided by the engine when a run ends (or is found lost).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Requeue {
+    /// A scheduled tick is due again: the task's next run becomes the earlier of it and the next
+    /// run it has.
+    Tick(DateTime<Utc>),
+    /// A retry of `tick`, as attempt `attempt`, due at `at` (replaces any pending retry).
+    Retry {
+        /// The tick retried.
+        tick: DateTime<Utc>,
+        /// The attempt it will be.
+        attempt: i32,
+        /// When it is due.
+        at: DateTime<Utc>,
+    },
+    /// A manual run is due again at `at` (it was interrupted before finishing).
+    Manual {
+        /// When it was first asked for.
+        at: DateTime<Utc>,
+        /// Who asked.
+        by: Option<String>,
+    },
+}
+
+/// The end of a run, as recorded by [`Store::finish_runs`](crate::store::Store::finish_runs).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RunFinish {
+    /// The run's id.
+    pub run_id: i64,
+    /// The run's lock.
+    pub lock: LockKey,
+    /// When its handler started, by the store's clock; `None`: it never started (handed over
+    /// or cancelled before its tick). Replaces the start its claim planned.
+    pub started_at: Option<DateTime<Utc>>,
+    /// How it ended.
+    pub end: RunEnd,
+    /// What runs again (an interrupted run handed over, a retry).
+    pub requeue: Option<Requeue>,
+    /// What it does to the task's failure count.
+    pub failures: FailureCount,
+    /// Ticks this run accounts for without having run them.
+    pub skips: Vec<SkipRecord>,
+}
+
+impl RunFinish {
+    /// The record of `run_id`'s end under `lock`; its handler started at `started_at` (`None`:
+    /// never).
+    pub fn new(
+        run_id: i64,
+        lock: LockKey,
+        started_at: Option<DateTime<Utc>>,
+        end: RunEnd,
+        failures: FailureCount,
+    ) -> Self {
+        Self {
+            run_id,
+            lock,
+            started_at,
+            end,
+            requeue: None,
+            failures,
+            skips: Vec::new(),
+        }
+    }
+}
+
+/// What [`Store::finish_runs`](crate::store::Store::finish_runs) found for one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FinishResult {
+    /// The run.
+    pub run_id: i64,
+    /// Whether its lock was still held (and is now released). False: it had been taken over;
+    /// the run row still got its real outcome, and nothing was requeued.
+    pub lock_held: bool,
+}
