@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::Shared;
 use super::service::Service;
+use crate::store::Store;
 use crate::store::StoreError;
 
 /// Panics in a row (no good pass between them) after which a restartable service fail-stops its
@@ -128,21 +128,32 @@ impl Health {
 /// they change (and checks every heartbeat interval), so that `/api/nodes` on any node shows
 /// them. A service itself (`reporter`), restarted like the others.
 pub(crate) struct Reporter {
-    shared: Arc<Shared>,
+    health: Arc<Health>,
+    store: Arc<dyn Store>,
+    node_id: Arc<str>,
+    heartbeat_interval: Duration,
     written: Option<Vec<String>>,
 }
 
 impl Reporter {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(
+        health: Arc<Health>,
+        store: Arc<dyn Store>,
+        node_id: Arc<str>,
+        heartbeat_interval: Duration,
+    ) -> Self {
         Self {
-            shared,
+            health,
+            store,
+            node_id,
+            heartbeat_interval,
             written: None,
         }
     }
 
     /// What wakes the reporter.
-    pub(crate) fn wake(shared: &Shared) -> &tokio::sync::Notify {
-        &shared.health.changed
+    pub(crate) fn wake(health: &Health) -> &tokio::sync::Notify {
+        &health.changed
     }
 }
 
@@ -156,24 +167,20 @@ impl Service for Reporter {
 
     async fn run_once(&mut self) -> Result<(), StoreError> {
         let down: Vec<String> = self
-            .shared
             .health
             .down()
             .iter()
             .map(|s| s.name.to_owned())
             .collect();
         if self.written.as_ref() != Some(&down) {
-            self.shared
-                .store
-                .report_services(&self.shared.node_id, &down)
-                .await?;
+            self.store.report_services(&self.node_id, &down).await?;
             self.written = Some(down);
         }
         Ok(())
     }
 
     fn pause_after(&mut self, (): ()) -> Option<Duration> {
-        Some(self.shared.settings.heartbeat_interval)
+        Some(self.heartbeat_interval)
     }
 }
 

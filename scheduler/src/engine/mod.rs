@@ -51,6 +51,7 @@ mod runner;
 mod runtime;
 mod service;
 mod settings;
+mod skips;
 mod sla;
 mod view;
 mod watchdog;
@@ -70,6 +71,7 @@ pub use failstop::FAIL_STOP_EXIT_CODE;
 pub(crate) use health::ServiceStatus;
 #[cfg(feature = "webhook")]
 pub use incidents::INCIDENT_KINDS;
+use service::backoff;
 pub use settings::{
     DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
     DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
@@ -83,11 +85,6 @@ use crate::store::{NodeInfo, Store, StoreError};
 use crate::{Error, Result, TaskRegistry};
 use config_sync::ConfigSync;
 
-/// Exponential backoff for retries against the store: 250 ms doubling to 10 s.
-pub(crate) fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
-}
-
 /// A random fraction in [0, 1), for jitter (no cryptographic quality needed).
 pub(crate) fn random_fraction() -> f64 {
     use std::hash::{BuildHasher, Hasher};
@@ -100,14 +97,12 @@ pub(crate) fn random_fraction() -> f64 {
 impl Shared {
     /// Counts skipped ticks and raises `tick.skipped` (to the webhook too unless `local_only`).
     pub(crate) fn report_skip(&self, skip: &crate::store::SkipRecord, local_only: bool) {
-        self.metrics
-            .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
-        let event = crate::events::SchedulerEvent::from(skip);
-        if local_only {
-            self.events.emit_local(event);
-        } else {
-            self.events.emit(event);
-        }
+        skips::report_skip(&self.metrics, &self.events, skip, local_only);
+    }
+
+    /// The service levels of `task` in the config this node applied, if it has any.
+    pub(crate) fn levels(&self, task: &str) -> Option<sla::TaskLevels> {
+        config_sync::levels(&self.config_view, task)
     }
 }
 
@@ -152,7 +147,7 @@ pub(crate) struct Shared {
     /// Where runners hand their outcomes to the completer.
     pub(crate) completions: tokio::sync::mpsc::UnboundedSender<completer::Completion>,
     /// What happened, for subscribers.
-    pub(crate) events: crate::events::EventBus,
+    pub(crate) events: Arc<crate::events::EventBus>,
     /// This node's metrics.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// Alerts on their way to the channels, if any is configured.
@@ -161,11 +156,11 @@ pub(crate) struct Shared {
     /// Where alerts about tasks wait to be folded into incidents (the bus's sink).
     pub(crate) incidents: Arc<incidents::IncidentDesk>,
     /// The config as this node last read and applied it (for the admin API).
-    pub(crate) config_view: std::sync::RwLock<ConfigView>,
+    pub(crate) config_view: Arc<std::sync::RwLock<ConfigView>>,
     /// Set once the store is prepared (migrations, node registration).
     pub(crate) started: std::sync::atomic::AtomicBool,
     /// The states of the node's background services (see `health`).
-    pub(crate) health: health::Health,
+    pub(crate) health: Arc<health::Health>,
 }
 
 /// A node's background service: its name, what wakes it early (if anything), and what it is.
@@ -206,6 +201,20 @@ impl Shared {
                 self.metrics.handler_threads_replaced.clone(),
             ))
         })
+    }
+
+    /// What the config service works with.
+    fn config_sync_parts(&self) -> config_sync::ConfigSyncParts<'_> {
+        config_sync::ConfigSyncParts {
+            store: &self.store,
+            registry: &self.registry,
+            node_id: &self.node_id,
+            default_timezone: self.settings.default_timezone,
+            poll_interval: self.settings.config_poll_interval,
+            config_view: &self.config_view,
+            events: &self.events,
+            metrics: &self.metrics,
+        }
     }
 
     /// Whether the node is draining (shutdown requested).
@@ -292,14 +301,14 @@ impl Engine {
             specs: crate::schedule::SpecCache::default(),
             watchdog,
             completions,
-            events,
+            events: Arc::new(events),
             metrics,
             #[cfg(feature = "webhook")]
             alerts,
             incidents: desk,
-            config_view: std::sync::RwLock::new(ConfigView::default()),
+            config_view: Arc::default(),
             started: std::sync::atomic::AtomicBool::new(false),
-            health: health::Health::default(),
+            health: Arc::default(),
         });
         Engine {
             shared,
@@ -424,7 +433,7 @@ impl Engine {
         let mut config = self
             .config
             .take()
-            .map(|feed| ConfigSync::new(&shared, feed));
+            .map(|feed| ConfigSync::new(shared.config_sync_parts(), feed));
         tokio::select! {
             () = self.start(&shared, config.as_mut()) => {}
             _ = &mut shutdown => {
@@ -497,14 +506,23 @@ impl Engine {
         workers.spawn(supervise(
             Arc::clone(&shared),
             "sla",
-            sla::SlaWatch::new(Arc::clone(&shared)),
+            sla::SlaWatch::new(
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.events),
+                config_sync::AppliedLevels(Arc::clone(&shared.config_view)),
+            ),
             stop.clone(),
             None,
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),
             "incidents",
-            incidents::IncidentKeeper::new(Arc::clone(&shared), Arc::clone(&shared.incidents)),
+            incidents::IncidentKeeper::new(
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.events),
+                config_sync::AppliedLevels(Arc::clone(&shared.config_view)),
+                Arc::clone(&shared.incidents),
+            ),
             stop.clone(),
             Some(|shared| &shared.incidents.wake),
         ));
@@ -518,16 +536,27 @@ impl Engine {
         workers.spawn(supervise(
             Arc::clone(&shared),
             "reporter",
-            health::Reporter::new(Arc::clone(&shared)),
+            health::Reporter::new(
+                Arc::clone(&shared.health),
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.node_id),
+                shared.settings.heartbeat_interval,
+            ),
             stop.clone(),
-            Some(health::Reporter::wake),
+            Some(|shared| health::Reporter::wake(&shared.health)),
         ));
         #[cfg(feature = "webhook")]
         if let Some(sink) = shared.alerts.clone() {
             workers.spawn(supervise(
                 Arc::clone(&shared),
                 "delivery",
-                delivery::Deliverer::new(Arc::clone(&shared), sink),
+                delivery::Deliverer::new(
+                    Arc::clone(&shared.store),
+                    Arc::clone(&shared.metrics),
+                    Arc::clone(&shared.node_id),
+                    shared.settings.public_url.clone(),
+                    sink,
+                ),
                 stop.clone(),
                 Some(|shared| shared.alerts.as_ref().map_or(&shared.wake, |a| &a.wake)),
             ));
