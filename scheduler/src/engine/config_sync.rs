@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::levels::{TaskLevels, levels_of};
 use super::service::{Service, backoff};
 use super::skips::report_skip;
-use super::sla::TaskLevels;
 use crate::config::{ConfigDocument, ConfigWatcher, PollOutcome};
 use crate::events::{EventBus, SchedulerEvent};
 use crate::metrics::Metrics;
@@ -39,13 +39,13 @@ pub(crate) struct ConfigView {
     /// The last reconcile that completed, and when.
     pub report: Option<(ReconcileReport, DateTime<Utc>)>,
     /// The service levels of the last good document, by task.
-    pub levels: Arc<std::collections::BTreeMap<String, super::sla::TaskLevels>>,
+    pub levels: Arc<BTreeMap<String, TaskLevels>>,
 }
 
 impl ConfigView {
     /// Takes `doc` as the last good document, read now.
     fn set_document(&mut self, doc: &Arc<ConfigDocument>, default_zone: chrono_tz::Tz) {
-        self.levels = Arc::new(super::sla::levels_of(doc, default_zone));
+        self.levels = Arc::new(levels_of(doc, default_zone));
         self.document = Some((Arc::clone(doc), Utc::now()));
     }
 

@@ -18,8 +18,7 @@ use super::service::Service;
 use crate::channels::{Channel, ChannelKind, Channels};
 use crate::events::{Event, EventSink};
 use crate::metrics::Metrics;
-use crate::store::Store;
-use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreError};
+use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, Store, StoreError};
 use crate::webhook::{DELIVERY_CONCURRENCY, MAX_ATTEMPTS};
 
 /// Events claimed per pass.

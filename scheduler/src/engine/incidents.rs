@@ -20,11 +20,10 @@ use tokio::sync::Notify;
 
 use super::config_sync::AppliedLevels;
 use super::service::Service;
-use crate::events::EventBus;
-use crate::events::{Event, EventSink, IncidentRef, SchedulerEvent};
-use crate::store::Store;
+use crate::events::{Event, EventBus, EventSink, IncidentRef, SchedulerEvent};
 use crate::store::{
-    AlertFold, FoldDecision, FoldInput, IncidentClose, IncidentQuery, IncidentRecord, StoreError,
+    AlertFold, FoldDecision, FoldInput, IncidentClose, IncidentQuery, IncidentRecord, Store,
+    StoreError,
 };
 
 /// The alert types that fold into incidents (when they name a task).

@@ -19,11 +19,13 @@
 //! | lock renewal (one write for all held locks) and loss; cancel requests reaching a run | `watchdog` |
 //! | recording outcomes in batches | `completer` |
 //! | heartbeat, pruning, rescheduling, change notifications | `maintenance` |
+//! | a task's service levels, as read from the applied config | `levels` |
 //! | service levels: late ticks, missed wall-clock deadlines | `sla` |
 //! | one incident per problem: folding alerts, reminders, resolutions | `incidents` |
 //! | applying the task config | `config_sync` |
 //! | the loop every background service shares | `service` |
 //! | services that panic: restarted or fail-stop, their states for the probes | `health` |
+//! | the services that are down, written to the node's row for `/api/nodes` | `reporter` |
 //! | validated settings and their defaults | `settings` |
 //! | what the admin server may see of the engine | `view` |
 //!
@@ -44,8 +46,10 @@ mod failstop;
 mod gate;
 mod health;
 mod incidents;
+mod levels;
 mod maintenance;
 mod outcome;
+mod reporter;
 mod rules;
 mod runner;
 mod runtime;
@@ -101,7 +105,7 @@ impl Shared {
     }
 
     /// The service levels of `task` in the config this node applied, if it has any.
-    pub(crate) fn levels(&self, task: &str) -> Option<sla::TaskLevels> {
+    pub(crate) fn levels(&self, task: &str) -> Option<levels::TaskLevels> {
         config_sync::levels(&self.config_view, task)
     }
 }
@@ -141,7 +145,7 @@ pub(crate) struct Shared {
     /// Where handlers run (the handler pool), set when the node starts (see [`Shared::handlers`]).
     handlers: std::sync::OnceLock<Arc<runtime::HandlerThreads>>,
     /// Compiled schedules, shared by claims and runners.
-    pub(crate) specs: crate::schedule::SpecCache,
+    pub(crate) specs: Arc<crate::schedule::SpecCache>,
     /// Renews the locks of running handlers.
     pub(crate) watchdog: Arc<watchdog::LockWatchdog>,
     /// Where runners hand their outcomes to the completer.
@@ -158,7 +162,7 @@ pub(crate) struct Shared {
     /// The config as this node last read and applied it (for the admin API).
     pub(crate) config_view: Arc<std::sync::RwLock<ConfigView>>,
     /// Set once the store is prepared (migrations, node registration).
-    pub(crate) started: std::sync::atomic::AtomicBool,
+    pub(crate) started: Arc<std::sync::atomic::AtomicBool>,
     /// The states of the node's background services (see `health`).
     pub(crate) health: Arc<health::Health>,
 }
@@ -217,12 +221,6 @@ impl Shared {
         }
     }
 
-    /// Whether the node is draining (shutdown requested).
-    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
-    pub(crate) fn draining(&self) -> bool {
-        self.handlers_cancel.is_cancelled()
-    }
-
     /// The settings of a registered task (`None`: not in this binary).
     pub(crate) fn task_settings(
         &self,
@@ -231,8 +229,7 @@ impl Shared {
         crate::registry::TaskSettings,
         &'static crate::TaskDescriptor,
     )> {
-        let descriptor = self.registry.get(task)?;
-        Some((self.settings.task_settings(&descriptor.options), descriptor))
+        self.settings.registered(&self.registry, task)
     }
 }
 
@@ -298,7 +295,7 @@ impl Engine {
             flush_deadline: CancellationToken::new(),
             tracker: TaskTracker::new(),
             handlers: std::sync::OnceLock::new(),
-            specs: crate::schedule::SpecCache::default(),
+            specs: Arc::default(),
             watchdog,
             completions,
             events: Arc::new(events),
@@ -307,7 +304,7 @@ impl Engine {
             alerts,
             incidents: desk,
             config_view: Arc::default(),
-            started: std::sync::atomic::AtomicBool::new(false),
+            started: Arc::default(),
             health: Arc::default(),
         });
         Engine {
@@ -321,7 +318,19 @@ impl Engine {
 
     /// What the admin server may see of this engine (see [`EngineView`]).
     pub(crate) fn view(&self) -> EngineView {
-        EngineView::new(Arc::clone(&self.shared))
+        let shared = &self.shared;
+        EngineView::new(view::ViewParts {
+            node_id: Arc::clone(&shared.node_id),
+            store: Arc::clone(&shared.store),
+            metrics: Arc::clone(&shared.metrics),
+            started: Arc::clone(&shared.started),
+            draining: shared.handlers_cancel.clone(),
+            health: Arc::clone(&shared.health),
+            config_view: Arc::clone(&shared.config_view),
+            registry: shared.registry.clone(),
+            settings: shared.settings.clone(),
+            specs: Arc::clone(&shared.specs),
+        })
     }
 
     /// A stream of what happens on this node from now on (see [`crate::events`]).
@@ -536,14 +545,14 @@ impl Engine {
         workers.spawn(supervise(
             Arc::clone(&shared),
             "reporter",
-            health::Reporter::new(
+            reporter::Reporter::new(
                 Arc::clone(&shared.health),
                 Arc::clone(&shared.store),
                 Arc::clone(&shared.node_id),
                 shared.settings.heartbeat_interval,
             ),
             stop.clone(),
-            Some(|shared| health::Reporter::wake(&shared.health)),
+            Some(|shared| reporter::Reporter::wake(&shared.health)),
         ));
         #[cfg(feature = "webhook")]
         if let Some(sink) = shared.alerts.clone() {

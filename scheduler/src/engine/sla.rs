@@ -11,15 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use chrono_tz::Tz;
 
 use super::config_sync::AppliedLevels;
+use super::levels::TaskLevels;
 use super::service::Service;
-use crate::config::{ConfigDocument, Sla};
-use crate::events::EventBus;
-use crate::events::SchedulerEvent;
-use crate::store::Store;
-use crate::store::{AlertMark, RunQuery, RunStatus, StoreError};
+use crate::events::{EventBus, SchedulerEvent};
+use crate::store::{AlertMark, RunQuery, RunStatus, Store, StoreError};
 
 /// How often the levels are judged while some task has a start deadline or a wall-clock one.
 pub(crate) const SLA_CHECK_INTERVAL: Duration = Duration::from_secs(1);
@@ -31,36 +28,6 @@ const LATE_CHECK_LIMIT: u32 = 1_000;
 /// still be judged (a node restarting just after a deadline judges it; a deadline of yesterday
 /// is not raised the moment a task gains its `sla` block).
 pub(crate) const DEADLINE_LOOKBACK: Duration = Duration::from_secs(300);
-
-/// One task's service levels and the zone its wall-clock deadline is read in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TaskLevels {
-    pub(crate) sla: Sla,
-    pub(crate) zone: Tz,
-    pub(crate) enabled: bool,
-}
-
-/// Every entry of `doc` with a valid `sla` block (and a valid zone), by task.
-pub(crate) fn levels_of(doc: &ConfigDocument, default_zone: Tz) -> BTreeMap<String, TaskLevels> {
-    doc.tasks
-        .iter()
-        .filter_map(|entry| {
-            let sla = entry.sla.as_ref()?.check().ok()?;
-            let zone = match &entry.timezone {
-                None => default_zone,
-                Some(zone) => crate::schedule::parse_timezone(zone).ok()?,
-            };
-            Some((
-                entry.name.clone(),
-                TaskLevels {
-                    sla,
-                    zone,
-                    enabled: entry.enabled,
-                },
-            ))
-        })
-        .collect()
-}
 
 /// What one pass raised.
 #[derive(Debug, Default, PartialEq, Eq)]
