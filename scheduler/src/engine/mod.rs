@@ -110,14 +110,14 @@ impl Shared {
     }
 }
 
-/// This node as recorded in the node table.
-pub(crate) fn node_info(shared: &Shared) -> NodeInfo {
+/// This node (`node_id`, running the tasks `names`) as recorded in the node table.
+pub(crate) fn node_info(node_id: &str, names: &[String]) -> NodeInfo {
     NodeInfo::new(
-        shared.node_id.to_string(),
+        node_id.to_owned(),
         settings::hostname(),
         std::process::id(),
         env!("CARGO_PKG_VERSION"),
-        shared.names.to_vec(),
+        names.to_vec(),
     )
 }
 
@@ -132,9 +132,9 @@ pub(crate) struct Shared {
     pub(crate) permits: Arc<Semaphore>,
     /// Live nodes sharing the due work, this one included, as the last heartbeat counted them:
     /// bounds the batch one claim takes (see `claimer::fair_cap`).
-    pub(crate) live_nodes: std::sync::atomic::AtomicUsize,
+    pub(crate) live_nodes: Arc<std::sync::atomic::AtomicUsize>,
     /// Wakes the claim loop (a handler finished, another node changed something).
-    pub(crate) wake: Notify,
+    pub(crate) wake: Arc<Notify>,
     /// Tells handlers to stop (graceful shutdown).
     pub(crate) handlers_cancel: CancellationToken,
     /// Aborts handlers still running after the drain timeout.
@@ -287,9 +287,9 @@ impl Engine {
             node_id: Arc::from(settings.node_id.as_str()),
             state,
             permits: Arc::new(Semaphore::new(settings.max_concurrent)),
-            live_nodes: std::sync::atomic::AtomicUsize::new(1),
+            live_nodes: Arc::new(std::sync::atomic::AtomicUsize::new(1)),
             settings,
-            wake: Notify::new(),
+            wake: Arc::default(),
             handlers_cancel: CancellationToken::new(),
             hard_stop: CancellationToken::new(),
             flush_deadline: CancellationToken::new(),
@@ -485,21 +485,40 @@ impl Engine {
         workers.spawn(supervise(
             Arc::clone(&shared),
             "heartbeat",
-            maintenance::Maintenance::new(Arc::clone(&shared)),
+            maintenance::Maintenance::new(maintenance::HeartbeatParts {
+                store: Arc::clone(&shared.store),
+                node_id: Arc::clone(&shared.node_id),
+                names: Arc::clone(&shared.names),
+                registry: shared.registry.clone(),
+                heartbeat_interval: shared.settings.heartbeat_interval,
+                missed_grace: shared.settings.missed_grace,
+                live_nodes: Arc::clone(&shared.live_nodes),
+                specs: Arc::clone(&shared.specs),
+                metrics: Arc::clone(&shared.metrics),
+                events: Arc::clone(&shared.events),
+            }),
             stop.clone(),
             None,
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),
             "pruner",
-            maintenance::Pruner(Arc::clone(&shared)),
+            maintenance::Pruner {
+                store: Arc::clone(&shared.store),
+                retention: shared.settings.run_retention,
+                heartbeat_interval: shared.settings.heartbeat_interval,
+            },
             stop.clone(),
             None,
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),
             "listener",
-            maintenance::Listener::new(Arc::clone(&shared)),
+            maintenance::Listener::new(
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.wake),
+                Arc::clone(&shared.watchdog),
+            ),
             stop.clone(),
             None,
         ));
@@ -538,7 +557,14 @@ impl Engine {
         workers.spawn(supervise(
             Arc::clone(&shared),
             "database",
-            database::DatabaseWatch::new(Arc::clone(&shared)),
+            database::DatabaseWatch::new(
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.events),
+                Arc::clone(&shared.metrics),
+                Arc::clone(&shared.node_id),
+                shared.settings.accept_async_replication,
+                shared.settings.heartbeat_interval,
+            ),
             stop.clone(),
             None,
         ));
@@ -691,7 +717,7 @@ impl service::Service for Startup {
         }
         self.shared
             .store
-            .register_node(&node_info(&self.shared))
+            .register_node(&node_info(&self.shared.node_id, &self.shared.names))
             .await
     }
 
