@@ -72,6 +72,8 @@ pub(crate) use config_sync::{ConfigFeed, ConfigView};
 #[cfg(feature = "webhook")]
 use delivery::AlertSink;
 pub use failstop::FAIL_STOP_EXIT_CODE;
+// What the admin server shows of the node's services.
+#[cfg(feature = "admin")]
 pub(crate) use health::ServiceStatus;
 #[cfg(feature = "webhook")]
 pub use incidents::INCIDENT_KINDS;
