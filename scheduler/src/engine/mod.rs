@@ -454,13 +454,21 @@ impl Engine {
         }
 
         let completer_stop = CancellationToken::new();
-        let completer = tokio::spawn(completer::run(
-            Arc::clone(&shared),
-            self.completions
+        let completer = tokio::spawn({
+            let completer = completer::Completer {
+                store: Arc::clone(&shared.store),
+                watchdog: Arc::clone(&shared.watchdog),
+                wake: Arc::clone(&shared.wake),
+                flush_deadline: shared.flush_deadline.clone(),
+            };
+            let queue = self
+                .completions
                 .take()
-                .expect("run_until consumes the scheduler"),
-            completer_stop.clone(),
-        ));
+                .expect("run_until consumes the scheduler");
+            let stop = completer_stop.clone();
+            let shared = Arc::clone(&shared);
+            async move { completer::run(completer, queue, stop, &shared.care("completer")).await }
+        });
         let watchdog = tokio::spawn(supervise(
             Arc::clone(&shared),
             "renewer",
