@@ -32,8 +32,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::rules::{Rules, Takeover, Unreadable};
+use super::runner;
+use super::service::backoff;
 use super::service::{Service, Woke};
-use super::{Shared, backoff, runner};
+use super::shared::Shared;
 use crate::store::{ClaimRequest, LockKey, SkipReason, SkipRecord, StoreError};
 use crate::ticks::missed_by;
 
@@ -516,7 +518,7 @@ fn contended_pause(streak: u32) -> Duration {
 
 /// `d` scaled by a random factor in [0.5, 1.5), so contending nodes drift apart.
 fn jitter(d: Duration) -> Duration {
-    d.mul_f64(0.5 + super::random_fraction())
+    d.mul_f64(0.5 + super::service::random_fraction())
 }
 
 #[cfg(test)]

@@ -13,12 +13,13 @@ use tokio::time::Instant;
 use tokio::sync::Notify;
 
 use super::service::{Service, backoff};
+use super::settings;
 use super::watchdog::LockWatchdog;
 use crate::events::EventBus;
 use crate::metrics::Metrics;
 use crate::registry::TaskRegistry;
 use crate::schedule::SpecCache;
-use crate::store::{Change, ChangeListener, Store, StoreError};
+use crate::store::{Change, ChangeListener, NodeInfo, Store, StoreError};
 
 /// How often old runs are pruned, and enabled tasks without a next run looked for.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
@@ -31,6 +32,17 @@ pub(crate) const PRUNE_BATCH: u32 = 5_000;
 
 /// A node is reported silent after this many of our heartbeat intervals without one of its own.
 pub(super) const SILENT_AFTER_HEARTBEATS: u32 = 3;
+
+/// This node (`node_id`, running the tasks `names`) as recorded in the node table.
+pub(crate) fn node_info(node_id: &str, names: &[String]) -> NodeInfo {
+    NodeInfo::new(
+        node_id.to_owned(),
+        settings::hostname(),
+        std::process::id(),
+        env!("CARGO_PKG_VERSION"),
+        names.to_vec(),
+    )
+}
 
 /// What the heartbeat works with.
 pub(crate) struct HeartbeatParts {
@@ -80,7 +92,7 @@ impl Maintenance {
             );
             parts
                 .store
-                .register_node(&super::node_info(&parts.node_id, &parts.names))
+                .register_node(&node_info(&parts.node_id, &parts.names))
                 .await?;
         }
         parts.live_nodes.store(

@@ -9,6 +9,7 @@
 //!
 //! | concern | where |
 //! |---|---|
+//! | the state the run path shares (claimer, runners, handlers) | `shared` |
 //! | when to look, claiming in batches | `claimer` |
 //! | the decisions inside a claim: takeover here, what is due by `crate::ticks` | `rules` |
 //! | one run: handler, stop requests, panics | `runner` |
@@ -55,6 +56,7 @@ mod runner;
 mod runtime;
 mod service;
 mod settings;
+mod shared;
 mod skips;
 mod sla;
 mod view;
@@ -68,7 +70,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub(crate) use config_sync::{ConfigFeed, ConfigView};
+pub(crate) use config_sync::ConfigFeed;
 #[cfg(feature = "webhook")]
 use delivery::AlertSink;
 pub use failstop::FAIL_STOP_EXIT_CODE;
@@ -77,7 +79,6 @@ pub use failstop::FAIL_STOP_EXIT_CODE;
 pub(crate) use health::ServiceStatus;
 #[cfg(feature = "webhook")]
 pub use incidents::INCIDENT_KINDS;
-use service::backoff;
 pub use settings::{
     DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
     DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
@@ -87,87 +88,10 @@ pub(crate) use settings::{Settings, TaskDefaults, default_node_id};
 pub(crate) use view::EngineView;
 
 use crate::context::StateMap;
-use crate::store::{NodeInfo, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::{Error, Result, TaskRegistry};
 use config_sync::ConfigSync;
-
-/// A random fraction in [0, 1), for jitter (no cryptographic quality needed).
-pub(crate) fn random_fraction() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    (random % 1_000_000) as f64 / 1_000_000.0
-}
-
-impl Shared {
-    /// Counts skipped ticks and raises `tick.skipped` (to the webhook too unless `local_only`).
-    pub(crate) fn report_skip(&self, skip: &crate::store::SkipRecord, local_only: bool) {
-        skips::report_skip(&self.metrics, &self.events, skip, local_only);
-    }
-
-    /// The service levels of `task` in the config this node applied, if it has any.
-    pub(crate) fn levels(&self, task: &str) -> Option<levels::TaskLevels> {
-        config_sync::levels(&self.config_view, task)
-    }
-}
-
-/// This node (`node_id`, running the tasks `names`) as recorded in the node table.
-pub(crate) fn node_info(node_id: &str, names: &[String]) -> NodeInfo {
-    NodeInfo::new(
-        node_id.to_owned(),
-        settings::hostname(),
-        std::process::id(),
-        env!("CARGO_PKG_VERSION"),
-        names.to_vec(),
-    )
-}
-
-/// State shared by the engine's services.
-pub(crate) struct Shared {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) registry: TaskRegistry,
-    pub(crate) names: Arc<[String]>,
-    pub(crate) node_id: Arc<str>,
-    pub(crate) state: StateMap,
-    pub(crate) settings: Settings,
-    pub(crate) permits: Arc<Semaphore>,
-    /// Live nodes sharing the due work, this one included, as the last heartbeat counted them:
-    /// bounds the batch one claim takes (see `claimer::fair_cap`).
-    pub(crate) live_nodes: Arc<std::sync::atomic::AtomicUsize>,
-    /// Wakes the claim loop (a handler finished, another node changed something).
-    pub(crate) wake: Arc<Notify>,
-    /// Tells handlers to stop (graceful shutdown).
-    pub(crate) handlers_cancel: CancellationToken,
-    /// Aborts handlers still running after the drain timeout.
-    pub(crate) hard_stop: CancellationToken,
-    /// Stops retrying outcome writes at the very end of shutdown.
-    pub(crate) flush_deadline: CancellationToken,
-    pub(crate) tracker: TaskTracker,
-    /// Where handlers run (the handler pool), set when the node starts (see [`Shared::handlers`]).
-    handlers: std::sync::OnceLock<Arc<runtime::HandlerThreads>>,
-    /// Compiled schedules, shared by claims and runners.
-    pub(crate) specs: Arc<crate::schedule::SpecCache>,
-    /// Renews the locks of running handlers.
-    pub(crate) watchdog: Arc<watchdog::LockWatchdog>,
-    /// Where runners hand their outcomes to the completer.
-    pub(crate) completions: tokio::sync::mpsc::UnboundedSender<completer::Completion>,
-    /// What happened, for subscribers.
-    pub(crate) events: Arc<crate::events::EventBus>,
-    /// This node's metrics.
-    pub(crate) metrics: Arc<crate::metrics::Metrics>,
-    /// Alerts on their way to the channels, if any is configured.
-    #[cfg(feature = "webhook")]
-    pub(crate) alerts: Option<Arc<AlertSink>>,
-    /// Where alerts about tasks wait to be folded into incidents (the bus's sink).
-    pub(crate) incidents: Arc<incidents::IncidentDesk>,
-    /// The config as this node last read and applied it (for the admin API).
-    pub(crate) config_view: Arc<std::sync::RwLock<ConfigView>>,
-    /// Set once the store is prepared (migrations, node registration).
-    pub(crate) started: Arc<std::sync::atomic::AtomicBool>,
-    /// The states of the node's background services (see `health`).
-    pub(crate) health: Arc<health::Health>,
-}
+use shared::Shared;
 
 /// A node's background service: its name, what wakes it early (if anything), and what it is.
 type WakeOf = fn(&Shared) -> &Notify;
@@ -182,57 +106,6 @@ async fn supervise<S: service::Service>(
 ) {
     let wake = wake.map(|wake| wake(&shared));
     service::run(service, stop, wake, &shared.care(name)).await;
-}
-
-impl Shared {
-    /// What the service `name` runs under (see `service::Care`).
-    pub(crate) fn care(&self, name: &'static str) -> service::Care<'_> {
-        service::Care {
-            name,
-            health: &self.health,
-            events: &self.events,
-            metrics: &self.metrics,
-            fail_stop: failstop::exit_service,
-        }
-    }
-
-    /// Where this node's handlers run: its handler pool, in the context of the runtime
-    /// `run_until` was called from (the engine's own if it was not set).
-    pub(crate) fn handlers(&self) -> &Arc<runtime::HandlerThreads> {
-        self.handlers.get_or_init(|| {
-            let engine = tokio::runtime::Handle::current();
-            Arc::new(runtime::HandlerThreads::new(
-                None,
-                engine,
-                self.metrics.handler_threads_replaced.clone(),
-            ))
-        })
-    }
-
-    /// What the config service works with.
-    fn config_sync_parts(&self) -> config_sync::ConfigSyncParts<'_> {
-        config_sync::ConfigSyncParts {
-            store: &self.store,
-            registry: &self.registry,
-            node_id: &self.node_id,
-            default_timezone: self.settings.default_timezone,
-            poll_interval: self.settings.config_poll_interval,
-            config_view: &self.config_view,
-            events: &self.events,
-            metrics: &self.metrics,
-        }
-    }
-
-    /// The settings of a registered task (`None`: not in this binary).
-    pub(crate) fn task_settings(
-        &self,
-        task: &str,
-    ) -> Option<(
-        crate::registry::TaskSettings,
-        &'static crate::TaskDescriptor,
-    )> {
-        self.settings.registered(&self.registry, task)
-    }
 }
 
 /// One node's engine, assembled and ready to [`run_until`](Engine::run_until) a shutdown
@@ -727,7 +600,10 @@ impl service::Service for Startup {
         }
         self.shared
             .store
-            .register_node(&node_info(&self.shared.node_id, &self.shared.names))
+            .register_node(&maintenance::node_info(
+                &self.shared.node_id,
+                &self.shared.names,
+            ))
             .await
     }
 

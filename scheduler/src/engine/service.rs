@@ -23,6 +23,15 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
 }
 
+/// A random fraction in [0, 1), for jitter (no cryptographic quality needed).
+pub(crate) fn random_fraction() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    (random % 1_000_000) as f64 / 1_000_000.0
+}
+
 /// What ended a pause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Woke {
