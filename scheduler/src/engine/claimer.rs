@@ -34,7 +34,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::rules::{Rules, Takeover, Unreadable};
-use super::{Shared, runner};
+use super::runner;
+use super::shared::Shared;
 use crate::store::{ClaimRequest, LockKey, SkipReason, SkipRecord, StoreError};
 use crate::ticks::missed_by;
 

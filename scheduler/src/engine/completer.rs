@@ -15,13 +15,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
 use super::health::CatchUnwind;
-use super::watchdog::Lease;
-use crate::store::{RunFinish, StoreError};
+use super::service::Care;
+use super::watchdog::{Lease, LockWatchdog};
+use crate::store::{RunFinish, Store, StoreError};
 
 /// The most outcomes written in one statement.
 const MAX_BATCH: usize = 1_000;
@@ -33,23 +33,34 @@ pub(crate) struct Completion {
     pub(crate) recorded: oneshot::Sender<()>,
 }
 
+/// What the completer works with.
+pub(crate) struct Completer {
+    pub(crate) store: Arc<dyn Store>,
+    /// Renews the locks of the runs whose outcomes wait, and is told which are being written.
+    pub(crate) watchdog: Arc<LockWatchdog>,
+    /// Wakes the claim loop after each batch.
+    pub(crate) wake: Arc<Notify>,
+    /// Cancelled at the very end of a shutdown: writes are no longer retried.
+    pub(crate) flush_deadline: CancellationToken,
+}
+
 /// Runs until `stop` is cancelled; by then every runner has had its outcome acknowledged
 /// (the engine stops the completer only after all runners finished).
 ///
 /// A panic fail-stops the node (see `super::health`): the outcomes it held would be lost while
 /// their runs' locks are no longer renewed, so it cannot just run again.
 pub(crate) async fn run(
-    shared: Arc<Shared>,
+    completer: Completer,
     queue: mpsc::UnboundedReceiver<Completion>,
     stop: CancellationToken,
+    care: &Care<'_>,
 ) {
-    let care = shared.care("completer");
     care.health.running(care.name);
-    let work = std::pin::pin!(complete(&shared, queue, stop));
+    let work = std::pin::pin!(complete(&completer, queue, stop));
     match CatchUnwind(work).await {
         Ok(()) => care.health.ended(care.name),
         Err(message) => {
-            super::service::report_panic(&care, "recording the end of runs", &message, 1, false);
+            super::service::report_panic(care, "recording the end of runs", &message, 1, false);
             (care.fail_stop)(
                 care.name,
                 &format!("panicked and cannot be restarted safely ({message})"),
@@ -59,7 +70,7 @@ pub(crate) async fn run(
 }
 
 async fn complete(
-    shared: &Arc<Shared>,
+    completer: &Completer,
     mut queue: mpsc::UnboundedReceiver<Completion>,
     stop: CancellationToken,
 ) {
@@ -79,27 +90,27 @@ async fn complete(
             }
         }
         super::health::injected_panic("completer");
-        record(shared, &mut batch).await;
+        record(completer, &mut batch).await;
         for c in batch {
             drop(c.lease);
             let _ = c.recorded.send(());
         }
-        shared.wake.notify_one();
+        completer.wake.notify_one();
     }
 }
 
 /// Writes `batch`, splitting it around rejected outcomes and retrying through outages until the
 /// flush deadline of a shutdown.
-async fn record(shared: &Shared, batch: &mut [Completion]) {
+async fn record(completer: &Completer, batch: &mut [Completion]) {
     let mut pending: Vec<(usize, usize)> = vec![(0, batch.len())];
     let mut failures = 0u32;
     while let Some((from, to)) = pending.pop() {
         let finishes: Vec<RunFinish> = batch[from..to].iter().map(|c| c.finish.clone()).collect();
         let runs = || finishes.iter().map(|f| f.run_id);
-        shared.watchdog.writing(runs(), true);
-        let written = shared.store.finish_runs(&finishes).await;
+        completer.watchdog.writing(runs(), true);
+        let written = completer.store.finish_runs(&finishes).await;
         if written.is_err() {
-            shared.watchdog.writing(runs(), false);
+            completer.watchdog.writing(runs(), false);
         }
         match written {
             Ok(results) => {
@@ -118,7 +129,7 @@ async fn record(shared: &Shared, batch: &mut [Completion]) {
                 }
             }
             Err(e) if e.is_transient() => {
-                if shared.flush_deadline.is_cancelled() {
+                if completer.flush_deadline.is_cancelled() {
                     tracing::error!(error = %e, runs = to - from, "gave up recording the end of runs at shutdown; other nodes will find their locks expired and treat the runs as lost");
                     continue;
                 }
@@ -128,8 +139,8 @@ async fn record(shared: &Shared, batch: &mut [Completion]) {
                 failures += 1;
                 pending.push((from, to));
                 tokio::select! {
-                    _ = tokio::time::sleep(shared.watchdog.retry_pause()) => {}
-                    _ = shared.flush_deadline.cancelled() => {}
+                    _ = tokio::time::sleep(completer.watchdog.retry_pause()) => {}
+                    _ = completer.flush_deadline.cancelled() => {}
                 }
             }
             Err(e) => {
@@ -138,7 +149,7 @@ async fn record(shared: &Shared, batch: &mut [Completion]) {
                     pending.push((middle, to));
                     pending.push((from, middle));
                 } else {
-                    rescue_rejected(shared, &mut batch[from], e).await;
+                    rescue_rejected(completer, &mut batch[from], e).await;
                 }
             }
         }
@@ -146,7 +157,7 @@ async fn record(shared: &Shared, batch: &mut [Completion]) {
 }
 
 /// One outcome the store refused: written again without its error text, or dropped.
-async fn rescue_rejected(shared: &Shared, completion: &mut Completion, error: StoreError) {
+async fn rescue_rejected(completer: &Completer, completion: &mut Completion, error: StoreError) {
     let finish = &mut completion.finish;
     tracing::error!(run_id = finish.run_id, error = %error, "the store refused a run's outcome; recording it without its error text");
     finish.end.error = Some(format!(
@@ -155,9 +166,13 @@ async fn rescue_rejected(shared: &Shared, completion: &mut Completion, error: St
     ));
     finish.skips.clear();
     for attempt in 0..3u32 {
-        match shared.store.finish_runs(std::slice::from_ref(finish)).await {
+        match completer
+            .store
+            .finish_runs(std::slice::from_ref(finish))
+            .await
+        {
             Ok(_) => return,
-            Err(e) if e.is_transient() && !shared.flush_deadline.is_cancelled() => {
+            Err(e) if e.is_transient() && !completer.flush_deadline.is_cancelled() => {
                 tokio::time::sleep(Duration::from_millis(100) * (attempt + 1)).await;
             }
             Err(e) => {

@@ -2,17 +2,21 @@
 //! new document. A document that cannot be fetched or parsed changes nothing (the watcher keeps
 //! the last good one); a reconcile that fails on the database is retried with the same document.
 
-use std::sync::Arc;
-
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::service::Service;
-use super::{Shared, backoff};
+use super::levels::{TaskLevels, levels_of};
+use super::service::{Service, backoff};
+use super::skips::report_skip;
 use crate::config::{ConfigDocument, ConfigWatcher, PollOutcome};
-use crate::events::SchedulerEvent;
+use crate::events::{EventBus, SchedulerEvent};
+use crate::metrics::Metrics;
 use crate::reconciler::{ReconcileReport, Reconciler};
+use crate::registry::TaskRegistry;
+use crate::store::Store;
 
 /// Where the documents come from.
 pub(crate) enum ConfigFeed {
@@ -35,13 +39,13 @@ pub(crate) struct ConfigView {
     /// The last reconcile that completed, and when.
     pub report: Option<(ReconcileReport, DateTime<Utc>)>,
     /// The service levels of the last good document, by task.
-    pub levels: Arc<std::collections::BTreeMap<String, super::sla::TaskLevels>>,
+    pub levels: Arc<BTreeMap<String, TaskLevels>>,
 }
 
 impl ConfigView {
     /// Takes `doc` as the last good document, read now.
     fn set_document(&mut self, doc: &Arc<ConfigDocument>, default_zone: chrono_tz::Tz) {
-        self.levels = Arc::new(super::sla::levels_of(doc, default_zone));
+        self.levels = Arc::new(levels_of(doc, default_zone));
         self.document = Some((Arc::clone(doc), Utc::now()));
     }
 
@@ -60,11 +64,52 @@ pub(crate) struct ConfigSync {
     pending: Option<Arc<ConfigDocument>>,
     /// The pause between polls.
     interval: Duration,
-    shared: Arc<Shared>,
+    /// The config as applied, for the admin API and the services that read its levels.
+    config_view: Arc<RwLock<ConfigView>>,
+    default_timezone: chrono_tz::Tz,
+    events: Arc<EventBus>,
+    metrics: Arc<Metrics>,
+}
+
+/// What a [`ConfigSync`] works with: the node's parts it reads and writes.
+pub(crate) struct ConfigSyncParts<'a> {
+    pub(crate) store: &'a Arc<dyn Store>,
+    pub(crate) registry: &'a TaskRegistry,
+    pub(crate) node_id: &'a str,
+    pub(crate) default_timezone: chrono_tz::Tz,
+    /// The pause between reads of a fixed document.
+    pub(crate) poll_interval: Duration,
+    pub(crate) config_view: &'a Arc<RwLock<ConfigView>>,
+    pub(crate) events: &'a Arc<EventBus>,
+    pub(crate) metrics: &'a Arc<Metrics>,
+}
+
+/// The service levels of `task` in the config this node applied, if it has any.
+pub(crate) fn levels(view: &RwLock<ConfigView>, task: &str) -> Option<TaskLevels> {
+    let view = view.read().unwrap_or_else(|p| p.into_inner());
+    view.levels.get(task).copied()
+}
+
+/// The service levels of the config this node applied, as the services that judge them read
+/// them.
+#[derive(Clone)]
+pub(crate) struct AppliedLevels(pub(crate) Arc<RwLock<ConfigView>>);
+
+impl AppliedLevels {
+    /// The service levels of `task`, if it has any.
+    pub(crate) fn levels(&self, task: &str) -> Option<TaskLevels> {
+        levels(&self.0, task)
+    }
+
+    /// Every task's service levels.
+    pub(crate) fn all_levels(&self) -> Arc<BTreeMap<String, TaskLevels>> {
+        let view = self.0.read().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(&view.levels)
+    }
 }
 
 impl ConfigSync {
-    pub(crate) fn new(shared: &Arc<Shared>, feed: ConfigFeed) -> Self {
+    pub(crate) fn new(shared: ConfigSyncParts<'_>, feed: ConfigFeed) -> Self {
         let pending = match &feed {
             ConfigFeed::Fixed(doc) => Some(Arc::clone(doc)),
             ConfigFeed::Watched(_) => None,
@@ -76,26 +121,29 @@ impl ConfigSync {
                 ConfigFeed::Fixed(_) => "a fixed document given in code".to_owned(),
             });
             if let Some(doc) = &pending {
-                view.set_document(doc, shared.settings.default_timezone);
+                view.set_document(doc, shared.default_timezone);
                 shared.events.set_document(doc);
             }
         }
         let reconciler = Reconciler::new(
-            Arc::clone(&shared.store),
+            Arc::clone(shared.store),
             shared.registry.clone(),
-            shared.settings.default_timezone,
-            &shared.node_id,
+            shared.default_timezone,
+            shared.node_id,
         );
         let interval = match &feed {
             ConfigFeed::Watched(w) => w.interval(),
-            ConfigFeed::Fixed(_) => shared.settings.config_poll_interval,
+            ConfigFeed::Fixed(_) => shared.poll_interval,
         };
         Self {
             feed,
             reconciler,
             pending,
             interval,
-            shared: Arc::clone(shared),
+            config_view: Arc::clone(shared.config_view),
+            default_timezone: shared.default_timezone,
+            events: Arc::clone(shared.events),
+            metrics: Arc::clone(shared.metrics),
         }
     }
 
@@ -104,14 +152,14 @@ impl ConfigSync {
     pub(crate) async fn apply_pending(&mut self) -> crate::Result<Option<ReconcileReport>> {
         if let ConfigFeed::Watched(watcher) = &mut self.feed {
             let outcome = watcher.poll_once().await;
-            let mut view = self.shared.config_view.write().expect("config view lock");
+            let mut view = self.config_view.write().expect("config view lock");
             match outcome {
                 PollOutcome::Changed(doc) => {
-                    view.set_document(&doc, self.shared.settings.default_timezone);
-                    self.shared.events.set_document(&doc);
+                    view.set_document(&doc, self.default_timezone);
+                    self.events.set_document(&doc);
                     self.pending = Some(doc);
                 }
-                PollOutcome::Failed(_) => self.shared.metrics.config_read_error(),
+                PollOutcome::Failed(_) => self.metrics.config_read_error(),
                 PollOutcome::Unchanged => {}
             }
             view.last_error = watcher.last_error().map(str::to_owned);
@@ -122,17 +170,14 @@ impl ConfigSync {
         let report = match self.reconciler.reconcile(&doc).await {
             Ok(report) => report,
             Err(e) => {
-                self.shared.metrics.reconcile("failed", 0);
+                self.metrics.reconcile("failed", 0);
                 return Err(e);
             }
         };
         self.pending = None;
         self.report(&report);
-        self.shared
-            .config_view
-            .write()
-            .expect("config view lock")
-            .report = Some((report.clone(), Utc::now()));
+        self.config_view.write().expect("config view lock").report =
+            Some((report.clone(), Utc::now()));
         Ok(Some(report))
     }
 
@@ -146,14 +191,14 @@ impl ConfigSync {
         } else {
             "unchanged"
         };
-        self.shared.metrics.reconcile(outcome, report.refused.len());
+        self.metrics.reconcile(outcome, report.refused.len());
         // Every node that reads the document tells its own subscribers; the node that recorded
         // it also sends the alerts (once per document).
         let emit = |event| {
             if report.recorded {
-                self.shared.events.emit(event);
+                self.events.emit(event);
             } else {
-                self.shared.events.emit_local(event);
+                self.events.emit_local(event);
             }
         };
         for (task, reason) in &report.refused {
@@ -169,7 +214,7 @@ impl ConfigSync {
             emit(SchedulerEvent::TaskRemoved { task: task.clone() });
         }
         for skip in &report.disabled_ticks {
-            self.shared.report_skip(skip, !report.recorded);
+            report_skip(&self.metrics, &self.events, skip, !report.recorded);
         }
     }
 }
@@ -179,7 +224,7 @@ impl Service for ConfigSync {
     type Error = crate::Error;
 
     fn events(&self) -> Option<&crate::events::EventBus> {
-        Some(&self.shared.events)
+        Some(&self.events)
     }
 
     fn what(&self) -> &'static str {

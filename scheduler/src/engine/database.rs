@@ -11,10 +11,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Shared;
 use super::service::Service;
-use crate::events::{SchedulerEvent, failover_summary};
-use crate::store::{Replication, StoreError};
+use crate::events::{EventBus, SchedulerEvent, failover_summary};
+use crate::metrics::Metrics;
+use crate::store::{Replication, Store, StoreError};
 
 /// How often the node looks at the store's choice of server (no query: the store keeps it).
 const LOOK_INTERVAL: Duration = Duration::from_secs(1);
@@ -89,7 +89,13 @@ fn state(replication: &Replication, accepted: bool, node: &str) {
 
 /// Says the replication mode once, then watches the store's choice of server.
 pub(crate) struct DatabaseWatch {
-    shared: Arc<Shared>,
+    store: Arc<dyn Store>,
+    events: Arc<EventBus>,
+    metrics: Arc<Metrics>,
+    node_id: Arc<str>,
+    /// The operator accepted asynchronous replication (`SCHEDULER_ACCEPT_ASYNC_REPLICATION`).
+    accept_async_replication: bool,
+    heartbeat_interval: Duration,
     /// Passes that tried to read the replication mode and failed; `None` once it was said (or
     /// given up).
     replication_attempts: Option<u32>,
@@ -102,9 +108,21 @@ pub(crate) struct DatabaseWatch {
 }
 
 impl DatabaseWatch {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        events: Arc<EventBus>,
+        metrics: Arc<Metrics>,
+        node_id: Arc<str>,
+        accept_async_replication: bool,
+        heartbeat_interval: Duration,
+    ) -> Self {
         Self {
-            shared,
+            store,
+            events,
+            metrics,
+            node_id,
+            accept_async_replication,
+            heartbeat_interval,
             replication_attempts: Some(0),
             seen_failovers: 0,
             seen_server: None,
@@ -118,15 +136,10 @@ impl DatabaseWatch {
         let Some(attempts) = self.replication_attempts else {
             return;
         };
-        let shared = &self.shared;
-        match shared.store.replication().await {
+        match self.store.replication().await {
             Ok(replication) => {
                 if let Some(replication) = replication {
-                    state(
-                        &replication,
-                        shared.settings.accept_async_replication,
-                        &shared.node_id,
-                    );
+                    state(&replication, self.accept_async_replication, &self.node_id);
                 }
                 self.replication_attempts = None;
             }
@@ -152,35 +165,32 @@ impl Service for DatabaseWatch {
 
     async fn run_once(&mut self) -> Result<(), StoreError> {
         self.state_replication().await;
-        let shared = &self.shared;
-        let server = shared.store.database_server();
+        let server = self.store.database_server();
         if let Some(server) = &server {
             if server.failovers > self.seen_failovers {
                 let summary = failover_summary(&server.address, server.timeline);
                 tracing::warn!(
-                    node = %shared.node_id,
+                    node = %self.node_id,
                     previous = ?self.seen_server,
                     failovers = server.failovers,
                     "{summary}"
                 );
-                shared
-                    .metrics
+                self.metrics
                     .failed_over(server.failovers - self.seen_failovers);
-                shared.events.emit(SchedulerEvent::DatabaseFailedOver {
+                self.events.emit(SchedulerEvent::DatabaseFailedOver {
                     server: server.address.clone(),
                     previous: self.seen_server.clone(),
                     timeline: server.timeline,
                 });
                 self.seen_failovers = server.failovers;
             }
-            shared.metrics.database_server(&server.address);
+            self.metrics.database_server(&server.address);
             self.seen_server = Some(server.address.clone());
         }
         let address = server.map(|s| s.address);
         if self.written.as_ref() != Some(&address) {
-            shared
-                .store
-                .report_database_server(&shared.node_id, address.as_deref())
+            self.store
+                .report_database_server(&self.node_id, address.as_deref())
                 .await?;
             self.written = Some(address);
         }
@@ -188,7 +198,7 @@ impl Service for DatabaseWatch {
     }
 
     fn pause_after(&mut self, (): ()) -> Option<Duration> {
-        Some(LOOK_INTERVAL.min(self.shared.settings.heartbeat_interval))
+        Some(LOOK_INTERVAL.min(self.heartbeat_interval))
     }
 }
 

@@ -14,11 +14,11 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::Shared;
 use super::service::Service;
 use crate::channels::{Channel, ChannelKind, Channels};
 use crate::events::{Event, EventSink};
-use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreError};
+use crate::metrics::Metrics;
+use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, Store, StoreError};
 use crate::webhook::{DELIVERY_CONCURRENCY, MAX_ATTEMPTS};
 
 /// Events claimed per pass.
@@ -116,7 +116,11 @@ pub(crate) struct Pass {
 }
 
 pub(crate) struct Deliverer {
-    shared: Arc<Shared>,
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+    node_id: Arc<str>,
+    /// Where this deployment's admin pages are, for links in the alerts.
+    public_url: Option<String>,
     sink: Arc<AlertSink>,
     client: reqwest::Client,
     /// Channels whose endpoint answered 410 (here or on another node): nothing is sent there.
@@ -128,7 +132,13 @@ pub(crate) struct Deliverer {
 }
 
 impl Deliverer {
-    pub(crate) fn new(shared: Arc<Shared>, sink: Arc<AlertSink>) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        metrics: Arc<Metrics>,
+        node_id: Arc<str>,
+        public_url: Option<String>,
+        sink: Arc<AlertSink>,
+    ) -> Self {
         // Each request sets its channel's timeout.
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -136,7 +146,10 @@ impl Deliverer {
             .build()
             .unwrap_or_default();
         Self {
-            shared,
+            store,
+            metrics,
+            node_id,
+            public_url,
             sink,
             client,
             disabled: HashMap::new(),
@@ -227,7 +240,7 @@ impl Service for Deliverer {
     }
 
     async fn run_once(&mut self) -> Result<Pass, StoreError> {
-        let store = &self.shared.store;
+        let store = &self.store;
         let channels = Arc::clone(&self.sink.channels);
         // Retries due now are claimed by this pass; those still ahead are kept, so a pass woken
         // early (a new alert) forgets none of them.
@@ -251,7 +264,7 @@ impl Service for Deliverer {
             )
             .await?;
         if dropped > 0 {
-            self.shared.metrics.webhook_dropped(dropped);
+            self.metrics.webhook_dropped(dropped);
             tracing::error!(
                 dropped,
                 max_pending,
@@ -286,7 +299,7 @@ impl Service for Deliverer {
             .max()
             .unwrap_or(crate::webhook::DEFAULT_WEBHOOK_TIMEOUT);
         let rows = store
-            .claim_outbox(&self.shared.node_id, &open, BATCH, batch_lease(timeout))
+            .claim_outbox(&self.node_id, &open, BATCH, batch_lease(timeout))
             .await?;
         let claimed = rows.len();
         // Up to DELIVERY_CONCURRENCY in flight; then judged in the outbox's order.
@@ -296,8 +309,8 @@ impl Service for Deliverer {
             let slots = Arc::clone(&slots);
             let client = self.client.clone();
             let channels = Arc::clone(&channels);
-            let public_url = self.shared.settings.public_url.clone();
-            let node_id = self.shared.node_id.to_string();
+            let public_url = self.public_url.clone();
+            let node_id = self.node_id.to_string();
             sending.spawn(async move {
                 let _slot = slots.acquire_owned().await;
                 send(client, channels, public_url, node_id, row).await
@@ -310,7 +323,7 @@ impl Service for Deliverer {
                 // Not raised as an event: its alert would come back through this delivery.
                 // The row stays claimed until its lease ends and is sent again then.
                 Err(e) => {
-                    self.shared.metrics.service_panicked("delivery");
+                    self.metrics.service_panicked("delivery");
                     let why = if e.is_panic() {
                         super::health::panic_message(&*e.into_panic())
                     } else {
@@ -335,7 +348,7 @@ impl Service for Deliverer {
                 #[allow(unreachable_patterns)]
                 _ => "failed",
             };
-            self.shared.metrics.webhook_delivery(result);
+            self.metrics.webhook_delivery(result);
             let error = delivery.error.as_deref().unwrap_or("");
             match delivery.next {
                 DeliveryNext::RetryAt(at) => {

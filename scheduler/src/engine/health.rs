@@ -12,19 +12,14 @@
 //! reason on standard error (see `failstop`), so that its supervisor restarts it. A node never
 //! answers its probes while one of its services is dead: `/readyz` answers 503 naming every
 //! service that is not `running`, and `/api/nodes` shows this node's services, and every node's
-//! services that are down as their [`Reporter`] wrote them to the store.
+//! services that are down as their `reporter` wrote them to the store.
 
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::task::{Context, Poll};
-use std::time::Duration;
-
-use super::Shared;
-use super::service::Service;
-use crate::store::StoreError;
 
 /// Panics in a row (no good pass between them) after which a restartable service fail-stops its
 /// node instead of running again.
@@ -65,7 +60,7 @@ impl ServiceStatus {
 #[derive(Debug, Default)]
 pub(crate) struct Health {
     services: Mutex<BTreeMap<&'static str, ServiceStatus>>,
-    /// Wakes the [`Reporter`]: a service went down or came back.
+    /// Wakes the `reporter`: a service went down or came back.
     changed: tokio::sync::Notify,
 }
 
@@ -118,62 +113,14 @@ impl Health {
             .collect()
     }
 
+    /// Notified when a service goes down or comes back (what wakes the `reporter`).
+    pub(crate) fn changed(&self) -> &tokio::sync::Notify {
+        &self.changed
+    }
+
     /// The services that are not doing their work now.
     pub(crate) fn down(&self) -> Vec<ServiceStatus> {
         self.services().into_iter().filter(|s| !s.is_up()).collect()
-    }
-}
-
-/// Writes the names of the node's services that are not running to its row in the store when
-/// they change (and checks every heartbeat interval), so that `/api/nodes` on any node shows
-/// them. A service itself (`reporter`), restarted like the others.
-pub(crate) struct Reporter {
-    shared: Arc<Shared>,
-    written: Option<Vec<String>>,
-}
-
-impl Reporter {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Self {
-            shared,
-            written: None,
-        }
-    }
-
-    /// What wakes the reporter.
-    pub(crate) fn wake(shared: &Shared) -> &tokio::sync::Notify {
-        &shared.health.changed
-    }
-}
-
-impl Service for Reporter {
-    type Pass = ();
-    type Error = StoreError;
-
-    fn what(&self) -> &'static str {
-        "reporting the states of the node's services"
-    }
-
-    async fn run_once(&mut self) -> Result<(), StoreError> {
-        let down: Vec<String> = self
-            .shared
-            .health
-            .down()
-            .iter()
-            .map(|s| s.name.to_owned())
-            .collect();
-        if self.written.as_ref() != Some(&down) {
-            self.shared
-                .store
-                .report_services(&self.shared.node_id, &down)
-                .await?;
-            self.written = Some(down);
-        }
-        Ok(())
-    }
-
-    fn pause_after(&mut self, (): ()) -> Option<Duration> {
-        Some(self.shared.settings.heartbeat_interval)
     }
 }
 

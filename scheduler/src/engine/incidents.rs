@@ -18,11 +18,12 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::Notify;
 
-use super::Shared;
+use super::config_sync::AppliedLevels;
 use super::service::Service;
-use crate::events::{Event, EventSink, IncidentRef, SchedulerEvent};
+use crate::events::{Event, EventBus, EventSink, IncidentRef, SchedulerEvent};
 use crate::store::{
-    AlertFold, FoldDecision, FoldInput, IncidentClose, IncidentQuery, IncidentRecord, StoreError,
+    AlertFold, FoldDecision, FoldInput, IncidentClose, IncidentQuery, IncidentRecord, Store,
+    StoreError,
 };
 
 /// The alert types that fold into incidents (when they name a task).
@@ -181,7 +182,9 @@ pub(crate) struct KeeperPass {
 
 /// Folds alerts into incidents, closes incidents, sends reminders.
 pub(crate) struct IncidentKeeper {
-    shared: Arc<Shared>,
+    store: Arc<dyn Store>,
+    events: Arc<EventBus>,
+    applied: AppliedLevels,
     desk: Arc<IncidentDesk>,
     /// The open incidents as last read (and changed by this keeper since), and when read.
     open: Option<(tokio::time::Instant, Vec<(String, String)>)>,
@@ -197,9 +200,16 @@ enum Step {
 }
 
 impl IncidentKeeper {
-    pub(crate) fn new(shared: Arc<Shared>, desk: Arc<IncidentDesk>) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        events: Arc<EventBus>,
+        applied: AppliedLevels,
+        desk: Arc<IncidentDesk>,
+    ) -> Self {
         Self {
-            shared,
+            store,
+            events,
+            applied,
             desk,
             next_reminders: tokio::time::Instant::now(),
             open: None,
@@ -209,7 +219,7 @@ impl IncidentKeeper {
     /// The fold of alert `event` under its task's levels.
     fn fold_of(&self, event: &SchedulerEvent) -> Option<AlertFold> {
         let task = event.task()?;
-        let levels = self.shared.levels(task);
+        let levels = self.applied.levels(task);
         let threshold = match event {
             SchedulerEvent::RunFailed { .. } | SchedulerEvent::RunTimedOut { .. } => {
                 levels.map_or(1, |l| l.sla.alert_after_failures)
@@ -231,7 +241,10 @@ impl IncidentKeeper {
         match event {
             SchedulerEvent::RunSucceeded { run, duration_ms } => {
                 let mut kinds: Vec<&str> = CLOSED_BY_SUCCESS.to_vec();
-                let warn_after = self.shared.levels(&run.task).and_then(|l| l.sla.warn_after);
+                let warn_after = self
+                    .applied
+                    .levels(&run.task)
+                    .and_then(|l| l.sla.warn_after);
                 if warn_after.is_none_or(|w| u128::from(*duration_ms) < w.as_millis()) {
                     kinds.push("task.slow");
                 }
@@ -243,7 +256,7 @@ impl IncidentKeeper {
             }
             SchedulerEvent::RunStarted { run } if run.trigger == "schedule" => {
                 let within = self
-                    .shared
+                    .applied
                     .levels(&run.task)
                     .and_then(|l| l.sla.start_within);
                 let late = Utc::now() - run.scheduled_at;
@@ -317,9 +330,9 @@ impl IncidentKeeper {
             return Ok(pass);
         }
         self.next_reminders = tokio::time::Instant::now() + self.reminder_pause();
-        for incident in self.shared.store.claim_reminders(REMINDER_BATCH).await? {
+        for incident in self.store.claim_reminders(REMINDER_BATCH).await? {
             tracing::warn!(task = %incident.task_name, kind = %incident.kind, count = incident.count, "incident still open: reminding");
-            self.shared.events.emit(SchedulerEvent::IncidentReminder {
+            self.events.emit(SchedulerEvent::IncidentReminder {
                 incident: incident_ref(&incident),
             });
             pass.reminded += 1;
@@ -334,7 +347,7 @@ impl IncidentKeeper {
         open: &mut Option<(tokio::time::Instant, Vec<(String, String)>)>,
     ) -> Result<(), StoreError> {
         let folds: Vec<AlertFold> = batch.iter().map(|(_, f)| f.clone()).collect();
-        let folded = self.shared.store.fold_alerts(&folds, &decide).await?;
+        let folded = self.store.fold_alerts(&folds, &decide).await?;
         for ((event, fold), result) in batch.iter().zip(folded) {
             if let Some((_, open)) = open.as_mut() {
                 open.push((fold.task.clone(), fold.kind.clone()));
@@ -363,7 +376,6 @@ impl IncidentKeeper {
             None => {
                 let read_at = tokio::time::Instant::now();
                 let list = self
-                    .shared
                     .store
                     .incidents(&IncidentQuery::new(10_000).open(true))
                     .await?
@@ -388,7 +400,7 @@ impl IncidentKeeper {
         let closed = if closes.is_empty() {
             Vec::new()
         } else {
-            self.shared.store.close_incidents(&closes).await?
+            self.store.close_incidents(&closes).await?
         };
         for incident in &closed {
             if incident.kind == "task.missed" {
@@ -396,7 +408,7 @@ impl IncidentKeeper {
             }
             if incident.notified_at.is_some() {
                 tracing::info!(task = %incident.task_name, kind = %incident.kind, count = incident.count, "incident resolved");
-                self.shared.events.emit(SchedulerEvent::IncidentResolved {
+                self.events.emit(SchedulerEvent::IncidentResolved {
                     incident: incident_ref(incident),
                     reason: incident.closed_by.clone().unwrap_or_default(),
                 });
@@ -421,7 +433,7 @@ impl IncidentKeeper {
     /// How long until reminders may be due: half the shortest reminder interval in this
     /// node's config (at least 1 s), else a minute.
     fn reminder_pause(&self) -> Duration {
-        self.shared
+        self.applied
             .all_levels()
             .values()
             .filter_map(|l| l.sla.remind_every)

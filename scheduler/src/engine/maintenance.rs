@@ -5,13 +5,21 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::service::Service;
-use super::{Shared, backoff};
-use crate::store::{Change, ChangeListener, StoreError};
+use tokio::sync::Notify;
+
+use super::service::{Service, backoff};
+use super::settings;
+use super::watchdog::LockWatchdog;
+use crate::events::EventBus;
+use crate::metrics::Metrics;
+use crate::registry::TaskRegistry;
+use crate::schedule::SpecCache;
+use crate::store::{Change, ChangeListener, NodeInfo, Store, StoreError};
 
 /// How often old runs are pruned, and enabled tasks without a next run looked for.
 pub(crate) const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
@@ -25,8 +33,35 @@ pub(crate) const PRUNE_BATCH: u32 = 5_000;
 /// A node is reported silent after this many of our heartbeat intervals without one of its own.
 pub(super) const SILENT_AFTER_HEARTBEATS: u32 = 3;
 
+/// This node (`node_id`, running the tasks `names`) as recorded in the node table.
+pub(crate) fn node_info(node_id: &str, names: &[String]) -> NodeInfo {
+    NodeInfo::new(
+        node_id.to_owned(),
+        settings::hostname(),
+        std::process::id(),
+        env!("CARGO_PKG_VERSION"),
+        names.to_vec(),
+    )
+}
+
+/// What the heartbeat works with.
+pub(crate) struct HeartbeatParts {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) node_id: Arc<str>,
+    /// The tasks this node runs, as its row names them.
+    pub(crate) names: Arc<[String]>,
+    pub(crate) registry: TaskRegistry,
+    pub(crate) heartbeat_interval: Duration,
+    pub(crate) missed_grace: Option<Duration>,
+    /// Where the live nodes the heartbeat counts are kept, for the claimer.
+    pub(crate) live_nodes: Arc<AtomicUsize>,
+    pub(crate) specs: Arc<SpecCache>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) events: Arc<EventBus>,
+}
+
 pub(crate) struct Maintenance {
-    shared: Arc<Shared>,
+    parts: HeartbeatParts,
     /// When stuck tasks are looked for next.
     next_upkeep: Instant,
     /// Nodes already reported silent (each is logged once, and again once it is back).
@@ -36,9 +71,9 @@ pub(crate) struct Maintenance {
 }
 
 impl Maintenance {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(parts: HeartbeatParts) -> Self {
         Self {
-            shared,
+            parts,
             next_upkeep: Instant::now(),
             silent: BTreeSet::new(),
             unschedulable: BTreeSet::new(),
@@ -48,22 +83,19 @@ impl Maintenance {
     /// Heartbeat, the missed-run check when tasks are overdue, and now and then a look for
     /// enabled tasks without a next run.
     pub(crate) async fn beat(&mut self) -> crate::store::StoreResult<()> {
-        let shared = &self.shared;
-        let silent_after = shared.settings.heartbeat_interval * SILENT_AFTER_HEARTBEATS;
-        let beat = shared
-            .store
-            .heartbeat(&shared.node_id, silent_after)
-            .await?;
+        let parts = &self.parts;
+        let silent_after = parts.heartbeat_interval * SILENT_AFTER_HEARTBEATS;
+        let beat = parts.store.heartbeat(&parts.node_id, silent_after).await?;
         if !beat.registered {
             tracing::warn!(
                 "this node's row was missing (pruned after a long silence); registering again"
             );
-            shared
+            parts
                 .store
-                .register_node(&super::node_info(shared))
+                .register_node(&node_info(&parts.node_id, &parts.names))
                 .await?;
         }
-        shared.live_nodes.store(
+        parts.live_nodes.store(
             usize::try_from(beat.live).unwrap_or(1).max(1),
             std::sync::atomic::Ordering::Relaxed,
         );
@@ -89,8 +121,8 @@ impl Maintenance {
     /// it for (all nodes were down, the nodes that run it are gone, or its handler hangs): one
     /// node wins each incident (the store opens it once) and raises `task.missed`.
     async fn check_missed(&mut self) -> crate::store::StoreResult<()> {
-        let shared = &self.shared;
-        let overdue = shared
+        let parts = &self.parts;
+        let overdue = parts
             .store
             .overdue_tasks(MIN_MISSED_GRACE, MISSED_CHECK_LIMIT)
             .await?;
@@ -99,7 +131,7 @@ impl Maintenance {
         let mut incidents = Vec::new();
         for task in &overdue {
             let Ok(spec) =
-                shared
+                parts
                     .specs
                     .get_named(&task.cron, &task.timezone, task.calendar.as_deref())
             else {
@@ -109,28 +141,28 @@ impl Maintenance {
                 &spec,
                 task.next_run_at,
                 task.checked_at,
-                shared.settings.missed_grace,
+                parts.missed_grace,
             );
             if missed.is_some() {
                 incidents.push((task.name.clone(), task.next_run_at));
             }
         }
-        for name in shared.store.open_missed(&incidents).await? {
+        for name in parts.store.open_missed(&incidents).await? {
             let Some((_, expected_at)) = incidents.iter().find(|(n, _)| *n == name) else {
                 continue;
             };
             let spec = overdue.iter().find(|t| t.name == name).and_then(|t| {
-                shared
+                parts
                     .specs
                     .get_named(&t.cron, &t.timezone, t.calendar.as_deref())
                     .ok()
             });
             let grace = spec.map_or(chrono::TimeDelta::zero(), |s| {
-                crate::ticks::missed_grace(&s, *expected_at, shared.settings.missed_grace)
+                crate::ticks::missed_grace(&s, *expected_at, parts.missed_grace)
             });
             tracing::error!(task = %name, expected_at = %expected_at, "task missed a run: it has not started since a tick it should have run");
-            shared.metrics.missed(&name, true);
-            shared.events.emit(crate::events::SchedulerEvent::Missed {
+            parts.metrics.missed(&name, true);
+            parts.events.emit(crate::events::SchedulerEvent::Missed {
                 task: name,
                 expected_at: *expected_at,
                 grace_ms: u64::try_from(grace.num_milliseconds()).unwrap_or(0),
@@ -143,14 +175,14 @@ impl Maintenance {
     /// could not read the schedule cleared it, or the row was edited): schedule them from their
     /// stored cron, or report (once) why that is impossible.
     async fn reschedule_stuck(&mut self) -> crate::store::StoreResult<()> {
-        let shared = &self.shared;
-        let (db_now, rows) = shared.store.load_tasks().await?;
+        let parts = &self.parts;
+        let (db_now, rows) = parts.store.load_tasks().await?;
         let mut next_runs = Vec::new();
         for row in rows
             .iter()
-            .filter(|r| r.enabled && r.next_run_at.is_none() && shared.registry.contains(&r.name))
+            .filter(|r| r.enabled && r.next_run_at.is_none() && parts.registry.contains(&r.name))
         {
-            match shared
+            match parts
                 .specs
                 .get_named(&row.cron, &row.timezone, row.calendar.as_deref())
             {
@@ -172,7 +204,7 @@ impl Maintenance {
                 }
             }
         }
-        for name in shared.store.reschedule(&next_runs).await? {
+        for name in parts.store.reschedule(&next_runs).await? {
             tracing::warn!(task = %name, "enabled task had no next run: scheduled again from its stored cron");
         }
         Ok(())
@@ -184,7 +216,7 @@ impl Service for Maintenance {
     type Error = StoreError;
 
     fn events(&self) -> Option<&crate::events::EventBus> {
-        Some(&self.shared.events)
+        Some(&self.parts.events)
     }
 
     fn what(&self) -> &'static str {
@@ -196,17 +228,23 @@ impl Service for Maintenance {
     }
 
     fn pause_after(&mut self, (): ()) -> Option<Duration> {
-        Some(self.shared.settings.heartbeat_interval)
+        Some(self.parts.heartbeat_interval)
     }
 
     fn pause_after_failure(&mut self, failures: u32) -> Duration {
-        backoff(failures - 1).min(self.shared.settings.heartbeat_interval)
+        backoff(failures - 1).min(self.parts.heartbeat_interval)
     }
 }
 
 /// Deletes history older than the retention, every [`PRUNE_INTERVAL`], in batches of
 /// [`PRUNE_BATCH`] rows per statement.
-pub(crate) struct Pruner(pub(crate) Arc<Shared>);
+pub(crate) struct Pruner {
+    pub(crate) store: Arc<dyn Store>,
+    /// How long runs are kept.
+    pub(crate) retention: Duration,
+    /// The longest pause after a failed pass.
+    pub(crate) heartbeat_interval: Duration,
+}
 
 impl Service for Pruner {
     type Pass = ();
@@ -224,8 +262,8 @@ impl Service for Pruner {
     }
 
     async fn run_once(&mut self) -> Result<(), StoreError> {
-        let retention = self.0.settings.run_retention;
-        let pruned = self.0.store.prune_history(retention, PRUNE_BATCH).await?;
+        let retention = self.retention;
+        let pruned = self.store.prune_history(retention, PRUNE_BATCH).await?;
         if pruned > 0 {
             tracing::info!(pruned, retention = ?retention, "pruned old runs");
         }
@@ -237,21 +275,30 @@ impl Service for Pruner {
     }
 
     fn pause_after_failure(&mut self, failures: u32) -> Duration {
-        backoff(failures - 1).min(self.0.settings.heartbeat_interval)
+        backoff(failures - 1).min(self.heartbeat_interval)
     }
 }
 
 /// Forwards change notifications from other nodes to the claim loop, and cancel requests to the
 /// watchdog's cancel check.
 pub(crate) struct Listener {
-    shared: Arc<Shared>,
+    store: Arc<dyn Store>,
+    /// Wakes the claim loop.
+    wake: Arc<Notify>,
+    watchdog: Arc<LockWatchdog>,
     listener: Option<Box<dyn ChangeListener>>,
 }
 
 impl Listener {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        wake: Arc<Notify>,
+        watchdog: Arc<LockWatchdog>,
+    ) -> Self {
         Self {
-            shared,
+            store,
+            wake,
+            watchdog,
             listener: None,
         }
     }
@@ -272,14 +319,14 @@ impl Service for Listener {
     async fn run_once(&mut self) -> Result<(), StoreError> {
         let listener = match &mut self.listener {
             Some(l) => l,
-            None => self.listener.insert(self.shared.store.listener().await?),
+            None => self.listener.insert(self.store.listener().await?),
         };
         match listener.recv().await? {
-            Change::Schedule => self.shared.wake.notify_one(),
-            Change::CancelRequested => self.shared.watchdog.check_cancels_soon(),
+            Change::Schedule => self.wake.notify_one(),
+            Change::CancelRequested => self.watchdog.check_cancels_soon(),
             _ => {
-                self.shared.wake.notify_one();
-                self.shared.watchdog.check_cancels_soon();
+                self.wake.notify_one();
+                self.watchdog.check_cancels_soon();
             }
         }
         Ok(())

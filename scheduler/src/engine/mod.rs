@@ -9,6 +9,7 @@
 //!
 //! | concern | where |
 //! |---|---|
+//! | the state the run path shares (claimer, runners, handlers) | `shared` |
 //! | when to look, claiming in batches | `claimer` |
 //! | the decisions inside a claim: takeover here, what is due by `crate::ticks` | `rules` |
 //! | one run: handler, stop requests, panics | `runner` |
@@ -19,11 +20,13 @@
 //! | lock renewal (one write for all held locks) and loss; cancel requests reaching a run | `watchdog` |
 //! | recording outcomes in batches | `completer` |
 //! | heartbeat, pruning, rescheduling, change notifications | `maintenance` |
+//! | a task's service levels, as read from the applied config | `levels` |
 //! | service levels: late ticks, missed wall-clock deadlines | `sla` |
 //! | one incident per problem: folding alerts, reminders, resolutions | `incidents` |
 //! | applying the task config | `config_sync` |
 //! | the loop every background service shares | `service` |
 //! | services that panic: restarted or fail-stop, their states for the probes | `health` |
+//! | the services that are down, written to the node's row for `/api/nodes` | `reporter` |
 //! | validated settings and their defaults | `settings` |
 //! | what the admin server may see of the engine | `view` |
 //!
@@ -44,13 +47,17 @@ mod failstop;
 mod gate;
 mod health;
 mod incidents;
+mod levels;
 mod maintenance;
 mod outcome;
+mod reporter;
 mod rules;
 mod runner;
 mod runtime;
 mod service;
 mod settings;
+mod shared;
+mod skips;
 mod sla;
 mod view;
 mod watchdog;
@@ -63,10 +70,12 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub(crate) use config_sync::{ConfigFeed, ConfigView};
+pub(crate) use config_sync::ConfigFeed;
 #[cfg(feature = "webhook")]
 use delivery::AlertSink;
 pub use failstop::FAIL_STOP_EXIT_CODE;
+// What the admin server shows of the node's services.
+#[cfg(feature = "admin")]
 pub(crate) use health::ServiceStatus;
 #[cfg(feature = "webhook")]
 pub use incidents::INCIDENT_KINDS;
@@ -79,94 +88,10 @@ pub(crate) use settings::{Settings, TaskDefaults, default_node_id};
 pub(crate) use view::EngineView;
 
 use crate::context::StateMap;
-use crate::store::{NodeInfo, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::{Error, Result, TaskRegistry};
 use config_sync::ConfigSync;
-
-/// Exponential backoff for retries against the store: 250 ms doubling to 10 s.
-pub(crate) fn backoff(attempt: u32) -> Duration {
-    Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
-}
-
-/// A random fraction in [0, 1), for jitter (no cryptographic quality needed).
-pub(crate) fn random_fraction() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    (random % 1_000_000) as f64 / 1_000_000.0
-}
-
-impl Shared {
-    /// Counts skipped ticks and raises `tick.skipped` (to the webhook too unless `local_only`).
-    pub(crate) fn report_skip(&self, skip: &crate::store::SkipRecord, local_only: bool) {
-        self.metrics
-            .ticks_skipped(&skip.task_name, skip.reason.as_str(), skip.ticks);
-        let event = crate::events::SchedulerEvent::from(skip);
-        if local_only {
-            self.events.emit_local(event);
-        } else {
-            self.events.emit(event);
-        }
-    }
-}
-
-/// This node as recorded in the node table.
-pub(crate) fn node_info(shared: &Shared) -> NodeInfo {
-    NodeInfo::new(
-        shared.node_id.to_string(),
-        settings::hostname(),
-        std::process::id(),
-        env!("CARGO_PKG_VERSION"),
-        shared.names.to_vec(),
-    )
-}
-
-/// State shared by the engine's services.
-pub(crate) struct Shared {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) registry: TaskRegistry,
-    pub(crate) names: Arc<[String]>,
-    pub(crate) node_id: Arc<str>,
-    pub(crate) state: StateMap,
-    pub(crate) settings: Settings,
-    pub(crate) permits: Arc<Semaphore>,
-    /// Live nodes sharing the due work, this one included, as the last heartbeat counted them:
-    /// bounds the batch one claim takes (see `claimer::fair_cap`).
-    pub(crate) live_nodes: std::sync::atomic::AtomicUsize,
-    /// Wakes the claim loop (a handler finished, another node changed something).
-    pub(crate) wake: Notify,
-    /// Tells handlers to stop (graceful shutdown).
-    pub(crate) handlers_cancel: CancellationToken,
-    /// Aborts handlers still running after the drain timeout.
-    pub(crate) hard_stop: CancellationToken,
-    /// Stops retrying outcome writes at the very end of shutdown.
-    pub(crate) flush_deadline: CancellationToken,
-    pub(crate) tracker: TaskTracker,
-    /// Where handlers run (the handler pool), set when the node starts (see [`Shared::handlers`]).
-    handlers: std::sync::OnceLock<Arc<runtime::HandlerThreads>>,
-    /// Compiled schedules, shared by claims and runners.
-    pub(crate) specs: crate::schedule::SpecCache,
-    /// Renews the locks of running handlers.
-    pub(crate) watchdog: Arc<watchdog::LockWatchdog>,
-    /// Where runners hand their outcomes to the completer.
-    pub(crate) completions: tokio::sync::mpsc::UnboundedSender<completer::Completion>,
-    /// What happened, for subscribers.
-    pub(crate) events: crate::events::EventBus,
-    /// This node's metrics.
-    pub(crate) metrics: Arc<crate::metrics::Metrics>,
-    /// Alerts on their way to the channels, if any is configured.
-    #[cfg(feature = "webhook")]
-    pub(crate) alerts: Option<Arc<AlertSink>>,
-    /// Where alerts about tasks wait to be folded into incidents (the bus's sink).
-    pub(crate) incidents: Arc<incidents::IncidentDesk>,
-    /// The config as this node last read and applied it (for the admin API).
-    pub(crate) config_view: std::sync::RwLock<ConfigView>,
-    /// Set once the store is prepared (migrations, node registration).
-    pub(crate) started: std::sync::atomic::AtomicBool,
-    /// The states of the node's background services (see `health`).
-    pub(crate) health: health::Health,
-}
+use shared::Shared;
 
 /// A node's background service: its name, what wakes it early (if anything), and what it is.
 type WakeOf = fn(&Shared) -> &Notify;
@@ -181,50 +106,6 @@ async fn supervise<S: service::Service>(
 ) {
     let wake = wake.map(|wake| wake(&shared));
     service::run(service, stop, wake, &shared.care(name)).await;
-}
-
-impl Shared {
-    /// What the service `name` runs under (see `service::Care`).
-    pub(crate) fn care(&self, name: &'static str) -> service::Care<'_> {
-        service::Care {
-            name,
-            health: &self.health,
-            events: &self.events,
-            metrics: &self.metrics,
-            fail_stop: failstop::exit_service,
-        }
-    }
-
-    /// Where this node's handlers run: its handler pool, in the context of the runtime
-    /// `run_until` was called from (the engine's own if it was not set).
-    pub(crate) fn handlers(&self) -> &Arc<runtime::HandlerThreads> {
-        self.handlers.get_or_init(|| {
-            let engine = tokio::runtime::Handle::current();
-            Arc::new(runtime::HandlerThreads::new(
-                None,
-                engine,
-                self.metrics.handler_threads_replaced.clone(),
-            ))
-        })
-    }
-
-    /// Whether the node is draining (shutdown requested).
-    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
-    pub(crate) fn draining(&self) -> bool {
-        self.handlers_cancel.is_cancelled()
-    }
-
-    /// The settings of a registered task (`None`: not in this binary).
-    pub(crate) fn task_settings(
-        &self,
-        task: &str,
-    ) -> Option<(
-        crate::registry::TaskSettings,
-        &'static crate::TaskDescriptor,
-    )> {
-        let descriptor = self.registry.get(task)?;
-        Some((self.settings.task_settings(&descriptor.options), descriptor))
-    }
 }
 
 /// One node's engine, assembled and ready to [`run_until`](Engine::run_until) a shutdown
@@ -281,25 +162,25 @@ impl Engine {
             node_id: Arc::from(settings.node_id.as_str()),
             state,
             permits: Arc::new(Semaphore::new(settings.max_concurrent)),
-            live_nodes: std::sync::atomic::AtomicUsize::new(1),
+            live_nodes: Arc::new(std::sync::atomic::AtomicUsize::new(1)),
             settings,
-            wake: Notify::new(),
+            wake: Arc::default(),
             handlers_cancel: CancellationToken::new(),
             hard_stop: CancellationToken::new(),
             flush_deadline: CancellationToken::new(),
             tracker: TaskTracker::new(),
             handlers: std::sync::OnceLock::new(),
-            specs: crate::schedule::SpecCache::default(),
+            specs: Arc::default(),
             watchdog,
             completions,
-            events,
+            events: Arc::new(events),
             metrics,
             #[cfg(feature = "webhook")]
             alerts,
             incidents: desk,
-            config_view: std::sync::RwLock::new(ConfigView::default()),
-            started: std::sync::atomic::AtomicBool::new(false),
-            health: health::Health::default(),
+            config_view: Arc::default(),
+            started: Arc::default(),
+            health: Arc::default(),
         });
         Engine {
             shared,
@@ -312,7 +193,19 @@ impl Engine {
 
     /// What the admin server may see of this engine (see [`EngineView`]).
     pub(crate) fn view(&self) -> EngineView {
-        EngineView::new(Arc::clone(&self.shared))
+        let shared = &self.shared;
+        EngineView::new(view::ViewParts {
+            node_id: Arc::clone(&shared.node_id),
+            store: Arc::clone(&shared.store),
+            metrics: Arc::clone(&shared.metrics),
+            started: Arc::clone(&shared.started),
+            draining: shared.handlers_cancel.clone(),
+            health: Arc::clone(&shared.health),
+            config_view: Arc::clone(&shared.config_view),
+            registry: shared.registry.clone(),
+            settings: shared.settings.clone(),
+            specs: Arc::clone(&shared.specs),
+        })
     }
 
     /// A stream of what happens on this node from now on (see [`crate::events`]).
@@ -424,7 +317,7 @@ impl Engine {
         let mut config = self
             .config
             .take()
-            .map(|feed| ConfigSync::new(&shared, feed));
+            .map(|feed| ConfigSync::new(shared.config_sync_parts(), feed));
         tokio::select! {
             () = self.start(&shared, config.as_mut()) => {}
             _ = &mut shutdown => {
@@ -434,13 +327,21 @@ impl Engine {
         }
 
         let completer_stop = CancellationToken::new();
-        let completer = tokio::spawn(completer::run(
-            Arc::clone(&shared),
-            self.completions
+        let completer = tokio::spawn({
+            let completer = completer::Completer {
+                store: Arc::clone(&shared.store),
+                watchdog: Arc::clone(&shared.watchdog),
+                wake: Arc::clone(&shared.wake),
+                flush_deadline: shared.flush_deadline.clone(),
+            };
+            let queue = self
+                .completions
                 .take()
-                .expect("run_until consumes the scheduler"),
-            completer_stop.clone(),
-        ));
+                .expect("run_until consumes the scheduler");
+            let stop = completer_stop.clone();
+            let shared = Arc::clone(&shared);
+            async move { completer::run(completer, queue, stop, &shared.care("completer")).await }
+        });
         let watchdog = tokio::spawn(supervise(
             Arc::clone(&shared),
             "renewer",
@@ -467,21 +368,40 @@ impl Engine {
         workers.spawn(supervise(
             Arc::clone(&shared),
             "heartbeat",
-            maintenance::Maintenance::new(Arc::clone(&shared)),
+            maintenance::Maintenance::new(maintenance::HeartbeatParts {
+                store: Arc::clone(&shared.store),
+                node_id: Arc::clone(&shared.node_id),
+                names: Arc::clone(&shared.names),
+                registry: shared.registry.clone(),
+                heartbeat_interval: shared.settings.heartbeat_interval,
+                missed_grace: shared.settings.missed_grace,
+                live_nodes: Arc::clone(&shared.live_nodes),
+                specs: Arc::clone(&shared.specs),
+                metrics: Arc::clone(&shared.metrics),
+                events: Arc::clone(&shared.events),
+            }),
             stop.clone(),
             None,
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),
             "pruner",
-            maintenance::Pruner(Arc::clone(&shared)),
+            maintenance::Pruner {
+                store: Arc::clone(&shared.store),
+                retention: shared.settings.run_retention,
+                heartbeat_interval: shared.settings.heartbeat_interval,
+            },
             stop.clone(),
             None,
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),
             "listener",
-            maintenance::Listener::new(Arc::clone(&shared)),
+            maintenance::Listener::new(
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.wake),
+                Arc::clone(&shared.watchdog),
+            ),
             stop.clone(),
             None,
         ));
@@ -497,37 +417,64 @@ impl Engine {
         workers.spawn(supervise(
             Arc::clone(&shared),
             "sla",
-            sla::SlaWatch::new(Arc::clone(&shared)),
+            sla::SlaWatch::new(
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.events),
+                config_sync::AppliedLevels(Arc::clone(&shared.config_view)),
+            ),
             stop.clone(),
             None,
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),
             "incidents",
-            incidents::IncidentKeeper::new(Arc::clone(&shared), Arc::clone(&shared.incidents)),
+            incidents::IncidentKeeper::new(
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.events),
+                config_sync::AppliedLevels(Arc::clone(&shared.config_view)),
+                Arc::clone(&shared.incidents),
+            ),
             stop.clone(),
             Some(|shared| &shared.incidents.wake),
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),
             "database",
-            database::DatabaseWatch::new(Arc::clone(&shared)),
+            database::DatabaseWatch::new(
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.events),
+                Arc::clone(&shared.metrics),
+                Arc::clone(&shared.node_id),
+                shared.settings.accept_async_replication,
+                shared.settings.heartbeat_interval,
+            ),
             stop.clone(),
             None,
         ));
         workers.spawn(supervise(
             Arc::clone(&shared),
             "reporter",
-            health::Reporter::new(Arc::clone(&shared)),
+            reporter::Reporter::new(
+                Arc::clone(&shared.health),
+                Arc::clone(&shared.store),
+                Arc::clone(&shared.node_id),
+                shared.settings.heartbeat_interval,
+            ),
             stop.clone(),
-            Some(health::Reporter::wake),
+            Some(|shared| reporter::Reporter::wake(&shared.health)),
         ));
         #[cfg(feature = "webhook")]
         if let Some(sink) = shared.alerts.clone() {
             workers.spawn(supervise(
                 Arc::clone(&shared),
                 "delivery",
-                delivery::Deliverer::new(Arc::clone(&shared), sink),
+                delivery::Deliverer::new(
+                    Arc::clone(&shared.store),
+                    Arc::clone(&shared.metrics),
+                    Arc::clone(&shared.node_id),
+                    shared.settings.public_url.clone(),
+                    sink,
+                ),
                 stop.clone(),
                 Some(|shared| shared.alerts.as_ref().map_or(&shared.wake, |a| &a.wake)),
             ));
@@ -653,7 +600,10 @@ impl service::Service for Startup {
         }
         self.shared
             .store
-            .register_node(&node_info(&self.shared))
+            .register_node(&maintenance::node_info(
+                &self.shared.node_id,
+                &self.shared.names,
+            ))
             .await
     }
 

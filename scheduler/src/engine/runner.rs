@@ -13,11 +13,11 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::Shared;
 use super::completer::Completion;
 use super::execute;
 use super::health::CatchUnwind;
 use super::outcome::{self, Ending, StopReason};
+use super::shared::Shared;
 use super::watchdog::Lease;
 use crate::events::{RunRef, SchedulerEvent};
 use crate::run_log::RunLogCapture;
@@ -402,7 +402,7 @@ pub(crate) fn retry_delay(backoff: Duration, attempt: i32) -> Duration {
     let full = backoff
         .saturating_mul(1u32 << exp)
         .min(Duration::from_secs(86_400));
-    full / 2 + (full / 2).mul_f64(super::random_fraction())
+    full / 2 + (full / 2).mul_f64(super::service::random_fraction())
 }
 
 fn run_ref(shared: &Shared, claimed: &ClaimedRun) -> RunRef {

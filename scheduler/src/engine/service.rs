@@ -14,10 +14,23 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff;
 use super::health::{CatchUnwind, FailStop, Health, MAX_PANICS_IN_A_ROW, OnPanic};
 use crate::events::EventBus;
 use crate::metrics::Metrics;
+
+/// Exponential backoff for retries against the store: 250 ms doubling to 10 s.
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(250u64.saturating_mul(1 << attempt.min(6))).min(Duration::from_secs(10))
+}
+
+/// A random fraction in [0, 1), for jitter (no cryptographic quality needed).
+pub(crate) fn random_fraction() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    (random % 1_000_000) as f64 / 1_000_000.0
+}
 
 /// What ended a pause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use chrono_tz::Tz;
 
 use crate::bounds;
 use crate::policy::{Misfire, Recovery};
-use crate::registry::{TaskOptions, TaskSettings};
+use crate::registry::{TaskOptions, TaskRegistry, TaskSettings};
 use crate::{Error, Result};
 
 /// Default lock lifetime: a node that stops renewing loses its lock after this long.
@@ -227,6 +227,17 @@ impl Settings {
             recovery: options.recovery.unwrap_or(d.recovery),
             lock_lifetime: options.lock_lifetime.unwrap_or(self.lock_lifetime),
         }
+    }
+
+    /// The settings of a task registered in `registry`, and its descriptor (`None`: not
+    /// registered there).
+    pub(crate) fn registered(
+        &self,
+        registry: &TaskRegistry,
+        task: &str,
+    ) -> Option<(TaskSettings, &'static crate::TaskDescriptor)> {
+        let descriptor = registry.get(task)?;
+        Some((self.task_settings(&descriptor.options), descriptor))
     }
 
     /// The default renew interval for a lock lifetime: a fifth of it.

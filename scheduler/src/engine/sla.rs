@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use chrono_tz::Tz;
 
-use super::Shared;
+use super::config_sync::AppliedLevels;
+use super::levels::TaskLevels;
 use super::service::Service;
-use crate::config::{ConfigDocument, Sla};
-use crate::events::SchedulerEvent;
-use crate::store::{AlertMark, RunQuery, RunStatus, StoreError};
+use crate::events::{EventBus, SchedulerEvent};
+use crate::store::{AlertMark, RunQuery, RunStatus, Store, StoreError};
 
 /// How often the levels are judged while some task has a start deadline or a wall-clock one.
 pub(crate) const SLA_CHECK_INTERVAL: Duration = Duration::from_secs(1);
@@ -30,50 +29,6 @@ const LATE_CHECK_LIMIT: u32 = 1_000;
 /// is not raised the moment a task gains its `sla` block).
 pub(crate) const DEADLINE_LOOKBACK: Duration = Duration::from_secs(300);
 
-/// One task's service levels and the zone its wall-clock deadline is read in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TaskLevels {
-    pub(crate) sla: Sla,
-    pub(crate) zone: Tz,
-    pub(crate) enabled: bool,
-}
-
-/// Every entry of `doc` with a valid `sla` block (and a valid zone), by task.
-pub(crate) fn levels_of(doc: &ConfigDocument, default_zone: Tz) -> BTreeMap<String, TaskLevels> {
-    doc.tasks
-        .iter()
-        .filter_map(|entry| {
-            let sla = entry.sla.as_ref()?.check().ok()?;
-            let zone = match &entry.timezone {
-                None => default_zone,
-                Some(zone) => crate::schedule::parse_timezone(zone).ok()?,
-            };
-            Some((
-                entry.name.clone(),
-                TaskLevels {
-                    sla,
-                    zone,
-                    enabled: entry.enabled,
-                },
-            ))
-        })
-        .collect()
-}
-
-impl Shared {
-    /// The service levels of `task` in the config this node applied, if it has any.
-    pub(crate) fn levels(&self, task: &str) -> Option<TaskLevels> {
-        let view = self.config_view.read().unwrap_or_else(|p| p.into_inner());
-        view.levels.get(task).copied()
-    }
-
-    /// Every task's service levels in the config this node applied.
-    pub(crate) fn all_levels(&self) -> Arc<BTreeMap<String, TaskLevels>> {
-        let view = self.config_view.read().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(&view.levels)
-    }
-}
-
 /// What one pass raised.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct SlaPass {
@@ -85,7 +40,9 @@ pub(crate) struct SlaPass {
 
 /// Judges start deadlines and wall-clock deadlines.
 pub(crate) struct SlaWatch {
-    shared: Arc<Shared>,
+    store: Arc<dyn Store>,
+    events: Arc<EventBus>,
+    applied: AppliedLevels,
     /// The latest deadline judged per task (each is judged once).
     judged: HashMap<String, DateTime<Utc>>,
     /// When this node first saw each task's `succeed_by` (earlier deadlines, beyond the
@@ -94,9 +51,15 @@ pub(crate) struct SlaWatch {
 }
 
 impl SlaWatch {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        events: Arc<EventBus>,
+        applied: AppliedLevels,
+    ) -> Self {
         Self {
-            shared,
+            store,
+            events,
+            applied,
             judged: HashMap::new(),
             watched_since: HashMap::new(),
         }
@@ -113,11 +76,7 @@ impl SlaWatch {
         else {
             return Ok(0);
         };
-        let overdue = self
-            .shared
-            .store
-            .overdue_tasks(least, LATE_CHECK_LIMIT)
-            .await?;
+        let overdue = self.store.overdue_tasks(least, LATE_CHECK_LIMIT).await?;
         let mut marks = Vec::new();
         let mut late = Vec::new();
         for task in overdue {
@@ -139,14 +98,14 @@ impl SlaWatch {
                 late.push((task.name, task.next_run_at, within));
             }
         }
-        let won = self.shared.store.mark_alerts(&marks).await?;
+        let won = self.store.mark_alerts(&marks).await?;
         let mut raised = 0;
         for (task, tick, within) in late {
             if !won.iter().any(|m| m.task == task) {
                 continue;
             }
             tracing::warn!(task = %task, scheduled_at = %tick, start_within = ?within, "a tick has not started within its start deadline");
-            self.shared.events.emit(SchedulerEvent::Late {
+            self.events.emit(SchedulerEvent::Late {
                 task,
                 scheduled_at: tick,
                 start_within_ms: u64::try_from(within.as_millis()).unwrap_or(u64::MAX),
@@ -186,7 +145,6 @@ impl SlaWatch {
             query.since = Some(since);
             query.until = Some(by);
             let kept = self
-                .shared
                 .store
                 .runs(&query)
                 .await?
@@ -198,14 +156,14 @@ impl SlaWatch {
                     "task.deadline_missed",
                     by.to_rfc3339_opts(SecondsFormat::Secs, true),
                 );
-                if !self.shared.store.mark_alerts(&[mark]).await?.is_empty() {
+                if !self.store.mark_alerts(&[mark]).await?.is_empty() {
                     let succeed_by = level
                         .sla
                         .succeed_by
                         .map(|t| t.to_string())
                         .unwrap_or_default();
                     tracing::error!(task = %task, deadline = %by, "no run succeeded by the task's deadline");
-                    self.shared.events.emit(SchedulerEvent::DeadlineMissed {
+                    self.events.emit(SchedulerEvent::DeadlineMissed {
                         task: task.clone(),
                         deadline: by,
                         succeed_by,
@@ -222,7 +180,7 @@ impl SlaWatch {
 
     /// One pass: start deadlines, then wall-clock deadlines.
     pub(crate) async fn check(&mut self) -> Result<SlaPass, StoreError> {
-        let levels = self.shared.all_levels();
+        let levels = self.applied.all_levels();
         let watching = levels
             .values()
             .any(|l| l.enabled && (l.sla.start_within.is_some() || l.sla.succeed_by.is_some()));
@@ -248,7 +206,7 @@ impl Service for SlaWatch {
     }
 
     fn events(&self) -> Option<&crate::events::EventBus> {
-        Some(&self.shared.events)
+        Some(&self.events)
     }
 
     async fn run_once(&mut self) -> Result<SlaPass, StoreError> {

@@ -21,63 +21,81 @@
 // Only the admin server reads the engine through the view.
 #![cfg_attr(not(feature = "admin"), allow(dead_code))]
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use super::Shared;
+use tokio_util::sync::CancellationToken;
+
 use super::config_sync::ConfigView;
+use super::health::{Health, ServiceStatus};
+use super::settings::Settings;
 use crate::TaskDescriptor;
 use crate::metrics::Metrics;
-use crate::registry::TaskSettings;
-use crate::schedule::{ScheduleError, ScheduleSpec};
+use crate::registry::{TaskRegistry, TaskSettings};
+use crate::schedule::{ScheduleError, ScheduleSpec, SpecCache};
 use crate::store::Store;
 
 /// The admin server's view of the engine (see the [module docs](self)).
 #[derive(Clone)]
-pub(crate) struct EngineView {
-    shared: Arc<Shared>,
+pub(crate) struct EngineView(Arc<ViewParts>);
+
+/// What an [`EngineView`] reads: the engine's own, shared (or, for what never changes, copied
+/// when the view is made).
+pub(super) struct ViewParts {
+    pub(super) node_id: Arc<str>,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) metrics: Arc<Metrics>,
+    /// Set once the store is prepared.
+    pub(super) started: Arc<AtomicBool>,
+    /// Cancelled when the node drains (its handlers are told to stop).
+    pub(super) draining: CancellationToken,
+    pub(super) health: Arc<Health>,
+    pub(super) config_view: Arc<RwLock<ConfigView>>,
+    pub(super) registry: TaskRegistry,
+    pub(super) settings: Settings,
+    pub(super) specs: Arc<SpecCache>,
 }
 
 impl EngineView {
-    pub(super) fn new(shared: Arc<Shared>) -> Self {
-        Self { shared }
+    pub(super) fn new(parts: ViewParts) -> Self {
+        Self(Arc::new(parts))
     }
 
     /// This node's id.
     pub(crate) fn node_id(&self) -> &str {
-        &self.shared.node_id
+        &self.0.node_id
     }
 
     /// The store this node uses: what the admin API reads, and where its mutations go.
     pub(crate) fn store(&self) -> &Arc<dyn Store> {
-        &self.shared.store
+        &self.0.store
     }
 
     /// This node's metrics.
     pub(crate) fn metrics(&self) -> &Metrics {
-        &self.shared.metrics
+        &self.0.metrics
     }
 
     /// Whether the node has prepared the store (migrations, its registration).
     pub(crate) fn started(&self) -> bool {
-        self.shared.started.load(Ordering::Acquire)
+        self.0.started.load(Ordering::Acquire)
     }
 
     /// Whether the node is draining (shutdown requested).
     pub(crate) fn draining(&self) -> bool {
-        self.shared.draining()
+        self.0.draining.is_cancelled()
     }
 
     /// The node's background services and their states (see `super::health`).
-    pub(crate) fn services(&self) -> Vec<super::ServiceStatus> {
-        self.shared.health.services()
+    pub(crate) fn services(&self) -> Vec<ServiceStatus> {
+        self.0.health.services()
     }
 
     /// Reads what the node knows of its config (the document last read, the last reconcile);
     /// `read` must not wait (the engine writes it while it applies a document).
     pub(crate) fn read_config<R>(&self, read: impl FnOnce(&ConfigView) -> R) -> R {
-        read(&self.shared.config_view.read().expect("config view lock"))
+        read(&self.0.config_view.read().expect("config view lock"))
     }
 
     /// The settings of a task registered in this binary, and its descriptor (`None`: not
@@ -86,19 +104,19 @@ impl EngineView {
         &self,
         task: &str,
     ) -> Option<(TaskSettings, &'static TaskDescriptor)> {
-        self.shared.task_settings(task)
+        self.0.settings.registered(&self.0.registry, task)
     }
 
     /// Owners of tasks whose config entry names none.
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn default_owners(&self) -> &[String] {
-        &self.shared.settings.default_owners
+        &self.0.settings.default_owners
     }
 
     /// The node's missed grace, if it sets one (`None`: from each task's interval; see
     /// [`crate::ticks`]).
     pub(crate) fn missed_grace(&self) -> Option<Duration> {
-        self.shared.settings.missed_grace
+        self.0.settings.missed_grace
     }
 
     /// A stored schedule, compiled (and kept compiled, as the engine's claims use it).
@@ -108,6 +126,6 @@ impl EngineView {
         zone: &str,
         calendar: Option<&str>,
     ) -> Result<ScheduleSpec, ScheduleError> {
-        self.shared.specs.get_named(cron, zone, calendar)
+        self.0.specs.get_named(cron, zone, calendar)
     }
 }

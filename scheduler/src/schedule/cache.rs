@@ -7,7 +7,9 @@ use std::sync::Mutex;
 
 use chrono_tz::Tz;
 
-use super::{ScheduleError, ScheduleSpec, TaskCalendar};
+use super::calendar::TaskCalendar;
+use super::error::{ScheduleError, parse_timezone};
+use super::spec::ScheduleSpec;
 
 /// A cached schedule's key: expression, zone, stored calendar.
 type SpecKey = (String, Tz, Option<String>);
@@ -63,7 +65,7 @@ impl SpecCache {
         zone: &str,
         calendar: Option<&str>,
     ) -> Result<ScheduleSpec, ScheduleError> {
-        self.get_with(expression, super::parse_timezone(zone)?, calendar)
+        self.get_with(expression, parse_timezone(zone)?, calendar)
     }
 }
 

@@ -9,7 +9,7 @@ use chrono::{Datelike, NaiveDate};
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 
-use super::{CronField, ScheduleError};
+use super::error::{CronField, ScheduleError};
 
 /// The `@` aliases we accept and the 5-field expression each stands for.
 const ALIASES: &[(&str, &str)] = &[

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 
-use super::ScheduleSpec;
+use super::spec::ScheduleSpec;
 
 /// Fire instants of a schedule in a range `(after, until]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

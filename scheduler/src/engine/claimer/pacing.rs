@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::{ClaimLoop, ClaimPass};
-use crate::engine::backoff;
+use crate::engine::service::backoff;
 use crate::engine::service::{Service, Woke};
 use crate::store::StoreError;
 
@@ -116,5 +116,5 @@ pub(super) fn contended_pause(streak: u32) -> Duration {
 
 /// `d` scaled by a random factor in [0.5, 1.5), so contending nodes drift apart.
 pub(super) fn jitter(d: Duration) -> Duration {
-    d.mul_f64(0.5 + crate::engine::random_fraction())
+    d.mul_f64(0.5 + crate::engine::service::random_fraction())
 }

@@ -16,11 +16,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::super::Shared;
 use super::super::failstop;
 use super::super::gate::{Gated, Stopped};
 use super::super::outcome::{Ending, StopReason};
 use super::super::runtime::Joined;
+use super::super::shared::Shared;
 use super::super::watchdog::{Lease, LockLoss};
 use super::{Running, Timeout, drive, far};
 use crate::TaskContext;

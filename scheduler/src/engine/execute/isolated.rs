@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::super::Shared;
 use super::super::outcome::{Ending, StopReason};
+use super::super::shared::Shared;
 use super::super::watchdog::{Lease, LockLoss};
 use super::{Running, Timeout, drive};
 use crate::isolation::{ChildCommand, ChildExit, ChildRun, RunIdentity};

@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Shared;
 use super::outcome::{Ending, StopReason};
+use super::shared::Shared;
 use super::watchdog::{Lease, LockLoss};
 pub(super) use crate::operate::CANCEL_GRACE;
 use crate::policy::Isolation;
