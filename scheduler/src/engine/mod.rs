@@ -48,6 +48,7 @@ mod gate;
 mod health;
 mod incidents;
 mod levels;
+mod life;
 mod maintenance;
 mod outcome;
 mod reporter;
@@ -64,7 +65,6 @@ mod watchdog;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -82,13 +82,13 @@ pub use incidents::INCIDENT_KINDS;
 pub use settings::{
     DEFAULT_CONFIG_POLL_INTERVAL, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_LOCK_LIFETIME,
     DEFAULT_MAX_CLAIM_AHEAD, DEFAULT_MAX_CONCURRENT, DEFAULT_POLL_INTERVAL, DEFAULT_RUN_RETENTION,
-    DEFAULT_SHUTDOWN_TIMEOUT, FLUSH_TIMEOUT, HARD_STOP_WAIT,
+    DEFAULT_SHUTDOWN_TIMEOUT,
 };
 pub(crate) use settings::{Settings, TaskDefaults, default_node_id};
 pub(crate) use view::EngineView;
 
 use crate::context::StateMap;
-use crate::store::{Store, StoreError};
+use crate::store::Store;
 use crate::{Error, Result, TaskRegistry};
 use config_sync::ConfigSync;
 use shared::Shared;
@@ -501,113 +501,5 @@ impl Engine {
             "scheduler stopped"
         );
         Ok(())
-    }
-
-    async fn start(&self, shared: &Arc<Shared>, config: Option<&mut ConfigSync>) {
-        service::run(
-            Startup {
-                shared: Arc::clone(shared),
-                migrate: self.migrate,
-            },
-            CancellationToken::new(),
-            None,
-            &shared.care("startup"),
-        )
-        .await;
-        shared
-            .started
-            .store(true, std::sync::atomic::Ordering::Release);
-        // The first reconcile happens before any claim, so a changed schedule applies at once.
-        match config {
-            Some(config) => {
-                if let Err(e) = config.apply_pending().await {
-                    tracing::error!(error = %e, "the task config could not be applied yet; tasks keep their stored state until it is");
-                }
-            }
-            None => tracing::warn!(
-                "no task config (SCHEDULER_CONFIG): tasks run as stored in the database"
-            ),
-        }
-    }
-
-    /// Stops claiming and every background service, asks handlers to stop, waits up to the
-    /// shutdown timeout, stops what is left (their ticks are handed over), and waits for the
-    /// last outcomes to be recorded (up to the flush timeout).
-    async fn drain(&self, shared: &Arc<Shared>, stop: CancellationToken, workers: TaskTracker) {
-        let running = shared.tracker.len();
-        tracing::info!(running, timeout = ?shared.settings.shutdown_timeout, "shutting down: no new claims, asking running handlers to stop");
-        // Handlers first: a run claimed from here on is handed back without starting.
-        shared.handlers_cancel.cancel();
-        stop.cancel();
-        let deadline = tokio::time::Instant::now() + shared.settings.shutdown_timeout;
-        // A claim in flight finishes first, so its runs are handed back, not forgotten.
-        if tokio::time::timeout_at(deadline, workers.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                "a background service (a claim in flight?) did not stop by the shutdown timeout"
-            );
-        }
-        shared.tracker.close();
-        if tokio::time::timeout_at(deadline, shared.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                still_running = shared.tracker.len(),
-                "shutdown timeout elapsed: stopping the remaining handlers and handing their ticks over"
-            );
-            shared.hard_stop.cancel();
-        }
-        let flush = tokio::time::Instant::now() + HARD_STOP_WAIT + FLUSH_TIMEOUT;
-        if tokio::time::timeout_at(flush, shared.tracker.wait())
-            .await
-            .is_err()
-        {
-            shared.flush_deadline.cancel();
-            if tokio::time::timeout(HARD_STOP_WAIT, shared.tracker.wait())
-                .await
-                .is_err()
-            {
-                tracing::error!(
-                    still_running = shared.tracker.len(),
-                    "some handlers did not stop (they block their threads); exiting without their outcomes: other nodes will treat those runs as lost"
-                );
-            }
-        }
-    }
-}
-
-/// Start-up: migrations (unless disabled) and the node's registration, retried with backoff
-/// until the store answers.
-struct Startup {
-    shared: Arc<Shared>,
-    migrate: bool,
-}
-
-impl service::Service for Startup {
-    type Pass = ();
-    type Error = StoreError;
-
-    fn what(&self) -> &'static str {
-        "preparing the store (migrations, node registration)"
-    }
-
-    async fn run_once(&mut self) -> std::result::Result<(), StoreError> {
-        if self.migrate {
-            self.shared.store.migrate().await?;
-        }
-        self.shared
-            .store
-            .register_node(&maintenance::node_info(
-                &self.shared.node_id,
-                &self.shared.names,
-            ))
-            .await
-    }
-
-    fn pause_after(&mut self, (): ()) -> Option<Duration> {
-        None
     }
 }

@@ -7,38 +7,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
-use super::SkipColumns;
+use super::columns::{RequeueColumns, SkipColumns};
 use super::commit::{Written, commit, written};
 use crate::store::postgres::PgStore;
-use crate::store::{FinishResult, Requeue, RunFinish, SkipRecord, StoreResult};
-
-/// The requeue columns of release_locks and finish_runs.
-#[derive(Default)]
-pub(super) struct RequeueColumns {
-    pub(super) kind: Vec<Option<&'static str>>,
-    pub(super) tick: Vec<Option<DateTime<Utc>>>,
-    pub(super) attempt: Vec<Option<i32>>,
-    pub(super) at: Vec<Option<DateTime<Utc>>>,
-    pub(super) by: Vec<Option<String>>,
-}
-
-impl RequeueColumns {
-    pub(super) fn push(&mut self, requeue: Option<&Requeue>) {
-        let (kind, tick, attempt, at, by) = match requeue {
-            None => (None, None, None, None, None),
-            Some(Requeue::Tick(tick)) => (Some("tick"), Some(*tick), None, None, None),
-            Some(Requeue::Retry { tick, attempt, at }) => {
-                (Some("retry"), Some(*tick), Some(*attempt), Some(*at), None)
-            }
-            Some(Requeue::Manual { at, by }) => (Some("manual"), None, None, Some(*at), by.clone()),
-        };
-        self.kind.push(kind);
-        self.tick.push(tick);
-        self.attempt.push(attempt);
-        self.at.push(at);
-        self.by.push(by);
-    }
-}
+use crate::store::{FinishResult, RunFinish, SkipRecord, StoreResult};
 
 pub(super) async fn finish_runs(
     store: &PgStore,

@@ -11,8 +11,8 @@ use sqlx::{Postgres, Row};
 
 use super::{PgStore, classify};
 use crate::store::{
-    AuditEntry, ChangeListener, Pause, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord,
-    StoreError, StoreResult, TaskState, Trigger,
+    AuditEntry, ChangeListener, Pause, Recovery, RunRecord, RunStatus, SkipReason, StoreError,
+    StoreResult, TaskState, Trigger,
 };
 
 macro_rules! query {
@@ -71,6 +71,7 @@ macro_rules! timed {
 
 mod backfill;
 mod claim;
+mod columns;
 mod commit;
 mod config;
 mod finish;
@@ -85,6 +86,7 @@ mod wake;
 
 use backfill::*;
 use claim::*;
+use columns::*;
 use config::*;
 use finish::*;
 use history::*;
@@ -162,11 +164,6 @@ fn include_release(statement: &str) -> String {
         "a releasing statement includes the release"
     );
     statement.replace(LINE, query!("release_requeue"))
-}
-
-/// Milliseconds of a duration as the `int8` the queries multiply by `interval '1 millisecond'`.
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn decode(what: &str, value: &str) -> sqlx::Error {
@@ -250,56 +247,6 @@ fn task_state(row: &sqlx::postgres::PgRow) -> Result<TaskState, sqlx::Error> {
         shards: u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1),
         broadcast: row.try_get::<Option<String>, _>("node_pin")?.is_some(),
     })
-}
-
-/// Parallel arrays for skips_insert.
-#[derive(Default)]
-struct SkipColumns {
-    names: Vec<String>,
-    reasons: Vec<&'static str>,
-    first: Vec<DateTime<Utc>>,
-    last: Vec<DateTime<Utc>>,
-    ticks: Vec<i64>,
-    exact: Vec<bool>,
-    run_ids: Vec<Option<i64>>,
-}
-
-impl SkipColumns {
-    fn collect<'a>(skips: impl Iterator<Item = &'a SkipRecord>) -> Self {
-        let mut c = Self::default();
-        for s in skips {
-            c.names.push(s.task_name.clone());
-            c.reasons.push(s.reason.as_str());
-            c.first.push(s.first_tick);
-            c.last.push(s.last_tick);
-            c.ticks.push(s.ticks);
-            c.exact.push(s.exact);
-            c.run_ids.push(s.run_id);
-        }
-        c
-    }
-
-    fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-
-    /// Inserts the records on `conn` (nothing when there are none).
-    async fn insert(&self, conn: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
-        if self.is_empty() {
-            return Ok(());
-        }
-        sqlx::query(query!("skips_insert"))
-            .bind(&self.names)
-            .bind(&self.reasons)
-            .bind(&self.first)
-            .bind(&self.last)
-            .bind(&self.ticks)
-            .bind(&self.exact)
-            .bind(&self.run_ids)
-            .execute(conn)
-            .await
-            .map(drop)
-    }
 }
 
 /// Records an audit entry on `conn`.

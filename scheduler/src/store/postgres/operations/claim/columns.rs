@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::super::{RequeueColumns, millis};
+use super::super::columns::{RequeueColumns, millis};
 use crate::store::claim_loop::{LockRelease, TaskSkip};
 use crate::store::{ClaimPlan, NextRun};
 
