@@ -36,7 +36,7 @@
 //!
 //! Kinds: `webhook` (Standard Webhooks, signed), `slack`, `feishu` (also Lark), `dingtalk`,
 //! `wecom`, `email`. Each channel has optional `events` (default: the alerts,
-//! [`SchedulerEvent::ALERTS`]) and `timeout` (default 10 s).
+//! [`SchedulerEvent::ALERTS`](crate::events::SchedulerEvent::ALERTS)) and `timeout` (default 10 s).
 //!
 //! **Routing.** An event goes to a channel when the channel's `events` list it and, if any
 //! routes are configured, at least one route names the channel and matches the event: every
