@@ -15,6 +15,7 @@ mod database_url;
 mod listener;
 mod migrate;
 mod operations;
+mod row;
 mod servers;
 mod tls;
 

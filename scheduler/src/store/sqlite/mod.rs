@@ -65,6 +65,7 @@ mod listener;
 mod lockfile;
 mod migrate;
 mod operations;
+mod row;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
