@@ -43,6 +43,21 @@ pub(crate) trait ReadRow {
     fn names(&self, column: &str) -> Result<Vec<String>, sqlx::Error>;
 }
 
+/// Getters that read a column as the driver's own type of the value (`Row::try_get`), for a
+/// backend's `ReadRow`: `read_natively! { text: String, flag: bool }`.
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+macro_rules! read_natively {
+    ($($getter:ident: $ty:ty),* $(,)?) => {
+        $(
+            fn $getter(&self, column: &str) -> Result<$ty, sqlx::Error> {
+                sqlx::Row::try_get(self, column)
+            }
+        )*
+    };
+}
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub(crate) use read_natively;
+
 /// The error of a stored value this binary does not know (`what` it was: a run status, ...).
 pub(crate) fn unknown(what: &str, value: &str) -> sqlx::Error {
     sqlx::Error::Decode(format!("unknown {what} `{value}`").into())

@@ -6,15 +6,19 @@ use sqlx::postgres::PgRow;
 use sqlx::{Column, Postgres, Row, Type};
 use uuid::Uuid;
 
-use crate::store::row::ReadRow;
+use crate::store::row::{ReadRow, read_natively};
 
 impl ReadRow for PgRow {
-    fn text(&self, column: &str) -> Result<String, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn text_opt(&self, column: &str) -> Result<Option<String>, sqlx::Error> {
-        self.try_get(column)
+    read_natively! {
+        text: String,
+        text_opt: Option<String>,
+        int32: i32,
+        int32_opt: Option<i32>,
+        flag: bool,
+        time: DateTime<Utc>,
+        time_opt: Option<DateTime<Utc>>,
+        uuid: Uuid,
+        names: Vec<String>,
     }
 
     fn int(&self, column: &str) -> Result<i64, sqlx::Error> {
@@ -31,34 +35,6 @@ impl ReadRow for PgRow {
             Width::Int4 => self.try_get::<Option<i32>, _>(column)?.map(i64::from),
             Width::Other => self.try_get(column)?,
         })
-    }
-
-    fn int32(&self, column: &str) -> Result<i32, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn int32_opt(&self, column: &str) -> Result<Option<i32>, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn flag(&self, column: &str) -> Result<bool, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn time(&self, column: &str) -> Result<DateTime<Utc>, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn time_opt(&self, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn uuid(&self, column: &str) -> Result<Uuid, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn names(&self, column: &str) -> Result<Vec<String>, sqlx::Error> {
-        self.try_get(column)
     }
 }
 

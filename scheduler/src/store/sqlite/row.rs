@@ -7,7 +7,7 @@ use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
-use crate::store::row::ReadRow;
+use crate::store::row::{ReadRow, read_natively};
 
 /// A stored timestamp (unix microseconds) as a time.
 pub(super) fn time(us: i64) -> Result<DateTime<Utc>, sqlx::Error> {
@@ -16,32 +16,14 @@ pub(super) fn time(us: i64) -> Result<DateTime<Utc>, sqlx::Error> {
 }
 
 impl ReadRow for SqliteRow {
-    fn text(&self, column: &str) -> Result<String, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn text_opt(&self, column: &str) -> Result<Option<String>, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn int(&self, column: &str) -> Result<i64, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn int_opt(&self, column: &str) -> Result<Option<i64>, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn int32(&self, column: &str) -> Result<i32, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn int32_opt(&self, column: &str) -> Result<Option<i32>, sqlx::Error> {
-        self.try_get(column)
-    }
-
-    fn flag(&self, column: &str) -> Result<bool, sqlx::Error> {
-        self.try_get(column)
+    read_natively! {
+        text: String,
+        text_opt: Option<String>,
+        int: i64,
+        int_opt: Option<i64>,
+        int32: i32,
+        int32_opt: Option<i32>,
+        flag: bool,
     }
 
     fn time(&self, column: &str) -> Result<DateTime<Utc>, sqlx::Error> {

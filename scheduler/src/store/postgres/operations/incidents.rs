@@ -11,11 +11,6 @@ use crate::store::{
     IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
 };
 
-fn remind_ms(fold: &AlertFold) -> Option<i64> {
-    fold.remind_every
-        .map(|d| crate::bounds::SLA_REMIND_EVERY.capped_millis(d))
-}
-
 pub(super) async fn fold_alerts(
     store: &PgStore,
     folds: &[AlertFold],
@@ -72,7 +67,7 @@ pub(super) async fn fold_alerts(
                             .bind(fold.key.as_deref())
                             .bind(&fold.summary)
                             .bind(notify)
-                            .bind(remind_ms(fold))
+                            .bind(fold.remind_every_ms())
                             .fetch_optional(&mut *tx)
                             .await?
                     }
@@ -82,7 +77,7 @@ pub(super) async fn fold_alerts(
                             .bind(fold.key.as_deref())
                             .bind(&fold.summary)
                             .bind(notify)
-                            .bind(remind_ms(fold))
+                            .bind(fold.remind_every_ms())
                             .fetch_one(&mut *tx)
                             .await?,
                     ),

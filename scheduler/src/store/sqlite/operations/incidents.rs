@@ -8,11 +8,6 @@ use crate::store::{
     IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
 };
 
-fn remind_ms(fold: &AlertFold) -> Option<i64> {
-    fold.remind_every
-        .map(|d| crate::bounds::SLA_REMIND_EVERY.capped_millis(d))
-}
-
 pub(super) async fn fold_alerts(
     store: &SqliteStore,
     folds: &[AlertFold],
@@ -64,7 +59,7 @@ pub(super) async fn fold_alerts(
                         .bind(fold.key.as_deref())
                         .bind(&fold.summary)
                         .bind(notified_at)
-                        .bind(remind_ms(fold))
+                        .bind(fold.remind_every_ms())
                         .fetch_one(&mut *tx)
                         .await?
                 }
@@ -75,7 +70,7 @@ pub(super) async fn fold_alerts(
                         .bind(fold.key.as_deref())
                         .bind(&fold.summary)
                         .bind(notified_at)
-                        .bind(remind_ms(fold))
+                        .bind(fold.remind_every_ms())
                         .fetch_one(&mut *tx)
                         .await?
                 }
