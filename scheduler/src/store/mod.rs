@@ -3,9 +3,10 @@
 //! [`Store`] is the one trait every part of the scheduler that keeps or reads state talks to: the
 //! engine (claims, renewals, outcomes, upkeep, the webhook outbox), the reconciler (config), the
 //! operator actions and the admin API, dashboard and CLI (reads). Its methods are grouped by
-//! those roles. [`postgres::PgStore`] is the production implementation for one or many nodes (all
-//! of its SQL lives in `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same
-//! records in a local file for a single process (its SQL in `store/sqlite/queries/`). Both pass
+//! those roles. [`postgres::PgStore`] is the production implementation for one or many nodes (its
+//! SQL in `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same records in a
+//! local file for a single process (its SQL in `store/sqlite/queries/`); the statements they
+//! run alike are kept once, in `store/queries/`. Both pass
 //! one contract suite (`tests/tests/store_contract.rs`). This module owns the data that crosses
 //! the boundary (one file per role: `claim.rs`, `history.rs`, `nodes.rs`, `config.rs`,
 //! `operator.rs`, `outbox.rs`), the store's error type, and what is written once for both
@@ -25,6 +26,10 @@
 // First: its macros generate code in the modules below.
 #[macro_use]
 mod methods;
+// Before the backends: the SQL they share.
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+#[macro_use]
+mod queries;
 
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod backfill;

@@ -97,7 +97,7 @@ pub(super) async fn succeeded_ticks(
     to: DateTime<Utc>,
 ) -> StoreResult<Vec<DateTime<Utc>>> {
     timed!(store, "succeeded_ticks", |conn| {
-        sqlx::query_scalar(query!("backfill_succeeded"))
+        sqlx::query_scalar(shared_query!("backfill_succeeded"))
             .bind(task_name)
             .bind(from)
             .bind(to)
@@ -141,7 +141,7 @@ pub(super) async fn backfill(
         else {
             return Ok(None);
         };
-        let ticks = sqlx::query(query!("backfill_ticks"))
+        let ticks = sqlx::query(shared_query!("backfill_ticks"))
             .bind(id)
             .fetch_all(&mut *conn)
             .await?

@@ -29,7 +29,7 @@ pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, V
 
 pub(super) async fn config_state(store: &PgStore) -> StoreResult<Option<ConfigState>> {
     timed!(store, "config_state", |conn| {
-        let row = sqlx::query(query!("config_state"))
+        let row = sqlx::query(shared_query!("config_state"))
             .fetch_optional(conn)
             .await?;
         row.as_ref().map(config_state_of).transpose()

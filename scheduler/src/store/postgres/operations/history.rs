@@ -69,7 +69,7 @@ pub(super) async fn skips(
     since: DateTime<Utc>,
 ) -> StoreResult<Vec<SkipRecord>> {
     timed!(store, "skips", |conn| {
-        sqlx::query(query!("skips_select"))
+        sqlx::query(shared_query!("skips_select"))
             .bind(task_name)
             .bind(since)
             .fetch_all(conn)
@@ -107,7 +107,7 @@ pub(super) async fn skips_since(
 ) -> StoreResult<Vec<SkipRecord>> {
     let limit = i64::from(limit.clamp(1, MAX_SKIPS_PER_READ));
     timed!(store, "skips_since", |conn| {
-        sqlx::query(query!("skips_since"))
+        sqlx::query(shared_query!("skips_since"))
             .bind(since)
             .bind(limit)
             .fetch_all(conn)
@@ -162,7 +162,7 @@ pub(super) async fn append_run_logs(store: &PgStore, chunks: &[LogChunk]) -> Sto
 
 pub(super) async fn run_log(store: &PgStore, run_id: i64) -> StoreResult<Vec<LogChunk>> {
     timed!(store, "run_log", |conn| {
-        sqlx::query(query!("run_logs_select"))
+        sqlx::query(shared_query!("run_logs_select"))
             .bind(run_id)
             .fetch_all(conn)
             .await?

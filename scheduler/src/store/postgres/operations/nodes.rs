@@ -53,7 +53,7 @@ pub(super) async fn report_services(
 ) -> StoreResult<()> {
     let down = down.join(",");
     timed!(store, "report_services", |conn| {
-        sqlx::query(query!("report_services"))
+        sqlx::query(shared_query!("report_services"))
             .bind(node_id)
             .bind(&down)
             .execute(conn)

@@ -153,7 +153,7 @@ pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) 
 
 pub(super) async fn deliveries(store: &PgStore, limit: u32) -> StoreResult<Vec<DeliveryRecord>> {
     timed!(store, "deliveries", |conn| {
-        sqlx::query(query!("deliveries"))
+        sqlx::query(shared_query!("deliveries"))
             .bind(i64::from(limit))
             .fetch_all(conn)
             .await?
@@ -168,7 +168,7 @@ pub(super) async fn webhook_disabled(
     url_digest: &str,
 ) -> StoreResult<Option<String>> {
     timed!(store, "webhook_disabled", |conn| {
-        sqlx::query(query!("webhook_state"))
+        sqlx::query(shared_query!("webhook_state"))
             .bind(url_digest)
             .fetch_optional(conn)
             .await?

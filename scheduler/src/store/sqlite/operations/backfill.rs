@@ -114,7 +114,7 @@ pub(super) async fn succeeded_ticks(
     to: DateTime<Utc>,
 ) -> StoreResult<Vec<DateTime<Utc>>> {
     read!(store, "succeeded_ticks", |conn, _now| {
-        let ticks: Vec<i64> = sqlx::query_scalar(query!("backfill_succeeded"))
+        let ticks: Vec<i64> = sqlx::query_scalar(shared_query!("backfill_succeeded"))
             .bind(task_name)
             .bind(micros(from))
             .bind(micros(to))
@@ -159,7 +159,7 @@ pub(super) async fn backfill(
         match record {
             None => None,
             Some(record) => {
-                let ticks = sqlx::query(query!("backfill_ticks"))
+                let ticks = sqlx::query(shared_query!("backfill_ticks"))
                     .bind(id)
                     .fetch_all(&mut *conn)
                     .await?

@@ -19,7 +19,7 @@ pub(super) async fn load_tasks(store: &SqliteStore) -> StoreResult<(DateTime<Utc
 
 pub(super) async fn config_state(store: &SqliteStore) -> StoreResult<Option<ConfigState>> {
     read!(store, "config_state", |conn, _now| {
-        let row = sqlx::query(query!("config_state"))
+        let row = sqlx::query(shared_query!("config_state"))
             .fetch_optional(conn)
             .await?;
         row.as_ref().map(config_state_of).transpose()?
@@ -33,7 +33,7 @@ pub(super) async fn apply_config(
     let plan = write_tx!(store, "apply_config", |tx, now| {
         // The write lock is held from here on: no claim or other reconcile can interleave,
         // which is what PostgreSQL's config-state row lock and FOR UPDATE achieve.
-        let applied = sqlx::query(query!("config_state"))
+        let applied = sqlx::query(shared_query!("config_state"))
             .fetch_optional(&mut *tx)
             .await?
             .as_ref()

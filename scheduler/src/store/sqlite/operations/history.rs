@@ -90,7 +90,7 @@ pub(super) async fn skips(
     since: DateTime<Utc>,
 ) -> StoreResult<Vec<SkipRecord>> {
     read!(store, "skips", |conn, _now| {
-        sqlx::query(query!("skips_select"))
+        sqlx::query(shared_query!("skips_select"))
             .bind(task_name)
             .bind(micros(since))
             .fetch_all(conn)
@@ -129,7 +129,7 @@ pub(super) async fn skips_since(
 ) -> StoreResult<Vec<SkipRecord>> {
     let limit = i64::from(limit.clamp(1, MAX_SKIPS_PER_READ));
     read!(store, "skips_since", |conn, _now| {
-        sqlx::query(query!("skips_since"))
+        sqlx::query(shared_query!("skips_since"))
             .bind(micros(since))
             .bind(limit)
             .fetch_all(conn)
@@ -181,7 +181,7 @@ pub(super) async fn append_run_logs(store: &SqliteStore, chunks: &[LogChunk]) ->
 
 pub(super) async fn run_log(store: &SqliteStore, run_id: i64) -> StoreResult<Vec<LogChunk>> {
     read!(store, "run_log", |conn, _now| {
-        sqlx::query(query!("run_logs_select"))
+        sqlx::query(shared_query!("run_logs_select"))
             .bind(run_id)
             .fetch_all(conn)
             .await?

@@ -68,7 +68,7 @@ pub(super) async fn report_services(
 ) -> StoreResult<()> {
     let down = down.join(",");
     write_tx!(store, "report_services", |tx, _now| {
-        sqlx::query(query!("report_services"))
+        sqlx::query(shared_query!("report_services"))
             .bind(node_id)
             .bind(&down)
             .execute(&mut *tx)

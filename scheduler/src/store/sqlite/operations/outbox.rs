@@ -112,7 +112,7 @@ pub(super) async fn deliveries(
     limit: u32,
 ) -> StoreResult<Vec<DeliveryRecord>> {
     read!(store, "deliveries", |conn, _now| {
-        sqlx::query(query!("deliveries"))
+        sqlx::query(shared_query!("deliveries"))
             .bind(limit_of(limit))
             .fetch_all(conn)
             .await?
@@ -127,7 +127,7 @@ pub(super) async fn webhook_disabled(
     url_digest: &str,
 ) -> StoreResult<Option<String>> {
     read!(store, "webhook_disabled", |conn, _now| {
-        sqlx::query_scalar(query!("webhook_state"))
+        sqlx::query_scalar(shared_query!("webhook_state"))
             .bind(url_digest)
             .fetch_optional(conn)
             .await?
