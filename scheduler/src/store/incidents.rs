@@ -92,6 +92,13 @@ impl AlertFold {
         self.remind_every = remind_every;
         self
     }
+
+    /// The reminder interval as stored: milliseconds, capped.
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub(crate) fn remind_every_ms(&self) -> Option<i64> {
+        self.remind_every
+            .map(|d| crate::bounds::SLA_REMIND_EVERY.capped_millis(d))
+    }
 }
 
 /// What an [`IncidentRule`] is shown, inside the fold's transaction.

@@ -3,14 +3,17 @@
 //! [`Store`] is the one trait every part of the scheduler that keeps or reads state talks to: the
 //! engine (claims, renewals, outcomes, upkeep, the webhook outbox), the reconciler (config), the
 //! operator actions and the admin API, dashboard and CLI (reads). Its methods are grouped by
-//! those roles. [`postgres::PgStore`] is the production implementation for one or many nodes (all
-//! of its SQL lives in `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same
-//! records in a local file for a single process (its SQL in `store/sqlite/queries/`). Both pass
+//! those roles. [`postgres::PgStore`] is the production implementation for one or many nodes (its
+//! SQL in `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same records in a
+//! local file for a single process (its SQL in `store/sqlite/queries/`); the statements they
+//! run alike are kept once, in `store/queries/`. Both pass
 //! one contract suite (`tests/tests/store_contract.rs`). This module owns the data that crosses
 //! the boundary (one file per role: `claim.rs`, `history.rs`, `nodes.rs`, `config.rs`,
 //! `operator.rs`, `outbox.rs`), the store's error type, and what is written once for both
 //! backends: the list of operations that generates their forwarding and `StoreLayer`'s
-//! (`methods.rs`), and the claim transaction over each backend's steps (`claim_loop.rs`). It
+//! (`methods.rs`), the claim transaction over each backend's steps (`claim_loop.rs`), and each
+//! record's decoding from a result row (`records.rs`, over the typed getters of `row.rs` that
+//! each backend implements for its driver's rows). It
 //! knows nothing about cron syntax, handlers or config formats, and never names the engine.
 //!
 //! **Decide in Rust, record in the store.** Whatever a store writes that carries a rule (what a
@@ -23,6 +26,10 @@
 // First: its macros generate code in the modules below.
 #[macro_use]
 mod methods;
+// Before the backends: the SQL they share.
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+#[macro_use]
+mod queries;
 
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod backfill;
@@ -52,6 +59,11 @@ pub(crate) mod operator;
 pub(crate) mod outbox;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+// Read by the backends only (written once for both, compiled without them too).
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+mod records;
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+mod row;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
@@ -62,12 +74,13 @@ use chrono::{DateTime, Utc};
 
 pub(crate) use crate::policy::Recovery;
 pub(crate) use backfill::{
-    BackfillCancel, BackfillCreate, BackfillRecord, BackfillTick, NewBackfill, PendingBackfill,
+    BackfillCancel, BackfillCreate, BackfillProgress, BackfillRecord, BackfillTick, NewBackfill,
+    PendingBackfill,
 };
 pub(crate) use claim::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
-    ExpiredLock, FailureCount, FinishResult, LockKey, NextRun, Requeue, RescueDecision, RunEnd,
-    RunFinish, WakeInfo,
+    ExpiredLock, FailureCount, FinishResult, LockKey, LockedRun, NextRun, PendingManual,
+    PendingRetry, Requeue, RescueDecision, RunEnd, RunFinish, WakeInfo,
 };
 pub(crate) use config::{
     ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow,
@@ -96,10 +109,7 @@ pub use postgres::PgStore;
 pub use sqlite::{SqliteStore, SqliteStoreBuilder};
 // Used by the backends (and unit tests) only.
 #[cfg(any(feature = "postgres", feature = "sqlite", test))]
-pub(crate) use {
-    backfill::BackfillProgress,
-    claim::{LockedRun, PendingManual, PendingRetry, RescuedLock},
-};
+pub(crate) use claim::RescuedLock;
 
 /// What a [`ChangeListener`] heard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

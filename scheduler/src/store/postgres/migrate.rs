@@ -91,7 +91,7 @@ async fn apply_all(conn: &mut PgConnection, schema: &str) -> StoreResult<()> {
         .execute(&mut *conn)
         .await
         .map_err(sql)?;
-    let applied: Vec<i64> = sqlx::query(include_str!("queries/migrate_applied.sql"))
+    let applied: Vec<i64> = sqlx::query(shared_query!("migrate_applied"))
         .fetch_all(&mut *conn)
         .await
         .map_err(sql)?

@@ -1,4 +1,5 @@
-//! The PostgreSQL store. All of its SQL is in `queries/*.sql`, included at compile time; every
+//! The PostgreSQL store. All of its SQL is in `queries/*.sql` (and, what SQLite runs alike, in
+//! `store/queries/`), included at compile time; every
 //! value is a bound parameter. The schema is selected per connection (`search_path` as a startup
 //! option, quoted), so the queries name tables without a schema.
 //!
@@ -15,6 +16,7 @@ mod database_url;
 mod listener;
 mod migrate;
 mod operations;
+mod row;
 mod servers;
 mod tls;
 

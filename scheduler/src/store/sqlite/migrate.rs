@@ -50,7 +50,7 @@ pub(super) async fn apply_all(
     sqlx::query(include_str!("queries/migrate_table.sql"))
         .execute(&mut *conn)
         .await?;
-    let applied: Vec<i64> = sqlx::query(include_str!("queries/migrate_applied.sql"))
+    let applied: Vec<i64> = sqlx::query(shared_query!("migrate_applied"))
         .fetch_all(&mut *conn)
         .await?
         .iter()

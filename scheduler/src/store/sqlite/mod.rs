@@ -3,7 +3,8 @@
 //! It owns the database file at its path (the `scheduler_*` tables, created by
 //! [`Store::migrate`](super::Store::migrate) from `scheduler/migrations/sqlite/`), the lock file
 //! beside it (`<database>.lock`), and the in-process wake-ups that stand in for PostgreSQL's
-//! LISTEN/NOTIFY. All of its SQL is in `queries/*.sql`, included at compile time; every value is
+//! LISTEN/NOTIFY. All of its SQL is in `queries/*.sql` (and, what PostgreSQL runs alike, in
+//! `store/queries/`), included at compile time; every value is
 //! a bound parameter. It behaves like [`PgStore`](super::PgStore) in everything the
 //! [`Store`](super::Store) contract says; the contract suite (`tests/tests/store_contract.rs`)
 //! runs every behaviour against both. It never creates directories, and never locks the database
@@ -65,6 +66,7 @@ mod listener;
 mod lockfile;
 mod migrate;
 mod operations;
+mod row;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

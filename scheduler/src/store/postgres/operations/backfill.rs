@@ -2,47 +2,15 @@
 //! Their ticks are claimed with the task's other work (`claim.rs`).
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgRow;
 use sqlx::{Acquire, Row};
 
-use super::{insert_audit, parse_status};
+use super::insert_audit;
 use crate::store::postgres::PgStore;
+use crate::store::records::{backfill_record, backfill_tick};
 use crate::store::{
-    AuditEntry, BackfillCancel, BackfillCreate, BackfillProgress, BackfillRecord, BackfillTick,
-    NewBackfill, StoreResult,
+    AuditEntry, BackfillCancel, BackfillCreate, BackfillRecord, BackfillTick, NewBackfill,
+    StoreResult,
 };
-
-fn backfill_record(row: &PgRow) -> Result<BackfillRecord, sqlx::Error> {
-    let cancelled_at: Option<DateTime<Utc>> = row.try_get("cancelled_at")?;
-    let unrun: i64 = row.try_get("unrun")?;
-    let (pending, cancelled) = if cancelled_at.is_some() {
-        (0, unrun)
-    } else {
-        (unrun, 0)
-    };
-    Ok(BackfillRecord {
-        id: row.try_get("id")?,
-        task_name: row.try_get("task_name")?,
-        from: row.try_get("range_from")?,
-        to: row.try_get("range_to")?,
-        all_ticks: row.try_get("all_ticks")?,
-        max_runs: i64::from(row.try_get::<i32, _>("max_runs")?),
-        concurrency: i64::from(row.try_get::<i32, _>("concurrency")?),
-        pace_ms: row.try_get("pace_ms")?,
-        requested_by: row.try_get("requested_by")?,
-        requested_at: row.try_get("requested_at")?,
-        cancelled_at,
-        cancelled_by: row.try_get("cancelled_by")?,
-        progress: BackfillProgress {
-            total: row.try_get("total")?,
-            pending,
-            running: row.try_get("running")?,
-            succeeded: row.try_get("succeeded")?,
-            failed: row.try_get("failed")?,
-            cancelled,
-        },
-    })
-}
 
 /// A `u32` as PostgreSQL's `integer`, saturating.
 fn int4(n: u32) -> i32 {
@@ -129,7 +97,7 @@ pub(super) async fn succeeded_ticks(
     to: DateTime<Utc>,
 ) -> StoreResult<Vec<DateTime<Utc>>> {
     timed!(store, "succeeded_ticks", |conn| {
-        sqlx::query_scalar(query!("backfill_succeeded"))
+        sqlx::query_scalar(shared_query!("backfill_succeeded"))
             .bind(task_name)
             .bind(from)
             .bind(to)
@@ -173,19 +141,12 @@ pub(super) async fn backfill(
         else {
             return Ok(None);
         };
-        let ticks = sqlx::query(query!("backfill_ticks"))
+        let ticks = sqlx::query(shared_query!("backfill_ticks"))
             .bind(id)
             .fetch_all(&mut *conn)
             .await?
             .iter()
-            .map(|row| {
-                let status: Option<String> = row.try_get("status")?;
-                Ok(BackfillTick {
-                    tick: row.try_get("tick")?,
-                    run_id: row.try_get("run_id")?,
-                    run_status: status.as_deref().map(parse_status).transpose()?,
-                })
-            })
+            .map(backfill_tick)
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         Ok(Some((record, ticks)))
     })

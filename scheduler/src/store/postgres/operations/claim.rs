@@ -13,65 +13,16 @@ use uuid::Uuid;
 
 use super::commit::{Written, commit, written};
 use super::wake::Names;
-use super::{SkipColumns, millis, parse_recovery, parse_trigger, pause_of};
+use super::{SkipColumns, millis};
 use crate::shard::ShardFacts;
 use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::postgres::PgStore;
+use crate::store::records::{due_task, expired_lock, parse_trigger, shard_facts};
 use crate::store::{
-    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
-    LockedRun, PendingBackfill, PendingManual, PendingRetry, SkipRecord, StoreResult,
+    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock,
+    SkipRecord, StoreResult,
 };
 use columns::{Claimed, Plan, Release, Skip};
-
-fn due_task(row: &sqlx::postgres::PgRow) -> Result<DueTask, sqlx::Error> {
-    let retry_at: Option<DateTime<Utc>> = row.try_get("retry_at")?;
-    let manual_at: Option<DateTime<Utc>> = row.try_get("manual_at")?;
-    Ok(DueTask {
-        name: row.try_get("name")?,
-        cron: row.try_get("cron")?,
-        timezone: row.try_get("timezone")?,
-        calendar: row.try_get("calendar")?,
-        enabled: row.try_get("enabled")?,
-        next_run_at: row.try_get("next_run_at")?,
-        last_scheduled_at: row.try_get("last_scheduled_at")?,
-        last_finished_at: row.try_get("last_finished_at")?,
-        retry: match retry_at {
-            Some(at) => Some(PendingRetry {
-                tick: row.try_get("retry_tick")?,
-                attempt: row.try_get("retry_attempt")?,
-                at,
-            }),
-            None => None,
-        },
-        manual: match manual_at {
-            Some(at) => Some(PendingManual {
-                at,
-                by: row.try_get("manual_by")?,
-            }),
-            None => None,
-        },
-        pause: pause_of(row)?,
-        missed_since: row.try_get("missed_since")?,
-        backfill: match (
-            row.try_get::<Option<i64>, _>("backfill_id")?,
-            row.try_get::<Option<DateTime<Utc>>, _>("backfill_at")?,
-            row.try_get::<Option<DateTime<Utc>>, _>("backfill_tick")?,
-        ) {
-            (Some(id), Some(at), Some(tick)) => Some(PendingBackfill {
-                id,
-                tick,
-                at,
-                by: row
-                    .try_get::<Option<String>, _>("backfill_by")?
-                    .unwrap_or_default(),
-            }),
-            _ => None,
-        },
-        shards: u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1),
-        node_pin: row.try_get("node_pin")?,
-        broadcast: None,
-    })
-}
 
 /// Locks up to `request.limit` due rows of the requested tasks, earliest first (see
 /// claim_due.sql): every task's due rows without a name test, this node's kept; by name
@@ -244,18 +195,7 @@ impl ClaimSteps for Steps<'_> {
             .fetch_all(&mut *self.tx)
             .await?
             .iter()
-            .map(|row| {
-                let count = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
-                let facts = ShardFacts {
-                    behind: row.try_get("behind")?,
-                    mine: count(row.try_get("mine")?),
-                    others: count(row.try_get("others")?),
-                    rank: count(row.try_get("rank")?),
-                    started: count(row.try_get("started")?),
-                    ..ShardFacts::default()
-                };
-                Ok(facts)
-            })
+            .map(shard_facts)
             .collect()
     }
 
@@ -401,31 +341,6 @@ async fn backfill_claimed(
         .execute(tx)
         .await
         .map(drop)
-}
-
-fn expired_lock(row: &sqlx::postgres::PgRow) -> Result<ExpiredLock, sqlx::Error> {
-    let run_id: Option<i64> = row.try_get("run_id")?;
-    let run = match run_id {
-        Some(run_id) => Some(LockedRun {
-            run_id,
-            scheduled_at: row.try_get("run_scheduled_at")?,
-            recovery: parse_recovery(row.try_get("run_recovery")?),
-            attempt: row.try_get("run_attempt")?,
-            trigger: parse_trigger(row.try_get("run_trigger")?)?,
-            triggered_by: row.try_get("run_triggered_by")?,
-            cancel_requested_by: row.try_get("run_cancel_requested_by")?,
-        }),
-        None => None,
-    };
-    Ok(ExpiredLock {
-        key: LockKey::new(
-            row.try_get::<String, _>("name")?,
-            row.try_get("lock_token")?,
-        ),
-        owner: row.try_get("lock_owner")?,
-        expired_at: row.try_get("lock_expires_at")?,
-        run,
-    })
 }
 
 pub(super) async fn reschedule(

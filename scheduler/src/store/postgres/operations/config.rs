@@ -5,27 +5,10 @@ use sqlx::{Acquire, Postgres, Row};
 
 use super::SkipColumns;
 use crate::store::postgres::PgStore;
+use crate::store::records::{config_state_of, task_row};
 use crate::store::{
     ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, StoreResult, TaskChange, TaskRow,
 };
-
-fn task_row(row: &sqlx::postgres::PgRow) -> Result<TaskRow, sqlx::Error> {
-    let mut task = TaskRow::new(
-        row.try_get("name")?,
-        row.try_get("cron")?,
-        row.try_get("timezone")?,
-        row.try_get("enabled")?,
-    );
-    task.calendar = row.try_get("calendar")?;
-    task.next_run_at = row.try_get("next_run_at")?;
-    task.last_scheduled_at = row.try_get("last_scheduled_at")?;
-    task.orphaned_since = row.try_get("orphaned_since")?;
-    task.disabled_at = row.try_get("disabled_at")?;
-    task.paused = row.try_get("paused")?;
-    task.shards = u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1);
-    task.node_pin = row.try_get("node_pin")?;
-    Ok(task)
-}
 
 pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
     timed!(store, "load_tasks", |conn| {
@@ -46,17 +29,10 @@ pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, V
 
 pub(super) async fn config_state(store: &PgStore) -> StoreResult<Option<ConfigState>> {
     timed!(store, "config_state", |conn| {
-        let row = sqlx::query(query!("config_state"))
+        let row = sqlx::query(shared_query!("config_state"))
             .fetch_optional(conn)
             .await?;
-        row.map(|row| {
-            Ok(ConfigState::new(
-                row.try_get("version")?,
-                row.try_get::<String, _>("digest")?,
-                row.try_get::<String, _>("applied_by")?,
-            ))
-        })
-        .transpose()
+        row.as_ref().map(config_state_of).transpose()
     })
 }
 
@@ -69,15 +45,8 @@ pub(super) async fn apply_config(
         let state = sqlx::query(query!("config_state_lock"))
             .fetch_one(&mut *tx)
             .await?;
-        let digest: String = state.try_get("digest")?;
-        let applied = (!digest.is_empty()).then(|| -> Result<ConfigState, sqlx::Error> {
-            Ok(ConfigState::new(
-                state.try_get("version")?,
-                digest.clone(),
-                state.try_get::<String, _>("applied_by")?,
-            ))
-        });
-        let applied = applied.transpose()?;
+        // A row with an empty digest records no document.
+        let applied = Some(config_state_of(&state)?).filter(|state| !state.digest.is_empty());
         let rows = sqlx::query(query!("load_tasks_locked"))
             .fetch_all(&mut *tx)
             .await?;

@@ -5,27 +5,15 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{millis, parse_reason, run_record, task_state};
+use super::millis;
 use crate::store::postgres::PgStore;
+use crate::store::records::{log_chunk, node_record, run_record, skip_record, task_state};
 use crate::store::{LogChunk, NodeRecord, RunQuery, RunRecord, SkipRecord, StoreResult, TaskState};
 
 /// The most runs one query returns.
 const MAX_RUNS_PER_PAGE: u32 = 1_000;
 /// The most skip records one read of every task's returns.
 const MAX_SKIPS_PER_READ: u32 = 10_000;
-
-fn skip_record(row: &sqlx::postgres::PgRow) -> Result<SkipRecord, sqlx::Error> {
-    let mut skip = SkipRecord::new(
-        row.try_get::<String, _>("task_name")?,
-        parse_reason(row.try_get("reason")?)?,
-        row.try_get("first_tick")?,
-        row.try_get("last_tick")?,
-        row.try_get("ticks")?,
-    );
-    skip.exact = row.try_get("exact")?;
-    skip.run_id = row.try_get("run_id")?;
-    Ok(skip)
-}
 
 pub(super) async fn runs(store: &PgStore, q: &RunQuery) -> StoreResult<Vec<RunRecord>> {
     let limit = i64::from(q.limit.clamp(1, MAX_RUNS_PER_PAGE));
@@ -81,7 +69,7 @@ pub(super) async fn skips(
     since: DateTime<Utc>,
 ) -> StoreResult<Vec<SkipRecord>> {
     timed!(store, "skips", |conn| {
-        sqlx::query(query!("skips_select"))
+        sqlx::query(shared_query!("skips_select"))
             .bind(task_name)
             .bind(since)
             .fetch_all(conn)
@@ -119,7 +107,7 @@ pub(super) async fn skips_since(
 ) -> StoreResult<Vec<SkipRecord>> {
     let limit = i64::from(limit.clamp(1, MAX_SKIPS_PER_READ));
     timed!(store, "skips_since", |conn| {
-        sqlx::query(query!("skips_since"))
+        sqlx::query(shared_query!("skips_since"))
             .bind(since)
             .bind(limit)
             .fetch_all(conn)
@@ -174,20 +162,12 @@ pub(super) async fn append_run_logs(store: &PgStore, chunks: &[LogChunk]) -> Sto
 
 pub(super) async fn run_log(store: &PgStore, run_id: i64) -> StoreResult<Vec<LogChunk>> {
     timed!(store, "run_log", |conn| {
-        sqlx::query(query!("run_logs_select"))
+        sqlx::query(shared_query!("run_logs_select"))
             .bind(run_id)
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(LogChunk {
-                    run_id: row.try_get("run_id")?,
-                    seq: row.try_get("seq")?,
-                    text: row.try_get("text")?,
-                    lines: row.try_get("lines")?,
-                    truncated: row.try_get("truncated")?,
-                })
-            })
+            .map(log_chunk)
             .collect()
     })
 }
@@ -198,23 +178,7 @@ pub(super) async fn nodes(store: &PgStore) -> StoreResult<Vec<NodeRecord>> {
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(NodeRecord {
-                    node_id: row.try_get("node_id")?,
-                    hostname: row.try_get("hostname")?,
-                    pid: row.try_get("pid")?,
-                    version: row.try_get("version")?,
-                    tasks: row.try_get("tasks")?,
-                    started_at: row.try_get("started_at")?,
-                    heartbeat_at: row.try_get("heartbeat_at")?,
-                    stopped_at: row.try_get("stopped_at")?,
-                    running: row.try_get("running")?,
-                    services_down: crate::store::nodes::split_services(
-                        &row.try_get::<String, _>("services_down")?,
-                    ),
-                    database_server: row.try_get("database_server")?,
-                })
-            })
+            .map(node_record)
             .collect()
     })
 }

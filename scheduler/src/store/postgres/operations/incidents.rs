@@ -1,49 +1,15 @@
 //! Incidents (alerts folded per task and type), snoozes and alert marks.
 
 use chrono::{DateTime, Utc};
-use sqlx::postgres::PgRow;
 use sqlx::{Acquire, Row};
 
 use super::insert_audit;
 use crate::store::postgres::PgStore;
+use crate::store::records::{incident, snooze};
 use crate::store::{
     AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
     IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
 };
-
-fn incident(row: &PgRow) -> Result<IncidentRecord, sqlx::Error> {
-    Ok(IncidentRecord {
-        id: row.try_get("id")?,
-        task_name: row.try_get("task_name")?,
-        kind: row.try_get("kind")?,
-        opened_at: row.try_get("opened_at")?,
-        last_seen_at: row.try_get("last_seen_at")?,
-        count: row.try_get("count")?,
-        last_key: row.try_get("last_key")?,
-        summary: row.try_get("summary")?,
-        notified_at: row.try_get("notified_at")?,
-        remind_every_ms: row.try_get("remind_every_ms")?,
-        reminded_at: row.try_get("reminded_at")?,
-        reminders: row.try_get("reminders")?,
-        closed_at: row.try_get("closed_at")?,
-        closed_by: row.try_get("closed_by")?,
-    })
-}
-
-fn snooze(row: &PgRow) -> Result<Snooze, sqlx::Error> {
-    Ok(Snooze {
-        task_name: row.try_get("task_name")?,
-        until: row.try_get("until")?,
-        reason: row.try_get("reason")?,
-        by: row.try_get("snoozed_by")?,
-        at: row.try_get("snoozed_at")?,
-    })
-}
-
-fn remind_ms(fold: &AlertFold) -> Option<i64> {
-    fold.remind_every
-        .map(|d| crate::bounds::SLA_REMIND_EVERY.capped_millis(d))
-}
 
 pub(super) async fn fold_alerts(
     store: &PgStore,
@@ -101,7 +67,7 @@ pub(super) async fn fold_alerts(
                             .bind(fold.key.as_deref())
                             .bind(&fold.summary)
                             .bind(notify)
-                            .bind(remind_ms(fold))
+                            .bind(fold.remind_every_ms())
                             .fetch_optional(&mut *tx)
                             .await?
                     }
@@ -111,7 +77,7 @@ pub(super) async fn fold_alerts(
                             .bind(fold.key.as_deref())
                             .bind(&fold.summary)
                             .bind(notify)
-                            .bind(remind_ms(fold))
+                            .bind(fold.remind_every_ms())
                             .fetch_one(&mut *tx)
                             .await?,
                     ),

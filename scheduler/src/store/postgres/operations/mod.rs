@@ -5,15 +5,11 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use sqlx::Postgres;
 use sqlx::pool::PoolConnection;
-use sqlx::{Postgres, Row};
 
 use super::{PgStore, classify};
-use crate::store::{
-    AuditEntry, ChangeListener, Pause, Recovery, RunRecord, RunStatus, SkipReason, StoreError,
-    StoreResult, TaskState, Trigger,
-};
+use crate::store::{AuditEntry, ChangeListener, StoreError, StoreResult};
 
 macro_rules! query {
     ($file:literal) => {
@@ -164,89 +160,6 @@ fn include_release(statement: &str) -> String {
         "a releasing statement includes the release"
     );
     statement.replace(LINE, query!("release_requeue"))
-}
-
-fn decode(what: &str, value: &str) -> sqlx::Error {
-    sqlx::Error::Decode(format!("unknown {what} `{value}`").into())
-}
-
-fn parse_status(s: &str) -> Result<RunStatus, sqlx::Error> {
-    RunStatus::parse(s).ok_or_else(|| decode("run status", s))
-}
-
-fn parse_trigger(s: &str) -> Result<Trigger, sqlx::Error> {
-    Trigger::parse(s).ok_or_else(|| decode("trigger", s))
-}
-
-fn parse_reason(s: &str) -> Result<SkipReason, sqlx::Error> {
-    SkipReason::parse(s).ok_or_else(|| decode("skip reason", s))
-}
-
-fn parse_recovery(s: &str) -> Recovery {
-    // A value this binary does not know is treated as the safe default of older binaries.
-    s.parse().unwrap_or_default()
-}
-
-/// The pause held in a row's `paused_*` columns, if any.
-fn pause_of(row: &sqlx::postgres::PgRow) -> Result<Option<Pause>, sqlx::Error> {
-    let at: Option<DateTime<Utc>> = row.try_get("paused_at")?;
-    Ok(match at {
-        Some(at) => Some(Pause::new(
-            at,
-            row.try_get::<String, _>("paused_by")?,
-            row.try_get::<String, _>("pause_reason")?,
-            row.try_get("pause_until")?,
-        )),
-        None => None,
-    })
-}
-
-fn run_record(row: &sqlx::postgres::PgRow) -> Result<RunRecord, sqlx::Error> {
-    Ok(RunRecord {
-        id: row.try_get("id")?,
-        task_name: row.try_get("task_name")?,
-        scheduled_at: row.try_get("scheduled_at")?,
-        started_at: row.try_get("started_at")?,
-        finished_at: row.try_get("finished_at")?,
-        status: parse_status(row.try_get("status")?)?,
-        node_id: row.try_get("node_id")?,
-        ticks_collapsed: row.try_get("ticks_collapsed")?,
-        error: row.try_get("error")?,
-        attempt: row.try_get("attempt")?,
-        trigger: parse_trigger(row.try_get("trigger")?)?,
-        triggered_by: row.try_get("triggered_by")?,
-        cancel_requested_at: row.try_get("cancel_requested_at")?,
-        cancel_requested_by: row.try_get("cancel_requested_by")?,
-        shard_index: u32::try_from(row.try_get::<i32, _>("shard_index")?).unwrap_or(0),
-        shard_total: u32::try_from(row.try_get::<i32, _>("shard_total")?).unwrap_or(1),
-    })
-}
-
-fn task_state(row: &sqlx::postgres::PgRow) -> Result<TaskState, sqlx::Error> {
-    let last_status: Option<String> = row.try_get("last_status")?;
-    Ok(TaskState {
-        name: row.try_get("name")?,
-        cron: row.try_get("cron")?,
-        timezone: row.try_get("timezone")?,
-        calendar: row.try_get("calendar")?,
-        enabled: row.try_get("enabled")?,
-        next_run_at: row.try_get("next_run_at")?,
-        lock_owner: row.try_get("lock_owner")?,
-        lock_expires_at: row.try_get("lock_expires_at")?,
-        last_run_at: row.try_get("last_run_at")?,
-        last_finished_at: row.try_get("last_finished_at")?,
-        last_status: last_status.as_deref().map(parse_status).transpose()?,
-        last_error: row.try_get("last_error")?,
-        consecutive_failures: row.try_get("consecutive_failures")?,
-        pause: pause_of(row)?,
-        retry_at: row.try_get("retry_at")?,
-        manual_at: row.try_get("manual_at")?,
-        missed_since: row.try_get("missed_since")?,
-        orphaned_since: row.try_get("orphaned_since")?,
-        disabled_at: row.try_get("disabled_at")?,
-        shards: u32::try_from(row.try_get::<i32, _>("shards")?).unwrap_or(1),
-        broadcast: row.try_get::<Option<String>, _>("node_pin")?.is_some(),
-    })
 }
 
 /// Records an audit entry on `conn`.

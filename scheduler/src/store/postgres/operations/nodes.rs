@@ -53,7 +53,7 @@ pub(super) async fn report_services(
 ) -> StoreResult<()> {
     let down = down.join(",");
     timed!(store, "report_services", |conn| {
-        sqlx::query(query!("report_services"))
+        sqlx::query(shared_query!("report_services"))
             .bind(node_id)
             .bind(&down)
             .execute(conn)
@@ -68,7 +68,7 @@ pub(super) async fn report_database_server(
     server: Option<&str>,
 ) -> StoreResult<()> {
     timed!(store, "report_database_server", |conn| {
-        sqlx::query(query!("report_database_server"))
+        sqlx::query(shared_query!("report_database_server"))
             .bind(node_id)
             .bind(server)
             .execute(conn)

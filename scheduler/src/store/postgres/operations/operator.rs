@@ -5,8 +5,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 
-use super::{SkipColumns, insert_audit, millis, pause_of, run_record, task_state};
+use super::{SkipColumns, insert_audit, millis};
 use crate::store::postgres::PgStore;
+use crate::store::records::{audit_entry, overdue_task, pause_of, run_record, task_state};
 use crate::store::{
     AuditEntry, CancelRequest, OverdueTask, Pause, ResumePlanner, RunRequest, RunStatus,
     StoreResult,
@@ -99,17 +100,7 @@ pub(super) async fn overdue_tasks(
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(OverdueTask {
-                    name: row.try_get("name")?,
-                    cron: row.try_get("cron")?,
-                    timezone: row.try_get("timezone")?,
-                    calendar: row.try_get("calendar")?,
-                    next_run_at: row.try_get("next_run_at")?,
-                    last_run_at: row.try_get("last_run_at")?,
-                    checked_at: row.try_get("checked_at")?,
-                })
-            })
+            .map(overdue_task)
             .collect()
     })
 }
@@ -209,17 +200,7 @@ pub(super) async fn audit_log(
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(AuditEntry {
-                    id: row.try_get("id")?,
-                    at: row.try_get("at")?,
-                    actor: row.try_get("actor")?,
-                    action: row.try_get("action")?,
-                    task: row.try_get("task")?,
-                    detail: row.try_get("detail")?,
-                    source: row.try_get("source")?,
-                })
-            })
+            .map(audit_entry)
             .collect()
     })
 }

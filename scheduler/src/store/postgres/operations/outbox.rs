@@ -8,6 +8,7 @@ use sqlx::{Acquire, Row};
 use super::commit::sending;
 use super::millis;
 use crate::store::postgres::PgStore;
+use crate::store::records::{delivery_record, outbox_row};
 use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
 
 pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> StoreResult<()> {
@@ -96,16 +97,7 @@ pub(super) async fn claim_outbox(
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(OutboxRow {
-                    id: row.try_get("id")?,
-                    channel: row.try_get("channel")?,
-                    kind: row.try_get("event_type")?,
-                    payload: row.try_get("payload")?,
-                    attempts: row.try_get("attempts")?,
-                    created_at: row.try_get("created_at")?,
-                })
-            })
+            .map(outbox_row)
             .collect::<Result<_, sqlx::Error>>()?;
         rows.sort_by_key(|r| r.id);
         Ok(rows)
@@ -161,24 +153,12 @@ pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) 
 
 pub(super) async fn deliveries(store: &PgStore, limit: u32) -> StoreResult<Vec<DeliveryRecord>> {
     timed!(store, "deliveries", |conn| {
-        sqlx::query(query!("deliveries"))
+        sqlx::query(shared_query!("deliveries"))
             .bind(i64::from(limit))
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(DeliveryRecord {
-                    outbox_id: row.try_get("outbox_id")?,
-                    channel: row.try_get("channel")?,
-                    kind: row.try_get("event_type")?,
-                    attempt: row.try_get("attempt")?,
-                    node_id: row.try_get("node_id")?,
-                    at: row.try_get("at")?,
-                    status: row.try_get("status")?,
-                    error: row.try_get("error")?,
-                    duration_ms: row.try_get("duration_ms")?,
-                })
-            })
+            .map(delivery_record)
             .collect()
     })
 }
@@ -188,7 +168,7 @@ pub(super) async fn webhook_disabled(
     url_digest: &str,
 ) -> StoreResult<Option<String>> {
     timed!(store, "webhook_disabled", |conn| {
-        sqlx::query(query!("webhook_state"))
+        sqlx::query(shared_query!("webhook_state"))
             .bind(url_digest)
             .fetch_optional(conn)
             .await?

@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use sqlx::Row;
 use uuid::Uuid;
 
 use super::commit::sending;
 use super::millis;
 use crate::store::postgres::PgStore;
+use crate::store::records::{cancellation, lock_key};
 use crate::store::{Cancellation, LockKey, StoreResult};
 
 pub(super) async fn renew_locks(
@@ -42,12 +42,7 @@ pub(super) async fn renew_locks(
             .fetch_all(&mut *conn);
         let rows = sending(&mut sent, (), renewed).await?;
         rows.iter()
-            .map(|row| {
-                Ok(LockKey::new(
-                    row.try_get::<String, _>("name")?,
-                    row.try_get("lock_token")?,
-                ))
-            })
+            .map(lock_key)
             .collect::<Result<Vec<_>, sqlx::Error>>()
     });
     match (result, sent) {
@@ -117,13 +112,7 @@ pub(super) async fn cancel_requests(
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(Cancellation {
-                    run_id: row.try_get("id")?,
-                    by: row.try_get("cancel_requested_by")?,
-                    at: row.try_get("cancel_requested_at")?,
-                })
-            })
+            .map(cancellation)
             .collect()
     })
 }

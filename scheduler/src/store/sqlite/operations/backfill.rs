@@ -3,46 +3,15 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
-use super::{insert_audit, limit_of, micros, parse_status, time, time_at, time_opt};
+use super::{insert_audit, limit_of, micros};
+use crate::store::records::{backfill_record, backfill_tick};
 use crate::store::sqlite::SqliteStore;
+use crate::store::sqlite::row::time;
 use crate::store::{
-    AuditEntry, BackfillCancel, BackfillCreate, BackfillProgress, BackfillRecord, BackfillTick,
-    NewBackfill, StoreResult,
+    AuditEntry, BackfillCancel, BackfillCreate, BackfillRecord, BackfillTick, NewBackfill,
+    StoreResult,
 };
-
-fn backfill_record(row: &SqliteRow) -> Result<BackfillRecord, sqlx::Error> {
-    let cancelled_at = time_opt(row, "cancelled_at")?;
-    let unrun: i64 = row.try_get::<Option<i64>, _>("unrun")?.unwrap_or(0);
-    let (pending, cancelled) = if cancelled_at.is_some() {
-        (0, unrun)
-    } else {
-        (unrun, 0)
-    };
-    Ok(BackfillRecord {
-        id: row.try_get("id")?,
-        task_name: row.try_get("task_name")?,
-        from: time_at(row, "range_from")?,
-        to: time_at(row, "range_to")?,
-        all_ticks: row.try_get("all_ticks")?,
-        max_runs: row.try_get("max_runs")?,
-        concurrency: row.try_get("concurrency")?,
-        pace_ms: row.try_get("pace_ms")?,
-        requested_by: row.try_get("requested_by")?,
-        requested_at: time_at(row, "requested_at")?,
-        cancelled_at,
-        cancelled_by: row.try_get("cancelled_by")?,
-        progress: BackfillProgress {
-            total: row.try_get("total")?,
-            pending,
-            running: row.try_get::<Option<i64>, _>("running")?.unwrap_or(0),
-            succeeded: row.try_get::<Option<i64>, _>("succeeded")?.unwrap_or(0),
-            failed: row.try_get::<Option<i64>, _>("failed")?.unwrap_or(0),
-            cancelled,
-        },
-    })
-}
 
 pub(super) async fn create_backfill(
     store: &SqliteStore,
@@ -145,7 +114,7 @@ pub(super) async fn succeeded_ticks(
     to: DateTime<Utc>,
 ) -> StoreResult<Vec<DateTime<Utc>>> {
     read!(store, "succeeded_ticks", |conn, _now| {
-        let ticks: Vec<i64> = sqlx::query_scalar(query!("backfill_succeeded"))
+        let ticks: Vec<i64> = sqlx::query_scalar(shared_query!("backfill_succeeded"))
             .bind(task_name)
             .bind(micros(from))
             .bind(micros(to))
@@ -190,19 +159,12 @@ pub(super) async fn backfill(
         match record {
             None => None,
             Some(record) => {
-                let ticks = sqlx::query(query!("backfill_ticks"))
+                let ticks = sqlx::query(shared_query!("backfill_ticks"))
                     .bind(id)
                     .fetch_all(&mut *conn)
                     .await?
                     .iter()
-                    .map(|row| {
-                        let status: Option<String> = row.try_get("status")?;
-                        Ok(BackfillTick {
-                            tick: time_at(row, "tick")?,
-                            run_id: row.try_get("run_id")?,
-                            run_status: status.as_deref().map(parse_status).transpose()?,
-                        })
-                    })
+                    .map(backfill_tick)
                     .collect::<Result<Vec<_>, sqlx::Error>>()?;
                 Some((record, ticks))
             }

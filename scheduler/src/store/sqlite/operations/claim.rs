@@ -5,21 +5,18 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection};
+use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::{
-    insert_skips, later, micros, names_json, parse_recovery, parse_trigger, pause_of, release_lock,
-    time_at, time_opt, token, token_at,
-};
+use super::{insert_skips, later, micros, names_json, release_lock, token};
 use crate::shard::ShardFacts;
 use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
+use crate::store::records::{due_task, expired_lock, shard_facts};
+use crate::store::row::ReadRow;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
-    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LockKey,
-    LockedRun, NextRun, PendingBackfill, PendingManual, PendingRetry, SkipRecord, StoreResult,
-    WakeInfo,
+    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, NextRun,
+    SkipRecord, StoreResult, WakeInfo,
 };
 
 /// `(set the next run?, the next run)` as bound.
@@ -28,78 +25,6 @@ fn next_values(next: NextRun) -> (bool, Option<i64>) {
         NextRun::Keep => (false, None),
         NextRun::Set(next) => (true, next.map(micros)),
     }
-}
-
-fn expired_lock(row: &SqliteRow) -> Result<ExpiredLock, sqlx::Error> {
-    let run = match row.try_get::<Option<i64>, _>("run_id")? {
-        Some(run_id) => Some(LockedRun {
-            run_id,
-            scheduled_at: time_at(row, "run_scheduled_at")?,
-            recovery: parse_recovery(row.try_get("run_recovery")?),
-            attempt: row.try_get("run_attempt")?,
-            trigger: parse_trigger(row.try_get("run_trigger")?)?,
-            triggered_by: row.try_get("run_triggered_by")?,
-            cancel_requested_by: row.try_get("run_cancel_requested_by")?,
-        }),
-        None => None,
-    };
-    Ok(ExpiredLock {
-        key: LockKey::new(
-            row.try_get::<String, _>("name")?,
-            token_at(row, "lock_token")?,
-        ),
-        owner: row.try_get("lock_owner")?,
-        expired_at: time_at(row, "lock_expires_at")?,
-        run,
-    })
-}
-
-fn due_task(row: &SqliteRow) -> Result<DueTask, sqlx::Error> {
-    Ok(DueTask {
-        name: row.try_get("name")?,
-        cron: row.try_get("cron")?,
-        timezone: row.try_get("timezone")?,
-        calendar: row.try_get("calendar")?,
-        enabled: row.try_get("enabled")?,
-        next_run_at: time_opt(row, "next_run_at")?,
-        last_scheduled_at: time_opt(row, "last_scheduled_at")?,
-        last_finished_at: time_opt(row, "last_finished_at")?,
-        retry: match time_opt(row, "retry_at")? {
-            Some(at) => Some(PendingRetry {
-                tick: time_at(row, "retry_tick")?,
-                attempt: row.try_get("retry_attempt")?,
-                at,
-            }),
-            None => None,
-        },
-        manual: match time_opt(row, "manual_at")? {
-            Some(at) => Some(PendingManual {
-                at,
-                by: row.try_get("manual_by")?,
-            }),
-            None => None,
-        },
-        pause: pause_of(row)?,
-        missed_since: time_opt(row, "missed_since")?,
-        backfill: match (
-            row.try_get::<Option<i64>, _>("backfill_id")?,
-            time_opt(row, "backfill_at")?,
-            time_opt(row, "backfill_tick")?,
-        ) {
-            (Some(id), Some(at), Some(tick)) => Some(PendingBackfill {
-                id,
-                tick,
-                at,
-                by: row
-                    .try_get::<Option<String>, _>("backfill_by")?
-                    .unwrap_or_default(),
-            }),
-            _ => None,
-        },
-        shards: u32::try_from(row.try_get::<i64, _>("shards")?).unwrap_or(1),
-        node_pin: row.try_get("node_pin")?,
-        broadcast: None,
-    })
 }
 
 pub(super) async fn next_wake(
@@ -116,8 +41,8 @@ pub(super) async fn next_wake(
             .await?;
         WakeInfo {
             db_now: now,
-            due_at: time_opt(&row, "due_at")?,
-            expiry_at: time_opt(&row, "expiry_at")?,
+            due_at: row.time_opt("due_at")?,
+            expiry_at: row.time_opt("expiry_at")?,
         }
     })
 }
@@ -244,16 +169,7 @@ impl ClaimSteps for Steps<'_> {
                 .bind(live_since)
                 .fetch_one(&mut *self.tx)
                 .await?;
-            let count = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
-            let facts = ShardFacts {
-                behind: row.try_get("behind")?,
-                mine: count(row.try_get("mine")?),
-                others: count(row.try_get("others")?),
-                rank: count(row.try_get("rank")?),
-                started: count(row.try_get("started")?),
-                ..ShardFacts::default()
-            };
-            all.push(facts);
+            all.push(shard_facts(&row)?);
         }
         Ok(all)
     }

@@ -1,40 +1,13 @@
 //! Task rows and the config: what the reconciler reads and writes.
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
-use super::{insert_skips, micros, time_opt};
+use super::{insert_skips, micros};
+use crate::store::records::{config_state_of, task_row};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, StoreResult, TaskChange, TaskRow,
 };
-
-fn task_row(row: &SqliteRow) -> Result<TaskRow, sqlx::Error> {
-    let mut task = TaskRow::new(
-        row.try_get("name")?,
-        row.try_get("cron")?,
-        row.try_get("timezone")?,
-        row.try_get("enabled")?,
-    );
-    task.calendar = row.try_get("calendar")?;
-    task.next_run_at = time_opt(row, "next_run_at")?;
-    task.last_scheduled_at = time_opt(row, "last_scheduled_at")?;
-    task.orphaned_since = time_opt(row, "orphaned_since")?;
-    task.disabled_at = time_opt(row, "disabled_at")?;
-    task.paused = row.try_get("paused")?;
-    task.shards = u32::try_from(row.try_get::<i64, _>("shards")?).unwrap_or(1);
-    task.node_pin = row.try_get("node_pin")?;
-    Ok(task)
-}
-
-fn config_state_of(row: &SqliteRow) -> Result<ConfigState, sqlx::Error> {
-    Ok(ConfigState::new(
-        row.try_get("version")?,
-        row.try_get::<String, _>("digest")?,
-        row.try_get::<String, _>("applied_by")?,
-    ))
-}
 
 pub(super) async fn load_tasks(store: &SqliteStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
     read!(store, "load_tasks", |conn, now| {
@@ -46,10 +19,10 @@ pub(super) async fn load_tasks(store: &SqliteStore) -> StoreResult<(DateTime<Utc
 
 pub(super) async fn config_state(store: &SqliteStore) -> StoreResult<Option<ConfigState>> {
     read!(store, "config_state", |conn, _now| {
-        let row = sqlx::query(query!("config_state"))
+        let row = sqlx::query(shared_query!("config_state"))
             .fetch_optional(conn)
             .await?;
-        row.map(|row| config_state_of(&row)).transpose()?
+        row.as_ref().map(config_state_of).transpose()?
     })
 }
 
@@ -60,10 +33,11 @@ pub(super) async fn apply_config(
     let plan = write_tx!(store, "apply_config", |tx, now| {
         // The write lock is held from here on: no claim or other reconcile can interleave,
         // which is what PostgreSQL's config-state row lock and FOR UPDATE achieve.
-        let applied = sqlx::query(query!("config_state"))
+        let applied = sqlx::query(shared_query!("config_state"))
             .fetch_optional(&mut *tx)
             .await?
-            .map(|row| config_state_of(&row))
+            .as_ref()
+            .map(config_state_of)
             .transpose()?
             // A row with an empty digest records no document.
             .filter(|state| !state.digest.is_empty());

@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 
-use super::{earlier, micros, parse_reason, run_record, task_state, time_at, time_opt};
+use super::{earlier, micros};
+use crate::store::records::{log_chunk, node_record, run_record, skip_record, task_state};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     LogChunk, NodeRecord, RunQuery, RunRecord, SkipRecord, StoreError, StoreResult, TaskState,
@@ -15,19 +15,6 @@ use crate::store::{
 const MAX_RUNS_PER_PAGE: u32 = 1_000;
 /// The most skip records one read of every task's returns (as on PostgreSQL).
 const MAX_SKIPS_PER_READ: u32 = 10_000;
-
-fn skip_record(row: &sqlx::sqlite::SqliteRow) -> Result<SkipRecord, sqlx::Error> {
-    let mut skip = SkipRecord::new(
-        row.try_get::<String, _>("task_name")?,
-        parse_reason(row.try_get("reason")?)?,
-        time_at(row, "first_tick")?,
-        time_at(row, "last_tick")?,
-        row.try_get("ticks")?,
-    );
-    skip.exact = row.try_get("exact")?;
-    skip.run_id = row.try_get("run_id")?;
-    Ok(skip)
-}
 
 pub(super) async fn runs(store: &SqliteStore, q: &RunQuery) -> StoreResult<Vec<RunRecord>> {
     let limit = i64::from(q.limit.clamp(1, MAX_RUNS_PER_PAGE));
@@ -103,7 +90,7 @@ pub(super) async fn skips(
     since: DateTime<Utc>,
 ) -> StoreResult<Vec<SkipRecord>> {
     read!(store, "skips", |conn, _now| {
-        sqlx::query(query!("skips_select"))
+        sqlx::query(shared_query!("skips_select"))
             .bind(task_name)
             .bind(micros(since))
             .fetch_all(conn)
@@ -142,7 +129,7 @@ pub(super) async fn skips_since(
 ) -> StoreResult<Vec<SkipRecord>> {
     let limit = i64::from(limit.clamp(1, MAX_SKIPS_PER_READ));
     read!(store, "skips_since", |conn, _now| {
-        sqlx::query(query!("skips_since"))
+        sqlx::query(shared_query!("skips_since"))
             .bind(micros(since))
             .bind(limit)
             .fetch_all(conn)
@@ -194,20 +181,12 @@ pub(super) async fn append_run_logs(store: &SqliteStore, chunks: &[LogChunk]) ->
 
 pub(super) async fn run_log(store: &SqliteStore, run_id: i64) -> StoreResult<Vec<LogChunk>> {
     read!(store, "run_log", |conn, _now| {
-        sqlx::query(query!("run_logs_select"))
+        sqlx::query(shared_query!("run_logs_select"))
             .bind(run_id)
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(LogChunk {
-                    run_id: row.try_get("run_id")?,
-                    seq: row.try_get("seq")?,
-                    text: row.try_get("text")?,
-                    lines: row.try_get("lines")?,
-                    truncated: row.try_get("truncated")?,
-                })
-            })
+            .map(log_chunk)
             .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }
@@ -218,25 +197,7 @@ pub(super) async fn nodes(store: &SqliteStore) -> StoreResult<Vec<NodeRecord>> {
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                let tasks: String = row.try_get("tasks")?;
-                Ok(NodeRecord {
-                    node_id: row.try_get("node_id")?,
-                    hostname: row.try_get("hostname")?,
-                    pid: row.try_get("pid")?,
-                    version: row.try_get("version")?,
-                    tasks: serde_json::from_str(&tasks)
-                        .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
-                    started_at: time_at(row, "started_at")?,
-                    heartbeat_at: time_at(row, "heartbeat_at")?,
-                    stopped_at: time_opt(row, "stopped_at")?,
-                    running: row.try_get("running")?,
-                    services_down: crate::store::nodes::split_services(
-                        &row.try_get::<String, _>("services_down")?,
-                    ),
-                    database_server: row.try_get("database_server")?,
-                })
-            })
+            .map(node_record)
             .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }

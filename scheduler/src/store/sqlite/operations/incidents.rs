@@ -1,48 +1,12 @@
 //! Incidents (alerts folded per task and type), snoozes and alert marks.
 
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
-
-use super::{insert_audit, limit_of, micros, time_at, time_opt};
+use super::{insert_audit, limit_of, micros};
+use crate::store::records::{incident, snooze};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
     IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
 };
-
-fn incident(row: &SqliteRow) -> Result<IncidentRecord, sqlx::Error> {
-    Ok(IncidentRecord {
-        id: row.try_get("id")?,
-        task_name: row.try_get("task_name")?,
-        kind: row.try_get("kind")?,
-        opened_at: time_at(row, "opened_at")?,
-        last_seen_at: time_at(row, "last_seen_at")?,
-        count: row.try_get("count")?,
-        last_key: row.try_get("last_key")?,
-        summary: row.try_get("summary")?,
-        notified_at: time_opt(row, "notified_at")?,
-        remind_every_ms: row.try_get("remind_every_ms")?,
-        reminded_at: time_opt(row, "reminded_at")?,
-        reminders: row.try_get("reminders")?,
-        closed_at: time_opt(row, "closed_at")?,
-        closed_by: row.try_get("closed_by")?,
-    })
-}
-
-fn snooze(row: &SqliteRow) -> Result<Snooze, sqlx::Error> {
-    Ok(Snooze {
-        task_name: row.try_get("task_name")?,
-        until: time_at(row, "until")?,
-        reason: row.try_get("reason")?,
-        by: row.try_get("snoozed_by")?,
-        at: time_at(row, "snoozed_at")?,
-    })
-}
-
-fn remind_ms(fold: &AlertFold) -> Option<i64> {
-    fold.remind_every
-        .map(|d| crate::bounds::SLA_REMIND_EVERY.capped_millis(d))
-}
 
 pub(super) async fn fold_alerts(
     store: &SqliteStore,
@@ -95,7 +59,7 @@ pub(super) async fn fold_alerts(
                         .bind(fold.key.as_deref())
                         .bind(&fold.summary)
                         .bind(notified_at)
-                        .bind(remind_ms(fold))
+                        .bind(fold.remind_every_ms())
                         .fetch_one(&mut *tx)
                         .await?
                 }
@@ -106,7 +70,7 @@ pub(super) async fn fold_alerts(
                         .bind(fold.key.as_deref())
                         .bind(&fold.summary)
                         .bind(notified_at)
-                        .bind(remind_ms(fold))
+                        .bind(fold.remind_every_ms())
                         .fetch_one(&mut *tx)
                         .await?
                 }

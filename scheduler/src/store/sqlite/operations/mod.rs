@@ -9,18 +9,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::pool::PoolConnection;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, Sqlite, SqliteConnection};
+use sqlx::{Sqlite, SqliteConnection};
 use tokio::time::Instant;
 use uuid::Uuid;
 use uuid::fmt::Hyphenated;
 
 use super::listener::SqliteChangeListener;
 use super::{Inner, MIGRATION_TIMEOUT, SqliteStore, classify, migrate};
-use crate::store::{
-    AuditEntry, ChangeListener, Pause, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord,
-    StoreError, StoreResult, TaskState, Trigger,
-};
+use crate::store::{AuditEntry, ChangeListener, SkipRecord, StoreError, StoreResult};
 
 macro_rules! query {
     ($file:literal) => {
@@ -202,25 +198,8 @@ fn earlier(t: DateTime<Utc>, d: Duration) -> i64 {
     micros(t).saturating_sub(span(d))
 }
 
-fn time(us: i64) -> Result<DateTime<Utc>, sqlx::Error> {
-    DateTime::from_timestamp_micros(us)
-        .ok_or_else(|| sqlx::Error::Decode(format!("timestamp {us} µs is out of range").into()))
-}
-
-fn time_at(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>, sqlx::Error> {
-    time(row.try_get(column)?)
-}
-
-fn time_opt(row: &SqliteRow, column: &str) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    row.try_get::<Option<i64>, _>(column)?.map(time).transpose()
-}
-
 fn token(t: Uuid) -> Hyphenated {
     t.hyphenated()
-}
-
-fn token_at(row: &SqliteRow, column: &str) -> Result<Uuid, sqlx::Error> {
-    Ok(row.try_get::<Hyphenated, _>(column)?.into_uuid())
 }
 
 /// A list of names as the JSON array the queries read with `json_each`.
@@ -231,88 +210,6 @@ fn names_json(names: &[String]) -> String {
 /// A limit as SQLite binds it (a `u32` is never the negative LIMIT SQLite reads as none).
 fn limit_of(n: u32) -> i64 {
     i64::from(n)
-}
-
-fn decode(what: &str, value: &str) -> sqlx::Error {
-    sqlx::Error::Decode(format!("unknown {what} `{value}`").into())
-}
-
-fn parse_status(s: &str) -> Result<RunStatus, sqlx::Error> {
-    RunStatus::parse(s).ok_or_else(|| decode("run status", s))
-}
-
-fn parse_trigger(s: &str) -> Result<Trigger, sqlx::Error> {
-    Trigger::parse(s).ok_or_else(|| decode("trigger", s))
-}
-
-fn parse_reason(s: &str) -> Result<SkipReason, sqlx::Error> {
-    SkipReason::parse(s).ok_or_else(|| decode("skip reason", s))
-}
-
-fn parse_recovery(s: &str) -> Recovery {
-    // A value this binary does not know is treated as the safe default of older binaries.
-    s.parse().unwrap_or_default()
-}
-
-/// The pause held in a row's `paused_*` columns, if any.
-fn pause_of(row: &SqliteRow) -> Result<Option<Pause>, sqlx::Error> {
-    Ok(match time_opt(row, "paused_at")? {
-        Some(at) => Some(Pause::new(
-            at,
-            row.try_get::<String, _>("paused_by")?,
-            row.try_get::<String, _>("pause_reason")?,
-            time_opt(row, "pause_until")?,
-        )),
-        None => None,
-    })
-}
-
-fn run_record(row: &SqliteRow) -> Result<RunRecord, sqlx::Error> {
-    Ok(RunRecord {
-        id: row.try_get("id")?,
-        task_name: row.try_get("task_name")?,
-        scheduled_at: time_at(row, "scheduled_at")?,
-        started_at: time_opt(row, "started_at")?,
-        finished_at: time_opt(row, "finished_at")?,
-        status: parse_status(row.try_get("status")?)?,
-        node_id: row.try_get("node_id")?,
-        ticks_collapsed: row.try_get("ticks_collapsed")?,
-        error: row.try_get("error")?,
-        attempt: row.try_get("attempt")?,
-        trigger: parse_trigger(row.try_get("trigger")?)?,
-        triggered_by: row.try_get("triggered_by")?,
-        cancel_requested_at: time_opt(row, "cancel_requested_at")?,
-        cancel_requested_by: row.try_get("cancel_requested_by")?,
-        shard_index: u32::try_from(row.try_get::<i64, _>("shard_index")?).unwrap_or(0),
-        shard_total: u32::try_from(row.try_get::<i64, _>("shard_total")?).unwrap_or(1),
-    })
-}
-
-fn task_state(row: &SqliteRow) -> Result<TaskState, sqlx::Error> {
-    let last_status: Option<String> = row.try_get("last_status")?;
-    Ok(TaskState {
-        name: row.try_get("name")?,
-        cron: row.try_get("cron")?,
-        timezone: row.try_get("timezone")?,
-        calendar: row.try_get("calendar")?,
-        enabled: row.try_get("enabled")?,
-        next_run_at: time_opt(row, "next_run_at")?,
-        lock_owner: row.try_get("lock_owner")?,
-        lock_expires_at: time_opt(row, "lock_expires_at")?,
-        last_run_at: time_opt(row, "last_run_at")?,
-        last_finished_at: time_opt(row, "last_finished_at")?,
-        last_status: last_status.as_deref().map(parse_status).transpose()?,
-        last_error: row.try_get("last_error")?,
-        consecutive_failures: row.try_get("consecutive_failures")?,
-        pause: pause_of(row)?,
-        retry_at: time_opt(row, "retry_at")?,
-        manual_at: time_opt(row, "manual_at")?,
-        missed_since: time_opt(row, "missed_since")?,
-        orphaned_since: time_opt(row, "orphaned_since")?,
-        disabled_at: time_opt(row, "disabled_at")?,
-        shards: u32::try_from(row.try_get::<i64, _>("shards")?).unwrap_or(1),
-        broadcast: row.try_get::<Option<String>, _>("node_pin")?.is_some(),
-    })
 }
 
 /// Records ranges of skipped ticks on `conn`, recorded at `now`.

@@ -68,7 +68,7 @@ pub(super) async fn report_services(
 ) -> StoreResult<()> {
     let down = down.join(",");
     write_tx!(store, "report_services", |tx, _now| {
-        sqlx::query(query!("report_services"))
+        sqlx::query(shared_query!("report_services"))
             .bind(node_id)
             .bind(&down)
             .execute(&mut *tx)
@@ -82,7 +82,7 @@ pub(super) async fn report_database_server(
     server: Option<&str>,
 ) -> StoreResult<()> {
     write_tx!(store, "report_database_server", |tx, _now| {
-        sqlx::query(query!("report_database_server"))
+        sqlx::query(shared_query!("report_database_server"))
             .bind(node_id)
             .bind(server)
             .execute(&mut *tx)

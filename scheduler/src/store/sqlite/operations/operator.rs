@@ -5,10 +5,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{
-    earlier, insert_audit, insert_skips, limit_of, micros, pause_of, run_record, task_state,
-    time_at, time_opt,
-};
+use super::{earlier, insert_audit, insert_skips, limit_of, micros};
+use crate::store::records::{audit_entry, overdue_task, pause_of, run_record, task_state};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     AuditEntry, CancelRequest, OverdueTask, Pause, ResumePlanner, RunRequest, RunStatus,
@@ -97,20 +95,11 @@ pub(super) async fn overdue_tasks(
         sqlx::query(query!("overdue_tasks"))
             .bind(earlier(now, late_by))
             .bind(limit_of(limit))
+            .bind(micros(now))
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(OverdueTask {
-                    name: row.try_get("name")?,
-                    cron: row.try_get("cron")?,
-                    timezone: row.try_get("timezone")?,
-                    calendar: row.try_get("calendar")?,
-                    next_run_at: time_at(row, "next_run_at")?,
-                    last_run_at: time_opt(row, "last_run_at")?,
-                    checked_at: now,
-                })
-            })
+            .map(overdue_task)
             .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }
@@ -206,17 +195,7 @@ pub(super) async fn audit_log(
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(AuditEntry {
-                    id: row.try_get("id")?,
-                    at: time_at(row, "at")?,
-                    actor: row.try_get("actor")?,
-                    action: row.try_get("action")?,
-                    task: row.try_get("task")?,
-                    detail: row.try_get("detail")?,
-                    source: row.try_get("source")?,
-                })
-            })
+            .map(audit_entry)
             .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }

@@ -2,9 +2,8 @@
 
 use std::time::Duration;
 
-use sqlx::Row;
-
-use super::{later, limit_of, micros, time_at};
+use super::{later, limit_of, micros};
+use crate::store::records::{delivery_record, outbox_row};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
 
@@ -54,16 +53,7 @@ pub(super) async fn claim_outbox(
             .fetch_all(&mut *tx)
             .await?
             .iter()
-            .map(|row| {
-                Ok(OutboxRow {
-                    id: row.try_get("id")?,
-                    channel: row.try_get("channel")?,
-                    kind: row.try_get("event_type")?,
-                    payload: row.try_get("payload")?,
-                    attempts: row.try_get("attempts")?,
-                    created_at: time_at(row, "created_at")?,
-                })
-            })
+            .map(outbox_row)
             .collect::<Result<Vec<_>, sqlx::Error>>()?;
         rows.sort_by_key(|r| r.id);
         rows
@@ -122,24 +112,12 @@ pub(super) async fn deliveries(
     limit: u32,
 ) -> StoreResult<Vec<DeliveryRecord>> {
     read!(store, "deliveries", |conn, _now| {
-        sqlx::query(query!("deliveries"))
+        sqlx::query(shared_query!("deliveries"))
             .bind(limit_of(limit))
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(DeliveryRecord {
-                    outbox_id: row.try_get("outbox_id")?,
-                    channel: row.try_get("channel")?,
-                    kind: row.try_get("event_type")?,
-                    attempt: row.try_get("attempt")?,
-                    node_id: row.try_get("node_id")?,
-                    at: time_at(row, "at")?,
-                    status: row.try_get("status")?,
-                    error: row.try_get("error")?,
-                    duration_ms: row.try_get("duration_ms")?,
-                })
-            })
+            .map(delivery_record)
             .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }
@@ -149,7 +127,7 @@ pub(super) async fn webhook_disabled(
     url_digest: &str,
 ) -> StoreResult<Option<String>> {
     read!(store, "webhook_disabled", |conn, _now| {
-        sqlx::query_scalar(query!("webhook_state"))
+        sqlx::query_scalar(shared_query!("webhook_state"))
             .bind(url_digest)
             .fetch_optional(conn)
             .await?

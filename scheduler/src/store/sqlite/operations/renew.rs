@@ -4,9 +4,8 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use sqlx::Row;
-
-use super::{later, time_at, token, token_at};
+use super::{later, token};
+use crate::store::records::{cancellation, lock_key};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{Cancellation, LockKey, StoreResult};
 
@@ -24,13 +23,7 @@ pub(super) async fn cancel_requests(
             .fetch_all(conn)
             .await?
             .iter()
-            .map(|row| {
-                Ok(Cancellation {
-                    run_id: row.try_get("id")?,
-                    by: row.try_get("cancel_requested_by")?,
-                    at: time_at(row, "cancel_requested_at")?,
-                })
-            })
+            .map(cancellation)
             .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }
@@ -60,10 +53,7 @@ pub(super) async fn renew_locks(
                 .fetch_optional(&mut *tx)
                 .await?
             {
-                renewed.push(LockKey::new(
-                    row.try_get::<String, _>("name")?,
-                    token_at(&row, "lock_token")?,
-                ));
+                renewed.push(lock_key(&row)?);
             }
         }
         renewed

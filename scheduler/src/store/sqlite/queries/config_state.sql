@@ -1,1 +1,0 @@
-SELECT version, digest, applied_by FROM scheduler_config_state WHERE id = 1

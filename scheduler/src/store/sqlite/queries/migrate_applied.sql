@@ -1,1 +1,0 @@
-SELECT version FROM scheduler_migrations ORDER BY version
