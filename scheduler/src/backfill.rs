@@ -8,8 +8,8 @@
 //! those without a succeeded run (of any trigger), every one with [`BackfillRequest::all`].
 //! Refused: an empty range, more runs than the cap ([`DEFAULT_MAX_RUNS`] unless raised), a
 //! concurrency above 1 (a task never overlaps itself: its runs share one lock). This module
-//! decides; the store records ([`crate::store::Store::create_backfill`]) and the engine claims
-//! the ticks one at a time through the task's lock, paced, with trigger `backfill`.
+//! decides; the store records ([`crate::store::OperatorStore::create_backfill`]) and the engine
+//! claims the ticks one at a time through the task's lock, paced, with trigger `backfill`.
 
 use std::time::Duration;
 

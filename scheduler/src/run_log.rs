@@ -1,5 +1,6 @@
 //! Per-run log capture: what a handler logs inside its run is kept with the run, readable with
-//! [`Store::run_log`](crate::store::Store) (`scheduler logs RUN_ID`, the admin API).
+//! [`HistoryStore::run_log`](crate::store::HistoryStore::run_log) (`scheduler logs RUN_ID`, the
+//! admin API).
 //!
 //! [`layer`] is a [`tracing_subscriber::Layer`] that recognises the events emitted inside a
 //! run's span (`task_run`), formats each as one line (time, level, target, message, fields) and

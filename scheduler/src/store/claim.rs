@@ -312,7 +312,7 @@ impl ClaimPlan {
     }
 }
 
-/// The engine's rules, consulted by [`Store::claim`](super::Store::claim) inside its
+/// The engine's rules, consulted by [`ClaimStore::claim`](super::ClaimStore::claim) inside its
 /// transaction with the database clock. Both methods must be quick and pure: no I/O, no waiting.
 pub trait ClaimRules: Send + Sync {
     /// What to do with a lock past its expiry.
@@ -356,7 +356,8 @@ pub struct ClaimedRun {
     pub shard: crate::Shard,
 }
 
-/// A lock released by [`Store::claim`](super::Store::claim) per a [`RescueDecision::Release`].
+/// A lock released by [`ClaimStore::claim`](super::ClaimStore::claim) per a
+/// [`RescueDecision::Release`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RescuedLock {
@@ -374,7 +375,7 @@ pub struct RescuedLock {
     pub requeue: Option<Requeue>,
 }
 
-/// What one [`Store::claim`](super::Store::claim) did.
+/// What one [`ClaimStore::claim`](super::ClaimStore::claim) did.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ClaimOutcome {

@@ -129,8 +129,8 @@ pub(super) trait ClaimSteps {
     ) -> Result<Vec<ClaimedRun>, Self::Error>;
 }
 
-/// One claim ([`Store::claim`](super::Store::claim)) over a backend's steps: expired locks
-/// offered to `rules.rescue` and released as decided; then the due tasks offered to
+/// One claim ([`ClaimStore::claim`](super::ClaimStore::claim)) over a backend's steps: expired
+/// locks offered to `rules.rescue` and released as decided; then the due tasks offered to
 /// `rules.plan`, every decision taken before any is written; then the skips, their records and
 /// the runs, in that order.
 pub(super) async fn claim<S: ClaimSteps>(

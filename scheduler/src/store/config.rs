@@ -1,6 +1,6 @@
 //! What the reconciler reads and writes through the store: task rows, the changes a reconcile
 //! writes, the config applied last, and the plan decided on the rows locked for it
-//! ([`Store::apply_config`](super::Store::apply_config)).
+//! ([`ConfigStore::apply_config`](super::ConfigStore::apply_config)).
 
 use chrono::{DateTime, Utc};
 
@@ -173,5 +173,6 @@ pub enum ConfigPlan {
     Nothing,
 }
 
-/// Plans a reconcile inside [`Store::apply_config`](super::Store::apply_config)'s transaction.
+/// Plans a reconcile inside [`ConfigStore::apply_config`](super::ConfigStore::apply_config)'s
+/// transaction.
 pub type ConfigPlanner<'a> = dyn Fn(&ConfigSnapshot) -> ConfigPlan + Send + Sync + 'a;

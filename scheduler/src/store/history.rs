@@ -28,10 +28,11 @@ pub enum RunStatus {
     /// off) and another node released it. Whether its tick runs again is the task's
     /// [`Recovery`](crate::Recovery) rule.
     Lost,
-    /// An operator cancelled the run ([`Store::cancel_run`](super::Store::cancel_run)) and it
-    /// did not finish: its handler returned an error after the request, was stopped by force
-    /// after the cancel grace, or its node died after the request. Its tick is not run again
-    /// (not handed over, not retried). (Versions before 0.2 also wrote it for runs stopped at
+    /// An operator cancelled the run
+    /// ([`OperatorStore::cancel_run`](super::OperatorStore::cancel_run)) and it did not finish:
+    /// its handler returned an error after the request, was stopped by force after the cancel
+    /// grace, or its node died after the request. Its tick is not run again (not handed over,
+    /// not retried). (Versions before 0.2 also wrote it for runs stopped at
     /// shutdown.)
     Cancelled,
 }
@@ -171,8 +172,8 @@ impl SkipRecord {
     }
 }
 
-/// Which runs [`Store::runs`](super::Store::runs) lists: newest first, at most `limit`, those
-/// older than `before_id` (the cursor of the previous page).
+/// Which runs [`HistoryStore::runs`](super::HistoryStore::runs) lists: newest first, at most
+/// `limit`, those older than `before_id` (the cursor of the previous page).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RunQuery {

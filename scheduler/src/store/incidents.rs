@@ -204,7 +204,7 @@ impl Snooze {
     }
 }
 
-/// Which incidents [`Store::incidents`](super::Store::incidents) reads.
+/// Which incidents [`IncidentStore::incidents`](super::IncidentStore::incidents) reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IncidentQuery {

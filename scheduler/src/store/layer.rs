@@ -1,6 +1,7 @@
 //! [`StoreLayer`]: a store made of another store and a few changes, the seam for tests and
-//! instrumentation. It knows nothing about any backend; its forwarding is generated from the
-//! one list of the store's operations (`methods.rs`).
+//! instrumentation. It knows nothing about any backend; its forwarding (one blanket
+//! implementation per role trait, and `Store`'s) is generated from the one list of the store's
+//! operations (`methods.rs`).
 
 use std::time::Duration;
 
@@ -10,18 +11,23 @@ use chrono::{DateTime, Utc};
 use super::*;
 
 macro_rules! store_layer {
-    ({} $($name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)*) => {
+    (
+        {}
+        Store { $($own:ident($($own_arg:ident: $own_ty:ty),* $(,)?) -> $own_out:ty;)* }
+        $($role:ident { $($name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)* })*
+    ) => {
         /// A [`Store`] made of another one ([`inner`](Self::inner)) and changes to some of its
         /// operations: the seam for tests and instrumentation (count the calls, slow one
         /// operation down, make one fail). It is not meant for composing production stores.
         ///
         /// Every method forwards to `inner()` unless the layer overrides it, and every
-        /// `StoreLayer` is a [`Store`] (a blanket implementation), so a layer names only what it
-        /// changes and needs no edit when the store gains an operation. [`observe`](Self::observe)
+        /// `StoreLayer` is a [`Store`] and each of its role traits (blanket implementations), so
+        /// a layer names only what it changes and needs no edit when the store gains an
+        /// operation. [`observe`](Self::observe)
         /// sees each operation's name before it runs.
         ///
-        /// Call a layer as a `dyn Store` (or through `Store::`): with both traits in scope, a
-        /// method call on the layer's own type names two methods.
+        /// Call a layer as a `dyn Store` (or through its role trait, e.g. `ClaimStore::`): with
+        /// both traits in scope, a method call on the layer's own type names two methods.
         ///
         /// ```
         /// use std::sync::Arc;
@@ -88,12 +94,22 @@ macro_rules! store_layer {
 
             $(
                 #[doc = concat!(
-                    "Forwards to [`Store::", stringify!($name), "`] on [`inner`](Self::inner)."
+                    "Forwards to [`Store::", stringify!($own), "`] on [`inner`](Self::inner)."
+                )]
+                async fn $own(&self, $($own_arg: $own_ty),*) -> $own_out {
+                    self.inner().$own($($own_arg),*).await
+                }
+            )*
+
+            $($(
+                #[doc = concat!(
+                    "Forwards to [`", stringify!($role), "::", stringify!($name),
+                    "`] on [`inner`](Self::inner)."
                 )]
                 async fn $name(&self, $($arg: $ty),*) -> $out {
                     self.inner().$name($($arg),*).await
                 }
-            )*
+            )*)*
         }
 
         #[async_trait]
@@ -107,12 +123,24 @@ macro_rules! store_layer {
             }
 
             $(
-                async fn $name(&self, $($arg: $ty),*) -> $out {
-                    self.observe(stringify!($name));
-                    StoreLayer::$name(self, $($arg),*).await
+                async fn $own(&self, $($own_arg: $own_ty),*) -> $own_out {
+                    self.observe(stringify!($own));
+                    StoreLayer::$own(self, $($own_arg),*).await
                 }
             )*
         }
+
+        $(
+            #[async_trait]
+            impl<L: StoreLayer> $role for L {
+                $(
+                    async fn $name(&self, $($arg: $ty),*) -> $out {
+                        self.observe(stringify!($name));
+                        StoreLayer::$name(self, $($arg),*).await
+                    }
+                )*
+            }
+        )*
     };
 }
 

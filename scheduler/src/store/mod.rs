@@ -2,12 +2,13 @@
 //!
 //! [`Store`] is the one trait every part of the scheduler that keeps or reads state talks to: the
 //! engine (claims, renewals, outcomes, upkeep, the webhook outbox), the reconciler (config), the
-//! operator actions and the admin API, dashboard and CLI (reads). Its methods are grouped by
-//! those roles. [`postgres::PgStore`] is the production implementation for one or many nodes (its
-//! SQL in `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same records in a
-//! local file for a single process (its SQL in `store/sqlite/queries/`); the statements they
-//! run alike are kept once, in `store/queries/`. Both pass
-//! one contract suite (`tests/tests/store_contract.rs`). This module owns the data that crosses
+//! operator actions and the admin API, dashboard and CLI (reads). It is the sum of one trait
+//! per role ([`NodeStore`], [`ClaimStore`], [`HistoryStore`], [`ConfigStore`],
+//! [`OperatorStore`], [`OutboxStore`], [`IncidentStore`]) and what is the store itself.
+//! [`postgres::PgStore`] is the production implementation for one or many nodes (its SQL in
+//! `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same records in a local
+//! file for a single process (its SQL in `store/sqlite/queries/`); the statements they run
+//! alike are kept once, in `store/queries/`. Both pass one contract suite (`tests/tests/store_contract.rs`). This module owns the data that crosses
 //! the boundary (one file per role: `claim.rs`, `history.rs`, `nodes.rs`, `config.rs`,
 //! `operator.rs`, `outbox.rs`), the store's error type, and what is written once for both
 //! backends: the list of operations that generates their forwarding and `StoreLayer`'s
@@ -118,7 +119,7 @@ pub enum Change {
     /// Something that may make a task due sooner: a lock released, a config applied, a manual
     /// run queued, a pause ended, or [`Store::notify`].
     Schedule,
-    /// An operator asked to cancel a running run ([`Store::cancel_run`]).
+    /// An operator asked to cancel a running run ([`OperatorStore::cancel_run`]).
     CancelRequested,
     /// Anything may have changed (the first call, a reconnect, another process's action that
     /// the backend cannot tell apart): look at everything.
@@ -140,49 +141,13 @@ pub trait ChangeListener: Send {
     async fn recv(&mut self) -> StoreResult<Change>;
 }
 
-/// Everything the scheduler keeps or reads in persistent storage, grouped by who calls it.
+/// The cluster's membership: the engine registers its node, beats its heart, reports what it
+/// runs on and leaves; the admin API, the dashboard and the CLI read [`nodes`](Self::nodes).
 ///
-/// | Role | Caller | Methods |
-/// |---|---|---|
-/// | The store itself | the composition root, the engine | [`describe`](Self::describe), [`migrate`](Self::migrate), [`database_server`](Self::database_server), [`replication`](Self::replication) |
-/// | Nodes | the engine | [`register_node`](Self::register_node), [`heartbeat`](Self::heartbeat), [`deregister_node`](Self::deregister_node), [`report_services`](Self::report_services), [`report_database_server`](Self::report_database_server) |
-/// | Claiming and running | the engine | [`next_wake`](Self::next_wake), [`claim`](Self::claim), [`renew_locks`](Self::renew_locks), [`cancel_requests`](Self::cancel_requests), [`finish_runs`](Self::finish_runs), [`record_skips`](Self::record_skips), [`append_run_logs`](Self::append_run_logs) |
-/// | Upkeep | the engine's maintenance | [`reschedule`](Self::reschedule), [`overdue_tasks`](Self::overdue_tasks), [`open_missed`](Self::open_missed), [`prune_history`](Self::prune_history) |
-/// | Config | the reconciler | [`load_tasks`](Self::load_tasks), [`config_state`](Self::config_state), [`apply_config`](Self::apply_config) |
-/// | Operator actions | the admin API, the CLI | [`request_run`](Self::request_run), [`pause_task`](Self::pause_task), [`resume_task`](Self::resume_task), [`cancel_run`](Self::cancel_run), [`create_backfill`](Self::create_backfill), [`cancel_backfill`](Self::cancel_backfill) |
-/// | Reads | the admin API, the dashboard, the CLI | [`nodes`](Self::nodes), [`task_states`](Self::task_states), [`audit_log`](Self::audit_log), [`runs`](Self::runs), [`run`](Self::run), [`recent_runs`](Self::recent_runs), [`latest_runs_per_task`](Self::latest_runs_per_task), [`skips`](Self::skips), [`skips_since`](Self::skips_since), [`latest_skips_per_task`](Self::latest_skips_per_task), [`run_log`](Self::run_log), [`succeeded_ticks`](Self::succeeded_ticks), [`backfills`](Self::backfills), [`backfill`](Self::backfill) |
-/// | Webhook outbox | the engine's delivery (and the dashboard) | [`enqueue_events`](Self::enqueue_events), [`trim_outbox`](Self::trim_outbox), [`claim_outbox`](Self::claim_outbox), [`record_deliveries`](Self::record_deliveries), [`deliveries`](Self::deliveries), [`webhook_disabled`](Self::webhook_disabled), [`disable_webhook`](Self::disable_webhook) |
-/// | Incidents | the engine's alerts; the admin API, the dashboard and the CLI read them and snooze | [`fold_alerts`](Self::fold_alerts), [`close_incidents`](Self::close_incidents), [`claim_reminders`](Self::claim_reminders), [`mark_alerts`](Self::mark_alerts), [`incidents`](Self::incidents), [`snooze_task`](Self::snooze_task), [`unsnooze_task`](Self::unsnooze_task), [`snoozes`](Self::snoozes) |
-/// | Notifications | the engine listens; anyone may wake it | [`listener`](Self::listener), [`notify`](Self::notify) |
-///
-/// Every lock write is fenced by the lock token; the store's clock decides what is due and what
-/// has expired; every rule is decided by the caller (see the module docs). The contract suite
-/// (`tests/tests/store_contract.rs`) pins each method's behaviour for every backend.
-///
-/// **Adding a method**: declare it here, add it to the list in `store/methods.rs` (which
-/// generates each backend's `impl Store` and `StoreLayer`'s forwarding), write it for each
-/// backend (a function of the same name in `store/<backend>/operations/`), and pin it in the
-/// contract suite. Wrappers built on `StoreLayer` need no change.
+/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// importing this trait.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
-    // ---- the store itself ---------------------------------------------------------------
-
-    /// What this store is, for logs: backend and location, never a password.
-    fn describe(&self) -> String;
-    /// The database server the store's connections go to now, and how often that changed
-    /// (failovers); `None` for a store without a server (SQLite) or before its first choice.
-    /// Cheap: no query.
-    fn database_server(&self) -> Option<DatabaseServer> {
-        None
-    }
-    /// Creates or upgrades the schema. Safe when several nodes start at once.
-    async fn migrate(&self) -> StoreResult<()>;
-    /// How the database server replicates (for the node's start-up line); `None` for a store
-    /// without replication (SQLite).
-    async fn replication(&self) -> StoreResult<Option<Replication>>;
-
-    // ---- nodes (the engine) -------------------------------------------------------------
-
+pub trait NodeStore: Send + Sync {
     /// Records this node as a member of the cluster (upsert).
     async fn register_node(&self, node: &NodeInfo) -> StoreResult<()>;
     /// Refreshes this node's heartbeat and reports the cluster's health.
@@ -195,8 +160,22 @@ pub trait Store: Send + Sync + 'static {
     /// Records the database server this node's connections go to (`host:port`; `None`: none,
     /// or not known), for [`nodes`](Self::nodes).
     async fn report_database_server(&self, node_id: &str, server: Option<&str>) -> StoreResult<()>;
+    /// Every known node, with how many runs each holds a lock for.
+    async fn nodes(&self) -> StoreResult<Vec<NodeRecord>>;
+}
 
-    // ---- claiming and running (the engine) ----------------------------------------------
+/// Claiming and running tasks, and the upkeep of their schedule: called by the engine only (its
+/// claim loop, its lock renewals and run outcomes, and its maintenance services).
+///
+/// Every lock write is fenced by the lock token; the store's clock decides what is due and what
+/// has expired; what to do with a due task or an expired lock is decided by the engine's
+/// [`ClaimRules`] inside the claim transaction.
+///
+/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// importing this trait.
+#[async_trait]
+pub trait ClaimStore: Send + Sync {
+    // ---- claiming and running (the engine) ---------------------------------------------
 
     /// When anything claimable by node `node_id` registering `tasks` becomes due (rows pinned
     /// to another node, a broadcast task's, are not), or any lock expires.
@@ -233,7 +212,7 @@ pub trait Store: Send + Sync + 'static {
     /// Appends chunks of runs' logs.
     async fn append_run_logs(&self, chunks: &[LogChunk]) -> StoreResult<()>;
 
-    // ---- upkeep (the engine's maintenance) ----------------------------------------------
+    // ---- upkeep (the engine's maintenance) ---------------------------------------------
 
     /// Gives each named enabled, unlocked task that has no next run the next run decided for it;
     /// returns the tasks changed (others got a next run or a lock meanwhile).
@@ -249,67 +228,16 @@ pub trait Store: Send + Sync + 'static {
     /// `retention`, in batches of at most
     /// `batch` rows per statement; returns how many runs.
     async fn prune_history(&self, retention: Duration, batch: u32) -> StoreResult<u64>;
+}
 
-    // ---- config (the reconciler) --------------------------------------------------------
-
-    /// Reads all task rows and the database clock.
-    async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)>;
-    /// The last applied config.
-    async fn config_state(&self) -> StoreResult<Option<ConfigState>>;
-    /// In one transaction serialised across nodes: reads the applied config and every task row
-    /// (locked), asks `planner` what to write, and writes it.
-    async fn apply_config(&self, planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan>;
-
-    // ---- operator actions (the admin API, the CLI) --------------------------------------
-
-    /// Asks for a manual run of `task` by `by` (audited), unless the task is paused.
-    async fn request_run(
-        &self,
-        task: &str,
-        by: &str,
-        audit: &AuditEntry,
-    ) -> StoreResult<RunRequest>;
-    /// Pauses `task` (audited); false if there is no such task. A pause already in force is
-    /// replaced.
-    async fn pause_task(&self, task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool>;
-    /// Ends `task`'s pause (audited), writing what `planner` decides on the locked row; returns
-    /// the pause that ended, or `None` if the task was not paused (or does not exist).
-    async fn resume_task(
-        &self,
-        task: &str,
-        audit: &AuditEntry,
-        planner: &ResumePlanner<'_>,
-    ) -> StoreResult<Option<Pause>>;
-    /// Asks running run `run_id` to stop (audited with `audit`, and every node's listener hears
-    /// [`Change::CancelRequested`]): records who asked (`by`) and when, unless somebody asked
-    /// already. A run that has ended, or a run that does not exist, is left alone and said so.
-    async fn cancel_run(
-        &self,
-        run_id: i64,
-        by: &str,
-        audit: &AuditEntry,
-    ) -> StoreResult<CancelRequest>;
-
-    /// Records a backfill (audited) and makes its first tick due now, unless the task does
-    /// not exist or another backfill of it still has ticks to run; wakes every node.
-    async fn create_backfill(
-        &self,
-        backfill: &NewBackfill,
-        audit: &AuditEntry,
-    ) -> StoreResult<BackfillCreate>;
-    /// Cancels backfill `id` by `by` (audited): its ticks not yet claimed never run; its runs
-    /// still running go on (each may be cancelled with [`cancel_run`](Self::cancel_run)).
-    async fn cancel_backfill(
-        &self,
-        id: i64,
-        by: &str,
-        audit: &AuditEntry,
-    ) -> StoreResult<BackfillCancel>;
-
-    // ---- reads (the admin API, the dashboard, the CLI) ----------------------------------
-
-    /// Every known node, with how many runs each holds a lock for.
-    async fn nodes(&self) -> StoreResult<Vec<NodeRecord>>;
+/// What happened, for reading: task states, runs, skips, logs, backfills and the audit log.
+/// Called by the admin API, the dashboard and the CLI (and by the operator actions that check a
+/// task's state or history before they act); nothing here writes.
+///
+/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// importing this trait.
+#[async_trait]
+pub trait HistoryStore: Send + Sync {
     /// Everything about one task's row, or every task's (by name).
     async fn task_states(&self, task: Option<&str>) -> StoreResult<Vec<TaskState>>;
     /// The newest audit entries, older than `before_id` if given.
@@ -362,9 +290,89 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<Vec<BackfillRecord>>;
     /// One backfill with its progress and its ticks in order.
     async fn backfill(&self, id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
+}
 
-    // ---- webhook outbox (the engine's delivery; `deliveries` for the dashboard) ---------
+/// The applied config and the task rows it wrote: called by the reconciler (which applies a
+/// config document), and read by the engine's maintenance and the CLI.
+///
+/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// importing this trait.
+#[async_trait]
+pub trait ConfigStore: Send + Sync {
+    /// Reads all task rows and the database clock.
+    async fn load_tasks(&self) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)>;
+    /// The last applied config.
+    async fn config_state(&self) -> StoreResult<Option<ConfigState>>;
+    /// In one transaction serialised across nodes: reads the applied config and every task row
+    /// (locked), asks `planner` what to write, and writes it.
+    async fn apply_config(&self, planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan>;
+}
 
+/// What an operator does to tasks and runs, each action audited: manual runs, pauses,
+/// cancellations, backfills and alert snoozes. Called by the admin API and the CLI.
+///
+/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// importing this trait.
+#[async_trait]
+pub trait OperatorStore: Send + Sync {
+    /// Asks for a manual run of `task` by `by` (audited), unless the task is paused.
+    async fn request_run(
+        &self,
+        task: &str,
+        by: &str,
+        audit: &AuditEntry,
+    ) -> StoreResult<RunRequest>;
+    /// Pauses `task` (audited); false if there is no such task. A pause already in force is
+    /// replaced.
+    async fn pause_task(&self, task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool>;
+    /// Ends `task`'s pause (audited), writing what `planner` decides on the locked row; returns
+    /// the pause that ended, or `None` if the task was not paused (or does not exist).
+    async fn resume_task(
+        &self,
+        task: &str,
+        audit: &AuditEntry,
+        planner: &ResumePlanner<'_>,
+    ) -> StoreResult<Option<Pause>>;
+    /// Asks running run `run_id` to stop (audited with `audit`, and every node's listener hears
+    /// [`Change::CancelRequested`]): records who asked (`by`) and when, unless somebody asked
+    /// already. A run that has ended, or a run that does not exist, is left alone and said so.
+    async fn cancel_run(
+        &self,
+        run_id: i64,
+        by: &str,
+        audit: &AuditEntry,
+    ) -> StoreResult<CancelRequest>;
+    /// Records a backfill (audited) and makes its first tick due now, unless the task does
+    /// not exist or another backfill of it still has ticks to run; wakes every node.
+    async fn create_backfill(
+        &self,
+        backfill: &NewBackfill,
+        audit: &AuditEntry,
+    ) -> StoreResult<BackfillCreate>;
+    /// Cancels backfill `id` by `by` (audited): its ticks not yet claimed never run; its runs
+    /// still running go on (each may be cancelled with [`cancel_run`](Self::cancel_run)).
+    async fn cancel_backfill(
+        &self,
+        id: i64,
+        by: &str,
+        audit: &AuditEntry,
+    ) -> StoreResult<BackfillCancel>;
+    /// Snoozes a task's alerts (audited), replacing a snooze in force; false if there is no
+    /// such task.
+    async fn snooze_task(&self, snooze: &Snooze, audit: &AuditEntry) -> StoreResult<bool>;
+    /// Lifts `task`'s snooze (audited); returns it, or `None` if none was in force.
+    async fn unsnooze_task(&self, task: &str, audit: &AuditEntry) -> StoreResult<Option<Snooze>>;
+    /// The snoozes in force (until later than now).
+    async fn snoozes(&self) -> StoreResult<Vec<Snooze>>;
+}
+
+/// The webhook outbox: the engine enqueues events and its delivery service claims, delivers
+/// and records them; the dashboard reads [`deliveries`](Self::deliveries).
+///
+/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// importing this trait.
+#[async_trait]
+pub trait OutboxStore: Send + Sync {
     /// Writes events to deliver.
     async fn enqueue_events(&self, events: &[NewEvent]) -> StoreResult<()>;
     /// Bounds the backlog: the oldest pending events beyond the newest `keep` are given up
@@ -390,9 +398,16 @@ pub trait Store: Send + Sync + 'static {
     async fn webhook_disabled(&self, url_digest: &str) -> StoreResult<Option<String>>;
     /// Disables the webhook endpoint with this URL digest for every node.
     async fn disable_webhook(&self, url_digest: &str, reason: &str) -> StoreResult<()>;
+}
 
-    // ---- incidents (the engine's alerts; reads and snoozes for the admin API, the CLI) --
-
+/// Incidents: the engine's alerts fold into them, close them, remind of them and mark
+/// cluster-wide alerts raised once; the admin API, the dashboard and the CLI read them
+/// ([`incidents`](Self::incidents)). Snoozes are operator actions ([`OperatorStore`]).
+///
+/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// importing this trait.
+#[async_trait]
+pub trait IncidentStore: Send + Sync {
     /// Folds each alert, in order, into its task's open incident of its type, in one
     /// transaction: shows `rule` the locked open incident (if any) and the task's snooze in
     /// force (if any), then writes what it decided (a duplicate writes nothing; a record opens
@@ -414,15 +429,67 @@ pub trait Store: Send + Sync + 'static {
     async fn mark_alerts(&self, marks: &[AlertMark]) -> StoreResult<Vec<AlertMark>>;
     /// Incidents matching `query`, newest first.
     async fn incidents(&self, query: &IncidentQuery) -> StoreResult<Vec<IncidentRecord>>;
-    /// Snoozes a task's alerts (audited), replacing a snooze in force; false if there is no
-    /// such task.
-    async fn snooze_task(&self, snooze: &Snooze, audit: &AuditEntry) -> StoreResult<bool>;
-    /// Lifts `task`'s snooze (audited); returns it, or `None` if none was in force.
-    async fn unsnooze_task(&self, task: &str, audit: &AuditEntry) -> StoreResult<Option<Snooze>>;
-    /// The snoozes in force (until later than now).
-    async fn snoozes(&self) -> StoreResult<Vec<Snooze>>;
+}
 
-    // ---- notifications ------------------------------------------------------------------
+/// Everything the scheduler keeps or reads in persistent storage: the sum of its role traits,
+/// each a group of operations by who calls it, plus what is the store itself.
+///
+/// | Role | Caller | Trait |
+/// |---|---|---|
+/// | The store itself | the composition root, the engine | `Store` (below) |
+/// | Notifications | the engine listens; anyone may wake it | `Store` (below) |
+/// | Nodes | the engine; the admin reads | [`NodeStore`] |
+/// | Claiming, running and upkeep | the engine | [`ClaimStore`] |
+/// | History | the admin API, the dashboard, the CLI | [`HistoryStore`] |
+/// | Config | the reconciler | [`ConfigStore`] |
+/// | Operator actions | the admin API, the CLI | [`OperatorStore`] |
+/// | Webhook outbox | the engine's delivery (and the dashboard) | [`OutboxStore`] |
+/// | Incidents | the engine's alerts; the admin reads | [`IncidentStore`] |
+///
+/// A caller holding a `dyn Store` (or generic over `S: Store`) calls every role's methods
+/// without importing the role traits; a caller holding a concrete store (`PgStore`,
+/// `SqliteStore`) imports the role it calls.
+///
+/// Every lock write is fenced by the lock token; the store's clock decides what is due and what
+/// has expired; every rule is decided by the caller (see the module docs). The contract suite
+/// (`tests/tests/store_contract.rs`) pins each method's behaviour for every backend.
+///
+/// **Adding a method**: declare it in its role trait, add it to that role's group in the list
+/// in `store/methods.rs` (which generates each backend's implementations and `StoreLayer`'s
+/// forwarding), write it for each backend (a function of the same name in
+/// `store/<backend>/operations/`), and pin it in the contract suite. Wrappers built on
+/// `StoreLayer` need no change. A new role trait is declared here, added as a group of the list
+/// and as a supertrait of `Store`.
+#[async_trait]
+pub trait Store:
+    NodeStore
+    + ClaimStore
+    + HistoryStore
+    + ConfigStore
+    + OperatorStore
+    + OutboxStore
+    + IncidentStore
+    + Send
+    + Sync
+    + 'static
+{
+    // ---- the store itself --------------------------------------------------------------
+
+    /// What this store is, for logs: backend and location, never a password.
+    fn describe(&self) -> String;
+    /// The database server the store's connections go to now, and how often that changed
+    /// (failovers); `None` for a store without a server (SQLite) or before its first choice.
+    /// Cheap: no query.
+    fn database_server(&self) -> Option<DatabaseServer> {
+        None
+    }
+    /// Creates or upgrades the schema. Safe when several nodes start at once.
+    async fn migrate(&self) -> StoreResult<()>;
+    /// How the database server replicates (for the node's start-up line); `None` for a store
+    /// without replication (SQLite).
+    async fn replication(&self) -> StoreResult<Option<Replication>>;
+
+    // ---- notifications -----------------------------------------------------------------
 
     /// A listener for change notifications from other nodes.
     async fn listener(&self) -> StoreResult<Box<dyn ChangeListener>>;

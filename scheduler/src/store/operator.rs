@@ -149,7 +149,8 @@ impl AuditEntry {
     }
 }
 
-/// What asking to cancel a run did ([`Store::cancel_run`](super::Store::cancel_run)).
+/// What asking to cancel a run did
+/// ([`OperatorStore::cancel_run`](super::OperatorStore::cancel_run)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CancelRequest {
@@ -164,7 +165,7 @@ pub enum CancelRequest {
 }
 
 /// A cancel request recorded for a running run, as the node holding it learns of it
-/// ([`Store::cancel_requests`](super::Store::cancel_requests)).
+/// ([`ClaimStore::cancel_requests`](super::ClaimStore::cancel_requests)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Cancellation {
@@ -204,5 +205,6 @@ impl ResumePlan {
     }
 }
 
-/// Plans the end of a pause inside [`Store::resume_task`](super::Store::resume_task).
+/// Plans the end of a pause inside
+/// [`OperatorStore::resume_task`](super::OperatorStore::resume_task).
 pub type ResumePlanner<'a> = dyn Fn(&TaskState, DateTime<Utc>) -> ResumePlan + Send + Sync + 'a;

@@ -279,7 +279,7 @@ async fn a_renewal_whose_answer_is_lost_keeps_its_run() {
 /// them and says they were written (so the caller does not write them again: no event sent
 /// twice).
 async fn an_outbox_insert_whose_answer_is_lost_is_read_back() {
-    use scheduler::store::{PgStore, Store};
+    use scheduler::store::{OutboxStore, PgStore, Store};
     use scheduler::testing::store::NewEvent;
     let (cluster, proxy) = cluster_and_proxy().await;
     let url = format!(

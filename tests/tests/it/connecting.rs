@@ -10,7 +10,7 @@ mod on_postgres {
     use std::time::Duration;
 
     use scheduler::store::postgres::choose_server;
-    use scheduler::store::{PgStore, Store, StoreSettings};
+    use scheduler::store::{HistoryStore, NodeStore, PgStore, Store, StoreSettings};
     use scheduler::{Scheduler, TaskContext, TaskRegistry, task};
     use scheduler_tests::TempCluster;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use scheduler::run_log::{MAX_LINES, RunLogCapture};
-use scheduler::store::{SqliteStore, Store};
+use scheduler::store::{HistoryStore, SqliteStore, Store};
 use scheduler::testing::isolation::{ChildCommand, ChildExit, ChildRun, RunIdentity};
 use scheduler_tests::{isolation_record_dir, wait_until};
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use common::{doc, entry, start, wait_until};
-use scheduler::store::{PgStore, Store};
+use scheduler::store::{HistoryStore, PgStore, Store};
 use scheduler::testing::operate::{Actor, trigger};
 use scheduler::{Scheduler, SchedulerBuilder, TaskContext, TaskRegistry, task};
 use scheduler_tests::{TempCluster, TestSchema};

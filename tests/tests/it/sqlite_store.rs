@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use scheduler::store::{SqliteStore, Store, StoreError};
+use scheduler::store::{ConfigStore, SqliteStore, Store, StoreError};
 
 #[tokio::test]
 async fn the_kernel_releases_the_lock_when_its_holder_is_killed() {

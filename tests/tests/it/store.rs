@@ -6,7 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use scheduler::store::{PgStore, Store};
+use scheduler::store::{ClaimStore, HistoryStore, NodeStore, PgStore, Store};
 use scheduler::testing::store::{LockKey, NodeInfo};
 use scheduler_tests::TestSchema;
 

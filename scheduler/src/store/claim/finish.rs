@@ -1,6 +1,6 @@
 //! A run's end as the store records it: how it ended, what it does to the task's failure count,
-//! what runs again, and what [`Store::finish_runs`](crate::store::Store::finish_runs) writes and
-//! finds.
+//! what runs again, and what [`ClaimStore::finish_runs`](crate::store::ClaimStore::finish_runs)
+//! writes and finds.
 
 use chrono::{DateTime, Utc};
 
@@ -72,7 +72,8 @@ pub enum Requeue {
     },
 }
 
-/// The end of a run, as recorded by [`Store::finish_runs`](crate::store::Store::finish_runs).
+/// The end of a run, as recorded by
+/// [`ClaimStore::finish_runs`](crate::store::ClaimStore::finish_runs).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct RunFinish {
@@ -115,7 +116,7 @@ impl RunFinish {
     }
 }
 
-/// What [`Store::finish_runs`](crate::store::Store::finish_runs) found for one run.
+/// What [`ClaimStore::finish_runs`](crate::store::ClaimStore::finish_runs) found for one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FinishResult {

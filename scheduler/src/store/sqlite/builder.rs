@@ -113,16 +113,17 @@ impl SqliteStoreBuilder {
     ///
     /// It does not take the lock file (SQLite lets several processes share one WAL file; the
     /// lock only keeps a second *node* off it), never creates the file, and refuses
-    /// [`Store::migrate`](crate::store::Store::migrate) and [`Store::register_node`](crate::store::Store::register_node)
-    /// with a [`StoreError::Setup`]. A write waits up to the
+    /// [`Store::migrate`](crate::store::Store::migrate) and
+    /// [`NodeStore::register_node`](crate::store::NodeStore::register_node) with a
+    /// [`StoreError::Setup`]. A write waits up to the
     /// [`busy_timeout`](Self::busy_timeout) for the node's write lock. The node sees what it
     /// commits (a manual run, a pause, a resume) within about a quarter of a second: its change
     /// listener watches SQLite's `PRAGMA data_version`, which changes when another connection
     /// commits.
     ///
     /// ```
-    /// use scheduler::store::Store;
     /// use scheduler::store::sqlite::SqliteStoreBuilder;
+    /// use scheduler::store::{HistoryStore, Store};
     ///
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), scheduler::store::StoreError> {
     /// # let dir = std::env::temp_dir().join(format!("scheduler-doc-op-{}", std::process::id()));

@@ -90,9 +90,9 @@ mod tests {
 
     use super::MIGRATIONS;
     use crate::store::{
-        ClaimPlan, ClaimRequest, ClaimRules, DueDecision, DueTask, ExpiredLock, FailureCount,
-        LockKey, Recovery, RescueDecision, RunEnd, RunFinish, RunStatus, SkipReason, SqliteStore,
-        Store, Trigger,
+        ClaimPlan, ClaimRequest, ClaimRules, ClaimStore, ConfigStore, DueDecision, DueTask,
+        ExpiredLock, FailureCount, HistoryStore, LockKey, NodeStore, Recovery, RescueDecision,
+        RunEnd, RunFinish, RunStatus, SkipReason, SqliteStore, Store, Trigger,
     };
 
     /// Runs every due tick once, scheduling nothing after it.

@@ -311,7 +311,7 @@ mod tests {
     /// a conflict; an operation timeout shorter than that fails it as a timeout. Both transient.
     #[tokio::test]
     async fn a_held_write_lock_is_a_conflict_or_a_timeout() {
-        use crate::store::{NodeInfo, Store};
+        use crate::store::{ConfigStore, NodeInfo, NodeStore, Store};
         use sqlx::{Connection, Executor};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("busy.db");
