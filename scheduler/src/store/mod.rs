@@ -8,14 +8,15 @@
 //! [`postgres::PgStore`] is the production implementation for one or many nodes (its SQL in
 //! `store/postgres/queries/`), and [`sqlite::SqliteStore`] keeps the same records in a local
 //! file for a single process (its SQL in `store/sqlite/queries/`); the statements they run
-//! alike are kept once, in `store/queries/`. Both pass one contract suite (`tests/tests/store_contract.rs`). This module owns the data that crosses
-//! the boundary (one file per role: `claim.rs`, `history.rs`, `nodes.rs`, `config.rs`,
-//! `operator.rs`, `outbox.rs`), the store's error type, and what is written once for both
-//! backends: the list of operations that generates their forwarding and `StoreLayer`'s
-//! (`methods.rs`), the claim transaction over each backend's steps (`claim_loop.rs`), and each
-//! record's decoding from a result row (`records.rs`, over the typed getters of `row.rs` that
-//! each backend implements for its driver's rows). It
-//! knows nothing about cron syntax, handlers or config formats, and never names the engine.
+//! alike are kept once, in `store/queries/`. Both pass one contract suite
+//! (`tests/tests/store_contract.rs`). This module owns the data that crosses the boundary (one
+//! file per role: `claim.rs`, `history.rs`, `nodes.rs`, `config.rs`, `operator.rs`,
+//! `outbox.rs`), the store's error type, and what is written once for both backends: the list
+//! of operations, by role, that generates their forwarding and `StoreLayer`'s (`methods.rs`),
+//! the claim transaction over each backend's steps (`claim_loop.rs`), and each record's
+//! decoding from a result row (`records.rs`, over the typed getters of `row.rs` that each
+//! backend implements for its driver's rows). It knows nothing about cron syntax, handlers or
+//! config formats, and never names the engine.
 //!
 //! **Decide in Rust, record in the store.** Whatever a store writes that carries a rule (what a
 //! lost run means, whether a tick runs again, what a finished run does to its task row, whether
@@ -144,7 +145,7 @@ pub trait ChangeListener: Send {
 /// The cluster's membership: the engine registers its node, beats its heart, reports what it
 /// runs on and leaves; the admin API, the dashboard and the CLI read [`nodes`](Self::nodes).
 ///
-/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// Part of [`Store`]: every `Store` implements it, and a `dyn Store` calls these methods without
 /// importing this trait.
 #[async_trait]
 pub trait NodeStore: Send + Sync {
@@ -171,7 +172,7 @@ pub trait NodeStore: Send + Sync {
 /// has expired; what to do with a due task or an expired lock is decided by the engine's
 /// [`ClaimRules`] inside the claim transaction.
 ///
-/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// Part of [`Store`]: every `Store` implements it, and a `dyn Store` calls these methods without
 /// importing this trait.
 #[async_trait]
 pub trait ClaimStore: Send + Sync {
@@ -234,7 +235,7 @@ pub trait ClaimStore: Send + Sync {
 /// Called by the admin API, the dashboard and the CLI (and by the operator actions that check a
 /// task's state or history before they act); nothing here writes.
 ///
-/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// Part of [`Store`]: every `Store` implements it, and a `dyn Store` calls these methods without
 /// importing this trait.
 #[async_trait]
 pub trait HistoryStore: Send + Sync {
@@ -295,7 +296,7 @@ pub trait HistoryStore: Send + Sync {
 /// The applied config and the task rows it wrote: called by the reconciler (which applies a
 /// config document), and read by the engine's maintenance and the CLI.
 ///
-/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// Part of [`Store`]: every `Store` implements it, and a `dyn Store` calls these methods without
 /// importing this trait.
 #[async_trait]
 pub trait ConfigStore: Send + Sync {
@@ -311,7 +312,7 @@ pub trait ConfigStore: Send + Sync {
 /// What an operator does to tasks and runs, each action audited: manual runs, pauses,
 /// cancellations, backfills and alert snoozes. Called by the admin API and the CLI.
 ///
-/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// Part of [`Store`]: every `Store` implements it, and a `dyn Store` calls these methods without
 /// importing this trait.
 #[async_trait]
 pub trait OperatorStore: Send + Sync {
@@ -369,7 +370,7 @@ pub trait OperatorStore: Send + Sync {
 /// The webhook outbox: the engine enqueues events and its delivery service claims, delivers
 /// and records them; the dashboard reads [`deliveries`](Self::deliveries).
 ///
-/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// Part of [`Store`]: every `Store` implements it, and a `dyn Store` calls these methods without
 /// importing this trait.
 #[async_trait]
 pub trait OutboxStore: Send + Sync {
@@ -404,7 +405,7 @@ pub trait OutboxStore: Send + Sync {
 /// cluster-wide alerts raised once; the admin API, the dashboard and the CLI read them
 /// ([`incidents`](Self::incidents)). Snoozes are operator actions ([`OperatorStore`]).
 ///
-/// Part of [`Store`]: every store is one, and a `dyn Store` calls these methods without
+/// Part of [`Store`]: every `Store` implements it, and a `dyn Store` calls these methods without
 /// importing this trait.
 #[async_trait]
 pub trait IncidentStore: Send + Sync {
