@@ -68,7 +68,7 @@ pub enum ChannelKind {
 
 /// A secret string (bot secret, SMTP password): never printed.
 #[derive(Clone)]
-pub struct Secret(pub(super) String);
+pub struct Secret(String);
 
 impl Secret {
     /// Wraps `text`.

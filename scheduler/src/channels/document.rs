@@ -152,11 +152,11 @@ impl RawChannel {
             },
             "feishu" | "lark" => ChannelKind::Feishu {
                 url: http_url(url)?,
-                secret: secret.map(Secret),
+                secret: secret.map(Secret::new),
             },
             "dingtalk" => ChannelKind::DingTalk {
                 url: http_url(url)?,
-                secret: secret.map(Secret),
+                secret: secret.map(Secret::new),
             },
             "email" => ChannelKind::Email(EmailSettings {
                 host: self.host.ok_or("an e-mail channel needs the SMTP `host`")?,
@@ -174,7 +174,7 @@ impl RawChannel {
                     }
                 },
                 username,
-                password: password.map(Secret),
+                password: password.map(Secret::new),
                 from: self
                     .from
                     .ok_or("an e-mail channel needs a sender, `from`")?,
