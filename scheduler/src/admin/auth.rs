@@ -1,5 +1,6 @@
 //! Who may read and who may change (the rule is in the module docs of [`crate::admin`]):
-//! extractors that admit a request or refuse it with a JSON error. Two tokens: the operator's
+//! what admits a request or refuses it with a JSON error (the extractors, [`Reader`] and
+//! [`Operator`], are taken from the handlers' state in `super::state`). Two tokens: the operator's
 //! (`SCHEDULER_ADMIN_TOKEN`: reads and mutations) and the viewer's
 //! (`SCHEDULER_ADMIN_VIEWER_TOKEN`: reads only, e.g. for a Prometheus scrape). A refusal for a
 //! missing, malformed or wrong token is counted and logged, rate-limited
@@ -8,12 +9,11 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::ConnectInfo;
 use axum::http::request::Parts;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::AdminState;
 use super::auth_failures::{Failure, FailureLog};
 use super::error::ApiError;
 use crate::operate::Actor;
@@ -238,32 +238,34 @@ impl Auth {
     }
 }
 
-/// Admits a read (see the rule).
+/// Admits a read (see the rule); extracted from the handlers' state (`super::state`).
 pub(crate) struct Reader;
 
-impl FromRequestParts<AdminState> for Reader {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AdminState) -> Result<Self, ApiError> {
-        state
-            .auth
-            .admit_read(parts)
-            .map_err(|r| state.auth.refuse(r, parts, state.engine.metrics()))?;
-        Ok(Reader)
-    }
-}
-
-/// Admits a mutation and says who makes it, from where.
+/// Admits a mutation and says who makes it, from where; extracted from the handlers' state
+/// (`super::state`).
 pub(crate) struct Operator(pub(crate) Actor);
 
-impl FromRequestParts<AdminState> for Operator {
-    type Rejection = ApiError;
+impl Auth {
+    /// Admits `parts` as a read, or refuses it (counted in `metrics` and logged).
+    pub(crate) fn reader(
+        &self,
+        parts: &Parts,
+        metrics: &crate::metrics::Metrics,
+    ) -> Result<Reader, ApiError> {
+        self.admit_read(parts)
+            .map_err(|r| self.refuse(r, parts, metrics))?;
+        Ok(Reader)
+    }
 
-    async fn from_request_parts(parts: &mut Parts, state: &AdminState) -> Result<Self, ApiError> {
-        state
-            .auth
-            .admit_mutation(parts)
-            .map_err(|r| state.auth.refuse(r, parts, state.engine.metrics()))?;
+    /// Admits `parts` as a mutation, naming its actor, or refuses it (counted in `metrics` and
+    /// logged).
+    pub(crate) fn operator(
+        &self,
+        parts: &Parts,
+        metrics: &crate::metrics::Metrics,
+    ) -> Result<Operator, ApiError> {
+        self.admit_mutation(parts)
+            .map_err(|r| self.refuse(r, parts, metrics))?;
         let name = match parts
             .headers
             .get(ACTOR_HEADER)

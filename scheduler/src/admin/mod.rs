@@ -49,9 +49,11 @@
 //! connections and threads; the probes and the dashboard's assets never wait. Heavy walks
 //! (`/api/ticks`) run on blocking threads, not on the async threads the engine's timers use.
 //!
-//! The router is assembled here from one module per resource (`api/`), the probes, and the web
-//! dashboard at `/` (`dashboard/`: embedded assets under a strict Content-Security-Policy,
-//! reading this same API). The server runs beside the engine, started and stopped by
+//! The router is assembled here from the documented routes (`document`: one module per resource
+//! in `api/`, the probes, the OpenAPI document) and the web dashboard at `/` (`dashboard/`:
+//! embedded assets under a strict Content-Security-Policy, reading this same API). What every
+//! handler gets, and the extractors that admit a request, are in `state`; the modules below
+//! import from their siblings' leaves and never from this one. The server runs beside the engine, started and stopped by
 //! [`Scheduler::run_until`](crate::Scheduler::run_until), and sees it only through one view (the
 //! engine's `EngineView`: what it may read); its mutations go through the store
 //! (the crate's operator actions), as every operator surface's do.
@@ -60,11 +62,13 @@ mod api;
 mod auth;
 mod auth_failures;
 mod dashboard;
+mod document;
 mod error;
 mod openapi;
 mod origin;
 mod probes;
 mod serve;
+mod state;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -73,10 +77,12 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use state::AdminState;
+
 use crate::engine::EngineView;
 use crate::{Error, Result};
 
-pub use openapi::openapi_document;
+pub use document::openapi_document;
 pub use serve::{
     AdminLimits, HEADER_READ_TIMEOUT, IDLE_TIMEOUT, MAX_CONCURRENT_READS, MAX_CONNECTIONS,
     REQUEST_TIMEOUT,
@@ -128,14 +134,6 @@ impl AdminListener {
     }
 }
 
-/// What every handler gets.
-#[derive(Clone)]
-pub(crate) struct AdminState {
-    /// The one view of the engine the server has.
-    pub(crate) engine: EngineView,
-    pub(crate) auth: Arc<auth::Auth>,
-}
-
 /// A running admin server; [`stop`](Self::stop) ends it gracefully.
 pub(crate) struct AdminServer {
     stop: CancellationToken,
@@ -157,19 +155,10 @@ impl AdminServer {
     }
 }
 
-/// Every documented route: the API, probes, metrics and the OpenAPI document. The document is
-/// generated from this very router, so no route exists that it lacks.
-fn routes() -> utoipa_axum::router::OpenApiRouter<AdminState> {
-    utoipa_axum::router::OpenApiRouter::with_openapi(openapi::base())
-        .merge(api::router())
-        .merge(probes::router())
-        .routes(utoipa_axum::routes!(openapi::serve))
-}
-
 /// The whole router, with JSON errors for unknown paths and methods, the request deadline, and
 /// outermost the `Host`/`Origin` guard and `nosniff`.
 fn router(state: AdminState, hosts: origin::HostRule, limits: AdminLimits) -> axum::Router {
-    let (router, _) = routes().split_for_parts();
+    let (router, _) = document::routes().split_for_parts();
     router
         .merge(dashboard::router())
         .fallback(error::not_found)

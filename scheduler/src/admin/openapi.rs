@@ -1,9 +1,6 @@
-//! The OpenAPI 3.1 document: its frame (title, security scheme, tags) here, its paths and
-//! schemas from the handlers' annotations, collected by the router itself.
+//! The OpenAPI 3.1 document's frame (title, security scheme, tags); its paths and schemas come
+//! from the handlers' annotations, collected by the router itself (`super::document`).
 
-use std::sync::{Arc, OnceLock};
-
-use axum::response::IntoResponse;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -47,40 +44,4 @@ pub(super) fn base() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     doc
-}
-
-fn document() -> &'static Arc<String> {
-    static DOCUMENT: OnceLock<Arc<String>> = OnceLock::new();
-    DOCUMENT.get_or_init(|| {
-        let doc = super::routes().into_openapi();
-        Arc::new(
-            doc.to_pretty_json()
-                .expect("the OpenAPI document serialises"),
-        )
-    })
-}
-
-/// The admin API's OpenAPI 3.1 document (JSON), as served at `/openapi.json`.
-///
-/// ```
-/// let doc: serde_json::Value = serde_json::from_str(&scheduler::admin::openapi_document()).unwrap();
-/// assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
-/// assert!(doc["paths"]["/api/tasks"]["get"].is_object());
-/// ```
-pub fn openapi_document() -> String {
-    document().as_str().to_owned()
-}
-
-/// This document.
-#[utoipa::path(
-    get,
-    path = "/openapi.json",
-    tag = "probes",
-    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json", body = Object))
-)]
-pub(super) async fn serve() -> impl IntoResponse {
-    (
-        [(axum::http::header::CONTENT_TYPE, "application/json")],
-        document().as_str().to_owned(),
-    )
 }

@@ -11,9 +11,9 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AdminState;
 use super::auth::Reader;
 use super::error::ErrorBody;
+use super::state::AdminState;
 
 /// How long `/readyz` waits for the store.
 const STORE_CHECK_TIMEOUT: Duration = Duration::from_secs(2);

@@ -42,12 +42,15 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 mod operator;
+mod parse;
 mod table;
 
 pub use operator::{
     ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
     LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs, TriggerArgs,
 };
+
+use parse::parse_instant;
 
 use crate::TaskRegistry;
 use crate::config::{ConfigDocument, ConfigError, ConfigFormat, check_config};
@@ -198,16 +201,6 @@ fn parse_on_blocked(text: &str) -> Result<OnBlocked, String> {
             "`{text}` is not a mode; write skip or next_allowed"
         )),
     }
-}
-
-fn parse_instant(text: &str) -> Result<DateTime<Utc>, String> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|instant| instant.to_utc())
-        .map_err(|error| {
-            format!(
-                "`{text}` is not an RFC 3339 instant ({error}); write e.g. 2026-03-08T00:00:00Z"
-            )
-        })
 }
 
 /// The command line of an application whose `main` calls [`run`](crate::run):

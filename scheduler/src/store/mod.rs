@@ -53,6 +53,8 @@ mod in_use;
 pub(crate) mod incidents;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod layer;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+mod migrations;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod nodes;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers

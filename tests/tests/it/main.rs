@@ -43,6 +43,7 @@ mod hot_reload;
 mod incidents;
 mod isolation;
 mod listen_again;
+mod migrations;
 mod otel;
 mod pgbouncer;
 mod policies;

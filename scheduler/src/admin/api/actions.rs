@@ -9,11 +9,12 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::refusals::MutationErrors;
 use super::tasks::one_state;
-use super::{MutationErrors, PauseView, RunView};
-use crate::admin::AdminState;
+use super::views::{PauseView, RunView};
 use crate::admin::auth::Operator;
 use crate::admin::error::{ApiError, ErrorBody, Json, Path};
+use crate::admin::state::AdminState;
 use crate::operate;
 use crate::store::{CancelRequest, RunRequest};
 

@@ -9,10 +9,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{MutationErrors, ReadErrors};
-use crate::admin::AdminState;
+use super::refusals::{MutationErrors, ReadErrors, in_range};
 use crate::admin::auth::{Operator, Reader};
 use crate::admin::error::{ApiError, ErrorBody, Json, Path, Query};
+use crate::admin::state::AdminState;
 use crate::backfill::{BackfillRefusal, BackfillRequest, DEFAULT_MAX_RUNS, parse_bound};
 use crate::bounds;
 use crate::operate;
@@ -293,7 +293,7 @@ async fn list_backfills(
     State(state): State<AdminState>,
     Query(q): Query<BackfillsQuery>,
 ) -> Result<axum::Json<Vec<BackfillView>>, ApiError> {
-    let limit = super::in_range(bounds::API_LIST_LIMIT, "limit", q.limit, 50)?;
+    let limit = in_range(bounds::API_LIST_LIMIT, "limit", q.limit, 50)?;
     let list = state
         .engine
         .store()

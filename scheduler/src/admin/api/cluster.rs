@@ -7,10 +7,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::ReadErrors;
-use crate::admin::AdminState;
+use super::refusals::ReadErrors;
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, Query};
+use crate::admin::state::AdminState;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()

@@ -8,10 +8,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::ReadErrors;
-use crate::admin::AdminState;
+use super::refusals::ReadErrors;
 use crate::admin::auth::Reader;
 use crate::admin::error::ApiError;
+use crate::admin::state::AdminState;
 use crate::reconciler::ReconcileReport;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {

@@ -8,10 +8,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{MutationErrors, ReadErrors};
-use crate::admin::AdminState;
+use super::refusals::{MutationErrors, ReadErrors, in_range};
 use crate::admin::auth::{Operator, Reader};
 use crate::admin::error::{ApiError, ErrorBody, Json, Path, Query};
+use crate::admin::state::AdminState;
 use crate::bounds;
 use crate::operate;
 use crate::store::{IncidentQuery, IncidentRecord, Snooze};
@@ -124,7 +124,7 @@ async fn list_incidents(
     State(state): State<AdminState>,
     Query(q): Query<IncidentsQuery>,
 ) -> Result<axum::Json<IncidentList>, ApiError> {
-    let limit = super::in_range(bounds::API_INCIDENTS_LIMIT, "limit", q.limit, DEFAULT_LIMIT)?;
+    let limit = in_range(bounds::API_INCIDENTS_LIMIT, "limit", q.limit, DEFAULT_LIMIT)?;
     let mut query = IncidentQuery::new(limit);
     if let Some(s) = q.state {
         query = query.open(matches!(s, StateFilter::Open));

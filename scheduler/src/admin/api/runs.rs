@@ -7,10 +7,11 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ReadErrors, RunView};
-use crate::admin::AdminState;
+use super::refusals::{ReadErrors, in_range};
+use super::views::RunView;
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
+use crate::admin::state::AdminState;
 use crate::bounds;
 use crate::store::{RunQuery, RunStatus, Trigger};
 
@@ -113,7 +114,7 @@ async fn list_runs(
     State(state): State<AdminState>,
     Query(q): Query<RunsQuery>,
 ) -> Result<axum::Json<RunPage>, ApiError> {
-    let limit = super::in_range(bounds::API_LIST_LIMIT, "limit", q.limit, DEFAULT_LIMIT)?;
+    let limit = in_range(bounds::API_LIST_LIMIT, "limit", q.limit, DEFAULT_LIMIT)?;
     if q.cursor.is_some_and(|c| c < 1) {
         return Err(ApiError::bad_request("`cursor` must be a positive run id"));
     }

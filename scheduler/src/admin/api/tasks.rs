@@ -16,10 +16,11 @@ use utoipa_axum::routes;
 
 use health::{FailedTicks, failed_ticks, timeliness};
 
-use super::{PauseView, ReadErrors, RunView};
-use crate::admin::AdminState;
+use super::refusals::{ReadErrors, in_range};
+use super::views::{PauseView, RunView};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
+use crate::admin::state::AdminState;
 use crate::bounds;
 use crate::engine::EngineView;
 use crate::schedule::ScheduleSpec;
@@ -406,8 +407,8 @@ async fn get_task(
     Path(name): Path<String>,
     Query(query): Query<DetailQuery>,
 ) -> Result<axum::Json<TaskDetail>, ApiError> {
-    let count = super::in_range(bounds::API_TASK_DETAIL, "count", query.count, 5)?;
-    let runs = super::in_range(bounds::API_TASK_DETAIL, "runs", query.runs, 10)?;
+    let count = in_range(bounds::API_TASK_DETAIL, "count", query.count, 5)?;
+    let runs = in_range(bounds::API_TASK_DETAIL, "runs", query.runs, 10)?;
     let task = one_state(&state.engine, &name).await?;
     let failed = failed_ticks(&state.engine, std::slice::from_ref(&task)).await?;
     // A sharded or broadcast task runs while any of its rows does: read them all.

@@ -20,10 +20,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::ReadErrors;
-use crate::admin::AdminState;
+use super::refusals::{ReadErrors, in_range};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Query};
+use crate::admin::state::AdminState;
 use crate::bounds;
 use crate::schedule::ScheduleSpec;
 use crate::store::{RunRecord, RunStatus, SkipRecord, TaskState};
@@ -248,7 +248,7 @@ async fn list_ticks(
     State(state): State<AdminState>,
     Query(q): Query<TicksQuery>,
 ) -> Result<axum::Json<TickList>, ApiError> {
-    let count = super::in_range(bounds::API_TICKS_COUNT, "count", q.count, DEFAULT_COUNT)? as usize;
+    let count = in_range(bounds::API_TICKS_COUNT, "count", q.count, DEFAULT_COUNT)? as usize;
     let store = state.engine.store();
     let mut states = store.task_states(q.task.as_deref()).await?;
     if let Some(task) = &q.task

@@ -7,8 +7,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 
 use super::super::table::instant;
+use super::args::{CancelArgs, PauseArgs, ResumeArgs, SnoozeArgs, TriggerArgs};
 use super::target::{ALIVE_WITHIN, Target, actor, fail, to_json};
-use super::{CancelArgs, PauseArgs, ResumeArgs, SnoozeArgs, TriggerArgs};
 use crate::operate::{self, Actor};
 use crate::store::{CancelRequest, RunRequest, Store};
 

@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use super::super::table::{instant, table};
+use super::args::{BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs};
 use super::target::{Target, actor, fail, to_json};
-use super::{BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs};
 use crate::backfill::{BackfillRefusal, BackfillRequest, parse_bound};
 use crate::operate;
 use crate::store::{BackfillCancel, BackfillRecord};

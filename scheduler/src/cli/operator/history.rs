@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use super::super::table::{cut, instant, printable, span, table};
+use super::args::{LogsArgs, RunsArgs};
 use super::target::{Target, fail, to_json, value_of};
-use super::{LogsArgs, RunsArgs};
 use crate::store::{RunQuery, RunRecord, Trigger};
 
 pub(super) async fn runs(args: &RunsArgs) -> crate::Result<String> {

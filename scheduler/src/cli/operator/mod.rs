@@ -14,24 +14,26 @@
 //! beside the node that owns it (without its lock file), and the node sees a trigger, pause,
 //! resume or cancel within about a second.
 //!
-//! Files: `target.rs` opening the store and what every command shares, `status.rs`,
+//! Files: `args.rs` the commands' arguments, `target.rs` opening the store and what every
+//! command shares, `status.rs`,
 //! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`),
 //! `backfill.rs` (`backfill`, `backfill status`, `backfill cancel`).
 
 mod actions;
+mod args;
 mod backfill;
 mod history;
 mod status;
 mod target;
 
 use std::io::Write;
-use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
-use super::parse_instant;
-use crate::store::{RunStatus, Trigger};
+pub use args::{
+    ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
+    LogsArgs, PauseArgs, ResumeArgs, RunsArgs, SnoozeArgs, StatusArgs, StoreArgs, TriggerArgs,
+};
 
 /// The commands that read or change a deployment through its database.
 #[derive(Debug, Subcommand)]
@@ -90,247 +92,6 @@ pub enum OpsCommand {
     Backfill(Box<BackfillArgs>),
 }
 
-/// Arguments of `backfill`.
-#[derive(Debug, Clone, Args)]
-#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-pub struct BackfillArgs {
-    /// `status` or `cancel` (without one: start a backfill of TASK).
-    #[command(subcommand)]
-    pub action: Option<BackfillAction>,
-    /// The task to backfill.
-    #[arg(required = true)]
-    pub task: Option<String>,
-    /// The range's start, inclusive (RFC 3339, or `2026-03-01`, `2026-03-01T06:00` in the
-    /// task's zone).
-    #[arg(long, value_name = "INSTANT", required = true)]
-    pub from: Option<String>,
-    /// The range's end, inclusive (same forms); ticks after now are left to the schedule.
-    #[arg(long, value_name = "INSTANT", required = true)]
-    pub to: Option<String>,
-    /// Every tick of the range, not only those without a succeeded run.
-    #[arg(long)]
-    pub all: bool,
-    /// List what would run; write nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Refuse a backfill of more runs than this.
-    #[arg(long, value_name = "N", default_value_t = crate::backfill::DEFAULT_MAX_RUNS,
-          value_parser = parse_max_runs)]
-    pub max_runs: u32,
-    /// Runs at once: 1, the only value allowed (a task never overlaps itself).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub concurrency: u32,
-    /// The least time between the starts of two of its runs (`1s`, `500ms`, `0s`; at most
-    /// `1day`).
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_pace)]
-    pub pace: Duration,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub actor: ActorArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// `backfill status` and `backfill cancel`.
-#[derive(Debug, Clone, Subcommand)]
-#[non_exhaustive]
-pub enum BackfillAction {
-    /// The newest backfills with their progress, or one (`ID`) with its ticks.
-    Status(BackfillStatusArgs),
-    /// Cancel a backfill: its ticks not yet run never run (its running run goes on: `scheduler
-    /// cancel RUN_ID` stops it). Audited.
-    Cancel(BackfillCancelArgs),
-}
-
-/// Arguments of `backfill status`.
-#[derive(Debug, Clone, Args)]
-pub struct BackfillStatusArgs {
-    /// The backfill's id (without one: the newest backfills).
-    pub id: Option<i64>,
-    /// Only this task's backfills.
-    #[arg(long)]
-    pub task: Option<String>,
-    /// At most this many backfills.
-    #[arg(long, value_name = "N", default_value_t = 20,
-          value_parser = clap::value_parser!(u32).range(1..=500))]
-    pub limit: u32,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Arguments of `backfill cancel`.
-#[derive(Debug, Clone, Args)]
-pub struct BackfillCancelArgs {
-    /// The backfill's id (from `scheduler backfill status`).
-    pub id: i64,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub actor: ActorArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Where the database is and how to print; shared by every operator command.
-#[derive(Debug, Clone, Args)]
-pub struct StoreArgs {
-    /// `postgres://...` or `sqlite://PATH` [default: SCHEDULER_DATABASE_URL, else DATABASE_URL,
-    /// else sqlite://scheduler.db].
-    #[arg(long, value_name = "URL")]
-    pub database_url: Option<String>,
-
-    /// PostgreSQL only: the schema of the scheduler tables [default: SCHEDULER_SCHEMA, else
-    /// public].
-    #[arg(long, value_name = "NAME")]
-    pub schema: Option<String>,
-
-    /// Print one JSON document instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// Who is acting, for the commands that change something.
-#[derive(Debug, Clone, Args)]
-pub struct ActorArgs {
-    /// Who asks, for the audit trail (default: $USER@hostname).
-    #[arg(long, value_name = "NAME")]
-    pub actor: Option<String>,
-}
-
-/// Arguments of `status`.
-#[derive(Debug, Clone, Args)]
-pub struct StatusArgs {
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Arguments of `runs`.
-#[derive(Debug, Clone, Args)]
-pub struct RunsArgs {
-    /// Only this task's runs.
-    pub task: Option<String>,
-    /// Only runs with this status (running, succeeded, failed, timed_out, interrupted, lost,
-    /// cancelled).
-    #[arg(long, value_parser = parse_status)]
-    pub status: Option<RunStatus>,
-    /// Only runs started so (schedule, retry, manual).
-    #[arg(long, value_parser = parse_trigger)]
-    pub trigger: Option<Trigger>,
-    /// Only runs started at or after this RFC 3339 instant.
-    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
-    pub since: Option<DateTime<Utc>>,
-    /// Only runs started before this RFC 3339 instant.
-    #[arg(long, value_name = "RFC3339", value_parser = parse_instant)]
-    pub until: Option<DateTime<Utc>>,
-    /// At most this many runs.
-    #[arg(long, value_name = "N", default_value_t = 20,
-          value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub limit: u32,
-    /// Only runs older than the run with this id (the next page of a listing).
-    #[arg(long, value_name = "ID")]
-    pub before: Option<i64>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Arguments of `logs`.
-#[derive(Debug, Clone, Args)]
-pub struct LogsArgs {
-    /// The run's id (from `scheduler runs`).
-    pub run_id: i64,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Arguments of `trigger`.
-#[derive(Debug, Clone, Args)]
-pub struct TriggerArgs {
-    /// The task to run.
-    pub task: String,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub actor: ActorArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Arguments of `pause`.
-#[derive(Debug, Clone, Args)]
-pub struct PauseArgs {
-    /// The task to pause.
-    pub task: String,
-    /// Why (shown everywhere the pause is).
-    #[arg(long)]
-    pub reason: String,
-    /// End the pause by itself at this RFC 3339 instant.
-    #[arg(long, value_name = "RFC3339", value_parser = parse_instant, conflicts_with = "for_")]
-    pub until: Option<DateTime<Utc>>,
-    /// End the pause by itself after this long (`30m`, `2h`, `1day`).
-    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_hold_for)]
-    pub for_: Option<Duration>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub actor: ActorArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Arguments of `snooze`.
-#[derive(Debug, Clone, Args)]
-pub struct SnoozeArgs {
-    /// The task whose alerts to hold back.
-    pub task: String,
-    /// Why (shown wherever the snooze is).
-    #[arg(long)]
-    pub reason: String,
-    /// Until this RFC 3339 instant.
-    #[arg(long, value_name = "RFC3339", value_parser = parse_instant,
-          required_unless_present = "for_", conflicts_with = "for_")]
-    pub until: Option<DateTime<Utc>>,
-    /// For this long (`30m`, `2h`, `1day`).
-    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_hold_for)]
-    pub for_: Option<Duration>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub actor: ActorArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Arguments of `resume` (and `unsnooze`).
-#[derive(Debug, Clone, Args)]
-pub struct ResumeArgs {
-    /// The task to resume.
-    pub task: String,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub actor: ActorArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
-/// Arguments of `cancel`.
-#[derive(Debug, Clone, Args)]
-pub struct CancelArgs {
-    /// The run's id (from `scheduler runs TASK --status running`).
-    pub run_id: i64,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub actor: ActorArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub store: StoreArgs,
-}
-
 impl OpsCommand {
     /// Runs the command and returns what it prints.
     pub async fn output(&self) -> crate::Result<String> {
@@ -363,44 +124,4 @@ impl OpsCommand {
             .build()?
             .block_on(self.run(out))
     }
-}
-
-fn parse_status(text: &str) -> Result<RunStatus, String> {
-    RunStatus::parse(text).ok_or_else(|| {
-        format!("`{text}` is not a run status; use running, succeeded, failed, timed_out, interrupted, lost or cancelled")
-    })
-}
-
-fn parse_trigger(text: &str) -> Result<Trigger, String> {
-    Trigger::parse(text).ok_or_else(|| {
-        format!("`{text}` is not a trigger; use schedule, retry, manual or backfill")
-    })
-}
-
-/// `--pace`, in [`bounds::BACKFILL_PACE`](crate::bounds::BACKFILL_PACE).
-fn parse_pace(text: &str) -> Result<Duration, String> {
-    crate::bounds::BACKFILL_PACE
-        .parse("--pace", text)
-        .map_err(|e| e.to_string())
-}
-
-/// `--for` of a pause or a snooze, in [`bounds::HOLD_FOR`](crate::bounds::HOLD_FOR).
-fn parse_hold_for(text: &str) -> Result<Duration, String> {
-    crate::bounds::HOLD_FOR
-        .parse("--for", text)
-        .map_err(|e| e.to_string())
-}
-
-/// `--max-runs`, in [`bounds::BACKFILL_MAX_RUNS`](crate::bounds::BACKFILL_MAX_RUNS).
-fn parse_max_runs(text: &str) -> Result<u32, String> {
-    let n: u32 = text.trim().parse().map_err(|_| {
-        format!(
-            "`--max-runs`: `{}` is not a whole number; accepted: {}",
-            crate::bounds::printable(text),
-            crate::bounds::BACKFILL_MAX_RUNS
-        )
-    })?;
-    crate::bounds::BACKFILL_MAX_RUNS
-        .check("--max-runs", n)
-        .map_err(|e| e.to_string())
 }

@@ -4,7 +4,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Value, json};
 
 use super::super::table::{cut, instant, printable, span, table};
-use super::StatusArgs;
+use super::args::StatusArgs;
 use super::target::{ALIVE_WITHIN, Target, to_json, value_of};
 use crate::schedule::ScheduleSpec;
 use crate::store::{RunStatus, TaskState};

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::super::table::near_names;
-use super::{ActorArgs, StoreArgs};
+use super::args::{ActorArgs, StoreArgs};
 use crate::operate::Actor;
 use crate::redact::{redact_text, redact_url};
 use crate::store::{Backend, DEFAULT_SQLITE_PATH, Store, StoreSettings, backend_of};

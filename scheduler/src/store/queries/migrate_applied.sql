@@ -1,1 +1,1 @@
-SELECT version FROM scheduler_migrations ORDER BY version
+SELECT version, description FROM scheduler_migrations ORDER BY version

@@ -1,47 +1,20 @@
-//! Schema migrations, embedded from `scheduler/migrations/sqlite/` (shipped with the crate) and
+//! Schema migrations: the steps of the one list both backends follow (`store::migrations`),
+//! SQLite's part embedded from `scheduler/migrations/sqlite/` (shipped with the crate) and
 //! applied in order in one `BEGIN IMMEDIATE` transaction, so a migration is applied exactly once
 //! and a failed one leaves nothing behind. A database migrated by a newer binary (a version this
-//! one does not know) is refused rather than half-understood.
+//! one does not know) is refused rather than half-understood; one whose record carries SQLite's
+//! numbering before the alignment is carried over to the list's in the same transaction.
 
-use sqlx::{Row, SqliteConnection};
+use sqlx::SqliteConnection;
 
 use super::operations::micros;
 use crate::store::StoreError;
+use crate::store::migrations::{self, Plan, SQLITE_BEFORE_ALIGNMENT};
 
-macro_rules! migration {
-    ($version:literal, $description:literal, $file:literal) => {
-        (
-            $version,
-            $description,
-            include_str!(concat!("../../../migrations/sqlite/", $file)),
-        )
-    };
-}
-
-/// `(version, description, sql)` of every migration, in order. Never edit one that has landed.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
-    migration!(1, "init", "0001_init.sql"),
-    migration!(
-        2,
-        "policies and operations",
-        "0002_policies_and_operations.sql"
-    ),
-    migration!(3, "run query indexes", "0003_run_query_indexes.sql"),
-    migration!(4, "cancel requests", "0004_cancel_requests.sql"),
-    migration!(5, "run start unknown", "0005_run_start_unknown.sql"),
-    migration!(6, "fencing tokens", "0006_fencing_tokens.sql"),
-    migration!(7, "incidents", "0007_incidents.sql"),
-    migration!(8, "backfills", "0008_backfills.sql"),
-    migration!(9, "calendars", "0009_calendars.sql"),
-    migration!(10, "outbox channels", "0010_outbox_channels.sql"),
-    migration!(11, "shards", "0011_shards.sql"),
-    migration!(12, "broadcast", "0012_broadcast.sql"),
-    migration!(13, "node services", "0013_node_services.sql"),
-    migration!(14, "node database server", "0014_node_database_server.sql"),
-];
-
-/// Applies the migrations `conn` (inside a write transaction) lacks. `Ok(Err(_))`: the database
-/// is newer than this binary; the caller rolls back.
+/// Applies the migrations `conn` (inside a write transaction) lacks, after carrying its record
+/// over from SQLite's older numbering if it has it. `Ok(Err(_))`: the database is newer than
+/// this binary (or its record unreadable); the caller rolls back. `Ok(Ok(_))`: the versions
+/// applied, in order.
 pub(super) async fn apply_all(
     conn: &mut SqliteConnection,
     now: chrono::DateTime<chrono::Utc>,
@@ -50,34 +23,47 @@ pub(super) async fn apply_all(
     sqlx::query(include_str!("queries/migrate_table.sql"))
         .execute(&mut *conn)
         .await?;
-    let applied: Vec<i64> = sqlx::query(shared_query!("migrate_applied"))
+    let recorded: Vec<(i64, String)> = sqlx::query_as(shared_query!("migrate_applied"))
         .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(|r| r.try_get(0))
-        .collect::<Result<_, _>>()?;
-    let known = MIGRATIONS.last().map_or(0, |m| m.0);
-    if let Some(newer) = applied.iter().find(|v| **v > known) {
-        return Ok(Err(StoreError::setup(format!(
-            "the SQLite database `{}` has migration {newer}, newer than this binary knows (up to {known}); upgrade this binary",
-            path.display()
-        ))));
-    }
-    let mut done = Vec::new();
-    for &(version, description, sql) in MIGRATIONS {
-        if applied.contains(&version) {
-            continue;
+        .await?;
+    let Plan { renumber, pending } = match migrations::plan(&recorded, SQLITE_BEFORE_ALIGNMENT) {
+        Ok(plan) => plan,
+        Err(refusal) => {
+            let place = format!("the SQLite database `{}`", path.display());
+            return Ok(Err(refusal.into_error(&place)));
         }
-        sqlx::raw_sql(sql).execute(&mut *conn).await?;
-        sqlx::query(include_str!("queries/migrate_record.sql"))
-            .bind(version)
+    };
+    if !renumber.is_empty() {
+        // Logged before the commit: a failure after it rolls the carrying over back too, and
+        // is logged and returned as the migration's.
+        tracing::info!(
+            path = %path.display(),
+            versions = ?renumber.iter().map(|&(from, to, _)| (from, to)).collect::<Vec<_>>(),
+            "carrying the migration record over to the aligned numbering"
+        );
+    }
+    for &(from, to, description) in &renumber {
+        sqlx::query(shared_query!("migrate_renumber"))
+            .bind(from)
+            .bind(to)
             .bind(description)
+            .execute(&mut *conn)
+            .await?;
+    }
+    let mut applied = Vec::new();
+    for step in pending {
+        if let Some(sql) = step.sqlite.sql() {
+            sqlx::raw_sql(sql).execute(&mut *conn).await?;
+        }
+        sqlx::query(include_str!("queries/migrate_record.sql"))
+            .bind(step.version)
+            .bind(step.description)
             .bind(micros(now))
             .execute(&mut *conn)
             .await?;
-        done.push(version);
+        applied.push(step.version);
     }
-    Ok(Ok(done))
+    Ok(Ok(applied))
 }
 
 #[cfg(test)]
@@ -88,7 +74,7 @@ mod tests {
     use sqlx::sqlite::SqliteConnectOptions;
     use sqlx::{Connection, Row, SqliteConnection};
 
-    use super::MIGRATIONS;
+    use crate::store::migrations::MIGRATIONS;
     use crate::store::{
         ClaimPlan, ClaimRequest, ClaimRules, ClaimStore, ConfigStore, DueDecision, DueTask,
         ExpiredLock, FailureCount, HistoryStore, LockKey, NodeStore, Recovery, RescueDecision,
@@ -137,7 +123,8 @@ mod tests {
                 .execute(&mut conn)
                 .await
                 .unwrap();
-            let (version, description, sql) = MIGRATIONS[0];
+            let (version, description) = (MIGRATIONS[0].version, MIGRATIONS[0].description);
+            let sql = MIGRATIONS[0].sqlite.sql().unwrap();
             sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
             sqlx::query(include_str!("queries/migrate_record.sql"))
                 .bind(version)

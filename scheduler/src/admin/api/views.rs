@@ -1,0 +1,92 @@
+//! The views several resources answer with: a run, a task's pause.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::store::{Pause, RunRecord};
+
+/// One run.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct RunView {
+    /// The run's id.
+    id: i64,
+    /// Its task.
+    task: String,
+    /// The tick it serves.
+    scheduled_at: DateTime<Utc>,
+    /// When its handler started, on the database's clock (none: it never started, e.g. handed
+    /// over at shutdown before its tick; while it runs, the start its claim planned).
+    started_at: Option<DateTime<Utc>>,
+    /// When it ended (none while running).
+    finished_at: Option<DateTime<Utc>>,
+    /// `running`, `succeeded`, `failed`, `timed_out`, `interrupted`, `lost`, `cancelled`.
+    status: String,
+    /// The node that ran it.
+    node_id: String,
+    /// Ticks this run served (more than 1 after a misfire collapsed several).
+    ticks_collapsed: i64,
+    /// The handler's error, if it failed.
+    error: Option<String>,
+    /// 1 for the first attempt of a tick, then 2, 3 for retries.
+    attempt: i32,
+    /// `schedule`, `retry`, `manual` or `backfill`.
+    trigger: String,
+    /// Who asked for a manual run.
+    triggered_by: Option<String>,
+    /// When an operator asked to cancel it, if anyone did.
+    cancel_requested_at: Option<DateTime<Utc>>,
+    /// Who asked to cancel it.
+    cancel_requested_by: Option<String>,
+    /// Which shard of its tick it ran, `0..shard_total` (0 for an ordinary task).
+    shard_index: u32,
+    /// How many shards its tick has (1: the task is not sharded).
+    shard_total: u32,
+}
+
+impl From<RunRecord> for RunView {
+    fn from(r: RunRecord) -> Self {
+        Self {
+            id: r.id,
+            task: r.task_name,
+            scheduled_at: r.scheduled_at,
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+            status: r.status.as_str().to_owned(),
+            node_id: r.node_id,
+            ticks_collapsed: r.ticks_collapsed,
+            error: r.error,
+            attempt: r.attempt,
+            trigger: r.trigger.as_str().to_owned(),
+            triggered_by: r.triggered_by,
+            cancel_requested_at: r.cancel_requested_at,
+            cancel_requested_by: r.cancel_requested_by,
+            shard_index: r.shard_index,
+            shard_total: r.shard_total,
+        }
+    }
+}
+
+/// An operator's pause of a task.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PauseView {
+    /// When it was paused.
+    at: DateTime<Utc>,
+    /// Who paused it.
+    by: String,
+    /// Why.
+    reason: String,
+    /// When the pause ends by itself (none: until resumed).
+    until: Option<DateTime<Utc>>,
+}
+
+impl From<Pause> for PauseView {
+    fn from(p: Pause) -> Self {
+        Self {
+            at: p.at,
+            by: p.by,
+            reason: p.reason,
+            until: p.until,
+        }
+    }
+}
