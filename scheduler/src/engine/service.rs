@@ -94,9 +94,12 @@ pub(crate) struct Care<'a> {
     pub(crate) metrics: &'a Metrics,
     /// Stops the process (`failstop::exit_service`; unit tests pass one that panics).
     pub(crate) fail_stop: FailStop,
+    /// The node's wall clock: a test that moves it ends every pause (see `crate::clock`).
+    pub(crate) clock: &'a crate::clock::Clock,
 }
 
-/// Runs `service` until `stop` is cancelled (or it is done); pauses end early on `wake`. A pass
+/// Runs `service` until `stop` is cancelled (or it is done); pauses end early on `wake`, and when
+/// a test moves the node's clock (so the next pass sees the new time at once). A pass
 /// that panics is caught and reported, and the service runs again after a backoff, or the node
 /// fail-stops (see `super::health`).
 pub(crate) async fn run<S: Service>(
@@ -109,9 +112,21 @@ pub(crate) async fn run<S: Service>(
     care.health.running(name);
     let mut failures = 0u32;
     let mut panics = 0u32;
+    // Pauses stay on Tokio's clock (so a pacing pause stays real in tests); a test that moves
+    // the wall clock ends them, as a change notification would.
+    let mut moves = care.clock.moves();
+    // On a test's clock, a step returns once every service has made a pass at the new time
+    // (see `crate::clock`); not waited for: a pass that only waits or may run long, which is
+    // what a cancel-safe pass is (the change listener's, the pruner's).
+    let on_clock = if service.cancel_safe() {
+        None
+    } else {
+        care.clock.join()
+    };
     while !stop.is_cancelled() {
         let cancel_safe = service.cancel_safe();
         let what = service.what();
+        let seen = on_clock.as_ref().map(|c| (c, c.pass_begins()));
         let outcome = {
             let pass = std::pin::pin!(async {
                 super::health::injected_panic(name);
@@ -130,6 +145,9 @@ pub(crate) async fn run<S: Service>(
                 pass.await
             }
         };
+        if let Some((on_clock, moves)) = seen {
+            on_clock.pass_ended(moves);
+        }
         let pause = match outcome {
             Err(message) => {
                 panics += 1;
@@ -189,10 +207,12 @@ pub(crate) async fn run<S: Service>(
             Some(wake) => tokio::select! {
                 _ = tokio::time::sleep(pause) => Woke::Timer,
                 _ = wake.notified() => Woke::Notified,
+                () = moves.next() => Woke::Notified,
                 _ = stop.cancelled() => break,
             },
             None => tokio::select! {
                 _ = tokio::time::sleep(pause) => Woke::Timer,
+                () = moves.next() => Woke::Notified,
                 _ = stop.cancelled() => break,
             },
         };
@@ -276,6 +296,7 @@ mod tests {
                 events: &self.events,
                 metrics: &self.metrics,
                 fail_stop: stop_by_panicking,
+                clock: &crate::clock::Clock::System,
             }
         }
     }
@@ -351,6 +372,7 @@ mod tests {
                 events: &events,
                 metrics: &m,
                 fail_stop: stop_by_panicking,
+                clock: &crate::clock::Clock::System,
             };
             let mut stream = events.subscribe();
             run(service, CancellationToken::new(), None, &care).await;
