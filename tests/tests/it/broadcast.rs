@@ -434,7 +434,8 @@ async fn overlap_is_per_node_and_pause_and_manual_runs_cover_every_node(db: &Tes
     )
     .await;
     let before = spans.runs.lock().unwrap().len();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Three ticks' time (on SQLite three steps of the clock, each claimed by both nodes).
+    db.elapse(Duration::from_secs(3)).await;
     assert_eq!(
         spans.runs.lock().unwrap().len(),
         before,

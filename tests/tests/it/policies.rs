@@ -240,7 +240,7 @@ quick_tasks! { misfire_skip = "misfire.skip" (misfire = "skip"), misfire_once = 
 async fn overdue_ticks_are_skipped_or_run_once_per_the_misfire_rule(db: &TestDb) {
     // Hourly, ten hours overdue: no tick of its own falls due while the test runs (one would,
     // rightly, run even with `skip`), barring a test that straddles the hour.
-    let hour = Utc::now().duration_trunc(TimeDelta::hours(1)).unwrap();
+    let hour = db.now().duration_trunc(TimeDelta::hours(1)).unwrap();
     for task in ["misfire.skip", "misfire.once"] {
         db.insert_task(task, "0 0 * * * *", Some(hour - TimeDelta::hours(10)))
             .await;
@@ -258,7 +258,8 @@ async fn overdue_ticks_are_skipped_or_run_once_per_the_misfire_rule(db: &TestDb)
         || async { rec.starts_of("misfire.once") == 1 },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A tick's time more: `skip` ran nothing meanwhile either.
+    db.elapse(Duration::from_secs(1)).await;
     n.stop().await;
     assert_eq!(rec.starts_of("misfire.skip"), 0, "no overdue tick ran");
     let s = db.api();
@@ -419,7 +420,7 @@ async fn a_task_nobody_runs_is_reported_missed_once_and_recovered(db: &TestDb) {
     db.insert_task(
         "missed.gone",
         "*/2 * * * * *",
-        Some(Utc::now() - TimeDelta::seconds(30)),
+        Some(db.now() - TimeDelta::seconds(30)),
     )
     .await;
     let watcher = node(db, "watcher", tasks("missed.other"))
@@ -432,7 +433,8 @@ async fn a_task_nobody_runs_is_reported_missed_once_and_recovered(db: &TestDb) {
         kinds(&seen).contains(&"task.missed")
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A tick of the task's more (missed too), and heartbeats that look again.
+    db.elapse(Duration::from_secs(2)).await;
     assert_eq!(
         kinds(&seen).iter().filter(|k| **k == "task.missed").count(),
         1,
