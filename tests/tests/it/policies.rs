@@ -355,18 +355,18 @@ async fn a_pause_stops_runs_survives_reconciles_and_its_ticks_are_recorded(db: &
             .unwrap(),
     );
     let s = db.api();
-    wait_until(Duration::from_secs(20), "runs", || async {
+    wait_stepping(db, Duration::from_secs(20), "runs", || async {
         rec.starts_of("paused.tick") >= 2
     })
     .await;
     let ops = Actor::new("ops", "test");
-    let until = Utc::now() + chrono::TimeDelta::seconds(3);
+    let until = db.now() + chrono::TimeDelta::seconds(3);
     assert!(
         operate::pause(s, "paused.tick", &ops, "deploy", Some(until))
             .await
             .unwrap()
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await; // a run in flight may end
+    db.elapse(Duration::from_millis(1500)).await; // a run in flight may end
     let at_pause = rec.starts_of("paused.tick");
     // A reconcile of a changed document keeps the pause and reports it.
     let reconciler = scheduler::testing::reconciler::Reconciler::new(
@@ -385,7 +385,8 @@ async fn a_pause_stops_runs_survives_reconciles_and_its_ticks_are_recorded(db: &
             .pause
             .is_some()
     );
-    wait_until(
+    wait_stepping(
+        db,
         Duration::from_secs(20),
         "runs after the pause expired",
         || async { rec.starts_of("paused.tick") > at_pause + 1 },
