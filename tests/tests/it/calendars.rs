@@ -170,11 +170,16 @@ async fn next_allowed_moves_the_windows_ticks_into_one_run_at_its_end(db: &TestD
         OnBlocked::NextAllowed,
     )
     .await;
-    wait_stepping(db, Duration::from_secs(60), "runs after the window", || async {
-        ticks_started(&rec, name)
-            .iter()
-            .any(|t| *t >= to + TimeDelta::seconds(2))
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "runs after the window",
+        || async {
+            ticks_started(&rec, name)
+                .iter()
+                .any(|t| *t >= to + TimeDelta::seconds(2))
+        },
+    )
     .await;
     n.stop().await;
 

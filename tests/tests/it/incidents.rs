@@ -591,9 +591,12 @@ async fn a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept(db: &Tes
         run.finished_at.unwrap() <= deadline,
         "staged: the report succeeded before its deadline ({run:?}, deadline {deadline})"
     );
-    wait_stepping(db, Duration::from_secs(60), "task.deadline_missed", || async {
-        n.got.count("task.deadline_missed", "inc.report_missed") >= 1
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "task.deadline_missed",
+        || async { n.got.count("task.deadline_missed", "inc.report_missed") >= 1 },
+    )
     .await;
     delivered(db).await;
     let missed = n.got.of("task.deadline_missed", "inc.report_missed");
