@@ -312,7 +312,8 @@ async fn fewer_failures_in_a_row_than_the_threshold_send_nothing(db: &TestDb) {
         Arc::clone(&state),
     )
     .await;
-    wait_until(
+    wait_stepping(
+        db,
         Duration::from_secs(60),
         "two failures, then a success",
         || async {
@@ -341,7 +342,7 @@ async fn fewer_failures_in_a_row_than_the_threshold_send_nothing(db: &TestDb) {
 
     // Now three in a row (and more): one alert, from the third.
     state.failures_left.store(usize::MAX, Ordering::SeqCst);
-    wait_until(Duration::from_secs(60), "run.failed sent", || async {
+    wait_stepping(db, Duration::from_secs(60), "run.failed sent", || async {
         n.got.count("run.failed", "inc.twice") >= 1
     })
     .await;
@@ -477,7 +478,7 @@ async fn a_start_deadline_fires_once_when_broken_and_not_when_kept(db: &TestDb) 
     db.insert_task(
         "inc.waiting",
         YEARLY,
-        Some(Utc::now() - TimeDelta::seconds(60)),
+        Some(db.now() - TimeDelta::seconds(60)),
     )
     .await;
     let n = Node::start(
@@ -498,7 +499,8 @@ async fn a_start_deadline_fires_once_when_broken_and_not_when_kept(db: &TestDb) 
     .await;
     // The watch keeps judging (each pass judges every task): wait for more on-time runs.
     let ran = db.count_runs("inc.ontime", RunStatus::Succeeded).await;
-    wait_until(
+    wait_stepping(
+        db,
         Duration::from_secs(60),
         "three more on-time runs",
         || async { db.count_runs("inc.ontime", RunStatus::Succeeded).await >= ran + 3 },
