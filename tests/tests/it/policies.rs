@@ -211,7 +211,7 @@ async fn a_retry_that_would_reach_the_next_tick_gives_way(db: &TestDb) {
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(30), "two failed ticks", || async {
+    wait_stepping(db, Duration::from_secs(30), "two failed ticks", || async {
         db.count_runs("giveway.task", RunStatus::Failed).await >= 2
     })
     .await;
