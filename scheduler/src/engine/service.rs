@@ -467,6 +467,71 @@ mod tests {
         assert_eq!(started.elapsed(), Duration::from_millis(2_750));
     }
 
+    /// Counts its passes; pauses an hour after each.
+    struct Hourly {
+        calls: Arc<AtomicU32>,
+    }
+
+    impl Service for Hourly {
+        type Pass = ();
+        type Error = &'static str;
+
+        fn what(&self) -> &'static str {
+            "the hourly service"
+        }
+
+        async fn run_once(&mut self) -> Result<(), &'static str> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+
+        fn pause_after(&mut self, _pass: ()) -> Option<Duration> {
+            Some(Duration::from_secs(3600))
+        }
+    }
+
+    /// Real time (not Tokio's paused clock, which would end the hour by itself): only the move
+    /// of the test clock ends the pause, and the step returns once the pass at the new time ended.
+    #[tokio::test]
+    async fn a_step_of_the_test_clock_ends_the_pause_and_waits_for_the_pass() {
+        let parts = Parts::default();
+        let test_clock = crate::clock::TestClock::frozen_at(chrono::Utc::now());
+        let clock = crate::clock::Clock::Test(test_clock.clone());
+        let calls = Arc::new(AtomicU32::new(0));
+        let stop = CancellationToken::new();
+        let looping = tokio::spawn({
+            let calls = Arc::clone(&calls);
+            let stop = stop.clone();
+            async move {
+                let care = Care {
+                    clock: &clock,
+                    ..parts.care("hourly")
+                };
+                run(Hourly { calls }, stop, None, &care).await;
+            }
+        });
+        wait_for(|| calls.load(Ordering::SeqCst) == 1).await;
+        test_clock.step(Duration::from_secs(3600)).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "one pass at the new time");
+        test_clock.step(Duration::from_secs(1)).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        stop.cancel();
+        looping.await.unwrap();
+        // The service left the clock: a step no longer waits for it.
+        test_clock.step(Duration::from_secs(1)).await;
+    }
+
+    /// Waits (on the real clock, at most ten seconds) until `done`.
+    async fn wait_for(done: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("not done within ten seconds");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn stops_when_told() {
         let parts = Parts::default();
