@@ -691,6 +691,8 @@ async fn a_gone_endpoint_is_disabled(db: &TestDb) {
             .is_some()
     })
     .await;
+    // Wall time: the alerts of these seconds' failures go through the outbox to the deliverer on
+    // Tokio's clock, and the outbox is judged once they have.
     tokio::time::sleep(Duration::from_secs(3)).await;
     n.stop().await;
     server.abort();
