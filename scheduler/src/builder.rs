@@ -82,6 +82,7 @@ pub struct SchedulerBuilder {
     config_poll_interval: Option<Duration>,
     migrate: Option<bool>,
     accept_async_replication: Option<bool>,
+    clock: crate::clock::Clock,
     #[cfg(feature = "admin")]
     admin_addr: Option<std::net::SocketAddr>,
     #[cfg(feature = "admin")]
@@ -316,6 +317,15 @@ impl SchedulerBuilder {
     /// old primary, so those ticks may run twice. With `true` it says so at info level instead.
     pub fn accept_async_replication(mut self, accept: bool) -> Self {
         self.accept_async_replication = Some(accept);
+        self
+    }
+
+    /// Not public API: the node takes the wall-clock time from `clock` and wakes its services
+    /// when the clock is moved (see `scheduler::testing::clock`). Give the SQLite store the same
+    /// clock.
+    #[doc(hidden)]
+    pub fn test_clock(mut self, clock: crate::clock::TestClock) -> Self {
+        self.clock = crate::clock::Clock::Test(clock);
         self
     }
 

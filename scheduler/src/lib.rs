@@ -49,8 +49,9 @@
 //!
 //! 1. the words everything shares: [`schedule`], [`policy`], [`registry`], [`TaskContext`],
 //!    [`metrics`], `redact`, `vars` (every environment variable's name), the reader of
-//!    those variables, the range of every value a user sets (`bounds`), and an error's causes
-//!    written on one line;
+//!    those variables, the range of every value a user sets (`bounds`), an error's causes
+//!    written on one line, and the wall clock decisions are made by (`clock`: the system's, or a
+//!    test's);
 //! 2. [`store`]: the run state, behind the [`Store`](store::Store) trait;
 //! 3. rules and records above the store that run nothing: the tick rules (what is due, missed,
 //!    skipped), [`config`], [`events`], [`webhook`], `otel`, [`run_log`], and the crate's [`Error`];
@@ -87,6 +88,8 @@ mod causes;
 pub mod channels;
 #[cfg(feature = "cli")]
 pub mod cli;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+mod clock;
 pub mod config;
 mod context;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
@@ -142,6 +145,18 @@ pub mod testing {
         pub use crate::backfill::{
             BackfillRefusal, BackfillRequest, DEFAULT_MAX_RUNS, parse_bound, plan_ticks,
         };
+    }
+
+    /// The wall clock the engine and the SQLite store decide by, moved by a test.
+    ///
+    /// Give one [`TestClock`](clock::TestClock) to the SQLite store
+    /// (`SqliteStoreBuilder::test_clock`) and to each node on it
+    /// (`SchedulerBuilder::test_clock`); [`TestClock::step`](clock::TestClock::step) then moves
+    /// time forward and returns once every node has claimed at the new time. PostgreSQL decides
+    /// by its own `now()`: there the clock moves only the engine's own judgements, so tests on
+    /// PostgreSQL wait on the wall clock.
+    pub mod clock {
+        pub use crate::clock::TestClock;
     }
 
     /// The engine's constants.

@@ -62,6 +62,7 @@ pub(super) fn build(builder: SchedulerBuilder) -> Result<Scheduler> {
         default_owners: builder.default_owners,
         public_url: builder.public_url,
         accept_async_replication: builder.accept_async_replication.unwrap_or(false),
+        clock: builder.clock,
     };
     settings.validate()?;
     settings.validate_tasks(&registry)?;

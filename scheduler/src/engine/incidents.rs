@@ -191,6 +191,8 @@ pub(crate) struct IncidentKeeper {
     /// When reminders are looked for next (on their own cadence, not at every wake-up: a pass
     /// woken by a run's start or end only folds and closes).
     next_reminders: tokio::time::Instant,
+    /// The wall clock lateness is judged by.
+    clock: crate::clock::Clock,
 }
 
 /// One step of a pass, in the order the events were raised.
@@ -205,12 +207,14 @@ impl IncidentKeeper {
         events: Arc<EventBus>,
         applied: AppliedLevels,
         desk: Arc<IncidentDesk>,
+        clock: crate::clock::Clock,
     ) -> Self {
         Self {
             store,
             events,
             applied,
             desk,
+            clock,
             next_reminders: tokio::time::Instant::now(),
             open: None,
         }
@@ -259,7 +263,7 @@ impl IncidentKeeper {
                     .applied
                     .levels(&run.task)
                     .and_then(|l| l.sla.start_within);
-                let late = Utc::now() - run.scheduled_at;
+                let late = self.clock.now() - run.scheduled_at;
                 let on_time = within.is_none_or(|w| {
                     late <= chrono::TimeDelta::from_std(w).unwrap_or(chrono::TimeDelta::MAX)
                 });

@@ -149,6 +149,7 @@ impl Engine {
             Arc::clone(&store),
             Arc::from(settings.node_id.as_str()),
             settings.renew_interval,
+            settings.clock.clone(),
         ));
         let store_description = store.describe();
         let metrics = Arc::new(crate::metrics::Metrics::new());
@@ -421,6 +422,7 @@ impl Engine {
                 Arc::clone(&shared.store),
                 Arc::clone(&shared.events),
                 config_sync::AppliedLevels(Arc::clone(&shared.config_view)),
+                shared.settings.clock.clone(),
             ),
             stop.clone(),
             None,
@@ -433,6 +435,7 @@ impl Engine {
                 Arc::clone(&shared.events),
                 config_sync::AppliedLevels(Arc::clone(&shared.config_view)),
                 Arc::clone(&shared.incidents),
+                shared.settings.clock.clone(),
             ),
             stop.clone(),
             Some(|shared| &shared.incidents.wake),

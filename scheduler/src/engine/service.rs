@@ -94,9 +94,12 @@ pub(crate) struct Care<'a> {
     pub(crate) metrics: &'a Metrics,
     /// Stops the process (`failstop::exit_service`; unit tests pass one that panics).
     pub(crate) fail_stop: FailStop,
+    /// The node's wall clock: a test that moves it ends every pause (see `crate::clock`).
+    pub(crate) clock: &'a crate::clock::Clock,
 }
 
-/// Runs `service` until `stop` is cancelled (or it is done); pauses end early on `wake`. A pass
+/// Runs `service` until `stop` is cancelled (or it is done); pauses end early on `wake`, and when
+/// a test moves the node's clock (so the next pass sees the new time at once). A pass
 /// that panics is caught and reported, and the service runs again after a backoff, or the node
 /// fail-stops (see `super::health`).
 pub(crate) async fn run<S: Service>(
@@ -109,9 +112,21 @@ pub(crate) async fn run<S: Service>(
     care.health.running(name);
     let mut failures = 0u32;
     let mut panics = 0u32;
+    // Pauses stay on Tokio's clock (so a pacing pause stays real in tests); a test that moves
+    // the wall clock ends them, as a change notification would.
+    let mut moves = care.clock.moves();
+    // On a test's clock, a step returns once every service has made a pass at the new time
+    // (see `crate::clock`); not waited for: a pass that only waits or may run long, which is
+    // what a cancel-safe pass is (the change listener's, the pruner's).
+    let on_clock = if service.cancel_safe() {
+        None
+    } else {
+        care.clock.join()
+    };
     while !stop.is_cancelled() {
         let cancel_safe = service.cancel_safe();
         let what = service.what();
+        let seen = on_clock.as_ref().map(|c| (c, c.pass_begins()));
         let outcome = {
             let pass = std::pin::pin!(async {
                 super::health::injected_panic(name);
@@ -130,6 +145,9 @@ pub(crate) async fn run<S: Service>(
                 pass.await
             }
         };
+        if let Some((on_clock, moves)) = seen {
+            on_clock.pass_ended(moves);
+        }
         let pause = match outcome {
             Err(message) => {
                 panics += 1;
@@ -189,10 +207,12 @@ pub(crate) async fn run<S: Service>(
             Some(wake) => tokio::select! {
                 _ = tokio::time::sleep(pause) => Woke::Timer,
                 _ = wake.notified() => Woke::Notified,
+                () = moves.next() => Woke::Notified,
                 _ = stop.cancelled() => break,
             },
             None => tokio::select! {
                 _ = tokio::time::sleep(pause) => Woke::Timer,
+                () = moves.next() => Woke::Notified,
                 _ = stop.cancelled() => break,
             },
         };
@@ -276,6 +296,7 @@ mod tests {
                 events: &self.events,
                 metrics: &self.metrics,
                 fail_stop: stop_by_panicking,
+                clock: &crate::clock::Clock::System,
             }
         }
     }
@@ -351,6 +372,7 @@ mod tests {
                 events: &events,
                 metrics: &m,
                 fail_stop: stop_by_panicking,
+                clock: &crate::clock::Clock::System,
             };
             let mut stream = events.subscribe();
             run(service, CancellationToken::new(), None, &care).await;
@@ -443,6 +465,71 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 5);
         // 250 ms + 500 ms of backoff, then two 1 s pauses.
         assert_eq!(started.elapsed(), Duration::from_millis(2_750));
+    }
+
+    /// Counts its passes; pauses an hour after each.
+    struct Hourly {
+        calls: Arc<AtomicU32>,
+    }
+
+    impl Service for Hourly {
+        type Pass = ();
+        type Error = &'static str;
+
+        fn what(&self) -> &'static str {
+            "the hourly service"
+        }
+
+        async fn run_once(&mut self) -> Result<(), &'static str> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+
+        fn pause_after(&mut self, _pass: ()) -> Option<Duration> {
+            Some(Duration::from_secs(3600))
+        }
+    }
+
+    /// Real time (not Tokio's paused clock, which would end the hour by itself): only the move
+    /// of the test clock ends the pause, and the step returns once the pass at the new time ended.
+    #[tokio::test]
+    async fn a_step_of_the_test_clock_ends_the_pause_and_waits_for_the_pass() {
+        let parts = Parts::default();
+        let test_clock = crate::clock::TestClock::frozen_at(chrono::Utc::now());
+        let clock = crate::clock::Clock::Test(test_clock.clone());
+        let calls = Arc::new(AtomicU32::new(0));
+        let stop = CancellationToken::new();
+        let looping = tokio::spawn({
+            let calls = Arc::clone(&calls);
+            let stop = stop.clone();
+            async move {
+                let care = Care {
+                    clock: &clock,
+                    ..parts.care("hourly")
+                };
+                run(Hourly { calls }, stop, None, &care).await;
+            }
+        });
+        wait_for(|| calls.load(Ordering::SeqCst) == 1).await;
+        test_clock.step(Duration::from_secs(3600)).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "one pass at the new time");
+        test_clock.step(Duration::from_secs(1)).await;
+        assert_eq!(calls.load(Ordering::SeqCst), 3);
+        stop.cancel();
+        looping.await.unwrap();
+        // The service left the clock: a step no longer waits for it.
+        test_clock.step(Duration::from_secs(1)).await;
+    }
+
+    /// Waits (on the real clock, at most ten seconds) until `done`.
+    async fn wait_for(done: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("not done within ten seconds");
     }
 
     #[tokio::test(start_paused = true)]

@@ -102,6 +102,8 @@ pub(crate) struct Settings {
     pub public_url: Option<String>,
     /// The operator accepts asynchronous replication (no warning at start).
     pub accept_async_replication: bool,
+    /// The wall clock the engine decides by (the system's but in tests; see `crate::clock`).
+    pub clock: crate::clock::Clock,
 }
 
 impl Settings {

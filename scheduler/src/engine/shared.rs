@@ -83,6 +83,7 @@ impl Shared {
             events: &self.events,
             metrics: &self.metrics,
             fail_stop: failstop::exit_service,
+            clock: &self.settings.clock,
         }
     }
 

@@ -48,6 +48,8 @@ pub(crate) struct SlaWatch {
     /// When this node first saw each task's `succeed_by` (earlier deadlines, beyond the
     /// lookback, are not judged).
     watched_since: HashMap<String, DateTime<Utc>>,
+    /// The wall clock deadlines are judged by.
+    clock: crate::clock::Clock,
 }
 
 impl SlaWatch {
@@ -55,6 +57,7 @@ impl SlaWatch {
         store: Arc<dyn Store>,
         events: Arc<EventBus>,
         applied: AppliedLevels,
+        clock: crate::clock::Clock,
     ) -> Self {
         Self {
             store,
@@ -62,6 +65,7 @@ impl SlaWatch {
             applied,
             judged: HashMap::new(),
             watched_since: HashMap::new(),
+            clock,
         }
     }
 
@@ -122,7 +126,7 @@ impl SlaWatch {
         &mut self,
         levels: &BTreeMap<String, TaskLevels>,
     ) -> Result<usize, StoreError> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut raised = 0;
         for (task, level) in levels.iter().filter(|(_, l)| l.enabled) {
             let Some((since, by)) = level.sla.deadline_period(level.zone, now) else {

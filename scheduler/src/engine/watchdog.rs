@@ -107,6 +107,9 @@ struct Held {
     times: LeaseTimes,
     /// When the claim or the last successful renewal of this lock was sent.
     renewed: Instant,
+    /// The same on a test's clock (`None` on the system clock): a test that moves the clock
+    /// ages the lock in the store, so it is renewed on the clock's age too.
+    renewed_on_clock: Option<chrono::DateTime<chrono::Utc>>,
     /// The run's outcome is being written (the write releases the lock).
     writing: bool,
     warn: watch::Sender<Instant>,
@@ -121,6 +124,8 @@ pub(crate) struct LockWatchdog {
     store: Arc<dyn Store>,
     node_id: Arc<str>,
     renew_every: Duration,
+    /// The wall clock the store ages locks by (see `crate::clock`).
+    clock: crate::clock::Clock,
     held: Mutex<HashMap<i64, Held>>,
     last_error: Mutex<Option<String>>,
     /// The node stopped: nothing is renewed any more.
@@ -143,11 +148,17 @@ pub(crate) struct Lease {
 }
 
 impl LockWatchdog {
-    pub(crate) fn new(store: Arc<dyn Store>, node_id: Arc<str>, renew_every: Duration) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        node_id: Arc<str>,
+        renew_every: Duration,
+        clock: crate::clock::Clock,
+    ) -> Self {
         Self {
             store,
             node_id,
             renew_every,
+            clock,
             held: Mutex::new(HashMap::new()),
             last_error: Mutex::new(None),
             stopped: std::sync::atomic::AtomicBool::new(false),
@@ -178,6 +189,7 @@ impl LockWatchdog {
                 key,
                 times,
                 renewed: sent,
+                renewed_on_clock: self.clock.test_now(),
                 writing: false,
                 warn,
                 gate: Arc::clone(&gate),
@@ -261,12 +273,16 @@ impl LockWatchdog {
     /// were extended; locks not extended are told they were taken over.
     pub(crate) async fn renew_once(&self) -> crate::store::StoreResult<usize> {
         let sent = Instant::now();
+        let sent_on_clock = self.clock.test_now();
         let fresh = self.renew_pause() / 2;
         let batch: Vec<(i64, LockKey, LeaseTimes)> = self
             .held()
             .iter()
             .filter(|(_, h)| {
-                let age = sent.saturating_duration_since(h.renewed);
+                let mut age = sent.saturating_duration_since(h.renewed);
+                if let (Some(now), Some(then)) = (sent_on_clock, h.renewed_on_clock) {
+                    age = age.max((now - then).to_std().unwrap_or_default());
+                }
                 age >= fresh && !(h.writing && age < h.times.warn_offset() / 2)
             })
             .map(|(run, h)| (*run, h.key.clone(), h.times))
@@ -296,6 +312,7 @@ impl LockWatchdog {
             let Some(h) = held.get_mut(run) else { continue }; // recorded meanwhile
             if renewed.contains(key) {
                 h.renewed = sent;
+                h.renewed_on_clock = sent_on_clock;
                 h.gate.set_deadline(times.stop_after(sent));
                 h.warn.send_replace(times.warn_after(sent));
             } else {

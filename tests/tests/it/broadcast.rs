@@ -275,7 +275,8 @@ async fn two_nodes_run_every_tick_of_a_broadcast_once_each(db: &TestDb) {
             )
         })
         .collect();
-    wait_until(
+    wait_stepping(
+        db,
         Duration::from_secs(120),
         "three ticks run on both nodes",
         || async { log.whole_ticks(2).len() >= 3 },
@@ -309,7 +310,7 @@ async fn a_lone_node_runs_each_tick_once_as_0_of_1(db: &TestDb) {
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(120), "three ticks", || async {
+    wait_stepping(db, Duration::from_secs(120), "three ticks", || async {
         log.whole_ticks(1).len() >= 3
     })
     .await;
@@ -434,7 +435,8 @@ async fn overlap_is_per_node_and_pause_and_manual_runs_cover_every_node(db: &Tes
     )
     .await;
     let before = spans.runs.lock().unwrap().len();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Three ticks' time (on SQLite three steps of the clock, each claimed by both nodes).
+    db.elapse(Duration::from_secs(3)).await;
     assert_eq!(
         spans.runs.lock().unwrap().len(),
         before,

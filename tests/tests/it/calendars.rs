@@ -6,6 +6,8 @@
 //! The calendar is applied by a reconcile of a changed document once the task has run, as an
 //! operator's config change would be, so the window lies after the task's first run (calendar
 //! skips are counted from the previous scheduled run) and its start is known to the test.
+//!
+//! On SQLite the seconds are steps of the test clock (`wait_stepping`), the window placed on it.
 
 use crate::common;
 
@@ -56,11 +58,11 @@ async fn run_then_black_out(
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(60), "the task runs", || async {
+    wait_stepping(db, Duration::from_secs(60), "the task runs", || async {
         rec.starts_of(name) >= 2
     })
     .await;
-    let from = Utc::now().duration_trunc(TimeDelta::seconds(1)).unwrap() + TimeDelta::seconds(5);
+    let from = db.now().duration_trunc(TimeDelta::seconds(1)).unwrap() + TimeDelta::seconds(5);
     let to = from + length;
     let reconciler = scheduler::testing::reconciler::Reconciler::new(
         db.node_store(2),
@@ -80,7 +82,7 @@ async fn run_then_black_out(
     // The scenario: the calendar is on the row well before its window (a node claims at most
     // a second ahead).
     assert!(
-        Utc::now() < from - TimeDelta::seconds(2),
+        db.now() < from - TimeDelta::seconds(2),
         "the reconcile took too long to stage the window"
     );
     assert!(db.task(name).await.calendar.is_some(), "stored on the row");
@@ -106,7 +108,8 @@ async fn a_blackout_window_skips_its_ticks_and_records_them(db: &TestDb) {
     let name = "blackout.skip";
     let (n, rec, from, to) =
         run_then_black_out(db, name, TimeDelta::seconds(4), OnBlocked::Skip).await;
-    wait_until(
+    wait_stepping(
+        db,
         Duration::from_secs(60),
         "runs after the window and the calendar skips recorded",
         || async {
@@ -167,11 +170,16 @@ async fn next_allowed_moves_the_windows_ticks_into_one_run_at_its_end(db: &TestD
         OnBlocked::NextAllowed,
     )
     .await;
-    wait_until(Duration::from_secs(60), "runs after the window", || async {
-        ticks_started(&rec, name)
-            .iter()
-            .any(|t| *t >= to + TimeDelta::seconds(2))
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "runs after the window",
+        || async {
+            ticks_started(&rec, name)
+                .iter()
+                .any(|t| *t >= to + TimeDelta::seconds(2))
+        },
+    )
     .await;
     n.stop().await;
 

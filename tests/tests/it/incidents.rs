@@ -312,7 +312,8 @@ async fn fewer_failures_in_a_row_than_the_threshold_send_nothing(db: &TestDb) {
         Arc::clone(&state),
     )
     .await;
-    wait_until(
+    wait_stepping(
+        db,
         Duration::from_secs(60),
         "two failures, then a success",
         || async {
@@ -341,7 +342,7 @@ async fn fewer_failures_in_a_row_than_the_threshold_send_nothing(db: &TestDb) {
 
     // Now three in a row (and more): one alert, from the third.
     state.failures_left.store(usize::MAX, Ordering::SeqCst);
-    wait_until(Duration::from_secs(60), "run.failed sent", || async {
+    wait_stepping(db, Duration::from_secs(60), "run.failed sent", || async {
         n.got.count("run.failed", "inc.twice") >= 1
     })
     .await;
@@ -477,7 +478,7 @@ async fn a_start_deadline_fires_once_when_broken_and_not_when_kept(db: &TestDb) 
     db.insert_task(
         "inc.waiting",
         YEARLY,
-        Some(Utc::now() - TimeDelta::seconds(60)),
+        Some(db.now() - TimeDelta::seconds(60)),
     )
     .await;
     let n = Node::start(
@@ -498,7 +499,8 @@ async fn a_start_deadline_fires_once_when_broken_and_not_when_kept(db: &TestDb) 
     .await;
     // The watch keeps judging (each pass judges every task): wait for more on-time runs.
     let ran = db.count_runs("inc.ontime", RunStatus::Succeeded).await;
-    wait_until(
+    wait_stepping(
+        db,
         Duration::from_secs(60),
         "three more on-time runs",
         || async { db.count_runs("inc.ontime", RunStatus::Succeeded).await >= ran + 3 },
@@ -558,8 +560,8 @@ async fn a_run_time_warning_fires_once_per_slow_run_and_does_not_stop_it(db: &Te
 /// `task.deadline_missed` once when the deadline passes; one that succeeded before it raises
 /// none.
 async fn a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept(db: &TestDb) {
-    // A deadline a little ahead, in UTC (the tasks' zone), to the second.
-    let deadline = Utc::now() + TimeDelta::seconds(8);
+    // A deadline a little ahead, in UTC (the tasks' zone), to the second, on the nodes' clock.
+    let deadline = db.now() + TimeDelta::seconds(8);
     let at = deadline.format("%H:%M:%S").to_string();
     // `inc.report_missed` is a row no node runs: it cannot succeed.
     db.insert_task("inc.report_missed", YEARLY, None).await;
@@ -577,7 +579,7 @@ async fn a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept(db: &Tes
         db.try_task("inc.report_kept").await.is_some()
     })
     .await;
-    db.set_next_run(Some("inc.report_kept"), Some(Utc::now()))
+    db.set_next_run(Some("inc.report_kept"), Some(db.now()))
         .await;
     db.api().notify().await.unwrap();
     wait_until(
@@ -591,9 +593,12 @@ async fn a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept(db: &Tes
         run.finished_at.unwrap() <= deadline,
         "staged: the report succeeded before its deadline ({run:?}, deadline {deadline})"
     );
-    wait_until(Duration::from_secs(60), "task.deadline_missed", || async {
-        n.got.count("task.deadline_missed", "inc.report_missed") >= 1
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "task.deadline_missed",
+        || async { n.got.count("task.deadline_missed", "inc.report_missed") >= 1 },
+    )
     .await;
     delivered(db).await;
     let missed = n.got.of("task.deadline_missed", "inc.report_missed");

@@ -211,7 +211,7 @@ async fn a_retry_that_would_reach_the_next_tick_gives_way(db: &TestDb) {
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(30), "two failed ticks", || async {
+    wait_stepping(db, Duration::from_secs(30), "two failed ticks", || async {
         db.count_runs("giveway.task", RunStatus::Failed).await >= 2
     })
     .await;
@@ -240,7 +240,7 @@ quick_tasks! { misfire_skip = "misfire.skip" (misfire = "skip"), misfire_once = 
 async fn overdue_ticks_are_skipped_or_run_once_per_the_misfire_rule(db: &TestDb) {
     // Hourly, ten hours overdue: no tick of its own falls due while the test runs (one would,
     // rightly, run even with `skip`), barring a test that straddles the hour.
-    let hour = Utc::now().duration_trunc(TimeDelta::hours(1)).unwrap();
+    let hour = db.now().duration_trunc(TimeDelta::hours(1)).unwrap();
     for task in ["misfire.skip", "misfire.once"] {
         db.insert_task(task, "0 0 * * * *", Some(hour - TimeDelta::hours(10)))
             .await;
@@ -258,7 +258,8 @@ async fn overdue_ticks_are_skipped_or_run_once_per_the_misfire_rule(db: &TestDb)
         || async { rec.starts_of("misfire.once") == 1 },
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A tick's time more: `skip` ran nothing meanwhile either.
+    db.elapse(Duration::from_secs(1)).await;
     n.stop().await;
     assert_eq!(rec.starts_of("misfire.skip"), 0, "no overdue tick ran");
     let s = db.api();
@@ -354,18 +355,18 @@ async fn a_pause_stops_runs_survives_reconciles_and_its_ticks_are_recorded(db: &
             .unwrap(),
     );
     let s = db.api();
-    wait_until(Duration::from_secs(20), "runs", || async {
+    wait_stepping(db, Duration::from_secs(20), "runs", || async {
         rec.starts_of("paused.tick") >= 2
     })
     .await;
     let ops = Actor::new("ops", "test");
-    let until = Utc::now() + chrono::TimeDelta::seconds(3);
+    let until = db.now() + chrono::TimeDelta::seconds(3);
     assert!(
         operate::pause(s, "paused.tick", &ops, "deploy", Some(until))
             .await
             .unwrap()
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await; // a run in flight may end
+    db.elapse(Duration::from_millis(1500)).await; // a run in flight may end
     let at_pause = rec.starts_of("paused.tick");
     // A reconcile of a changed document keeps the pause and reports it.
     let reconciler = scheduler::testing::reconciler::Reconciler::new(
@@ -384,7 +385,8 @@ async fn a_pause_stops_runs_survives_reconciles_and_its_ticks_are_recorded(db: &
             .pause
             .is_some()
     );
-    wait_until(
+    wait_stepping(
+        db,
         Duration::from_secs(20),
         "runs after the pause expired",
         || async { rec.starts_of("paused.tick") > at_pause + 1 },
@@ -419,7 +421,7 @@ async fn a_task_nobody_runs_is_reported_missed_once_and_recovered(db: &TestDb) {
     db.insert_task(
         "missed.gone",
         "*/2 * * * * *",
-        Some(Utc::now() - TimeDelta::seconds(30)),
+        Some(db.now() - TimeDelta::seconds(30)),
     )
     .await;
     let watcher = node(db, "watcher", tasks("missed.other"))
@@ -432,7 +434,8 @@ async fn a_task_nobody_runs_is_reported_missed_once_and_recovered(db: &TestDb) {
         kinds(&seen).contains(&"task.missed")
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // A tick of the task's more (missed too), and heartbeats that look again.
+    db.elapse(Duration::from_secs(2)).await;
     assert_eq!(
         kinds(&seen).iter().filter(|k| **k == "task.missed").count(),
         1,
@@ -688,6 +691,8 @@ async fn a_gone_endpoint_is_disabled(db: &TestDb) {
             .is_some()
     })
     .await;
+    // Wall time: the alerts of these seconds' failures go through the outbox to the deliverer on
+    // Tokio's clock, and the outbox is judged once they have.
     tokio::time::sleep(Duration::from_secs(3)).await;
     n.stop().await;
     server.abort();

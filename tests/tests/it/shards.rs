@@ -83,6 +83,8 @@ async fn every_shard_of_every_tick_runs_once_spread_over_the_nodes(db: &TestDb) 
             .collect();
         nodes.len() == 2
     };
+    // Wall time, not `wait_stepping`: the spread grace that lets the other node take its shares
+    // runs on Tokio's clock, so steps faster than it fold ticks before their shards spread.
     wait_until(
         Duration::from_secs(120),
         "three whole ticks, shards on both nodes",

@@ -61,6 +61,7 @@ pub struct SqliteStoreBuilder {
     pub(super) operation_timeout: Duration,
     pub(super) max_connections: u32,
     pub(super) operator: bool,
+    pub(super) clock: crate::clock::Clock,
 }
 
 impl SqliteStoreBuilder {
@@ -74,6 +75,7 @@ impl SqliteStoreBuilder {
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             operator: false,
+            clock: crate::clock::Clock::System,
         }
     }
 
@@ -144,6 +146,13 @@ impl SqliteStoreBuilder {
         self
     }
 
+    /// Not public API: the store takes "now" from `clock` (see `scheduler::testing::clock`).
+    #[doc(hidden)]
+    pub fn test_clock(mut self, clock: crate::clock::TestClock) -> Self {
+        self.clock = crate::clock::Clock::Test(clock);
+        self
+    }
+
     /// Validates the settings, takes the lock file (refused when another store holds it) and
     /// creates the pool, inside a Tokio runtime (the pool's upkeep runs on it).
     ///
@@ -206,6 +215,7 @@ impl SqliteStoreBuilder {
                 operator: self.operator,
                 own_audits: std::sync::atomic::AtomicU64::new(0),
                 op_timeout: self.operation_timeout,
+                clock: self.clock,
                 writer: tokio::sync::Mutex::new(()),
                 changes,
                 cancels,

@@ -106,6 +106,8 @@ struct Inner {
     operator: bool,
     description: String,
     op_timeout: Duration,
+    /// Where operations take "now" from (the system clock but in tests).
+    clock: crate::clock::Clock,
     /// Writers of this process take turns here before they take a connection.
     writer: tokio::sync::Mutex<()>,
     /// Audit entries this store has written (counted inside their transaction): the change

@@ -8,9 +8,11 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use scheduler::store::{PgStore, SqliteStore, Store};
+use scheduler::testing::clock::TestClock;
 use scheduler::testing::store::{RunQuery, RunRecord, RunStatus, SkipRecord, TaskRow, TaskState};
 use scheduler_tests::TestSchema;
 
@@ -21,6 +23,11 @@ use scheduler_tests::TestSchema;
 /// On SQLite one process may open a file once (its lock file), so every node of the test shares
 /// one [`SqliteStore`] (clones share the pool, the writer queue and the in-process wake-ups):
 /// several schedulers in one process are how SQLite runs "several nodes".
+///
+/// Time: on SQLite the store and the nodes ([`super::node`]) share a [`TestClock`] that flows
+/// with the wall clock until a test moves it, so [`TestDb::elapse`] skips the time a test would
+/// otherwise wait for (see `docs/testing.md`, "Time in the tests"). PostgreSQL decides by its own
+/// `now()`, so there `elapse` waits on the wall clock.
 pub enum TestDb {
     Postgres {
         schema: TestSchema,
@@ -30,6 +37,8 @@ pub enum TestDb {
     Sqlite {
         store: SqliteStore,
         dir: tempfile::TempDir,
+        /// The store's clock, shared with the nodes.
+        clock: TestClock,
     },
 }
 
@@ -47,11 +56,46 @@ impl TestDb {
     pub async fn sqlite(_prefix: &str) -> Self {
         scheduler_tests::init_tracing();
         let dir = tempfile::tempdir().unwrap();
+        let clock = TestClock::new();
         let store = SqliteStore::builder(dir.path().join("scheduler.db"))
+            .test_clock(clock.clone())
             .connect()
             .unwrap();
         store.migrate().await.unwrap();
-        TestDb::Sqlite { store, dir }
+        TestDb::Sqlite { store, dir, clock }
+    }
+
+    /// The clock the nodes on this database decide by (on PostgreSQL, none a test moves).
+    pub fn clock(&self) -> Option<&TestClock> {
+        match self {
+            TestDb::Postgres { .. } => None,
+            TestDb::Sqlite { clock, .. } => Some(clock),
+        }
+    }
+
+    /// The time now, as the nodes on this database see it.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock().map_or_else(Utc::now, TestClock::now)
+    }
+
+    /// Lets `time` pass for the nodes on this database. On SQLite: steps of the test clock, a
+    /// second at most each (as the wall clock would pass them: each tick of an every-second
+    /// cron falls due in turn, none is a misfire), each returning once every service of every
+    /// node has made a pass at the new time (see `TestClock::step`): what was due by then has
+    /// been claimed, what was missed judged, the locks of running handlers renewed. On
+    /// PostgreSQL, whose `now()` a test does not move: `time` of wall time.
+    pub async fn elapse(&self, time: Duration) {
+        match self.clock() {
+            None => tokio::time::sleep(time).await,
+            Some(clock) => {
+                let mut left = time;
+                while !left.is_zero() {
+                    let step = left.min(Duration::from_secs(1));
+                    clock.step(step).await;
+                    left -= step;
+                }
+            }
+        }
     }
 
     /// Whether this is the SQLite file (for the rare behaviour sized per backend).
@@ -122,7 +166,7 @@ impl TestDb {
                 store.pool().close().await;
                 schema.cleanup().await;
             }
-            TestDb::Sqlite { store, dir } => {
+            TestDb::Sqlite { store, dir, .. } => {
                 store.pool().close().await;
                 drop(store);
                 drop(dir);

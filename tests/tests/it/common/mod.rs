@@ -149,9 +149,13 @@ pub fn doc(entries: Vec<TaskConfig>) -> ConfigDocument {
     }
 }
 
-/// A node on `db` with test-sized intervals.
+/// A node on `db` with test-sized intervals, on its clock (see [`TestDb::elapse`]).
 pub fn node(db: &TestDb, id: &str, registry: TaskRegistry) -> SchedulerBuilder {
-    Scheduler::builder()
+    let builder = match db.clock() {
+        Some(clock) => Scheduler::builder().test_clock(clock.clone()),
+        None => Scheduler::builder(),
+    };
+    builder
         .store(db.node_store(4))
         .node_id(id)
         .registry(registry)
@@ -186,6 +190,34 @@ pub fn start(scheduler: Scheduler) -> RunningNode {
 }
 
 pub use scheduler_tests::wait_until;
+
+/// Like [`wait_until`], for what the nodes' schedules bring about (an every-second cron's next
+/// runs, a retry's backoff): on SQLite the clock is moved a second between looks (see
+/// [`TestDb::elapse`]), so the ticks come as fast as the nodes claim and run them; on PostgreSQL
+/// the wall clock passes. `limit` is wall time.
+pub async fn wait_stepping<F, Fut>(db: &TestDb, limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if check().await {
+            return;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out after {limit:?} waiting for: {what}");
+        }
+        match db.clock() {
+            // A little wall time too: the runs claimed at the last step start and end.
+            Some(clock) => {
+                clock.step(Duration::from_secs(1)).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            None => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
 
 /// Waits until the config has created `rows` task rows, then makes every task due now and wakes
 /// the nodes (the yearly schedules tests use would not fire on their own).

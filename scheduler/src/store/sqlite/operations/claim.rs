@@ -62,7 +62,7 @@ pub(super) async fn claim(
         claim_loop::claim(&mut steps, &request, rules).await?
     })?;
     // The store's clock is this node's: how long from now until each run's start.
-    let end = Utc::now();
+    let end = store.inner.clock.now();
     for run in &mut outcome.claimed {
         run.starts_in = (run.scheduled_at.max(run.claimed_at) - end)
             .to_std()

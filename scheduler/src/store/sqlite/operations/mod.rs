@@ -37,7 +37,7 @@ macro_rules! read {
             crate::store::in_use::InUse::new(inner.acquire($op, deadline, limit).await?);
         let result = tokio::time::timeout_at(deadline, async {
             let $conn: &mut sqlx::SqliteConnection = &mut guard.conn;
-            let $now: chrono::DateTime<chrono::Utc> = chrono::Utc::now();
+            let $now: chrono::DateTime<chrono::Utc> = inner.clock.now();
             Ok::<_, sqlx::Error>($body)
         })
         .await;
@@ -64,7 +64,7 @@ macro_rules! write_tx {
         let result = tokio::time::timeout_at(deadline, async {
             let conn: &mut sqlx::SqliteConnection = &mut guard.conn;
             let mut $tx = sqlx::Connection::begin_with(conn, "BEGIN IMMEDIATE").await?;
-            let $now: chrono::DateTime<chrono::Utc> = chrono::Utc::now();
+            let $now: chrono::DateTime<chrono::Utc> = inner.clock.now();
             let value = $body;
             $tx.commit().await?;
             Ok::<_, sqlx::Error>(value)
