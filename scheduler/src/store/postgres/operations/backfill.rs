@@ -1,16 +1,11 @@
 //! Backfills: recorded with their ticks (audited), cancelled, and read back with their progress.
 //! Their ticks are claimed with the task's other work (`claim.rs`).
 
-use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 
-use super::insert_audit;
+use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
-use crate::store::records::{backfill_record, backfill_tick};
-use crate::store::{
-    AuditEntry, BackfillCancel, BackfillCreate, BackfillRecord, BackfillTick, NewBackfill,
-    StoreResult,
-};
+use crate::store::{AuditEntry, BackfillCancel, BackfillCreate, NewBackfill, StoreResult};
 
 /// A `u32` as PostgreSQL's `integer`, saturating.
 fn int4(n: u32) -> i32 {
@@ -87,67 +82,5 @@ pub(super) async fn cancel_backfill(
             Some(_) => BackfillCancel::AlreadyOver,
             None => BackfillCancel::NotFound,
         })
-    })
-}
-
-pub(super) async fn succeeded_ticks(
-    store: &PgStore,
-    task_name: &str,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> StoreResult<Vec<DateTime<Utc>>> {
-    timed!(store, "succeeded_ticks", |conn| {
-        sqlx::query_scalar(shared_query!("backfill_succeeded"))
-            .bind(task_name)
-            .bind(from)
-            .bind(to)
-            .fetch_all(conn)
-            .await
-    })
-}
-
-pub(super) async fn backfills(
-    store: &PgStore,
-    task_name: Option<&str>,
-    limit: u32,
-) -> StoreResult<Vec<BackfillRecord>> {
-    timed!(store, "backfills", |conn| {
-        sqlx::query(query!("backfills_list"))
-            .bind(task_name)
-            .bind(i64::from(limit))
-            .bind(None::<i64>)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(backfill_record)
-            .collect()
-    })
-}
-
-pub(super) async fn backfill(
-    store: &PgStore,
-    id: i64,
-) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>> {
-    timed!(store, "backfill", |conn| {
-        let Some(record) = sqlx::query(query!("backfills_list"))
-            .bind(None::<&str>)
-            .bind(1_i64)
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .as_ref()
-            .map(backfill_record)
-            .transpose()?
-        else {
-            return Ok(None);
-        };
-        let ticks = sqlx::query(shared_query!("backfill_ticks"))
-            .bind(id)
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(backfill_tick)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        Ok(Some((record, ticks)))
     })
 }

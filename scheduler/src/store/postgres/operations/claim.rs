@@ -11,9 +11,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
+use super::columns::{SkipColumns, millis};
 use super::commit::{Written, commit, written};
 use super::wake::Names;
-use super::{SkipColumns, millis};
 use crate::shard::ShardFacts;
 use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::postgres::PgStore;

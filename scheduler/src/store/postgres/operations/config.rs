@@ -3,12 +3,10 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Postgres, Row};
 
-use super::SkipColumns;
+use super::columns::SkipColumns;
 use crate::store::postgres::PgStore;
 use crate::store::records::{config_state_of, task_row};
-use crate::store::{
-    ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, StoreResult, TaskChange, TaskRow,
-};
+use crate::store::{ConfigPlan, ConfigPlanner, ConfigSnapshot, StoreResult, TaskChange, TaskRow};
 
 pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
     timed!(store, "load_tasks", |conn| {
@@ -24,15 +22,6 @@ pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, V
         };
         let tasks = rows.iter().map(task_row).collect::<Result<Vec<_>, _>>()?;
         Ok((db_now, tasks))
-    })
-}
-
-pub(super) async fn config_state(store: &PgStore) -> StoreResult<Option<ConfigState>> {
-    timed!(store, "config_state", |conn| {
-        let row = sqlx::query(shared_query!("config_state"))
-            .fetch_optional(conn)
-            .await?;
-        row.as_ref().map(config_state_of).transpose()
     })
 }
 

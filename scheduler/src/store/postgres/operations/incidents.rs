@@ -3,12 +3,12 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 
-use super::insert_audit;
+use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
 use crate::store::records::{incident, snooze};
 use crate::store::{
     AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
-    IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
+    IncidentRecord, IncidentRule, Snooze, StoreResult,
 };
 
 pub(super) async fn fold_alerts(
@@ -176,23 +176,6 @@ pub(super) async fn mark_alerts(
     })
 }
 
-pub(super) async fn incidents(
-    store: &PgStore,
-    query: &IncidentQuery,
-) -> StoreResult<Vec<IncidentRecord>> {
-    timed!(store, "incidents", |conn| {
-        sqlx::query(query!("incidents_list"))
-            .bind(query.open)
-            .bind(query.task.as_deref())
-            .bind(i64::from(query.limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(incident)
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-    })
-}
-
 pub(super) async fn snooze_task(
     store: &PgStore,
     snooze: &Snooze,
@@ -236,16 +219,5 @@ pub(super) async fn unsnooze_task(
         }
         tx.commit().await?;
         Ok(lifted)
-    })
-}
-
-pub(super) async fn snoozes(store: &PgStore) -> StoreResult<Vec<Snooze>> {
-    timed!(store, "snoozes", |conn| {
-        sqlx::query(query!("snoozes"))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(snooze)
-            .collect::<Result<Vec<_>, sqlx::Error>>()
     })
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use sqlx::Row;
 
-use super::millis;
+use super::columns::millis;
 use crate::store::postgres::PgStore;
 use crate::store::{Heartbeat, NodeInfo, StoreResult};
 

@@ -1,16 +1,14 @@
 //! Operator actions (manual runs, pauses, the audit trail) and missed-run detection.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 
-use super::{SkipColumns, insert_audit, millis};
+use super::columns::SkipColumns;
+use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
-use crate::store::records::{audit_entry, overdue_task, pause_of, run_record, task_state};
+use crate::store::records::{pause_of, run_record, task_state};
 use crate::store::{
-    AuditEntry, CancelRequest, OverdueTask, Pause, ResumePlanner, RunRequest, RunStatus,
-    StoreResult,
+    AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, RunStatus, StoreResult,
 };
 
 pub(super) async fn request_run(
@@ -72,7 +70,7 @@ pub(super) async fn cancel_run(
             tx.commit().await?;
             return Ok(CancelRequest::Requested(run));
         }
-        let run = sqlx::query(query!("run_one"))
+        let run = sqlx::query(runs_select!(query!("run_one")))
             .bind(run_id)
             .fetch_optional(&mut *tx)
             .await?
@@ -85,23 +83,6 @@ pub(super) async fn cancel_run(
             Some(run) if run.status != RunStatus::Running => CancelRequest::Ended(run),
             Some(run) => CancelRequest::AlreadyRequested(run),
         })
-    })
-}
-
-pub(super) async fn overdue_tasks(
-    store: &PgStore,
-    late_by: Duration,
-    limit: u32,
-) -> StoreResult<Vec<OverdueTask>> {
-    timed!(store, "overdue_tasks", |conn| {
-        sqlx::query(query!("overdue_tasks"))
-            .bind(millis(late_by))
-            .bind(i64::from(limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(overdue_task)
-            .collect()
     })
 }
 
@@ -185,22 +166,5 @@ pub(super) async fn resume_task(
             .await?;
         tx.commit().await?;
         Ok(state.pause)
-    })
-}
-
-pub(super) async fn audit_log(
-    store: &PgStore,
-    limit: u32,
-    before_id: Option<i64>,
-) -> StoreResult<Vec<AuditEntry>> {
-    timed!(store, "audit_log", |conn| {
-        sqlx::query(query!("audit_list"))
-            .bind(i64::from(limit))
-            .bind(before_id)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(audit_entry)
-            .collect()
     })
 }

@@ -3,13 +3,13 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Row};
+use sqlx::Acquire;
 
+use super::columns::millis;
 use super::commit::sending;
-use super::millis;
 use crate::store::postgres::PgStore;
-use crate::store::records::{delivery_record, outbox_row};
-use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
+use crate::store::records::outbox_row;
+use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreResult};
 
 pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> StoreResult<()> {
     if events.is_empty() {
@@ -148,32 +148,6 @@ pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) 
                 .await?;
         }
         tx.commit().await
-    })
-}
-
-pub(super) async fn deliveries(store: &PgStore, limit: u32) -> StoreResult<Vec<DeliveryRecord>> {
-    timed!(store, "deliveries", |conn| {
-        sqlx::query(shared_query!("deliveries"))
-            .bind(i64::from(limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(delivery_record)
-            .collect()
-    })
-}
-
-pub(super) async fn webhook_disabled(
-    store: &PgStore,
-    url_digest: &str,
-) -> StoreResult<Option<String>> {
-    timed!(store, "webhook_disabled", |conn| {
-        sqlx::query(shared_query!("webhook_state"))
-            .bind(url_digest)
-            .fetch_optional(conn)
-            .await?
-            .map(|row| row.try_get("disabled_reason"))
-            .transpose()
     })
 }
 

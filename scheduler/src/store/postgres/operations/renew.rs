@@ -8,11 +8,11 @@ use chrono::{DateTime, Utc};
 
 use uuid::Uuid;
 
+use super::columns::millis;
 use super::commit::sending;
-use super::millis;
 use crate::store::postgres::PgStore;
-use crate::store::records::{cancellation, lock_key};
-use crate::store::{Cancellation, LockKey, StoreResult};
+use crate::store::records::lock_key;
+use crate::store::{LockKey, StoreResult};
 
 pub(super) async fn renew_locks(
     store: &PgStore,
@@ -97,22 +97,4 @@ async fn read_back_renewal(
         .map(|(name, token, _, _)| LockKey::new(name, token))
         .collect();
     Ok((!extended.is_empty()).then_some(extended))
-}
-
-pub(super) async fn cancel_requests(
-    store: &PgStore,
-    run_ids: &[i64],
-) -> StoreResult<Vec<Cancellation>> {
-    if run_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    timed!(store, "cancel_requests", |conn| {
-        sqlx::query(query!("cancel_requests"))
-            .bind(run_ids)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(cancellation)
-            .collect()
-    })
 }

@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::{insert_skips, later, micros, names_json, release_lock, token};
+use super::bind::{later, micros, names_json, token};
+use super::finish::release_lock;
+use super::writes::insert_skips;
 use crate::shard::ShardFacts;
 use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::records::{due_task, expired_lock, shard_facts};

@@ -2,27 +2,17 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{insert_skips, micros};
+use super::bind::micros;
+use super::writes::insert_skips;
 use crate::store::records::{config_state_of, task_row};
 use crate::store::sqlite::SqliteStore;
-use crate::store::{
-    ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, StoreResult, TaskChange, TaskRow,
-};
+use crate::store::{ConfigPlan, ConfigPlanner, ConfigSnapshot, StoreResult, TaskChange, TaskRow};
 
 pub(super) async fn load_tasks(store: &SqliteStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
     read!(store, "load_tasks", |conn, now| {
         let rows = sqlx::query(query!("load_tasks")).fetch_all(conn).await?;
         let tasks = rows.iter().map(task_row).collect::<Result<Vec<_>, _>>()?;
         (now, tasks)
-    })
-}
-
-pub(super) async fn config_state(store: &SqliteStore) -> StoreResult<Option<ConfigState>> {
-    read!(store, "config_state", |conn, _now| {
-        let row = sqlx::query(shared_query!("config_state"))
-            .fetch_optional(conn)
-            .await?;
-        row.as_ref().map(config_state_of).transpose()?
     })
 }
 

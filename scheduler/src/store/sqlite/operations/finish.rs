@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 
-use super::{insert_skips, micros, token};
+use super::bind::{micros, token};
+use super::writes::insert_skips;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     FailureCount, FinishResult, LockKey, Requeue, RunEnd, RunFinish, SkipRecord, StoreResult,

@@ -1,11 +1,12 @@
 //! Incidents (alerts folded per task and type), snoozes and alert marks.
 
-use super::{insert_audit, limit_of, micros};
+use super::bind::{limit_of, micros};
+use super::writes::insert_audit;
 use crate::store::records::{incident, snooze};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
-    IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
+    IncidentRecord, IncidentRule, Snooze, StoreResult,
 };
 
 pub(super) async fn fold_alerts(
@@ -153,23 +154,6 @@ pub(super) async fn mark_alerts(
     })
 }
 
-pub(super) async fn incidents(
-    store: &SqliteStore,
-    query: &IncidentQuery,
-) -> StoreResult<Vec<IncidentRecord>> {
-    read!(store, "incidents", |conn, _now| {
-        sqlx::query(query!("incidents_list"))
-            .bind(query.open.map(i64::from))
-            .bind(query.task.as_deref())
-            .bind(limit_of(query.limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(incident)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
-    })
-}
-
 pub(super) async fn snooze_task(
     store: &SqliteStore,
     snooze: &Snooze,
@@ -214,17 +198,5 @@ pub(super) async fn unsnooze_task(
             insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
         }
         lifted
-    })
-}
-
-pub(super) async fn snoozes(store: &SqliteStore) -> StoreResult<Vec<Snooze>> {
-    read!(store, "snoozes", |conn, now| {
-        sqlx::query(query!("snoozes"))
-            .bind(micros(now))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(snooze)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{earlier, micros, names_json};
+use super::bind::{earlier, micros, names_json};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{Heartbeat, NodeInfo, StoreResult};
 

@@ -1,16 +1,14 @@
 //! Operator actions (manual runs, pauses, the audit trail) and missed-run detection.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{earlier, insert_audit, insert_skips, limit_of, micros};
-use crate::store::records::{audit_entry, overdue_task, pause_of, run_record, task_state};
+use super::bind::micros;
+use super::writes::{insert_audit, insert_skips};
+use crate::store::records::{pause_of, run_record, task_state};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
-    AuditEntry, CancelRequest, OverdueTask, Pause, ResumePlanner, RunRequest, RunStatus,
-    StoreResult,
+    AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, RunStatus, StoreResult,
 };
 
 pub(super) async fn request_run(
@@ -66,7 +64,7 @@ pub(super) async fn cancel_run(
             insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
             CancelRequest::Requested(run)
         } else {
-            match sqlx::query(query!("run_one"))
+            match sqlx::query(runs_select!(query!("run_one")))
                 .bind(run_id)
                 .fetch_optional(&mut *tx)
                 .await?
@@ -84,24 +82,6 @@ pub(super) async fn cancel_run(
         store.inner.cancel_requested();
     }
     Ok(answer)
-}
-
-pub(super) async fn overdue_tasks(
-    store: &SqliteStore,
-    late_by: Duration,
-    limit: u32,
-) -> StoreResult<Vec<OverdueTask>> {
-    read!(store, "overdue_tasks", |conn, now| {
-        sqlx::query(query!("overdue_tasks"))
-            .bind(earlier(now, late_by))
-            .bind(limit_of(limit))
-            .bind(micros(now))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(overdue_task)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
-    })
 }
 
 pub(super) async fn open_missed(
@@ -181,21 +161,4 @@ pub(super) async fn resume_task(
         store.inner.wake();
     }
     Ok(ended)
-}
-
-pub(super) async fn audit_log(
-    store: &SqliteStore,
-    limit: u32,
-    before_id: Option<i64>,
-) -> StoreResult<Vec<AuditEntry>> {
-    read!(store, "audit_log", |conn, _now| {
-        sqlx::query(query!("audit_list"))
-            .bind(limit_of(limit))
-            .bind(before_id)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(audit_entry)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
-    })
 }

@@ -1,0 +1,191 @@
+//! How an operation runs on PostgreSQL: the macros every operation file uses (`query!`,
+//! `releasing_query!`, `timed!`), the connection they acquire within the store's timeouts and
+//! what becomes of it when the operation fails or times out, the audit entry more than one
+//! operation writes, and the statements written once for both backends (`store/dialect.rs`)
+//! as PostgreSQL binds and runs them.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::query::Query;
+
+use super::columns::millis;
+use crate::store::dialect::{Dialect, Param, Sql};
+use crate::store::postgres::{PgStore, classify};
+use crate::store::{AuditEntry, StoreError, StoreResult};
+
+macro_rules! query {
+    ($file:literal) => {
+        include_str!(concat!("../queries/", $file, ".sql"))
+    };
+}
+
+/// A statement that releases locks (`release_locks`, `finish_runs`), with its
+/// `-- @include release_requeue.sql` line replaced by that file: the one place the release of a
+/// lock and the requeue the engine decided are written.
+macro_rules! releasing_query {
+    ($file:literal) => {
+        assembled_query!(
+            crate::store::postgres::operations::exec::include_release,
+            query!($file)
+        )
+    };
+}
+
+/// Runs `$body` (an expression using `$conn: &mut PgConnection`) on a pooled connection within
+/// the operation timeout; on timeout or a broken connection, or if the operation is dropped
+/// half-way, the connection is closed instead of returned to the pool.
+///
+/// Through a transaction-mode pooler, `$body` runs in one transaction opened with the store's
+/// `SET LOCAL`s (see `PgStore::transaction_begin`): the pooler keeps the server connection for
+/// the whole operation, and an inner `begin()` becomes a savepoint.
+macro_rules! timed {
+    ($store:ident, $op:expr, |$conn:ident| $body:expr) => {{
+        let mut guard = crate::store::in_use::InUse::new($store.acquire($op).await?);
+        let result = {
+            let conn: &mut sqlx::PgConnection = &mut guard.conn;
+            tokio::time::timeout($store.op_timeout, async {
+                match $store.transaction_begin() {
+                    None => {
+                        let $conn = conn;
+                        $body
+                    }
+                    Some(begin) => {
+                        let mut tx = sqlx::Connection::begin_with(conn, begin).await?;
+                        let value: Result<_, sqlx::Error> = {
+                            let $conn: &mut sqlx::PgConnection = &mut tx;
+                            $body
+                        };
+                        let value = value?;
+                        tx.commit().await?;
+                        Ok(value)
+                    }
+                }
+            })
+            .await
+        };
+        $store.settle($op, guard.done(), result)
+    }};
+}
+
+impl PgStore {
+    pub(super) async fn acquire(
+        &self,
+        operation: &'static str,
+    ) -> StoreResult<PoolConnection<Postgres>> {
+        // The pool has its own acquire timeout; this one also covers a connect that hangs, and
+        // the choice of server before it (several hosts or a target_session_attrs).
+        let acquire = async {
+            if let Some(servers) = &self.servers {
+                servers
+                    .ensure(&self.pool)
+                    .await
+                    .map_err(sqlx::Error::Protocol)?;
+            }
+            self.pool.acquire().await
+        };
+        match tokio::time::timeout(self.acquire_timeout + Duration::from_secs(1), acquire).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => {
+                self.doubt_server(&e);
+                Err(classify(operation, e))
+            }
+            Err(_) => {
+                if let Some(servers) = &self.servers {
+                    servers.suspect();
+                }
+                Err(StoreError::Timeout {
+                    operation,
+                    timeout: self.acquire_timeout,
+                })
+            }
+        }
+    }
+
+    pub(super) fn settle<T>(
+        &self,
+        operation: &'static str,
+        conn: &mut PoolConnection<Postgres>,
+        result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
+    ) -> StoreResult<T> {
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                // A lost connection, or a server that shut down or no longer takes writes:
+                // this connection is not reused, and the next one chooses the server again.
+                if self.doubt_server(&e) {
+                    conn.close_on_drop();
+                }
+                Err(classify(operation, e))
+            }
+            Err(_) => {
+                conn.close_on_drop();
+                Err(StoreError::Timeout {
+                    operation,
+                    timeout: self.op_timeout,
+                })
+            }
+        }
+    }
+}
+
+/// `statement` with its `-- @include release_requeue.sql` line replaced by that file.
+pub(super) fn include_release(statement: &str) -> String {
+    crate::store::queries::include(statement, "release_requeue.sql", query!("release_requeue"))
+}
+
+/// Records an audit entry on `conn`.
+pub(super) async fn insert_audit(
+    conn: &mut sqlx::PgConnection,
+    a: &AuditEntry,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(query!("audit_insert"))
+        .bind(&a.actor)
+        .bind(&a.action)
+        .bind(&a.task)
+        .bind(&a.detail)
+        .bind(&a.source)
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
+/// A parameter bound as PostgreSQL stores its value (see `store/dialect.rs`).
+fn bind<'q>(
+    query: Query<'q, Postgres, PgArguments>,
+    param: &Param<'_>,
+) -> Query<'q, Postgres, PgArguments> {
+    match *param {
+        Param::Text(v) => query.bind(v),
+        Param::Int(v) => query.bind(v),
+        Param::Flag(v) => query.bind(v),
+        Param::Time(v) => query.bind(v),
+        Param::Names(v) => query.bind(v),
+        Param::Ids(v) => query.bind(v),
+        Param::Ago(d) => query.bind(millis(d)),
+        Param::Now => query,
+    }
+}
+
+#[async_trait]
+impl Dialect for PgStore {
+    type Row = PgRow;
+
+    async fn rows(
+        &self,
+        operation: &'static str,
+        sql: Sql,
+        params: &[Param<'_>],
+        first: bool,
+    ) -> StoreResult<Vec<PgRow>> {
+        let store = self;
+        let query = || params.iter().fold(sqlx::query(sql.postgres), bind);
+        timed!(store, operation, |conn| match first {
+            false => query().fetch_all(conn).await,
+            true => query().fetch_optional(conn).await.map(Vec::from_iter),
+        })
+    }
+}

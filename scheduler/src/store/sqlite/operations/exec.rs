@@ -1,0 +1,204 @@
+//! How an operation runs on SQLite: the macros every operation file uses (`query!`, `read!`,
+//! `write_tx!`), the writer's turn and the pooled connection they wait for within the
+//! operation timeout, what becomes of a connection whose operation failed or timed out, and the
+//! statements written once for both backends (`store/dialect.rs`) as SQLite binds and runs
+//! them.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::Sqlite;
+use sqlx::pool::PoolConnection;
+use sqlx::query::Query;
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use tokio::time::Instant;
+
+use super::bind::{earlier, micros, names_json};
+use crate::store::dialect::{Dialect, Param, Sql};
+use crate::store::sqlite::{Inner, SqliteStore, classify};
+use crate::store::{StoreError, StoreResult};
+
+macro_rules! query {
+    ($file:literal) => {
+        include_str!(concat!("../queries/", $file, ".sql"))
+    };
+}
+
+/// Runs `$body` (an expression using `$conn: &mut SqliteConnection` and the operation's clock
+/// `$now`, evaluating to the operation's value) on a pooled connection within the operation
+/// timeout. On timeout, or if the operation is dropped half-way, the connection is closed instead
+/// of returned to the pool.
+macro_rules! read {
+    ($store:ident, $op:expr, |$conn:ident, $now:ident| $body:expr) => {{
+        let inner: &crate::store::sqlite::Inner = &$store.inner;
+        let limit = inner.op_timeout;
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut guard =
+            crate::store::in_use::InUse::new(inner.acquire($op, deadline, limit).await?);
+        let result = tokio::time::timeout_at(deadline, async {
+            let $conn: &mut sqlx::SqliteConnection = &mut guard.conn;
+            let $now: chrono::DateTime<chrono::Utc> = chrono::Utc::now();
+            Ok::<_, sqlx::Error>($body)
+        })
+        .await;
+        crate::store::sqlite::operations::exec::settle($op, guard.done(), result, limit)
+    }};
+}
+
+/// Like `read!`, in a write transaction `$tx` begun with `BEGIN IMMEDIATE` after this process's
+/// writer turn, committed when `$body` has its value (`return` from it rolls back). `$now` is
+/// taken once the transaction holds the write lock. `limit = ...` replaces the operation timeout.
+macro_rules! write_tx {
+    ($store:ident, $op:expr, |$tx:ident, $now:ident| $body:expr) => {
+        write_tx!($store, $op, limit = $store.inner.op_timeout, |$tx, $now| {
+            $body
+        })
+    };
+    ($store:ident, $op:expr, limit = $limit:expr, |$tx:ident, $now:ident| $body:expr) => {{
+        let inner: &crate::store::sqlite::Inner = &$store.inner;
+        let limit: std::time::Duration = $limit;
+        let deadline = tokio::time::Instant::now() + limit;
+        let _turn = inner.writer_turn($op, deadline, limit).await?;
+        let mut guard =
+            crate::store::in_use::InUse::new(inner.acquire($op, deadline, limit).await?);
+        let result = tokio::time::timeout_at(deadline, async {
+            let conn: &mut sqlx::SqliteConnection = &mut guard.conn;
+            let mut $tx = sqlx::Connection::begin_with(conn, "BEGIN IMMEDIATE").await?;
+            let $now: chrono::DateTime<chrono::Utc> = chrono::Utc::now();
+            let value = $body;
+            $tx.commit().await?;
+            Ok::<_, sqlx::Error>(value)
+        })
+        .await;
+        crate::store::sqlite::operations::exec::settle($op, guard.done(), result, limit)
+    }};
+}
+
+impl SqliteStore {
+    /// What only the node owning the file may do; refused for an operator store.
+    pub(super) fn refuse_operator(&self, what: &str) -> StoreResult<()> {
+        if self.inner.operator {
+            return Err(StoreError::setup(format!(
+                "an operator store of `{}` does not {what}: only the node that owns the file does",
+                self.inner.path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    pub(super) async fn writer_turn(
+        &self,
+        operation: &'static str,
+        deadline: Instant,
+        limit: Duration,
+    ) -> StoreResult<tokio::sync::MutexGuard<'_, ()>> {
+        tokio::time::timeout_at(deadline, self.writer.lock())
+            .await
+            .map_err(|_| StoreError::Timeout {
+                operation,
+                timeout: limit,
+            })
+    }
+
+    pub(super) async fn acquire(
+        &self,
+        operation: &'static str,
+        deadline: Instant,
+        limit: Duration,
+    ) -> StoreResult<PoolConnection<Sqlite>> {
+        match tokio::time::timeout_at(deadline, self.pool.acquire()).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(classify(operation, e)),
+            Err(_) => Err(StoreError::Timeout {
+                operation,
+                timeout: limit,
+            }),
+        }
+    }
+
+    /// Wakes every listener (after a commit that released a lock, applied a config, queued a
+    /// manual run or ended a pause; or when asked to).
+    pub(super) fn wake(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Tells every listener that a run is to be cancelled (after the request's commit).
+    pub(super) fn cancel_requested(&self) {
+        self.cancels.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+/// The result of an operation run within `limit`: on timeout or a broken connection, the
+/// connection is closed instead of returned to the pool.
+pub(super) fn settle<T>(
+    operation: &'static str,
+    conn: &mut PoolConnection<Sqlite>,
+    result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
+    limit: Duration,
+) -> StoreResult<T> {
+    match result {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => {
+            if matches!(e, sqlx::Error::Io(_) | sqlx::Error::WorkerCrashed) {
+                conn.close_on_drop();
+            }
+            Err(classify(operation, e))
+        }
+        Err(_) => {
+            // The statement may still be running on the connection's worker thread; a fresh
+            // connection is cheaper than finding out.
+            conn.close_on_drop();
+            Err(StoreError::Timeout {
+                operation,
+                timeout: limit,
+            })
+        }
+    }
+}
+
+/// A parameter bound as SQLite stores its value (see `store/dialect.rs`), with the operation's
+/// clock `now`.
+fn bind<'q>(
+    query: Query<'q, Sqlite, SqliteArguments>,
+    param: &Param<'_>,
+    now: DateTime<Utc>,
+) -> Query<'q, Sqlite, SqliteArguments> {
+    match *param {
+        Param::Text(v) => query.bind(v),
+        Param::Int(v) => query.bind(v),
+        Param::Flag(v) => query.bind(v),
+        Param::Time(v) => query.bind(v.map(micros)),
+        Param::Names(v) => query.bind(names_json(v)),
+        Param::Ids(v) => query.bind(serde_json::to_string(v).expect("integers serialize")),
+        Param::Ago(d) => query.bind(earlier(now, d)),
+        Param::Now => query.bind(micros(now)),
+    }
+}
+
+#[async_trait]
+impl Dialect for SqliteStore {
+    type Row = SqliteRow;
+
+    async fn rows(
+        &self,
+        operation: &'static str,
+        sql: Sql,
+        params: &[Param<'_>],
+        first: bool,
+    ) -> StoreResult<Vec<SqliteRow>> {
+        let store = self;
+        read!(store, operation, |conn, now| {
+            let query = params
+                .iter()
+                .fold(sqlx::query(sql.sqlite), |query, p| bind(query, p, now));
+            if first {
+                Vec::from_iter(query.fetch_optional(conn).await?)
+            } else {
+                query.fetch_all(conn).await?
+            }
+        })
+    }
+}
