@@ -10,11 +10,11 @@
 //! | [`Param::Text`] | `text` | `TEXT` |
 //! | [`Param::Int`] | `int8` | `INTEGER` |
 //! | [`Param::Flag`] | `boolean` | `INTEGER` 0 or 1 |
-//! | [`Param::Time`] | `timestamptz` | `INTEGER` unix microseconds |
-//! | [`Param::Names`] | `text[]` | `TEXT`, a JSON array of strings |
-//! | [`Param::Ids`] | `int8[]` | `TEXT`, a JSON array of integers |
-//! | [`Param::Ago`] | `int8` milliseconds, taken from `now()` | the operation's clock less it |
-//! | [`Param::Now`] | not bound: the statement reads `now()` | the operation's clock, as a time |
+//! | [`Own::Time`] | `timestamptz` | `INTEGER` unix microseconds |
+//! | [`Own::Names`] | `text[]` | `TEXT`, a JSON array of strings |
+//! | [`Own::Ids`] | `int8[]` | `TEXT`, a JSON array of integers |
+//! | [`Own::Ago`] | `int8` milliseconds, taken from `now()` | the operation's clock less it |
+//! | [`Own::Now`] | not bound: the statement reads `now()` | the operation's clock, as a time |
 //!
 //! A backend implements [`Dialect`]: it runs such a statement within its timeouts, on its
 //! connection, and hands the rows to the decoders of `records.rs` (through `row.rs`). What is
@@ -24,6 +24,8 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use sqlx::query::Query;
+use sqlx::{Database, Encode, Executor, IntoArguments, Type};
 
 use crate::store::row::ReadRow;
 use crate::store::{StoreError, StoreResult};
@@ -97,6 +99,13 @@ pub(crate) enum Param<'a> {
     Int(Option<i64>),
     /// A flag, or NULL.
     Flag(Option<bool>),
+    /// A value each backend represents its own way.
+    Own(Own<'a>),
+}
+
+/// A parameter's value that each backend represents its own way (see the module docs).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Own<'a> {
     /// A point in time, or NULL.
     Time(Option<DateTime<Utc>>),
     /// A list of names.
@@ -124,6 +133,12 @@ impl<'a> From<Option<&'a str>> for Param<'a> {
     }
 }
 
+impl<'a> From<&'a String> for Param<'a> {
+    fn from(v: &'a String) -> Self {
+        Param::Text(Some(v))
+    }
+}
+
 impl From<i64> for Param<'_> {
     fn from(v: i64) -> Self {
         Param::Int(Some(v))
@@ -136,6 +151,12 @@ impl From<Option<i64>> for Param<'_> {
     }
 }
 
+impl From<bool> for Param<'_> {
+    fn from(v: bool) -> Self {
+        Param::Flag(Some(v))
+    }
+}
+
 impl From<Option<bool>> for Param<'_> {
     fn from(v: Option<bool>) -> Self {
         Param::Flag(v)
@@ -144,19 +165,19 @@ impl From<Option<bool>> for Param<'_> {
 
 impl From<DateTime<Utc>> for Param<'_> {
     fn from(v: DateTime<Utc>) -> Self {
-        Param::Time(Some(v))
+        Param::Own(Own::Time(Some(v)))
     }
 }
 
 impl From<Option<DateTime<Utc>>> for Param<'_> {
     fn from(v: Option<DateTime<Utc>>) -> Self {
-        Param::Time(v)
+        Param::Own(Own::Time(v))
     }
 }
 
 impl<'a> From<&'a [String]> for Param<'a> {
     fn from(v: &'a [String]) -> Self {
-        Param::Names(v)
+        Param::Own(Own::Names(v))
     }
 }
 
@@ -167,32 +188,88 @@ macro_rules! params {
     };
 }
 
-impl From<Now> for Param<'_> {
-    fn from(_: Now) -> Self {
-        Param::Now
+impl<'a> From<&'a [i64]> for Param<'a> {
+    fn from(v: &'a [i64]) -> Self {
+        Param::Own(Own::Ids(v))
     }
 }
 
-/// The store's clock as a parameter of `params!` ([`Param::Now`]).
+impl From<std::time::Duration> for Param<'_> {
+    /// The store's clock less the duration ([`Own::Ago`]).
+    fn from(v: std::time::Duration) -> Self {
+        Param::Own(Own::Ago(v))
+    }
+}
+
+impl From<Now> for Param<'_> {
+    fn from(_: Now) -> Self {
+        Param::Own(Own::Now)
+    }
+}
+
+/// The store's clock as a parameter of `params!` ([`Own::Now`]).
 pub(crate) struct Now;
 
-/// How a backend runs a statement written once for both (see the module docs): within the
-/// operation timeout, on a connection of its own, the statement's text of this backend with
-/// its parameters bound this backend's way.
+/// A statement with its parameters.
+#[derive(Clone, Copy)]
+pub(crate) struct Statement<'a> {
+    /// The operation it is run as by [`Dialect::once`] (its errors name it); a statement run on
+    /// a connection inside an operation is named for what it does there.
+    pub(crate) operation: &'static str,
+    /// The statement of each backend.
+    pub(crate) sql: Sql,
+    /// Its parameters, in order.
+    pub(crate) params: &'a [Param<'a>],
+}
+
+/// What a run of a statement hands back.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fetch {
+    /// Every row it returns.
+    All,
+    /// Its first row, if any (the driver stops reading there).
+    First,
+    /// No rows: how many it changed.
+    Count,
+}
+
+/// The rows of a statement's run, or ([`Fetch::Count`]) how many rows it changed.
+pub(crate) struct Fetched<R> {
+    pub(crate) rows: Vec<R>,
+    pub(crate) count: u64,
+}
+
+/// How a backend runs a statement written once for both (see the module docs): on one of its
+/// connections inside an operation, and as an operation of its own, within the operation
+/// timeout.
 #[async_trait]
-pub(crate) trait Dialect: Sync {
+pub(crate) trait Dialect: Send + Sync {
     /// A result row of this backend.
     type Row: ReadRow + Send + Sync;
+    /// A connection of this backend inside an operation (in its transaction, if it writes).
+    type Conn: Send;
+    /// What an operation's statements are bound with besides their parameters: SQLite's clock
+    /// of the operation ([`Own::Now`]); nothing on PostgreSQL, whose statements read `now()`.
+    type Clock: Copy + Send + Sync;
 
-    /// Runs the read `sql` with `params` as `operation`: the rows it returns, or only the first
-    /// (if any) when `first` (the driver stops reading there).
-    async fn rows(
-        &self,
-        operation: &'static str,
-        sql: Sql,
-        params: &[Param<'_>],
-        first: bool,
-    ) -> StoreResult<Vec<Self::Row>>;
+    /// Refuses `what` (a sentence: "register a node") where only the store of the node that owns
+    /// the database may do it (SQLite's operator store). Every PostgreSQL store may.
+    fn refuse_operator(&self, what: &str) -> StoreResult<()> {
+        let _ = what;
+        Ok(())
+    }
+
+    /// Runs `statement` on `conn`, inside an operation that took `clock`.
+    async fn run(
+        conn: &mut Self::Conn,
+        clock: Self::Clock,
+        statement: Statement<'_>,
+        fetch: Fetch,
+    ) -> Result<Fetched<Self::Row>, sqlx::Error>;
+
+    /// Runs `statement` as an operation of its own: a read, or ([`Fetch::Count`]) a write.
+    async fn once(&self, statement: Statement<'_>, fetch: Fetch)
+    -> StoreResult<Fetched<Self::Row>>;
 
     /// Runs the read `sql` with `params` as `operation`, and decodes every row it returns.
     async fn fetch_all<T: Send>(
@@ -202,7 +279,12 @@ pub(crate) trait Dialect: Sync {
         params: &[Param<'_>],
         decode: for<'r> fn(&'r Self::Row) -> Result<T, sqlx::Error>,
     ) -> StoreResult<Vec<T>> {
-        let rows = self.rows(operation, sql, params, false).await?;
+        let statement = Statement {
+            operation,
+            sql,
+            params,
+        };
+        let rows = self.once(statement, Fetch::All).await?.rows;
         decoded(operation, rows.iter().map(decode).collect())
     }
 
@@ -214,9 +296,90 @@ pub(crate) trait Dialect: Sync {
         params: &[Param<'_>],
         decode: for<'r> fn(&'r Self::Row) -> Result<T, sqlx::Error>,
     ) -> StoreResult<Option<T>> {
-        let rows = self.rows(operation, sql, params, true).await?;
+        let statement = Statement {
+            operation,
+            sql,
+            params,
+        };
+        let rows = self.once(statement, Fetch::First).await?.rows;
         decoded(operation, rows.first().map(decode).transpose())
     }
+
+    /// Runs the write `sql` with `params` as `operation` of its own (its own transaction), and
+    /// says how many rows it changed.
+    async fn execute(
+        &self,
+        operation: &'static str,
+        sql: Sql,
+        params: &[Param<'_>],
+    ) -> StoreResult<u64> {
+        let statement = Statement {
+            operation,
+            sql,
+            params,
+        };
+        Ok(self.once(statement, Fetch::Count).await?.count)
+    }
+
+    /// Runs the write `statement` on `conn`, inside an operation that took `clock`, and says how
+    /// many rows it changed.
+    async fn execute_on(
+        conn: &mut Self::Conn,
+        clock: Self::Clock,
+        statement: Statement<'_>,
+    ) -> Result<u64, sqlx::Error> {
+        Ok(Self::run(conn, clock, statement, Fetch::Count).await?.count)
+    }
+}
+
+/// `query` with `params` bound: text, integers and flags as every driver binds them, each other
+/// kind by `own` (the backend's own representation of it).
+pub(crate) fn bind_all<'q, DB>(
+    query: Query<'q, DB, DB::Arguments>,
+    params: &[Param<'_>],
+    own: impl Fn(Query<'q, DB, DB::Arguments>, Own<'_>) -> Query<'q, DB, DB::Arguments>,
+) -> Query<'q, DB, DB::Arguments>
+where
+    DB: Database,
+    for<'a> Option<&'a str>: Encode<'a, DB> + Type<DB>,
+    for<'a> Option<i64>: Encode<'a, DB> + Type<DB>,
+    for<'a> Option<bool>: Encode<'a, DB> + Type<DB>,
+{
+    params.iter().fold(query, |query, param| match *param {
+        Param::Text(v) => query.bind(v),
+        Param::Int(v) => query.bind(v),
+        Param::Flag(v) => query.bind(v),
+        Param::Own(value) => own(query, value),
+    })
+}
+
+/// Runs the bound `query` on `conn`, fetching what `fetch` asks for (`affected`: the rows a
+/// write changed, as the driver says).
+pub(crate) async fn fetch<DB>(
+    conn: &mut DB::Connection,
+    query: Query<'_, DB, DB::Arguments>,
+    fetch: Fetch,
+    affected: fn(&DB::QueryResult) -> u64,
+) -> Result<Fetched<DB::Row>, sqlx::Error>
+where
+    DB: Database,
+    DB::Arguments: IntoArguments<DB>,
+    for<'e> &'e mut DB::Connection: Executor<'e, Database = DB>,
+{
+    Ok(match fetch {
+        Fetch::All => Fetched {
+            rows: query.fetch_all(conn).await?,
+            count: 0,
+        },
+        Fetch::First => Fetched {
+            rows: Vec::from_iter(query.fetch_optional(conn).await?),
+            count: 0,
+        },
+        Fetch::Count => Fetched {
+            rows: Vec::new(),
+            count: affected(&query.execute(conn).await?),
+        },
+    })
 }
 
 /// A decoded value, or the decoding's error as both backends classify it (the stored value is

@@ -143,6 +143,44 @@ pub struct Folded {
     pub notify: bool,
 }
 
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+impl Folded {
+    /// What `rule` decides for `fold`, given the task's `open` incident and the snooze in force
+    /// at `now`: `Ok(notify)` to record it (into `open`, or into an incident it opens), or
+    /// `Err` with what the fold answers when nothing is written (the incident as found).
+    pub(crate) fn decide(
+        rule: &IncidentRule,
+        fold: &AlertFold,
+        open: Option<IncidentRecord>,
+        snoozed: Option<&Snooze>,
+        now: DateTime<Utc>,
+    ) -> Result<(bool, Option<IncidentRecord>), Self> {
+        let input = FoldInput {
+            fold,
+            open: open.as_ref(),
+            snoozed,
+            now,
+        };
+        match rule(&input) {
+            FoldDecision::Record { notify } => Ok((notify, open)),
+            FoldDecision::Duplicate => Err(Folded {
+                incident: open,
+                opened: false,
+                notify: false,
+            }),
+        }
+    }
+
+    /// A fold recorded in `incident` (as written), which `opened` it or not.
+    pub(crate) fn recorded(incident: IncidentRecord, opened: bool, notify: bool) -> Self {
+        Folded {
+            incident: Some(incident),
+            opened,
+            notify,
+        }
+    }
+}
+
 /// Closes a task's open incidents of some types.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

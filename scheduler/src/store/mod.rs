@@ -33,12 +33,14 @@ mod methods;
 #[macro_use]
 mod queries;
 // Before the backends: the seam they implement for what is written once for both
-// (`dialect.rs`), and what is (`reads.rs`).
+// (`dialect.rs`), and what is (`reads.rs`, `writes.rs`).
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 #[macro_use]
 mod dialect;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod reads;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+mod writes;
 
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod backfill;

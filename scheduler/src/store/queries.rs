@@ -34,6 +34,15 @@ macro_rules! runs_select {
     };
 }
 
+/// A SELECT of due tasks for a claim, `$text` (a backend's `query!("...")`), with its
+/// `-- @include due_columns.sql` line replaced by the columns a due task is read from
+/// (`store/queries/due_columns.sql`, decoded by `records::due_task`; the row is aliased `task`).
+macro_rules! due_select {
+    ($text:expr) => {
+        assembled_query!(crate::store::queries::with_due_columns, $text)
+    };
+}
+
 /// `statement` with its line `-- @include <name>` replaced by `text` (which carries its own
 /// indentation).
 ///
@@ -52,6 +61,11 @@ pub(crate) fn include(statement: &str, name: &str, text: &str) -> String {
         &statement[..line],
         &statement[at + marker.len()..]
     )
+}
+
+/// `statement` with a due task's columns included (see `due_select!`).
+pub(crate) fn with_due_columns(statement: &str) -> String {
+    include(statement, "due_columns.sql", shared_query!("due_columns"))
 }
 
 /// `statement` with the run record's columns included (see `runs_select!`).

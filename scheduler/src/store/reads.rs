@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::store::dialect::{Dialect, Now, Param, Sql};
+use crate::store::dialect::{Dialect, Now, Sql};
 use crate::store::records::{
     audit_entry, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
     incident, log_chunk, node_record, overdue_task, run_record, skip_record, snooze, task_state,
@@ -188,11 +188,7 @@ pub(crate) async fn overdue_tasks(
     late_by: Duration,
     limit: u32,
 ) -> StoreResult<Vec<OverdueTask>> {
-    let params = [
-        Param::Ago(late_by),
-        Param::from(self::limit(limit)),
-        Param::Now,
-    ];
+    let params = params![late_by, self::limit(limit), Now];
     let sql = statement!("overdue_tasks");
     store
         .fetch_all("overdue_tasks", sql, &params, overdue_task)
@@ -203,12 +199,9 @@ pub(crate) async fn cancel_requests(
     store: &impl Dialect,
     run_ids: &[i64],
 ) -> StoreResult<Vec<Cancellation>> {
-    if run_ids.is_empty() {
-        return Ok(Vec::new());
-    }
     let sql = statement!("cancel_requests");
     store
-        .fetch_all("cancel_requests", sql, &[Param::Ids(run_ids)], cancellation)
+        .fetch_all("cancel_requests", sql, &params![run_ids], cancellation)
         .await
 }
 

@@ -5,6 +5,7 @@ use sqlx::{Acquire, Row};
 
 use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
+use crate::store::writes::backfill_not_cancelled;
 use crate::store::{AuditEntry, BackfillCancel, BackfillCreate, NewBackfill, StoreResult};
 
 /// A `u32` as PostgreSQL's `integer`, saturating.
@@ -71,16 +72,8 @@ pub(super) async fn cancel_backfill(
             tx.commit().await?;
             return Ok(BackfillCancel::Cancelled { dropped, running });
         }
-        let known = sqlx::query(query!("backfills_list"))
-            .bind(None::<&str>)
-            .bind(1_i64)
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let answer = backfill_not_cancelled::<PgStore>(&mut tx, (), id).await?;
         tx.rollback().await?;
-        Ok(match known {
-            Some(_) => BackfillCancel::AlreadyOver,
-            None => BackfillCancel::NotFound,
-        })
+        Ok(answer)
     })
 }

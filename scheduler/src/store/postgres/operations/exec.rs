@@ -7,14 +7,16 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::Postgres;
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::postgres::{PgArguments, PgQueryResult, PgRow};
 use sqlx::query::Query;
+use sqlx::{PgConnection, Postgres};
 
 use super::columns::millis;
-use crate::store::dialect::{Dialect, Param, Sql};
+use crate::store::dialect::{self, Dialect, Fetch, Fetched, Own, Statement, bind_all};
+use crate::store::in_use::InUse;
 use crate::store::postgres::{PgStore, classify};
+use crate::store::writes;
 use crate::store::{AuditEntry, StoreError, StoreResult};
 
 macro_rules! query {
@@ -67,7 +69,7 @@ macro_rules! timed {
             })
             .await
         };
-        $store.settle($op, guard.done(), result)
+        $store.settle($op, &mut guard, result)
     }};
 }
 
@@ -105,30 +107,17 @@ impl PgStore {
         }
     }
 
+    /// The operation's answer (see `InUse::settle`). A lost connection, or a server that shut
+    /// down or no longer takes writes, is not reused, and the next connection chooses the
+    /// server again.
     pub(super) fn settle<T>(
         &self,
         operation: &'static str,
-        conn: &mut PoolConnection<Postgres>,
+        guard: &mut InUse<Postgres>,
         result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
     ) -> StoreResult<T> {
-        match result {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => {
-                // A lost connection, or a server that shut down or no longer takes writes:
-                // this connection is not reused, and the next one chooses the server again.
-                if self.doubt_server(&e) {
-                    conn.close_on_drop();
-                }
-                Err(classify(operation, e))
-            }
-            Err(_) => {
-                conn.close_on_drop();
-                Err(StoreError::Timeout {
-                    operation,
-                    timeout: self.op_timeout,
-                })
-            }
-        }
+        let broken = |e: &sqlx::Error| self.doubt_server(e);
+        guard.settle(operation, result, self.op_timeout, broken, classify)
     }
 }
 
@@ -137,55 +126,50 @@ pub(super) fn include_release(statement: &str) -> String {
     crate::store::queries::include(statement, "release_requeue.sql", query!("release_requeue"))
 }
 
-/// Records an audit entry on `conn`.
+/// Records an audit entry on `conn` (`store/writes.rs`), in the operation's transaction.
 pub(super) async fn insert_audit(
-    conn: &mut sqlx::PgConnection,
+    conn: &mut PgConnection,
     a: &AuditEntry,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(query!("audit_insert"))
-        .bind(&a.actor)
-        .bind(&a.action)
-        .bind(&a.task)
-        .bind(&a.detail)
-        .bind(&a.source)
-        .execute(conn)
-        .await
-        .map(drop)
+    writes::insert_audit::<PgStore>(conn, (), a).await
 }
 
-/// A parameter bound as PostgreSQL stores its value (see `store/dialect.rs`).
+/// A value PostgreSQL represents its own way (see `store/dialect.rs`), bound.
 fn bind<'q>(
     query: Query<'q, Postgres, PgArguments>,
-    param: &Param<'_>,
+    value: Own<'_>,
 ) -> Query<'q, Postgres, PgArguments> {
-    match *param {
-        Param::Text(v) => query.bind(v),
-        Param::Int(v) => query.bind(v),
-        Param::Flag(v) => query.bind(v),
-        Param::Time(v) => query.bind(v),
-        Param::Names(v) => query.bind(v),
-        Param::Ids(v) => query.bind(v),
-        Param::Ago(d) => query.bind(millis(d)),
-        Param::Now => query,
+    match value {
+        Own::Time(v) => query.bind(v),
+        Own::Names(v) => query.bind(v),
+        Own::Ids(v) => query.bind(v),
+        Own::Ago(d) => query.bind(millis(d)),
+        // Not bound: the statement reads the database's clock.
+        Own::Now => query,
     }
 }
 
 #[async_trait]
 impl Dialect for PgStore {
     type Row = PgRow;
+    type Conn = PgConnection;
+    type Clock = ();
 
-    async fn rows(
-        &self,
-        operation: &'static str,
-        sql: Sql,
-        params: &[Param<'_>],
-        first: bool,
-    ) -> StoreResult<Vec<PgRow>> {
+    async fn run(
+        conn: &mut PgConnection,
+        (): (),
+        statement: Statement<'_>,
+        fetch: Fetch,
+    ) -> Result<Fetched<PgRow>, sqlx::Error> {
+        let query = bind_all(sqlx::query(statement.sql.postgres), statement.params, bind);
+        dialect::fetch(conn, query, fetch, PgQueryResult::rows_affected).await
+    }
+
+    async fn once(&self, statement: Statement<'_>, fetch: Fetch) -> StoreResult<Fetched<PgRow>> {
+        // One statement: on its own in autocommit (in the pooler's transaction, through one).
         let store = self;
-        let query = || params.iter().fold(sqlx::query(sql.postgres), bind);
-        timed!(store, operation, |conn| match first {
-            false => query().fetch_all(conn).await,
-            true => query().fetch_optional(conn).await.map(Vec::from_iter),
+        timed!(store, statement.operation, |conn| {
+            Self::run(conn, (), statement, fetch).await
         })
     }
 }

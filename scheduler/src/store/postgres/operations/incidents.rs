@@ -6,9 +6,10 @@ use sqlx::{Acquire, Row};
 use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
 use crate::store::records::{incident, snooze};
+use crate::store::writes::{open_incident, record_fold, snooze_of};
 use crate::store::{
-    AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
-    IncidentRecord, IncidentRule, Snooze, StoreResult,
+    AlertFold, AlertMark, AuditEntry, Folded, IncidentClose, IncidentRecord, IncidentRule, Snooze,
+    StoreResult,
 };
 
 pub(super) async fn fold_alerts(
@@ -16,9 +17,6 @@ pub(super) async fn fold_alerts(
     folds: &[AlertFold],
     rule: &IncidentRule,
 ) -> StoreResult<Vec<Folded>> {
-    if folds.is_empty() {
-        return Ok(Vec::new());
-    }
     timed!(store, "fold_alerts", |conn| {
         let mut tx = conn.begin().await?;
         let now: DateTime<Utc> = sqlx::query_scalar(query!("db_now"))
@@ -26,68 +24,23 @@ pub(super) async fn fold_alerts(
             .await?;
         let mut done = Vec::with_capacity(folds.len());
         for fold in folds {
-            let snoozed = sqlx::query(query!("snooze_of"))
-                .bind(&fold.task)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(snooze)
-                .transpose()?;
+            let snoozed = snooze_of::<PgStore>(&mut tx, (), &fold.task).await?;
             // Twice at most: an incident another node opened between our look and our insert
             // is folded into on the second look (the insert then did nothing).
             let mut folded = None;
             for _ in 0..2 {
-                let open = sqlx::query(query!("incident_open"))
-                    .bind(&fold.task)
-                    .bind(&fold.kind)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .as_ref()
-                    .map(incident)
-                    .transpose()?;
-                let decision = rule(&FoldInput {
-                    fold,
-                    open: open.as_ref(),
-                    snoozed: snoozed.as_ref(),
-                    now,
-                });
-                let FoldDecision::Record { notify } = decision else {
-                    folded = Some(Folded {
-                        incident: open,
-                        opened: false,
-                        notify: false,
-                    });
-                    break;
-                };
-                let row = match &open {
-                    None => {
-                        sqlx::query(query!("incident_insert"))
-                            .bind(&fold.task)
-                            .bind(&fold.kind)
-                            .bind(fold.key.as_deref())
-                            .bind(&fold.summary)
-                            .bind(notify)
-                            .bind(fold.remind_every_ms())
-                            .fetch_optional(&mut *tx)
-                            .await?
+                let open = open_incident::<PgStore>(&mut tx, (), &fold.task, &fold.kind).await?;
+                let (notify, open) = match Folded::decide(rule, fold, open, snoozed.as_ref(), now) {
+                    Ok(record) => record,
+                    Err(untouched) => {
+                        folded = Some(untouched);
+                        break;
                     }
-                    Some(open) => Some(
-                        sqlx::query(query!("incident_fold"))
-                            .bind(open.id)
-                            .bind(fold.key.as_deref())
-                            .bind(&fold.summary)
-                            .bind(notify)
-                            .bind(fold.remind_every_ms())
-                            .fetch_one(&mut *tx)
-                            .await?,
-                    ),
                 };
-                if let Some(row) = row {
-                    folded = Some(Folded {
-                        incident: Some(incident(&row)?),
-                        opened: open.is_none(),
-                        notify,
-                    });
+                if let Some(recorded) =
+                    record_fold::<PgStore>(&mut tx, (), fold, open.as_ref(), notify).await?
+                {
+                    folded = Some(Folded::recorded(recorded, open.is_none(), notify));
                     break;
                 }
             }
@@ -115,9 +68,6 @@ pub(super) async fn close_incidents(
             kinds.push(kind.as_str());
             reasons.push(close.reason.as_str());
         }
-    }
-    if tasks.is_empty() {
-        return Ok(Vec::new());
     }
     timed!(store, "close_incidents", |conn| {
         sqlx::query(query!("incident_close"))
@@ -151,9 +101,6 @@ pub(super) async fn mark_alerts(
     store: &PgStore,
     marks: &[AlertMark],
 ) -> StoreResult<Vec<AlertMark>> {
-    if marks.is_empty() {
-        return Ok(Vec::new());
-    }
     let tasks: Vec<&str> = marks.iter().map(|m| m.task.as_str()).collect();
     let kinds: Vec<&str> = marks.iter().map(|m| m.kind.as_str()).collect();
     let keys: Vec<&str> = marks.iter().map(|m| m.mark.as_str()).collect();

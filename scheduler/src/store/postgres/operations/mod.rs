@@ -37,6 +37,7 @@ use outbox::*;
 use renew::*;
 // The operations written once for both backends.
 use crate::store::reads::*;
+use crate::store::writes::*;
 use server::*;
 use wake::*;
 

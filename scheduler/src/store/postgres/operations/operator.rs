@@ -90,9 +90,6 @@ pub(super) async fn open_missed(
     store: &PgStore,
     incidents: &[(String, DateTime<Utc>)],
 ) -> StoreResult<Vec<String>> {
-    if incidents.is_empty() {
-        return Ok(Vec::new());
-    }
     let (names, ticks): (Vec<&str>, Vec<DateTime<Utc>>) =
         incidents.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
     timed!(store, "open_missed", |conn| {

@@ -12,9 +12,6 @@ use crate::store::records::outbox_row;
 use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreResult};
 
 pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> StoreResult<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
     let channels: Vec<&str> = events.iter().map(|e| e.channel.as_str()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let payloads: Vec<&str> = events.iter().map(|e| e.payload.as_str()).collect();
@@ -105,9 +102,6 @@ pub(super) async fn claim_outbox(
 }
 
 pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) -> StoreResult<()> {
-    if deliveries.is_empty() {
-        return Ok(());
-    }
     let ids: Vec<i64> = deliveries.iter().map(|d| d.outbox_id).collect();
     let attempts: Vec<i32> = deliveries.iter().map(|d| d.attempt).collect();
     let nodes: Vec<&str> = deliveries.iter().map(|d| d.node_id.as_str()).collect();

@@ -19,9 +19,6 @@ pub(super) async fn renew_locks(
     node_id: &str,
     held: &[(LockKey, Duration)],
 ) -> StoreResult<Vec<LockKey>> {
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
     // Task rows are updated in name order, as by finish_runs: a renewal and an outcome batch
     // of the same node touch the same rows, and in different orders they deadlocked (one
     // waited out `deadlock_timeout`, then failed).

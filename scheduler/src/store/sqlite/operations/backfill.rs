@@ -6,6 +6,7 @@ use sqlx::Row;
 use super::bind::micros;
 use super::writes::insert_audit;
 use crate::store::sqlite::SqliteStore;
+use crate::store::writes::backfill_not_cancelled;
 use crate::store::{AuditEntry, BackfillCancel, BackfillCreate, NewBackfill, StoreResult};
 
 pub(super) async fn create_backfill(
@@ -74,16 +75,7 @@ pub(super) async fn cancel_backfill(
             .fetch_optional(&mut *tx)
             .await?;
         let Some(row) = cancelled else {
-            let known = sqlx::query(query!("backfills_list"))
-                .bind(None::<&str>)
-                .bind(1_i64)
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            return Ok(match known {
-                Some(_) => BackfillCancel::AlreadyOver,
-                None => BackfillCancel::NotFound,
-            });
+            return Ok(backfill_not_cancelled::<SqliteStore>(&mut tx, now, id).await?);
         };
         let task: String = row.try_get("task_name")?;
         let dropped: i64 = row.try_get("dropped")?;

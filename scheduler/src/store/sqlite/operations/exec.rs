@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::Sqlite;
 use sqlx::pool::PoolConnection;
 use sqlx::query::Query;
-use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::sqlite::{SqliteArguments, SqliteQueryResult, SqliteRow};
+use sqlx::{Sqlite, SqliteConnection};
 use tokio::time::Instant;
 
 use super::bind::{earlier, micros, names_json};
-use crate::store::dialect::{Dialect, Param, Sql};
+use crate::store::dialect::{self, Dialect, Fetch, Fetched, Own, Statement, bind_all};
+use crate::store::in_use::InUse;
 use crate::store::sqlite::{Inner, SqliteStore, classify};
 use crate::store::{StoreError, StoreResult};
 
@@ -42,7 +43,7 @@ macro_rules! read {
             Ok::<_, sqlx::Error>($body)
         })
         .await;
-        crate::store::sqlite::operations::exec::settle($op, guard.done(), result, limit)
+        crate::store::sqlite::operations::exec::settle($op, &mut guard, result, limit)
     }};
 }
 
@@ -71,21 +72,8 @@ macro_rules! write_tx {
             Ok::<_, sqlx::Error>(value)
         })
         .await;
-        crate::store::sqlite::operations::exec::settle($op, guard.done(), result, limit)
+        crate::store::sqlite::operations::exec::settle($op, &mut guard, result, limit)
     }};
-}
-
-impl SqliteStore {
-    /// What only the node owning the file may do; refused for an operator store.
-    pub(super) fn refuse_operator(&self, what: &str) -> StoreResult<()> {
-        if self.inner.operator {
-            return Err(StoreError::setup(format!(
-                "an operator store of `{}` does not {what}: only the node that owns the file does",
-                self.inner.path.display()
-            )));
-        }
-        Ok(())
-    }
 }
 
 impl Inner {
@@ -131,74 +119,78 @@ impl Inner {
     }
 }
 
-/// The result of an operation run within `limit`: on timeout or a broken connection, the
-/// connection is closed instead of returned to the pool.
+/// The operation's answer (see `InUse::settle`): a connection whose worker thread failed is not
+/// reused.
 pub(super) fn settle<T>(
     operation: &'static str,
-    conn: &mut PoolConnection<Sqlite>,
+    guard: &mut InUse<Sqlite>,
     result: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
     limit: Duration,
 ) -> StoreResult<T> {
-    match result {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => {
-            if matches!(e, sqlx::Error::Io(_) | sqlx::Error::WorkerCrashed) {
-                conn.close_on_drop();
-            }
-            Err(classify(operation, e))
-        }
-        Err(_) => {
-            // The statement may still be running on the connection's worker thread; a fresh
-            // connection is cheaper than finding out.
-            conn.close_on_drop();
-            Err(StoreError::Timeout {
-                operation,
-                timeout: limit,
-            })
-        }
-    }
+    let broken = |e: &sqlx::Error| matches!(e, sqlx::Error::Io(_) | sqlx::Error::WorkerCrashed);
+    guard.settle(operation, result, limit, broken, classify)
 }
 
-/// A parameter bound as SQLite stores its value (see `store/dialect.rs`), with the operation's
+/// A value SQLite represents its own way (see `store/dialect.rs`), bound with the operation's
 /// clock `now`.
 fn bind<'q>(
     query: Query<'q, Sqlite, SqliteArguments>,
-    param: &Param<'_>,
+    value: Own<'_>,
     now: DateTime<Utc>,
 ) -> Query<'q, Sqlite, SqliteArguments> {
-    match *param {
-        Param::Text(v) => query.bind(v),
-        Param::Int(v) => query.bind(v),
-        Param::Flag(v) => query.bind(v),
-        Param::Time(v) => query.bind(v.map(micros)),
-        Param::Names(v) => query.bind(names_json(v)),
-        Param::Ids(v) => query.bind(serde_json::to_string(v).expect("integers serialize")),
-        Param::Ago(d) => query.bind(earlier(now, d)),
-        Param::Now => query.bind(micros(now)),
+    match value {
+        Own::Time(v) => query.bind(v.map(micros)),
+        Own::Names(v) => query.bind(names_json(v)),
+        Own::Ids(v) => query.bind(serde_json::to_string(v).expect("integers serialize")),
+        Own::Ago(d) => query.bind(earlier(now, d)),
+        Own::Now => query.bind(micros(now)),
     }
 }
 
 #[async_trait]
 impl Dialect for SqliteStore {
     type Row = SqliteRow;
+    type Conn = SqliteConnection;
+    type Clock = DateTime<Utc>;
 
-    async fn rows(
+    fn refuse_operator(&self, what: &str) -> StoreResult<()> {
+        if self.inner.operator {
+            return Err(StoreError::setup(format!(
+                "an operator store of `{}` does not {what}: only the node that owns the file does",
+                self.inner.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    async fn run(
+        conn: &mut SqliteConnection,
+        now: DateTime<Utc>,
+        statement: Statement<'_>,
+        fetch: Fetch,
+    ) -> Result<Fetched<SqliteRow>, sqlx::Error> {
+        let query = sqlx::query(statement.sql.sqlite);
+        let query = bind_all(query, statement.params, |query, value: Own<'_>| {
+            bind(query, value, now)
+        });
+        dialect::fetch(conn, query, fetch, SqliteQueryResult::rows_affected).await
+    }
+
+    async fn once(
         &self,
-        operation: &'static str,
-        sql: Sql,
-        params: &[Param<'_>],
-        first: bool,
-    ) -> StoreResult<Vec<SqliteRow>> {
+        statement: Statement<'_>,
+        fetch: Fetch,
+    ) -> StoreResult<Fetched<SqliteRow>> {
+        // A write in a transaction of its own, after this process's writer turn; a read beside.
         let store = self;
-        read!(store, operation, |conn, now| {
-            let query = params
-                .iter()
-                .fold(sqlx::query(sql.sqlite), |query, p| bind(query, p, now));
-            if first {
-                Vec::from_iter(query.fetch_optional(conn).await?)
-            } else {
-                query.fetch_all(conn).await?
-            }
-        })
+        if fetch == Fetch::Count {
+            write_tx!(store, statement.operation, |tx, now| {
+                Self::run(&mut tx, now, statement, fetch).await?
+            })
+        } else {
+            read!(store, statement.operation, |conn, now| {
+                Self::run(conn, now, statement, fetch).await?
+            })
+        }
     }
 }

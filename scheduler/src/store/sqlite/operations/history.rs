@@ -2,14 +2,14 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
+
 use super::bind::earlier;
 use crate::store::sqlite::SqliteStore;
+use crate::store::writes::{Prune, Pruned, in_batches};
 use crate::store::{LogChunk, StoreResult};
 
 pub(super) async fn append_run_logs(store: &SqliteStore, chunks: &[LogChunk]) -> StoreResult<()> {
-    if chunks.is_empty() {
-        return Ok(());
-    }
     write_tx!(store, "append_run_logs", |tx, _now| {
         for c in chunks {
             sqlx::query(query!("run_logs_insert"))
@@ -24,62 +24,59 @@ pub(super) async fn append_run_logs(store: &SqliteStore, chunks: &[LogChunk]) ->
     })
 }
 
-pub(super) async fn prune_history(
+#[async_trait]
+impl Prune for SqliteStore {
+    async fn prune_runs(&self, retention: Duration, batch: i64) -> StoreResult<u64> {
+        let prune = |dependent, sql| prune_with(self, retention, batch, dependent, sql);
+        let pruned_runs = prune(query!("prune_run_logs"), query!("prune_runs")).await?;
+        prune(query!("prune_deliveries"), query!("prune_outbox")).await?;
+        Ok(pruned_runs)
+    }
+
+    async fn prune_nodes(&self, retention: Duration) -> StoreResult<()> {
+        let store = self;
+        write_tx!(store, "prune_history", |tx, now| {
+            sqlx::query(query!("prune_nodes"))
+                .bind(earlier(now, retention))
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(query!("prune_node_rows"))
+                .execute(&mut *tx)
+                .await?;
+        })
+    }
+}
+
+/// Prunes the rows of `sql` older than `retention` in batches, each in one transaction that
+/// first deletes what goes with its rows (`dependent`: a run's logs, an event's delivery log),
+/// so the write lock is never held for long; says how many rows of `sql` it deleted.
+async fn prune_with(
     store: &SqliteStore,
     retention: Duration,
-    batch: u32,
+    batch: i64,
+    dependent: &'static str,
+    sql: &'static str,
 ) -> StoreResult<u64> {
-    let batch = i64::from(batch.max(1));
-    let mut pruned_runs = 0;
-    // Each table's batch: what goes with its rows first (a run's logs, an event's delivery
-    // log), then the rows, in one transaction per batch, so the write lock is never held for
-    // long.
-    for (table, dependent, sql) in [
-        ("runs", Some(query!("prune_run_logs")), query!("prune_runs")),
-        ("skips", None, query!("prune_skips")),
-        (
-            "outbox",
-            Some(query!("prune_deliveries")),
-            query!("prune_outbox"),
-        ),
-        ("audit", None, query!("prune_audit")),
-        ("incidents", None, query!("prune_incidents")),
-        ("alert marks", None, query!("prune_alert_marks")),
-        ("broadcast ticks", None, query!("prune_broadcast_ticks")),
-    ] {
-        loop {
-            let deleted = write_tx!(store, "prune_history", |tx, now| {
-                let before = earlier(now, retention);
-                if let Some(dependent) = dependent {
-                    sqlx::query(dependent)
-                        .bind(before)
-                        .bind(batch)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                sqlx::query(sql)
-                    .bind(before)
-                    .bind(batch)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected()
-            })?;
-            if table == "runs" {
-                pruned_runs += deleted;
-            }
-            if deleted < batch as u64 {
-                break;
-            }
-        }
-    }
-    write_tx!(store, "prune_history", |tx, now| {
-        sqlx::query(query!("prune_nodes"))
-            .bind(earlier(now, retention))
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(query!("prune_node_rows"))
-            .execute(&mut *tx)
-            .await?;
-    })?;
-    Ok(pruned_runs)
+    in_batches(batch, (), |()| async move {
+        let deleted = write_tx!(store, "prune_history", |tx, now| {
+            let before = earlier(now, retention);
+            sqlx::query(dependent)
+                .bind(before)
+                .bind(batch)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(sql)
+                .bind(before)
+                .bind(batch)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+        })?;
+        Ok(Pruned {
+            found: deleted,
+            deleted,
+            next: (),
+        })
+    })
+    .await
 }

@@ -4,9 +4,10 @@ use super::bind::{limit_of, micros};
 use super::writes::insert_audit;
 use crate::store::records::{incident, snooze};
 use crate::store::sqlite::SqliteStore;
+use crate::store::writes::{open_incident, record_fold, snooze_of};
 use crate::store::{
-    AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
-    IncidentRecord, IncidentRule, Snooze, StoreResult,
+    AlertFold, AlertMark, AuditEntry, Folded, IncidentClose, IncidentRecord, IncidentRule, Snooze,
+    StoreResult,
 };
 
 pub(super) async fn fold_alerts(
@@ -14,73 +15,23 @@ pub(super) async fn fold_alerts(
     folds: &[AlertFold],
     rule: &IncidentRule,
 ) -> StoreResult<Vec<Folded>> {
-    if folds.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "fold_alerts", |tx, now| {
         let mut done = Vec::with_capacity(folds.len());
         for fold in folds {
-            let open = sqlx::query(query!("incident_open"))
-                .bind(&fold.task)
-                .bind(&fold.kind)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(incident)
-                .transpose()?;
-            let snoozed = sqlx::query(query!("snooze_of"))
-                .bind(&fold.task)
-                .bind(micros(now))
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(snooze)
-                .transpose()?;
-            let decision = rule(&FoldInput {
-                fold,
-                open: open.as_ref(),
-                snoozed: snoozed.as_ref(),
-                now,
-            });
-            let FoldDecision::Record { notify } = decision else {
-                done.push(Folded {
-                    incident: open,
-                    opened: false,
-                    notify: false,
-                });
-                continue;
-            };
-            let notified_at = notify.then(|| micros(now));
-            let row = match &open {
-                None => {
-                    sqlx::query(query!("incident_insert"))
-                        .bind(&fold.task)
-                        .bind(&fold.kind)
-                        .bind(micros(now))
-                        .bind(fold.key.as_deref())
-                        .bind(&fold.summary)
-                        .bind(notified_at)
-                        .bind(fold.remind_every_ms())
-                        .fetch_one(&mut *tx)
-                        .await?
-                }
-                Some(open) => {
-                    sqlx::query(query!("incident_fold"))
-                        .bind(open.id)
-                        .bind(micros(now))
-                        .bind(fold.key.as_deref())
-                        .bind(&fold.summary)
-                        .bind(notified_at)
-                        .bind(fold.remind_every_ms())
-                        .fetch_one(&mut *tx)
-                        .await?
+            let open = open_incident::<SqliteStore>(&mut tx, now, &fold.task, &fold.kind).await?;
+            let snoozed = snooze_of::<SqliteStore>(&mut tx, now, &fold.task).await?;
+            let (notify, open) = match Folded::decide(rule, fold, open, snoozed.as_ref(), now) {
+                Ok(record) => record,
+                Err(untouched) => {
+                    done.push(untouched);
+                    continue;
                 }
             };
-            done.push(Folded {
-                incident: Some(incident(&row)?),
-                opened: open.is_none(),
-                notify,
-            });
+            // SQLite's write transaction excludes every other writer: the row is always written.
+            let recorded = record_fold::<SqliteStore>(&mut tx, now, fold, open.as_ref(), notify)
+                .await?
+                .ok_or(sqlx::Error::RowNotFound)?;
+            done.push(Folded::recorded(recorded, open.is_none(), notify));
         }
         done
     })
@@ -90,9 +41,6 @@ pub(super) async fn close_incidents(
     store: &SqliteStore,
     closes: &[IncidentClose],
 ) -> StoreResult<Vec<IncidentRecord>> {
-    if closes.iter().all(|c| c.kinds.is_empty()) {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "close_incidents", |tx, now| {
         let mut closed = Vec::new();
         for close in closes {
@@ -133,9 +81,6 @@ pub(super) async fn mark_alerts(
     store: &SqliteStore,
     marks: &[AlertMark],
 ) -> StoreResult<Vec<AlertMark>> {
-    if marks.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "mark_alerts", |tx, now| {
         let mut won = Vec::new();
         for mark in marks {

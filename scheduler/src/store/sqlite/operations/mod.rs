@@ -7,6 +7,7 @@
 
 use super::listener::SqliteChangeListener;
 use super::{MIGRATION_TIMEOUT, SqliteStore, migrate};
+use crate::store::dialect::Dialect;
 use crate::store::{ChangeListener, StoreResult};
 
 // First: the macros the operation files use.
@@ -38,6 +39,7 @@ use outbox::*;
 use renew::*;
 // The operations written once for both backends.
 use crate::store::reads::*;
+use crate::store::writes::*;
 
 /// The stored form of a time, which the migrations also write.
 pub(super) use bind::micros;

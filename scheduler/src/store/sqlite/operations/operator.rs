@@ -88,9 +88,6 @@ pub(super) async fn open_missed(
     store: &SqliteStore,
     incidents: &[(String, DateTime<Utc>)],
 ) -> StoreResult<Vec<String>> {
-    if incidents.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "open_missed", |tx, now| {
         let mut opened = Vec::new();
         for (name, tick) in incidents {

@@ -8,9 +8,6 @@ use crate::store::sqlite::SqliteStore;
 use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreResult};
 
 pub(super) async fn enqueue_events(store: &SqliteStore, events: &[NewEvent]) -> StoreResult<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
     write_tx!(store, "enqueue_events", |tx, now| {
         for e in events {
             sqlx::query(query!("outbox_insert"))
@@ -64,9 +61,6 @@ pub(super) async fn record_deliveries(
     store: &SqliteStore,
     deliveries: &[Delivery],
 ) -> StoreResult<()> {
-    if deliveries.is_empty() {
-        return Ok(());
-    }
     write_tx!(store, "record_deliveries", |tx, now| {
         for d in deliveries {
             sqlx::query(query!("outbox_log"))

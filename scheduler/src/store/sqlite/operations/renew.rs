@@ -14,9 +14,6 @@ pub(super) async fn renew_locks(
     node_id: &str,
     held: &[(LockKey, Duration)],
 ) -> StoreResult<Vec<LockKey>> {
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "renew_locks", |tx, now| {
         let mut seen = HashSet::new();
         let mut renewed = Vec::new();

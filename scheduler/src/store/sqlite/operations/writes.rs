@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 
 use super::bind::micros;
+use crate::store::sqlite::SqliteStore;
 use crate::store::{AuditEntry, SkipRecord};
 
 /// Records ranges of skipped ticks on `conn`, recorded at `now`.
@@ -37,15 +38,7 @@ pub(super) async fn insert_audit(
     now: DateTime<Utc>,
     own: &std::sync::atomic::AtomicU64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(query!("audit_insert"))
-        .bind(&a.actor)
-        .bind(&a.action)
-        .bind(&a.task)
-        .bind(&a.detail)
-        .bind(&a.source)
-        .bind(micros(now))
-        .execute(conn)
-        .await?;
+    crate::store::writes::insert_audit::<SqliteStore>(conn, now, a).await?;
     // Counted before the commit, while this writer holds the writer turn: the listener reads
     // the count and the table under the same turn, so it sees both or neither.
     own.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
