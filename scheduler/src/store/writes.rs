@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use std::time::Duration;
 
 use crate::store::dialect::{Dialect, Fetch, Now, Sql, Statement};
-use crate::store::records::{incident, snooze};
+use crate::store::records::{incident, run_record, snooze};
 use crate::store::{
-    AlertFold, AuditEntry, BackfillCancel, IncidentRecord, NodeInfo, Snooze, StoreResult,
+    AlertFold, AuditEntry, BackfillCancel, IncidentRecord, NodeInfo, RunRecord, Snooze, StoreResult,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).
@@ -28,6 +28,21 @@ pub(crate) async fn insert_audit<D: Dialect>(
         params: &params,
     };
     D::execute_on(conn, clock, statement).await.map(drop)
+}
+
+/// Run `run_id` as it is, if any, read on `conn` in an operation's transaction.
+pub(crate) async fn run_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    run_id: i64,
+) -> Result<Option<RunRecord>, sqlx::Error> {
+    let statement = Statement {
+        operation: "cancel_run",
+        sql: statement!(runs "run_one"),
+        params: &params![run_id],
+    };
+    let rows = D::run(conn, clock, statement, Fetch::First).await?.rows;
+    rows.first().map(run_record).transpose()
 }
 
 /// What cancelling backfill `id` answers when its cancel changed nothing (read on `conn`, in the

@@ -1,7 +1,7 @@
 //! Backfills: recorded with their ticks (audited), cancelled, and read back with their progress.
 //! Their ticks are claimed with the task's other work (`claim.rs`).
 
-use sqlx::{Acquire, Row};
+use sqlx::Row;
 
 use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
@@ -18,8 +18,7 @@ pub(super) async fn create_backfill(
     backfill: &NewBackfill,
     audit: &AuditEntry,
 ) -> StoreResult<BackfillCreate> {
-    timed!(store, "create_backfill", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "create_backfill", |tx, _now| {
         let Some(row) = sqlx::query(query!("backfill_create"))
             .bind(&backfill.task_name)
             .bind(backfill.from)
@@ -47,8 +46,7 @@ pub(super) async fn create_backfill(
             .bind("request")
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        Ok(BackfillCreate::Created(id))
+        BackfillCreate::Created(id)
     })
 }
 
@@ -58,22 +56,20 @@ pub(super) async fn cancel_backfill(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<BackfillCancel> {
-    timed!(store, "cancel_backfill", |conn| {
-        let mut tx = conn.begin().await?;
-        if let Some(row) = sqlx::query(query!("backfill_cancel"))
+    write_tx!(store, "cancel_backfill", |tx, _now| {
+        let cancelled = sqlx::query(query!("backfill_cancel"))
             .bind(id)
             .bind(by)
             .fetch_optional(&mut *tx)
-            .await?
-        {
-            let dropped: i64 = row.try_get("dropped")?;
-            let running: Vec<i64> = row.try_get("running")?;
-            insert_audit(&mut tx, audit).await?;
-            tx.commit().await?;
-            return Ok(BackfillCancel::Cancelled { dropped, running });
-        }
-        let answer = backfill_not_cancelled::<PgStore>(&mut tx, (), id).await?;
-        tx.rollback().await?;
-        Ok(answer)
+            .await?;
+        let Some(row) = cancelled else {
+            let answer = backfill_not_cancelled::<PgStore>(&mut tx, (), id).await?;
+            tx.rollback().await?;
+            return Ok(answer);
+        };
+        let dropped: i64 = row.try_get("dropped")?;
+        let running: Vec<i64> = row.try_get("running")?;
+        insert_audit(&mut tx, audit).await?;
+        BackfillCancel::Cancelled { dropped, running }
     })
 }

@@ -1,7 +1,7 @@
 //! Task rows and the config: what the reconciler reads and writes.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Postgres, Row};
+use sqlx::{Postgres, Row};
 
 use super::columns::SkipColumns;
 use crate::store::postgres::PgStore;
@@ -29,8 +29,7 @@ pub(super) async fn apply_config(
     store: &PgStore,
     planner: &ConfigPlanner<'_>,
 ) -> StoreResult<ConfigPlan> {
-    timed!(store, "apply_config", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "apply_config", |tx, _now| {
         let state = sqlx::query(query!("config_state_lock"))
             .fetch_one(&mut *tx)
             .await?;
@@ -141,8 +140,7 @@ pub(super) async fn apply_config(
             .bind("config")
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        Ok(plan)
+        plan
     })
 }
 

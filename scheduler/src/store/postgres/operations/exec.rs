@@ -73,6 +73,34 @@ macro_rules! timed {
     }};
 }
 
+/// `timed!` in SQLite's shapes (`sqlite/operations/exec.rs`): `read!` runs `$body`, an expression
+/// evaluating to the operation's value (`?` inside), with `$conn`; `write_tx!` runs it in a
+/// transaction `$tx`, committed when `$body` has its value (`return` from it leaves without the
+/// commit: roll back first, or commit first). `$now` is `()`: PostgreSQL's statements read their
+/// clock, `now()`.
+macro_rules! read {
+    ($store:ident, $op:expr, |$conn:ident, $now:pat_param| $body:expr) => {
+        timed!($store, $op, |conn| {
+            let $conn: &mut sqlx::PgConnection = conn;
+            let $now = ();
+            Ok::<_, sqlx::Error>($body)
+        })
+    };
+}
+
+/// See `read!`.
+macro_rules! write_tx {
+    ($store:ident, $op:expr, |$tx:ident, $now:pat_param| $body:expr) => {
+        timed!($store, $op, |conn| {
+            let mut $tx = sqlx::Acquire::begin(conn).await?;
+            let $now = ();
+            let value = $body;
+            $tx.commit().await?;
+            Ok::<_, sqlx::Error>(value)
+        })
+    };
+}
+
 impl PgStore {
     pub(super) async fn acquire(
         &self,
@@ -168,8 +196,8 @@ impl Dialect for PgStore {
     async fn once(&self, statement: Statement<'_>, fetch: Fetch) -> StoreResult<Fetched<PgRow>> {
         // One statement: on its own in autocommit (in the pooler's transaction, through one).
         let store = self;
-        timed!(store, statement.operation, |conn| {
-            Self::run(conn, (), statement, fetch).await
+        read!(store, statement.operation, |conn, ()| {
+            Self::run(conn, (), statement, fetch).await?
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Incidents (alerts folded per task and type), snoozes and alert marks.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Row};
+use sqlx::Row;
 
 use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
@@ -17,8 +17,7 @@ pub(super) async fn fold_alerts(
     folds: &[AlertFold],
     rule: &IncidentRule,
 ) -> StoreResult<Vec<Folded>> {
-    timed!(store, "fold_alerts", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "fold_alerts", |tx, _now| {
         let now: DateTime<Utc> = sqlx::query_scalar(query!("db_now"))
             .fetch_one(&mut *tx)
             .await?;
@@ -50,8 +49,7 @@ pub(super) async fn fold_alerts(
                 notify: false,
             }));
         }
-        tx.commit().await?;
-        Ok(done)
+        done
     })
 }
 
@@ -128,8 +126,7 @@ pub(super) async fn snooze_task(
     snooze: &Snooze,
     audit: &AuditEntry,
 ) -> StoreResult<bool> {
-    timed!(store, "snooze_task", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "snooze_task", |tx, _now| {
         let found = sqlx::query(query!("snooze_set"))
             .bind(&snooze.task_name)
             .bind(snooze.until)
@@ -141,8 +138,7 @@ pub(super) async fn snooze_task(
         if found {
             insert_audit(&mut tx, audit).await?;
         }
-        tx.commit().await?;
-        Ok(found)
+        found
     })
 }
 
@@ -151,8 +147,7 @@ pub(super) async fn unsnooze_task(
     task: &str,
     audit: &AuditEntry,
 ) -> StoreResult<Option<Snooze>> {
-    timed!(store, "unsnooze_task", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "unsnooze_task", |tx, _now| {
         let lifted = match sqlx::query(query!("snooze_delete"))
             .bind(task)
             .fetch_optional(&mut *tx)
@@ -164,7 +159,6 @@ pub(super) async fn unsnooze_task(
         if lifted.is_some() {
             insert_audit(&mut tx, audit).await?;
         }
-        tx.commit().await?;
-        Ok(lifted)
+        lifted
     })
 }

@@ -1,15 +1,14 @@
 //! Operator actions (manual runs, pauses, the audit trail) and missed-run detection.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Row};
+use sqlx::Row;
 
 use super::columns::SkipColumns;
 use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
 use crate::store::records::{pause_of, run_record, task_state};
-use crate::store::{
-    AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, RunStatus, StoreResult,
-};
+use crate::store::writes::run_on;
+use crate::store::{AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, StoreResult};
 
 pub(super) async fn request_run(
     store: &PgStore,
@@ -17,8 +16,7 @@ pub(super) async fn request_run(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<RunRequest> {
-    timed!(store, "request_run", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "request_run", |tx, _now| {
         let Some(row) = sqlx::query(query!("request_run"))
             .bind(task)
             .bind(by)
@@ -41,8 +39,7 @@ pub(super) async fn request_run(
         } else {
             RunRequest::AlreadyQueued
         };
-        tx.commit().await?;
-        Ok(answer)
+        answer
     })
 }
 
@@ -52,37 +49,25 @@ pub(super) async fn cancel_run(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<CancelRequest> {
-    timed!(store, "cancel_run", |conn| {
-        let mut tx = conn.begin().await?;
-        if let Some(row) = sqlx::query(query!("cancel_run"))
+    write_tx!(store, "cancel_run", |tx, _now| {
+        let requested = sqlx::query(query!("cancel_run"))
             .bind(run_id)
             .bind(by)
             .fetch_optional(&mut *tx)
-            .await?
-        {
-            let run = run_record(&row)?;
-            insert_audit(&mut tx, audit).await?;
-            sqlx::query(query!("notify"))
-                .bind(&store.channel)
-                .bind(crate::store::postgres::CANCEL_PAYLOAD)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            return Ok(CancelRequest::Requested(run));
-        }
-        let run = sqlx::query(runs_select!(query!("run_one")))
-            .bind(run_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(run_record)
-            .transpose()?;
-        tx.rollback().await?;
-        Ok(match run {
-            None => CancelRequest::NotFound,
-            Some(run) if run.status != RunStatus::Running => CancelRequest::Ended(run),
-            Some(run) => CancelRequest::AlreadyRequested(run),
-        })
+            .await?;
+        let Some(row) = requested else {
+            let run = run_on::<PgStore>(&mut tx, (), run_id).await?;
+            tx.rollback().await?;
+            return Ok(CancelRequest::unchanged(run));
+        };
+        let run = run_record(&row)?;
+        insert_audit(&mut tx, audit).await?;
+        sqlx::query(query!("notify"))
+            .bind(&store.channel)
+            .bind(crate::store::postgres::CANCEL_PAYLOAD)
+            .execute(&mut *tx)
+            .await?;
+        CancelRequest::Requested(run)
     })
 }
 
@@ -110,8 +95,7 @@ pub(super) async fn pause_task(
     pause: &Pause,
     audit: &AuditEntry,
 ) -> StoreResult<bool> {
-    timed!(store, "pause_task", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "pause_task", |tx, _now| {
         let found = sqlx::query(query!("pause_task"))
             .bind(task)
             .bind(&pause.by)
@@ -123,8 +107,7 @@ pub(super) async fn pause_task(
         if found {
             insert_audit(&mut tx, audit).await?;
         }
-        tx.commit().await?;
-        Ok(found)
+        found
     })
 }
 
@@ -134,8 +117,7 @@ pub(super) async fn resume_task(
     audit: &AuditEntry,
     planner: &ResumePlanner<'_>,
 ) -> StoreResult<Option<Pause>> {
-    timed!(store, "resume_task", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "resume_task", |tx, _now| {
         let Some(row) = sqlx::query(query!("resume_select"))
             .bind(task)
             .fetch_optional(&mut *tx)
@@ -161,7 +143,6 @@ pub(super) async fn resume_task(
             .bind("resume")
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        Ok(state.pause)
+        state.pause
     })
 }

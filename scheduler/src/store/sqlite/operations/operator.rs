@@ -7,9 +7,8 @@ use super::bind::micros;
 use super::writes::{insert_audit, insert_skips};
 use crate::store::records::{pause_of, run_record, task_state};
 use crate::store::sqlite::SqliteStore;
-use crate::store::{
-    AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, RunStatus, StoreResult,
-};
+use crate::store::writes::run_on;
+use crate::store::{AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, StoreResult};
 
 pub(super) async fn request_run(
     store: &SqliteStore,
@@ -64,18 +63,7 @@ pub(super) async fn cancel_run(
             insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
             CancelRequest::Requested(run)
         } else {
-            match sqlx::query(runs_select!(query!("run_one")))
-                .bind(run_id)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(run_record)
-                .transpose()?
-            {
-                None => CancelRequest::NotFound,
-                Some(run) if run.status != RunStatus::Running => CancelRequest::Ended(run),
-                Some(run) => CancelRequest::AlreadyRequested(run),
-            }
+            CancelRequest::unchanged(run_on::<SqliteStore>(&mut tx, now, run_id).await?)
         }
     })?;
     if matches!(answer, CancelRequest::Requested(_)) {
