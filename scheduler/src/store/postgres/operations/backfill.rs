@@ -18,7 +18,7 @@ pub(super) async fn create_backfill(
     backfill: &NewBackfill,
     audit: &AuditEntry,
 ) -> StoreResult<BackfillCreate> {
-    write_tx!(store, "create_backfill", |tx, _now| {
+    write_tx!(store, "create_backfill", |tx, ()| {
         let Some(row) = sqlx::query(query!("backfill_create"))
             .bind(&backfill.task_name)
             .bind(backfill.from)
@@ -56,7 +56,7 @@ pub(super) async fn cancel_backfill(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<BackfillCancel> {
-    write_tx!(store, "cancel_backfill", |tx, _now| {
+    write_tx!(store, "cancel_backfill", |tx, ()| {
         let cancelled = sqlx::query(query!("backfill_cancel"))
             .bind(id)
             .bind(by)

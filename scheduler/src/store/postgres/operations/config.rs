@@ -29,7 +29,7 @@ pub(super) async fn apply_config(
     store: &PgStore,
     planner: &ConfigPlanner<'_>,
 ) -> StoreResult<ConfigPlan> {
-    write_tx!(store, "apply_config", |tx, _now| {
+    write_tx!(store, "apply_config", |tx, ()| {
         let state = sqlx::query(query!("config_state_lock"))
             .fetch_one(&mut *tx)
             .await?;

@@ -17,7 +17,7 @@ pub(super) async fn fold_alerts(
     folds: &[AlertFold],
     rule: &IncidentRule,
 ) -> StoreResult<Vec<Folded>> {
-    write_tx!(store, "fold_alerts", |tx, _now| {
+    write_tx!(store, "fold_alerts", |tx, ()| {
         let now: DateTime<Utc> = sqlx::query_scalar(query!("db_now"))
             .fetch_one(&mut *tx)
             .await?;
@@ -126,7 +126,7 @@ pub(super) async fn snooze_task(
     snooze: &Snooze,
     audit: &AuditEntry,
 ) -> StoreResult<bool> {
-    write_tx!(store, "snooze_task", |tx, _now| {
+    write_tx!(store, "snooze_task", |tx, ()| {
         let found = sqlx::query(query!("snooze_set"))
             .bind(&snooze.task_name)
             .bind(snooze.until)
@@ -147,7 +147,7 @@ pub(super) async fn unsnooze_task(
     task: &str,
     audit: &AuditEntry,
 ) -> StoreResult<Option<Snooze>> {
-    write_tx!(store, "unsnooze_task", |tx, _now| {
+    write_tx!(store, "unsnooze_task", |tx, ()| {
         let lifted = match sqlx::query(query!("snooze_delete"))
             .bind(task)
             .fetch_optional(&mut *tx)

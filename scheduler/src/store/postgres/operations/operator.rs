@@ -16,7 +16,7 @@ pub(super) async fn request_run(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<RunRequest> {
-    write_tx!(store, "request_run", |tx, _now| {
+    write_tx!(store, "request_run", |tx, ()| {
         let Some(row) = sqlx::query(query!("request_run"))
             .bind(task)
             .bind(by)
@@ -49,7 +49,7 @@ pub(super) async fn cancel_run(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<CancelRequest> {
-    write_tx!(store, "cancel_run", |tx, _now| {
+    write_tx!(store, "cancel_run", |tx, ()| {
         let requested = sqlx::query(query!("cancel_run"))
             .bind(run_id)
             .bind(by)
@@ -95,7 +95,7 @@ pub(super) async fn pause_task(
     pause: &Pause,
     audit: &AuditEntry,
 ) -> StoreResult<bool> {
-    write_tx!(store, "pause_task", |tx, _now| {
+    write_tx!(store, "pause_task", |tx, ()| {
         let found = sqlx::query(query!("pause_task"))
             .bind(task)
             .bind(&pause.by)
@@ -117,7 +117,7 @@ pub(super) async fn resume_task(
     audit: &AuditEntry,
     planner: &ResumePlanner<'_>,
 ) -> StoreResult<Option<Pause>> {
-    write_tx!(store, "resume_task", |tx, _now| {
+    write_tx!(store, "resume_task", |tx, ()| {
         let Some(row) = sqlx::query(query!("resume_select"))
             .bind(task)
             .fetch_optional(&mut *tx)
