@@ -18,8 +18,8 @@
 //!
 //! A backend implements [`Dialect`]: it runs such a statement within its timeouts, on its
 //! connection, and hands the rows to the decoders of `records.rs` (through `row.rs`). What is
-//! written once against it lives in the store's modules (`reads.rs`); what a backend runs its
-//! own way (PostgreSQL's batched statements and commit read-back, SQLite's per-row statements
+//! written once against it lives in the store's modules (`reads.rs`, `writes.rs`); what a
+//! backend runs its own way (PostgreSQL's batched statements and commit read-back, SQLite's per-row statements
 //! in one `BEGIN IMMEDIATE`) stays in its `operations/`.
 
 use async_trait::async_trait;

@@ -146,28 +146,33 @@ pub struct Folded {
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 impl Folded {
     /// What `rule` decides for `fold`, given the task's `open` incident and the snooze in force
-    /// at `now`: `Ok(notify)` to record it (into `open`, or into an incident it opens), or
-    /// `Err` with what the fold answers when nothing is written (the incident as found).
+    /// at `now`: `Some(notify)` to record it (into `open`, or into an incident it opens), `None`
+    /// to write nothing (the fold answers [`untouched`](Self::untouched)).
     pub(crate) fn decide(
         rule: &IncidentRule,
         fold: &AlertFold,
-        open: Option<IncidentRecord>,
+        open: Option<&IncidentRecord>,
         snoozed: Option<&Snooze>,
         now: DateTime<Utc>,
-    ) -> Result<(bool, Option<IncidentRecord>), Self> {
+    ) -> Option<bool> {
         let input = FoldInput {
             fold,
-            open: open.as_ref(),
+            open,
             snoozed,
             now,
         };
         match rule(&input) {
-            FoldDecision::Record { notify } => Ok((notify, open)),
-            FoldDecision::Duplicate => Err(Folded {
-                incident: open,
-                opened: false,
-                notify: false,
-            }),
+            FoldDecision::Record { notify } => Some(notify),
+            FoldDecision::Duplicate => None,
+        }
+    }
+
+    /// A fold that wrote nothing: the incident as found.
+    pub(crate) fn untouched(open: Option<IncidentRecord>) -> Self {
+        Folded {
+            incident: open,
+            opened: false,
+            notify: false,
         }
     }
 

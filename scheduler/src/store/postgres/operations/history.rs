@@ -1,4 +1,6 @@
-//! Run history, skip records, run logs, nodes and task states, and pruning.
+//! Run logs appended, and what this backend prunes its own way (`Prune`: runs and the outbox
+//! with what goes with their rows, and nodes); the reads of history are `store/reads.rs`, the
+//! rest of the prune `store/writes.rs`.
 
 use std::time::Duration;
 

@@ -29,12 +29,10 @@ pub(super) async fn fold_alerts(
             let mut folded = None;
             for _ in 0..2 {
                 let open = open_incident::<PgStore>(&mut tx, (), &fold.task, &fold.kind).await?;
-                let (notify, open) = match Folded::decide(rule, fold, open, snoozed.as_ref(), now) {
-                    Ok(record) => record,
-                    Err(untouched) => {
-                        folded = Some(untouched);
-                        break;
-                    }
+                let Some(notify) = Folded::decide(rule, fold, open.as_ref(), snoozed.as_ref(), now)
+                else {
+                    folded = Some(Folded::untouched(open));
+                    break;
                 };
                 if let Some(recorded) =
                     record_fold::<PgStore>(&mut tx, (), fold, open.as_ref(), notify).await?

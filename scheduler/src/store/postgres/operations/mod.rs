@@ -1,7 +1,13 @@
-//! [`Store`](crate::store::Store) on PostgreSQL: each operation is a function here or in the
-//! module of its concept, running the `queries/*.sql` it needs on a connection acquired and used
-//! within the store's timeouts (see the module docs of `postgres`). The `impl Store` that calls
-//! them is generated (`store_fns!`).
+//! [`Store`](crate::store::Store) on PostgreSQL. The operations both backends run alike are
+//! written once (`store/reads.rs`, `store/writes.rs`) over `Dialect`, which `exec.rs`
+//! implements; the others are a function here or in the module of their concept, running the
+//! `queries/*.sql` they need on a connection acquired and used within the store's timeouts (see
+//! the module docs of `postgres`): batches as one statement over arrays (`UNNEST`), and the
+//! commit's outcome read back where a lost answer must not be mistaken (`commit.rs`). The
+//! operation files import what they share from the leaf modules `exec.rs` (the macros, the
+//! timeouts, the audit entry) and `columns.rs` (the arrays several bind); this module only
+//! declares them and forwards. The `impl Store` that calls the operations is generated
+//! (`store_fns!`).
 
 use super::PgStore;
 use crate::store::{ChangeListener, StoreResult};

@@ -26,7 +26,7 @@ pub(super) async fn request_run(
             tx.rollback().await?;
             return Ok(RunRequest::NotFound);
         };
-        let answer = if let Some(pause) = pause_of(&row)? {
+        if let Some(pause) = pause_of(&row)? {
             RunRequest::Paused(pause)
         } else if row.try_get::<bool, _>("queued")? {
             insert_audit(&mut tx, audit).await?;
@@ -38,8 +38,7 @@ pub(super) async fn request_run(
             RunRequest::Queued
         } else {
             RunRequest::AlreadyQueued
-        };
-        answer
+        }
     })
 }
 

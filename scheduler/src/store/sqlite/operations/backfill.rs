@@ -75,7 +75,7 @@ pub(super) async fn cancel_backfill(
             .fetch_optional(&mut *tx)
             .await?;
         let Some(row) = cancelled else {
-            return Ok(backfill_not_cancelled::<SqliteStore>(&mut tx, now, id).await?);
+            return backfill_not_cancelled::<SqliteStore>(&mut tx, now, id).await;
         };
         let task: String = row.try_get("task_name")?;
         let dropped: i64 = row.try_get("dropped")?;

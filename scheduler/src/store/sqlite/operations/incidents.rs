@@ -20,12 +20,10 @@ pub(super) async fn fold_alerts(
         for fold in folds {
             let open = open_incident::<SqliteStore>(&mut tx, now, &fold.task, &fold.kind).await?;
             let snoozed = snooze_of::<SqliteStore>(&mut tx, now, &fold.task).await?;
-            let (notify, open) = match Folded::decide(rule, fold, open, snoozed.as_ref(), now) {
-                Ok(record) => record,
-                Err(untouched) => {
-                    done.push(untouched);
-                    continue;
-                }
+            let Some(notify) = Folded::decide(rule, fold, open.as_ref(), snoozed.as_ref(), now)
+            else {
+                done.push(Folded::untouched(open));
+                continue;
             };
             // SQLite's write transaction excludes every other writer: the row is always written.
             let recorded = record_fold::<SqliteStore>(&mut tx, now, fold, open.as_ref(), notify)

@@ -1,9 +1,14 @@
-//! [`Store`](crate::store::Store) on SQLite: each operation is a function here or in the module of
-//! its concept (as on PostgreSQL), running the `queries/*.sql` it needs on one pooled connection,
-//! writes in one `BEGIN IMMEDIATE` transaction, within the operation timeout (see the module docs
-//! of `sqlite`). SQLite has no array parameters, so a batch is one statement per item inside the
-//! operation's transaction: still one commit, and statements are prepared once and cached per
-//! connection. The `impl Store` that calls them is generated (`store_fns!`).
+//! [`Store`](crate::store::Store) on SQLite. The operations both backends run alike are written
+//! once (`store/reads.rs`, `store/writes.rs`) over [`Dialect`], which `exec.rs` implements; the
+//! others are a function here or in the module of their concept (as on PostgreSQL), running the
+//! `queries/*.sql` they need on one pooled connection, writes in one `BEGIN IMMEDIATE`
+//! transaction, within the operation timeout (see the module docs of `sqlite`). SQLite has no
+//! array parameters, so a batch is one statement per item inside the operation's transaction:
+//! still one commit, and statements are prepared once and cached per connection. The
+//! operation files import what they share from the leaf modules `exec.rs` (the macros, the
+//! timeouts), `bind.rs` (values as SQLite stores them) and `writes.rs` (rows several write);
+//! this module only declares them and forwards. The `impl Store` that calls the operations is
+//! generated (`store_fns!`).
 
 use super::listener::SqliteChangeListener;
 use super::{MIGRATION_TIMEOUT, SqliteStore, migrate};
