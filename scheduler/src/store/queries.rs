@@ -24,10 +24,10 @@ macro_rules! assembled_query {
     }};
 }
 
-/// A SELECT of run records, `$text` (a backend's `query!("...")`), with its
-/// `-- @include run_columns.sql` line replaced by the columns every run record is read from
-/// (`store/queries/run_columns.sql`, decoded by `records::run_record`): a column added to the
-/// runs is listed there once, for every such SELECT of both backends.
+/// A statement returning run records (a SELECT, or an UPDATE's RETURNING), `$text` (a backend's
+/// `query!("...")`), with its `-- @include run_columns.sql` line replaced by the columns every
+/// run record is read from (`store/queries/run_columns.sql`, decoded by `records::run_record`):
+/// a column added to the runs is listed there once, for every such statement of both backends.
 macro_rules! runs_select {
     ($text:expr) => {
         assembled_query!(crate::store::queries::with_run_columns, $text)

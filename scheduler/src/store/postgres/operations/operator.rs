@@ -49,7 +49,7 @@ pub(super) async fn cancel_run(
     audit: &AuditEntry,
 ) -> StoreResult<CancelRequest> {
     write_tx!(store, "cancel_run", |tx, ()| {
-        let requested = sqlx::query(query!("cancel_run"))
+        let requested = sqlx::query(runs_select!(query!("cancel_run")))
             .bind(run_id)
             .bind(by)
             .fetch_optional(&mut *tx)

@@ -52,7 +52,7 @@ pub(super) async fn cancel_run(
     audit: &AuditEntry,
 ) -> StoreResult<CancelRequest> {
     let answer = write_tx!(store, "cancel_run", |tx, now| {
-        if let Some(row) = sqlx::query(query!("cancel_run"))
+        if let Some(row) = sqlx::query(runs_select!(query!("cancel_run")))
             .bind(run_id)
             .bind(by)
             .bind(micros(now))
