@@ -12,7 +12,8 @@ use std::time::Duration;
 use crate::store::dialect::{Dialect, Fetch, Now, Sql, Statement};
 use crate::store::records::{incident, run_record, snooze};
 use crate::store::{
-    AlertFold, AuditEntry, BackfillCancel, IncidentRecord, NodeInfo, RunRecord, Snooze, StoreResult,
+    AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, NodeInfo, RunRecord,
+    Snooze, StoreResult,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).
@@ -26,6 +27,21 @@ pub(crate) async fn insert_audit<D: Dialect>(
         operation: "insert_audit",
         sql: statement!("audit_insert"),
         params: &params,
+    };
+    D::execute_on(conn, clock, statement).await.map(drop)
+}
+
+/// Records on `conn`, in a reconcile's transaction, that the config `state` is applied (at the
+/// store's clock).
+pub(crate) async fn save_config_state<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    state: &ConfigState,
+) -> Result<(), sqlx::Error> {
+    let statement = Statement {
+        operation: "apply_config",
+        sql: statement!("config_state_save"),
+        params: &params![state.version, &state.digest, &state.applied_by, Now],
     };
     D::execute_on(conn, clock, statement).await.map(drop)
 }
