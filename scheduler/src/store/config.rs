@@ -151,6 +151,23 @@ pub struct ConfigSnapshot {
     pub rows: Vec<TaskRow>,
 }
 
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+impl ConfigSnapshot {
+    /// The snapshot of `rows` at `db_now`, the config state row read as `state` (a row with an
+    /// empty digest records no document: none applied).
+    pub(crate) fn of(
+        db_now: DateTime<Utc>,
+        state: Option<ConfigState>,
+        rows: Vec<TaskRow>,
+    ) -> Self {
+        ConfigSnapshot {
+            db_now,
+            applied: state.filter(|state| !state.digest.is_empty()),
+            rows,
+        }
+    }
+}
+
 /// What a reconcile writes, decided on a [`ConfigSnapshot`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -171,6 +188,110 @@ pub enum ConfigPlan {
     },
     /// Write nothing: the rows already match.
     Nothing,
+}
+
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+impl ConfigPlan {
+    /// What the plan writes, if anything: the changes, the state recorded, the skip records.
+    pub(crate) fn writes(&self) -> Option<(&[TaskChange], &ConfigState, &[SkipRecord])> {
+        match self {
+            ConfigPlan::Apply {
+                changes,
+                state,
+                skips,
+            } => Some((changes, state, skips)),
+            ConfigPlan::Stale { .. } | ConfigPlan::Nothing => None,
+        }
+    }
+}
+
+/// A task row a reconcile creates or updates, as a store writes it.
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+pub(crate) struct TaskWrite<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) cron: &'a str,
+    pub(crate) timezone: &'a str,
+    pub(crate) calendar: Option<&'a str>,
+    pub(crate) enabled: bool,
+    pub(crate) next_run_at: Option<DateTime<Utc>>,
+}
+
+/// A sharded task's row a reconcile writes: how many shards, the task it is a node row of (if
+/// it is one), the node it is pinned to.
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+pub(crate) struct ShardWrite<'a> {
+    pub(crate) row: &'a str,
+    pub(crate) shards: u32,
+    pub(crate) shard_of: Option<&'a str>,
+    pub(crate) node_pin: Option<&'a str>,
+}
+
+/// A reconcile's changes by kind, in the order a store writes them: creates, then updates, then
+/// shard rows, then orphan flags (PostgreSQL: one statement per kind).
+#[derive(Default)]
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+pub(crate) struct ChangesByKind<'a> {
+    pub(crate) creates: Vec<TaskWrite<'a>>,
+    pub(crate) updates: Vec<TaskWrite<'a>>,
+    pub(crate) shards: Vec<ShardWrite<'a>>,
+    pub(crate) orphans: Vec<(&'a str, bool)>,
+}
+
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+impl<'a> ChangesByKind<'a> {
+    /// `changes` by kind, each kind in the plan's order.
+    pub(crate) fn of(changes: &'a [TaskChange]) -> Self {
+        let mut by_kind = Self::default();
+        for change in changes {
+            match change {
+                TaskChange::Create {
+                    name,
+                    cron,
+                    timezone,
+                    calendar,
+                    enabled,
+                    next_run_at,
+                }
+                | TaskChange::Update {
+                    name,
+                    cron,
+                    timezone,
+                    calendar,
+                    enabled,
+                    next_run_at,
+                } => {
+                    let write = TaskWrite {
+                        name,
+                        cron,
+                        timezone,
+                        calendar: calendar.as_deref(),
+                        enabled: *enabled,
+                        next_run_at: *next_run_at,
+                    };
+                    if matches!(change, TaskChange::Create { .. }) {
+                        by_kind.creates.push(write);
+                    } else {
+                        by_kind.updates.push(write);
+                    }
+                }
+                TaskChange::Shards {
+                    name,
+                    shards,
+                    node_pin,
+                } => {
+                    let task = crate::shard::split_row(name).0;
+                    by_kind.shards.push(ShardWrite {
+                        row: name,
+                        shards: *shards,
+                        shard_of: (task != name).then_some(task),
+                        node_pin: node_pin.as_deref(),
+                    });
+                }
+                TaskChange::Orphaned { name, orphaned } => by_kind.orphans.push((name, *orphaned)),
+            }
+        }
+        by_kind
+    }
 }
 
 /// Plans a reconcile inside [`ConfigStore::apply_config`](super::ConfigStore::apply_config)'s

@@ -72,6 +72,23 @@ impl StoreError {
         )
     }
 
+    /// A driver error of `operation` as its backend judged it: `Some(true)` if another
+    /// transaction got in the way (a [`Conflict`](StoreError::Conflict)), `Some(false)` if the
+    /// database or the way to it failed ([`Unavailable`](StoreError::Unavailable)), `None` if the
+    /// statement itself was refused ([`Rejected`](StoreError::Rejected)).
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+    pub(crate) fn classified(
+        operation: &'static str,
+        source: BoxError,
+        transient: Option<bool>,
+    ) -> Self {
+        match transient {
+            Some(true) => StoreError::Conflict { operation, source },
+            Some(false) => StoreError::Unavailable { operation, source },
+            None => StoreError::Rejected { operation, source },
+        }
+    }
+
     /// A setup error with `message`.
     pub fn setup(message: impl Into<String>) -> Self {
         StoreError::Setup {

@@ -143,6 +143,49 @@ pub struct Folded {
     pub notify: bool,
 }
 
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+impl Folded {
+    /// What `rule` decides for `fold`, given the task's `open` incident and the snooze in force
+    /// at `now`: `Some(notify)` to record it (into `open`, or into an incident it opens), `None`
+    /// to write nothing (the fold answers [`untouched`](Self::untouched)).
+    pub(crate) fn decide(
+        rule: &IncidentRule,
+        fold: &AlertFold,
+        open: Option<&IncidentRecord>,
+        snoozed: Option<&Snooze>,
+        now: DateTime<Utc>,
+    ) -> Option<bool> {
+        let input = FoldInput {
+            fold,
+            open,
+            snoozed,
+            now,
+        };
+        match rule(&input) {
+            FoldDecision::Record { notify } => Some(notify),
+            FoldDecision::Duplicate => None,
+        }
+    }
+
+    /// A fold that wrote nothing: the incident as found.
+    pub(crate) fn untouched(open: Option<IncidentRecord>) -> Self {
+        Folded {
+            incident: open,
+            opened: false,
+            notify: false,
+        }
+    }
+
+    /// A fold recorded in `incident` (as written), which `opened` it or not.
+    pub(crate) fn recorded(incident: IncidentRecord, opened: bool, notify: bool) -> Self {
+        Folded {
+            incident: Some(incident),
+            opened,
+            notify,
+        }
+    }
+}
+
 /// Closes a task's open incidents of some types.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -14,7 +14,9 @@ macro_rules! store_layer {
     (
         {}
         Store { $($own:ident($($own_arg:ident: $own_ty:ty),* $(,)?) -> $own_out:ty;)* }
-        $($role:ident { $($name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)* })*
+        $($role:ident {
+            $($name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty $(, unless $nothing:expr)?;)*
+        })*
     ) => {
         /// A [`Store`] made of another one ([`inner`](Self::inner)) and changes to some of its
         /// operations: the seam for tests and instrumentation (count the calls, slow one

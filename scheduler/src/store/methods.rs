@@ -6,13 +6,19 @@
 //! The list is checked against the traits by the compiler: an operation missing here leaves an
 //! implementation incomplete, one in the wrong group or with a signature that differs does not
 //! match its trait's.
+//!
+//! An operation given nothing to do says so once, here: `, unless <condition on its
+//! arguments>` after its output. When the condition holds, every backend answers the output's
+//! default (no rows, no change) without a round trip; a backend's function is called only with
+//! something to do.
 
 /// Calls `$then! { { $($state)* } Store { name(arg: Type, ...) -> Output; ... } Role { ... } ...
 /// }` with every operation of [`Store`](super::Store) but the two that are not `async`
 /// ([`describe`](super::Store::describe) and [`database_server`](super::Store::database_server)),
 /// in groups: first `Store`'s own, then one group per role trait, named by the trait, each in
-/// the trait's order. Types are named as `crate::store` exports them, and `Duration`,
-/// `DateTime` and `Utc` as std and chrono do: the expansion site imports them.
+/// the trait's order, each with its `, unless <condition>` if it has one (see the module docs).
+/// Types are named as `crate::store` exports them, and `Duration`, `DateTime` and `Utc` as std
+/// and chrono do: the expansion site imports them.
 macro_rules! store_methods {
     ($then:ident! { $($state:tt)* }) => {
         $then! {
@@ -43,14 +49,18 @@ macro_rules! store_methods {
                 renew_locks(
                     node_id: &str,
                     held: &[(LockKey, Duration)]
-                ) -> StoreResult<Vec<LockKey>>;
-                cancel_requests(run_ids: &[i64]) -> StoreResult<Vec<Cancellation>>;
-                finish_runs(finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>>;
-                record_skips(skips: &[SkipRecord]) -> StoreResult<()>;
-                append_run_logs(chunks: &[LogChunk]) -> StoreResult<()>;
-                reschedule(next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
+                ) -> StoreResult<Vec<LockKey>>, unless held.is_empty();
+                cancel_requests(run_ids: &[i64]) -> StoreResult<Vec<Cancellation>>,
+                    unless run_ids.is_empty();
+                finish_runs(finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>>,
+                    unless finishes.is_empty();
+                record_skips(skips: &[SkipRecord]) -> StoreResult<()>, unless skips.is_empty();
+                append_run_logs(chunks: &[LogChunk]) -> StoreResult<()>, unless chunks.is_empty();
+                reschedule(next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>,
+                    unless next_runs.is_empty();
                 overdue_tasks(late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>>;
-                open_missed(incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
+                open_missed(incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>,
+                    unless incidents.is_empty();
                 prune_history(retention: Duration, batch: u32) -> StoreResult<u64>;
             }
             // Reads of history.
@@ -112,7 +122,7 @@ macro_rules! store_methods {
             }
             // Webhook outbox.
             OutboxStore {
-                enqueue_events(events: &[NewEvent]) -> StoreResult<()>;
+                enqueue_events(events: &[NewEvent]) -> StoreResult<()>, unless events.is_empty();
                 trim_outbox(keep: u32, reason: &str) -> StoreResult<u64>;
                 claim_outbox(
                     node_id: &str,
@@ -120,17 +130,20 @@ macro_rules! store_methods {
                     limit: u32,
                     lease: Duration
                 ) -> StoreResult<Vec<OutboxRow>>;
-                record_deliveries(deliveries: &[Delivery]) -> StoreResult<()>;
+                record_deliveries(deliveries: &[Delivery]) -> StoreResult<()>,
+                    unless deliveries.is_empty();
                 deliveries(limit: u32) -> StoreResult<Vec<DeliveryRecord>>;
                 webhook_disabled(url_digest: &str) -> StoreResult<Option<String>>;
                 disable_webhook(url_digest: &str, reason: &str) -> StoreResult<()>;
             }
             // Incidents.
             IncidentStore {
-                fold_alerts(folds: &[AlertFold], rule: &IncidentRule) -> StoreResult<Vec<Folded>>;
-                close_incidents(closes: &[IncidentClose]) -> StoreResult<Vec<IncidentRecord>>;
+                fold_alerts(folds: &[AlertFold], rule: &IncidentRule) -> StoreResult<Vec<Folded>>,
+                    unless folds.is_empty();
+                close_incidents(closes: &[IncidentClose]) -> StoreResult<Vec<IncidentRecord>>,
+                    unless closes.iter().all(|c| c.kinds.is_empty());
                 claim_reminders(limit: u32) -> StoreResult<Vec<IncidentRecord>>;
-                mark_alerts(marks: &[AlertMark]) -> StoreResult<Vec<AlertMark>>;
+                mark_alerts(marks: &[AlertMark]) -> StoreResult<Vec<AlertMark>>, unless marks.is_empty();
                 incidents(query: &IncidentQuery) -> StoreResult<Vec<IncidentRecord>>;
             }
         }
@@ -150,7 +163,9 @@ macro_rules! store_fns {
     (
         { @impl $store:ty }
         Store { $($own:ident($($own_arg:ident: $own_ty:ty),* $(,)?) -> $own_out:ty;)* }
-        $($role:ident { $($name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty;)* })*
+        $($role:ident {
+            $($name:ident($($arg:ident: $ty:ty),* $(,)?) -> $out:ty $(, unless $nothing:expr)?;)*
+        })*
     ) => {
         const _: () = {
             use ::chrono::{DateTime, Utc};
@@ -179,6 +194,11 @@ macro_rules! store_fns {
                 impl $role for $store {
                     $(
                         async fn $name(&self, $($arg: $ty),*) -> $out {
+                            $(
+                                if $nothing {
+                                    return Ok(Default::default());
+                                }
+                            )?
                             self::$name(self, $($arg),*).await
                         }
                     )*

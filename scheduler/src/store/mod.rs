@@ -13,9 +13,10 @@
 //! file per role: `claim.rs`, `history.rs`, `nodes.rs`, `config.rs`, `operator.rs`,
 //! `outbox.rs`), the store's error type, and what is written once for both backends: the list
 //! of operations, by role, that generates their forwarding and `StoreLayer`'s (`methods.rs`),
-//! the claim transaction over each backend's steps (`claim_loop.rs`), and each record's
-//! decoding from a result row (`records.rs`, over the typed getters of `row.rs` that each
-//! backend implements for its driver's rows). It knows nothing about cron syntax, handlers or
+//! the claim transaction over each backend's steps (`claim_loop.rs`), each record's decoding
+//! from a result row (`records.rs`, over the typed getters of `row.rs` that each backend
+//! implements for its driver's rows), the binding of a statement's parameters each backend's
+//! way (`dialect.rs`), and the operations both run alike over it (`reads.rs`, `writes.rs`). It knows nothing about cron syntax, handlers or
 //! config formats, and never names the engine.
 //!
 //! **Decide in Rust, record in the store.** Whatever a store writes that carries a rule (what a
@@ -32,6 +33,15 @@ mod methods;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 #[macro_use]
 mod queries;
+// Before the backends: the seam they implement for what is written once for both
+// (`dialect.rs`), and what is (`reads.rs`, `writes.rs`).
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+#[macro_use]
+mod dialect;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+mod reads;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+mod writes;
 
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod backfill;

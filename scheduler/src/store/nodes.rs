@@ -4,6 +4,11 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+/// A task is counted overdue by the heartbeat (`Heartbeat::overdue`) when its next run is this
+/// late, on either backend.
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+pub(crate) const OVERDUE_HINT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A node's identity as recorded in the node table.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

@@ -164,6 +164,19 @@ pub enum CancelRequest {
     NotFound,
 }
 
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+impl CancelRequest {
+    /// What a cancel that recorded nothing answers, given the run as it is (`None`: no such
+    /// run).
+    pub(crate) fn unchanged(run: Option<RunRecord>) -> Self {
+        match run {
+            None => CancelRequest::NotFound,
+            Some(run) if run.status != RunStatus::Running => CancelRequest::Ended(run),
+            Some(run) => CancelRequest::AlreadyRequested(run),
+        }
+    }
+}
+
 /// A cancel request recorded for a running run, as the node holding it learns of it
 /// ([`ClaimStore::cancel_requests`](super::ClaimStore::cancel_requests)).
 #[derive(Debug, Clone, PartialEq, Eq)]

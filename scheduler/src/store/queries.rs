@@ -14,3 +14,61 @@ macro_rules! shared_query {
         ))
     };
 }
+
+/// A statement assembled once, at its first use, from the text `$text` of a `queries/` file by
+/// `$assemble` (a `fn(&str) -> String`), as a `&'static str`.
+macro_rules! assembled_query {
+    ($assemble:path, $text:expr) => {{
+        static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| $assemble($text));
+        SQL.as_str()
+    }};
+}
+
+/// A statement returning run records (a SELECT, or an UPDATE's RETURNING), `$text` (a backend's
+/// `query!("...")`), with its `-- @include run_columns.sql` line replaced by the columns every
+/// run record is read from (`store/queries/run_columns.sql`, decoded by `records::run_record`):
+/// a column added to the runs is listed there once, for every such statement of both backends.
+macro_rules! runs_select {
+    ($text:expr) => {
+        assembled_query!(crate::store::queries::with_run_columns, $text)
+    };
+}
+
+/// A SELECT of due tasks for a claim, `$text` (a backend's `query!("...")`), with its
+/// `-- @include due_columns.sql` line replaced by the columns a due task is read from
+/// (`store/queries/due_columns.sql`, decoded by `records::due_task`; the row is aliased `task`).
+macro_rules! due_select {
+    ($text:expr) => {
+        assembled_query!(crate::store::queries::with_due_columns, $text)
+    };
+}
+
+/// `statement` with its line `-- @include <name>` replaced by `text` (which carries its own
+/// indentation).
+///
+/// # Panics
+///
+/// If `statement` has no such line: a statement that names an include always has it, so the
+/// first use of the statement (in any test of it) fails.
+pub(crate) fn include(statement: &str, name: &str, text: &str) -> String {
+    let marker = format!("-- @include {name}\n");
+    let at = statement
+        .find(&marker)
+        .unwrap_or_else(|| panic!("the statement includes {name}:\n{statement}"));
+    let line = statement[..at].rfind('\n').map_or(0, |i| i + 1);
+    format!(
+        "{}{text}{}",
+        &statement[..line],
+        &statement[at + marker.len()..]
+    )
+}
+
+/// `statement` with a due task's columns included (see `due_select!`).
+pub(crate) fn with_due_columns(statement: &str) -> String {
+    include(statement, "due_columns.sql", shared_query!("due_columns"))
+}
+
+/// `statement` with the run record's columns included (see `runs_select!`).
+pub(crate) fn with_run_columns(statement: &str) -> String {
+    include(statement, "run_columns.sql", shared_query!("run_columns"))
+}

@@ -95,6 +95,14 @@ pub struct RunFinish {
 }
 
 impl RunFinish {
+    /// The ticks this run accounts for without having run them, as the runs table counts them
+    /// (an `int4` on PostgreSQL): never negative, saturating.
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+    pub(crate) fn collapsed_ticks(&self) -> i32 {
+        let n: i64 = self.skips.iter().map(|s| s.ticks).sum();
+        i32::try_from(n.max(0)).unwrap_or(i32::MAX)
+    }
+
     /// The record of `run_id`'s end under `lock`; its handler started at `started_at` (`None`:
     /// never).
     pub fn new(

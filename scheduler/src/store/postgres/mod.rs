@@ -278,11 +278,7 @@ fn classify(operation: &'static str, error: sqlx::Error) -> StoreError {
         Some(explained) => explained.into(),
         None => Box::new(error),
     };
-    match transient {
-        Some(true) => StoreError::Conflict { operation, source },
-        Some(false) => StoreError::Unavailable { operation, source },
-        None => StoreError::Rejected { operation, source },
-    }
+    StoreError::classified(operation, source, transient)
 }
 
 #[cfg(test)]

@@ -173,12 +173,7 @@ fn classify(operation: &'static str, error: sqlx::Error) -> StoreError {
         }
         _ => None,
     };
-    let source: super::BoxError = Box::new(error);
-    match transient {
-        Some(true) => StoreError::Conflict { operation, source },
-        Some(false) => StoreError::Unavailable { operation, source },
-        None => StoreError::Rejected { operation, source },
-    }
+    StoreError::classified(operation, Box::new(error), transient)
 }
 
 #[cfg(test)]

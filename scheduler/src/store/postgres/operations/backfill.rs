@@ -1,16 +1,12 @@
 //! Backfills: recorded with their ticks (audited), cancelled, and read back with their progress.
 //! Their ticks are claimed with the task's other work (`claim.rs`).
 
-use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Row};
+use sqlx::Row;
 
-use super::insert_audit;
+use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
-use crate::store::records::{backfill_record, backfill_tick};
-use crate::store::{
-    AuditEntry, BackfillCancel, BackfillCreate, BackfillRecord, BackfillTick, NewBackfill,
-    StoreResult,
-};
+use crate::store::writes::backfill_not_cancelled;
+use crate::store::{AuditEntry, BackfillCancel, BackfillCreate, NewBackfill, StoreResult};
 
 /// A `u32` as PostgreSQL's `integer`, saturating.
 fn int4(n: u32) -> i32 {
@@ -22,8 +18,7 @@ pub(super) async fn create_backfill(
     backfill: &NewBackfill,
     audit: &AuditEntry,
 ) -> StoreResult<BackfillCreate> {
-    timed!(store, "create_backfill", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "create_backfill", |tx, ()| {
         let Some(row) = sqlx::query(query!("backfill_create"))
             .bind(&backfill.task_name)
             .bind(backfill.from)
@@ -51,8 +46,7 @@ pub(super) async fn create_backfill(
             .bind("request")
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        Ok(BackfillCreate::Created(id))
+        BackfillCreate::Created(id)
     })
 }
 
@@ -62,92 +56,20 @@ pub(super) async fn cancel_backfill(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<BackfillCancel> {
-    timed!(store, "cancel_backfill", |conn| {
-        let mut tx = conn.begin().await?;
-        if let Some(row) = sqlx::query(query!("backfill_cancel"))
+    write_tx!(store, "cancel_backfill", |tx, ()| {
+        let cancelled = sqlx::query(query!("backfill_cancel"))
             .bind(id)
             .bind(by)
             .fetch_optional(&mut *tx)
-            .await?
-        {
-            let dropped: i64 = row.try_get("dropped")?;
-            let running: Vec<i64> = row.try_get("running")?;
-            insert_audit(&mut tx, audit).await?;
-            tx.commit().await?;
-            return Ok(BackfillCancel::Cancelled { dropped, running });
-        }
-        let known = sqlx::query(query!("backfills_list"))
-            .bind(None::<&str>)
-            .bind(1_i64)
-            .bind(id)
-            .fetch_optional(&mut *tx)
             .await?;
-        tx.rollback().await?;
-        Ok(match known {
-            Some(_) => BackfillCancel::AlreadyOver,
-            None => BackfillCancel::NotFound,
-        })
-    })
-}
-
-pub(super) async fn succeeded_ticks(
-    store: &PgStore,
-    task_name: &str,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> StoreResult<Vec<DateTime<Utc>>> {
-    timed!(store, "succeeded_ticks", |conn| {
-        sqlx::query_scalar(shared_query!("backfill_succeeded"))
-            .bind(task_name)
-            .bind(from)
-            .bind(to)
-            .fetch_all(conn)
-            .await
-    })
-}
-
-pub(super) async fn backfills(
-    store: &PgStore,
-    task_name: Option<&str>,
-    limit: u32,
-) -> StoreResult<Vec<BackfillRecord>> {
-    timed!(store, "backfills", |conn| {
-        sqlx::query(query!("backfills_list"))
-            .bind(task_name)
-            .bind(i64::from(limit))
-            .bind(None::<i64>)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(backfill_record)
-            .collect()
-    })
-}
-
-pub(super) async fn backfill(
-    store: &PgStore,
-    id: i64,
-) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>> {
-    timed!(store, "backfill", |conn| {
-        let Some(record) = sqlx::query(query!("backfills_list"))
-            .bind(None::<&str>)
-            .bind(1_i64)
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .as_ref()
-            .map(backfill_record)
-            .transpose()?
-        else {
-            return Ok(None);
+        let Some(row) = cancelled else {
+            let answer = backfill_not_cancelled::<PgStore>(&mut tx, (), id).await?;
+            tx.rollback().await?;
+            return Ok(answer);
         };
-        let ticks = sqlx::query(shared_query!("backfill_ticks"))
-            .bind(id)
-            .fetch_all(&mut *conn)
-            .await?
-            .iter()
-            .map(backfill_tick)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
-        Ok(Some((record, ticks)))
+        let dropped: i64 = row.try_get("dropped")?;
+        let running: Vec<i64> = row.try_get("running")?;
+        insert_audit(&mut tx, audit).await?;
+        BackfillCancel::Cancelled { dropped, running }
     })
 }

@@ -11,9 +11,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{Acquire, Row};
 use uuid::Uuid;
 
+use super::columns::{SkipColumns, millis};
 use super::commit::{Written, commit, written};
 use super::wake::Names;
-use super::{SkipColumns, millis};
 use crate::shard::ShardFacts;
 use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::postgres::PgStore;
@@ -34,7 +34,7 @@ async fn select_due(
     request: &ClaimRequest<'_>,
 ) -> Result<Vec<sqlx::postgres::PgRow>, sqlx::Error> {
     let limit = i64::try_from(request.limit).unwrap_or(i64::MAX);
-    let mut due = sqlx::query(query!("claim_due"))
+    let mut due = sqlx::query(due_select!(query!("claim_due")))
         .bind(limit)
         .bind(millis(request.ahead))
         .bind(request.node_id)
@@ -60,7 +60,7 @@ async fn select_due(
     }
     // Rows locked above and not claimed stay as they were; this transaction holds them until
     // its end, so the query by name returns them again with the rest.
-    sqlx::query(query!("claim_select"))
+    sqlx::query(due_select!(query!("claim_select")))
         .bind(request.tasks)
         .bind(limit)
         .bind(millis(request.ahead))
@@ -347,9 +347,6 @@ pub(super) async fn reschedule(
     store: &PgStore,
     next_runs: &[(String, DateTime<Utc>)],
 ) -> StoreResult<Vec<String>> {
-    if next_runs.is_empty() {
-        return Ok(Vec::new());
-    }
     let (names, next): (Vec<&str>, Vec<DateTime<Utc>>) =
         next_runs.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
     timed!(store, "reschedule", |conn| {

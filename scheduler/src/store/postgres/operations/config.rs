@@ -1,14 +1,14 @@
 //! Task rows and the config: what the reconciler reads and writes.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Postgres, Row};
+use sqlx::{Postgres, Row};
 
-use super::SkipColumns;
+use super::columns::SkipColumns;
+use crate::store::config::{ChangesByKind, TaskWrite};
 use crate::store::postgres::PgStore;
 use crate::store::records::{config_state_of, task_row};
-use crate::store::{
-    ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, StoreResult, TaskChange, TaskRow,
-};
+use crate::store::writes::save_config_state;
+use crate::store::{ConfigPlan, ConfigPlanner, ConfigSnapshot, StoreResult, TaskRow};
 
 pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
     timed!(store, "load_tasks", |conn| {
@@ -27,26 +27,15 @@ pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, V
     })
 }
 
-pub(super) async fn config_state(store: &PgStore) -> StoreResult<Option<ConfigState>> {
-    timed!(store, "config_state", |conn| {
-        let row = sqlx::query(shared_query!("config_state"))
-            .fetch_optional(conn)
-            .await?;
-        row.as_ref().map(config_state_of).transpose()
-    })
-}
-
 pub(super) async fn apply_config(
     store: &PgStore,
     planner: &ConfigPlanner<'_>,
 ) -> StoreResult<ConfigPlan> {
-    timed!(store, "apply_config", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "apply_config", |tx, ()| {
         let state = sqlx::query(query!("config_state_lock"))
             .fetch_one(&mut *tx)
             .await?;
-        // A row with an empty digest records no document.
-        let applied = Some(config_state_of(&state)?).filter(|state| !state.digest.is_empty());
+        let state = config_state_of(&state)?;
         let rows = sqlx::query(query!("load_tasks_locked"))
             .fetch_all(&mut *tx)
             .await?;
@@ -57,103 +46,57 @@ pub(super) async fn apply_config(
                 .await?
                 .try_get("db_now")?,
         };
-        let snapshot = ConfigSnapshot {
-            db_now,
-            applied,
-            rows: rows.iter().map(task_row).collect::<Result<Vec<_>, _>>()?,
-        };
-        let plan = planner(&snapshot);
-        let ConfigPlan::Apply {
-            changes,
-            state,
-            skips,
-        } = &plan
-        else {
+        let rows = rows.iter().map(task_row).collect::<Result<Vec<_>, _>>()?;
+        let plan = planner(&ConfigSnapshot::of(db_now, Some(state), rows));
+        let Some((changes, state, skips)) = plan.writes() else {
             tx.rollback().await?;
             return Ok(plan);
         };
-        let mut create = TaskColumns::default();
-        let mut update = TaskColumns::default();
-        let (mut orphan_names, mut orphan_flags) = (Vec::new(), Vec::new());
-        let (mut shard_rows, mut shard_counts, mut shard_of) = (Vec::new(), Vec::new(), Vec::new());
-        let mut node_pins = Vec::new();
-        for change in changes {
-            match change {
-                TaskChange::Create {
-                    name,
-                    cron,
-                    timezone,
-                    calendar,
-                    enabled,
-                    next_run_at,
-                } => create.push(name, cron, timezone, calendar, *enabled, *next_run_at),
-                TaskChange::Update {
-                    name,
-                    cron,
-                    timezone,
-                    calendar,
-                    enabled,
-                    next_run_at,
-                } => update.push(name, cron, timezone, calendar, *enabled, *next_run_at),
-                TaskChange::Orphaned { name, orphaned } => {
-                    orphan_names.push(name.clone());
-                    orphan_flags.push(*orphaned);
-                }
-                TaskChange::Shards {
-                    name,
-                    shards,
-                    node_pin,
-                } => {
-                    let task = crate::shard::split_row(name).0;
-                    shard_rows.push(name.clone());
-                    shard_counts.push(i32::try_from(*shards).unwrap_or(i32::MAX));
-                    shard_of.push((task != name).then(|| task.to_owned()));
-                    node_pins.push(node_pin.clone());
-                }
+        let by_kind = ChangesByKind::of(changes);
+        for (tasks, sql) in [
+            (&by_kind.creates, query!("tasks_create")),
+            (&by_kind.updates, query!("tasks_update")),
+        ] {
+            if !tasks.is_empty() {
+                TaskColumns::of(tasks)
+                    .bind(sqlx::query(sql))
+                    .execute(&mut *tx)
+                    .await?;
             }
         }
-        if !create.names.is_empty() {
-            create
-                .bind(sqlx::query(query!("tasks_create")))
-                .execute(&mut *tx)
-                .await?;
-        }
-        if !update.names.is_empty() {
-            update
-                .bind(sqlx::query(query!("tasks_update")))
-                .execute(&mut *tx)
-                .await?;
-        }
-        if !shard_rows.is_empty() {
+        if !by_kind.shards.is_empty() {
+            let shards = &by_kind.shards;
+            let rows: Vec<&str> = shards.iter().map(|s| s.row).collect();
+            let counts: Vec<i32> = shards
+                .iter()
+                .map(|s| i32::try_from(s.shards).unwrap_or(i32::MAX))
+                .collect();
+            let shard_of: Vec<Option<&str>> = shards.iter().map(|s| s.shard_of).collect();
+            let node_pins: Vec<Option<&str>> = shards.iter().map(|s| s.node_pin).collect();
             sqlx::query(query!("tasks_shards"))
-                .bind(&shard_rows)
-                .bind(&shard_counts)
+                .bind(&rows)
+                .bind(&counts)
                 .bind(&shard_of)
                 .bind(&node_pins)
                 .execute(&mut *tx)
                 .await?;
         }
-        if !orphan_names.is_empty() {
+        if !by_kind.orphans.is_empty() {
+            let (names, flags): (Vec<&str>, Vec<bool>) = by_kind.orphans.iter().copied().unzip();
             sqlx::query(query!("tasks_orphaned"))
-                .bind(&orphan_names)
-                .bind(&orphan_flags)
+                .bind(&names)
+                .bind(&flags)
                 .execute(&mut *tx)
                 .await?;
         }
         SkipColumns::collect(skips.iter()).insert(&mut tx).await?;
-        sqlx::query(query!("config_state_save"))
-            .bind(state.version)
-            .bind(&state.digest)
-            .bind(&state.applied_by)
-            .execute(&mut *tx)
-            .await?;
+        save_config_state::<PgStore>(&mut tx, (), state).await?;
         sqlx::query(query!("notify"))
             .bind(&store.channel)
             .bind("config")
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        Ok(plan)
+        plan
     })
 }
 
@@ -169,21 +112,17 @@ struct TaskColumns {
 }
 
 impl TaskColumns {
-    fn push(
-        &mut self,
-        name: &str,
-        cron: &str,
-        zone: &str,
-        calendar: &Option<String>,
-        enabled: bool,
-        next: Option<DateTime<Utc>>,
-    ) {
-        self.calendars.push(calendar.clone());
-        self.names.push(name.to_owned());
-        self.crons.push(cron.to_owned());
-        self.zones.push(zone.to_owned());
-        self.enabled.push(enabled);
-        self.next.push(next);
+    fn of(tasks: &[TaskWrite<'_>]) -> Self {
+        let mut c = Self::default();
+        for t in tasks {
+            c.names.push(t.name.to_owned());
+            c.crons.push(t.cron.to_owned());
+            c.zones.push(t.timezone.to_owned());
+            c.calendars.push(t.calendar.map(str::to_owned));
+            c.enabled.push(t.enabled);
+            c.next.push(t.next_run_at);
+        }
+        c
     }
 
     fn bind<'q>(

@@ -16,9 +16,6 @@ pub(super) async fn finish_runs(
     store: &PgStore,
     finishes: &[RunFinish],
 ) -> StoreResult<Vec<FinishResult>> {
-    if finishes.is_empty() {
-        return Ok(Vec::new());
-    }
     // In task-name order, like renewals (see renew_locks); results in the caller's order.
     let given: Vec<i64> = finishes.iter().map(|f| f.run_id).collect();
     let mut finishes: Vec<&RunFinish> = finishes.iter().collect();
@@ -30,13 +27,7 @@ pub(super) async fn finish_runs(
     let errors: Vec<Option<&str>> = finishes.iter().map(|f| f.end.error.as_deref()).collect();
     let failures: Vec<&str> = finishes.iter().map(|f| f.failures.as_str()).collect();
     let started: Vec<Option<DateTime<Utc>>> = finishes.iter().map(|f| f.started_at).collect();
-    let collapsed: Vec<i32> = finishes
-        .iter()
-        .map(|f| {
-            let n: i64 = f.skips.iter().map(|s| s.ticks).sum();
-            i32::try_from(n).unwrap_or(i32::MAX)
-        })
-        .collect();
+    let collapsed: Vec<i32> = finishes.iter().map(|f| f.collapsed_ticks()).collect();
     let mut requeue = RequeueColumns::default();
     for f in &finishes {
         requeue.push(f.requeue.as_ref());
@@ -123,9 +114,6 @@ async fn read_back_finish(
 }
 
 pub(super) async fn record_skips(store: &PgStore, skips: &[SkipRecord]) -> StoreResult<()> {
-    if skips.is_empty() {
-        return Ok(());
-    }
     let columns = SkipColumns::collect(skips.iter());
     timed!(store, "record_skips", |conn| columns.insert(conn).await)
 }

@@ -1,14 +1,15 @@
 //! Incidents (alerts folded per task and type), snoozes and alert marks.
 
 use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Row};
+use sqlx::Row;
 
-use super::insert_audit;
+use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
 use crate::store::records::{incident, snooze};
+use crate::store::writes::{open_incident, record_fold, snooze_of};
 use crate::store::{
-    AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
-    IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
+    AlertFold, AlertMark, AuditEntry, Folded, IncidentClose, IncidentRecord, IncidentRule, Snooze,
+    StoreResult,
 };
 
 pub(super) async fn fold_alerts(
@@ -16,78 +17,27 @@ pub(super) async fn fold_alerts(
     folds: &[AlertFold],
     rule: &IncidentRule,
 ) -> StoreResult<Vec<Folded>> {
-    if folds.is_empty() {
-        return Ok(Vec::new());
-    }
-    timed!(store, "fold_alerts", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "fold_alerts", |tx, ()| {
         let now: DateTime<Utc> = sqlx::query_scalar(query!("db_now"))
             .fetch_one(&mut *tx)
             .await?;
         let mut done = Vec::with_capacity(folds.len());
         for fold in folds {
-            let snoozed = sqlx::query(query!("snooze_of"))
-                .bind(&fold.task)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(snooze)
-                .transpose()?;
+            let snoozed = snooze_of::<PgStore>(&mut tx, (), &fold.task).await?;
             // Twice at most: an incident another node opened between our look and our insert
             // is folded into on the second look (the insert then did nothing).
             let mut folded = None;
             for _ in 0..2 {
-                let open = sqlx::query(query!("incident_open"))
-                    .bind(&fold.task)
-                    .bind(&fold.kind)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .as_ref()
-                    .map(incident)
-                    .transpose()?;
-                let decision = rule(&FoldInput {
-                    fold,
-                    open: open.as_ref(),
-                    snoozed: snoozed.as_ref(),
-                    now,
-                });
-                let FoldDecision::Record { notify } = decision else {
-                    folded = Some(Folded {
-                        incident: open,
-                        opened: false,
-                        notify: false,
-                    });
+                let open = open_incident::<PgStore>(&mut tx, (), &fold.task, &fold.kind).await?;
+                let Some(notify) = Folded::decide(rule, fold, open.as_ref(), snoozed.as_ref(), now)
+                else {
+                    folded = Some(Folded::untouched(open));
                     break;
                 };
-                let row = match &open {
-                    None => {
-                        sqlx::query(query!("incident_insert"))
-                            .bind(&fold.task)
-                            .bind(&fold.kind)
-                            .bind(fold.key.as_deref())
-                            .bind(&fold.summary)
-                            .bind(notify)
-                            .bind(fold.remind_every_ms())
-                            .fetch_optional(&mut *tx)
-                            .await?
-                    }
-                    Some(open) => Some(
-                        sqlx::query(query!("incident_fold"))
-                            .bind(open.id)
-                            .bind(fold.key.as_deref())
-                            .bind(&fold.summary)
-                            .bind(notify)
-                            .bind(fold.remind_every_ms())
-                            .fetch_one(&mut *tx)
-                            .await?,
-                    ),
-                };
-                if let Some(row) = row {
-                    folded = Some(Folded {
-                        incident: Some(incident(&row)?),
-                        opened: open.is_none(),
-                        notify,
-                    });
+                if let Some(recorded) =
+                    record_fold::<PgStore>(&mut tx, (), fold, open.as_ref(), notify).await?
+                {
+                    folded = Some(Folded::recorded(recorded, open.is_none(), notify));
                     break;
                 }
             }
@@ -97,8 +47,7 @@ pub(super) async fn fold_alerts(
                 notify: false,
             }));
         }
-        tx.commit().await?;
-        Ok(done)
+        done
     })
 }
 
@@ -115,9 +64,6 @@ pub(super) async fn close_incidents(
             kinds.push(kind.as_str());
             reasons.push(close.reason.as_str());
         }
-    }
-    if tasks.is_empty() {
-        return Ok(Vec::new());
     }
     timed!(store, "close_incidents", |conn| {
         sqlx::query(query!("incident_close"))
@@ -151,9 +97,6 @@ pub(super) async fn mark_alerts(
     store: &PgStore,
     marks: &[AlertMark],
 ) -> StoreResult<Vec<AlertMark>> {
-    if marks.is_empty() {
-        return Ok(Vec::new());
-    }
     let tasks: Vec<&str> = marks.iter().map(|m| m.task.as_str()).collect();
     let kinds: Vec<&str> = marks.iter().map(|m| m.kind.as_str()).collect();
     let keys: Vec<&str> = marks.iter().map(|m| m.mark.as_str()).collect();
@@ -176,30 +119,12 @@ pub(super) async fn mark_alerts(
     })
 }
 
-pub(super) async fn incidents(
-    store: &PgStore,
-    query: &IncidentQuery,
-) -> StoreResult<Vec<IncidentRecord>> {
-    timed!(store, "incidents", |conn| {
-        sqlx::query(query!("incidents_list"))
-            .bind(query.open)
-            .bind(query.task.as_deref())
-            .bind(i64::from(query.limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(incident)
-            .collect::<Result<Vec<_>, sqlx::Error>>()
-    })
-}
-
 pub(super) async fn snooze_task(
     store: &PgStore,
     snooze: &Snooze,
     audit: &AuditEntry,
 ) -> StoreResult<bool> {
-    timed!(store, "snooze_task", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "snooze_task", |tx, ()| {
         let found = sqlx::query(query!("snooze_set"))
             .bind(&snooze.task_name)
             .bind(snooze.until)
@@ -211,8 +136,7 @@ pub(super) async fn snooze_task(
         if found {
             insert_audit(&mut tx, audit).await?;
         }
-        tx.commit().await?;
-        Ok(found)
+        found
     })
 }
 
@@ -221,8 +145,7 @@ pub(super) async fn unsnooze_task(
     task: &str,
     audit: &AuditEntry,
 ) -> StoreResult<Option<Snooze>> {
-    timed!(store, "unsnooze_task", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "unsnooze_task", |tx, ()| {
         let lifted = match sqlx::query(query!("snooze_delete"))
             .bind(task)
             .fetch_optional(&mut *tx)
@@ -234,18 +157,6 @@ pub(super) async fn unsnooze_task(
         if lifted.is_some() {
             insert_audit(&mut tx, audit).await?;
         }
-        tx.commit().await?;
-        Ok(lifted)
-    })
-}
-
-pub(super) async fn snoozes(store: &PgStore) -> StoreResult<Vec<Snooze>> {
-    timed!(store, "snoozes", |conn| {
-        sqlx::query(query!("snoozes"))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(snooze)
-            .collect::<Result<Vec<_>, sqlx::Error>>()
+        lifted
     })
 }

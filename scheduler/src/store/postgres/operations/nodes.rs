@@ -4,26 +4,10 @@ use std::time::Duration;
 
 use sqlx::Row;
 
-use super::millis;
+use super::columns::millis;
+use crate::store::nodes::OVERDUE_HINT;
 use crate::store::postgres::PgStore;
-use crate::store::{Heartbeat, NodeInfo, StoreResult};
-
-/// A task is counted overdue by the heartbeat when its next run is this late.
-const OVERDUE_HINT: Duration = Duration::from_secs(2);
-
-pub(super) async fn register_node(store: &PgStore, node: &NodeInfo) -> StoreResult<()> {
-    timed!(store, "register_node", |conn| {
-        sqlx::query(query!("register_node"))
-            .bind(&node.node_id)
-            .bind(&node.hostname)
-            .bind(i32::try_from(node.pid).unwrap_or(i32::MAX))
-            .bind(&node.version)
-            .bind(&node.tasks)
-            .execute(conn)
-            .await
-            .map(drop)
-    })
-}
+use crate::store::{Heartbeat, StoreResult};
 
 pub(super) async fn heartbeat(
     store: &PgStore,
@@ -43,46 +27,5 @@ pub(super) async fn heartbeat(
             overdue: row.try_get("overdue")?,
             live: row.try_get("live")?,
         })
-    })
-}
-
-pub(super) async fn report_services(
-    store: &PgStore,
-    node_id: &str,
-    down: &[String],
-) -> StoreResult<()> {
-    let down = down.join(",");
-    timed!(store, "report_services", |conn| {
-        sqlx::query(shared_query!("report_services"))
-            .bind(node_id)
-            .bind(&down)
-            .execute(conn)
-            .await
-            .map(drop)
-    })
-}
-
-pub(super) async fn report_database_server(
-    store: &PgStore,
-    node_id: &str,
-    server: Option<&str>,
-) -> StoreResult<()> {
-    timed!(store, "report_database_server", |conn| {
-        sqlx::query(shared_query!("report_database_server"))
-            .bind(node_id)
-            .bind(server)
-            .execute(conn)
-            .await
-            .map(drop)
-    })
-}
-
-pub(super) async fn deregister_node(store: &PgStore, node_id: &str) -> StoreResult<()> {
-    timed!(store, "deregister_node", |conn| {
-        sqlx::query(query!("deregister_node"))
-            .bind(node_id)
-            .execute(conn)
-            .await
-            .map(drop)
     })
 }

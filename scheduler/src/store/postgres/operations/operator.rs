@@ -1,17 +1,14 @@
 //! Operator actions (manual runs, pauses, the audit trail) and missed-run detection.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Row};
+use sqlx::Row;
 
-use super::{SkipColumns, insert_audit, millis};
+use super::columns::SkipColumns;
+use super::exec::insert_audit;
 use crate::store::postgres::PgStore;
-use crate::store::records::{audit_entry, overdue_task, pause_of, run_record, task_state};
-use crate::store::{
-    AuditEntry, CancelRequest, OverdueTask, Pause, ResumePlanner, RunRequest, RunStatus,
-    StoreResult,
-};
+use crate::store::records::{pause_of, run_record, task_state};
+use crate::store::writes::run_on;
+use crate::store::{AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, StoreResult};
 
 pub(super) async fn request_run(
     store: &PgStore,
@@ -19,8 +16,7 @@ pub(super) async fn request_run(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<RunRequest> {
-    timed!(store, "request_run", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "request_run", |tx, ()| {
         let Some(row) = sqlx::query(query!("request_run"))
             .bind(task)
             .bind(by)
@@ -30,7 +26,7 @@ pub(super) async fn request_run(
             tx.rollback().await?;
             return Ok(RunRequest::NotFound);
         };
-        let answer = if let Some(pause) = pause_of(&row)? {
+        if let Some(pause) = pause_of(&row)? {
             RunRequest::Paused(pause)
         } else if row.try_get::<bool, _>("queued")? {
             insert_audit(&mut tx, audit).await?;
@@ -42,9 +38,7 @@ pub(super) async fn request_run(
             RunRequest::Queued
         } else {
             RunRequest::AlreadyQueued
-        };
-        tx.commit().await?;
-        Ok(answer)
+        }
     })
 }
 
@@ -54,54 +48,25 @@ pub(super) async fn cancel_run(
     by: &str,
     audit: &AuditEntry,
 ) -> StoreResult<CancelRequest> {
-    timed!(store, "cancel_run", |conn| {
-        let mut tx = conn.begin().await?;
-        if let Some(row) = sqlx::query(query!("cancel_run"))
+    write_tx!(store, "cancel_run", |tx, ()| {
+        let requested = sqlx::query(runs_select!(query!("cancel_run")))
             .bind(run_id)
             .bind(by)
             .fetch_optional(&mut *tx)
-            .await?
-        {
-            let run = run_record(&row)?;
-            insert_audit(&mut tx, audit).await?;
-            sqlx::query(query!("notify"))
-                .bind(&store.channel)
-                .bind(crate::store::postgres::CANCEL_PAYLOAD)
-                .execute(&mut *tx)
-                .await?;
-            tx.commit().await?;
-            return Ok(CancelRequest::Requested(run));
-        }
-        let run = sqlx::query(query!("run_one"))
-            .bind(run_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .as_ref()
-            .map(run_record)
-            .transpose()?;
-        tx.rollback().await?;
-        Ok(match run {
-            None => CancelRequest::NotFound,
-            Some(run) if run.status != RunStatus::Running => CancelRequest::Ended(run),
-            Some(run) => CancelRequest::AlreadyRequested(run),
-        })
-    })
-}
-
-pub(super) async fn overdue_tasks(
-    store: &PgStore,
-    late_by: Duration,
-    limit: u32,
-) -> StoreResult<Vec<OverdueTask>> {
-    timed!(store, "overdue_tasks", |conn| {
-        sqlx::query(query!("overdue_tasks"))
-            .bind(millis(late_by))
-            .bind(i64::from(limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(overdue_task)
-            .collect()
+            .await?;
+        let Some(row) = requested else {
+            let run = run_on::<PgStore>(&mut tx, (), run_id).await?;
+            tx.rollback().await?;
+            return Ok(CancelRequest::unchanged(run));
+        };
+        let run = run_record(&row)?;
+        insert_audit(&mut tx, audit).await?;
+        sqlx::query(query!("notify"))
+            .bind(&store.channel)
+            .bind(crate::store::postgres::CANCEL_PAYLOAD)
+            .execute(&mut *tx)
+            .await?;
+        CancelRequest::Requested(run)
     })
 }
 
@@ -109,9 +74,6 @@ pub(super) async fn open_missed(
     store: &PgStore,
     incidents: &[(String, DateTime<Utc>)],
 ) -> StoreResult<Vec<String>> {
-    if incidents.is_empty() {
-        return Ok(Vec::new());
-    }
     let (names, ticks): (Vec<&str>, Vec<DateTime<Utc>>) =
         incidents.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
     timed!(store, "open_missed", |conn| {
@@ -132,8 +94,7 @@ pub(super) async fn pause_task(
     pause: &Pause,
     audit: &AuditEntry,
 ) -> StoreResult<bool> {
-    timed!(store, "pause_task", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "pause_task", |tx, ()| {
         let found = sqlx::query(query!("pause_task"))
             .bind(task)
             .bind(&pause.by)
@@ -145,8 +106,7 @@ pub(super) async fn pause_task(
         if found {
             insert_audit(&mut tx, audit).await?;
         }
-        tx.commit().await?;
-        Ok(found)
+        found
     })
 }
 
@@ -156,8 +116,7 @@ pub(super) async fn resume_task(
     audit: &AuditEntry,
     planner: &ResumePlanner<'_>,
 ) -> StoreResult<Option<Pause>> {
-    timed!(store, "resume_task", |conn| {
-        let mut tx = conn.begin().await?;
+    write_tx!(store, "resume_task", |tx, ()| {
         let Some(row) = sqlx::query(query!("resume_select"))
             .bind(task)
             .fetch_optional(&mut *tx)
@@ -183,24 +142,6 @@ pub(super) async fn resume_task(
             .bind("resume")
             .execute(&mut *tx)
             .await?;
-        tx.commit().await?;
-        Ok(state.pause)
-    })
-}
-
-pub(super) async fn audit_log(
-    store: &PgStore,
-    limit: u32,
-    before_id: Option<i64>,
-) -> StoreResult<Vec<AuditEntry>> {
-    timed!(store, "audit_log", |conn| {
-        sqlx::query(query!("audit_list"))
-            .bind(i64::from(limit))
-            .bind(before_id)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(audit_entry)
-            .collect()
+        state.pause
     })
 }

@@ -3,18 +3,15 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use sqlx::{Acquire, Row};
+use sqlx::Acquire;
 
+use super::columns::millis;
 use super::commit::sending;
-use super::millis;
 use crate::store::postgres::PgStore;
-use crate::store::records::{delivery_record, outbox_row};
-use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
+use crate::store::records::outbox_row;
+use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreResult};
 
 pub(super) async fn enqueue_events(store: &PgStore, events: &[NewEvent]) -> StoreResult<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
     let channels: Vec<&str> = events.iter().map(|e| e.channel.as_str()).collect();
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     let payloads: Vec<&str> = events.iter().map(|e| e.payload.as_str()).collect();
@@ -105,9 +102,6 @@ pub(super) async fn claim_outbox(
 }
 
 pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) -> StoreResult<()> {
-    if deliveries.is_empty() {
-        return Ok(());
-    }
     let ids: Vec<i64> = deliveries.iter().map(|d| d.outbox_id).collect();
     let attempts: Vec<i32> = deliveries.iter().map(|d| d.attempt).collect();
     let nodes: Vec<&str> = deliveries.iter().map(|d| d.node_id.as_str()).collect();
@@ -148,32 +142,6 @@ pub(super) async fn record_deliveries(store: &PgStore, deliveries: &[Delivery]) 
                 .await?;
         }
         tx.commit().await
-    })
-}
-
-pub(super) async fn deliveries(store: &PgStore, limit: u32) -> StoreResult<Vec<DeliveryRecord>> {
-    timed!(store, "deliveries", |conn| {
-        sqlx::query(shared_query!("deliveries"))
-            .bind(i64::from(limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(delivery_record)
-            .collect()
-    })
-}
-
-pub(super) async fn webhook_disabled(
-    store: &PgStore,
-    url_digest: &str,
-) -> StoreResult<Option<String>> {
-    timed!(store, "webhook_disabled", |conn| {
-        sqlx::query(shared_query!("webhook_state"))
-            .bind(url_digest)
-            .fetch_optional(conn)
-            .await?
-            .map(|row| row.try_get("disabled_reason"))
-            .transpose()
     })
 }
 

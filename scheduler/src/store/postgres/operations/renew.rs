@@ -8,20 +8,17 @@ use chrono::{DateTime, Utc};
 
 use uuid::Uuid;
 
+use super::columns::millis;
 use super::commit::sending;
-use super::millis;
 use crate::store::postgres::PgStore;
-use crate::store::records::{cancellation, lock_key};
-use crate::store::{Cancellation, LockKey, StoreResult};
+use crate::store::records::lock_key;
+use crate::store::{LockKey, StoreResult};
 
 pub(super) async fn renew_locks(
     store: &PgStore,
     node_id: &str,
     held: &[(LockKey, Duration)],
 ) -> StoreResult<Vec<LockKey>> {
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
     // Task rows are updated in name order, as by finish_runs: a renewal and an outcome batch
     // of the same node touch the same rows, and in different orders they deadlocked (one
     // waited out `deadlock_timeout`, then failed).
@@ -97,22 +94,4 @@ async fn read_back_renewal(
         .map(|(name, token, _, _)| LockKey::new(name, token))
         .collect();
     Ok((!extended.is_empty()).then_some(extended))
-}
-
-pub(super) async fn cancel_requests(
-    store: &PgStore,
-    run_ids: &[i64],
-) -> StoreResult<Vec<Cancellation>> {
-    if run_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    timed!(store, "cancel_requests", |conn| {
-        sqlx::query(query!("cancel_requests"))
-            .bind(run_ids)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(cancellation)
-            .collect()
-    })
 }

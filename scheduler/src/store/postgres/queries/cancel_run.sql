@@ -3,6 +3,5 @@
 UPDATE scheduler_runs
 SET cancel_requested_at = now(), cancel_requested_by = $2
 WHERE id = $1 AND status = 'running' AND cancel_requested_at IS NULL
-RETURNING id, task_name, scheduled_at, started_at, finished_at, status, node_id,
-          ticks_collapsed::int8 AS ticks_collapsed, error, attempt, trigger, triggered_by,
-          cancel_requested_at, cancel_requested_by, shard_index, shard_total
+RETURNING
+    -- @include run_columns.sql

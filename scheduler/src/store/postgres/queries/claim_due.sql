@@ -55,14 +55,9 @@ WITH tick AS (
     SELECT * FROM tick UNION ALL SELECT * FROM retry UNION ALL SELECT * FROM manual
     UNION ALL SELECT * FROM pause UNION ALL SELECT * FROM backfill
 )
-SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
-       retry_at, retry_tick, retry_attempt, manual_at, manual_by,
-       paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
-       (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
-        WHERE bt.backfill_id = due.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
-       (SELECT b.requested_by FROM scheduler_backfills AS b
-        WHERE b.id = due.backfill_id) AS backfill_by,
-       shards, node_pin, now() AS db_now
-FROM due
+SELECT
+    -- @include due_columns.sql
+    , now() AS db_now
+FROM due AS task
 ORDER BY LEAST(next_run_at, retry_at, manual_at, pause_until, backfill_at)
 LIMIT $1

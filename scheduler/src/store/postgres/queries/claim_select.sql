@@ -4,15 +4,10 @@
 -- retry or backfill tick; an expired pause (rows pinned to another node than $4 left out), to end it; a manual run of an unpaused task), oldest first. Rows
 -- another transaction holds (a claim on another node, a reconcile) are skipped, not waited for.
 -- Rows claim_due.sql locked in the same transaction are not skipped: they come back here.
-SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
-       retry_at, retry_tick, retry_attempt, manual_at, manual_by,
-       paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
-       (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
-        WHERE bt.backfill_id = scheduler_tasks.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
-       (SELECT b.requested_by FROM scheduler_backfills AS b
-        WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by,
-       shards, node_pin, now() AS db_now
-FROM scheduler_tasks
+SELECT
+    -- @include due_columns.sql
+    , now() AS db_now
+FROM scheduler_tasks AS task
 WHERE lock_token IS NULL
   AND (name = ANY($1) OR shard_of = ANY($1))
   AND (node_pin IS NULL OR node_pin = '' OR node_pin = $4)

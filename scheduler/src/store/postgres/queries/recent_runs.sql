@@ -1,6 +1,5 @@
-SELECT id, task_name, scheduled_at, started_at, finished_at, status, node_id,
-       ticks_collapsed::int8 AS ticks_collapsed, error, attempt, trigger, triggered_by,
-       cancel_requested_at, cancel_requested_by, shard_index, shard_total
+SELECT
+    -- @include run_columns.sql
 FROM scheduler_runs
 WHERE $1::text IS NULL OR task_name = $1
 ORDER BY id DESC

@@ -1,8 +1,7 @@
 -- Runs matching the filters (each NULL: any), newest first, at most $7.
 -- $1 task, $2 status, $3 trigger, $4 started at or after, $5 started before, $6 id below.
-SELECT id, task_name, scheduled_at, started_at, finished_at, status, node_id,
-       ticks_collapsed::int8 AS ticks_collapsed, error, attempt, trigger, triggered_by,
-       cancel_requested_at, cancel_requested_by, shard_index, shard_total
+SELECT
+    -- @include run_columns.sql
 FROM scheduler_runs
 WHERE ($1::text IS NULL OR task_name = $1)
   AND ($2::text IS NULL OR status = $2)

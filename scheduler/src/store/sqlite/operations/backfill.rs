@@ -1,17 +1,13 @@
 //! Backfills: recorded with their ticks (audited), cancelled, and read back with their progress.
 //! Their ticks are claimed with the task's other work (`claim.rs`).
 
-use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{insert_audit, limit_of, micros};
-use crate::store::records::{backfill_record, backfill_tick};
+use super::bind::micros;
+use super::writes::insert_audit;
 use crate::store::sqlite::SqliteStore;
-use crate::store::sqlite::row::time;
-use crate::store::{
-    AuditEntry, BackfillCancel, BackfillCreate, BackfillRecord, BackfillTick, NewBackfill,
-    StoreResult,
-};
+use crate::store::writes::backfill_not_cancelled;
+use crate::store::{AuditEntry, BackfillCancel, BackfillCreate, NewBackfill, StoreResult};
 
 pub(super) async fn create_backfill(
     store: &SqliteStore,
@@ -79,16 +75,7 @@ pub(super) async fn cancel_backfill(
             .fetch_optional(&mut *tx)
             .await?;
         let Some(row) = cancelled else {
-            let known = sqlx::query(query!("backfills_list"))
-                .bind(None::<&str>)
-                .bind(1_i64)
-                .bind(id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            return Ok(match known {
-                Some(_) => BackfillCancel::AlreadyOver,
-                None => BackfillCancel::NotFound,
-            });
+            return backfill_not_cancelled::<SqliteStore>(&mut tx, now, id).await;
         };
         let task: String = row.try_get("task_name")?;
         let dropped: i64 = row.try_get("dropped")?;
@@ -104,70 +91,5 @@ pub(super) async fn cancel_backfill(
             .await?;
         insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
         BackfillCancel::Cancelled { dropped, running }
-    })
-}
-
-pub(super) async fn succeeded_ticks(
-    store: &SqliteStore,
-    task_name: &str,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> StoreResult<Vec<DateTime<Utc>>> {
-    read!(store, "succeeded_ticks", |conn, _now| {
-        let ticks: Vec<i64> = sqlx::query_scalar(shared_query!("backfill_succeeded"))
-            .bind(task_name)
-            .bind(micros(from))
-            .bind(micros(to))
-            .fetch_all(conn)
-            .await?;
-        ticks.into_iter().map(time).collect::<Result<_, _>>()?
-    })
-}
-
-pub(super) async fn backfills(
-    store: &SqliteStore,
-    task_name: Option<&str>,
-    limit: u32,
-) -> StoreResult<Vec<BackfillRecord>> {
-    read!(store, "backfills", |conn, _now| {
-        sqlx::query(query!("backfills_list"))
-            .bind(task_name)
-            .bind(limit_of(limit))
-            .bind(None::<i64>)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(backfill_record)
-            .collect::<Result<_, _>>()?
-    })
-}
-
-pub(super) async fn backfill(
-    store: &SqliteStore,
-    id: i64,
-) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>> {
-    read!(store, "backfill", |conn, _now| {
-        let record = sqlx::query(query!("backfills_list"))
-            .bind(None::<&str>)
-            .bind(1_i64)
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .as_ref()
-            .map(backfill_record)
-            .transpose()?;
-        match record {
-            None => None,
-            Some(record) => {
-                let ticks = sqlx::query(shared_query!("backfill_ticks"))
-                    .bind(id)
-                    .fetch_all(&mut *conn)
-                    .await?
-                    .iter()
-                    .map(backfill_tick)
-                    .collect::<Result<Vec<_>, sqlx::Error>>()?;
-                Some((record, ticks))
-            }
-        }
     })
 }

@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::{insert_skips, later, micros, names_json, release_lock, token};
+use super::bind::{later, micros, names_json, token};
+use super::finish::release_lock;
+use super::writes::insert_skips;
 use crate::shard::ShardFacts;
 use crate::store::claim_loop::{self, BroadcastTick, ClaimSteps, LockRelease, ShardTick, TaskSkip};
 use crate::store::records::{due_task, expired_lock, shard_facts};
@@ -138,7 +140,7 @@ impl ClaimSteps for Steps<'_> {
         &mut self,
         request: &ClaimRequest<'_>,
     ) -> Result<Vec<(DueTask, DateTime<Utc>)>, sqlx::Error> {
-        sqlx::query(query!("claim_select"))
+        sqlx::query(due_select!(query!("claim_select")))
             .bind(micros(self.now))
             .bind(self.names)
             .bind(i64::try_from(request.limit).unwrap_or(i64::MAX))
@@ -308,9 +310,6 @@ pub(super) async fn reschedule(
     store: &SqliteStore,
     next_runs: &[(String, DateTime<Utc>)],
 ) -> StoreResult<Vec<String>> {
-    if next_runs.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "reschedule", |tx, now| {
         let mut changed = Vec::new();
         for (name, next) in next_runs {

@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 
-use super::{insert_skips, micros, token};
+use super::bind::{micros, token};
+use super::writes::insert_skips;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
     FailureCount, FinishResult, LockKey, Requeue, RunEnd, RunFinish, SkipRecord, StoreResult,
@@ -63,21 +64,15 @@ pub(super) async fn finish_runs(
     store: &SqliteStore,
     finishes: &[RunFinish],
 ) -> StoreResult<Vec<FinishResult>> {
-    if finishes.is_empty() {
-        return Ok(Vec::new());
-    }
     let results = write_tx!(store, "finish_runs", |tx, now| {
         let mut results = Vec::with_capacity(finishes.len());
         for f in finishes {
-            let collapsed: i64 = f.skips.iter().map(|s| s.ticks).sum();
-            // PostgreSQL stores the count as int4; the same bound here.
-            let collapsed = collapsed.clamp(0, i64::from(i32::MAX));
             sqlx::query(query!("finish_run"))
                 .bind(f.run_id)
                 .bind(token(f.lock.token))
                 .bind(f.end.status.as_str())
                 .bind(f.end.error.as_deref())
-                .bind(collapsed)
+                .bind(f.collapsed_ticks())
                 .bind(micros(now))
                 .bind(f.started_at.map(micros))
                 .execute(&mut *tx)
@@ -110,9 +105,6 @@ pub(super) async fn finish_runs(
 }
 
 pub(super) async fn record_skips(store: &SqliteStore, skips: &[SkipRecord]) -> StoreResult<()> {
-    if skips.is_empty() {
-        return Ok(());
-    }
     write_tx!(store, "record_skips", |tx, now| {
         insert_skips(&mut tx, skips, now).await?;
     })

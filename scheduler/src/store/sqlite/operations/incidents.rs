@@ -1,11 +1,13 @@
 //! Incidents (alerts folded per task and type), snoozes and alert marks.
 
-use super::{insert_audit, limit_of, micros};
+use super::bind::{limit_of, micros};
+use super::writes::insert_audit;
 use crate::store::records::{incident, snooze};
 use crate::store::sqlite::SqliteStore;
+use crate::store::writes::{open_incident, record_fold, snooze_of};
 use crate::store::{
-    AlertFold, AlertMark, AuditEntry, FoldDecision, FoldInput, Folded, IncidentClose,
-    IncidentQuery, IncidentRecord, IncidentRule, Snooze, StoreResult,
+    AlertFold, AlertMark, AuditEntry, Folded, IncidentClose, IncidentRecord, IncidentRule, Snooze,
+    StoreResult,
 };
 
 pub(super) async fn fold_alerts(
@@ -13,73 +15,21 @@ pub(super) async fn fold_alerts(
     folds: &[AlertFold],
     rule: &IncidentRule,
 ) -> StoreResult<Vec<Folded>> {
-    if folds.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "fold_alerts", |tx, now| {
         let mut done = Vec::with_capacity(folds.len());
         for fold in folds {
-            let open = sqlx::query(query!("incident_open"))
-                .bind(&fold.task)
-                .bind(&fold.kind)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(incident)
-                .transpose()?;
-            let snoozed = sqlx::query(query!("snooze_of"))
-                .bind(&fold.task)
-                .bind(micros(now))
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(snooze)
-                .transpose()?;
-            let decision = rule(&FoldInput {
-                fold,
-                open: open.as_ref(),
-                snoozed: snoozed.as_ref(),
-                now,
-            });
-            let FoldDecision::Record { notify } = decision else {
-                done.push(Folded {
-                    incident: open,
-                    opened: false,
-                    notify: false,
-                });
+            let open = open_incident::<SqliteStore>(&mut tx, now, &fold.task, &fold.kind).await?;
+            let snoozed = snooze_of::<SqliteStore>(&mut tx, now, &fold.task).await?;
+            let Some(notify) = Folded::decide(rule, fold, open.as_ref(), snoozed.as_ref(), now)
+            else {
+                done.push(Folded::untouched(open));
                 continue;
             };
-            let notified_at = notify.then(|| micros(now));
-            let row = match &open {
-                None => {
-                    sqlx::query(query!("incident_insert"))
-                        .bind(&fold.task)
-                        .bind(&fold.kind)
-                        .bind(micros(now))
-                        .bind(fold.key.as_deref())
-                        .bind(&fold.summary)
-                        .bind(notified_at)
-                        .bind(fold.remind_every_ms())
-                        .fetch_one(&mut *tx)
-                        .await?
-                }
-                Some(open) => {
-                    sqlx::query(query!("incident_fold"))
-                        .bind(open.id)
-                        .bind(micros(now))
-                        .bind(fold.key.as_deref())
-                        .bind(&fold.summary)
-                        .bind(notified_at)
-                        .bind(fold.remind_every_ms())
-                        .fetch_one(&mut *tx)
-                        .await?
-                }
-            };
-            done.push(Folded {
-                incident: Some(incident(&row)?),
-                opened: open.is_none(),
-                notify,
-            });
+            // SQLite's write transaction excludes every other writer: the row is always written.
+            let recorded = record_fold::<SqliteStore>(&mut tx, now, fold, open.as_ref(), notify)
+                .await?
+                .ok_or(sqlx::Error::RowNotFound)?;
+            done.push(Folded::recorded(recorded, open.is_none(), notify));
         }
         done
     })
@@ -89,9 +39,6 @@ pub(super) async fn close_incidents(
     store: &SqliteStore,
     closes: &[IncidentClose],
 ) -> StoreResult<Vec<IncidentRecord>> {
-    if closes.iter().all(|c| c.kinds.is_empty()) {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "close_incidents", |tx, now| {
         let mut closed = Vec::new();
         for close in closes {
@@ -132,9 +79,6 @@ pub(super) async fn mark_alerts(
     store: &SqliteStore,
     marks: &[AlertMark],
 ) -> StoreResult<Vec<AlertMark>> {
-    if marks.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "mark_alerts", |tx, now| {
         let mut won = Vec::new();
         for mark in marks {
@@ -150,23 +94,6 @@ pub(super) async fn mark_alerts(
             }
         }
         won
-    })
-}
-
-pub(super) async fn incidents(
-    store: &SqliteStore,
-    query: &IncidentQuery,
-) -> StoreResult<Vec<IncidentRecord>> {
-    read!(store, "incidents", |conn, _now| {
-        sqlx::query(query!("incidents_list"))
-            .bind(query.open.map(i64::from))
-            .bind(query.task.as_deref())
-            .bind(limit_of(query.limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(incident)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }
 
@@ -214,17 +141,5 @@ pub(super) async fn unsnooze_task(
             insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
         }
         lifted
-    })
-}
-
-pub(super) async fn snoozes(store: &SqliteStore) -> StoreResult<Vec<Snooze>> {
-    read!(store, "snoozes", |conn, now| {
-        sqlx::query(query!("snoozes"))
-            .bind(micros(now))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(snooze)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
     })
 }

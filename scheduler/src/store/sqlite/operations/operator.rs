@@ -1,17 +1,14 @@
 //! Operator actions (manual runs, pauses, the audit trail) and missed-run detection.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use super::{earlier, insert_audit, insert_skips, limit_of, micros};
-use crate::store::records::{audit_entry, overdue_task, pause_of, run_record, task_state};
+use super::bind::micros;
+use super::writes::{insert_audit, insert_skips};
+use crate::store::records::{pause_of, run_record, task_state};
 use crate::store::sqlite::SqliteStore;
-use crate::store::{
-    AuditEntry, CancelRequest, OverdueTask, Pause, ResumePlanner, RunRequest, RunStatus,
-    StoreResult,
-};
+use crate::store::writes::run_on;
+use crate::store::{AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, StoreResult};
 
 pub(super) async fn request_run(
     store: &SqliteStore,
@@ -55,7 +52,7 @@ pub(super) async fn cancel_run(
     audit: &AuditEntry,
 ) -> StoreResult<CancelRequest> {
     let answer = write_tx!(store, "cancel_run", |tx, now| {
-        if let Some(row) = sqlx::query(query!("cancel_run"))
+        if let Some(row) = sqlx::query(runs_select!(query!("cancel_run")))
             .bind(run_id)
             .bind(by)
             .bind(micros(now))
@@ -66,18 +63,7 @@ pub(super) async fn cancel_run(
             insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
             CancelRequest::Requested(run)
         } else {
-            match sqlx::query(query!("run_one"))
-                .bind(run_id)
-                .fetch_optional(&mut *tx)
-                .await?
-                .as_ref()
-                .map(run_record)
-                .transpose()?
-            {
-                None => CancelRequest::NotFound,
-                Some(run) if run.status != RunStatus::Running => CancelRequest::Ended(run),
-                Some(run) => CancelRequest::AlreadyRequested(run),
-            }
+            CancelRequest::unchanged(run_on::<SqliteStore>(&mut tx, now, run_id).await?)
         }
     })?;
     if matches!(answer, CancelRequest::Requested(_)) {
@@ -86,31 +72,10 @@ pub(super) async fn cancel_run(
     Ok(answer)
 }
 
-pub(super) async fn overdue_tasks(
-    store: &SqliteStore,
-    late_by: Duration,
-    limit: u32,
-) -> StoreResult<Vec<OverdueTask>> {
-    read!(store, "overdue_tasks", |conn, now| {
-        sqlx::query(query!("overdue_tasks"))
-            .bind(earlier(now, late_by))
-            .bind(limit_of(limit))
-            .bind(micros(now))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(overdue_task)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
-    })
-}
-
 pub(super) async fn open_missed(
     store: &SqliteStore,
     incidents: &[(String, DateTime<Utc>)],
 ) -> StoreResult<Vec<String>> {
-    if incidents.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "open_missed", |tx, now| {
         let mut opened = Vec::new();
         for (name, tick) in incidents {
@@ -181,21 +146,4 @@ pub(super) async fn resume_task(
         store.inner.wake();
     }
     Ok(ended)
-}
-
-pub(super) async fn audit_log(
-    store: &SqliteStore,
-    limit: u32,
-    before_id: Option<i64>,
-) -> StoreResult<Vec<AuditEntry>> {
-    read!(store, "audit_log", |conn, _now| {
-        sqlx::query(query!("audit_list"))
-            .bind(limit_of(limit))
-            .bind(before_id)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(audit_entry)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
-    })
 }

@@ -2,15 +2,12 @@
 
 use std::time::Duration;
 
-use super::{later, limit_of, micros};
-use crate::store::records::{delivery_record, outbox_row};
+use super::bind::{later, limit_of, micros};
+use crate::store::records::outbox_row;
 use crate::store::sqlite::SqliteStore;
-use crate::store::{Delivery, DeliveryNext, DeliveryRecord, NewEvent, OutboxRow, StoreResult};
+use crate::store::{Delivery, DeliveryNext, NewEvent, OutboxRow, StoreResult};
 
 pub(super) async fn enqueue_events(store: &SqliteStore, events: &[NewEvent]) -> StoreResult<()> {
-    if events.is_empty() {
-        return Ok(());
-    }
     write_tx!(store, "enqueue_events", |tx, now| {
         for e in events {
             sqlx::query(query!("outbox_insert"))
@@ -64,9 +61,6 @@ pub(super) async fn record_deliveries(
     store: &SqliteStore,
     deliveries: &[Delivery],
 ) -> StoreResult<()> {
-    if deliveries.is_empty() {
-        return Ok(());
-    }
     write_tx!(store, "record_deliveries", |tx, now| {
         for d in deliveries {
             sqlx::query(query!("outbox_log"))
@@ -104,33 +98,6 @@ pub(super) async fn record_deliveries(
                 .execute(&mut *tx)
                 .await?;
         }
-    })
-}
-
-pub(super) async fn deliveries(
-    store: &SqliteStore,
-    limit: u32,
-) -> StoreResult<Vec<DeliveryRecord>> {
-    read!(store, "deliveries", |conn, _now| {
-        sqlx::query(shared_query!("deliveries"))
-            .bind(limit_of(limit))
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(delivery_record)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
-    })
-}
-
-pub(super) async fn webhook_disabled(
-    store: &SqliteStore,
-    url_digest: &str,
-) -> StoreResult<Option<String>> {
-    read!(store, "webhook_disabled", |conn, _now| {
-        sqlx::query_scalar(shared_query!("webhook_state"))
-            .bind(url_digest)
-            .fetch_optional(conn)
-            .await?
     })
 }
 

@@ -4,38 +4,16 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::{later, token};
-use crate::store::records::{cancellation, lock_key};
+use super::bind::{later, token};
+use crate::store::records::lock_key;
 use crate::store::sqlite::SqliteStore;
-use crate::store::{Cancellation, LockKey, StoreResult};
-
-pub(super) async fn cancel_requests(
-    store: &SqliteStore,
-    run_ids: &[i64],
-) -> StoreResult<Vec<Cancellation>> {
-    if run_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = serde_json::to_string(run_ids).expect("integers serialize");
-    read!(store, "cancel_requests", |conn, _now| {
-        sqlx::query(query!("cancel_requests"))
-            .bind(ids)
-            .fetch_all(conn)
-            .await?
-            .iter()
-            .map(cancellation)
-            .collect::<Result<Vec<_>, sqlx::Error>>()?
-    })
-}
+use crate::store::{LockKey, StoreResult};
 
 pub(super) async fn renew_locks(
     store: &SqliteStore,
     node_id: &str,
     held: &[(LockKey, Duration)],
 ) -> StoreResult<Vec<LockKey>> {
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
     write_tx!(store, "renew_locks", |tx, now| {
         let mut seen = HashSet::new();
         let mut renewed = Vec::new();

@@ -5,14 +5,9 @@
 -- rows); oldest first (the earliest of the five instants, NULLs ignored like
 -- PostgreSQL's LEAST; then by name). No row locking is needed: the claim's IMMEDIATE
 -- transaction holds the database's write lock, so no other writer can interleave.
-SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
-       retry_at, retry_tick, retry_attempt, manual_at, manual_by,
-       paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
-       (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
-        WHERE bt.backfill_id = scheduler_tasks.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
-       (SELECT b.requested_by FROM scheduler_backfills AS b
-        WHERE b.id = scheduler_tasks.backfill_id) AS backfill_by, shards, node_pin
-FROM scheduler_tasks
+SELECT
+    -- @include due_columns.sql
+FROM scheduler_tasks AS task
 WHERE lock_token IS NULL
   AND (name IN (SELECT value FROM json_each(?2)) OR shard_of IN (SELECT value FROM json_each(?2)))
   AND (node_pin IS NULL OR node_pin = '' OR node_pin = ?5)

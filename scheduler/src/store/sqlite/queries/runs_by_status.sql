@@ -3,8 +3,8 @@
 -- most ?7. One file per leading filter (see `runs_impl`): SQLite cannot use an index for a
 -- term written `(?1 IS NULL OR task_name = ?1)`, so the filter that picks the index is written
 -- plainly, and the cursor as a bound on the rowid.
-SELECT id, task_name, scheduled_at, started_at, finished_at, status, node_id, ticks_collapsed,
-       error, attempt, trigger, triggered_by, cancel_requested_at, cancel_requested_by, shard_index, shard_total
+SELECT
+    -- @include run_columns.sql
 FROM scheduler_runs
 WHERE (?1 IS NULL OR task_name = ?1)
   AND status = ?2

@@ -1,0 +1,284 @@
+//! The reads both backends run alike, written once over [`Dialect`]: what they read is the same
+//! statement in each backend's SQL, bound each backend's way, decoded by `records.rs`. The page
+//! sizes, the checks of what a caller asked and the choice of statement are made here; a
+//! backend's `operations/` keeps only what it runs its own way. Each function is an operation
+//! of `store_methods!`, called by the backend's generated `impl Store` (`store_fns!`).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::store::dialect::{Dialect, Now, Sql};
+use crate::store::records::{
+    audit_entry, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
+    incident, log_chunk, node_record, overdue_task, run_record, skip_record, snooze, task_state,
+};
+use crate::store::row::ReadRow;
+use crate::store::{
+    AuditEntry, BackfillRecord, BackfillTick, Cancellation, ConfigState, DeliveryRecord,
+    IncidentQuery, IncidentRecord, LogChunk, NodeRecord, OverdueTask, RunQuery, RunRecord,
+    SkipRecord, Snooze, StoreError, StoreResult, TaskState,
+};
+
+/// The most runs one query returns.
+const MAX_RUNS_PER_PAGE: u32 = 1_000;
+/// The most skip records one read of every task's returns.
+const MAX_SKIPS_PER_READ: u32 = 10_000;
+
+/// A limit as both backends bind it (a `u32` is never the negative LIMIT SQLite reads as none).
+fn limit(n: u32) -> i64 {
+    i64::from(n)
+}
+
+pub(crate) async fn runs(store: &impl Dialect, q: &RunQuery) -> StoreResult<Vec<RunRecord>> {
+    // The filter that leads picks the statement: SQLite has one per leading filter, each
+    // written so that the filter picks its index (a task's runs are few, a time window is
+    // bounded, a status or a trigger of interest is usually rare); PostgreSQL one for all.
+    let sql = if q.task.is_some() {
+        statement!(runs postgres: "runs_query", sqlite: "runs_by_task")
+    } else if q.since.is_some() {
+        statement!(runs postgres: "runs_query", sqlite: "runs_by_time")
+    } else if q.status.is_some() {
+        statement!(runs postgres: "runs_query", sqlite: "runs_by_status")
+    } else if q.trigger.is_some() {
+        statement!(runs postgres: "runs_query", sqlite: "runs_by_trigger")
+    } else {
+        statement!(runs "runs_query")
+    };
+    let params = params![
+        q.task.as_deref(),
+        q.status.map(|s| s.as_str()),
+        q.trigger.map(|t| t.as_str()),
+        q.since,
+        q.until,
+        q.before_id,
+        limit(q.limit.clamp(1, MAX_RUNS_PER_PAGE)),
+    ];
+    store.fetch_all("runs", sql, &params, run_record).await
+}
+
+pub(crate) async fn run(store: &impl Dialect, run_id: i64) -> StoreResult<Option<RunRecord>> {
+    let sql = statement!(runs "run_one");
+    store
+        .fetch_optional("run", sql, &params![run_id], run_record)
+        .await
+}
+
+pub(crate) async fn recent_runs(
+    store: &impl Dialect,
+    task_name: Option<&str>,
+    limit: i64,
+) -> StoreResult<Vec<RunRecord>> {
+    if limit < 0 {
+        // SQLite reads a negative LIMIT as none; PostgreSQL refuses it. Refused alike, here.
+        return Err(StoreError::Rejected {
+            operation: "recent_runs",
+            source: "LIMIT must not be negative".into(),
+        });
+    }
+    let sql = statement!(runs "recent_runs");
+    store
+        .fetch_all("recent_runs", sql, &params![task_name, limit], run_record)
+        .await
+}
+
+pub(crate) async fn skips(
+    store: &impl Dialect,
+    task_name: &str,
+    since: DateTime<Utc>,
+) -> StoreResult<Vec<SkipRecord>> {
+    let sql = Sql::shared(shared_query!("skips_select"));
+    store
+        .fetch_all("skips", sql, &params![task_name, since], skip_record)
+        .await
+}
+
+pub(crate) async fn latest_runs_per_task(
+    store: &impl Dialect,
+    tasks: &[String],
+    per_task: u32,
+    since: DateTime<Utc>,
+) -> StoreResult<Vec<RunRecord>> {
+    let per_task = limit(per_task.clamp(1, MAX_RUNS_PER_PAGE));
+    let sql = statement!(runs "runs_per_task");
+    let params = params![tasks, per_task, since];
+    store
+        .fetch_all("latest_runs_per_task", sql, &params, run_record)
+        .await
+}
+
+pub(crate) async fn skips_since(
+    store: &impl Dialect,
+    since: DateTime<Utc>,
+    limit: u32,
+) -> StoreResult<Vec<SkipRecord>> {
+    let limit = self::limit(limit.clamp(1, MAX_SKIPS_PER_READ));
+    let sql = Sql::shared(shared_query!("skips_since"));
+    store
+        .fetch_all("skips_since", sql, &params![since, limit], skip_record)
+        .await
+}
+
+pub(crate) async fn latest_skips_per_task(
+    store: &impl Dialect,
+    tasks: &[String],
+    per_task: u32,
+    since: DateTime<Utc>,
+) -> StoreResult<Vec<SkipRecord>> {
+    let per_task = limit(per_task.clamp(1, MAX_SKIPS_PER_READ));
+    let sql = statement!("skips_per_task");
+    let params = params![tasks, per_task, since];
+    store
+        .fetch_all("latest_skips_per_task", sql, &params, skip_record)
+        .await
+}
+
+pub(crate) async fn run_log(store: &impl Dialect, run_id: i64) -> StoreResult<Vec<LogChunk>> {
+    let sql = Sql::shared(shared_query!("run_logs_select"));
+    store
+        .fetch_all("run_log", sql, &params![run_id], log_chunk)
+        .await
+}
+
+pub(crate) async fn nodes(store: &impl Dialect) -> StoreResult<Vec<NodeRecord>> {
+    store
+        .fetch_all("nodes", statement!("nodes"), &[], node_record)
+        .await
+}
+
+pub(crate) async fn task_states(
+    store: &impl Dialect,
+    task: Option<&str>,
+) -> StoreResult<Vec<TaskState>> {
+    let sql = statement!("task_states");
+    store
+        .fetch_all("task_states", sql, &params![task], task_state)
+        .await
+}
+
+pub(crate) async fn audit_log(
+    store: &impl Dialect,
+    limit: u32,
+    before_id: Option<i64>,
+) -> StoreResult<Vec<AuditEntry>> {
+    let params = params![self::limit(limit), before_id];
+    store
+        .fetch_all("audit_log", statement!("audit_list"), &params, audit_entry)
+        .await
+}
+
+pub(crate) async fn incidents(
+    store: &impl Dialect,
+    query: &IncidentQuery,
+) -> StoreResult<Vec<IncidentRecord>> {
+    let params = params![query.open, query.task.as_deref(), limit(query.limit)];
+    store
+        .fetch_all("incidents", statement!("incidents_list"), &params, incident)
+        .await
+}
+
+pub(crate) async fn snoozes(store: &impl Dialect) -> StoreResult<Vec<Snooze>> {
+    store
+        .fetch_all("snoozes", statement!("snoozes"), &params![Now], snooze)
+        .await
+}
+
+pub(crate) async fn overdue_tasks(
+    store: &impl Dialect,
+    late_by: Duration,
+    limit: u32,
+) -> StoreResult<Vec<OverdueTask>> {
+    let params = params![late_by, self::limit(limit), Now];
+    let sql = statement!("overdue_tasks");
+    store
+        .fetch_all("overdue_tasks", sql, &params, overdue_task)
+        .await
+}
+
+pub(crate) async fn cancel_requests(
+    store: &impl Dialect,
+    run_ids: &[i64],
+) -> StoreResult<Vec<Cancellation>> {
+    let sql = statement!("cancel_requests");
+    store
+        .fetch_all("cancel_requests", sql, &params![run_ids], cancellation)
+        .await
+}
+
+pub(crate) async fn deliveries(
+    store: &impl Dialect,
+    limit: u32,
+) -> StoreResult<Vec<DeliveryRecord>> {
+    let sql = Sql::shared(shared_query!("deliveries"));
+    let params = params![self::limit(limit)];
+    store
+        .fetch_all("deliveries", sql, &params, delivery_record)
+        .await
+}
+
+pub(crate) async fn webhook_disabled(
+    store: &impl Dialect,
+    url_digest: &str,
+) -> StoreResult<Option<String>> {
+    let sql = Sql::shared(shared_query!("webhook_state"));
+    store
+        .fetch_optional("webhook_disabled", sql, &params![url_digest], |row| {
+            row.text("disabled_reason")
+        })
+        .await
+}
+
+pub(crate) async fn config_state(store: &impl Dialect) -> StoreResult<Option<ConfigState>> {
+    let sql = Sql::shared(shared_query!("config_state"));
+    store
+        .fetch_optional("config_state", sql, &[], config_state_of)
+        .await
+}
+
+pub(crate) async fn succeeded_ticks(
+    store: &impl Dialect,
+    task_name: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> StoreResult<Vec<DateTime<Utc>>> {
+    let sql = Sql::shared(shared_query!("backfill_succeeded"));
+    store
+        .fetch_all(
+            "succeeded_ticks",
+            sql,
+            &params![task_name, from, to],
+            |row| row.time("scheduled_at"),
+        )
+        .await
+}
+
+pub(crate) async fn backfills(
+    store: &impl Dialect,
+    task_name: Option<&str>,
+    limit: u32,
+) -> StoreResult<Vec<BackfillRecord>> {
+    let params = params![task_name, self::limit(limit), None::<i64>];
+    let sql = statement!("backfills_list");
+    store
+        .fetch_all("backfills", sql, &params, backfill_record)
+        .await
+}
+
+pub(crate) async fn backfill(
+    store: &impl Dialect,
+    id: i64,
+) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>> {
+    let params = params![None::<&str>, 1_i64, id];
+    let sql = statement!("backfills_list");
+    let Some(record) = store
+        .fetch_optional("backfill", sql, &params, backfill_record)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let sql = Sql::shared(shared_query!("backfill_ticks"));
+    let ticks = store
+        .fetch_all("backfill", sql, &params![id], backfill_tick)
+        .await?;
+    Ok(Some((record, ticks)))
+}
