@@ -304,6 +304,58 @@ pub struct RunRecord {
     pub shard_total: u32,
 }
 
+impl RunRecord {
+    /// Decodes a run from a row of `queries/run_columns.sql` (every runs SELECT includes it):
+    /// with the struct above and that column list, the places a new runs column is named.
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+    pub(crate) fn read(row: &impl super::row::ReadRow) -> Result<Self, sqlx::Error> {
+        use super::records::{parse_status, parse_trigger};
+        Ok(RunRecord {
+            id: row.int("id")?,
+            task_name: row.text("task_name")?,
+            scheduled_at: row.time("scheduled_at")?,
+            started_at: row.time_opt("started_at")?,
+            finished_at: row.time_opt("finished_at")?,
+            status: parse_status(&row.text("status")?)?,
+            node_id: row.text("node_id")?,
+            ticks_collapsed: row.int("ticks_collapsed")?,
+            error: row.text_opt("error")?,
+            attempt: row.int32("attempt")?,
+            trigger: parse_trigger(&row.text("trigger")?)?,
+            triggered_by: row.text_opt("triggered_by")?,
+            cancel_requested_at: row.time_opt("cancel_requested_at")?,
+            cancel_requested_by: row.text_opt("cancel_requested_by")?,
+            shard_index: u32::try_from(row.int("shard_index")?).unwrap_or(0),
+            shard_total: u32::try_from(row.int("shard_total")?).unwrap_or(1),
+        })
+    }
+
+    /// A run of `task_name`'s tick `tick` for unit tests: attempt 1 of a scheduled tick, started
+    /// on it and succeeded a second later on node `n`, shard 0 of 1; tests change what they look
+    /// at with `RunRecord { field, ..RunRecord::example(..) }`, so a new field is set here only.
+    #[cfg(test)]
+    pub(crate) fn example(id: i64, task_name: &str, tick: DateTime<Utc>) -> Self {
+        RunRecord {
+            id,
+            task_name: task_name.into(),
+            scheduled_at: tick,
+            started_at: Some(tick),
+            finished_at: Some(tick + chrono::TimeDelta::seconds(1)),
+            status: RunStatus::Succeeded,
+            node_id: "n".into(),
+            ticks_collapsed: 1,
+            error: None,
+            attempt: 1,
+            trigger: Trigger::Schedule,
+            triggered_by: None,
+            cancel_requested_at: None,
+            cancel_requested_by: None,
+            shard_index: 0,
+            shard_total: 1,
+        }
+    }
+}
+
 /// What started a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

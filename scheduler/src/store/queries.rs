@@ -26,7 +26,7 @@ macro_rules! assembled_query {
 
 /// A statement returning run records (a SELECT, or an UPDATE's RETURNING), `$text` (a backend's
 /// `query!("...")`), with its `-- @include run_columns.sql` line replaced by the columns every
-/// run record is read from (`store/queries/run_columns.sql`, decoded by `records::run_record`):
+/// run record is read from (`store/queries/run_columns.sql`, decoded by `RunRecord::read`):
 /// a column added to the runs is listed there once, for every such statement of both backends.
 macro_rules! runs_select {
     ($text:expr) => {

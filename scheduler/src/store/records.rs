@@ -11,7 +11,7 @@ use super::{
 };
 use crate::shard::ShardFacts;
 
-fn parse_status(s: &str) -> Result<RunStatus, sqlx::Error> {
+pub(crate) fn parse_status(s: &str) -> Result<RunStatus, sqlx::Error> {
     RunStatus::parse(s).ok_or_else(|| unknown("run status", s))
 }
 
@@ -35,25 +35,10 @@ fn count(n: i64) -> u32 {
 
 // ---- runs and skips -----------------------------------------------------------------------
 
+/// A run, decoded where its type is defined ([`RunRecord::read`]: the one place in Rust a column of
+/// the runs table is named, beside `queries/run_columns.sql`).
 pub(crate) fn run_record(row: &impl ReadRow) -> Result<RunRecord, sqlx::Error> {
-    Ok(RunRecord {
-        id: row.int("id")?,
-        task_name: row.text("task_name")?,
-        scheduled_at: row.time("scheduled_at")?,
-        started_at: row.time_opt("started_at")?,
-        finished_at: row.time_opt("finished_at")?,
-        status: parse_status(&row.text("status")?)?,
-        node_id: row.text("node_id")?,
-        ticks_collapsed: row.int("ticks_collapsed")?,
-        error: row.text_opt("error")?,
-        attempt: row.int32("attempt")?,
-        trigger: parse_trigger(&row.text("trigger")?)?,
-        triggered_by: row.text_opt("triggered_by")?,
-        cancel_requested_at: row.time_opt("cancel_requested_at")?,
-        cancel_requested_by: row.text_opt("cancel_requested_by")?,
-        shard_index: u32::try_from(row.int("shard_index")?).unwrap_or(0),
-        shard_total: u32::try_from(row.int("shard_total")?).unwrap_or(1),
-    })
+    RunRecord::read(row)
 }
 
 pub(crate) fn skip_record(row: &impl ReadRow) -> Result<SkipRecord, sqlx::Error> {

@@ -35,22 +35,10 @@ fn state() -> TaskState {
 
 fn run(id: i64, tick: u32, started: u32, took: Option<u32>, status: RunStatus) -> RunRecord {
     RunRecord {
-        id,
-        task_name: "t".into(),
-        scheduled_at: at(tick),
         started_at: Some(at(started)),
         finished_at: took.map(|t| at(started + t)),
         status,
-        node_id: "n".into(),
-        ticks_collapsed: 1,
-        error: None,
-        attempt: 1,
-        trigger: Trigger::Schedule,
-        triggered_by: None,
-        cancel_requested_at: None,
-        cancel_requested_by: None,
-        shard_index: 0,
-        shard_total: 1,
+        ..RunRecord::example(id, "t", at(tick))
     }
 }
 

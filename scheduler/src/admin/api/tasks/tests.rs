@@ -2,7 +2,7 @@ use chrono::TimeDelta;
 
 use super::health::{count_failed_ticks, timeliness_of};
 use super::*;
-use crate::store::{Pause, RunRecord, RunStatus, Trigger};
+use crate::store::{Pause, RunRecord, RunStatus};
 
 fn at(s: i64) -> DateTime<Utc> {
     "2026-03-02T12:00:00Z".parse::<DateTime<Utc>>().unwrap() + TimeDelta::seconds(s)
@@ -61,22 +61,9 @@ fn a_task_is_late_only_when_its_tick_is_past_its_grace_and_nothing_runs() {
 
 fn run(id: i64, tick: i64, status: RunStatus) -> RunRecord {
     RunRecord {
-        id,
-        task_name: "t".into(),
-        scheduled_at: at(tick),
-        started_at: Some(at(tick)),
         finished_at: (status != RunStatus::Running).then(|| at(tick + 1)),
         status,
-        node_id: "n".into(),
-        ticks_collapsed: 1,
-        error: None,
-        attempt: 1,
-        trigger: Trigger::Schedule,
-        triggered_by: None,
-        cancel_requested_at: None,
-        cancel_requested_by: None,
-        shard_index: 0,
-        shard_total: 1,
+        ..RunRecord::example(id, "t", at(tick))
     }
 }
 
