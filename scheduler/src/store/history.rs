@@ -309,19 +309,21 @@ impl RunRecord {
     /// with the struct above and that column list, the places a new runs column is named.
     #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
     pub(crate) fn read(row: &impl super::row::ReadRow) -> Result<Self, sqlx::Error> {
-        use super::records::{parse_status, parse_trigger};
+        use super::row::unknown;
+        let status = row.text("status")?;
+        let trigger = row.text("trigger")?;
         Ok(RunRecord {
             id: row.int("id")?,
             task_name: row.text("task_name")?,
             scheduled_at: row.time("scheduled_at")?,
             started_at: row.time_opt("started_at")?,
             finished_at: row.time_opt("finished_at")?,
-            status: parse_status(&row.text("status")?)?,
+            status: RunStatus::parse(&status).ok_or_else(|| unknown("run status", &status))?,
             node_id: row.text("node_id")?,
             ticks_collapsed: row.int("ticks_collapsed")?,
             error: row.text_opt("error")?,
             attempt: row.int32("attempt")?,
-            trigger: parse_trigger(&row.text("trigger")?)?,
+            trigger: Trigger::parse(&trigger).ok_or_else(|| unknown("trigger", &trigger))?,
             triggered_by: row.text_opt("triggered_by")?,
             cancel_requested_at: row.time_opt("cancel_requested_at")?,
             cancel_requested_by: row.text_opt("cancel_requested_by")?,

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::shard::ShardFacts;
 
-pub(crate) fn parse_status(s: &str) -> Result<RunStatus, sqlx::Error> {
+fn parse_status(s: &str) -> Result<RunStatus, sqlx::Error> {
     RunStatus::parse(s).ok_or_else(|| unknown("run status", s))
 }
 
