@@ -335,7 +335,7 @@ impl RunRecord {
     /// A run of `task_name`'s tick `tick` for unit tests: attempt 1 of a scheduled tick, started
     /// on it and succeeded a second later on node `n`, shard 0 of 1; tests change what they look
     /// at with `RunRecord { field, ..RunRecord::example(..) }`, so a new field is set here only.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "admin"))] // the dashboard's and the API's tests
     pub(crate) fn example(id: i64, task_name: &str, tick: DateTime<Utc>) -> Self {
         RunRecord {
             id,
