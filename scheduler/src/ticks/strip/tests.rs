@@ -51,6 +51,7 @@ fn run(id: i64, tick: u32, started: u32, took: Option<u32>, status: RunStatus) -
         cancel_requested_by: None,
         shard_index: 0,
         shard_total: 1,
+        instance_key: None,
     }
 }
 

@@ -77,6 +77,7 @@ fn run(id: i64, tick: i64, status: RunStatus) -> RunRecord {
         cancel_requested_by: None,
         shard_index: 0,
         shard_total: 1,
+        instance_key: None,
     }
 }
 
