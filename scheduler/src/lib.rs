@@ -133,8 +133,8 @@ pub use policy::{Isolation, Misfire, Recovery};
 pub use registry::{TaskDescriptor, TaskRegistry};
 pub use run_log::layer as run_log_layer;
 pub use schedule::ScheduleSpec;
-pub use schedules::{Instance, Schedule, Schedules};
 pub use scheduler_macros::task;
+pub use schedules::{Instance, Schedule, Schedules};
 pub use shard::Shard;
 
 /// Not public API: the crate's internals that its own tests, benchmarks and fault scenarios

@@ -123,7 +123,11 @@ impl Schedule {
                 }
             },
         };
-        if let Some(size) = args.as_ref().map(String::len).filter(|n| *n > MAX_ARGS_BYTES) {
+        if let Some(size) = args
+            .as_ref()
+            .map(String::len)
+            .filter(|n| *n > MAX_ARGS_BYTES)
+        {
             return Err(InstanceRefusal::ArgsTooLarge { task, key, size }.into());
         }
         let write = InstanceWrite {
@@ -252,7 +256,9 @@ impl Schedules {
         };
         match self.store.upsert_instance(&write, &audit, &planner).await? {
             InstanceUpsert::Written(record) => Ok(Instance::of(record)),
-            InstanceUpsert::NoTask => Err(InstanceRefusal::TaskNotStored { task: write.task }.into()),
+            InstanceUpsert::NoTask => {
+                Err(InstanceRefusal::TaskNotStored { task: write.task }.into())
+            }
             InstanceUpsert::Sharded => Err(InstanceRefusal::Sharded { task: write.task }.into()),
         }
     }
@@ -310,7 +316,11 @@ pub(crate) fn plan_upsert(
     let enabled = task.enabled;
     let next = |floor: Option<DateTime<Utc>>| {
         let floor = floor.map_or(now, |claimed| claimed.max(now));
-        if enabled { spec.next_after(floor) } else { None }
+        if enabled {
+            spec.next_after(floor)
+        } else {
+            None
+        }
     };
     let next_run_at = match &facts.existing {
         Some(row)

@@ -19,9 +19,6 @@ use scheduler::store::{
     Change, ChangeListener, PgStore, SkipReason, SqliteStore, Store, StoreError,
 };
 use scheduler::testing::store::{
-    InstanceFacts, InstancePlan, InstanceRecord, InstanceUpsert, InstanceWrite,
-};
-use scheduler::testing::store::{
     AlertFold, AlertMark, FoldDecision, FoldInput, IncidentClose, IncidentQuery, Snooze,
 };
 use scheduler::testing::store::{
@@ -30,6 +27,9 @@ use scheduler::testing::store::{
     ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun, NodeInfo, Pause, Requeue,
     RescueDecision, ResumePlan, RunEnd, RunFinish, RunQuery, RunRecord, RunRequest, RunStatus,
     SkipRecord, TaskChange, TaskRow, TaskState, Trigger,
+};
+use scheduler::testing::store::{
+    InstanceFacts, InstancePlan, InstanceRecord, InstanceUpsert, InstanceWrite,
 };
 use scheduler_tests::TestSchema;
 use uuid::Uuid;
@@ -5221,12 +5221,19 @@ async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_aud
     assert_eq!(facts.existing, None);
     assert_eq!(done, InstanceUpsert::Sharded);
     assert!(s.instances("rep").await.unwrap().is_empty());
-    assert!(s.audit_log(10, None).await.unwrap().is_empty(), "no refusal audited");
+    assert!(
+        s.audit_log(10, None).await.unwrap().is_empty(),
+        "no refusal audited"
+    );
 
     // Written as planned.
     let record = written(upsert(s, &write, write_plan(Some(t))).await.2);
     assert_eq!(
-        (record.task.as_str(), record.key.as_str(), record.cron.as_str()),
+        (
+            record.task.as_str(),
+            record.key.as_str(),
+            record.cron.as_str()
+        ),
         ("rep", "t-1", "0 * * * *")
     );
     assert_eq!(record.args.as_deref(), Some(r#"{"tenant":1}"#));
@@ -5238,7 +5245,11 @@ async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_aud
     assert_eq!(facts.existing, Some(record.clone()));
     let record = written(done);
     assert_eq!(
-        (record.cron.as_str(), record.timezone.as_str(), record.args.as_deref()),
+        (
+            record.cron.as_str(),
+            record.timezone.as_str(),
+            record.args.as_deref()
+        ),
         ("*/5 * * * *", "Asia/Shanghai", None)
     );
     assert_eq!(record.next_run_at, Some(t + HOUR));
@@ -5268,7 +5279,10 @@ async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_aud
     assert!(!instance_row.removed);
     let log = s.audit_log(10, None).await.unwrap();
     assert_eq!(log.len(), 3, "{log:?}");
-    assert!(log.iter().all(|a| a.action == "instance upsert" && a.task == "rep"));
+    assert!(
+        log.iter()
+            .all(|a| a.action == "instance upsert" && a.task == "rep")
+    );
 }
 
 async fn an_instance_is_claimed_with_its_task_and_its_runs_record_its_key(
@@ -5304,8 +5318,18 @@ async fn an_instance_is_claimed_with_its_task_and_its_runs_record_its_key(
     assert_eq!(record.task_name, "rep", "recorded under its task");
     assert_eq!(record.instance_key.as_deref(), Some("t-1"));
     assert_eq!(row(s, "rep/t-1").await.next_run_at, Some(t + HOUR));
-    assert_eq!(row(s, "rep").await.next_run_at, Some(t + HOUR * 10), "the task's row apart");
-    assert!(finish_one(s, finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)).await);
+    assert_eq!(
+        row(s, "rep").await.next_run_at,
+        Some(t + HOUR * 10),
+        "the task's row apart"
+    );
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
     let runs = s.runs(&RunQuery::latest(10).task("rep")).await.unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].instance_key.as_deref(), Some("t-1"));
@@ -5323,7 +5347,11 @@ async fn a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock(
     let t = now_s() - HOUR;
     seed(s, &[("rep", t + HOUR * 10)]).await;
     for key in ["busy", "idle"] {
-        written(upsert(s, &instance("rep", key, None), write_plan(Some(t))).await.2);
+        written(
+            upsert(s, &instance("rep", key, None), write_plan(Some(t)))
+                .await
+                .2,
+        );
     }
     let rules = Rules::hourly().plan(stay_due);
     let out = claim(s, &["rep"], 1, &rules).await;
@@ -5337,7 +5365,14 @@ async fn a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock(
     // Unlocked: gone at once.
     assert!(removal("idle").await);
     assert!(!removal("idle").await, "removed once");
-    assert!(s.load_tasks().await.unwrap().1.iter().all(|r| r.name != "rep/idle"));
+    assert!(
+        s.load_tasks()
+            .await
+            .unwrap()
+            .1
+            .iter()
+            .all(|r| r.name != "rep/idle")
+    );
     // Locked: kept for its run, nothing of it due again, out of the list.
     assert!(removal("busy").await);
     assert!(!removal("busy").await, "removed once");
@@ -5347,17 +5382,51 @@ async fn a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock(
     assert_eq!(kept.next_run_at, None);
     let again = claim(s, &["rep"], 5, &Rules::hourly()).await;
     assert!(again.claimed.is_empty(), "{again:?}");
-    assert_eq!(s.next_wake(NODE, &names(&["rep"])).await.unwrap().due_at, Some(t + HOUR * 10));
+    assert_eq!(
+        s.next_wake(NODE, &names(&["rep"])).await.unwrap().due_at,
+        Some(t + HOUR * 10)
+    );
     // Its run still renews, ends and is recorded.
-    assert_eq!(s.renew_locks(NODE, &held(&[key(&run)])).await.unwrap().len(), 1);
-    assert!(finish_one(s, finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)).await);
-    assert_eq!(run_record_of(s, run.run_id).await.status, RunStatus::Succeeded);
+    assert_eq!(
+        s.renew_locks(NODE, &held(&[key(&run)]))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    assert_eq!(
+        run_record_of(s, run.run_id).await.status,
+        RunStatus::Succeeded
+    );
     // Its row goes with the next prune, the history stays.
-    s.prune_history(Duration::from_secs(86_400), 100).await.unwrap();
-    assert!(s.load_tasks().await.unwrap().1.iter().all(|r| r.name != "rep/busy"));
-    assert_eq!(run_record_of(s, run.run_id).await.instance_key.as_deref(), Some("busy"));
+    s.prune_history(Duration::from_secs(86_400), 100)
+        .await
+        .unwrap();
+    assert!(
+        s.load_tasks()
+            .await
+            .unwrap()
+            .1
+            .iter()
+            .all(|r| r.name != "rep/busy")
+    );
+    assert_eq!(
+        run_record_of(s, run.run_id).await.instance_key.as_deref(),
+        Some("busy")
+    );
     // A removed key may be made again.
-    written(upsert(s, &instance("rep", "busy", None), write_plan(Some(t))).await.2);
+    written(
+        upsert(s, &instance("rep", "busy", None), write_plan(Some(t)))
+            .await
+            .2,
+    );
     assert_eq!(s.instances("rep").await.unwrap().len(), 1);
     let log = s.audit_log(10, None).await.unwrap();
     let removals: Vec<&str> = log

@@ -60,9 +60,9 @@ pub(crate) mod history;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod in_use;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
-pub(crate) mod instances;
-#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod incidents;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod instances;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod layer;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
@@ -110,11 +110,11 @@ pub(crate) use incidents::{
     AlertFold, AlertMark, FoldDecision, FoldInput, Folded, IncidentClose, IncidentQuery,
     IncidentRecord, IncidentRule, Snooze,
 };
-pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
 pub(crate) use instances::{
     InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
     InstanceWrite,
 };
+pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
 pub(crate) use operator::{
     AuditEntry, CancelRequest, Cancellation, Pause, ResumePlan, ResumePlanner, RunRequest,
     TaskState,

@@ -10,14 +10,15 @@ use chrono::{DateTime, Utc};
 
 use crate::store::dialect::{Dialect, Now, Sql};
 use crate::store::records::{
-    audit_entry, instance_record, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
-    incident, log_chunk, node_record, overdue_task, run_record, skip_record, snooze, task_state,
+    audit_entry, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
+    incident, instance_record, log_chunk, node_record, overdue_task, run_record, skip_record,
+    snooze, task_state,
 };
 use crate::store::row::ReadRow;
 use crate::store::{
-    AuditEntry, InstanceRecord, BackfillRecord, BackfillTick, Cancellation, ConfigState, DeliveryRecord,
-    IncidentQuery, IncidentRecord, LogChunk, NodeRecord, OverdueTask, RunQuery, RunRecord,
-    SkipRecord, Snooze, StoreError, StoreResult, TaskState,
+    AuditEntry, BackfillRecord, BackfillTick, Cancellation, ConfigState, DeliveryRecord,
+    IncidentQuery, IncidentRecord, InstanceRecord, LogChunk, NodeRecord, OverdueTask, RunQuery,
+    RunRecord, SkipRecord, Snooze, StoreError, StoreResult, TaskState,
 };
 
 /// The most runs one query returns.

@@ -5,9 +5,10 @@
 use super::row::{ReadRow, unknown};
 use super::{
     AuditEntry, BackfillProgress, BackfillRecord, BackfillTick, Cancellation, ConfigState,
-    DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, InstanceRecord, InstanceTask, LockKey, LockedRun, LogChunk, NodeRecord,
-    OutboxRow, OverdueTask, Pause, PendingBackfill, PendingManual, PendingRetry, Recovery,
-    RunRecord, RunStatus, SkipReason, SkipRecord, Snooze, TaskRow, TaskState, Trigger,
+    DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, InstanceRecord, InstanceTask, LockKey,
+    LockedRun, LogChunk, NodeRecord, OutboxRow, OverdueTask, Pause, PendingBackfill, PendingManual,
+    PendingRetry, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord, Snooze, TaskRow,
+    TaskState, Trigger,
 };
 use crate::shard::ShardFacts;
 

@@ -10,12 +10,12 @@ use async_trait::async_trait;
 use std::time::Duration;
 
 use crate::store::dialect::{Dialect, Fetch, Now, Sql, Statement};
-use crate::store::row::ReadRow;
 use crate::store::records::{incident, instance_record, instance_task, run_record, snooze};
+use crate::store::row::ReadRow;
 use crate::store::{
-    AlertFold, AuditEntry, InstanceFacts, InstancePlan, InstancePlanner, InstanceUpsert,
-    InstanceWrite, BackfillCancel, ConfigState, IncidentRecord, NodeInfo, RunRecord,
-    Snooze, StoreResult,
+    AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, InstanceFacts,
+    InstancePlan, InstancePlanner, InstanceUpsert, InstanceWrite, NodeInfo, RunRecord, Snooze,
+    StoreResult,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).

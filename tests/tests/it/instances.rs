@@ -76,11 +76,7 @@ async fn inst_sharded(_ctx: TaskContext) {}
 
 /// Nodes `ids` running `inst.*` (the handles to make instances with, from the first), started,
 /// once the task's row is in the store.
-async fn nodes(
-    db: &TestDb,
-    ids: &[&str],
-    log: &Arc<InstanceLog>,
-) -> (Schedules, Vec<RunningNode>) {
+async fn nodes(db: &TestDb, ids: &[&str], log: &Arc<InstanceLog>) -> (Schedules, Vec<RunningNode>) {
     let mut schedules = None;
     let mut running = Vec::new();
     for id in ids {
@@ -93,9 +89,11 @@ async fn nodes(
         schedules.get_or_insert_with(|| scheduler.schedules());
         running.push(start(scheduler));
     }
-    wait_until(Duration::from_secs(60), "the task's row written", || async {
-        db.try_task("inst.sync").await.is_some()
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "the task's row written",
+        || async { db.try_task("inst.sync").await.is_some() },
+    )
     .await;
     (schedules.unwrap(), running)
 }
@@ -180,19 +178,20 @@ async fn an_upsert_changes_an_instance_in_place_and_keeps_its_history(db: &TestD
     let changed_at = db.now();
     assert_eq!(changed.cron, "*/2 * * * * *");
     let next = changed.next_run_at.expect("a next run");
-    assert_eq!(
-        chrono::Timelike::second(&next) % 2,
-        0,
-        "recomputed: {next}"
-    );
+    assert_eq!(chrono::Timelike::second(&next) % 2, 0, "recomputed: {next}");
     let before = log.ticks_of("t1").len();
-    wait_stepping(db, Duration::from_secs(60), "three runs after the change", || async {
-        log.ticks_of("t1")
-            .iter()
-            .filter(|t| **t > changed_at)
-            .count()
-            >= 3
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "three runs after the change",
+        || async {
+            log.ticks_of("t1")
+                .iter()
+                .filter(|t| **t > changed_at)
+                .count()
+                >= 3
+        },
+    )
     .await;
     for n in running {
         n.stop().await;
@@ -223,13 +222,19 @@ async fn a_removed_instance_finishes_its_run_in_flight_and_runs_no_more(db: &Tes
     let log = Arc::new(InstanceLog::default());
     let (schedules, running) = nodes(db, &["a"], &log).await;
     schedules.upsert(every_second("hold", 7)).await.unwrap();
-    wait_stepping(db, Duration::from_secs(60), "the held run started", || async {
-        !log.ticks_of("hold").is_empty()
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "the held run started",
+        || async { !log.ticks_of("hold").is_empty() },
+    )
     .await;
     assert!(schedules.remove("inst.sync", "hold").await.unwrap());
     assert_eq!(schedules.get("inst.sync", "hold").await.unwrap(), None);
-    assert!(!schedules.remove("inst.sync", "hold").await.unwrap(), "removed once");
+    assert!(
+        !schedules.remove("inst.sync", "hold").await.unwrap(),
+        "removed once"
+    );
     log.hold.notify_one();
     wait_until(Duration::from_secs(60), "the held run recorded", || async {
         db.runs(Some("inst.sync"))
@@ -240,9 +245,12 @@ async fn a_removed_instance_finishes_its_run_in_flight_and_runs_no_more(db: &Tes
     .await;
     // Another instance's ticks go on: three of them after the held run ended.
     schedules.upsert(every_second("other", 8)).await.unwrap();
-    wait_stepping(db, Duration::from_secs(60), "three ticks of another instance", || async {
-        log.ticks_of("other").len() >= 3
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "three ticks of another instance",
+        || async { log.ticks_of("other").len() >= 3 },
+    )
     .await;
     for n in running {
         n.stop().await;
@@ -295,7 +303,10 @@ async fn arguments_that_do_not_decode_fail_the_run_with_the_reason(db: &TestDb) 
         error.contains("inst.sync/bad") && error.contains("invalid type"),
         "{error}"
     );
-    assert!(log.ticks_of("bad").is_empty(), "the handler went no further");
+    assert!(
+        log.ticks_of("bad").is_empty(),
+        "the handler went no further"
+    );
 }
 
 /// Every refusal, each saying why, and nothing written for any.
@@ -310,13 +321,20 @@ async fn what_is_refused_says_why(db: &TestDb) {
     // Before any node has written the task's row.
     let refused = schedules.upsert(every_second("t1", 1)).await.unwrap_err();
     assert!(
-        matches!(refused, Error::Instance(InstanceRefusal::TaskNotStored { .. })),
+        matches!(
+            refused,
+            Error::Instance(InstanceRefusal::TaskNotStored { .. })
+        ),
         "{refused}"
     );
     let running = start(scheduler);
-    wait_until(Duration::from_secs(60), "the task's row written", || async {
-        db.try_task("inst.sync").await.is_some() && db.try_task("inst.sharded").await.is_some()
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "the task's row written",
+        || async {
+            db.try_task("inst.sync").await.is_some() && db.try_task("inst.sharded").await.is_some()
+        },
+    )
     .await;
     let refusal = |e: Error| match e {
         Error::Instance(r) => r,
@@ -326,8 +344,14 @@ async fn what_is_refused_says_why(db: &TestDb) {
         .upsert(Schedule::new("inst.nope", "k").cron("* * * * * *"))
         .await
         .unwrap_err();
-    assert!(unknown.to_string().contains("no task `inst.nope`"), "{unknown}");
-    assert!(matches!(refusal(unknown), InstanceRefusal::UnknownTask { .. }));
+    assert!(
+        unknown.to_string().contains("no task `inst.nope`"),
+        "{unknown}"
+    );
+    assert!(matches!(
+        refusal(unknown),
+        InstanceRefusal::UnknownTask { .. }
+    ));
     let sharded = schedules
         .upsert(Schedule::new("inst.sharded", "k").cron("* * * * * *"))
         .await
@@ -335,7 +359,10 @@ async fn what_is_refused_says_why(db: &TestDb) {
     assert!(matches!(refusal(sharded), InstanceRefusal::Sharded { .. }));
     for key in ["", "a/b", "a[1]", "a@b", "with space", &"k".repeat(129)] {
         let e = schedules.upsert(every_second(key, 1)).await.unwrap_err();
-        assert!(matches!(refusal(e), InstanceRefusal::BadKey { .. }), "{key:?}");
+        assert!(
+            matches!(refusal(e), InstanceRefusal::BadKey { .. }),
+            "{key:?}"
+        );
     }
     let e = schedules
         .upsert(Schedule::new("inst.sync", "k"))
@@ -363,6 +390,9 @@ async fn what_is_refused_says_why(db: &TestDb) {
         .await
         .unwrap_err();
     assert!(matches!(refusal(e), InstanceRefusal::ArgsTooLarge { .. }));
-    assert!(schedules.list("inst.sync").await.unwrap().is_empty(), "nothing written");
+    assert!(
+        schedules.list("inst.sync").await.unwrap().is_empty(),
+        "nothing written"
+    );
     running.stop().await;
 }
