@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use common::*;
-use scheduler::config::ConfigDocument;
+use scheduler::config::{ConfigDocument, TaskConfig};
 use scheduler::testing::store::RunStatus;
 use scheduler::{Error, InstanceRefusal, Schedule, Schedules, TaskContext, task};
 use serde::Deserialize;
@@ -25,6 +25,7 @@ on_both_backends! {
     an_upsert_changes_an_instance_in_place_and_keeps_its_history,
     a_removed_instance_finishes_its_run_in_flight_and_runs_no_more,
     arguments_that_do_not_decode_fail_the_run_with_the_reason,
+    a_document_leaves_instances_alone_but_disabling_the_task_disables_them,
     what_is_refused_says_why,
 }
 
@@ -395,4 +396,82 @@ async fn what_is_refused_says_why(db: &TestDb) {
         "nothing written"
     );
     running.stop().await;
+}
+
+/// A node on `config`, started, once its reconcile has written the task's row.
+async fn node_on(db: &TestDb, config: ConfigDocument, log: &Arc<InstanceLog>) -> RunningNode {
+    let running = start(
+        node(db, "a", tasks("inst."))
+            .config_document(config)
+            .state(Arc::clone(log))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the task's row written",
+        || async { db.try_task("inst.sync").await.is_some() },
+    )
+    .await;
+    running
+}
+
+/// Documents never name instances: one applied after an instance was made leaves it as it was.
+/// A document that disables the task disables its instances (nothing scheduled, no run); one
+/// that enables it again enables them, each with a next run.
+async fn a_document_leaves_instances_alone_but_disabling_the_task_disables_them(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let running = node_on(db, config(), &log).await;
+    let schedules = Schedules::new(db.node_store(2), &tasks("inst."), "test");
+    let yearly = || Schedule::new("inst.sync", "t1").cron("0 0 0 1 1 *");
+    let made = schedules.upsert(yearly()).await.unwrap();
+    assert!(made.enabled && made.next_run_at.is_some(), "{made:?}");
+    running.stop().await;
+
+    // Another document (another version of the task's schedule): the instance is untouched.
+    let other = doc(vec![
+        entry("inst.sync", "0 0 0 2 1 *"),
+        entry("inst.sharded", "0 0 0 1 1 *"),
+    ]);
+    node_on(db, other, &log).await.stop().await;
+    assert_eq!(
+        schedules.get("inst.sync", "t1").await.unwrap(),
+        Some(made.clone())
+    );
+
+    // The task disabled: its instance too.
+    let disabled = doc(vec![
+        TaskConfig {
+            enabled: false,
+            ..entry("inst.sync", "0 0 0 1 1 *")
+        },
+        entry("inst.sharded", "0 0 0 1 1 *"),
+    ]);
+    let running = node_on(db, disabled, &log).await;
+    wait_until(Duration::from_secs(60), "the instance disabled", || async {
+        schedules
+            .get("inst.sync", "t1")
+            .await
+            .unwrap()
+            .is_some_and(|i| !i.enabled)
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(schedules.list("inst.sync").await.unwrap().len(), 1, "kept");
+
+    // Enabled again: its instance too, with a next run.
+    let running = node_on(db, config(), &log).await;
+    wait_until(Duration::from_secs(60), "the instance enabled", || async {
+        schedules
+            .get("inst.sync", "t1")
+            .await
+            .unwrap()
+            .is_some_and(|i| i.enabled && i.next_run_at.is_some())
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        log.runs.lock().unwrap().is_empty(),
+        "a yearly schedule ran nothing"
+    );
 }
