@@ -247,7 +247,7 @@ impl Schedules {
     /// [`Schedule::MAX_ARGS_BYTES`]; a bad cron or zone is
     /// [`Error::Schedule`](crate::Error::Schedule).
     pub async fn upsert(&self, schedule: Schedule) -> crate::Result<Instance> {
-        let registered = self.tasks.iter().any(|t| *t == schedule.task);
+        let registered = self.tasks.contains(&schedule.task);
         let (write, spec) = schedule.check(registered)?;
         let detail = format!("{} cron `{}` in {}", write.key, write.cron, write.timezone);
         let audit = self.audit("instance upsert", &write.task, detail);

@@ -29,10 +29,13 @@ on_both_backends! {
     what_is_refused_says_why,
 }
 
-/// What the handlers saw: (key, tick, node, tenant) per run, at its start.
+/// One run as its handler saw it: key, tick, node, tenant.
+type Seen = (Option<String>, DateTime<Utc>, String, u64);
+
+/// What the handlers saw, per run, at its start.
 #[derive(Default)]
 struct InstanceLog {
-    runs: Mutex<Vec<(Option<String>, DateTime<Utc>, String, u64)>>,
+    runs: Mutex<Vec<Seen>>,
     /// A run of the key `hold` waits for this before it ends.
     hold: Notify,
 }
