@@ -119,7 +119,7 @@ pub enum InstanceRefusal {
         /// What the JSON parser said.
         reason: String,
     },
-    /// The arguments are larger than [`MAX_ARGS_BYTES`].
+    /// The arguments are larger than [`Schedule::MAX_ARGS_BYTES`](crate::Schedule::MAX_ARGS_BYTES).
     #[error(
         "the arguments of instance `{task}/{key}` take {size} bytes as JSON; the most is {MAX_ARGS_BYTES}"
     )]

@@ -214,7 +214,7 @@ pub struct DueTask {
     pub node_pin: Option<String>,
     /// A broadcast run's shard, decided by the claim from the nodes alive at the tick.
     pub broadcast: Option<crate::Shard>,
-    /// An instance's arguments as JSON text (the row is `task/key`, see [`crate::instance`]).
+    /// An instance's arguments as JSON text (the row is `task/key`, see `crate::instance`).
     pub args: Option<String>,
 }
 

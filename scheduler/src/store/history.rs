@@ -302,7 +302,7 @@ pub struct RunRecord {
     pub shard_index: u32,
     /// How many shards its tick has (1: the task is not sharded).
     pub shard_total: u32,
-    /// The key of the instance it ran (see [`crate::instance`]); `None`: the task's own run.
+    /// The key of the instance it ran (see `crate::instance`); `None`: the task's own run.
     pub instance_key: Option<String>,
 }
 

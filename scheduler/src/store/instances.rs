@@ -1,4 +1,4 @@
-//! What crosses the store's boundary for the instances of a task ([`crate::instance`]): the
+//! What crosses the store's boundary for the instances of a task (`crate::instance`): the
 //! write of one, the rows an upsert decides on, its decision, and an instance as read.
 //!
 //! The operations are [`OperatorStore`](super::OperatorStore)'s `upsert_instance`,

@@ -384,7 +384,7 @@ pub trait OperatorStore: Send + Sync {
     /// The snoozes in force (until later than now).
     async fn snoozes(&self) -> StoreResult<Vec<Snooze>>;
     /// In one transaction: reads the store's clock, task `instance.task`'s own row and the
-    /// instance's row (`task/key`, see [`crate::instance`]), offers them to `planner`, and
+    /// instance's row (`task/key`, see `crate::instance`), offers them to `planner`, and
     /// applies its decision: the instance written (created, or changed in place with its lock,
     /// fence, retry and history kept; a removed one back) and `audit` recorded, or nothing.
     async fn upsert_instance(

@@ -296,7 +296,7 @@ async fn first_on<D: Dialect, T>(
 
 /// Upserts an instance on `conn`, in the upsert's transaction: reads the store's clock, the
 /// task's own row and the instance's (held for the transaction), offers them to `planner`, and
-/// writes what it decided (see [`crate::instance`]). The audit entry is the backend's to write,
+/// writes what it decided (see `crate::instance`). The audit entry is the backend's to write,
 /// for a written instance.
 pub(crate) async fn upsert_instance_on<D: Dialect>(
     conn: &mut D::Conn,
