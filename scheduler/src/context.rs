@@ -343,7 +343,7 @@ impl TaskContext {
     /// use serde::Deserialize;
     /// use serde_json::json;
     ///
-    /// #[derive(Deserialize)]
+    /// #[derive(Debug, Deserialize)]
     /// struct Tenant {
     ///     tenant: u64,
     /// }
