@@ -203,9 +203,12 @@ async fn serve(request: ChildRequest) -> i32 {
         ),
     }
 
+    // The request names the run's row: a shard's (`name[i]`) or an instance's (`name/key`) is
+    // its task's.
+    let task = crate::shard::split_row(&request.task).0;
     let Some(descriptor) = inventory::iter::<TaskDescriptor>
         .into_iter()
-        .find(|descriptor| descriptor.name == request.task)
+        .find(|descriptor| descriptor.name == task)
     else {
         events.send(&Record::NotStarted {
             reason: format!(
