@@ -86,6 +86,28 @@ impl Interrupted {
     }
 }
 
+/// Arguments of an instance that do not decode as the type a handler asked for
+/// ([`TaskContext::args`]): returned with `?`, the run is recorded failed with this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the arguments of {} do not decode as `{type_name}`: {reason}",
+    match key { Some(key) => format!("instance `{task}/{key}`"), None => format!("task `{task}` (a run without arguments reads JSON `null`)") }
+)]
+pub struct ArgsError {
+    task: String,
+    key: Option<String>,
+    type_name: &'static str,
+    reason: String,
+}
+
+/// The instance a run serves: its key and its arguments as JSON text (see
+/// [`Schedules`](crate::Schedules)).
+#[derive(Debug)]
+struct RunInstance {
+    key: String,
+    args: Option<String>,
+}
+
 /// Everything a task handler knows about the run it serves.
 ///
 /// ```
@@ -121,6 +143,8 @@ pub struct TaskContext {
     broadcast: bool,
     /// The handler runs in a child process of its own (`isolation = "process"`).
     isolated: bool,
+    /// The instance the run serves, if it is an instance's.
+    instance: Option<Arc<RunInstance>>,
 }
 
 impl TaskContext {
@@ -143,6 +167,7 @@ impl TaskContext {
             shard: crate::Shard::WHOLE,
             broadcast: false,
             isolated: false,
+            instance: None,
         }
     }
 
@@ -155,6 +180,15 @@ impl TaskContext {
     /// Marks the run as a broadcast task's (from its claim).
     pub(crate) fn with_broadcast(mut self, broadcast: bool) -> Self {
         self.broadcast = broadcast;
+        self
+    }
+
+    /// Marks the run as instance `key`'s, with its arguments as JSON text (from its claim).
+    pub(crate) fn with_instance(mut self, key: &str, args: Option<String>) -> Self {
+        self.instance = Some(Arc::new(RunInstance {
+            key: key.to_owned(),
+            args,
+        }));
         self
     }
 
@@ -197,6 +231,12 @@ impl TaskContext {
             CancellationToken::new(),
             StateMap::default(),
         )
+    }
+
+    /// A context outside any scheduler serving instance `key` of `task_name` with `args`, for
+    /// unit tests of a handler that reads [`key`](Self::key) and [`args`](Self::args).
+    pub fn standalone_instance(task_name: &str, key: &str, args: serde_json::Value) -> Self {
+        Self::standalone(task_name).with_instance(key, Some(args.to_string()))
     }
 
     /// The task's configured name, e.g. `syncAdvertiserReport`.
@@ -276,6 +316,62 @@ impl TaskContext {
     /// ```
     pub fn is_broadcast(&self) -> bool {
         self.broadcast
+    }
+
+    /// The key of the instance this run serves (see [`Schedules`](crate::Schedules)); `None`
+    /// for a run of the task's own schedule.
+    ///
+    /// ```
+    /// use scheduler::TaskContext;
+    /// use serde_json::json;
+    ///
+    /// assert_eq!(TaskContext::standalone("report").key(), None);
+    /// let ctx = TaskContext::standalone_instance("report", "tenant-42", json!({"tenant": 42}));
+    /// assert_eq!(ctx.key(), Some("tenant-42"));
+    /// ```
+    pub fn key(&self) -> Option<&str> {
+        self.instance.as_ref().map(|i| i.key.as_str())
+    }
+
+    /// The arguments of the instance this run serves, decoded as `T` (through serde, from the
+    /// JSON they were given as; a run without arguments decodes JSON `null`, so `Option<T>` and
+    /// `()` read it). Arguments that do not decode are an [`ArgsError`] saying why: return it
+    /// with `?` and the run is recorded failed with that reason (and retried as the task says).
+    ///
+    /// ```
+    /// use scheduler::{TaskContext, task};
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    ///
+    /// #[derive(Debug, Deserialize)]
+    /// struct Tenant {
+    ///     tenant: u64,
+    /// }
+    ///
+    /// #[task(name = "syncAdvertiserReport")]
+    /// async fn sync_advertiser_report(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
+    ///     let Tenant { tenant } = ctx.args()?;
+    ///     assert_eq!(tenant, 42);
+    ///     Ok(())
+    /// }
+    ///
+    /// let ctx = TaskContext::standalone_instance("syncAdvertiserReport", "tenant-42", json!({"tenant": 42}));
+    /// assert_eq!(ctx.args::<Tenant>().unwrap().tenant, 42);
+    /// let bad = TaskContext::standalone_instance("syncAdvertiserReport", "t", json!({"tenant": "x"}));
+    /// assert!(bad.args::<Tenant>().unwrap_err().to_string().contains("invalid type"));
+    /// ```
+    pub fn args<T: serde::de::DeserializeOwned>(&self) -> Result<T, ArgsError> {
+        let text = self
+            .instance
+            .as_ref()
+            .and_then(|i| i.args.as_deref())
+            .unwrap_or("null");
+        serde_json::from_str(text).map_err(|e| ArgsError {
+            task: self.task_name.to_string(),
+            key: self.key().map(str::to_owned),
+            type_name: std::any::type_name::<T>(),
+            reason: e.to_string(),
+        })
     }
 
     /// The id of the node running this handler.

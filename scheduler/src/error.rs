@@ -30,6 +30,10 @@ pub enum Error {
         /// What is wrong and what to write instead.
         message: String,
     },
+    /// An instance of a task was refused by [`Schedules`](crate::Schedules): the refusal says
+    /// why and what to write instead.
+    #[error(transparent)]
+    Instance(#[from] crate::instance::InstanceRefusal),
     /// An I/O error outside the database (signals, files).
     #[error(transparent)]
     Io(#[from] std::io::Error),

@@ -50,13 +50,14 @@
 //! 1. the words everything shares: [`schedule`], [`policy`], [`registry`], [`TaskContext`],
 //!    [`metrics`], `redact`, `vars` (every environment variable's name), the reader of
 //!    those variables, the range of every value a user sets (`bounds`), an error's causes
-//!    written on one line, and the wall clock decisions are made by (`clock`: the system's, or a
-//!    test's);
+//!    written on one line, the wall clock decisions are made by (`clock`: the system's, or a
+//!    test's), and the row names, limits and refusals of a task's instances (`instance`);
 //! 2. [`store`]: the run state, behind the [`Store`](store::Store) trait;
 //! 3. rules and records above the store that run nothing: the tick rules (what is due, missed,
 //!    skipped), [`config`], [`events`], [`webhook`], `otel`, [`run_log`], and the crate's [`Error`];
 //! 4. what the engine and operators act through: `reconciler` (applies the config),
-//!    `operate` (operator actions), `isolation` (a handler in a child process);
+//!    `operate` (operator actions), `isolation` (a handler in a child process), [`Schedules`]
+//!    (a task's instances made at run time);
 //! 5. `engine`: claims, runs and records every due tick;
 //! 6. [`admin`] (which sees the engine through one narrow view) and [`cli`];
 //! 7. the composition root, apart from the engine: [`SchedulerBuilder`] builds a
@@ -97,6 +98,7 @@ mod engine;
 mod env;
 mod error;
 pub mod events;
+mod instance;
 mod isolation;
 pub mod metrics;
 mod node;
@@ -111,6 +113,8 @@ mod redact;
 pub mod registry;
 pub mod run_log;
 pub mod schedule;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+mod schedules;
 mod shard;
 pub mod store;
 mod ticks;
@@ -120,8 +124,9 @@ pub mod webhook;
 
 pub use app::{init_tracing, run, shutdown_signal};
 pub use builder::SchedulerBuilder;
-pub use context::{Interrupted, MissingState, TaskContext};
+pub use context::{ArgsError, Interrupted, MissingState, TaskContext};
 pub use error::{Error, Result};
+pub use instance::InstanceRefusal;
 pub use isolation::{ChildRequest, child_request, run_child};
 pub use node::Scheduler;
 pub use policy::{Isolation, Misfire, Recovery};
@@ -129,6 +134,7 @@ pub use registry::{TaskDescriptor, TaskRegistry};
 pub use run_log::layer as run_log_layer;
 pub use schedule::ScheduleSpec;
 pub use scheduler_macros::task;
+pub use schedules::{Instance, Schedule, Schedules};
 pub use shard::Shard;
 
 /// Not public API: the crate's internals that its own tests, benchmarks and fault scenarios
@@ -187,6 +193,11 @@ pub mod testing {
         pub use crate::reconciler::Reconciler;
     }
 
+    /// An instance's row names.
+    pub mod instance {
+        pub use crate::instance::{row_name, split_row};
+    }
+
     /// Sharding's rules.
     pub mod shard {
         pub use crate::shard::{
@@ -216,6 +227,10 @@ pub mod testing {
         pub use crate::store::incidents::{
             AlertFold, AlertMark, FoldDecision, FoldInput, IncidentClose, IncidentQuery,
             IncidentRecord, Snooze,
+        };
+        pub use crate::store::instances::{
+            InstanceFacts, InstancePlan, InstanceRecord, InstanceTask, InstanceUpsert,
+            InstanceWrite,
         };
         pub use crate::store::layer::StoreLayer;
         pub use crate::store::nodes::{NodeInfo, OverdueTask};

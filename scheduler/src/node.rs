@@ -93,6 +93,18 @@ impl Scheduler {
         self.engine.store()
     }
 
+    /// The handle that makes, changes, reads and removes instances of this node's tasks at run
+    /// time (see [`Schedules`](crate::Schedules)). Take it before
+    /// [`run_until`](Self::run_until); it is cheap to clone and works as long as the store does,
+    /// audited as by this node.
+    pub fn schedules(&self) -> crate::Schedules {
+        crate::Schedules::of(
+            self.engine.store(),
+            self.engine.task_names().iter().cloned().collect(),
+            self.engine.node_id(),
+        )
+    }
+
     /// This node's id.
     pub fn node_id(&self) -> &str {
         self.engine.node_id()

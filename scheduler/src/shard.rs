@@ -230,8 +230,12 @@ pub fn is_task_row(row: &str) -> bool {
 
 /// The task and shard index of a store row ([`row_name`]'s inverse); a name that is not a
 /// shard row is its own task's shard 0. A broadcast task's node row ([`node_row`]) is its
-/// task's, with index 0 (its index is decided per tick).
+/// task's, with index 0 (its index is decided per tick), and so is an instance's row (`task/key`,
+/// see `crate::instance`).
 pub fn split_row(row: &str) -> (&str, u32) {
+    if let Some((task, _)) = crate::instance::split_row(row) {
+        return (task, 0);
+    }
     if row_node(row).is_some()
         && let Some(open) = row.find("[@")
     {

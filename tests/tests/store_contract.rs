@@ -28,6 +28,9 @@ use scheduler::testing::store::{
     RescueDecision, ResumePlan, RunEnd, RunFinish, RunQuery, RunRecord, RunRequest, RunStatus,
     SkipRecord, TaskChange, TaskRow, TaskState, Trigger,
 };
+use scheduler::testing::store::{
+    InstanceFacts, InstancePlan, InstanceRecord, InstanceUpsert, InstanceWrite,
+};
 use scheduler_tests::TestSchema;
 use uuid::Uuid;
 
@@ -472,6 +475,9 @@ contract![
     a_snooze_is_set_replaced_listed_and_lifted_with_its_audit,
     a_row_pinned_to_a_node_is_offered_and_woken_for_on_that_node_only,
     rows_left_out_of_a_claim_are_neither_offered_nor_locked,
+    an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited,
+    an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
+    a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -5144,4 +5150,289 @@ async fn rows_left_out_of_a_claim_are_neither_offered_nor_locked(s: &dyn Store, 
     }
     assert_eq!(row(s, "held").await.next_run_at, Some(t - HOUR));
     assert_eq!(row(s, "held[1]").await.next_run_at, Some(t - HOUR));
+}
+
+// ---- instances of a task -------------------------------------------------------------------
+
+/// Instance `key` of `task`, every hour, with `args`.
+fn instance(task: &str, key: &str, args: Option<&str>) -> InstanceWrite {
+    InstanceWrite::new(task, key, "0 * * * *", "UTC", args.map(str::to_owned))
+}
+
+fn instance_audit(action: &str, task: &str, detail: &str) -> AuditEntry {
+    AuditEntry::new("tester", action, task, detail, "contract")
+}
+
+/// Upserts `write` with `plan`, and returns what the planner was offered and what was done.
+async fn upsert(
+    s: &dyn Store,
+    write: &InstanceWrite,
+    plan: InstancePlan,
+) -> (InstanceFacts, DateTime<Utc>, InstanceUpsert) {
+    let seen = Mutex::new(None);
+    let done = s
+        .upsert_instance(
+            write,
+            &instance_audit("instance upsert", &write.task, &write.key),
+            &|facts: &InstanceFacts, now: DateTime<Utc>| {
+                *seen.lock().unwrap() = Some((facts.clone(), now));
+                plan.clone()
+            },
+        )
+        .await
+        .unwrap();
+    let (facts, now) = seen.into_inner().unwrap().expect("the planner was asked");
+    (facts, now, done)
+}
+
+fn written(done: InstanceUpsert) -> InstanceRecord {
+    match done {
+        InstanceUpsert::Written(record) => record,
+        other => panic!("not written: {other:?}"),
+    }
+}
+
+fn write_plan(next: Option<DateTime<Utc>>) -> InstancePlan {
+    InstancePlan::Write {
+        enabled: true,
+        next_run_at: next,
+    }
+}
+
+async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() + HOUR;
+    let write = instance("rep", "t-1", Some(r#"{"tenant":1}"#));
+    // No task row: the planner sees none, and its refusal writes nothing.
+    let (facts, now, done) = upsert(s, &write, InstancePlan::NoTask).await;
+    assert_eq!(facts, InstanceFacts::default());
+    assert_near_now(now);
+    assert_eq!(done, InstanceUpsert::NoTask);
+    seed(s, &[("rep", t)]).await;
+    let (facts, _, done) = upsert(s, &write, InstancePlan::Sharded).await;
+    let task = facts.task.expect("the task's row");
+    assert_eq!(
+        (task.enabled, task.shards, task.node_pin.as_deref()),
+        (true, 1, None),
+        "{task:?}"
+    );
+    assert_eq!(facts.existing, None);
+    assert_eq!(done, InstanceUpsert::Sharded);
+    assert!(s.instances("rep").await.unwrap().is_empty());
+    assert!(
+        s.audit_log(10, None).await.unwrap().is_empty(),
+        "no refusal audited"
+    );
+
+    // Written as planned.
+    let record = written(upsert(s, &write, write_plan(Some(t))).await.2);
+    assert_eq!(
+        (
+            record.task.as_str(),
+            record.key.as_str(),
+            record.cron.as_str()
+        ),
+        ("rep", "t-1", "0 * * * *")
+    );
+    assert_eq!(record.args.as_deref(), Some(r#"{"tenant":1}"#));
+    assert_eq!((record.enabled, record.next_run_at), (true, Some(t)));
+    assert!(!record.removed);
+    // In place: the planner sees it; the write replaces schedule and arguments.
+    let changed = InstanceWrite::new("rep", "t-1", "*/5 * * * *", "Asia/Shanghai", None);
+    let (facts, _, done) = upsert(s, &changed, write_plan(Some(t + HOUR))).await;
+    assert_eq!(facts.existing, Some(record.clone()));
+    let record = written(done);
+    assert_eq!(
+        (
+            record.cron.as_str(),
+            record.timezone.as_str(),
+            record.args.as_deref()
+        ),
+        ("*/5 * * * *", "Asia/Shanghai", None)
+    );
+    assert_eq!(record.next_run_at, Some(t + HOUR));
+    let (_, _, done) = upsert(
+        s,
+        &instance("rep", "t-0", None),
+        InstancePlan::Write {
+            enabled: false,
+            next_run_at: None,
+        },
+    )
+    .await;
+    assert!(!written(done).enabled);
+    // Listed by key, the task's own row apart; the task's row untouched.
+    let keys: Vec<String> = s
+        .instances("rep")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert_eq!(keys, ["t-0", "t-1"]);
+    assert!(s.instances("other").await.unwrap().is_empty());
+    assert_eq!(row(s, "rep").await.next_run_at, Some(t));
+    let instance_row = row(s, "rep/t-1").await;
+    assert_eq!(instance_row.cron, "*/5 * * * *");
+    assert!(!instance_row.removed);
+    let log = s.audit_log(10, None).await.unwrap();
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|a| a.action == "instance upsert" && a.task == "rep")
+    );
+}
+
+async fn an_instance_is_claimed_with_its_task_and_its_runs_record_its_key(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("rep", t + HOUR * 10)]).await;
+    written(
+        upsert(
+            s,
+            &instance("rep", "t-1", Some(r#"{"tenant":1}"#)),
+            write_plan(Some(t)),
+        )
+        .await
+        .2,
+    );
+    // Woken for, and offered, as the task's: a node registering only "rep" claims it.
+    let wake = s.next_wake(NODE, &names(&["rep"])).await.unwrap();
+    assert_eq!(wake.due_at, Some(t));
+    assert_eq!(
+        s.next_wake(NODE, &names(&["other"])).await.unwrap().due_at,
+        None
+    );
+    let rules = Rules::hourly();
+    let run = claim_one(s, "rep", &rules).await;
+    assert_eq!(rules.offered(), ["rep/t-1"]);
+    assert_eq!(rules.tasks()[0].args.as_deref(), Some(r#"{"tenant":1}"#));
+    assert_eq!(run.task_name, "rep/t-1");
+    assert_eq!(run.args.as_deref(), Some(r#"{"tenant":1}"#));
+    assert_eq!(run.fencing_token, 1, "its own fence");
+    let record = run_record_of(s, run.run_id).await;
+    assert_eq!(record.task_name, "rep", "recorded under its task");
+    assert_eq!(record.instance_key.as_deref(), Some("t-1"));
+    assert_eq!(row(s, "rep/t-1").await.next_run_at, Some(t + HOUR));
+    assert_eq!(
+        row(s, "rep").await.next_run_at,
+        Some(t + HOUR * 10),
+        "the task's row apart"
+    );
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    let runs = s.runs(&RunQuery::latest(10).task("rep")).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].instance_key.as_deref(), Some("t-1"));
+    assert_eq!(runs[0].status, RunStatus::Succeeded);
+}
+
+async fn run_record_of(s: &dyn Store, id: i64) -> RunRecord {
+    run(s, id).await
+}
+
+async fn a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("rep", t + HOUR * 10)]).await;
+    for key in ["busy", "idle"] {
+        written(
+            upsert(s, &instance("rep", key, None), write_plan(Some(t)))
+                .await
+                .2,
+        );
+    }
+    let rules = Rules::hourly().plan(stay_due);
+    let out = claim(s, &["rep"], 1, &rules).await;
+    let run = out.claimed.into_iter().next().expect("one claimed");
+    assert_eq!(run.task_name, "rep/busy");
+    let removal = |key: &'static str| async move {
+        s.remove_instance("rep", key, &instance_audit("instance remove", "rep", key))
+            .await
+            .unwrap()
+    };
+    // Unlocked: gone at once.
+    assert!(removal("idle").await);
+    assert!(!removal("idle").await, "removed once");
+    assert!(
+        s.load_tasks()
+            .await
+            .unwrap()
+            .1
+            .iter()
+            .all(|r| r.name != "rep/idle")
+    );
+    // Locked: kept for its run, nothing of it due again, out of the list.
+    assert!(removal("busy").await);
+    assert!(!removal("busy").await, "removed once");
+    assert!(s.instances("rep").await.unwrap().is_empty());
+    let kept = row(s, "rep/busy").await;
+    assert!(kept.removed && !kept.enabled, "{kept:?}");
+    assert_eq!(kept.next_run_at, None);
+    let again = claim(s, &["rep"], 5, &Rules::hourly()).await;
+    assert!(again.claimed.is_empty(), "{again:?}");
+    assert_eq!(
+        s.next_wake(NODE, &names(&["rep"])).await.unwrap().due_at,
+        Some(t + HOUR * 10)
+    );
+    // Its run still renews, ends and is recorded.
+    assert_eq!(
+        s.renew_locks(NODE, &held(&[key(&run)]))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    assert_eq!(
+        run_record_of(s, run.run_id).await.status,
+        RunStatus::Succeeded
+    );
+    // Its row goes with the next prune, the history stays.
+    s.prune_history(Duration::from_secs(86_400), 100)
+        .await
+        .unwrap();
+    assert!(
+        s.load_tasks()
+            .await
+            .unwrap()
+            .1
+            .iter()
+            .all(|r| r.name != "rep/busy")
+    );
+    assert_eq!(
+        run_record_of(s, run.run_id).await.instance_key.as_deref(),
+        Some("busy")
+    );
+    // A removed key may be made again.
+    written(
+        upsert(s, &instance("rep", "busy", None), write_plan(Some(t)))
+            .await
+            .2,
+    );
+    assert_eq!(s.instances("rep").await.unwrap().len(), 1);
+    let log = s.audit_log(10, None).await.unwrap();
+    let removals: Vec<&str> = log
+        .iter()
+        .filter(|a| a.action == "instance remove")
+        .map(|a| a.detail.as_str())
+        .collect();
+    assert_eq!(removals, ["busy", "idle"], "newest first, each once");
 }

@@ -203,9 +203,12 @@ async fn serve(request: ChildRequest) -> i32 {
         ),
     }
 
+    // The request names the run's row: a shard's (`name[i]`) or an instance's (`name/key`) is
+    // its task's.
+    let task = crate::shard::split_row(&request.task).0;
     let Some(descriptor) = inventory::iter::<TaskDescriptor>
         .into_iter()
-        .find(|descriptor| descriptor.name == request.task)
+        .find(|descriptor| descriptor.name == task)
     else {
         events.send(&Record::NotStarted {
             reason: format!(
@@ -236,6 +239,11 @@ async fn serve(request: ChildRequest) -> i32 {
     .with_shard(shard)
     // A broadcast task's run is named by its node's row (`name[@node]`).
     .with_broadcast(crate::shard::row_node(&request.task).is_some());
+    // An instance's run is named by its row (`task/key`).
+    let ctx = match crate::instance::split_row(&request.task) {
+        Some((_, key)) => ctx.with_instance(key, request.args.clone()),
+        None => ctx,
+    };
     let span = tracing::info_span!(
         "task_run",
         task = %request.task,

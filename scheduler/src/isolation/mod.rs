@@ -102,6 +102,9 @@ pub struct RunIdentity {
     pub fencing_token: u64,
     /// Its shard ([`TaskContext::shard`](crate::TaskContext::shard)).
     pub shard: crate::Shard,
+    /// An instance's arguments as JSON text ([`TaskContext::args`](crate::TaskContext::args));
+    /// its key is in `task_name`, the instance's row (`task/key`).
+    pub args: Option<String>,
 }
 
 impl RunIdentity {
@@ -122,6 +125,7 @@ impl RunIdentity {
             node_id: node_id.into(),
             fencing_token: 0,
             shard: crate::Shard::WHOLE,
+            args: None,
         }
     }
 
@@ -146,6 +150,12 @@ impl RunIdentity {
     /// Sets what started the run.
     pub fn trigger(mut self, trigger: Trigger) -> Self {
         self.trigger = trigger;
+        self
+    }
+
+    /// Sets an instance's arguments (JSON text).
+    pub fn args(mut self, args: Option<String>) -> Self {
+        self.args = args;
         self
     }
 }

@@ -186,6 +186,7 @@ impl ChildCommand {
             node_id: identity.node_id.clone(),
             fencing_token: identity.fencing_token,
             shard: Some([identity.shard.index, identity.shard.total]),
+            args: identity.args.clone(),
             parent_pid: std::process::id(),
             events_fd: child_end.as_raw_fd(),
         };

@@ -44,6 +44,9 @@ pub(crate) struct Request {
     /// The run's shard, `[index, total]` (absent from an older node's request: 0 of 1).
     #[serde(default)]
     pub shard: Option<[u32; 2]>,
+    /// An instance's arguments as JSON text (absent: none, or an older node's request).
+    #[serde(default)]
+    pub args: Option<String>,
     /// The node's pid: a process whose parent is another one (a process the handler started
     /// from the same binary, which inherits the environment) is not the child.
     pub parent_pid: u32,

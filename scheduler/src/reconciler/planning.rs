@@ -101,6 +101,8 @@ pub fn plan(
         }
     }
 
+    plan_instances(validated, &rows, db_now, &mut changes, &mut report);
+
     for name in &validated.absent {
         report.absent.push(name.clone());
         if let Some(row) = rows.get(name.as_str())
@@ -127,6 +129,9 @@ pub fn plan(
 
     let in_config: BTreeSet<&str> = doc.tasks.iter().map(|t| t.name.as_str()).collect();
     for row in rows.values() {
+        if crate::instance::split_row(&row.name).is_some() {
+            continue; // an instance is never the document's (see plan_instances)
+        }
         if !in_config.contains(row.name.as_str()) && !registry.contains(&row.name) {
             report.orphaned.push(row.name.clone());
             if row.orphaned_since.is_none() {
@@ -139,6 +144,61 @@ pub fn plan(
         }
     }
     (changes, report)
+}
+
+/// The changes to the instances of the tasks (rows `task/key`, see `crate::instance`): a
+/// document never disables nor deletes an instance, but an instance runs only while its task is
+/// enabled. An instance of a task the document disables (or removes as absent) is disabled
+/// with it; one of a task the document enables is enabled with it, from its schedule's first
+/// tick after now (and after the tick last claimed), the ticks in between not run, as for a
+/// task enabled again. Instances of a task the document says nothing of, and removed ones, are
+/// left as they are.
+fn plan_instances(
+    validated: &ValidatedConfig,
+    rows: &BTreeMap<&str, &TaskRow>,
+    db_now: DateTime<Utc>,
+    changes: &mut Vec<TaskChange>,
+    report: &mut ReconcileReport,
+) {
+    for row in rows.values() {
+        let Some((task, _)) = crate::instance::split_row(&row.name) else {
+            continue;
+        };
+        if row.removed {
+            continue;
+        }
+        let enabled = match validated.desired.get(task) {
+            Some(desired) => desired.enabled,
+            None if validated.absent.iter().any(|a| a == task) => false,
+            None => continue,
+        };
+        if enabled == row.enabled {
+            continue;
+        }
+        let next_run_at = if enabled {
+            let floor = row
+                .last_scheduled_at
+                .map_or(db_now, |claimed| claimed.max(db_now));
+            crate::ScheduleSpec::parse(&row.cron, &row.timezone)
+                .ok()
+                .and_then(|spec| spec.next_after(floor))
+        } else {
+            None
+        };
+        changes.push(TaskChange::Update {
+            name: row.name.clone(),
+            cron: row.cron.clone(),
+            timezone: row.timezone.clone(),
+            calendar: row.calendar.clone(),
+            enabled,
+            next_run_at,
+        });
+        if enabled {
+            report.enabled.push(row.name.clone());
+        } else {
+            report.disabled.push(row.name.clone());
+        }
+    }
 }
 
 /// The changes that bring one row (a task's, or one of its shards', named `name`) to `desired`.

@@ -214,6 +214,8 @@ pub struct DueTask {
     pub node_pin: Option<String>,
     /// A broadcast run's shard, decided by the claim from the nodes alive at the tick.
     pub broadcast: Option<crate::Shard>,
+    /// An instance's arguments as JSON text (the row is `task/key`, see `crate::instance`).
+    pub args: Option<String>,
 }
 
 impl DueTask {
@@ -354,6 +356,8 @@ pub struct ClaimedRun {
     pub missed_since: Option<DateTime<Utc>>,
     /// The shard of its tick it runs (`task_name` is the shard's row: `name[i]` for `i >= 1`).
     pub shard: crate::Shard,
+    /// An instance's arguments as JSON text (`task_name` is the instance's row, `task/key`).
+    pub args: Option<String>,
 }
 
 /// A lock released by [`ClaimStore::claim`](super::ClaimStore::claim) per a

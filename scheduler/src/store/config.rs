@@ -35,6 +35,9 @@ pub struct TaskRow {
     /// The node the row is pinned to: a broadcast task's node row names its node, the task's
     /// own row is pinned to no node (`""`); `None`: any node may claim it. See [`crate::shard`].
     pub node_pin: Option<String>,
+    /// An instance's row (`task/key`, see `crate::instance`) removed while a run of it was in
+    /// flight, kept until its lock is released: a reconcile leaves it alone.
+    pub removed: bool,
 }
 
 impl TaskRow {
@@ -53,6 +56,7 @@ impl TaskRow {
             paused: false,
             shards: 1,
             node_pin: None,
+            removed: false,
         }
     }
 }

@@ -302,6 +302,8 @@ pub struct RunRecord {
     pub shard_index: u32,
     /// How many shards its tick has (1: the task is not sharded).
     pub shard_total: u32,
+    /// The key of the instance it ran (see `crate::instance`); `None`: the task's own run.
+    pub instance_key: Option<String>,
 }
 
 impl RunRecord {
@@ -329,6 +331,7 @@ impl RunRecord {
             cancel_requested_by: row.text_opt("cancel_requested_by")?,
             shard_index: u32::try_from(row.int("shard_index")?).unwrap_or(0),
             shard_total: u32::try_from(row.int("shard_total")?).unwrap_or(1),
+            instance_key: row.text_opt("instance_key")?,
         })
     }
 
@@ -354,6 +357,7 @@ impl RunRecord {
             cancel_requested_by: None,
             shard_index: 0,
             shard_total: 1,
+            instance_key: None,
         }
     }
 }

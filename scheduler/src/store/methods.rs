@@ -119,6 +119,13 @@ macro_rules! store_methods {
                 snooze_task(snooze: &Snooze, audit: &AuditEntry) -> StoreResult<bool>;
                 unsnooze_task(task: &str, audit: &AuditEntry) -> StoreResult<Option<Snooze>>;
                 snoozes() -> StoreResult<Vec<Snooze>>;
+                upsert_instance(
+                    instance: &InstanceWrite,
+                    audit: &AuditEntry,
+                    planner: &InstancePlanner<'_>
+                ) -> StoreResult<InstanceUpsert>;
+                instances(task: &str) -> StoreResult<Vec<InstanceRecord>>;
+                remove_instance(task: &str, key: &str, audit: &AuditEntry) -> StoreResult<bool>;
             }
             // Webhook outbox.
             OutboxStore {

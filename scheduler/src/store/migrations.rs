@@ -139,6 +139,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     step!(18, "node database server",
         postgres: "0018_node_database_server.sql",
         sqlite: "0014_node_database_server.sql"),
+    step!(19, "instances", postgres: "0019_instances.sql", sqlite: "0019_instances.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

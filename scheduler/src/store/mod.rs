@@ -62,6 +62,8 @@ mod in_use;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod incidents;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod instances;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod layer;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod migrations;
@@ -107,6 +109,10 @@ pub(crate) use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipRecord, T
 pub(crate) use incidents::{
     AlertFold, AlertMark, FoldDecision, FoldInput, Folded, IncidentClose, IncidentQuery,
     IncidentRecord, IncidentRule, Snooze,
+};
+pub(crate) use instances::{
+    InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
+    InstanceWrite,
 };
 pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
 pub(crate) use operator::{
@@ -377,6 +383,24 @@ pub trait OperatorStore: Send + Sync {
     async fn unsnooze_task(&self, task: &str, audit: &AuditEntry) -> StoreResult<Option<Snooze>>;
     /// The snoozes in force (until later than now).
     async fn snoozes(&self) -> StoreResult<Vec<Snooze>>;
+    /// In one transaction: reads the store's clock, task `instance.task`'s own row and the
+    /// instance's row (`task/key`, see `crate::instance`), offers them to `planner`, and
+    /// applies its decision: the instance written (created, or changed in place with its lock,
+    /// fence, retry and history kept; a removed one back) and `audit` recorded, or nothing.
+    async fn upsert_instance(
+        &self,
+        instance: &InstanceWrite,
+        audit: &AuditEntry,
+        planner: &InstancePlanner<'_>,
+    ) -> StoreResult<InstanceUpsert>;
+    /// The instances of `task` (removed ones left out), by key.
+    async fn instances(&self, task: &str) -> StoreResult<Vec<InstanceRecord>>;
+    /// Removes instance `key` of `task` and records `audit`: its row deleted, or, while a run of
+    /// it holds its lock, marked removed (nothing of it due again; the row deleted by
+    /// [`prune_history`](ClaimStore::prune_history) once the lock is released). False if there
+    /// is no such instance.
+    async fn remove_instance(&self, task: &str, key: &str, audit: &AuditEntry)
+    -> StoreResult<bool>;
 }
 
 /// The webhook outbox: the engine enqueues events and its delivery service claims, delivers

@@ -11,13 +11,14 @@ use chrono::{DateTime, Utc};
 use crate::store::dialect::{Dialect, Now, Sql};
 use crate::store::records::{
     audit_entry, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
-    incident, log_chunk, node_record, overdue_task, run_record, skip_record, snooze, task_state,
+    incident, instance_record, log_chunk, node_record, overdue_task, run_record, skip_record,
+    snooze, task_state,
 };
 use crate::store::row::ReadRow;
 use crate::store::{
     AuditEntry, BackfillRecord, BackfillTick, Cancellation, ConfigState, DeliveryRecord,
-    IncidentQuery, IncidentRecord, LogChunk, NodeRecord, OverdueTask, RunQuery, RunRecord,
-    SkipRecord, Snooze, StoreError, StoreResult, TaskState,
+    IncidentQuery, IncidentRecord, InstanceRecord, LogChunk, NodeRecord, OverdueTask, RunQuery,
+    RunRecord, SkipRecord, Snooze, StoreError, StoreResult, TaskState,
 };
 
 /// The most runs one query returns.
@@ -281,4 +282,14 @@ pub(crate) async fn backfill(
         .fetch_all("backfill", sql, &params![id], backfill_tick)
         .await?;
     Ok(Some((record, ticks)))
+}
+
+pub(crate) async fn instances(
+    store: &impl Dialect,
+    task: &str,
+) -> StoreResult<Vec<InstanceRecord>> {
+    let sql = statement!("instances_list");
+    store
+        .fetch_all("instances", sql, &params![task], instance_record)
+        .await
 }

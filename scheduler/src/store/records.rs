@@ -5,9 +5,10 @@
 use super::row::{ReadRow, unknown};
 use super::{
     AuditEntry, BackfillProgress, BackfillRecord, BackfillTick, Cancellation, ConfigState,
-    DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, LockKey, LockedRun, LogChunk, NodeRecord,
-    OutboxRow, OverdueTask, Pause, PendingBackfill, PendingManual, PendingRetry, Recovery,
-    RunRecord, RunStatus, SkipReason, SkipRecord, Snooze, TaskRow, TaskState, Trigger,
+    DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, InstanceRecord, InstanceTask, LockKey,
+    LockedRun, LogChunk, NodeRecord, OutboxRow, OverdueTask, Pause, PendingBackfill, PendingManual,
+    PendingRetry, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord, Snooze, TaskRow,
+    TaskState, Trigger,
 };
 use crate::shard::ShardFacts;
 
@@ -132,7 +133,34 @@ pub(crate) fn task_row(row: &impl ReadRow) -> Result<TaskRow, sqlx::Error> {
     task.paused = row.flag("paused")?;
     task.shards = u32::try_from(row.int("shards")?).unwrap_or(1);
     task.node_pin = row.text_opt("node_pin")?;
+    task.removed = row.flag("removed")?;
     Ok(task)
+}
+
+// ---- instances ----------------------------------------------------------------------------
+
+/// An instance's row (`instances_list.sql`, `instance_row.sql`, `instance_upsert.sql`).
+pub(crate) fn instance_record(row: &impl ReadRow) -> Result<InstanceRecord, sqlx::Error> {
+    Ok(InstanceRecord {
+        task: row.text("task")?,
+        key: row.text("key")?,
+        cron: row.text("cron")?,
+        timezone: row.text("timezone")?,
+        args: row.text_opt("args")?,
+        enabled: row.flag("enabled")?,
+        next_run_at: row.time_opt("next_run_at")?,
+        last_scheduled_at: row.time_opt("last_scheduled_at")?,
+        removed: row.flag("removed")?,
+    })
+}
+
+/// A task's own row as an instance upsert reads it (`instance_task.sql`).
+pub(crate) fn instance_task(row: &impl ReadRow) -> Result<InstanceTask, sqlx::Error> {
+    Ok(InstanceTask {
+        enabled: row.flag("enabled")?,
+        shards: u32::try_from(row.int("shards")?).unwrap_or(1),
+        node_pin: row.text_opt("node_pin")?,
+    })
 }
 
 pub(crate) fn config_state_of(row: &impl ReadRow) -> Result<ConfigState, sqlx::Error> {
@@ -212,6 +240,7 @@ pub(crate) fn due_task(row: &impl ReadRow) -> Result<DueTask, sqlx::Error> {
         shards: u32::try_from(row.int("shards")?).unwrap_or(1),
         node_pin: row.text_opt("node_pin")?,
         broadcast: None,
+        args: row.text_opt("args")?,
     })
 }
 

@@ -10,10 +10,12 @@ use async_trait::async_trait;
 use std::time::Duration;
 
 use crate::store::dialect::{Dialect, Fetch, Now, Sql, Statement};
-use crate::store::records::{incident, run_record, snooze};
+use crate::store::records::{incident, instance_record, instance_task, run_record, snooze};
+use crate::store::row::ReadRow;
 use crate::store::{
-    AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, NodeInfo, RunRecord,
-    Snooze, StoreResult,
+    AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, InstanceFacts,
+    InstancePlan, InstancePlanner, InstanceUpsert, InstanceWrite, NodeInfo, RunRecord, Snooze,
+    StoreResult,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).
@@ -223,6 +225,9 @@ pub(crate) async fn prune_history(
     let pruned_runs = store.prune_runs(retention, batch).await?;
     prune_tables(store, retention, batch).await?;
     store.prune_nodes(retention).await?;
+    // The rows of instances removed while a run of them was in flight, once it has ended.
+    let sweep = Sql::shared(shared_query!("instances_sweep"));
+    store.execute("prune_history", sweep, &[]).await?;
     Ok(pruned_runs)
 }
 
@@ -276,4 +281,116 @@ async fn prune_tables(store: &impl Dialect, retention: Duration, batch: i64) -> 
         .await?;
     }
     Ok(())
+}
+
+/// The first row `statement` returns on `conn`, decoded by `decode`, if any.
+async fn first_on<D: Dialect, T>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    statement: Statement<'_>,
+    decode: fn(&D::Row) -> Result<T, sqlx::Error>,
+) -> Result<Option<T>, sqlx::Error> {
+    let rows = D::run(conn, clock, statement, Fetch::First).await?.rows;
+    rows.first().map(decode).transpose()
+}
+
+/// Upserts an instance on `conn`, in the upsert's transaction: reads the store's clock, the
+/// task's own row and the instance's (held for the transaction), offers them to `planner`, and
+/// writes what it decided (see `crate::instance`). The audit entry is the backend's to write,
+/// for a written instance.
+pub(crate) async fn upsert_instance_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    write: &InstanceWrite,
+    planner: &InstancePlanner<'_>,
+) -> Result<InstanceUpsert, sqlx::Error> {
+    const OPERATION: &str = "upsert_instance";
+    let row = write.row();
+    let statement = |sql, params| Statement {
+        operation: OPERATION,
+        sql,
+        params,
+    };
+    let params = params![Now];
+    let now = first_on::<D, _>(
+        conn,
+        clock,
+        statement(statement!("instance_clock"), &params),
+        |r| r.time("db_now"),
+    )
+    .await?
+    .ok_or(sqlx::Error::RowNotFound)?;
+    let params = params![&write.task];
+    let task = first_on::<D, _>(
+        conn,
+        clock,
+        statement(statement!("instance_task"), &params),
+        instance_task,
+    )
+    .await?;
+    let params = params![&row];
+    let existing = first_on::<D, _>(
+        conn,
+        clock,
+        statement(statement!("instance_row"), &params),
+        instance_record,
+    )
+    .await?;
+    let facts = InstanceFacts { task, existing };
+    let (enabled, next_run_at) = match planner(&facts, now) {
+        InstancePlan::Write {
+            enabled,
+            next_run_at,
+        } => (enabled, next_run_at),
+        InstancePlan::NoTask => return Ok(InstanceUpsert::NoTask),
+        InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
+    };
+    let params = params![
+        &row,
+        &write.cron,
+        &write.timezone,
+        enabled,
+        next_run_at,
+        &write.task,
+        &write.key,
+        write.args.as_deref(),
+        Now,
+    ];
+    let written = first_on::<D, _>(
+        conn,
+        clock,
+        statement(statement!("instance_upsert"), &params),
+        instance_record,
+    )
+    .await?
+    .ok_or(sqlx::Error::RowNotFound)?;
+    Ok(InstanceUpsert::Written(written))
+}
+
+/// Removes instance `key` of `task` on `conn`, in the removal's transaction: its row is deleted,
+/// or, while a run of it holds its lock, marked removed (nothing of it is due again; the row
+/// goes once the lock is released, by `prune_history`). `false`: no such instance.
+/// The audit entry is the backend's to write, for a removal.
+pub(crate) async fn remove_instance_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    task: &str,
+    key: &str,
+) -> Result<bool, sqlx::Error> {
+    let row = crate::instance::row_name(task, key);
+    let params = params![&row, Now];
+    for (sql, params) in [
+        (statement!("instance_delete"), &params[..1]),
+        (statement!("instance_mark_removed"), &params[..]),
+    ] {
+        let statement = Statement {
+            operation: "remove_instance",
+            sql,
+            params,
+        };
+        if D::execute_on(conn, clock, statement).await? > 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }

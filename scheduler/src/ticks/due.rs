@@ -206,6 +206,7 @@ mod tests {
             shards: 1,
             node_pin: None,
             broadcast: None,
+            args: None,
         }
     }
 

@@ -141,6 +141,11 @@ async fn iso_ok(ctx: TaskContext) -> HandlerResult {
             ctx.node_id()
         ),
     );
+    // An instance's run: its key and arguments, as the handler reads them.
+    if let Some(key) = ctx.key() {
+        let args = ctx.args::<std::collections::BTreeMap<String, u64>>()?;
+        record(&ctx, "instance", format!("{key} {args:?}"));
+    }
     tracing::info!(answer = 42, "hello from the isolated handler");
     tracing::debug!("not at the default level");
     tracing::warn!(target: "app::sync", "a warning with a target");

@@ -149,6 +149,37 @@ async fn a_handler_that_returns_ok_succeeds_with_its_identity_and_its_output_in_
     }
 }
 
+/// An instance's run (its row `task/key`) in a child: the task's handler runs under the task's
+/// name and reads the instance's key and arguments, passed with the child's request.
+#[tokio::test]
+async fn an_instances_run_in_a_child_reads_its_key_and_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::builder(dir.path().join("runs.db"))
+        .connect()
+        .unwrap();
+    store.migrate().await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(store);
+    let run_id = new_run_id();
+    let capture = RunLogCapture::external(run_id, store);
+    let identity = RunIdentity::new("iso.ok/tenant-7", run_id, chrono::Utc::now(), "node-iso")
+        .args(Some(r#"{"tenant":7}"#.to_owned()));
+    let mut child = ChildCommand::new(identity)
+        .program(env!("CARGO_BIN_EXE_test_node"))
+        .spawn(capture.lines())
+        .await
+        .expect("start the child");
+    assert_eq!(child.wait().await, ChildExit::Succeeded);
+    capture.finish().await;
+    let record = |key: &str| std::fs::read_to_string(isolation_record_dir(run_id).join(key));
+    let identity = record("identity").unwrap();
+    assert!(
+        identity.starts_with("iso.ok "),
+        "the task's name: {identity}"
+    );
+    assert_eq!(record("instance").unwrap(), r#"tenant-7 {"tenant": 7}"#);
+    let _ = std::fs::remove_dir_all(isolation_record_dir(run_id));
+}
+
 #[tokio::test]
 async fn the_child_says_when_its_handler_started() {
     let mut run = Isolated::start("iso.ok").await;

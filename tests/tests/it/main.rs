@@ -41,6 +41,7 @@ mod handlers;
 mod harness;
 mod hot_reload;
 mod incidents;
+mod instances;
 mod isolation;
 mod listen_again;
 mod migrations;

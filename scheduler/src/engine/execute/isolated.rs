@@ -34,7 +34,8 @@ pub(super) async fn execute(
     .attempt(claimed.attempt)
     .trigger(claimed.trigger)
     .fencing_token(u64::try_from(claimed.fencing_token).unwrap_or(0))
-    .shard(claimed.shard);
+    .shard(claimed.shard)
+    .args(claimed.args.clone());
     let started = Instant::now();
     let child = match ChildCommand::new(identity)
         .memory_limit(descriptor.options.memory_limit)

@@ -78,6 +78,7 @@ impl ClaimSteps for Recorded {
                     shards: 1,
                     node_pin: None,
                     broadcast: None,
+                    args: None,
                 };
                 (task, at(3))
             })
@@ -138,6 +139,7 @@ impl ClaimSteps for Recorded {
                 triggered_by: None,
                 missed_since: None,
                 shard: crate::Shard::WHOLE,
+                args: None,
             })
             .collect())
     }
@@ -240,6 +242,7 @@ fn broadcast_row(node: Option<&str>, trigger: Trigger) -> (DueTask, ClaimPlan) {
         shards: 1,
         node_pin: Some(node.unwrap_or_default().to_owned()),
         broadcast: None,
+        args: None,
     };
     let mut plan =
         ClaimPlan::scheduled(at(2), Some(at(3)), Recovery::Rerun, Duration::from_secs(20));

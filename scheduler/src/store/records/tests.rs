@@ -146,6 +146,7 @@ fn run_row(status: &'static str) -> Row {
         .with("cancel_requested_by", Value::Null)
         .with("shard_index", Value::Int(-1))
         .with("shard_total", Value::Int(4))
+        .with("instance_key", Value::Text("tenant-42"))
 }
 
 #[test]
@@ -163,6 +164,7 @@ fn a_run_is_read_from_its_columns() {
     assert_eq!(run.triggered_by.as_deref(), Some("ops"));
     // A shard index out of range reads as the first shard.
     assert_eq!((run.shard_index, run.shard_total), (0, 4));
+    assert_eq!(run.instance_key.as_deref(), Some("tenant-42"));
 }
 
 #[test]

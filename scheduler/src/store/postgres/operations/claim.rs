@@ -271,7 +271,11 @@ impl ClaimSteps for Steps<'_> {
             let token = plan.push(task.name.clone(), p, shard);
             seen.insert(
                 token,
-                (task.name, [task.last_finished_at, task.missed_since]),
+                (
+                    task.name,
+                    [task.last_finished_at, task.missed_since],
+                    task.args,
+                ),
             );
         }
         let claimed: Vec<ClaimedRun> = plan
@@ -281,7 +285,7 @@ impl ClaimSteps for Steps<'_> {
             .iter()
             .map(|row| {
                 let lock_token: Uuid = row.try_get("lock_token")?;
-                let (task_name, [previous_finished_at, missed_since]) =
+                let (task_name, [previous_finished_at, missed_since], args) =
                     seen.remove(&lock_token).ok_or(sqlx::Error::RowNotFound)?;
                 let shard = crate::Shard {
                     index: u32::try_from(row.try_get::<i32, _>("shard_index")?).unwrap_or(0),
@@ -296,6 +300,7 @@ impl ClaimSteps for Steps<'_> {
                     missed_since,
                     task_name,
                     shard,
+                    args,
                     lock_token,
                     fencing_token: row.try_get("fencing_token")?,
                     scheduled_at: row.try_get("scheduled_at")?,

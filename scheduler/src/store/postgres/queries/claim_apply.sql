@@ -3,7 +3,7 @@
 -- missed-run incident), and record one running run per task. A run whose tick was claimed
 -- ahead starts on its tick: that is its start; the store's clock at the end is returned so the
 -- node can tell how long until then. Each lock taken moves the task's fence on by one: the run's
--- fencing token.
+-- fencing token. An instance's run (row `task/key`) records the row's key.
 -- $1 node id; $2.. parallel arrays: name, token, scheduled_at, set next run?, next_run_at,
 -- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?, the task (a
 -- shard's run is recorded under its task's name), shard index, shard total.
@@ -33,13 +33,13 @@ WITH plan AS (
         updated_at = now()
     FROM plan AS p
     WHERE t.name = p.name AND t.lock_token IS NULL
-    RETURNING t.name, t.fence
+    RETURNING t.name, t.fence, t.instance_key
 )
 INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, status, node_id, lock_token,
                             recovery, attempt, trigger, triggered_by, fencing_token, shard_index,
-                            shard_total)
+                            shard_total, instance_key)
 SELECT p.task, p.scheduled_at, GREATEST(clock_timestamp(), p.scheduled_at), 'running', $1, p.token, p.recovery,
-       p.attempt, p.trigger, p.triggered_by, l.fence, p.shard_index, p.shard_total
+       p.attempt, p.trigger, p.triggered_by, l.fence, p.shard_index, p.shard_total, l.instance_key
 FROM plan AS p
 JOIN locked AS l ON l.name = p.name
 RETURNING id, task_name, shard_index, shard_total, lock_token, scheduled_at, started_at, attempt, trigger, triggered_by,

@@ -9,7 +9,7 @@ SELECT
     , now() AS db_now
 FROM scheduler_tasks AS task
 WHERE lock_token IS NULL
-  AND (name = ANY($1) OR shard_of = ANY($1))
+  AND (name = ANY($1) OR shard_of = ANY($1) OR instance_of = ANY($1))
   AND (node_pin IS NULL OR node_pin = '' OR node_pin = $4)
   AND ((enabled AND paused_at IS NULL AND (next_run_at <= now() + $3 * interval '1 millisecond'
                                         OR retry_at <= now() OR backfill_at <= now()))

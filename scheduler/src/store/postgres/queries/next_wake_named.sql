@@ -7,7 +7,8 @@ WITH mine AS (
            t.next_run_at, t.retry_at, t.manual_at, t.pause_until, t.backfill_at
     FROM scheduler_tasks AS t
     WHERE t.lock_token IS NULL
-      AND (t.name IN (SELECT unnest($1::text[])) OR t.shard_of IN (SELECT unnest($1::text[])))
+      AND (t.name IN (SELECT unnest($1::text[])) OR t.shard_of IN (SELECT unnest($1::text[]))
+           OR t.instance_of IN (SELECT unnest($1::text[])))
       AND (t.node_pin IS NULL OR t.node_pin = '' OR t.node_pin = $2)
 )
 SELECT min(LEAST(CASE WHEN runnable THEN next_run_at END, CASE WHEN runnable THEN retry_at END,

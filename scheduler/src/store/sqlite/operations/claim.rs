@@ -270,6 +270,7 @@ impl ClaimSteps for Steps<'_> {
                 .bind(fencing_token)
                 .bind(i64::from(shard.index))
                 .bind(i64::from(shard.total))
+                .bind(crate::instance::split_row(&task.name).map(|(_, key)| key))
                 .fetch_one(&mut *self.tx)
                 .await?;
             if let Some(backfill_id) = plan.backfill_id {
@@ -300,6 +301,7 @@ impl ClaimSteps for Steps<'_> {
                 triggered_by: plan.triggered_by,
                 missed_since: task.missed_since,
                 shard,
+                args: task.args,
             });
         }
         Ok(claimed)

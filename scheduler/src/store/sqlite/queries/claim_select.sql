@@ -9,7 +9,8 @@ SELECT
     -- @include due_columns.sql
 FROM scheduler_tasks AS task
 WHERE lock_token IS NULL
-  AND (name IN (SELECT value FROM json_each(?2)) OR shard_of IN (SELECT value FROM json_each(?2)))
+  AND (name IN (SELECT value FROM json_each(?2)) OR shard_of IN (SELECT value FROM json_each(?2))
+       OR instance_of IN (SELECT value FROM json_each(?2)))
   AND (node_pin IS NULL OR node_pin = '' OR node_pin = ?5)
   AND ((enabled = 1 AND paused_at IS NULL
         AND (next_run_at <= ?4 OR retry_at <= ?1 OR backfill_at <= ?1))

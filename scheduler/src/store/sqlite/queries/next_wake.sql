@@ -10,7 +10,8 @@ WITH mine AS (
            next_run_at, retry_at, manual_at, pause_until, backfill_at
     FROM scheduler_tasks
     WHERE lock_token IS NULL
-      AND (name IN (SELECT value FROM json_each(?1)) OR shard_of IN (SELECT value FROM json_each(?1)))
+      AND (name IN (SELECT value FROM json_each(?1)) OR shard_of IN (SELECT value FROM json_each(?1))
+           OR instance_of IN (SELECT value FROM json_each(?1)))
       AND (node_pin IS NULL OR node_pin = '' OR node_pin = ?2)
 )
 SELECT (SELECT min(at) FROM (

@@ -7,6 +7,7 @@ fn shard(id: i64, tick: u32, index: u32, took: Option<u32>, status: RunStatus) -
     RunRecord {
         shard_index: index,
         shard_total: 4,
+        instance_key: None,
         node_id: format!("n{}", index % 2),
         ..run(id, tick, tick + 1 + index, took, status)
     }
@@ -113,6 +114,7 @@ fn on_node(id: i64, tick: u32, node: &str, status: RunStatus) -> RunRecord {
     RunRecord {
         shard_index: index,
         shard_total: 3,
+        instance_key: None,
         node_id: node.into(),
         ..run(id, tick, tick + 1, took, status)
     }

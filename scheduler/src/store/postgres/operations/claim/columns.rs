@@ -118,9 +118,9 @@ impl Plan {
     }
 }
 
-/// A lock a claim takes: its task's row, when the row's previous run ended, and its open missed
-/// incident.
-pub(super) type Claimed = (String, [Option<DateTime<Utc>>; 2]);
+/// A lock a claim takes: its task's row, when the row's previous run ended, its open missed
+/// incident, and an instance's arguments.
+pub(super) type Claimed = (String, [Option<DateTime<Utc>>; 2], Option<String>);
 
 /// Parallel arrays for claim_skip.
 #[derive(Default)]

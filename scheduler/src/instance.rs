@@ -1,0 +1,146 @@
+//! Instances of a task: copies of one task made at run time from Rust, each named by the task
+//! and a key, each with its own schedule and arguments, run by the task's handler.
+//!
+//! **What an instance is.** A task registered with `#[task]` is one schedule of one handler. An
+//! instance is another schedule of the same handler: `syncAdvertiserReport` for `tenant-42`
+//! every five minutes in Shanghai, with `{"tenant": 42}` as its arguments. The handler reads
+//! which instance it runs with [`TaskContext::key`](crate::TaskContext::key) and its arguments
+//! with [`TaskContext::args`](crate::TaskContext::args). Instances are made, changed and removed
+//! through [`Schedules`](crate::Schedules) ([`Scheduler::schedules`](crate::Scheduler::schedules)), from any
+//! node, and every node registering the task runs them.
+//!
+//! **Storage.** An instance is a row of the tasks table named `task/key` ([`row_name`]): task
+//! names cannot contain `/`, and keys cannot contain `/`, `[`, `]` or `@`, so an instance's row
+//! never collides with a task's, a shard's (`task[i]`) or a broadcast node's (`task[@node]`).
+//! The row has its own cron, zone, next run, lock, fencing token, retry and manual request, so
+//! the engine claims, locks, renews, retries, times out, misfires and records an instance's
+//! runs exactly as it does a task's own row's, with the task's policies (its handler, timeout,
+//! retries, misfire and recovery). Its runs are recorded under the task's name with the
+//! instance's key.
+//!
+//! This module is what every layer shares: the row names, the limits and the refusals; the
+//! handle is `schedules.rs`.
+//!
+//! **The rules.**
+//!
+//! - An instance belongs to a task registered in the process that makes it, and whose row is
+//!   in the store (a node has started with it); a task with shards or a broadcast task has no
+//!   instances (not in this version).
+//! - The config file never disables nor deletes an instance: a document that does not name it
+//!   leaves it alone. Disabling the task in config disables its instances; enabling the task
+//!   enables them again, each from its next tick after now (the ticks in between are not run,
+//!   as for a task enabled again).
+//! - [`Schedules::upsert`](crate::Schedules::upsert) changes an instance in place: its history stays, and a changed cron
+//!   or zone moves its next run to the new schedule's first tick after now, as a reconcile does
+//!   for a task.
+//! - [`Schedules::remove`](crate::Schedules::remove) ends an instance: no tick of it runs after the removal; a run in
+//!   flight finishes and is recorded (its row goes when its lock is released). Every upsert and
+//!   removal is written to the audit log.
+//! - A key is 1 to [`MAX_KEY_LEN`] ASCII letters, digits, `_`, `.`, `:` and `-`; arguments are
+//!   a JSON value of at most [`MAX_ARGS_BYTES`] bytes as text.
+
+/// The longest instance key accepted, in bytes.
+pub const MAX_KEY_LEN: usize = 128;
+
+/// The most bytes an instance's arguments may take as JSON text (64 KiB).
+pub const MAX_ARGS_BYTES: usize = 64 * 1024;
+
+/// What separates a task's name from an instance's key in the instance's row name.
+const SEPARATOR: char = '/';
+
+/// The store row of `task`'s instance `key`: `task/key`.
+///
+/// ```
+/// use scheduler::testing::instance::{row_name, split_row};
+///
+/// assert_eq!(row_name("report", "tenant-42"), "report/tenant-42");
+/// assert_eq!(split_row("report/tenant-42"), Some(("report", "tenant-42")));
+/// assert_eq!(split_row("report"), None);
+/// assert_eq!(split_row("report[2]"), None);
+/// ```
+pub fn row_name(task: &str, key: &str) -> String {
+    format!("{task}{SEPARATOR}{key}")
+}
+
+/// The task and key of an instance's row ([`row_name`]'s inverse); `None` for any other row.
+pub fn split_row(row: &str) -> Option<(&str, &str)> {
+    let (task, key) = row.split_once(SEPARATOR)?;
+    (!task.is_empty() && !key.is_empty()).then_some((task, key))
+}
+
+/// Why [`Schedules`](crate::Schedules) refused an instance (a bad cron or zone is
+/// [`Error::Schedule`](crate::Error::Schedule) instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InstanceRefusal {
+    /// No task of this name is registered in this process.
+    #[error("no task `{task}` is registered here: an instance runs a registered task's handler")]
+    UnknownTask {
+        /// The task asked for.
+        task: String,
+    },
+    /// The task is registered but has no row in the store yet.
+    #[error(
+        "task `{task}` is not in the store yet: start a node registering it (its reconcile writes the task's row) before making instances of it"
+    )]
+    TaskNotStored {
+        /// The task asked for.
+        task: String,
+    },
+    /// The task has shards or is a broadcast task.
+    #[error("task `{task}` has shards or runs on every node: such a task has no instances")]
+    Sharded {
+        /// The task asked for.
+        task: String,
+    },
+    /// The key is empty, too long, or holds a character row names reserve.
+    #[error(
+        "instance key `{key}` is refused: use 1 to {MAX_KEY_LEN} ASCII letters, digits, `_`, `.`, `:` and `-`"
+    )]
+    BadKey {
+        /// The key asked for.
+        key: String,
+    },
+    /// No cron was given.
+    #[error("instance `{task}/{key}` has no cron: call `Schedule::cron`")]
+    NoCron {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+    },
+    /// The arguments are not JSON.
+    #[error("the arguments of instance `{task}/{key}` are not JSON: {reason}")]
+    ArgsNotJson {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// What the JSON parser said.
+        reason: String,
+    },
+    /// The arguments are larger than [`Schedule::MAX_ARGS_BYTES`](crate::Schedule::MAX_ARGS_BYTES).
+    #[error(
+        "the arguments of instance `{task}/{key}` take {size} bytes as JSON; the most is {MAX_ARGS_BYTES}"
+    )]
+    ArgsTooLarge {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// Their size as JSON text.
+        size: usize,
+    },
+}
+
+/// Whether `key` may name an instance (see the module docs).
+pub(crate) fn valid_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= MAX_KEY_LEN
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,345 @@
+//! The handle that makes, changes, reads and removes a task's instances at run time
+//! ([`Schedules`], from [`Scheduler::schedules`](crate::Scheduler::schedules)), the
+//! [`Schedule`] it writes, and the decision an upsert makes on the rows it reads. What an
+//! instance is, how its row is named and the rules it follows: `instance.rs` and
+//! `docs/instances.md`.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::ScheduleSpec;
+use crate::instance::{InstanceRefusal, MAX_ARGS_BYTES, MAX_KEY_LEN, valid_key};
+use crate::store::{
+    AuditEntry, InstancePlan, InstanceRecord, InstanceUpsert, InstanceWrite, Store,
+};
+
+/// An instance to make or change with [`Schedules::upsert`]: a task, a key, a cron (required),
+/// a zone (UTC unless set) and arguments (none unless set).
+///
+/// ```
+/// use scheduler::Schedule;
+/// use serde_json::json;
+///
+/// let schedule = Schedule::new("syncAdvertiserReport", "tenant-42")
+///     .cron("0 */5 * * * *")
+///     .timezone("Asia/Shanghai")
+///     .args(json!({"tenant": 42}));
+/// assert_eq!(schedule.task(), "syncAdvertiserReport");
+/// assert_eq!(schedule.key(), "tenant-42");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    task: String,
+    key: String,
+    cron: Option<String>,
+    timezone: String,
+    args: Option<ArgsText>,
+}
+
+/// Arguments as given: a JSON value, or text still to be read as JSON.
+#[derive(Debug, Clone, PartialEq)]
+enum ArgsText {
+    Value(serde_json::Value),
+    Text(String),
+}
+
+impl Schedule {
+    /// The longest key accepted, in bytes (128).
+    pub const MAX_KEY_LEN: usize = MAX_KEY_LEN;
+
+    /// The most bytes the arguments may take as JSON text (64 KiB).
+    pub const MAX_ARGS_BYTES: usize = MAX_ARGS_BYTES;
+
+    /// Instance `key` of task `task`; set its cron with [`cron`](Self::cron).
+    pub fn new(task: impl Into<String>, key: impl Into<String>) -> Self {
+        Self {
+            task: task.into(),
+            key: key.into(),
+            cron: None,
+            timezone: "UTC".to_owned(),
+            args: None,
+        }
+    }
+
+    /// Its cron expression, in the task attribute's syntax (5 or 6 fields). Required.
+    pub fn cron(mut self, expression: impl Into<String>) -> Self {
+        self.cron = Some(expression.into());
+        self
+    }
+
+    /// The IANA zone its cron is read in. Default: `UTC`.
+    pub fn timezone(mut self, zone: impl Into<String>) -> Self {
+        self.timezone = zone.into();
+        self
+    }
+
+    /// Its arguments, read by the handler with [`TaskContext::args`](crate::TaskContext::args).
+    /// Default: none (`args` then decodes JSON `null`).
+    pub fn args(mut self, args: serde_json::Value) -> Self {
+        self.args = Some(ArgsText::Value(args));
+        self
+    }
+
+    /// Its arguments as JSON text (checked by [`Schedules::upsert`]).
+    pub fn args_json(mut self, text: impl Into<String>) -> Self {
+        self.args = Some(ArgsText::Text(text.into()));
+        self
+    }
+
+    /// The task.
+    pub fn task(&self) -> &str {
+        &self.task
+    }
+
+    /// The key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The checked write of this schedule for a task registered here (`registered`), or why it
+    /// is refused.
+    fn check(&self, registered: bool) -> crate::Result<(InstanceWrite, ScheduleSpec)> {
+        let (task, key) = (self.task.clone(), self.key.clone());
+        if !registered {
+            return Err(InstanceRefusal::UnknownTask { task }.into());
+        }
+        if !valid_key(&key) {
+            return Err(InstanceRefusal::BadKey { key }.into());
+        }
+        let Some(cron) = self.cron.clone() else {
+            return Err(InstanceRefusal::NoCron { task, key }.into());
+        };
+        let spec = ScheduleSpec::parse(&cron, &self.timezone)?;
+        let args = match &self.args {
+            None => None,
+            Some(ArgsText::Value(value)) => Some(value.to_string()),
+            Some(ArgsText::Text(text)) => match serde_json::from_str::<serde_json::Value>(text) {
+                // Stored compact, as a value's is.
+                Ok(value) => Some(value.to_string()),
+                Err(e) => {
+                    let reason = e.to_string();
+                    return Err(InstanceRefusal::ArgsNotJson { task, key, reason }.into());
+                }
+            },
+        };
+        if let Some(size) = args
+            .as_ref()
+            .map(String::len)
+            .filter(|n| *n > MAX_ARGS_BYTES)
+        {
+            return Err(InstanceRefusal::ArgsTooLarge { task, key, size }.into());
+        }
+        let write = InstanceWrite {
+            task,
+            key,
+            cron,
+            timezone: spec.timezone().name().to_owned(),
+            args,
+        };
+        Ok((write, spec))
+    }
+}
+
+/// An instance as the store holds it, read with [`Schedules::get`] and [`Schedules::list`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Instance {
+    /// Its task.
+    pub task: String,
+    /// Its key.
+    pub key: String,
+    /// Its cron expression.
+    pub cron: String,
+    /// The zone its cron is read in.
+    pub timezone: String,
+    /// Its arguments (JSON `null` when it has none).
+    pub args: serde_json::Value,
+    /// Whether it runs: its task is enabled in config.
+    pub enabled: bool,
+    /// Its next scheduled tick.
+    pub next_run_at: Option<DateTime<Utc>>,
+}
+
+impl Instance {
+    fn of(record: InstanceRecord) -> Self {
+        let args = record
+            .args
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(serde_json::Value::Null);
+        Self {
+            task: record.task,
+            key: record.key,
+            cron: record.cron,
+            timezone: record.timezone,
+            args,
+            enabled: record.enabled,
+            next_run_at: record.next_run_at,
+        }
+    }
+}
+
+/// Makes, changes, reads and removes the instances of a node's tasks: copies of a task made at
+/// run time, each named by the task and a key, with its own schedule and arguments, run by the
+/// task's handler (see `docs/instances.md` for the rules). Cheap to clone; get one with
+/// [`Scheduler::schedules`](crate::Scheduler::schedules) before the node runs.
+///
+/// ```no_run
+/// # async fn demo(scheduler: &scheduler::Scheduler) -> scheduler::Result<()> {
+/// use scheduler::Schedule;
+/// use serde_json::json;
+///
+/// let schedules = scheduler.schedules();
+/// schedules
+///     .upsert(
+///         Schedule::new("syncAdvertiserReport", "tenant-42")
+///             .cron("0 */5 * * * *")
+///             .timezone("Asia/Shanghai")
+///             .args(json!({"tenant": 42})),
+///     )
+///     .await?;
+/// assert_eq!(schedules.list("syncAdvertiserReport").await?.len(), 1);
+/// schedules.remove("syncAdvertiserReport", "tenant-42").await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Schedules {
+    store: Arc<dyn Store>,
+    tasks: Arc<[String]>,
+    actor: Arc<str>,
+}
+
+impl std::fmt::Debug for Schedules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schedules")
+            .field("store", &self.store.describe())
+            .field("tasks", &self.tasks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Schedules {
+    /// The instances of the tasks of `registry` in `store`, for a process that makes instances
+    /// without running a node ([`Scheduler::schedules`](crate::Scheduler::schedules) is the
+    /// node's). Written to the audit log as by `actor`.
+    pub fn new(store: Arc<dyn Store>, registry: &crate::TaskRegistry, actor: &str) -> Self {
+        Self::of(store, registry.names().map(str::to_owned).collect(), actor)
+    }
+
+    /// The instances of `tasks` (the names a node registers) in `store`, audited as by `actor`.
+    pub(crate) fn of(store: Arc<dyn Store>, tasks: Arc<[String]>, actor: &str) -> Self {
+        Self {
+            store,
+            tasks,
+            actor: Arc::from(actor),
+        }
+    }
+
+    /// Makes instance `schedule.key()` of `schedule.task()`, or changes it in place (its history
+    /// stays; a changed cron or zone moves its next run to the new schedule's first tick after
+    /// now). Returns the instance as written.
+    ///
+    /// Refused ([`Error::Instance`](crate::Error::Instance), an
+    /// [`InstanceRefusal`]) for a task not registered here or not in the store yet, a task with
+    /// shards, a bad key, no cron, or arguments that are not JSON or larger than
+    /// [`Schedule::MAX_ARGS_BYTES`]; a bad cron or zone is
+    /// [`Error::Schedule`](crate::Error::Schedule).
+    pub async fn upsert(&self, schedule: Schedule) -> crate::Result<Instance> {
+        let registered = self.tasks.contains(&schedule.task);
+        let (write, spec) = schedule.check(registered)?;
+        let detail = format!("{} cron `{}` in {}", write.key, write.cron, write.timezone);
+        let audit = self.audit("instance upsert", &write.task, detail);
+        let planner = |facts: &crate::store::InstanceFacts, now: DateTime<Utc>| {
+            plan_upsert(&write, &spec, facts, now)
+        };
+        match self.store.upsert_instance(&write, &audit, &planner).await? {
+            InstanceUpsert::Written(record) => Ok(Instance::of(record)),
+            InstanceUpsert::NoTask => {
+                Err(InstanceRefusal::TaskNotStored { task: write.task }.into())
+            }
+            InstanceUpsert::Sharded => Err(InstanceRefusal::Sharded { task: write.task }.into()),
+        }
+    }
+
+    /// Instance `key` of `task`, if it exists (a removed one does not).
+    pub async fn get(&self, task: &str, key: &str) -> crate::Result<Option<Instance>> {
+        Ok(self
+            .store
+            .instances(task)
+            .await?
+            .into_iter()
+            .find(|r| r.key == key)
+            .map(Instance::of))
+    }
+
+    /// Every instance of `task`, by key.
+    pub async fn list(&self, task: &str) -> crate::Result<Vec<Instance>> {
+        Ok(self
+            .store
+            .instances(task)
+            .await?
+            .into_iter()
+            .map(Instance::of)
+            .collect())
+    }
+
+    /// Removes instance `key` of `task`: none of its ticks runs after this returns; a run of it
+    /// in flight finishes and is recorded. `false`: there was no such instance.
+    pub async fn remove(&self, task: &str, key: &str) -> crate::Result<bool> {
+        let audit = self.audit("instance remove", task, key.to_owned());
+        Ok(self.store.remove_instance(task, key, &audit).await?)
+    }
+
+    fn audit(&self, action: &str, task: &str, detail: String) -> AuditEntry {
+        AuditEntry::new(&*self.actor, action, task, detail, "Schedules")
+    }
+}
+
+/// The upsert's decision on the rows it read: refused without the task's own row or for a task
+/// with shards; else the instance is enabled with its task, and its next run is kept unless the
+/// schedule changed, the instance is new or comes back after its removal, or it had none (then
+/// the schedule's first tick after now, and after the last tick claimed).
+pub(crate) fn plan_upsert(
+    write: &InstanceWrite,
+    spec: &ScheduleSpec,
+    facts: &crate::store::InstanceFacts,
+    now: DateTime<Utc>,
+) -> InstancePlan {
+    let Some(task) = &facts.task else {
+        return InstancePlan::NoTask;
+    };
+    if task.shards > 1 || task.node_pin.is_some() {
+        return InstancePlan::Sharded;
+    }
+    let enabled = task.enabled;
+    let next = |floor: Option<DateTime<Utc>>| {
+        let floor = floor.map_or(now, |claimed| claimed.max(now));
+        if enabled {
+            spec.next_after(floor)
+        } else {
+            None
+        }
+    };
+    let next_run_at = match &facts.existing {
+        Some(row)
+            if !row.removed
+                && row.cron == write.cron
+                && row.timezone == write.timezone
+                && row.enabled == enabled
+                && (row.next_run_at.is_some() || !enabled) =>
+        {
+            row.next_run_at
+        }
+        Some(row) => next(row.last_scheduled_at),
+        None => next(None),
+    };
+    InstancePlan::Write {
+        enabled,
+        next_run_at,
+    }
+}
+
+#[cfg(test)]
+mod tests;

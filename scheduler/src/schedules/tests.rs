@@ -1,0 +1,148 @@
+use chrono::{DateTime, Utc};
+
+use super::*;
+use crate::store::{InstanceFacts, InstanceTask};
+
+fn at(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+fn task(enabled: bool) -> InstanceTask {
+    InstanceTask {
+        enabled,
+        shards: 1,
+        node_pin: None,
+    }
+}
+
+fn checked(schedule: Schedule) -> (InstanceWrite, ScheduleSpec) {
+    schedule.check(true).unwrap()
+}
+
+fn refusal(schedule: Schedule) -> InstanceRefusal {
+    match schedule.check(true) {
+        Err(crate::Error::Instance(r)) => r,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+fn record(write: &InstanceWrite, next: Option<DateTime<Utc>>) -> InstanceRecord {
+    InstanceRecord {
+        task: write.task.clone(),
+        key: write.key.clone(),
+        cron: write.cron.clone(),
+        timezone: write.timezone.clone(),
+        args: write.args.clone(),
+        enabled: true,
+        next_run_at: next,
+        last_scheduled_at: None,
+        removed: false,
+    }
+}
+
+#[test]
+fn a_schedule_is_checked_before_anything_is_written() {
+    let s = || Schedule::new("t", "k").cron("* * * * * *");
+    assert!(matches!(
+        s().check(false),
+        Err(crate::Error::Instance(InstanceRefusal::UnknownTask { .. }))
+    ));
+    assert!(matches!(
+        refusal(Schedule::new("t", "a/b").cron("* * * * *")),
+        InstanceRefusal::BadKey { .. }
+    ));
+    assert!(matches!(
+        refusal(Schedule::new("t", "k")),
+        InstanceRefusal::NoCron { .. }
+    ));
+    assert!(matches!(
+        s().cron("0 61 * * *").check(true),
+        Err(crate::Error::Schedule(_))
+    ));
+    assert!(matches!(
+        s().timezone("Mars/Olympus").check(true),
+        Err(crate::Error::Schedule(_))
+    ));
+    assert!(matches!(
+        refusal(s().args_json("{tenant: 1")),
+        InstanceRefusal::ArgsNotJson { .. }
+    ));
+    let big = serde_json::Value::String("x".repeat(MAX_ARGS_BYTES));
+    assert!(matches!(
+        refusal(s().args(big)),
+        InstanceRefusal::ArgsTooLarge { .. }
+    ));
+    // Text is stored compact, as a value is.
+    let (write, _) = checked(s().args_json(r#"{ "tenant" : 42 }"#));
+    assert_eq!(write.args.as_deref(), Some(r#"{"tenant":42}"#));
+    let (write, _) = checked(s().args(serde_json::json!({"tenant": 42})));
+    assert_eq!(write.args.as_deref(), Some(r#"{"tenant":42}"#));
+    assert_eq!(write.timezone, "UTC");
+}
+
+#[test]
+fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
+    let now = at("2026-01-01T00:00:10.500Z");
+    let (write, spec) = checked(Schedule::new("t", "k").cron("*/5 * * * * *"));
+    let plan = |task: Option<InstanceTask>, existing: Option<InstanceRecord>| {
+        plan_upsert(&write, &spec, &InstanceFacts { task, existing }, now)
+    };
+    assert_eq!(plan(None, None), InstancePlan::NoTask);
+    let sharded = InstanceTask {
+        shards: 2,
+        ..task(true)
+    };
+    assert_eq!(plan(Some(sharded), None), InstancePlan::Sharded);
+    let broadcast = InstanceTask {
+        node_pin: Some(String::new()),
+        ..task(true)
+    };
+    assert_eq!(plan(Some(broadcast), None), InstancePlan::Sharded);
+    // New: the first tick after now.
+    let first = at("2026-01-01T00:00:15Z");
+    assert_eq!(
+        plan(Some(task(true)), None),
+        InstancePlan::Write {
+            enabled: true,
+            next_run_at: Some(first)
+        }
+    );
+    // A disabled task: disabled, nothing scheduled.
+    assert_eq!(
+        plan(Some(task(false)), None),
+        InstancePlan::Write {
+            enabled: false,
+            next_run_at: None
+        }
+    );
+    // Unchanged schedule: its next run is kept (even one in the past: the claim's misfire).
+    let kept = at("2026-01-01T00:00:05Z");
+    assert_eq!(
+        plan(Some(task(true)), Some(record(&write, Some(kept)))),
+        InstancePlan::Write {
+            enabled: true,
+            next_run_at: Some(kept)
+        }
+    );
+    // A changed cron: recomputed, never at or before the tick last claimed.
+    let mut old = record(&write, Some(kept));
+    old.cron = "* * * * * *".into();
+    old.last_scheduled_at = Some(at("2026-01-01T00:00:20Z"));
+    assert_eq!(
+        plan(Some(task(true)), Some(old)),
+        InstancePlan::Write {
+            enabled: true,
+            next_run_at: Some(at("2026-01-01T00:00:25Z"))
+        }
+    );
+    // Back after its removal: scheduled afresh.
+    let mut removed = record(&write, None);
+    removed.removed = true;
+    assert_eq!(
+        plan(Some(task(true)), Some(removed)),
+        InstancePlan::Write {
+            enabled: true,
+            next_run_at: Some(first)
+        }
+    );
+}

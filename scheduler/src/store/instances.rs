@@ -1,0 +1,131 @@
+//! What crosses the store's boundary for the instances of a task (`crate::instance`): the
+//! write of one, the rows an upsert decides on, its decision, and an instance as read.
+//!
+//! The operations are [`OperatorStore`](super::OperatorStore)'s `upsert_instance`,
+//! `instances` and `remove_instance`, written once for both backends (`writes.rs`, `reads.rs`);
+//! each backend only opens their transaction.
+
+use chrono::{DateTime, Utc};
+
+/// An instance to write: its task, key, schedule and arguments, checked by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InstanceWrite {
+    /// Its task.
+    pub task: String,
+    /// Its key.
+    pub key: String,
+    /// Its cron expression.
+    pub cron: String,
+    /// Its zone.
+    pub timezone: String,
+    /// Its arguments as JSON text, if any.
+    pub args: Option<String>,
+}
+
+impl InstanceWrite {
+    /// Instance `key` of `task` on `cron` in `timezone`, with `args` (JSON text), as checked by
+    /// the caller.
+    pub fn new(
+        task: impl Into<String>,
+        key: impl Into<String>,
+        cron: impl Into<String>,
+        timezone: impl Into<String>,
+        args: Option<String>,
+    ) -> Self {
+        Self {
+            task: task.into(),
+            key: key.into(),
+            cron: cron.into(),
+            timezone: timezone.into(),
+            args,
+        }
+    }
+
+    /// Its row's name (`task/key`).
+    pub fn row(&self) -> String {
+        crate::instance::row_name(&self.task, &self.key)
+    }
+}
+
+/// An instance as the store holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InstanceRecord {
+    /// Its task.
+    pub task: String,
+    /// Its key.
+    pub key: String,
+    /// Its cron expression.
+    pub cron: String,
+    /// Its zone.
+    pub timezone: String,
+    /// Its arguments as JSON text, if any.
+    pub args: Option<String>,
+    /// Whether it runs (its task is enabled).
+    pub enabled: bool,
+    /// Its next scheduled tick.
+    pub next_run_at: Option<DateTime<Utc>>,
+    /// The tick most recently claimed.
+    pub last_scheduled_at: Option<DateTime<Utc>>,
+    /// Removed, its row kept until the run in flight releases its lock.
+    pub removed: bool,
+}
+
+/// The task's own row, as an upsert of one of its instances reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InstanceTask {
+    /// Whether the task is enabled.
+    pub enabled: bool,
+    /// Its shard count.
+    pub shards: u32,
+    /// Its node pin (a broadcast task's row has one).
+    pub node_pin: Option<String>,
+}
+
+/// What an upsert decides on, read in its transaction: the task's row and the instance's, if
+/// they exist.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct InstanceFacts {
+    /// The task's own row.
+    pub task: Option<InstanceTask>,
+    /// The instance's row (a removed one too).
+    pub existing: Option<InstanceRecord>,
+}
+
+/// An upsert's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InstancePlan {
+    /// Write the instance: enabled or not, with this next run.
+    Write {
+        /// Whether it runs.
+        enabled: bool,
+        /// Its next scheduled tick.
+        next_run_at: Option<DateTime<Utc>>,
+    },
+    /// Refused: the task has no row.
+    NoTask,
+    /// Refused: the task has shards or is a broadcast task.
+    Sharded,
+}
+
+/// What [`OperatorStore::upsert_instance`](super::OperatorStore::upsert_instance) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InstanceUpsert {
+    /// Written, as it now is.
+    Written(InstanceRecord),
+    /// Refused: the task has no row.
+    NoTask,
+    /// Refused: the task has shards or is a broadcast task.
+    Sharded,
+}
+
+/// Decides an upsert inside
+/// [`OperatorStore::upsert_instance`](super::OperatorStore::upsert_instance), from the rows it
+/// read and the store's clock.
+pub type InstancePlanner<'a> =
+    dyn Fn(&InstanceFacts, DateTime<Utc>) -> InstancePlan + Send + Sync + 'a;

@@ -1,0 +1,43 @@
+//! The instances of a task on PostgreSQL: the upsert and the removal written once
+//! (`store/writes.rs`), each run in one transaction with its audit entry.
+
+use super::exec::insert_audit;
+use crate::store::postgres::PgStore;
+use crate::store::writes;
+use crate::store::{AuditEntry, InstancePlanner, InstanceUpsert, InstanceWrite, StoreResult};
+
+pub(super) async fn upsert_instance(
+    store: &PgStore,
+    instance: &InstanceWrite,
+    audit: &AuditEntry,
+    planner: &InstancePlanner<'_>,
+) -> StoreResult<InstanceUpsert> {
+    write_tx!(store, "upsert_instance", |tx, ()| {
+        let upsert = writes::upsert_instance_on::<PgStore>(&mut tx, (), instance, planner).await?;
+        if matches!(upsert, InstanceUpsert::Written(_)) {
+            insert_audit(&mut tx, audit).await?;
+            // Its first tick may be sooner than what the nodes wait for.
+            sqlx::query(query!("notify"))
+                .bind(&store.channel)
+                .bind("request")
+                .execute(&mut *tx)
+                .await?;
+        }
+        upsert
+    })
+}
+
+pub(super) async fn remove_instance(
+    store: &PgStore,
+    task: &str,
+    key: &str,
+    audit: &AuditEntry,
+) -> StoreResult<bool> {
+    write_tx!(store, "remove_instance", |tx, ()| {
+        let removed = writes::remove_instance_on::<PgStore>(&mut tx, (), task, key).await?;
+        if removed {
+            insert_audit(&mut tx, audit).await?;
+        }
+        removed
+    })
+}

@@ -1,0 +1,480 @@
+//! Instances of a task made at run time ([`scheduler::Schedules`]): every tick of every instance
+//! runs once across the nodes, an upsert changes an instance in place, a removed instance
+//! finishes its run in flight and runs no more, arguments that do not decode fail the run with
+//! the reason, and what is refused says why. Judged by what the handlers themselves recorded,
+//! never by timings.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use common::*;
+use scheduler::config::{ConfigDocument, TaskConfig};
+use scheduler::testing::store::RunStatus;
+use scheduler::{Error, InstanceRefusal, Schedule, Schedules, TaskContext, task};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Notify;
+
+on_both_backends! {
+    threads = 2;
+    every_tick_of_every_instance_runs_once_across_two_nodes,
+    an_upsert_changes_an_instance_in_place_and_keeps_its_history,
+    a_removed_instance_finishes_its_run_in_flight_and_runs_no_more,
+    arguments_that_do_not_decode_fail_the_run_with_the_reason,
+    a_document_leaves_instances_alone_but_disabling_the_task_disables_them,
+    what_is_refused_says_why,
+}
+
+/// One run as its handler saw it: key, tick, node, tenant.
+type Seen = (Option<String>, DateTime<Utc>, String, u64);
+
+/// What the handlers saw, per run, at its start.
+#[derive(Default)]
+struct InstanceLog {
+    runs: Mutex<Vec<Seen>>,
+    /// A run of the key `hold` waits for this before it ends.
+    hold: Notify,
+}
+
+impl InstanceLog {
+    fn ticks_of(&self, key: &str) -> Vec<DateTime<Utc>> {
+        self.runs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.0.as_deref() == Some(key))
+            .map(|r| r.1)
+            .collect()
+    }
+}
+
+#[derive(Deserialize)]
+struct Tenant {
+    tenant: u64,
+}
+
+/// Records its run; a run of the key `hold` waits to be let go.
+#[task(name = "inst.sync")]
+async fn inst_sync(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
+    let Tenant { tenant } = ctx.args()?;
+    let log = ctx.state::<Arc<InstanceLog>>().unwrap();
+    log.runs.lock().unwrap().push((
+        ctx.key().map(str::to_owned),
+        ctx.scheduled_at(),
+        ctx.node_id().to_owned(),
+        tenant,
+    ));
+    if ctx.key() == Some("hold") {
+        log.hold.notified().await;
+    }
+    Ok(())
+}
+
+/// A task with shards: it has no instances.
+#[task(name = "inst.sharded", shards = 2)]
+async fn inst_sharded(_ctx: TaskContext) {}
+
+/// Nodes `ids` running `inst.*` (the handles to make instances with, from the first), started,
+/// once the task's row is in the store.
+async fn nodes(db: &TestDb, ids: &[&str], log: &Arc<InstanceLog>) -> (Schedules, Vec<RunningNode>) {
+    let mut schedules = None;
+    let mut running = Vec::new();
+    for id in ids {
+        let scheduler = node(db, id, tasks("inst."))
+            .config_document(config())
+            .poll_interval(Duration::from_millis(500))
+            .state(Arc::clone(log))
+            .build()
+            .unwrap();
+        schedules.get_or_insert_with(|| scheduler.schedules());
+        running.push(start(scheduler));
+    }
+    wait_until(
+        Duration::from_secs(60),
+        "the task's row written",
+        || async { db.try_task("inst.sync").await.is_some() },
+    )
+    .await;
+    (schedules.unwrap(), running)
+}
+
+/// The tasks' own schedules: yearly (their instances are what runs).
+fn config() -> ConfigDocument {
+    doc(vec![
+        entry("inst.sync", "0 0 0 1 1 *"),
+        entry("inst.sharded", "0 0 0 1 1 *"),
+    ])
+}
+
+fn every_second(key: &str, tenant: u64) -> Schedule {
+    Schedule::new("inst.sync", key)
+        .cron("* * * * * *")
+        .args(json!({ "tenant": tenant }))
+}
+
+/// Three instances of one task every second on two nodes: each tick of each instance ran once,
+/// with its own key and arguments, the store recorded each run under the task with its key,
+/// and both nodes ran some.
+async fn every_tick_of_every_instance_runs_once_across_two_nodes(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let (schedules, running) = nodes(db, &["a", "b"], &log).await;
+    for (key, tenant) in [("t1", 1), ("t2", 2), ("t3", 3)] {
+        schedules.upsert(every_second(key, tenant)).await.unwrap();
+    }
+    let enough = |log: &InstanceLog| {
+        let runs = log.runs.lock().unwrap();
+        let nodes: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.2.as_str()).collect();
+        ["t1", "t2", "t3"]
+            .iter()
+            .all(|k| runs.iter().filter(|r| r.0.as_deref() == Some(k)).count() >= 4)
+            && nodes.len() == 2
+    };
+    wait_stepping(
+        db,
+        Duration::from_secs(120),
+        "four ticks of each instance, runs on both nodes",
+        || async { enough(&log) },
+    )
+    .await;
+    for n in running {
+        n.stop().await;
+    }
+
+    let runs = log.runs.lock().unwrap().clone();
+    let mut seen: BTreeMap<(String, DateTime<Utc>), usize> = BTreeMap::new();
+    for (key, tick, _, tenant) in &runs {
+        let key = key.clone().expect("every run is an instance's");
+        assert_eq!(format!("t{tenant}"), key, "each instance's own arguments");
+        *seen.entry((key, *tick)).or_default() += 1;
+    }
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "ticks run twice: {twice:?}");
+    // The store's record agrees: one run per tick of each instance, under the task's name.
+    let mut stored: BTreeMap<(String, DateTime<Utc>), usize> = BTreeMap::new();
+    for run in db.runs(Some("inst.sync")).await {
+        let key = run.instance_key.clone().expect("recorded with its key");
+        *stored.entry((key, run.scheduled_at)).or_default() += 1;
+    }
+    assert!(stored.values().all(|n| *n == 1), "{stored:?}");
+    for key in seen.keys() {
+        assert!(stored.contains_key(key), "run {key:?} recorded");
+    }
+}
+
+/// An instance every second changed to every other second: the same instance (one in the
+/// list), its earlier runs kept, and its runs after the change on even seconds only.
+async fn an_upsert_changes_an_instance_in_place_and_keeps_its_history(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let (schedules, running) = nodes(db, &["a"], &log).await;
+    schedules.upsert(every_second("t1", 1)).await.unwrap();
+    wait_stepping(db, Duration::from_secs(60), "two runs", || async {
+        log.ticks_of("t1").len() >= 2
+    })
+    .await;
+    let changed = schedules
+        .upsert(every_second("t1", 1).cron("*/2 * * * * *"))
+        .await
+        .unwrap();
+    let changed_at = db.now();
+    assert_eq!(changed.cron, "*/2 * * * * *");
+    let next = changed.next_run_at.expect("a next run");
+    assert_eq!(chrono::Timelike::second(&next) % 2, 0, "recomputed: {next}");
+    let before = log.ticks_of("t1").len();
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "three runs after the change",
+        || async {
+            log.ticks_of("t1")
+                .iter()
+                .filter(|t| **t > changed_at)
+                .count()
+                >= 3
+        },
+    )
+    .await;
+    for n in running {
+        n.stop().await;
+    }
+    let list = schedules.list("inst.sync").await.unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    let after: Vec<_> = log
+        .ticks_of("t1")
+        .into_iter()
+        .filter(|t| *t > changed_at + chrono::Duration::seconds(1))
+        .collect();
+    assert!(
+        after.iter().all(|t| chrono::Timelike::second(t) % 2 == 0),
+        "after the change, even seconds only: {after:?}"
+    );
+    let recorded = db.runs(Some("inst.sync")).await;
+    assert!(
+        recorded.len() >= before,
+        "the runs before the change are kept: {} of {before}",
+        recorded.len()
+    );
+}
+
+/// An instance removed while its run is in flight: the run finishes and is recorded, no later
+/// tick of it runs (while another instance of the task goes on ticking), and it is gone from
+/// the list.
+async fn a_removed_instance_finishes_its_run_in_flight_and_runs_no_more(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let (schedules, running) = nodes(db, &["a"], &log).await;
+    schedules.upsert(every_second("hold", 7)).await.unwrap();
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "the held run started",
+        || async { !log.ticks_of("hold").is_empty() },
+    )
+    .await;
+    assert!(schedules.remove("inst.sync", "hold").await.unwrap());
+    assert_eq!(schedules.get("inst.sync", "hold").await.unwrap(), None);
+    assert!(
+        !schedules.remove("inst.sync", "hold").await.unwrap(),
+        "removed once"
+    );
+    log.hold.notify_one();
+    wait_until(Duration::from_secs(60), "the held run recorded", || async {
+        db.runs(Some("inst.sync"))
+            .await
+            .iter()
+            .any(|r| r.instance_key.as_deref() == Some("hold") && r.status == RunStatus::Succeeded)
+    })
+    .await;
+    // Another instance's ticks go on: three of them after the held run ended.
+    schedules.upsert(every_second("other", 8)).await.unwrap();
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "three ticks of another instance",
+        || async { log.ticks_of("other").len() >= 3 },
+    )
+    .await;
+    for n in running {
+        n.stop().await;
+    }
+    assert_eq!(log.ticks_of("hold").len(), 1, "no tick after the removal");
+    let held: Vec<_> = db
+        .runs(Some("inst.sync"))
+        .await
+        .into_iter()
+        .filter(|r| r.instance_key.as_deref() == Some("hold"))
+        .collect();
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].status, RunStatus::Succeeded);
+    let audit = db.api().audit_log(100, None).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|a| a.action == "instance remove" && a.detail == "hold"),
+        "{audit:?}"
+    );
+}
+
+/// Arguments the handler cannot decode: the run is recorded failed, saying why.
+async fn arguments_that_do_not_decode_fail_the_run_with_the_reason(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let (schedules, running) = nodes(db, &["a"], &log).await;
+    schedules
+        .upsert(every_second("bad", 0).args(json!({"tenant": "forty-two"})))
+        .await
+        .unwrap();
+    wait_stepping(db, Duration::from_secs(60), "a failed run", || async {
+        db.runs(Some("inst.sync"))
+            .await
+            .iter()
+            .any(|r| r.status == RunStatus::Failed)
+    })
+    .await;
+    for n in running {
+        n.stop().await;
+    }
+    let failed = db
+        .runs(Some("inst.sync"))
+        .await
+        .into_iter()
+        .find(|r| r.status == RunStatus::Failed)
+        .unwrap();
+    assert_eq!(failed.instance_key.as_deref(), Some("bad"));
+    let error = failed.error.unwrap_or_default();
+    assert!(
+        error.contains("inst.sync/bad") && error.contains("invalid type"),
+        "{error}"
+    );
+    assert!(
+        log.ticks_of("bad").is_empty(),
+        "the handler went no further"
+    );
+}
+
+/// Every refusal, each saying why, and nothing written for any.
+async fn what_is_refused_says_why(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let scheduler = node(db, "a", tasks("inst."))
+        .config_document(config())
+        .state(Arc::clone(&log))
+        .build()
+        .unwrap();
+    let schedules = scheduler.schedules();
+    // Before any node has written the task's row.
+    let refused = schedules.upsert(every_second("t1", 1)).await.unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            Error::Instance(InstanceRefusal::TaskNotStored { .. })
+        ),
+        "{refused}"
+    );
+    let running = start(scheduler);
+    wait_until(
+        Duration::from_secs(60),
+        "the task's row written",
+        || async {
+            db.try_task("inst.sync").await.is_some() && db.try_task("inst.sharded").await.is_some()
+        },
+    )
+    .await;
+    let refusal = |e: Error| match e {
+        Error::Instance(r) => r,
+        other => panic!("not a refusal: {other}"),
+    };
+    let unknown = schedules
+        .upsert(Schedule::new("inst.nope", "k").cron("* * * * * *"))
+        .await
+        .unwrap_err();
+    assert!(
+        unknown.to_string().contains("no task `inst.nope`"),
+        "{unknown}"
+    );
+    assert!(matches!(
+        refusal(unknown),
+        InstanceRefusal::UnknownTask { .. }
+    ));
+    let sharded = schedules
+        .upsert(Schedule::new("inst.sharded", "k").cron("* * * * * *"))
+        .await
+        .unwrap_err();
+    assert!(matches!(refusal(sharded), InstanceRefusal::Sharded { .. }));
+    for key in ["", "a/b", "a[1]", "a@b", "with space", &"k".repeat(129)] {
+        let e = schedules.upsert(every_second(key, 1)).await.unwrap_err();
+        assert!(
+            matches!(refusal(e), InstanceRefusal::BadKey { .. }),
+            "{key:?}"
+        );
+    }
+    let e = schedules
+        .upsert(Schedule::new("inst.sync", "k"))
+        .await
+        .unwrap_err();
+    assert!(matches!(refusal(e), InstanceRefusal::NoCron { .. }));
+    let e = schedules
+        .upsert(Schedule::new("inst.sync", "k").cron("0 61 * * *"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Schedule(_)), "{e}");
+    let e = schedules
+        .upsert(every_second("k", 1).timezone("Mars/Olympus"))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Schedule(_)), "{e}");
+    let e = schedules
+        .upsert(every_second("k", 1).args_json("{tenant: 1"))
+        .await
+        .unwrap_err();
+    assert!(matches!(refusal(e), InstanceRefusal::ArgsNotJson { .. }));
+    let big = "x".repeat(Schedule::MAX_ARGS_BYTES);
+    let e = schedules
+        .upsert(every_second("k", 1).args(json!({ "blob": big })))
+        .await
+        .unwrap_err();
+    assert!(matches!(refusal(e), InstanceRefusal::ArgsTooLarge { .. }));
+    assert!(
+        schedules.list("inst.sync").await.unwrap().is_empty(),
+        "nothing written"
+    );
+    running.stop().await;
+}
+
+/// A node on `config`, started, once its reconcile has written the task's row.
+async fn node_on(db: &TestDb, config: ConfigDocument, log: &Arc<InstanceLog>) -> RunningNode {
+    let running = start(
+        node(db, "a", tasks("inst."))
+            .config_document(config)
+            .state(Arc::clone(log))
+            .build()
+            .unwrap(),
+    );
+    wait_until(
+        Duration::from_secs(60),
+        "the task's row written",
+        || async { db.try_task("inst.sync").await.is_some() },
+    )
+    .await;
+    running
+}
+
+/// Documents never name instances: one applied after an instance was made leaves it as it was.
+/// A document that disables the task disables its instances (nothing scheduled, no run); one
+/// that enables it again enables them, each with a next run.
+async fn a_document_leaves_instances_alone_but_disabling_the_task_disables_them(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let running = node_on(db, config(), &log).await;
+    let schedules = Schedules::new(db.node_store(2), &tasks("inst."), "test");
+    let yearly = || Schedule::new("inst.sync", "t1").cron("0 0 0 1 1 *");
+    let made = schedules.upsert(yearly()).await.unwrap();
+    assert!(made.enabled && made.next_run_at.is_some(), "{made:?}");
+    running.stop().await;
+
+    // Another document (another version of the task's schedule): the instance is untouched.
+    let other = doc(vec![
+        entry("inst.sync", "0 0 0 2 1 *"),
+        entry("inst.sharded", "0 0 0 1 1 *"),
+    ]);
+    node_on(db, other, &log).await.stop().await;
+    assert_eq!(
+        schedules.get("inst.sync", "t1").await.unwrap(),
+        Some(made.clone())
+    );
+
+    // The task disabled: its instance too.
+    let disabled = doc(vec![
+        TaskConfig {
+            enabled: false,
+            ..entry("inst.sync", "0 0 0 1 1 *")
+        },
+        entry("inst.sharded", "0 0 0 1 1 *"),
+    ]);
+    let running = node_on(db, disabled, &log).await;
+    wait_until(Duration::from_secs(60), "the instance disabled", || async {
+        schedules
+            .get("inst.sync", "t1")
+            .await
+            .unwrap()
+            .is_some_and(|i| !i.enabled)
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(schedules.list("inst.sync").await.unwrap().len(), 1, "kept");
+
+    // Enabled again: its instance too, with a next run.
+    let running = node_on(db, config(), &log).await;
+    wait_until(Duration::from_secs(60), "the instance enabled", || async {
+        schedules
+            .get("inst.sync", "t1")
+            .await
+            .unwrap()
+            .is_some_and(|i| i.enabled && i.next_run_at.is_some())
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        log.runs.lock().unwrap().is_empty(),
+        "a yearly schedule ran nothing"
+    );
+}
