@@ -348,16 +348,16 @@ impl TaskContext {
     ///     tenant: u64,
     /// }
     ///
-    /// #[task(name = "syncAdvertiserReport")]
-    /// async fn sync_advertiser_report(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
+    /// #[task(name = "syncTenantReport")]
+    /// async fn sync_tenant_report(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
     ///     let Tenant { tenant } = ctx.args()?;
     ///     assert_eq!(tenant, 42);
     ///     Ok(())
     /// }
     ///
-    /// let ctx = TaskContext::standalone_instance("syncAdvertiserReport", "tenant-42", json!({"tenant": 42}));
+    /// let ctx = TaskContext::standalone_instance("syncTenantReport", "tenant-42", json!({"tenant": 42}));
     /// assert_eq!(ctx.args::<Tenant>().unwrap().tenant, 42);
-    /// let bad = TaskContext::standalone_instance("syncAdvertiserReport", "t", json!({"tenant": "x"}));
+    /// let bad = TaskContext::standalone_instance("syncTenantReport", "t", json!({"tenant": "x"}));
     /// assert!(bad.args::<Tenant>().unwrap_err().to_string().contains("invalid type"));
     /// ```
     pub fn args<T: serde::de::DeserializeOwned>(&self) -> Result<T, ArgsError> {
