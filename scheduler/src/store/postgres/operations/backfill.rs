@@ -3,7 +3,7 @@
 
 use sqlx::Row;
 
-use super::exec::insert_audit;
+use super::exec::{insert_audit, notify_on};
 use crate::store::postgres::PgStore;
 use crate::store::writes::backfill_not_cancelled;
 use crate::store::{AuditEntry, BackfillCancel, BackfillCreate, NewBackfill, StoreResult};
@@ -41,11 +41,7 @@ pub(super) async fn create_backfill(
         }
         let id: i64 = row.try_get("id")?;
         insert_audit(&mut tx, audit).await?;
-        sqlx::query(query!("notify"))
-            .bind(&store.channel)
-            .bind("request")
-            .execute(&mut *tx)
-            .await?;
+        notify_on(&mut tx, store, "request").await?;
         BackfillCreate::Created(id)
     })
 }

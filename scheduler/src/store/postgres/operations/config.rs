@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Postgres, Row};
 
 use super::columns::SkipColumns;
+use super::exec::notify_on;
 use crate::store::config::{ChangesByKind, TaskWrite};
 use crate::store::postgres::PgStore;
 use crate::store::records::{config_state_of, task_row};
@@ -91,11 +92,7 @@ pub(super) async fn apply_config(
         }
         SkipColumns::collect(skips.iter()).insert(&mut tx).await?;
         save_config_state::<PgStore>(&mut tx, (), state).await?;
-        sqlx::query(query!("notify"))
-            .bind(&store.channel)
-            .bind("config")
-            .execute(&mut *tx)
-            .await?;
+        notify_on(&mut tx, store, "config").await?;
         plan
     })
 }

@@ -162,6 +162,21 @@ pub(super) async fn insert_audit(
     writes::insert_audit::<PgStore>(conn, (), a).await
 }
 
+/// Sends `payload` on the store's change channel through `conn`: inside a transaction, the
+/// nodes hear it when it commits (`queries/notify.sql`).
+pub(super) async fn notify_on(
+    conn: &mut PgConnection,
+    store: &PgStore,
+    payload: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(query!("notify"))
+        .bind(&store.channel)
+        .bind(payload)
+        .execute(conn)
+        .await
+        .map(drop)
+}
+
 /// A value PostgreSQL represents its own way (see `store/dialect.rs`), bound.
 fn bind<'q>(
     query: Query<'q, Postgres, PgArguments>,

@@ -1,7 +1,7 @@
 //! The instances of a task on PostgreSQL: the upsert and the removal written once
 //! (`store/writes.rs`), each run in one transaction with its audit entry.
 
-use super::exec::insert_audit;
+use super::exec::{insert_audit, notify_on};
 use crate::store::postgres::PgStore;
 use crate::store::writes;
 use crate::store::{AuditEntry, InstancePlanner, InstanceUpsert, InstanceWrite, StoreResult};
@@ -17,11 +17,7 @@ pub(super) async fn upsert_instance(
         if matches!(upsert, InstanceUpsert::Written(_)) {
             insert_audit(&mut tx, audit).await?;
             // Its first tick may be sooner than what the nodes wait for.
-            sqlx::query(query!("notify"))
-                .bind(&store.channel)
-                .bind("request")
-                .execute(&mut *tx)
-                .await?;
+            notify_on(&mut tx, store, "request").await?;
         }
         upsert
     })

@@ -65,12 +65,8 @@ async fn listener(store: &PgStore) -> StoreResult<Box<dyn ChangeListener>> {
 }
 
 async fn notify(store: &PgStore) -> StoreResult<()> {
-    timed!(store, "notify", |conn| {
-        sqlx::query(query!("notify"))
-            .bind(&store.channel)
-            .bind("request")
-            .execute(conn)
-            .await
-            .map(drop)
-    })
+    timed!(store, "notify", |conn| exec::notify_on(
+        conn, store, "request"
+    )
+    .await)
 }

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::Row;
 
 use super::columns::SkipColumns;
-use super::exec::insert_audit;
+use super::exec::{insert_audit, notify_on};
 use crate::store::postgres::PgStore;
 use crate::store::records::{pause_of, run_record, task_state};
 use crate::store::writes::run_on;
@@ -30,11 +30,7 @@ pub(super) async fn request_run(
             RunRequest::Paused(pause)
         } else if row.try_get::<bool, _>("queued")? {
             insert_audit(&mut tx, audit).await?;
-            sqlx::query(query!("notify"))
-                .bind(&store.channel)
-                .bind("request")
-                .execute(&mut *tx)
-                .await?;
+            notify_on(&mut tx, store, "request").await?;
             RunRequest::Queued
         } else {
             RunRequest::AlreadyQueued
@@ -61,11 +57,7 @@ pub(super) async fn cancel_run(
         };
         let run = run_record(&row)?;
         insert_audit(&mut tx, audit).await?;
-        sqlx::query(query!("notify"))
-            .bind(&store.channel)
-            .bind(crate::store::postgres::CANCEL_PAYLOAD)
-            .execute(&mut *tx)
-            .await?;
+        notify_on(&mut tx, store, crate::store::postgres::CANCEL_PAYLOAD).await?;
         CancelRequest::Requested(run)
     })
 }
@@ -137,11 +129,7 @@ pub(super) async fn resume_task(
             .insert(&mut tx)
             .await?;
         insert_audit(&mut tx, audit).await?;
-        sqlx::query(query!("notify"))
-            .bind(&store.channel)
-            .bind("resume")
-            .execute(&mut *tx)
-            .await?;
+        notify_on(&mut tx, store, "resume").await?;
         state.pause
     })
 }
