@@ -4,7 +4,10 @@
 //! `scripts/bench scale` (a throwaway cluster preloading `pg_stat_statements`). Knobs:
 //! `SCALE_NODES` (3), `SCALE_TASKS` (2000), `SCALE_EVERY` seconds (10), `SCALE_SECONDS` measured
 //! (60), `SCALE_MAX_CONCURRENT` (node default), `SCALE_IDLE=1` (the tasks run yearly: nothing
-//! is due, for the idle load), `SCALE_KEEP=1` (keep the nodes' records and logs). Each node is
+//! is due, for the idle load), `SCALE_KEEP=1` (keep the nodes' records and logs),
+//! `SCALE_INSTANCES=N` (instead of tasks: one task `s.00000` whose own row runs yearly, and N
+//! instances of it `k00000`.. on the cron, made through `Schedules` once the nodes are up,
+//! `SCALE_CREATE_AT_ONCE` (16) upserts at a time; their making is timed). Each node is
 //! a `scale_node` process connecting as its own role `scale_node_NN`, so `pg_stat_statements`
 //! (keyed by role) and `pg_stat_activity` count statements and connections per node on the
 //! server. The roles are superusers: run this on a throwaway cluster only. The nodes' CPU time
@@ -67,10 +70,17 @@ async fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let exe = sibling("scale_node");
     let idle = std::env::var("SCALE_IDLE").is_ok_and(|v| v == "1");
+    let instances = knob("SCALE_INSTANCES", 0) as usize;
     let cron = if idle {
         "0 0 1 1 *".to_owned()
     } else {
         format!("*/{every} * * * * *")
+    };
+    // With instances, the nodes' one task runs yearly; its instances run on `cron`.
+    let (tasks, node_cron) = if instances > 0 {
+        (1, "0 0 1 1 *".to_owned())
+    } else {
+        (tasks, cron.clone())
     };
     let mut procs: Vec<Node> = (0..nodes)
         .map(|i| {
@@ -84,7 +94,7 @@ async fn main() {
                 .env("SCALE_SCHEMA", SCHEMA)
                 .env("SCALE_NODE_ID", role(i))
                 .env("SCALE_TASKS", tasks.to_string())
-                .env("SCALE_CRON", &cron)
+                .env("SCALE_CRON", &node_cron)
                 .env("SCALE_RECORD", &record)
                 .stdout(Stdio::null())
                 .stderr(log);
@@ -102,6 +112,9 @@ async fn main() {
 
     // Every node registered, then one whole tick of warm-up.
     wait_registered(&admin, SCHEMA, nodes, Duration::from_secs(120)).await;
+    if instances > 0 {
+        make_instances(&url, instances, &cron).await;
+    }
     let every_ms = every * 1000;
     let now_ms = Utc::now().timestamp_millis();
     // Mid-interval, after the next tick: no tick on the window's edges.
@@ -228,7 +241,12 @@ async fn main() {
         shares.push(runs);
     }
     let ticks = (end_ms - start_ms) / every_ms;
-    let expected = if idle { 0 } else { ticks as u64 * tasks as u64 };
+    let scheduled = if instances > 0 { instances } else { tasks };
+    let expected = if idle {
+        0
+    } else {
+        ticks as u64 * scheduled as u64
+    };
     let twice: u64 = seen
         .values()
         .filter(|&&n| n > 1)
@@ -250,8 +268,13 @@ async fn main() {
     let mib = |kb: u64| kb as f64 / 1024.0;
     let at = DateTime::<Utc>::from_timestamp_millis(start_ms).unwrap();
     println!(
-        "{nodes} nodes x {tasks} tasks {}, {ticks} intervals measured from {} UTC; \
+        "{nodes} nodes x {scheduled} {} {}, {ticks} intervals measured from {} UTC; \
          load average at the end: {}",
+        if instances > 0 {
+            "instances of one task"
+        } else {
+            "tasks"
+        },
         if idle {
             "none due".to_owned()
         } else {
@@ -279,7 +302,7 @@ async fn main() {
         }
     };
     println!(
-        "| {nodes} x {tasks} | {total} / {expected} | {twice} | {missing} | {:.0} | {:.0} | {:.0} \
+        "| {nodes} x {scheduled} | {total} / {expected} | {twice} | {missing} | {:.0} | {:.0} | {:.0} \
          | {:.0}%..{:.0}% | {:.1}, {:.1} | {:.2} | {}, {conns_total_max} | {:.1}..{:.1} ({:.1}) |",
         pct(&mut l, 50.0),
         pct(&mut l, 99.0),
@@ -323,4 +346,52 @@ async fn main() {
     } else {
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Makes instances `k00000`.. of `s.00000` on `cron` through `Schedules` (the Rust API, as an
+/// application would), `SCALE_CREATE_AT_ONCE` at a time, once the nodes have written the task;
+/// prints how long it took.
+async fn make_instances(url: &str, n: usize, cron: &str) {
+    let registry = scheduler_bench::engine_support::registry_with("s.", 1, noop);
+    let store = pg_store(url, SCHEMA);
+    let schedules = scheduler::Schedules::new(store, &registry, "bench");
+    let at_once = knob("SCALE_CREATE_AT_ONCE", 16).max(1) as usize;
+    let make = |i: usize| {
+        let schedules = schedules.clone();
+        let cron = cron.to_owned();
+        async move {
+            let schedule = scheduler::Schedule::new("s.00000", format!("k{i:05}")).cron(cron);
+            loop {
+                match schedules.upsert(schedule.clone()).await {
+                    Ok(_) => return,
+                    // The nodes' reconcile writes the task shortly after they register.
+                    Err(scheduler::Error::Instance(
+                        scheduler::InstanceRefusal::TaskNotStored { .. },
+                    )) => tokio::time::sleep(Duration::from_millis(100)).await,
+                    Err(e) => panic!("instance k{i:05}: {e}"),
+                }
+            }
+        }
+    };
+    make(0).await;
+    let started = std::time::Instant::now();
+    let mut next = 1;
+    let mut running = tokio::task::JoinSet::new();
+    while next < n || !running.is_empty() {
+        while next < n && running.len() < at_once {
+            running.spawn(make(next));
+            next += 1;
+        }
+        running.join_next().await.unwrap().unwrap();
+    }
+    let took = started.elapsed().as_secs_f64();
+    println!(
+        "made {} instances through Schedules::upsert ({at_once} at once) in {took:.2} s ({:.0} a second)",
+        n - 1,
+        (n - 1) as f64 / took
+    );
+}
+
+fn noop(_: scheduler::TaskContext) -> scheduler::__private::TaskFuture {
+    Box::pin(async { Ok(()) })
 }

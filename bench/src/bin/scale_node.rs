@@ -1,7 +1,9 @@
 //! One node process of the `scale` benchmark, started by it (not meant to be run by hand).
 //!
 //! Registers `SCALE_TASKS` no-op tasks `s.00000`.. on `SCALE_CRON` in schema `SCALE_SCHEMA` of
-//! `DATABASE_URL` as node `SCALE_NODE_ID`. Every handler notes (task, tick, start time); on
+//! `DATABASE_URL` as node `SCALE_NODE_ID` (with `SCALE_INSTANCES`, `scale` makes instances
+//! `k00000`.. of `s.00000`, and a run's number is its key's). Every handler notes (task, tick,
+//! start time); on
 //! SIGTERM the node stops cleanly and writes them to `SCALE_RECORD`, one `task tick_ms start_ms`
 //! line per run, then `# rss_kb min max hwm` (resident memory sampled every 250 ms after
 //! start-up: the minimum is the node at rest between ticks, the maximum during a burst).
@@ -21,11 +23,12 @@ struct Ran(Mutex<Vec<(u32, i64, i64)>>);
 fn handler(ctx: TaskContext) -> TaskFuture {
     Box::pin(async move {
         let start = Utc::now().timestamp_millis();
-        let task: u32 = ctx
-            .task_name()
-            .strip_prefix("s.")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(u32::MAX);
+        // A task `s.NNNNN`, or an instance `kNNNNN` of `s.00000` (SCALE_INSTANCES).
+        let number = match ctx.key() {
+            Some(key) => key.strip_prefix('k'),
+            None => ctx.task_name().strip_prefix("s."),
+        };
+        let task: u32 = number.and_then(|n| n.parse().ok()).unwrap_or(u32::MAX);
         if let Ok(ran) = ctx.state::<Arc<Ran>>() {
             ran.0
                 .lock()
