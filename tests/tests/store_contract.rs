@@ -476,6 +476,7 @@ contract![
     a_row_pinned_to_a_node_is_offered_and_woken_for_on_that_node_only,
     rows_left_out_of_a_claim_are_neither_offered_nor_locked,
     an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited,
+    the_heartbeat_counts_the_instances,
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
 ];
@@ -5197,6 +5198,39 @@ fn write_plan(next: Option<DateTime<Utc>>) -> InstancePlan {
         enabled: true,
         next_run_at: next,
     }
+}
+
+/// The heartbeat counts every instance in the store, enabled or not, and no task's own row or
+/// shard: the engine sizes its claims by it (10,000 instances of one task are 10,000 rows).
+async fn the_heartbeat_counts_the_instances(s: &dyn Store, _: &Arrange) {
+    s.register_node(&NodeInfo::new("me", "host", 7, "test", vec![]))
+        .await
+        .unwrap();
+    let beat = || async { s.heartbeat("me", Duration::from_secs(30)).await.unwrap() };
+    assert_eq!(beat().await.instances, 0);
+    let t = now_s() + HOUR;
+    seed(s, &[("rep", t), ("other", t)]).await;
+    assert_eq!(
+        beat().await.instances,
+        0,
+        "tasks' own rows are not instances"
+    );
+    for key in ["a", "b", "c"] {
+        written(
+            upsert(s, &instance("rep", key, None), write_plan(Some(t)))
+                .await
+                .2,
+        );
+    }
+    let disabled = InstancePlan::Write {
+        enabled: false,
+        next_run_at: None,
+    };
+    written(upsert(s, &instance("other", "d", None), disabled).await.2);
+    assert_eq!(beat().await.instances, 4);
+    let audit = instance_audit("instance remove", "rep", "a");
+    assert!(s.remove_instance("rep", "a", &audit).await.unwrap());
+    assert_eq!(beat().await.instances, 3, "a removed instance is gone");
 }
 
 async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited(

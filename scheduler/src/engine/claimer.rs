@@ -4,14 +4,14 @@
 //!
 //! Fair shares: every node wakes for the same tick, and the first claim transaction to run would
 //! otherwise take as many due rows as its node has free slots (1,000 by default: a whole tick of
-//! 1,000 tasks). So one claim takes at most the node's share, the registered tasks divided by
-//! the live nodes (as the heartbeat counts them), and a node that took a full share pauses about
+//! 1,000 tasks). So one claim takes at most the node's share, the registered tasks and the
+//! instances in the store divided by the live nodes (as the heartbeat counts them), and a node that took a full share pauses about
 //! as long as that claim took before claiming again, so the others' claims go first. A node
 //! alone (or the last one awake) still gets everything, one share per claim.
 //!
 //! Claims ahead: a claim takes time (about 50 µs per due row on PostgreSQL, half a second for
 //! 10,000), and runs claimed only once their tick has come start that much late. So the loop
-//! claims a tick [`CLAIM_AHEAD_PER_TASK`] ahead of it per registered task (twice the measured
+//! claims a tick [`CLAIM_AHEAD_PER_TASK`] ahead of it per registered task or instance (twice the measured
 //! cost; at most `max_claim_ahead` and a quarter of the lock lifetime), and each run claimed
 //! ahead waits for its tick, holding its lock (renewed) and its slot. Only scheduled ticks are
 //! claimed ahead; retries, manual runs and pause ends when due. The lead comes from the task
@@ -41,7 +41,8 @@ use crate::ticks::missed_by;
 
 /// The smallest batch a fair share caps a claim to.
 const MIN_FAIR_BATCH: usize = 32;
-/// How far ahead of a tick a node claims it, per registered task.
+/// How far ahead of a tick a node claims it, per row a tick may hold (a registered task or an
+/// instance).
 pub(crate) const CLAIM_AHEAD_PER_TASK: Duration = Duration::from_micros(100);
 
 /// How far ahead of their ticks a node with `tasks` registered claims them, at most `bound`.
@@ -51,8 +52,8 @@ pub(crate) fn claim_ahead(tasks: usize, bound: Duration) -> Duration {
         .min(bound)
 }
 
-/// The most due rows one claim may take: `tasks` (registered here) divided among `live` nodes,
-/// rounded up, at least [`MIN_FAIR_BATCH`].
+/// The most due rows one claim may take: `tasks` (the rows a tick may hold: tasks registered
+/// here and instances) divided among `live` nodes, rounded up, at least [`MIN_FAIR_BATCH`].
 pub(crate) fn fair_cap(tasks: usize, live: usize) -> usize {
     tasks.div_ceil(live.max(1)).max(MIN_FAIR_BATCH)
 }
@@ -130,12 +131,19 @@ impl ClaimLoop {
         }
     }
 
+    /// The rows a tick may hold: the registered tasks and the instances in the store (10,000
+    /// instances of one task are 10,000 claims, not one).
+    fn rows(&self) -> usize {
+        let instances = self
+            .shared
+            .instances
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.shared.names.len().saturating_add(instances)
+    }
+
     /// How far ahead of their ticks claims run.
     fn ahead(&self) -> Duration {
-        claim_ahead(
-            self.shared.names.len(),
-            self.shared.settings.claim_ahead_bound(),
-        )
+        claim_ahead(self.rows(), self.shared.settings.claim_ahead_bound())
     }
 
     /// The names this node may claim: shared, not copied (10,000 names per pass), unless some
@@ -216,7 +224,7 @@ impl ClaimLoop {
             shared.permits.available_permits()
         };
         let live = shared.live_nodes.load(std::sync::atomic::Ordering::Relaxed);
-        let limit = free.min(fair_cap(names.len(), live));
+        let limit = free.min(fair_cap(self.rows(), live));
         let rules = Rules::new(
             &shared.registry,
             &shared.specs,

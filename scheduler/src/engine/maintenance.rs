@@ -55,6 +55,8 @@ pub(crate) struct HeartbeatParts {
     pub(crate) missed_grace: Option<Duration>,
     /// Where the live nodes the heartbeat counts are kept, for the claimer.
     pub(crate) live_nodes: Arc<AtomicUsize>,
+    /// Where the instances the heartbeat counts are kept, for the claimer.
+    pub(crate) instances: Arc<AtomicUsize>,
     pub(crate) specs: Arc<SpecCache>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) events: Arc<EventBus>,
@@ -97,6 +99,10 @@ impl Maintenance {
         }
         parts.live_nodes.store(
             usize::try_from(beat.live).unwrap_or(1).max(1),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        parts.instances.store(
+            usize::try_from(beat.instances).unwrap_or(0),
             std::sync::atomic::Ordering::Relaxed,
         );
         let now_silent: BTreeSet<String> = beat.silent.into_iter().collect();

@@ -30,6 +30,10 @@ pub(crate) struct Shared {
     /// Live nodes sharing the due work, this one included, as the last heartbeat counted them:
     /// bounds the batch one claim takes (see `claimer::fair_cap`).
     pub(crate) live_nodes: Arc<std::sync::atomic::AtomicUsize>,
+    /// Instances in the store, as the last heartbeat counted them: with the registered tasks,
+    /// the rows a tick may hold, which size the claims (see `claimer::fair_cap` and
+    /// `claimer::claim_ahead`).
+    pub(crate) instances: Arc<std::sync::atomic::AtomicUsize>,
     /// Wakes the claim loop (a handler finished, another node changed something).
     pub(crate) wake: Arc<Notify>,
     /// Tells handlers to stop (graceful shutdown).

@@ -59,6 +59,10 @@ pub struct Heartbeat {
     /// Nodes that have not stopped and sent a heartbeat within the silent limit, this one
     /// included (at least 1): the engine's estimate of how many nodes share the due work.
     pub live: i64,
+    /// Instances in the store (rows `task/key` made at run time, enabled or not): with the
+    /// tasks a node registers, the rows the nodes share the claiming of. Counted cluster-wide,
+    /// so every node sizes its claims alike.
+    pub instances: i64,
 }
 
 /// A task found overdue, offered to the missed-run check.

@@ -26,6 +26,7 @@ pub(super) async fn heartbeat(
             silent: row.try_get("silent")?,
             overdue: row.try_get("overdue")?,
             live: row.try_get("live")?,
+            instances: row.try_get("instances")?,
         })
     })
 }

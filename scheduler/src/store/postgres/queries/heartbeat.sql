@@ -1,7 +1,8 @@
 -- Refresh node $1's heartbeat; return whether its row exists, the other nodes that went
 -- silent (no heartbeat for $2 ms) without stopping cleanly, and how many enabled, unpaused
 -- tasks are more than $3 ms overdue with no missed-run incident open (a hint to look closer),
--- and how many nodes are live (not stopped, a heartbeat within $2 ms; this one counted).
+-- how many nodes are live (not stopped, a heartbeat within $2 ms; this one counted), and how
+-- many instances there are (an index-only count of the instances' partial index).
 WITH me AS (
     UPDATE scheduler_nodes SET heartbeat_at = now(), stopped_at = NULL
     WHERE node_id = $1
@@ -20,4 +21,5 @@ SELECT (SELECT count(*) FROM me) > 0 AS registered,
        1 + (SELECT count(*) FROM scheduler_nodes
             WHERE stopped_at IS NULL
               AND node_id <> $1
-              AND heartbeat_at >= now() - $2::int8 * interval '1 millisecond') AS live
+              AND heartbeat_at >= now() - $2::int8 * interval '1 millisecond') AS live,
+       (SELECT count(*) FROM scheduler_tasks WHERE instance_of IS NOT NULL) AS instances

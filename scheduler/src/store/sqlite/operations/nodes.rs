@@ -34,11 +34,15 @@ pub(super) async fn heartbeat(
             .bind(earlier(now, silent_after))
             .fetch_one(&mut *tx)
             .await?;
+        let instances = sqlx::query_scalar(query!("instance_count"))
+            .fetch_one(&mut *tx)
+            .await?;
         Heartbeat {
             registered,
             silent,
             overdue,
             live: 1 + others,
+            instances,
         }
     })
 }
