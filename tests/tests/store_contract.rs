@@ -1000,7 +1000,7 @@ async fn a_task_due_in_every_way_at_once_is_offered_once(s: &dyn Store, _: &Arra
         },
     );
     assert!(finish_one(s, retry).await);
-    s.request_run("all", "alice", &audit("trigger", "all"))
+    s.request_run("all", "alice", None, &audit("trigger", "all"))
         .await
         .unwrap();
 
@@ -2668,7 +2668,7 @@ async fn a_manual_run_is_offered_even_for_a_disabled_task_but_not_for_a_paused_o
     .await;
     for task in ["off", "on", "held"] {
         assert_eq!(
-            s.request_run(task, "alice", &audit("trigger", task))
+            s.request_run(task, "alice", None, &audit("trigger", task))
                 .await
                 .unwrap(),
             RunRequest::Queued
@@ -2879,7 +2879,7 @@ async fn a_release_requeues_a_retry_a_manual_run_or_nothing(s: &dyn Store, arran
     seed(s, &[("retry", t - HOUR), ("none", t - HOUR)]).await;
     apply(s, vec![create("manual", true, Some(far))]).await;
     assert_eq!(
-        s.request_run("manual", "alice", &audit("trigger", "manual"))
+        s.request_run("manual", "alice", None, &audit("trigger", "manual"))
             .await
             .unwrap(),
         RunRequest::Queued
@@ -3230,7 +3230,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
     seed(s, &[("a", t + HOUR), ("p", t + HOUR)]).await;
     let mut listener = quiet_listener(s).await;
     assert_eq!(
-        s.request_run("missing", "alice", &audit("trigger", "missing"))
+        s.request_run("missing", "alice", None, &audit("trigger", "missing"))
             .await
             .unwrap(),
         RunRequest::NotFound
@@ -3239,7 +3239,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
 
     let entry = audit("trigger", "a");
     assert_eq!(
-        s.request_run("a", "alice", &entry).await.unwrap(),
+        s.request_run("a", "alice", None, &entry).await.unwrap(),
         RunRequest::Queued
     );
     assert!(
@@ -3270,7 +3270,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
     );
 
     assert_eq!(
-        s.request_run("a", "bob", &audit("trigger", "a"))
+        s.request_run("a", "bob", None, &audit("trigger", "a"))
             .await
             .unwrap(),
         RunRequest::AlreadyQueued
@@ -3298,7 +3298,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
     );
     let pause = task_state(s, "p").await.pause.expect("paused");
     assert_eq!(
-        s.request_run("p", "alice", &audit("trigger", "p"))
+        s.request_run("p", "alice", None, &audit("trigger", "p"))
             .await
             .unwrap(),
         RunRequest::Paused(pause)
@@ -3310,7 +3310,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
     let run = claim_one(s, "a", &Rules::hourly().plan(serve_manual)).await;
     assert_eq!(run.triggered_by.as_deref(), Some("alice"));
     assert_eq!(
-        s.request_run("a", "bob", &audit("trigger", "a"))
+        s.request_run("a", "bob", None, &audit("trigger", "a"))
             .await
             .unwrap(),
         RunRequest::Queued
@@ -3978,7 +3978,7 @@ async fn task_states_report_every_column_by_name(s: &dyn Store, _: &Arrange) {
         .await
     );
     assert_eq!(
-        s.request_run("full", "alice", &audit("trigger", "full"))
+        s.request_run("full", "alice", None, &audit("trigger", "full"))
             .await
             .unwrap(),
         RunRequest::Queued
@@ -4560,7 +4560,7 @@ async fn next_wake_counts_retries_manual_runs_and_the_ends_of_pauses(s: &dyn Sto
     );
     assert_eq!(wake("retry").await, Some(t + HOUR));
     // "manual": disabled, nothing scheduled, a manual run asked for.
-    s.request_run("manual", "alice", &audit("trigger", "manual"))
+    s.request_run("manual", "alice", None, &audit("trigger", "manual"))
         .await
         .unwrap();
     let asked = task_state(s, "manual").await.manual_at;
@@ -4574,7 +4574,7 @@ async fn next_wake_counts_retries_manual_runs_and_the_ends_of_pauses(s: &dyn Sto
         .unwrap();
     assert_eq!(wake("paused").await, Some(t + HOUR * 2));
     // "held": paused until resumed, a manual run waiting: nothing to wake for.
-    s.request_run("held", "alice", &audit("trigger", "held"))
+    s.request_run("held", "alice", None, &audit("trigger", "held"))
         .await
         .unwrap();
     s.pause_task(

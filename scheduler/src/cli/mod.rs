@@ -47,7 +47,9 @@ mod table;
 
 pub use operator::{
     ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
-    LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs, TriggerArgs,
+    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs, InstancesAction,
+    InstancesArgs, LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs,
+    TriggerArgs,
 };
 
 use parse::parse_instant;
@@ -73,6 +75,8 @@ pub struct Cli {
 pub enum Command {
     /// Print the next fire instants of a cron expression, one a line, in UTC.
     Next(NextArgs),
+    /// Run a task (or, with `--key`, one of its instances) now, once: the same as `trigger`.
+    Run(TriggerArgs),
     /// The operator commands against the database.
     #[command(flatten)]
     Ops(OpsCommand),
@@ -132,6 +136,7 @@ impl Cli {
     pub fn run(self, out: &mut dyn Write) -> crate::Result<()> {
         match self.command {
             Command::Next(args) => args.run(out),
+            Command::Run(args) => OpsCommand::Trigger(args).run_blocking(out),
             Command::Ops(command) => command.run_blocking(out),
         }
     }

@@ -207,6 +207,7 @@ mod tests {
             node_pin: None,
             broadcast: None,
             args: None,
+            manual_args: None,
         }
     }
 
