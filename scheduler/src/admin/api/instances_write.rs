@@ -42,7 +42,6 @@ struct InstanceRequest {
     timezone: Option<String>,
     /// Its arguments, any JSON value of at most 64 KiB as text, read by the handler with
     /// `ctx.args()` (none: JSON `null`).
-    #[schema(value_type = Option<Object>)]
     args: Option<serde_json::Value>,
 }
 
@@ -59,7 +58,6 @@ pub(crate) struct InstanceView {
     timezone: String,
     /// Its arguments, the values of secret-looking fields and the user information of URLs
     /// hidden (`***`); the handler reads them whole.
-    #[schema(value_type = Object)]
     args: serde_json::Value,
     /// Whether it runs: its task is enabled in config.
     enabled: bool,
@@ -315,7 +313,6 @@ pub(super) struct TriggerRequest {
     /// Arguments for this run only, in place of the instance's (or the task's) own: any JSON
     /// value of at most 64 KiB as text, read by the handler with `ctx.args()`, recorded with the
     /// run (`args_override`). None (or no body): its own.
-    #[schema(value_type = Option<Object>)]
     args: Option<serde_json::Value>,
 }
 
@@ -331,7 +328,6 @@ pub(super) struct TriggerResult {
     /// are not used).
     outcome: &'static str,
     /// The arguments it runs with in place of its own, secrets hidden (none: its own).
-    #[schema(value_type = Option<Object>)]
     args: Option<serde_json::Value>,
 }
 

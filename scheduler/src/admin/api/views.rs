@@ -44,7 +44,6 @@ pub(crate) struct RunView {
     shard_total: u32,
     /// The arguments a manual run was given in place of its task's or instance's own, secrets
     /// hidden (none: it ran with its own).
-    #[schema(value_type = Option<Object>)]
     args_override: Option<serde_json::Value>,
 }
 
