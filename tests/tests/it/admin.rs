@@ -710,15 +710,25 @@ async fn every_documented_route_answers_as_documented() {
         ok
     );
     assert_eq!(
-        call("delete", instance, "/api/tasks/admin.record/instances/r1", None)
-            .await
-            .0,
+        call(
+            "delete",
+            instance,
+            "/api/tasks/admin.record/instances/r1",
+            None
+        )
+        .await
+        .0,
         ok
     );
     assert_eq!(
-        call("delete", instance, "/api/tasks/admin.record/instances/r1", None)
-            .await
-            .0,
+        call(
+            "delete",
+            instance,
+            "/api/tasks/admin.record/instances/r1",
+            None
+        )
+        .await
+        .0,
         StatusCode::NOT_FOUND
     );
 

@@ -94,9 +94,13 @@ async fn admin_node(
     let scheduler = builder.build().unwrap();
     let base = format!("http://{}", scheduler.admin_addr().unwrap());
     let running = start(scheduler);
-    wait_until(Duration::from_secs(60), "the tasks' rows written", || async {
-        db.try_task("iapi.sync").await.is_some() && db.try_task("iapi.sharded").await.is_some()
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "the tasks' rows written",
+        || async {
+            db.try_task("iapi.sync").await.is_some() && db.try_task("iapi.sharded").await.is_some()
+        },
+    )
     .await;
     (running, base)
 }
@@ -123,19 +127,43 @@ async fn call(
 }
 
 async fn put(base: &str, path: &str, body: Value) -> (StatusCode, Value) {
-    call(reqwest::Method::PUT, &format!("{base}{path}"), Some(TOKEN), Some(body)).await
+    call(
+        reqwest::Method::PUT,
+        &format!("{base}{path}"),
+        Some(TOKEN),
+        Some(body),
+    )
+    .await
 }
 
 async fn post(base: &str, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-    call(reqwest::Method::POST, &format!("{base}{path}"), Some(TOKEN), body).await
+    call(
+        reqwest::Method::POST,
+        &format!("{base}{path}"),
+        Some(TOKEN),
+        body,
+    )
+    .await
 }
 
 async fn delete(base: &str, path: &str) -> (StatusCode, Value) {
-    call(reqwest::Method::DELETE, &format!("{base}{path}"), Some(TOKEN), None).await
+    call(
+        reqwest::Method::DELETE,
+        &format!("{base}{path}"),
+        Some(TOKEN),
+        None,
+    )
+    .await
 }
 
 async fn get(base: &str, path: &str) -> (StatusCode, Value) {
-    call(reqwest::Method::GET, &format!("{base}{path}"), Some(TOKEN), None).await
+    call(
+        reqwest::Method::GET,
+        &format!("{base}{path}"),
+        Some(TOKEN),
+        None,
+    )
+    .await
 }
 
 fn every_second(tenant: u64) -> Value {
@@ -154,7 +182,10 @@ async fn instances_are_made_changed_paused_resumed_and_removed_through_the_api(d
     assert_eq!(status, StatusCode::OK, "{made}");
     assert_eq!(made["task"], "iapi.sync");
     assert_eq!(made["key"], "t1");
-    assert_eq!(made["args"], json!({"tenant": 1, "db": {"password": "***"}}));
+    assert_eq!(
+        made["args"],
+        json!({"tenant": 1, "db": {"password": "***"}})
+    );
     assert_eq!(made["paused"], false);
     assert!(!made.to_string().contains(SECRET), "{made}");
     wait_stepping(db, Duration::from_secs(60), "a run of t1", || async {
@@ -162,16 +193,22 @@ async fn instances_are_made_changed_paused_resumed_and_removed_through_the_api(d
     })
     .await;
     let first = &log.of(Some("t1"))[0];
-    assert_eq!(first.args["db"]["password"], SECRET, "the handler reads them whole");
+    assert_eq!(
+        first.args["db"]["password"], SECRET,
+        "the handler reads them whole"
+    );
     assert_eq!(first.args["tenant"], 1);
 
     // Changed in place: its runs after the change read the new arguments.
     let (status, changed) = put(&base, path, every_second(2)).await;
     assert_eq!(status, StatusCode::OK, "{changed}");
     assert_eq!(changed["args"]["tenant"], 2);
-    wait_stepping(db, Duration::from_secs(60), "a run of t1 with tenant 2", || async {
-        log.of(Some("t1")).iter().any(|r| r.args["tenant"] == 2)
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "a run of t1 with tenant 2",
+        || async { log.of(Some("t1")).iter().any(|r| r.args["tenant"] == 2) },
+    )
     .await;
 
     // Paused alone: another instance goes on ticking while t1 runs no tick after the pause.
@@ -215,9 +252,12 @@ async fn instances_are_made_changed_paused_resumed_and_removed_through_the_api(d
     let removed_at = db.now();
     assert_eq!(delete(&base, path).await.0, StatusCode::NOT_FOUND);
     let t2_before = log.of(Some("t2")).len();
-    wait_stepping(db, Duration::from_secs(60), "three more ticks of t2", || async {
-        log.of(Some("t2")).len() >= t2_before + 3
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "three more ticks of t2",
+        || async { log.of(Some("t2")).len() >= t2_before + 3 },
+    )
     .await;
     running.stop().await;
     assert_eq!(late(removed_at), 0, "no tick of t1 after its removal");
@@ -266,9 +306,12 @@ async fn a_manual_run_with_other_arguments_runs_once_with_them(db: &TestDb) {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{made}");
-    wait_stepping(db, Duration::from_secs(60), "a scheduled run of m", || async {
-        !log.of(Some("m")).is_empty()
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "a scheduled run of m",
+        || async { !log.of(Some("m")).is_empty() },
+    )
     .await;
     let override_args = json!({"tenant": 99, "token": SECRET});
     let (status, asked) = post(
@@ -309,16 +352,22 @@ async fn a_manual_run_with_other_arguments_runs_once_with_them(db: &TestDb) {
     .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{asked}");
     assert!(asked.get("key").is_none(), "{asked}");
-    wait_stepping(db, Duration::from_secs(60), "the task's own manual run", || async {
-        log.of(None).iter().any(|r| r.args == json!({"tenant": 7}))
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "the task's own manual run",
+        || async { log.of(None).iter().any(|r| r.args == json!({"tenant": 7})) },
+    )
     .await;
     // Without a body, as before: its own (none: JSON null).
     let (status, asked) = post(&base, "/api/tasks/iapi.sync/trigger", None).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{asked}");
-    wait_stepping(db, Duration::from_secs(60), "a manual run with no arguments", || async {
-        log.of(None).iter().any(|r| r.args.is_null())
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "a manual run with no arguments",
+        || async { log.of(None).iter().any(|r| r.args.is_null()) },
+    )
     .await;
 
     // Recorded with the runs, and shown with the secret hidden.
@@ -377,13 +426,48 @@ async fn what_the_api_refuses_it_says_why(db: &TestDb) {
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
 
     let refusals = [
-        ("/api/tasks/iapi.sync/instances/bad%20key", every_second(1), 400, "instance key `bad key` is refused"),
-        ("/api/tasks/iapi.sync/instances/k", json!({"cron": "61 * * * *"}), 400, "61"),
-        ("/api/tasks/iapi.sync/instances/k", json!({"cron": "* * * * *", "timezone": "Mars/Base"}), 400, "Mars/Base"),
-        ("/api/tasks/iapi.sync/instances/k", json!({"cron": "* * * * *", "args": "x".repeat(70_000)}), 400, "the most is 65536"),
-        ("/api/tasks/iapi.sync/instances/k", json!({"args": {}}), 400, "cron"),
-        ("/api/tasks/iapi.nope/instances/k", every_second(1), 404, "iapi.nope"),
-        ("/api/tasks/iapi.sharded/instances/k", every_second(1), 409, "shards"),
+        (
+            "/api/tasks/iapi.sync/instances/bad%20key",
+            every_second(1),
+            400,
+            "instance key `bad key` is refused",
+        ),
+        (
+            "/api/tasks/iapi.sync/instances/k",
+            json!({"cron": "61 * * * *"}),
+            400,
+            "61",
+        ),
+        (
+            "/api/tasks/iapi.sync/instances/k",
+            json!({"cron": "* * * * *", "timezone": "Mars/Base"}),
+            400,
+            "Mars/Base",
+        ),
+        (
+            "/api/tasks/iapi.sync/instances/k",
+            json!({"cron": "* * * * *", "args": "x".repeat(70_000)}),
+            400,
+            "the most is 65536",
+        ),
+        (
+            "/api/tasks/iapi.sync/instances/k",
+            json!({"args": {}}),
+            400,
+            "cron",
+        ),
+        (
+            "/api/tasks/iapi.nope/instances/k",
+            every_second(1),
+            404,
+            "iapi.nope",
+        ),
+        (
+            "/api/tasks/iapi.sharded/instances/k",
+            every_second(1),
+            409,
+            "shards",
+        ),
     ];
     for (path, body, code, says) in refusals {
         let (status, answer) = put(&base, path, body).await;
@@ -396,14 +480,28 @@ async fn what_the_api_refuses_it_says_why(db: &TestDb) {
         "nothing written"
     );
     for (method, path) in [
-        (reqwest::Method::DELETE, "/api/tasks/iapi.sync/instances/none"),
-        (reqwest::Method::POST, "/api/tasks/iapi.sync/instances/none/resume"),
-        (reqwest::Method::POST, "/api/tasks/iapi.sync/instances/none/trigger"),
+        (
+            reqwest::Method::DELETE,
+            "/api/tasks/iapi.sync/instances/none",
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/tasks/iapi.sync/instances/none/resume",
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/tasks/iapi.sync/instances/none/trigger",
+        ),
     ] {
-        let (status, answer) =
-            call(method, &format!("{base}{path}"), Some(TOKEN), None).await;
+        let (status, answer) = call(method, &format!("{base}{path}"), Some(TOKEN), None).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {answer}");
-        assert!(answer["message"].as_str().unwrap().contains("no instance `none`"), "{answer}");
+        assert!(
+            answer["message"]
+                .as_str()
+                .unwrap()
+                .contains("no instance `none`"),
+            "{answer}"
+        );
     }
 
     // A manual run's arguments: checked as an instance's; a paused instance is not run.
@@ -417,7 +515,10 @@ async fn what_the_api_refuses_it_says_why(db: &TestDb) {
     let big = json!({"args": {"blob": "x".repeat(70_000)}});
     let (status, answer) = post(&base, "/api/tasks/iapi.sync/instances/k/trigger", Some(big)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-    assert!(answer["message"].as_str().unwrap().contains("65536"), "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("65536"),
+        "{answer}"
+    );
     let (status, answer) = post(
         &base,
         "/api/tasks/iapi.sync/trigger",
@@ -434,7 +535,10 @@ async fn what_the_api_refuses_it_says_why(db: &TestDb) {
     assert_eq!(status, StatusCode::OK);
     let (status, answer) = post(&base, "/api/tasks/iapi.sync/instances/k/trigger", None).await;
     assert_eq!(status, StatusCode::CONFLICT, "{answer}");
-    assert!(answer["message"].as_str().unwrap().contains("paused"), "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("paused"),
+        "{answer}"
+    );
     running.stop().await;
     assert!(log.of(Some("k")).is_empty(), "{:?}", log.of(Some("k")));
 }
@@ -461,11 +565,24 @@ async fn the_instances_commands_write_and_run_instances(db: &TestDb) {
     };
     let args = format!(r#"{{"tenant": 11, "dsn": "postgres://app:{SECRET}@db/x"}}"#);
     let (code, out) = cli(&[
-        "instances", "upsert", "iapi.sync", "c1", "--cron", "* * * * * *", "--timezone",
-        "Asia/Shanghai", "--args", &args, "--actor", "ops-bob",
+        "instances",
+        "upsert",
+        "iapi.sync",
+        "c1",
+        "--cron",
+        "* * * * * *",
+        "--timezone",
+        "Asia/Shanghai",
+        "--args",
+        &args,
+        "--actor",
+        "ops-bob",
     ]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("wrote instance c1 of iapi.sync (by ops-bob)"), "{out}");
+    assert!(
+        out.contains("wrote instance c1 of iapi.sync (by ops-bob)"),
+        "{out}"
+    );
     assert!(!out.contains(SECRET), "{out}");
     wait_stepping(db, Duration::from_secs(60), "a run of c1", || async {
         !log.of(Some("c1")).is_empty()
@@ -490,15 +607,27 @@ async fn the_instances_commands_write_and_run_instances(db: &TestDb) {
 
     // A manual run with other arguments: once with them.
     let (code, out) = cli(&[
-        "trigger", "iapi.sync", "--key", "c1", "--args",
-        &format!(r#"{{"tenant": 77, "api_key": "{SECRET}"}}"#), "--actor", "ops-bob",
+        "trigger",
+        "iapi.sync",
+        "--key",
+        "c1",
+        "--args",
+        &format!(r#"{{"tenant": 77, "api_key": "{SECRET}"}}"#),
+        "--actor",
+        "ops-bob",
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("instance c1 of iapi.sync"), "{out}");
-    assert!(out.contains(r#""api_key":"***""#) && !out.contains(SECRET), "{out}");
-    wait_stepping(db, Duration::from_secs(60), "the manual run with tenant 77", || async {
-        log.of(Some("c1")).iter().any(|r| r.args["tenant"] == 77)
-    })
+    assert!(
+        out.contains(r#""api_key":"***""#) && !out.contains(SECRET),
+        "{out}"
+    );
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "the manual run with tenant 77",
+        || async { log.of(Some("c1")).iter().any(|r| r.args["tenant"] == 77) },
+    )
     .await;
     let (code, out) = cli(&["trigger", "iapi.sync", "--args", "{nope"]);
     assert_eq!(code, 1, "{out}");
@@ -506,25 +635,59 @@ async fn the_instances_commands_write_and_run_instances(db: &TestDb) {
 
     // Pause, resume, remove; then it is gone.
     let (code, out) = cli(&[
-        "instances", "pause", "iapi.sync", "c1", "--reason", "tenant moves", "--actor", "ops-bob",
+        "instances",
+        "pause",
+        "iapi.sync",
+        "c1",
+        "--reason",
+        "tenant moves",
+        "--actor",
+        "ops-bob",
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(db.task("iapi.sync/c1").await.pause.is_some());
-    let (code, out) = cli(&["instances", "resume", "iapi.sync", "c1", "--actor", "ops-bob"]);
+    let (code, out) = cli(&[
+        "instances",
+        "resume",
+        "iapi.sync",
+        "c1",
+        "--actor",
+        "ops-bob",
+    ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("resumed instance c1 of iapi.sync"), "{out}");
-    let (code, out) = cli(&["instances", "remove", "iapi.sync", "c1", "--actor", "ops-bob"]);
+    let (code, out) = cli(&[
+        "instances",
+        "remove",
+        "iapi.sync",
+        "c1",
+        "--actor",
+        "ops-bob",
+    ]);
     assert_eq!(code, 0, "{out}");
     let (code, out) = cli(&["instances", "get", "iapi.sync", "c1"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("has no instance `c1`"), "{out}");
-    let (code, out) = cli(&["instances", "upsert", "iapi.sync", "bad key", "--cron", "* * * * *"]);
+    let (code, out) = cli(&[
+        "instances",
+        "upsert",
+        "iapi.sync",
+        "bad key",
+        "--cron",
+        "* * * * *",
+    ]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("instance key `bad key` is refused"), "{out}");
     running.stop().await;
 
     let audit = db.api().audit_log(100, None).await.unwrap();
-    for action in ["instance upsert", "trigger", "pause", "resume", "instance remove"] {
+    for action in [
+        "instance upsert",
+        "trigger",
+        "pause",
+        "resume",
+        "instance remove",
+    ] {
         assert!(
             audit
                 .iter()
@@ -532,5 +695,8 @@ async fn the_instances_commands_write_and_run_instances(db: &TestDb) {
             "{action}: {audit:?}"
         );
     }
-    assert!(audit.iter().all(|a| !a.detail.contains(SECRET)), "{audit:?}");
+    assert!(
+        audit.iter().all(|a| !a.detail.contains(SECRET)),
+        "{audit:?}"
+    );
 }

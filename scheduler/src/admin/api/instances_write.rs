@@ -216,11 +216,7 @@ async fn remove_instance(
     }
     tracing::info!(task = %task, key = %key, actor = %actor.name, source = %actor.source,
         "instance removed through the admin API");
-    Ok(axum::Json(RemoveResult {
-        task,
-        key,
-        removed,
-    }))
+    Ok(axum::Json(RemoveResult { task, key, removed }))
 }
 
 /// Why and how long to pause an instance.
@@ -276,7 +272,15 @@ async fn pause_instance(
     }
     current(&state, &task, &key).await?;
     let row = row_name(&task, &key);
-    if !operate::pause(state.engine.store().as_ref(), &row, &actor, reason, body.until).await? {
+    if !operate::pause(
+        state.engine.store().as_ref(),
+        &row,
+        &actor,
+        reason,
+        body.until,
+    )
+    .await?
+    {
         return Err(no_instance(&task, &key));
     }
     tracing::info!(task = %task, key = %key, actor = %actor.name, source = %actor.source, reason,
@@ -367,9 +371,9 @@ pub(super) async fn queue_run(
             )));
         }
     };
-    let shown = args
-        .as_deref()
-        .map(|text| serde_json::from_str(text).map_or(serde_json::Value::Null, |v| redact_args(&v)));
+    let shown = args.as_deref().map(|text| {
+        serde_json::from_str(text).map_or(serde_json::Value::Null, |v| redact_args(&v))
+    });
     tracing::info!(task = %task, key = ?key, args = ?shown.as_ref().map(ToString::to_string),
         actor = %actor.name, source = %actor.source, "run asked for through the admin API");
     Ok((

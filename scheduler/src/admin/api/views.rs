@@ -66,13 +66,12 @@ impl From<RunRecord> for RunView {
             cancel_requested_by: r.cancel_requested_by,
             shard_index: r.shard_index,
             shard_total: r.shard_total,
-            args_override: r
-                .args_override
-                .as_deref()
-                .map(|text| match serde_json::from_str(text) {
+            args_override: r.args_override.as_deref().map(|text| {
+                match serde_json::from_str(text) {
                     Ok(value) => crate::redact::redact_args(&value),
                     Err(_) => serde_json::Value::String(crate::redact::redact_text(text)),
-                }),
+                }
+            }),
         }
     }
 }

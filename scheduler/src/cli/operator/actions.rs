@@ -51,9 +51,9 @@ pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
             format!(
                 "asked for a run of {what} now (manual, by {}{}); a node running it starts it as soon as it is free\n",
                 who.name,
-                shown
-                    .as_deref()
-                    .map_or(String::new(), |a| format!(", with args {a} for this run only"))
+                shown.as_deref().map_or(String::new(), |a| format!(
+                    ", with args {a} for this run only"
+                ))
             ),
         ),
         RunRequest::AlreadyQueued => (

@@ -232,7 +232,11 @@ async fn pause(args: &InstancePauseArgs) -> crate::Result<String> {
     let paused = operate::pause(target.store.as_ref(), &row, &who, args.reason.trim(), until).await;
     match paused {
         Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        Ok(false) => return existing(&target, &args.task, &args.key).await.map(|_| String::new()),
+        Ok(false) => {
+            return existing(&target, &args.task, &args.key)
+                .await
+                .map(|_| String::new());
+        }
         other => other.map(drop)?,
     }
     Ok(if args.store.json {

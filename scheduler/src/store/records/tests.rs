@@ -147,7 +147,10 @@ fn run_row(status: &'static str) -> Row {
         .with("shard_index", Value::Int(-1))
         .with("shard_total", Value::Int(4))
         .with("instance_key", Value::Text("tenant-42"))
-        .with("args_override", Value::Text(r#"{"tenant":9,"token":"t0k"}"#))
+        .with(
+            "args_override",
+            Value::Text(r#"{"tenant":9,"token":"t0k"}"#),
+        )
 }
 
 #[test]
