@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{MASK, is_secret_label, redact_text};
 
 /// `args` with its secrets hidden: the value of every field whose name looks secret
-/// (`password`, `secret`, `token`, `api_key`, `dsn`, ... by [`is_secret_label`]'s rule, at any
+/// (`password`, `secret`, `token`, `api_key`, `dsn`, ... by the label rule of `docs/admin.md`, at any
 /// depth, whatever the value: a string, a number, an object) becomes `"***"`; every other
 /// string goes through [`redact_text`] and has the user information of any URL in it hidden
 /// whole (`postgres://***@db/x`: a user name may be a token).
