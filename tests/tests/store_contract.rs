@@ -478,6 +478,7 @@ contract![
     an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited,
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
+    a_manual_runs_arguments_replace_its_rows_for_that_run_only,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -5334,6 +5335,87 @@ async fn an_instance_is_claimed_with_its_task_and_its_runs_record_its_key(
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].instance_key.as_deref(), Some("t-1"));
     assert_eq!(runs[0].status, RunStatus::Succeeded);
+}
+
+/// A manual run asked with arguments: offered with them, claimed with them in place of the
+/// instance's own, recorded with the run (`args_override`); the request's arguments go with it,
+/// so the next scheduled run, and a manual run asked without, read the row's own.
+async fn a_manual_runs_arguments_replace_its_rows_for_that_run_only(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("rep", t + HOUR * 10)]).await;
+    let own = r#"{"tenant":1}"#;
+    let other = r#"{"tenant":2,"token":"x"}"#;
+    written(
+        upsert(
+            s,
+            &instance("rep", "t-1", Some(own)),
+            write_plan(Some(t + HOUR * 5)),
+        )
+        .await
+        .2,
+    );
+    assert_eq!(
+        s.request_run("rep/t-1", "alice", Some(other), &audit("trigger", "rep"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    let rules = Rules::hourly().plan(serve_manual);
+    let run = claim_one(s, "rep", &rules).await;
+    assert_eq!(rules.tasks()[0].manual_args.as_deref(), Some(other));
+    assert_eq!(rules.tasks()[0].args.as_deref(), Some(own), "its own kept");
+    assert_eq!(run.trigger, Trigger::Manual);
+    assert_eq!(
+        run.args.as_deref(),
+        Some(other),
+        "the run reads the override"
+    );
+    let record = run_record_of(s, run.run_id).await;
+    assert_eq!(record.args_override.as_deref(), Some(other));
+    assert_eq!(record.instance_key.as_deref(), Some("t-1"));
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    // Asked again without: its own.
+    assert_eq!(
+        s.request_run("rep/t-1", "alice", None, &audit("trigger", "rep"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    let rules = Rules::hourly().plan(serve_manual);
+    let run = claim_one(s, "rep", &rules).await;
+    assert_eq!(
+        rules.tasks()[0].manual_args,
+        None,
+        "taken with the first request"
+    );
+    assert_eq!(run.args.as_deref(), Some(own));
+    assert_eq!(run_record_of(s, run.run_id).await.args_override, None);
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    // The task's own row takes an override too (it has no arguments of its own).
+    assert_eq!(
+        s.request_run("rep", "alice", Some(other), &audit("trigger", "rep"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    let run = claim_one(s, "rep", &rules).await;
+    assert_eq!(run.task_name, "rep");
+    assert_eq!(run.args.as_deref(), Some(other));
+    let record = run_record_of(s, run.run_id).await;
+    assert_eq!(record.args_override.as_deref(), Some(other));
+    assert_eq!(record.instance_key, None);
 }
 
 async fn run_record_of(s: &dyn Store, id: i64) -> RunRecord {
