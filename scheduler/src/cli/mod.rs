@@ -345,3 +345,47 @@ impl CheckConfigArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_is_trigger_with_a_key_and_arguments() {
+        let cli = Cli::try_parse_from([
+            "scheduler",
+            "run",
+            "report",
+            "--key",
+            "tenant-42",
+            "--args",
+            r#"{"tenant": 42}"#,
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("{cli:?}");
+        };
+        assert_eq!(args.task, "report");
+        assert_eq!(args.key.as_deref(), Some("tenant-42"));
+        assert_eq!(args.args.as_deref(), Some(r#"{"tenant": 42}"#));
+        let cli = Cli::try_parse_from([
+            "scheduler",
+            "instances",
+            "upsert",
+            "report",
+            "tenant-42",
+            "--cron",
+            "0 * * * *",
+        ])
+        .unwrap();
+        let Command::Ops(OpsCommand::Instances(InstancesArgs {
+            action: InstancesAction::Upsert(upsert),
+        })) = cli.command
+        else {
+            panic!("{cli:?}");
+        };
+        assert_eq!((upsert.timezone.as_str(), upsert.args), ("UTC", None));
+        // An application's `run` stays the node's: its operator command is `trigger`.
+        assert!(AppCli::try_parse_from(["myapp", "trigger", "report", "--key", "k"]).is_ok());
+    }
+}

@@ -126,13 +126,26 @@ async fn current(state: &AdminState, task: &str, key: &str) -> Result<InstanceVi
     let Some(instance) = found else {
         return Err(no_instance(task, key));
     };
-    let pause = store
+    Ok(InstanceView::of(
+        instance,
+        pause_of(state, task, key).await?,
+    ))
+}
+
+/// The pause of instance `key` of `task`'s row, if any.
+async fn pause_of(
+    state: &AdminState,
+    task: &str,
+    key: &str,
+) -> Result<Option<crate::store::Pause>, ApiError> {
+    Ok(state
+        .engine
+        .store()
         .task_states(Some(&row_name(task, key)))
         .await?
         .into_iter()
         .next()
-        .and_then(|s| s.pause);
-    Ok(InstanceView::of(instance, pause))
+        .and_then(|s| s.pause))
 }
 
 fn no_instance(task: &str, key: &str) -> ApiError {
@@ -180,7 +193,9 @@ async fn upsert_instance(
     tracing::info!(task = %task, key = %key, cron = %written.cron, timezone = %written.timezone,
         args = %redact_args(&written.args), actor = %actor.name, source = %actor.source,
         "instance upserted through the admin API");
-    current(&state, &task, &key).await.map(axum::Json)
+    // As written, with its row's pause (one row read: no walk of the task's instances).
+    let pause = pause_of(&state, &task, &key).await?;
+    Ok(axum::Json(InstanceView::of(written, pause)))
 }
 
 /// What removing an instance did.
