@@ -521,4 +521,31 @@ mod tests {
         let standalone = TaskContext::standalone("demo").state::<u32>().unwrap_err();
         assert!(standalone.to_string().contains("was registered"));
     }
+
+    #[test]
+    fn a_rows_arguments_are_read_and_their_secrets_kept_out_of_the_error() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Tenant {
+            tenant: u64,
+            token: u64,
+        }
+        let args = Some(r#"{"tenant": 1, "token": "s3cr3t-value"}"#.to_owned());
+        // The task's own row with a manual run's arguments: no key, the arguments read.
+        let own = TaskContext::standalone("report").with_row_args("report", args.clone());
+        assert_eq!(own.key(), None);
+        assert_eq!(own.args::<serde_json::Value>().unwrap()["tenant"], 1);
+        let error = own.args::<Tenant>().unwrap_err().to_string();
+        assert!(!error.contains("s3cr3t-value"), "{error}");
+        assert!(error.contains(r#""***""#), "{error}");
+        // An instance's row: its key and arguments.
+        let instance = TaskContext::standalone("report").with_row_args("report/t-1", args);
+        assert_eq!(instance.key(), Some("t-1"));
+        let error = instance.args::<Tenant>().unwrap_err().to_string();
+        assert!(error.contains("instance `report/t-1`"), "{error}");
+        assert!(!error.contains("s3cr3t-value"), "{error}");
+        // No arguments: JSON null.
+        let none = TaskContext::standalone("report").with_row_args("report", None);
+        assert_eq!(none.args::<Option<u64>>().unwrap(), None);
+    }
 }
