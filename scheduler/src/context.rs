@@ -100,11 +100,12 @@ pub struct ArgsError {
     reason: String,
 }
 
-/// The instance a run serves: its key and its arguments as JSON text (see
+/// The instance a run serves (its key; `None`: the task's own row) and the arguments it reads
+/// as JSON text: the instance's own, or those a manual run was asked with (see
 /// [`Schedules`](crate::Schedules)).
 #[derive(Debug)]
 struct RunInstance {
-    key: String,
+    key: Option<String>,
     args: Option<String>,
 }
 
@@ -186,10 +187,27 @@ impl TaskContext {
     /// Marks the run as instance `key`'s, with its arguments as JSON text (from its claim).
     pub(crate) fn with_instance(mut self, key: &str, args: Option<String>) -> Self {
         self.instance = Some(Arc::new(RunInstance {
-            key: key.to_owned(),
+            key: Some(key.to_owned()),
             args,
         }));
         self
+    }
+
+    /// The run of the row `row` (a task's own, a shard's, or an instance's `task/key`) with the
+    /// arguments its claim gave it (an instance's own, or a manual run's override).
+    pub(crate) fn with_row_args(self, row: &str, args: Option<String>) -> Self {
+        match (crate::instance::split_row(row), args) {
+            (Some((_, key)), args) => self.with_instance(key, args),
+            (None, Some(args)) => {
+                let mut ctx = self;
+                ctx.instance = Some(Arc::new(RunInstance {
+                    key: None,
+                    args: Some(args),
+                }));
+                ctx
+            }
+            (None, None) => self,
+        }
     }
 
     /// Sets the run's fencing token (from its claim).
@@ -330,13 +348,16 @@ impl TaskContext {
     /// assert_eq!(ctx.key(), Some("tenant-42"));
     /// ```
     pub fn key(&self) -> Option<&str> {
-        self.instance.as_ref().map(|i| i.key.as_str())
+        self.instance.as_ref().and_then(|i| i.key.as_deref())
     }
 
     /// The arguments of the instance this run serves, decoded as `T` (through serde, from the
     /// JSON they were given as; a run without arguments decodes JSON `null`, so `Option<T>` and
-    /// `()` read it). Arguments that do not decode are an [`ArgsError`] saying why: return it
-    /// with `?` and the run is recorded failed with that reason (and retried as the task says).
+    /// `()` read it). A manual run asked with arguments (`scheduler trigger TASK --args JSON`,
+    /// the admin API's `{"args": ...}`) reads those instead, for that run only, in an
+    /// instance's run or the task's own. Arguments that do not decode are an [`ArgsError`]
+    /// saying why (with the values of secret-looking fields hidden): return it with `?` and the
+    /// run is recorded failed with that reason (and retried as the task says).
     ///
     /// ```
     /// use scheduler::{TaskContext, task};
@@ -370,7 +391,8 @@ impl TaskContext {
             task: self.task_name.to_string(),
             key: self.key().map(str::to_owned),
             type_name: std::any::type_name::<T>(),
-            reason: e.to_string(),
+            // serde quotes the value it could not read: a secret's, perhaps.
+            reason: crate::redact::hide_secret_values(text, &e.to_string()),
         })
     }
 
@@ -498,5 +520,32 @@ mod tests {
         assert!(message.contains("isolation = \"process\""), "{message}");
         let standalone = TaskContext::standalone("demo").state::<u32>().unwrap_err();
         assert!(standalone.to_string().contains("was registered"));
+    }
+
+    #[test]
+    fn a_rows_arguments_are_read_and_their_secrets_kept_out_of_the_error() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Tenant {
+            tenant: u64,
+            token: u64,
+        }
+        let args = Some(r#"{"tenant": 1, "token": "s3cr3t-value"}"#.to_owned());
+        // The task's own row with a manual run's arguments: no key, the arguments read.
+        let own = TaskContext::standalone("report").with_row_args("report", args.clone());
+        assert_eq!(own.key(), None);
+        assert_eq!(own.args::<serde_json::Value>().unwrap()["tenant"], 1);
+        let error = own.args::<Tenant>().unwrap_err().to_string();
+        assert!(!error.contains("s3cr3t-value"), "{error}");
+        assert!(error.contains(r#""***""#), "{error}");
+        // An instance's row: its key and arguments.
+        let instance = TaskContext::standalone("report").with_row_args("report/t-1", args);
+        assert_eq!(instance.key(), Some("t-1"));
+        let error = instance.args::<Tenant>().unwrap_err().to_string();
+        assert!(error.contains("instance `report/t-1`"), "{error}");
+        assert!(!error.contains("s3cr3t-value"), "{error}");
+        // No arguments: JSON null.
+        let none = TaskContext::standalone("report").with_row_args("report", None);
+        assert_eq!(none.args::<Option<u64>>().unwrap(), None);
     }
 }

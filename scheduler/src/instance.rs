@@ -133,6 +133,44 @@ pub enum InstanceRefusal {
     },
 }
 
+/// Why arguments given as JSON text are refused (for an instance, or a manual run's override).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ArgsRefusal {
+    /// Not JSON: what the parser said (it never quotes the text).
+    NotJson(String),
+    /// Larger than [`MAX_ARGS_BYTES`] as compact JSON text: its size.
+    TooLarge(usize),
+}
+
+impl std::fmt::Display for ArgsRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ArgsRefusal::NotJson(reason) => write!(f, "the arguments are not JSON: {reason}"),
+            ArgsRefusal::TooLarge(size) => write!(
+                f,
+                "the arguments take {size} bytes as JSON; the most is {MAX_ARGS_BYTES}"
+            ),
+        }
+    }
+}
+
+/// Arguments given as JSON text, checked as an instance's are: read as JSON and kept compact,
+/// at most [`MAX_ARGS_BYTES`].
+pub(crate) fn check_args_text(text: &str) -> Result<String, ArgsRefusal> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| ArgsRefusal::NotJson(e.to_string()))?;
+    check_args(&value)
+}
+
+/// Arguments given as a JSON value, as compact text, at most [`MAX_ARGS_BYTES`].
+pub(crate) fn check_args(value: &serde_json::Value) -> Result<String, ArgsRefusal> {
+    let text = value.to_string();
+    if text.len() > MAX_ARGS_BYTES {
+        return Err(ArgsRefusal::TooLarge(text.len()));
+    }
+    Ok(text)
+}
+
 /// Whether `key` may name an instance (see the module docs).
 pub(crate) fn valid_key(key: &str) -> bool {
     !key.is_empty()

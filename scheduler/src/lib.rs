@@ -178,14 +178,14 @@ pub mod testing {
     /// Operator actions.
     pub mod operate {
         pub use crate::operate::{
-            Actor, PauseRefusal, SnoozeRefusal, backfill, cancel, cancel_backfill, check_pause,
-            check_snooze, pause, resume, trigger,
+            Actor, PauseRefusal, SnoozeRefusal, backfill, cancel, cancel_backfill, check_override,
+            check_pause, check_snooze, pause, resume, trigger, trigger_with,
         };
     }
 
     /// Redaction of secrets in text.
     pub mod redact {
-        pub use crate::redact::redact_text;
+        pub use crate::redact::{hide_secret_values, redact_args, redact_args_text, redact_text};
     }
 
     /// The reconciler.

@@ -49,8 +49,53 @@ impl Actor {
 /// Asks for one run of `task` now, through the same locking as any run (it waits for a running
 /// one to end). Refused for a paused task.
 pub async fn trigger(store: &dyn Store, task: &str, actor: &Actor) -> Result<RunRequest> {
-    let audit = AuditEntry::new(&actor.name, "trigger", task, "run now", &actor.source);
-    Ok(store.request_run(task, &actor.name, &audit).await?)
+    trigger_with(store, task, None, actor).await
+}
+
+/// Asks for one run of `row` now (a task's own row, or an instance's `task/key`, see
+/// [`crate::instance::row_name`]), with `args` (JSON text, checked as an instance's are:
+/// [`check_override`]) in place of the row's own arguments for that run only, recorded with
+/// it; `None`: its own. Audited with the arguments' secrets hidden. Refused for a paused row.
+pub async fn trigger_with(
+    store: &dyn Store,
+    row: &str,
+    args: Option<&str>,
+    actor: &Actor,
+) -> Result<RunRequest> {
+    let mut detail = "run now".to_owned();
+    if let Some(args) = args {
+        detail.push_str(" with args ");
+        detail.push_str(&crate::redact::redact_args_text(args));
+    }
+    let audit = audit_of(actor, "trigger", row, &detail);
+    Ok(store.request_run(row, &actor.name, args, &audit).await?)
+}
+
+/// A manual run's arguments as given (JSON text), checked as an instance's are: JSON, at most
+/// [`Schedule::MAX_ARGS_BYTES`](crate::Schedule::MAX_ARGS_BYTES); returned compact. The `Err`
+/// says why, for a person (it never quotes the text).
+///
+/// ```
+/// use scheduler::testing::operate::check_override;
+///
+/// assert_eq!(check_override(r#"{ "tenant": 42 }"#).unwrap(), r#"{"tenant":42}"#);
+/// assert!(check_override("{tenant").unwrap_err().contains("not JSON"));
+/// let big = format!("\"{}\"", "x".repeat(70_000));
+/// assert!(check_override(&big).unwrap_err().contains("the most is 65536"));
+/// ```
+pub fn check_override(text: &str) -> std::result::Result<String, String> {
+    crate::instance::check_args_text(text).map_err(|e| e.to_string())
+}
+
+/// The audit entry of `action` on `row` by `actor`: an instance's row (`task/key`) is recorded
+/// under its task, its key leading the detail.
+fn audit_of(actor: &Actor, action: &str, row: &str, detail: &str) -> AuditEntry {
+    let (task, detail) = match crate::instance::split_row(row) {
+        Some((task, key)) if detail.is_empty() => (task, format!("instance {key}")),
+        Some((task, key)) => (task, format!("instance {key}: {detail}")),
+        None => (row, detail.to_owned()),
+    };
+    AuditEntry::new(&actor.name, action, task, detail, &actor.source)
 }
 
 /// Why a pause request is refused before it reaches the store.
@@ -89,7 +134,8 @@ pub fn check_pause(
     Ok(())
 }
 
-/// Pauses `task` cluster-wide until resumed or `until`; false if there is no such task. Ticks
+/// Pauses `task` (a task's row, or an instance's `task/key`: that instance alone) cluster-wide
+/// until resumed or `until`; false if there is no such row. Ticks
 /// due while paused are recorded as skipped (`paused`) when the pause ends. Callers check the
 /// request with [`check_pause`] first.
 pub async fn pause(
@@ -103,15 +149,15 @@ pub async fn pause(
         Some(until) => format!("{reason} (until {})", until.to_rfc3339()),
         None => reason.to_owned(),
     };
-    let audit = AuditEntry::new(&actor.name, "pause", task, detail, &actor.source);
+    let audit = audit_of(actor, "pause", task, &detail);
     let pause = Pause::new(Utc::now(), &actor.name, reason, until);
     Ok(store.pause_task(task, &pause, &audit).await?)
 }
 
-/// Ends `task`'s pause: the ticks due meanwhile are recorded as skipped (`paused`), the next
+/// Ends `task`'s pause (a task's row, or an instance's `task/key`): the ticks due meanwhile are recorded as skipped (`paused`), the next
 /// run is the first tick from now. Returns the pause that ended (`None`: it was not paused).
 pub async fn resume(store: &dyn Store, task: &str, actor: &Actor) -> Result<Option<Pause>> {
-    let audit = AuditEntry::new(&actor.name, "resume", task, "", &actor.source);
+    let audit = audit_of(actor, "resume", task, "");
     Ok(store.resume_task(task, &audit, &resume_plan).await?)
 }
 

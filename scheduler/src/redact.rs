@@ -11,8 +11,12 @@
 //! when a string is ambiguous the rule is to hide too much rather than too little. This module
 //! must not parse for connecting, and nothing here may log.
 
+mod args;
 mod labels;
 mod urls;
+
+pub(crate) use args::serialize_args_text;
+pub use args::{hide_secret_values, redact_args, redact_args_text};
 
 use labels::{credentials_after, is_jwt, keyword_value, labelled_value};
 pub(crate) use urls::redact_location;

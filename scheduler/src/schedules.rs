@@ -9,7 +9,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::ScheduleSpec;
-use crate::instance::{InstanceRefusal, MAX_ARGS_BYTES, MAX_KEY_LEN, valid_key};
+use crate::instance::{
+    ArgsRefusal, InstanceRefusal, MAX_ARGS_BYTES, MAX_KEY_LEN, check_args, check_args_text,
+    valid_key,
+};
 use crate::store::{
     AuditEntry, InstancePlan, InstanceRecord, InstanceUpsert, InstanceWrite, Store,
 };
@@ -111,25 +114,21 @@ impl Schedule {
             return Err(InstanceRefusal::NoCron { task, key }.into());
         };
         let spec = ScheduleSpec::parse(&cron, &self.timezone)?;
-        let args = match &self.args {
-            None => None,
-            Some(ArgsText::Value(value)) => Some(value.to_string()),
-            Some(ArgsText::Text(text)) => match serde_json::from_str::<serde_json::Value>(text) {
-                // Stored compact, as a value's is.
-                Ok(value) => Some(value.to_string()),
-                Err(e) => {
-                    let reason = e.to_string();
-                    return Err(InstanceRefusal::ArgsNotJson { task, key, reason }.into());
-                }
-            },
+        // Stored compact, as a value's is.
+        let checked = match &self.args {
+            None => Ok(None),
+            Some(ArgsText::Value(value)) => check_args(value).map(Some),
+            Some(ArgsText::Text(text)) => check_args_text(text).map(Some),
         };
-        if let Some(size) = args
-            .as_ref()
-            .map(String::len)
-            .filter(|n| *n > MAX_ARGS_BYTES)
-        {
-            return Err(InstanceRefusal::ArgsTooLarge { task, key, size }.into());
-        }
+        let args = match checked {
+            Ok(args) => args,
+            Err(ArgsRefusal::NotJson(reason)) => {
+                return Err(InstanceRefusal::ArgsNotJson { task, key, reason }.into());
+            }
+            Err(ArgsRefusal::TooLarge(size)) => {
+                return Err(InstanceRefusal::ArgsTooLarge { task, key, size }.into());
+            }
+        };
         let write = InstanceWrite {
             task,
             key,
@@ -207,8 +206,12 @@ impl Instance {
 #[derive(Clone)]
 pub struct Schedules {
     store: Arc<dyn Store>,
-    tasks: Arc<[String]>,
+    /// The tasks it makes instances of (`None`: any task the store has, for an operator's
+    /// command that registers none).
+    tasks: Option<Arc<[String]>>,
     actor: Arc<str>,
+    /// Where its audit entries say it acted from.
+    source: Arc<str>,
 }
 
 impl std::fmt::Debug for Schedules {
@@ -232,8 +235,25 @@ impl Schedules {
     pub(crate) fn of(store: Arc<dyn Store>, tasks: Arc<[String]>, actor: &str) -> Self {
         Self {
             store,
-            tasks,
+            tasks: Some(tasks),
             actor: Arc::from(actor),
+            source: Arc::from("Schedules"),
+        }
+    }
+
+    /// For an operator surface (the admin API, the command line): the instances of `tasks`
+    /// (`None`: of any task the store has a row of), audited as by `actor` from where it is.
+    #[cfg(any(feature = "admin", feature = "cli"))]
+    pub(crate) fn for_operator(
+        store: Arc<dyn Store>,
+        tasks: Option<Arc<[String]>>,
+        actor: &crate::operate::Actor,
+    ) -> Self {
+        Self {
+            store,
+            tasks,
+            actor: Arc::from(actor.name.as_str()),
+            source: Arc::from(actor.source.as_str()),
         }
     }
 
@@ -247,9 +267,17 @@ impl Schedules {
     /// [`Schedule::MAX_ARGS_BYTES`]; a bad cron or zone is
     /// [`Error::Schedule`](crate::Error::Schedule).
     pub async fn upsert(&self, schedule: Schedule) -> crate::Result<Instance> {
-        let registered = self.tasks.contains(&schedule.task);
+        let registered = self
+            .tasks
+            .as_ref()
+            .is_none_or(|tasks| tasks.contains(&schedule.task));
         let (write, spec) = schedule.check(registered)?;
-        let detail = format!("{} cron `{}` in {}", write.key, write.cron, write.timezone);
+        let mut detail = format!("{} cron `{}` in {}", write.key, write.cron, write.timezone);
+        if let Some(args) = &write.args {
+            // Audited as every view shows arguments: their secrets hidden.
+            detail.push_str(" with args ");
+            detail.push_str(&crate::redact::redact_args_text(args));
+        }
         let audit = self.audit("instance upsert", &write.task, detail);
         let planner = |facts: &crate::store::InstanceFacts, now: DateTime<Utc>| {
             plan_upsert(&write, &spec, facts, now)
@@ -293,7 +321,7 @@ impl Schedules {
     }
 
     fn audit(&self, action: &str, task: &str, detail: String) -> AuditEntry {
-        AuditEntry::new(&*self.actor, action, task, detail, "Schedules")
+        AuditEntry::new(&*self.actor, action, task, detail, &*self.source)
     }
 }
 

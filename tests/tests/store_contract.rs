@@ -479,6 +479,7 @@ contract![
     the_heartbeat_counts_the_instances,
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
+    a_manual_runs_arguments_replace_its_rows_for_that_run_only,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -1001,7 +1002,7 @@ async fn a_task_due_in_every_way_at_once_is_offered_once(s: &dyn Store, _: &Arra
         },
     );
     assert!(finish_one(s, retry).await);
-    s.request_run("all", "alice", &audit("trigger", "all"))
+    s.request_run("all", "alice", None, &audit("trigger", "all"))
         .await
         .unwrap();
 
@@ -2669,7 +2670,7 @@ async fn a_manual_run_is_offered_even_for_a_disabled_task_but_not_for_a_paused_o
     .await;
     for task in ["off", "on", "held"] {
         assert_eq!(
-            s.request_run(task, "alice", &audit("trigger", task))
+            s.request_run(task, "alice", None, &audit("trigger", task))
                 .await
                 .unwrap(),
             RunRequest::Queued
@@ -2880,7 +2881,7 @@ async fn a_release_requeues_a_retry_a_manual_run_or_nothing(s: &dyn Store, arran
     seed(s, &[("retry", t - HOUR), ("none", t - HOUR)]).await;
     apply(s, vec![create("manual", true, Some(far))]).await;
     assert_eq!(
-        s.request_run("manual", "alice", &audit("trigger", "manual"))
+        s.request_run("manual", "alice", None, &audit("trigger", "manual"))
             .await
             .unwrap(),
         RunRequest::Queued
@@ -3231,7 +3232,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
     seed(s, &[("a", t + HOUR), ("p", t + HOUR)]).await;
     let mut listener = quiet_listener(s).await;
     assert_eq!(
-        s.request_run("missing", "alice", &audit("trigger", "missing"))
+        s.request_run("missing", "alice", None, &audit("trigger", "missing"))
             .await
             .unwrap(),
         RunRequest::NotFound
@@ -3240,7 +3241,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
 
     let entry = audit("trigger", "a");
     assert_eq!(
-        s.request_run("a", "alice", &entry).await.unwrap(),
+        s.request_run("a", "alice", None, &entry).await.unwrap(),
         RunRequest::Queued
     );
     assert!(
@@ -3271,7 +3272,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
     );
 
     assert_eq!(
-        s.request_run("a", "bob", &audit("trigger", "a"))
+        s.request_run("a", "bob", None, &audit("trigger", "a"))
             .await
             .unwrap(),
         RunRequest::AlreadyQueued
@@ -3299,7 +3300,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
     );
     let pause = task_state(s, "p").await.pause.expect("paused");
     assert_eq!(
-        s.request_run("p", "alice", &audit("trigger", "p"))
+        s.request_run("p", "alice", None, &audit("trigger", "p"))
             .await
             .unwrap(),
         RunRequest::Paused(pause)
@@ -3311,7 +3312,7 @@ async fn request_run_queues_once_audits_and_wakes_the_nodes(s: &dyn Store, _: &A
     let run = claim_one(s, "a", &Rules::hourly().plan(serve_manual)).await;
     assert_eq!(run.triggered_by.as_deref(), Some("alice"));
     assert_eq!(
-        s.request_run("a", "bob", &audit("trigger", "a"))
+        s.request_run("a", "bob", None, &audit("trigger", "a"))
             .await
             .unwrap(),
         RunRequest::Queued
@@ -3979,7 +3980,7 @@ async fn task_states_report_every_column_by_name(s: &dyn Store, _: &Arrange) {
         .await
     );
     assert_eq!(
-        s.request_run("full", "alice", &audit("trigger", "full"))
+        s.request_run("full", "alice", None, &audit("trigger", "full"))
             .await
             .unwrap(),
         RunRequest::Queued
@@ -4561,7 +4562,7 @@ async fn next_wake_counts_retries_manual_runs_and_the_ends_of_pauses(s: &dyn Sto
     );
     assert_eq!(wake("retry").await, Some(t + HOUR));
     // "manual": disabled, nothing scheduled, a manual run asked for.
-    s.request_run("manual", "alice", &audit("trigger", "manual"))
+    s.request_run("manual", "alice", None, &audit("trigger", "manual"))
         .await
         .unwrap();
     let asked = task_state(s, "manual").await.manual_at;
@@ -4575,7 +4576,7 @@ async fn next_wake_counts_retries_manual_runs_and_the_ends_of_pauses(s: &dyn Sto
         .unwrap();
     assert_eq!(wake("paused").await, Some(t + HOUR * 2));
     // "held": paused until resumed, a manual run waiting: nothing to wake for.
-    s.request_run("held", "alice", &audit("trigger", "held"))
+    s.request_run("held", "alice", None, &audit("trigger", "held"))
         .await
         .unwrap();
     s.pause_task(
@@ -5368,6 +5369,87 @@ async fn an_instance_is_claimed_with_its_task_and_its_runs_record_its_key(
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].instance_key.as_deref(), Some("t-1"));
     assert_eq!(runs[0].status, RunStatus::Succeeded);
+}
+
+/// A manual run asked with arguments: offered with them, claimed with them in place of the
+/// instance's own, recorded with the run (`args_override`); the request's arguments go with it,
+/// so the next scheduled run, and a manual run asked without, read the row's own.
+async fn a_manual_runs_arguments_replace_its_rows_for_that_run_only(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("rep", t + HOUR * 10)]).await;
+    let own = r#"{"tenant":1}"#;
+    let other = r#"{"tenant":2,"token":"x"}"#;
+    written(
+        upsert(
+            s,
+            &instance("rep", "t-1", Some(own)),
+            write_plan(Some(t + HOUR * 5)),
+        )
+        .await
+        .2,
+    );
+    assert_eq!(
+        s.request_run("rep/t-1", "alice", Some(other), &audit("trigger", "rep"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    let rules = Rules::hourly().plan(serve_manual);
+    let run = claim_one(s, "rep", &rules).await;
+    assert_eq!(rules.tasks()[0].manual_args.as_deref(), Some(other));
+    assert_eq!(rules.tasks()[0].args.as_deref(), Some(own), "its own kept");
+    assert_eq!(run.trigger, Trigger::Manual);
+    assert_eq!(
+        run.args.as_deref(),
+        Some(other),
+        "the run reads the override"
+    );
+    let record = run_record_of(s, run.run_id).await;
+    assert_eq!(record.args_override.as_deref(), Some(other));
+    assert_eq!(record.instance_key.as_deref(), Some("t-1"));
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    // Asked again without: its own.
+    assert_eq!(
+        s.request_run("rep/t-1", "alice", None, &audit("trigger", "rep"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    let rules = Rules::hourly().plan(serve_manual);
+    let run = claim_one(s, "rep", &rules).await;
+    assert_eq!(
+        rules.tasks()[0].manual_args,
+        None,
+        "taken with the first request"
+    );
+    assert_eq!(run.args.as_deref(), Some(own));
+    assert_eq!(run_record_of(s, run.run_id).await.args_override, None);
+    assert!(
+        finish_one(
+            s,
+            finish(&run, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    // The task's own row takes an override too (it has no arguments of its own).
+    assert_eq!(
+        s.request_run("rep", "alice", Some(other), &audit("trigger", "rep"))
+            .await
+            .unwrap(),
+        RunRequest::Queued
+    );
+    let run = claim_one(s, "rep", &rules).await;
+    assert_eq!(run.task_name, "rep");
+    assert_eq!(run.args.as_deref(), Some(other));
+    let record = run_record_of(s, run.run_id).await;
+    assert_eq!(record.args_override.as_deref(), Some(other));
+    assert_eq!(record.instance_key, None);
 }
 
 async fn run_record_of(s: &dyn Store, id: i64) -> RunRecord {

@@ -159,6 +159,28 @@ const BODY_LIMIT: usize = 2 << 20;
 /// connection is closed (a `Content-Length` beyond it is refused before reading).
 const DRAIN_LIMIT: usize = 64 << 20;
 
+/// An optional JSON body: none when the request has no body (no `Content-Length` nor
+/// `Transfer-Encoding`, or a length of 0), else read as [`Json`] reads it.
+pub(crate) struct MaybeJson<T>(pub(crate) Option<T>);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for MaybeJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        use axum::http::header::{CONTENT_LENGTH, TRANSFER_ENCODING};
+        let headers = req.headers();
+        let length = headers.get(CONTENT_LENGTH);
+        let empty = length.is_some_and(|v| v.as_bytes().trim_ascii() == b"0")
+            || (length.is_none() && headers.get(TRANSFER_ENCODING).is_none());
+        if empty {
+            return Ok(MaybeJson(None));
+        }
+        Json::<T>::from_request(req, state)
+            .await
+            .map(|j| MaybeJson(Some(j.0)))
+    }
+}
+
 /// `axum::Json` with a JSON error: a `413` for a body over [`BODY_LIMIT`] (read and thrown
 /// away up to [`DRAIN_LIMIT`], so the client reads the answer), a `400` for any other fault.
 pub(crate) struct Json<T>(pub(crate) T);

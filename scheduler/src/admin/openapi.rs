@@ -8,12 +8,13 @@ use utoipa::{Modify, OpenApi};
 #[openapi(
     info(
         title = "scheduler admin API",
-        description = "Operate a scheduler cluster: tasks, runs and their logs, nodes, config, audit trail; trigger, pause and resume tasks, backfill a range of their past ticks; incidents and snoozes. Reads are open on loopback, else need a bearer token, the operator's (SCHEDULER_ADMIN_TOKEN) or the read-only viewer's (SCHEDULER_ADMIN_VIEWER_TOKEN); mutations always need the operator's.",
+        description = "Operate a scheduler cluster: tasks, runs and their logs, nodes, config, audit trail; trigger (with other arguments), pause and resume tasks and their instances, make and remove instances, backfill a range of their past ticks; incidents and snoozes. Reads are open on loopback, else need a bearer token, the operator's (SCHEDULER_ADMIN_TOKEN) or the read-only viewer's (SCHEDULER_ADMIN_VIEWER_TOKEN); mutations always need the operator's.",
         license(name = "MIT OR Apache-2.0")
     ),
     modifiers(&Bearer),
     tags(
         (name = "tasks", description = "Tasks: config, state, policies; trigger, pause, resume; backfills"),
+        (name = "instances", description = "Instances of a task made at run time: make, change, pause, resume, run now (with other arguments), remove"),
         (name = "runs", description = "Run history and logs"),
         (name = "cluster", description = "Nodes, config, audit trail, webhook deliveries"),
         (name = "incidents", description = "Incidents (a task's alerts folded per problem) and snoozes"),

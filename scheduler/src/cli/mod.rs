@@ -47,7 +47,9 @@ mod table;
 
 pub use operator::{
     ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
-    LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs, TriggerArgs,
+    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs, InstancesAction,
+    InstancesArgs, LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs,
+    TriggerArgs,
 };
 
 use parse::parse_instant;
@@ -73,6 +75,8 @@ pub struct Cli {
 pub enum Command {
     /// Print the next fire instants of a cron expression, one a line, in UTC.
     Next(NextArgs),
+    /// Run a task (or, with `--key`, one of its instances) now, once: the same as `trigger`.
+    Run(TriggerArgs),
     /// The operator commands against the database.
     #[command(flatten)]
     Ops(OpsCommand),
@@ -132,6 +136,7 @@ impl Cli {
     pub fn run(self, out: &mut dyn Write) -> crate::Result<()> {
         match self.command {
             Command::Next(args) => args.run(out),
+            Command::Run(args) => OpsCommand::Trigger(args).run_blocking(out),
             Command::Ops(command) => command.run_blocking(out),
         }
     }
@@ -338,5 +343,49 @@ impl CheckConfigArgs {
             let _ = out;
             Ok(true)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_is_trigger_with_a_key_and_arguments() {
+        let cli = Cli::try_parse_from([
+            "scheduler",
+            "run",
+            "report",
+            "--key",
+            "tenant-42",
+            "--args",
+            r#"{"tenant": 42}"#,
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else {
+            panic!("{cli:?}");
+        };
+        assert_eq!(args.task, "report");
+        assert_eq!(args.key.as_deref(), Some("tenant-42"));
+        assert_eq!(args.args.as_deref(), Some(r#"{"tenant": 42}"#));
+        let cli = Cli::try_parse_from([
+            "scheduler",
+            "instances",
+            "upsert",
+            "report",
+            "tenant-42",
+            "--cron",
+            "0 * * * *",
+        ])
+        .unwrap();
+        let Command::Ops(OpsCommand::Instances(InstancesArgs {
+            action: InstancesAction::Upsert(upsert),
+        })) = cli.command
+        else {
+            panic!("{cli:?}");
+        };
+        assert_eq!((upsert.timezone.as_str(), upsert.args), ("UTC", None));
+        // An application's `run` stays the node's: its operator command is `trigger`.
+        assert!(AppCli::try_parse_from(["myapp", "trigger", "report", "--key", "k"]).is_ok());
     }
 }

@@ -239,11 +239,8 @@ async fn serve(request: ChildRequest) -> i32 {
     .with_shard(shard)
     // A broadcast task's run is named by its node's row (`name[@node]`).
     .with_broadcast(crate::shard::row_node(&request.task).is_some());
-    // An instance's run is named by its row (`task/key`).
-    let ctx = match crate::instance::split_row(&request.task) {
-        Some((_, key)) => ctx.with_instance(key, request.args.clone()),
-        None => ctx,
-    };
+    // An instance's run is named by its row (`task/key`); a manual run carries its override.
+    let ctx = ctx.with_row_args(&request.task, request.args.clone());
     let span = tracing::info_span!(
         "task_run",
         task = %request.task,

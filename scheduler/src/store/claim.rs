@@ -216,9 +216,22 @@ pub struct DueTask {
     pub broadcast: Option<crate::Shard>,
     /// An instance's arguments as JSON text (the row is `task/key`, see `crate::instance`).
     pub args: Option<String>,
+    /// The arguments the pending manual run was asked with, in place of the row's own (JSON
+    /// text; `None`: the row's own).
+    pub manual_args: Option<String>,
 }
 
 impl DueTask {
+    /// The arguments a run of this row started by `trigger` gets, and the override it records
+    /// with the run: a manual run asked with arguments runs with them, for that run only;
+    /// every other run with the row's own.
+    pub fn run_args(&self, trigger: Trigger) -> (Option<String>, Option<String>) {
+        match (&self.manual_args, trigger) {
+            (Some(manual), Trigger::Manual) => (Some(manual.clone()), Some(manual.clone())),
+            _ => (self.args.clone(), None),
+        }
+    }
+
     /// The shard this row runs.
     pub fn shard(&self) -> crate::Shard {
         self.broadcast.unwrap_or(crate::Shard {
@@ -356,7 +369,8 @@ pub struct ClaimedRun {
     pub missed_since: Option<DateTime<Utc>>,
     /// The shard of its tick it runs (`task_name` is the shard's row: `name[i]` for `i >= 1`).
     pub shard: crate::Shard,
-    /// An instance's arguments as JSON text (`task_name` is the instance's row, `task/key`).
+    /// The arguments its handler reads as JSON text: an instance's own, or those a manual run
+    /// was asked with in place of its row's own.
     pub args: Option<String>,
 }
 

@@ -304,6 +304,11 @@ pub struct RunRecord {
     pub shard_total: u32,
     /// The key of the instance it ran (see `crate::instance`); `None`: the task's own run.
     pub instance_key: Option<String>,
+    /// The arguments a manual run was given in place of its row's own, as JSON text (`None`:
+    /// it ran with its row's own). Unredacted: every view shows it through
+    /// `crate::redact::redact_args_text` (and serializes redacted).
+    #[serde(serialize_with = "crate::redact::serialize_args_text")]
+    pub args_override: Option<String>,
 }
 
 impl RunRecord {
@@ -332,6 +337,7 @@ impl RunRecord {
             shard_index: u32::try_from(row.int("shard_index")?).unwrap_or(0),
             shard_total: u32::try_from(row.int("shard_total")?).unwrap_or(1),
             instance_key: row.text_opt("instance_key")?,
+            args_override: row.text_opt("args_override")?,
         })
     }
 
@@ -358,6 +364,7 @@ impl RunRecord {
             shard_index: 0,
             shard_total: 1,
             instance_key: None,
+            args_override: None,
         }
     }
 }

@@ -99,7 +99,12 @@ macro_rules! store_methods {
             }
             // Operator actions.
             OperatorStore {
-                request_run(task: &str, by: &str, audit: &AuditEntry) -> StoreResult<RunRequest>;
+                request_run(
+                    task: &str,
+                    by: &str,
+                    args: Option<&str>,
+                    audit: &AuditEntry
+                ) -> StoreResult<RunRequest>;
                 pause_task(task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool>;
                 resume_task(
                     task: &str,

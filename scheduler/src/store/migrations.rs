@@ -140,6 +140,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         postgres: "0018_node_database_server.sql",
         sqlite: "0014_node_database_server.sql"),
     step!(19, "instances", postgres: "0019_instances.sql", sqlite: "0019_instances.sql"),
+    step!(20, "run args override",
+        postgres: "0020_run_args_override.sql",
+        sqlite: "0020_run_args_override.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

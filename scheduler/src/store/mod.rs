@@ -334,11 +334,14 @@ pub trait ConfigStore: Send + Sync {
 /// importing this trait.
 #[async_trait]
 pub trait OperatorStore: Send + Sync {
-    /// Asks for a manual run of `task` by `by` (audited), unless the task is paused.
+    /// Asks for a manual run of `task` (a task's row, or an instance's `task/key`) by `by`
+    /// (audited), unless the task is paused; `args` (JSON text, checked by the caller) replace
+    /// the row's own arguments for that run only (`None`: its own), and are recorded with it.
     async fn request_run(
         &self,
         task: &str,
         by: &str,
+        args: Option<&str>,
         audit: &AuditEntry,
     ) -> StoreResult<RunRequest>;
     /// Pauses `task` (audited); false if there is no such task. A pause already in force is

@@ -241,6 +241,7 @@ pub(crate) fn due_task(row: &impl ReadRow) -> Result<DueTask, sqlx::Error> {
         node_pin: row.text_opt("node_pin")?,
         broadcast: None,
         args: row.text_opt("args")?,
+        manual_args: row.text_opt("manual_args")?,
     })
 }
 

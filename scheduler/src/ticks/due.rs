@@ -207,7 +207,29 @@ mod tests {
             node_pin: None,
             broadcast: None,
             args: None,
+            manual_args: None,
         }
+    }
+
+    #[test]
+    fn a_manual_run_reads_its_override_and_every_other_run_its_rows_arguments() {
+        use crate::store::Trigger;
+        let own = Some(r#"{"tenant":1}"#.to_owned());
+        let asked = Some(r#"{"tenant":2}"#.to_owned());
+        let task = DueTask {
+            args: own.clone(),
+            manual_args: asked.clone(),
+            ..due(10)
+        };
+        assert_eq!(task.run_args(Trigger::Manual), (asked.clone(), asked));
+        for trigger in [Trigger::Schedule, Trigger::Retry, Trigger::Backfill] {
+            assert_eq!(task.run_args(trigger), (own.clone(), None), "{trigger:?}");
+        }
+        let plain = DueTask {
+            args: own.clone(),
+            ..due(10)
+        };
+        assert_eq!(plain.run_args(Trigger::Manual), (own, None));
     }
 
     fn decide(task: &DueTask, misfire: Misfire, now: i64) -> DueDecision {

@@ -141,10 +141,17 @@ async fn iso_ok(ctx: TaskContext) -> HandlerResult {
             ctx.node_id()
         ),
     );
-    // An instance's run: its key and arguments, as the handler reads them.
-    if let Some(key) = ctx.key() {
-        let args = ctx.args::<std::collections::BTreeMap<String, u64>>()?;
-        record(&ctx, "instance", format!("{key} {args:?}"));
+    // An instance's run: its key and arguments, as the handler reads them; the task's own run
+    // reads arguments only as a manual run's override.
+    let args = ctx.args::<Option<std::collections::BTreeMap<String, u64>>>()?;
+    match (ctx.key(), args) {
+        (Some(key), args) => record(
+            &ctx,
+            "instance",
+            format!("{key} {:?}", args.unwrap_or_default()),
+        ),
+        (None, Some(args)) => record(&ctx, "args", format!("{args:?}")),
+        (None, None) => {}
     }
     tracing::info!(answer = 42, "hello from the isolated handler");
     tracing::debug!("not at the default level");

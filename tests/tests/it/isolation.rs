@@ -180,6 +180,33 @@ async fn an_instances_run_in_a_child_reads_its_key_and_arguments() {
     let _ = std::fs::remove_dir_all(isolation_record_dir(run_id));
 }
 
+/// A manual run of the task's own row with other arguments, in a child: its handler reads them
+/// (they go with the child's request, as an instance's do).
+#[tokio::test]
+async fn a_manual_runs_arguments_reach_a_handler_in_a_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::builder(dir.path().join("runs.db"))
+        .connect()
+        .unwrap();
+    store.migrate().await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(store);
+    let run_id = new_run_id();
+    let capture = RunLogCapture::external(run_id, store);
+    let identity = RunIdentity::new("iso.ok", run_id, chrono::Utc::now(), "node-iso")
+        .args(Some(r#"{"tenant":8}"#.to_owned()));
+    let mut child = ChildCommand::new(identity)
+        .program(env!("CARGO_BIN_EXE_test_node"))
+        .spawn(capture.lines())
+        .await
+        .expect("start the child");
+    assert_eq!(child.wait().await, ChildExit::Succeeded);
+    capture.finish().await;
+    let record = |key: &str| std::fs::read_to_string(isolation_record_dir(run_id).join(key));
+    assert_eq!(record("args").unwrap(), r#"{"tenant": 8}"#);
+    assert!(record("instance").is_err(), "not an instance's run");
+    let _ = std::fs::remove_dir_all(isolation_record_dir(run_id));
+}
+
 #[tokio::test]
 async fn the_child_says_when_its_handler_started() {
     let mut run = Isolated::start("iso.ok").await;

@@ -9,14 +9,15 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::instances_write::{TriggerRequest, TriggerResult, queue_run};
 use super::refusals::MutationErrors;
 use super::tasks::one_state;
 use super::views::{PauseView, RunView};
 use crate::admin::auth::Operator;
-use crate::admin::error::{ApiError, ErrorBody, Json, Path};
+use crate::admin::error::{ApiError, ErrorBody, Json, MaybeJson, Path};
 use crate::admin::state::AdminState;
 use crate::operate;
-use crate::store::{CancelRequest, RunRequest};
+use crate::store::CancelRequest;
 
 const MAX_REASON: usize = 500;
 
@@ -28,20 +29,14 @@ pub(super) fn router() -> OpenApiRouter<AdminState> {
         .routes(routes!(cancel_run))
 }
 
-/// What asking for a run did.
-#[derive(Debug, Serialize, ToSchema)]
-struct TriggerResult {
-    /// The task.
-    task: String,
-    /// `queued`, or `already_queued` (a manual run was waiting already).
-    outcome: &'static str,
-}
-
-/// Runs the task now, through the same locking as any run (after a running one ends). Audited.
+/// Runs the task now, through the same locking as any run (after a running one ends); with
+/// `{"args": ...}` its handler reads those arguments in place of the task's own, for that run
+/// only (recorded with the run as `args_override`). Audited.
 #[utoipa::path(post, path = "/api/tasks/{name}/trigger", tag = "tasks",
     security(("bearer" = [])),
     params(("name" = String, Path, description = "The task's name"),
         ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
+    request_body(content = Option<TriggerRequest>, description = "Optional: arguments for this run only"),
     responses(
         (status = 202, description = "Queued", body = TriggerResult),
         (status = 409, description = "The task is paused", body = ErrorBody),
@@ -51,26 +46,9 @@ async fn trigger_task(
     Operator(actor): Operator,
     State(state): State<AdminState>,
     Path(name): Path<String>,
+    MaybeJson(body): MaybeJson<TriggerRequest>,
 ) -> Result<(StatusCode, axum::Json<TriggerResult>), ApiError> {
-    let outcome = match operate::trigger(state.engine.store().as_ref(), &name, &actor).await? {
-        RunRequest::Queued => "queued",
-        RunRequest::AlreadyQueued => "already_queued",
-        RunRequest::NotFound => return Err(ApiError::no_task(&name)),
-        RunRequest::Paused(p) => {
-            return Err(ApiError::conflict(format!(
-                "task `{name}` is paused by {} ({}); resume it first",
-                p.by, p.reason
-            )));
-        }
-    };
-    tracing::info!(task = %name, actor = %actor.name, source = %actor.source, "run asked for through the admin API");
-    Ok((
-        StatusCode::ACCEPTED,
-        axum::Json(TriggerResult {
-            task: name,
-            outcome,
-        }),
-    ))
+    queue_run(&state, &actor, &name, None, body).await
 }
 
 /// Why and how long to pause.

@@ -1,4 +1,5 @@
-//! The JSON API, one module per resource; the views several of them answer with are in
+//! The JSON API, one module per resource (`instances_write`: the instances' mutations and a
+//! manual run's arguments); the views several of them answer with are in
 //! `views`, the refusals every read or mutation may answer with in `refusals`.
 
 mod actions;
@@ -6,6 +7,7 @@ mod backfills;
 mod cluster;
 mod config;
 mod incidents;
+mod instances_write;
 mod refusals;
 mod runs;
 mod tasks;
@@ -26,4 +28,5 @@ pub(super) fn router() -> OpenApiRouter<AdminState> {
         .merge(runs::router())
         .merge(cluster::router())
         .merge(incidents::router())
+        .merge(instances_write::router())
 }

@@ -13,37 +13,60 @@ use crate::operate::{self, Actor};
 use crate::store::{CancelRequest, RunRequest, Store};
 
 pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
+    let override_args = match args.args.as_deref().map(operate::check_override) {
+        None => None,
+        Some(Ok(text)) => Some(text),
+        Some(Err(why)) => return Err(fail(format!("--args: {why}"))),
+    };
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
-    let result = operate::trigger(target.store.as_ref(), &args.task, &who).await;
+    // What it runs: the task's own row, or one of its instances (which must exist).
+    let (row, what, resume) = match &args.key {
+        Some(key) => {
+            super::instances::existing(&target, &args.task, key).await?;
+            (
+                crate::instance::row_name(&args.task, key),
+                format!("instance {key} of {}", args.task),
+                format!("scheduler instances resume {} {key}", args.task),
+            )
+        }
+        None => (
+            args.task.clone(),
+            args.task.clone(),
+            format!("scheduler resume {}", args.task),
+        ),
+    };
+    let result =
+        operate::trigger_with(target.store.as_ref(), &row, override_args.as_deref(), &who).await;
     let result = match result {
         Err(crate::Error::Store(e)) => return target.check(Err(e)),
         other => other?,
     };
+    let shown = override_args
+        .as_deref()
+        .map(crate::redact::redact_args_text);
     let (word, text) = match result {
         RunRequest::Queued => (
             "queued",
             format!(
-                "asked for a run of {} now (manual, by {}); a node running it starts it as soon as the task is free\n",
-                args.task, who.name
+                "asked for a run of {what} now (manual, by {}{}); a node running it starts it as soon as it is free\n",
+                who.name,
+                shown.as_deref().map_or(String::new(), |a| format!(
+                    ", with args {a} for this run only"
+                ))
             ),
         ),
         RunRequest::AlreadyQueued => (
             "already_queued",
-            format!(
-                "a manual run of {} was already waiting; nothing changed\n",
-                args.task
-            ),
+            format!("a manual run of {what} was already waiting; nothing changed\n"),
         ),
         RunRequest::NotFound => return Err(target.unknown_task(&args.task).await),
         RunRequest::Paused(p) => {
             return Err(fail(format!(
-                "{} is paused (by {} at {}: {}); resume it first with `scheduler resume {}`",
-                args.task,
+                "{what} is paused (by {} at {}: {}); resume it first with `{resume}`",
                 p.by,
                 instant(Some(p.at)),
                 p.reason,
-                args.task
             )));
         }
     };
@@ -66,16 +89,18 @@ pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
         );
     }
     Ok(if args.store.json {
-        to_json(
-            &json!({"task": args.task, "result": word, "actor": who.name, "live_runner": runners}),
-        )
+        to_json(&json!({
+            "task": args.task, "key": args.key, "result": word, "actor": who.name,
+            "live_runner": runners,
+            "args": shown.as_deref().and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok()),
+        }))
     } else {
         text
     })
 }
 
 /// When a pause or a snooze given `--until` or `--for` (from `now`) ends; `None` without either.
-fn end_at(
+pub(super) fn end_at(
     until: Option<DateTime<Utc>>,
     length: Option<Duration>,
     now: DateTime<Utc>,

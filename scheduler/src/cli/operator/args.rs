@@ -166,11 +166,18 @@ pub struct LogsArgs {
     pub store: StoreArgs,
 }
 
-/// Arguments of `trigger`.
+/// Arguments of `trigger` (and `run`).
 #[derive(Debug, Clone, Args)]
 pub struct TriggerArgs {
     /// The task to run.
     pub task: String,
+    /// Run this instance of the task (its key) instead of the task's own schedule.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+    /// Arguments for this run only, in place of the instance's (or the task's) own: JSON of at
+    /// most 64 KiB, read by the handler with `ctx.args()` and recorded with the run.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub actor: ActorArgs,
@@ -229,6 +236,110 @@ pub struct SnoozeArgs {
 pub struct ResumeArgs {
     /// The task to resume.
     pub task: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `instances`.
+#[derive(Debug, Clone, Args)]
+pub struct InstancesArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: InstancesAction,
+}
+
+/// `instances list`, `get`, `upsert`, `remove`, `pause`, `resume`.
+#[derive(Debug, Clone, Subcommand)]
+#[non_exhaustive]
+pub enum InstancesAction {
+    /// Every instance of a task, by key: schedule, next run, pause, arguments (secrets hidden).
+    List(InstanceTaskArgs),
+    /// One instance of a task.
+    Get(InstanceKeyArgs),
+    /// Make an instance of a task, or change it in place (its history stays). Audited.
+    ///
+    /// A changed cron or zone moves its next run to the new schedule's first tick after now;
+    /// changed arguments apply from its next run.
+    Upsert(InstanceUpsertArgs),
+    /// Remove an instance: none of its ticks starts after this; a run in flight finishes.
+    /// Audited.
+    Remove(InstanceKeyArgs),
+    /// Stop new runs of one instance on every node, with a reason (its task and the other
+    /// instances go on). Audited.
+    Pause(InstancePauseArgs),
+    /// End an instance's pause; its next run is its first tick from now. Audited.
+    Resume(InstanceKeyArgs),
+}
+
+/// Arguments of `instances list`.
+#[derive(Debug, Clone, Args)]
+pub struct InstanceTaskArgs {
+    /// The task.
+    pub task: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `instances get`, `remove` and `resume`.
+#[derive(Debug, Clone, Args)]
+pub struct InstanceKeyArgs {
+    /// The task.
+    pub task: String,
+    /// The instance's key.
+    pub key: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `instances upsert`.
+#[derive(Debug, Clone, Args)]
+pub struct InstanceUpsertArgs {
+    /// The task (a node must have started with it).
+    pub task: String,
+    /// The instance's key: 1 to 128 ASCII letters, digits, `_`, `.`, `:` and `-`.
+    pub key: String,
+    /// Its cron expression, in the task attribute's syntax (5 or 6 fields, or an alias).
+    #[arg(long, value_name = "EXPR")]
+    pub cron: String,
+    /// The IANA zone its cron is read in.
+    #[arg(long, value_name = "ZONE", default_value = "UTC")]
+    pub timezone: String,
+    /// Its arguments: JSON of at most 64 KiB, read by the handler with `ctx.args()`.
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `instances pause`.
+#[derive(Debug, Clone, Args)]
+pub struct InstancePauseArgs {
+    /// The task.
+    pub task: String,
+    /// The instance's key.
+    pub key: String,
+    /// Why (shown everywhere the pause is).
+    #[arg(long)]
+    pub reason: String,
+    /// End the pause by itself at this RFC 3339 instant.
+    #[arg(long, value_name = "RFC3339", value_parser = parse_instant, conflicts_with = "for_")]
+    pub until: Option<DateTime<Utc>>,
+    /// End the pause by itself after this long (`30m`, `2h`, `1day`).
+    #[arg(long = "for", id = "for_", value_name = "DURATION", value_parser = parse_hold_for)]
+    pub for_: Option<Duration>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub actor: ActorArgs,

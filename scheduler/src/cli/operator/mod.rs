@@ -16,13 +16,14 @@
 //!
 //! Files: `args.rs` the commands' arguments, `target.rs` opening the store and what every
 //! command shares, `status.rs`,
-//! `history.rs` (`runs`, `logs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`),
+//! `history.rs` (`runs`, `logs`), `instances.rs` (`instances ...`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`),
 //! `backfill.rs` (`backfill`, `backfill status`, `backfill cancel`).
 
 mod actions;
 mod args;
 mod backfill;
 mod history;
+mod instances;
 mod status;
 mod target;
 
@@ -32,7 +33,9 @@ use clap::Subcommand;
 
 pub use args::{
     ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
-    LogsArgs, PauseArgs, ResumeArgs, RunsArgs, SnoozeArgs, StatusArgs, StoreArgs, TriggerArgs,
+    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs, InstancesAction,
+    InstancesArgs, LogsArgs, PauseArgs, ResumeArgs, RunsArgs, SnoozeArgs, StatusArgs, StoreArgs,
+    TriggerArgs,
 };
 
 /// The commands that read or change a deployment through its database.
@@ -50,10 +53,13 @@ pub enum OpsCommand {
     Runs(RunsArgs),
     /// What a run's handler logged (the first 500 lines and 256 KiB).
     Logs(LogsArgs),
-    /// Run a task now, once.
+    /// Run a task now, once (`--key KEY`: one of its instances; `--args JSON`: with other
+    /// arguments).
     ///
     /// Through the same locking as any run: a node running the task starts it when the task is
     /// free. Recorded with trigger `manual` and who asked; audited. Refused for a paused task.
+    /// `--args` replaces the instance's (or the task's) arguments for this run only (the next
+    /// scheduled run uses its own), recorded with the run.
     Trigger(TriggerArgs),
     /// Stop new runs of a task on every node, with a reason.
     ///
@@ -90,6 +96,13 @@ pub enum OpsCommand {
     /// `--pace` apart (default 1s), recorded with trigger `backfill`; `ctx.scheduled_at()` is
     /// the backfilled tick. Durable: any node takes the work, a restart loses none. Audited.
     Backfill(Box<BackfillArgs>),
+    /// A task's instances: `instances list TASK`, `get TASK KEY`, `upsert TASK KEY --cron ..
+    /// [--timezone ..] [--args JSON]`, `remove TASK KEY`, `pause TASK KEY --reason ..`, `resume
+    /// TASK KEY`.
+    ///
+    /// Changes are audited; arguments are printed with their secrets hidden. Run one now with
+    /// `trigger TASK --key KEY`.
+    Instances(InstancesArgs),
 }
 
 impl OpsCommand {
@@ -106,6 +119,7 @@ impl OpsCommand {
             OpsCommand::Snooze(args) => actions::snooze(args).await,
             OpsCommand::Unsnooze(args) => actions::unsnooze(args).await,
             OpsCommand::Backfill(args) => backfill::backfill(args).await,
+            OpsCommand::Instances(args) => instances::instances(args).await,
         }
     }
 

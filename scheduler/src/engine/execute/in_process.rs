@@ -48,11 +48,8 @@ pub(super) fn dispatch(
     .with_fencing_token(u64::try_from(claimed.fencing_token).unwrap_or(0))
     .with_shard(claimed.shard)
     .with_broadcast(crate::shard::row_node(&claimed.task_name).is_some());
-    // An instance's run (`task/key`) reads its key and arguments.
-    let ctx = match crate::instance::split_row(&claimed.task_name) {
-        Some((_, key)) => ctx.with_instance(key, claimed.args.clone()),
-        None => ctx,
-    };
+    // An instance's run (`task/key`) reads its key and arguments; a manual run its override.
+    let ctx = ctx.with_row_args(&claimed.task_name, claimed.args.clone());
     let handler = descriptor.handler;
     let gate = Arc::clone(lease.gate());
     let now = Instant::now();

@@ -79,6 +79,7 @@ impl ClaimSteps for Recorded {
                     node_pin: None,
                     broadcast: None,
                     args: None,
+                    manual_args: None,
                 };
                 (task, at(3))
             })
@@ -243,6 +244,7 @@ fn broadcast_row(node: Option<&str>, trigger: Trigger) -> (DueTask, ClaimPlan) {
         node_pin: Some(node.unwrap_or_default().to_owned()),
         broadcast: None,
         args: None,
+        manual_args: None,
     };
     let mut plan =
         ClaimPlan::scheduled(at(2), Some(at(3)), Recovery::Rerun, Duration::from_secs(20));

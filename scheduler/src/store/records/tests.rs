@@ -147,6 +147,10 @@ fn run_row(status: &'static str) -> Row {
         .with("shard_index", Value::Int(-1))
         .with("shard_total", Value::Int(4))
         .with("instance_key", Value::Text("tenant-42"))
+        .with(
+            "args_override",
+            Value::Text(r#"{"tenant":9,"token":"t0k"}"#),
+        )
 }
 
 #[test]
@@ -165,6 +169,16 @@ fn a_run_is_read_from_its_columns() {
     // A shard index out of range reads as the first shard.
     assert_eq!((run.shard_index, run.shard_total), (0, 4));
     assert_eq!(run.instance_key.as_deref(), Some("tenant-42"));
+    assert_eq!(
+        run.args_override.as_deref(),
+        Some(r#"{"tenant":9,"token":"t0k"}"#)
+    );
+    // Serialized (the CLI's `--json`), the override's secrets are hidden.
+    let shown = serde_json::to_value(&run).unwrap();
+    assert_eq!(
+        shown["args_override"],
+        serde_json::json!({"tenant": 9, "token": "***"})
+    );
 }
 
 #[test]

@@ -268,14 +268,11 @@ impl ClaimSteps for Steps<'_> {
                 backfills.insert(task.name.clone(), id);
             }
             let shard = task.shard();
-            let token = plan.push(task.name.clone(), p, shard);
+            let (args, args_override) = task.run_args(p.trigger);
+            let token = plan.push(task.name.clone(), p, shard, args_override);
             seen.insert(
                 token,
-                (
-                    task.name,
-                    [task.last_finished_at, task.missed_since],
-                    task.args,
-                ),
+                (task.name, [task.last_finished_at, task.missed_since], args),
             );
         }
         let claimed: Vec<ClaimedRun> = plan

@@ -14,12 +14,14 @@ pub(super) async fn request_run(
     store: &PgStore,
     task: &str,
     by: &str,
+    args: Option<&str>,
     audit: &AuditEntry,
 ) -> StoreResult<RunRequest> {
     write_tx!(store, "request_run", |tx, ()| {
         let Some(row) = sqlx::query(query!("request_run"))
             .bind(task)
             .bind(by)
+            .bind(args)
             .fetch_optional(&mut *tx)
             .await?
         else {

@@ -3,17 +3,18 @@
 -- missed-run incident), and record one running run per task. A run whose tick was claimed
 -- ahead starts on its tick: that is its start; the store's clock at the end is returned so the
 -- node can tell how long until then. Each lock taken moves the task's fence on by one: the run's
--- fencing token. An instance's run (row `task/key`) records the row's key.
+-- fencing token. An instance's run (row `task/key`) records the row's key; a manual run records
+-- the arguments it was asked with in place of its row's own (taken with the manual request).
 -- $1 node id; $2.. parallel arrays: name, token, scheduled_at, set next run?, next_run_at,
 -- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?, the task (a
--- shard's run is recorded under its task's name), shard index, shard total.
+-- shard's run is recorded under its task's name), shard index, shard total, args override.
 WITH plan AS (
     SELECT *
     FROM unnest($2::text[], $3::uuid[], $4::timestamptz[], $5::bool[], $6::timestamptz[],
                 $7::text[], $8::int8[], $9::text[], $10::int4[], $11::text[], $12::bool[],
-                $13::text[], $14::int4[], $15::int4[])
+                $13::text[], $14::int4[], $15::int4[], $16::text[])
          AS p(name, token, scheduled_at, set_next, next_run_at, recovery, lock_ms, trigger,
-              attempt, triggered_by, clear_retry, task, shard_index, shard_total)
+              attempt, triggered_by, clear_retry, task, shard_index, shard_total, args_override)
 ), locked AS (
     UPDATE scheduler_tasks AS t
     SET lock_owner = $1,
@@ -27,6 +28,7 @@ WITH plan AS (
         retry_attempt = CASE WHEN p.clear_retry THEN NULL ELSE t.retry_attempt END,
         manual_at = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_at END,
         manual_by = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_by END,
+        manual_args = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_args END,
         missed_since = NULL,
         fence = t.fence + 1,
         last_run_at = GREATEST(clock_timestamp(), p.scheduled_at),
@@ -37,9 +39,10 @@ WITH plan AS (
 )
 INSERT INTO scheduler_runs (task_name, scheduled_at, started_at, status, node_id, lock_token,
                             recovery, attempt, trigger, triggered_by, fencing_token, shard_index,
-                            shard_total, instance_key)
+                            shard_total, instance_key, args_override)
 SELECT p.task, p.scheduled_at, GREATEST(clock_timestamp(), p.scheduled_at), 'running', $1, p.token, p.recovery,
-       p.attempt, p.trigger, p.triggered_by, l.fence, p.shard_index, p.shard_total, l.instance_key
+       p.attempt, p.trigger, p.triggered_by, l.fence, p.shard_index, p.shard_total, l.instance_key,
+       p.args_override
 FROM plan AS p
 JOIN locked AS l ON l.name = p.name
 RETURNING id, task_name, shard_index, shard_total, lock_token, scheduled_at, started_at, attempt, trigger, triggered_by,

@@ -257,6 +257,7 @@ impl ClaimSteps for Steps<'_> {
             // A tick claimed ahead starts on its tick.
             let started_at = now.max(plan.scheduled_at);
             let shard = task.shard();
+            let (args, args_override) = task.run_args(plan.trigger);
             let run_id: i64 = sqlx::query_scalar(query!("claim_run"))
                 .bind(crate::shard::split_row(&task.name).0)
                 .bind(micros(plan.scheduled_at))
@@ -271,6 +272,7 @@ impl ClaimSteps for Steps<'_> {
                 .bind(i64::from(shard.index))
                 .bind(i64::from(shard.total))
                 .bind(crate::instance::split_row(&task.name).map(|(_, key)| key))
+                .bind(args_override)
                 .fetch_one(&mut *self.tx)
                 .await?;
             if let Some(backfill_id) = plan.backfill_id {
@@ -301,7 +303,7 @@ impl ClaimSteps for Steps<'_> {
                 triggered_by: plan.triggered_by,
                 missed_since: task.missed_since,
                 shard,
-                args: task.args,
+                args,
             });
         }
         Ok(claimed)

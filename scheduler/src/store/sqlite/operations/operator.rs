@@ -14,6 +14,7 @@ pub(super) async fn request_run(
     store: &SqliteStore,
     task: &str,
     by: &str,
+    args: Option<&str>,
     audit: &AuditEntry,
 ) -> StoreResult<RunRequest> {
     let answer = write_tx!(store, "request_run", |tx, now| {
@@ -33,6 +34,7 @@ pub(super) async fn request_run(
                 .bind(task)
                 .bind(by)
                 .bind(micros(now))
+                .bind(args)
                 .execute(&mut *tx)
                 .await?;
             insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;

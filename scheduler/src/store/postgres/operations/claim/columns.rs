@@ -68,12 +68,21 @@ pub(super) struct Plan {
     pub(super) tasks: Vec<String>,
     pub(super) shard_index: Vec<i32>,
     pub(super) shard_total: Vec<i32>,
+    pub(super) args_override: Vec<Option<String>>,
 }
 
 impl Plan {
-    /// Adds the run of row `name`; returns the token of the lock it takes.
-    pub(super) fn push(&mut self, name: String, p: ClaimPlan, shard: crate::Shard) -> Uuid {
+    /// Adds the run of row `name` (with the arguments a manual run overrides, if any); returns
+    /// the token of the lock it takes.
+    pub(super) fn push(
+        &mut self,
+        name: String,
+        p: ClaimPlan,
+        shard: crate::Shard,
+        args_override: Option<String>,
+    ) -> Uuid {
         let token = Uuid::new_v4();
+        self.args_override.push(args_override);
         self.tasks.push(crate::shard::split_row(&name).0.to_owned());
         self.shard_index
             .push(i32::try_from(shard.index).unwrap_or(i32::MAX));
@@ -115,6 +124,7 @@ impl Plan {
             .bind(&self.tasks)
             .bind(&self.shard_index)
             .bind(&self.shard_total)
+            .bind(&self.args_override)
     }
 }
 

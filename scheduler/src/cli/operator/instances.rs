@@ -1,0 +1,289 @@
+//! `instances list`, `get`, `upsert`, `remove`, `pause` and `resume`: a task's instances made,
+//! changed and read from the command line, through [`Schedules`](crate::Schedules) and
+//! [`operate`](crate::operate), so each change is audited as one made through the admin API.
+//! The command registers no task: an instance is made of any task the database has a row of (a
+//! node has started with it). Arguments are printed with their secrets hidden.
+
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use super::super::table::{instant, table};
+use super::actions::end_at;
+use super::args::{
+    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs, InstancesAction,
+    InstancesArgs,
+};
+use super::target::{Target, actor, fail, to_json};
+use crate::instance::row_name;
+use crate::operate::{self, Actor};
+use crate::redact::redact_args;
+use crate::store::Pause;
+use crate::{Instance, Schedule, Schedules};
+
+pub(super) async fn instances(args: &InstancesArgs) -> crate::Result<String> {
+    match &args.action {
+        InstancesAction::List(a) => list(a).await,
+        InstancesAction::Get(a) => get(a).await,
+        InstancesAction::Upsert(a) => upsert(a).await,
+        InstancesAction::Remove(a) => remove(a).await,
+        InstancesAction::Pause(a) => pause(a).await,
+        InstancesAction::Resume(a) => resume(a).await,
+    }
+}
+
+/// The handle that reads and writes instances as `who`, of any task the store has.
+fn schedules(target: &Target, who: &Actor) -> Schedules {
+    Schedules::for_operator(target.store.clone(), None, who)
+}
+
+/// A refusal of [`Schedules`], or the store's error, as the command's error.
+fn refused(target: &Target, e: crate::Error) -> crate::Error {
+    match e {
+        crate::Error::Store(e) => target.check::<()>(Err(e)).unwrap_err(),
+        crate::Error::Instance(refusal) => fail(refusal.to_string()),
+        other => other,
+    }
+}
+
+/// Instance `key` of `task`, or the error saying there is none.
+pub(super) async fn existing(target: &Target, task: &str, key: &str) -> crate::Result<Instance> {
+    let nobody = Actor::new("", "");
+    match schedules(target, &nobody).get(task, key).await {
+        Ok(Some(instance)) => Ok(instance),
+        Ok(None) => {
+            let known = target.check(target.store.task_states(Some(task)).await)?;
+            if known.is_empty() {
+                return Err(target.unknown_task(task).await);
+            }
+            Err(fail(format!(
+                "task {task} has no instance `{key}`; `scheduler instances list {task}` lists them"
+            )))
+        }
+        Err(e) => Err(refused(target, e)),
+    }
+}
+
+/// The pause of instance `key` of `task`, if any.
+async fn pause_of(target: &Target, task: &str, key: &str) -> crate::Result<Option<Pause>> {
+    let states = target.check(target.store.task_states(Some(&row_name(task, key))).await)?;
+    Ok(states.into_iter().next().and_then(|s| s.pause))
+}
+
+/// An instance as `--json` prints it: its arguments' secrets hidden.
+fn as_json(instance: &Instance, pause: Option<&Pause>) -> Value {
+    json!({
+        "task": instance.task, "key": instance.key, "cron": instance.cron,
+        "timezone": instance.timezone, "args": redact_args(&instance.args),
+        "enabled": instance.enabled, "paused": pause.is_some(), "pause": pause,
+        "next_run_at": instance.next_run_at, "removed": false,
+    })
+}
+
+/// What an instance's state column says.
+fn state(instance: &Instance, pause: Option<&Pause>) -> String {
+    match pause {
+        Some(p) => format!("paused by {}: {}", p.by, p.reason),
+        None if instance.enabled => "enabled".to_owned(),
+        None => "disabled (its task is)".to_owned(),
+    }
+}
+
+/// An instance for people, one field a line.
+fn describe(instance: &Instance, pause: Option<&Pause>) -> String {
+    table(
+        &["FIELD", "VALUE"],
+        &[
+            vec!["task".into(), instance.task.clone()],
+            vec!["key".into(), instance.key.clone()],
+            vec!["cron".into(), instance.cron.clone()],
+            vec!["timezone".into(), instance.timezone.clone()],
+            vec!["state".into(), state(instance, pause)],
+            vec!["next run".into(), instant(instance.next_run_at)],
+            vec!["args".into(), redact_args(&instance.args).to_string()],
+        ],
+    )
+}
+
+async fn list(args: &InstanceTaskArgs) -> crate::Result<String> {
+    let target = Target::open(&args.store).await?;
+    let nobody = Actor::new("", "");
+    let instances = schedules(&target, &nobody)
+        .list(&args.task)
+        .await
+        .map_err(|e| refused(&target, e))?;
+    if instances.is_empty() {
+        let known = target.check(target.store.task_states(Some(&args.task)).await)?;
+        if known.is_empty() {
+            return Err(target.unknown_task(&args.task).await);
+        }
+    }
+    // The instances' pauses, in one read of the task rows.
+    let states = target.check(target.store.task_states(None).await)?;
+    let pause = |key: &str| {
+        let row = row_name(&args.task, key);
+        states
+            .iter()
+            .find(|s| s.name == row)
+            .and_then(|s| s.pause.clone())
+    };
+    if args.store.json {
+        let all: Vec<Value> = instances
+            .iter()
+            .map(|i| as_json(i, pause(&i.key).as_ref()))
+            .collect();
+        return Ok(to_json(&Value::Array(all)));
+    }
+    if instances.is_empty() {
+        return Ok(format!("{} has no instances\n", args.task));
+    }
+    let rows: Vec<Vec<String>> = instances
+        .iter()
+        .map(|i| {
+            vec![
+                i.key.clone(),
+                i.cron.clone(),
+                i.timezone.clone(),
+                state(i, pause(&i.key).as_ref()),
+                instant(i.next_run_at),
+                redact_args(&i.args).to_string(),
+            ]
+        })
+        .collect();
+    Ok(table(
+        &["KEY", "CRON", "ZONE", "STATE", "NEXT RUN", "ARGS"],
+        &rows,
+    ))
+}
+
+async fn get(args: &InstanceKeyArgs) -> crate::Result<String> {
+    let target = Target::open(&args.store).await?;
+    let instance = existing(&target, &args.task, &args.key).await?;
+    let pause = pause_of(&target, &args.task, &args.key).await?;
+    Ok(if args.store.json {
+        to_json(&as_json(&instance, pause.as_ref()))
+    } else {
+        describe(&instance, pause.as_ref())
+    })
+}
+
+async fn upsert(args: &InstanceUpsertArgs) -> crate::Result<String> {
+    let mut schedule = Schedule::new(&args.task, &args.key)
+        .cron(&args.cron)
+        .timezone(&args.timezone);
+    if let Some(text) = &args.args {
+        schedule = schedule.args_json(text);
+    }
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let written = schedules(&target, &who)
+        .upsert(schedule)
+        .await
+        .map_err(|e| refused(&target, e))?;
+    let pause = pause_of(&target, &args.task, &args.key).await?;
+    Ok(if args.store.json {
+        to_json(&as_json(&written, pause.as_ref()))
+    } else {
+        format!(
+            "wrote instance {} of {} (by {}): `{}` in {}, next run {}, args {}\n",
+            written.key,
+            written.task,
+            who.name,
+            written.cron,
+            written.timezone,
+            instant(written.next_run_at),
+            redact_args(&written.args)
+        )
+    })
+}
+
+async fn remove(args: &InstanceKeyArgs) -> crate::Result<String> {
+    let target = Target::open(&args.store).await?;
+    let who = actor(&args.actor);
+    let removed = schedules(&target, &who)
+        .remove(&args.task, &args.key)
+        .await
+        .map_err(|e| refused(&target, e))?;
+    if !removed {
+        existing(&target, &args.task, &args.key).await?;
+    }
+    Ok(if args.store.json {
+        to_json(&json!({"task": args.task, "key": args.key, "removed": true, "actor": who.name}))
+    } else {
+        format!(
+            "removed instance {} of {} (by {}): none of its ticks starts from now; a run in flight finishes\n",
+            args.key, args.task, who.name
+        )
+    })
+}
+
+async fn pause(args: &InstancePauseArgs) -> crate::Result<String> {
+    let until = end_at(args.until, args.for_, Utc::now())?;
+    match operate::check_pause(&args.reason, until, Utc::now()) {
+        Ok(()) => {}
+        Err(operate::PauseRefusal::UntilPast) => {
+            return Err(fail(format!("--until {} is already past", instant(until))));
+        }
+        Err(_) => return Err(fail("a pause needs a reason: --reason 'why'")),
+    }
+    let target = Target::open(&args.store).await?;
+    existing(&target, &args.task, &args.key).await?;
+    let who = actor(&args.actor);
+    let row = row_name(&args.task, &args.key);
+    let paused = operate::pause(target.store.as_ref(), &row, &who, args.reason.trim(), until).await;
+    match paused {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        Ok(false) => {
+            return existing(&target, &args.task, &args.key)
+                .await
+                .map(|_| String::new());
+        }
+        other => other.map(drop)?,
+    }
+    Ok(if args.store.json {
+        to_json(&json!({
+            "task": args.task, "key": args.key, "paused": true, "reason": args.reason.trim(),
+            "until": until, "actor": who.name,
+        }))
+    } else {
+        format!(
+            "paused instance {} of {} (by {}{}): {}\n",
+            args.key,
+            args.task,
+            who.name,
+            until.map_or(String::new(), |u| format!(", until {}", instant(Some(u)))),
+            args.reason.trim()
+        )
+    })
+}
+
+async fn resume(args: &InstanceKeyArgs) -> crate::Result<String> {
+    let target = Target::open(&args.store).await?;
+    existing(&target, &args.task, &args.key).await?;
+    let who = actor(&args.actor);
+    let row = row_name(&args.task, &args.key);
+    let ended = match operate::resume(target.store.as_ref(), &row, &who).await {
+        Err(crate::Error::Store(e)) => return target.check(Err(e)),
+        other => other?,
+    };
+    Ok(if args.store.json {
+        to_json(&json!({
+            "task": args.task, "key": args.key, "resumed": ended.is_some(), "pause": ended,
+            "actor": who.name,
+        }))
+    } else {
+        match ended {
+            Some(p) => format!(
+                "resumed instance {} of {} (paused by {} at {}: {}); its next run is its first tick from now\n",
+                args.key,
+                args.task,
+                p.by,
+                instant(Some(p.at)),
+                p.reason
+            ),
+            None => format!(
+                "instance {} of {} was not paused; nothing changed\n",
+                args.key, args.task
+            ),
+        }
+    })
+}
