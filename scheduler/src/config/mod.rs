@@ -42,6 +42,7 @@ mod error;
 mod file;
 #[cfg(feature = "http-config")]
 mod http;
+mod instances;
 pub(crate) mod prescan;
 mod settings;
 mod sla;
@@ -54,6 +55,7 @@ pub use check::{CheckProblem, CheckReport, CheckedTask, check_config, check_conf
 pub use document::{ConfigDocument, ConfigFormat, ShardsEntry, TaskConfig};
 pub use error::ConfigError;
 pub use file::FileSource;
+pub use instances::{DesiredInstance, InstanceConfig};
 #[cfg(feature = "http-config")]
 pub use http::{HttpSource, HttpSourceBuilder};
 pub use settings::{

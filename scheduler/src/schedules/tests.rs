@@ -37,6 +37,7 @@ fn record(write: &InstanceWrite, next: Option<DateTime<Utc>>) -> InstanceRecord 
         next_run_at: next,
         last_scheduled_at: None,
         removed: false,
+        source: crate::store::InstanceSource::Runtime,
     }
 }
 

@@ -140,6 +140,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         postgres: "0018_node_database_server.sql",
         sqlite: "0014_node_database_server.sql"),
     step!(19, "instances", postgres: "0019_instances.sql", sqlite: "0019_instances.sql"),
+    step!(23, "instance sources",
+        postgres: "0023_instance_sources.sql",
+        sqlite: "0023_instance_sources.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

@@ -252,6 +252,8 @@ async fn every_documented_route_answers_as_documented() {
     let expected: BTreeSet<(String, String)> = [
         ("get", "/api/tasks"),
         ("get", "/api/tasks/{name}"),
+        ("get", "/api/tasks/{name}/instances"),
+        ("get", "/api/tasks/{name}/instances/{key}"),
         ("get", "/api/ticks"),
         ("post", "/api/tasks/{name}/trigger"),
         ("post", "/api/tasks/{name}/pause"),
@@ -345,6 +347,26 @@ async fn every_documented_route_answers_as_documented() {
         .await
         .0,
         StatusCode::BAD_REQUEST
+    );
+    // Instances: none yet (the documented shapes of one are checked in `instances_read`).
+    let (s, page) = call(
+        "get",
+        "/api/tasks/{name}/instances",
+        "/api/tasks/admin.record/instances?key=x&runs=3",
+        None,
+    )
+    .await;
+    assert_eq!((s, page["instances"].as_array().unwrap().len()), (ok, 0));
+    assert_eq!(
+        call(
+            "get",
+            "/api/tasks/{name}/instances/{key}",
+            "/api/tasks/admin.record/instances/tenant-1",
+            None
+        )
+        .await
+        .0,
+        StatusCode::NOT_FOUND
     );
     let (s, ticks) = call("get", "/api/ticks", "/api/ticks?count=5", None).await;
     assert_eq!(s, ok);

@@ -42,6 +42,7 @@ mod harness;
 mod hot_reload;
 mod incidents;
 mod instances;
+mod instances_read;
 mod isolation;
 mod listen_again;
 mod migrations;

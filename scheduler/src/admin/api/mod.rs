@@ -6,6 +6,7 @@ mod backfills;
 mod cluster;
 mod config;
 mod incidents;
+mod instances;
 mod refusals;
 mod runs;
 mod tasks;
@@ -19,6 +20,7 @@ use super::state::AdminState;
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .merge(tasks::router())
+        .merge(instances::router())
         .merge(ticks::router())
         .merge(actions::router())
         .merge(backfills::router())
