@@ -292,7 +292,20 @@ impl Schedules {
 
     /// Removes instance `key` of `task`: none of its ticks runs after this returns; a run of it
     /// in flight finishes and is recorded. `false`: there was no such instance.
+    ///
+    /// Refused ([`InstanceRefusal::ConfigOwned`]) for an instance the config document declares:
+    /// it leaves when the document stops declaring it (disabled, kept).
     pub async fn remove(&self, task: &str, key: &str) -> crate::Result<bool> {
+        let owned = self
+            .store
+            .instances(task)
+            .await?
+            .into_iter()
+            .any(|r| r.key == key && r.source == crate::store::InstanceSource::Config);
+        if owned {
+            let (task, key) = (task.to_owned(), key.to_owned());
+            return Err(InstanceRefusal::ConfigOwned { task, key }.into());
+        }
         let audit = self.audit("instance remove", task, key.to_owned());
         Ok(self.store.remove_instance(task, key, &audit).await?)
     }

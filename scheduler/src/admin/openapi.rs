@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&Bearer),
     tags(
-        (name = "tasks", description = "Tasks: config, state, policies; trigger, pause, resume; backfills"),
+        (name = "tasks", description = "Tasks: config, state, policies, their instances; trigger, pause, resume; backfills"),
         (name = "runs", description = "Run history and logs"),
         (name = "cluster", description = "Nodes, config, audit trail, webhook deliveries"),
         (name = "incidents", description = "Incidents (a task's alerts folded per problem) and snoozes"),

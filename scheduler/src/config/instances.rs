@@ -110,9 +110,15 @@ pub(crate) fn check_instances(
                 task_zone
             }),
         };
-        let schedule = specs.get(&i.cron, zone).map_err(|e| problems.push(e.to_string()));
+        let schedule = specs
+            .get(&i.cron, zone)
+            .map_err(|e| problems.push(e.to_string()));
         let args = i.args.as_ref().map(serde_json::Value::to_string);
-        if let Some(size) = args.as_ref().map(String::len).filter(|n| *n > MAX_ARGS_BYTES) {
+        if let Some(size) = args
+            .as_ref()
+            .map(String::len)
+            .filter(|n| *n > MAX_ARGS_BYTES)
+        {
             problems.push(format!(
                 "the arguments take {size} bytes as JSON; the most is {MAX_ARGS_BYTES}"
             ));
@@ -172,8 +178,13 @@ mod tests {
                 ..instance("off", "0 0 * * * *")
             },
         ];
-        let (accepted, refused) =
-            check_instances(&instances, chrono_tz::UTC, true, false, &SpecCache::default());
+        let (accepted, refused) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            true,
+            false,
+            &SpecCache::default(),
+        );
         assert_eq!(
             accepted.keys().collect::<Vec<_>>(),
             ["off", "tenant-1"],
@@ -184,7 +195,10 @@ mod tests {
         assert_eq!(off.args.as_deref(), Some(r#"{"tenant":2}"#));
         assert_eq!(off.schedule.timezone(), chrono_tz::Asia::Shanghai);
         let keys: Vec<&str> = refused.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["bad/key", "twice", "bad-cron", "bad-zone", "too-large"]);
+        assert_eq!(
+            keys,
+            ["bad/key", "twice", "bad-cron", "bad-zone", "too-large"]
+        );
         assert!(refused[0].1.contains("invalid instance key"), "{refused:?}");
         assert!(refused[1].1.contains("listed 2 times"), "{refused:?}");
         assert!(refused[4].1.contains("the most is 65536"), "{refused:?}");
@@ -193,12 +207,22 @@ mod tests {
     #[test]
     fn a_sharded_task_has_no_instances_and_a_disabled_task_none_enabled() {
         let instances = [instance("a", "* * * * * *")];
-        let (accepted, refused) =
-            check_instances(&instances, chrono_tz::UTC, true, true, &SpecCache::default());
+        let (accepted, refused) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            true,
+            true,
+            &SpecCache::default(),
+        );
         assert!(accepted.is_empty());
         assert!(refused[0].1.contains("has shards"), "{refused:?}");
-        let (accepted, _) =
-            check_instances(&instances, chrono_tz::UTC, false, false, &SpecCache::default());
+        let (accepted, _) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            false,
+            false,
+            &SpecCache::default(),
+        );
         assert!(!accepted["a"].enabled);
     }
 }

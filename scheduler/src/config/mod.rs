@@ -55,9 +55,9 @@ pub use check::{CheckProblem, CheckReport, CheckedTask, check_config, check_conf
 pub use document::{ConfigDocument, ConfigFormat, ShardsEntry, TaskConfig};
 pub use error::ConfigError;
 pub use file::FileSource;
-pub use instances::{DesiredInstance, InstanceConfig};
 #[cfg(feature = "http-config")]
 pub use http::{HttpSource, HttpSourceBuilder};
+pub use instances::{DesiredInstance, InstanceConfig};
 pub use settings::{
     ConfigSettings, DEFAULT_HTTP_TIMEOUT, ENV_CONFIG, ENV_CONFIG_HEADERS, ENV_CONFIG_POLL_INTERVAL,
     ENV_CONFIG_TIMEOUT, ENV_CONFIG_TOKEN, source_from_location,

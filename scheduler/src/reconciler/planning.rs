@@ -104,13 +104,7 @@ pub fn plan(
     }
 
     plan_instances(validated, &rows, db_now, &mut changes, &mut report);
-    config_instances::plan_config_instances(
-        validated,
-        &rows,
-        db_now,
-        &mut changes,
-        &mut report,
-    );
+    config_instances::plan_config_instances(validated, &rows, db_now, &mut changes, &mut report);
 
     for name in &validated.absent {
         report.absent.push(name.clone());

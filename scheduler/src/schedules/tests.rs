@@ -147,3 +147,26 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         }
     );
 }
+
+#[test]
+fn an_upsert_of_a_key_the_config_declares_is_refused() {
+    let now = at("2026-01-01T00:00:10.500Z");
+    let (write, spec) = checked(Schedule::new("t", "k").cron("*/5 * * * * *"));
+    let plan = |existing: InstanceRecord| {
+        plan_upsert(
+            &write,
+            &spec,
+            &InstanceFacts {
+                task: Some(task(true)),
+                existing: Some(existing),
+            },
+            now,
+        )
+    };
+    let mut owned = record(&write, None);
+    owned.source = crate::store::InstanceSource::Config;
+    assert_eq!(plan(owned.clone()), InstancePlan::ConfigOwned);
+    // One the config declared and that was removed since (its run in flight) is no one's.
+    owned.removed = true;
+    assert!(matches!(plan(owned), InstancePlan::Write { .. }));
+}

@@ -319,9 +319,7 @@ impl<'a> ChangesByKind<'a> {
                     task,
                     key,
                     args,
-                } => by_kind
-                    .instances
-                    .push((name, task, key, args.as_deref())),
+                } => by_kind.instances.push((name, task, key, args.as_deref())),
             }
         }
         by_kind

@@ -41,7 +41,8 @@ impl InstanceSource {
 }
 
 /// Which instances of a task [`HistoryStore::instance_states`](super::HistoryStore::instance_states)
-/// reads: by key, after `after_key` (the previous page's last key), at most `limit`.
+/// reads: by key, after `after_key` (the previous page's last key), at most `limit`; removed
+/// ones (their run in flight finishing) only when asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct InstanceQuery {
@@ -55,6 +56,8 @@ pub struct InstanceQuery {
     pub after_key: Option<String>,
     /// At most this many (1 to [`MAX_INSTANCES_PER_PAGE`]).
     pub limit: u32,
+    /// Removed instances too (their run in flight finishing).
+    pub removed: bool,
 }
 
 impl InstanceQuery {
@@ -73,9 +76,10 @@ impl InstanceQuery {
         self
     }
 
-    /// Only instance `key`.
+    /// Only instance `key`, even removed (its run in flight finishing).
     pub fn key(mut self, key: impl Into<String>) -> Self {
         self.key = Some(key.into());
+        self.removed = true;
         self
     }
 
@@ -88,7 +92,11 @@ impl InstanceQuery {
     /// The `LIKE` pattern of [`key_contains`](Self::key_contains), lowercased, its wildcards
     /// escaped with `\` (`%` for every key).
     pub(crate) fn like_pattern(&self) -> String {
-        let text = self.key_contains.as_deref().unwrap_or("").to_ascii_lowercase();
+        let text = self
+            .key_contains
+            .as_deref()
+            .unwrap_or("")
+            .to_ascii_lowercase();
         let mut pattern = String::with_capacity(text.len() + 2);
         pattern.push('%');
         for c in text.chars() {

@@ -112,12 +112,12 @@ pub(crate) use incidents::{
     AlertFold, AlertMark, FoldDecision, FoldInput, Folded, IncidentClose, IncidentQuery,
     IncidentRecord, IncidentRule, Snooze,
 };
+pub(crate) use instance_views::{
+    InstanceQuery, InstanceSource, InstanceState, MAX_INSTANCES_PER_PAGE,
+};
 pub(crate) use instances::{
     InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
     InstanceWrite,
-};
-pub(crate) use instance_views::{
-    InstanceQuery, InstanceSource, InstanceState, MAX_INSTANCES_PER_PAGE,
 };
 pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
 pub(crate) use operator::{
@@ -315,7 +315,7 @@ pub trait HistoryStore: Send + Sync {
     ) -> StoreResult<Vec<BackfillRecord>>;
     /// One backfill with its progress and its ticks in order.
     async fn backfill(&self, id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
-    /// A page of a task's instances (removed ones too), by key, each with its row's state.
+    /// A page of a task's instances, by key, each with its row's state.
     async fn instance_states(&self, query: &InstanceQuery) -> StoreResult<Vec<InstanceState>>;
     /// How many instances each task has (removed ones left out), by task.
     async fn instance_counts(&self) -> StoreResult<Vec<(String, u64)>>;

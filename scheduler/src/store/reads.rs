@@ -11,14 +11,15 @@ use chrono::{DateTime, Utc};
 use crate::store::dialect::{Dialect, Now, Sql};
 use crate::store::records::{
     audit_entry, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
-    incident, instance_record, instance_state, log_chunk, node_record, overdue_task, run_record, skip_record,
-    snooze, task_state,
+    incident, instance_record, instance_state, log_chunk, node_record, overdue_task, run_record,
+    skip_record, snooze, task_state,
 };
 use crate::store::row::ReadRow;
 use crate::store::{
     AuditEntry, BackfillRecord, BackfillTick, Cancellation, ConfigState, DeliveryRecord,
-    IncidentQuery, IncidentRecord, InstanceQuery, InstanceRecord, InstanceState, LogChunk, NodeRecord, OverdueTask, RunQuery,
-    RunRecord, SkipRecord, Snooze, StoreError, StoreResult, TaskState,
+    IncidentQuery, IncidentRecord, InstanceQuery, InstanceRecord, InstanceState, LogChunk,
+    NodeRecord, OverdueTask, RunQuery, RunRecord, SkipRecord, Snooze, StoreError, StoreResult,
+    TaskState,
 };
 
 /// The most runs one query returns.
@@ -308,6 +309,7 @@ pub(crate) async fn instance_states(
         query.key.as_deref(),
         query.after_key.as_deref(),
         limit(query.limit.clamp(1, crate::store::MAX_INSTANCES_PER_PAGE)),
+        query.removed,
     ];
     let sql = statement!("instance_states");
     store

@@ -6,10 +6,9 @@ use super::row::{ReadRow, unknown};
 use super::{
     AuditEntry, BackfillProgress, BackfillRecord, BackfillTick, Cancellation, ConfigState,
     DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, InstanceRecord, InstanceSource,
-    InstanceState, InstanceTask, LockKey,
-    LockedRun, LogChunk, NodeRecord, OutboxRow, OverdueTask, Pause, PendingBackfill, PendingManual,
-    PendingRetry, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord, Snooze, TaskRow,
-    TaskState, Trigger,
+    InstanceState, InstanceTask, LockKey, LockedRun, LogChunk, NodeRecord, OutboxRow, OverdueTask,
+    Pause, PendingBackfill, PendingManual, PendingRetry, Recovery, RunRecord, RunStatus,
+    SkipReason, SkipRecord, Snooze, TaskRow, TaskState, Trigger,
 };
 use crate::shard::ShardFacts;
 

@@ -130,7 +130,10 @@ async fn the_api_lists_a_tasks_instances_with_their_runs(db: &TestDb) {
     let ran = Arc::new(Ran::default());
     let node = Node::start(db, &ran).await;
     for (key, tenant) in [("tenant-1", 1), ("tenant-2", 2), ("other_3", 3)] {
-        node.schedules.upsert(every_second(key, tenant)).await.unwrap();
+        node.schedules
+            .upsert(every_second(key, tenant))
+            .await
+            .unwrap();
     }
     wait_stepping(db, Duration::from_secs(90), "two runs of each", || async {
         ["tenant-1", "tenant-2", "other_3"]
@@ -235,9 +238,15 @@ async fn the_api_lists_a_tasks_instances_with_their_runs(db: &TestDb) {
     assert_eq!(detail["task"]["instances"], 2);
 
     // The dashboard's task page reads them (its script asks the list, with each one's runs).
-    let script = node.text("/assets/task.js").await;
-    assert!(script.contains("/instances?"), "the task page lists instances");
+    let page = node.text("/assets/task.js").await;
+    assert!(
+        page.contains("./instances.js"),
+        "the task page draws its instances"
+    );
+    let script = node.text("/assets/instances.js").await;
+    assert!(script.contains("/instances?"), "read from the list of them");
     assert!(script.contains("instance-filter"), "filterable by key");
+    assert!(script.contains("tickStrip"), "each with its strip");
     node.running.stop().await;
 }
 
@@ -248,11 +257,17 @@ async fn the_run_history_filters_by_key_and_names_each_runs_key(db: &TestDb) {
     let ran = Arc::new(Ran::default());
     let node = Node::start(db, &ran).await;
     for (key, tenant) in [("a", 1), ("b", 2)] {
-        node.schedules.upsert(every_second(key, tenant)).await.unwrap();
+        node.schedules
+            .upsert(every_second(key, tenant))
+            .await
+            .unwrap();
     }
-    wait_stepping(db, Duration::from_secs(90), "three runs of each", || async {
-        ran.of("a").len() >= 3 && ran.of("b").len() >= 3
-    })
+    wait_stepping(
+        db,
+        Duration::from_secs(90),
+        "three runs of each",
+        || async { ran.of("a").len() >= 3 && ran.of("b").len() >= 3 },
+    )
     .await;
     let handled_a = ran.of("a");
     let (status, page) = node.get("/api/runs?task=iread.sync&key=a&limit=500").await;

@@ -30,6 +30,7 @@ mod cancel;
 mod catch_up;
 mod channels;
 mod commit_outcome;
+mod config_instances;
 mod connecting;
 mod dashboard;
 mod engine;

@@ -208,7 +208,8 @@ async fn recent_runs(
 }
 
 /// A task's instances, by key: filtered by key, paged, each with its state and, with `runs`,
-/// its latest runs. Removed instances whose run is still in flight are listed, `removed`.
+/// its latest runs. A removed instance is left out (read by its key, it says `removed` while
+/// its run in flight finishes).
 #[utoipa::path(get, path = "/api/tasks/{name}/instances", tag = "tasks",
     security((), ("bearer" = [])),
     params(("name" = String, Path, description = "The task's name"), InstancesQuery),
@@ -298,13 +299,8 @@ async fn get_instance(
                 crate::bounds::printable(&key)
             ))
         })?;
-    let mut recent = recent_runs(
-        &state.engine,
-        &name,
-        std::slice::from_ref(&instance),
-        runs,
-    )
-    .await?;
+    let mut recent =
+        recent_runs(&state.engine, &name, std::slice::from_ref(&instance), runs).await?;
     let runs = (runs > 0).then(|| recent.remove(&instance.key).unwrap_or_default());
     Ok(axum::Json(InstanceView::of(
         &state.engine,

@@ -352,7 +352,12 @@ fn task_view(
 async fn instance_counts(
     engine: &EngineView,
 ) -> Result<std::collections::HashMap<String, u64>, ApiError> {
-    Ok(engine.store().instance_counts().await?.into_iter().collect())
+    Ok(engine
+        .store()
+        .instance_counts()
+        .await?
+        .into_iter()
+        .collect())
 }
 
 pub(super) async fn one_state(engine: &EngineView, name: &str) -> Result<TaskState, ApiError> {

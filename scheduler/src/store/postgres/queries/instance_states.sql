@@ -1,4 +1,4 @@
--- A page of task $1's instances (removed ones too), by key: keys whose lowercase matches $2 (a
+-- A page of task $1's instances (removed ones only with $6), by key: keys whose lowercase matches $2 (a
 -- LIKE pattern, `\` escaping), only key $3 (NULL: any), after key $4 (NULL: from the first), at
 -- most $5. Each row's state as `task_states.sql` reads a task's, with the instance's columns.
 SELECT name, cron, timezone, calendar, enabled, next_run_at, lock_owner, lock_expires_at, last_run_at,
@@ -11,5 +11,6 @@ WHERE instance_of = $1
   AND lower(instance_key) LIKE $2 ESCAPE '\'
   AND ($3::text IS NULL OR instance_key = $3)
   AND ($4::text IS NULL OR instance_key > $4)
+  AND ($6::boolean OR removed_at IS NULL)
 ORDER BY instance_key
 LIMIT $5
