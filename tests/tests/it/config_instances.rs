@@ -25,9 +25,12 @@ on_both_backends! {
     bad_instances_are_refused_while_the_rest_applies,
 }
 
-/// Runs as the handler saw them: (key, tick, tenant).
+/// A run as the handler saw it: key, tick, tenant.
+type Run = (Option<String>, DateTime<Utc>, u64);
+
+/// Runs as the handler saw them.
 #[derive(Default)]
-struct Seen(Mutex<Vec<(Option<String>, DateTime<Utc>, u64)>>);
+struct Seen(Mutex<Vec<Run>>);
 
 impl Seen {
     fn ticks(&self, key: &str) -> Vec<DateTime<Utc>> {
