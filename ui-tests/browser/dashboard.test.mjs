@@ -314,7 +314,9 @@ test("a broadcast task's tick counts the nodes that ran it", async () => {
 });
 
 test("a task's instances: each with its strip and next run, filtered by key; the history names each run's instance", async () => {
-  await page.goto(`${base}/#/task/demo.tenants`);
+  await page.goto(`${base}/#/`);
+  await eventually("the overview counts them", async () => /3 instances/.test(await row("demo.tenants").textContent()));
+  await row("demo.tenants").locator("a.task-name").click();
   await page.waitForSelector("#instances tr[data-instance]");
   const instance = (key) => page.locator(`#instances tr[data-instance="${key}"]`);
   await eventually("three instances, with runs on their strips", async () =>
