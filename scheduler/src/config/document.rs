@@ -56,7 +56,7 @@ pub struct TaskConfig {
     #[serde(default)]
     pub shards: Option<ShardsEntry>,
     /// Instances of the task (each a schedule of its own named by a key, with arguments; see
-    /// [`InstanceConfig`]). The reconciler owns them: it creates, changes and disables them
+    /// [`InstanceConfig`](super::InstanceConfig)). The reconciler owns them: it creates, changes and disables them
     /// (never deletes), and never touches an instance made at run time.
     #[serde(default)]
     pub instances: Vec<super::InstanceConfig>,
