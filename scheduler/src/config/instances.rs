@@ -28,6 +28,22 @@ use crate::instance::{MAX_ARGS_BYTES, MAX_KEY_LEN, valid_key};
 use crate::schedule::{ScheduleSpec, SpecCache, parse_timezone};
 
 /// One instance of a task as its config entry declares it.
+///
+/// ```
+/// use scheduler::config::ConfigDocument;
+/// use serde_json::json;
+///
+/// let doc = ConfigDocument::from_json(
+///     r#"{"tasks": [{"name": "syncTenantLedger", "enabled": true, "cron": "0 0 3 * * *",
+///                   "instances": [{"key": "tenant-42", "cron": "0 */5 * * * *",
+///                                  "timezone": "Asia/Shanghai", "args": {"tenant": 42}}]}]}"#,
+/// )?;
+/// let instance = &doc.tasks[0].instances[0];
+/// assert_eq!(instance.key, "tenant-42");
+/// assert_eq!(instance.args, Some(json!({"tenant": 42})));
+/// assert_eq!(instance.enabled, None, "enabled unless it says otherwise");
+/// # Ok::<(), scheduler::config::ConfigError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct InstanceConfig {
