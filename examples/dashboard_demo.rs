@@ -1,7 +1,8 @@
 //! A node for looking at the dashboard: tasks that succeed, fail now and then, fail every time
 //! (each tick retried twice), overrun their interval (so ticks are skipped), time out, run
-//! nightly or monthly, one split into shards, one run on every node (a broadcast), and one that
-//! runs only when triggered. The admin
+//! nightly or monthly, one split into shards, one run on every node (a broadcast), one that
+//! runs only when triggered, and one with instances declared in the config (a schedule per
+//! tenant, each with its arguments). The admin
 //! server serves the dashboard at `/`.
 //!
 //! ```sh
@@ -81,6 +82,15 @@ async fn times_out(ctx: TaskContext) -> anyhow::Result<()> {
 }
 
 /// Scheduled once a year: run it from the dashboard.
+/// A tenant's sync: the task's instances (one per tenant, declared in `dashboard_demo.json`)
+/// each read their tenant from their arguments.
+#[task(name = "demo.tenants")]
+async fn tenants(ctx: TaskContext) -> anyhow::Result<()> {
+    let tenant: Option<serde_json::Value> = ctx.args()?;
+    tracing::info!(key = ?ctx.key(), ?tenant, "tenant synced");
+    Ok(())
+}
+
 #[task(name = "demo.on_demand")]
 async fn on_demand(ctx: TaskContext) -> anyhow::Result<()> {
     tracing::info!(run = ctx.run_id(), "on-demand cleanup ran");

@@ -268,6 +268,10 @@ pub(crate) const API_INCIDENTS_LIMIT: CountRange = CountRange::new(1, 1_000);
 pub(crate) const API_TICKS_COUNT: CountRange = CountRange::new(1, 200);
 /// `count` (next fire times) and `runs` of `GET /api/tasks/{name}`.
 pub(crate) const API_TASK_DETAIL: CountRange = CountRange::new(1, 100);
+/// `limit` of `GET /api/tasks/{name}/instances`.
+pub(crate) const API_INSTANCES_LIMIT: CountRange = CountRange::new(1, 1_000);
+/// `runs` of `GET /api/tasks/{name}/instances` and `.../instances/{key}`.
+pub(crate) const API_INSTANCE_RUNS: CountRange = CountRange::new(0, 30);
 
 /// The node's lock lifetime (`lock_lifetime`, `SCHEDULER_LOCK_LIFETIME`, a task's
 /// `lock_lifetime`).
@@ -382,6 +386,14 @@ pub(crate) const ALL: &[(&str, Range)] = &[
     (
         "`count`, `runs` of GET /api/tasks/{name}",
         Range::Count(API_TASK_DETAIL),
+    ),
+    (
+        "`limit` of GET /api/tasks/{name}/instances",
+        Range::Count(API_INSTANCES_LIMIT),
+    ),
+    (
+        "`runs` of GET /api/tasks/{name}/instances, .../instances/{key}",
+        Range::Count(API_INSTANCE_RUNS),
     ),
     ("lock_lifetime", Range::Duration(LOCK_LIFETIME)),
     ("max_concurrent", Range::Count(MAX_CONCURRENT)),

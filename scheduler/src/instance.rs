@@ -26,10 +26,14 @@
 //! - An instance belongs to a task registered in the process that makes it, and whose row is
 //!   in the store (a node has started with it); a task with shards or a broadcast task has no
 //!   instances (not in this version).
-//! - The config file never disables nor deletes an instance: a document that does not name it
-//!   leaves it alone. Disabling the task in config disables its instances; enabling the task
-//!   enables them again, each from its next tick after now (the ticks in between are not run,
-//!   as for a task enabled again).
+//! - The config file never disables nor deletes an instance made at run time: a document that
+//!   does not name it leaves it alone. Disabling the task in config disables its instances;
+//!   enabling the task enables them again, each from its next tick after now (the ticks in
+//!   between are not run, as for a task enabled again).
+//! - The config file may declare instances of its own (a task entry's `instances`): the
+//!   reconciler creates, changes and disables them (never deletes them), and an upsert of a key
+//!   the config declares is refused ([`InstanceRefusal::ConfigOwned`]); see
+//!   `crate::config::InstanceConfig`.
 //! - [`Schedules::upsert`](crate::Schedules::upsert) changes an instance in place: its history stays, and a changed cron
 //!   or zone moves its next run to the new schedule's first tick after now, as a reconcile does
 //!   for a task.
@@ -92,6 +96,16 @@ pub enum InstanceRefusal {
     Sharded {
         /// The task asked for.
         task: String,
+    },
+    /// The config document declares this instance: it is the reconciler's to change.
+    #[error(
+        "instance `{task}/{key}` is declared in the config document: change it there (a key the config declares is the config's)"
+    )]
+    ConfigOwned {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
     },
     /// The key is empty, too long, or holds a character row names reserve.
     #[error(

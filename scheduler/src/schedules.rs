@@ -263,7 +263,7 @@ impl Schedules {
     ///
     /// Refused ([`Error::Instance`](crate::Error::Instance), an
     /// [`InstanceRefusal`]) for a task not registered here or not in the store yet, a task with
-    /// shards, a bad key, no cron, or arguments that are not JSON or larger than
+    /// shards, a key the config document declares ([`InstanceRefusal::ConfigOwned`]), a bad key, no cron, or arguments that are not JSON or larger than
     /// [`Schedule::MAX_ARGS_BYTES`]; a bad cron or zone is
     /// [`Error::Schedule`](crate::Error::Schedule).
     pub async fn upsert(&self, schedule: Schedule) -> crate::Result<Instance> {
@@ -288,6 +288,11 @@ impl Schedules {
                 Err(InstanceRefusal::TaskNotStored { task: write.task }.into())
             }
             InstanceUpsert::Sharded => Err(InstanceRefusal::Sharded { task: write.task }.into()),
+            InstanceUpsert::ConfigOwned => Err(InstanceRefusal::ConfigOwned {
+                task: write.task,
+                key: write.key,
+            }
+            .into()),
         }
     }
 
@@ -315,7 +320,20 @@ impl Schedules {
 
     /// Removes instance `key` of `task`: none of its ticks runs after this returns; a run of it
     /// in flight finishes and is recorded. `false`: there was no such instance.
+    ///
+    /// Refused ([`InstanceRefusal::ConfigOwned`]) for an instance the config document declares:
+    /// it leaves when the document stops declaring it (disabled, kept).
     pub async fn remove(&self, task: &str, key: &str) -> crate::Result<bool> {
+        let owned = self
+            .store
+            .instances(task)
+            .await?
+            .into_iter()
+            .any(|r| r.key == key && r.source == crate::store::InstanceSource::Config);
+        if owned {
+            let (task, key) = (task.to_owned(), key.to_owned());
+            return Err(InstanceRefusal::ConfigOwned { task, key }.into());
+        }
         let audit = self.audit("instance remove", task, key.to_owned());
         Ok(self.store.remove_instance(task, key, &audit).await?)
     }
@@ -325,8 +343,8 @@ impl Schedules {
     }
 }
 
-/// The upsert's decision on the rows it read: refused without the task's own row or for a task
-/// with shards; else the instance is enabled with its task, and its next run is kept unless the
+/// The upsert's decision on the rows it read: refused without the task's own row, for a task
+/// with shards, or for an instance the config document owns; else the instance is enabled with its task, and its next run is kept unless the
 /// schedule changed, the instance is new or comes back after its removal, or it had none (then
 /// the schedule's first tick after now, and after the last tick claimed).
 pub(crate) fn plan_upsert(
@@ -340,6 +358,13 @@ pub(crate) fn plan_upsert(
     };
     if task.shards > 1 || task.node_pin.is_some() {
         return InstancePlan::Sharded;
+    }
+    if facts
+        .existing
+        .as_ref()
+        .is_some_and(|row| row.source == crate::store::InstanceSource::Config && !row.removed)
+    {
+        return InstancePlan::ConfigOwned;
     }
     let enabled = task.enabled;
     let next = |floor: Option<DateTime<Utc>>| {

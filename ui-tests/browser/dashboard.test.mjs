@@ -15,6 +15,8 @@
 //   legend's geometry) and screenshots under simulated colour-vision deficiencies;
 // - a sharded task is one row whose ticks are one mark each, folded from the shards, and a mark
 //   opens the list of that tick's shard runs; a broadcast's tick counts its nodes ("1/1 nodes ran");
+// - a task's instances (declared in the demo's config): each with its strip of latest runs, its
+//   next run and arguments, filtered by key; the task's history says which instance each run was;
 // - a node that stops answering (SIGSTOP) greys the page, which says since when, in a named zone;
 // - the token's actions (trigger, pause, resume, cancel, snooze and its lifting, a backfill after
 //   its dry run) and the audit trail, read-only without it;
@@ -311,6 +313,41 @@ test("a broadcast task's tick counts the nodes that ran it", async () => {
   assert.deepEqual(problems, []);
 });
 
+test("a task's instances: each with its strip and next run, filtered by key; the history names each run's instance", async () => {
+  await page.goto(`${base}/#/`);
+  await eventually("the overview counts them", async () => /3 instances/.test(await row("demo.tenants").textContent()));
+  await row("demo.tenants").locator("a.task-name").click();
+  await page.waitForSelector("#instances tr[data-instance]");
+  const instance = (key) => page.locator(`#instances tr[data-instance="${key}"]`);
+  await eventually("three instances, with runs on their strips", async () =>
+    (await page.locator("#instances tr[data-instance]").count()) === 3
+    && (await instance("tenant-1").locator('.mark[data-outcome="succeeded"]').count()) >= 2
+    && (await instance("acme").locator('.mark[data-outcome="succeeded"]').count()) >= 1);
+  assert.match(await page.locator("#instances-card h2").textContent(), /Instances \(3\)/);
+  assert.equal(await instance("tenant-1").getAttribute("data-source"), "config");
+  assert.match(await instance("tenant-1").locator("td.args").textContent(), /\{"tenant":1\}/);
+  assert.match(await instance("tenant-2").textContent(), /Asia\/Shanghai/);
+  assert.match(await instance("tenant-1").locator(".next-run").textContent(), /in |now/);
+  await shoot("task-instances");
+
+  // Filtered by a part of the key; the filter lives in the URL.
+  await page.locator("#instance-filter").fill("TENANT");
+  await page.locator("#instance-filter").press("Enter");
+  await eventually("only the tenants", async () => (await page.locator("#instances tr[data-instance]").count()) === 2);
+  assert.match(page.url(), /key=TENANT/);
+  assert.equal(await instance("acme").count(), 0);
+
+  // The history names each run's instance; a key opens that instance's runs.
+  await eventually("runs with their instance", async () => /tenant-|acme/.test(await page.locator("table.runs tr[data-run] td.instance-key").first().textContent()));
+  await instance("tenant-2").locator("td.instance-key a").click();
+  await eventually("the runs of tenant-2", async () => {
+    const keys = await page.locator("table.runs tr[data-run] td.instance-key").allTextContents();
+    return keys.length > 0 && keys.every((k) => k === "tenant-2");
+  });
+  assert.match(page.url(), /runkey=tenant-2/);
+  assert.deepEqual(problems, []);
+});
+
 test("recent failed runs of every task, on one page", async () => {
   await page.goto(`${base}/#/failures`);
   await page.waitForSelector("#failures table.runs tr[data-run]");
@@ -600,6 +637,7 @@ test("at 390 px (a phone) every page fits the screen: no element is wider than t
     ["overview", "#/", "#tasks tr[data-task]"],
     ["task", "#/task/demo.flaky", "table.runs tr[data-run]"],
     ["task-paused-monthly", "#/task/demo.monthly", "ol.times li"],
+    ["task-instances", "#/task/demo.tenants", "#instances tr[data-instance]"],
     ["failures", "#/failures", "#failures tr[data-run]"],
     ["cluster", "#/cluster", "#nodes tr[data-node]"],
     ["audit", "#/audit", "#audit tr[data-action]"],

@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
     ),
     modifiers(&Bearer),
     tags(
-        (name = "tasks", description = "Tasks: config, state, policies; trigger, pause, resume; backfills"),
+        (name = "tasks", description = "Tasks: config, state, policies, their instances; trigger, pause, resume; backfills"),
         (name = "instances", description = "Instances of a task made at run time: make, change, pause, resume, run now (with other arguments), remove"),
         (name = "runs", description = "Run history and logs"),
         (name = "cluster", description = "Nodes, config, audit trail, webhook deliveries"),

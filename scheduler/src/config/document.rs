@@ -55,6 +55,11 @@ pub struct TaskConfig {
     /// 1) when absent. Any other value refuses the entry (check-config names it).
     #[serde(default)]
     pub shards: Option<ShardsEntry>,
+    /// Instances of the task (each a schedule of its own named by a key, with arguments; see
+    /// [`InstanceConfig`](super::InstanceConfig)). The reconciler owns them: it creates, changes and disables them
+    /// (never deletes), and never touches an instance made at run time.
+    #[serde(default)]
+    pub instances: Vec<super::InstanceConfig>,
 }
 
 /// A task's `shards` as written: a number or a word, checked when the document is validated

@@ -42,6 +42,7 @@ mod error;
 mod file;
 #[cfg(feature = "http-config")]
 mod http;
+mod instances;
 pub(crate) mod prescan;
 mod settings;
 mod sla;
@@ -56,6 +57,7 @@ pub use error::ConfigError;
 pub use file::FileSource;
 #[cfg(feature = "http-config")]
 pub use http::{HttpSource, HttpSourceBuilder};
+pub use instances::{DesiredInstance, InstanceConfig};
 pub use settings::{
     ConfigSettings, DEFAULT_HTTP_TIMEOUT, ENV_CONFIG, ENV_CONFIG_HEADERS, ENV_CONFIG_POLL_INTERVAL,
     ENV_CONFIG_TIMEOUT, ENV_CONFIG_TOKEN, source_from_location,

@@ -91,6 +91,9 @@ pub struct DesiredTask {
     /// A broadcast (`shards: nodes`): one run on each node alive at the tick (see
     /// [`Shard`](crate::Shard)).
     pub broadcast: bool,
+    /// The entry's accepted instances, by key (its refused ones are among the refusals, named
+    /// `task/key`).
+    pub instances: BTreeMap<String, super::DesiredInstance>,
 }
 
 /// A refused entry.
@@ -167,6 +170,10 @@ pub enum RefusalReason {
     /// An entry of `labels` is unusable.
     #[error("invalid label {0}")]
     InvalidLabel(String),
+    /// One of the entry's `instances` is unusable (the refusal is named `task/key`; the task
+    /// and its other instances apply).
+    #[error("instance refused: {0}")]
+    InvalidInstance(String),
 }
 
 fn known_names(known: &[String]) -> String {
@@ -303,6 +310,19 @@ pub(crate) fn validate_with(
         }
         refusals.extend(owner_problems(&entry.owners).map(RefusalReason::InvalidOwner));
         refusals.extend(label_problems(&entry.labels).map(RefusalReason::InvalidLabel));
+        let (instances, instance_refusals) = super::instances::check_instances(
+            &entry.instances,
+            zone.unwrap_or(default_tz),
+            entry.enabled,
+            shards > 1 || broadcast,
+            specs,
+        );
+        validated
+            .refused
+            .extend(instance_refusals.into_iter().map(|(key, why)| Refusal {
+                name: crate::instance::row_name(name, &key),
+                reason: RefusalReason::InvalidInstance(why),
+            }));
         match (refusals.is_empty(), zone, schedule) {
             (true, Some(_), Some(schedule)) => {
                 validated.desired.insert(
@@ -316,6 +336,7 @@ pub(crate) fn validate_with(
                         labels: entry.labels.clone(),
                         shards,
                         broadcast,
+                        instances,
                     },
                 );
             }

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 
+mod config_instances;
+
 use super::ReconcileReport;
 use crate::TaskRegistry;
 use crate::config::{ConfigDocument, ValidatedConfig};
@@ -102,6 +104,7 @@ pub fn plan(
     }
 
     plan_instances(validated, &rows, db_now, &mut changes, &mut report);
+    config_instances::plan_config_instances(validated, &rows, db_now, &mut changes, &mut report);
 
     for name in &validated.absent {
         report.absent.push(name.clone());
@@ -167,6 +170,11 @@ fn plan_instances(
         if row.removed {
             continue;
         }
+        if row.instance_source == crate::store::InstanceSource::Config
+            && validated.desired.contains_key(task)
+        {
+            continue; // the document's own (see `config_instances`)
+        }
         let enabled = match validated.desired.get(task) {
             Some(desired) => desired.enabled,
             None if validated.absent.iter().any(|a| a == task) => false,
@@ -201,8 +209,9 @@ fn plan_instances(
     }
 }
 
-/// The changes that bring one row (a task's, or one of its shards', named `name`) to `desired`.
-fn plan_row(
+/// The changes that bring one row (a task's, one of its shards', or an instance's, named
+/// `name`) to `desired`.
+pub(super) fn plan_row(
     name: &str,
     desired: &crate::config::DesiredTask,
     row: Option<&TaskRow>,

@@ -37,6 +37,7 @@ fn record(write: &InstanceWrite, next: Option<DateTime<Utc>>) -> InstanceRecord 
         next_run_at: next,
         last_scheduled_at: None,
         removed: false,
+        source: crate::store::InstanceSource::Runtime,
     }
 }
 
@@ -145,4 +146,27 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
             next_run_at: Some(first)
         }
     );
+}
+
+#[test]
+fn an_upsert_of_a_key_the_config_declares_is_refused() {
+    let now = at("2026-01-01T00:00:10.500Z");
+    let (write, spec) = checked(Schedule::new("t", "k").cron("*/5 * * * * *"));
+    let plan = |existing: InstanceRecord| {
+        plan_upsert(
+            &write,
+            &spec,
+            &InstanceFacts {
+                task: Some(task(true)),
+                existing: Some(existing),
+            },
+            now,
+        )
+    };
+    let mut owned = record(&write, None);
+    owned.source = crate::store::InstanceSource::Config;
+    assert_eq!(plan(owned.clone()), InstancePlan::ConfigOwned);
+    // One the config declared and that was removed since (its run in flight) is no one's.
+    owned.removed = true;
+    assert!(matches!(plan(owned), InstancePlan::Write { .. }));
 }

@@ -38,6 +38,11 @@ pub struct TaskRow {
     /// An instance's row (`task/key`, see `crate::instance`) removed while a run of it was in
     /// flight, kept until its lock is released: a reconcile leaves it alone.
     pub removed: bool,
+    /// An instance's arguments as JSON text, if any.
+    pub args: Option<String>,
+    /// Who owns an instance's row: the config (a reconcile keeps it as the document declares
+    /// it) or the run time (a reconcile never changes it but with its task's `enabled`).
+    pub instance_source: super::InstanceSource,
 }
 
 impl TaskRow {
@@ -57,6 +62,8 @@ impl TaskRow {
             shards: 1,
             node_pin: None,
             removed: false,
+            args: None,
+            instance_source: super::InstanceSource::Runtime,
         }
     }
 }
@@ -105,6 +112,18 @@ pub enum TaskChange {
         /// The node the row is pinned to (see [`TaskRow::node_pin`]); a row created for a
         /// task's shard or node takes the task's pause with it.
         node_pin: Option<String>,
+    },
+    /// Make a row (created or updated by a change before this one) the config's instance `key`
+    /// of `task`, with `args`: owned by the config, not removed.
+    ConfigInstance {
+        /// The row's name (`task/key`).
+        name: String,
+        /// Its task.
+        task: String,
+        /// Its key.
+        key: String,
+        /// Its arguments as JSON text, if any.
+        args: Option<String>,
     },
     /// Mark or clear the orphan flag of a row.
     Orphaned {
@@ -231,7 +250,8 @@ pub(crate) struct ShardWrite<'a> {
 }
 
 /// A reconcile's changes by kind, in the order a store writes them: creates, then updates, then
-/// shard rows, then orphan flags (PostgreSQL: one statement per kind).
+/// shard rows, then orphan flags (PostgreSQL: one statement per kind), then the config's
+/// instances (one statement each, `writes::mark_config_instances_on`).
 #[derive(Default)]
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 pub(crate) struct ChangesByKind<'a> {
@@ -239,6 +259,8 @@ pub(crate) struct ChangesByKind<'a> {
     pub(crate) updates: Vec<TaskWrite<'a>>,
     pub(crate) shards: Vec<ShardWrite<'a>>,
     pub(crate) orphans: Vec<(&'a str, bool)>,
+    /// The config's instances: `(row, task, key, args)`, written after the creates and updates.
+    pub(crate) instances: Vec<(&'a str, &'a str, &'a str, Option<&'a str>)>,
 }
 
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
@@ -292,6 +314,12 @@ impl<'a> ChangesByKind<'a> {
                     });
                 }
                 TaskChange::Orphaned { name, orphaned } => by_kind.orphans.push((name, *orphaned)),
+                TaskChange::ConfigInstance {
+                    name,
+                    task,
+                    key,
+                    args,
+                } => by_kind.instances.push((name, task, key, args.as_deref())),
             }
         }
         by_kind

@@ -189,6 +189,8 @@ pub struct RunQuery {
     pub until: Option<DateTime<Utc>>,
     /// Only runs with an id below this (the next page).
     pub before_id: Option<i64>,
+    /// Only the runs of the task's instance with this key (see `crate::instance`).
+    pub key: Option<String>,
     /// At most this many (1 to 1,000).
     pub limit: u32,
 }
@@ -230,6 +232,12 @@ impl RunQuery {
     /// Only runs older than `id` (the next page after a run with that id).
     pub fn before(mut self, id: i64) -> Self {
         self.before_id = Some(id);
+        self
+    }
+
+    /// Only the runs of the instance `key` (of the task: use with [`task`](Self::task)).
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
         self
     }
 }

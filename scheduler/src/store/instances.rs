@@ -70,6 +70,8 @@ pub struct InstanceRecord {
     pub last_scheduled_at: Option<DateTime<Utc>>,
     /// Removed, its row kept until the run in flight releases its lock.
     pub removed: bool,
+    /// Who owns it: the config document, or the run time.
+    pub source: super::InstanceSource,
 }
 
 /// The task's own row, as an upsert of one of its instances reads it.
@@ -110,6 +112,8 @@ pub enum InstancePlan {
     NoTask,
     /// Refused: the task has shards or is a broadcast task.
     Sharded,
+    /// Refused: the config document owns the instance.
+    ConfigOwned,
 }
 
 /// What [`OperatorStore::upsert_instance`](super::OperatorStore::upsert_instance) did.
@@ -122,6 +126,8 @@ pub enum InstanceUpsert {
     NoTask,
     /// Refused: the task has shards or is a broadcast task.
     Sharded,
+    /// Refused: the config document owns the instance.
+    ConfigOwned,
 }
 
 /// Decides an upsert inside

@@ -90,6 +90,13 @@ macro_rules! store_methods {
                 ) -> StoreResult<Vec<DateTime<Utc>>>;
                 backfills(task_name: Option<&str>, limit: u32) -> StoreResult<Vec<BackfillRecord>>;
                 backfill(id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
+                instance_states(query: &InstanceQuery) -> StoreResult<Vec<InstanceState>>;
+                instance_counts() -> StoreResult<Vec<(String, u64)>>;
+                latest_runs_per_instance(
+                    task: &str,
+                    keys: &[String],
+                    per_key: u32
+                ) -> StoreResult<Vec<RunRecord>>, unless keys.is_empty();
             }
             // Config.
             ConfigStore {

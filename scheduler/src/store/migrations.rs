@@ -143,6 +143,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     step!(20, "run args override",
         postgres: "0020_run_args_override.sql",
         sqlite: "0020_run_args_override.sql"),
+    step!(21, "instance sources",
+        postgres: "0021_instance_sources.sql",
+        sqlite: "0021_instance_sources.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

@@ -62,6 +62,8 @@ mod in_use;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod incidents;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
+pub(crate) mod instance_views;
+#[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod instances;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod layer;
@@ -109,6 +111,9 @@ pub(crate) use history::{LogChunk, RunQuery, RunRecord, RunStatus, SkipRecord, T
 pub(crate) use incidents::{
     AlertFold, AlertMark, FoldDecision, FoldInput, Folded, IncidentClose, IncidentQuery,
     IncidentRecord, IncidentRule, Snooze,
+};
+pub(crate) use instance_views::{
+    InstanceQuery, InstanceSource, InstanceState, MAX_INSTANCES_PER_PAGE,
 };
 pub(crate) use instances::{
     InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
@@ -269,7 +274,8 @@ pub trait HistoryStore: Send + Sync {
     async fn recent_runs(&self, task_name: Option<&str>, limit: i64)
     -> StoreResult<Vec<RunRecord>>;
     /// The latest `per_task` (1 to 1,000) runs of each of `tasks` that started at or after
-    /// `since`, newest first (one read for a dashboard of many tasks).
+    /// `since`, newest first (one read for a dashboard of many tasks): each task's own, its
+    /// instances' runs left out (see [`latest_runs_per_instance`](Self::latest_runs_per_instance)).
     async fn latest_runs_per_task(
         &self,
         tasks: &[String],
@@ -309,6 +315,18 @@ pub trait HistoryStore: Send + Sync {
     ) -> StoreResult<Vec<BackfillRecord>>;
     /// One backfill with its progress and its ticks in order.
     async fn backfill(&self, id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
+    /// A page of a task's instances, by key, each with its row's state.
+    async fn instance_states(&self, query: &InstanceQuery) -> StoreResult<Vec<InstanceState>>;
+    /// How many instances each task has (removed ones left out), by task.
+    async fn instance_counts(&self) -> StoreResult<Vec<(String, u64)>>;
+    /// The latest `per_key` (1 to 1,000) runs of each instance of `task` named in `keys`,
+    /// newest first.
+    async fn latest_runs_per_instance(
+        &self,
+        task: &str,
+        keys: &[String],
+        per_key: u32,
+    ) -> StoreResult<Vec<RunRecord>>;
 }
 
 /// The applied config and the task rows it wrote: called by the reconciler (which applies a

@@ -11,14 +11,15 @@ use chrono::{DateTime, Utc};
 use crate::store::dialect::{Dialect, Now, Sql};
 use crate::store::records::{
     audit_entry, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
-    incident, instance_record, log_chunk, node_record, overdue_task, run_record, skip_record,
-    snooze, task_state,
+    incident, instance_record, instance_state, log_chunk, node_record, overdue_task, run_record,
+    skip_record, snooze, task_state,
 };
 use crate::store::row::ReadRow;
 use crate::store::{
     AuditEntry, BackfillRecord, BackfillTick, Cancellation, ConfigState, DeliveryRecord,
-    IncidentQuery, IncidentRecord, InstanceRecord, LogChunk, NodeRecord, OverdueTask, RunQuery,
-    RunRecord, SkipRecord, Snooze, StoreError, StoreResult, TaskState,
+    IncidentQuery, IncidentRecord, InstanceQuery, InstanceRecord, InstanceState, LogChunk,
+    NodeRecord, OverdueTask, RunQuery, RunRecord, SkipRecord, Snooze, StoreError, StoreResult,
+    TaskState,
 };
 
 /// The most runs one query returns.
@@ -35,7 +36,9 @@ pub(crate) async fn runs(store: &impl Dialect, q: &RunQuery) -> StoreResult<Vec<
     // The filter that leads picks the statement: SQLite has one per leading filter, each
     // written so that the filter picks its index (a task's runs are few, a time window is
     // bounded, a status or a trigger of interest is usually rare); PostgreSQL one for all.
-    let sql = if q.task.is_some() {
+    let sql = if q.task.is_some() && q.key.is_some() {
+        statement!(runs postgres: "runs_query", sqlite: "runs_by_instance")
+    } else if q.task.is_some() {
         statement!(runs postgres: "runs_query", sqlite: "runs_by_task")
     } else if q.since.is_some() {
         statement!(runs postgres: "runs_query", sqlite: "runs_by_time")
@@ -54,6 +57,7 @@ pub(crate) async fn runs(store: &impl Dialect, q: &RunQuery) -> StoreResult<Vec<
         q.until,
         q.before_id,
         limit(q.limit.clamp(1, MAX_RUNS_PER_PAGE)),
+        q.key.as_deref(),
     ];
     store.fetch_all("runs", sql, &params, run_record).await
 }
@@ -291,5 +295,50 @@ pub(crate) async fn instances(
     let sql = statement!("instances_list");
     store
         .fetch_all("instances", sql, &params![task], instance_record)
+        .await
+}
+
+pub(crate) async fn instance_states(
+    store: &impl Dialect,
+    query: &InstanceQuery,
+) -> StoreResult<Vec<InstanceState>> {
+    let pattern = query.like_pattern();
+    let params = params![
+        query.task.as_str(),
+        pattern.as_str(),
+        query.key.as_deref(),
+        query.after_key.as_deref(),
+        limit(query.limit.clamp(1, crate::store::MAX_INSTANCES_PER_PAGE)),
+        query.removed,
+    ];
+    let sql = statement!("instance_states");
+    store
+        .fetch_all("instance_states", sql, &params, instance_state)
+        .await
+}
+
+pub(crate) async fn instance_counts(store: &impl Dialect) -> StoreResult<Vec<(String, u64)>> {
+    let sql = Sql::shared(shared_query!("instance_counts"));
+    store
+        .fetch_all("instance_counts", sql, &[], |row| {
+            Ok((
+                row.text("task")?,
+                u64::try_from(row.int("instances")?).unwrap_or(0),
+            ))
+        })
+        .await
+}
+
+pub(crate) async fn latest_runs_per_instance(
+    store: &impl Dialect,
+    task: &str,
+    keys: &[String],
+    per_key: u32,
+) -> StoreResult<Vec<RunRecord>> {
+    let per_key = limit(per_key.clamp(1, MAX_RUNS_PER_PAGE));
+    let sql = statement!(runs "runs_per_instance");
+    let params = params![task, keys, per_key];
+    store
+        .fetch_all("latest_runs_per_instance", sql, &params, run_record)
         .await
 }

@@ -5,10 +5,10 @@
 use super::row::{ReadRow, unknown};
 use super::{
     AuditEntry, BackfillProgress, BackfillRecord, BackfillTick, Cancellation, ConfigState,
-    DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, InstanceRecord, InstanceTask, LockKey,
-    LockedRun, LogChunk, NodeRecord, OutboxRow, OverdueTask, Pause, PendingBackfill, PendingManual,
-    PendingRetry, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord, Snooze, TaskRow,
-    TaskState, Trigger,
+    DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, InstanceRecord, InstanceSource,
+    InstanceState, InstanceTask, LockKey, LockedRun, LogChunk, NodeRecord, OutboxRow, OverdueTask,
+    Pause, PendingBackfill, PendingManual, PendingRetry, Recovery, RunRecord, RunStatus,
+    SkipReason, SkipRecord, Snooze, TaskRow, TaskState, Trigger,
 };
 use crate::shard::ShardFacts;
 
@@ -134,6 +134,8 @@ pub(crate) fn task_row(row: &impl ReadRow) -> Result<TaskRow, sqlx::Error> {
     task.shards = u32::try_from(row.int("shards")?).unwrap_or(1);
     task.node_pin = row.text_opt("node_pin")?;
     task.removed = row.flag("removed")?;
+    task.args = row.text_opt("args")?;
+    task.instance_source = InstanceSource::parse(row.text_opt("instance_source")?.as_deref());
     Ok(task)
 }
 
@@ -151,6 +153,19 @@ pub(crate) fn instance_record(row: &impl ReadRow) -> Result<InstanceRecord, sqlx
         next_run_at: row.time_opt("next_run_at")?,
         last_scheduled_at: row.time_opt("last_scheduled_at")?,
         removed: row.flag("removed")?,
+        source: InstanceSource::parse(row.text_opt("instance_source")?.as_deref()),
+    })
+}
+
+/// An instance's row with its state (`instance_states.sql`).
+pub(crate) fn instance_state(row: &impl ReadRow) -> Result<InstanceState, sqlx::Error> {
+    Ok(InstanceState {
+        task: row.text("task")?,
+        key: row.text("key")?,
+        args: row.text_opt("args")?,
+        source: InstanceSource::parse(row.text_opt("instance_source")?.as_deref()),
+        removed: row.flag("removed")?,
+        state: task_state(row)?,
     })
 }
 

@@ -344,6 +344,7 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
         } => (enabled, next_run_at),
         InstancePlan::NoTask => return Ok(InstanceUpsert::NoTask),
         InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
+        InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
     };
     let params = params![
         &row,
@@ -393,4 +394,24 @@ pub(crate) async fn remove_instance_on<D: Dialect>(
         }
     }
     Ok(false)
+}
+
+/// Makes the rows `instances` name, `(row, task, key, args)`, the config's instances on `conn`,
+/// in a reconcile's transaction (after its creates and updates wrote their schedules): their task,
+/// key and arguments set, owned by the config, not removed.
+pub(crate) async fn mark_config_instances_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    instances: &[(&str, &str, &str, Option<&str>)],
+) -> Result<(), sqlx::Error> {
+    for &(row, task, key, args) in instances {
+        let params = params![row, task, key, args, Now];
+        let statement = Statement {
+            operation: "apply_config",
+            sql: statement!("instance_config_mark"),
+            params: &params,
+        };
+        D::execute_on(conn, clock, statement).await?;
+    }
+    Ok(())
 }

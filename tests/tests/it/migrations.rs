@@ -17,7 +17,7 @@ scheduler_tests::postgres_tests! {
 }
 
 /// The one list, as every database records it from now on.
-const ALIGNED: [(i64, &str); 20] = [
+const ALIGNED: [(i64, &str); 21] = [
     (1, "init"),
     (2, "guarantees"),
     (3, "policies"),
@@ -38,6 +38,7 @@ const ALIGNED: [(i64, &str); 20] = [
     (18, "node database server"),
     (19, "instances"),
     (20, "run args override"),
+    (21, "instance sources"),
 ];
 
 /// The last step of before the alignment; the steps after it have files numbered alike on both

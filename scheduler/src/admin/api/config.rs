@@ -33,6 +33,9 @@ struct EntryView {
     owners: Vec<String>,
     /// Its labels.
     labels: std::collections::BTreeMap<String, String>,
+    /// The keys of the instances it declares (`GET /api/tasks/{name}/instances` reads them;
+    /// a refused one is among the last reconcile's refusals, named `task/key`).
+    instances: Vec<String>,
 }
 
 /// The last document this node read.
@@ -194,6 +197,7 @@ async fn get_config(
                     timezone: t.timezone.clone(),
                     owners: t.owners.clone(),
                     labels: t.labels.clone(),
+                    instances: t.instances.iter().map(|i| i.key.clone()).collect(),
                 })
                 .collect(),
         }),

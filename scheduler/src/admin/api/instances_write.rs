@@ -12,8 +12,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::instances::InstanceView;
 use super::refusals::MutationErrors;
-use super::views::PauseView;
 use crate::admin::auth::Operator;
 use crate::admin::error::{ApiError, ErrorBody, Json, MaybeJson, Path};
 use crate::admin::state::AdminState;
@@ -21,7 +21,7 @@ use crate::instance::{InstanceRefusal, row_name};
 use crate::operate::{self, Actor};
 use crate::redact::redact_args;
 use crate::store::RunRequest;
-use crate::{Instance, Schedule, Schedules};
+use crate::{Schedule, Schedules};
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -45,50 +45,6 @@ struct InstanceRequest {
     args: Option<serde_json::Value>,
 }
 
-/// An instance of a task, its arguments' secrets hidden.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct InstanceView {
-    /// Its task.
-    task: String,
-    /// Its key.
-    key: String,
-    /// Its cron expression.
-    cron: String,
-    /// The zone its cron is read in.
-    timezone: String,
-    /// Its arguments, the values of secret-looking fields and the user information of URLs
-    /// hidden (`***`); the handler reads them whole.
-    args: serde_json::Value,
-    /// Whether it runs: its task is enabled in config.
-    enabled: bool,
-    /// Whether an operator paused it.
-    paused: bool,
-    /// The pause, if paused.
-    pause: Option<PauseView>,
-    /// Its next scheduled tick.
-    next_run_at: Option<DateTime<Utc>>,
-    /// Removed (false: an instance this API answers with exists).
-    removed: bool,
-}
-
-impl InstanceView {
-    /// `instance` as shown, with its row's pause.
-    pub(crate) fn of(instance: Instance, pause: Option<crate::store::Pause>) -> Self {
-        Self {
-            args: redact_args(&instance.args),
-            task: instance.task,
-            key: instance.key,
-            cron: instance.cron,
-            timezone: instance.timezone,
-            enabled: instance.enabled,
-            paused: pause.is_some(),
-            pause: pause.map(PauseView::from),
-            next_run_at: instance.next_run_at,
-            removed: false,
-        }
-    }
-}
-
 /// The handle that writes instances for `actor`: of `task` if this node registers it.
 fn schedules(state: &AdminState, task: &str, actor: &Actor) -> Schedules {
     let registered: std::sync::Arc<[String]> = match state.engine.task_settings(task) {
@@ -99,7 +55,8 @@ fn schedules(state: &AdminState, task: &str, actor: &Actor) -> Schedules {
 }
 
 /// An instance refused, as an answer: what was asked cannot be (400), the task is not known
-/// here (404), or has no instances (409); the reason quoted from the refusal.
+/// here (404), or has no instances or owns the key in its config (409); the reason quoted from
+/// the refusal.
 fn refused(e: crate::Error) -> ApiError {
     match e {
         crate::Error::Instance(refusal) => {
@@ -108,7 +65,9 @@ fn refused(e: crate::Error) -> ApiError {
                 InstanceRefusal::UnknownTask { .. } | InstanceRefusal::TaskNotStored { .. } => {
                     ApiError::not_found(message)
                 }
-                InstanceRefusal::Sharded { .. } => ApiError::conflict(message),
+                InstanceRefusal::Sharded { .. } | InstanceRefusal::ConfigOwned { .. } => {
+                    ApiError::conflict(message)
+                }
                 _ => ApiError::bad_request(message),
             }
         }
@@ -116,36 +75,14 @@ fn refused(e: crate::Error) -> ApiError {
     }
 }
 
-/// Instance `key` of `task` with its pause, or a 404.
+/// Instance `key` of `task` as the read side shows it (one row read), or a 404.
 async fn current(state: &AdminState, task: &str, key: &str) -> Result<InstanceView, ApiError> {
-    let store = state.engine.store();
-    let found = Schedules::for_operator(store.clone(), None, &Actor::new("", ""))
-        .get(task, key)
-        .await
-        .map_err(refused)?;
-    let Some(instance) = found else {
+    let query = crate::store::InstanceQuery::of(task, 1).key(key);
+    let found = state.engine.store().instance_states(&query).await?;
+    let Some(instance) = found.into_iter().next() else {
         return Err(no_instance(task, key));
     };
-    Ok(InstanceView::of(
-        instance,
-        pause_of(state, task, key).await?,
-    ))
-}
-
-/// The pause of instance `key` of `task`'s row, if any.
-async fn pause_of(
-    state: &AdminState,
-    task: &str,
-    key: &str,
-) -> Result<Option<crate::store::Pause>, ApiError> {
-    Ok(state
-        .engine
-        .store()
-        .task_states(Some(&row_name(task, key)))
-        .await?
-        .into_iter()
-        .next()
-        .and_then(|s| s.pause))
+    Ok(InstanceView::of(&state.engine, instance, None, Utc::now()))
 }
 
 fn no_instance(task: &str, key: &str) -> ApiError {
@@ -162,9 +99,9 @@ fn no_instance(task: &str, key: &str) -> ApiError {
 /// this node does not register or the store does not have (404), a task with shards (409), a
 /// bad key, cron or zone, arguments over 64 KiB (400). Audited (`instance upsert`, the
 /// arguments' secrets hidden).
-#[utoipa::path(put, path = "/api/tasks/{task}/instances/{key}", tag = "instances",
+#[utoipa::path(put, path = "/api/tasks/{name}/instances/{key}", tag = "instances",
     security(("bearer" = [])),
-    params(("task" = String, Path, description = "The task's name"),
+    params(("name" = String, Path, description = "The task's name"),
         ("key" = String, Path, description = "The instance's key: 1 to 128 ASCII letters, digits, `_`, `.`, `:`, `-`"),
         ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
     request_body = InstanceRequest,
@@ -193,9 +130,7 @@ async fn upsert_instance(
     tracing::info!(task = %task, key = %key, cron = %written.cron, timezone = %written.timezone,
         args = %redact_args(&written.args), actor = %actor.name, source = %actor.source,
         "instance upserted through the admin API");
-    // As written, with its row's pause (one row read: no walk of the task's instances).
-    let pause = pause_of(&state, &task, &key).await?;
-    Ok(axum::Json(InstanceView::of(written, pause)))
+    current(&state, &task, &key).await.map(axum::Json)
 }
 
 /// What removing an instance did.
@@ -211,9 +146,9 @@ struct RemoveResult {
 
 /// Removes instance `key` of the task: none of its ticks starts after this answers; a run of it
 /// in flight finishes and is recorded. Audited (`instance remove`).
-#[utoipa::path(delete, path = "/api/tasks/{task}/instances/{key}", tag = "instances",
+#[utoipa::path(delete, path = "/api/tasks/{name}/instances/{key}", tag = "instances",
     security(("bearer" = [])),
-    params(("task" = String, Path, description = "The task's name"),
+    params(("name" = String, Path, description = "The task's name"),
         ("key" = String, Path, description = "The instance's key"),
         ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
     responses((status = 200, description = "Removed", body = RemoveResult), MutationErrors))]
@@ -247,9 +182,9 @@ struct InstancePauseRequest {
 
 /// Pauses instance `key` of the task alone, cluster-wide: none of its ticks runs until resumed
 /// or `until` (its task and the other instances go on). Survives reconciles. Audited.
-#[utoipa::path(post, path = "/api/tasks/{task}/instances/{key}/pause", tag = "instances",
+#[utoipa::path(post, path = "/api/tasks/{name}/instances/{key}/pause", tag = "instances",
     security(("bearer" = [])),
-    params(("task" = String, Path, description = "The task's name"),
+    params(("name" = String, Path, description = "The task's name"),
         ("key" = String, Path, description = "The instance's key"),
         ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
     request_body = InstancePauseRequest,
@@ -305,9 +240,9 @@ async fn pause_instance(
 
 /// Ends the pause of instance `key` of the task; the ticks due meanwhile are recorded as
 /// skipped (`paused`), its next run is its first tick from now. Audited.
-#[utoipa::path(post, path = "/api/tasks/{task}/instances/{key}/resume", tag = "instances",
+#[utoipa::path(post, path = "/api/tasks/{name}/instances/{key}/resume", tag = "instances",
     security(("bearer" = [])),
-    params(("task" = String, Path, description = "The task's name"),
+    params(("name" = String, Path, description = "The task's name"),
         ("key" = String, Path, description = "The instance's key"),
         ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
     responses((status = 200, description = "Resumed (or was not paused): the instance as it is now", body = InstanceView),
@@ -406,9 +341,9 @@ pub(super) async fn queue_run(
 /// running one ends), recorded as `manual`; with `{"args": ...}` it runs with those arguments
 /// in place of the instance's own, for that run only (its next scheduled run uses its own).
 /// Audited.
-#[utoipa::path(post, path = "/api/tasks/{task}/instances/{key}/trigger", tag = "instances",
+#[utoipa::path(post, path = "/api/tasks/{name}/instances/{key}/trigger", tag = "instances",
     security(("bearer" = [])),
-    params(("task" = String, Path, description = "The task's name"),
+    params(("name" = String, Path, description = "The task's name"),
         ("key" = String, Path, description = "The instance's key"),
         ("X-Scheduler-Actor" = Option<String>, Header, description = "Who asks, for the audit trail")),
     request_body(content = Option<TriggerRequest>, description = "Optional: arguments for this run only"),

@@ -7,6 +7,7 @@ mod backfills;
 mod cluster;
 mod config;
 mod incidents;
+mod instances;
 mod instances_write;
 mod refusals;
 mod runs;
@@ -21,6 +22,7 @@ use super::state::AdminState;
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
         .merge(tasks::router())
+        .merge(instances::router())
         .merge(ticks::router())
         .merge(actions::router())
         .merge(backfills::router())

@@ -1,4 +1,5 @@
-//! Run history: filtered, cursor-paginated; one run with its log.
+//! Run history: filtered (by task, an instance's key, status, trigger, start), cursor-paginated;
+//! one run with its log.
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
@@ -77,6 +78,8 @@ impl From<TriggerFilter> for Trigger {
 struct RunsQuery {
     /// Only this task's runs.
     task: Option<String>,
+    /// Only the runs of the task's instance with this key (with `task`).
+    key: Option<String>,
     /// Only runs with this status.
     #[param(inline)]
     status: Option<StatusFilter>,
@@ -119,8 +122,19 @@ async fn list_runs(
         return Err(ApiError::bad_request("`cursor` must be a positive run id"));
     }
     let mut query = RunQuery::latest(limit).between(q.since, q.until);
-    if let Some(task) = q.task {
-        query = query.task(task);
+    match (q.task, q.key) {
+        (Some(task), key) => {
+            query = query.task(task);
+            if let Some(key) = key {
+                query = query.key(key);
+            }
+        }
+        (None, Some(_)) => {
+            return Err(ApiError::bad_request(
+                "`key` names an instance of a task: give `task` too",
+            ));
+        }
+        (None, None) => {}
     }
     if let Some(status) = q.status {
         query = query.status(status.into());

@@ -5,7 +5,7 @@
 //! failed (`failed_ticks_in_a_row`: retries of one tick count once, where the row's
 //! `consecutive_failures` counts attempts).
 
-mod health;
+pub(super) mod health;
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
@@ -149,6 +149,8 @@ struct TaskView {
     state: StateView,
     /// Its policies (none: not registered in this node's binary).
     policy: Option<PolicyView>,
+    /// How many instances it has (`GET /api/tasks/{name}/instances`).
+    instances: u64,
 }
 
 /// Every task.
@@ -283,6 +285,7 @@ fn task_view(
     entries: &Entries,
     failed: &FailedTicks,
     (s, locked_rows): (TaskState, u32),
+    instances: u64,
     now: DateTime<Utc>,
 ) -> TaskView {
     let origin = entries.origin(&s);
@@ -341,7 +344,20 @@ fn task_view(
         cron: s.cron,
         timezone: s.timezone,
         enabled: s.enabled,
+        instances,
     }
+}
+
+/// How many instances each task has.
+async fn instance_counts(
+    engine: &EngineView,
+) -> Result<std::collections::HashMap<String, u64>, ApiError> {
+    Ok(engine
+        .store()
+        .instance_counts()
+        .await?
+        .into_iter()
+        .collect())
 }
 
 pub(super) async fn one_state(engine: &EngineView, name: &str) -> Result<TaskState, ApiError> {
@@ -371,10 +387,14 @@ async fn list_tasks(
     let rows = task_rows(states);
     let task_states: Vec<TaskState> = rows.iter().map(|(s, _)| s.clone()).collect();
     let failed = failed_ticks(&state.engine, &task_states).await?;
+    let counts = instance_counts(&state.engine).await?;
     let now = Utc::now();
     let mut tasks: Vec<TaskView> = rows
         .into_iter()
-        .map(|row| task_view(&state.engine, &entries, &failed, row, now))
+        .map(|row| {
+            let instances = counts.get(&row.0.name).copied().unwrap_or(0);
+            task_view(&state.engine, &entries, &failed, row, instances, now)
+        })
         .collect();
     tasks.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(axum::Json(TaskList { at: now, tasks }))
@@ -435,12 +455,18 @@ async fn get_task(
         .into_iter()
         .map(RunView::from)
         .collect();
+    let instances = instance_counts(&state.engine)
+        .await?
+        .get(&name)
+        .copied()
+        .unwrap_or(0);
     Ok(axum::Json(TaskDetail {
         task: task_view(
             &state.engine,
             &Entries::of(&state.engine),
             &failed,
             row,
+            instances,
             Utc::now(),
         ),
         recent_runs,

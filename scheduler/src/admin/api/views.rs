@@ -42,6 +42,8 @@ pub(crate) struct RunView {
     shard_index: u32,
     /// How many shards its tick has (1: the task is not sharded).
     shard_total: u32,
+    /// The key of the task's instance it ran (none: the task's own run).
+    instance_key: Option<String>,
     /// The arguments a manual run was given in place of its task's or instance's own, secrets
     /// hidden (none: it ran with its own).
     args_override: Option<serde_json::Value>,
@@ -66,6 +68,7 @@ impl From<RunRecord> for RunView {
             cancel_requested_by: r.cancel_requested_by,
             shard_index: r.shard_index,
             shard_total: r.shard_total,
+            instance_key: r.instance_key,
             args_override: r.args_override.as_deref().map(|text| {
                 match serde_json::from_str(text) {
                     Ok(value) => crate::redact::redact_args(&value),

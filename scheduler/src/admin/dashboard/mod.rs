@@ -51,6 +51,7 @@ const ASSETS: &[Asset] = &[
     asset!("charts.js", JS),
     asset!("overview.js", JS),
     asset!("task.js", JS),
+    asset!("instances.js", JS),
     asset!("runs.js", JS),
     asset!("cluster.js", JS),
     asset!("actions.js", JS),

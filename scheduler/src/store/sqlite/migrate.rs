@@ -315,6 +315,7 @@ mod tests {
             [
                 "scheduler_runs_cancel_requested_idx",
                 "scheduler_runs_finished_idx",
+                "scheduler_runs_instance_idx",
                 "scheduler_runs_running_idx",
                 "scheduler_runs_started_idx",
                 "scheduler_runs_status_id_idx",

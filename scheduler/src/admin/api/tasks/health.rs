@@ -12,7 +12,7 @@ use crate::store::{RunRecord, RunStatus, TaskState};
 const FAILED_RUNS_READ: u32 = 100;
 
 /// Whether a task is on time at `now`, and how long past its tick it is.
-pub(super) fn timeliness(
+pub(in crate::admin::api) fn timeliness(
     engine: &EngineView,
     s: &TaskState,
     now: DateTime<Utc>,

@@ -277,6 +277,7 @@ export class Overview {
     const bad = FAILED.includes(t.state.last_result);
     return h("tr", { dataset: { task: t.name, state: st, key: t.name } },
       h("td", { "data-label": "Task" }, h("a", { href: `#/task/${encodeURIComponent(t.name)}`, class: "task-name" }, t.name),
+        t.instances > 0 ? h("div", { class: "small muted instance-count" }, `${t.instances} instance${t.instances === 1 ? "" : "s"}`) : null,
         t.origin.refused ? h("div", { class: "bad small", title: t.origin.refused }, "config entry refused") : null),
       h("td", { "data-label": "State" }, h("span", { class: `badge s-${st.replace(" ", "-")}` }, st),
         t.state.pause ? h("div", { class: "small muted" }, `“${t.state.pause.reason}”`) : null),

@@ -12,12 +12,16 @@ export const PAGE = 50;
 /** Run statuses an operator filters by. */
 export const STATUSES = ["running", "succeeded", "failed", "timed_out", "interrupted", "lost", "cancelled"];
 
-/** A table of runs, newest first; `onLog(id)` adds a button opening a run's log in place. */
-export function runTable(runs, { zone = "UTC", showTask = false, onLog = null, refresh = null } = {}) {
-  const heads = ["Run", ...(showTask ? ["Task"] : []), "Tick", "Started", "Took", "Result", "Attempt", "Trigger", "Node", "Error", ""];
+/**
+ * A table of runs, newest first; `showKey` adds the instance each ran (a link to that instance's
+ * runs); `onLog(id)` adds a button opening a run's log in place.
+ */
+export function runTable(runs, { zone = "UTC", showTask = false, showKey = false, onLog = null, refresh = null } = {}) {
+  const heads = ["Run", ...(showTask ? ["Task"] : []), ...(showKey ? ["Instance"] : []), "Tick", "Started", "Took", "Result", "Attempt", "Trigger", "Node", "Error", ""];
   return table(heads, runs.map((r) => h("tr", { dataset: { run: r.id, status: r.status, trigger: r.trigger, key: `run-${r.id}` } },
     h("td", { class: "num" }, h("a", { href: `#/run/${r.id}`, class: "permalink", title: "this run's own page (a link to share)" }, `#${r.id}`)),
     showTask ? h("td", {}, h("a", { href: `#/task/${encodeURIComponent(r.task)}` }, r.task)) : null,
+    showKey ? h("td", { class: "instance-key" }, r.instance_key ? h("a", { href: `#/task/${encodeURIComponent(r.task)}?runkey=${encodeURIComponent(r.instance_key)}` }, r.instance_key) : h("span", { class: "muted" }, "the task's own")) : null,
     h("td", {}, inZone(r.scheduled_at, zone), shardNote(r)),
     h("td", {}, r.started_at ? relative(r.started_at) : h("span", { class: "muted" }, "never started")),
     h("td", { class: "num" }, duration(runSeconds(r))),
@@ -69,7 +73,7 @@ export class FailuresPage {
       h("p", { class: "muted" }, "Runs that failed, timed out or were lost, newest first. Times in UTC; a run's id is its permalink."),
       section(this.before ? `Failed runs older than #${this.before}` : `Latest ${PAGE} failed runs`,
         shown.length === 0 ? h("p", { class: "muted", id: "no-failures" }, "No failed run.")
-          : h("div", { id: "failures" }, runTable(shown, { showTask: true })),
+          : h("div", { id: "failures" }, runTable(shown, { showTask: true, showKey: shown.some((r) => r.instance_key) })),
         pager((id) => (id ? `#/failures?before=${id}` : "#/failures"), this.before, next)));
     return null;
   }
@@ -91,6 +95,7 @@ export class RunPage {
       h("h1", {}, `Run #${r.id} `, h("span", { class: `result ${outcomeClass(r.status)}`, id: "run-status" }, outcomeText(r.status))),
       section("Run", h("dl", { id: "run" },
         h("dt", {}, "Task"), h("dd", {}, h("a", { href: `#/task/${enc(r.task)}` }, r.task)),
+        r.instance_key ? [h("dt", {}, "Instance"), h("dd", { id: "run-instance" }, h("a", { href: `#/task/${enc(r.task)}?runkey=${encodeURIComponent(r.instance_key)}` }, r.instance_key))] : null,
         h("dt", {}, "Tick"), h("dd", {}, inZone(r.scheduled_at)),
         r.shard_total > 1 ? [h("dt", {}, "Shard"), h("dd", { id: "run-shard" }, `${r.shard_index} of ${r.shard_total} (`,
           h("a", { href: `#/task/${enc(r.task)}?tick=${encodeURIComponent(r.scheduled_at)}` }, "the tick's shards"), ")")] : null,

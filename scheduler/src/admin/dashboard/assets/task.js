@@ -1,5 +1,6 @@
-// One task: state and actions, its strip, its runs (filtered by status, paged, each with a
-// permalink and its log opened in place), lateness and duration charts, next fire times with
+// One task: state and actions, its strip, its instances (`instances.js`: filtered by key, each
+// with its strip of latest runs), its runs (filtered by status and by instance key, paged, each
+// with a permalink and its log opened in place), lateness and duration charts, next fire times with
 // DST changes marked, the config entry and its origin, the policies. Every refresh patches what
 // changed only: a selected error message or an open log stays as it is.
 
@@ -13,6 +14,7 @@ import { actionBar, backfillCancel } from "./actions.js";
 const snoozeOf = (incidents, name) => incidents?.snoozes?.find((s) => s.task === name) ?? null;
 import { failedTicks, nextRun, shardLink, stateOf } from "./overview.js";
 import { PAGE, STATUSES, pager, runTable } from "./runs.js";
+import { instancesCard, readInstances } from "./instances.js";
 
 const STRIP = 60;
 
@@ -23,12 +25,17 @@ export class TaskPage {
     this.status = STATUSES.includes(params.get("status")) ? params.get("status") : "";
     this.before = Number(params.get("before")) || null;
     this.tick = params.get("tick");
+    // The instances' key filter and page; the runs of one instance (`runkey`).
+    this.key = params.get("key") ?? "";
+    this.after = params.get("after");
+    this.runKey = params.get("runkey") ?? "";
     this.openRun = null;
     this.root = root;
     this.parts = {
       head: h("div", { class: "task-head" }),
       strip: h("div", { class: "card" }),
       shards: h("div", { id: "shards" }),
+      instances: h("div", { id: "instances-card" }),
       charts: h("div", { class: "charts" }),
       runs: h("div", { class: "card", id: "runs" }),
       log: h("div", { id: "log" }),
@@ -39,31 +46,37 @@ export class TaskPage {
       this.parts.head,
       this.parts.strip,
       this.parts.shards,
+      this.parts.instances,
       h("div", { class: "columns" }, h("div", { class: "main-col" }, this.parts.runs, this.parts.log, this.parts.charts), this.parts.side));
   }
 
-  hash({ status = this.status, before = this.before } = {}) {
+  hash({ status = this.status, before = this.before, key = this.key, after = this.after, runKey = this.runKey } = {}) {
     const p = new URLSearchParams();
     if (status) p.set("status", status);
     if (before) p.set("before", before);
     if (this.tick) p.set("tick", this.tick);
+    if (key) p.set("key", key);
+    if (after) p.set("after", after);
+    if (runKey) p.set("runkey", runKey);
     const q = p.toString();
     return `#/task/${enc(this.name)}${q ? `?${q}` : ""}`;
   }
 
   async refresh() {
     const n = enc(this.name);
-    const filter = `${this.status ? `&status=${this.status}` : ""}${this.before ? `&cursor=${this.before}` : ""}`;
-    const [detail, ticks, config, runs, incidents, backfills] = await Promise.all([
+    const filter = `${this.status ? `&status=${this.status}` : ""}${this.before ? `&cursor=${this.before}` : ""}${this.runKey ? `&key=${encodeURIComponent(this.runKey)}` : ""}`;
+    const [detail, ticks, config, runs, incidents, backfills, instances] = await Promise.all([
       get(`/api/tasks/${n}?count=12&runs=${PAGE}`),
       get(`/api/ticks?task=${n}&count=${STRIP}`),
       get("/api/config"),
       get(`/api/runs?task=${n}&limit=${PAGE}${filter}`),
       get(`/api/incidents?state=open&task=${n}`),
       get(`/api/backfills?task=${n}&limit=3`),
+      readInstances(this.name, this.key, this.after),
     ]);
     this.incidents = incidents;
     this.backfills = backfills;
+    this.instances = instances;
     this.draw(detail, ticks.tasks[0], config, runs);
     if (this.openRun) await this.showLog(this.openRun, false);
     return null;
@@ -112,6 +125,12 @@ export class TaskPage {
     const sharded = ticks.filter((x) => x.shards);
     const chosen = sharded.find((x) => x.at === this.tick) ?? sharded[sharded.length - 1];
     patch(p.shards, chosen ? shardTable(chosen, zone, this.tick && chosen.at !== this.tick) : null);
+    patch(p.instances, instancesCard(t, this.instances, {
+      key: this.key, after: this.after,
+      onFilter: (key) => { location.hash = this.hash({ key, after: null }); },
+      hashOf: (after) => this.hash({ after }),
+      runsOf: (key) => this.hash({ runKey: key, before: null }),
+    }));
 
     const recent = detail.recent_runs;
     // A backfilled run serves a past tick: its lateness says nothing about the schedule.
@@ -123,14 +142,15 @@ export class TaskPage {
     const runs = page.runs;
     patch(p.runs,
       h("div", { class: "runs-head" },
-        h("h2", {}, this.before ? `Runs older than #${this.before}` : `Runs (latest ${PAGE})`),
+        h("h2", {}, `${this.before ? `Runs older than #${this.before}` : `Runs (latest ${PAGE})`}${this.runKey ? ` of instance ${this.runKey}` : ""}`),
+        this.runKey ? h("a", { href: this.hash({ runKey: "", before: null }), id: "all-runs" }, "all runs") : null,
         h("label", {}, "Status ", h("select", {
           name: "status", id: "run-status-filter", "aria-label": "run status",
           onchange: (e) => { location.hash = this.hash({ status: e.target.value, before: null }); },
         }, h("option", { value: "", selected: !this.status }, "any"),
         STATUSES.map((s) => h("option", { value: s, selected: s === this.status }, s.replace("_", " ")))))),
       runs.length === 0 ? h("p", { class: "muted", id: "no-runs" }, `No ${this.status ? `${this.status.replace("_", " ")} ` : ""}run${this.before ? ` older than #${this.before}` : this.status ? "" : " yet"}.`)
-        : runTable(runs, { zone, onLog: (id) => this.showLog(id, true), refresh: this.refreshAll }),
+        : runTable(runs, { zone, showKey: t.instances > 0 || runs.some((r) => r.instance_key), onLog: (id) => this.showLog(id, true), refresh: this.refreshAll }),
       pager((before) => this.hash({ before }), this.before, page.next_cursor));
 
     patch(p.side,

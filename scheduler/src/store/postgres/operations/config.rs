@@ -8,7 +8,7 @@ use super::exec::notify_on;
 use crate::store::config::{ChangesByKind, TaskWrite};
 use crate::store::postgres::PgStore;
 use crate::store::records::{config_state_of, task_row};
-use crate::store::writes::save_config_state;
+use crate::store::writes::{mark_config_instances_on, save_config_state};
 use crate::store::{ConfigPlan, ConfigPlanner, ConfigSnapshot, StoreResult, TaskRow};
 
 pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
@@ -90,6 +90,7 @@ pub(super) async fn apply_config(
                 .execute(&mut *tx)
                 .await?;
         }
+        mark_config_instances_on::<PgStore>(&mut tx, (), &by_kind.instances).await?;
         SkipColumns::collect(skips.iter()).insert(&mut tx).await?;
         save_config_state::<PgStore>(&mut tx, (), state).await?;
         notify_on(&mut tx, store, "config").await?;

@@ -7,7 +7,7 @@ use super::writes::insert_skips;
 use crate::store::config::ChangesByKind;
 use crate::store::records::{config_state_of, task_row};
 use crate::store::sqlite::SqliteStore;
-use crate::store::writes::save_config_state;
+use crate::store::writes::{mark_config_instances_on, save_config_state};
 use crate::store::{ConfigPlan, ConfigPlanner, ConfigSnapshot, StoreResult, TaskRow};
 
 pub(super) async fn load_tasks(store: &SqliteStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
@@ -78,6 +78,7 @@ pub(super) async fn apply_config(
                 .execute(&mut *tx)
                 .await?;
         }
+        mark_config_instances_on::<SqliteStore>(&mut tx, now, &by_kind.instances).await?;
         insert_skips(&mut tx, skips, now).await?;
         save_config_state::<SqliteStore>(&mut tx, now, state).await?;
         plan

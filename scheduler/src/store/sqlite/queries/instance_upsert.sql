@@ -15,4 +15,4 @@ SET cron = excluded.cron,
     removed_at = NULL,
     updated_at = ?9
 RETURNING instance_of AS task, instance_key AS key, cron, timezone, args, enabled, next_run_at,
-       last_scheduled_at, removed_at IS NOT NULL AS removed
+       last_scheduled_at, removed_at IS NOT NULL AS removed, instance_source

@@ -1,6 +1,6 @@
 -- Runs with status ?2 (not NULL) matching the other filters, newest first: (status, id DESC).
--- ?1 task, ?2 status, ?3 trigger, ?4 started at or after, ?5 started before, ?6 id below; at
--- most ?7. One file per leading filter (see `runs_impl`): SQLite cannot use an index for a
+-- ?1 task, ?2 status, ?3 trigger, ?4 started at or after, ?5 started before, ?6 id below, ?8 instance key;
+-- at most ?7. One file per leading filter (see `runs_impl`): SQLite cannot use an index for a
 -- term written `(?1 IS NULL OR task_name = ?1)`, so the filter that picks the index is written
 -- plainly, and the cursor as a bound on the rowid.
 SELECT
@@ -12,5 +12,6 @@ WHERE (?1 IS NULL OR task_name = ?1)
   AND (?4 IS NULL OR started_at >= ?4)
   AND (?5 IS NULL OR started_at < ?5)
   AND id < coalesce(?6, 9223372036854775807)
+  AND (?8 IS NULL OR instance_key = ?8)
 ORDER BY id DESC
 LIMIT ?7

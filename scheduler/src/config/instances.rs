@@ -1,0 +1,244 @@
+//! Instances declared in the config document: a task's entry may list instances of the task
+//! (`crate::instance`), each a schedule of its own named by a key, with arguments. The task's
+//! entry is its instance without a key, as always.
+//!
+//! ```json
+//! {"name": "syncAdvertiserReport", "enabled": true, "cron": "0 0 3 * * *",
+//!  "instances": [{"key": "tenant-42", "cron": "0 */5 * * * *", "timezone": "Asia/Shanghai",
+//!                 "args": {"tenant": 42}}]}
+//! ```
+//!
+//! Each one is checked on its own, and a bad one is refused alone (named `task/key` among the
+//! refusals, `check-config` lists it) while the task and its other instances apply: a key that
+//! is empty, too long or holds a character keys may not ([`MAX_KEY_LEN`], the characters of
+//! `Schedule`'s keys), a key listed twice in the entry (every one of them refused), a bad cron
+//! or zone, arguments over [`MAX_ARGS_BYTES`] as JSON text, or any instance of a task with
+//! shards or of a broadcast task. The instances of an entry refused as a whole (an unknown task,
+//! a bad cron) are not applied either: the reconciler keeps what they were.
+//!
+//! What the reconciler does with them (creates, changes in place, disables when they leave the
+//! document, never deletes, never touches an instance made at run time): `crate::reconciler`.
+
+use std::collections::BTreeMap;
+
+use chrono_tz::Tz;
+use serde::Deserialize;
+
+use crate::instance::{MAX_ARGS_BYTES, MAX_KEY_LEN, valid_key};
+use crate::schedule::{ScheduleSpec, SpecCache, parse_timezone};
+
+/// One instance of a task as its config entry declares it.
+///
+/// ```
+/// use scheduler::config::ConfigDocument;
+/// use serde_json::json;
+///
+/// let doc = ConfigDocument::from_json(
+///     r#"{"tasks": [{"name": "syncTenantLedger", "enabled": true, "cron": "0 0 3 * * *",
+///                   "instances": [{"key": "tenant-42", "cron": "0 */5 * * * *",
+///                                  "timezone": "Asia/Shanghai", "args": {"tenant": 42}}]}]}"#,
+/// )?;
+/// let instance = &doc.tasks[0].instances[0];
+/// assert_eq!(instance.key, "tenant-42");
+/// assert_eq!(instance.args, Some(json!({"tenant": 42})));
+/// assert_eq!(instance.enabled, None, "enabled unless it says otherwise");
+/// # Ok::<(), scheduler::config::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceConfig {
+    /// Its key: 1 to 128 ASCII letters, digits, `_`, `.`, `:` and `-`.
+    pub key: String,
+    /// Its cron expression (the task's syntax).
+    pub cron: String,
+    /// IANA zone; the task entry's zone (else the scheduler's default zone) when absent.
+    #[serde(default)]
+    pub timezone: Option<String>,
+    /// Its arguments, read by the handler with `ctx.args()` (none when absent).
+    #[serde(default)]
+    pub args: Option<serde_json::Value>,
+    /// Whether it runs (default `true`); it runs only while its task is enabled too.
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
+/// An accepted instance of an accepted task.
+#[derive(Debug, Clone)]
+pub struct DesiredInstance {
+    /// Its key.
+    pub key: String,
+    /// Whether it runs: its entry's `enabled` and its task's.
+    pub enabled: bool,
+    /// Its cron compiled in its zone.
+    pub schedule: ScheduleSpec,
+    /// Its arguments as compact JSON text, if any.
+    pub args: Option<String>,
+}
+
+/// The instances of a task's entry checked: the accepted ones by key, and the refused ones as
+/// `(key, why)`.
+pub(crate) fn check_instances(
+    instances: &[InstanceConfig],
+    task_zone: Tz,
+    task_enabled: bool,
+    sharded: bool,
+    specs: &SpecCache,
+) -> (BTreeMap<String, DesiredInstance>, Vec<(String, String)>) {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for i in instances {
+        *counts.entry(i.key.as_str()).or_default() += 1;
+    }
+    let mut accepted = BTreeMap::new();
+    let mut refused = Vec::new();
+    for (n, i) in instances.iter().enumerate() {
+        let key = i.key.clone();
+        if !valid_key(&key) {
+            refused.push((
+                key,
+                format!(
+                    "invalid instance key: use 1 to {MAX_KEY_LEN} ASCII letters, digits, `_`, `.`, `:` and `-`"
+                ),
+            ));
+            continue;
+        }
+        if counts[i.key.as_str()] > 1 {
+            if !instances[..n].iter().any(|o| o.key == i.key) {
+                let count = counts[i.key.as_str()];
+                refused.push((
+                    key,
+                    format!("listed {count} times in the entry; keep exactly one (all are ignored until then)"),
+                ));
+            }
+            continue;
+        }
+        if sharded {
+            refused.push((
+                key,
+                "the task has shards or runs on every node: such a task has no instances".into(),
+            ));
+            continue;
+        }
+        let mut problems = Vec::new();
+        let zone = match &i.timezone {
+            None => task_zone,
+            Some(zone) => parse_timezone(zone).unwrap_or_else(|e| {
+                problems.push(e.to_string());
+                task_zone
+            }),
+        };
+        let schedule = specs
+            .get(&i.cron, zone)
+            .map_err(|e| problems.push(e.to_string()));
+        let args = i.args.as_ref().map(serde_json::Value::to_string);
+        if let Some(size) = args
+            .as_ref()
+            .map(String::len)
+            .filter(|n| *n > MAX_ARGS_BYTES)
+        {
+            problems.push(format!(
+                "the arguments take {size} bytes as JSON; the most is {MAX_ARGS_BYTES}"
+            ));
+        }
+        match (problems.is_empty(), schedule) {
+            (true, Ok(schedule)) => {
+                accepted.insert(
+                    key.clone(),
+                    DesiredInstance {
+                        key,
+                        enabled: task_enabled && i.enabled.unwrap_or(true),
+                        schedule,
+                        args,
+                    },
+                );
+            }
+            _ => refused.extend(problems.into_iter().map(|p| (key.clone(), p))),
+        }
+    }
+    (accepted, refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn instance(key: &str, cron: &str) -> InstanceConfig {
+        InstanceConfig {
+            key: key.into(),
+            cron: cron.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_bad_instance_is_refused_alone_with_the_reason() {
+        let big = "x".repeat(MAX_ARGS_BYTES);
+        let instances = [
+            instance("tenant-1", "0 */5 * * * *"),
+            instance("bad/key", "* * * * * *"),
+            instance("twice", "* * * * * *"),
+            instance("twice", "* * * * * *"),
+            instance("bad-cron", "61 * * * * *"),
+            InstanceConfig {
+                timezone: Some("Mars/Olympus".into()),
+                ..instance("bad-zone", "* * * * * *")
+            },
+            InstanceConfig {
+                args: Some(json!({ "blob": big })),
+                ..instance("too-large", "* * * * * *")
+            },
+            InstanceConfig {
+                enabled: Some(false),
+                args: Some(json!({"tenant": 2})),
+                timezone: Some("Asia/Shanghai".into()),
+                ..instance("off", "0 0 * * * *")
+            },
+        ];
+        let (accepted, refused) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            true,
+            false,
+            &SpecCache::default(),
+        );
+        assert_eq!(
+            accepted.keys().collect::<Vec<_>>(),
+            ["off", "tenant-1"],
+            "{refused:?}"
+        );
+        let off = &accepted["off"];
+        assert!(!off.enabled);
+        assert_eq!(off.args.as_deref(), Some(r#"{"tenant":2}"#));
+        assert_eq!(off.schedule.timezone(), chrono_tz::Asia::Shanghai);
+        let keys: Vec<&str> = refused.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["bad/key", "twice", "bad-cron", "bad-zone", "too-large"]
+        );
+        assert!(refused[0].1.contains("invalid instance key"), "{refused:?}");
+        assert!(refused[1].1.contains("listed 2 times"), "{refused:?}");
+        assert!(refused[4].1.contains("the most is 65536"), "{refused:?}");
+    }
+
+    #[test]
+    fn a_sharded_task_has_no_instances_and_a_disabled_task_none_enabled() {
+        let instances = [instance("a", "* * * * * *")];
+        let (accepted, refused) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            true,
+            true,
+            &SpecCache::default(),
+        );
+        assert!(accepted.is_empty());
+        assert!(refused[0].1.contains("has shards"), "{refused:?}");
+        let (accepted, _) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            false,
+            false,
+            &SpecCache::default(),
+        );
+        assert!(!accepted["a"].enabled);
+    }
+}

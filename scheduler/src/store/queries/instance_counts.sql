@@ -1,0 +1,5 @@
+-- How many instances each task has (removed ones left out).
+SELECT instance_of AS task, count(*) AS instances
+FROM scheduler_tasks
+WHERE instance_of IS NOT NULL AND removed_at IS NULL
+GROUP BY instance_of
