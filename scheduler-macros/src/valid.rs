@@ -23,7 +23,7 @@ use crate::ast::{ArgEntry, TaskArgs};
 const MAX_NAME_LEN: usize = 128;
 
 /// Every option `#[task]` accepts, in the order the unknown-option message lists them.
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "name",
     "crate",
     "timeout",
@@ -38,6 +38,7 @@ const KEYS: [&str; 14] = [
     "cpu_limit",
     "max_file_size",
     "shards",
+    "jitter",
 ];
 
 /// The most retries one run may ask for; more is a loop, not a retry policy.
@@ -45,6 +46,9 @@ const MAX_RETRIES: u32 = 100;
 
 /// The most shards one task may have (the runtime's `scheduler::shard::MAX_SHARDS`).
 const MAX_SHARDS: u32 = 1_000;
+
+/// The widest `jitter` window (the runtime's `bounds::JITTER`).
+const MAX_JITTER: Duration = Duration::from_secs(86_400);
 
 /// The shortest `timeout`: below a millisecond the engine's timers cannot tell.
 const MIN_TIMEOUT: Duration = Duration::from_millis(1);
@@ -138,6 +142,8 @@ pub struct Policy {
     pub max_file_size: Option<u64>,
     /// How many runs one tick is split into.
     pub shards: Option<Shards>,
+    /// The window each tick starts within.
+    pub jitter: Option<Duration>,
 }
 
 /// The `shards` option: a fixed count, or one run per live node (`"nodes"`, a broadcast).
@@ -285,6 +291,7 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
                     .map(|bytes| policy.max_file_size = Some(bytes))
             }
             "shards" => parse_shards(value).map(|shards| policy.shards = Some(shards)),
+            "jitter" => parse_jitter(value).map(|jitter| policy.jitter = Some(jitter)),
             _ => {
                 errors.push(syn::Error::new(
                     key.span(),
@@ -433,6 +440,21 @@ fn parse_duration(key: &str, example: &str, min: Duration, value: &Expr) -> syn:
         ));
     }
     Ok(duration)
+}
+
+/// The jitter window: a duration from `0s` to [`MAX_JITTER`].
+fn parse_jitter(value: &Expr) -> syn::Result<Duration> {
+    let jitter = parse_duration("jitter", "30s", Duration::ZERO, value)?;
+    if jitter > MAX_JITTER {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`jitter` must be at most {}",
+                humantime::format_duration(MAX_JITTER)
+            ),
+        ));
+    }
+    Ok(jitter)
 }
 
 /// The number of shards: an integer literal from 1 to [`MAX_SHARDS`], or `"nodes"` (one run on

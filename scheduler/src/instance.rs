@@ -131,6 +131,16 @@ pub enum InstanceRefusal {
         /// Their size as JSON text.
         size: usize,
     },
+    /// The jitter window is not a duration from `0s` to `1day`.
+    #[error("the jitter of instance `{task}/{key}`: {reason}")]
+    BadJitter {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// What is wrong, with the range.
+        reason: String,
+    },
 }
 
 /// Whether `key` may name an instance (see the module docs).

@@ -35,6 +35,8 @@ fn record(write: &InstanceWrite, next: Option<DateTime<Utc>>) -> InstanceRecord 
         args: write.args.clone(),
         enabled: true,
         next_run_at: next,
+        next_tick: None,
+        jitter: None,
         last_scheduled_at: None,
         removed: false,
     }
@@ -85,7 +87,13 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
     let now = at("2026-01-01T00:00:10.500Z");
     let (write, spec) = checked(Schedule::new("t", "k").cron("*/5 * * * * *"));
     let plan = |task: Option<InstanceTask>, existing: Option<InstanceRecord>| {
-        plan_upsert(&write, &spec, &InstanceFacts { task, existing }, now)
+        plan_upsert(
+            &write,
+            &spec,
+            Duration::ZERO,
+            &InstanceFacts { task, existing },
+            now,
+        )
     };
     assert_eq!(plan(None, None), InstancePlan::NoTask);
     let sharded = InstanceTask {
@@ -104,7 +112,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(true)), None),
         InstancePlan::Write {
             enabled: true,
-            next_run_at: Some(first)
+            next_run_at: Some(first),
+            next_tick: None
         }
     );
     // A disabled task: disabled, nothing scheduled.
@@ -112,7 +121,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(false)), None),
         InstancePlan::Write {
             enabled: false,
-            next_run_at: None
+            next_run_at: None,
+            next_tick: None
         }
     );
     // Unchanged schedule: its next run is kept (even one in the past: the claim's misfire).
@@ -121,7 +131,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(true)), Some(record(&write, Some(kept)))),
         InstancePlan::Write {
             enabled: true,
-            next_run_at: Some(kept)
+            next_run_at: Some(kept),
+            next_tick: None
         }
     );
     // A changed cron: recomputed, never at or before the tick last claimed.
@@ -132,7 +143,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(true)), Some(old)),
         InstancePlan::Write {
             enabled: true,
-            next_run_at: Some(at("2026-01-01T00:00:25Z"))
+            next_run_at: Some(at("2026-01-01T00:00:25Z")),
+            next_tick: None
         }
     );
     // Back after its removal: scheduled afresh.
@@ -142,7 +154,60 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(true)), Some(removed)),
         InstancePlan::Write {
             enabled: true,
-            next_run_at: Some(first)
+            next_run_at: Some(first),
+            next_tick: None
         }
     );
+}
+
+#[test]
+fn an_upsert_starts_the_first_tick_at_its_offset_and_a_new_jitter_moves_it() {
+    let now = at("2026-01-01T00:00:10.500Z");
+    let (write, spec) = checked(
+        Schedule::new("t", "k")
+            .cron("0 * * * * *")
+            .jitter(Duration::from_secs(30)),
+    );
+    assert_eq!(write.jitter, Some(Duration::from_secs(30)));
+    let tick = at("2026-01-01T00:01:00Z");
+    let start = crate::ticks::jitter::start_of("t/k", &spec, tick, Duration::from_secs(30));
+    assert!(start > tick && start < at("2026-01-01T00:01:30Z"), "{start}");
+    let plan = |existing| {
+        plan_upsert(
+            &write,
+            &spec,
+            Duration::from_secs(30),
+            &InstanceFacts {
+                task: Some(task(true)),
+                existing,
+            },
+            now,
+        )
+    };
+    let shifted = InstancePlan::Write {
+        enabled: true,
+        next_run_at: Some(start),
+        next_tick: Some(tick),
+    };
+    assert_eq!(plan(None), shifted);
+    // Written with its jitter: kept as it is.
+    let mut same = record(&write, Some(start));
+    same.next_tick = Some(tick);
+    same.jitter = write.jitter;
+    assert_eq!(plan(Some(same.clone())), shifted);
+    // Written without: the start moves to its offset.
+    let mut before = same;
+    before.jitter = None;
+    before.next_run_at = Some(tick);
+    before.next_tick = None;
+    assert_eq!(plan(Some(before)), shifted);
+    // Text reads as a duration; out of range or not one is refused.
+    let (write, _) = checked(Schedule::new("t", "k").cron("* * * * *").jitter("1m 30s"));
+    assert_eq!(write.jitter, Some(Duration::from_secs(90)));
+    for bad in ["soon", "2days"] {
+        assert!(matches!(
+            refusal(Schedule::new("t", "k").cron("* * * * *").jitter(bad)),
+            InstanceRefusal::BadJitter { .. }
+        ));
+    }
 }

@@ -79,6 +79,8 @@ impl ClaimSteps for Recorded {
                     node_pin: None,
                     broadcast: None,
                     args: None,
+                    next_tick: None,
+                    jitter: None,
                 };
                 (task, at(3))
             })
@@ -131,6 +133,7 @@ impl ClaimSteps for Recorded {
                 lock_token: Uuid::nil(),
                 fencing_token: 1,
                 scheduled_at: plan.scheduled_at,
+                due_at: plan.starts_at,
                 claimed_at,
                 starts_in: Duration::ZERO,
                 previous_finished_at: None,
@@ -243,6 +246,8 @@ fn broadcast_row(node: Option<&str>, trigger: Trigger) -> (DueTask, ClaimPlan) {
         node_pin: Some(node.unwrap_or_default().to_owned()),
         broadcast: None,
         args: None,
+        next_tick: None,
+        jitter: None,
     };
     let mut plan =
         ClaimPlan::scheduled(at(2), Some(at(3)), Recovery::Rerun, Duration::from_secs(20));
