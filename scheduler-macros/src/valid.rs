@@ -865,7 +865,7 @@ mod tests {
             name = "t", crate = ::scheduler, timeout = "1ms", retries = 100, backoff = "1ms",
             misfire = "skip", lock_lifetime = "1s", recovery = "never", isolation = "process",
             memory_limit = "64MiB", max_processes = 16, cpu_limit = "1s",
-            max_file_size = "1KiB", shards = 1000,
+            max_file_size = "1KiB", shards = 1000, jitter = "30s",
         };
         let keys: Vec<String> = TaskArgs::parse(tokens.clone())
             .unwrap()
@@ -890,6 +890,7 @@ mod tests {
         assert_eq!(policy.cpu_limit, Some(1));
         assert_eq!(policy.max_file_size, Some(1024));
         assert_eq!(policy.shards, Some(Shards::Count(1000)));
+        assert_eq!(policy.jitter, Some(Duration::from_secs(30)));
     }
 
     #[test]
@@ -930,6 +931,25 @@ mod tests {
     }
 
     #[test]
+    fn jitter_is_a_duration_up_to_a_day() {
+        let (given, errors) = options(quote!(name = "t", jitter = "30s"));
+        assert!(errors.is_none());
+        assert_eq!(given.policy.jitter, Some(Duration::from_secs(30)));
+        let (zero, errors) = options(quote!(name = "t", jitter = "0s"));
+        assert!(errors.is_none());
+        assert_eq!(zero.policy.jitter, Some(Duration::ZERO));
+        for (bad, message) in [
+            (quote!(name = "t", jitter = "2days"), "`jitter` must be at most 1day"),
+            (quote!(name = "t", jitter = "soon"), "invalid `jitter`"),
+            (quote!(name = "t", jitter = 30), "`jitter` must be a string literal"),
+        ] {
+            let (_, errors) = options(bad);
+            let errors = errors.expect("refused").to_string();
+            assert!(errors.contains(message), "{errors}");
+        }
+    }
+
+    #[test]
     fn unset_options_stay_unset() {
         let (options, errors) = options(quote!(name = "t"));
         assert!(errors.is_none());
@@ -946,8 +966,9 @@ mod tests {
             cpu_limit,
             max_file_size,
             shards,
+            jitter,
         } = options.policy;
-        assert!(timeout.is_none() && retries.is_none() && backoff.is_none());
+        assert!(timeout.is_none() && retries.is_none() && backoff.is_none() && jitter.is_none());
         assert!(misfire.is_none() && lock_lifetime.is_none() && recovery.is_none());
         assert!(isolation.is_none() && memory_limit.is_none() && shards.is_none());
         assert!(max_processes.is_none() && cpu_limit.is_none() && max_file_size.is_none());

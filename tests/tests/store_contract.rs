@@ -5196,6 +5196,7 @@ fn write_plan(next: Option<DateTime<Utc>>) -> InstancePlan {
     InstancePlan::Write {
         enabled: true,
         next_run_at: next,
+        next_tick: None,
     }
 }
 
@@ -5259,6 +5260,7 @@ async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_aud
         InstancePlan::Write {
             enabled: false,
             next_run_at: None,
+            next_tick: None,
         },
     )
     .await;

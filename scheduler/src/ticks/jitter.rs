@@ -72,7 +72,7 @@ pub(crate) fn stable_hash(task: &str, key: &str, tick: DateTime<Utc>) -> u64 {
 /// The offset of `tick` of `task`'s instance `key` (`""`: the task's own row) in a window of
 /// `window` (whole milliseconds; below one millisecond, none): from zero to just under the
 /// window.
-pub(crate) fn offset(task: &str, key: &str, tick: DateTime<Utc>, window: Duration) -> Duration {
+pub fn offset(task: &str, key: &str, tick: DateTime<Utc>, window: Duration) -> Duration {
     let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
     if window_ms == 0 {
         return Duration::ZERO;
@@ -92,7 +92,7 @@ pub(crate) fn identity(row: &str) -> (&str, &str) {
 
 /// When `tick` of row `row` starts, on `spec`, with a jitter window of `window`: the tick plus
 /// its offset, the window cut to the gap to the schedule's next tick.
-pub(crate) fn start_of(
+pub fn start_of(
     row: &str,
     spec: &ScheduleSpec,
     tick: DateTime<Utc>,

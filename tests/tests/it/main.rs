@@ -43,6 +43,7 @@ mod hot_reload;
 mod incidents;
 mod instances;
 mod isolation;
+mod jitter;
 mod listen_again;
 mod migrations;
 mod otel;
