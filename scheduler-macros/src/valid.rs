@@ -939,9 +939,15 @@ mod tests {
         assert!(errors.is_none());
         assert_eq!(zero.policy.jitter, Some(Duration::ZERO));
         for (bad, message) in [
-            (quote!(name = "t", jitter = "2days"), "`jitter` must be at most 1day"),
+            (
+                quote!(name = "t", jitter = "2days"),
+                "`jitter` must be at most 1day",
+            ),
             (quote!(name = "t", jitter = "soon"), "invalid `jitter`"),
-            (quote!(name = "t", jitter = 30), "`jitter` must be a string literal"),
+            (
+                quote!(name = "t", jitter = 30),
+                "`jitter` must be a string literal",
+            ),
         ] {
             let (_, errors) = options(bad);
             let errors = errors.expect("refused").to_string();

@@ -214,15 +214,18 @@ impl Schedule {
                         reason: e.to_string(),
                     })?,
             ),
-            Some(JitterText::Text(text)) => Some(crate::config::jitter_window(text).map_err(
-                |reason| InstanceRefusal::BadJitter {
-                    task: task.clone(),
-                    key: key.clone(),
-                    reason,
-                },
-            )?),
+            Some(JitterText::Text(text)) => {
+                Some(crate::config::jitter_window(text).map_err(|reason| {
+                    InstanceRefusal::BadJitter {
+                        task: task.clone(),
+                        key: key.clone(),
+                        reason,
+                    }
+                })?)
+            }
         };
-        let write = InstanceWrite::new(task, key, cron, spec.timezone().name(), args).jitter(jitter);
+        let write =
+            InstanceWrite::new(task, key, cron, spec.timezone().name(), args).jitter(jitter);
         Ok((write, spec))
     }
 }
@@ -435,7 +438,11 @@ pub(crate) fn plan_upsert(
     let row = write.row();
     let next = |floor: Option<DateTime<Utc>>| {
         let floor = floor.map_or(now, |claimed| claimed.max(now));
-        let tick = if enabled { spec.next_after(floor) } else { None };
+        let tick = if enabled {
+            spec.next_after(floor)
+        } else {
+            None
+        };
         crate::ticks::jitter::next_run(&row, spec, tick, window)
             .columns()
             .unwrap_or_default()

@@ -108,6 +108,20 @@ pub(crate) fn jitter_windows(view: &RwLock<ConfigView>) -> Arc<BTreeMap<String, 
     Arc::clone(&view.jitter)
 }
 
+/// Each task's jitter window as a node knows it: its entry's in the config `view` holds, else
+/// its attribute's in `registry`, else none.
+pub(crate) fn task_window(
+    view: &Arc<RwLock<ConfigView>>,
+    registry: &TaskRegistry,
+) -> crate::schedules::TaskWindow {
+    let (view, registry) = (Arc::clone(view), registry.clone());
+    Arc::new(move |task: &str| {
+        let config = jitter_windows(&view).get(task).copied();
+        let attribute = registry.get(task).and_then(|d| d.options.jitter);
+        crate::ticks::jitter::window(None, config, attribute)
+    })
+}
+
 /// The service levels of the config this node applied, as the services that judge them read
 /// them.
 #[derive(Clone)]

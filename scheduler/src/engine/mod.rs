@@ -249,14 +249,7 @@ impl Engine {
     /// Each task's jitter window as this node knows it: its entry's in the config this node
     /// applied, else its attribute's, else none.
     pub(crate) fn task_jitter(&self) -> crate::schedules::TaskWindow {
-        let shared = Arc::clone(&self.shared);
-        Arc::new(move |task: &str| {
-            let config = config_sync::jitter_windows(&shared.config_view)
-                .get(task)
-                .copied();
-            let attribute = shared.registry.get(task).and_then(|d| d.options.jitter);
-            crate::ticks::jitter::window(None, config, attribute)
-        })
+        config_sync::task_window(&self.shared.config_view, &self.shared.registry)
     }
 
     /// Runs until `shutdown` completes, then drains: stops claiming, tells handlers to stop

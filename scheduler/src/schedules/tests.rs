@@ -171,7 +171,10 @@ fn an_upsert_starts_the_first_tick_at_its_offset_and_a_new_jitter_moves_it() {
     assert_eq!(write.jitter, Some(Duration::from_secs(30)));
     let tick = at("2026-01-01T00:01:00Z");
     let start = crate::ticks::jitter::start_of("t/k", &spec, tick, Duration::from_secs(30));
-    assert!(start > tick && start < at("2026-01-01T00:01:30Z"), "{start}");
+    assert!(
+        start > tick && start < at("2026-01-01T00:01:30Z"),
+        "{start}"
+    );
     let plan = |existing| {
         plan_upsert(
             &write,

@@ -357,9 +357,7 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
         write.args.as_deref(),
         Now,
         next_tick,
-        write
-            .jitter
-            .map(|w| crate::bounds::JITTER.capped_millis(w)),
+        write.jitter.map(|w| crate::bounds::JITTER.capped_millis(w)),
     ];
     let written = first_on::<D, _>(
         conn,

@@ -20,6 +20,7 @@ use scheduler::{Schedule, ScheduleSpec, TaskContext, task};
 on_both_backends! {
     threads = 2;
     two_hundred_instances_start_inside_their_windows_once_per_tick_across_two_nodes,
+    a_tasks_config_entry_sets_its_window_over_the_attributes,
 }
 
 /// Every ten seconds: two ticks come within half a minute of wall time on PostgreSQL.
@@ -57,6 +58,70 @@ async fn jit_sync(ctx: TaskContext) {
         start,
         ctx.node_id().to_owned(),
     ));
+}
+
+/// A task of its own row, its window set by its config entry (2 s) over its attribute's (4 s).
+#[task(name = "jit.own", jitter = "4s")]
+async fn jit_own(ctx: TaskContext) {
+    let log = ctx.state::<Arc<JitterLog>>().unwrap();
+    let start = log.now();
+    log.runs.lock().unwrap().push((
+        String::new(),
+        ctx.scheduled_at(),
+        start,
+        ctx.node_id().to_owned(),
+    ));
+}
+
+/// The task's own row every ten seconds, with a config entry's `jitter: 2s`: after the first tick
+/// (written by the reconcile, which starts on the tick), every tick starts at its offset in the
+/// entry's 2 s window, not the attribute's 4 s, and each runs once.
+async fn a_tasks_config_entry_sets_its_window_over_the_attributes(db: &TestDb) {
+    let log = Arc::new(JitterLog {
+        runs: Mutex::default(),
+        clock: db.clock().cloned(),
+    });
+    let entry = scheduler::config::TaskConfig {
+        jitter: Some("2s".into()),
+        ..entry("jit.own", CRON)
+    };
+    let running = start(
+        node(db, "a", tasks("jit.own"))
+            .config_document(doc(vec![entry]))
+            .state(Arc::clone(&log))
+            .build()
+            .unwrap(),
+    );
+    wait_stepping(db, Duration::from_secs(120), "four ticks run", || async {
+        log.runs.lock().unwrap().len() >= 4
+    })
+    .await;
+    running.stop().await;
+    let spec = ScheduleSpec::parse(CRON, "UTC").unwrap();
+    let window = Duration::from_secs(2);
+    let runs = log.runs.lock().unwrap().clone();
+    let first = runs.iter().map(|r| r.1).min().unwrap();
+    let mut ticks = BTreeSet::new();
+    for (_, tick, started, _) in &runs {
+        assert!(ticks.insert(*tick), "{tick} ran twice");
+        let due = if *tick == first {
+            *tick
+        } else {
+            start_of("jit.own", &spec, *tick, window)
+        };
+        assert!(
+            *started >= due,
+            "{tick}: started at {started}, before {due}"
+        );
+        let late = TimeDelta::from_std(window + SLACK).unwrap();
+        assert!(*started <= *tick + late, "{tick}: started at {started}");
+    }
+    // The entry's window, not the attribute's: the next start written is inside 2 s.
+    let state = db.task("jit.own").await;
+    if let Some(next) = state.next_run_at {
+        let tick = spec.next_after(next - TimeDelta::seconds(10)).unwrap();
+        assert_eq!(next, start_of("jit.own", &spec, tick, window), "{state:?}");
+    }
 }
 
 fn config() -> ConfigDocument {
@@ -181,15 +246,26 @@ async fn spread(db: &TestDb, n: usize) {
         offsets.len(),
         runs.len()
     );
-    assert!(latest >= TASK_WINDOW * 4 / 5, "the latest offset: {latest:?}");
+    assert!(
+        latest >= TASK_WINDOW * 4 / 5,
+        "the latest offset: {latest:?}"
+    );
     // The store's record agrees: one run per tick of each instance, started at or after its
     // start.
     let mut stored: BTreeMap<(String, DateTime<Utc>), usize> = BTreeMap::new();
     for run in db.runs(Some("jit.sync")).await {
         let key = run.instance_key.clone().expect("an instance's run");
-        let due = start_of(&format!("jit.sync/{key}"), &spec, run.scheduled_at, windows[&key]);
+        let due = start_of(
+            &format!("jit.sync/{key}"),
+            &spec,
+            run.scheduled_at,
+            windows[&key],
+        );
         let started = run.started_at.expect("every run started");
-        assert!(started >= due, "{key}: recorded start {started} before {due}");
+        assert!(
+            started >= due,
+            "{key}: recorded start {started} before {due}"
+        );
         *stored.entry((key, run.scheduled_at)).or_default() += 1;
     }
     assert!(stored.values().all(|c| *c == 1), "{stored:?}");

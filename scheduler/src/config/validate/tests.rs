@@ -105,5 +105,8 @@ fn jitter_is_a_duration_up_to_a_day() {
         "{:?}",
         reasons("c")
     );
-    assert_eq!(jitter_window("1m 30s"), Ok(std::time::Duration::from_secs(90)));
+    assert_eq!(
+        jitter_window("1m 30s"),
+        Ok(std::time::Duration::from_secs(90))
+    );
 }

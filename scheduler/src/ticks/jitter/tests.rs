@@ -92,9 +92,15 @@ fn a_start_stays_before_the_next_tick() {
     for i in 0..200 {
         let row = format!("sync/tenant-{i}");
         let start = start_of(&row, &every_second, tick, Duration::from_secs(30));
-        assert!(start >= tick && start < tick + TimeDelta::seconds(1), "{start}");
+        assert!(
+            start >= tick && start < tick + TimeDelta::seconds(1),
+            "{start}"
+        );
         let start = start_of(&row, &hourly(), tick, Duration::from_secs(30));
-        assert!(start >= tick && start < tick + TimeDelta::seconds(30), "{start}");
+        assert!(
+            start >= tick && start < tick + TimeDelta::seconds(30),
+            "{start}"
+        );
     }
     assert_eq!(start_of("sync", &hourly(), tick, Duration::ZERO), tick);
 }
@@ -143,5 +149,9 @@ fn the_window_is_the_rows_own_else_the_configs_else_the_attributes() {
     assert_eq!(window(None, Some(s(2)), Some(s(3))), s(2));
     assert_eq!(window(None, None, Some(s(3))), s(3));
     assert_eq!(window(None, None, None), Duration::ZERO);
-    assert_eq!(window(Some(Duration::ZERO), None, Some(s(3))), Duration::ZERO, "own zero: none");
+    assert_eq!(
+        window(Some(Duration::ZERO), None, Some(s(3))),
+        Duration::ZERO,
+        "own zero: none"
+    );
 }
