@@ -262,9 +262,13 @@ pub enum NextRun {
     },
 }
 
+/// A row's next run as its columns hold it: `(next_run_at, next_tick)`, the start and, when
+/// jitter shifted the start off it, the tick.
+pub type NextColumns = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
 impl NextRun {
     /// The row's columns this sets, `(next_run_at, next_tick)`; `None`: unchanged.
-    pub fn columns(self) -> Option<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
+    pub fn columns(self) -> Option<NextColumns> {
         match self {
             NextRun::Keep => None,
             NextRun::Set(next) => Some((next, None)),

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::super::columns::{RequeueColumns, millis};
+use crate::store::claim::NextColumns;
 use crate::store::claim_loop::{LockRelease, TaskSkip};
 use crate::store::{ClaimPlan, NextRun};
 
@@ -138,7 +139,7 @@ pub(super) struct Skip {
 }
 
 /// Whether a next run is set, and the columns it sets (`next_run_at`, `next_tick`).
-fn next_columns(next: NextRun) -> (bool, (Option<DateTime<Utc>>, Option<DateTime<Utc>>)) {
+fn next_columns(next: NextRun) -> (bool, NextColumns) {
     match next.columns() {
         Some(columns) => (true, columns),
         None => (false, (None, None)),
