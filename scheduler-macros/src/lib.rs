@@ -78,6 +78,11 @@ use proc_macro::TokenStream;
 /// - `shards = "nodes"`: a broadcast: each tick runs once on every node alive at the tick
 ///   (`ctx.shard()` is the node's position among them, `ctx.is_broadcast()` is true); a run is
 ///   its node's own and is never run by another node. See `scheduler::Shard`.
+/// - `jitter = "30s"`: each tick starts at a fixed offset within this window after it (the
+///   offset given by the task, an instance's key and the tick, the same on every node), so that
+///   many tasks or instances on one schedule do not all start in the same second; the run still
+///   serves its tick (`ctx.scheduled_at()`). From `0s` to `1day`; the config document's
+///   `jitter` overrides it, an instance's own overrides both.
 ///
 /// Isolation options:
 ///

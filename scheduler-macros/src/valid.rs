@@ -23,7 +23,7 @@ use crate::ast::{ArgEntry, TaskArgs};
 const MAX_NAME_LEN: usize = 128;
 
 /// Every option `#[task]` accepts, in the order the unknown-option message lists them.
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "name",
     "crate",
     "timeout",
@@ -38,6 +38,7 @@ const KEYS: [&str; 14] = [
     "cpu_limit",
     "max_file_size",
     "shards",
+    "jitter",
 ];
 
 /// The most retries one run may ask for; more is a loop, not a retry policy.
@@ -45,6 +46,9 @@ const MAX_RETRIES: u32 = 100;
 
 /// The most shards one task may have (the runtime's `scheduler::shard::MAX_SHARDS`).
 const MAX_SHARDS: u32 = 1_000;
+
+/// The widest `jitter` window (the runtime's `bounds::JITTER`).
+const MAX_JITTER: Duration = Duration::from_secs(86_400);
 
 /// The shortest `timeout`: below a millisecond the engine's timers cannot tell.
 const MIN_TIMEOUT: Duration = Duration::from_millis(1);
@@ -138,6 +142,8 @@ pub struct Policy {
     pub max_file_size: Option<u64>,
     /// How many runs one tick is split into.
     pub shards: Option<Shards>,
+    /// The window each tick starts within.
+    pub jitter: Option<Duration>,
 }
 
 /// The `shards` option: a fixed count, or one run per live node (`"nodes"`, a broadcast).
@@ -285,6 +291,7 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
                     .map(|bytes| policy.max_file_size = Some(bytes))
             }
             "shards" => parse_shards(value).map(|shards| policy.shards = Some(shards)),
+            "jitter" => parse_jitter(value).map(|jitter| policy.jitter = Some(jitter)),
             _ => {
                 errors.push(syn::Error::new(
                     key.span(),
@@ -433,6 +440,21 @@ fn parse_duration(key: &str, example: &str, min: Duration, value: &Expr) -> syn:
         ));
     }
     Ok(duration)
+}
+
+/// The jitter window: a duration from `0s` to [`MAX_JITTER`].
+fn parse_jitter(value: &Expr) -> syn::Result<Duration> {
+    let jitter = parse_duration("jitter", "30s", Duration::ZERO, value)?;
+    if jitter > MAX_JITTER {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`jitter` must be at most {}",
+                humantime::format_duration(MAX_JITTER)
+            ),
+        ));
+    }
+    Ok(jitter)
 }
 
 /// The number of shards: an integer literal from 1 to [`MAX_SHARDS`], or `"nodes"` (one run on
@@ -843,7 +865,7 @@ mod tests {
             name = "t", crate = ::scheduler, timeout = "1ms", retries = 100, backoff = "1ms",
             misfire = "skip", lock_lifetime = "1s", recovery = "never", isolation = "process",
             memory_limit = "64MiB", max_processes = 16, cpu_limit = "1s",
-            max_file_size = "1KiB", shards = 1000,
+            max_file_size = "1KiB", shards = 1000, jitter = "30s",
         };
         let keys: Vec<String> = TaskArgs::parse(tokens.clone())
             .unwrap()
@@ -868,6 +890,7 @@ mod tests {
         assert_eq!(policy.cpu_limit, Some(1));
         assert_eq!(policy.max_file_size, Some(1024));
         assert_eq!(policy.shards, Some(Shards::Count(1000)));
+        assert_eq!(policy.jitter, Some(Duration::from_secs(30)));
     }
 
     #[test]
@@ -908,6 +931,31 @@ mod tests {
     }
 
     #[test]
+    fn jitter_is_a_duration_up_to_a_day() {
+        let (given, errors) = options(quote!(name = "t", jitter = "30s"));
+        assert!(errors.is_none());
+        assert_eq!(given.policy.jitter, Some(Duration::from_secs(30)));
+        let (zero, errors) = options(quote!(name = "t", jitter = "0s"));
+        assert!(errors.is_none());
+        assert_eq!(zero.policy.jitter, Some(Duration::ZERO));
+        for (bad, message) in [
+            (
+                quote!(name = "t", jitter = "2days"),
+                "`jitter` must be at most 1day",
+            ),
+            (quote!(name = "t", jitter = "soon"), "invalid `jitter`"),
+            (
+                quote!(name = "t", jitter = 30),
+                "`jitter` must be a string literal",
+            ),
+        ] {
+            let (_, errors) = options(bad);
+            let errors = errors.expect("refused").to_string();
+            assert!(errors.contains(message), "{errors}");
+        }
+    }
+
+    #[test]
     fn unset_options_stay_unset() {
         let (options, errors) = options(quote!(name = "t"));
         assert!(errors.is_none());
@@ -924,8 +972,9 @@ mod tests {
             cpu_limit,
             max_file_size,
             shards,
+            jitter,
         } = options.policy;
-        assert!(timeout.is_none() && retries.is_none() && backoff.is_none());
+        assert!(timeout.is_none() && retries.is_none() && backoff.is_none() && jitter.is_none());
         assert!(misfire.is_none() && lock_lifetime.is_none() && recovery.is_none());
         assert!(isolation.is_none() && memory_limit.is_none() && shards.is_none());
         assert!(max_processes.is_none() && cpu_limit.is_none() && max_file_size.is_none());

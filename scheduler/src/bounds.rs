@@ -247,6 +247,8 @@ pub(crate) const SLA_ALERT_AFTER_FAILURES: CountRange = CountRange::new(1, 10_00
 pub(crate) const DELIVERY_TIMEOUT: DurationRange = DurationRange::new(ms(100), secs(10 * MINUTE));
 /// A backfill's pace between runs (`pace_ms` in the API, `--pace` on the command line).
 pub(crate) const BACKFILL_PACE: DurationRange = DurationRange::new(ms(0), secs(DAY));
+/// A task's `jitter` (attribute, config entry, instance): the window each tick starts within.
+pub(crate) const JITTER: DurationRange = DurationRange::new(ms(0), secs(DAY));
 
 // --- BOUNDS area (issue 36 sweep): backfill, operator actions, admin API queries ---
 
@@ -356,6 +358,10 @@ pub(crate) const ALL: &[(&str, Range)] = &[
     (
         "backfill pace (`pace_ms`, `--pace`)",
         Range::Duration(BACKFILL_PACE),
+    ),
+    (
+        "`jitter` (attribute, config entry, instance)",
+        Range::Duration(JITTER),
     ),
     // --- BOUNDS area ---
     (

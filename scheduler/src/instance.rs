@@ -145,6 +145,16 @@ pub enum InstanceRefusal {
         /// Their size as JSON text.
         size: usize,
     },
+    /// The jitter window is not a duration from `0s` to `1day`.
+    #[error("the jitter of instance `{task}/{key}`: {reason}")]
+    BadJitter {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// What is wrong, with the range.
+        reason: String,
+    },
 }
 
 /// Why arguments given as JSON text are refused (for an instance, or a manual run's override).

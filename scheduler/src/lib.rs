@@ -134,7 +134,7 @@ pub use registry::{TaskDescriptor, TaskRegistry};
 pub use run_log::layer as run_log_layer;
 pub use schedule::ScheduleSpec;
 pub use scheduler_macros::task;
-pub use schedules::{Instance, Schedule, Schedules};
+pub use schedules::{Instance, JitterWindow, Schedule, Schedules};
 pub use shard::Shard;
 
 /// Not public API: the crate's internals that its own tests, benchmarks and fault scenarios
@@ -191,6 +191,11 @@ pub mod testing {
     /// The reconciler.
     pub mod reconciler {
         pub use crate::reconciler::Reconciler;
+    }
+
+    /// When a jittered tick starts (see `ticks::jitter`).
+    pub mod jitter {
+        pub use crate::ticks::jitter::{offset, start_of};
     }
 
     /// An instance's row names.

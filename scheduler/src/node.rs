@@ -102,6 +102,7 @@ impl Scheduler {
             self.engine.store(),
             self.engine.task_names().iter().cloned().collect(),
             self.engine.node_id(),
+            self.engine.task_jitter(),
         )
     }
 

@@ -139,6 +139,12 @@ pub struct TaskOptions {
     /// `shards = "nodes"` ([`ShardCount::Nodes`](crate::config::ShardCount::Nodes)): a broadcast,
     /// one run on each node alive at the tick. `None`: 1 (not sharded). See [`Shard`](crate::Shard).
     pub shards: Option<crate::config::ShardCount>,
+    /// `jitter = "30s"`: each tick starts at a fixed offset within this window after it, the
+    /// offset given by the task, an instance's key and the tick (the same on every node), so
+    /// that many tasks or instances on one schedule do not start in the same second. The config
+    /// document's `jitter` overrides it; an instance's own
+    /// ([`Schedule::jitter`](crate::Schedule::jitter)) overrides both. `None`: none.
+    pub jitter: Option<Duration>,
 }
 
 impl TaskOptions {
@@ -156,6 +162,7 @@ impl TaskOptions {
         cpu_limit: None,
         max_file_size: None,
         shards: None,
+        jitter: None,
     };
 
     /// Sets [`timeout`](Self::timeout). Used by the macro; set options in the attribute.
@@ -234,6 +241,12 @@ impl TaskOptions {
     /// Sets [`shards`](Self::shards). Used by the macro; set options in the attribute.
     pub const fn shards(mut self, shards: u32) -> Self {
         self.shards = Some(crate::shard::ShardCount::Fixed(shards));
+        self
+    }
+
+    /// Sets [`jitter`](Self::jitter). Used by the macro; set options in the attribute.
+    pub const fn jitter(mut self, window: Duration) -> Self {
+        self.jitter = Some(window);
         self
     }
 

@@ -5,6 +5,7 @@
 //! `docs/instances.md`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -38,7 +39,59 @@ pub struct Schedule {
     cron: Option<String>,
     timezone: String,
     args: Option<ArgsText>,
+    jitter: Option<JitterText>,
 }
+
+/// A jitter window as given: a duration, or text still to be read as one.
+#[derive(Debug, Clone, PartialEq)]
+enum JitterText {
+    Window(Duration),
+    Text(String),
+}
+
+impl From<Duration> for JitterText {
+    fn from(window: Duration) -> Self {
+        JitterText::Window(window)
+    }
+}
+
+impl From<&str> for JitterText {
+    fn from(text: &str) -> Self {
+        JitterText::Text(text.to_owned())
+    }
+}
+
+impl From<String> for JitterText {
+    fn from(text: String) -> Self {
+        JitterText::Text(text)
+    }
+}
+
+/// What [`Schedule::jitter`] takes: a [`Duration`], or text (`"30s"`) read as one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JitterWindow(JitterText);
+
+impl From<Duration> for JitterWindow {
+    fn from(window: Duration) -> Self {
+        JitterWindow(window.into())
+    }
+}
+
+impl From<&str> for JitterWindow {
+    fn from(text: &str) -> Self {
+        JitterWindow(text.into())
+    }
+}
+
+impl From<String> for JitterWindow {
+    fn from(text: String) -> Self {
+        JitterWindow(text.into())
+    }
+}
+
+/// The jitter window of a task (its config entry's, else its attribute's), as the process
+/// making instances knows it.
+pub(crate) type TaskWindow = Arc<dyn Fn(&str) -> Duration + Send + Sync>;
 
 /// Arguments as given: a JSON value, or text still to be read as JSON.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +115,27 @@ impl Schedule {
             cron: None,
             timezone: "UTC".to_owned(),
             args: None,
+            jitter: None,
         }
+    }
+
+    /// The window its ticks start within: each tick starts at a fixed offset after it, given by
+    /// the task, the key and the tick (the same on every node), so that many instances on one
+    /// schedule do not all start in the same second. A [`Duration`] or text (`"30s"`), from `0s`
+    /// (none) to `1day`; a window longer than the gap between two ticks is cut to it. Default:
+    /// its task's (the config entry's `jitter`, else the attribute's), else none.
+    ///
+    /// ```
+    /// use scheduler::Schedule;
+    ///
+    /// let schedule = Schedule::new("jitteredTenantSync", "tenant-7")
+    ///     .cron("0 0 * * * *")
+    ///     .jitter("30s");
+    /// # let _ = schedule;
+    /// ```
+    pub fn jitter(mut self, window: impl Into<JitterWindow>) -> Self {
+        self.jitter = Some(window.into().0);
+        self
     }
 
     /// Its cron expression, in the task attribute's syntax (5 or 6 fields). Required.
@@ -129,13 +202,29 @@ impl Schedule {
                 return Err(InstanceRefusal::ArgsTooLarge { task, key, size }.into());
             }
         };
-        let write = InstanceWrite {
-            task,
-            key,
-            cron,
-            timezone: spec.timezone().name().to_owned(),
-            args,
+        let jitter = match &self.jitter {
+            None => None,
+            Some(JitterText::Window(window)) => Some(
+                crate::bounds::JITTER
+                    .check("jitter", *window)
+                    .map_err(|e| InstanceRefusal::BadJitter {
+                        task: task.clone(),
+                        key: key.clone(),
+                        reason: e.to_string(),
+                    })?,
+            ),
+            Some(JitterText::Text(text)) => {
+                Some(crate::config::jitter_window(text).map_err(|reason| {
+                    InstanceRefusal::BadJitter {
+                        task: task.clone(),
+                        key: key.clone(),
+                        reason,
+                    }
+                })?)
+            }
         };
+        let write =
+            InstanceWrite::new(task, key, cron, spec.timezone().name(), args).jitter(jitter);
         Ok((write, spec))
     }
 }
@@ -156,8 +245,12 @@ pub struct Instance {
     pub args: serde_json::Value,
     /// Whether it runs: its task is enabled in config.
     pub enabled: bool,
-    /// Its next scheduled tick.
+    /// When its next scheduled tick starts (the tick itself, or shifted by its jitter).
     pub next_run_at: Option<DateTime<Utc>>,
+    /// Its next scheduled tick (what the run will serve as `ctx.scheduled_at()`).
+    pub next_tick: Option<DateTime<Utc>>,
+    /// Its own jitter window (`None`: its task's).
+    pub jitter: Option<Duration>,
 }
 
 impl Instance {
@@ -174,7 +267,9 @@ impl Instance {
             timezone: record.timezone,
             args,
             enabled: record.enabled,
+            next_tick: record.next_tick.or(record.next_run_at),
             next_run_at: record.next_run_at,
+            jitter: record.jitter,
         }
     }
 }
@@ -212,6 +307,8 @@ pub struct Schedules {
     actor: Arc<str>,
     /// Where its audit entries say it acted from.
     source: Arc<str>,
+    /// The jitter window of each task, for an instance without its own.
+    windows: TaskWindow,
 }
 
 impl std::fmt::Debug for Schedules {
@@ -228,16 +325,34 @@ impl Schedules {
     /// without running a node ([`Scheduler::schedules`](crate::Scheduler::schedules) is the
     /// node's). Written to the audit log as by `actor`.
     pub fn new(store: Arc<dyn Store>, registry: &crate::TaskRegistry, actor: &str) -> Self {
-        Self::of(store, registry.names().map(str::to_owned).collect(), actor)
+        let attributes: std::collections::BTreeMap<String, Duration> = registry
+            .iter()
+            .filter_map(|d| Some((d.name.to_owned(), d.options.jitter?)))
+            .collect();
+        let windows: TaskWindow =
+            Arc::new(move |task: &str| attributes.get(task).copied().unwrap_or_default());
+        Self::of(
+            store,
+            registry.names().map(str::to_owned).collect(),
+            actor,
+            windows,
+        )
     }
 
-    /// The instances of `tasks` (the names a node registers) in `store`, audited as by `actor`.
-    pub(crate) fn of(store: Arc<dyn Store>, tasks: Arc<[String]>, actor: &str) -> Self {
+    /// The instances of `tasks` (the names a node registers) in `store`, audited as by `actor`,
+    /// each task's jitter window read from `windows`.
+    pub(crate) fn of(
+        store: Arc<dyn Store>,
+        tasks: Arc<[String]>,
+        actor: &str,
+        windows: TaskWindow,
+    ) -> Self {
         Self {
             store,
             tasks: Some(tasks),
             actor: Arc::from(actor),
             source: Arc::from("Schedules"),
+            windows,
         }
     }
 
@@ -254,6 +369,9 @@ impl Schedules {
             tasks,
             actor: Arc::from(actor.name.as_str()),
             source: Arc::from(actor.source.as_str()),
+            // The attribute's and the config's windows are the node's: an instance made
+            // here without its own starts its first tick unshifted (the claims shift the rest).
+            windows: Arc::new(|_: &str| Duration::ZERO),
         }
     }
 
@@ -278,9 +396,13 @@ impl Schedules {
             detail.push_str(" with args ");
             detail.push_str(&crate::redact::redact_args_text(args));
         }
+        if let Some(jitter) = write.jitter {
+            detail.push_str(&format!(" jitter {}", humantime::format_duration(jitter)));
+        }
         let audit = self.audit("instance upsert", &write.task, detail);
+        let window = write.jitter.unwrap_or_else(|| (self.windows)(&write.task));
         let planner = |facts: &crate::store::InstanceFacts, now: DateTime<Utc>| {
-            plan_upsert(&write, &spec, facts, now)
+            plan_upsert(&write, &spec, window, facts, now)
         };
         match self.store.upsert_instance(&write, &audit, &planner).await? {
             InstanceUpsert::Written(record) => Ok(Instance::of(record)),
@@ -344,12 +466,15 @@ impl Schedules {
 }
 
 /// The upsert's decision on the rows it read: refused without the task's own row, for a task
-/// with shards, or for an instance the config document owns; else the instance is enabled with its task, and its next run is kept unless the
-/// schedule changed, the instance is new or comes back after its removal, or it had none (then
-/// the schedule's first tick after now, and after the last tick claimed).
+/// with shards, or for an instance the config document owns; else the instance is enabled with
+/// its task, and its next run is kept unless the schedule or its own jitter changed, the
+/// instance is new or comes back after its removal, or it had none (then the schedule's first
+/// tick after now, and after the last tick claimed, starting at its offset in `window`, see
+/// `crate::ticks::jitter`).
 pub(crate) fn plan_upsert(
     write: &InstanceWrite,
     spec: &ScheduleSpec,
+    window: Duration,
     facts: &crate::store::InstanceFacts,
     now: DateTime<Utc>,
 ) -> InstancePlan {
@@ -367,23 +492,28 @@ pub(crate) fn plan_upsert(
         return InstancePlan::ConfigOwned;
     }
     let enabled = task.enabled;
+    let row = write.row();
     let next = |floor: Option<DateTime<Utc>>| {
         let floor = floor.map_or(now, |claimed| claimed.max(now));
-        if enabled {
+        let tick = if enabled {
             spec.next_after(floor)
         } else {
             None
-        }
+        };
+        crate::ticks::jitter::next_run(&row, spec, tick, window)
+            .columns()
+            .unwrap_or_default()
     };
-    let next_run_at = match &facts.existing {
+    let (next_run_at, next_tick) = match &facts.existing {
         Some(row)
             if !row.removed
                 && row.cron == write.cron
                 && row.timezone == write.timezone
+                && row.jitter == write.jitter
                 && row.enabled == enabled
                 && (row.next_run_at.is_some() || !enabled) =>
         {
-            row.next_run_at
+            (row.next_run_at, row.next_tick)
         }
         Some(row) => next(row.last_scheduled_at),
         None => next(None),
@@ -391,6 +521,7 @@ pub(crate) fn plan_upsert(
     InstancePlan::Write {
         enabled,
         next_run_at,
+        next_tick,
     }
 }
 

@@ -5198,6 +5198,7 @@ fn write_plan(next: Option<DateTime<Utc>>) -> InstancePlan {
     InstancePlan::Write {
         enabled: true,
         next_run_at: next,
+        next_tick: None,
     }
 }
 
@@ -5226,6 +5227,7 @@ async fn the_heartbeat_counts_the_instances(s: &dyn Store, _: &Arrange) {
     let disabled = InstancePlan::Write {
         enabled: false,
         next_run_at: None,
+        next_tick: None,
     };
     written(upsert(s, &instance("other", "d", None), disabled).await.2);
     assert_eq!(beat().await.instances, 4);
@@ -5294,6 +5296,7 @@ async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_aud
         InstancePlan::Write {
             enabled: false,
             next_run_at: None,
+            next_tick: None,
         },
     )
     .await;

@@ -30,6 +30,18 @@
 //! cli.run(&mut out)?;
 //! // 02:30 does not exist on 2026-03-08 in New York: the job runs at 03:00 EDT.
 //! assert_eq!(String::from_utf8(out)?, "2026-03-08T07:00:00Z\n2026-03-09T06:30:00Z\n");
+//!
+//! // With a jitter window, each tick with the instant it starts for that task (and key).
+//! let cli = Cli::try_parse_from([
+//!     "scheduler", "next", "0 0 * * * *", "--after", "2026-12-07T00:30:00Z", "--count", "1",
+//!     "--jitter", "30s", "--task", "syncAdvertiserReport", "--key", "tenant-42",
+//! ])?;
+//! let mut out = Vec::new();
+//! cli.run(&mut out)?;
+//! assert_eq!(
+//!     String::from_utf8(out)?,
+//!     "2026-12-07T01:00:00Z starts 2026-12-07T01:00:17.619Z (+17s 619ms)\n"
+//! );
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -113,6 +125,19 @@ pub struct NextArgs {
     /// What becomes of a blocked tick: `skip` or `next_allowed`.
     #[arg(long, value_name = "MODE", default_value = "skip", value_parser = parse_on_blocked)]
     pub on_blocked: OnBlocked,
+
+    /// A jitter window (`30s`): print each tick with the instant it starts, at its offset for
+    /// `--task` (and `--key`) within the window.
+    #[arg(long, value_name = "WINDOW", requires = "task", value_parser = parse_jitter)]
+    pub jitter: Option<std::time::Duration>,
+
+    /// The task whose offsets `--jitter` shows.
+    #[arg(long, value_name = "NAME", requires = "jitter")]
+    pub task: Option<String>,
+
+    /// The instance of `--task` whose offsets `--jitter` shows (none: the task's own).
+    #[arg(long, value_name = "KEY", requires = "task")]
+    pub key: Option<String>,
 }
 
 impl Cli {
@@ -153,8 +178,21 @@ impl NextArgs {
         let after = self.after.unwrap_or_else(Utc::now);
         let mut lines = String::new();
         let mut printed = 0;
+        let row = self.task.as_deref().map(|task| match &self.key {
+            Some(key) => crate::instance::row_name(task, key),
+            None => task.to_owned(),
+        });
         for fire in spec.iter_after(after).take(self.count as usize) {
             lines.push_str(&fire.to_rfc3339_opts(SecondsFormat::AutoSi, true));
+            if let (Some(window), Some(row)) = (self.jitter, &row) {
+                let start = crate::ticks::jitter::start_of(row, &spec, fire, window);
+                let offset = (start - fire).to_std().unwrap_or_default();
+                lines.push_str(&format!(
+                    " starts {} (+{})",
+                    start.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+                    humantime::format_duration(offset)
+                ));
+            }
             lines.push('\n');
             printed += 1;
         }
@@ -196,6 +234,10 @@ impl NextArgs {
             .map_err(ScheduleError::from)?;
         Ok(calendar)
     }
+}
+
+fn parse_jitter(text: &str) -> Result<std::time::Duration, String> {
+    crate::config::jitter_window(text)
 }
 
 fn parse_on_blocked(text: &str) -> Result<OnBlocked, String> {

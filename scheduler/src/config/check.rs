@@ -77,6 +77,12 @@ pub struct CheckedTask {
     /// How many runs each tick has (the entry's `shards`, else the attribute's, else 1; see
     /// [`Shard`](crate::Shard)).
     pub shards: super::ShardCount,
+    /// The window each tick starts within (the entry's `jitter`, else the attribute's; zero:
+    /// none).
+    pub jitter: std::time::Duration,
+    /// When each of [`next_fire_times`](Self::next_fire_times) starts: the tick itself, or the
+    /// tick plus the task's offset within its jitter window.
+    pub next_starts: Vec<DateTime<Utc>>,
 }
 
 impl CheckReport {
@@ -195,6 +201,15 @@ pub fn check_config_text(
         .desired
         .into_values()
         .map(|task| CheckedTask {
+            next_starts: task
+                .schedule
+                .iter_after(now)
+                .take(FIRE_TIMES_SHOWN)
+                .map(|tick| {
+                    crate::ticks::jitter::start_of(&task.name, &task.schedule, tick, task.jitter)
+                })
+                .collect(),
+            jitter: task.jitter,
             shards: if task.broadcast {
                 crate::shard::ShardCount::Nodes
             } else {
@@ -296,6 +311,13 @@ impl fmt::Display for CheckReport {
                     }
                 },
             )?;
+            if !task.jitter.is_zero() {
+                writeln!(
+                    f,
+                    "    jitter: {} (each tick starts at its own offset within it)",
+                    humantime::format_duration(task.jitter)
+                )?;
+            }
             if let Some(sla) = &task.sla {
                 writeln!(f, "    sla: {}", describe_sla(sla))?;
             }
@@ -313,10 +335,17 @@ impl fmt::Display for CheckReport {
             if task.next_fire_times.is_empty() {
                 writeln!(f, "    never fires after now")?;
             }
-            for at in &task.next_fire_times {
+            for (i, at) in task.next_fire_times.iter().enumerate() {
+                let starts = match task.next_starts.get(i) {
+                    Some(start) if start != at => format!(
+                        ", starts {}",
+                        start.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+                    ),
+                    _ => String::new(),
+                };
                 writeln!(
                     f,
-                    "    next: {}",
+                    "    next: {}{starts}",
                     at.to_rfc3339_opts(SecondsFormat::AutoSi, true)
                 )?;
             }

@@ -60,6 +60,12 @@ pub struct TaskConfig {
     /// (never deletes), and never touches an instance made at run time.
     #[serde(default)]
     pub instances: Vec<super::InstanceConfig>,
+    /// A window (`"30s"`) each tick starts within, at a fixed offset for the task (and an
+    /// instance's key) and the tick, so that tasks on one schedule do not all start in the same
+    /// second; overrides the attribute's `jitter`. From `0s` (none) to `1day`; a window longer
+    /// than the gap between two ticks is cut to it. See `docs/configuration.md`.
+    #[serde(default)]
+    pub jitter: Option<String>,
 }
 
 /// A task's `shards` as written: a number or a word, checked when the document is validated

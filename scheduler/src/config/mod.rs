@@ -64,6 +64,6 @@ pub use settings::{
 };
 pub use sla::{MIN_REMIND_EVERY, Sla, TaskSla};
 pub use source::{ConfigSource, Fetched, RawConfig};
-pub(crate) use validate::validate_with;
 pub use validate::{DesiredTask, Refusal, RefusalReason, ValidatedConfig, validate};
+pub(crate) use validate::{jitter_window, validate_with};
 pub use watcher::{ConfigWatcher, DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, PollOutcome};

@@ -94,6 +94,9 @@ pub struct DesiredTask {
     /// The entry's accepted instances, by key (its refused ones are among the refusals, named
     /// `task/key`).
     pub instances: BTreeMap<String, super::DesiredInstance>,
+    /// The window each tick starts within: the entry's `jitter`, else the attribute's, else
+    /// none (zero).
+    pub jitter: std::time::Duration,
 }
 
 /// A refused entry.
@@ -141,6 +144,9 @@ pub enum RefusalReason {
     /// A field of the `sla` block was refused (the message names the field).
     #[error("{0}")]
     InvalidSla(String),
+    /// The `jitter` is not a duration in its range (the message says which).
+    #[error("{0}")]
+    InvalidJitter(String),
     /// The `calendar` names a calendar the document's `calendars` does not have.
     #[error(
         "calendar `{name}` is not in the document's `calendars`{}",
@@ -174,6 +180,13 @@ pub enum RefusalReason {
     /// and its other instances apply).
     #[error("instance refused: {0}")]
     InvalidInstance(String),
+}
+
+/// A config entry's `jitter`, read and checked against its range.
+pub(crate) fn jitter_window(text: &str) -> Result<std::time::Duration, String> {
+    crate::bounds::JITTER
+        .parse("jitter", text)
+        .map_err(|e| e.to_string())
 }
 
 fn known_names(known: &[String]) -> String {
@@ -291,6 +304,15 @@ pub(crate) fn validate_with(
                 None
             }
         };
+        let jitter = match entry.jitter.as_deref().map(jitter_window).transpose() {
+            Ok(jitter) => jitter
+                .or_else(|| registry.get(name).and_then(|d| d.options.jitter))
+                .unwrap_or_default(),
+            Err(e) => {
+                refusals.push(RefusalReason::InvalidJitter(e));
+                std::time::Duration::ZERO
+            }
+        };
         let calendar = match task_calendar(doc, entry, zone.unwrap_or(default_tz)) {
             Ok(calendar) => calendar,
             Err(problems) => {
@@ -337,6 +359,7 @@ pub(crate) fn validate_with(
                         shards,
                         broadcast,
                         instances,
+                        jitter,
                     },
                 );
             }

@@ -233,7 +233,8 @@ impl ClaimLoop {
             wait,
             settings,
         )
-        .claiming_ahead(ahead);
+        .claiming_ahead(ahead)
+        .jitter_windows(super::config_sync::jitter_windows(&shared.config_view));
         let sent = Instant::now();
         let outcome = shared
             .store
@@ -319,7 +320,8 @@ impl ClaimLoop {
                 && let Some(grace) = missed_by(
                     spec,
                     run.scheduled_at,
-                    run.claimed_at,
+                    // Late from its start: a jittered tick's offset is not lateness.
+                    run.claimed_at - (run.due_at - run.scheduled_at),
                     settings.missed_grace,
                 )
             {

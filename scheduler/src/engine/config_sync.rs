@@ -40,12 +40,24 @@ pub(crate) struct ConfigView {
     pub report: Option<(ReconcileReport, DateTime<Utc>)>,
     /// The service levels of the last good document, by task.
     pub levels: Arc<BTreeMap<String, TaskLevels>>,
+    /// The jitter windows the last good document sets (valid `jitter` entries), by task.
+    pub jitter: Arc<BTreeMap<String, Duration>>,
 }
 
 impl ConfigView {
     /// Takes `doc` as the last good document, read now.
     fn set_document(&mut self, doc: &Arc<ConfigDocument>, default_zone: chrono_tz::Tz) {
         self.levels = Arc::new(levels_of(doc, default_zone));
+        self.jitter = Arc::new(
+            doc.tasks
+                .iter()
+                .filter_map(|entry| {
+                    let text = entry.jitter.as_deref()?;
+                    let window = crate::config::jitter_window(text).ok()?;
+                    Some((entry.name.clone(), window))
+                })
+                .collect(),
+        );
         self.document = Some((Arc::clone(doc), Utc::now()));
     }
 
@@ -88,6 +100,26 @@ pub(crate) struct ConfigSyncParts<'a> {
 pub(crate) fn levels(view: &RwLock<ConfigView>, task: &str) -> Option<TaskLevels> {
     let view = view.read().unwrap_or_else(|p| p.into_inner());
     view.levels.get(task).copied()
+}
+
+/// The jitter windows the config this node applied sets, by task.
+pub(crate) fn jitter_windows(view: &RwLock<ConfigView>) -> Arc<BTreeMap<String, Duration>> {
+    let view = view.read().unwrap_or_else(|p| p.into_inner());
+    Arc::clone(&view.jitter)
+}
+
+/// Each task's jitter window as a node knows it: its entry's in the config `view` holds, else
+/// its attribute's in `registry`, else none.
+pub(crate) fn task_window(
+    view: &Arc<RwLock<ConfigView>>,
+    registry: &TaskRegistry,
+) -> crate::schedules::TaskWindow {
+    let (view, registry) = (Arc::clone(view), registry.clone());
+    Arc::new(move |task: &str| {
+        let config = jitter_windows(&view).get(task).copied();
+        let attribute = registry.get(task).and_then(|d| d.options.jitter);
+        crate::ticks::jitter::window(None, config, attribute)
+    })
 }
 
 /// The service levels of the config this node applied, as the services that judge them read

@@ -247,6 +247,12 @@ impl Engine {
         &self.shared.names
     }
 
+    /// Each task's jitter window as this node knows it: its entry's in the config this node
+    /// applied, else its attribute's, else none.
+    pub(crate) fn task_jitter(&self) -> crate::schedules::TaskWindow {
+        config_sync::task_window(&self.shared.config_view, &self.shared.registry)
+    }
+
     /// Runs until `shutdown` completes, then drains: stops claiming, tells handlers to stop
     /// through their context, waits up to the shutdown timeout, stops what is left and hands
     /// its ticks over to other nodes, and returns.

@@ -93,6 +93,8 @@ pub(crate) struct Rules<'a> {
     pub planned: Mutex<HashMap<String, Planned>>,
     /// Tasks left alone because their stored schedule cannot be read.
     pub unreadable: Mutex<Vec<Unreadable>>,
+    /// The jitter windows the config this node applied sets, by task.
+    pub jitter: Arc<std::collections::BTreeMap<String, Duration>>,
 }
 
 impl<'a> Rules<'a> {
@@ -114,7 +116,17 @@ impl<'a> Rules<'a> {
             ahead: TimeDelta::zero(),
             planned: Mutex::new(HashMap::new()),
             unreadable: Mutex::new(Vec::new()),
+            jitter: Arc::default(),
         }
+    }
+
+    /// Reads the jitter windows of tasks from `windows` (the config this node applied).
+    pub(crate) fn jitter_windows(
+        mut self,
+        windows: Arc<std::collections::BTreeMap<String, Duration>>,
+    ) -> Self {
+        self.jitter = windows;
+        self
     }
 
     /// Plans the ticks a claim takes ahead (due within `ahead`) as of their own time.
@@ -130,6 +142,14 @@ impl<'a> Rules<'a> {
                 .settings
                 .task_settings(&crate::registry::TaskOptions::DEFAULT),
         }
+    }
+
+    /// The jitter window of a due row: its own, else its task's in the config this node
+    /// applied, else the task attribute's (see [`crate::ticks::jitter::window`]).
+    fn jitter_of(&self, task: &DueTask) -> Duration {
+        let of = crate::ticks::jitter::identity(&task.name).0;
+        let attribute = self.registry.get(of).and_then(|d| d.options.jitter);
+        crate::ticks::jitter::window(task.jitter, self.jitter.get(of).copied(), attribute)
     }
 
     fn unreadable(&self, task: &DueTask, error: String) -> DueDecision {
@@ -205,11 +225,12 @@ impl ClaimRules for Rules<'_> {
             _ => db_now,
         };
         let cap = claim_tick_cap(self.settings.max_concurrent);
-        let decision = decide_due(task, &spec, &settings, as_of, cap);
+        let jitter = self.jitter_of(task);
+        let decision = decide_due(task, &spec, &settings, jitter, as_of, cap);
         if let DueDecision::Run(plan) = &decision {
             let next = match plan.next_run_at {
-                NextRun::Set(next) => next,
                 NextRun::Keep => task.next_run_at,
+                set => set.start(),
             };
             self.remember(&task.name, spec, next);
         }

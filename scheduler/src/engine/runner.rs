@@ -98,9 +98,10 @@ pub(crate) async fn run(
                 shared.events.emit(SchedulerEvent::RunStarted {
                     run: run_ref(&shared, &claimed),
                 });
+                // Lateness counts from the run's start: a jittered tick's offset is not late.
                 shared.metrics.run_started(
                     &claimed.task_name,
-                    claimed.scheduled_at,
+                    claimed.due_at,
                     claimed.trigger.as_str(),
                     started_at.unwrap_or_else(|| db_clock(&claimed, claim_sent)),
                 );
@@ -295,8 +296,7 @@ fn started_late(
     within: Duration,
 ) {
     if claimed.trigger != Trigger::Schedule
-        || started_at - claimed.scheduled_at
-            <= TimeDelta::from_std(within).unwrap_or(TimeDelta::MAX)
+        || started_at - claimed.due_at <= TimeDelta::from_std(within).unwrap_or(TimeDelta::MAX)
     {
         return;
     }

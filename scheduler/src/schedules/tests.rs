@@ -35,6 +35,8 @@ fn record(write: &InstanceWrite, next: Option<DateTime<Utc>>) -> InstanceRecord 
         args: write.args.clone(),
         enabled: true,
         next_run_at: next,
+        next_tick: None,
+        jitter: None,
         last_scheduled_at: None,
         removed: false,
         source: crate::store::InstanceSource::Runtime,
@@ -86,7 +88,13 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
     let now = at("2026-01-01T00:00:10.500Z");
     let (write, spec) = checked(Schedule::new("t", "k").cron("*/5 * * * * *"));
     let plan = |task: Option<InstanceTask>, existing: Option<InstanceRecord>| {
-        plan_upsert(&write, &spec, &InstanceFacts { task, existing }, now)
+        plan_upsert(
+            &write,
+            &spec,
+            Duration::ZERO,
+            &InstanceFacts { task, existing },
+            now,
+        )
     };
     assert_eq!(plan(None, None), InstancePlan::NoTask);
     let sharded = InstanceTask {
@@ -105,7 +113,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(true)), None),
         InstancePlan::Write {
             enabled: true,
-            next_run_at: Some(first)
+            next_run_at: Some(first),
+            next_tick: None
         }
     );
     // A disabled task: disabled, nothing scheduled.
@@ -113,7 +122,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(false)), None),
         InstancePlan::Write {
             enabled: false,
-            next_run_at: None
+            next_run_at: None,
+            next_tick: None
         }
     );
     // Unchanged schedule: its next run is kept (even one in the past: the claim's misfire).
@@ -122,7 +132,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(true)), Some(record(&write, Some(kept)))),
         InstancePlan::Write {
             enabled: true,
-            next_run_at: Some(kept)
+            next_run_at: Some(kept),
+            next_tick: None
         }
     );
     // A changed cron: recomputed, never at or before the tick last claimed.
@@ -133,7 +144,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(true)), Some(old)),
         InstancePlan::Write {
             enabled: true,
-            next_run_at: Some(at("2026-01-01T00:00:25Z"))
+            next_run_at: Some(at("2026-01-01T00:00:25Z")),
+            next_tick: None
         }
     );
     // Back after its removal: scheduled afresh.
@@ -143,7 +155,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         plan(Some(task(true)), Some(removed)),
         InstancePlan::Write {
             enabled: true,
-            next_run_at: Some(first)
+            next_run_at: Some(first),
+            next_tick: None
         }
     );
 }
@@ -156,6 +169,7 @@ fn an_upsert_of_a_key_the_config_declares_is_refused() {
         plan_upsert(
             &write,
             &spec,
+            Duration::ZERO,
             &InstanceFacts {
                 task: Some(task(true)),
                 existing: Some(existing),
@@ -169,4 +183,59 @@ fn an_upsert_of_a_key_the_config_declares_is_refused() {
     // One the config declared and that was removed since (its run in flight) is no one's.
     owned.removed = true;
     assert!(matches!(plan(owned), InstancePlan::Write { .. }));
+}
+
+#[test]
+fn an_upsert_starts_the_first_tick_at_its_offset_and_a_new_jitter_moves_it() {
+    let now = at("2026-01-01T00:00:10.500Z");
+    let (write, spec) = checked(
+        Schedule::new("t", "k")
+            .cron("0 * * * * *")
+            .jitter(Duration::from_secs(30)),
+    );
+    assert_eq!(write.jitter, Some(Duration::from_secs(30)));
+    let tick = at("2026-01-01T00:01:00Z");
+    let start = crate::ticks::jitter::start_of("t/k", &spec, tick, Duration::from_secs(30));
+    assert!(
+        start > tick && start < at("2026-01-01T00:01:30Z"),
+        "{start}"
+    );
+    let plan = |existing| {
+        plan_upsert(
+            &write,
+            &spec,
+            Duration::from_secs(30),
+            &InstanceFacts {
+                task: Some(task(true)),
+                existing,
+            },
+            now,
+        )
+    };
+    let shifted = InstancePlan::Write {
+        enabled: true,
+        next_run_at: Some(start),
+        next_tick: Some(tick),
+    };
+    assert_eq!(plan(None), shifted);
+    // Written with its jitter: kept as it is.
+    let mut same = record(&write, Some(start));
+    same.next_tick = Some(tick);
+    same.jitter = write.jitter;
+    assert_eq!(plan(Some(same.clone())), shifted);
+    // Written without: the start moves to its offset.
+    let mut before = same;
+    before.jitter = None;
+    before.next_run_at = Some(tick);
+    before.next_tick = None;
+    assert_eq!(plan(Some(before)), shifted);
+    // Text reads as a duration; out of range or not one is refused.
+    let (write, _) = checked(Schedule::new("t", "k").cron("* * * * *").jitter("1m 30s"));
+    assert_eq!(write.jitter, Some(Duration::from_secs(90)));
+    for bad in ["soon", "2days"] {
+        assert!(matches!(
+            refusal(Schedule::new("t", "k").cron("* * * * *").jitter(bad)),
+            InstanceRefusal::BadJitter { .. }
+        ));
+    }
 }

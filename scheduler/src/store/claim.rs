@@ -189,8 +189,15 @@ pub struct DueTask {
     pub calendar: Option<String>,
     /// Whether the config enables it.
     pub enabled: bool,
-    /// The next scheduled tick.
+    /// When the next scheduled tick starts: the tick itself, or its start shifted by the task's
+    /// jitter (then [`next_tick`](Self::next_tick) is the tick).
     pub next_run_at: Option<DateTime<Utc>>,
+    /// The next scheduled tick, when jitter shifted its start (`next_run_at`) off it; `None`:
+    /// `next_run_at` is the tick.
+    pub next_tick: Option<DateTime<Utc>>,
+    /// The row's own jitter window (an instance's, see `crate::ticks::jitter`); `None`: its
+    /// task's.
+    pub jitter: Option<Duration>,
     /// The tick most recently claimed by a scheduled run (the calendar's skipped ticks are
     /// counted from it).
     pub last_scheduled_at: Option<DateTime<Utc>>,
@@ -232,6 +239,11 @@ impl DueTask {
         }
     }
 
+    /// The next scheduled tick (not its jittered start).
+    pub fn tick(&self) -> Option<DateTime<Utc>> {
+        self.next_tick.or(self.next_run_at)
+    }
+
     /// The shard this row runs.
     pub fn shard(&self) -> crate::Shard {
         self.broadcast.unwrap_or(crate::Shard {
@@ -254,6 +266,33 @@ pub enum NextRun {
     Keep,
     /// This one (`None`: the schedule never fires again).
     Set(Option<DateTime<Utc>>),
+    /// The tick `tick`, starting at `start` (after it, by the task's jitter).
+    Shifted {
+        /// The tick: what the run will serve.
+        tick: DateTime<Utc>,
+        /// When it starts: what the claim waits for.
+        start: DateTime<Utc>,
+    },
+}
+
+/// A row's next run as its columns hold it: `(next_run_at, next_tick)`, the start and, when
+/// jitter shifted the start off it, the tick.
+pub type NextColumns = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+impl NextRun {
+    /// The row's columns this sets, `(next_run_at, next_tick)`; `None`: unchanged.
+    pub fn columns(self) -> Option<NextColumns> {
+        match self {
+            NextRun::Keep => None,
+            NextRun::Set(next) => Some((next, None)),
+            NextRun::Shifted { tick, start } => Some((Some(start), Some(tick))),
+        }
+    }
+
+    /// When the next run starts, if this sets one.
+    pub fn start(self) -> Option<DateTime<Utc>> {
+        self.columns().and_then(|(start, _)| start)
+    }
 }
 
 /// What the engine decided for one due task, inside the claim transaction.
@@ -284,6 +323,9 @@ pub enum DueDecision {
 pub struct ClaimPlan {
     /// The tick this run serves (for a manual run, when it was asked for).
     pub scheduled_at: DateTime<Utc>,
+    /// When it is due to start: `scheduled_at`, or a scheduled tick's start shifted by the
+    /// task's jitter (a run claimed ahead starts then).
+    pub starts_at: DateTime<Utc>,
     /// What starts it.
     pub trigger: Trigger,
     /// Its attempt at the tick (1 unless a retry).
@@ -314,6 +356,7 @@ impl ClaimPlan {
     ) -> Self {
         Self {
             scheduled_at,
+            starts_at: scheduled_at,
             trigger: Trigger::Schedule,
             attempt: 1,
             triggered_by: None,
@@ -351,6 +394,9 @@ pub struct ClaimedRun {
     pub fencing_token: i64,
     /// The tick served.
     pub scheduled_at: DateTime<Utc>,
+    /// When it was due to start: `scheduled_at`, shifted by the task's jitter for a scheduled
+    /// tick of a task with one. Its lateness counts from here.
+    pub due_at: DateTime<Utc>,
     /// The database clock at the claim (ticks up to here are this run's to account for).
     pub claimed_at: DateTime<Utc>,
     /// How long after the claim returned the run is due to start: zero, unless its tick was

@@ -341,7 +341,7 @@ async fn spread<S: ClaimSteps>(
             behind: true,
             ..ShardFacts::default()
         });
-        facts.tick_age = (now - plan.scheduled_at).to_std().unwrap_or(Duration::ZERO);
+        facts.tick_age = (now - plan.starts_at).to_std().unwrap_or(Duration::ZERO);
         facts.total = task.shards;
         let of = crate::shard::split_row(&task.name).0.to_owned();
         let taken = taken.entry((of.clone(), plan.scheduled_at)).or_default();
@@ -354,9 +354,9 @@ async fn spread<S: ClaimSteps>(
                 outcome.spread_wait = Some(outcome.spread_wait.map_or(wait, |w| w.min(wait)));
                 // Left out until the grace ends, or until the task's next tick if that comes
                 // first (a task firing more often than the grace must not miss its next one).
-                let next = match plan.next_run_at {
-                    NextRun::Set(Some(next)) => (next - now).to_std().unwrap_or(Duration::ZERO),
-                    _ => wait,
+                let next = match plan.next_run_at.start() {
+                    Some(next) => (next - now).to_std().unwrap_or(Duration::ZERO),
+                    None => wait,
                 };
                 let leave = wait.min(next);
                 if facts.share_complete(*taken)

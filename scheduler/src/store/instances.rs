@@ -21,6 +21,8 @@ pub struct InstanceWrite {
     pub timezone: String,
     /// Its arguments as JSON text, if any.
     pub args: Option<String>,
+    /// Its own jitter window (`None`: its task's).
+    pub jitter: Option<std::time::Duration>,
 }
 
 impl InstanceWrite {
@@ -39,7 +41,14 @@ impl InstanceWrite {
             cron: cron.into(),
             timezone: timezone.into(),
             args,
+            jitter: None,
         }
+    }
+
+    /// With its own jitter window `window` (`None`: its task's).
+    pub fn jitter(mut self, window: Option<std::time::Duration>) -> Self {
+        self.jitter = window;
+        self
     }
 
     /// Its row's name (`task/key`).
@@ -64,8 +73,12 @@ pub struct InstanceRecord {
     pub args: Option<String>,
     /// Whether it runs (its task is enabled).
     pub enabled: bool,
-    /// Its next scheduled tick.
+    /// When its next scheduled tick starts (the tick shifted by its jitter, if any).
     pub next_run_at: Option<DateTime<Utc>>,
+    /// Its next scheduled tick, when jitter shifted its start off it (`None`: `next_run_at`).
+    pub next_tick: Option<DateTime<Utc>>,
+    /// Its own jitter window (`None`: its task's).
+    pub jitter: Option<std::time::Duration>,
     /// The tick most recently claimed.
     pub last_scheduled_at: Option<DateTime<Utc>>,
     /// Removed, its row kept until the run in flight releases its lock.
@@ -105,8 +118,10 @@ pub enum InstancePlan {
     Write {
         /// Whether it runs.
         enabled: bool,
-        /// Its next scheduled tick.
+        /// When its next scheduled tick starts.
         next_run_at: Option<DateTime<Utc>>,
+        /// That tick, when jitter shifted its start off it.
+        next_tick: Option<DateTime<Utc>>,
     },
     /// Refused: the task has no row.
     NoTask,

@@ -146,6 +146,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     step!(21, "instance sources",
         postgres: "0021_instance_sources.sql",
         sqlite: "0021_instance_sources.sql"),
+    step!(22, "jitter", postgres: "0022_jitter.sql", sqlite: "0022_jitter.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

@@ -151,6 +151,8 @@ pub(crate) fn instance_record(row: &impl ReadRow) -> Result<InstanceRecord, sqlx
         args: row.text_opt("args")?,
         enabled: row.flag("enabled")?,
         next_run_at: row.time_opt("next_run_at")?,
+        next_tick: row.time_opt("next_tick")?,
+        jitter: jitter_of(row)?,
         last_scheduled_at: row.time_opt("last_scheduled_at")?,
         removed: row.flag("removed")?,
         source: InstanceSource::parse(row.text_opt("instance_source")?.as_deref()),
@@ -212,6 +214,13 @@ pub(crate) fn audit_entry(row: &impl ReadRow) -> Result<AuditEntry, sqlx::Error>
 
 // ---- claims -------------------------------------------------------------------------------
 
+/// A row's own jitter window (`jitter_ms`; NULL: none of its own).
+fn jitter_of(row: &impl ReadRow) -> Result<Option<std::time::Duration>, sqlx::Error> {
+    Ok(row
+        .int_opt("jitter_ms")?
+        .map(|ms| std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
+}
+
 pub(crate) fn due_task(row: &impl ReadRow) -> Result<DueTask, sqlx::Error> {
     Ok(DueTask {
         name: row.text("name")?,
@@ -220,6 +229,8 @@ pub(crate) fn due_task(row: &impl ReadRow) -> Result<DueTask, sqlx::Error> {
         calendar: row.text_opt("calendar")?,
         enabled: row.flag("enabled")?,
         next_run_at: row.time_opt("next_run_at")?,
+        next_tick: row.time_opt("next_tick")?,
+        jitter: jitter_of(row)?,
         last_scheduled_at: row.time_opt("last_scheduled_at")?,
         last_finished_at: row.time_opt("last_finished_at")?,
         retry: match row.time_opt("retry_at")? {

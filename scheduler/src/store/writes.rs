@@ -337,11 +337,12 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
     )
     .await?;
     let facts = InstanceFacts { task, existing };
-    let (enabled, next_run_at) = match planner(&facts, now) {
+    let (enabled, next_run_at, next_tick) = match planner(&facts, now) {
         InstancePlan::Write {
             enabled,
             next_run_at,
-        } => (enabled, next_run_at),
+            next_tick,
+        } => (enabled, next_run_at, next_tick),
         InstancePlan::NoTask => return Ok(InstanceUpsert::NoTask),
         InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
         InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
@@ -356,6 +357,8 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
         &write.key,
         write.args.as_deref(),
         Now,
+        next_tick,
+        write.jitter.map(|w| crate::bounds::JITTER.capped_millis(w)),
     ];
     let written = first_on::<D, _>(
         conn,

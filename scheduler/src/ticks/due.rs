@@ -25,27 +25,33 @@ use crate::store::{ClaimPlan, DueDecision, DueTask, NextRun, SkipReason, SkipRec
 ///    else to do, and through the same lock: never beside the task's own runs).
 ///
 /// Skip records count at most `cap` ticks each one by one (see `count::CLAIM_TICK_BUDGET`).
+///
+/// A tick is due from its start (`next_run_at`: the tick shifted by the row's jitter window
+/// `jitter`, see [`super::jitter`]), and late from there; the run serves the tick itself, and
+/// every next tick it schedules starts at its own offset.
 pub(crate) fn decide_due(
     task: &DueTask,
     spec: &ScheduleSpec,
     settings: &TaskSettings,
+    jitter: std::time::Duration,
     db_now: DateTime<Utc>,
     cap: usize,
 ) -> DueDecision {
+    let next_run = |tick| super::jitter::next_run(&task.name, spec, tick, jitter);
     if let Some(pause) = &task.pause {
         let end = pause.until.unwrap_or(db_now).min(db_now);
-        let skips = match task.next_run_at {
+        let skips = match task.tick() {
             Some(first) if first <= end => {
                 ticks_between(&task.name, spec, first, end, SkipReason::Paused, cap)
             }
             _ => Vec::new(),
         };
-        let next = match task.next_run_at {
-            Some(next) if next > end => Some(next),
-            _ => spec.next_after(end),
+        let next = match task.tick() {
+            Some(next) if next > end => NextRun::Keep,
+            _ => next_run(spec.next_after(end)),
         };
         return DueDecision::Skip {
-            next_run_at: NextRun::Set(next),
+            next_run_at: next,
             clear_retry: false,
             clear_pause: true,
             skips,
@@ -55,7 +61,7 @@ pub(crate) fn decide_due(
         return DueDecision::Run(plan);
     }
     let tick_due = task.enabled && task.next_run_at.is_some_and(|t| t <= db_now);
-    if let (true, Some(tick)) = (tick_due, task.next_run_at) {
+    if let (true, Some(start), Some(tick)) = (tick_due, task.next_run_at, task.tick()) {
         let mut skips = Vec::new();
         let clear_retry = task.retry.is_some();
         if let Some(retry) = &task.retry {
@@ -67,7 +73,7 @@ pub(crate) fn decide_due(
                 1,
             ));
         }
-        if settings.misfire == Misfire::Skip && db_now - tick > misfire_grace(spec, tick) {
+        if settings.misfire == Misfire::Skip && db_now - start > misfire_grace(spec, tick) {
             skips.extend(skipped_ticks(
                 &task.name,
                 spec,
@@ -78,18 +84,15 @@ pub(crate) fn decide_due(
                 cap,
             ));
             return DueDecision::Skip {
-                next_run_at: NextRun::Set(spec.next_after(db_now)),
+                next_run_at: next_run(spec.next_after(db_now)),
                 clear_retry,
                 clear_pause: false,
                 skips,
             };
         }
-        let mut plan = ClaimPlan::scheduled(
-            tick,
-            spec.next_after(db_now.max(tick)),
-            settings.recovery,
-            settings.lock_lifetime,
-        );
+        let mut plan = ClaimPlan::scheduled(tick, None, settings.recovery, settings.lock_lifetime);
+        plan.starts_at = start;
+        plan.next_run_at = next_run(spec.next_after(db_now.max(tick)));
         plan.clear_retry = clear_retry;
         if let Some(previous) = task.last_scheduled_at {
             skips.extend(calendar_skips(&task.name, spec, previous, tick, cap));
@@ -208,6 +211,8 @@ mod tests {
             broadcast: None,
             args: None,
             manual_args: None,
+            next_tick: None,
+            jitter: None,
         }
     }
 
@@ -237,6 +242,7 @@ mod tests {
             task,
             &every_ten_seconds(),
             &settings(misfire),
+            Duration::ZERO,
             at(now),
             1_000,
         )
@@ -277,6 +283,43 @@ mod tests {
         let mut disabled = due(10);
         disabled.enabled = false;
         assert_eq!(decide(&disabled, Misfire::Once, 11), DueDecision::Leave);
+    }
+
+    #[test]
+    fn a_jittered_tick_is_due_from_its_start_and_serves_the_tick() {
+        let window = Duration::from_secs(5);
+        let spec = every_ten_seconds();
+        let mut task = due(0);
+        task.name = "t/tenant-7".into();
+        let start = super::super::jitter::start_of(&task.name, &spec, at(10), window);
+        assert!(start > at(10) && start < at(15), "{start}");
+        task.next_run_at = Some(start);
+        task.next_tick = Some(at(10));
+        let decide = |now| decide_due(&task, &spec, &settings(Misfire::Skip), window, now, 1_000);
+        assert_eq!(
+            decide(start - TimeDelta::milliseconds(1)),
+            DueDecision::Leave,
+            "not before its start"
+        );
+        let plan = run_of(decide(start));
+        assert_eq!((plan.scheduled_at, plan.starts_at), (at(10), start));
+        let next = super::super::jitter::start_of(&task.name, &spec, at(20), window);
+        assert_eq!(
+            plan.next_run_at,
+            NextRun::Shifted {
+                tick: at(20),
+                start: next
+            }
+        );
+        // The misfire grace (5 s here) counts from the start, not from the tick.
+        assert!(matches!(
+            decide(start + TimeDelta::milliseconds(4_900)),
+            DueDecision::Run(_)
+        ));
+        assert!(matches!(
+            decide(start + TimeDelta::milliseconds(5_100)),
+            DueDecision::Skip { .. }
+        ));
     }
 
     #[test]
@@ -363,7 +406,14 @@ mod tests {
     }
 
     fn decide_with(spec: &ScheduleSpec, task: &DueTask, now: i64) -> DueDecision {
-        decide_due(task, spec, &settings(Misfire::Once), at(now), 1_000)
+        decide_due(
+            task,
+            spec,
+            &settings(Misfire::Once),
+            Duration::ZERO,
+            at(now),
+            1_000,
+        )
     }
 
     #[test]
@@ -423,6 +473,7 @@ mod tests {
             &task,
             &spec,
             &settings(Misfire::Once),
+            Duration::ZERO,
             moved,
             1_000,
         ));

@@ -47,6 +47,7 @@
 mod count;
 mod due;
 mod grace;
+pub(crate) mod jitter;
 #[cfg(feature = "admin")]
 pub(crate) mod strip;
 

@@ -46,6 +46,7 @@ mod instances;
 mod instances_api;
 mod instances_read;
 mod isolation;
+mod jitter;
 mod listen_again;
 mod migrations;
 mod otel;

@@ -17,7 +17,7 @@ scheduler_tests::postgres_tests! {
 }
 
 /// The one list, as every database records it from now on.
-const ALIGNED: [(i64, &str); 21] = [
+const ALIGNED: [(i64, &str); 22] = [
     (1, "init"),
     (2, "guarantees"),
     (3, "policies"),
@@ -39,6 +39,7 @@ const ALIGNED: [(i64, &str); 21] = [
     (19, "instances"),
     (20, "run args override"),
     (21, "instance sources"),
+    (22, "jitter"),
 ];
 
 /// The last step of before the alignment; the steps after it have files numbered alike on both

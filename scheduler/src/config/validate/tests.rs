@@ -74,3 +74,39 @@ fn shards_are_a_count_or_nodes() {
         );
     }
 }
+
+#[test]
+fn jitter_is_a_duration_up_to_a_day() {
+    let doc = ConfigDocument::parse(
+        "tasks:\n\
+             - {name: a, enabled: true, cron: '0 * * * * *', jitter: 30s}\n\
+             - {name: b, enabled: true, cron: '0 * * * * *', jitter: 2days}\n\
+             - {name: c, enabled: true, cron: '0 * * * * *', jitter: soon}\n",
+        super::super::ConfigFormat::Yaml,
+        "tasks.yaml",
+    )
+    .unwrap();
+    let v = validate(&doc, &TaskRegistry::default(), chrono_tz::UTC);
+    let reasons = |name: &str| -> Vec<String> {
+        v.refused
+            .iter()
+            .filter(|r| r.name == name && matches!(r.reason, RefusalReason::InvalidJitter(_)))
+            .map(|r| r.reason.to_string())
+            .collect()
+    };
+    assert!(reasons("a").is_empty());
+    assert!(
+        reasons("b")[0].contains("`jitter`: 2days is out of range; accepted: from 0s to 1day"),
+        "{:?}",
+        reasons("b")
+    );
+    assert!(
+        reasons("c")[0].contains("`soon` is not a duration"),
+        "{:?}",
+        reasons("c")
+    );
+    assert_eq!(
+        jitter_window("1m 30s"),
+        Ok(std::time::Duration::from_secs(90))
+    );
+}

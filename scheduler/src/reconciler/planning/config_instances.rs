@@ -59,6 +59,8 @@ pub(super) fn plan_config_instances(
                 shards: 1,
                 broadcast: false,
                 instances: BTreeMap::new(),
+                // Its task's window (a config instance names none of its own).
+                jitter: desired.jitter,
             };
             plan_row(&name, &as_row, row, db_now, changes, report);
             let args_changed = row.is_some_and(|r| r.args != instance.args);

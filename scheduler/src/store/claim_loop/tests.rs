@@ -80,6 +80,8 @@ impl ClaimSteps for Recorded {
                     broadcast: None,
                     args: None,
                     manual_args: None,
+                    next_tick: None,
+                    jitter: None,
                 };
                 (task, at(3))
             })
@@ -132,6 +134,7 @@ impl ClaimSteps for Recorded {
                 lock_token: Uuid::nil(),
                 fencing_token: 1,
                 scheduled_at: plan.scheduled_at,
+                due_at: plan.starts_at,
                 claimed_at,
                 starts_in: Duration::ZERO,
                 previous_finished_at: None,
@@ -245,6 +248,8 @@ fn broadcast_row(node: Option<&str>, trigger: Trigger) -> (DueTask, ClaimPlan) {
         broadcast: None,
         args: None,
         manual_args: None,
+        next_tick: None,
+        jitter: None,
     };
     let mut plan =
         ClaimPlan::scheduled(at(2), Some(at(3)), Recovery::Rerun, Duration::from_secs(20));

@@ -5,4 +5,4 @@
      WHERE bt.backfill_id = task.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
     (SELECT b.requested_by FROM scheduler_backfills AS b
      WHERE b.id = task.backfill_id) AS backfill_by,
-    shards, node_pin, args, manual_args
+    shards, node_pin, args, manual_args, next_tick, jitter_ms

@@ -241,6 +241,7 @@ impl ClaimSteps for Steps<'_> {
             .bind(&skip.clear_retry)
             .bind(&skip.clear_pause)
             .bind(&skip.clear_manual)
+            .bind(&skip.next_tick)
             .execute(&mut *self.tx)
             .await
             .map(drop)
@@ -269,10 +270,15 @@ impl ClaimSteps for Steps<'_> {
             }
             let shard = task.shard();
             let (args, args_override) = task.run_args(p.trigger);
+            let due_at = p.starts_at;
             let token = plan.push(task.name.clone(), p, shard, args_override);
             seen.insert(
                 token,
-                (task.name, [task.last_finished_at, task.missed_since], args),
+                (
+                    task.name,
+                    [task.last_finished_at, task.missed_since, Some(due_at)],
+                    args,
+                ),
             );
         }
         let claimed: Vec<ClaimedRun> = plan
@@ -282,7 +288,7 @@ impl ClaimSteps for Steps<'_> {
             .iter()
             .map(|row| {
                 let lock_token: Uuid = row.try_get("lock_token")?;
-                let (task_name, [previous_finished_at, missed_since], args) =
+                let (task_name, [previous_finished_at, missed_since, due_at], args) =
                     seen.remove(&lock_token).ok_or(sqlx::Error::RowNotFound)?;
                 let shard = crate::Shard {
                     index: u32::try_from(row.try_get::<i32, _>("shard_index")?).unwrap_or(0),
@@ -301,6 +307,7 @@ impl ClaimSteps for Steps<'_> {
                     lock_token,
                     fencing_token: row.try_get("fencing_token")?,
                     scheduled_at: row.try_get("scheduled_at")?,
+                    due_at: due_at.ok_or(sqlx::Error::RowNotFound)?,
                     claimed_at,
                     attempt: row.try_get("attempt")?,
                     trigger: parse_trigger(row.try_get("trigger")?)?,

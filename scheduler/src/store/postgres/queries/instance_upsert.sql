@@ -1,18 +1,21 @@
--- Write instance row $1 of task $6, key $7: cron $2, zone $3, enabled $4, next run $5,
--- arguments $8, as the upsert decided. An existing row is changed in place (its lock, fence,
+-- Write instance row $1 of task $6, key $7: cron $2, zone $3, enabled $4, next run $5 (its
+-- start), arguments $8, the next run's tick $9 when jitter shifted its start, its own jitter
+-- window $10 (ms), as the upsert decided. An existing row is changed in place (its lock, fence,
 -- retry and history kept); a removed one comes back. Returns the row as written.
 INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at, disabled_at,
-                             instance_of, instance_key, args)
-VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 THEN NULL ELSE now() END, $6, $7, $8)
+                             instance_of, instance_key, args, next_tick, jitter_ms)
+VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 THEN NULL ELSE now() END, $6, $7, $8, $9, $10)
 ON CONFLICT (name) DO UPDATE
 SET cron = excluded.cron,
     timezone = excluded.timezone,
     enabled = excluded.enabled,
     next_run_at = excluded.next_run_at,
+    next_tick = excluded.next_tick,
+    jitter_ms = excluded.jitter_ms,
     disabled_at = CASE WHEN excluded.enabled THEN NULL
                        ELSE coalesce(scheduler_tasks.disabled_at, now()) END,
     args = excluded.args,
     removed_at = NULL,
     updated_at = now()
 RETURNING instance_of AS task, instance_key AS key, cron, timezone, args, enabled, next_run_at,
-       last_scheduled_at, removed_at IS NOT NULL AS removed, instance_source
+       next_tick, jitter_ms, last_scheduled_at, removed_at IS NOT NULL AS removed, instance_source

@@ -4,12 +4,16 @@
 -- `UPDATE scheduler_tasks AS t`. From the decision row `d`: run_id (the run that ended; NULL:
 -- none, and the row's last run is left as it was), status, error, failures ('reset' |
 -- 'increment' | 'keep'), rq_kind ('tick' | 'retry' | 'manual' | NULL), rq_tick, rq_attempt,
--- rq_at, rq_by. A requeued tick becomes the earlier of it and the stored next run.
+-- rq_at, rq_by. A requeued tick becomes the earlier of it and the stored next run (when it is,
+-- it is its own start: no jitter shifts a tick run again, and `next_tick` is cleared).
 SET lock_owner = NULL,
     lock_token = NULL,
     lock_expires_at = NULL,
     next_run_at = CASE WHEN d.rq_kind = 'tick' THEN LEAST(t.next_run_at, d.rq_tick)
                        ELSE t.next_run_at END,
+    next_tick = CASE WHEN d.rq_kind = 'tick'
+                          AND (t.next_run_at IS NULL OR d.rq_tick < t.next_run_at) THEN NULL
+                     ELSE t.next_tick END,
     retry_at = CASE WHEN d.rq_kind = 'retry' THEN d.rq_at ELSE t.retry_at END,
     retry_tick = CASE WHEN d.rq_kind = 'retry' THEN d.rq_tick ELSE t.retry_tick END,
     retry_attempt = CASE WHEN d.rq_kind = 'retry' THEN d.rq_attempt ELSE t.retry_attempt END,

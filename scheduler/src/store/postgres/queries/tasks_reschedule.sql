@@ -2,7 +2,7 @@
 -- a next run or a lock meanwhile are left alone. Returns the tasks rescheduled.
 -- $1, $2 parallel arrays: task, next run.
 UPDATE scheduler_tasks AS t
-SET next_run_at = r.next_run_at, updated_at = now()
+SET next_run_at = r.next_run_at, next_tick = NULL, updated_at = now()
 FROM unnest($1::text[], $2::timestamptz[]) AS r(name, next_run_at)
 WHERE t.name = r.name AND t.enabled AND t.next_run_at IS NULL AND t.lock_token IS NULL
 RETURNING t.name

@@ -21,11 +21,11 @@ use crate::store::{
     SkipRecord, StoreResult, WakeInfo,
 };
 
-/// `(set the next run?, the next run)` as bound.
-fn next_values(next: NextRun) -> (bool, Option<i64>) {
-    match next {
-        NextRun::Keep => (false, None),
-        NextRun::Set(next) => (true, next.map(micros)),
+/// `(set the next run?, the next run, its tick when jitter shifted it)` as bound.
+fn next_values(next: NextRun) -> (bool, Option<i64>, Option<i64>) {
+    match next.columns() {
+        None => (false, None, None),
+        Some((start, tick)) => (true, start.map(micros), tick.map(micros)),
     }
 }
 
@@ -66,7 +66,7 @@ pub(super) async fn claim(
     // The store's clock is this node's: how long from now until each run's start.
     let end = store.inner.clock.now();
     for run in &mut outcome.claimed {
-        run.starts_in = (run.scheduled_at.max(run.claimed_at) - end)
+        run.starts_in = (run.due_at.max(run.claimed_at) - end)
             .to_std()
             .unwrap_or(Duration::ZERO);
     }
@@ -208,7 +208,7 @@ impl ClaimSteps for Steps<'_> {
 
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
         for skip in skips {
-            let (set_next, next) = next_values(skip.next_run_at);
+            let (set_next, next, tick) = next_values(skip.next_run_at);
             sqlx::query(query!("claim_skip"))
                 .bind(&skip.name)
                 .bind(set_next)
@@ -217,6 +217,7 @@ impl ClaimSteps for Steps<'_> {
                 .bind(skip.clear_pause)
                 .bind(micros(self.now))
                 .bind(skip.clear_manual)
+                .bind(tick)
                 .execute(&mut *self.tx)
                 .await?;
         }
@@ -237,7 +238,7 @@ impl ClaimSteps for Steps<'_> {
         let mut claimed = Vec::with_capacity(runs.len());
         for (task, plan) in runs {
             let lock_token = Uuid::new_v4();
-            let (set_next, next) = next_values(plan.next_run_at);
+            let (set_next, next, tick) = next_values(plan.next_run_at);
             let fence: Option<i64> = sqlx::query_scalar(query!("claim_lock"))
                 .bind(&task.name)
                 .bind(node_id)
@@ -249,13 +250,15 @@ impl ClaimSteps for Steps<'_> {
                 .bind(micros(plan.scheduled_at))
                 .bind(plan.clear_retry)
                 .bind(micros(now))
+                .bind(tick)
+                .bind(micros(plan.starts_at))
                 .fetch_optional(&mut *self.tx)
                 .await?;
             let Some(fencing_token) = fence else {
                 continue; // another claim took it first
             };
-            // A tick claimed ahead starts on its tick.
-            let started_at = now.max(plan.scheduled_at);
+            // A tick claimed ahead starts on its tick (a jittered one, on its start).
+            let started_at = now.max(plan.starts_at);
             let shard = task.shard();
             let (args, args_override) = task.run_args(plan.trigger);
             let run_id: i64 = sqlx::query_scalar(query!("claim_run"))
@@ -294,6 +297,7 @@ impl ClaimSteps for Steps<'_> {
                 lock_token,
                 fencing_token,
                 scheduled_at: plan.scheduled_at,
+                due_at: plan.starts_at,
                 claimed_at,
                 // Set by the caller, from the clock at the end of the claim.
                 starts_in: Duration::ZERO,

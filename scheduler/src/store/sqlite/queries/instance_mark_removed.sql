@@ -3,7 +3,7 @@
 -- released.
 UPDATE scheduler_tasks
 SET removed_at = ?2, enabled = 0, disabled_at = coalesce(disabled_at, ?2),
-    next_run_at = NULL, retry_at = NULL, retry_tick = NULL, retry_attempt = NULL,
+    next_run_at = NULL, next_tick = NULL, retry_at = NULL, retry_tick = NULL, retry_attempt = NULL,
     manual_at = NULL, manual_by = NULL, updated_at = ?2
 WHERE name = ?1 AND instance_of IS NOT NULL AND coalesce(instance_source, 'runtime') <> 'config'
   AND removed_at IS NULL

@@ -7,13 +7,16 @@
 -- its error, ?6 failure count action ('reset' | 'increment' | 'keep'); ?7 requeue kind ('tick'
 -- | 'retry' | 'manual' | NULL), ?8 requeue tick, ?9 requeue attempt, ?10 requeue due time, ?11
 -- requeue asker. A requeued tick becomes the earlier of it and the stored next run (a missing
--- next run counts as later, like PostgreSQL's LEAST).
+-- next run counts as later, like PostgreSQL's LEAST); when it is, it is its own start (no jitter
+-- shifts a tick run again: `next_tick` is cleared).
 UPDATE scheduler_tasks
 SET lock_owner = NULL,
     lock_token = NULL,
     lock_expires_at = NULL,
     next_run_at = CASE WHEN ?7 = 'tick' AND (next_run_at IS NULL OR ?8 < next_run_at) THEN ?8
                        ELSE next_run_at END,
+    next_tick = CASE WHEN ?7 = 'tick' AND (next_run_at IS NULL OR ?8 < next_run_at) THEN NULL
+                     ELSE next_tick END,
     retry_at = CASE WHEN ?7 = 'retry' THEN ?10 ELSE retry_at END,
     retry_tick = CASE WHEN ?7 = 'retry' THEN ?8 ELSE retry_tick END,
     retry_attempt = CASE WHEN ?7 = 'retry' THEN ?9 ELSE retry_attempt END,

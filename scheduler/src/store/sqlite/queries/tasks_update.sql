@@ -1,6 +1,7 @@
 -- Update task ?1's schedule (cron, zone, calendar) and enabled flag in place. Lock and pause columns are never touched,
 -- so a running handler finishes undisturbed, no second run can start, and an operator's pause
--- stays. A NULL next run ?5 keeps the stored one. Disabling records since when (the SET
+-- stays. A NULL next run ?5 keeps the stored one (and its tick); a new one is its own tick (the
+-- first tick after a reconcile starts on the tick: the claim jitters the ones after it). Disabling records since when (the SET
 -- expressions read the row as it was). ?2 cron, ?3 zone, ?4 enabled, ?6 now, ?7 calendar.
 UPDATE scheduler_tasks
 SET cron = ?2,
@@ -8,6 +9,7 @@ SET cron = ?2,
     calendar = ?7,
     enabled = ?4,
     next_run_at = COALESCE(?5, next_run_at),
+    next_tick = CASE WHEN ?5 IS NULL THEN next_tick END,
     disabled_at = CASE WHEN ?4 THEN NULL
                        WHEN enabled = 1 THEN ?6
                        ELSE disabled_at END,

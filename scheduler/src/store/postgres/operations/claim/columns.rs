@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::super::columns::{RequeueColumns, millis};
+use crate::store::claim::NextColumns;
 use crate::store::claim_loop::{LockRelease, TaskSkip};
 use crate::store::{ClaimPlan, NextRun};
 
@@ -69,6 +70,8 @@ pub(super) struct Plan {
     pub(super) shard_index: Vec<i32>,
     pub(super) shard_total: Vec<i32>,
     pub(super) args_override: Vec<Option<String>>,
+    pub(super) next_tick: Vec<Option<DateTime<Utc>>>,
+    pub(super) starts_at: Vec<DateTime<Utc>>,
 }
 
 impl Plan {
@@ -91,12 +94,11 @@ impl Plan {
         self.names.push(name);
         self.tokens.push(token);
         self.scheduled.push(p.scheduled_at);
-        let (set, next) = match p.next_run_at {
-            NextRun::Keep => (false, None),
-            NextRun::Set(next) => (true, next),
-        };
+        self.starts_at.push(p.starts_at);
+        let (set, (next, tick)) = next_columns(p.next_run_at);
         self.set_next.push(set);
         self.next.push(next);
+        self.next_tick.push(tick);
         self.recovery.push(p.recovery.as_str());
         self.lock_ms.push(millis(p.lock_lifetime));
         self.trigger.push(p.trigger.as_str());
@@ -125,12 +127,14 @@ impl Plan {
             .bind(&self.shard_index)
             .bind(&self.shard_total)
             .bind(&self.args_override)
+            .bind(&self.next_tick)
+            .bind(&self.starts_at)
     }
 }
 
 /// A lock a claim takes: its task's row, when the row's previous run ended, its open missed
-/// incident, and an instance's arguments.
-pub(super) type Claimed = (String, [Option<DateTime<Utc>>; 2], Option<String>);
+/// incident, when its run is due to start, and an instance's arguments.
+pub(super) type Claimed = (String, [Option<DateTime<Utc>>; 3], Option<String>);
 
 /// Parallel arrays for claim_skip.
 #[derive(Default)]
@@ -141,17 +145,24 @@ pub(super) struct Skip {
     pub(super) clear_retry: Vec<bool>,
     pub(super) clear_pause: Vec<bool>,
     pub(super) clear_manual: Vec<bool>,
+    pub(super) next_tick: Vec<Option<DateTime<Utc>>>,
+}
+
+/// Whether a next run is set, and the columns it sets (`next_run_at`, `next_tick`).
+fn next_columns(next: NextRun) -> (bool, NextColumns) {
+    match next.columns() {
+        Some(columns) => (true, columns),
+        None => (false, (None, None)),
+    }
 }
 
 impl Skip {
     pub(super) fn push(&mut self, skip: &TaskSkip) {
         self.names.push(skip.name.clone());
-        let (set, next) = match skip.next_run_at {
-            NextRun::Keep => (false, None),
-            NextRun::Set(next) => (true, next),
-        };
+        let (set, (next, tick)) = next_columns(skip.next_run_at);
         self.set_next.push(set);
         self.next.push(next);
+        self.next_tick.push(tick);
         self.clear_retry.push(skip.clear_retry);
         self.clear_pause.push(skip.clear_pause);
         self.clear_manual.push(skip.clear_manual);
