@@ -93,6 +93,7 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         cpu_limit,
         max_file_size,
         shards,
+        limit,
     } = policy;
     let timeout = timeout.map(|d| {
         let d = duration(d);
@@ -142,10 +143,11 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         }
         Shards::Nodes => quote!(.broadcast()),
     });
+    let limit = limit.as_ref().map(|name| quote!(.limit(#name)));
     quote! {
         #private::TaskOptions::DEFAULT
             #timeout #retries #backoff #misfire #lock_lifetime #recovery #isolation #memory_limit
-            #max_processes #cpu_limit #max_file_size #shards
+            #max_processes #cpu_limit #max_file_size #shards #limit
     }
 }
 

@@ -78,6 +78,10 @@ use proc_macro::TokenStream;
 /// - `shards = "nodes"`: a broadcast: each tick runs once on every node alive at the tick
 ///   (`ctx.shard()` is the node's position among them, `ctx.is_broadcast()` is true); a run is
 ///   its node's own and is never run by another node. See `scheduler::Shard`.
+/// - `limit = "warehouse-db"`: its runs hold a share of this limit, declared with its size in
+///   the config document's `limits` (`limits: {warehouse-db: 2}`): at most that many runs of
+///   all the tasks naming it run at once across the nodes; a tick waits for a share. The
+///   config entry's `limit` overrides it. See `docs/shared-limits.md`.
 ///
 /// Isolation options:
 ///

@@ -23,7 +23,7 @@ use crate::ast::{ArgEntry, TaskArgs};
 const MAX_NAME_LEN: usize = 128;
 
 /// Every option `#[task]` accepts, in the order the unknown-option message lists them.
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "name",
     "crate",
     "timeout",
@@ -38,6 +38,7 @@ const KEYS: [&str; 14] = [
     "cpu_limit",
     "max_file_size",
     "shards",
+    "limit",
 ];
 
 /// The most retries one run may ask for; more is a loop, not a retry policy.
@@ -138,6 +139,8 @@ pub struct Policy {
     pub max_file_size: Option<u64>,
     /// How many runs one tick is split into.
     pub shards: Option<Shards>,
+    /// The limit shared with other tasks its runs hold (`limit = "warehouse-db"`).
+    pub limit: Option<String>,
 }
 
 /// The `shards` option: a fixed count, or one run per live node (`"nodes"`, a broadcast).
@@ -285,6 +288,7 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
                     .map(|bytes| policy.max_file_size = Some(bytes))
             }
             "shards" => parse_shards(value).map(|shards| policy.shards = Some(shards)),
+            "limit" => parse_limit(value).map(|limit| policy.limit = Some(limit)),
             _ => {
                 errors.push(syn::Error::new(
                     key.span(),
@@ -433,6 +437,39 @@ fn parse_duration(key: &str, example: &str, min: Duration, value: &Expr) -> syn:
         ));
     }
     Ok(duration)
+}
+
+/// The longest limit name (the runtime's `scheduler::limits::MAX_NAME_LEN`).
+const MAX_LIMIT_NAME: usize = 64;
+
+/// A limit's name: a string literal of 1 to [`MAX_LIMIT_NAME`] ASCII letters, digits, `_`, `.`,
+/// `:` and `-` (the runtime's `scheduler::limits::name_problem`).
+fn parse_limit(value: &Expr) -> syn::Result<String> {
+    let Expr::Lit(ExprLit {
+        lit: Lit::Str(lit), ..
+    }) = value
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            "`limit` must be a string literal naming a limit of the config's `limits`, such as \"warehouse-db\"",
+        ));
+    };
+    let name = lit.value();
+    let ok = (1..=MAX_LIMIT_NAME).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'));
+    if ok {
+        Ok(name)
+    } else {
+        Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`limit` must be 1 to {MAX_LIMIT_NAME} ASCII letters, digits, `_`, `.`, `:` or `-`, not {:?}",
+                name
+            ),
+        ))
+    }
 }
 
 /// The number of shards: an integer literal from 1 to [`MAX_SHARDS`], or `"nodes"` (one run on
@@ -908,6 +945,22 @@ mod tests {
     }
 
     #[test]
+    fn limit_names_a_limit() {
+        let (ok, errors) = options(quote!(name = "t", limit = "warehouse-db"));
+        assert!(errors.is_none());
+        assert_eq!(ok.policy.limit.as_deref(), Some("warehouse-db"));
+        for (bad, message) in [
+            (quote!(name = "t", limit = ""), "`limit` must be 1 to 64"),
+            (quote!(name = "t", limit = "a b"), "`limit` must be 1 to 64"),
+            (quote!(name = "t", limit = 2), "`limit` must be a string literal"),
+        ] {
+            let (_, errors) = options(bad);
+            let errors = errors.expect("refused").to_string();
+            assert!(errors.contains(message), "{errors}");
+        }
+    }
+
+    #[test]
     fn unset_options_stay_unset() {
         let (options, errors) = options(quote!(name = "t"));
         assert!(errors.is_none());
@@ -924,7 +977,9 @@ mod tests {
             cpu_limit,
             max_file_size,
             shards,
+            limit,
         } = options.policy;
+        assert!(limit.is_none());
         assert!(timeout.is_none() && retries.is_none() && backoff.is_none());
         assert!(misfire.is_none() && lock_lifetime.is_none() && recovery.is_none());
         assert!(isolation.is_none() && memory_limit.is_none() && shards.is_none());

@@ -139,6 +139,11 @@ pub struct TaskOptions {
     /// `shards = "nodes"` ([`ShardCount::Nodes`](crate::config::ShardCount::Nodes)): a broadcast,
     /// one run on each node alive at the tick. `None`: 1 (not sharded). See [`Shard`](crate::Shard).
     pub shards: Option<crate::config::ShardCount>,
+    /// `limit = "warehouse-db"`: the limit shared with other tasks its runs hold (see
+    /// `crate::limits`): at most the limit's size (the config document's `limits`) of the
+    /// runs naming it run at once across the nodes. The config entry's `limit` overrides it.
+    /// `None`: no limit.
+    pub limit: Option<&'static str>,
 }
 
 impl TaskOptions {
@@ -156,6 +161,7 @@ impl TaskOptions {
         cpu_limit: None,
         max_file_size: None,
         shards: None,
+        limit: None,
     };
 
     /// Sets [`timeout`](Self::timeout). Used by the macro; set options in the attribute.
@@ -234,6 +240,12 @@ impl TaskOptions {
     /// Sets [`shards`](Self::shards). Used by the macro; set options in the attribute.
     pub const fn shards(mut self, shards: u32) -> Self {
         self.shards = Some(crate::shard::ShardCount::Fixed(shards));
+        self
+    }
+
+    /// Sets [`limit`](Self::limit). Used by the macro; set options in the attribute.
+    pub const fn limit(mut self, name: &'static str) -> Self {
+        self.limit = Some(name);
         self
     }
 

@@ -40,6 +40,8 @@ pub enum CheckProblem {
     Unreadable(ConfigError),
     /// An entry was refused.
     Refused(Refusal),
+    /// A limit of the document's `limits` was refused (the text says which and why).
+    Limit(String),
 }
 
 impl fmt::Display for CheckProblem {
@@ -47,6 +49,7 @@ impl fmt::Display for CheckProblem {
         match self {
             Self::Unreadable(e) => write!(f, "{e}"),
             Self::Refused(r) => write!(f, "{r}"),
+            Self::Limit(problem) => write!(f, "{problem}"),
         }
     }
 }
@@ -187,9 +190,10 @@ pub fn check_config_text(
     report.version = doc.version;
     let validated = validate(&doc, registry, default_tz);
     report.problems = validated
-        .refused
+        .limit_problems
         .into_iter()
-        .map(CheckProblem::Refused)
+        .map(CheckProblem::Limit)
+        .chain(validated.refused.into_iter().map(CheckProblem::Refused))
         .collect();
     report.tasks = validated
         .desired

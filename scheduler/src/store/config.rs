@@ -38,6 +38,9 @@ pub struct TaskRow {
     /// An instance's row (`task/key`, see `crate::instance`) removed while a run of it was in
     /// flight, kept until its lock is released: a reconcile leaves it alone.
     pub removed: bool,
+    /// The limit shared by tasks its runs hold, as last reconciled (see
+    /// `docs/shared-limits.md`); `None`: none.
+    pub limit: Option<String>,
 }
 
 impl TaskRow {
@@ -57,6 +60,7 @@ impl TaskRow {
             shards: 1,
             node_pin: None,
             removed: false,
+            limit: None,
         }
     }
 }
@@ -105,6 +109,13 @@ pub enum TaskChange {
         /// The node the row is pinned to (see [`TaskRow::node_pin`]); a row created for a
         /// task's shard or node takes the task's pause with it.
         node_pin: Option<String>,
+    },
+    /// Set the limit shared by tasks a row's runs hold (see `docs/shared-limits.md`).
+    Limit {
+        /// The row's name.
+        name: String,
+        /// The limit (`None`: none).
+        limit: Option<String>,
     },
     /// Mark or clear the orphan flag of a row.
     Orphaned {
@@ -239,6 +250,8 @@ pub(crate) struct ChangesByKind<'a> {
     pub(crate) updates: Vec<TaskWrite<'a>>,
     pub(crate) shards: Vec<ShardWrite<'a>>,
     pub(crate) orphans: Vec<(&'a str, bool)>,
+    /// Rows and the limit each names (after the creates).
+    pub(crate) limits: Vec<(&'a str, Option<&'a str>)>,
 }
 
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
@@ -292,6 +305,7 @@ impl<'a> ChangesByKind<'a> {
                     });
                 }
                 TaskChange::Orphaned { name, orphaned } => by_kind.orphans.push((name, *orphaned)),
+                TaskChange::Limit { name, limit } => by_kind.limits.push((name, limit.as_deref())),
             }
         }
         by_kind

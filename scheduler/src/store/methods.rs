@@ -90,12 +90,15 @@ macro_rules! store_methods {
                 ) -> StoreResult<Vec<DateTime<Utc>>>;
                 backfills(task_name: Option<&str>, limit: u32) -> StoreResult<Vec<BackfillRecord>>;
                 backfill(id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
+                limits() -> StoreResult<Vec<LimitState>>;
             }
             // Config.
             ConfigStore {
                 load_tasks() -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)>;
                 config_state() -> StoreResult<Option<ConfigState>>;
                 apply_config(planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan>;
+                save_limits(limits: &[(String, u32)]) -> StoreResult<Vec<String>>,
+                    unless limits.is_empty();
             }
             // Operator actions.
             OperatorStore {

@@ -140,6 +140,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         postgres: "0018_node_database_server.sql",
         sqlite: "0014_node_database_server.sql"),
     step!(19, "instances", postgres: "0019_instances.sql", sqlite: "0019_instances.sql"),
+    step!(20, "limits", postgres: "0020_limits.sql", sqlite: "0020_limits.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

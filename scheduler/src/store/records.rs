@@ -134,6 +134,7 @@ pub(crate) fn task_row(row: &impl ReadRow) -> Result<TaskRow, sqlx::Error> {
     task.shards = u32::try_from(row.int("shards")?).unwrap_or(1);
     task.node_pin = row.text_opt("node_pin")?;
     task.removed = row.flag("removed")?;
+    task.limit = row.text_opt("limit_name")?;
     Ok(task)
 }
 
@@ -241,6 +242,8 @@ pub(crate) fn due_task(row: &impl ReadRow) -> Result<DueTask, sqlx::Error> {
         node_pin: row.text_opt("node_pin")?,
         broadcast: None,
         args: row.text_opt("args")?,
+        limit: row.text_opt("limit_name")?,
+        limit_waiting_since: row.time_opt("limit_waiting_since")?,
     })
 }
 

@@ -207,6 +207,8 @@ mod tests {
             node_pin: None,
             broadcast: None,
             args: None,
+            limit: None,
+            limit_waiting_since: None,
         }
     }
 

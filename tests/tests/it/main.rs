@@ -51,6 +51,7 @@ mod policies;
 mod reconcile;
 mod services;
 mod shards;
+mod shared_limits;
 mod sqlite_store;
 mod store;
 mod tls;

@@ -17,7 +17,7 @@ scheduler_tests::postgres_tests! {
 }
 
 /// The one list, as every database records it from now on.
-const ALIGNED: [(i64, &str); 19] = [
+const ALIGNED: [(i64, &str); 20] = [
     (1, "init"),
     (2, "guarantees"),
     (3, "policies"),
@@ -37,6 +37,7 @@ const ALIGNED: [(i64, &str); 19] = [
     (17, "node services"),
     (18, "node database server"),
     (19, "instances"),
+    (20, "limits"),
 ];
 
 /// The last step of before the alignment; the steps after it have files numbered alike on both

@@ -6,6 +6,7 @@ mod backfills;
 mod cluster;
 mod config;
 mod incidents;
+mod limits;
 mod refusals;
 mod runs;
 mod tasks;
@@ -26,4 +27,5 @@ pub(super) fn router() -> OpenApiRouter<AdminState> {
         .merge(runs::router())
         .merge(cluster::router())
         .merge(incidents::router())
+        .merge(limits::router())
 }

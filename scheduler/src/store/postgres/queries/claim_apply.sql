@@ -6,14 +6,15 @@
 -- fencing token. An instance's run (row `task/key`) records the row's key.
 -- $1 node id; $2.. parallel arrays: name, token, scheduled_at, set next run?, next_run_at,
 -- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?, the task (a
--- shard's run is recorded under its task's name), shard index, shard total.
+-- shard's run is recorded under its task's name), shard index, shard total, the limit the lock
+-- holds (crate::limits; NULL: none).
 WITH plan AS (
     SELECT *
     FROM unnest($2::text[], $3::uuid[], $4::timestamptz[], $5::bool[], $6::timestamptz[],
                 $7::text[], $8::int8[], $9::text[], $10::int4[], $11::text[], $12::bool[],
-                $13::text[], $14::int4[], $15::int4[])
+                $13::text[], $14::int4[], $15::int4[], $16::text[])
          AS p(name, token, scheduled_at, set_next, next_run_at, recovery, lock_ms, trigger,
-              attempt, triggered_by, clear_retry, task, shard_index, shard_total)
+              attempt, triggered_by, clear_retry, task, shard_index, shard_total, limit_held)
 ), locked AS (
     UPDATE scheduler_tasks AS t
     SET lock_owner = $1,
@@ -28,6 +29,8 @@ WITH plan AS (
         manual_at = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_at END,
         manual_by = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_by END,
         missed_since = NULL,
+        limit_held = p.limit_held,
+        limit_waiting_since = NULL,
         fence = t.fence + 1,
         last_run_at = GREATEST(clock_timestamp(), p.scheduled_at),
         updated_at = now()

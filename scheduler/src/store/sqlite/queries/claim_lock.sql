@@ -2,7 +2,7 @@
 -- schedule as planned, and clear what the run serves (its retry, its manual request, an open
 -- missed-run incident). ?2 node, ?3 token, ?4 lock expiry, ?5 set the next run?, ?6 next run,
 -- ?7 trigger, ?8 tick served, ?9 clear the retry?, ?10 now (a tick claimed ahead runs last on
--- the tick). Returns the task's fence, moved on by one (the run's fencing token), if the lock
+-- the tick), ?11 the limit the lock holds (crate::limits; NULL: none). Returns the task's fence, moved on by one (the run's fencing token), if the lock
 -- was taken.
 UPDATE scheduler_tasks
 SET lock_owner = ?2,
@@ -16,6 +16,8 @@ SET lock_owner = ?2,
     manual_at = CASE WHEN ?7 = 'manual' THEN NULL ELSE manual_at END,
     manual_by = CASE WHEN ?7 = 'manual' THEN NULL ELSE manual_by END,
     missed_since = NULL,
+    limit_held = ?11,
+    limit_waiting_since = NULL,
     fence = fence + 1,
     last_run_at = max(?10, ?8),
     updated_at = ?10

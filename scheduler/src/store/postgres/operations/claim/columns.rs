@@ -68,12 +68,20 @@ pub(super) struct Plan {
     pub(super) tasks: Vec<String>,
     pub(super) shard_index: Vec<i32>,
     pub(super) shard_total: Vec<i32>,
+    pub(super) limit: Vec<Option<String>>,
 }
 
 impl Plan {
-    /// Adds the run of row `name`; returns the token of the lock it takes.
-    pub(super) fn push(&mut self, name: String, p: ClaimPlan, shard: crate::Shard) -> Uuid {
+    /// Adds the run of row `name`, holding `limit`; returns the token of the lock it takes.
+    pub(super) fn push(
+        &mut self,
+        name: String,
+        p: ClaimPlan,
+        shard: crate::Shard,
+        limit: Option<String>,
+    ) -> Uuid {
         let token = Uuid::new_v4();
+        self.limit.push(limit);
         self.tasks.push(crate::shard::split_row(&name).0.to_owned());
         self.shard_index
             .push(i32::try_from(shard.index).unwrap_or(i32::MAX));
@@ -115,6 +123,7 @@ impl Plan {
             .bind(&self.tasks)
             .bind(&self.shard_index)
             .bind(&self.shard_total)
+            .bind(&self.limit)
     }
 }
 
