@@ -5555,8 +5555,7 @@ async fn an_undeclared_limit_admits_nothing_and_a_skip_ends_the_wait(s: &dyn Sto
     let out = claim(s, &["a"], 10, &rules).await;
     assert_eq!(out.skipped.len(), 1);
     assert_eq!(out.skipped[0].reason, SkipReason::Limit, "the skip names the limit");
-    assert!(s.limits().await.unwrap()[0].waiting.is_empty());
-    // No row names it waiting, none holds it, none declared it: still listed while named.
-    name_limit(s, &["a"], None).await;
+    // Undeclared, with nobody waiting for it or holding it: not listed.
     assert!(s.limits().await.unwrap().is_empty());
+    assert_eq!(row(s, "a").await.next_run_at, Some(t + HOUR * 2));
 }
