@@ -952,7 +952,10 @@ mod tests {
         for (bad, message) in [
             (quote!(name = "t", limit = ""), "`limit` must be 1 to 64"),
             (quote!(name = "t", limit = "a b"), "`limit` must be 1 to 64"),
-            (quote!(name = "t", limit = 2), "`limit` must be a string literal"),
+            (
+                quote!(name = "t", limit = 2),
+                "`limit` must be a string literal",
+            ),
         ] {
             let (_, errors) = options(bad);
             let errors = errors.expect("refused").to_string();

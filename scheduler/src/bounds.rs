@@ -444,7 +444,10 @@ pub(crate) const ALL: &[(&str, Range)] = &[
     ("task `cpu_limit`", Range::Duration(CPU_LIMIT)),
     ("task `max_file_size`", Range::Size(MAX_FILE_SIZE)),
     // Shared limits area.
-    ("size of a shared limit (`limits`)", Range::Count(LIMIT_SIZE)),
+    (
+        "size of a shared limit (`limits`)",
+        Range::Count(LIMIT_SIZE),
+    ),
     (
         "shared limits a config document declares",
         Range::Count(LIMITS_PER_DOCUMENT),

@@ -123,6 +123,10 @@ mod tests {
         assert_eq!(name_problem("a.b:c_d-1"), None);
         assert!(name_problem("").is_some());
         assert!(name_problem("a b").unwrap().contains("only ASCII"));
-        assert!(name_problem(&"x".repeat(65)).unwrap().contains("at most 64"));
+        assert!(
+            name_problem(&"x".repeat(65))
+                .unwrap()
+                .contains("at most 64")
+        );
     }
 }

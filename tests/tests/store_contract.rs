@@ -5457,20 +5457,29 @@ async fn name_limit(s: &dyn Store, rows: &[&str], limit: Option<&str>) {
     .await;
 }
 
-async fn a_limit_admits_runs_up_to_its_size_and_the_others_wait_marked(
-    s: &dyn Store,
-    _: &Arrange,
-) {
+async fn a_limit_admits_runs_up_to_its_size_and_the_others_wait_marked(s: &dyn Store, _: &Arrange) {
     let t = now_s() - HOUR;
     assert_eq!(
         s.save_limits(&[("db".to_owned(), 2)]).await.unwrap(),
         ["db"]
     );
     assert!(
-        s.save_limits(&[("db".to_owned(), 2)]).await.unwrap().is_empty(),
+        s.save_limits(&[("db".to_owned(), 2)])
+            .await
+            .unwrap()
+            .is_empty(),
         "an unchanged size writes nothing"
     );
-    seed(s, &[("a", t), ("b", t + chrono::Duration::seconds(1)), ("c", t + chrono::Duration::seconds(2)), ("free", t)]).await;
+    seed(
+        s,
+        &[
+            ("a", t),
+            ("b", t + chrono::Duration::seconds(1)),
+            ("c", t + chrono::Duration::seconds(2)),
+            ("free", t),
+        ],
+    )
+    .await;
     name_limit(s, &["a", "b", "c"], Some("db")).await;
     assert_eq!(row(s, "a").await.limit.as_deref(), Some("db"));
     let limits = s.limits().await.unwrap();
@@ -5482,7 +5491,11 @@ async fn a_limit_admits_runs_up_to_its_size_and_the_others_wait_marked(
     let out = claim(s, &["a", "b", "c", "free"], 10, &rules).await;
     let mut claimed: Vec<&str> = out.claimed.iter().map(|c| c.task_name.as_str()).collect();
     claimed.sort_unstable();
-    assert_eq!(claimed, ["a", "b", "free"], "two of db, oldest first, and the free one");
+    assert_eq!(
+        claimed,
+        ["a", "b", "free"],
+        "two of db, oldest first, and the free one"
+    );
     assert_eq!(out.limit_waiting, [("c".to_owned(), "db".to_owned())]);
     assert_eq!(out.left, ["c"]);
     let first = out.claimed.clone();
@@ -5494,14 +5507,26 @@ async fn a_limit_admits_runs_up_to_its_size_and_the_others_wait_marked(
         .collect();
     holders.sort_unstable();
     assert_eq!(holders, [("a", NODE), ("b", NODE)]);
-    assert!(limits[0].holders.iter().all(|h| h.run_id.is_some() && h.started_at.is_some()));
+    assert!(
+        limits[0]
+            .holders
+            .iter()
+            .all(|h| h.run_id.is_some() && h.started_at.is_some())
+    );
     assert_eq!(limits[0].waiting.len(), 1);
     assert_eq!(limits[0].waiting[0].row, "c");
-    assert_eq!(limits[0].waiting[0].due_at, Some(t + chrono::Duration::seconds(2)));
+    assert_eq!(
+        limits[0].waiting[0].due_at,
+        Some(t + chrono::Duration::seconds(2))
+    );
     let since = limits[0].waiting[0].since;
     assert_near_now(since);
     let wake = s.next_wake("n", &names(&["c"])).await.unwrap();
-    assert_eq!(wake.due_at, Some(t + chrono::Duration::seconds(2)), "c keeps its tick, unlocked");
+    assert_eq!(
+        wake.due_at,
+        Some(t + chrono::Duration::seconds(2)),
+        "c keeps its tick, unlocked"
+    );
 
     // Still full: c waits, since when it first waited.
     let out = claim_as(s, "node-b", &["c"], 10, &rules).await;
@@ -5510,7 +5535,13 @@ async fn a_limit_admits_runs_up_to_its_size_and_the_others_wait_marked(
 
     // A holder ends: its share is back, c runs and waits no more.
     let a = first.iter().find(|c| c.task_name == "a").unwrap();
-    assert!(finish_one(s, finish(a, RunStatus::Succeeded, None, FailureCount::Reset)).await);
+    assert!(
+        finish_one(
+            s,
+            finish(a, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
     let out = claim_as(s, "node-b", &["c"], 10, &rules).await;
     assert_eq!(out.claimed.len(), 1);
     let limits = s.limits().await.unwrap();
@@ -5549,12 +5580,22 @@ async fn an_undeclared_limit_admits_nothing_and_a_skip_ends_the_wait(s: &dyn Sto
             next_run_at: NextRun::Set(Some(tick(task) + HOUR * 2)),
             clear_retry: false,
             clear_pause: false,
-            skips: vec![skip(&task.name, SkipReason::Misfire, tick(task), tick(task), 1)],
+            skips: vec![skip(
+                &task.name,
+                SkipReason::Misfire,
+                tick(task),
+                tick(task),
+                1,
+            )],
         }
     });
     let out = claim(s, &["a"], 10, &rules).await;
     assert_eq!(out.skipped.len(), 1);
-    assert_eq!(out.skipped[0].reason, SkipReason::Limit, "the skip names the limit");
+    assert_eq!(
+        out.skipped[0].reason,
+        SkipReason::Limit,
+        "the skip names the limit"
+    );
     // Undeclared, with nobody waiting for it or holding it: not listed.
     assert!(s.limits().await.unwrap().is_empty());
     assert_eq!(row(s, "a").await.next_run_at, Some(t + HOUR * 2));

@@ -197,7 +197,6 @@ pub enum RefusalReason {
     InvalidLimit(String),
 }
 
-
 fn known_names(known: &[String]) -> String {
     if known.is_empty() {
         "; the document has no `calendars`".to_owned()
@@ -331,10 +330,11 @@ pub(crate) fn validate_with(
         if let Err(e) = crate::bounds::TAGS_PER_TASK.check("labels", entry.labels.len()) {
             refusals.push(RefusalReason::InvalidLabel(e.to_string()));
         }
-        let limit = entry
-            .limit
-            .clone()
-            .or_else(|| registry.get(name).and_then(|d| d.options.limit.map(str::to_owned)));
+        let limit = entry.limit.clone().or_else(|| {
+            registry
+                .get(name)
+                .and_then(|d| d.options.limit.map(str::to_owned))
+        });
         if let Some(limit) = &limit
             && !validated.limits.contains_key(limit)
         {

@@ -23,15 +23,19 @@ pub(super) fn check(doc: &ConfigDocument, validated: &mut ValidatedConfig) {
                     .limits
                     .insert(name.clone(), u32::try_from(size).unwrap_or(u32::MAX));
             }
-            Err(e) => validated
-                .limit_problems
-                .push(format!("{e} (a limit's size is how many runs may hold it at once)")),
+            Err(e) => validated.limit_problems.push(format!(
+                "{e} (a limit's size is how many runs may hold it at once)"
+            )),
         }
     }
 }
 
 /// Why an entry naming `limit`, which `validated.limits` lacks, is refused.
-pub(super) fn refusal(doc: &ConfigDocument, validated: &ValidatedConfig, limit: &str) -> RefusalReason {
+pub(super) fn refusal(
+    doc: &ConfigDocument,
+    validated: &ValidatedConfig,
+    limit: &str,
+) -> RefusalReason {
     if doc.limits.contains_key(limit) {
         let problem = validated
             .limit_problems

@@ -122,11 +122,15 @@ fn limits_are_checked_and_entries_naming_a_bad_or_undeclared_one_refused() {
         assert!(reasons("a").is_empty(), "{:?}", reasons("a"));
         assert_eq!(
             reasons("b"),
-            ["its limit is refused: `limits.zero`: 0 is out of range; accepted: from 1 to 100000 (a limit's size is how many runs may hold it at once)"]
+            [
+                "its limit is refused: `limits.zero`: 0 is out of range; accepted: from 1 to 100000 (a limit's size is how many runs may hold it at once)"
+            ]
         );
         assert_eq!(
             reasons("c"),
-            ["limit `nope` is not declared in the document's `limits` (it declares db); declare it with its size (`limits: {nope: 2}`)"]
+            [
+                "limit `nope` is not declared in the document's `limits` (it declares db); declare it with its size (`limits: {nope: 2}`)"
+            ]
         );
     }
 }

@@ -43,7 +43,9 @@ pub(super) async fn limit<S: ClaimSteps>(
         match (&task.limit, admitted) {
             (Some(limit), false) => {
                 waiting.push(task.name.clone());
-                outcome.limit_waiting.push((task.name.clone(), limit.clone()));
+                outcome
+                    .limit_waiting
+                    .push((task.name.clone(), limit.clone()));
                 outcome.left.push(task.name);
             }
             _ => kept.push((task, plan)),

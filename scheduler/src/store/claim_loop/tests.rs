@@ -266,7 +266,7 @@ fn broadcast_row(node: Option<&str>, trigger: Trigger) -> (DueTask, ClaimPlan) {
         broadcast: None,
         args: None,
         limit: None,
-                    limit_waiting_since: None,
+        limit_waiting_since: None,
     };
     let mut plan =
         ClaimPlan::scheduled(at(2), Some(at(3)), Recovery::Rerun, Duration::from_secs(20));
@@ -394,7 +394,10 @@ fn runs_of_a_limit_start_within_its_room_and_the_others_wait_marked() {
         holders,
     };
     let mut steps = Recorded {
-        rooms: vec![("db".to_owned(), room(2, 1)), ("api".to_owned(), room(1, 0))],
+        rooms: vec![
+            ("db".to_owned(), room(2, 1)),
+            ("api".to_owned(), room(1, 0)),
+        ],
         ..Recorded::default()
     };
     let row = |name: &str, limit: Option<&str>| {
@@ -431,7 +434,12 @@ fn runs_of_a_limit_start_within_its_room_and_the_others_wait_marked() {
     // No run naming a limit: no limit locked.
     let mut steps = Recorded::default();
     let mut outcome = ClaimOutcome::default();
-    let kept = block_on(limits::limit(&mut steps, vec![row("free", None)], &mut outcome)).unwrap();
+    let kept = block_on(limits::limit(
+        &mut steps,
+        vec![row("free", None)],
+        &mut outcome,
+    ))
+    .unwrap();
     assert_eq!(kept.len(), 1);
     assert!(steps.calls.is_empty());
 }
