@@ -115,7 +115,7 @@ pub(crate) use instances::{
     InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
     InstanceWrite,
 };
-pub(crate) use limits::{LimitHolder, LimitState, LimitWaiter};
+pub(crate) use limits::LimitState;
 pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
 pub(crate) use operator::{
     AuditEntry, CancelRequest, Cancellation, Pause, ResumePlan, ResumePlanner, RunRequest,

@@ -12,7 +12,7 @@ use super::refusals::ReadErrors;
 use crate::admin::auth::Reader;
 use crate::admin::error::ApiError;
 use crate::admin::state::AdminState;
-use crate::store::{LimitHolder, LimitState, LimitWaiter};
+use crate::store::limits::{LimitHolder, LimitState, LimitWaiter};
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new().routes(routes!(list_limits))
