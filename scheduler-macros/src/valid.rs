@@ -880,7 +880,7 @@ mod tests {
             name = "t", crate = ::scheduler, timeout = "1ms", retries = 100, backoff = "1ms",
             misfire = "skip", lock_lifetime = "1s", recovery = "never", isolation = "process",
             memory_limit = "64MiB", max_processes = 16, cpu_limit = "1s",
-            max_file_size = "1KiB", shards = 1000,
+            max_file_size = "1KiB", shards = 1000, limit = "db",
         };
         let keys: Vec<String> = TaskArgs::parse(tokens.clone())
             .unwrap()
