@@ -80,6 +80,8 @@ pub struct CheckedTask {
     /// How many runs each tick has (the entry's `shards`, else the attribute's, else 1; see
     /// [`Shard`](crate::Shard)).
     pub shards: super::ShardCount,
+    /// The limit shared by tasks its runs hold, with the size the document gives it.
+    pub limit: Option<(String, u32)>,
 }
 
 impl CheckReport {
@@ -195,10 +197,15 @@ pub fn check_config_text(
         .map(CheckProblem::Limit)
         .chain(validated.refused.into_iter().map(CheckProblem::Refused))
         .collect();
+    let sizes = validated.limits;
     report.tasks = validated
         .desired
         .into_values()
         .map(|task| CheckedTask {
+            limit: task
+                .limit
+                .as_ref()
+                .and_then(|l| sizes.get(l).map(|size| (l.clone(), *size))),
             shards: if task.broadcast {
                 crate::shard::ShardCount::Nodes
             } else {
@@ -300,6 +307,13 @@ impl fmt::Display for CheckReport {
                     }
                 },
             )?;
+            if let Some((limit, size)) = &task.limit {
+                writeln!(
+                    f,
+                    "    limit: {} (at most {size} of its tasks' runs at once)",
+                    shown(limit)
+                )?;
+            }
             if let Some(sla) = &task.sla {
                 writeln!(f, "    sla: {}", describe_sla(sla))?;
             }
