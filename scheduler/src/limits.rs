@@ -54,6 +54,7 @@ pub(crate) fn name_problem(name: &str) -> Option<String> {
 /// A limit as a claim finds it, its row locked: its size (`None`: not declared) and how many
 /// locked rows hold it now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 pub(crate) struct Room {
     /// The declared size; `None`: no limit of this name is declared.
     pub(crate) size: Option<u32>,
@@ -64,6 +65,7 @@ pub(crate) struct Room {
 /// Which of `wanted` (each run's limit, in the order the claim would start them) may start:
 /// a run without a limit always; a run with one while its limit's holders, with the runs
 /// admitted before it, are fewer than its size. An undeclared limit admits nothing.
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 pub(crate) fn admit(wanted: &[Option<&str>], rooms: &HashMap<String, Room>) -> Vec<bool> {
     let mut taken: HashMap<&str, u32> = HashMap::new();
     wanted

@@ -6,8 +6,11 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 use crate::store::StoreResult;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 use crate::store::dialect::{Dialect, Now, Sql};
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 use crate::store::row::ReadRow;
 
 /// A limit shared by tasks: its size, who holds it and who waits for it.
@@ -53,6 +56,7 @@ pub struct LimitWaiter {
 /// Writes each limit's size (`(name, size)`, sizes already checked), creating the limits not
 /// stored yet; a limit the list leaves out is kept as it was (rows may still name it). Returns
 /// the names whose size was written.
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub(crate) async fn save_limits(
     store: &impl Dialect,
     limits: &[(String, u32)],
@@ -69,6 +73,7 @@ pub(crate) async fn save_limits(
 }
 
 /// Every limit stored or named by a row, by name, with its holders and the rows waiting for it.
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
 pub(crate) async fn limits(store: &impl Dialect) -> StoreResult<Vec<LimitState>> {
     let sizes = store
         .fetch_all(
