@@ -77,6 +77,7 @@ pub fn config_for(registry: &TaskRegistry, cron: &str) -> scheduler::config::Con
     scheduler::config::ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: registry
             .names()
             .map(|name| scheduler::config::TaskConfig {

@@ -94,6 +94,7 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         max_file_size,
         shards,
         jitter,
+        limit,
     } = policy;
     let timeout = timeout.map(|d| {
         let d = duration(d);
@@ -147,10 +148,11 @@ fn task_options(private: &TokenStream, policy: &Policy) -> TokenStream {
         let d = duration(d);
         quote!(.jitter(#d))
     });
+    let limit = limit.as_ref().map(|name| quote!(.limit(#name)));
     quote! {
         #private::TaskOptions::DEFAULT
             #timeout #retries #backoff #misfire #lock_lifetime #recovery #isolation #memory_limit
-            #max_processes #cpu_limit #max_file_size #shards #jitter
+            #max_processes #cpu_limit #max_file_size #shards #jitter #limit
     }
 }
 

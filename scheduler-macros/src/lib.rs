@@ -83,6 +83,10 @@ use proc_macro::TokenStream;
 ///   many tasks or instances on one schedule do not all start in the same second; the run still
 ///   serves its tick (`ctx.scheduled_at()`). From `0s` to `1day`; the config document's
 ///   `jitter` overrides it, an instance's own overrides both.
+/// - `limit = "warehouse-db"`: its runs hold a share of this limit, declared with its size in
+///   the config document's `limits` (`limits: {warehouse-db: 2}`): at most that many runs of
+///   all the tasks naming it run at once across the nodes; a tick waits for a share. The
+///   config entry's `limit` overrides it. See `docs/shared-limits.md`.
 ///
 /// Isolation options:
 ///

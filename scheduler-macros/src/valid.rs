@@ -23,7 +23,7 @@ use crate::ast::{ArgEntry, TaskArgs};
 const MAX_NAME_LEN: usize = 128;
 
 /// Every option `#[task]` accepts, in the order the unknown-option message lists them.
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "name",
     "crate",
     "timeout",
@@ -39,6 +39,7 @@ const KEYS: [&str; 15] = [
     "max_file_size",
     "shards",
     "jitter",
+    "limit",
 ];
 
 /// The most retries one run may ask for; more is a loop, not a retry policy.
@@ -144,6 +145,8 @@ pub struct Policy {
     pub shards: Option<Shards>,
     /// The window each tick starts within.
     pub jitter: Option<Duration>,
+    /// The limit shared with other tasks its runs hold (`limit = "warehouse-db"`).
+    pub limit: Option<String>,
 }
 
 /// The `shards` option: a fixed count, or one run per live node (`"nodes"`, a broadcast).
@@ -292,6 +295,7 @@ fn validate_options(args: &TaskArgs, errors: &mut Errors) -> Options {
             }
             "shards" => parse_shards(value).map(|shards| policy.shards = Some(shards)),
             "jitter" => parse_jitter(value).map(|jitter| policy.jitter = Some(jitter)),
+            "limit" => parse_limit(value).map(|limit| policy.limit = Some(limit)),
             _ => {
                 errors.push(syn::Error::new(
                     key.span(),
@@ -455,6 +459,39 @@ fn parse_jitter(value: &Expr) -> syn::Result<Duration> {
         ));
     }
     Ok(jitter)
+}
+
+/// The longest limit name (the runtime's `scheduler::limits::MAX_NAME_LEN`).
+const MAX_LIMIT_NAME: usize = 64;
+
+/// A limit's name: a string literal of 1 to [`MAX_LIMIT_NAME`] ASCII letters, digits, `_`, `.`,
+/// `:` and `-` (the runtime's `scheduler::limits::name_problem`).
+fn parse_limit(value: &Expr) -> syn::Result<String> {
+    let Expr::Lit(ExprLit {
+        lit: Lit::Str(lit), ..
+    }) = value
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            "`limit` must be a string literal naming a limit of the config's `limits`, such as \"warehouse-db\"",
+        ));
+    };
+    let name = lit.value();
+    let ok = (1..=MAX_LIMIT_NAME).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'));
+    if ok {
+        Ok(name)
+    } else {
+        Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`limit` must be 1 to {MAX_LIMIT_NAME} ASCII letters, digits, `_`, `.`, `:` or `-`, not {:?}",
+                name
+            ),
+        ))
+    }
 }
 
 /// The number of shards: an integer literal from 1 to [`MAX_SHARDS`], or `"nodes"` (one run on
@@ -865,7 +902,7 @@ mod tests {
             name = "t", crate = ::scheduler, timeout = "1ms", retries = 100, backoff = "1ms",
             misfire = "skip", lock_lifetime = "1s", recovery = "never", isolation = "process",
             memory_limit = "64MiB", max_processes = 16, cpu_limit = "1s",
-            max_file_size = "1KiB", shards = 1000, jitter = "30s",
+            max_file_size = "1KiB", shards = 1000, jitter = "30s", limit = "db",
         };
         let keys: Vec<String> = TaskArgs::parse(tokens.clone())
             .unwrap()
@@ -956,6 +993,25 @@ mod tests {
     }
 
     #[test]
+    fn limit_names_a_limit() {
+        let (ok, errors) = options(quote!(name = "t", limit = "warehouse-db"));
+        assert!(errors.is_none());
+        assert_eq!(ok.policy.limit.as_deref(), Some("warehouse-db"));
+        for (bad, message) in [
+            (quote!(name = "t", limit = ""), "`limit` must be 1 to 64"),
+            (quote!(name = "t", limit = "a b"), "`limit` must be 1 to 64"),
+            (
+                quote!(name = "t", limit = 2),
+                "`limit` must be a string literal",
+            ),
+        ] {
+            let (_, errors) = options(bad);
+            let errors = errors.expect("refused").to_string();
+            assert!(errors.contains(message), "{errors}");
+        }
+    }
+
+    #[test]
     fn unset_options_stay_unset() {
         let (options, errors) = options(quote!(name = "t"));
         assert!(errors.is_none());
@@ -973,7 +1029,9 @@ mod tests {
             max_file_size,
             shards,
             jitter,
+            limit,
         } = options.policy;
+        assert!(limit.is_none());
         assert!(timeout.is_none() && retries.is_none() && backoff.is_none() && jitter.is_none());
         assert!(misfire.is_none() && lock_lifetime.is_none() && recovery.is_none());
         assert!(isolation.is_none() && memory_limit.is_none() && shards.is_none());

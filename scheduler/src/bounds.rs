@@ -340,6 +340,11 @@ pub(crate) const MAX_PROCESSES: CountRange = CountRange::new(16, 4_194_304);
 pub(crate) const CPU_LIMIT: DurationRange = DurationRange::new(secs(1), secs(YEAR));
 /// `max_file_size`, in bytes (`RLIMIT_FSIZE`).
 pub(crate) const MAX_FILE_SIZE: CountRange = CountRange::new(1 << 10, 1 << 50);
+// Shared limits (issue 39).
+/// The size of a limit shared by tasks (the config document's `limits`).
+pub(crate) const LIMIT_SIZE: CountRange = CountRange::new(1, 100_000);
+/// The limits one config document may declare.
+pub(crate) const LIMITS_PER_DOCUMENT: CountRange = CountRange::new(0, 1_000);
 
 /// Every range, by the name it has in `docs/limits.md`.
 #[cfg_attr(not(test), allow(dead_code))] // the listing is read by tests
@@ -456,6 +461,15 @@ pub(crate) const ALL: &[(&str, Range)] = &[
     ("task `max_processes`", Range::Count(MAX_PROCESSES)),
     ("task `cpu_limit`", Range::Duration(CPU_LIMIT)),
     ("task `max_file_size`", Range::Size(MAX_FILE_SIZE)),
+    // Shared limits area.
+    (
+        "size of a shared limit (`limits`)",
+        Range::Count(LIMIT_SIZE),
+    ),
+    (
+        "shared limits a config document declares",
+        Range::Count(LIMITS_PER_DOCUMENT),
+    ),
 ];
 
 /// One of the ranges, for the listing.

@@ -51,7 +51,8 @@
 //!    [`metrics`], `redact`, `vars` (every environment variable's name), the reader of
 //!    those variables, the range of every value a user sets (`bounds`), an error's causes
 //!    written on one line, the wall clock decisions are made by (`clock`: the system's, or a
-//!    test's), and the row names, limits and refusals of a task's instances (`instance`);
+//!    test's), the row names, limits and refusals of a task's instances (`instance`), and
+//!    the rule of limits shared by tasks (`limits`: which runs a claim may start);
 //! 2. [`store`]: the run state, behind the [`Store`](store::Store) trait;
 //! 3. rules and records above the store that run nothing: the tick rules (what is due, missed,
 //!    skipped), [`config`], [`events`], [`webhook`], `otel`, [`run_log`], and the crate's [`Error`];
@@ -100,6 +101,7 @@ mod error;
 pub mod events;
 mod instance;
 mod isolation;
+mod limits;
 pub mod metrics;
 mod node;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
@@ -238,6 +240,7 @@ pub mod testing {
             InstanceWrite,
         };
         pub use crate::store::layer::StoreLayer;
+        pub use crate::store::limits::{LimitHolder, LimitState, LimitWaiter};
         pub use crate::store::nodes::{NodeInfo, OverdueTask};
         pub use crate::store::operator::{
             AuditEntry, CancelRequest, Pause, ResumePlan, RunRequest, TaskState,

@@ -157,6 +157,16 @@ fn digest(validated: &ValidatedConfig) -> String {
         if d.shards != 1 {
             feed(format!("shards={}", d.shards).as_bytes());
         }
+        if let Some(limit) = &d.limit {
+            feed(format!("limit={limit}").as_bytes());
+        }
+    }
+    for (name, size) in &validated.limits {
+        feed(format!("limits.{name}={size}").as_bytes());
+    }
+    for problem in &validated.limit_problems {
+        feed(b"refused limit");
+        feed(problem.as_bytes());
     }
     // Refusals too: a document whose only news is a refused entry is recorded (once), so its
     // `config.refused` alert is sent.
@@ -209,10 +219,38 @@ impl Reconciler {
         }
     }
 
+    /// Writes the sizes of the document's good limits (before the rows naming them), unless the
+    /// document is older than the one applied. Limits it leaves out or refuses keep their size.
+    async fn save_limits(&self, doc: &ConfigDocument, validated: &ValidatedConfig) -> Result<()> {
+        if validated.limits.is_empty() {
+            return Ok(());
+        }
+        if let Some(version) = doc.version
+            && let Some(applied) = self.store.config_state().await?.and_then(|s| s.version)
+            && version < applied
+        {
+            return Ok(()); // refused as stale by the reconcile itself
+        }
+        let sizes: Vec<(String, u32)> = validated
+            .limits
+            .iter()
+            .map(|(name, size)| (name.clone(), *size))
+            .collect();
+        let changed = self.store.save_limits(&sizes).await?;
+        if !changed.is_empty() {
+            tracing::info!(limits = ?changed, "limits shared by tasks written");
+        }
+        Ok(())
+    }
+
     /// Validates `doc`, writes what differs from the store (nothing when nothing differs), logs
     /// every refusal and one summary line, and returns the report.
     pub async fn reconcile(&self, doc: &ConfigDocument) -> Result<ReconcileReport> {
         let validated = validate_with(doc, &self.registry, self.default_tz, &self.specs);
+        for problem in &validated.limit_problems {
+            tracing::error!(%problem, "config limit refused; it keeps its last size, and every entry naming it its last valid state");
+        }
+        self.save_limits(doc, &validated).await?;
         let (db_now, rows) = self.store.load_tasks().await?;
         let (changes, report) = plan(
             doc,

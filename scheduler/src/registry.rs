@@ -145,6 +145,11 @@ pub struct TaskOptions {
     /// document's `jitter` overrides it; an instance's own
     /// ([`Schedule::jitter`](crate::Schedule::jitter)) overrides both. `None`: none.
     pub jitter: Option<Duration>,
+    /// `limit = "warehouse-db"`: the limit shared with other tasks its runs hold (see
+    /// `crate::limits`): at most the limit's size (the config document's `limits`) of the
+    /// runs naming it run at once across the nodes. The config entry's `limit` overrides it.
+    /// `None`: no limit.
+    pub limit: Option<&'static str>,
 }
 
 impl TaskOptions {
@@ -163,6 +168,7 @@ impl TaskOptions {
         max_file_size: None,
         shards: None,
         jitter: None,
+        limit: None,
     };
 
     /// Sets [`timeout`](Self::timeout). Used by the macro; set options in the attribute.
@@ -247,6 +253,12 @@ impl TaskOptions {
     /// Sets [`jitter`](Self::jitter). Used by the macro; set options in the attribute.
     pub const fn jitter(mut self, window: Duration) -> Self {
         self.jitter = Some(window);
+        self
+    }
+
+    /// Sets [`limit`](Self::limit). Used by the macro; set options in the attribute.
+    pub const fn limit(mut self, name: &'static str) -> Self {
+        self.limit = Some(name);
         self
     }
 

@@ -214,6 +214,7 @@ impl Node {
             .config_document(ConfigDocument {
                 version: None,
                 calendars: Default::default(),
+                limits: Default::default(),
                 tasks: TASKS
                     .iter()
                     .map(|name| TaskConfig {

@@ -358,3 +358,40 @@ fn twenty_thousand_calendar_dates_are_checked_and_skipped() {
     assert_eq!(task.next_fire_times, expected);
     assert_eq!(task.calendar.as_deref(), Some("calendar generated (skip)"));
 }
+
+/// Limits shared by tasks: a bad size and an undeclared limit are listed with the other
+/// problems, naming them; a good entry shows its limit and size.
+#[test]
+fn limits_are_checked_and_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{
+      "limits": {"warehouse-db": 2, "broken": 0},
+      "tasks": [
+        {"name": "syncAdvertiserReport", "enabled": true, "cron": "0 */5 * * * *", "limit": "warehouse-db"},
+        {"name": "purgeSessions", "enabled": true, "cron": "0 0 3 * * *", "limit": "broken"},
+        {"name": "rebuildIndex", "enabled": true, "cron": "0 0 1 * * *", "limit": "nope"}
+      ]
+    }"#;
+    let path = write(&dir, "tasks.json", text);
+    let report = check_config(&path, &registry(), BERLIN, now());
+    assert!(!report.is_ok());
+    let shown = report.to_string();
+    assert!(
+        shown.contains("error: `limits.broken`: 0 is out of range; accepted: from 1 to 100000"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("task `purgeSessions`: its limit is refused: `limits.broken`"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("task `rebuildIndex`: limit `nope` is not declared in the document's `limits` (it declares warehouse-db)"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("limit: warehouse-db (at most 2 of its tasks' runs at once)"),
+        "{shown}"
+    );
+    let good: Vec<&str> = report.tasks.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(good, ["syncAdvertiserReport"]);
+}

@@ -42,6 +42,7 @@ fn expected() -> ConfigDocument {
     ConfigDocument {
         version: Some(3),
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: vec![
             TaskConfig {
                 name: "syncAdvertiserReport".into(),

@@ -435,6 +435,7 @@ async fn ticks_walked_off_the_async_threads_still_answer_alike_under_many_reader
     let doc = ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: vec![TaskConfig {
             name: "hardening.dense".into(),
             enabled: false,

@@ -149,6 +149,7 @@ fn yearly(names: &[&str]) -> ConfigDocument {
     ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: names
             .iter()
             .map(|name| TaskConfig {

@@ -480,6 +480,8 @@ contract![
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
     a_manual_runs_arguments_replace_its_rows_for_that_run_only,
+    a_limit_admits_runs_up_to_its_size_and_the_others_wait_marked,
+    an_undeclared_limit_admits_nothing_and_a_skip_ends_the_wait,
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -5554,4 +5556,166 @@ async fn a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock(
         .map(|a| a.detail.as_str())
         .collect();
     assert_eq!(removals, ["busy", "idle"], "newest first, each once");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Limits shared by tasks.
+// ---------------------------------------------------------------------------------------------
+
+/// Names `limit` on each of `rows` (as a reconcile does).
+async fn name_limit(s: &dyn Store, rows: &[&str], limit: Option<&str>) {
+    apply(
+        s,
+        rows.iter()
+            .map(|r| TaskChange::Limit {
+                name: (*r).to_owned(),
+                limit: limit.map(str::to_owned),
+            })
+            .collect(),
+    )
+    .await;
+}
+
+async fn a_limit_admits_runs_up_to_its_size_and_the_others_wait_marked(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    assert_eq!(
+        s.save_limits(&[("db".to_owned(), 2)]).await.unwrap(),
+        ["db"]
+    );
+    assert!(
+        s.save_limits(&[("db".to_owned(), 2)])
+            .await
+            .unwrap()
+            .is_empty(),
+        "an unchanged size writes nothing"
+    );
+    seed(
+        s,
+        &[
+            ("a", t),
+            ("b", t + chrono::Duration::seconds(1)),
+            ("c", t + chrono::Duration::seconds(2)),
+            ("free", t),
+        ],
+    )
+    .await;
+    name_limit(s, &["a", "b", "c"], Some("db")).await;
+    assert_eq!(row(s, "a").await.limit.as_deref(), Some("db"));
+    let limits = s.limits().await.unwrap();
+    assert_eq!(limits.len(), 1);
+    assert_eq!((limits[0].name.as_str(), limits[0].size), ("db", Some(2)));
+    assert!(limits[0].holders.is_empty() && limits[0].waiting.is_empty());
+
+    let rules = Rules::hourly().plan(stay_due);
+    let out = claim(s, &["a", "b", "c", "free"], 10, &rules).await;
+    let mut claimed: Vec<&str> = out.claimed.iter().map(|c| c.task_name.as_str()).collect();
+    claimed.sort_unstable();
+    assert_eq!(
+        claimed,
+        ["a", "b", "free"],
+        "two of db, oldest first, and the free one"
+    );
+    assert_eq!(out.limit_waiting, [("c".to_owned(), "db".to_owned())]);
+    assert_eq!(out.left, ["c"]);
+    let first = out.claimed.clone();
+    let limits = s.limits().await.unwrap();
+    let mut holders: Vec<(&str, &str)> = limits[0]
+        .holders
+        .iter()
+        .map(|h| (h.row.as_str(), h.node.as_str()))
+        .collect();
+    holders.sort_unstable();
+    assert_eq!(holders, [("a", NODE), ("b", NODE)]);
+    assert!(
+        limits[0]
+            .holders
+            .iter()
+            .all(|h| h.run_id.is_some() && h.started_at.is_some())
+    );
+    assert_eq!(limits[0].waiting.len(), 1);
+    assert_eq!(limits[0].waiting[0].row, "c");
+    assert_eq!(
+        limits[0].waiting[0].due_at,
+        Some(t + chrono::Duration::seconds(2))
+    );
+    let since = limits[0].waiting[0].since;
+    assert_near_now(since);
+    let wake = s.next_wake("n", &names(&["c"])).await.unwrap();
+    assert_eq!(
+        wake.due_at,
+        Some(t + chrono::Duration::seconds(2)),
+        "c keeps its tick, unlocked"
+    );
+
+    // Still full: c waits, since when it first waited.
+    let out = claim_as(s, "node-b", &["c"], 10, &rules).await;
+    assert!(out.claimed.is_empty());
+    assert_eq!(s.limits().await.unwrap()[0].waiting[0].since, since);
+
+    // A holder ends: its share is back, c runs and waits no more.
+    let a = first.iter().find(|c| c.task_name == "a").unwrap();
+    assert!(
+        finish_one(
+            s,
+            finish(a, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    let out = claim_as(s, "node-b", &["c"], 10, &rules).await;
+    assert_eq!(out.claimed.len(), 1);
+    let limits = s.limits().await.unwrap();
+    let mut holders: Vec<(&str, &str)> = limits[0]
+        .holders
+        .iter()
+        .map(|h| (h.row.as_str(), h.node.as_str()))
+        .collect();
+    holders.sort_unstable();
+    assert_eq!(holders, [("b", NODE), ("c", "node-b")]);
+    assert!(limits[0].waiting.is_empty());
+
+    // A larger size is written and counts at the next claim.
+    assert_eq!(
+        s.save_limits(&[("db".to_owned(), 3)]).await.unwrap(),
+        ["db"]
+    );
+    assert_eq!(s.limits().await.unwrap()[0].size, Some(3));
+}
+
+async fn an_undeclared_limit_admits_nothing_and_a_skip_ends_the_wait(s: &dyn Store, _: &Arrange) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t)]).await;
+    name_limit(s, &["a"], Some("nobody")).await;
+    let out = claim(s, &["a"], 10, &Rules::hourly().plan(stay_due)).await;
+    assert!(out.claimed.is_empty());
+    assert_eq!(out.limit_waiting, [("a".to_owned(), "nobody".to_owned())]);
+    let limits = s.limits().await.unwrap();
+    assert_eq!(limits.len(), 1);
+    assert_eq!((limits[0].name.as_str(), limits[0].size), ("nobody", None));
+    assert_eq!(limits[0].waiting[0].row, "a");
+    // The rules skip the tick (too late): the row waits no more.
+    let rules = Rules::hourly().plan(|task| {
+        assert!(task.limit_waiting_since.is_some(), "offered as waiting");
+        DueDecision::Skip {
+            next_run_at: NextRun::Set(Some(tick(task) + HOUR * 2)),
+            clear_retry: false,
+            clear_pause: false,
+            skips: vec![skip(
+                &task.name,
+                SkipReason::Misfire,
+                tick(task),
+                tick(task),
+                1,
+            )],
+        }
+    });
+    let out = claim(s, &["a"], 10, &rules).await;
+    assert_eq!(out.skipped.len(), 1);
+    assert_eq!(
+        out.skipped[0].reason,
+        SkipReason::Limit,
+        "the skip names the limit"
+    );
+    // Undeclared, with nobody waiting for it or holding it: not listed.
+    assert!(s.limits().await.unwrap().is_empty());
+    assert_eq!(row(s, "a").await.next_run_at, Some(t + HOUR * 2));
 }

@@ -37,6 +37,7 @@ async fn round(backend: Backend, i: usize) -> (f64, u64) {
     let doc = scheduler::config::ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: [
             ("missed.blocker", "* * * * * *"),
             ("missed.victim", "*/10 * * * * *"),

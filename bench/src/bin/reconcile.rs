@@ -28,6 +28,7 @@ fn document(registry: &scheduler::TaskRegistry, changed: usize) -> ConfigDocumen
     ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: registry
             .names()
             .enumerate()

@@ -63,6 +63,7 @@ async fn main() {
         .config_document(ConfigDocument {
             version: None,
             calendars: Default::default(),
+            limits: Default::default(),
             tasks: vec![TaskConfig {
                 name: "bench.chatty".into(),
                 enabled: true,

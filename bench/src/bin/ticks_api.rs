@@ -115,6 +115,7 @@ async fn measure(backend: Backend) {
     let config = ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: (0..TASKS)
             .map(|i| TaskConfig {
                 name: format!("tk.{i:05}"),

@@ -40,6 +40,8 @@ pub enum CheckProblem {
     Unreadable(ConfigError),
     /// An entry was refused.
     Refused(Refusal),
+    /// A limit of the document's `limits` was refused (the text says which and why).
+    Limit(String),
 }
 
 impl fmt::Display for CheckProblem {
@@ -47,6 +49,7 @@ impl fmt::Display for CheckProblem {
         match self {
             Self::Unreadable(e) => write!(f, "{e}"),
             Self::Refused(r) => write!(f, "{r}"),
+            Self::Limit(problem) => write!(f, "{problem}"),
         }
     }
 }
@@ -83,6 +86,8 @@ pub struct CheckedTask {
     /// When each of [`next_fire_times`](Self::next_fire_times) starts: the tick itself, or the
     /// tick plus the task's offset within its jitter window.
     pub next_starts: Vec<DateTime<Utc>>,
+    /// The limit shared by tasks its runs hold, with the size the document gives it.
+    pub limit: Option<(String, u32)>,
 }
 
 impl CheckReport {
@@ -193,10 +198,12 @@ pub fn check_config_text(
     report.version = doc.version;
     let validated = validate(&doc, registry, default_tz);
     report.problems = validated
-        .refused
+        .limit_problems
         .into_iter()
-        .map(CheckProblem::Refused)
+        .map(CheckProblem::Limit)
+        .chain(validated.refused.into_iter().map(CheckProblem::Refused))
         .collect();
+    let sizes = validated.limits;
     report.tasks = validated
         .desired
         .into_values()
@@ -210,6 +217,10 @@ pub fn check_config_text(
                 })
                 .collect(),
             jitter: task.jitter,
+            limit: task
+                .limit
+                .as_ref()
+                .and_then(|l| sizes.get(l).map(|size| (l.clone(), *size))),
             shards: if task.broadcast {
                 crate::shard::ShardCount::Nodes
             } else {
@@ -316,6 +327,13 @@ impl fmt::Display for CheckReport {
                     f,
                     "    jitter: {} (each tick starts at its own offset within it)",
                     humantime::format_duration(task.jitter)
+                )?;
+            }
+            if let Some((limit, size)) = &task.limit {
+                writeln!(
+                    f,
+                    "    limit: {} (at most {size} of its tasks' runs at once)",
+                    shown(limit)
                 )?;
             }
             if let Some(sla) = &task.sla {

@@ -66,6 +66,11 @@ pub struct TaskConfig {
     /// than the gap between two ticks is cut to it. See `docs/configuration.md`.
     #[serde(default)]
     pub jitter: Option<String>,
+    /// The limit shared with other tasks its runs hold: a name of the document's `limits`
+    /// (`limit: warehouse-db`); the task attribute's `limit` when absent. An entry naming a
+    /// limit the document does not declare is refused. See `docs/shared-limits.md`.
+    #[serde(default)]
+    pub limit: Option<String>,
 }
 
 /// A task's `shards` as written: a number or a word, checked when the document is validated
@@ -231,6 +236,13 @@ pub struct ConfigDocument {
     /// Calendars tasks refer to by name (see [`TaskConfig::calendar`]).
     #[serde(default)]
     pub calendars: BTreeMap<String, CalendarRules>,
+    /// Limits shared by tasks, by name, each with its size (`limits: {warehouse-db: 2}`): at
+    /// most that many runs of the tasks naming the limit ([`TaskConfig::limit`], or the task
+    /// attribute's `limit`) run at once across the nodes. A size outside 1 to 100,000 refuses
+    /// the limit (it keeps its last size) and every entry naming it. See
+    /// `docs/shared-limits.md`.
+    #[serde(default)]
+    pub limits: BTreeMap<String, i64>,
     /// The task entries.
     pub tasks: Vec<TaskConfig>,
 }

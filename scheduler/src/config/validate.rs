@@ -21,6 +21,12 @@
 //!   whose key is not `[A-Za-z0-9_.-/]` (1 to 63 characters) or whose value holds control
 //!   characters is refused the same way ([`RefusalReason::InvalidOwner`],
 //!   [`RefusalReason::InvalidLabel`]): alerts are routed by them;
+//! - a `limits` entry whose name is not 1 to 64 of `[A-Za-z0-9_.:-]` or whose size is not 1 to
+//!   100,000 (or more than 1,000 limits) is refused, listed in
+//!   [`limit_problems`](ValidatedConfig::limit_problems), and so is every entry naming it
+//!   ([`RefusalReason::InvalidLimit`]); an entry naming (by its `limit`, or its task
+//!   attribute's) a limit the document does not declare is refused
+//!   ([`RefusalReason::UnknownLimit`]);
 //! - registered tasks the document does not mention are listed in
 //!   [`absent`](ValidatedConfig::absent). Refused names are not "absent": the reconciler keeps
 //!   their last valid state.
@@ -50,12 +56,16 @@ pub struct ValidatedConfig {
     pub refused: Vec<Refusal>,
     /// Registered tasks the document does not mention at all, by name.
     pub absent: Vec<String>,
+    /// The accepted limits shared by tasks, by name, with their sizes.
+    pub limits: BTreeMap<String, u32>,
+    /// The refused limits, each with why (`limit `x`: ...`); entries naming one are refused.
+    pub limit_problems: Vec<String>,
 }
 
 impl ValidatedConfig {
     /// Whether every entry was accepted (absent tasks do not count as problems).
     pub fn is_clean(&self) -> bool {
-        self.refused.is_empty()
+        self.refused.is_empty() && self.limit_problems.is_empty()
     }
 
     /// Whether an entry named `name` was refused.
@@ -97,6 +107,9 @@ pub struct DesiredTask {
     /// The window each tick starts within: the entry's `jitter`, else the attribute's, else
     /// none (zero).
     pub jitter: std::time::Duration,
+    /// The limit shared with other tasks its runs hold: the entry's `limit`, else the task
+    /// attribute's; declared by the document.
+    pub limit: Option<String>,
 }
 
 /// A refused entry.
@@ -180,6 +193,21 @@ pub enum RefusalReason {
     /// and its other instances apply).
     #[error("instance refused: {0}")]
     InvalidInstance(String),
+    /// The limit the task names (its entry's `limit`, or its attribute's) is not in the
+    /// document's `limits`.
+    #[error(
+        "limit `{name}` is not declared in the document's `limits`{}; declare it with its size (`limits: {{{name}: 2}}`)",
+        limits::known(known)
+    )]
+    UnknownLimit {
+        /// The name as written.
+        name: String,
+        /// The limits the document declares.
+        known: Vec<String>,
+    },
+    /// The limit the task names was refused (the message says why).
+    #[error("{0}")]
+    InvalidLimit(String),
 }
 
 /// A config entry's `jitter`, read and checked against its range.
@@ -236,6 +264,7 @@ pub(crate) fn validate_with(
     }
 
     let mut validated = ValidatedConfig::default();
+    limits::check(doc, &mut validated);
     let mut reported_duplicates = BTreeSet::new();
     for entry in &doc.tasks {
         let name = entry.name.as_str();
@@ -330,6 +359,16 @@ pub(crate) fn validate_with(
         if let Err(e) = crate::bounds::TAGS_PER_TASK.check("labels", entry.labels.len()) {
             refusals.push(RefusalReason::InvalidLabel(e.to_string()));
         }
+        let limit = entry.limit.clone().or_else(|| {
+            registry
+                .get(name)
+                .and_then(|d| d.options.limit.map(str::to_owned))
+        });
+        if let Some(limit) = &limit
+            && !validated.limits.contains_key(limit)
+        {
+            refusals.push(limits::refusal(doc, &validated, limit));
+        }
         refusals.extend(owner_problems(&entry.owners).map(RefusalReason::InvalidOwner));
         refusals.extend(label_problems(&entry.labels).map(RefusalReason::InvalidLabel));
         let (instances, instance_refusals) = super::instances::check_instances(
@@ -360,6 +399,7 @@ pub(crate) fn validate_with(
                         broadcast,
                         instances,
                         jitter,
+                        limit,
                     },
                 );
             }
@@ -485,5 +525,6 @@ fn name_problem(name: &str) -> Option<&'static str> {
     }
 }
 
+mod limits;
 #[cfg(test)]
 mod tests;

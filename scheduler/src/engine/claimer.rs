@@ -380,8 +380,10 @@ impl ClaimLoop {
         // spread grace, see crate::shard::may_take): look again shortly, as when rows are held
         // by another transaction. A node that now holds its whole share of a tick leaves the
         // tick out instead, and looks again at once at what else is due.
-        let contended =
-            !held_full && ((quiet && early.is_none()) || (n == 0 && outcome.held_back > 0));
+        // Rows waiting for a share of their limit (crate::limits) are retried the same way (and
+        // at once when a handler of this node ends).
+        let waiting = outcome.held_back + outcome.limit_waiting.len();
+        let contended = !held_full && ((quiet && early.is_none()) || (n == 0 && waiting > 0));
         Ok(ClaimPass {
             spread_wait: outcome.spread_wait,
             share_held: held_full,

@@ -244,6 +244,12 @@ pub(super) fn plan_row(
             next_run_at: next(None),
         });
         report.created.push(name.to_owned());
+        if desired.limit.is_some() {
+            changes.push(TaskChange::Limit {
+                name: name.to_owned(),
+                limit: desired.limit.clone(),
+            });
+        }
         let node_pin = node_pin(name, desired);
         if desired.shards > 1 || node_pin.is_some() {
             changes.push(TaskChange::Shards {
@@ -281,9 +287,19 @@ pub(super) fn plan_row(
         });
         report.updated.push(name.to_owned());
     }
+    let relimit = row.limit != desired.limit;
+    if relimit {
+        changes.push(TaskChange::Limit {
+            name: name.to_owned(),
+            limit: desired.limit.clone(),
+        });
+        if !reshard {
+            report.updated.push(name.to_owned());
+        }
+    }
     if !schedule_changed && !enabling && !disabling && !unscheduled && row.orphaned_since.is_none()
     {
-        if !reshard {
+        if !reshard && !relimit {
             report.unchanged += 1;
         }
         return;
@@ -297,7 +313,7 @@ pub(super) fn plan_row(
         enabled: desired.enabled,
         next_run_at: if recompute { next(Some(row)) } else { None },
     });
-    if schedule_changed && !reshard {
+    if schedule_changed && !reshard && !relimit {
         report.updated.push(name.to_owned());
     }
     if enabling {

@@ -226,6 +226,11 @@ pub struct DueTask {
     /// The arguments the pending manual run was asked with, in place of the row's own (JSON
     /// text; `None`: the row's own).
     pub manual_args: Option<String>,
+    /// The limit shared by tasks its runs hold (see `crate::limits`): the row's own, else
+    /// (an instance) its task's.
+    pub limit: Option<String>,
+    /// Since when its due tick waits for a share of its limit, if it does.
+    pub limit_waiting_since: Option<DateTime<Utc>>,
 }
 
 impl DueTask {
@@ -467,4 +472,7 @@ pub struct ClaimOutcome {
     /// until then, and leaves their rows out of its claims ([`ClaimRequest::leaving_out`]) so
     /// the other nodes can take theirs.
     pub spread_done: Vec<(String, Duration)>,
+    /// Due rows left waiting for a share of their limit (`crate::limits`), with the limit
+    /// (also listed in `left`): their ticks keep their time and are claimed again later.
+    pub limit_waiting: Vec<(String, String)>,
 }

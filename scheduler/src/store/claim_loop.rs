@@ -113,6 +113,18 @@ pub(super) trait ClaimSteps {
         ticks: &[BroadcastTick],
     ) -> Result<Vec<Vec<String>>, Self::Error>;
 
+    /// Locks the rows of the limits `names` (sorted, distinct) until the claim ends, so claims
+    /// of one limit take turns across the nodes, then (in a statement of its own, after the
+    /// locks are held) counts each limit's holders: the locked rows holding it. A limit with
+    /// no row is not declared (size `None`).
+    async fn limit_rooms(
+        &mut self,
+        names: &[String],
+    ) -> Result<Vec<(String, crate::limits::Room)>, Self::Error>;
+
+    /// Marks the rows `names` waiting for their limit, since now unless already waiting.
+    async fn mark_waiting(&mut self, names: &[String]) -> Result<(), Self::Error>;
+
     /// Moves the schedules of skipped tasks and clears what the skips serve.
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), Self::Error>;
 
@@ -189,8 +201,12 @@ pub(super) async fn claim<S: ClaimSteps>(
                 next_run_at,
                 clear_retry,
                 clear_pause,
-                skips: ticks,
+                skips: mut ticks,
             } => {
+                // Late because it waited for its limit: the skip says so.
+                if task.limit_waiting_since.is_some() {
+                    limits::name_the_limit(&mut ticks);
+                }
                 skipped.push(TaskSkip {
                     name: task.name,
                     next_run_at,
@@ -206,6 +222,7 @@ pub(super) async fn claim<S: ClaimSteps>(
     if let Some(now) = claimed_at {
         runs = broadcast(steps, request, runs, &mut skipped).await?;
         runs = spread(steps, request, runs, now, &mut outcome).await?;
+        runs = limits::limit(steps, runs, &mut outcome).await?;
     }
     for (_, plan) in &runs {
         skips.extend(plan.skips.iter().cloned());
@@ -373,5 +390,6 @@ async fn spread<S: ClaimSteps>(
     Ok(kept)
 }
 
+mod limits;
 #[cfg(test)]
 mod tests;

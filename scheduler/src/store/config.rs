@@ -43,6 +43,9 @@ pub struct TaskRow {
     /// Who owns an instance's row: the config (a reconcile keeps it as the document declares
     /// it) or the run time (a reconcile never changes it but with its task's `enabled`).
     pub instance_source: super::InstanceSource,
+    /// The limit shared by tasks its runs hold, as last reconciled (see
+    /// `docs/shared-limits.md`); `None`: none.
+    pub limit: Option<String>,
 }
 
 impl TaskRow {
@@ -64,6 +67,7 @@ impl TaskRow {
             removed: false,
             args: None,
             instance_source: super::InstanceSource::Runtime,
+            limit: None,
         }
     }
 }
@@ -124,6 +128,13 @@ pub enum TaskChange {
         key: String,
         /// Its arguments as JSON text, if any.
         args: Option<String>,
+    },
+    /// Set the limit shared by tasks a row's runs hold (see `docs/shared-limits.md`).
+    Limit {
+        /// The row's name.
+        name: String,
+        /// The limit (`None`: none).
+        limit: Option<String>,
     },
     /// Mark or clear the orphan flag of a row.
     Orphaned {
@@ -261,6 +272,8 @@ pub(crate) struct ChangesByKind<'a> {
     pub(crate) orphans: Vec<(&'a str, bool)>,
     /// The config's instances: `(row, task, key, args)`, written after the creates and updates.
     pub(crate) instances: Vec<(&'a str, &'a str, &'a str, Option<&'a str>)>,
+    /// Rows and the limit each names (after the creates).
+    pub(crate) limits: Vec<(&'a str, Option<&'a str>)>,
 }
 
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
@@ -320,6 +333,7 @@ impl<'a> ChangesByKind<'a> {
                     key,
                     args,
                 } => by_kind.instances.push((name, task, key, args.as_deref())),
+                TaskChange::Limit { name, limit } => by_kind.limits.push((name, limit.as_deref())),
             }
         }
         by_kind

@@ -92,6 +92,9 @@ pub enum SkipReason {
     /// The task's calendar blocked the tick (`on_blocked: skip`), or moved it onto a later
     /// tick's run (`on_blocked: next_allowed`, ticks folded into one run).
     Calendar,
+    /// Due while the limit it shares with other tasks had no room, and then later than its
+    /// misfire grace (`misfire = "skip"`); see `docs/shared-limits.md`.
+    Limit,
 }
 
 impl SkipReason {
@@ -105,6 +108,7 @@ impl SkipReason {
             SkipReason::Paused => "paused",
             SkipReason::RetryGaveWay => "retry_gave_way",
             SkipReason::Calendar => "calendar",
+            SkipReason::Limit => "limit",
         }
     }
 
@@ -118,6 +122,7 @@ impl SkipReason {
             "paused" => SkipReason::Paused,
             "retry_gave_way" => SkipReason::RetryGaveWay,
             "calendar" => SkipReason::Calendar,
+            "limit" => SkipReason::Limit,
             _ => return None,
         })
     }

@@ -97,12 +97,15 @@ macro_rules! store_methods {
                     keys: &[String],
                     per_key: u32
                 ) -> StoreResult<Vec<RunRecord>>, unless keys.is_empty();
+                limits() -> StoreResult<Vec<LimitState>>;
             }
             // Config.
             ConfigStore {
                 load_tasks() -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)>;
                 config_state() -> StoreResult<Option<ConfigState>>;
                 apply_config(planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan>;
+                save_limits(limits: &[(String, u32)]) -> StoreResult<Vec<String>>,
+                    unless limits.is_empty();
             }
             // Operator actions.
             OperatorStore {

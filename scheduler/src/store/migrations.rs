@@ -147,6 +147,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         postgres: "0021_instance_sources.sql",
         sqlite: "0021_instance_sources.sql"),
     step!(22, "jitter", postgres: "0022_jitter.sql", sqlite: "0022_jitter.sql"),
+    step!(23, "limits", postgres: "0023_limits.sql", sqlite: "0023_limits.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

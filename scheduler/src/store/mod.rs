@@ -67,6 +67,7 @@ pub(crate) mod instance_views;
 pub(crate) mod instances;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
 pub(crate) mod layer;
+pub(crate) mod limits;
 #[cfg(any(feature = "postgres", feature = "sqlite"))]
 mod migrations;
 #[allow(rustdoc::private_intra_doc_links)] // internal: documented for maintainers
@@ -119,6 +120,7 @@ pub(crate) use instances::{
     InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
     InstanceWrite,
 };
+pub(crate) use limits::LimitState;
 pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
 pub(crate) use operator::{
     AuditEntry, CancelRequest, Cancellation, Pause, ResumePlan, ResumePlanner, RunRequest,
@@ -327,6 +329,9 @@ pub trait HistoryStore: Send + Sync {
         keys: &[String],
         per_key: u32,
     ) -> StoreResult<Vec<RunRecord>>;
+    /// Every limit shared by tasks, declared or named by a row, by name: its size, the runs
+    /// holding it and the rows waiting for it.
+    async fn limits(&self) -> StoreResult<Vec<LimitState>>;
 }
 
 /// The applied config and the task rows it wrote: called by the reconciler (which applies a
@@ -343,6 +348,9 @@ pub trait ConfigStore: Send + Sync {
     /// In one transaction serialised across nodes: reads the applied config and every task row
     /// (locked), asks `planner` what to write, and writes it.
     async fn apply_config(&self, planner: &ConfigPlanner<'_>) -> StoreResult<ConfigPlan>;
+    /// Writes the sizes of the limits shared by tasks, `(name, size)` (sizes checked by the
+    /// caller), creating those not stored; limits left out are kept. Returns the names written.
+    async fn save_limits(&self, limits: &[(String, u32)]) -> StoreResult<Vec<String>>;
 }
 
 /// What an operator does to tasks and runs, each action audited: manual runs, pauses,

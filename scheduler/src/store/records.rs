@@ -136,6 +136,7 @@ pub(crate) fn task_row(row: &impl ReadRow) -> Result<TaskRow, sqlx::Error> {
     task.removed = row.flag("removed")?;
     task.args = row.text_opt("args")?;
     task.instance_source = InstanceSource::parse(row.text_opt("instance_source")?.as_deref());
+    task.limit = row.text_opt("limit_name")?;
     Ok(task)
 }
 
@@ -268,6 +269,8 @@ pub(crate) fn due_task(row: &impl ReadRow) -> Result<DueTask, sqlx::Error> {
         broadcast: None,
         args: row.text_opt("args")?,
         manual_args: row.text_opt("manual_args")?,
+        limit: row.text_opt("limit_name")?,
+        limit_waiting_since: row.time_opt("limit_waiting_since")?,
     })
 }
 

@@ -213,6 +213,8 @@ mod tests {
             manual_args: None,
             next_tick: None,
             jitter: None,
+            limit: None,
+            limit_waiting_since: None,
         }
     }
 

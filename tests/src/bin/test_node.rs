@@ -29,6 +29,13 @@ async fn kill_never(ctx: TaskContext) {
     tokio::time::sleep(Duration::from_secs(3600)).await;
 }
 
+/// Holds the limit `kill-db` (shared by tasks) until killed.
+#[task(name = "limit.kill.hold", limit = "kill-db")]
+async fn limit_kill_hold(ctx: TaskContext) {
+    tracing::info!(run_id = ctx.run_id(), "victim holds kill-db");
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+}
+
 /// Writes one line of a sharded run's own record, `<kind> <tick ms> <index> <total> <node>
 /// <run id>`, to `$SHARD_RECORD_DIR/<node>-<pid>.log` (appended and flushed at once, so a
 /// process killed mid-run leaves every line it wrote). Nothing without the variable.

@@ -283,6 +283,7 @@ async fn every_documented_route_answers_as_documented() {
         ("get", "/api/config"),
         ("get", "/api/audit"),
         ("get", "/api/deliveries"),
+        ("get", "/api/limits"),
         ("get", "/api/incidents"),
         ("get", "/api/snoozes"),
         ("post", "/api/tasks/{name}/snooze"),
@@ -519,6 +520,9 @@ async fn every_documented_route_answers_as_documented() {
             .0,
         ok
     );
+    let (s, limits) = call("get", "/api/limits", "/api/limits", None).await;
+    assert_eq!(s, ok);
+    assert!(limits["limits"].is_array(), "{limits}");
     let (s, paused) = call(
         "post",
         "/api/tasks/{name}/pause",

@@ -57,6 +57,7 @@ fn start() -> Node {
     let doc = ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: vec![
             task("props.tick", "* * * * * *"),
             task("props.target", "0 0 * * * *"),

@@ -55,6 +55,7 @@ mod policies;
 mod reconcile;
 mod services;
 mod shards;
+mod shared_limits;
 mod sqlite_store;
 mod store;
 mod tls;

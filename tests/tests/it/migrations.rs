@@ -17,7 +17,7 @@ scheduler_tests::postgres_tests! {
 }
 
 /// The one list, as every database records it from now on.
-const ALIGNED: [(i64, &str); 22] = [
+const ALIGNED: [(i64, &str); 23] = [
     (1, "init"),
     (2, "guarantees"),
     (3, "policies"),
@@ -40,6 +40,7 @@ const ALIGNED: [(i64, &str); 22] = [
     (20, "run args override"),
     (21, "instance sources"),
     (22, "jitter"),
+    (23, "limits"),
 ];
 
 /// The last step of before the alignment; the steps after it have files numbered alike on both

@@ -201,6 +201,7 @@ async fn every_reconciler_rule(db: &TestDb) {
         .reconcile(&ConfigDocument {
             version: None,
             calendars: Default::default(),
+            limits: Default::default(),
             tasks: vec![
                 TaskConfig {
                     name: "rec.a".into(),
@@ -236,6 +237,7 @@ async fn an_older_config_version_cannot_roll_back_a_newer_one(db: &TestDb) {
     let v = |version: i64, cron: &str| ConfigDocument {
         version: Some(version),
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: vec![cfg("rec.a", true, cron)],
     };
     new_node.reconcile(&v(2, "*/2 * * * *")).await.unwrap();
@@ -317,6 +319,7 @@ async fn an_enabled_task_without_a_next_run_is_repaired(db: &TestDb) {
     let doc = ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: vec![cfg("rec.a", true, "*/5 * * * *")],
     };
     rec.reconcile(&doc).await.unwrap();
@@ -335,6 +338,7 @@ async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick(db: &TestDb
     rec.reconcile(&ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: vec![cfg("rec.a", true, "0 0 1 1 *")],
     })
     .await
@@ -351,6 +355,7 @@ async fn a_reconcile_never_moves_the_next_run_back_to_a_claimed_tick(db: &TestDb
     rec.reconcile(&ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: vec![cfg("rec.a", true, "0 * * * *")],
     })
     .await

@@ -9,6 +9,7 @@ mod config;
 mod incidents;
 mod instances;
 mod instances_write;
+mod limits;
 mod refusals;
 mod runs;
 mod tasks;
@@ -31,4 +32,5 @@ pub(super) fn router() -> OpenApiRouter<AdminState> {
         .merge(cluster::router())
         .merge(incidents::router())
         .merge(instances_write::router())
+        .merge(limits::router())
 }

@@ -110,3 +110,63 @@ fn jitter_is_a_duration_up_to_a_day() {
         Ok(std::time::Duration::from_secs(90))
     );
 }
+
+#[test]
+fn limits_are_checked_and_entries_naming_a_bad_or_undeclared_one_refused() {
+    for (text, format) in [
+        (
+            r#"{"limits": {"db": 2, "zero": 0, "bad name": 1, "huge": 100001},
+                "tasks": [{"name": "a", "enabled": true, "cron": "0 * * * * *", "limit": "db"},
+                          {"name": "b", "enabled": true, "cron": "0 * * * * *", "limit": "zero"},
+                          {"name": "c", "enabled": true, "cron": "0 * * * * *", "limit": "nope"}]}"#,
+            super::super::ConfigFormat::Json,
+        ),
+        (
+            "limits = { db = 2, zero = 0, \"bad name\" = 1, huge = 100001 }\n\
+             [[tasks]]\nname = \"a\"\nenabled = true\ncron = \"0 * * * * *\"\nlimit = \"db\"\n\
+             [[tasks]]\nname = \"b\"\nenabled = true\ncron = \"0 * * * * *\"\nlimit = \"zero\"\n\
+             [[tasks]]\nname = \"c\"\nenabled = true\ncron = \"0 * * * * *\"\nlimit = \"nope\"\n",
+            super::super::ConfigFormat::Toml,
+        ),
+        (
+            "limits: {db: 2, zero: 0, bad name: 1, huge: 100001}\n\
+             tasks:\n\
+             - {name: a, enabled: true, cron: '0 * * * * *', limit: db}\n\
+             - {name: b, enabled: true, cron: '0 * * * * *', limit: zero}\n\
+             - {name: c, enabled: true, cron: '0 * * * * *', limit: nope}\n",
+            super::super::ConfigFormat::Yaml,
+        ),
+    ] {
+        let doc = ConfigDocument::parse(text, format, "tasks").unwrap();
+        let v = validate(&doc, &TaskRegistry::default(), chrono_tz::UTC);
+        assert_eq!(v.limits, BTreeMap::from([("db".to_owned(), 2)]), "{format}");
+        let problems = v.limit_problems.join("\n");
+        assert!(
+            problems.contains("`limits.zero`: 0 is out of range; accepted: from 1 to 100000"),
+            "{problems}"
+        );
+        assert!(problems.contains("`limits.huge`: 100001"), "{problems}");
+        assert!(problems.contains("limit `bad name`"), "{problems}");
+        assert!(!v.is_clean());
+        let reasons = |name: &str| -> Vec<String> {
+            v.refused
+                .iter()
+                .filter(|r| r.name == name && r.reason != RefusalReason::UnknownTask)
+                .map(|r| r.reason.to_string())
+                .collect()
+        };
+        assert!(reasons("a").is_empty(), "{:?}", reasons("a"));
+        assert_eq!(
+            reasons("b"),
+            [
+                "its limit is refused: `limits.zero`: 0 is out of range; accepted: from 1 to 100000 (a limit's size is how many runs may hold it at once)"
+            ]
+        );
+        assert_eq!(
+            reasons("c"),
+            [
+                "limit `nope` is not declared in the document's `limits` (it declares db); declare it with its size (`limits: {nope: 2}`)"
+            ]
+        );
+    }
+}

@@ -61,6 +61,8 @@ pub(super) fn plan_config_instances(
                 instances: BTreeMap::new(),
                 // Its task's window (a config instance names none of its own).
                 jitter: desired.jitter,
+                // None of its own: its runs hold its task's (the claim reads the task's).
+                limit: None,
             };
             plan_row(&name, &as_row, row, db_now, changes, report);
             let args_changed = row.is_some_and(|r| r.args != instance.args);

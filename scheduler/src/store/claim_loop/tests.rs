@@ -17,6 +17,8 @@ struct Recorded {
     renewed: Vec<&'static str>,
     /// What `shard_facts` says of every shard (default: a node alone).
     facts: ShardFacts,
+    /// What `limit_rooms` says of each limit (absent: not declared).
+    rooms: Vec<(String, crate::limits::Room)>,
 }
 
 impl ClaimSteps for Recorded {
@@ -82,6 +84,8 @@ impl ClaimSteps for Recorded {
                     manual_args: None,
                     next_tick: None,
                     jitter: None,
+                    limit: None,
+                    limit_waiting_since: None,
                 };
                 (task, at(3))
             })
@@ -105,6 +109,24 @@ impl ClaimSteps for Recorded {
     ) -> Result<Vec<Vec<String>>, Self::Error> {
         self.calls.push(format!("broadcast_nodes {}", ticks.len()));
         Ok(ticks.iter().map(|_| vec!["n".to_owned()]).collect())
+    }
+
+    async fn limit_rooms(
+        &mut self,
+        names: &[String],
+    ) -> Result<Vec<(String, crate::limits::Room)>, Self::Error> {
+        self.calls.push(format!("limit_rooms {}", names.join(",")));
+        Ok(self
+            .rooms
+            .iter()
+            .filter(|(name, _)| names.contains(name))
+            .cloned()
+            .collect())
+    }
+
+    async fn mark_waiting(&mut self, names: &[String]) -> Result<(), Self::Error> {
+        self.calls.push(format!("mark_waiting {}", names.join(",")));
+        Ok(())
     }
 
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), Self::Error> {
@@ -250,6 +272,8 @@ fn broadcast_row(node: Option<&str>, trigger: Trigger) -> (DueTask, ClaimPlan) {
         manual_args: None,
         next_tick: None,
         jitter: None,
+        limit: None,
+        limit_waiting_since: None,
     };
     let mut plan =
         ClaimPlan::scheduled(at(2), Some(at(3)), Recovery::Rerun, Duration::from_secs(20));
@@ -368,4 +392,61 @@ fn a_claim_for_no_runs_only_rescues() {
         steps.calls,
         ["expired_locks 1000", "release release,renewed"]
     );
+}
+
+#[test]
+fn runs_of_a_limit_start_within_its_room_and_the_others_wait_marked() {
+    let room = |size, holders| crate::limits::Room {
+        size: Some(size),
+        holders,
+    };
+    let mut steps = Recorded {
+        rooms: vec![
+            ("db".to_owned(), room(2, 1)),
+            ("api".to_owned(), room(1, 0)),
+        ],
+        ..Recorded::default()
+    };
+    let row = |name: &str, limit: Option<&str>| {
+        let (mut task, plan) = broadcast_row(None, Trigger::Schedule);
+        task.name = name.to_owned();
+        task.node_pin = None;
+        task.limit = limit.map(str::to_owned);
+        (task, plan)
+    };
+    let runs = vec![
+        row("a", Some("db")),
+        row("b", Some("db")),
+        row("free", None),
+        row("c", Some("api")),
+        row("d", Some("nobody")),
+    ];
+    let mut outcome = ClaimOutcome::default();
+    let kept = block_on(limits::limit(&mut steps, runs, &mut outcome)).unwrap();
+    let kept: Vec<&str> = kept.iter().map(|(t, _)| t.name.as_str()).collect();
+    assert_eq!(kept, ["a", "free", "c"]);
+    assert_eq!(
+        steps.calls,
+        ["limit_rooms api,db,nobody", "mark_waiting b,d"],
+        "each limit locked once, in name order"
+    );
+    assert_eq!(outcome.left, ["b", "d"]);
+    assert_eq!(
+        outcome.limit_waiting,
+        [
+            ("b".to_owned(), "db".to_owned()),
+            ("d".to_owned(), "nobody".to_owned())
+        ]
+    );
+    // No run naming a limit: no limit locked.
+    let mut steps = Recorded::default();
+    let mut outcome = ClaimOutcome::default();
+    let kept = block_on(limits::limit(
+        &mut steps,
+        vec![row("free", None)],
+        &mut outcome,
+    ))
+    .unwrap();
+    assert_eq!(kept.len(), 1);
+    assert!(steps.calls.is_empty());
 }

@@ -145,6 +145,7 @@ pub fn doc(entries: Vec<TaskConfig>) -> ConfigDocument {
     ConfigDocument {
         version: None,
         calendars: Default::default(),
+        limits: Default::default(),
         tasks: entries,
     }
 }

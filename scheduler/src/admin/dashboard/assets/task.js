@@ -65,7 +65,7 @@ export class TaskPage {
   async refresh() {
     const n = enc(this.name);
     const filter = `${this.status ? `&status=${this.status}` : ""}${this.before ? `&cursor=${this.before}` : ""}${this.runKey ? `&key=${encodeURIComponent(this.runKey)}` : ""}`;
-    const [detail, ticks, config, runs, incidents, backfills, instances] = await Promise.all([
+    const [detail, ticks, config, runs, incidents, backfills, instances, limits] = await Promise.all([
       get(`/api/tasks/${n}?count=12&runs=${PAGE}`),
       get(`/api/ticks?task=${n}&count=${STRIP}`),
       get("/api/config"),
@@ -73,7 +73,9 @@ export class TaskPage {
       get(`/api/incidents?state=open&task=${n}`),
       get(`/api/backfills?task=${n}&limit=3`),
       readInstances(this.name, this.key, this.after),
+      get("/api/limits").catch(() => null),
     ]);
+    this.limits = limits?.limits ?? [];
     this.incidents = incidents;
     this.backfills = backfills;
     this.instances = instances;
@@ -108,6 +110,7 @@ export class TaskPage {
       t.state.lock ? h("p", { class: "muted" }, t.state.lock.rows > 1
         ? `${t.state.lock.rows} of its shards or nodes running, one on ${t.state.lock.owner} (lock expires ${relative(t.state.lock.expires_at)}).`
         : `Running on ${t.state.lock.owner}; lock expires ${relative(t.state.lock.expires_at)}.`) : null,
+      ...limitNotes(this.limits, t.name, zone),
       t.state.manual_at ? h("p", { class: "muted" }, `A manual run is queued (asked ${relative(t.state.manual_at)}).`) : null,
       t.state.retry_at ? h("p", { class: "muted" }, `A retry is due ${relative(t.state.retry_at)}.`) : null,
       ...(this.backfills ?? []).filter((b) => b.state === "running" || Date.now() - Date.parse(b.requested_at) < 3600000)
@@ -268,4 +271,24 @@ function policies(t) {
     h("dt", {}, "Recovery"), h("dd", {}, p.recovery === "never" ? "never re-run a lost run (at most once)" : "re-run a lost run once"),
     h("dt", {}, "Lock lifetime"), h("dd", {}, duration(p.lock_lifetime_seconds)),
     h("dt", {}, "Defined at"), h("dd", {}, h("code", {}, p.defined_at)));
+}
+
+/** What the task waits for or holds of the limits shared by tasks (`/api/limits`). */
+function limitNotes(limits, name, zone) {
+  const holders = (l) => l.holders.map((x) => `${x.row} on ${x.node}`).join(", ") || "none";
+  const size = (l) => (l.size == null ? "not declared" : `${l.holders.length} of ${l.size} held`);
+  const notes = [];
+  for (const l of limits) {
+    for (const w of l.waiting.filter((x) => x.task === name)) {
+      notes.push(h("p", { class: "notice", dataset: { limitWaiting: l.name } },
+        `${w.row} is waiting for limit ${l.name} (${size(l)}: ${holders(l)}) since ${relative(w.since)}`,
+        w.due_at ? `; its tick of ${inZone(w.due_at, zone)} starts late or is skipped by its misfire rule.` : "."));
+    }
+    const mine = l.holders.filter((x) => x.task === name);
+    if (mine.length) {
+      notes.push(h("p", { class: "muted", dataset: { limitHeld: l.name } },
+        `Holds ${mine.length} share${mine.length > 1 ? "s" : ""} of limit ${l.name} (${size(l)}).`));
+    }
+  }
+  return notes;
 }

@@ -229,6 +229,40 @@ impl ClaimSteps for Steps<'_> {
             .collect())
     }
 
+    async fn limit_rooms(
+        &mut self,
+        names: &[String],
+    ) -> Result<Vec<(String, crate::limits::Room)>, sqlx::Error> {
+        let mut rooms: HashMap<String, crate::limits::Room> = HashMap::new();
+        for row in sqlx::query(query!("limit_lock"))
+            .bind(names)
+            .fetch_all(&mut *self.tx)
+            .await?
+        {
+            let size: i32 = row.try_get("size")?;
+            rooms.entry(row.try_get("name")?).or_default().size = u32::try_from(size).ok();
+        }
+        // A statement of its own: its snapshot is taken with the limits' locks held.
+        for row in sqlx::query(query!("limit_holders"))
+            .bind(names)
+            .fetch_all(&mut *self.tx)
+            .await?
+        {
+            let holders: i64 = row.try_get("holders")?;
+            rooms.entry(row.try_get("name")?).or_default().holders =
+                u32::try_from(holders).unwrap_or(u32::MAX);
+        }
+        Ok(rooms.into_iter().collect())
+    }
+
+    async fn mark_waiting(&mut self, names: &[String]) -> Result<(), sqlx::Error> {
+        sqlx::query(query!("limit_waiting"))
+            .bind(names)
+            .execute(&mut *self.tx)
+            .await
+            .map(drop)
+    }
+
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
         let mut skip = Skip::default();
         for s in skips {
@@ -271,7 +305,13 @@ impl ClaimSteps for Steps<'_> {
             let shard = task.shard();
             let (args, args_override) = task.run_args(p.trigger);
             let due_at = p.starts_at;
-            let token = plan.push(task.name.clone(), p, shard, args_override);
+            let token = plan.push(
+                task.name.clone(),
+                p,
+                shard,
+                args_override,
+                task.limit.clone(),
+            );
             seen.insert(
                 token,
                 (

@@ -82,6 +82,15 @@ pub(super) async fn apply_config(
                 .execute(&mut *tx)
                 .await?;
         }
+        if !by_kind.limits.is_empty() {
+            let (names, limits): (Vec<&str>, Vec<Option<&str>>) =
+                by_kind.limits.iter().copied().unzip();
+            sqlx::query(query!("tasks_limit"))
+                .bind(&names)
+                .bind(&limits)
+                .execute(&mut *tx)
+                .await?;
+        }
         if !by_kind.orphans.is_empty() {
             let (names, flags): (Vec<&str>, Vec<bool>) = by_kind.orphans.iter().copied().unzip();
             sqlx::query(query!("tasks_orphaned"))

@@ -9,16 +9,17 @@
 -- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?, the task (a
 -- shard's run is recorded under its task's name), shard index, shard total, args override,
 -- next_tick (the next run's tick when jitter shifted its start, see crate::ticks::jitter),
--- starts_at (when the run is due to start: its tick, or its jittered start).
+-- starts_at (when the run is due to start: its tick, or its jittered start), the limit the lock holds
+-- (crate::limits; NULL: none).
 WITH plan AS (
     SELECT *
     FROM unnest($2::text[], $3::uuid[], $4::timestamptz[], $5::bool[], $6::timestamptz[],
                 $7::text[], $8::int8[], $9::text[], $10::int4[], $11::text[], $12::bool[],
                 $13::text[], $14::int4[], $15::int4[], $16::text[], $17::timestamptz[],
-                $18::timestamptz[])
+                $18::timestamptz[], $19::text[])
          AS p(name, token, scheduled_at, set_next, next_run_at, recovery, lock_ms, trigger,
               attempt, triggered_by, clear_retry, task, shard_index, shard_total, args_override,
-              next_tick, starts_at)
+              next_tick, starts_at, limit_held)
 ), locked AS (
     UPDATE scheduler_tasks AS t
     SET lock_owner = $1,
@@ -35,6 +36,8 @@ WITH plan AS (
         manual_by = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_by END,
         manual_args = CASE WHEN p.trigger = 'manual' THEN NULL ELSE t.manual_args END,
         missed_since = NULL,
+        limit_held = p.limit_held,
+        limit_waiting_since = NULL,
         fence = t.fence + 1,
         last_run_at = GREATEST(clock_timestamp(), p.starts_at),
         updated_at = now()

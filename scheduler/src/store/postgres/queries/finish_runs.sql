@@ -7,7 +7,8 @@
 -- learns of them when it wakes for the earlier task, or at its poll.) A task due now or in the
 -- past (a tick run again, a retry, a manual run, a handed-over run) always notifies. Only
 -- `next_run_at` counts for the others' wake time: leaving out retries and manual runs can only
--- make the minimum later, so it may notify more, never less.
+-- make the minimum later, so it may notify more, never less. A released run that held a limit
+-- shared by tasks always notifies: ticks on other nodes may wait for its share.
 -- $1.. parallel arrays: run id, task, token, status, error, failure count action, ticks
 -- collapsed, requeue kind ('tick' | 'retry' | 'manual' | NULL), requeue tick, requeue attempt,
 -- requeue due time, requeue asker; $13 notify channel; $14 when each handler started (NULL:
@@ -42,7 +43,7 @@ WITH outcome AS (
     -- @include release_requeue.sql
     FROM outcome AS d
     WHERE t.name = d.task_name AND t.lock_token = d.token
-    RETURNING d.run_id,
+    RETURNING d.run_id, t.limit_held IS NOT NULL AS held_limit,
               CASE WHEN t.paused_at IS NOT NULL THEN t.pause_until
                    ELSE LEAST(CASE WHEN t.enabled THEN t.next_run_at END,
                               CASE WHEN t.enabled THEN t.retry_at END, t.manual_at) END AS due_at
@@ -57,8 +58,12 @@ WITH outcome AS (
     WHERE mine.due_at < others.due_at OR (mine.due_at IS NOT NULL AND others.due_at IS NULL)
 ), notified AS (
     SELECT pg_notify($13, 'released') FROM sooner
+), share_back AS (
+    -- A share of a limit shared by tasks came back (crate::limits): the nodes whose ticks
+    -- wait for it look again now, not at their next retry.
+    SELECT pg_notify($13, 'released') WHERE EXISTS (SELECT 1 FROM released WHERE held_limit)
 )
 SELECT o.run_id, (rl.run_id IS NOT NULL) AS lock_held,
-       (SELECT count(*) FROM notified) AS notified
+       (SELECT count(*) FROM notified) + (SELECT count(*) FROM share_back) AS notified
 FROM outcome AS o
 LEFT JOIN released AS rl ON rl.run_id = o.run_id

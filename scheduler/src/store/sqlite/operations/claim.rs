@@ -206,6 +206,42 @@ impl ClaimSteps for Steps<'_> {
         Ok(all)
     }
 
+    async fn limit_rooms(
+        &mut self,
+        names: &[String],
+    ) -> Result<Vec<(String, crate::limits::Room)>, sqlx::Error> {
+        let json = names_json(names);
+        let mut rooms: std::collections::HashMap<String, crate::limits::Room> =
+            std::collections::HashMap::new();
+        for row in sqlx::query(query!("limit_lock"))
+            .bind(&json)
+            .fetch_all(&mut *self.tx)
+            .await?
+        {
+            rooms.entry(row.text("name")?).or_default().size = u32::try_from(row.int("size")?).ok();
+        }
+        for row in sqlx::query(query!("limit_holders"))
+            .bind(&json)
+            .fetch_all(&mut *self.tx)
+            .await?
+        {
+            rooms.entry(row.text("name")?).or_default().holders =
+                u32::try_from(row.int("holders")?).unwrap_or(u32::MAX);
+        }
+        Ok(rooms.into_iter().collect())
+    }
+
+    async fn mark_waiting(&mut self, names: &[String]) -> Result<(), sqlx::Error> {
+        for name in names {
+            sqlx::query(query!("limit_waiting"))
+                .bind(name)
+                .bind(micros(self.now))
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        Ok(())
+    }
+
     async fn skip(&mut self, skips: &[TaskSkip]) -> Result<(), sqlx::Error> {
         for skip in skips {
             let (set_next, next, tick) = next_values(skip.next_run_at);
@@ -252,6 +288,7 @@ impl ClaimSteps for Steps<'_> {
                 .bind(micros(now))
                 .bind(tick)
                 .bind(micros(plan.starts_at))
+                .bind(task.limit.as_deref())
                 .fetch_optional(&mut *self.tx)
                 .await?;
             let Some(fencing_token) = fence else {

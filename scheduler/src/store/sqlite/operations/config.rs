@@ -70,6 +70,14 @@ pub(super) async fn apply_config(
                 .execute(&mut *tx)
                 .await?;
         }
+        for (name, limit) in &by_kind.limits {
+            sqlx::query(query!("tasks_limit"))
+                .bind(name)
+                .bind(limit)
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+        }
         for (name, orphaned) in &by_kind.orphans {
             sqlx::query(query!("tasks_orphaned"))
                 .bind(name)

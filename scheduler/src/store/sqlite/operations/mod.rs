@@ -45,6 +45,7 @@ use operator::*;
 use outbox::*;
 use renew::*;
 // The operations written once for both backends.
+use crate::store::limits::{limits, save_limits};
 use crate::store::reads::*;
 use crate::store::writes::*;
 

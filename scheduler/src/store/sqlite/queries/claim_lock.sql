@@ -3,7 +3,8 @@
 -- missed-run incident). ?2 node, ?3 token, ?4 lock expiry, ?5 set the next run?, ?6 next run,
 -- ?7 trigger, ?8 tick served, ?9 clear the retry?, ?10 now, ?11 the next run's tick when jitter
 -- shifted its start (see crate::ticks::jitter), ?12 when the run is due to start (its tick, or
--- its jittered start: a run claimed ahead runs last then). Returns the task's fence, moved on by one (the run's fencing token), if the lock
+-- its jittered start: a run claimed ahead runs last then), ?13 the limit the lock holds
+-- (crate::limits; NULL: none). Returns the task's fence, moved on by one (the run's fencing token), if the lock
 -- was taken.
 UPDATE scheduler_tasks
 SET lock_owner = ?2,
@@ -19,6 +20,8 @@ SET lock_owner = ?2,
     manual_by = CASE WHEN ?7 = 'manual' THEN NULL ELSE manual_by END,
     manual_args = CASE WHEN ?7 = 'manual' THEN NULL ELSE manual_args END,
     missed_since = NULL,
+    limit_held = ?13,
+    limit_waiting_since = NULL,
     fence = fence + 1,
     last_run_at = max(?10, ?12),
     updated_at = ?10

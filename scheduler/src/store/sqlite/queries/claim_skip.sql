@@ -2,7 +2,8 @@
 -- transaction): move the schedule, drop the pending retry, end an expired pause. The skipped
 -- ticks are recorded by skips_insert in the same transaction. ?2 set the next run?, ?3 next run,
 -- ?4 clear the retry?, ?5 clear the pause?, ?6 now, ?7 clear the manual run? (a broadcast task's
--- own row, which never runs it), ?8 the next run's tick when jitter shifted its start.
+-- own row, which never runs it), ?8 the next run's tick when jitter shifted its start. A row
+-- waiting for its limit waits no more.
 UPDATE scheduler_tasks
 SET next_run_at = CASE WHEN ?2 THEN ?3 ELSE next_run_at END,
     next_tick = CASE WHEN ?2 THEN ?8 ELSE next_tick END,
@@ -15,5 +16,6 @@ SET next_run_at = CASE WHEN ?2 THEN ?3 ELSE next_run_at END,
     pause_until = CASE WHEN ?5 THEN NULL ELSE pause_until END,
     manual_at = CASE WHEN ?7 THEN NULL ELSE manual_at END,
     manual_by = CASE WHEN ?7 THEN NULL ELSE manual_by END,
+    limit_waiting_since = NULL,
     updated_at = ?6
 WHERE name = ?1 AND lock_token IS NULL

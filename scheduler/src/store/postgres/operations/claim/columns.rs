@@ -72,20 +72,23 @@ pub(super) struct Plan {
     pub(super) args_override: Vec<Option<String>>,
     pub(super) next_tick: Vec<Option<DateTime<Utc>>>,
     pub(super) starts_at: Vec<DateTime<Utc>>,
+    pub(super) limit: Vec<Option<String>>,
 }
 
 impl Plan {
-    /// Adds the run of row `name` (with the arguments a manual run overrides, if any); returns
-    /// the token of the lock it takes.
+    /// Adds the run of row `name` (with the arguments a manual run overrides, if any), holding
+    /// `limit`; returns the token of the lock it takes.
     pub(super) fn push(
         &mut self,
         name: String,
         p: ClaimPlan,
         shard: crate::Shard,
         args_override: Option<String>,
+        limit: Option<String>,
     ) -> Uuid {
         let token = Uuid::new_v4();
         self.args_override.push(args_override);
+        self.limit.push(limit);
         self.tasks.push(crate::shard::split_row(&name).0.to_owned());
         self.shard_index
             .push(i32::try_from(shard.index).unwrap_or(i32::MAX));
@@ -129,6 +132,7 @@ impl Plan {
             .bind(&self.args_override)
             .bind(&self.next_tick)
             .bind(&self.starts_at)
+            .bind(&self.limit)
     }
 }
 

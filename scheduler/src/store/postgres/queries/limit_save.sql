@@ -1,0 +1,6 @@
+-- Write the size $2 of the limit $1 (crate::limits), from the config: created, or changed if it
+-- differs. Returns a row only when something was written.
+INSERT INTO scheduler_limits (name, size, updated_at)
+VALUES ($1, $2, now())
+ON CONFLICT (name) DO UPDATE SET size = excluded.size, updated_at = excluded.updated_at
+WHERE scheduler_limits.size <> excluded.size

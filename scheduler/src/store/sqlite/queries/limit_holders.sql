@@ -1,0 +1,6 @@
+-- The holders of the limits named in the JSON array ?1 (crate::limits): the locked rows whose
+-- lock holds each limit.
+SELECT limit_held AS name, count(*) AS holders
+FROM scheduler_tasks
+WHERE lock_token IS NOT NULL AND limit_held IN (SELECT value FROM json_each(?1))
+GROUP BY limit_held
