@@ -7,6 +7,7 @@
 use super::TaskState;
 
 /// The most instances one read returns.
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 pub const MAX_INSTANCES_PER_PAGE: u32 = 1_000;
 
 /// Who owns an instance's row (column `instance_source`).
@@ -91,6 +92,7 @@ impl InstanceQuery {
 
     /// The `LIKE` pattern of [`key_contains`](Self::key_contains), lowercased, its wildcards
     /// escaped with `\` (`%` for every key).
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
     pub(crate) fn like_pattern(&self) -> String {
         let text = self
             .key_contains

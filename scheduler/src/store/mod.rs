@@ -113,9 +113,7 @@ pub(crate) use incidents::{
     AlertFold, AlertMark, FoldDecision, FoldInput, Folded, IncidentClose, IncidentQuery,
     IncidentRecord, IncidentRule, Snooze,
 };
-pub(crate) use instance_views::{
-    InstanceQuery, InstanceSource, InstanceState, MAX_INSTANCES_PER_PAGE,
-};
+pub(crate) use instance_views::{InstanceQuery, InstanceSource, InstanceState};
 pub(crate) use instances::{
     InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
     InstanceWrite,

@@ -308,7 +308,11 @@ pub(crate) async fn instance_states(
         pattern.as_str(),
         query.key.as_deref(),
         query.after_key.as_deref(),
-        limit(query.limit.clamp(1, crate::store::MAX_INSTANCES_PER_PAGE)),
+        limit(
+            query
+                .limit
+                .clamp(1, super::instance_views::MAX_INSTANCES_PER_PAGE)
+        ),
         query.removed,
     ];
     let sql = statement!("instance_states");
