@@ -72,15 +72,7 @@ pub fn plan(
         }
         let task = crate::shard::split_row(&row.name).0;
         if !validated.desired.get(task).is_some_and(|d| d.broadcast) {
-            changes.push(TaskChange::Update {
-                name: row.name.clone(),
-                cron: row.cron.clone(),
-                timezone: row.timezone.clone(),
-                calendar: row.calendar.clone(),
-                enabled: false,
-                next_run_at: None,
-            });
-            report.disabled.push(row.name.clone());
+            disable_kept(row, &mut changes, &mut report);
         }
     }
     // Shards of a task that has fewer now (or is absent from the config): disabled, kept.
@@ -91,15 +83,7 @@ pub fn plan(
         }
         let wanted = validated.desired.get(task).map_or(0, |d| d.shards);
         if index >= wanted {
-            changes.push(TaskChange::Update {
-                name: row.name.clone(),
-                cron: row.cron.clone(),
-                timezone: row.timezone.clone(),
-                calendar: row.calendar.clone(),
-                enabled: false,
-                next_run_at: None,
-            });
-            report.disabled.push(row.name.clone());
+            disable_kept(row, &mut changes, &mut report);
         }
     }
 
@@ -111,15 +95,7 @@ pub fn plan(
         if let Some(row) = rows.get(name.as_str())
             && row.enabled
         {
-            changes.push(TaskChange::Update {
-                name: name.clone(),
-                cron: row.cron.clone(),
-                timezone: row.timezone.clone(),
-                calendar: row.calendar.clone(),
-                enabled: false,
-                next_run_at: None,
-            });
-            report.disabled.push(name.clone());
+            disable_kept(row, &mut changes, &mut report);
             report.removed.push(name.clone());
         }
     }
@@ -211,6 +187,24 @@ fn plan_instances(
 
 /// The changes that bring one row (a task's, one of its shards', or an instance's, named
 /// `name`) to `desired`.
+/// Disables `row`, keeping it (its schedule as stored, no next run): what the config does to a
+/// row it no longer wants run.
+pub(super) fn disable_kept(
+    row: &TaskRow,
+    changes: &mut Vec<TaskChange>,
+    report: &mut ReconcileReport,
+) {
+    changes.push(TaskChange::Update {
+        name: row.name.clone(),
+        cron: row.cron.clone(),
+        timezone: row.timezone.clone(),
+        calendar: row.calendar.clone(),
+        enabled: false,
+        next_run_at: None,
+    });
+    report.disabled.push(row.name.clone());
+}
+
 pub(super) fn plan_row(
     name: &str,
     desired: &crate::config::DesiredTask,

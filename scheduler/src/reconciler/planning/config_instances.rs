@@ -96,14 +96,6 @@ pub(super) fn plan_config_instances(
         if desired.instances.contains_key(key) || refused.contains(row.name.as_str()) {
             continue;
         }
-        changes.push(TaskChange::Update {
-            name: row.name.clone(),
-            cron: row.cron.clone(),
-            timezone: row.timezone.clone(),
-            calendar: row.calendar.clone(),
-            enabled: false,
-            next_run_at: None,
-        });
-        report.disabled.push(row.name.clone());
+        super::disable_kept(row, changes, report);
     }
 }
