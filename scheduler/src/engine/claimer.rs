@@ -113,6 +113,10 @@ pub(crate) struct ClaimLoop {
     /// When the earliest due time the store gave last comes (a pass ahead of it that claims
     /// nothing waits for it instead of retrying).
     due_instant: Option<Instant>,
+    /// When, on the store's clock, the claim of the earliest due time the store gave last may
+    /// run (that time less the lead): a timer wake on a test's clock is a known due time only
+    /// once the clock has come this far (see `pacing::woke`).
+    claim_from: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl ClaimLoop {
@@ -128,6 +132,7 @@ impl ClaimLoop {
             contended: 0,
             late: false,
             due_instant: None,
+            claim_from: None,
         }
     }
 
@@ -180,6 +185,7 @@ impl ClaimLoop {
             };
             self.due_instant = info.due_at.map(|d| Instant::now() + until(d));
             let lead = chrono::TimeDelta::from_std(ahead).unwrap_or_default();
+            self.claim_from = info.due_at.and_then(|d| d.checked_sub_signed(lead));
             let due = info.due_at.filter(|d| *d <= info.db_now + lead).is_some();
             let expired = info.expiry_at.filter(|e| *e <= info.db_now).is_some();
             let watched = self.takeover.next_decision(wait);

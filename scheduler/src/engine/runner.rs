@@ -78,10 +78,15 @@ pub(crate) async fn run(
         let started = *began.as_ref().unwrap_or(&Instant::now());
         // The handler's start on the store's clock: recorded with the run's end (none for a run
         // that never started) and observed as its lag, one value for the history, the
-        // dashboard's lateness and the metric.
-        let started_at = began
-            .is_ok()
-            .then(|| db_clock_at(&claimed, claim_sent, started));
+        // dashboard's lateness and the metric. A test's clock is read, not estimated: it may
+        // have been moved during the claim, which the claim's round trip does not show.
+        let started_at = began.is_ok().then(|| {
+            shared
+                .settings
+                .clock
+                .test_now()
+                .unwrap_or_else(|| db_clock_at(&claimed, claim_sent, started))
+        });
         if let Some(at) = started_at {
             let _ = started_cell.set(at);
         }

@@ -102,12 +102,15 @@ impl Service for ClaimLoop {
     }
 
     fn woke(&mut self, by: Woke) {
-        // Slept until a due time the store gave: claim at once, without asking again. Not on a
-        // test's clock: the pause ran on Tokio's clock, which a frozen test clock does not
-        // follow, so the due time may not have come on it.
+        // Slept until a due time the store gave: claim at once, without asking again. On a
+        // test's clock only once it has come that far: the pause ran on Tokio's clock, which a
+        // frozen test clock does not follow (a flowing one does, as the system clock).
         self.known_due = by == Woke::Timer
             && self.due_at_end
-            && matches!(self.shared.settings.clock, crate::clock::Clock::System);
+            && match self.shared.settings.clock.test_now() {
+                None => true,
+                Some(now) => self.claim_from.is_some_and(|from| now >= from),
+            };
     }
 }
 
