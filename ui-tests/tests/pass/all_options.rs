@@ -8,14 +8,20 @@ use scheduler::task;
     retries = 0,
     backoff = "1500us",
     misfire = "skip",
-    lock_lifetime = "1s",
+    lock_lifetime = "1s"
 )]
 async fn all_options() {}
 
-#[task(name = "otherPolicies", misfire = "once", recovery = "rerun", retries = 100)]
+#[task(
+    name = "otherPolicies",
+    misfire = "once",
+    recovery = "rerun",
+    retries = 100
+)]
 async fn other_policies() {}
 
-fn main() {
+#[test]
+fn as_declared() {
     let registry = scheduler::TaskRegistry::collect().unwrap();
     assert!(registry.contains("allOptions"));
     assert!(registry.contains("otherPolicies"));

@@ -5,18 +5,28 @@ use scheduler::{Isolation, TaskRegistry, task};
 #[task(name = "isolated", isolation = "process")]
 async fn isolated() {}
 
-#[task(memory_limit = "512MiB", isolation = "process", name = "isolatedBinary")]
+#[task(
+    memory_limit = "512MiB",
+    isolation = "process",
+    name = "isolatedBinary"
+)]
 async fn isolated_binary() -> Result<(), std::io::Error> {
     Ok(())
 }
 
-#[task(name = "isolatedDecimal", isolation = "process", memory_limit = "2 GB", timeout = "5m")]
+#[task(
+    name = "isolatedDecimal",
+    isolation = "process",
+    memory_limit = "2 GB",
+    timeout = "5m"
+)]
 async fn isolated_decimal(_ctx: scheduler::TaskContext) {}
 
 #[task(name = "inProcess", isolation = "in-process")]
 async fn in_process() {}
 
-fn main() {
+#[test]
+fn as_declared() {
     let registry = TaskRegistry::collect().unwrap();
     let options = |name| registry.get(name).unwrap().options;
     assert_eq!(options("isolated").isolation, Some(Isolation::Process));

@@ -16,7 +16,8 @@ mod nested {
 #[task(name = "fourth")]
 async fn fourth() {}
 
-fn main() {
+#[test]
+fn as_declared() {
     let registry = TaskRegistry::collect().unwrap();
     assert_eq!(
         registry.names().collect::<Vec<_>>(),

@@ -17,7 +17,8 @@ macro_rules! define_task_with_policy {
 
 define_task_with_policy!("viaMacroPolicy", "10s", 2, "skip", via_macro_policy);
 
-fn main() {
+#[test]
+fn as_declared() {
     let registry = scheduler::TaskRegistry::collect().unwrap();
     assert!(registry.contains("viaMacro"));
     let policy = registry.get("viaMacroPolicy").unwrap().options;

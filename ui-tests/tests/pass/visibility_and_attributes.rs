@@ -13,7 +13,8 @@ pub mod jobs {
     pub(crate) async fn crate_task() {}
 }
 
-fn main() {
+#[test]
+fn as_declared() {
     // Still callable like any function.
     let _ = jobs::public_task(scheduler::TaskContext::standalone("public.task"));
     let _ = jobs::crate_task();
