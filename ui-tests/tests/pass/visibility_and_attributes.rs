@@ -4,7 +4,7 @@ pub mod jobs {
     /// Doc comments and other attributes are kept on the function.
     #[task(name = "public.task")]
     #[allow(clippy::needless_return)]
-    #[must_use]
+    #[must_use = "the run's outcome"]
     pub async fn public_task(_ctx: TaskContext) -> anyhow::Result<()> {
         return Ok(());
     }
@@ -16,6 +16,8 @@ pub mod jobs {
 #[test]
 fn as_declared() {
     // Still callable like any function.
-    let _ = jobs::public_task(scheduler::TaskContext::standalone("public.task"));
-    let _ = jobs::crate_task();
+    drop(jobs::public_task(scheduler::TaskContext::standalone(
+        "public.task",
+    )));
+    drop(jobs::crate_task());
 }
