@@ -476,6 +476,7 @@ contract![
     a_row_pinned_to_a_node_is_offered_and_woken_for_on_that_node_only,
     rows_left_out_of_a_claim_are_neither_offered_nor_locked,
     an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited,
+    a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs,
     the_heartbeat_counts_the_instances,
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
@@ -5202,6 +5203,84 @@ fn write_plan(next: Option<DateTime<Utc>>) -> InstancePlan {
         next_run_at: next,
         next_tick: None,
     }
+}
+
+/// A task's pause holds its instances with it (each takes the task's pause), a pause replaced
+/// is replaced on them too, and the task's resume ends theirs, each planned on its own row; an
+/// instance paused on its own keeps its own pause through all of it.
+async fn a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs(s: &dyn Store, _: &Arrange) {
+    let t = now_s() + HOUR;
+    seed(s, &[("rep", t), ("other", t)]).await;
+    for (task, key) in [("rep", "a"), ("rep", "b"), ("other", "a")] {
+        written(
+            upsert(s, &instance(task, key, None), write_plan(Some(t)))
+                .await
+                .2,
+        );
+    }
+    let pause_of = |state: TaskState| state.pause.map(|p| (p.by, p.reason, p.until));
+    let own = Pause::new(now_s(), "ann", "tenant b on hold", None);
+    assert!(
+        s.pause_task("rep/b", &own, &audit("pause", "rep/b"))
+            .await
+            .unwrap()
+    );
+    let pause = Pause::new(now_s(), "bob", "incident 42", None);
+    assert!(
+        s.pause_task("rep", &pause, &audit("pause", "rep"))
+            .await
+            .unwrap()
+    );
+    let inherited = Some(("bob".to_owned(), "incident 42".to_owned(), None));
+    let kept = Some(("ann".to_owned(), "tenant b on hold".to_owned(), None));
+    assert_eq!(pause_of(task_state(s, "rep/a").await), inherited);
+    assert_eq!(pause_of(task_state(s, "rep/b").await), kept);
+    assert_eq!(
+        pause_of(task_state(s, "other/a").await),
+        None,
+        "another task's"
+    );
+    assert!(row(s, "rep/a").await.paused);
+
+    // A pause in force replaced: on the instances that hold it too.
+    let longer = Pause::new(now_s(), "carol", "longer", Some(t + HOUR));
+    assert!(
+        s.pause_task("rep", &longer, &audit("pause", "rep"))
+            .await
+            .unwrap()
+    );
+    let inherited = Some(("carol".to_owned(), "longer".to_owned(), Some(t + HOUR)));
+    assert_eq!(pause_of(task_state(s, "rep/a").await), inherited);
+    assert_eq!(pause_of(task_state(s, "rep/b").await), kept);
+
+    // The task's resume plans the task's row and each instance that held its pause.
+    let seen: Mutex<Vec<String>> = Mutex::default();
+    let planner = |row: &TaskState, _: DateTime<Utc>| {
+        seen.lock().unwrap().push(row.name.clone());
+        let next = if row.name == "rep" { t } else { t + HOUR * 2 };
+        ResumePlan::new(
+            Some(next),
+            vec![skip(&row.name, SkipReason::Paused, t - HOUR, t, 1)],
+        )
+    };
+    let ended = s
+        .resume_task("rep", &audit("resume", "rep"), &planner)
+        .await
+        .unwrap()
+        .expect("the task's pause ended");
+    assert_eq!(
+        (ended.by.as_str(), ended.reason.as_str()),
+        ("carol", "longer")
+    );
+    assert_eq!(*seen.lock().unwrap(), ["rep", "rep/a"]);
+    let a = task_state(s, "rep/a").await;
+    assert_eq!(
+        (a.pause.is_none(), a.next_run_at),
+        (true, Some(t + HOUR * 2))
+    );
+    assert_eq!(pause_of(task_state(s, "rep/b").await), kept);
+    let paused = skip("rep/a", SkipReason::Paused, t - HOUR, t, 1);
+    assert_eq!(s.skips("rep/a", t - HOUR * 2).await.unwrap(), [paused]);
 }
 
 /// The heartbeat counts every instance in the store, enabled or not, and no task's own row or

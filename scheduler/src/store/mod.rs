@@ -369,10 +369,12 @@ pub trait OperatorStore: Send + Sync {
         audit: &AuditEntry,
     ) -> StoreResult<RunRequest>;
     /// Pauses `task` (audited); false if there is no such task. A pause already in force is
-    /// replaced.
+    /// replaced. A task's instances take its pause too: those not paused, and those holding
+    /// the pause it replaces (one paused on its own keeps its own).
     async fn pause_task(&self, task: &str, pause: &Pause, audit: &AuditEntry) -> StoreResult<bool>;
-    /// Ends `task`'s pause (audited), writing what `planner` decides on the locked row; returns
-    /// the pause that ended, or `None` if the task was not paused (or does not exist).
+    /// Ends `task`'s pause (audited), writing what `planner` decides on the locked row, and on
+    /// each of its instances' rows that held the same pause; returns the pause that ended, or
+    /// `None` if the task was not paused (or does not exist).
     async fn resume_task(
         &self,
         task: &str,

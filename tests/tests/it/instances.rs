@@ -13,6 +13,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use common::*;
 use scheduler::config::{ConfigDocument, TaskConfig};
+use scheduler::testing::operate::{self, Actor};
 use scheduler::testing::store::RunStatus;
 use scheduler::{Error, InstanceRefusal, Schedule, Schedules, TaskContext, task};
 use serde::Deserialize;
@@ -24,6 +25,7 @@ on_both_backends! {
     every_tick_of_every_instance_runs_once_across_two_nodes,
     an_upsert_changes_an_instance_in_place_and_keeps_its_history,
     a_removed_instance_finishes_its_run_in_flight_and_runs_no_more,
+    pausing_a_task_holds_its_instances_and_resuming_it_ends_only_what_it_held,
     arguments_that_do_not_decode_fail_the_run_with_the_reason,
     a_document_leaves_instances_alone_but_disabling_the_task_disables_them,
     what_is_refused_says_why,
@@ -275,6 +277,71 @@ async fn a_removed_instance_finishes_its_run_in_flight_and_runs_no_more(db: &Tes
             .any(|a| a.action == "instance remove" && a.detail == "hold"),
         "{audit:?}"
     );
+}
+
+/// Pausing the task holds every instance of it (by the handlers' own record: no start while
+/// paused), and resuming the task ends that hold; an instance paused on its own before stays
+/// paused through the task's resume, until resumed itself.
+async fn pausing_a_task_holds_its_instances_and_resuming_it_ends_only_what_it_held(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let (schedules, running) = nodes(db, &["a"], &log).await;
+    for (key, tenant) in [("t1", 1), ("t2", 2)] {
+        schedules.upsert(every_second(key, tenant)).await.unwrap();
+    }
+    wait_stepping(db, Duration::from_secs(60), "two ticks of each", || async {
+        log.ticks_of("t1").len() >= 2 && log.ticks_of("t2").len() >= 2
+    })
+    .await;
+    let ops = Actor::new("ops", "test");
+    assert!(
+        operate::pause(db.api(), "inst.sync/t2", &ops, "tenant on hold", None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        operate::pause(db.api(), "inst.sync", &ops, "maintenance", None)
+            .await
+            .unwrap()
+    );
+    // Runs under way (a second's tick, claimed before the pause) end; then none starts.
+    db.elapse(Duration::from_secs(2)).await;
+    let before = log.runs.lock().unwrap().len();
+    db.elapse(Duration::from_secs(3)).await;
+    assert_eq!(
+        log.runs.lock().unwrap().len(),
+        before,
+        "no instance started while its task was paused"
+    );
+
+    let ended = operate::resume(db.api(), "inst.sync", &ops).await.unwrap();
+    assert_eq!(ended.map(|p| p.reason), Some("maintenance".to_owned()));
+    let (t1, t2) = (log.ticks_of("t1").len(), log.ticks_of("t2").len());
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "two ticks of t1 after the resume",
+        || async { log.ticks_of("t1").len() >= t1 + 2 },
+    )
+    .await;
+    assert_eq!(
+        log.ticks_of("t2").len(),
+        t2,
+        "the instance paused on its own stays paused"
+    );
+    operate::resume(db.api(), "inst.sync/t2", &ops)
+        .await
+        .unwrap()
+        .expect("its own pause ended");
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "a tick of t2 after its own resume",
+        || async { log.ticks_of("t2").len() > t2 },
+    )
+    .await;
+    for n in running {
+        n.stop().await;
+    }
 }
 
 /// Arguments the handler cannot decode: the run is recorded failed, saying why.

@@ -71,8 +71,8 @@ struct PauseResult {
     pause: PauseView,
 }
 
-/// Pauses the task cluster-wide: no new runs until resumed or `until`. Survives config
-/// reconciles. Audited.
+/// Pauses the task cluster-wide, and every instance of it not paused on its own: no new runs
+/// until resumed or `until`. Survives config reconciles. Audited.
 #[utoipa::path(post, path = "/api/tasks/{name}/pause", tag = "tasks",
     security(("bearer" = [])),
     params(("name" = String, Path, description = "The task's name"),
@@ -135,7 +135,8 @@ struct ResumeResult {
     ended: Option<PauseView>,
 }
 
-/// Ends the task's pause; the ticks due meanwhile are recorded as skipped (`paused`). Audited.
+/// Ends the task's pause, and that of the instances it held; the ticks due meanwhile are
+/// recorded as skipped (`paused`) on each row. Audited.
 #[utoipa::path(post, path = "/api/tasks/{name}/resume", tag = "tasks",
     security(("bearer" = [])),
     params(("name" = String, Path, description = "The task's name"),

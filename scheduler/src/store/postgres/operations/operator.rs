@@ -89,6 +89,14 @@ pub(super) async fn pause_task(
     audit: &AuditEntry,
 ) -> StoreResult<bool> {
     write_tx!(store, "pause_task", |tx, ()| {
+        // Its instances first, while the task's pause in force is still the one on its row.
+        sqlx::query(query!("pause_instances"))
+            .bind(task)
+            .bind(&pause.by)
+            .bind(&pause.reason)
+            .bind(pause.until)
+            .execute(&mut *tx)
+            .await?;
         let found = sqlx::query(query!("pause_task"))
             .bind(task)
             .bind(&pause.by)
@@ -121,15 +129,31 @@ pub(super) async fn resume_task(
         };
         let state = task_state(&row)?;
         let db_now: DateTime<Utc> = row.try_get("db_now")?;
-        let plan = planner(&state, db_now);
-        sqlx::query(query!("resume_apply"))
-            .bind(task)
-            .bind(plan.next_run_at)
-            .execute(&mut *tx)
-            .await?;
-        SkipColumns::collect(plan.skips.iter())
-            .insert(&mut tx)
-            .await?;
+        // The task's row, then each of its instances that held its pause: each planned on its
+        // own schedule.
+        let mut rows = vec![state.clone()];
+        if let Some(pause) = &state.pause {
+            for row in sqlx::query(query!("resume_instances"))
+                .bind(task)
+                .bind(pause.at)
+                .bind(&pause.by)
+                .fetch_all(&mut *tx)
+                .await?
+            {
+                rows.push(task_state(&row)?);
+            }
+        }
+        for row in &rows {
+            let plan = planner(row, db_now);
+            sqlx::query(query!("resume_apply"))
+                .bind(&row.name)
+                .bind(plan.next_run_at)
+                .execute(&mut *tx)
+                .await?;
+            SkipColumns::collect(plan.skips.iter())
+                .insert(&mut tx)
+                .await?;
+        }
         insert_audit(&mut tx, audit).await?;
         notify_on(&mut tx, store, "resume").await?;
         state.pause

@@ -100,6 +100,15 @@ pub(super) async fn pause_task(
     audit: &AuditEntry,
 ) -> StoreResult<bool> {
     write_tx!(store, "pause_task", |tx, now| {
+        // Its instances first, while the task's pause in force is still the one on its row.
+        sqlx::query(query!("pause_instances"))
+            .bind(task)
+            .bind(&pause.by)
+            .bind(&pause.reason)
+            .bind(pause.until.map(micros))
+            .bind(micros(now))
+            .execute(&mut *tx)
+            .await?;
         let found = sqlx::query(query!("pause_task"))
             .bind(task)
             .bind(&pause.by)
@@ -133,14 +142,30 @@ pub(super) async fn resume_task(
             return Ok(None);
         };
         let state = task_state(&row)?;
-        let plan = planner(&state, now);
-        sqlx::query(query!("resume_apply"))
-            .bind(task)
-            .bind(plan.next_run_at.map(micros))
-            .bind(micros(now))
-            .execute(&mut *tx)
-            .await?;
-        insert_skips(&mut tx, &plan.skips, now).await?;
+        // The task's row, then each of its instances that held its pause: each planned on its
+        // own schedule.
+        let mut rows = vec![state.clone()];
+        if let Some(pause) = &state.pause {
+            for row in sqlx::query(query!("resume_instances"))
+                .bind(task)
+                .bind(micros(pause.at))
+                .bind(&pause.by)
+                .fetch_all(&mut *tx)
+                .await?
+            {
+                rows.push(task_state(&row)?);
+            }
+        }
+        for row in &rows {
+            let plan = planner(row, now);
+            sqlx::query(query!("resume_apply"))
+                .bind(&row.name)
+                .bind(plan.next_run_at.map(micros))
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+            insert_skips(&mut tx, &plan.skips, now).await?;
+        }
         insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
         state.pause
     })?;
