@@ -5491,6 +5491,26 @@ async fn a_manual_runs_arguments_replace_its_rows_for_that_run_only(s: &dyn Stor
     let record = run_record_of(s, run.run_id).await;
     assert_eq!(record.args_override.as_deref(), Some(other));
     assert_eq!(record.instance_key.as_deref(), Some("t-1"));
+    // Handed back before it started (its node stopped, or it was lost and is run again): the
+    // manual run requeued is the same request, offered and claimed again with its arguments.
+    let mut handed_back = finish(&run, RunStatus::Interrupted, None, FailureCount::Keep);
+    handed_back.requeue = Some(Requeue::Manual {
+        at: run.scheduled_at,
+        by: Some("alice".into()),
+    });
+    assert!(finish_one(s, handed_back).await);
+    let rules = Rules::hourly().plan(serve_manual);
+    let run = claim_one(s, "rep", &rules).await;
+    assert_eq!(rules.tasks()[0].manual_args.as_deref(), Some(other));
+    assert_eq!(
+        (run.trigger, run.args.as_deref()),
+        (Trigger::Manual, Some(other)),
+        "the requeued run reads the override again"
+    );
+    assert_eq!(
+        run_record_of(s, run.run_id).await.args_override.as_deref(),
+        Some(other)
+    );
     assert!(
         finish_one(
             s,

@@ -19,6 +19,10 @@ SET lock_owner = NULL,
     retry_attempt = CASE WHEN d.rq_kind = 'retry' THEN d.rq_attempt ELSE t.retry_attempt END,
     manual_at = CASE WHEN d.rq_kind = 'manual' THEN d.rq_at ELSE t.manual_at END,
     manual_by = CASE WHEN d.rq_kind = 'manual' THEN d.rq_by ELSE t.manual_by END,
+    -- A manual run requeued is the same request: with the arguments its run was given.
+    manual_args = CASE WHEN d.rq_kind = 'manual'
+                       THEN (SELECT r.args_override FROM scheduler_runs AS r WHERE r.id = d.run_id)
+                       ELSE t.manual_args END,
     last_finished_at = CASE WHEN d.run_id IS NULL THEN t.last_finished_at
                             ELSE clock_timestamp() END,
     last_status = COALESCE(d.status, t.last_status),

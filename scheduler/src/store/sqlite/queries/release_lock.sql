@@ -22,6 +22,10 @@ SET lock_owner = NULL,
     retry_attempt = CASE WHEN ?7 = 'retry' THEN ?9 ELSE retry_attempt END,
     manual_at = CASE WHEN ?7 = 'manual' THEN ?10 ELSE manual_at END,
     manual_by = CASE WHEN ?7 = 'manual' THEN ?11 ELSE manual_by END,
+    -- A manual run requeued is the same request: with the arguments its run was given.
+    manual_args = CASE WHEN ?7 = 'manual'
+                       THEN (SELECT r.args_override FROM scheduler_runs AS r WHERE r.id = ?3)
+                       ELSE manual_args END,
     last_finished_at = CASE WHEN ?3 IS NULL THEN last_finished_at ELSE ?12 END,
     last_status = COALESCE(?4, last_status),
     last_error = CASE WHEN ?3 IS NULL THEN last_error ELSE ?5 END,
