@@ -394,7 +394,7 @@ async fn backfill_claimed(
 
 pub(super) async fn reschedule(
     store: &PgStore,
-    next_runs: &[(String, DateTime<Utc>, Option<DateTime<Utc>>)],
+    next_runs: &[crate::store::Reschedule],
 ) -> StoreResult<Vec<String>> {
     let names: Vec<&str> = next_runs.iter().map(|(n, _, _)| n.as_str()).collect();
     let next: Vec<DateTime<Utc>> = next_runs.iter().map(|(_, start, _)| *start).collect();

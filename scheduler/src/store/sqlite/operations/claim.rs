@@ -353,7 +353,7 @@ impl ClaimSteps for Steps<'_> {
 
 pub(super) async fn reschedule(
     store: &SqliteStore,
-    next_runs: &[(String, DateTime<Utc>, Option<DateTime<Utc>>)],
+    next_runs: &[crate::store::Reschedule],
 ) -> StoreResult<Vec<String>> {
     write_tx!(store, "reschedule", |tx, now| {
         let mut changed = Vec::new();
