@@ -77,7 +77,8 @@ pub(crate) struct TickView {
     /// How long the latest attempt took (so far, while running), in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     duration_seconds: Option<f64>,
-    /// How late the first attempt started, in seconds (of a sharded tick: its first shard).
+    /// How late the first attempt started, in seconds (of a sharded tick: its first shard),
+    /// counted from the tick's start: the tick shifted by the task's jitter, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     late_seconds: Option<f64>,
     /// A sharded tick's shards (a task with `shards = N`, N > 1): how many are done, and each
@@ -137,7 +138,7 @@ pub(crate) struct ShardRunView {
     node_id: String,
     /// Attempts made at the shard.
     attempts: i32,
-    /// How late its first attempt started, in seconds.
+    /// How late its first attempt started, in seconds, from the tick's start (see the tick's).
     #[serde(skip_serializing_if = "Option::is_none")]
     late_seconds: Option<f64>,
 }
