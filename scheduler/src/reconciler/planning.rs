@@ -127,8 +127,9 @@ pub fn plan(
 }
 
 /// The jitter window stored on each accepted task's own row: the task's window (its config
-/// entry's, else its attribute's, else zero), written when it differs from the row's. Writers without the config read it there: an instance upsert through the admin API
-/// or the command line starts its first tick at its offset in the task's window.
+/// entry's, else its attribute's, else zero), written when it differs from the row's. Writers
+/// without the config read it there: an instance upsert through the admin API or the command
+/// line starts its first tick at its offset in the task's window, and the upkeep's repair.
 fn plan_task_windows(
     validated: &ValidatedConfig,
     rows: &BTreeMap<&str, &TaskRow>,
