@@ -425,10 +425,11 @@ pub fn resume_plan(state: &TaskState, now: DateTime<Utc>) -> ResumePlan {
     match state.next_run_at {
         Some(next) if next <= now => ResumePlan {
             next_run_at: spec.next_after(now),
+            // From the tick it was to start (a jittered start comes after its tick).
             skips: crate::ticks::ticks_between(
                 &state.name,
                 &spec,
-                next,
+                state.next_tick.unwrap_or(next).min(next),
                 now,
                 SkipReason::Paused,
                 crate::ticks::MAX_COUNTED_TICKS,
@@ -440,3 +441,6 @@ pub fn resume_plan(state: &TaskState, now: DateTime<Utc>) -> ResumePlan {
         },
     }
 }
+
+#[cfg(test)]
+mod tests;

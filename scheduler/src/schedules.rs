@@ -369,8 +369,8 @@ impl Schedules {
             tasks,
             actor: Arc::from(actor.name.as_str()),
             source: Arc::from(actor.source.as_str()),
-            // The attribute's and the config's windows are the node's: an instance made
-            // here without its own starts its first tick unshifted (the claims shift the rest).
+            // No config nor attributes here: an instance without its own window takes its
+            // task's as the reconcile stored it on the task's row (`plan_upsert`).
             windows: Arc::new(|_: &str| Duration::ZERO),
         }
     }
@@ -492,6 +492,11 @@ pub(crate) fn plan_upsert(
         return InstancePlan::ConfigOwned;
     }
     let enabled = task.enabled;
+    // Its own window, else its task's as the reconcile stored it, else as the caller knows it.
+    let window = match write.jitter {
+        Some(own) => own,
+        None => task.jitter.unwrap_or(window),
+    };
     let row = write.row();
     let next = |floor: Option<DateTime<Utc>>| {
         let floor = floor.map_or(now, |claimed| claimed.max(now));

@@ -425,6 +425,7 @@ contract![
     prune_history_deletes_old_finished_runs_skips_and_nodes_in_batches,
     apply_config_nothing_and_stale_write_nothing,
     apply_config_creates_without_overwriting_and_updates_in_place,
+    jittered_next_runs_written_by_a_reconcile_or_the_upkeep_keep_their_tick,
     the_orphan_flag_keeps_its_first_instant_and_is_cleared,
     a_document_without_a_version_keeps_the_applied_one,
     recent_runs_are_newest_first_and_filtered_by_task,
@@ -540,6 +541,7 @@ fn create(name: &str, enabled: bool, next: Option<DateTime<Utc>>) -> TaskChange 
         calendar: None,
         enabled,
         next_run_at: next,
+        next_tick: None,
     }
 }
 
@@ -1927,7 +1929,9 @@ async fn reschedule_fills_only_enabled_unlocked_rows_without_a_next_run(
 
     let next = t + HOUR * 2;
     let changed = s
-        .reschedule(&["none", "has", "off", "locked", "missing"].map(|n| (n.to_owned(), next)))
+        .reschedule(
+            &["none", "has", "off", "locked", "missing"].map(|n| (n.to_owned(), next, None)),
+        )
         .await
         .unwrap();
     assert_eq!(changed, ["none"]);
@@ -1937,7 +1941,7 @@ async fn reschedule_fills_only_enabled_unlocked_rows_without_a_next_run(
     assert_eq!(row(s, "locked").await.next_run_at, None);
     assert!(s.reschedule(&[]).await.unwrap().is_empty());
     assert!(
-        s.reschedule(&[("none".into(), t)])
+        s.reschedule(&[("none".into(), t, None)])
             .await
             .unwrap()
             .is_empty(),
@@ -2078,6 +2082,93 @@ async fn apply_config_nothing_and_stale_write_nothing(s: &dyn Store, _: &Arrange
 const CALENDAR: &str =
     r#"{"names":["weekends"],"on_blocked":"skip","rules":{"weekly":[{"days":["sat","sun"]}]}}"#;
 
+/// A next run a reconcile or the upkeep writes with jitter is the start with its tick beside
+/// it (`next_tick`, what operators' reads show as the tick), on a created row and on an updated
+/// one; an update that keeps the next run keeps its tick, one without a shift clears it. A
+/// task's window stored by a reconcile is read back with the row and by an instance upsert of
+/// the task (its writer may know no config).
+async fn jittered_next_runs_written_by_a_reconcile_or_the_upkeep_keep_their_tick(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s();
+    let (tick, start) = (t + HOUR, t + HOUR + chrono::Duration::milliseconds(7_250));
+    let change = |create: bool, next: Option<DateTime<Utc>>, tick: Option<DateTime<Utc>>| {
+        let (name, cron, timezone) = ("j".to_owned(), "0 * * * *".to_owned(), "UTC".to_owned());
+        if create {
+            TaskChange::Create {
+                name,
+                cron,
+                timezone,
+                calendar: None,
+                enabled: true,
+                next_run_at: next,
+                next_tick: tick,
+            }
+        } else {
+            TaskChange::Update {
+                name,
+                cron,
+                timezone,
+                calendar: None,
+                enabled: true,
+                next_run_at: next,
+                next_tick: tick,
+            }
+        }
+    };
+    let window = Duration::from_secs(30);
+    apply(
+        s,
+        vec![
+            change(true, Some(start), Some(tick)),
+            TaskChange::Jitter {
+                name: "j".into(),
+                window: Some(window),
+            },
+        ],
+    )
+    .await;
+    let read = |state: TaskState| (state.next_run_at, state.next_tick);
+    assert_eq!(read(task_state(s, "j").await), (Some(start), Some(tick)));
+    assert_eq!(row(s, "j").await.jitter, Some(window));
+    // Kept: the tick stays.
+    apply(s, vec![change(false, None, None)]).await;
+    assert_eq!(read(task_state(s, "j").await), (Some(start), Some(tick)));
+    // Moved with a shift, then without one (the start is the tick).
+    let (tick2, start2) = (tick + HOUR, tick + HOUR + chrono::Duration::seconds(3));
+    apply(s, vec![change(false, Some(start2), Some(tick2))]).await;
+    assert_eq!(read(task_state(s, "j").await), (Some(start2), Some(tick2)));
+    apply(s, vec![change(false, Some(tick2), None)]).await;
+    assert_eq!(read(task_state(s, "j").await), (Some(tick2), Some(tick2)));
+
+    // The task's window, offered to an instance upsert.
+    let (facts, _, _) = upsert(s, &instance("j", "k", None), write_plan(Some(tick))).await;
+    assert_eq!(facts.task.and_then(|task| task.jitter), Some(window));
+    apply(
+        s,
+        vec![TaskChange::Jitter {
+            name: "j".into(),
+            window: None,
+        }],
+    )
+    .await;
+    assert_eq!(row(s, "j").await.jitter, None);
+
+    // The upkeep's repair: the start and its tick.
+    apply(s, vec![create("stuck", true, None)]).await;
+    let changed = s
+        .reschedule(&[("stuck".to_owned(), start, Some(tick))])
+        .await
+        .unwrap();
+    assert_eq!(changed, ["stuck"]);
+    let stuck = task_state(s, "stuck").await;
+    assert_eq!(
+        (stuck.next_run_at, stuck.next_tick),
+        (Some(start), Some(tick))
+    );
+}
+
 async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn Store, _: &Arrange) {
     let t = now_s();
     seed(s, &[("a", t), ("b", t)]).await;
@@ -2088,6 +2179,7 @@ async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn S
         calendar: Some(CALENDAR.into()),
         enabled: false,
         next_run_at: next,
+        next_tick: None,
     };
     apply(
         s,
@@ -2099,6 +2191,7 @@ async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn S
                 calendar: Some(CALENDAR.into()),
                 enabled: false,
                 next_run_at: Some(t + HOUR),
+                next_tick: None,
             },
             update("b", None),
             update("missing", Some(t)),
@@ -2195,6 +2288,7 @@ async fn the_orphan_flag_keeps_its_first_instant_and_is_cleared(s: &dyn Store, _
             calendar: None,
             enabled: true,
             next_run_at: None,
+            next_tick: None,
         }],
     )
     .await;
@@ -4182,6 +4276,7 @@ async fn disabling_records_since_when_and_enabling_clears_it(s: &dyn Store, _: &
         calendar: None,
         enabled,
         next_run_at: None,
+        next_tick: None,
     };
     tokio::time::sleep(Duration::from_millis(20)).await;
     apply(s, vec![update("a", false)]).await;

@@ -195,7 +195,14 @@ impl Maintenance {
                 Ok(spec) => {
                     let floor = row.last_scheduled_at.map_or(db_now, |t| t.max(db_now));
                     match spec.next_after(floor) {
-                        Some(next) => next_runs.push((row.name.clone(), next)),
+                        Some(tick) => {
+                            // Its first tick starts at its offset, as the claims' do.
+                            let window = stored_window(row, &rows, &parts.registry);
+                            let start =
+                                crate::ticks::jitter::start_of(&row.name, &spec, tick, window);
+                            let tick = (start != tick).then_some(tick);
+                            next_runs.push((row.name.clone(), start, tick));
+                        }
                         None => {
                             if self.unschedulable.insert(row.name.clone()) {
                                 tracing::error!(task = %row.name, cron = %row.cron, "enabled task whose schedule never fires again: it will not run");
@@ -215,6 +222,20 @@ impl Maintenance {
         }
         Ok(())
     }
+}
+
+/// The jitter window of `row` as the store and `registry` know it: its own, else its task's as
+/// the reconcile stored it on the task's own row (the config entry's, else the attribute's),
+/// else the task attribute's, else none (see [`crate::ticks::jitter::window`]).
+fn stored_window(
+    row: &crate::store::TaskRow,
+    rows: &[crate::store::TaskRow],
+    registry: &TaskRegistry,
+) -> Duration {
+    let task = crate::ticks::jitter::identity(&row.name).0;
+    let stored = rows.iter().find(|r| r.name == task).and_then(|r| r.jitter);
+    let attribute = registry.get(task).and_then(|d| d.options.jitter);
+    crate::ticks::jitter::window(row.jitter, stored, attribute)
 }
 
 impl Service for Maintenance {

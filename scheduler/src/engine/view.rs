@@ -119,6 +119,12 @@ impl EngineView {
         self.0.settings.missed_grace
     }
 
+    /// The jitter window of `task` as this node knows it: its entry's in the config this node
+    /// applied, else its attribute's, else none.
+    pub(crate) fn task_jitter(&self, task: &str) -> std::time::Duration {
+        super::config_sync::task_window(&self.0.config_view, &self.0.registry)(task)
+    }
+
     /// A stored schedule, compiled (and kept compiled, as the engine's claims use it).
     pub(crate) fn schedule(
         &self,

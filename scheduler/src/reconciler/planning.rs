@@ -87,6 +87,7 @@ pub fn plan(
         }
     }
 
+    plan_task_windows(validated, &rows, &mut changes, &mut report);
     plan_instances(validated, &rows, db_now, &mut changes, &mut report);
     config_instances::plan_config_instances(validated, &rows, db_now, &mut changes, &mut report);
 
@@ -125,6 +126,42 @@ pub fn plan(
     (changes, report)
 }
 
+/// The jitter window stored on each accepted task's own row: the task's window (its config
+/// entry's, else its attribute's, else zero), written when it differs from the row's. Writers
+/// without the config read it there: an instance upsert through the admin API or the command
+/// line starts its first tick at its offset in the task's window, and the upkeep's repair.
+fn plan_task_windows(
+    validated: &ValidatedConfig,
+    rows: &BTreeMap<&str, &TaskRow>,
+    changes: &mut Vec<TaskChange>,
+    report: &mut ReconcileReport,
+) {
+    for desired in validated.desired.values() {
+        let window = Some(desired.jitter);
+        let row = rows.get(desired.name.as_str());
+        if row.is_some_and(|r| r.jitter == window) {
+            continue;
+        }
+        changes.push(TaskChange::Jitter {
+            name: desired.name.clone(),
+            window,
+        });
+        // A row the rest of the plan left unchanged is updated now.
+        let listed = [
+            &report.updated,
+            &report.enabled,
+            &report.disabled,
+            &report.repaired,
+        ]
+        .iter()
+        .any(|names| names.contains(&desired.name));
+        if row.is_some() && !listed {
+            report.updated.push(desired.name.clone());
+            report.unchanged = report.unchanged.saturating_sub(1);
+        }
+    }
+}
+
 /// The changes to the instances of the tasks (rows `task/key`, see `crate::instance`): a
 /// document never disables nor deletes an instance, but an instance runs only while its task is
 /// enabled. An instance of a task the document disables (or removes as absent) is disabled
@@ -159,15 +196,21 @@ fn plan_instances(
         if enabled == row.enabled {
             continue;
         }
-        let next_run_at = if enabled {
-            let floor = row
-                .last_scheduled_at
-                .map_or(db_now, |claimed| claimed.max(db_now));
-            crate::ScheduleSpec::parse(&row.cron, &row.timezone)
-                .ok()
-                .and_then(|spec| spec.next_after(floor))
-        } else {
-            None
+        let (next_run_at, next_tick) = match crate::ScheduleSpec::parse(&row.cron, &row.timezone) {
+            Ok(spec) if enabled => {
+                let floor = row
+                    .last_scheduled_at
+                    .map_or(db_now, |claimed| claimed.max(db_now));
+                // Its own window, else its task's (the config entry's, else the attribute's).
+                let window = row
+                    .jitter
+                    .or_else(|| validated.desired.get(task).map(|d| d.jitter))
+                    .unwrap_or_default();
+                crate::ticks::jitter::next_run(&row.name, &spec, spec.next_after(floor), window)
+                    .columns()
+                    .unwrap_or_default()
+            }
+            _ => (None, None),
         };
         changes.push(TaskChange::Update {
             name: row.name.clone(),
@@ -176,6 +219,7 @@ fn plan_instances(
             calendar: row.calendar.clone(),
             enabled,
             next_run_at,
+            next_tick,
         });
         if enabled {
             report.enabled.push(row.name.clone());
@@ -201,6 +245,7 @@ pub(super) fn disable_kept(
         calendar: row.calendar.clone(),
         enabled: false,
         next_run_at: None,
+        next_tick: None,
     });
     report.disabled.push(row.name.clone());
 }
@@ -217,25 +262,32 @@ pub(super) fn plan_row(
     let timezone = desired.schedule.timezone().name().to_owned();
     // Stored beside the cron so every node applies the same calendar.
     let calendar = desired.schedule.calendar().map(|c| c.stored().to_owned());
-    // Never at or before a tick already claimed: a claim may have advanced the row since.
+    // Never at or before a tick already claimed: a claim may have advanced the row since. The
+    // tick starts at its offset in the task's window (see `crate::ticks::jitter`): the start,
+    // and the tick when jitter shifted the start off it.
     let next = |row: Option<&TaskRow>| {
         let floor = row
             .and_then(|r| r.last_scheduled_at)
             .map_or(db_now, |claimed| claimed.max(db_now));
-        if desired.enabled {
+        let tick = if desired.enabled {
             desired.schedule.next_after(floor)
         } else {
             None
-        }
+        };
+        crate::ticks::jitter::next_run(name, &desired.schedule, tick, desired.jitter)
+            .columns()
+            .unwrap_or_default()
     };
     let Some(row) = row else {
+        let (next_run_at, next_tick) = next(None);
         changes.push(TaskChange::Create {
             name: name.to_owned(),
             cron,
             timezone,
             calendar,
             enabled: desired.enabled,
-            next_run_at: next(None),
+            next_run_at,
+            next_tick,
         });
         report.created.push(name.to_owned());
         if desired.limit.is_some() {
@@ -299,13 +351,19 @@ pub(super) fn plan_row(
         return;
     }
     let recompute = desired.enabled && (schedule_changed || enabling || unscheduled);
+    let (next_run_at, next_tick) = if recompute {
+        next(Some(row))
+    } else {
+        (None, None)
+    };
     changes.push(TaskChange::Update {
         name: name.to_owned(),
         cron,
         timezone,
         calendar,
         enabled: desired.enabled,
-        next_run_at: if recompute { next(Some(row)) } else { None },
+        next_run_at,
+        next_tick,
     });
     if schedule_changed && !reshard && !relimit {
         report.updated.push(name.to_owned());

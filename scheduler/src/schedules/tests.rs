@@ -12,6 +12,7 @@ fn task(enabled: bool) -> InstanceTask {
         enabled,
         shards: 1,
         node_pin: None,
+        jitter: None,
     }
 }
 
@@ -238,4 +239,64 @@ fn an_upsert_starts_the_first_tick_at_its_offset_and_a_new_jitter_moves_it() {
             InstanceRefusal::BadJitter { .. }
         ));
     }
+}
+
+/// An instance without a window of its own takes its task's as the reconcile stored it on the
+/// task's row, whatever the writer knows (the admin API and the command line know none): its
+/// first tick starts at its offset; its own window still wins.
+#[test]
+fn an_upsert_without_its_own_window_starts_at_its_offset_in_the_tasks_stored_window() {
+    let now = at("2026-01-01T00:00:10.500Z");
+    let window = Duration::from_secs(30);
+    let tick = at("2026-01-01T00:01:00Z");
+    let stored = InstanceTask {
+        jitter: Some(window),
+        ..task(true)
+    };
+    let plan = |schedule: Schedule, task: InstanceTask| {
+        let (write, spec) = checked(schedule);
+        // The operator surfaces' window: none.
+        plan_upsert(
+            &write,
+            &spec,
+            Duration::ZERO,
+            &InstanceFacts {
+                task: Some(task),
+                existing: None,
+            },
+            now,
+        )
+    };
+    let spec = ScheduleSpec::parse("0 * * * * *", "UTC").unwrap();
+    let start = crate::ticks::jitter::start_of("t/k", &spec, tick, window);
+    assert!(start > tick, "{start}");
+    let schedule = Schedule::new("t", "k").cron("0 * * * * *");
+    assert_eq!(
+        plan(schedule.clone(), stored.clone()),
+        InstancePlan::Write {
+            enabled: true,
+            next_run_at: Some(start),
+            next_tick: Some(tick),
+        }
+    );
+    // None stored (a task no reconcile wrote since): the writer's (here none).
+    assert_eq!(
+        plan(schedule.clone(), task(true)),
+        InstancePlan::Write {
+            enabled: true,
+            next_run_at: Some(tick),
+            next_tick: None,
+        }
+    );
+    // Its own window over its task's.
+    let own = Duration::from_secs(5);
+    let own_start = crate::ticks::jitter::start_of("t/k", &spec, tick, own);
+    assert_eq!(
+        plan(schedule.jitter(own), stored),
+        InstancePlan::Write {
+            enabled: true,
+            next_run_at: Some(own_start),
+            next_tick: (own_start != tick).then_some(tick),
+        }
+    );
 }

@@ -46,6 +46,10 @@ pub struct TaskRow {
     /// The limit shared by tasks its runs hold, as last reconciled (see
     /// `docs/shared-limits.md`); `None`: none.
     pub limit: Option<String>,
+    /// Its jitter window as stored (`jitter_ms`): an instance's own, or on a task's own row the
+    /// task's window as last reconciled (its config entry's, else its attribute's); `None`: none
+    /// stored. See `crate::ticks::jitter`.
+    pub jitter: Option<std::time::Duration>,
 }
 
 impl TaskRow {
@@ -68,6 +72,7 @@ impl TaskRow {
             args: None,
             instance_source: super::InstanceSource::Runtime,
             limit: None,
+            jitter: None,
         }
     }
 }
@@ -88,8 +93,10 @@ pub enum TaskChange {
         calendar: Option<String>,
         /// Enabled.
         enabled: bool,
-        /// First run.
+        /// First run: when its first tick starts (the tick, or shifted by its jitter).
         next_run_at: Option<DateTime<Utc>>,
+        /// The tick `next_run_at` starts when jitter shifted it (`None`: it is the tick).
+        next_tick: Option<DateTime<Utc>>,
     },
     /// Update schedule / enabled flag of an existing row in place.
     Update {
@@ -103,8 +110,11 @@ pub enum TaskChange {
         calendar: Option<String>,
         /// Enabled.
         enabled: bool,
-        /// Recomputed next run (`None`: keep the stored one).
+        /// Recomputed next run, its start (`None`: keep the stored one, and its tick).
         next_run_at: Option<DateTime<Utc>>,
+        /// The tick a recomputed `next_run_at` starts when jitter shifted it (`None`: it is the
+        /// tick).
+        next_tick: Option<DateTime<Utc>>,
     },
     /// Set the shard count of a task's row (each of its shards' rows has one, see
     /// [`crate::shard`]); a row `task[i]` also learns its task.
@@ -135,6 +145,15 @@ pub enum TaskChange {
         name: String,
         /// The limit (`None`: none).
         limit: Option<String>,
+    },
+    /// Set the jitter window stored on a task's own row: the task's window as the reconcile
+    /// knows it (its config entry's, else its attribute's), read by the writers that have no
+    /// config (an instance made through the admin API or the command line).
+    Jitter {
+        /// The row's name.
+        name: String,
+        /// The window (`None`: none).
+        window: Option<std::time::Duration>,
     },
     /// Mark or clear the orphan flag of a row.
     Orphaned {
@@ -248,6 +267,7 @@ pub(crate) struct TaskWrite<'a> {
     pub(crate) calendar: Option<&'a str>,
     pub(crate) enabled: bool,
     pub(crate) next_run_at: Option<DateTime<Utc>>,
+    pub(crate) next_tick: Option<DateTime<Utc>>,
 }
 
 /// A sharded task's row a reconcile writes: how many shards, the task it is a node row of (if
@@ -274,6 +294,8 @@ pub(crate) struct ChangesByKind<'a> {
     pub(crate) instances: Vec<(&'a str, &'a str, &'a str, Option<&'a str>)>,
     /// Rows and the limit each names (after the creates).
     pub(crate) limits: Vec<(&'a str, Option<&'a str>)>,
+    /// Task rows and the jitter window each stores, in whole milliseconds (after the creates).
+    pub(crate) jitters: Vec<(&'a str, Option<i64>)>,
 }
 
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
@@ -290,6 +312,7 @@ impl<'a> ChangesByKind<'a> {
                     calendar,
                     enabled,
                     next_run_at,
+                    next_tick,
                 }
                 | TaskChange::Update {
                     name,
@@ -298,6 +321,7 @@ impl<'a> ChangesByKind<'a> {
                     calendar,
                     enabled,
                     next_run_at,
+                    next_tick,
                 } => {
                     let write = TaskWrite {
                         name,
@@ -306,6 +330,7 @@ impl<'a> ChangesByKind<'a> {
                         calendar: calendar.as_deref(),
                         enabled: *enabled,
                         next_run_at: *next_run_at,
+                        next_tick: next_tick.filter(|_| next_run_at.is_some()),
                     };
                     if matches!(change, TaskChange::Create { .. }) {
                         by_kind.creates.push(write);
@@ -334,6 +359,10 @@ impl<'a> ChangesByKind<'a> {
                     args,
                 } => by_kind.instances.push((name, task, key, args.as_deref())),
                 TaskChange::Limit { name, limit } => by_kind.limits.push((name, limit.as_deref())),
+                TaskChange::Jitter { name, window } => by_kind.jitters.push((
+                    name,
+                    window.map(|w| i64::try_from(w.as_millis()).unwrap_or(i64::MAX)),
+                )),
             }
         }
         by_kind

@@ -97,6 +97,9 @@ pub struct InstanceTask {
     pub shards: u32,
     /// Its node pin (a broadcast task's row has one).
     pub node_pin: Option<String>,
+    /// The task's jitter window as last reconciled (its config entry's, else its attribute's;
+    /// `None`: none stored), for an instance without a window of its own.
+    pub jitter: Option<std::time::Duration>,
 }
 
 /// What an upsert decides on, read in its transaction: the task's row and the instance's, if

@@ -56,7 +56,7 @@ macro_rules! store_methods {
                     unless finishes.is_empty();
                 record_skips(skips: &[SkipRecord]) -> StoreResult<()>, unless skips.is_empty();
                 append_run_logs(chunks: &[LogChunk]) -> StoreResult<()>, unless chunks.is_empty();
-                reschedule(next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>,
+                reschedule(next_runs: &[Reschedule]) -> StoreResult<Vec<String>>,
                     unless next_runs.is_empty();
                 overdue_tasks(late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>>;
                 open_missed(incidents: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>,

@@ -188,6 +188,11 @@ pub trait NodeStore: Send + Sync {
     async fn nodes(&self) -> StoreResult<Vec<NodeRecord>>;
 }
 
+/// A next run the upkeep gives a task that has none ([`ClaimStore::reschedule`]): the task,
+/// when its next tick starts, and that tick when jitter shifted the start off it (`None`: the
+/// start is the tick; see `crate::ticks::jitter`).
+pub type Reschedule = (String, DateTime<Utc>, Option<DateTime<Utc>>);
+
 /// Claiming and running tasks, and the upkeep of their schedule: called by the engine only (its
 /// claim loop, its lock renewals and run outcomes, and its maintenance services).
 ///
@@ -238,9 +243,11 @@ pub trait ClaimStore: Send + Sync {
 
     // ---- upkeep (the engine's maintenance) ---------------------------------------------
 
-    /// Gives each named enabled, unlocked task that has no next run the next run decided for it;
-    /// returns the tasks changed (others got a next run or a lock meanwhile).
-    async fn reschedule(&self, next_runs: &[(String, DateTime<Utc>)]) -> StoreResult<Vec<String>>;
+    /// Gives each named enabled, unlocked task that has no next run the next run decided for it,
+    /// `(task, start, tick)`: when its next tick starts, and the tick when jitter shifted the
+    /// start off it (`None`: the start is the tick). Returns the tasks changed (others got a
+    /// next run or a lock meanwhile).
+    async fn reschedule(&self, next_runs: &[Reschedule]) -> StoreResult<Vec<String>>;
     /// Enabled, unpaused tasks without an open missed-run incident whose next run is older than
     /// `late_by`, at most `limit`.
     async fn overdue_tasks(&self, late_by: Duration, limit: u32) -> StoreResult<Vec<OverdueTask>>;

@@ -58,8 +58,10 @@ pub struct TaskState {
     pub calendar: Option<String>,
     /// Whether the config enables it.
     pub enabled: bool,
-    /// The next scheduled run.
+    /// The next scheduled run: when its tick starts (the tick, or shifted by the task's jitter).
     pub next_run_at: Option<DateTime<Utc>>,
+    /// The tick the next scheduled run serves (`next_run_at` itself without jitter).
+    pub next_tick: Option<DateTime<Utc>>,
     /// The node holding its lock (a run is going, or its outcome is being written).
     pub lock_owner: Option<String>,
     /// When that lock expires unless renewed.

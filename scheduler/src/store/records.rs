@@ -96,6 +96,7 @@ pub(crate) fn task_state(row: &impl ReadRow) -> Result<TaskState, sqlx::Error> {
         calendar: row.text_opt("calendar")?,
         enabled: row.flag("enabled")?,
         next_run_at: row.time_opt("next_run_at")?,
+        next_tick: row.time_opt("next_tick")?.or(row.time_opt("next_run_at")?),
         lock_owner: row.text_opt("lock_owner")?,
         lock_expires_at: row.time_opt("lock_expires_at")?,
         last_run_at: row.time_opt("last_run_at")?,
@@ -137,6 +138,7 @@ pub(crate) fn task_row(row: &impl ReadRow) -> Result<TaskRow, sqlx::Error> {
     task.args = row.text_opt("args")?;
     task.instance_source = InstanceSource::parse(row.text_opt("instance_source")?.as_deref());
     task.limit = row.text_opt("limit_name")?;
+    task.jitter = jitter_of(row)?;
     Ok(task)
 }
 
@@ -178,6 +180,7 @@ pub(crate) fn instance_task(row: &impl ReadRow) -> Result<InstanceTask, sqlx::Er
         enabled: row.flag("enabled")?,
         shards: u32::try_from(row.int("shards")?).unwrap_or(1),
         node_pin: row.text_opt("node_pin")?,
+        jitter: jitter_of(row)?,
     })
 }
 

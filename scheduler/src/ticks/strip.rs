@@ -173,9 +173,10 @@ pub(crate) fn fold_shards(shards: &Shards) -> RunStatus {
 }
 
 /// The shards of a tick from its runs (any shard, any attempt), if the tick is sharded or a
-/// `broadcast`'s (then `settled` when it is past its missed grace).
+/// `broadcast`'s (then `settled` when it is past its missed grace); each shard is as late as its
+/// first attempt started after the tick's `start` (the tick shifted by its jitter).
 fn shards_of(
-    at: DateTime<Utc>,
+    start: DateTime<Utc>,
     runs: &[&RunRecord],
     broadcast: bool,
     settled: bool,
@@ -205,7 +206,7 @@ fn shards_of(
                 late: first
                     .filter(|r| r.trigger != Trigger::Manual)
                     .and_then(|r| r.started_at)
-                    .map(|s| s - at),
+                    .map(|s| s - start),
             })
         })
         .collect();
@@ -244,6 +245,9 @@ pub(crate) struct Facts<'a> {
     pub since: DateTime<Utc>,
     /// The node's fixed missed grace, if it sets one (see [`missed_grace`]).
     pub missed_grace: Option<Duration>,
+    /// The task's jitter window: a tick's lateness and its missed grace count from its start
+    /// (see `crate::ticks::jitter`), not from the tick.
+    pub jitter: Duration,
 }
 
 /// Where a strip of `count` ticks ending at `now` starts: a little before the `count`-th last
@@ -339,12 +343,18 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
             missed_grace(spec, at, f.missed_grace)
         })
     };
+    // When a tick starts: shifted by the task's jitter, as the metrics count lateness.
+    let start = |at| {
+        spec.map_or(at, |spec| {
+            super::jitter::start_of(&f.state.name, spec, at, f.jitter)
+        })
+    };
     let broadcast = f.state.broadcast;
     by_tick
         .into_iter()
         .filter_map(|(at, runs)| {
-            let settled = broadcast && f.now - at >= grace(at);
-            if let Some(shards) = shards_of(at, &runs, broadcast, settled) {
+            let settled = broadcast && f.now - start(at) >= grace(at);
+            if let Some(shards) = shards_of(start(at), &runs, broadcast, settled) {
                 return Some(Mark {
                     at,
                     fate: sharded_fate(&runs, shards, f.now),
@@ -367,7 +377,7 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
                     late: first
                         .filter(|r| r.trigger != Trigger::Manual)
                         .and_then(|r| r.started_at)
-                        .map(|s| s - at),
+                        .map(|s| s - start(at)),
                     shards: None,
                 };
                 return Some(Mark { at, fate });
@@ -392,7 +402,7 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
                 skipped(SkipReason::Overlap)
             } else if first_known.is_none_or(|first| at < first) {
                 return None;
-            } else if f.now - at < grace(at) {
+            } else if f.now - start(at) < grace(at) {
                 Fate::Due
             } else {
                 Fate::Missed

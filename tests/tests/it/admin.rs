@@ -840,6 +840,10 @@ async fn mutations_without_the_right_token_are_refused() {
     }
     let (_, task) = node.get("/api/tasks/admin.record").await;
     assert!(task["task"]["state"]["pause"].is_null(), "{task}");
+    // The tick beside the start (no jitter here: the same instant, or none).
+    let state = &task["task"]["state"];
+    assert!(state.get("next_tick").is_some(), "{task}");
+    assert_eq!(state["next_tick"], state["next_run_at"], "{task}");
     let (_, audit) = node.get("/api/audit").await;
     assert!(audit["entries"].as_array().unwrap().is_empty(), "{audit}");
     assert_eq!(node.seen.count("admin.record"), 0);

@@ -12,15 +12,18 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use common::*;
-use scheduler::config::ConfigDocument;
+use scheduler::config::{ConfigDocument, InstanceConfig, TaskConfig};
 use scheduler::testing::clock::TestClock;
 use scheduler::testing::jitter::start_of;
-use scheduler::{Schedule, ScheduleSpec, TaskContext, task};
+use scheduler::testing::reconciler::Reconciler;
+use scheduler::{Schedule, ScheduleSpec, Schedules, TaskContext, task};
 
 on_both_backends! {
     threads = 2;
     two_hundred_instances_start_inside_their_windows_once_per_tick_across_two_nodes,
     a_tasks_config_entry_sets_its_window_over_the_attributes,
+    every_first_tick_a_reconcile_or_an_upsert_writes_starts_at_its_offset,
+    the_upkeeps_repair_starts_the_first_tick_at_its_offset,
 }
 
 /// Every ten seconds: two ticks come within half a minute of wall time on PostgreSQL.
@@ -73,8 +76,8 @@ async fn jit_own(ctx: TaskContext) {
     ));
 }
 
-/// The task's own row every ten seconds, with a config entry's `jitter: 2s`: after the first tick
-/// (written by the reconcile, which starts on the tick), every tick starts at its offset in the
+/// The task's own row every ten seconds, with a config entry's `jitter: 2s`: every tick (the
+/// first one too, written by the reconcile that created the row) starts at its offset in the
 /// entry's 2 s window, not the attribute's 4 s, and each runs once.
 async fn a_tasks_config_entry_sets_its_window_over_the_attributes(db: &TestDb) {
     let log = Arc::new(JitterLog {
@@ -100,15 +103,10 @@ async fn a_tasks_config_entry_sets_its_window_over_the_attributes(db: &TestDb) {
     let spec = ScheduleSpec::parse(CRON, "UTC").unwrap();
     let window = Duration::from_secs(2);
     let runs = log.runs.lock().unwrap().clone();
-    let first = runs.iter().map(|r| r.1).min().unwrap();
     let mut ticks = BTreeSet::new();
     for (_, tick, started, _) in &runs {
         assert!(ticks.insert(*tick), "{tick} ran twice");
-        let due = if *tick == first {
-            *tick
-        } else {
-            start_of("jit.own", &spec, *tick, window)
-        };
+        let due = start_of("jit.own", &spec, *tick, window);
         assert!(
             *started >= due,
             "{tick}: started at {started}, before {due}"
@@ -122,6 +120,230 @@ async fn a_tasks_config_entry_sets_its_window_over_the_attributes(db: &TestDb) {
         let tick = spec.next_after(next - TimeDelta::seconds(10)).unwrap();
         assert_eq!(next, start_of("jit.own", &spec, tick, window), "{state:?}");
     }
+}
+
+/// A task whose first ticks the tests below follow: each run records its key, tick and start.
+#[task(name = "jitfirst.task", jitter = "4s")]
+async fn jit_first(ctx: TaskContext) {
+    let log = ctx.state::<Arc<JitterLog>>().unwrap();
+    let start = log.now();
+    log.runs.lock().unwrap().push((
+        ctx.key().unwrap_or_default().to_owned(),
+        ctx.scheduled_at(),
+        start,
+        ctx.node_id().to_owned(),
+    ));
+}
+
+/// A task the upkeep repairs (its row has no next run), its window the attribute's.
+#[task(name = "jitstuck.task", jitter = "4s")]
+async fn jit_stuck(ctx: TaskContext) {
+    let log = ctx.state::<Arc<JitterLog>>().unwrap();
+    let start = log.now();
+    log.runs.lock().unwrap().push((
+        String::new(),
+        ctx.scheduled_at(),
+        start,
+        ctx.node_id().to_owned(),
+    ));
+}
+
+/// The next run row `row` holds starts its tick at its offset in `window`: its start is the
+/// jitter function's for its tick, and its tick is one of `spec`'s. Returns the tick.
+async fn starts_at_its_offset(
+    db: &TestDb,
+    row: &str,
+    spec: &ScheduleSpec,
+    window: Duration,
+    path: &str,
+) -> DateTime<Utc> {
+    let state = db.task(row).await;
+    let (Some(start), Some(tick)) = (state.next_run_at, state.next_tick) else {
+        panic!("{path}: {row} has no next run: {state:?}");
+    };
+    assert_eq!(
+        spec.next_after(tick - TimeDelta::milliseconds(1)),
+        Some(tick),
+        "{path}: {row}'s tick {tick} is one of its schedule's"
+    );
+    assert_eq!(
+        start,
+        start_of(row, spec, tick, window),
+        "{path}: {row} starts its tick {tick} at its offset in {window:?}"
+    );
+    tick
+}
+
+/// The application binary's `instances upsert`, as an operator runs it (no registry, no config).
+fn cli_upsert(db: &TestDb, task: &str, key: &str, cron: &str) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
+        .args(["instances", "upsert", task, key, "--cron", cron])
+        .args(db.cli_store_args())
+        .env_remove("DATABASE_URL")
+        .env_remove("SCHEDULER_DATABASE_URL")
+        .env_remove("SCHEDULER_SCHEMA")
+        .output()
+        .expect("run the application binary");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every path that writes a row's first next run writes its start at its offset in the row's
+/// window, its tick beside it: a reconcile creating the task and a config-declared instance, an
+/// instance made from Rust (`Schedules::new`, which knows only the attribute's window) and one
+/// made with the command line (which knows none), each without a window of its own, all in the
+/// entry's 2 s; a reconcile disabling and enabling the task again (its instances with it), and
+/// one changing the schedules. Then a node runs them: the first run of each starts at or after
+/// that start, by the handler's own record.
+async fn every_first_tick_a_reconcile_or_an_upsert_writes_starts_at_its_offset(db: &TestDb) {
+    let window = Duration::from_secs(2);
+    let declared = |cron: &str| {
+        vec![InstanceConfig {
+            key: "cfg-1".into(),
+            cron: cron.into(),
+            ..Default::default()
+        }]
+    };
+    let document = |cron: &str, enabled: bool| {
+        doc(vec![TaskConfig {
+            jitter: Some("2s".into()),
+            enabled,
+            instances: declared(cron),
+            ..entry("jitfirst.task", cron)
+        }])
+    };
+    let rows = [
+        "jitfirst.task",
+        "jitfirst.task/cfg-1",
+        "jitfirst.task/op-1",
+        "jitfirst.task/rt-1",
+    ];
+    let reconciler = Reconciler::new(
+        db.node_store(2),
+        tasks("jitfirst."),
+        chrono_tz::Tz::UTC,
+        "operator",
+    );
+    let spec = ScheduleSpec::parse(CRON, "UTC").unwrap();
+    let report = reconciler.reconcile(&document(CRON, true)).await.unwrap();
+    assert!(report.refused.is_empty(), "{report:?}");
+    for row in &rows[..2] {
+        starts_at_its_offset(db, row, &spec, window, "created").await;
+    }
+    // Instances without their own window: from Rust (the attribute's 4 s is all it knows) and
+    // from the command line (it knows none): the task's 2 s, as the reconcile stored it.
+    cli_upsert(db, "jitfirst.task", "op-1", CRON);
+    starts_at_its_offset(db, rows[2], &spec, window, "the command line's upsert").await;
+    let schedules = Schedules::new(db.node_store(2), &tasks("jitfirst."), "test");
+    schedules
+        .upsert(Schedule::new("jitfirst.task", "rt-1").cron(CRON))
+        .await
+        .unwrap();
+    starts_at_its_offset(db, rows[3], &spec, window, "Schedules' upsert").await;
+
+    // Disabled, then enabled again: each from its next tick, at its offset.
+    reconciler.reconcile(&document(CRON, false)).await.unwrap();
+    for row in rows {
+        assert!(!db.task(row).await.enabled, "{row} disabled");
+    }
+    let report = reconciler.reconcile(&document(CRON, true)).await.unwrap();
+    assert!(report.enabled.len() >= 4, "{report:?}");
+    for row in rows {
+        starts_at_its_offset(db, row, &spec, window, "enabled").await;
+    }
+
+    // Rescheduled: the task's and the declared instance's schedules change.
+    let moved = "5/10 * * * * *";
+    let moved_spec = ScheduleSpec::parse(moved, "UTC").unwrap();
+    reconciler.reconcile(&document(moved, true)).await.unwrap();
+    let mut first = BTreeMap::new();
+    for (row, spec) in [
+        (rows[0], &moved_spec),
+        (rows[1], &moved_spec),
+        (rows[2], &spec),
+        (rows[3], &spec),
+    ] {
+        let tick = starts_at_its_offset(db, row, spec, window, "rescheduled").await;
+        first.insert(row, (tick, spec.clone()));
+    }
+
+    // A node runs them: each row's first run is the tick written above, started at or after
+    // its start (by the handler's record: a start on the tick would be before it).
+    let log = Arc::new(JitterLog {
+        runs: Mutex::default(),
+        clock: db.clock().cloned(),
+    });
+    let running = start(
+        node(db, "a", tasks("jitfirst."))
+            .config_document(document(moved, true))
+            .state(Arc::clone(&log))
+            .build()
+            .unwrap(),
+    );
+    let key_of = |row: &str| row.split_once('/').map_or("", |(_, key)| key).to_owned();
+    wait_stepping(
+        db,
+        Duration::from_secs(120),
+        "a run of every row",
+        || async {
+            let runs = log.runs.lock().unwrap();
+            rows.iter()
+                .all(|row| runs.iter().any(|r| r.0 == key_of(row)))
+        },
+    )
+    .await;
+    running.stop().await;
+    let runs = log.runs.lock().unwrap().clone();
+    for row in rows {
+        let (tick, spec) = &first[row];
+        let (_, ran, started, _) = runs
+            .iter()
+            .filter(|r| r.0 == key_of(row))
+            .min_by_key(|r| r.1)
+            .unwrap();
+        // The tick written (a node slow to start may have run a later one first).
+        assert!(
+            ran >= tick,
+            "{row}: its first run serves {ran}, before {tick}"
+        );
+        let due = start_of(row, spec, *ran, window);
+        assert!(
+            *started >= due,
+            "{row} {ran}: started at {started}, before {due}"
+        );
+    }
+}
+
+/// An enabled row with no next run (a node that could not read its schedule cleared it), no
+/// config to reconcile: the node's upkeep schedules it again from its stored cron, its first
+/// tick at its offset in the attribute's window, and the handler starts it no earlier.
+async fn the_upkeeps_repair_starts_the_first_tick_at_its_offset(db: &TestDb) {
+    db.insert_task("jitstuck.task", CRON, None).await;
+    let log = Arc::new(JitterLog {
+        runs: Mutex::default(),
+        clock: db.clock().cloned(),
+    });
+    let running = start(
+        node(db, "a", tasks("jitstuck."))
+            .state(Arc::clone(&log))
+            .build()
+            .unwrap(),
+    );
+    wait_stepping(db, Duration::from_secs(60), "a run", || async {
+        !log.runs.lock().unwrap().is_empty()
+    })
+    .await;
+    running.stop().await;
+    let spec = ScheduleSpec::parse(CRON, "UTC").unwrap();
+    let (_, tick, started, _) = log.runs.lock().unwrap()[0].clone();
+    let due = start_of("jitstuck.task", &spec, tick, TASK_WINDOW);
+    assert!(started >= due, "{tick}: started at {started}, before {due}");
+    let late = TimeDelta::from_std(TASK_WINDOW + SLACK).unwrap();
+    assert!(started <= tick + late, "{tick}: started at {started}");
 }
 
 fn config() -> ConfigDocument {

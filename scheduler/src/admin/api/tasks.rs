@@ -62,8 +62,11 @@ struct LockView {
 /// A task's run state.
 #[derive(Debug, Serialize, ToSchema)]
 struct StateView {
-    /// Its next scheduled tick.
+    /// When its next scheduled tick starts: the tick itself, or shifted by the task's jitter
+    /// (see `next_tick`).
     next_run_at: Option<DateTime<Utc>>,
+    /// The tick its next scheduled run serves (`next_run_at` itself without jitter).
+    next_tick: Option<DateTime<Utc>>,
     /// Its lock, while a run holds it.
     lock: Option<LockView>,
     /// When its last run started.
@@ -319,6 +322,7 @@ fn task_view(
         policy,
         state: StateView {
             next_run_at: s.next_run_at,
+            next_tick: s.next_tick,
             lock: s.lock_owner.map(|owner| LockView {
                 owner,
                 expires_at: s.lock_expires_at,

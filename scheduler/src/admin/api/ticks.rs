@@ -77,7 +77,8 @@ pub(crate) struct TickView {
     /// How long the latest attempt took (so far, while running), in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     duration_seconds: Option<f64>,
-    /// How late the first attempt started, in seconds (of a sharded tick: its first shard).
+    /// How late the first attempt started, in seconds (of a sharded tick: its first shard),
+    /// counted from the tick's start: the tick shifted by the task's jitter, if it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     late_seconds: Option<f64>,
     /// A sharded tick's shards (a task with `shards = N`, N > 1): how many are done, and each
@@ -137,7 +138,7 @@ pub(crate) struct ShardRunView {
     node_id: String,
     /// Attempts made at the shard.
     attempts: i32,
-    /// How late its first attempt started, in seconds.
+    /// How late its first attempt started, in seconds, from the tick's start (see the tick's).
     #[serde(skip_serializing_if = "Option::is_none")]
     late_seconds: Option<f64>,
 }
@@ -280,7 +281,7 @@ async fn list_ticks(
     // task's read reach back 30 years (SQLite reads every row of the window it is given).
     let mut runs_groups: BTreeMap<(usize, u32), (Vec<String>, DateTime<Utc>)> = BTreeMap::new();
     let mut skips_groups: BTreeMap<usize, (Vec<String>, DateTime<Utc>)> = BTreeMap::new();
-    for (s, _, since) in &plans {
+    for (s, _, since, _) in &plans {
         let retries = state
             .engine
             .task_settings(&s.name)
@@ -338,7 +339,7 @@ async fn read_sharded_further(
         *shards = (*shards).max(run.shard_total);
     }
     let mut again: BTreeMap<u32, (Vec<String>, DateTime<Utc>)> = BTreeMap::new();
-    for (s, _, since) in plans {
+    for (s, _, since, _) in plans {
         let need = per_task.get(&s.name).copied().unwrap_or(0);
         let Some(&(count, shards)) = read.get(s.name.as_str()) else {
             continue;
@@ -381,9 +382,15 @@ async fn off_the_runtime<T: Send + 'static>(
         .map_err(|_| ApiError::unavailable("computing the ticks failed; try again"))
 }
 
-type Plan = (TaskState, Option<ScheduleSpec>, DateTime<Utc>);
+type Plan = (
+    TaskState,
+    Option<ScheduleSpec>,
+    DateTime<Utc>,
+    std::time::Duration,
+);
 
-/// Each task with its schedule and where its window starts (a walk back over `count` ticks).
+/// Each task with its schedule, where its window starts (a walk back over `count` ticks) and its
+/// jitter window (its ticks' lateness counts from their start).
 fn plan(
     engine: &crate::engine::EngineView,
     states: Vec<TaskState>,
@@ -399,7 +406,8 @@ fn plan(
             let since = spec.as_ref().map_or(now - TimeDelta::hours(1), |spec| {
                 window_start(spec, now, count)
             });
-            (s, spec, since)
+            let jitter = engine.task_jitter(&s.name);
+            (s, spec, since, jitter)
         })
         .collect()
 }
@@ -424,7 +432,7 @@ fn strips(
     }
     plans
         .iter()
-        .map(|(s, spec, since)| {
+        .map(|(s, spec, since, jitter)| {
             let runs = runs_of.get(s.name.as_str()).map_or(&[][..], |v| v);
             let facts = Facts {
                 state: s,
@@ -436,6 +444,7 @@ fn strips(
                 now,
                 since: *since,
                 missed_grace: grace,
+                jitter: *jitter,
             };
             let strip = strip::strip(spec.as_ref(), &facts, count);
             TaskTicks {

@@ -75,7 +75,8 @@ fn as_json(instance: &Instance, pause: Option<&Pause>) -> Value {
         "task": instance.task, "key": instance.key, "cron": instance.cron,
         "timezone": instance.timezone, "args": redact_args(&instance.args),
         "enabled": instance.enabled, "paused": pause.is_some(), "pause": pause,
-        "next_run_at": instance.next_run_at, "removed": false,
+        "next_run_at": instance.next_run_at, "next_tick": instance.next_tick,
+        "removed": false,
     })
 }
 

@@ -15,6 +15,7 @@ fn state() -> TaskState {
         calendar: None,
         enabled: true,
         next_run_at: None,
+        next_tick: None,
         lock_owner: None,
         lock_expires_at: None,
         last_run_at: None,
@@ -57,6 +58,7 @@ fn facts<'a>(
         now: at(now),
         since: at(0),
         missed_grace: None,
+        jitter: Duration::ZERO,
     }
 }
 
@@ -348,9 +350,53 @@ fn a_daily_strip_shows_its_last_30_ticks_from_the_stored_history() {
         now,
         since: window_start(&spec, now, 30),
         missed_grace: None,
+        jitter: Duration::ZERO,
     };
     let strip = strip(Some(&spec), &facts, 30);
     assert_eq!(strip.marks.len(), 30);
     assert!(strip.marks.iter().all(|m| m.fate.outcome() == "succeeded"));
     assert!(strip.complete);
+}
+
+/// With jitter, a tick's lateness counts from its start (the tick plus its offset in the task's
+/// window), as the start-delay metric does: a run that started on its start was on time; and a
+/// tick not started is due until its missed grace has passed after its start.
+#[test]
+fn lateness_and_the_missed_grace_count_from_the_ticks_jittered_start() {
+    let spec = every_ten_seconds();
+    let window = Duration::from_secs(8);
+    let state = state();
+    let start = |tick: u32| crate::ticks::jitter::start_of("t", &spec, at(tick), window);
+    // Ticks whose offsets (the hash's, fixed) pass the grace: the test means something.
+    let offset = |tick: u32| (start(tick) - at(tick)).to_std().unwrap();
+    assert!(offset(20) >= Duration::from_secs(6), "{:?}", offset(20));
+    assert!(offset(40) >= Duration::from_secs(6), "{:?}", offset(40));
+    let mut on_start = run(1, 20, 0, Some(1), RunStatus::Succeeded);
+    on_start.started_at = Some(start(20) + TimeDelta::milliseconds(250));
+    let runs = [on_start];
+    let runs: Vec<&RunRecord> = runs.iter().collect();
+    let ran = Facts {
+        jitter: window,
+        ..facts(&state, &runs, &[], 30)
+    };
+    let marks = strip(Some(&spec), &ran, 100).marks;
+    match &marks[0].fate {
+        Fate::Ran { late, .. } => assert_eq!(*late, Some(TimeDelta::milliseconds(250))),
+        other => panic!("{other:?}"),
+    }
+    // Not started: due until its grace (5 s here) after its start, not after its tick.
+    let mut state = state;
+    state.missed_since = Some(at(40));
+    let grace_end = start(40) + TimeDelta::seconds(5);
+    let now = (grace_end - at(0)).num_seconds() as u32 - 1;
+    let waiting = Facts {
+        jitter: window,
+        ..facts(&state, &[], &[], now)
+    };
+    assert_eq!(
+        outcomes(&strip(Some(&spec), &waiting, 100).marks).first(),
+        Some(&(40, "due", None)),
+        "its start {}",
+        start(40)
+    );
 }

@@ -16,6 +16,7 @@ fn state() -> TaskState {
         calendar: None,
         enabled: true,
         next_run_at: None,
+        next_tick: None,
         lock_owner: None,
         lock_expires_at: None,
         last_run_at: None,

@@ -74,7 +74,7 @@ function tickWords(t, zone) {
   if (t.duration_seconds !== null && t.duration_seconds !== undefined) {
     words.push(`${t.outcome === "running" ? "running for" : "took"} ${duration(t.duration_seconds)}`);
   }
-  if (t.late_seconds !== null && t.late_seconds !== undefined) words.push(`started ${duration(t.late_seconds)} after its tick`);
+  if (t.late_seconds !== null && t.late_seconds !== undefined) words.push(`started ${duration(t.late_seconds)} late`);
   if (t.attempts > 1) words.push(`${t.attempts} attempts`);
   if (t.trigger === "manual") words.push("manual run");
   if (t.trigger === "backfill") words.push("backfill run");

@@ -394,14 +394,16 @@ async fn backfill_claimed(
 
 pub(super) async fn reschedule(
     store: &PgStore,
-    next_runs: &[(String, DateTime<Utc>)],
+    next_runs: &[crate::store::Reschedule],
 ) -> StoreResult<Vec<String>> {
-    let (names, next): (Vec<&str>, Vec<DateTime<Utc>>) =
-        next_runs.iter().map(|(n, t)| (n.as_str(), *t)).unzip();
+    let names: Vec<&str> = next_runs.iter().map(|(n, _, _)| n.as_str()).collect();
+    let next: Vec<DateTime<Utc>> = next_runs.iter().map(|(_, start, _)| *start).collect();
+    let ticks: Vec<Option<DateTime<Utc>>> = next_runs.iter().map(|(_, _, tick)| *tick).collect();
     timed!(store, "reschedule", |conn| {
         sqlx::query(query!("tasks_reschedule"))
             .bind(&names)
             .bind(&next)
+            .bind(&ticks)
             .fetch_all(conn)
             .await?
             .iter()

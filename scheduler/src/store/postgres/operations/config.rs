@@ -91,6 +91,15 @@ pub(super) async fn apply_config(
                 .execute(&mut *tx)
                 .await?;
         }
+        if !by_kind.jitters.is_empty() {
+            let (names, windows): (Vec<&str>, Vec<Option<i64>>) =
+                by_kind.jitters.iter().copied().unzip();
+            sqlx::query(query!("tasks_jitter"))
+                .bind(&names)
+                .bind(&windows)
+                .execute(&mut *tx)
+                .await?;
+        }
         if !by_kind.orphans.is_empty() {
             let (names, flags): (Vec<&str>, Vec<bool>) = by_kind.orphans.iter().copied().unzip();
             sqlx::query(query!("tasks_orphaned"))
@@ -116,6 +125,7 @@ struct TaskColumns {
     calendars: Vec<Option<String>>,
     enabled: Vec<bool>,
     next: Vec<Option<DateTime<Utc>>>,
+    ticks: Vec<Option<DateTime<Utc>>>,
 }
 
 impl TaskColumns {
@@ -128,6 +138,7 @@ impl TaskColumns {
             c.calendars.push(t.calendar.map(str::to_owned));
             c.enabled.push(t.enabled);
             c.next.push(t.next_run_at);
+            c.ticks.push(t.next_tick);
         }
         c
     }
@@ -142,5 +153,6 @@ impl TaskColumns {
             .bind(&self.enabled)
             .bind(&self.next)
             .bind(&self.calendars)
+            .bind(&self.ticks)
     }
 }

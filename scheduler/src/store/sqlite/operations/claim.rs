@@ -353,15 +353,16 @@ impl ClaimSteps for Steps<'_> {
 
 pub(super) async fn reschedule(
     store: &SqliteStore,
-    next_runs: &[(String, DateTime<Utc>)],
+    next_runs: &[crate::store::Reschedule],
 ) -> StoreResult<Vec<String>> {
     write_tx!(store, "reschedule", |tx, now| {
         let mut changed = Vec::new();
-        for (name, next) in next_runs {
+        for (name, next, tick) in next_runs {
             let row: Option<String> = sqlx::query_scalar(query!("tasks_reschedule"))
                 .bind(name)
                 .bind(micros(*next))
                 .bind(micros(now))
+                .bind(tick.map(micros))
                 .fetch_optional(&mut *tx)
                 .await?;
             changed.extend(row);

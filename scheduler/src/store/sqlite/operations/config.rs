@@ -56,6 +56,7 @@ pub(super) async fn apply_config(
                     .bind(task.next_run_at.map(micros))
                     .bind(micros(now))
                     .bind(task.calendar)
+                    .bind(task.next_tick.map(micros))
                     .execute(&mut *tx)
                     .await?;
             }
@@ -74,6 +75,14 @@ pub(super) async fn apply_config(
             sqlx::query(query!("tasks_limit"))
                 .bind(name)
                 .bind(limit)
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
+        }
+        for (name, window) in &by_kind.jitters {
+            sqlx::query(query!("tasks_jitter"))
+                .bind(name)
+                .bind(window)
                 .bind(micros(now))
                 .execute(&mut *tx)
                 .await?;
