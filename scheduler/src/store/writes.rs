@@ -7,15 +7,16 @@
 use std::future::Future;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use std::time::Duration;
 
 use crate::store::dialect::{Dialect, Fetch, Now, Sql, Statement};
 use crate::store::records::{incident, instance_record, instance_task, run_record, snooze};
 use crate::store::row::ReadRow;
 use crate::store::{
-    AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, InstanceFacts,
-    InstancePlan, InstancePlanner, InstanceUpsert, InstanceWrite, NodeInfo, RunRecord, Snooze,
-    StoreResult,
+    AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, InstanceBatchPlanner,
+    InstanceFacts, InstancePlan, InstancePlanner, InstanceTask, InstanceUpsert, InstanceWrite,
+    NodeInfo, RunRecord, Snooze, StoreResult,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).
@@ -305,29 +306,94 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
     planner: &InstancePlanner<'_>,
 ) -> Result<InstanceUpsert, sqlx::Error> {
     const OPERATION: &str = "upsert_instance";
+    let now = instance_clock_on::<D>(conn, clock, OPERATION).await?;
+    let task = instance_task_on::<D>(conn, clock, OPERATION, &write.task).await?;
+    plan_instance_on::<D>(conn, clock, OPERATION, write, task, |facts| {
+        planner(facts, now)
+    })
+    .await
+}
+
+/// Upserts a batch of instances on `conn`, in the batch's transaction, each in order as
+/// [`upsert_instance_on`] does one: the store's clock read once, each task's own row once (held
+/// for the transaction), each instance's row read after the batch's earlier writes, offered to
+/// `planner` with its index in the batch. The audit entries are the backend's to write, for the
+/// written instances.
+pub(crate) async fn upsert_instances_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    batch: &[(InstanceWrite, AuditEntry)],
+    planner: &InstanceBatchPlanner<'_>,
+) -> Result<Vec<InstanceUpsert>, sqlx::Error> {
+    const OPERATION: &str = "upsert_instances";
+    let now = instance_clock_on::<D>(conn, clock, OPERATION).await?;
+    let mut tasks: std::collections::HashMap<&str, Option<InstanceTask>> = Default::default();
+    let mut done = Vec::with_capacity(batch.len());
+    for (index, (write, _)) in batch.iter().enumerate() {
+        let task = match tasks.get(write.task.as_str()) {
+            Some(task) => task.clone(),
+            None => {
+                let task = instance_task_on::<D>(conn, clock, OPERATION, &write.task).await?;
+                tasks.insert(&write.task, task.clone());
+                task
+            }
+        };
+        let upsert = plan_instance_on::<D>(conn, clock, OPERATION, write, task, |facts| {
+            planner(index, facts, now)
+        })
+        .await?;
+        done.push(upsert);
+    }
+    Ok(done)
+}
+
+/// The store's clock, read on `conn` for an instance upsert's decision.
+async fn instance_clock_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+) -> Result<DateTime<Utc>, sqlx::Error> {
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_clock"),
+        params: &params![Now],
+    };
+    first_on::<D, _>(conn, clock, statement, |r| r.time("db_now"))
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)
+}
+
+/// Task `task`'s own row as an instance upsert decides on it, held for the transaction.
+async fn instance_task_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    task: &str,
+) -> Result<Option<InstanceTask>, sqlx::Error> {
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_task"),
+        params: &params![task],
+    };
+    first_on::<D, _>(conn, clock, statement, instance_task).await
+}
+
+/// Reads `write`'s row (held for the transaction), offers it with its task's row `task` to
+/// `plan`, and writes what it decided.
+async fn plan_instance_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    write: &InstanceWrite,
+    task: Option<InstanceTask>,
+    plan: impl FnOnce(&InstanceFacts) -> InstancePlan,
+) -> Result<InstanceUpsert, sqlx::Error> {
     let row = write.row();
     let statement = |sql, params| Statement {
-        operation: OPERATION,
+        operation,
         sql,
         params,
     };
-    let params = params![Now];
-    let now = first_on::<D, _>(
-        conn,
-        clock,
-        statement(statement!("instance_clock"), &params),
-        |r| r.time("db_now"),
-    )
-    .await?
-    .ok_or(sqlx::Error::RowNotFound)?;
-    let params = params![&write.task];
-    let task = first_on::<D, _>(
-        conn,
-        clock,
-        statement(statement!("instance_task"), &params),
-        instance_task,
-    )
-    .await?;
     let params = params![&row];
     let existing = first_on::<D, _>(
         conn,
@@ -337,7 +403,7 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
     )
     .await?;
     let facts = InstanceFacts { task, existing };
-    let (enabled, next_run_at, next_tick) = match planner(&facts, now) {
+    let (enabled, next_run_at, next_tick) = match plan(&facts) {
         InstancePlan::Write {
             enabled,
             next_run_at,
