@@ -15,8 +15,8 @@ use crate::store::records::{incident, instance_record, instance_task, run_record
 use crate::store::row::ReadRow;
 use crate::store::{
     AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, InstanceBatchPlanner,
-    InstanceFacts, InstancePlan, InstancePlanner, InstanceTask, InstanceUpsert, InstanceWrite,
-    NodeInfo, RunRecord, Snooze, StoreResult,
+    InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
+    InstanceWrite, NodeInfo, RunRecord, Snooze, StoreResult,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).
@@ -327,9 +327,22 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
 ) -> Result<Vec<InstanceUpsert>, sqlx::Error> {
     const OPERATION: &str = "upsert_instances";
     let now = instance_clock_on::<D>(conn, clock, OPERATION).await?;
+    // Every row of the batch read (and held) at once; each write then stands in for its row,
+    // so that a key given again sees the batch's earlier write, as a read after it would.
+    let names: Vec<String> = batch.iter().map(|(write, _)| write.row()).collect();
+    let statement = Statement {
+        operation: OPERATION,
+        sql: statement!("instance_rows"),
+        params: &params![&names[..]],
+    };
+    let fetched = D::run(conn, clock, statement, Fetch::All).await?.rows;
+    let mut rows: std::collections::HashMap<String, InstanceRecord> = Default::default();
+    for row in &fetched {
+        rows.insert(row.text("name")?, instance_record(row)?);
+    }
     let mut tasks: std::collections::HashMap<&str, Option<InstanceTask>> = Default::default();
     let mut done = Vec::with_capacity(batch.len());
-    for (index, (write, _)) in batch.iter().enumerate() {
+    for (index, ((write, _), name)) in batch.iter().zip(&names).enumerate() {
         let task = match tasks.get(write.task.as_str()) {
             Some(task) => task.clone(),
             None => {
@@ -338,10 +351,16 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
                 task
             }
         };
-        let upsert = plan_instance_on::<D>(conn, clock, OPERATION, write, task, |facts| {
-            planner(index, facts, now)
-        })
-        .await?;
+        let facts = InstanceFacts {
+            task,
+            existing: rows.get(name).cloned(),
+        };
+        let upsert =
+            write_instance_on::<D>(conn, clock, OPERATION, write, planner(index, &facts, now))
+                .await?;
+        if let InstanceUpsert::Written(record) = &upsert {
+            rows.insert(name.clone(), record.clone());
+        }
         done.push(upsert);
     }
     Ok(done)
@@ -389,21 +408,26 @@ async fn plan_instance_on<D: Dialect>(
     plan: impl FnOnce(&InstanceFacts) -> InstancePlan,
 ) -> Result<InstanceUpsert, sqlx::Error> {
     let row = write.row();
-    let statement = |sql, params| Statement {
+    let statement = Statement {
         operation,
-        sql,
-        params,
+        sql: statement!("instance_row"),
+        params: &params![&row],
     };
-    let params = params![&row];
-    let existing = first_on::<D, _>(
-        conn,
-        clock,
-        statement(statement!("instance_row"), &params),
-        instance_record,
-    )
-    .await?;
+    let existing = first_on::<D, _>(conn, clock, statement, instance_record).await?;
     let facts = InstanceFacts { task, existing };
-    let (enabled, next_run_at, next_tick) = match plan(&facts) {
+    write_instance_on::<D>(conn, clock, operation, write, plan(&facts)).await
+}
+
+/// Applies `plan` to `write`'s row: written as decided (the row as written returned), or
+/// nothing for a refusal.
+async fn write_instance_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    write: &InstanceWrite,
+    plan: InstancePlan,
+) -> Result<InstanceUpsert, sqlx::Error> {
+    let (enabled, next_run_at, next_tick) = match plan {
         InstancePlan::Write {
             enabled,
             next_run_at,
@@ -413,6 +437,7 @@ async fn plan_instance_on<D: Dialect>(
         InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
         InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
     };
+    let row = write.row();
     let params = params![
         &row,
         &write.cron,
@@ -426,14 +451,14 @@ async fn plan_instance_on<D: Dialect>(
         next_tick,
         write.jitter.map(|w| crate::bounds::JITTER.capped_millis(w)),
     ];
-    let written = first_on::<D, _>(
-        conn,
-        clock,
-        statement(statement!("instance_upsert"), &params),
-        instance_record,
-    )
-    .await?
-    .ok_or(sqlx::Error::RowNotFound)?;
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_upsert"),
+        params: &params,
+    };
+    let written = first_on::<D, _>(conn, clock, statement, instance_record)
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)?;
     Ok(InstanceUpsert::Written(written))
 }
 

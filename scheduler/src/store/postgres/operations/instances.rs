@@ -32,14 +32,25 @@ pub(super) async fn upsert_instances(
 ) -> StoreResult<Vec<InstanceUpsert>> {
     write_tx!(store, "upsert_instances", |tx, ()| {
         let done = writes::upsert_instances_on::<PgStore>(&mut tx, (), batch, planner).await?;
-        let mut any = false;
-        for ((_, audit), upsert) in batch.iter().zip(&done) {
-            if matches!(upsert, InstanceUpsert::Written(_)) {
-                insert_audit(&mut tx, audit).await?;
-                any = true;
-            }
-        }
-        if any {
+        let audits: Vec<&AuditEntry> = batch
+            .iter()
+            .zip(&done)
+            .filter(|(_, upsert)| matches!(upsert, InstanceUpsert::Written(_)))
+            .map(|((_, audit), _)| audit)
+            .collect();
+        if !audits.is_empty() {
+            // One statement for the batch's entries, in order.
+            let column = |field: fn(&AuditEntry) -> &str| -> Vec<&str> {
+                audits.iter().map(|a| field(a)).collect()
+            };
+            sqlx::query(query!("audit_insert_many"))
+                .bind(column(|a| &a.actor))
+                .bind(column(|a| &a.action))
+                .bind(column(|a| &a.task))
+                .bind(column(|a| &a.detail))
+                .bind(column(|a| &a.source))
+                .execute(&mut *tx)
+                .await?;
             // Their first ticks may be sooner than what the nodes wait for.
             notify_on(&mut tx, store, "request").await?;
         }

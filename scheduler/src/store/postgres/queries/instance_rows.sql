@@ -1,0 +1,6 @@
+-- Instance rows named in $1 (removed ones too), locked for the batch upsert that reads them.
+SELECT name, instance_of AS task, instance_key AS key, cron, timezone, args, enabled, next_run_at,
+       next_tick, jitter_ms, last_scheduled_at, removed_at IS NOT NULL AS removed, instance_source
+FROM scheduler_tasks
+WHERE name = ANY($1) AND instance_of IS NOT NULL
+FOR UPDATE
