@@ -315,9 +315,9 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
 }
 
 /// Upserts a batch of instances on `conn`, in the batch's transaction, each in order as
-/// [`upsert_instance_on`] does one: the store's clock read once, each task's own row once (held
-/// for the transaction), each instance's row read after the batch's earlier writes, offered to
-/// `planner` with its index in the batch. The audit entries are the backend's to write, for the
+/// [`upsert_instance_on`] does one: the store's clock read once, each task's own row once, then
+/// every instance's row in one statement (all held for the transaction), each instance offered
+/// to `planner` with its index in the batch and its row as the batch's earlier writes left it. The audit entries are the backend's to write, for the
 /// written instances.
 pub(crate) async fn upsert_instances_on<D: Dialect>(
     conn: &mut D::Conn,
@@ -327,6 +327,14 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
 ) -> Result<Vec<InstanceUpsert>, sqlx::Error> {
     const OPERATION: &str = "upsert_instances";
     let now = instance_clock_on::<D>(conn, clock, OPERATION).await?;
+    // The tasks' own rows first, then the instances' (as a single upsert takes them).
+    let mut tasks: std::collections::HashMap<&str, Option<InstanceTask>> = Default::default();
+    for (write, _) in batch {
+        if !tasks.contains_key(write.task.as_str()) {
+            let task = instance_task_on::<D>(conn, clock, OPERATION, &write.task).await?;
+            tasks.insert(&write.task, task);
+        }
+    }
     // Every row of the batch read (and held) at once; each write then stands in for its row,
     // so that a key given again sees the batch's earlier write, as a read after it would.
     let names: Vec<String> = batch.iter().map(|(write, _)| write.row()).collect();
@@ -340,19 +348,10 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
     for row in &fetched {
         rows.insert(row.text("name")?, instance_record(row)?);
     }
-    let mut tasks: std::collections::HashMap<&str, Option<InstanceTask>> = Default::default();
     let mut done = Vec::with_capacity(batch.len());
     for (index, ((write, _), name)) in batch.iter().zip(&names).enumerate() {
-        let task = match tasks.get(write.task.as_str()) {
-            Some(task) => task.clone(),
-            None => {
-                let task = instance_task_on::<D>(conn, clock, OPERATION, &write.task).await?;
-                tasks.insert(&write.task, task.clone());
-                task
-            }
-        };
         let facts = InstanceFacts {
-            task,
+            task: tasks.get(write.task.as_str()).cloned().flatten(),
             existing: rows.get(name).cloned(),
         };
         let upsert =
