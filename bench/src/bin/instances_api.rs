@@ -10,6 +10,7 @@
 //! seconds, the rate and the latency of one request, with the load average before and after
 //! (the machine is shared).
 //!
+//! `scripts/bench instances_api`, or
 //! `scripts/pg-throwaway run -c fsync=on -c synchronous_commit=on -- target/release/instances_api`
 //! (a durable cluster: every commit waits for its flush, as in production).
 
