@@ -1,8 +1,9 @@
 //! The instances of a task, written: make or change one (`PUT`) or a batch of them (`PUT` of a
-//! list, each answered on its own), remove one (`DELETE`), pause and resume one, run one now; and a manual run's arguments override, on an instance's run and
-//! on the task's own (`POST /api/tasks/{name}/trigger` with `{"args": ...}`). Each is an
-//! operator's mutation, audited, through [`Schedules`] and [`crate::operate`], as the command
-//! line's are. Every view of arguments hides their secrets ([`crate::redact::redact_args`]).
+//! list, each answered on its own), remove one (`DELETE`), pause and resume one, run one now;
+//! and a manual run's arguments override, on an instance's run and on the task's own (`POST
+//! /api/tasks/{name}/trigger` with `{"args": ...}`). Each is an operator's mutation, audited,
+//! through [`Schedules`] and [`crate::operate`], as the command line's are. Every view of
+//! arguments hides their secrets ([`crate::redact::redact_args`]).
 
 use axum::extract::State;
 use axum::http::StatusCode;
