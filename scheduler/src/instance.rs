@@ -49,6 +49,10 @@ pub const MAX_KEY_LEN: usize = 128;
 /// The most bytes an instance's arguments may take as JSON text (64 KiB).
 pub const MAX_ARGS_BYTES: usize = 64 * 1024;
 
+/// The most instances one [`Schedules::upsert_many`](crate::Schedules::upsert_many) writes (one
+/// transaction holds each batch's rows until it commits: a bound on how long it holds them).
+pub const MAX_BATCH: usize = 1_000;
+
 /// What separates a task's name from an instance's key in the instance's row name.
 const SEPARATOR: char = '/';
 
@@ -144,6 +148,15 @@ pub enum InstanceRefusal {
         key: String,
         /// Their size as JSON text.
         size: usize,
+    },
+    /// A batch of more than [`Schedules::MAX_BATCH`](crate::Schedules::MAX_BATCH) instances was
+    /// given to [`Schedules::upsert_many`](crate::Schedules::upsert_many): none of it is written.
+    #[error(
+        "a batch of {count} instances is refused: at most {MAX_BATCH} are written at once (split it)"
+    )]
+    BatchTooLarge {
+        /// How many instances the batch had.
+        count: usize,
     },
     /// The jitter window is not a duration from `0s` to `1day`.
     #[error("the jitter of instance `{task}/{key}`: {reason}")]

@@ -385,6 +385,94 @@ impl Schedules {
     /// [`Schedule::MAX_ARGS_BYTES`]; a bad cron or zone is
     /// [`Error::Schedule`](crate::Error::Schedule).
     pub async fn upsert(&self, schedule: Schedule) -> crate::Result<Instance> {
+        let prepared = self.prepare(schedule, None)?;
+        let planner =
+            |facts: &crate::store::InstanceFacts, now: DateTime<Utc>| prepared.plan(facts, now);
+        let done = self
+            .store
+            .upsert_instance(&prepared.write, &prepared.audit, &planner)
+            .await?;
+        prepared.outcome(done)
+    }
+
+    /// The most instances one [`upsert_many`](Self::upsert_many) takes (1,000).
+    pub const MAX_BATCH: usize = crate::instance::MAX_BATCH;
+
+    /// Makes or changes each instance of `schedules`, as [`upsert`](Self::upsert) does one, in
+    /// one transaction: one round of the store for the batch instead of one per instance.
+    /// Returns one answer per schedule, in the order given: the instance as written, or why it
+    /// was refused (the error `upsert` would return for it alone). A refusal refuses that
+    /// instance only; the others are written. A key given twice is written twice, in order
+    /// (the second sees the first).
+    ///
+    /// Each written instance is audited on its own (`instance upsert`, as `upsert` audits it,
+    /// its detail ending `in a batch of N`): the audit trail answers who changed an instance
+    /// and to what, one entry per instance, however it was written.
+    ///
+    /// Refused as a whole, nothing written: more than [`MAX_BATCH`](Self::MAX_BATCH) schedules
+    /// ([`InstanceRefusal::BatchTooLarge`]: split it), or a store that fails (its error; the
+    /// transaction is rolled back, none of the batch is written).
+    ///
+    /// ```no_run
+    /// # async fn demo(scheduler: &scheduler::Scheduler) -> scheduler::Result<()> {
+    /// use scheduler::Schedule;
+    /// use serde_json::json;
+    ///
+    /// let schedules = scheduler.schedules();
+    /// let batch = (0..500).map(|tenant| {
+    ///     Schedule::new("syncAdvertiserReport", format!("tenant-{tenant}"))
+    ///         .cron("0 */5 * * * *")
+    ///         .args(json!({"tenant": tenant}))
+    /// });
+    /// for (i, answer) in schedules.upsert_many(batch).await?.into_iter().enumerate() {
+    ///     match answer {
+    ///         Ok(instance) => assert_eq!(instance.key, format!("tenant-{i}")),
+    ///         Err(refused) => eprintln!("tenant-{i}: {refused}"),
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn upsert_many(
+        &self,
+        schedules: impl IntoIterator<Item = Schedule>,
+    ) -> crate::Result<Vec<crate::Result<Instance>>> {
+        let schedules: Vec<Schedule> = schedules.into_iter().collect();
+        let count = schedules.len();
+        if count > Self::MAX_BATCH {
+            return Err(InstanceRefusal::BatchTooLarge { count }.into());
+        }
+        // Each checked here; only the ones that pass go to the store, their places remembered.
+        let mut answers: Vec<Option<crate::Result<Instance>>> = Vec::with_capacity(count);
+        let mut prepared = Vec::new();
+        let mut places = Vec::new();
+        for (place, schedule) in schedules.into_iter().enumerate() {
+            match self.prepare(schedule, Some(count)) {
+                Ok(p) => {
+                    prepared.push(p);
+                    places.push(place);
+                    answers.push(None);
+                }
+                Err(refused) => answers.push(Some(Err(refused))),
+            }
+        }
+        let batch: Vec<(InstanceWrite, AuditEntry)> = prepared
+            .iter()
+            .map(|p| (p.write.clone(), p.audit.clone()))
+            .collect();
+        let planner = |index: usize, facts: &crate::store::InstanceFacts, now: DateTime<Utc>| {
+            prepared[index].plan(facts, now)
+        };
+        let done = self.store.upsert_instances(&batch, &planner).await?;
+        for ((p, place), upsert) in prepared.iter().zip(places).zip(done) {
+            answers[place] = Some(p.outcome(upsert));
+        }
+        Ok(answers.into_iter().flatten().collect())
+    }
+
+    /// `schedule` checked, with its audit entry (naming its batch of `batch`, if any) and what
+    /// its upsert decides on.
+    fn prepare(&self, schedule: Schedule, batch: Option<usize>) -> crate::Result<Prepared> {
         let registered = self
             .tasks
             .as_ref()
@@ -399,34 +487,23 @@ impl Schedules {
         if let Some(jitter) = write.jitter {
             detail.push_str(&format!(" jitter {}", humantime::format_duration(jitter)));
         }
+        if let Some(count) = batch {
+            detail.push_str(&format!(" in a batch of {count}"));
+        }
         let audit = self.audit("instance upsert", &write.task, detail);
         let window = write.jitter.unwrap_or_else(|| (self.windows)(&write.task));
-        let planner = |facts: &crate::store::InstanceFacts, now: DateTime<Utc>| {
-            plan_upsert(&write, &spec, window, facts, now)
-        };
-        match self.store.upsert_instance(&write, &audit, &planner).await? {
-            InstanceUpsert::Written(record) => Ok(Instance::of(record)),
-            InstanceUpsert::NoTask => {
-                Err(InstanceRefusal::TaskNotStored { task: write.task }.into())
-            }
-            InstanceUpsert::Sharded => Err(InstanceRefusal::Sharded { task: write.task }.into()),
-            InstanceUpsert::ConfigOwned => Err(InstanceRefusal::ConfigOwned {
-                task: write.task,
-                key: write.key,
-            }
-            .into()),
-        }
+        Ok(Prepared {
+            write,
+            spec,
+            window,
+            audit,
+        })
     }
 
-    /// Instance `key` of `task`, if it exists (a removed one does not).
+    /// Instance `key` of `task`, if it exists (a removed one does not). Reads its row alone,
+    /// whatever the number of the task's instances.
     pub async fn get(&self, task: &str, key: &str) -> crate::Result<Option<Instance>> {
-        Ok(self
-            .store
-            .instances(task)
-            .await?
-            .into_iter()
-            .find(|r| r.key == key)
-            .map(Instance::of))
+        Ok(self.store.instance(task, key).await?.map(Instance::of))
     }
 
     /// Every instance of `task`, by key.
@@ -448,10 +525,9 @@ impl Schedules {
     pub async fn remove(&self, task: &str, key: &str) -> crate::Result<bool> {
         let owned = self
             .store
-            .instances(task)
+            .instance(task, key)
             .await?
-            .into_iter()
-            .any(|r| r.key == key && r.source == crate::store::InstanceSource::Config);
+            .is_some_and(|r| r.source == crate::store::InstanceSource::Config);
         if owned {
             let (task, key) = (task.to_owned(), key.to_owned());
             return Err(InstanceRefusal::ConfigOwned { task, key }.into());
@@ -462,6 +538,37 @@ impl Schedules {
 
     fn audit(&self, action: &str, task: &str, detail: String) -> AuditEntry {
         AuditEntry::new(&*self.actor, action, task, detail, &*self.source)
+    }
+}
+
+/// A schedule checked for its upsert: its write, its audit entry, and what its decision needs.
+struct Prepared {
+    write: InstanceWrite,
+    spec: ScheduleSpec,
+    /// Its jitter window: its own, else its task's.
+    window: Duration,
+    audit: AuditEntry,
+}
+
+impl Prepared {
+    /// Its upsert's decision on the rows read (see [`plan_upsert`]).
+    fn plan(&self, facts: &crate::store::InstanceFacts, now: DateTime<Utc>) -> InstancePlan {
+        plan_upsert(&self.write, &self.spec, self.window, facts, now)
+    }
+
+    /// What the store did with it, as `upsert` answers.
+    fn outcome(&self, done: InstanceUpsert) -> crate::Result<Instance> {
+        let task = self.write.task.clone();
+        match done {
+            InstanceUpsert::Written(record) => Ok(Instance::of(record)),
+            InstanceUpsert::NoTask => Err(InstanceRefusal::TaskNotStored { task }.into()),
+            InstanceUpsert::Sharded => Err(InstanceRefusal::Sharded { task }.into()),
+            InstanceUpsert::ConfigOwned => Err(InstanceRefusal::ConfigOwned {
+                task,
+                key: self.write.key.clone(),
+            }
+            .into()),
+        }
     }
 }
 

@@ -481,6 +481,8 @@ contract![
     the_heartbeat_counts_the_instances,
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
+    an_instance_is_read_by_its_task_and_key,
+    a_batch_of_instances_is_planned_in_order_written_and_audited_in_one_go,
     a_manual_runs_arguments_replace_its_rows_for_that_run_only,
     a_limit_admits_runs_up_to_its_size_and_the_others_wait_marked,
     an_undeclared_limit_admits_nothing_and_a_skip_ends_the_wait,
@@ -5692,6 +5694,11 @@ async fn a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock(
     assert!(removal("busy").await);
     assert!(!removal("busy").await, "removed once");
     assert!(s.instances("rep").await.unwrap().is_empty());
+    assert_eq!(
+        s.instance("rep", "busy").await.unwrap(),
+        None,
+        "a removed one is not read"
+    );
     let kept = row(s, "rep/busy").await;
     assert!(kept.removed && !kept.enabled, "{kept:?}");
     assert_eq!(kept.next_run_at, None);
@@ -5912,4 +5919,135 @@ async fn an_undeclared_limit_admits_nothing_and_a_skip_ends_the_wait(s: &dyn Sto
     // Undeclared, with nobody waiting for it or holding it: not listed.
     assert!(s.limits().await.unwrap().is_empty());
     assert_eq!(row(s, "a").await.next_run_at, Some(t + HOUR * 2));
+}
+
+/// One instance is read by its task and key: as written, as the list has it; none for a key
+/// the task has not, another task's key, the task's own row or a removed one.
+async fn an_instance_is_read_by_its_task_and_key(s: &dyn Store, _: &Arrange) {
+    let t = now_s() + HOUR;
+    seed(s, &[("rep", t), ("other", t)]).await;
+    assert_eq!(s.instance("rep", "t-1").await.unwrap(), None, "none yet");
+    let one = written(
+        upsert(
+            s,
+            &instance("rep", "t-1", Some(r#"{"tenant":1}"#)),
+            write_plan(Some(t)),
+        )
+        .await
+        .2,
+    );
+    written(
+        upsert(s, &instance("rep", "t-2", None), write_plan(Some(t)))
+            .await
+            .2,
+    );
+    written(
+        upsert(s, &instance("other", "t-3", None), write_plan(Some(t)))
+            .await
+            .2,
+    );
+    let read = s.instance("rep", "t-1").await.unwrap();
+    assert_eq!(read.as_ref(), Some(&one));
+    let listed = s.instances("rep").await.unwrap();
+    assert_eq!(read.as_ref(), listed.iter().find(|r| r.key == "t-1"));
+    assert_eq!(
+        s.instance("rep", "t-3").await.unwrap(),
+        None,
+        "another task's"
+    );
+    assert_eq!(s.instance("other", "t-1").await.unwrap(), None);
+    assert_eq!(s.instance("rep", "nope").await.unwrap(), None);
+    assert_eq!(s.instance("rep", "").await.unwrap(), None);
+    let audit = instance_audit("instance remove", "rep", "t-1");
+    assert!(s.remove_instance("rep", "t-1", &audit).await.unwrap());
+    assert_eq!(s.instance("rep", "t-1").await.unwrap(), None, "removed");
+    assert!(s.instance("rep", "t-2").await.unwrap().is_some());
+}
+
+/// A batch is planned instance by instance, in order, on one clock, each planner seeing the
+/// batch's earlier writes; each written instance is audited, a refused one neither written nor
+/// audited; an empty batch does nothing.
+async fn a_batch_of_instances_is_planned_in_order_written_and_audited_in_one_go(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() + HOUR;
+    seed(s, &[("rep", t)]).await;
+    assert!(
+        s.upsert_instances(&[], &|_, _, _| unreachable!())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let writes = [
+        instance("rep", "t-1", Some(r#"{"tenant":1}"#)),
+        instance("rep", "t-2", None),
+        instance("gone", "t-3", None),
+        InstanceWrite::new("rep", "t-1", "*/5 * * * *", "UTC", None),
+        instance("rep", "t-4", None),
+    ];
+    let batch: Vec<(InstanceWrite, AuditEntry)> = writes
+        .iter()
+        .map(|w| {
+            (
+                w.clone(),
+                instance_audit("instance upsert", &w.task, &w.key),
+            )
+        })
+        .collect();
+    let seen = Mutex::new(Vec::new());
+    let done = s
+        .upsert_instances(&batch, &|index, facts: &InstanceFacts, now| {
+            seen.lock().unwrap().push((index, facts.clone(), now));
+            match index {
+                1 => InstancePlan::ConfigOwned,
+                2 => InstancePlan::NoTask,
+                3 => write_plan(Some(t + HOUR)),
+                _ => write_plan(Some(t)),
+            }
+        })
+        .await
+        .unwrap();
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(
+        seen.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4],
+        "in order"
+    );
+    assert_near_now(seen[0].2);
+    assert!(
+        seen.iter().all(|(_, _, now)| *now == seen[0].2),
+        "one clock"
+    );
+    assert!(seen[0].1.task.is_some() && seen[0].1.existing.is_none());
+    assert_eq!(seen[2].1, InstanceFacts::default(), "no task row");
+    assert_eq!(done.len(), 5);
+    let first = written(done[0].clone());
+    assert_eq!(done[1], InstanceUpsert::ConfigOwned);
+    assert_eq!(done[2], InstanceUpsert::NoTask);
+    assert_eq!(
+        seen[3].1.existing,
+        Some(first),
+        "the batch's earlier write seen"
+    );
+    let again = written(done[3].clone());
+    assert_eq!(
+        (again.cron.as_str(), again.args.as_deref()),
+        ("*/5 * * * *", None)
+    );
+    assert_eq!(again.next_run_at, Some(t + HOUR));
+    written(done[4].clone());
+    let keys: Vec<String> = s
+        .instances("rep")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert_eq!(keys, ["t-1", "t-4"], "the refused are not written");
+    assert!(s.instances("gone").await.unwrap().is_empty());
+    let log = s.audit_log(10, None).await.unwrap();
+    let mut audited: Vec<&str> = log.iter().map(|a| a.detail.as_str()).collect();
+    audited.sort_unstable();
+    assert_eq!(audited, ["t-1", "t-1", "t-4"], "each written one: {log:?}");
 }

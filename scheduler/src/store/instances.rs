@@ -2,8 +2,9 @@
 //! write of one, the rows an upsert decides on, its decision, and an instance as read.
 //!
 //! The operations are [`OperatorStore`](super::OperatorStore)'s `upsert_instance`,
-//! `instances` and `remove_instance`, written once for both backends (`writes.rs`, `reads.rs`);
-//! each backend only opens their transaction.
+//! `upsert_instances` (a batch in one transaction), `instance` (one, by key), `instances` and
+//! `remove_instance`, written once for both backends (`writes.rs`, `reads.rs`); each backend
+//! only opens their transaction.
 
 use chrono::{DateTime, Utc};
 
@@ -153,3 +154,10 @@ pub enum InstanceUpsert {
 /// read and the store's clock.
 pub type InstancePlanner<'a> =
     dyn Fn(&InstanceFacts, DateTime<Utc>) -> InstancePlan + Send + Sync + 'a;
+
+/// Decides each upsert of a batch inside
+/// [`OperatorStore::upsert_instances`](super::OperatorStore::upsert_instances): the index of the
+/// instance in the batch, the rows it read for it (the writes of the batch's earlier instances
+/// seen) and the store's clock (one instant for the whole batch).
+pub type InstanceBatchPlanner<'a> =
+    dyn Fn(usize, &InstanceFacts, DateTime<Utc>) -> InstancePlan + Send + Sync + 'a;

@@ -139,6 +139,11 @@ macro_rules! store_methods {
                     audit: &AuditEntry,
                     planner: &InstancePlanner<'_>
                 ) -> StoreResult<InstanceUpsert>;
+                upsert_instances(
+                    batch: &[(InstanceWrite, AuditEntry)],
+                    planner: &InstanceBatchPlanner<'_>
+                ) -> StoreResult<Vec<InstanceUpsert>>, unless batch.is_empty();
+                instance(task: &str, key: &str) -> StoreResult<Option<InstanceRecord>>;
                 instances(task: &str) -> StoreResult<Vec<InstanceRecord>>;
                 remove_instance(task: &str, key: &str, audit: &AuditEntry) -> StoreResult<bool>;
             }

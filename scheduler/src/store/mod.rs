@@ -115,8 +115,8 @@ pub(crate) use incidents::{
 };
 pub(crate) use instance_views::{InstanceQuery, InstanceSource, InstanceState};
 pub(crate) use instances::{
-    InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
-    InstanceWrite,
+    InstanceBatchPlanner, InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord,
+    InstanceTask, InstanceUpsert, InstanceWrite,
 };
 pub(crate) use limits::LimitState;
 pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};
@@ -429,6 +429,18 @@ pub trait OperatorStore: Send + Sync {
         audit: &AuditEntry,
         planner: &InstancePlanner<'_>,
     ) -> StoreResult<InstanceUpsert>;
+    /// In one transaction, each instance of `batch` in order as
+    /// [`upsert_instance`](Self::upsert_instance) does one: its rows read (the earlier writes of
+    /// the batch seen), offered to `planner` with its index in the batch and the store's clock
+    /// (read once), and its decision applied, its audit entry recorded with it when written.
+    /// One answer per instance, in order; the nodes are woken once.
+    async fn upsert_instances(
+        &self,
+        batch: &[(InstanceWrite, AuditEntry)],
+        planner: &InstanceBatchPlanner<'_>,
+    ) -> StoreResult<Vec<InstanceUpsert>>;
+    /// Instance `key` of `task` (a removed one left out), read by its row alone.
+    async fn instance(&self, task: &str, key: &str) -> StoreResult<Option<InstanceRecord>>;
     /// The instances of `task` (removed ones left out), by key.
     async fn instances(&self, task: &str) -> StoreResult<Vec<InstanceRecord>>;
     /// Removes instance `key` of `task` and records `audit`: its row deleted, or, while a run of

@@ -298,10 +298,49 @@ pub(crate) async fn instances(
         .await
 }
 
+pub(crate) async fn instance(
+    store: &impl Dialect,
+    task: &str,
+    key: &str,
+) -> StoreResult<Option<InstanceRecord>> {
+    let row = crate::instance::row_name(task, key);
+    let sql = statement!("instance_one");
+    let params = params![row.as_str(), task, key];
+    store
+        .fetch_optional("instance", sql, &params, instance_record)
+        .await
+}
+
 pub(crate) async fn instance_states(
     store: &impl Dialect,
     query: &InstanceQuery,
 ) -> StoreResult<Vec<InstanceState>> {
+    if let Some(key) = &query.key {
+        // One instance: read by its row, whatever the number of its task's instances; the
+        // other filters are checked here.
+        let contains = query.key_contains.as_deref().is_none_or(|text| {
+            key.to_ascii_lowercase()
+                .contains(&text.to_ascii_lowercase())
+        });
+        let after = query
+            .after_key
+            .as_deref()
+            .is_none_or(|after| key.as_str() > after);
+        if !contains || !after || query.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let row = crate::instance::row_name(&query.task, key);
+        let params = params![
+            row.as_str(),
+            query.task.as_str(),
+            key.as_str(),
+            query.removed
+        ];
+        let sql = statement!("instance_state_one");
+        return store
+            .fetch_all("instance_states", sql, &params, instance_state)
+            .await;
+    }
     let pattern = query.like_pattern();
     let params = params![
         query.task.as_str(),

@@ -7,15 +7,16 @@
 use std::future::Future;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use std::time::Duration;
 
 use crate::store::dialect::{Dialect, Fetch, Now, Sql, Statement};
 use crate::store::records::{incident, instance_record, instance_task, run_record, snooze};
 use crate::store::row::ReadRow;
 use crate::store::{
-    AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, InstanceFacts,
-    InstancePlan, InstancePlanner, InstanceUpsert, InstanceWrite, NodeInfo, RunRecord, Snooze,
-    StoreResult,
+    AlertFold, AuditEntry, BackfillCancel, ConfigState, IncidentRecord, InstanceBatchPlanner,
+    InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord, InstanceTask, InstanceUpsert,
+    InstanceWrite, NodeInfo, RunRecord, Snooze, StoreResult,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).
@@ -305,39 +306,127 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
     planner: &InstancePlanner<'_>,
 ) -> Result<InstanceUpsert, sqlx::Error> {
     const OPERATION: &str = "upsert_instance";
-    let row = write.row();
-    let statement = |sql, params| Statement {
+    let now = instance_clock_on::<D>(conn, clock, OPERATION).await?;
+    let task = instance_task_on::<D>(conn, clock, OPERATION, &write.task).await?;
+    plan_instance_on::<D>(conn, clock, OPERATION, write, task, |facts| {
+        planner(facts, now)
+    })
+    .await
+}
+
+/// Upserts a batch of instances on `conn`, in the batch's transaction, each in order as
+/// [`upsert_instance_on`] does one: the store's clock read once, each task's own row once, then
+/// every instance's row in one statement (all held for the transaction), each instance offered
+/// to `planner` with its index in the batch and its row as the batch's earlier writes left it. The audit entries are the backend's to write, for the
+/// written instances.
+pub(crate) async fn upsert_instances_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    batch: &[(InstanceWrite, AuditEntry)],
+    planner: &InstanceBatchPlanner<'_>,
+) -> Result<Vec<InstanceUpsert>, sqlx::Error> {
+    const OPERATION: &str = "upsert_instances";
+    let now = instance_clock_on::<D>(conn, clock, OPERATION).await?;
+    // The tasks' own rows first, then the instances' (as a single upsert takes them).
+    let mut tasks: std::collections::HashMap<&str, Option<InstanceTask>> = Default::default();
+    for (write, _) in batch {
+        if !tasks.contains_key(write.task.as_str()) {
+            let task = instance_task_on::<D>(conn, clock, OPERATION, &write.task).await?;
+            tasks.insert(&write.task, task);
+        }
+    }
+    // Every row of the batch read (and held) at once; each write then stands in for its row,
+    // so that a key given again sees the batch's earlier write, as a read after it would.
+    let names: Vec<String> = batch.iter().map(|(write, _)| write.row()).collect();
+    let statement = Statement {
         operation: OPERATION,
-        sql,
-        params,
+        sql: statement!("instance_rows"),
+        params: &params![&names[..]],
     };
-    let params = params![Now];
-    let now = first_on::<D, _>(
-        conn,
-        clock,
-        statement(statement!("instance_clock"), &params),
-        |r| r.time("db_now"),
-    )
-    .await?
-    .ok_or(sqlx::Error::RowNotFound)?;
-    let params = params![&write.task];
-    let task = first_on::<D, _>(
-        conn,
-        clock,
-        statement(statement!("instance_task"), &params),
-        instance_task,
-    )
-    .await?;
-    let params = params![&row];
-    let existing = first_on::<D, _>(
-        conn,
-        clock,
-        statement(statement!("instance_row"), &params),
-        instance_record,
-    )
-    .await?;
+    let fetched = D::run(conn, clock, statement, Fetch::All).await?.rows;
+    let mut rows: std::collections::HashMap<String, InstanceRecord> = Default::default();
+    for row in &fetched {
+        rows.insert(row.text("name")?, instance_record(row)?);
+    }
+    let mut done = Vec::with_capacity(batch.len());
+    for (index, ((write, _), name)) in batch.iter().zip(&names).enumerate() {
+        let facts = InstanceFacts {
+            task: tasks.get(write.task.as_str()).cloned().flatten(),
+            existing: rows.get(name).cloned(),
+        };
+        let upsert =
+            write_instance_on::<D>(conn, clock, OPERATION, write, planner(index, &facts, now))
+                .await?;
+        if let InstanceUpsert::Written(record) = &upsert {
+            rows.insert(name.clone(), record.clone());
+        }
+        done.push(upsert);
+    }
+    Ok(done)
+}
+
+/// The store's clock, read on `conn` for an instance upsert's decision.
+async fn instance_clock_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+) -> Result<DateTime<Utc>, sqlx::Error> {
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_clock"),
+        params: &params![Now],
+    };
+    first_on::<D, _>(conn, clock, statement, |r| r.time("db_now"))
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)
+}
+
+/// Task `task`'s own row as an instance upsert decides on it, held for the transaction.
+async fn instance_task_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    task: &str,
+) -> Result<Option<InstanceTask>, sqlx::Error> {
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_task"),
+        params: &params![task],
+    };
+    first_on::<D, _>(conn, clock, statement, instance_task).await
+}
+
+/// Reads `write`'s row (held for the transaction), offers it with its task's row `task` to
+/// `plan`, and writes what it decided.
+async fn plan_instance_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    write: &InstanceWrite,
+    task: Option<InstanceTask>,
+    plan: impl FnOnce(&InstanceFacts) -> InstancePlan,
+) -> Result<InstanceUpsert, sqlx::Error> {
+    let row = write.row();
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_row"),
+        params: &params![&row],
+    };
+    let existing = first_on::<D, _>(conn, clock, statement, instance_record).await?;
     let facts = InstanceFacts { task, existing };
-    let (enabled, next_run_at, next_tick) = match planner(&facts, now) {
+    write_instance_on::<D>(conn, clock, operation, write, plan(&facts)).await
+}
+
+/// Applies `plan` to `write`'s row: written as decided (the row as written returned), or
+/// nothing for a refusal.
+async fn write_instance_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    write: &InstanceWrite,
+    plan: InstancePlan,
+) -> Result<InstanceUpsert, sqlx::Error> {
+    let (enabled, next_run_at, next_tick) = match plan {
         InstancePlan::Write {
             enabled,
             next_run_at,
@@ -347,6 +436,7 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
         InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
         InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
     };
+    let row = write.row();
     let params = params![
         &row,
         &write.cron,
@@ -360,14 +450,14 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
         next_tick,
         write.jitter.map(|w| crate::bounds::JITTER.capped_millis(w)),
     ];
-    let written = first_on::<D, _>(
-        conn,
-        clock,
-        statement(statement!("instance_upsert"), &params),
-        instance_record,
-    )
-    .await?
-    .ok_or(sqlx::Error::RowNotFound)?;
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_upsert"),
+        params: &params,
+    };
+    let written = first_on::<D, _>(conn, clock, statement, instance_record)
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)?;
     Ok(InstanceUpsert::Written(written))
 }
 

@@ -288,6 +288,7 @@ async fn every_documented_route_answers_as_documented() {
         ("get", "/api/snoozes"),
         ("post", "/api/tasks/{name}/snooze"),
         ("delete", "/api/tasks/{name}/snooze"),
+        ("put", "/api/tasks/{name}/instances"),
         ("put", "/api/tasks/{name}/instances/{key}"),
         ("delete", "/api/tasks/{name}/instances/{key}"),
         ("post", "/api/tasks/{name}/instances/{key}/pause"),
@@ -700,6 +701,31 @@ async fn every_documented_route_answers_as_documented() {
             instance,
             "/api/tasks/admin.record/instances/bad%20key",
             Some(json!({"cron": YEARLY}))
+        )
+        .await
+        .0,
+        StatusCode::BAD_REQUEST
+    );
+    // A batch: each instance answered on its own (the behaviour is `instances_api::*`'s).
+    let (s, batch) = call(
+        "put",
+        "/api/tasks/{name}/instances",
+        "/api/tasks/admin.record/instances",
+        Some(json!([{"key": "r2", "cron": YEARLY}, {"key": "bad key", "cron": YEARLY}])),
+    )
+    .await;
+    assert_eq!(s, ok, "{batch}");
+    assert_eq!(
+        (batch["written"].clone(), batch["refused"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(batch["results"][1]["status"], 400, "{batch}");
+    assert_eq!(
+        call(
+            "put",
+            "/api/tasks/{name}/instances",
+            "/api/tasks/admin.record/instances",
+            Some(json!({"key": "r3"}))
         )
         .await
         .0,

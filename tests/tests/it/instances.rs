@@ -29,6 +29,7 @@ on_both_backends! {
     arguments_that_do_not_decode_fail_the_run_with_the_reason,
     a_document_leaves_instances_alone_but_disabling_the_task_disables_them,
     what_is_refused_says_why,
+    a_batch_answers_each_instance_in_order_and_refuses_only_the_bad_ones,
 }
 
 /// One run as its handler saw it: key, tick, node, tenant.
@@ -544,4 +545,75 @@ async fn a_document_leaves_instances_alone_but_disabling_the_task_disables_them(
         log.runs.lock().unwrap().is_empty(),
         "a yearly schedule ran nothing"
     );
+}
+
+/// `Schedules::upsert_many`: one answer per schedule in the order given, each refusal the one
+/// `upsert` gives, the good ones written (a key given twice written twice, the second last);
+/// a batch over `Schedules::MAX_BATCH` refused whole, nothing written.
+async fn a_batch_answers_each_instance_in_order_and_refuses_only_the_bad_ones(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let running = node_on(db, config(), &log).await;
+    let schedules = Schedules::new(db.node_store(2), &tasks("inst."), "test");
+    let yearly = |key: &str| Schedule::new("inst.sync", key).cron("0 0 0 1 1 *");
+    let answers = schedules
+        .upsert_many([
+            yearly("b1").args(json!({"tenant": 1})),
+            yearly("bad key"),
+            Schedule::new("inst.sharded", "b2").cron("0 0 0 1 1 *"),
+            Schedule::new("inst.sync", "b3"),
+            yearly("b4").timezone("Mars/Olympus"),
+            yearly("b5"),
+            yearly("b1").args(json!({"tenant": 11})),
+            Schedule::new("inst.nope", "b6").cron("0 0 0 1 1 *"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(answers.len(), 8);
+    let refusal = |i: usize| match &answers[i] {
+        Err(Error::Instance(r)) => r.clone(),
+        other => panic!("{i}: not a refusal: {other:?}"),
+    };
+    assert_eq!(answers[0].as_ref().unwrap().args, json!({"tenant": 1}));
+    assert!(matches!(refusal(1), InstanceRefusal::BadKey { .. }));
+    assert!(matches!(refusal(2), InstanceRefusal::Sharded { .. }));
+    assert!(matches!(refusal(3), InstanceRefusal::NoCron { .. }));
+    assert!(
+        matches!(answers[4], Err(Error::Schedule(_))),
+        "{:?}",
+        answers[4]
+    );
+    assert_eq!(answers[5].as_ref().unwrap().key, "b5");
+    assert_eq!(answers[6].as_ref().unwrap().args, json!({"tenant": 11}));
+    assert!(matches!(refusal(7), InstanceRefusal::UnknownTask { .. }));
+    let listed: Vec<(String, serde_json::Value)> = schedules
+        .list("inst.sync")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.key, i.args))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("b1".to_owned(), json!({"tenant": 11})),
+            ("b5".to_owned(), serde_json::Value::Null)
+        ]
+    );
+    assert_eq!(
+        schedules.get("inst.sync", "b1").await.unwrap(),
+        answers[6].as_ref().ok().cloned()
+    );
+    // Over the cap: refused whole.
+    let many = (0..=Schedules::MAX_BATCH).map(|i| yearly(&format!("many-{i}")));
+    let e = schedules.upsert_many(many).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Instance(InstanceRefusal::BatchTooLarge { count: 1_001 })
+        ),
+        "{e}"
+    );
+    assert_eq!(schedules.list("inst.sync").await.unwrap().len(), 2);
+    assert!(schedules.upsert_many([]).await.unwrap().is_empty());
+    running.stop().await;
 }

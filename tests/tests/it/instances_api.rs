@@ -22,6 +22,7 @@ on_both_backends! {
     instances_are_made_changed_paused_resumed_and_removed_through_the_api,
     a_manual_run_with_other_arguments_runs_once_with_them,
     what_the_api_refuses_it_says_why,
+    a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_reason,
     the_instances_commands_write_and_run_instances,
 }
 
@@ -541,6 +542,146 @@ async fn what_the_api_refuses_it_says_why(db: &TestDb) {
     );
     running.stop().await;
     assert!(log.of(Some("k")).is_empty(), "{:?}", log.of(Some("k")));
+}
+
+/// `PUT /api/tasks/{name}/instances` with a list: the good instances written (and run, with
+/// their arguments whole), each bad one refused with the status and reason its single `PUT`
+/// would have had, in the order given; each written one audited on its own; a batch over the
+/// cap, or without the operator's token, refused as a whole with nothing written.
+async fn a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_reason(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let path = "/api/tasks/iapi.sync/instances";
+    // A node without an operator token refuses the batch.
+    let (running, base) = admin_node(db, "open", None, &log).await;
+    let (status, body) = put(&base, path, json!([{"key": "b1", "cron": "* * * * *"}])).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    running.stop().await;
+
+    let (running, base) = admin_node(db, "a", Some(TOKEN), &log).await;
+    let url = format!("{base}{path}");
+    let batch = json!([{"key": "b1", "cron": "* * * * *"}]);
+    let (status, body) = call(reqwest::Method::PUT, &url, None, Some(batch)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert!(db.api().instances("iapi.sync").await.unwrap().is_empty());
+
+    let yearly = "0 0 0 1 1 *";
+    let batch = json!([
+        {"key": "b1", "cron": "* * * * * *", "args": {"tenant": 1, "db": {"password": SECRET}}},
+        {"key": "bad key", "cron": yearly},
+        {"key": "b2", "cron": yearly, "timezone": "Asia/Shanghai"},
+        {"key": "b3", "cron": "61 * * * *"},
+        {"key": "b4", "cron": yearly, "timezone": "Mars/Base"},
+        {"key": "b5", "cron": yearly, "args": "x".repeat(70_000)},
+        {"key": "b6"},
+        {"key": "b7", "cron": yearly, "args": {"tenant": 7}},
+    ]);
+    let (status, answer) = put(&base, path, batch).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["task"], "iapi.sync");
+    assert_eq!(
+        (answer["written"].as_u64(), answer["refused"].as_u64()),
+        (Some(3), Some(5))
+    );
+    let results = answer["results"].as_array().unwrap();
+    let expected: [(&str, u16, &str); 8] = [
+        ("b1", 200, ""),
+        ("bad key", 400, "instance key `bad key` is refused"),
+        ("b2", 200, ""),
+        ("b3", 400, "61"),
+        ("b4", 400, "Mars/Base"),
+        ("b5", 400, "the most is 65536"),
+        ("b6", 400, "has no cron"),
+        ("b7", 200, ""),
+    ];
+    assert_eq!(results.len(), expected.len(), "{answer}");
+    for (result, (key, code, says)) in results.iter().zip(expected) {
+        assert_eq!(result["key"], key, "{result}");
+        assert_eq!(result["status"], code, "{result}");
+        if code == 200 {
+            assert_eq!(result["instance"]["enabled"], true, "{result}");
+            assert!(result["message"].is_null(), "{result}");
+        } else {
+            assert_eq!(result["error"], "bad_request", "{result}");
+            let message = result["message"].as_str().unwrap_or_default();
+            assert!(message.contains(says), "{key}: `{says}` in {result}");
+            assert!(result["instance"].is_null(), "{result}");
+        }
+    }
+    assert_eq!(results[2]["instance"]["timezone"], "Asia/Shanghai");
+    assert_eq!(
+        results[0]["instance"]["args"],
+        json!({"tenant": 1, "db": {"password": "***"}})
+    );
+    assert!(!answer.to_string().contains(SECRET), "{answer}");
+    let keys: Vec<String> = db
+        .api()
+        .instances("iapi.sync")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.key)
+        .collect();
+    assert_eq!(keys, ["b1", "b2", "b7"], "the good written, the bad not");
+    // A written one runs, its arguments whole.
+    wait_stepping(db, Duration::from_secs(60), "a run of b1", || async {
+        !log.of(Some("b1")).is_empty()
+    })
+    .await;
+    assert_eq!(log.of(Some("b1"))[0].args["db"]["password"], SECRET);
+
+    // A task refused as a whole is refused for each instance, with its status.
+    for (task, code, says) in [
+        ("iapi.sharded", 409, "shards"),
+        ("iapi.nope", 404, "iapi.nope"),
+    ] {
+        let batch = json!([{"key": "x1", "cron": yearly}, {"key": "x2", "cron": yearly}]);
+        let (status, answer) = put(&base, &format!("/api/tasks/{task}/instances"), batch).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["written"], 0, "{answer}");
+        for result in answer["results"].as_array().unwrap() {
+            assert_eq!(result["status"], code, "{result}");
+            assert!(
+                result["message"].as_str().unwrap().contains(says),
+                "{result}"
+            );
+        }
+    }
+    // Over the cap, or not a list: refused as a whole, nothing written.
+    let too_many: Vec<Value> = (0..=1_000)
+        .map(|i| json!({"key": format!("many-{i}"), "cron": yearly}))
+        .collect();
+    let (status, answer) = put(&base, path, Value::Array(too_many)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("at most 1000"),
+        "{answer}"
+    );
+    let (status, answer) = put(&base, path, json!({"key": "b9", "cron": yearly})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(db.api().instances("iapi.sync").await.unwrap().len(), 3);
+    running.stop().await;
+
+    // Audited: one entry per written instance, by alice, naming the batch; the secret hidden.
+    let audit = db.api().audit_log(200, None).await.unwrap();
+    let upserts: Vec<&str> = audit
+        .iter()
+        .filter(|a| a.action == "instance upsert" && a.task == "iapi.sync")
+        .inspect(|a| assert!(a.actor.contains("alice"), "{a:?}"))
+        .map(|a| a.detail.as_str())
+        .collect();
+    assert_eq!(upserts.len(), 3, "{upserts:?}");
+    for key in ["b1", "b2", "b7"] {
+        assert!(
+            upserts
+                .iter()
+                .any(|d| d.starts_with(&format!("{key} cron")) && d.ends_with("in a batch of 8")),
+            "{key}: {upserts:?}"
+        );
+    }
+    assert!(
+        audit.iter().all(|a| !a.detail.contains(SECRET)),
+        "{audit:?}"
+    );
 }
 
 /// The application binary's `instances` and `trigger` commands against the database while the

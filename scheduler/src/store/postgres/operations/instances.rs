@@ -1,10 +1,12 @@
-//! The instances of a task on PostgreSQL: the upsert and the removal written once
-//! (`store/writes.rs`), each run in one transaction with its audit entry.
+//! The instances of a task on PostgreSQL: the upsert, the batch's and the removal written once
+//! (`store/writes.rs`), each run in one transaction with its audit entries.
 
 use super::exec::{insert_audit, notify_on};
 use crate::store::postgres::PgStore;
 use crate::store::writes;
-use crate::store::{AuditEntry, InstancePlanner, InstanceUpsert, InstanceWrite, StoreResult};
+use crate::store::{
+    AuditEntry, InstanceBatchPlanner, InstancePlanner, InstanceUpsert, InstanceWrite, StoreResult,
+};
 
 pub(super) async fn upsert_instance(
     store: &PgStore,
@@ -20,6 +22,39 @@ pub(super) async fn upsert_instance(
             notify_on(&mut tx, store, "request").await?;
         }
         upsert
+    })
+}
+
+pub(super) async fn upsert_instances(
+    store: &PgStore,
+    batch: &[(InstanceWrite, AuditEntry)],
+    planner: &InstanceBatchPlanner<'_>,
+) -> StoreResult<Vec<InstanceUpsert>> {
+    write_tx!(store, "upsert_instances", |tx, ()| {
+        let done = writes::upsert_instances_on::<PgStore>(&mut tx, (), batch, planner).await?;
+        let audits: Vec<&AuditEntry> = batch
+            .iter()
+            .zip(&done)
+            .filter(|(_, upsert)| matches!(upsert, InstanceUpsert::Written(_)))
+            .map(|((_, audit), _)| audit)
+            .collect();
+        if !audits.is_empty() {
+            // One statement for the batch's entries, in order.
+            let column = |field: fn(&AuditEntry) -> &str| -> Vec<&str> {
+                audits.iter().map(|a| field(a)).collect()
+            };
+            sqlx::query(query!("audit_insert_many"))
+                .bind(column(|a| &a.actor))
+                .bind(column(|a| &a.action))
+                .bind(column(|a| &a.task))
+                .bind(column(|a| &a.detail))
+                .bind(column(|a| &a.source))
+                .execute(&mut *tx)
+                .await?;
+            // Their first ticks may be sooner than what the nodes wait for.
+            notify_on(&mut tx, store, "request").await?;
+        }
+        done
     })
 }
 

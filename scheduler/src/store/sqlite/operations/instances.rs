@@ -1,10 +1,12 @@
-//! The instances of a task on SQLite: the upsert and the removal written once
-//! (`store/writes.rs`), each run in one `BEGIN IMMEDIATE` transaction with its audit entry.
+//! The instances of a task on SQLite: the upsert, the batch's and the removal written once
+//! (`store/writes.rs`), each run in one `BEGIN IMMEDIATE` transaction with its audit entries.
 
 use super::writes::insert_audit;
 use crate::store::sqlite::SqliteStore;
 use crate::store::writes;
-use crate::store::{AuditEntry, InstancePlanner, InstanceUpsert, InstanceWrite, StoreResult};
+use crate::store::{
+    AuditEntry, InstanceBatchPlanner, InstancePlanner, InstanceUpsert, InstanceWrite, StoreResult,
+};
 
 pub(super) async fn upsert_instance(
     store: &SqliteStore,
@@ -25,6 +27,27 @@ pub(super) async fn upsert_instance(
         store.inner.wake();
     }
     Ok(upsert)
+}
+
+pub(super) async fn upsert_instances(
+    store: &SqliteStore,
+    batch: &[(InstanceWrite, AuditEntry)],
+    planner: &InstanceBatchPlanner<'_>,
+) -> StoreResult<Vec<InstanceUpsert>> {
+    let done = write_tx!(store, "upsert_instances", |tx, now| {
+        let done = writes::upsert_instances_on::<SqliteStore>(&mut tx, now, batch, planner).await?;
+        for ((_, audit), upsert) in batch.iter().zip(&done) {
+            if matches!(upsert, InstanceUpsert::Written(_)) {
+                insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
+            }
+        }
+        done
+    })?;
+    if done.iter().any(|u| matches!(u, InstanceUpsert::Written(_))) {
+        // Their first ticks may be sooner than what the nodes wait for.
+        store.inner.wake();
+    }
+    Ok(done)
 }
 
 pub(super) async fn remove_instance(
