@@ -156,6 +156,8 @@ async fn the_api_lists_a_tasks_instances_with_their_runs(db: &TestDb) {
     assert_eq!(first["paused"], false);
     assert_eq!(first["removed"], false);
     assert!(first["next_run_at"].is_string(), "{first}");
+    // No jitter: the next run starts on the tick it serves.
+    assert_eq!(first["next_tick"], first["next_run_at"], "{first}");
     assert!(first["last_run"]["started_at"].is_string(), "{first}");
     // Each instance's latest runs are runs its handler made under its key, and nothing else.
     for instance in page["instances"].as_array().unwrap() {

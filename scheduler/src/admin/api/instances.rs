@@ -84,8 +84,10 @@ pub(crate) struct InstanceView {
     paused: bool,
     /// The pause in force, if any.
     pause: Option<PauseView>,
-    /// Its next scheduled tick.
+    /// When its next run starts (its next tick, shifted by its jitter).
     next_run_at: Option<DateTime<Utc>>,
+    /// The tick its next run serves (`next_run_at` is that tick shifted by its jitter).
+    next_tick: Option<DateTime<Utc>>,
     /// `on_time`, `due`, `late`, `waiting`, `paused` or `off`, as a task's (`GET /api/tasks`).
     timeliness: &'static str,
     /// Its run in flight, if any.
@@ -139,6 +141,7 @@ impl InstanceView {
             paused: pause.is_some(),
             pause: pause.map(PauseView::from),
             next_run_at: s.next_run_at,
+            next_tick: s.next_tick,
             timeliness,
             running: s.lock_owner.map(|owner| InstanceLockView {
                 owner,
