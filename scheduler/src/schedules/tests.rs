@@ -1,6 +1,7 @@
 use chrono::{DateTime, Utc};
 
 use super::*;
+use crate::instance::MAX_ARGS_BYTES;
 use crate::store::{InstanceFacts, InstanceTask};
 
 fn at(s: &str) -> DateTime<Utc> {

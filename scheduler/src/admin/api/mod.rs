@@ -8,6 +8,7 @@ mod cluster;
 mod config;
 mod incidents;
 mod instances;
+mod instances_batch;
 mod instances_write;
 mod limits;
 mod refusals;
@@ -32,5 +33,6 @@ pub(super) fn router() -> OpenApiRouter<AdminState> {
         .merge(cluster::router())
         .merge(incidents::router())
         .merge(instances_write::router())
+        .merge(instances_batch::router())
         .merge(limits::router())
 }
