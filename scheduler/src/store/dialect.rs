@@ -61,6 +61,9 @@ macro_rules! statement {
     (runs $file:literal) => {
         statement!(runs postgres: $file, sqlite: $file)
     };
+    (states $file:literal) => {
+        statement!(@sql [task_state_select!], $file, $file)
+    };
     (postgres: $postgres:literal, sqlite: $sqlite:literal) => {
         statement!(@sql [], $postgres, $sqlite)
     };

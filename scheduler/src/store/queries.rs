@@ -43,6 +43,16 @@ macro_rules! due_select {
     };
 }
 
+/// A SELECT of task states (`records::task_state` decodes them), `$text` (a backend's
+/// `query!("...")`), with its `-- @include task_state_columns.sql` line replaced by the columns
+/// a task's state is read from (`store/queries/task_state_columns.sql`): a column added to the
+/// state is listed there once, for every such statement of both backends.
+macro_rules! task_state_select {
+    ($text:expr) => {
+        assembled_query!(crate::store::queries::with_task_state_columns, $text)
+    };
+}
+
 /// `statement` with its line `-- @include <name>` replaced by `text` (which carries its own
 /// indentation).
 ///
@@ -71,4 +81,13 @@ pub(crate) fn with_due_columns(statement: &str) -> String {
 /// `statement` with the run record's columns included (see `runs_select!`).
 pub(crate) fn with_run_columns(statement: &str) -> String {
     include(statement, "run_columns.sql", shared_query!("run_columns"))
+}
+
+/// `statement` with a task state's columns included (see `task_state_select!`).
+pub(crate) fn with_task_state_columns(statement: &str) -> String {
+    include(
+        statement,
+        "task_state_columns.sql",
+        shared_query!("task_state_columns"),
+    )
 }

@@ -155,7 +155,7 @@ pub(crate) async fn task_states(
     store: &impl Dialect,
     task: Option<&str>,
 ) -> StoreResult<Vec<TaskState>> {
-    let sql = statement!("task_states");
+    let sql = statement!(states "task_states");
     store
         .fetch_all("task_states", sql, &params![task], task_state)
         .await
@@ -336,7 +336,7 @@ pub(crate) async fn instance_states(
             key.as_str(),
             query.removed
         ];
-        let sql = statement!("instance_state_one");
+        let sql = statement!(states "instance_state_one");
         return store
             .fetch_all("instance_states", sql, &params, instance_state)
             .await;
@@ -354,7 +354,7 @@ pub(crate) async fn instance_states(
         ),
         query.removed,
     ];
-    let sql = statement!("instance_states");
+    let sql = statement!(states "instance_states");
     store
         .fetch_all("instance_states", sql, &params, instance_state)
         .await

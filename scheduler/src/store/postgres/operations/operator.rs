@@ -119,7 +119,7 @@ pub(super) async fn resume_task(
     planner: &ResumePlanner<'_>,
 ) -> StoreResult<Option<Pause>> {
     write_tx!(store, "resume_task", |tx, ()| {
-        let Some(row) = sqlx::query(query!("resume_select"))
+        let Some(row) = sqlx::query(task_state_select!(query!("resume_select")))
             .bind(task)
             .fetch_optional(&mut *tx)
             .await?
@@ -133,7 +133,7 @@ pub(super) async fn resume_task(
         // own schedule.
         let mut rows = vec![state.clone()];
         if let Some(pause) = &state.pause {
-            for row in sqlx::query(query!("resume_instances"))
+            for row in sqlx::query(task_state_select!(query!("resume_instances")))
                 .bind(task)
                 .bind(pause.at)
                 .bind(&pause.by)

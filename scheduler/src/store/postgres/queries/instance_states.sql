@@ -1,11 +1,9 @@
 -- A page of task $1's instances (removed ones only with $6), by key: keys whose lowercase matches $2 (a
 -- LIKE pattern, `\` escaping), only key $3 (NULL: any), after key $4 (NULL: from the first), at
 -- most $5. Each row's state as `task_states.sql` reads a task's, with the instance's columns.
-SELECT name, cron, timezone, calendar, enabled, next_run_at, next_tick, lock_owner, lock_expires_at,
-       last_run_at,
-       last_finished_at, last_status, last_error, consecutive_failures, paused_at, paused_by,
-       pause_reason, pause_until, retry_at, manual_at, missed_since, orphaned_since, disabled_at,
-       shards, node_pin, instance_of AS task, instance_key AS key, args, instance_source,
+SELECT
+-- @include task_state_columns.sql
+       , instance_of AS task, instance_key AS key, args, instance_source,
        removed_at IS NOT NULL AS removed
 FROM scheduler_tasks
 WHERE instance_of = $1

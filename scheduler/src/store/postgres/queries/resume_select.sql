@@ -1,10 +1,7 @@
 -- The row of a paused task, locked for ending its pause. $1 task.
-SELECT name, cron, timezone, calendar, enabled, next_run_at, next_tick, lock_owner, lock_expires_at,
-       last_run_at,
-       last_finished_at, last_status, last_error, consecutive_failures, paused_at, paused_by,
-       pause_reason, pause_until, retry_at, manual_at, missed_since, orphaned_since, disabled_at,
-       shards, node_pin,
-       clock_timestamp() AS db_now
+SELECT
+-- @include task_state_columns.sql
+       , clock_timestamp() AS db_now
 FROM scheduler_tasks
 WHERE name = $1 AND paused_at IS NOT NULL
 FOR UPDATE

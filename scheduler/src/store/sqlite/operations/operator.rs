@@ -134,7 +134,7 @@ pub(super) async fn resume_task(
     let ended = write_tx!(store, "resume_task", |tx, now| {
         // The write transaction holds the row (and every other) for the planner, as
         // PostgreSQL's FOR UPDATE does.
-        let Some(row) = sqlx::query(query!("resume_select"))
+        let Some(row) = sqlx::query(task_state_select!(query!("resume_select")))
             .bind(task)
             .fetch_optional(&mut *tx)
             .await?
@@ -146,7 +146,7 @@ pub(super) async fn resume_task(
         // own schedule.
         let mut rows = vec![state.clone()];
         if let Some(pause) = &state.pause {
-            for row in sqlx::query(query!("resume_instances"))
+            for row in sqlx::query(task_state_select!(query!("resume_instances")))
                 .bind(task)
                 .bind(micros(pause.at))
                 .bind(&pause.by)

@@ -1,8 +1,5 @@
 -- The row of a paused task ?1, for ending its pause (the write transaction holds it).
-SELECT name, cron, timezone, calendar, enabled, next_run_at, next_tick, lock_owner, lock_expires_at,
-       last_run_at,
-       last_finished_at, last_status, last_error, consecutive_failures, paused_at, paused_by,
-       pause_reason, pause_until, retry_at, manual_at, missed_since, orphaned_since, disabled_at,
-       shards, node_pin
+SELECT
+-- @include task_state_columns.sql
 FROM scheduler_tasks
 WHERE name = ?1 AND paused_at IS NOT NULL
