@@ -8,28 +8,9 @@ fn at(s: i64) -> DateTime<Utc> {
 
 fn paused(next_run_at: Option<DateTime<Utc>>, next_tick: Option<DateTime<Utc>>) -> TaskState {
     TaskState {
-        name: "t".into(),
-        cron: "*/10 * * * * *".into(),
-        timezone: "UTC".into(),
-        calendar: None,
-        enabled: true,
         next_run_at,
         next_tick,
-        lock_owner: None,
-        lock_expires_at: None,
-        last_run_at: None,
-        last_finished_at: None,
-        last_status: None,
-        last_error: None,
-        consecutive_failures: 0,
-        pause: None,
-        retry_at: None,
-        manual_at: None,
-        missed_since: None,
-        orphaned_since: None,
-        disabled_at: None,
-        shards: 1,
-        broadcast: false,
+        ..TaskState::for_tests("t", "*/10 * * * * *")
     }
 }
 

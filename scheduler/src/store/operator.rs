@@ -96,6 +96,38 @@ pub struct TaskState {
     pub broadcast: bool,
 }
 
+#[cfg(test)]
+impl TaskState {
+    /// Row `name` on `cron` in UTC, enabled, one shard, nothing else known: where a unit test's
+    /// state starts (`TaskState { next_run_at, ..TaskState::for_tests(...) }`).
+    pub(crate) fn for_tests(name: &str, cron: &str) -> Self {
+        TaskState {
+            name: name.into(),
+            cron: cron.into(),
+            timezone: "UTC".into(),
+            calendar: None,
+            enabled: true,
+            next_run_at: None,
+            next_tick: None,
+            lock_owner: None,
+            lock_expires_at: None,
+            last_run_at: None,
+            last_finished_at: None,
+            last_status: None,
+            last_error: None,
+            consecutive_failures: 0,
+            pause: None,
+            retry_at: None,
+            manual_at: None,
+            missed_since: None,
+            orphaned_since: None,
+            disabled_at: None,
+            shards: 1,
+            broadcast: false,
+        }
+    }
+}
+
 /// What asking for a manual run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -8,30 +8,7 @@ fn at(s: u32) -> DateTime<Utc> {
 }
 
 fn state() -> TaskState {
-    TaskState {
-        name: "t".into(),
-        cron: "*/10 * * * * *".into(),
-        timezone: "UTC".into(),
-        calendar: None,
-        enabled: true,
-        next_run_at: None,
-        next_tick: None,
-        lock_owner: None,
-        lock_expires_at: None,
-        last_run_at: None,
-        last_finished_at: None,
-        last_status: None,
-        last_error: None,
-        consecutive_failures: 0,
-        pause: None,
-        retry_at: None,
-        manual_at: None,
-        missed_since: None,
-        orphaned_since: None,
-        disabled_at: None,
-        shards: 1,
-        broadcast: false,
-    }
+    TaskState::for_tests("t", "*/10 * * * * *")
 }
 
 fn run(id: i64, tick: u32, started: u32, took: Option<u32>, status: RunStatus) -> RunRecord {
