@@ -51,8 +51,8 @@ impl JitterLog {
     }
 }
 
-#[task(name = "jit.sync", jitter = "4s")]
-async fn jit_sync(ctx: TaskContext) {
+/// What a handler of these tests saw: its key (none: ""), tick and start, on its node.
+fn record(ctx: &TaskContext) {
     let log = ctx.state::<Arc<JitterLog>>().unwrap();
     let start = log.now();
     log.runs.lock().unwrap().push((
@@ -63,17 +63,15 @@ async fn jit_sync(ctx: TaskContext) {
     ));
 }
 
+#[task(name = "jit.sync", jitter = "4s")]
+async fn jit_sync(ctx: TaskContext) {
+    record(&ctx);
+}
+
 /// A task of its own row, its window set by its config entry (2 s) over its attribute's (4 s).
 #[task(name = "jit.own", jitter = "4s")]
 async fn jit_own(ctx: TaskContext) {
-    let log = ctx.state::<Arc<JitterLog>>().unwrap();
-    let start = log.now();
-    log.runs.lock().unwrap().push((
-        String::new(),
-        ctx.scheduled_at(),
-        start,
-        ctx.node_id().to_owned(),
-    ));
+    record(&ctx);
 }
 
 /// The task's own row every ten seconds, with a config entry's `jitter: 2s`: every tick (the
@@ -125,27 +123,13 @@ async fn a_tasks_config_entry_sets_its_window_over_the_attributes(db: &TestDb) {
 /// A task whose first ticks the tests below follow: each run records its key, tick and start.
 #[task(name = "jitfirst.task", jitter = "4s")]
 async fn jit_first(ctx: TaskContext) {
-    let log = ctx.state::<Arc<JitterLog>>().unwrap();
-    let start = log.now();
-    log.runs.lock().unwrap().push((
-        ctx.key().unwrap_or_default().to_owned(),
-        ctx.scheduled_at(),
-        start,
-        ctx.node_id().to_owned(),
-    ));
+    record(&ctx);
 }
 
 /// A task the upkeep repairs (its row has no next run), its window the attribute's.
 #[task(name = "jitstuck.task", jitter = "4s")]
 async fn jit_stuck(ctx: TaskContext) {
-    let log = ctx.state::<Arc<JitterLog>>().unwrap();
-    let start = log.now();
-    log.runs.lock().unwrap().push((
-        String::new(),
-        ctx.scheduled_at(),
-        start,
-        ctx.node_id().to_owned(),
-    ));
+    record(&ctx);
 }
 
 /// The next run row `row` holds starts its tick at its offset in `window`: its start is the
