@@ -1,8 +1,10 @@
 //! Prometheus metrics of one node, in an explicit registry (several nodes in one process stay
 //! apart), served by the admin server at `/metrics` in the OpenMetrics text format.
 //!
-//! Names follow Prometheus' conventions; the only per-task label is `task` (never a run id), so
-//! the series count grows with the number of tasks, not with history. "Has not succeeded for X"
+//! Names follow Prometheus' conventions; the only per-task label is `task` (never a run id, nor
+//! an instance's key: an instance's runs count under its task, and the per-row gauges, next run
+//! and missed, are the task's own row's), so the series count grows with the number of tasks,
+//! not with history or tenants. "Has not succeeded for X"
 //! and "skipped a tick" are one alert rule each (see `docs/alerts.yml`):
 //!
 //! | metric | type | labels |

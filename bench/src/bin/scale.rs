@@ -6,8 +6,8 @@
 //! (60), `SCALE_MAX_CONCURRENT` (node default), `SCALE_IDLE=1` (the tasks run yearly: nothing
 //! is due, for the idle load), `SCALE_KEEP=1` (keep the nodes' records and logs),
 //! `SCALE_INSTANCES=N` (instead of tasks: one task `s.00000` whose own row runs yearly, and N
-//! instances of it `k00000`.. on the cron, made through `Schedules` once the nodes are up,
-//! `SCALE_CREATE_AT_ONCE` (16) upserts at a time; their making is timed). Each node is
+//! instances of it `k000000`.. on the cron, made through `Schedules::upsert_many` once the nodes are up,
+//! `SCALE_CREATE_BATCH` (500) a list, `SCALE_CREATE_AT_ONCE` (4) lists at a time; their making is timed). Each node is
 //! a `scale_node` process connecting as its own role `scale_node_NN`, so `pg_stat_statements`
 //! (keyed by role) and `pg_stat_activity` count statements and connections per node on the
 //! server. The roles are superusers: run this on a throwaway cluster only. The nodes' CPU time
@@ -141,6 +141,9 @@ async fn main() {
         .execute(&admin)
         .await
         .unwrap();
+    let postmaster = postmaster_pid(&admin).await;
+    let node_pids: Vec<u32> = procs.iter().map(|n| n.child.id()).collect();
+    let cpu_at_start = (cpu_of(&node_pids), postgres_cpu(postmaster));
     let mut conns_max: HashMap<String, i64> = HashMap::new();
     let mut conns_total_max = 0i64;
     while Utc::now().timestamp_millis() < end_ms {
@@ -162,6 +165,10 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     sleep_until(end_ms).await;
+    let cpu_in_window = (
+        cpu_of(&node_pids).saturating_sub(cpu_at_start.0),
+        postgres_cpu(postmaster).saturating_sub(cpu_at_start.1),
+    );
     let wakeups = notified.load(Ordering::Relaxed);
     counter.abort();
     let per_role: HashMap<String, i64> = sqlx::query(
@@ -325,6 +332,15 @@ async fn main() {
         cpu.0 as f64 / 100.0,
         cpu.1 as f64 / 100.0
     );
+    // Ticks in clock ticks (100 a second) to microseconds per run.
+    let per_run = |ticks: u64| ticks as f64 * 10_000.0 / total.max(1) as f64;
+    println!(
+        "CPU per run in the window ({total} runs): nodes {:.1} µs, PostgreSQL (every process of \
+         the cluster, exited backends included) {:.1} µs, together {:.1} µs",
+        per_run(cpu_in_window.0),
+        per_run(cpu_in_window.1),
+        per_run(cpu_in_window.0 + cpu_in_window.1)
+    );
     println!(
         "statements per node per minute: {:?}",
         per_minute
@@ -348,48 +364,112 @@ async fn main() {
     }
 }
 
-/// Makes instances `k00000`.. of `s.00000` on `cron` through `Schedules` (the Rust API, as an
-/// application would), `SCALE_CREATE_AT_ONCE` at a time, once the nodes have written the task;
-/// prints how long it took.
+/// Makes instances `k000000`.. of `s.00000` on `cron` through `Schedules` (the Rust API, as an
+/// application would) once the nodes have written the task, in lists of `SCALE_CREATE_BATCH`
+/// (500; `Schedules::upsert_many`), `SCALE_CREATE_AT_ONCE` lists at a time (4); prints how
+/// long it took.
 async fn make_instances(url: &str, n: usize, cron: &str) {
     let registry = scheduler_bench::engine_support::registry_with("s.", 1, noop);
     let store = pg_store(url, SCHEMA);
     let schedules = scheduler::Schedules::new(store, &registry, "bench");
-    let at_once = knob("SCALE_CREATE_AT_ONCE", 16).max(1) as usize;
-    let make = |i: usize| {
+    let at_once = knob("SCALE_CREATE_AT_ONCE", 4).max(1) as usize;
+    let batch = knob("SCALE_CREATE_BATCH", 500).clamp(1, 1000) as usize;
+    let make = |keys: std::ops::Range<usize>| {
         let schedules = schedules.clone();
         let cron = cron.to_owned();
         async move {
-            let schedule = scheduler::Schedule::new("s.00000", format!("k{i:05}")).cron(cron);
+            let list: Vec<scheduler::Schedule> = keys
+                .map(|i| scheduler::Schedule::new("s.00000", format!("k{i:06}")).cron(&cron))
+                .collect();
             loop {
-                match schedules.upsert(schedule.clone()).await {
-                    Ok(_) => return,
-                    // The nodes' reconcile writes the task shortly after they register.
-                    Err(scheduler::Error::Instance(
-                        scheduler::InstanceRefusal::TaskNotStored { .. },
-                    )) => tokio::time::sleep(Duration::from_millis(100)).await,
-                    Err(e) => panic!("instance k{i:05}: {e}"),
+                match schedules.upsert_many(list.clone()).await {
+                    Ok(answers) => {
+                        let refused: Vec<String> = answers
+                            .into_iter()
+                            .filter_map(|a| a.err().map(|e| e.to_string()))
+                            .collect();
+                        if refused
+                            .first()
+                            .is_some_and(|e| e.contains("not in the store"))
+                        {
+                            // The nodes' reconcile writes the task shortly after they register.
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            continue;
+                        }
+                        assert!(refused.is_empty(), "instances refused: {refused:?}");
+                        return;
+                    }
+                    Err(e) => panic!("instances: {e}"),
                 }
             }
         }
     };
-    make(0).await;
+    make(0..1).await;
     let started = std::time::Instant::now();
     let mut next = 1;
     let mut running = tokio::task::JoinSet::new();
     while next < n || !running.is_empty() {
         while next < n && running.len() < at_once {
-            running.spawn(make(next));
-            next += 1;
+            let end = (next + batch).min(n);
+            running.spawn(make(next..end));
+            next = end;
         }
         running.join_next().await.unwrap().unwrap();
     }
     let took = started.elapsed().as_secs_f64();
     println!(
-        "made {} instances through Schedules::upsert ({at_once} at once) in {took:.2} s ({:.0} a second)",
+        "made {} instances through Schedules::upsert_many (lists of {batch}, {at_once} at once) in {took:.2} s ({:.0} a second)",
         n - 1,
         (n - 1) as f64 / took
     );
+}
+
+/// The PostgreSQL server's postmaster (the bench runs on the cluster's machine).
+async fn postmaster_pid(admin: &sqlx::PgPool) -> u32 {
+    let dir: String = sqlx::query_scalar("SHOW data_directory")
+        .fetch_one(admin)
+        .await
+        .unwrap();
+    std::fs::read_to_string(std::path::Path::new(&dir).join("postmaster.pid"))
+        .expect("the cluster's postmaster.pid (run on the server's machine)")
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .expect("a pid in postmaster.pid")
+}
+
+/// `/proc/PID/stat`'s CPU fields (clock ticks): user, system, children's user and system.
+fn stat_cpu(pid: u32) -> Option<(u32, [u64; 4])> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis: state is field 3, ppid 4, utime 14 .. cstime 17.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let n = |i: usize| f.get(i - 3).and_then(|v| v.parse().ok());
+    Some((n(4)? as u32, [n(14)?, n(15)?, n(16)?, n(17)?]))
+}
+
+/// The CPU time (clock ticks) the processes `pids` have used, user and system.
+fn cpu_of(pids: &[u32]) -> u64 {
+    pids.iter()
+        .filter_map(|p| stat_cpu(*p))
+        .map(|(_, c)| c[0] + c[1])
+        .sum()
+}
+
+/// The CPU time (clock ticks) the PostgreSQL cluster of `postmaster` has used: the postmaster,
+/// every live child, and the children that exited (counted in the postmaster's own figures).
+fn postgres_cpu(postmaster: u32) -> u64 {
+    let own = stat_cpu(postmaster).map_or(0, |(_, c)| c.iter().sum());
+    let children: u64 = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(stat_cpu)
+        .filter(|(ppid, _)| *ppid == postmaster)
+        .map(|(_, c)| c.iter().sum::<u64>())
+        .sum();
+    own + children
 }
 
 fn noop(_: scheduler::TaskContext) -> scheduler::__private::TaskFuture {

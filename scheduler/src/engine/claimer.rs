@@ -1,6 +1,6 @@
 //! The claim loop: sleeps until the earliest thing this node could claim is due, claims due ticks
-//! in batches bounded by free handler slots and by a fair share of the tasks, releases expired
-//! locks per the takeover rule, and hands each run to the runner.
+//! in batches bounded by free handler slots (see [`super::slots`]) and by a fair share of the
+//! tasks, releases expired locks per the takeover rule, and hands each run to the runner.
 //!
 //! Fair shares: every node wakes for the same tick, and the first claim transaction to run would
 //! otherwise take as many due rows as its node has free slots (1,000 by default: a whole tick of
@@ -13,7 +13,8 @@
 //! 10,000), and runs claimed only once their tick has come start that much late. So the loop
 //! claims a tick [`CLAIM_AHEAD_PER_TASK`] ahead of it per registered task or instance (twice the measured
 //! cost; at most `max_claim_ahead` and a quarter of the lock lifetime), and each run claimed
-//! ahead waits for its tick, holding its lock (renewed) and its slot. Only scheduled ticks are
+//! ahead waits for its tick holding its lock (renewed), then takes its handler slot: a tick of
+//! 10,000 rows is claimed ahead whole by a node with 1,000 free slots. Only scheduled ticks are
 //! claimed ahead; retries, manual runs and pause ends when due. The lead comes from the task
 //! count, not from this node's own claim times, so every node with the same tasks wakes at the
 //! same moment and the fair shares hold (a lead learned per node let the node that claimed
@@ -224,13 +225,10 @@ impl ClaimLoop {
             );
         }
         self.late = late;
-        let free = if late {
-            0
-        } else {
-            shared.permits.available_permits()
-        };
+        let free = if late { 0 } else { shared.slots.free() };
+        let room = shared.slots.room(free, !ahead.is_zero());
         let live = shared.live_nodes.load(std::sync::atomic::Ordering::Relaxed);
-        let limit = free.min(fair_cap(self.rows(), live));
+        let limit = room.all.min(fair_cap(self.rows(), live));
         let rules = Rules::new(
             &shared.registry,
             &shared.specs,
@@ -246,6 +244,7 @@ impl ClaimLoop {
             .store
             .claim(
                 ClaimRequest::new(&shared.node_id, &names, limit)
+                    .starting_now(room.now)
                     .ahead(ahead)
                     .leaving_out(&left_out)
                     .live_window(
@@ -301,11 +300,13 @@ impl ClaimLoop {
         } else {
             tracing::trace!(limit, held_back = outcome.held_back, share_held = held_full, left_out = left_out.len(), elapsed = ?sent.elapsed(), "claimed nothing");
         }
+        let mut started_now = 0;
         for run in outcome.claimed {
-            let Ok(permit) = Arc::clone(&shared.permits).try_acquire_owned() else {
-                // Only this loop acquires permits and it claimed no more than were free.
-                unreachable!("claimed more runs than free handler slots");
-            };
+            // A run whose start has come takes a free slot now (the claim took no more of them
+            // than were free, but a run claimed ahead may have taken one since: then it waits
+            // for one, as runs claimed ahead of their tick do).
+            let slot = shared.slots.claim(run.starts_in.is_zero());
+            started_now += usize::from(slot.is_held());
             let lifetime = shared
                 .registry
                 .get(&run.task_name)
@@ -366,7 +367,7 @@ impl ClaimLoop {
                 run,
                 spec,
                 lease,
-                permit,
+                slot,
                 sent,
                 start_at,
             ));
@@ -395,8 +396,8 @@ impl ClaimLoop {
             share_held: held_full,
             claimed: n,
             rescued: outcome.rescued.len(),
-            filled: n == free && free > 0,
-            capped: n == limit && limit > 0 && limit < free,
+            filled: outcome.no_slot > 0 || (started_now == free && free > 0),
+            capped: n == limit && limit > 0 && limit < room.all,
             took: sent.elapsed(),
             saturated: free == 0,
             late,

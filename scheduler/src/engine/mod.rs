@@ -60,13 +60,14 @@ mod settings;
 mod shared;
 mod skips;
 mod sla;
+mod slots;
 mod view;
 mod watchdog;
 
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -162,7 +163,7 @@ impl Engine {
             names,
             node_id: Arc::from(settings.node_id.as_str()),
             state,
-            permits: Arc::new(Semaphore::new(settings.max_concurrent)),
+            slots: slots::Slots::new(settings.max_concurrent),
             live_nodes: Arc::new(std::sync::atomic::AtomicUsize::new(1)),
             instances: Arc::default(),
             settings,

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -18,6 +17,7 @@ use super::execute;
 use super::health::CatchUnwind;
 use super::outcome::{self, Ending, StopReason};
 use super::shared::Shared;
+use super::slots::Slot;
 use super::watchdog::Lease;
 use crate::events::{RunRef, SchedulerEvent};
 use crate::run_log::RunLogCapture;
@@ -28,19 +28,24 @@ use crate::store::{
 use crate::ticks::{RUN_COUNTED_TICKS, skipped_ticks};
 use chrono::{DateTime, TimeDelta, Utc};
 
-/// Runs `claimed` holding one handler slot (`permit`), freed as soon as the handler is done so
-/// the claim loop can refill it while the outcome is being recorded. `lease` was taken when the
-/// claim was sent; the handler starts at `start_at` (later than now if its tick was claimed
-/// ahead of it).
-pub(crate) async fn run(
+/// Runs `claimed` in one handler slot (`slot`: held already, or taken on its tick if it was
+/// claimed ahead of it), freed as soon as the handler is done so the claim loop can refill it
+/// while the outcome is being recorded. `lease` was taken when the claim was sent; the handler
+/// starts at `start_at` (later than now if its tick was claimed ahead of it).
+///
+/// The future is built here, not as an `async fn`: what it holds while it waits for its tick
+/// (10,000 runs claimed ahead of one, each a spawned task) is only the run's own state, once;
+/// what the run needs from its start to its end is boxed and given back when the handler has
+/// ended, while its outcome waits for its batch to be written.
+pub(crate) fn run(
     shared: Arc<Shared>,
     claimed: ClaimedRun,
     spec: Option<ScheduleSpec>,
     lease: Lease,
-    permit: OwnedSemaphorePermit,
+    slot: Slot,
     claim_sent: Instant,
     start_at: Instant,
-) {
+) -> impl Future<Output = ()> + Send {
     // What a panic of this run's bookkeeping needs to end the run anyway (see `bookkeeping_panicked`).
     let keeper = Arc::clone(&shared);
     let started_cell = Arc::new(std::sync::OnceLock::new());
@@ -64,7 +69,7 @@ pub(crate) async fn run(
         // What the handler logs inside this span is kept with the run, from before its start
         // (an in-process handler is started on its tick by the handler pool, not from here);
         // an isolated run's log is what its process writes.
-        let mut capture = if isolated {
+        let capture = if isolated {
             None
         } else {
             RunLogCapture::start(
@@ -73,152 +78,197 @@ pub(crate) async fn run(
                 Arc::clone(&shared.store),
             )
         };
-        let mut waiting = execute::Waiting::prepare(&shared, &claimed, &lease, start_at);
+        let mut waiting = execute::Waiting::prepare(&shared, &claimed, &lease, start_at, slot);
         let began = waiting.began(&shared, &lease).await;
-        let started = *began.as_ref().unwrap_or(&Instant::now());
-        // The handler's start on the store's clock: recorded with the run's end (none for a run
-        // that never started) and observed as its lag, one value for the history, the
-        // dashboard's lateness and the metric. A test's clock is read, not estimated: it may
-        // have been moved during the claim, which the claim's round trip does not show.
-        let started_at = began.is_ok().then(|| {
-            shared
-                .settings
-                .clock
-                .test_now()
-                .unwrap_or_else(|| db_clock_at(&claimed, claim_sent, started))
-        });
-        if let Some(at) = started_at {
-            let _ = started_cell.set(at);
+        // What follows the start is boxed: a run waiting for its tick (10,000 of them, claimed
+        // ahead of one) holds only what it needs until then.
+        let (finish, lease) = Box::pin(after_start(
+            &shared,
+            claimed,
+            spec,
+            lease,
+            waiting,
+            capture,
+            began,
+            started_cell,
+            isolated,
+            claim_sent,
+        ))
+        .await;
+        if let Some(recorded) = hand_over(&shared, finish, lease) {
+            let _ = recorded.await;
         }
-        let (ending, stop, lease) = match began {
-            Err(why) => {
-                if let StopReason::Cancelled(by) = &why {
-                    tracing::info!(by = %by, "cancelled before it started");
-                }
-                // Cancelled, or claimed while the node began to drain: handed back untouched.
-                (Ending::NotStarted, Some(why), lease)
+    }
+    .instrument(span.clone());
+    // Boxed here, not pinned inside the block below: a future moved into another's frame
+    // keeps its place there twice (as captured, and as pinned).
+    let mut work = Box::pin(work);
+    async move {
+        if let Err(message) = CatchUnwind(work.as_mut()).await {
+            let _entered = span.enter();
+            Box::pin(bookkeeping_panicked(&keeper, fallback, &message)).await;
+        }
+    }
+}
+
+/// The run from its start (or from why it never started, `began`) to its end: the outcome to
+/// record, and the lease that keeps the lock until it is.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the runner's state, handed on once"
+)]
+async fn after_start(
+    shared: &Arc<Shared>,
+    claimed: ClaimedRun,
+    spec: Option<ScheduleSpec>,
+    lease: Lease,
+    waiting: execute::Waiting,
+    mut capture: Option<RunLogCapture>,
+    began: Result<Instant, StopReason>,
+    started_cell: Arc<std::sync::OnceLock<DateTime<Utc>>>,
+    isolated: bool,
+    claim_sent: Instant,
+) -> (RunFinish, Lease) {
+    let started = *began.as_ref().unwrap_or(&Instant::now());
+    // The handler's start on the store's clock: recorded with the run's end (none for a run
+    // that never started) and observed as its lag, one value for the history, the
+    // dashboard's lateness and the metric. A test's clock is read, not estimated: it may
+    // have been moved during the claim, which the claim's round trip does not show.
+    let started_at = began.is_ok().then(|| {
+        shared
+            .settings
+            .clock
+            .test_now()
+            .unwrap_or_else(|| db_clock_at(&claimed, claim_sent, started))
+    });
+    if let Some(at) = started_at {
+        let _ = started_cell.set(at);
+    }
+    let (ending, stop, lease) = match began {
+        Err(why) => {
+            if let StopReason::Cancelled(by) = &why {
+                tracing::info!(by = %by, "cancelled before it started");
             }
-            Ok(_) => {
-                tracing::info!("run started");
-                shared.events.emit(SchedulerEvent::RunStarted {
-                    run: run_ref(&shared, &claimed),
-                });
-                // Lateness counts from the run's start: a jittered tick's offset is not late.
-                shared.metrics.run_started(
-                    &claimed.task_name,
-                    claimed.due_at,
-                    claimed.trigger.as_str(),
-                    started_at.unwrap_or_else(|| db_clock(&claimed, claim_sent)),
-                );
-                let child_log = isolated.then(|| {
-                    let external =
-                        RunLogCapture::external(claimed.run_id, Arc::clone(&shared.store));
-                    let lines = external.lines();
-                    capture = Some(external);
-                    lines
-                });
-                let levels = shared.levels(&claimed.task_name);
-                if let (Some(within), Some(started_at)) =
-                    (levels.and_then(|l| l.sla.start_within), started_at)
-                {
-                    started_late(&shared, &claimed, started_at, within);
-                }
-                let running = waiting.run(&shared, &claimed, lease, started, child_log);
-                match levels.and_then(|l| l.sla.warn_after) {
-                    None => running.await,
-                    Some(warn_after) => {
-                        // The warning does not stop the run: it is raised once, and the run goes on.
-                        // An instant beyond the clock's range is never reached (no panic).
-                        let warn_at = started.checked_add(warn_after);
-                        let warned = async move {
-                            match warn_at {
-                                Some(at) => tokio::time::sleep_until(at).await,
-                                None => std::future::pending().await,
-                            }
-                        };
-                        tokio::pin!(running);
-                        tokio::select! {
-                            ended = &mut running => ended,
-                            () = warned => {
-                                tracing::warn!(warn_after = ?warn_after, "run still going past its warning");
-                                shared.events.emit(SchedulerEvent::Slow {
-                                    run: run_ref(&shared, &claimed),
-                                    warn_after_ms: u64::try_from(warn_after.as_millis())
-                                        .unwrap_or(u64::MAX),
-                                });
-                                running.await
-                            }
+            // Cancelled, or claimed while the node began to drain: handed back untouched.
+            (Ending::NotStarted, Some(why), lease)
+        }
+        Ok(_) => {
+            tracing::info!("run started");
+            shared.events.emit(SchedulerEvent::RunStarted {
+                run: run_ref(shared, &claimed),
+            });
+            // Lateness counts from the run's start: a jittered tick's offset is not late.
+            shared.metrics.run_started(
+                &claimed.task_name,
+                claimed.due_at,
+                claimed.trigger.as_str(),
+                started_at.unwrap_or_else(|| db_clock(&claimed, claim_sent)),
+            );
+            let child_log = isolated.then(|| {
+                let external = RunLogCapture::external(claimed.run_id, Arc::clone(&shared.store));
+                let lines = external.lines();
+                capture = Some(external);
+                lines
+            });
+            let levels = shared.levels(&claimed.task_name);
+            if let (Some(within), Some(started_at)) =
+                (levels.and_then(|l| l.sla.start_within), started_at)
+            {
+                started_late(shared, &claimed, started_at, within);
+            }
+            // Boxed: only the runs going on hold it (a few hundred), not the thousands of
+            // runs whose outcomes wait for their batch to be written.
+            let running = Box::pin(waiting.run(shared, &claimed, lease, started, child_log));
+            match levels.and_then(|l| l.sla.warn_after) {
+                None => running.await,
+                Some(warn_after) => {
+                    // The warning does not stop the run: it is raised once, and the run goes on.
+                    // An instant beyond the clock's range is never reached (no panic).
+                    let warn_at = started.checked_add(warn_after);
+                    let warned = async move {
+                        match warn_at {
+                            Some(at) => tokio::time::sleep_until(at).await,
+                            None => std::future::pending().await,
+                        }
+                    };
+                    tokio::pin!(running);
+                    tokio::select! {
+                        ended = &mut running => ended,
+                        () = warned => {
+                            tracing::warn!(warn_after = ?warn_after, "run still going past its warning");
+                            shared.events.emit(SchedulerEvent::Slow {
+                                run: run_ref(shared, &claimed),
+                                warn_after_ms: u64::try_from(warn_after.as_millis())
+                                    .unwrap_or(u64::MAX),
+                            });
+                            running.await
                         }
                     }
                 }
             }
-        };
-        let was_started = started_at.is_some();
-        super::health::injected_panic("runner");
-        drop(permit);
-        shared.wake.notify_one();
-        let recovery = shared
-            .task_settings(&claimed.task_name)
-            .map_or(crate::policy::Recovery::Rerun, |(settings, _)| {
-                settings.recovery
-            });
-        let decision = outcome::decide(ending, stop.as_ref(), recovery);
-        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let status = decision.end.status;
-        match status {
-            RunStatus::Succeeded => tracing::info!(duration_ms, result = %status, "run finished"),
-            _ => tracing::warn!(
-                duration_ms,
-                result = %status,
-                error = decision.end.error.as_deref().unwrap_or(""),
-                "run finished"
-            ),
         }
-        let mut finish = RunFinish::new(
-            claimed.run_id,
-            LockKey::new(claimed.task_name.clone(), claimed.lock_token),
-            started_at,
-            decision.end.clone(),
-            decision.failures,
-        );
-        let now = db_clock(&claimed, claim_sent);
-        if decision.hand_over {
-            // The same run again at once; the run that serves it accounts for later ticks.
-            finish.requeue = outcome::requeue_of(
-                claimed.trigger,
-                claimed.scheduled_at,
-                claimed.attempt,
-                claimed.triggered_by.clone(),
-                now,
-            );
-        } else if let Some(spec) = spec {
-            if claimed.trigger == Trigger::Schedule {
-                finish.skips = account_skips(&claimed, spec.clone()).await;
-            }
-            if decision.may_retry {
-                plan_retry(&shared, &claimed, &spec, &mut finish, now);
-            }
-        }
-        emit_end(&shared, &claimed, &finish, duration_ms);
-        shared.metrics.run_ended(
-            &claimed.task_name,
-            status.as_str(),
-            claimed.trigger.as_str(),
-            started.elapsed().as_secs_f64(),
-            was_started,
-            chrono::Utc::now(),
-        );
-        if let Some(capture) = capture {
-            // Before the outcome: whoever sees the run ended finds its whole log.
-            capture.finish().await;
-        }
-        record(&shared, finish, lease).await;
+    };
+    let was_started = started_at.is_some();
+    super::health::injected_panic("runner");
+    // The handler's slot was given back with its end.
+    shared.slots.notify_freed();
+    shared.wake.notify_one();
+    let recovery = shared
+        .task_settings(&claimed.task_name)
+        .map_or(crate::policy::Recovery::Rerun, |(settings, _)| {
+            settings.recovery
+        });
+    let decision = outcome::decide(ending, stop.as_ref(), recovery);
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let status = decision.end.status;
+    match status {
+        RunStatus::Succeeded => tracing::info!(duration_ms, result = %status, "run finished"),
+        _ => tracing::warn!(
+            duration_ms,
+            result = %status,
+            error = decision.end.error.as_deref().unwrap_or(""),
+            "run finished"
+        ),
     }
-    .instrument(span.clone());
-    if let Err(message) = CatchUnwind(std::pin::pin!(work)).await {
-        let _entered = span.enter();
-        bookkeeping_panicked(&keeper, fallback, &message).await;
+    let mut finish = RunFinish::new(
+        claimed.run_id,
+        LockKey::new(claimed.task_name.clone(), claimed.lock_token),
+        started_at,
+        decision.end.clone(),
+        decision.failures,
+    );
+    let now = db_clock(&claimed, claim_sent);
+    if decision.hand_over {
+        // The same run again at once; the run that serves it accounts for later ticks.
+        finish.requeue = outcome::requeue_of(
+            claimed.trigger,
+            claimed.scheduled_at,
+            claimed.attempt,
+            claimed.triggered_by.clone(),
+            now,
+        );
+    } else if let Some(spec) = spec {
+        if claimed.trigger == Trigger::Schedule {
+            finish.skips = account_skips(&claimed, spec.clone()).await;
+        }
+        if decision.may_retry {
+            plan_retry(shared, &claimed, &spec, &mut finish, now);
+        }
     }
+    emit_end(shared, &claimed, &finish, duration_ms);
+    shared.metrics.run_ended(
+        &claimed.task_name,
+        status.as_str(),
+        claimed.trigger.as_str(),
+        started.elapsed().as_secs_f64(),
+        was_started,
+        chrono::Utc::now(),
+    );
+    if let Some(capture) = capture {
+        // Before the outcome: whoever sees the run ended finds its whole log.
+        capture.finish().await;
+    }
+    (finish, lease)
 }
 
 /// The bookkeeping of a run panicked (a bug): reported like a service's panic (logged at error,
@@ -476,21 +526,23 @@ async fn account_skips(claimed: &ClaimedRun, spec: ScheduleSpec) -> Vec<crate::s
     }
 }
 
-/// Hands the outcome (and the lease, renewed until it is written) to the completer and waits
-/// until it is recorded or given up on.
-async fn record(shared: &Shared, finish: RunFinish, lease: Lease) {
+/// Hands the outcome (and the lease, renewed until it is written) to the completer; the
+/// receiver is told when it is recorded or given up on (`None`: the completer is gone).
+fn hand_over(
+    shared: &Shared,
+    finish: RunFinish,
+    lease: Lease,
+) -> Option<tokio::sync::oneshot::Receiver<()>> {
     let (recorded, done) = tokio::sync::oneshot::channel();
-    if shared
+    shared
         .completions
         .send(Completion {
             finish,
             lease: Some(lease),
             recorded,
         })
-        .is_ok()
-    {
-        let _ = done.await;
-    }
+        .ok()
+        .map(|_| done)
 }
 
 #[cfg(test)]

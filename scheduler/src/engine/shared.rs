@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -26,7 +26,8 @@ pub(crate) struct Shared {
     pub(crate) node_id: Arc<str>,
     pub(crate) state: StateMap,
     pub(crate) settings: Settings,
-    pub(crate) permits: Arc<Semaphore>,
+    /// The node's handler slots (see [`super::slots`]).
+    pub(crate) slots: super::slots::Slots,
     /// Live nodes sharing the due work, this one included, as the last heartbeat counted them:
     /// bounds the batch one claim takes (see `claimer::fair_cap`).
     pub(crate) live_nodes: Arc<std::sync::atomic::AtomicUsize>,

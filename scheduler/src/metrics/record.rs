@@ -14,10 +14,16 @@ fn ts(at: DateTime<Utc>) -> f64 {
 }
 
 impl Metrics {
-    fn task(task: &str) -> TaskLabel {
+    /// The series of the row `row`: its task's (an instance `task/key` counts under its task, so
+    /// 10,000 tenants add no series).
+    fn task(row: &str) -> TaskLabel {
         TaskLabel {
-            task: task.to_owned(),
+            task: Self::task_of(row).to_owned(),
         }
+    }
+
+    fn task_of(row: &str) -> &str {
+        crate::instance::split_row(row).map_or(row, |(task, _)| task)
     }
 
     pub(crate) fn run_started(
@@ -35,7 +41,10 @@ impl Metrics {
             if let Some(otel) = self.otel.get() {
                 otel.delay.record(
                     delay,
-                    &[opentelemetry::KeyValue::new("task", task.to_owned())],
+                    &[opentelemetry::KeyValue::new(
+                        "task",
+                        Self::task_of(task).to_owned(),
+                    )],
                 );
             }
         }
@@ -59,13 +68,16 @@ impl Metrics {
             if let Some(otel) = self.otel.get() {
                 otel.duration.record(
                     seconds,
-                    &[opentelemetry::KeyValue::new("task", task.to_owned())],
+                    &[opentelemetry::KeyValue::new(
+                        "task",
+                        Self::task_of(task).to_owned(),
+                    )],
                 );
             }
         }
         self.runs
             .get_or_create(&RunLabels {
-                task: task.to_owned(),
+                task: Self::task_of(task).to_owned(),
                 outcome: outcome.to_owned(),
                 trigger: trigger.to_owned(),
             })
@@ -80,13 +92,18 @@ impl Metrics {
     pub(crate) fn ticks_skipped(&self, task: &str, reason: &str, ticks: i64) {
         self.skipped
             .get_or_create(&SkipLabels {
-                task: task.to_owned(),
+                task: Self::task_of(task).to_owned(),
                 reason: reason.to_owned(),
             })
             .inc_by(u64::try_from(ticks).unwrap_or(0));
     }
 
+    /// The next run of `task`'s own row (an instance's is its own row's state, not its task's:
+    /// not a series).
     pub(crate) fn next_run(&self, task: &str, at: Option<DateTime<Utc>>) {
+        if crate::instance::split_row(task).is_some() {
+            return;
+        }
         match at {
             Some(at) => {
                 self.next_run.get_or_create(&Self::task(task)).set(ts(at));
@@ -97,7 +114,12 @@ impl Metrics {
         }
     }
 
+    /// Whether `task`'s own row has a missed-run incident open (an instance's incident is its
+    /// own, in the incidents and alerts: not a series).
     pub(crate) fn missed(&self, task: &str, open: bool) {
+        if crate::instance::split_row(task).is_some() {
+            return;
+        }
         self.missed
             .get_or_create(&Self::task(task))
             .set(i64::from(open));

@@ -22,6 +22,41 @@ fn runs_and_skips_are_counted_per_task_in_prometheus_names() {
     assert!(text.contains(r#"scheduler_build_info{version=""#));
 }
 
+/// 10,000 tenants of one task are one task's series, not 10,000 (each a few histograms): an
+/// instance's runs count under its task; the per-row gauges (next run, missed) are the task's
+/// own row's.
+#[test]
+fn instances_count_under_their_task_and_add_no_series() {
+    let m = Metrics::new();
+    let now = Utc::now();
+    for key in ["tenant-1", "tenant-2"] {
+        let row = crate::instance::row_name("sync", key);
+        m.run_started(&row, now, "schedule", now);
+        m.run_ended(&row, "succeeded", "schedule", 0.2, true, now);
+        m.ticks_skipped(&row, "overlap", 1);
+        m.next_run(&row, Some(now));
+        m.missed(&row, true);
+    }
+    let text = m.encode();
+    assert!(!text.contains("tenant-"), "{text}");
+    assert!(
+        text.contains(
+            r#"scheduler_task_runs_total{task="sync",outcome="succeeded",trigger="schedule"} 2"#
+        ),
+        "{text}"
+    );
+    assert!(text.contains(r#"scheduler_task_ticks_skipped_total{task="sync",reason="overlap"} 2"#));
+    assert!(text.contains(r#"scheduler_task_running{task="sync"} 0"#));
+    assert!(
+        !text.contains("scheduler_task_next_run_timestamp_seconds{"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(r#"scheduler_task_missed{task="sync"}"#),
+        "{text}"
+    );
+}
+
 /// One server shown at a time; the failovers counted.
 #[test]
 fn the_database_server_is_one_series_that_moves() {

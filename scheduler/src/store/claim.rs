@@ -55,8 +55,13 @@ pub struct ClaimRequest<'a> {
     pub node_id: &'a str,
     /// The tasks it may claim (those its binary registers, less any it cannot schedule).
     pub tasks: &'a [String],
-    /// At most this many runs (free handler slots).
+    /// At most this many runs (free handler slots, and the runs that may wait for one on their
+    /// tick: see [`Self::starting_now`]).
     pub limit: usize,
+    /// Of those, at most this many that start at once (each needs a free handler slot now; a
+    /// run claimed ahead of its tick waits for one there). Rows due now beyond it are left for a
+    /// later claim ([`ClaimOutcome::no_slot`]). `limit` unless set.
+    pub slots: usize,
     /// Ticks due within this long from now may be claimed already (they start on their tick);
     /// retries, manual runs and the ends of pauses only when due.
     pub ahead: Duration,
@@ -75,6 +80,7 @@ impl<'a> ClaimRequest<'a> {
             node_id,
             tasks,
             limit,
+            slots: limit,
             ahead: Duration::ZERO,
             live_window: DEFAULT_LIVE_WINDOW,
             left_out: &[],
@@ -97,6 +103,13 @@ impl<'a> ClaimRequest<'a> {
     /// Also claims ticks due within `ahead` from now.
     pub fn ahead(mut self, ahead: Duration) -> Self {
         self.ahead = ahead;
+        self
+    }
+
+    /// Starts at most `slots` of the claimed runs at once (the node's free handler slots):
+    /// the rest of `limit` are runs claimed ahead of their tick.
+    pub fn starting_now(mut self, slots: usize) -> Self {
+        self.slots = slots;
         self
     }
 }
@@ -475,4 +488,7 @@ pub struct ClaimOutcome {
     /// Due rows left waiting for a share of their limit (`crate::limits`), with the limit
     /// (also listed in `left`): their ticks keep their time and are claimed again later.
     pub limit_waiting: Vec<(String, String)>,
+    /// Due rows that would have started at once but found no free handler slot
+    /// ([`ClaimRequest::starting_now`]): left as they were, claimed again when slots free up.
+    pub no_slot: usize,
 }

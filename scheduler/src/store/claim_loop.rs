@@ -223,6 +223,7 @@ pub(super) async fn claim<S: ClaimSteps>(
         runs = broadcast(steps, request, runs, &mut skipped).await?;
         runs = spread(steps, request, runs, now, &mut outcome).await?;
         runs = limits::limit(steps, runs, &mut outcome).await?;
+        runs = slots(request, runs, now, &mut outcome);
     }
     for (_, plan) in &runs {
         skips.extend(plan.skips.iter().cloned());
@@ -388,6 +389,32 @@ async fn spread<S: ClaimSteps>(
         }
     }
     Ok(kept)
+}
+
+/// Keeps, of the planned runs that start at once (their start has come), the first
+/// `request.slots` (each takes a free handler slot now); the others are left as they were for a
+/// later claim (`outcome.no_slot`). Runs claimed ahead of their start are kept: they take a slot
+/// on their tick.
+fn slots(
+    request: &ClaimRequest<'_>,
+    runs: Vec<(DueTask, ClaimPlan)>,
+    now: DateTime<Utc>,
+    outcome: &mut ClaimOutcome,
+) -> Vec<(DueTask, ClaimPlan)> {
+    let mut free = request.slots;
+    runs.into_iter()
+        .filter(|(_, plan)| {
+            if plan.starts_at > now {
+                return true;
+            }
+            if free == 0 {
+                outcome.no_slot += 1;
+                return false;
+            }
+            free -= 1;
+            true
+        })
+        .collect()
 }
 
 mod limits;

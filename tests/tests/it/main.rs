@@ -56,6 +56,7 @@ mod reconcile;
 mod services;
 mod shards;
 mod shared_limits;
+mod slots;
 mod sqlite_store;
 mod store;
 mod tls;

@@ -43,10 +43,8 @@ impl Service for ClaimLoop {
             // Every free slot was taken and more is probably due: let a batch of slots free up
             // (briefly) so the next claim is one transaction for many tasks, not one per
             // finished handler, and claim again without asking for the wake time first.
-            let batch =
-                u32::try_from((self.shared.settings.max_concurrent / 2).max(1)).unwrap_or(1);
-            let _ =
-                tokio::time::timeout(REFILL_WAIT, self.shared.permits.acquire_many(batch)).await;
+            let batch = (self.shared.settings.max_concurrent / 2).max(1);
+            self.shared.slots.freed(batch, REFILL_WAIT).await;
             self.known_due = true;
         }
         Ok(pass)

@@ -21,20 +21,23 @@ use super::super::gate::{Gated, Stopped};
 use super::super::outcome::{Ending, StopReason};
 use super::super::runtime::Joined;
 use super::super::shared::Shared;
+use super::super::slots::Slot;
 use super::super::watchdog::{Lease, LockLoss};
 use super::{Running, Timeout, drive, far};
 use crate::TaskContext;
 use crate::registry::TaskDescriptor;
 use crate::store::ClaimedRun;
 
-/// Hands the handler to the pool, to start at `start_at` unless it is called off before; a run
-/// due already is started now (the pool polls it as soon as it can).
+/// Hands the handler to the pool, to start at `start_at` with its handler slot (taken there
+/// when the run was claimed ahead) unless it is called off before; a run due already with its
+/// slot held is started now (the pool polls it as soon as it can).
 pub(super) fn dispatch(
     shared: &Arc<Shared>,
     claimed: &ClaimedRun,
     descriptor: &'static TaskDescriptor,
     lease: &Lease,
     start_at: Instant,
+    slot: Slot,
 ) -> Dispatched {
     let cancel = shared.handlers_cancel.child_token();
     let ctx = TaskContext::new(
@@ -53,8 +56,9 @@ pub(super) fn dispatch(
     let handler = descriptor.handler;
     let gate = Arc::clone(lease.gate());
     let now = Instant::now();
-    // Due already and the node not draining: started now, as if from here.
-    let started_now = (start_at <= now && !shared.handlers_cancel.is_cancelled()).then_some(now);
+    // Due already, its slot held and the node not draining: started now, as if from here.
+    let started_now = (start_at <= now && slot.is_held() && !shared.handlers_cancel.is_cancelled())
+        .then_some(now);
     let line = Arc::new(StartLine(AtomicU8::new(if started_now.is_some() {
         STARTED
     } else {
@@ -68,6 +72,16 @@ pub(super) fn dispatch(
         if draining.is_cancelled() {
             its_line.call_off();
         }
+        // Its slot, held until the handler's end (the future's): a run claimed ahead waits for
+        // one on its tick.
+        let slot = tokio::select! {
+            biased;
+            permit = slot.take() => permit,
+            () = draining.cancelled() => {
+                its_line.call_off();
+                return None;
+            }
+        };
         if !its_line.start() {
             return None;
         }
@@ -75,7 +89,9 @@ pub(super) fn dispatch(
             let _ = began_tx.send(Instant::now());
         }
         // Calling the handler inside the future means even a panic while building it is caught.
-        Some(Gated::new(async move { handler(ctx).await }, gate).await)
+        let ended = Gated::new(async move { handler(ctx).await }, gate).await;
+        drop(slot);
+        Some(ended)
     };
     let join = shared.handlers().spawn_at(start_at, run.in_current_span());
     Dispatched {

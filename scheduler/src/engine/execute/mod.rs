@@ -31,10 +31,12 @@ mod isolated;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::outcome::{Ending, StopReason};
 use super::shared::Shared;
+use super::slots::Slot;
 use super::watchdog::{Lease, LockLoss};
 pub(super) use crate::operate::CANCEL_GRACE;
 use crate::policy::Isolation;
@@ -51,8 +53,11 @@ pub(super) struct Waiting(Wait);
 enum Wait {
     /// Handed to the node's handler pool, which starts it on its tick.
     OnThePool(&'static TaskDescriptor, in_process::Dispatched),
-    /// Started from here at this instant: a child process, or a task not registered here.
-    FromHere(Instant),
+    /// Started from here at this instant, with this handler slot: a child process, or a task
+    /// not registered here.
+    FromHere(Instant, Option<Slot>),
+    /// Started from here, holding its slot until it ends.
+    Started { _slot: OwnedSemaphorePermit },
 }
 
 impl Waiting {
@@ -64,13 +69,15 @@ impl Waiting {
         claimed: &ClaimedRun,
         lease: &Lease,
         start_at: Instant,
+        slot: Slot,
     ) -> Self {
         match shared.registry.get(&claimed.task_name) {
             Some(descriptor) if descriptor.options.isolation != Some(Isolation::Process) => {
-                let dispatched = in_process::dispatch(shared, claimed, descriptor, lease, start_at);
+                let dispatched =
+                    in_process::dispatch(shared, claimed, descriptor, lease, start_at, slot);
                 Waiting(Wait::OnThePool(descriptor, dispatched))
             }
-            _ => Waiting(Wait::FromHere(start_at)),
+            _ => Waiting(Wait::FromHere(start_at, Some(slot))),
         }
     }
 
@@ -83,19 +90,14 @@ impl Waiting {
     ) -> Result<Instant, StopReason> {
         match &mut self.0 {
             Wait::OnThePool(_, dispatched) => dispatched.began(shared, lease).await,
-            Wait::FromHere(start_at) => {
-                if *start_at > Instant::now() {
-                    tokio::select! {
-                        () = tokio::time::sleep_until(*start_at) => {}
-                        () = shared.handlers_cancel.cancelled() => {}
-                        request = lease.cancel_requested() => {
-                            return Err(StopReason::Cancelled(request.by));
-                        }
-                    }
-                }
-                if shared.handlers_cancel.is_cancelled() {
+            Wait::Started { .. } => Ok(Instant::now()),
+            Wait::FromHere(start_at, slot) => {
+                let Some(slot) = slot.take() else {
                     return Err(StopReason::Shutdown);
-                }
+                };
+                // Boxed: a timer is large, and thousands of runs wait on the pool's instead.
+                let permit = Box::pin(from_here(shared, lease, *start_at, slot)).await?;
+                self.0 = Wait::Started { _slot: permit };
                 Ok(Instant::now())
             }
         }
@@ -118,9 +120,44 @@ impl Waiting {
                     .run(shared, claimed, descriptor, lease, started)
                     .await
             }
-            Wait::FromHere(_) => execute(shared, claimed, lease, log).await,
+            Wait::FromHere(..) | Wait::Started { .. } => {
+                // The slot (held since the start) is given back with the handler's end.
+                let _slot = self.0;
+                execute(shared, claimed, lease, log).await
+            }
         }
     }
+}
+
+/// Waits for the start of a run started from here: its tick, then its handler slot; the slot,
+/// or why the run never starts (a drain began, an operator cancelled it).
+async fn from_here(
+    shared: &Shared,
+    lease: &Lease,
+    start_at: Instant,
+    slot: Slot,
+) -> Result<OwnedSemaphorePermit, StopReason> {
+    if start_at > Instant::now() {
+        tokio::select! {
+            () = tokio::time::sleep_until(start_at) => {}
+            () = shared.handlers_cancel.cancelled() => {}
+            request = lease.cancel_requested() => {
+                return Err(StopReason::Cancelled(request.by));
+            }
+        }
+    }
+    let permit = tokio::select! {
+        biased;
+        () = shared.handlers_cancel.cancelled() => return Err(StopReason::Shutdown),
+        request = lease.cancel_requested() => {
+            return Err(StopReason::Cancelled(request.by));
+        }
+        permit = slot.take() => permit,
+    };
+    if shared.handlers_cancel.is_cancelled() {
+        return Err(StopReason::Shutdown);
+    }
+    Ok(permit)
 }
 
 /// Runs `claimed`'s handler in a child process until it ends or is stopped; returns how it

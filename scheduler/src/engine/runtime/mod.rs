@@ -135,11 +135,14 @@ impl HandlerThreads {
         lock(&self.waiting).insert(id, start_at.max(Instant::now()));
         let waiting = Arc::clone(&self.waiting);
         let tick = self.pool.sleep_until(start_at.into_std());
+        // Boxed here, not inside the block below, where it would keep its place twice (as
+        // captured, and as boxed): thousands of runs may wait for their tick at once.
+        let future = Box::pin(future);
         self.pool.spawn(async move {
             tick.await;
             lock(&waiting).remove(&id);
             drop(waiting);
-            let _ = done.send(CatchUnwind(Box::pin(future)).await);
+            let _ = done.send(CatchUnwind(future).await);
         });
         joined
     }

@@ -450,3 +450,37 @@ fn runs_of_a_limit_start_within_its_room_and_the_others_wait_marked() {
     assert_eq!(kept.len(), 1);
     assert!(steps.calls.is_empty());
 }
+
+#[test]
+fn runs_starting_now_take_at_most_the_free_slots_and_runs_claimed_ahead_wait_for_theirs() {
+    let row = |name: &str, starts: u32| {
+        let (mut task, mut plan) = broadcast_row(None, Trigger::Schedule);
+        task.name = name.to_owned();
+        task.node_pin = None;
+        plan.starts_at = at(starts);
+        (task, plan)
+    };
+    // The claim's clock is at(3): "now1".."now3" start at once, "ahead1" and "ahead2" later.
+    let runs = vec![
+        row("now1", 2),
+        row("now2", 3),
+        row("ahead1", 4),
+        row("now3", 3),
+        row("ahead2", 5),
+    ];
+    let tasks: Vec<String> = Vec::new();
+    let request = ClaimRequest::new("node-1", &tasks, 10).starting_now(2);
+    let mut outcome = ClaimOutcome::default();
+    let kept = slots(&request, runs.clone(), at(3), &mut outcome);
+    let kept: Vec<&str> = kept.iter().map(|(t, _)| t.name.as_str()).collect();
+    assert_eq!(kept, ["now1", "now2", "ahead1", "ahead2"]);
+    assert_eq!(outcome.no_slot, 1, "now3 is left for a later claim");
+    assert!(outcome.left.is_empty(), "no rule left it");
+    // No free slot: only the runs claimed ahead.
+    let request = ClaimRequest::new("node-1", &tasks, 10).starting_now(0);
+    let mut outcome = ClaimOutcome::default();
+    let kept = slots(&request, runs, at(3), &mut outcome);
+    let kept: Vec<&str> = kept.iter().map(|(t, _)| t.name.as_str()).collect();
+    assert_eq!(kept, ["ahead1", "ahead2"]);
+    assert_eq!(outcome.no_slot, 3);
+}

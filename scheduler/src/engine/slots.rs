@@ -1,0 +1,188 @@
+//! Handler slots: at most `max_concurrent` handlers of a node run at once, each holding a slot
+//! from its start to its end.
+//!
+//! A run that starts at once is claimed only into a free slot, taken with the claim. A run
+//! claimed ahead of its tick takes its slot on the tick instead (it waits for one there, first
+//! come first served), so a tick of many more rows than slots is claimed ahead whole, not a
+//! slot's worth before the tick and the rest after it, a claim per batch of finished handlers.
+//! How many may wait so is bounded by the slots free when they are claimed: at most
+//! [`QUEUED_PER_SLOT`] per free slot, those already waiting included. A node whose slots are all
+//! taken claims nothing, ahead or not: the other nodes take the work.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+/// How many runs claimed ahead of their tick may wait for each free handler slot.
+pub(crate) const QUEUED_PER_SLOT: usize = 10;
+
+/// A node's handler slots, and the runs claimed ahead that wait for one.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    permits: Arc<Semaphore>,
+    queued: Arc<AtomicUsize>,
+    /// Told each time a handler gives its slot back.
+    freed: Notify,
+}
+
+/// How many runs one claim may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Room {
+    /// Runs that start at once: the free slots.
+    pub now: usize,
+    /// All runs, those claimed ahead of their tick included.
+    pub all: usize,
+}
+
+impl Slots {
+    pub(crate) fn new(max_concurrent: usize) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(max_concurrent)),
+            queued: Arc::default(),
+            freed: Notify::new(),
+        }
+    }
+
+    /// Free slots now.
+    pub(crate) fn free(&self) -> usize {
+        self.permits.available_permits()
+    }
+
+    /// How many runs a claim may take with `free` slots free (zero if the node cannot start
+    /// runs promptly), claiming ahead of ticks or not.
+    pub(crate) fn room(&self, free: usize, ahead: bool) -> Room {
+        let queued = self.queued.load(Ordering::Relaxed);
+        let all = if ahead {
+            free.saturating_mul(QUEUED_PER_SLOT).saturating_sub(queued)
+        } else {
+            0
+        };
+        Room {
+            now: free,
+            all: all.max(free),
+        }
+    }
+
+    /// The slot of a run claimed now: a free one if there is one, else a place among the runs
+    /// waiting for one (`starts_now`: the run's start has come).
+    pub(crate) fn claim(&self, starts_now: bool) -> Slot {
+        if starts_now && let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() {
+            return Slot::Held(permit);
+        }
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        Slot::Queued {
+            permits: Arc::clone(&self.permits),
+            ticket: Ticket(Arc::clone(&self.queued)),
+        }
+    }
+
+    /// Tells [`Self::freed`]'s waiters that a handler gave its slot back.
+    pub(crate) fn notify_freed(&self) {
+        self.freed.notify_waiters();
+    }
+
+    /// Waits at most `wait` for `batch` slots to be free (without taking them).
+    pub(crate) async fn freed(&self, batch: usize, wait: Duration) {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let freed = self.freed.notified();
+            if self.free() >= batch {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// A claimed run's handler slot: held, or waited for.
+#[derive(Debug)]
+pub(crate) enum Slot {
+    /// Taken with the claim.
+    Held(OwnedSemaphorePermit),
+    /// To be taken when the run starts (it was claimed ahead of its tick, or found none free).
+    Queued {
+        permits: Arc<Semaphore>,
+        ticket: Ticket,
+    },
+}
+
+impl Slot {
+    /// Whether the slot is held already.
+    pub(crate) fn is_held(&self) -> bool {
+        matches!(self, Slot::Held(_))
+    }
+
+    /// The slot, once it is free: held until the permit is dropped.
+    pub(crate) async fn take(self) -> OwnedSemaphorePermit {
+        match self {
+            Slot::Held(permit) => permit,
+            Slot::Queued { permits, ticket } => {
+                // The node's semaphore is never closed.
+                let permit = permits
+                    .acquire_owned()
+                    .await
+                    .unwrap_or_else(|_| unreachable!("the handler slots are never closed"));
+                drop(ticket);
+                permit
+            }
+        }
+    }
+}
+
+/// A run's place among those waiting for a slot; counted until dropped.
+#[derive(Debug)]
+pub(crate) struct Ticket(Arc<AtomicUsize>);
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claim_ahead_may_queue_ten_runs_per_free_slot_those_waiting_included() {
+        let slots = Slots::new(4);
+        assert_eq!(slots.room(4, false), Room { now: 4, all: 4 });
+        assert_eq!(slots.room(4, true), Room { now: 4, all: 40 });
+        let waiting: Vec<Slot> = (0..35).map(|_| slots.claim(false)).collect();
+        assert_eq!(slots.room(4, true), Room { now: 4, all: 5 });
+        assert_eq!(
+            slots.room(0, true),
+            Room { now: 0, all: 0 },
+            "no free slot: nothing"
+        );
+        drop(waiting);
+        assert_eq!(
+            slots.room(4, true).all,
+            40,
+            "a dropped place is no longer counted"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_queued_run_takes_its_slot_when_one_frees_up() {
+        let slots = Slots::new(1);
+        let held = slots.claim(true);
+        assert!(held.is_held());
+        let queued = slots.claim(true);
+        assert!(!queued.is_held(), "no slot free: it waits for one");
+        let held = held.take().await;
+        let waiter = tokio::spawn(queued.take());
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        drop(held);
+        let permit = waiter.await.unwrap();
+        assert_eq!(slots.free(), 0);
+        assert_eq!(slots.room(1, true).all, 10, "it no longer waits");
+        drop(permit);
+        assert_eq!(slots.free(), 1);
+    }
+}
