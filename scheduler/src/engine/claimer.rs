@@ -193,6 +193,8 @@ impl ClaimLoop {
             // An expired lock is worth a claim if nobody watches it yet or a watch has run out.
             let rescue_due = expired && watched.is_none_or(|m| m <= Instant::now());
             if !due && !rescue_due {
+                // Nothing due: a handler's end changes nothing here.
+                shared.slots.want(false);
                 let mut wake_in = [
                     info.due_at.map(|d| until(d).saturating_sub(ahead)),
                     info.expiry_at.filter(|e| *e > info.db_now).map(until),
@@ -390,6 +392,11 @@ impl ClaimLoop {
         // Rows waiting for a share of their limit (crate::limits) are retried the same way (and
         // at once when a handler of this node ends).
         let waiting = outcome.held_back + outcome.limit_waiting.len();
+        // Short of slots, or rows waiting for a share of a limit: a handler's end may let more
+        // be claimed, so it wakes this loop.
+        shared.slots.want(
+            free == 0 || outcome.no_slot > 0 || n >= limit || !outcome.limit_waiting.is_empty(),
+        );
         let contended = !held_full && ((quiet && early.is_none()) || (n == 0 && waiting > 0));
         Ok(ClaimPass {
             spread_wait: outcome.spread_wait,

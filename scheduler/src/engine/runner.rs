@@ -210,9 +210,11 @@ async fn after_start(
     };
     let was_started = started_at.is_some();
     super::health::injected_panic("runner");
-    // The handler's slot was given back with its end.
-    shared.slots.notify_freed();
-    shared.wake.notify_one();
+    // The handler's slot was given back with its end: the claim loop is woken if it waits for
+    // one (or for a share of a limit), not after every run of a burst.
+    if shared.slots.notify_freed() {
+        shared.wake.notify_one();
+    }
     let recovery = shared
         .task_settings(&claimed.task_name)
         .map_or(crate::policy::Recovery::Rerun, |(settings, _)| {

@@ -10,7 +10,7 @@
 //! taken claims nothing, ahead or not: the other nodes take the work.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -25,6 +25,10 @@ pub(crate) struct Slots {
     queued: Arc<AtomicUsize>,
     /// Told each time a handler gives its slot back.
     freed: Notify,
+    /// The claim loop's last pass could have claimed more with a slot more: all were taken, or
+    /// due rows were left for want of one, or waited for a share of a limit a handler here
+    /// holds. A handler's end wakes the loop only then.
+    wanted: AtomicBool,
 }
 
 /// How many runs one claim may take.
@@ -42,6 +46,7 @@ impl Slots {
             permits: Arc::new(Semaphore::new(max_concurrent)),
             queued: Arc::default(),
             freed: Notify::new(),
+            wanted: AtomicBool::new(false),
         }
     }
 
@@ -78,9 +83,17 @@ impl Slots {
         }
     }
 
-    /// Tells [`Self::freed`]'s waiters that a handler gave its slot back.
-    pub(crate) fn notify_freed(&self) {
+    /// Tells [`Self::freed`]'s waiters that a handler gave its slot back; true if the claim
+    /// loop wants to hear of it (see [`Self::want`]).
+    pub(crate) fn notify_freed(&self) -> bool {
         self.freed.notify_waiters();
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// Says whether the claim loop wants to be woken when a handler ends (its last pass found
+    /// it short of slots, or rows waiting for a share of a limit).
+    pub(crate) fn want(&self, wanted: bool) {
+        self.wanted.store(wanted, Ordering::Relaxed);
     }
 
     /// Waits at most `wait` for `batch` slots to be free (without taking them).
