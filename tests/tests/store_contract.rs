@@ -478,6 +478,7 @@ contract![
     rows_left_out_of_a_claim_are_neither_offered_nor_locked,
     an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited,
     a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs,
+    an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resume,
     the_heartbeat_counts_the_instances,
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
@@ -5299,6 +5300,7 @@ fn write_plan(next: Option<DateTime<Utc>>) -> InstancePlan {
         enabled: true,
         next_run_at: next,
         next_tick: None,
+        pause: None,
     }
 }
 
@@ -5380,6 +5382,68 @@ async fn a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs(s: &dyn St
     assert_eq!(s.skips("rep/a", t - HOUR * 2).await.unwrap(), [paused]);
 }
 
+/// The task's pause is offered to an instance's upsert with the task's row; written with the
+/// plan, a new instance takes it exactly (the task's resume ends it with the task's, planned on
+/// its own row), and an instance paused on its own keeps its own pause through the write and
+/// the task's resume.
+async fn an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resume(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() + HOUR;
+    seed(s, &[("rep", t)]).await;
+    written(upsert(s, &instance("rep", "b", None), write_plan(Some(t))).await.2);
+    let own = Pause::new(now_s(), "ann", "tenant b on hold", None);
+    assert!(s.pause_task("rep/b", &own, &audit("pause", "rep/b")).await.unwrap());
+    let pause = Pause::new(now_s(), "bob", "incident 42", Some(t + HOUR));
+    assert!(s.pause_task("rep", &pause, &audit("pause", "rep")).await.unwrap());
+    let task_pause = task_state(s, "rep").await.pause.expect("the task is paused");
+    let with_pause = |p: Option<Pause>| InstancePlan::Write {
+        enabled: true,
+        next_run_at: Some(t),
+        next_tick: None,
+        pause: p,
+    };
+    // Offered with the task's row, then written.
+    let (facts, _, done) = upsert(
+        s,
+        &instance("rep", "a", None),
+        with_pause(Some(task_pause.clone())),
+    )
+    .await;
+    written(done);
+    let offered = facts.task.expect("the task's row").pause;
+    assert_eq!(offered.as_ref(), Some(&task_pause));
+    assert_eq!(task_state(s, "rep/a").await.pause.as_ref(), Some(&task_pause));
+    assert!(row(s, "rep/a").await.paused);
+    // Paused on its own: kept.
+    written(
+        upsert(
+            s,
+            &instance("rep", "b", Some("{}")),
+            with_pause(Some(task_pause.clone())),
+        )
+        .await
+        .2,
+    );
+    let kept = |state: TaskState| state.pause.map(|p| (p.by, p.reason));
+    let ann = Some(("ann".to_owned(), "tenant b on hold".to_owned()));
+    assert_eq!(kept(task_state(s, "rep/b").await), ann);
+
+    let seen: Mutex<Vec<String>> = Mutex::default();
+    let planner = |row: &TaskState, _: DateTime<Utc>| {
+        seen.lock().unwrap().push(row.name.clone());
+        ResumePlan::new(Some(t), Vec::new())
+    };
+    s.resume_task("rep", &audit("resume", "rep"), &planner)
+        .await
+        .unwrap()
+        .expect("the task's pause ended");
+    assert_eq!(*seen.lock().unwrap(), ["rep", "rep/a"]);
+    assert_eq!(task_state(s, "rep/a").await.pause, None);
+    assert_eq!(kept(task_state(s, "rep/b").await), ann);
+}
+
 /// The heartbeat counts every instance in the store, enabled or not, and no task's own row or
 /// shard: the engine sizes its claims by it (10,000 instances of one task are 10,000 rows).
 async fn the_heartbeat_counts_the_instances(s: &dyn Store, _: &Arrange) {
@@ -5406,6 +5470,7 @@ async fn the_heartbeat_counts_the_instances(s: &dyn Store, _: &Arrange) {
         enabled: false,
         next_run_at: None,
         next_tick: None,
+        pause: None,
     };
     written(upsert(s, &instance("other", "d", None), disabled).await.2);
     assert_eq!(beat().await.instances, 4);
@@ -5475,6 +5540,7 @@ async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_aud
             enabled: false,
             next_run_at: None,
             next_tick: None,
+            pause: None,
         },
     )
     .await;

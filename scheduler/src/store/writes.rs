@@ -426,12 +426,13 @@ async fn write_instance_on<D: Dialect>(
     write: &InstanceWrite,
     plan: InstancePlan,
 ) -> Result<InstanceUpsert, sqlx::Error> {
-    let (enabled, next_run_at, next_tick) = match plan {
+    let (enabled, next_run_at, next_tick, pause) = match plan {
         InstancePlan::Write {
             enabled,
             next_run_at,
             next_tick,
-        } => (enabled, next_run_at, next_tick),
+            pause,
+        } => (enabled, next_run_at, next_tick, pause),
         InstancePlan::NoTask => return Ok(InstanceUpsert::NoTask),
         InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
         InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
@@ -449,6 +450,10 @@ async fn write_instance_on<D: Dialect>(
         Now,
         next_tick,
         write.jitter.map(|w| crate::bounds::JITTER.capped_millis(w)),
+        pause.as_ref().map(|p| p.at),
+        pause.as_ref().map(|p| p.by.as_str()),
+        pause.as_ref().map(|p| p.reason.as_str()),
+        pause.as_ref().and_then(|p| p.until),
     ];
     let statement = Statement {
         operation,
