@@ -479,6 +479,7 @@ contract![
     an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited,
     a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs,
     an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resume,
+    a_resume_offers_each_row_its_jitter_window_and_writes_its_shifted_start,
     the_heartbeat_counts_the_instances,
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
@@ -3576,7 +3577,7 @@ async fn a_pause_holds_a_task_until_resumed_with_what_the_planner_decides(
 
     // Resuming a task that is not paused, or does not exist, does nothing.
     let planned = AtomicBool::new(false);
-    let never = |_: &TaskState, _: DateTime<Utc>| {
+    let never = |_: &TaskState, _: Duration, _: DateTime<Utc>| {
         planned.store(true, Ordering::SeqCst);
         ResumePlan::new(None, Vec::new())
     };
@@ -3599,7 +3600,7 @@ async fn a_pause_holds_a_task_until_resumed_with_what_the_planner_decides(
     let paused = skip("a", SkipReason::Paused, t - HOUR * 2, t, 3);
     let before = task_state(s, "a").await;
     let seen: Mutex<Vec<(TaskState, DateTime<Utc>)>> = Mutex::default();
-    let planner = |row: &TaskState, now: DateTime<Utc>| {
+    let planner = |row: &TaskState, _: Duration, now: DateTime<Utc>| {
         seen.lock().unwrap().push((row.clone(), now));
         ResumePlan::new(Some(t + HOUR), vec![paused.clone()])
     };
@@ -5354,7 +5355,7 @@ async fn a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs(s: &dyn St
 
     // The task's resume plans the task's row and each instance that held its pause.
     let seen: Mutex<Vec<String>> = Mutex::default();
-    let planner = |row: &TaskState, _: DateTime<Utc>| {
+    let planner = |row: &TaskState, _: Duration, _: DateTime<Utc>| {
         seen.lock().unwrap().push(row.name.clone());
         let next = if row.name == "rep" { t } else { t + HOUR * 2 };
         ResumePlan::new(
@@ -5431,7 +5432,7 @@ async fn an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resum
     assert_eq!(kept(task_state(s, "rep/b").await), ann);
 
     let seen: Mutex<Vec<String>> = Mutex::default();
-    let planner = |row: &TaskState, _: DateTime<Utc>| {
+    let planner = |row: &TaskState, _: Duration, _: DateTime<Utc>| {
         seen.lock().unwrap().push(row.name.clone());
         ResumePlan::new(Some(t), Vec::new())
     };
@@ -5442,6 +5443,70 @@ async fn an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resum
     assert_eq!(*seen.lock().unwrap(), ["rep", "rep/a"]);
     assert_eq!(task_state(s, "rep/a").await.pause, None);
     assert_eq!(kept(task_state(s, "rep/b").await), ann);
+}
+
+/// A resume offers the planner each row's jitter window (an instance's own, else its task's as
+/// the reconcile stored it; none: zero), for the task's resume and for an instance's own, and
+/// writes the start it plans with its tick beside it; a next run kept keeps its tick.
+async fn a_resume_offers_each_row_its_jitter_window_and_writes_its_shifted_start(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() + HOUR;
+    seed(s, &[("rep", t), ("bare", t)]).await;
+    let task_window = Duration::from_secs(4);
+    apply(
+        s,
+        vec![TaskChange::Jitter {
+            name: "rep".into(),
+            window: Some(task_window),
+        }],
+    )
+    .await;
+    let own_window = Duration::from_secs(6);
+    for write in [
+        instance("rep", "a", None),
+        instance("rep", "b", None).jitter(Some(own_window)),
+        instance("rep", "c", None),
+    ] {
+        written(upsert(s, &write, write_plan(Some(t))).await.2);
+    }
+    let pause = |by: &str| Pause::new(now_s(), by, "hold", None);
+    for (row, by) in [("rep/c", "ann"), ("rep", "bob"), ("bare", "bob")] {
+        assert!(s.pause_task(row, &pause(by), &audit("pause", row)).await.unwrap());
+    }
+    let seen: Mutex<Vec<(String, Duration)>> = Mutex::default();
+    let (tick, start) = (t + HOUR, t + HOUR + chrono::Duration::seconds(3));
+    let planner = |row: &TaskState, window: Duration, _: DateTime<Utc>| {
+        seen.lock().unwrap().push((row.name.clone(), window));
+        if row.name == "rep/a" {
+            // Kept: the tick it had stays.
+            ResumePlan::new(row.next_run_at, Vec::new())
+        } else {
+            ResumePlan::new(Some(start), Vec::new()).with_tick(Some(tick))
+        }
+    };
+    for row in ["rep", "rep/c", "bare"] {
+        s.resume_task(row, &audit("resume", row), &planner)
+            .await
+            .unwrap()
+            .expect("paused");
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("rep".to_owned(), task_window),
+            ("rep/a".to_owned(), task_window),
+            ("rep/b".to_owned(), own_window),
+            ("rep/c".to_owned(), task_window),
+            ("bare".to_owned(), Duration::ZERO),
+        ]
+    );
+    let next = |state: TaskState| (state.next_run_at, state.next_tick);
+    for row in ["rep", "rep/b", "rep/c", "bare"] {
+        assert_eq!(next(task_state(s, row).await), (Some(start), Some(tick)), "{row}");
+    }
+    assert_eq!(next(task_state(s, "rep/a").await), (Some(t), Some(t)), "kept");
 }
 
 /// The heartbeat counts every instance in the store, enabled or not, and no task's own row or
