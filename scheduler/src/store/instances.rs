@@ -163,7 +163,8 @@ pub type InstancePlanner<'a> =
 
 /// Decides each upsert of a batch inside
 /// [`OperatorStore::upsert_instances`](super::OperatorStore::upsert_instances): the index of the
-/// instance in the batch, the rows it read for it (the writes of the batch's earlier instances
-/// seen) and the store's clock (one instant for the whole batch).
+/// instance in the batch, the rows it read for it (the batch's earlier writes of its key seen)
+/// and the store's clock (one instant for the whole batch). Called in the order of the rows'
+/// names, not the batch's (a key given twice: in the batch's order).
 pub type InstanceBatchPlanner<'a> =
     dyn Fn(usize, &InstanceFacts, DateTime<Utc>) -> InstancePlan + Send + Sync + 'a;

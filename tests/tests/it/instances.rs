@@ -31,6 +31,7 @@ on_both_backends! {
     a_document_leaves_instances_alone_but_disabling_the_task_disables_them,
     what_is_refused_says_why,
     a_batch_answers_each_instance_in_order_and_refuses_only_the_bad_ones,
+    two_batches_of_the_same_new_keys_in_opposite_orders_both_write,
 }
 
 /// One run as its handler saw it: key, tick, node, tenant.
@@ -683,4 +684,51 @@ async fn a_batch_answers_each_instance_in_order_and_refuses_only_the_bad_ones(db
     assert_eq!(schedules.list("inst.sync").await.unwrap().len(), 2);
     assert!(schedules.upsert_many([]).await.unwrap().is_empty());
     running.stop().await;
+}
+
+/// Two batches at once, from two processes' handles, making the same new instances in opposite
+/// orders (and a few of their own), twenty times over: both are written whole every time (no
+/// deadlock between them, none waits on the other forever), and every key is one instance.
+async fn two_batches_of_the_same_new_keys_in_opposite_orders_both_write(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let running = node_on(db, config(), &log).await;
+    let one = Schedules::new(db.node_store(2), &tasks("inst."), "one");
+    let two = Schedules::new(db.node_store(2), &tasks("inst."), "two");
+    let yearly = |key: String| Schedule::new("inst.sync", key).cron("0 0 0 1 1 *");
+    let mut expected = std::collections::BTreeSet::new();
+    for round in 0..20 {
+        let shared: Vec<String> = (0..40).map(|i| format!("r{round}-k{i:02}")).collect();
+        let mut first: Vec<String> = shared.clone();
+        first.push(format!("r{round}-one"));
+        let mut second: Vec<String> = shared.iter().rev().cloned().collect();
+        second.insert(0, format!("r{round}-two"));
+        expected.extend(first.iter().chain(&second).cloned());
+        let (a, b) = tokio::join!(
+            one.upsert_many(first.iter().cloned().map(yearly)),
+            two.upsert_many(second.iter().cloned().map(yearly)),
+        );
+        for (who, answers, keys) in [("one", a, &first), ("two", b, &second)] {
+            let answers = answers.unwrap_or_else(|e| panic!("round {round}: {who}'s batch: {e}"));
+            let written: Vec<String> = answers
+                .into_iter()
+                .map(|a| a.unwrap_or_else(|e| panic!("round {round}: {who}: {e}")).key)
+                .collect();
+            assert_eq!(&written, keys, "round {round}: {who}'s answers, in its order");
+        }
+    }
+    let listed: Vec<String> = schedules_keys(&one).await;
+    let unique: std::collections::BTreeSet<String> = listed.iter().cloned().collect();
+    assert_eq!(unique.len(), listed.len(), "each key once");
+    assert_eq!(unique, expected);
+    running.stop().await;
+}
+
+async fn schedules_keys(schedules: &Schedules) -> Vec<String> {
+    schedules
+        .list("inst.sync")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.key)
+        .collect()
 }
