@@ -5393,12 +5393,27 @@ async fn an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resum
 ) {
     let t = now_s() + HOUR;
     seed(s, &[("rep", t)]).await;
-    written(upsert(s, &instance("rep", "b", None), write_plan(Some(t))).await.2);
+    written(
+        upsert(s, &instance("rep", "b", None), write_plan(Some(t)))
+            .await
+            .2,
+    );
     let own = Pause::new(now_s(), "ann", "tenant b on hold", None);
-    assert!(s.pause_task("rep/b", &own, &audit("pause", "rep/b")).await.unwrap());
+    assert!(
+        s.pause_task("rep/b", &own, &audit("pause", "rep/b"))
+            .await
+            .unwrap()
+    );
     let pause = Pause::new(now_s(), "bob", "incident 42", Some(t + HOUR));
-    assert!(s.pause_task("rep", &pause, &audit("pause", "rep")).await.unwrap());
-    let task_pause = task_state(s, "rep").await.pause.expect("the task is paused");
+    assert!(
+        s.pause_task("rep", &pause, &audit("pause", "rep"))
+            .await
+            .unwrap()
+    );
+    let task_pause = task_state(s, "rep")
+        .await
+        .pause
+        .expect("the task is paused");
     let with_pause = |p: Option<Pause>| InstancePlan::Write {
         enabled: true,
         next_run_at: Some(t),
@@ -5415,7 +5430,10 @@ async fn an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resum
     written(done);
     let offered = facts.task.expect("the task's row").pause;
     assert_eq!(offered.as_ref(), Some(&task_pause));
-    assert_eq!(task_state(s, "rep/a").await.pause.as_ref(), Some(&task_pause));
+    assert_eq!(
+        task_state(s, "rep/a").await.pause.as_ref(),
+        Some(&task_pause)
+    );
     assert!(row(s, "rep/a").await.paused);
     // Paused on its own: kept.
     written(
@@ -5473,7 +5491,11 @@ async fn a_resume_offers_each_row_its_jitter_window_and_writes_its_shifted_start
     }
     let pause = |by: &str| Pause::new(now_s(), by, "hold", None);
     for (row, by) in [("rep/c", "ann"), ("rep", "bob"), ("bare", "bob")] {
-        assert!(s.pause_task(row, &pause(by), &audit("pause", row)).await.unwrap());
+        assert!(
+            s.pause_task(row, &pause(by), &audit("pause", row))
+                .await
+                .unwrap()
+        );
     }
     let seen: Mutex<Vec<(String, Duration)>> = Mutex::default();
     let (tick, start) = (t + HOUR, t + HOUR + chrono::Duration::seconds(3));
@@ -5504,9 +5526,17 @@ async fn a_resume_offers_each_row_its_jitter_window_and_writes_its_shifted_start
     );
     let next = |state: TaskState| (state.next_run_at, state.next_tick);
     for row in ["rep", "rep/b", "rep/c", "bare"] {
-        assert_eq!(next(task_state(s, row).await), (Some(start), Some(tick)), "{row}");
+        assert_eq!(
+            next(task_state(s, row).await),
+            (Some(start), Some(tick)),
+            "{row}"
+        );
     }
-    assert_eq!(next(task_state(s, "rep/a").await), (Some(t), Some(t)), "kept");
+    assert_eq!(
+        next(task_state(s, "rep/a").await),
+        (Some(t), Some(t)),
+        "kept"
+    );
 }
 
 /// The heartbeat counts every instance in the store, enabled or not, and no task's own row or

@@ -28,7 +28,10 @@ fn a_resume_records_the_pending_tick_of_a_jittered_start() {
     );
     // Without jitter, the same.
     let plain = paused(Some(at(10)), Some(at(10)));
-    assert_eq!(resume_plan(&plain, std::time::Duration::ZERO, at(25)).skips, plan.skips);
+    assert_eq!(
+        resume_plan(&plain, std::time::Duration::ZERO, at(25)).skips,
+        plan.skips
+    );
 }
 
 /// A resume that moves the next run writes the next tick's start at its offset in the row's
@@ -40,7 +43,10 @@ fn a_resume_starts_the_next_tick_at_its_offset() {
     let start = crate::ticks::jitter::start_of("t", &spec, at(30), window);
     assert!(start > at(30), "this tick's offset is not zero: {start}");
     let plan = resume_plan(&paused(Some(at(10)), Some(at(10))), window, at(25));
-    assert_eq!((plan.next_run_at, plan.next_tick), (Some(start), Some(at(30))));
+    assert_eq!(
+        (plan.next_run_at, plan.next_tick),
+        (Some(start), Some(at(30)))
+    );
     // An instance's row: its own offset (its key is hashed).
     let row = TaskState {
         name: "t/k".into(),
@@ -48,7 +54,10 @@ fn a_resume_starts_the_next_tick_at_its_offset() {
     };
     let plan = resume_plan(&row, window, at(25));
     let own = crate::ticks::jitter::start_of("t/k", &spec, at(30), window);
-    assert_eq!((plan.next_run_at, plan.next_tick), (Some(own), (own != at(30)).then_some(at(30))));
+    assert_eq!(
+        (plan.next_run_at, plan.next_tick),
+        (Some(own), (own != at(30)).then_some(at(30)))
+    );
     // Ahead: kept, its tick with it (the store keeps the row's).
     let ahead = resume_plan(&paused(Some(at(33)), Some(at(30))), window, at(25));
     assert_eq!((ahead.next_run_at, ahead.next_tick), (Some(at(33)), None));

@@ -369,7 +369,11 @@ async fn an_instance_made_while_its_task_is_paused_takes_its_pause(db: &TestDb) 
     );
     schedules.upsert(every_second("new", 1)).await.unwrap();
     let batch = schedules
-        .upsert_many([every_second("b1", 2), every_second("b2", 3), every_second("own", 10)])
+        .upsert_many([
+            every_second("b1", 2),
+            every_second("b2", 3),
+            every_second("own", 10),
+        ])
         .await
         .unwrap();
     assert!(batch.iter().all(Result::is_ok), "{batch:?}");
@@ -711,9 +715,15 @@ async fn two_batches_of_the_same_new_keys_in_opposite_orders_both_write(db: &Tes
             let answers = answers.unwrap_or_else(|e| panic!("round {round}: {who}'s batch: {e}"));
             let written: Vec<String> = answers
                 .into_iter()
-                .map(|a| a.unwrap_or_else(|e| panic!("round {round}: {who}: {e}")).key)
+                .map(|a| {
+                    a.unwrap_or_else(|e| panic!("round {round}: {who}: {e}"))
+                        .key
+                })
                 .collect();
-            assert_eq!(&written, keys, "round {round}: {who}'s answers, in its order");
+            assert_eq!(
+                &written, keys,
+                "round {round}: {who}'s answers, in its order"
+            );
         }
     }
     let listed: Vec<String> = schedules_keys(&one).await;

@@ -884,7 +884,15 @@ async fn the_upsert_many_command_writes_a_file_in_batches_and_lists_each_refusal
     let path = file.to_str().unwrap();
     let (code, out, err) = run_cli(
         db,
-        &["instances", "upsert-many", "iapi.sync", "--file", path, "--actor", "ops-bob"],
+        &[
+            "instances",
+            "upsert-many",
+            "iapi.sync",
+            "--file",
+            path,
+            "--actor",
+            "ops-bob",
+        ],
     );
     assert_eq!(code, 0, "{out}{err}");
     assert!(
@@ -909,7 +917,10 @@ async fn the_upsert_many_command_writes_a_file_in_batches_and_lists_each_refusal
     let seven = written.iter().find(|i| i.key == "f-0007").unwrap();
     assert_eq!(seven.timezone, "Asia/Shanghai");
     let eight = written.iter().find(|i| i.key == "f-0008").unwrap();
-    assert!(eight.args.as_deref().unwrap().contains(SECRET), "stored whole");
+    assert!(
+        eight.args.as_deref().unwrap().contains(SECRET),
+        "stored whole"
+    );
     let audit = db.api().audit_log(2_000, None).await.unwrap();
     let in_batch = |n: usize| {
         audit
@@ -928,7 +939,14 @@ async fn the_upsert_many_command_writes_a_file_in_batches_and_lists_each_refusal
     .unwrap();
     let (code, out, err) = run_cli(
         db,
-        &["instances", "upsert-many", "iapi.sync", "--file", path, "--json"],
+        &[
+            "instances",
+            "upsert-many",
+            "iapi.sync",
+            "--file",
+            path,
+            "--json",
+        ],
     );
     assert_eq!(code, 0, "{out}{err}");
     let shown: Value = serde_json::from_str(&out).unwrap();
@@ -939,7 +957,10 @@ async fn the_upsert_many_command_writes_a_file_in_batches_and_lists_each_refusal
     assert_eq!(refused.len(), 1, "{shown}");
     assert_eq!(refused[0]["place"], 2);
     assert_eq!(refused[0]["key"], "j 2");
-    assert!(refused[0]["message"].as_str().unwrap().contains("key"), "{shown}");
+    assert!(
+        refused[0]["message"].as_str().unwrap().contains("key"),
+        "{shown}"
+    );
 
     // Refused whole: nothing written.
     let before = db.api().instances("iapi.sync").await.unwrap().len();
@@ -950,17 +971,29 @@ async fn the_upsert_many_command_writes_a_file_in_batches_and_lists_each_refusal
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("iapi.nope"), "{err}");
     std::fs::write(&file, r#"{"key": "x"}"#).unwrap();
-    let (code, _, err) = run_cli(db, &["instances", "upsert-many", "iapi.sync", "--file", path]);
+    let (code, _, err) = run_cli(
+        db,
+        &["instances", "upsert-many", "iapi.sync", "--file", path],
+    );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("instances.json"), "names the file: {err}");
     std::fs::write(&file, r#"[{"key": "x", "cron": "* * * * *", "every": 3}]"#).unwrap();
-    let (code, _, err) = run_cli(db, &["instances", "upsert-many", "iapi.sync", "--file", path]);
+    let (code, _, err) = run_cli(
+        db,
+        &["instances", "upsert-many", "iapi.sync", "--file", path],
+    );
     assert_eq!(code, 1, "an unknown field: {err}");
     assert!(err.contains("every"), "{err}");
     let missing = dir.path().join("missing.json");
     let (code, _, err) = run_cli(
         db,
-        &["instances", "upsert-many", "iapi.sync", "--file", missing.to_str().unwrap()],
+        &[
+            "instances",
+            "upsert-many",
+            "iapi.sync",
+            "--file",
+            missing.to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("missing.json"), "{err}");

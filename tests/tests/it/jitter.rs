@@ -369,8 +369,15 @@ async fn a_resume_starts_the_next_tick_at_its_offset(db: &TestDb) {
         schedules.upsert(schedule).await.unwrap();
     }
     let ops = Actor::new("ops", "test");
-    for (row, reason) in [("jitresume.task/i-3", "on its own"), ("jitresume.task", "all")] {
-        assert!(operate::pause(db.api(), row, &ops, reason, None).await.unwrap());
+    for (row, reason) in [
+        ("jitresume.task/i-3", "on its own"),
+        ("jitresume.task", "all"),
+    ] {
+        assert!(
+            operate::pause(db.api(), row, &ops, reason, None)
+                .await
+                .unwrap()
+        );
     }
     // Past every row's next run: the resume writes a new one.
     db.elapse(Duration::from_secs(12)).await;
@@ -389,7 +396,10 @@ async fn a_resume_starts_the_next_tick_at_its_offset(db: &TestDb) {
     let mut first = BTreeMap::new();
     for (row, window) in rows {
         let tick = starts_at_its_offset(db, row, &spec, window, "resumed").await;
-        assert!(tick > resumed_at, "{row}: its next tick {tick} is after the resume");
+        assert!(
+            tick > resumed_at,
+            "{row}: its next tick {tick} is after the resume"
+        );
         first.insert(row, tick);
     }
 
@@ -414,7 +424,10 @@ async fn a_resume_starts_the_next_tick_at_its_offset(db: &TestDb) {
     for (row, window) in rows {
         let (_, tick, started, _) = ran_after(row).unwrap();
         let due = start_of(row, &spec, tick, window);
-        assert!(started >= due, "{row} {tick}: started at {started}, before {due}");
+        assert!(
+            started >= due,
+            "{row} {tick}: started at {started}, before {due}"
+        );
         let late = TimeDelta::from_std(window + SLACK).unwrap();
         assert!(started <= tick + late, "{row} {tick}: started at {started}");
     }

@@ -184,7 +184,12 @@ impl RunStarts {
         match &run.instance_key {
             None => {
                 let spec = self.own.as_ref()?;
-                Some(crate::ticks::jitter::start_of(&self.task, spec, tick, self.window))
+                Some(crate::ticks::jitter::start_of(
+                    &self.task,
+                    spec,
+                    tick,
+                    self.window,
+                ))
             }
             Some(key) => {
                 let (spec, window) = self.instances.get(key)?.as_ref()?;

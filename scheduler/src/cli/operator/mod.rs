@@ -34,9 +34,8 @@ use clap::Subcommand;
 pub use args::{
     ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
     InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs,
-    InstanceUpsertManyArgs, InstancesAction,
-    InstancesArgs, LogsArgs, PauseArgs, ResumeArgs, RunsArgs, SnoozeArgs, StatusArgs, StoreArgs,
-    TriggerArgs,
+    InstanceUpsertManyArgs, InstancesAction, InstancesArgs, LogsArgs, PauseArgs, ResumeArgs,
+    RunsArgs, SnoozeArgs, StatusArgs, StoreArgs, TriggerArgs,
 };
 
 /// The commands that read or change a deployment through its database.

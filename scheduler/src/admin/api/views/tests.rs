@@ -19,7 +19,10 @@ fn starts() -> RunStarts {
         "own".to_owned(),
         Some((spec("5/10 * * * * *"), Duration::from_secs(6))),
     );
-    instances.insert("inherits".to_owned(), Some((spec("*/10 * * * * *"), window)));
+    instances.insert(
+        "inherits".to_owned(),
+        Some((spec("*/10 * * * * *"), window)),
+    );
     instances.insert("gone".to_owned(), None);
     RunStarts {
         task: "t".into(),
@@ -48,9 +51,16 @@ fn a_scheduled_run_is_placed_at_its_ticks_start() {
     let own = crate::ticks::jitter::start_of("t", &ten, at(10), Duration::from_secs(4));
     assert!(own > at(10), "a shifted tick: {own}");
     assert_eq!(starts.start(&run(10, None, Trigger::Schedule)), Some(own));
-    let shifted =
-        crate::ticks::jitter::start_of("t/own", &spec("5/10 * * * * *"), at(15), Duration::from_secs(6));
-    assert_eq!(starts.start(&run(15, Some("own"), Trigger::Schedule)), Some(shifted));
+    let shifted = crate::ticks::jitter::start_of(
+        "t/own",
+        &spec("5/10 * * * * *"),
+        at(15),
+        Duration::from_secs(6),
+    );
+    assert_eq!(
+        starts.start(&run(15, Some("own"), Trigger::Schedule)),
+        Some(shifted)
+    );
     let inherits =
         crate::ticks::jitter::start_of("t/inherits", &ten, at(10), Duration::from_secs(4));
     assert_eq!(
@@ -60,14 +70,20 @@ fn a_scheduled_run_is_placed_at_its_ticks_start() {
     for trigger in [Trigger::Retry, Trigger::Manual, Trigger::Backfill] {
         assert_eq!(starts.start(&run(10, None, trigger)), None, "{trigger:?}");
     }
-    assert_eq!(starts.start(&run(10, Some("gone"), Trigger::Schedule)), None);
-    assert_eq!(starts.start(&run(10, Some("unknown"), Trigger::Schedule)), None);
+    assert_eq!(
+        starts.start(&run(10, Some("gone"), Trigger::Schedule)),
+        None
+    );
+    assert_eq!(
+        starts.start(&run(10, Some("unknown"), Trigger::Schedule)),
+        None
+    );
 
-    let view = serde_json::to_value(RunView::placed(run(10, None, Trigger::Schedule), &starts))
-        .unwrap();
+    let view =
+        serde_json::to_value(RunView::placed(run(10, None, Trigger::Schedule), &starts)).unwrap();
     assert_eq!(view["scheduled_at"], serde_json::json!(at(10)));
     assert_eq!(view["starts_at"], serde_json::json!(own));
-    let manual = serde_json::to_value(RunView::placed(run(10, None, Trigger::Manual), &starts))
-        .unwrap();
+    let manual =
+        serde_json::to_value(RunView::placed(run(10, None, Trigger::Manual), &starts)).unwrap();
     assert!(manual.get("starts_at").is_none(), "{manual}");
 }
