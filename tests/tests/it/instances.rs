@@ -356,7 +356,11 @@ async fn an_instance_made_while_its_task_is_paused_takes_its_pause(db: &TestDb) 
     let log = Arc::new(InstanceLog::default());
     let (schedules, running) = nodes(db, &["a"], &log).await;
     let ops = Actor::new("ops", "test");
-    schedules.upsert(every_second("own", 9)).await.unwrap();
+    // Yearly until the batch below makes it every second (no tick of it before its own pause).
+    schedules
+        .upsert(every_second("own", 9).cron("0 0 0 1 1 *"))
+        .await
+        .unwrap();
     assert!(
         operate::pause(db.api(), "inst.sync/own", &ops, "tenant on hold", None)
             .await

@@ -379,8 +379,10 @@ async fn a_resume_starts_the_next_tick_at_its_offset(db: &TestDb) {
                 .unwrap()
         );
     }
-    // Past every row's next run: the resume writes a new one.
-    db.elapse(Duration::from_secs(12)).await;
+    // Past every row's next start (a tick up to 10 s away, shifted by up to 6 s): the resume
+    // writes a new one for each (a start still ahead would be kept as it is).
+    db.elapse(Duration::from_secs(10) + OWN_WINDOW + Duration::from_secs(1))
+        .await;
     let resumed_at = db.now();
     for row in ["jitresume.task", "jitresume.task/i-3"] {
         let ended = operate::resume(db.api(), row, &ops).await.unwrap();
