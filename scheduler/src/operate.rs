@@ -154,8 +154,10 @@ pub async fn pause(
     Ok(store.pause_task(task, &pause, &audit).await?)
 }
 
-/// Ends `task`'s pause (a task's row, or an instance's `task/key`): the ticks due meanwhile are recorded as skipped (`paused`), the next
-/// run is the first tick from now. Returns the pause that ended (`None`: it was not paused).
+/// Ends `task`'s pause (a task's row, or an instance's `task/key`): the ticks due meanwhile are
+/// recorded as skipped (`paused`), the next run is the first tick from now, starting at its
+/// offset in the row's jitter window ([`resume_plan`]). Returns the pause that ended (`None`: it
+/// was not paused).
 pub async fn resume(store: &dyn Store, task: &str, actor: &Actor) -> Result<Option<Pause>> {
     let audit = audit_of(actor, "resume", task, "");
     Ok(store.resume_task(task, &audit, &resume_plan).await?)
@@ -412,33 +414,47 @@ pub async fn cancel_backfill(store: &dyn Store, id: i64, actor: &Actor) -> Resul
     Ok(store.cancel_backfill(id, &actor.name, &audit).await?)
 }
 
-/// What ending a pause writes: the ticks due while paused (recorded), the next run after now.
-pub fn resume_plan(state: &TaskState, now: DateTime<Utc>) -> ResumePlan {
+/// What ending a pause writes: the ticks due while paused (recorded), the next run after now:
+/// the schedule's next tick, starting at its offset in the row's jitter `window` as a claim or
+/// a reconcile writes it (see `crate::ticks::jitter`). A next run still ahead is kept.
+pub fn resume_plan(
+    state: &TaskState,
+    window: std::time::Duration,
+    now: DateTime<Utc>,
+) -> ResumePlan {
     let Ok(spec) = ScheduleSpec::stored(&state.cron, &state.timezone, state.calendar.as_deref())
     else {
         // A schedule this binary cannot read: leave it to the nodes (they report it).
-        return ResumePlan {
-            next_run_at: state.next_run_at,
-            skips: Vec::new(),
-        };
+        return ResumePlan::new(state.next_run_at, Vec::new());
+    };
+    // The next tick after now, at its start.
+    let next_after_now = || {
+        crate::ticks::jitter::next_run(&state.name, &spec, spec.next_after(now), window)
+            .columns()
+            .unwrap_or_default()
     };
     match state.next_run_at {
-        Some(next) if next <= now => ResumePlan {
-            next_run_at: spec.next_after(now),
-            // From the tick it was to start (a jittered start comes after its tick).
-            skips: crate::ticks::ticks_between(
-                &state.name,
-                &spec,
-                state.next_tick.unwrap_or(next).min(next),
-                now,
-                SkipReason::Paused,
-                crate::ticks::MAX_COUNTED_TICKS,
-            ),
-        },
-        other => ResumePlan {
-            next_run_at: other.or_else(|| spec.next_after(now)),
-            skips: Vec::new(),
-        },
+        Some(next) if next <= now => {
+            let (next_run_at, next_tick) = next_after_now();
+            ResumePlan {
+                next_run_at,
+                next_tick,
+                // From the tick it was to start (a jittered start comes after its tick).
+                skips: crate::ticks::ticks_between(
+                    &state.name,
+                    &spec,
+                    state.next_tick.unwrap_or(next).min(next),
+                    now,
+                    SkipReason::Paused,
+                    crate::ticks::MAX_COUNTED_TICKS,
+                ),
+            }
+        }
+        Some(next) => ResumePlan::new(Some(next), Vec::new()),
+        None => {
+            let (next_run_at, next_tick) = next_after_now();
+            ResumePlan::new(next_run_at, Vec::new()).with_tick(next_tick)
+        }
     }
 }
 

@@ -371,7 +371,8 @@ impl Prepared {
 /// its task, and its next run is kept unless the schedule or its own jitter changed, the
 /// instance is new or comes back after its removal, or it had none (then the schedule's first
 /// tick after now, and after the last tick claimed, starting at its offset in `window`, see
-/// `crate::ticks::jitter`).
+/// `crate::ticks::jitter`). The task's pause in force, if any, goes with the write: the instance
+/// takes it unless it is paused already.
 pub(crate) fn plan_upsert(
     write: &InstanceWrite,
     spec: &ScheduleSpec,
@@ -424,10 +425,14 @@ pub(crate) fn plan_upsert(
         Some(row) => next(row.last_scheduled_at),
         None => next(None),
     };
+    // The task's pause in force: an instance made (or found unpaused) while its task is paused
+    // is held with it, as pausing the task holds those it finds.
+    let pause = task.pause.clone().filter(|pause| pause.in_force(now));
     InstancePlan::Write {
         enabled,
         next_run_at,
         next_tick,
+        pause,
     }
 }
 

@@ -478,6 +478,8 @@ contract![
     rows_left_out_of_a_claim_are_neither_offered_nor_locked,
     an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_audited,
     a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs,
+    an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resume,
+    a_resume_offers_each_row_its_jitter_window_and_writes_its_shifted_start,
     the_heartbeat_counts_the_instances,
     an_instance_is_claimed_with_its_task_and_its_runs_record_its_key,
     a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock,
@@ -3575,7 +3577,7 @@ async fn a_pause_holds_a_task_until_resumed_with_what_the_planner_decides(
 
     // Resuming a task that is not paused, or does not exist, does nothing.
     let planned = AtomicBool::new(false);
-    let never = |_: &TaskState, _: DateTime<Utc>| {
+    let never = |_: &TaskState, _: Duration, _: DateTime<Utc>| {
         planned.store(true, Ordering::SeqCst);
         ResumePlan::new(None, Vec::new())
     };
@@ -3598,7 +3600,7 @@ async fn a_pause_holds_a_task_until_resumed_with_what_the_planner_decides(
     let paused = skip("a", SkipReason::Paused, t - HOUR * 2, t, 3);
     let before = task_state(s, "a").await;
     let seen: Mutex<Vec<(TaskState, DateTime<Utc>)>> = Mutex::default();
-    let planner = |row: &TaskState, now: DateTime<Utc>| {
+    let planner = |row: &TaskState, _: Duration, now: DateTime<Utc>| {
         seen.lock().unwrap().push((row.clone(), now));
         ResumePlan::new(Some(t + HOUR), vec![paused.clone()])
     };
@@ -5299,6 +5301,7 @@ fn write_plan(next: Option<DateTime<Utc>>) -> InstancePlan {
         enabled: true,
         next_run_at: next,
         next_tick: None,
+        pause: None,
     }
 }
 
@@ -5352,7 +5355,7 @@ async fn a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs(s: &dyn St
 
     // The task's resume plans the task's row and each instance that held its pause.
     let seen: Mutex<Vec<String>> = Mutex::default();
-    let planner = |row: &TaskState, _: DateTime<Utc>| {
+    let planner = |row: &TaskState, _: Duration, _: DateTime<Utc>| {
         seen.lock().unwrap().push(row.name.clone());
         let next = if row.name == "rep" { t } else { t + HOUR * 2 };
         ResumePlan::new(
@@ -5378,6 +5381,162 @@ async fn a_tasks_pause_holds_its_instances_and_its_resume_ends_theirs(s: &dyn St
     assert_eq!(pause_of(task_state(s, "rep/b").await), kept);
     let paused = skip("rep/a", SkipReason::Paused, t - HOUR, t, 1);
     assert_eq!(s.skips("rep/a", t - HOUR * 2).await.unwrap(), [paused]);
+}
+
+/// The task's pause is offered to an instance's upsert with the task's row; written with the
+/// plan, a new instance takes it exactly (the task's resume ends it with the task's, planned on
+/// its own row), and an instance paused on its own keeps its own pause through the write and
+/// the task's resume.
+async fn an_instance_written_with_its_tasks_pause_holds_it_until_the_tasks_resume(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() + HOUR;
+    seed(s, &[("rep", t)]).await;
+    written(
+        upsert(s, &instance("rep", "b", None), write_plan(Some(t)))
+            .await
+            .2,
+    );
+    let own = Pause::new(now_s(), "ann", "tenant b on hold", None);
+    assert!(
+        s.pause_task("rep/b", &own, &audit("pause", "rep/b"))
+            .await
+            .unwrap()
+    );
+    let pause = Pause::new(now_s(), "bob", "incident 42", Some(t + HOUR));
+    assert!(
+        s.pause_task("rep", &pause, &audit("pause", "rep"))
+            .await
+            .unwrap()
+    );
+    let task_pause = task_state(s, "rep")
+        .await
+        .pause
+        .expect("the task is paused");
+    let with_pause = |p: Option<Pause>| InstancePlan::Write {
+        enabled: true,
+        next_run_at: Some(t),
+        next_tick: None,
+        pause: p,
+    };
+    // Offered with the task's row, then written.
+    let (facts, _, done) = upsert(
+        s,
+        &instance("rep", "a", None),
+        with_pause(Some(task_pause.clone())),
+    )
+    .await;
+    written(done);
+    let offered = facts.task.expect("the task's row").pause;
+    assert_eq!(offered.as_ref(), Some(&task_pause));
+    assert_eq!(
+        task_state(s, "rep/a").await.pause.as_ref(),
+        Some(&task_pause)
+    );
+    assert!(row(s, "rep/a").await.paused);
+    // Paused on its own: kept.
+    written(
+        upsert(
+            s,
+            &instance("rep", "b", Some("{}")),
+            with_pause(Some(task_pause.clone())),
+        )
+        .await
+        .2,
+    );
+    let kept = |state: TaskState| state.pause.map(|p| (p.by, p.reason));
+    let ann = Some(("ann".to_owned(), "tenant b on hold".to_owned()));
+    assert_eq!(kept(task_state(s, "rep/b").await), ann);
+
+    let seen: Mutex<Vec<String>> = Mutex::default();
+    let planner = |row: &TaskState, _: Duration, _: DateTime<Utc>| {
+        seen.lock().unwrap().push(row.name.clone());
+        ResumePlan::new(Some(t), Vec::new())
+    };
+    s.resume_task("rep", &audit("resume", "rep"), &planner)
+        .await
+        .unwrap()
+        .expect("the task's pause ended");
+    assert_eq!(*seen.lock().unwrap(), ["rep", "rep/a"]);
+    assert_eq!(task_state(s, "rep/a").await.pause, None);
+    assert_eq!(kept(task_state(s, "rep/b").await), ann);
+}
+
+/// A resume offers the planner each row's jitter window (an instance's own, else its task's as
+/// the reconcile stored it; none: zero), for the task's resume and for an instance's own, and
+/// writes the start it plans with its tick beside it; a next run kept keeps its tick.
+async fn a_resume_offers_each_row_its_jitter_window_and_writes_its_shifted_start(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() + HOUR;
+    seed(s, &[("rep", t), ("bare", t)]).await;
+    let task_window = Duration::from_secs(4);
+    apply(
+        s,
+        vec![TaskChange::Jitter {
+            name: "rep".into(),
+            window: Some(task_window),
+        }],
+    )
+    .await;
+    let own_window = Duration::from_secs(6);
+    for write in [
+        instance("rep", "a", None),
+        instance("rep", "b", None).jitter(Some(own_window)),
+        instance("rep", "c", None),
+    ] {
+        written(upsert(s, &write, write_plan(Some(t))).await.2);
+    }
+    let pause = |by: &str| Pause::new(now_s(), by, "hold", None);
+    for (row, by) in [("rep/c", "ann"), ("rep", "bob"), ("bare", "bob")] {
+        assert!(
+            s.pause_task(row, &pause(by), &audit("pause", row))
+                .await
+                .unwrap()
+        );
+    }
+    let seen: Mutex<Vec<(String, Duration)>> = Mutex::default();
+    let (tick, start) = (t + HOUR, t + HOUR + chrono::Duration::seconds(3));
+    let planner = |row: &TaskState, window: Duration, _: DateTime<Utc>| {
+        seen.lock().unwrap().push((row.name.clone(), window));
+        if row.name == "rep/a" {
+            // Kept: the tick it had stays.
+            ResumePlan::new(row.next_run_at, Vec::new())
+        } else {
+            ResumePlan::new(Some(start), Vec::new()).with_tick(Some(tick))
+        }
+    };
+    for row in ["rep", "rep/c", "bare"] {
+        s.resume_task(row, &audit("resume", row), &planner)
+            .await
+            .unwrap()
+            .expect("paused");
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("rep".to_owned(), task_window),
+            ("rep/a".to_owned(), task_window),
+            ("rep/b".to_owned(), own_window),
+            ("rep/c".to_owned(), task_window),
+            ("bare".to_owned(), Duration::ZERO),
+        ]
+    );
+    let next = |state: TaskState| (state.next_run_at, state.next_tick);
+    for row in ["rep", "rep/b", "rep/c", "bare"] {
+        assert_eq!(
+            next(task_state(s, row).await),
+            (Some(start), Some(tick)),
+            "{row}"
+        );
+    }
+    assert_eq!(
+        next(task_state(s, "rep/a").await),
+        (Some(t), Some(t)),
+        "kept"
+    );
 }
 
 /// The heartbeat counts every instance in the store, enabled or not, and no task's own row or
@@ -5406,6 +5565,7 @@ async fn the_heartbeat_counts_the_instances(s: &dyn Store, _: &Arrange) {
         enabled: false,
         next_run_at: None,
         next_tick: None,
+        pause: None,
     };
     written(upsert(s, &instance("other", "d", None), disabled).await.2);
     assert_eq!(beat().await.instances, 4);
@@ -5475,6 +5635,7 @@ async fn an_instance_is_planned_on_its_tasks_row_written_in_place_listed_and_aud
             enabled: false,
             next_run_at: None,
             next_tick: None,
+            pause: None,
         },
     )
     .await;
@@ -5964,9 +6125,11 @@ async fn an_instance_is_read_by_its_task_and_key(s: &dyn Store, _: &Arrange) {
     assert!(s.instance("rep", "t-2").await.unwrap().is_some());
 }
 
-/// A batch is planned instance by instance, in order, on one clock, each planner seeing the
-/// batch's earlier writes; each written instance is audited, a refused one neither written nor
-/// audited; an empty batch does nothing.
+/// A batch is planned instance by instance in the order of their rows' names (a key given twice
+/// in the batch's order: two batches lock the rows they share in one order), on one clock, each
+/// planner seeing the batch's earlier writes of its key, and answered in the batch's order; each
+/// written instance is audited, a refused one neither written nor audited; an empty batch does
+/// nothing.
 async fn a_batch_of_instances_is_planned_in_order_written_and_audited_in_one_go(
     s: &dyn Store,
     _: &Arrange,
@@ -6008,12 +6171,13 @@ async fn a_batch_of_instances_is_planned_in_order_written_and_audited_in_one_go(
         })
         .await
         .unwrap();
-    let seen = seen.into_inner().unwrap();
+    let mut seen = seen.into_inner().unwrap();
     assert_eq!(
         seen.iter().map(|(i, _, _)| *i).collect::<Vec<_>>(),
-        [0, 1, 2, 3, 4],
-        "in order"
+        [2, 0, 3, 1, 4],
+        "by name: gone/t-3, rep/t-1 twice in the batch's order, rep/t-2, rep/t-4"
     );
+    seen.sort_by_key(|(i, _, _)| *i);
     assert_near_now(seen[0].2);
     assert!(
         seen.iter().all(|(_, _, now)| *now == seen[0].2),

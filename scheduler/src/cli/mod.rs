@@ -59,9 +59,9 @@ mod table;
 
 pub use operator::{
     ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
-    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs, InstancesAction,
-    InstancesArgs, LogsArgs, OpsCommand, PauseArgs, ResumeArgs, RunsArgs, StatusArgs, StoreArgs,
-    TriggerArgs,
+    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs,
+    InstanceUpsertManyArgs, InstancesAction, InstancesArgs, LogsArgs, OpsCommand, PauseArgs,
+    ResumeArgs, RunsArgs, StatusArgs, StoreArgs, TriggerArgs,
 };
 
 use parse::parse_instant;

@@ -19,7 +19,7 @@ fn paused(next_run_at: Option<DateTime<Utc>>, next_tick: Option<DateTime<Utc>>) 
 #[test]
 fn a_resume_records_the_pending_tick_of_a_jittered_start() {
     let shifted = paused(Some(at(13)), Some(at(10)));
-    let plan = resume_plan(&shifted, at(25));
+    let plan = resume_plan(&shifted, std::time::Duration::ZERO, at(25));
     assert_eq!(plan.next_run_at, Some(at(30)));
     assert_eq!(plan.skips.len(), 1, "{:?}", plan.skips);
     assert_eq!(
@@ -28,5 +28,38 @@ fn a_resume_records_the_pending_tick_of_a_jittered_start() {
     );
     // Without jitter, the same.
     let plain = paused(Some(at(10)), Some(at(10)));
-    assert_eq!(resume_plan(&plain, at(25)).skips, plan.skips);
+    assert_eq!(
+        resume_plan(&plain, std::time::Duration::ZERO, at(25)).skips,
+        plan.skips
+    );
+}
+
+/// A resume that moves the next run writes the next tick's start at its offset in the row's
+/// window, the tick beside it, as a claim would; a next run still ahead is kept as it is.
+#[test]
+fn a_resume_starts_the_next_tick_at_its_offset() {
+    let window = std::time::Duration::from_secs(4);
+    let spec = ScheduleSpec::parse("*/10 * * * * *", "UTC").unwrap();
+    let start = crate::ticks::jitter::start_of("t", &spec, at(30), window);
+    assert!(start > at(30), "this tick's offset is not zero: {start}");
+    let plan = resume_plan(&paused(Some(at(10)), Some(at(10))), window, at(25));
+    assert_eq!(
+        (plan.next_run_at, plan.next_tick),
+        (Some(start), Some(at(30)))
+    );
+    // An instance's row: its own offset (its key is hashed).
+    let row = TaskState {
+        name: "t/k".into(),
+        ..paused(Some(at(10)), None)
+    };
+    let plan = resume_plan(&row, window, at(25));
+    let own = crate::ticks::jitter::start_of("t/k", &spec, at(30), window);
+    assert_eq!(
+        (plan.next_run_at, plan.next_tick),
+        (Some(own), (own != at(30)).then_some(at(30)))
+    );
+    // Ahead: kept, its tick with it (the store keeps the row's).
+    let ahead = resume_plan(&paused(Some(at(33)), Some(at(30))), window, at(25));
+    assert_eq!((ahead.next_run_at, ahead.next_tick), (Some(at(33)), None));
+    assert!(ahead.skips.is_empty());
 }

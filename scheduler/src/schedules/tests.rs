@@ -14,6 +14,7 @@ fn task(enabled: bool) -> InstanceTask {
         shards: 1,
         node_pin: None,
         jitter: None,
+        pause: None,
     }
 }
 
@@ -116,7 +117,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         InstancePlan::Write {
             enabled: true,
             next_run_at: Some(first),
-            next_tick: None
+            next_tick: None,
+            pause: None,
         }
     );
     // A disabled task: disabled, nothing scheduled.
@@ -125,7 +127,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         InstancePlan::Write {
             enabled: false,
             next_run_at: None,
-            next_tick: None
+            next_tick: None,
+            pause: None,
         }
     );
     // Unchanged schedule: its next run is kept (even one in the past: the claim's misfire).
@@ -135,7 +138,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         InstancePlan::Write {
             enabled: true,
             next_run_at: Some(kept),
-            next_tick: None
+            next_tick: None,
+            pause: None,
         }
     );
     // A changed cron: recomputed, never at or before the tick last claimed.
@@ -147,7 +151,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         InstancePlan::Write {
             enabled: true,
             next_run_at: Some(at("2026-01-01T00:00:25Z")),
-            next_tick: None
+            next_tick: None,
+            pause: None,
         }
     );
     // Back after its removal: scheduled afresh.
@@ -158,7 +163,8 @@ fn an_upsert_keeps_the_next_run_unless_the_schedule_changed() {
         InstancePlan::Write {
             enabled: true,
             next_run_at: Some(first),
-            next_tick: None
+            next_tick: None,
+            pause: None,
         }
     );
 }
@@ -218,6 +224,7 @@ fn an_upsert_starts_the_first_tick_at_its_offset_and_a_new_jitter_moves_it() {
         enabled: true,
         next_run_at: Some(start),
         next_tick: Some(tick),
+        pause: None,
     };
     assert_eq!(plan(None), shifted);
     // Written with its jitter: kept as it is.
@@ -278,6 +285,7 @@ fn an_upsert_without_its_own_window_starts_at_its_offset_in_the_tasks_stored_win
             enabled: true,
             next_run_at: Some(start),
             next_tick: Some(tick),
+            pause: None,
         }
     );
     // None stored (a task no reconcile wrote since): the writer's (here none).
@@ -287,6 +295,7 @@ fn an_upsert_without_its_own_window_starts_at_its_offset_in_the_tasks_stored_win
             enabled: true,
             next_run_at: Some(tick),
             next_tick: None,
+            pause: None,
         }
     );
     // Its own window over its task's.
@@ -298,6 +307,36 @@ fn an_upsert_without_its_own_window_starts_at_its_offset_in_the_tasks_stored_win
             enabled: true,
             next_run_at: Some(own_start),
             next_tick: (own_start != tick).then_some(tick),
+            pause: None,
         }
     );
+}
+
+/// The task's pause in force goes with the write (the instance takes it unless paused); one
+/// ended by its `until` does not, nor does a task not paused give any.
+#[test]
+fn an_upsert_takes_the_pause_of_its_task_in_force() {
+    let now = at("2026-01-01T00:00:10Z");
+    let (write, spec) = checked(Schedule::new("t", "k").cron("*/15 * * * * *"));
+    let plan = |pause: Option<crate::store::Pause>| {
+        let facts = InstanceFacts {
+            task: Some(InstanceTask {
+                pause,
+                ..task(true)
+            }),
+            existing: None,
+        };
+        match plan_upsert(&write, &spec, Duration::ZERO, &facts, now) {
+            InstancePlan::Write { pause, .. } => pause,
+            other => panic!("not written: {other:?}"),
+        }
+    };
+    let since = at("2026-01-01T00:00:00Z");
+    let held = crate::store::Pause::new(since, "ops", "maintenance", None);
+    assert_eq!(plan(Some(held.clone())), Some(held));
+    let until = crate::store::Pause::new(since, "ops", "window", Some(at("2026-01-01T00:01:00Z")));
+    assert_eq!(plan(Some(until.clone())), Some(until));
+    let ended = crate::store::Pause::new(since, "ops", "over", Some(now));
+    assert_eq!(plan(Some(ended)), None);
+    assert_eq!(plan(None), None);
 }

@@ -101,6 +101,8 @@ pub struct InstanceTask {
     /// The task's jitter window as last reconciled (its config entry's, else its attribute's;
     /// `None`: none stored), for an instance without a window of its own.
     pub jitter: Option<std::time::Duration>,
+    /// The task's pause, if it is paused: an instance not paused takes it when written.
+    pub pause: Option<super::Pause>,
 }
 
 /// What an upsert decides on, read in its transaction: the task's row and the instance's, if
@@ -126,6 +128,10 @@ pub enum InstancePlan {
         next_run_at: Option<DateTime<Utc>>,
         /// That tick, when jitter shifted its start off it.
         next_tick: Option<DateTime<Utc>>,
+        /// The task's pause in force, which the instance takes unless it is paused already
+        /// (its own pause, or the task's, kept): as pausing the task gives it to its
+        /// instances, and as its resume ends it.
+        pause: Option<super::Pause>,
     },
     /// Refused: the task has no row.
     NoTask,
@@ -157,7 +163,8 @@ pub type InstancePlanner<'a> =
 
 /// Decides each upsert of a batch inside
 /// [`OperatorStore::upsert_instances`](super::OperatorStore::upsert_instances): the index of the
-/// instance in the batch, the rows it read for it (the writes of the batch's earlier instances
-/// seen) and the store's clock (one instant for the whole batch).
+/// instance in the batch, the rows it read for it (the batch's earlier writes of its key seen)
+/// and the store's clock (one instant for the whole batch). Called in the order of the rows'
+/// names, not the batch's (a key given twice: in the batch's order).
 pub type InstanceBatchPlanner<'a> =
     dyn Fn(usize, &InstanceFacts, DateTime<Utc>) -> InstancePlan + Send + Sync + 'a;

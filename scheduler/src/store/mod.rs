@@ -429,11 +429,13 @@ pub trait OperatorStore: Send + Sync {
         audit: &AuditEntry,
         planner: &InstancePlanner<'_>,
     ) -> StoreResult<InstanceUpsert>;
-    /// In one transaction, each instance of `batch` in order as
-    /// [`upsert_instance`](Self::upsert_instance) does one: its rows read (the earlier writes of
-    /// the batch seen), offered to `planner` with its index in the batch and the store's clock
-    /// (read once), and its decision applied, its audit entry recorded with it when written.
-    /// One answer per instance, in order; the nodes are woken once.
+    /// In one transaction, each instance of `batch` as [`upsert_instance`](Self::upsert_instance)
+    /// does one: its rows read (the batch's earlier writes of its key seen), offered to
+    /// `planner` with its index in the batch and the store's clock (read once), and its decision
+    /// applied, its audit entry recorded with it when written. Planned and written in the order
+    /// of the rows' names (a key given twice in the batch's order), so that two batches sharing
+    /// rows never deadlock; one answer per instance, in the batch's order; the nodes are woken
+    /// once.
     async fn upsert_instances(
         &self,
         batch: &[(InstanceWrite, AuditEntry)],

@@ -239,19 +239,37 @@ impl Cancellation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResumePlan {
-    /// The next scheduled run (the ticks missed while paused are not replayed).
+    /// The next scheduled run: when its tick starts (the ticks missed while paused are not
+    /// replayed).
     pub next_run_at: Option<DateTime<Utc>>,
+    /// The tick that next run serves, when jitter shifted its start off it (`None`: the start is
+    /// the tick; a next run kept keeps the tick it had).
+    pub next_tick: Option<DateTime<Utc>>,
     /// The ticks skipped while paused.
     pub skips: Vec<SkipRecord>,
 }
 
 impl ResumePlan {
-    /// Resume with the next run `next_run_at`, recording `skips`.
+    /// Resume with the next run `next_run_at` (its own tick, or the one it had if kept),
+    /// recording `skips`.
     pub fn new(next_run_at: Option<DateTime<Utc>>, skips: Vec<SkipRecord>) -> Self {
-        Self { next_run_at, skips }
+        Self {
+            next_run_at,
+            next_tick: None,
+            skips,
+        }
+    }
+
+    /// The same, the next run starting tick `tick` shifted by its jitter (`None`: not shifted).
+    pub fn with_tick(mut self, tick: Option<DateTime<Utc>>) -> Self {
+        self.next_tick = tick;
+        self
     }
 }
 
 /// Plans the end of a pause inside
-/// [`OperatorStore::resume_task`](super::OperatorStore::resume_task).
-pub type ResumePlanner<'a> = dyn Fn(&TaskState, DateTime<Utc>) -> ResumePlan + Send + Sync + 'a;
+/// [`OperatorStore::resume_task`](super::OperatorStore::resume_task), given each row's state,
+/// its jitter window (its own, else its task's as last reconciled; zero: none) and the store's
+/// clock.
+pub type ResumePlanner<'a> =
+    dyn Fn(&TaskState, std::time::Duration, DateTime<Utc>) -> ResumePlan + Send + Sync + 'a;

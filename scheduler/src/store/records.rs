@@ -119,6 +119,17 @@ pub(crate) fn task_state(row: &impl ReadRow) -> Result<TaskState, sqlx::Error> {
     })
 }
 
+/// A row a resume plans (`resume_select.sql`, `resume_instances.sql`): its state, and its
+/// jitter window (`jitter_window_ms`: its own, else its task's; NULL: none).
+pub(crate) fn resume_row(
+    row: &impl ReadRow,
+) -> Result<(TaskState, std::time::Duration), sqlx::Error> {
+    let window = row
+        .int_opt("jitter_window_ms")?
+        .map_or(0, |ms| u64::try_from(ms).unwrap_or(0));
+    Ok((task_state(row)?, std::time::Duration::from_millis(window)))
+}
+
 pub(crate) fn task_row(row: &impl ReadRow) -> Result<TaskRow, sqlx::Error> {
     let mut task = TaskRow::new(
         &row.text("name")?,
@@ -181,6 +192,7 @@ pub(crate) fn instance_task(row: &impl ReadRow) -> Result<InstanceTask, sqlx::Er
         shards: u32::try_from(row.int("shards")?).unwrap_or(1),
         node_pin: row.text_opt("node_pin")?,
         jitter: jitter_of(row)?,
+        pause: pause_of(row)?,
     })
 }
 

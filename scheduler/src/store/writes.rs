@@ -314,11 +314,16 @@ pub(crate) async fn upsert_instance_on<D: Dialect>(
     .await
 }
 
-/// Upserts a batch of instances on `conn`, in the batch's transaction, each in order as
+/// Upserts a batch of instances on `conn`, in the batch's transaction, each as
 /// [`upsert_instance_on`] does one: the store's clock read once, each task's own row once, then
 /// every instance's row in one statement (all held for the transaction), each instance offered
-/// to `planner` with its index in the batch and its row as the batch's earlier writes left it. The audit entries are the backend's to write, for the
-/// written instances.
+/// to `planner` with its index in the batch and its row as the batch's earlier writes of its key
+/// left it. The answers are in the batch's order. The audit entries are the backend's to write,
+/// for the written instances.
+///
+/// The rows are written in the order of their names (a key given twice in the batch's order):
+/// two batches making the same new instances lock them in the same order, where the batch's
+/// own orders would deadlock (PostgreSQL: each insert waits on the other's uncommitted row).
 pub(crate) async fn upsert_instances_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
@@ -327,13 +332,13 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
 ) -> Result<Vec<InstanceUpsert>, sqlx::Error> {
     const OPERATION: &str = "upsert_instances";
     let now = instance_clock_on::<D>(conn, clock, OPERATION).await?;
-    // The tasks' own rows first, then the instances' (as a single upsert takes them).
-    let mut tasks: std::collections::HashMap<&str, Option<InstanceTask>> = Default::default();
-    for (write, _) in batch {
-        if !tasks.contains_key(write.task.as_str()) {
-            let task = instance_task_on::<D>(conn, clock, OPERATION, &write.task).await?;
-            tasks.insert(&write.task, task);
-        }
+    // The tasks' own rows first, by name, then the instances' (as a single upsert takes them).
+    let mut tasks: std::collections::BTreeMap<&str, Option<InstanceTask>> = batch
+        .iter()
+        .map(|(write, _)| (write.task.as_str(), None))
+        .collect();
+    for (task, row) in &mut tasks {
+        *row = instance_task_on::<D>(conn, clock, OPERATION, task).await?;
     }
     // Every row of the batch read (and held) at once; each write then stands in for its row,
     // so that a key given again sees the batch's earlier write, as a read after it would.
@@ -348,8 +353,12 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
     for row in &fetched {
         rows.insert(row.text("name")?, instance_record(row)?);
     }
-    let mut done = Vec::with_capacity(batch.len());
-    for (index, ((write, _), name)) in batch.iter().zip(&names).enumerate() {
+    // Written by name (a stable sort: a key given twice in the batch's order).
+    let mut order: Vec<usize> = (0..batch.len()).collect();
+    order.sort_by(|a, b| names[*a].cmp(&names[*b]));
+    let mut done: Vec<Option<InstanceUpsert>> = vec![None; batch.len()];
+    for index in order {
+        let (write, name) = (&batch[index].0, &names[index]);
         let facts = InstanceFacts {
             task: tasks.get(write.task.as_str()).cloned().flatten(),
             existing: rows.get(name).cloned(),
@@ -360,9 +369,9 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
         if let InstanceUpsert::Written(record) = &upsert {
             rows.insert(name.clone(), record.clone());
         }
-        done.push(upsert);
+        done[index] = Some(upsert);
     }
-    Ok(done)
+    Ok(done.into_iter().flatten().collect())
 }
 
 /// The store's clock, read on `conn` for an instance upsert's decision.
@@ -426,12 +435,13 @@ async fn write_instance_on<D: Dialect>(
     write: &InstanceWrite,
     plan: InstancePlan,
 ) -> Result<InstanceUpsert, sqlx::Error> {
-    let (enabled, next_run_at, next_tick) = match plan {
+    let (enabled, next_run_at, next_tick, pause) = match plan {
         InstancePlan::Write {
             enabled,
             next_run_at,
             next_tick,
-        } => (enabled, next_run_at, next_tick),
+            pause,
+        } => (enabled, next_run_at, next_tick, pause),
         InstancePlan::NoTask => return Ok(InstanceUpsert::NoTask),
         InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
         InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
@@ -449,6 +459,10 @@ async fn write_instance_on<D: Dialect>(
         Now,
         next_tick,
         write.jitter.map(|w| crate::bounds::JITTER.capped_millis(w)),
+        pause.as_ref().map(|p| p.at),
+        pause.as_ref().map(|p| p.by.as_str()),
+        pause.as_ref().map(|p| p.reason.as_str()),
+        pause.as_ref().and_then(|p| p.until),
     ];
     let statement = Statement {
         operation,

@@ -26,10 +26,12 @@ on_both_backends! {
     an_upsert_changes_an_instance_in_place_and_keeps_its_history,
     a_removed_instance_finishes_its_run_in_flight_and_runs_no_more,
     pausing_a_task_holds_its_instances_and_resuming_it_ends_only_what_it_held,
+    an_instance_made_while_its_task_is_paused_takes_its_pause,
     arguments_that_do_not_decode_fail_the_run_with_the_reason,
     a_document_leaves_instances_alone_but_disabling_the_task_disables_them,
     what_is_refused_says_why,
     a_batch_answers_each_instance_in_order_and_refuses_only_the_bad_ones,
+    two_batches_of_the_same_new_keys_in_opposite_orders_both_write,
 }
 
 /// One run as its handler saw it: key, tick, node, tenant.
@@ -345,6 +347,80 @@ async fn pausing_a_task_holds_its_instances_and_resuming_it_ends_only_what_it_he
     }
 }
 
+/// Instances made while their task is paused (one alone, two in a batch) take the task's pause
+/// as pausing the task gives it to those it finds: none of them starts while the task is paused
+/// (by the handlers' own record), and the task's resume ends their pause with its own. One paused
+/// on its own before the task's pause, changed meanwhile, keeps its own pause through the
+/// task's resume.
+async fn an_instance_made_while_its_task_is_paused_takes_its_pause(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let (schedules, running) = nodes(db, &["a"], &log).await;
+    let ops = Actor::new("ops", "test");
+    // Yearly until the batch below makes it every second (no tick of it before its own pause).
+    schedules
+        .upsert(every_second("own", 9).cron("0 0 0 1 1 *"))
+        .await
+        .unwrap();
+    assert!(
+        operate::pause(db.api(), "inst.sync/own", &ops, "tenant on hold", None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        operate::pause(db.api(), "inst.sync", &ops, "maintenance", None)
+            .await
+            .unwrap()
+    );
+    schedules.upsert(every_second("new", 1)).await.unwrap();
+    let batch = schedules
+        .upsert_many([
+            every_second("b1", 2),
+            every_second("b2", 3),
+            every_second("own", 10),
+        ])
+        .await
+        .unwrap();
+    assert!(batch.iter().all(Result::is_ok), "{batch:?}");
+    db.elapse(Duration::from_secs(4)).await;
+    for key in ["new", "b1", "b2", "own"] {
+        assert!(
+            log.ticks_of(key).is_empty(),
+            "{key} started while its task was paused: {:?}",
+            log.ticks_of(key)
+        );
+    }
+    for key in ["new", "b1", "b2"] {
+        let pause = db.task(&format!("inst.sync/{key}")).await.pause;
+        assert_eq!(
+            pause.map(|p| (p.by, p.reason)),
+            Some(("ops".to_owned(), "maintenance".to_owned())),
+            "{key} holds its task's pause"
+        );
+    }
+    let own = db.task("inst.sync/own").await.pause.map(|p| p.reason);
+    assert_eq!(own.as_deref(), Some("tenant on hold"), "its own pause kept");
+
+    let ended = operate::resume(db.api(), "inst.sync", &ops).await.unwrap();
+    assert_eq!(ended.map(|p| p.reason), Some("maintenance".to_owned()));
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "two ticks of each instance made while paused, after the resume",
+        || async {
+            ["new", "b1", "b2"]
+                .iter()
+                .all(|key| log.ticks_of(key).len() >= 2)
+        },
+    )
+    .await;
+    for n in running {
+        n.stop().await;
+    }
+    assert!(log.ticks_of("own").is_empty(), "its own pause holds it");
+    let own = db.task("inst.sync/own").await.pause.map(|p| p.reason);
+    assert_eq!(own.as_deref(), Some("tenant on hold"));
+}
+
 /// Arguments the handler cannot decode: the run is recorded failed, saying why.
 async fn arguments_that_do_not_decode_fail_the_run_with_the_reason(db: &TestDb) {
     let log = Arc::new(InstanceLog::default());
@@ -616,4 +692,57 @@ async fn a_batch_answers_each_instance_in_order_and_refuses_only_the_bad_ones(db
     assert_eq!(schedules.list("inst.sync").await.unwrap().len(), 2);
     assert!(schedules.upsert_many([]).await.unwrap().is_empty());
     running.stop().await;
+}
+
+/// Two batches at once, from two processes' handles, making the same new instances in opposite
+/// orders (and a few of their own), twenty times over: both are written whole every time (no
+/// deadlock between them, none waits on the other forever), and every key is one instance.
+async fn two_batches_of_the_same_new_keys_in_opposite_orders_both_write(db: &TestDb) {
+    let log = Arc::new(InstanceLog::default());
+    let running = node_on(db, config(), &log).await;
+    let one = Schedules::new(db.node_store(2), &tasks("inst."), "one");
+    let two = Schedules::new(db.node_store(2), &tasks("inst."), "two");
+    let yearly = |key: String| Schedule::new("inst.sync", key).cron("0 0 0 1 1 *");
+    let mut expected = std::collections::BTreeSet::new();
+    for round in 0..20 {
+        let shared: Vec<String> = (0..40).map(|i| format!("r{round}-k{i:02}")).collect();
+        let mut first: Vec<String> = shared.clone();
+        first.push(format!("r{round}-one"));
+        let mut second: Vec<String> = shared.iter().rev().cloned().collect();
+        second.insert(0, format!("r{round}-two"));
+        expected.extend(first.iter().chain(&second).cloned());
+        let (a, b) = tokio::join!(
+            one.upsert_many(first.iter().cloned().map(yearly)),
+            two.upsert_many(second.iter().cloned().map(yearly)),
+        );
+        for (who, answers, keys) in [("one", a, &first), ("two", b, &second)] {
+            let answers = answers.unwrap_or_else(|e| panic!("round {round}: {who}'s batch: {e}"));
+            let written: Vec<String> = answers
+                .into_iter()
+                .map(|a| {
+                    a.unwrap_or_else(|e| panic!("round {round}: {who}: {e}"))
+                        .key
+                })
+                .collect();
+            assert_eq!(
+                &written, keys,
+                "round {round}: {who}'s answers, in its order"
+            );
+        }
+    }
+    let listed: Vec<String> = schedules_keys(&one).await;
+    let unique: std::collections::BTreeSet<String> = listed.iter().cloned().collect();
+    assert_eq!(unique.len(), listed.len(), "each key once");
+    assert_eq!(unique, expected);
+    running.stop().await;
+}
+
+async fn schedules_keys(schedules: &Schedules) -> Vec<String> {
+    schedules
+        .list("inst.sync")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.key)
+        .collect()
 }

@@ -24,6 +24,7 @@ on_both_backends! {
     what_the_api_refuses_it_says_why,
     a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_reason,
     the_instances_commands_write_and_run_instances,
+    the_upsert_many_command_writes_a_file_in_batches_and_lists_each_refusal,
 }
 
 const TOKEN: &str = "instances-admin-token-0123456789";
@@ -840,4 +841,162 @@ async fn the_instances_commands_write_and_run_instances(db: &TestDb) {
         audit.iter().all(|a| !a.detail.contains(SECRET)),
         "{audit:?}"
     );
+}
+
+/// The application binary with `args` against `db`: its exit code and its output (stdout, then
+/// stderr).
+fn run_cli(db: &TestDb, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
+        .args(args)
+        .args(db.cli_store_args())
+        .env_remove("DATABASE_URL")
+        .env_remove("SCHEDULER_DATABASE_URL")
+        .env_remove("SCHEDULER_SCHEMA")
+        .output()
+        .expect("run the application binary");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// `instances upsert-many TASK --file FILE`: a JSON list of the batch route's items, 1,205 of
+/// them, written in batches of at most 1,000 (each audited `in a batch of N`), the good ones
+/// written, each refused one listed with its place, key and reason, and the count said; with
+/// `--json`, the same as one document. A task the store lacks, a file that cannot be read or is
+/// not such a list: refused whole, nothing written, exit status 1.
+async fn the_upsert_many_command_writes_a_file_in_batches_and_lists_each_refusal(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let (running, _) = admin_node(db, "a", Some(TOKEN), &log).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut items: Vec<Value> = (0..1_200)
+        .map(|i| json!({"key": format!("f-{i:04}"), "cron": "0 0 0 1 1 *"}))
+        .collect();
+    items[7]["timezone"] = json!("Asia/Shanghai");
+    items[8]["args"] = json!({"tenant": 8, "password": SECRET});
+    // Refused alone: a bad key (first batch), no cron and a bad zone (second batch).
+    items.insert(3, json!({"key": "bad key", "cron": "0 0 0 1 1 *"}));
+    items.insert(1_001, json!({"key": "no-cron"}));
+    items.push(json!({"key": "mars", "cron": "0 0 0 1 1 *", "timezone": "Mars/Olympus"}));
+    let file = dir.path().join("instances.json");
+    std::fs::write(&file, serde_json::to_string(&items).unwrap()).unwrap();
+    let path = file.to_str().unwrap();
+    let (code, out, err) = run_cli(
+        db,
+        &[
+            "instances",
+            "upsert-many",
+            "iapi.sync",
+            "--file",
+            path,
+            "--actor",
+            "ops-bob",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("wrote 1200 of 1203 instances of iapi.sync (by ops-bob, in 2 batches)"),
+        "{out}"
+    );
+    assert!(out.contains("refused 3:"), "{out}");
+    for (place, key, why) in [
+        (4, "bad key", "key"),
+        (1_002, "no-cron", "cron"),
+        (1_203, "mars", "Mars/Olympus"),
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.contains(&format!("#{place} `{key}`")))
+            .unwrap_or_else(|| panic!("no line for #{place} {key}: {out}"));
+        assert!(line.contains(why), "{line}");
+    }
+    assert!(!out.contains(SECRET), "{out}");
+    let written = db.api().instances("iapi.sync").await.unwrap();
+    assert_eq!(written.len(), 1_200);
+    let seven = written.iter().find(|i| i.key == "f-0007").unwrap();
+    assert_eq!(seven.timezone, "Asia/Shanghai");
+    let eight = written.iter().find(|i| i.key == "f-0008").unwrap();
+    assert!(
+        eight.args.as_deref().unwrap().contains(SECRET),
+        "stored whole"
+    );
+    let audit = db.api().audit_log(2_000, None).await.unwrap();
+    let in_batch = |n: usize| {
+        audit
+            .iter()
+            .filter(|a| a.action == "instance upsert" && a.actor == "ops-bob")
+            .filter(|a| a.detail.ends_with(&format!("in a batch of {n}")))
+            .count()
+    };
+    assert_eq!((in_batch(1_000), in_batch(203)), (999, 201), "two batches");
+
+    // --json: one document.
+    std::fs::write(
+        &file,
+        r#"[{"key": "j-1", "cron": "0 0 0 1 1 *"}, {"key": "j 2", "cron": "0 0 0 1 1 *"}]"#,
+    )
+    .unwrap();
+    let (code, out, err) = run_cli(
+        db,
+        &[
+            "instances",
+            "upsert-many",
+            "iapi.sync",
+            "--file",
+            path,
+            "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let shown: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["task"], "iapi.sync");
+    assert_eq!(shown["written"], 1);
+    assert_eq!(shown["batches"], 1);
+    let refused = shown["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 1, "{shown}");
+    assert_eq!(refused[0]["place"], 2);
+    assert_eq!(refused[0]["key"], "j 2");
+    assert!(
+        refused[0]["message"].as_str().unwrap().contains("key"),
+        "{shown}"
+    );
+
+    // Refused whole: nothing written.
+    let before = db.api().instances("iapi.sync").await.unwrap().len();
+    let (code, _, err) = run_cli(
+        db,
+        &["instances", "upsert-many", "iapi.nope", "--file", path],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("iapi.nope"), "{err}");
+    std::fs::write(&file, r#"{"key": "x"}"#).unwrap();
+    let (code, _, err) = run_cli(
+        db,
+        &["instances", "upsert-many", "iapi.sync", "--file", path],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("instances.json"), "names the file: {err}");
+    std::fs::write(&file, r#"[{"key": "x", "cron": "* * * * *", "every": 3}]"#).unwrap();
+    let (code, _, err) = run_cli(
+        db,
+        &["instances", "upsert-many", "iapi.sync", "--file", path],
+    );
+    assert_eq!(code, 1, "an unknown field: {err}");
+    assert!(err.contains("every"), "{err}");
+    let missing = dir.path().join("missing.json");
+    let (code, _, err) = run_cli(
+        db,
+        &[
+            "instances",
+            "upsert-many",
+            "iapi.sync",
+            "--file",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("missing.json"), "{err}");
+    assert_eq!(db.api().instances("iapi.sync").await.unwrap().len(), before);
+    running.stop().await;
 }

@@ -15,6 +15,7 @@ use common::*;
 use scheduler::config::{ConfigDocument, InstanceConfig, TaskConfig};
 use scheduler::testing::clock::TestClock;
 use scheduler::testing::jitter::start_of;
+use scheduler::testing::operate::{self, Actor};
 use scheduler::testing::reconciler::Reconciler;
 use scheduler::{Schedule, ScheduleSpec, Schedules, TaskContext, task};
 
@@ -24,6 +25,7 @@ on_both_backends! {
     a_tasks_config_entry_sets_its_window_over_the_attributes,
     every_first_tick_a_reconcile_or_an_upsert_writes_starts_at_its_offset,
     the_upkeeps_repair_starts_the_first_tick_at_its_offset,
+    a_resume_starts_the_next_tick_at_its_offset,
 }
 
 /// Every ten seconds: two ticks come within half a minute of wall time on PostgreSQL.
@@ -328,6 +330,109 @@ async fn the_upkeeps_repair_starts_the_first_tick_at_its_offset(db: &TestDb) {
     assert!(started >= due, "{tick}: started at {started}, before {due}");
     let late = TimeDelta::from_std(TASK_WINDOW + SLACK).unwrap();
     assert!(started <= tick + late, "{tick}: started at {started}");
+}
+
+/// A task paused and resumed, with its instances: its window the attribute's.
+#[task(name = "jitresume.task", jitter = "4s")]
+async fn jit_resume(ctx: TaskContext) {
+    record(&ctx);
+}
+
+/// A resume that moves the next run (the paused ticks passed) writes the next tick's start at
+/// its offset in the row's window, the tick beside it, as a claim or a reconcile would: the
+/// task's own row and its instances resumed with it (one without a window of its own, one with
+/// its own), and an instance paused and resumed on its own. Then the first run of each after
+/// the resume starts at or after that start, by the handler's own record.
+async fn a_resume_starts_the_next_tick_at_its_offset(db: &TestDb) {
+    let log = Arc::new(JitterLog {
+        runs: Mutex::default(),
+        clock: db.clock().cloned(),
+    });
+    let scheduler = node(db, "a", tasks("jitresume."))
+        .config_document(doc(vec![entry("jitresume.task", CRON)]))
+        .state(Arc::clone(&log))
+        .build()
+        .unwrap();
+    let schedules = scheduler.schedules();
+    let running = start(scheduler);
+    wait_until(Duration::from_secs(60), "the task's row", || async {
+        db.try_task("jitresume.task").await.is_some()
+    })
+    .await;
+    for schedule in [
+        Schedule::new("jitresume.task", "i-1").cron(CRON),
+        Schedule::new("jitresume.task", "i-2")
+            .cron(CRON)
+            .jitter(OWN_WINDOW),
+        Schedule::new("jitresume.task", "i-3").cron(CRON),
+    ] {
+        schedules.upsert(schedule).await.unwrap();
+    }
+    let ops = Actor::new("ops", "test");
+    for (row, reason) in [
+        ("jitresume.task/i-3", "on its own"),
+        ("jitresume.task", "all"),
+    ] {
+        assert!(
+            operate::pause(db.api(), row, &ops, reason, None)
+                .await
+                .unwrap()
+        );
+    }
+    // Past every row's next start (a tick up to 10 s away, shifted by up to 6 s): the resume
+    // writes a new one for each (a start still ahead would be kept as it is).
+    db.elapse(Duration::from_secs(10) + OWN_WINDOW + Duration::from_secs(1))
+        .await;
+    let resumed_at = db.now();
+    for row in ["jitresume.task", "jitresume.task/i-3"] {
+        let ended = operate::resume(db.api(), row, &ops).await.unwrap();
+        assert!(ended.is_some(), "{row} was paused");
+    }
+    let spec = ScheduleSpec::parse(CRON, "UTC").unwrap();
+    let rows = [
+        ("jitresume.task", TASK_WINDOW),
+        ("jitresume.task/i-1", TASK_WINDOW),
+        ("jitresume.task/i-2", OWN_WINDOW),
+        ("jitresume.task/i-3", TASK_WINDOW),
+    ];
+    let mut first = BTreeMap::new();
+    for (row, window) in rows {
+        let tick = starts_at_its_offset(db, row, &spec, window, "resumed").await;
+        assert!(
+            tick > resumed_at,
+            "{row}: its next tick {tick} is after the resume"
+        );
+        first.insert(row, tick);
+    }
+
+    let key_of = |row: &str| row.split_once('/').map_or("", |(_, key)| key).to_owned();
+    let ran_after = |row: &str| {
+        log.runs
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.0 == key_of(row) && r.1 >= first[row])
+            .min_by_key(|r| r.1)
+            .cloned()
+    };
+    wait_stepping(
+        db,
+        Duration::from_secs(120),
+        "a run of every row after the resume",
+        || async { rows.iter().all(|(row, _)| ran_after(row).is_some()) },
+    )
+    .await;
+    running.stop().await;
+    for (row, window) in rows {
+        let (_, tick, started, _) = ran_after(row).unwrap();
+        let due = start_of(row, &spec, tick, window);
+        assert!(
+            started >= due,
+            "{row} {tick}: started at {started}, before {due}"
+        );
+        let late = TimeDelta::from_std(window + SLACK).unwrap();
+        assert!(started <= tick + late, "{row} {tick}: started at {started}");
+    }
 }
 
 fn config() -> ConfigDocument {

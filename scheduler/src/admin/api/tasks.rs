@@ -17,7 +17,7 @@ use utoipa_axum::routes;
 use health::{FailedTicks, failed_ticks, timeliness};
 
 use super::refusals::{ReadErrors, in_range};
-use super::views::{PauseView, RunView};
+use super::views::{PauseView, RunStarts, RunView};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
 use crate::admin::state::AdminState;
@@ -451,13 +451,16 @@ async fn get_task(
             Ok(spec) => spec.iter_after(Utc::now()).take(count as usize).collect(),
             Err(_) => Vec::new(),
         };
-    let recent_runs = state
+    // Each run placed at its tick's start, what the dashboard's lateness counts from.
+    let recent = state
         .engine
         .store()
         .recent_runs(Some(&name), i64::from(runs))
-        .await?
+        .await?;
+    let starts = RunStarts::of(&state.engine, &row.0, &recent).await?;
+    let recent_runs = recent
         .into_iter()
-        .map(RunView::from)
+        .map(|run| RunView::placed(run, &starts))
         .collect();
     let instances = instance_counts(&state.engine)
         .await?

@@ -252,7 +252,7 @@ pub struct InstancesArgs {
     pub action: InstancesAction,
 }
 
-/// `instances list`, `get`, `upsert`, `remove`, `pause`, `resume`.
+/// `instances list`, `get`, `upsert`, `upsert-many`, `remove`, `pause`, `resume`.
 #[derive(Debug, Clone, Subcommand)]
 #[non_exhaustive]
 pub enum InstancesAction {
@@ -265,6 +265,17 @@ pub enum InstancesAction {
     /// A changed cron or zone moves its next run to the new schedule's first tick after now;
     /// changed arguments apply from its next run.
     Upsert(InstanceUpsertArgs),
+    /// Make or change many instances of a task from a JSON file, in batches of at most 1,000.
+    ///
+    /// The file is a JSON list of the admin API's batch items (`PUT /api/tasks/{name}/instances`):
+    /// `[{"key": .., "cron": .., "timezone": .., "args": ..}, ...]`, `timezone` (default `UTC`)
+    /// and `args` optional; `-` reads it from stdin. Each batch is one transaction; each instance
+    /// is written or refused alone, as `upsert` would, and audited on its own. Prints how many
+    /// were written and each refusal (its place in the file, its key, why); exit status 0 once
+    /// the file is written, refusals or not (`--json`: `refused` lists them), 1 when the file
+    /// cannot be read, the task is not in the database, or the store fails (the batches before
+    /// it stay written, and the count says how many).
+    UpsertMany(InstanceUpsertManyArgs),
     /// Remove an instance: none of its ticks starts after this; a run in flight finishes.
     /// Audited.
     Remove(InstanceKeyArgs),
@@ -316,6 +327,22 @@ pub struct InstanceUpsertArgs {
     /// Its arguments: JSON of at most 64 KiB, read by the handler with `ctx.args()`.
     #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub actor: ActorArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub store: StoreArgs,
+}
+
+/// Arguments of `instances upsert-many`.
+#[derive(Debug, Clone, Args)]
+pub struct InstanceUpsertManyArgs {
+    /// The task (a node must have started with it).
+    pub task: String,
+    /// The JSON file of instances (`-`: stdin).
+    #[arg(long, value_name = "FILE")]
+    pub file: std::path::PathBuf,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub actor: ActorArgs,

@@ -1,17 +1,19 @@
-//! `instances list`, `get`, `upsert`, `remove`, `pause` and `resume`: a task's instances made,
+//! `instances list`, `get`, `upsert`, `upsert-many`, `remove`, `pause` and `resume`: a task's
+//! instances made,
 //! changed and read from the command line, through [`Schedules`](crate::Schedules) and
 //! [`operate`](crate::operate), so each change is audited as one made through the admin API.
 //! The command registers no task: an instance is made of any task the database has a row of (a
 //! node has started with it). Arguments are printed with their secrets hidden.
 
 use chrono::Utc;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::super::table::{instant, table};
 use super::actions::end_at;
 use super::args::{
-    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs, InstancesAction,
-    InstancesArgs,
+    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs,
+    InstanceUpsertManyArgs, InstancesAction, InstancesArgs,
 };
 use super::target::{Target, actor, fail, to_json};
 use crate::instance::row_name;
@@ -25,6 +27,7 @@ pub(super) async fn instances(args: &InstancesArgs) -> crate::Result<String> {
         InstancesAction::List(a) => list(a).await,
         InstancesAction::Get(a) => get(a).await,
         InstancesAction::Upsert(a) => upsert(a).await,
+        InstancesAction::UpsertMany(a) => upsert_many(a).await,
         InstancesAction::Remove(a) => remove(a).await,
         InstancesAction::Pause(a) => pause(a).await,
         InstancesAction::Resume(a) => resume(a).await,
@@ -195,6 +198,128 @@ async fn upsert(args: &InstanceUpsertArgs) -> crate::Result<String> {
             redact_args(&written.args)
         )
     })
+}
+
+/// One instance of `upsert-many`'s file: an item of the admin API's batch route
+/// (`PUT /api/tasks/{name}/instances`), the same fields, no others.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileItem {
+    key: String,
+    /// Required; an item without one is refused alone, as the API refuses it.
+    cron: Option<String>,
+    timezone: Option<String>,
+    args: Option<Value>,
+}
+
+impl FileItem {
+    fn schedule(&self, task: &str) -> Schedule {
+        let mut schedule = Schedule::new(task, &self.key);
+        if let Some(cron) = &self.cron {
+            schedule = schedule.cron(cron);
+        }
+        if let Some(zone) = &self.timezone {
+            schedule = schedule.timezone(zone);
+        }
+        if let Some(args) = &self.args {
+            schedule = schedule.args(args.clone());
+        }
+        schedule
+    }
+}
+
+/// The items of the file at `path` (`-`: stdin), or why it cannot be read.
+fn read_items(path: &std::path::Path) -> crate::Result<Vec<FileItem>> {
+    let shown = path.display();
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(path)
+    }
+    .map_err(|e| fail(format!("cannot read {shown}: {e}")))?;
+    serde_json::from_str(&text).map_err(|e| {
+        fail(format!(
+            "{shown} is not a JSON list of instances ({{\"key\", \"cron\", \"timezone\", \"args\"}}): {e}"
+        ))
+    })
+}
+
+/// One instance `upsert-many` refused: its place in the file (from 1), its key, why.
+struct FileRefusal {
+    place: usize,
+    key: String,
+    message: String,
+}
+
+async fn upsert_many(args: &InstanceUpsertManyArgs) -> crate::Result<String> {
+    let items = read_items(&args.file)?;
+    let target = Target::open(&args.store).await?;
+    // A task the store lacks refuses the file whole (not each of its instances).
+    let known = target.check(target.store.task_states(Some(&args.task)).await)?;
+    if known.is_empty() {
+        return Err(target.unknown_task(&args.task).await);
+    }
+    let who = actor(&args.actor);
+    let writer = schedules(&target, &who);
+    let total = items.len();
+    let (mut written, mut batches, mut refusals) = (0, 0, Vec::new());
+    for (n, chunk) in items.chunks(Schedules::MAX_BATCH).enumerate() {
+        let batch = chunk.iter().map(|item| item.schedule(&args.task));
+        let answers = match writer.upsert_many(batch).await {
+            Ok(answers) => answers,
+            Err(e) => {
+                let e = refused(&target, e);
+                return Err(fail(format!(
+                    "{e}\n{written} of {total} instances of {} written (in {}) before it; the rest not",
+                    args.task,
+                    batches_of(batches)
+                )));
+            }
+        };
+        batches += 1;
+        for (i, (item, answer)) in chunk.iter().zip(answers).enumerate() {
+            match answer {
+                Ok(_) => written += 1,
+                Err(e) => refusals.push(FileRefusal {
+                    place: n * Schedules::MAX_BATCH + i + 1,
+                    key: item.key.clone(),
+                    message: e.to_string(),
+                }),
+            }
+        }
+    }
+    if args.store.json {
+        let refused: Vec<Value> = refusals
+            .iter()
+            .map(|r| json!({"place": r.place, "key": r.key, "message": r.message}))
+            .collect();
+        return Ok(to_json(&json!({
+            "task": args.task, "written": written, "total": total, "batches": batches,
+            "refused": refused, "actor": who.name,
+        })));
+    }
+    let mut out = format!(
+        "wrote {written} of {total} instances of {} (by {}, in {})\n",
+        args.task,
+        who.name,
+        batches_of(batches)
+    );
+    if !refusals.is_empty() {
+        out.push_str(&format!("refused {}:\n", refusals.len()));
+        for r in &refusals {
+            out.push_str(&format!("  #{} `{}`: {}\n", r.place, r.key, r.message));
+        }
+    }
+    Ok(out)
+}
+
+/// `n` batches, in words.
+fn batches_of(n: usize) -> String {
+    if n == 1 {
+        "1 batch".to_owned()
+    } else {
+        format!("{n} batches")
+    }
 }
 
 async fn remove(args: &InstanceKeyArgs) -> crate::Result<String> {

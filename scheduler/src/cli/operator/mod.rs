@@ -33,9 +33,9 @@ use clap::Subcommand;
 
 pub use args::{
     ActorArgs, BackfillAction, BackfillArgs, BackfillCancelArgs, BackfillStatusArgs, CancelArgs,
-    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs, InstancesAction,
-    InstancesArgs, LogsArgs, PauseArgs, ResumeArgs, RunsArgs, SnoozeArgs, StatusArgs, StoreArgs,
-    TriggerArgs,
+    InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs,
+    InstanceUpsertManyArgs, InstancesAction, InstancesArgs, LogsArgs, PauseArgs, ResumeArgs,
+    RunsArgs, SnoozeArgs, StatusArgs, StoreArgs, TriggerArgs,
 };
 
 /// The commands that read or change a deployment through its database.
@@ -97,8 +97,8 @@ pub enum OpsCommand {
     /// the backfilled tick. Durable: any node takes the work, a restart loses none. Audited.
     Backfill(Box<BackfillArgs>),
     /// A task's instances: `instances list TASK`, `get TASK KEY`, `upsert TASK KEY --cron ..
-    /// [--timezone ..] [--args JSON]`, `remove TASK KEY`, `pause TASK KEY --reason ..`, `resume
-    /// TASK KEY`.
+    /// [--timezone ..] [--args JSON]`, `upsert-many TASK --file FILE`, `remove TASK KEY`, `pause
+    /// TASK KEY --reason ..`, `resume TASK KEY`.
     ///
     /// Changes are audited; arguments are printed with their secrets hidden. Run one now with
     /// `trigger TASK --key KEY`.

@@ -138,8 +138,11 @@ export class TaskPage {
     const recent = detail.recent_runs;
     // A backfilled run serves a past tick: its lateness says nothing about the schedule.
     const scheduled = recent.filter((r) => r.trigger !== "manual" && r.trigger !== "backfill" && r.attempt === 1 && r.started_at);
+    // Counted from the tick's start (`starts_at`: the tick shifted by its jitter), as the strip
+    // and the metrics count it: a jittered tick's offset is not lateness.
+    const due = (r) => Date.parse(r.starts_at ?? r.scheduled_at);
     patch(p.charts,
-      section("Lateness (start − tick)", lineChart(scheduled.map((r) => ({ at: Date.parse(r.scheduled_at), value: Math.max(0, (Date.parse(r.started_at) - Date.parse(r.scheduled_at)) / 1000) })), { label: "lateness over time" })),
+      section("Lateness (start − tick's start)", lineChart(scheduled.map((r) => ({ at: Date.parse(r.scheduled_at), value: Math.max(0, (Date.parse(r.started_at) - due(r)) / 1000) })), { label: "lateness over time" })),
       section("Duration", lineChart(recent.filter((r) => r.started_at).map((r) => ({ at: Date.parse(r.started_at), value: runSeconds(r), cls: outcomeClass(r.status) })), { label: "duration over time" })));
 
     const runs = page.runs;

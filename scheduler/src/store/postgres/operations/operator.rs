@@ -6,7 +6,7 @@ use sqlx::Row;
 use super::columns::SkipColumns;
 use super::exec::{insert_audit, notify_on};
 use crate::store::postgres::PgStore;
-use crate::store::records::{pause_of, run_record, task_state};
+use crate::store::records::{pause_of, resume_row, run_record};
 use crate::store::writes::run_on;
 use crate::store::{AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, StoreResult};
 
@@ -127,11 +127,11 @@ pub(super) async fn resume_task(
             tx.rollback().await?;
             return Ok(None);
         };
-        let state = task_state(&row)?;
+        let (state, window) = resume_row(&row)?;
         let db_now: DateTime<Utc> = row.try_get("db_now")?;
         // The task's row, then each of its instances that held its pause: each planned on its
         // own schedule.
-        let mut rows = vec![state.clone()];
+        let mut rows = vec![(state.clone(), window)];
         if let Some(pause) = &state.pause {
             for row in sqlx::query(task_state_select!(query!("resume_instances")))
                 .bind(task)
@@ -140,14 +140,15 @@ pub(super) async fn resume_task(
                 .fetch_all(&mut *tx)
                 .await?
             {
-                rows.push(task_state(&row)?);
+                rows.push(resume_row(&row)?);
             }
         }
-        for row in &rows {
-            let plan = planner(row, db_now);
+        for (row, window) in &rows {
+            let plan = planner(row, *window, db_now);
             sqlx::query(query!("resume_apply"))
                 .bind(&row.name)
                 .bind(plan.next_run_at)
+                .bind(plan.next_tick)
                 .execute(&mut *tx)
                 .await?;
             SkipColumns::collect(plan.skips.iter())

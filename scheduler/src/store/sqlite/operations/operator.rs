@@ -5,7 +5,7 @@ use sqlx::Row;
 
 use super::bind::micros;
 use super::writes::{insert_audit, insert_skips};
-use crate::store::records::{pause_of, run_record, task_state};
+use crate::store::records::{pause_of, resume_row, run_record};
 use crate::store::sqlite::SqliteStore;
 use crate::store::writes::run_on;
 use crate::store::{AuditEntry, CancelRequest, Pause, ResumePlanner, RunRequest, StoreResult};
@@ -141,10 +141,10 @@ pub(super) async fn resume_task(
         else {
             return Ok(None);
         };
-        let state = task_state(&row)?;
+        let (state, window) = resume_row(&row)?;
         // The task's row, then each of its instances that held its pause: each planned on its
         // own schedule.
-        let mut rows = vec![state.clone()];
+        let mut rows = vec![(state.clone(), window)];
         if let Some(pause) = &state.pause {
             for row in sqlx::query(task_state_select!(query!("resume_instances")))
                 .bind(task)
@@ -153,15 +153,16 @@ pub(super) async fn resume_task(
                 .fetch_all(&mut *tx)
                 .await?
             {
-                rows.push(task_state(&row)?);
+                rows.push(resume_row(&row)?);
             }
         }
-        for row in &rows {
-            let plan = planner(row, now);
+        for (row, window) in &rows {
+            let plan = planner(row, *window, now);
             sqlx::query(query!("resume_apply"))
                 .bind(&row.name)
                 .bind(plan.next_run_at.map(micros))
                 .bind(micros(now))
+                .bind(plan.next_tick.map(micros))
                 .execute(&mut *tx)
                 .await?;
             insert_skips(&mut tx, &plan.skips, now).await?;
