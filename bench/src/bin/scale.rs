@@ -74,7 +74,12 @@ async fn main() {
     let cron = if idle {
         "0 0 1 1 *".to_owned()
     } else {
-        format!("*/{every} * * * * *")
+        // Every minute is second 0 (`*/60` is no step of the seconds' field).
+        if every == 60 {
+            "0 * * * * *".to_owned()
+        } else {
+            format!("*/{every} * * * * *")
+        }
     };
     // With instances, the nodes' one task runs yearly; its instances run on `cron`.
     let (tasks, node_cron) = if instances > 0 {
