@@ -19,12 +19,15 @@ on_both_backends!(
     a_tick_of_more_rows_than_slots_is_claimed_ahead_whole_and_runs_in_its_slots,
 );
 
+/// A handler's start: (task, tick, when it started).
+type Start = (String, DateTime<Utc>, DateTime<Utc>);
+
 /// What the handlers saw: how many ran at once (now, at most), and each start.
 #[derive(Default)]
 struct Seen {
     now: AtomicUsize,
     max: AtomicUsize,
-    starts: std::sync::Mutex<Vec<(String, DateTime<Utc>, DateTime<Utc>)>>,
+    starts: std::sync::Mutex<Vec<Start>>,
 }
 
 /// Counts itself out again however the handler ends.
