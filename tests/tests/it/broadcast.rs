@@ -427,11 +427,23 @@ async fn overlap_is_per_node_and_pause_and_manual_runs_cover_every_node(db: &Tes
             .unwrap(),
         RunRequest::Paused(_)
     ));
-    // Runs under way finish; then none starts while paused.
+    // Runs under way finish (those claimed just before the pause too, whose handlers may not
+    // have started yet: the store still holds them running); then none starts while paused.
     wait_until(
         Duration::from_secs(30),
         "the runs under way ended",
-        || async { spans.runs.lock().unwrap().iter().all(|r| r.3.is_some()) },
+        || async {
+            spans.runs.lock().unwrap().iter().all(|r| r.3.is_some())
+                && db
+                    .api()
+                    .runs(
+                        &scheduler::testing::store::RunQuery::latest(100)
+                            .status(RunStatus::Running),
+                    )
+                    .await
+                    .unwrap()
+                    .is_empty()
+        },
     )
     .await;
     let before = spans.runs.lock().unwrap().len();
