@@ -126,26 +126,6 @@ fn recording_tasks(prefix: &str, n: usize) -> scheduler::TaskRegistry {
     tasks_with(prefix, n, record_start)
 }
 
-/// `n` tasks `{prefix}.0000`.. running `handler` (built at run time).
-fn tasks_with(
-    prefix: &str,
-    n: usize,
-    handler: fn(TaskContext) -> scheduler::__private::TaskFuture,
-) -> scheduler::TaskRegistry {
-    let descriptors = (0..n).map(|i| {
-        let name: &'static str = Box::leak(format!("{prefix}.{i:04}").into_boxed_str());
-        &*Box::leak(Box::new(scheduler::TaskDescriptor {
-            name,
-            file: file!(),
-            line: line!(),
-            module_path: module_path!(),
-            options: scheduler::__private::TaskOptions::DEFAULT,
-            handler,
-        }))
-    });
-    scheduler::TaskRegistry::from_descriptors(descriptors).unwrap()
-}
-
 /// Handlers running at once on a node, as the handlers saw it.
 #[derive(Default)]
 struct Concurrency {

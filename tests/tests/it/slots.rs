@@ -58,22 +58,6 @@ fn counted(ctx: TaskContext) -> scheduler::__private::TaskFuture {
     })
 }
 
-/// `n` tasks `slot.0000`.. running [`counted`] (built at run time: too many to write out).
-fn counted_tasks(n: usize) -> scheduler::TaskRegistry {
-    let descriptors = (0..n).map(|i| {
-        let name: &'static str = Box::leak(format!("slot.{i:05}").into_boxed_str());
-        &*Box::leak(Box::new(scheduler::TaskDescriptor {
-            name,
-            file: file!(),
-            line: line!(),
-            module_path: module_path!(),
-            options: scheduler::__private::TaskOptions::DEFAULT,
-            handler: counted,
-        }))
-    });
-    scheduler::TaskRegistry::from_descriptors(descriptors).unwrap()
-}
-
 /// 60 tasks on one tick every 2 s, one node with 10 handler slots and 10,000 tasks registered
 /// (so it claims each tick a second ahead). More than 10 runs are seen waiting for their tick at
 /// once: the tick is claimed ahead beyond the free slots (before, a claim took at most one run
@@ -85,7 +69,7 @@ async fn a_tick_of_more_rows_than_slots_is_claimed_ahead_whole_and_runs_in_its_s
     const DUE: usize = 60;
     const REGISTERED: usize = 10_000;
     let seen = Arc::new(Seen::default());
-    let registry = counted_tasks(REGISTERED);
+    let registry = tasks_with("slot", REGISTERED, counted);
     // The others never come due (once a year), but count for the claim's lead.
     let config = doc(registry
         .iter()

@@ -131,6 +131,26 @@ pub fn tasks(prefix: &str) -> TaskRegistry {
         .retain(|n| n.starts_with(prefix))
 }
 
+/// `n` tasks `{prefix}.0000`.. running `handler` (built at run time).
+pub fn tasks_with(
+    prefix: &str,
+    n: usize,
+    handler: fn(TaskContext) -> scheduler::__private::TaskFuture,
+) -> TaskRegistry {
+    let descriptors = (0..n).map(|i| {
+        let name: &'static str = Box::leak(format!("{prefix}.{i:04}").into_boxed_str());
+        &*Box::leak(Box::new(scheduler::TaskDescriptor {
+            name,
+            file: file!(),
+            line: line!(),
+            module_path: module_path!(),
+            options: scheduler::__private::TaskOptions::DEFAULT,
+            handler,
+        }))
+    });
+    TaskRegistry::from_descriptors(descriptors).unwrap()
+}
+
 pub fn entry(name: &str, cron: &str) -> TaskConfig {
     TaskConfig {
         name: name.into(),
