@@ -78,6 +78,8 @@ pub(crate) enum StopReason {
     Timeout(std::time::Duration),
     /// An operator cancelled the run; who.
     Cancelled(String),
+    /// No handler slot of the node came free for this long while the run waited for one.
+    NoSlot(std::time::Duration),
 }
 
 impl StopReason {
@@ -90,6 +92,11 @@ impl StopReason {
                 humantime::format_duration(*t)
             ),
             StopReason::Cancelled(by) => format!("cancelled by {by}"),
+            StopReason::NoSlot(t) => format!(
+                "no handler slot of its node came free for {} (every one held by runs that did \
+                 not end)",
+                humantime::format_duration(*t)
+            ),
         }
     }
 }
@@ -252,10 +259,16 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             may_retry: false,
             failures: FailureCount::Keep,
         },
-        (Ending::NotStarted, _) => Decision {
+        (Ending::NotStarted, stop) => Decision {
             end: end(
                 RunStatus::Interrupted,
-                "claimed as the node began shutting down; handed over before starting".into(),
+                match stop {
+                    Some(reason @ StopReason::NoSlot(_)) => {
+                        format!("{}; handed over before starting", reason.describe())
+                    }
+                    _ => "claimed as the node began shutting down; handed over before starting"
+                        .into(),
+                },
             ),
             hand_over: true,
             may_retry: false,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use common::*;
 use scheduler::TaskContext;
 use scheduler::testing::store::{RunQuery, RunStatus};
@@ -17,6 +17,7 @@ use scheduler::testing::store::{RunQuery, RunStatus};
 on_both_backends!(
     threads = 2;
     a_tick_of_more_rows_than_slots_is_claimed_ahead_whole_and_runs_in_its_slots,
+    runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node,
 );
 
 /// A handler's start: (task, tick, when it started).
@@ -137,5 +138,106 @@ async fn a_tick_of_more_rows_than_slots_is_claimed_ahead_whole_and_runs_in_its_s
             once.insert((task, tick)),
             "{task} started its tick {tick} twice"
         );
+    }
+}
+
+/// `slot.0000` and `slot.0001` hang (until their node stops), the others return at once.
+fn hangs_or_returns(ctx: TaskContext) -> scheduler::__private::TaskFuture {
+    Box::pin(async move {
+        let hangs = matches!(ctx.task_name(), "slot.0000" | "slot.0001");
+        let _guard = recorder(&ctx).enter(&ctx);
+        if hangs {
+            ctx.cancellation_token().cancelled().await;
+        }
+        Ok(())
+    })
+}
+
+/// Node `a` (2 slots, a claim's lead of a second: 10,000 tasks registered) claims two tasks
+/// whose handlers hang without a timeout, and, half a second later, four more ahead of their
+/// tick, with its 2 slots still free. On their tick the four find both slots held by the hung
+/// handlers. Before, they waited for a slot behind them as long as those hung, their locks kept
+/// (node `b`, started meanwhile with every slot free, could never take them). Now a run that
+/// finds no slot come free within a lock lifetime is handed back unstarted, recorded
+/// `interrupted` with why, and `b` runs it: by the handlers' own record each of the four ticks
+/// starts once, on `b`.
+async fn runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node(db: &TestDb) {
+    const REGISTERED: usize = 10_000;
+    let rec = Arc::new(Recorder::default());
+    let registry = || tasks_with("slot", REGISTERED, hangs_or_returns);
+    let config = doc(registry()
+        .iter()
+        .map(|d| entry(d.name, "0 0 0 1 1 *"))
+        .collect());
+    let a = start(
+        node(db, "a", registry())
+            .max_concurrent(2)
+            .lock_lifetime(Duration::from_secs(8))
+            .config_document(config.clone())
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_until(Duration::from_secs(120), "the config applied", || async {
+        db.tasks().await.len() == REGISTERED
+    })
+    .await;
+    let hung = ["slot.0000", "slot.0001"];
+    let waiting = ["slot.0002", "slot.0003", "slot.0004", "slot.0005"];
+    // Whole microseconds, as the stores keep them.
+    let tick =
+        DateTime::from_timestamp_micros((db.now() + TimeDelta::seconds(3)).timestamp_micros())
+            .unwrap();
+    let later = tick + TimeDelta::milliseconds(400);
+    for task in hung {
+        db.set_next_run(Some(task), Some(tick)).await;
+    }
+    for task in waiting {
+        db.set_next_run(Some(task), Some(later)).await;
+    }
+    db.api().notify().await.unwrap();
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "both hanging handlers started",
+        || async { hung.iter().all(|t| rec.starts_of(t) == 1) },
+    )
+    .await;
+    let b = start(
+        node(db, "b", registry())
+            .lock_lifetime(Duration::from_secs(8))
+            .config_document(config)
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    wait_stepping(
+        db,
+        Duration::from_secs(90),
+        "each of the four waiting runs started on b",
+        || async { waiting.iter().all(|t| rec.starts_of(t) >= 1) },
+    )
+    .await;
+    b.stop().await;
+    a.stop().await;
+
+    let starts = rec.starts.lock().unwrap().clone();
+    for task in waiting {
+        let theirs: Vec<_> = starts.iter().filter(|(t, _, _)| t == task).collect();
+        assert_eq!(theirs.len(), 1, "{task} started once: {theirs:?}");
+        assert_eq!(theirs[0].1, later, "{task} ran its tick");
+        assert_eq!(theirs[0].2, "b", "{task} ran on b: {theirs:?}");
+        let runs = db.runs(Some(task)).await;
+        assert!(
+            runs.iter().any(|r| r.status == RunStatus::Interrupted
+                && r.node_id == "a"
+                && r.error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("no handler slot"))),
+            "{task}'s hand-back by a is recorded with why: {runs:?}"
+        );
+    }
+    for task in hung {
+        assert_eq!(rec.starts_of(task), 1, "{task} started once");
     }
 }

@@ -21,7 +21,7 @@ use super::super::gate::{Gated, Stopped};
 use super::super::outcome::{Ending, StopReason};
 use super::super::runtime::Joined;
 use super::super::shared::Shared;
-use super::super::slots::Slot;
+use super::super::slots::{Slot, Stalled};
 use super::super::watchdog::{Lease, LockLoss};
 use super::{Running, Timeout, drive, far};
 use crate::TaskContext;
@@ -66,6 +66,7 @@ pub(super) fn dispatch(
     })));
     let (began_tx, began) = tokio::sync::oneshot::channel();
     let draining = shared.handlers_cancel.clone();
+    let stall = shared.settings.lock_lifetime;
     let its_line = Arc::clone(&line);
     let run = async move {
         // A drain that began before the tick hands the run back unstarted.
@@ -73,10 +74,19 @@ pub(super) fn dispatch(
             its_line.call_off();
         }
         // Its slot, held until the handler's end (the future's): a run claimed ahead waits for
-        // one on its tick.
+        // one on its tick, as long as the node's slots come free. (Boxed: only the runs on their
+        // tick wait so, not the thousands waiting for it.)
         let slot = tokio::select! {
             biased;
-            permit = slot.take() => permit,
+            taken = Box::pin(slot.take(stall)) => match taken {
+                Ok(permit) => permit,
+                Err(Stalled(waited)) => {
+                    if its_line.call_off() {
+                        let _ = began_tx.send(Err(StopReason::NoSlot(waited)));
+                    }
+                    return None;
+                }
+            },
             () = draining.cancelled() => {
                 its_line.call_off();
                 return None;
@@ -86,7 +96,7 @@ pub(super) fn dispatch(
             return None;
         }
         if started_now.is_none() {
-            let _ = began_tx.send(Instant::now());
+            let _ = began_tx.send(Ok(Instant::now()));
         }
         // Calling the handler inside the future means even a panic while building it is caught.
         let ended = Gated::new(async move { handler(ctx).await }, gate).await;
@@ -138,8 +148,9 @@ pub(super) struct Dispatched {
     line: Arc<StartLine>,
     /// Due when it was dispatched: started then.
     started_now: Option<Instant>,
-    /// When the pool's thread started it (a run dispatched ahead of its tick).
-    began: tokio::sync::oneshot::Receiver<Instant>,
+    /// When the pool's thread started it (a run dispatched ahead of its tick), or why it
+    /// called it off (no slot came free).
+    began: tokio::sync::oneshot::Receiver<Result<Instant, StopReason>>,
     /// Its `ctx.cancelled()`.
     cancel: CancellationToken,
     join: HandlerJoin,
@@ -158,7 +169,7 @@ impl Dispatched {
         }
         // The pool's word wakes this task (a drain or a cancel before it calls the run off).
         let called_off = tokio::select! {
-            at = &mut self.began => return at.map_err(|_| StopReason::Shutdown),
+            at = &mut self.began => return at.unwrap_or(Err(StopReason::Shutdown)),
             () = shared.handlers_cancel.cancelled() => StopReason::Shutdown,
             request = lease.cancel_requested() => StopReason::Cancelled(request.by),
         };
@@ -166,8 +177,8 @@ impl Dispatched {
             return Err(called_off);
         }
         // The pool's thread moved first: started (the stop rules see the drain or the cancel
-        // next), or called off by the drain.
-        (&mut self.began).await.map_err(|_| StopReason::Shutdown)
+        // next), or called off by the drain or for want of a slot.
+        (&mut self.began).await.unwrap_or(Err(StopReason::Shutdown))
     }
 
     /// Runs the started handler (started at `started`) until it returns or is stopped; returns

@@ -36,7 +36,7 @@ use tokio::time::Instant;
 
 use super::outcome::{Ending, StopReason};
 use super::shared::Shared;
-use super::slots::Slot;
+use super::slots::{Slot, Stalled};
 use super::watchdog::{Lease, LockLoss};
 pub(super) use crate::operate::CANCEL_GRACE;
 use crate::policy::Isolation;
@@ -152,7 +152,10 @@ async fn from_here(
         request = lease.cancel_requested() => {
             return Err(StopReason::Cancelled(request.by));
         }
-        permit = slot.take() => permit,
+        taken = slot.take(shared.settings.lock_lifetime) => match taken {
+            Ok(permit) => permit,
+            Err(Stalled(waited)) => return Err(StopReason::NoSlot(waited)),
+        },
     };
     if shared.handlers_cancel.is_cancelled() {
         return Err(StopReason::Shutdown);
