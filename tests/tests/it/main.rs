@@ -47,6 +47,7 @@ mod instances_api;
 mod instances_read;
 mod isolation;
 mod jitter;
+mod jitter_shown;
 mod listen_again;
 mod migrations;
 mod otel;
