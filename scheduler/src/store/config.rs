@@ -128,7 +128,8 @@ pub enum TaskChange {
         node_pin: Option<String>,
     },
     /// Make a row (created or updated by a change before this one) the config's instance `key`
-    /// of `task`, with `args`: owned by the config, not removed.
+    /// of `task`, with `args`: owned by the config, not removed; a row not paused takes its
+    /// task's pause in force, as an instance made at run time does.
     ConfigInstance {
         /// The row's name (`task/key`).
         name: String,

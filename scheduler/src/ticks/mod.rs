@@ -12,6 +12,8 @@
 //! | how late a tick may be: the misfire grace and the missed grace | `grace` |
 //! | how ticks are counted and folded into skip records, within what caps | `count` |
 //! | what became of each expected tick (the dashboard's strip) | `strip` |
+//! | when each tick starts, at its jitter offset | `jitter` |
+//! | when a listed run's tick was due to start (the admin API's and `scheduler runs`' `starts_at`) | `starts` |
 //!
 //! # Words
 //!
@@ -48,6 +50,8 @@ mod count;
 mod due;
 mod grace;
 pub(crate) mod jitter;
+#[cfg(any(feature = "admin", feature = "cli"))]
+pub(crate) mod starts;
 #[cfg(feature = "admin")]
 pub(crate) mod strip;
 

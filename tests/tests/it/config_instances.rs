@@ -2,8 +2,8 @@
 //! arguments, a hot reload changes one in place, one that leaves the document is disabled and
 //! kept, an instance made at run time is left alone by every reconcile, bad entries are refused
 //! with the reason while the rest of the document applies and their last good state is kept,
-//! and the config's keys are the config's (an upsert of one is refused). Judged by what the
-//! handlers themselves recorded.
+//! the config's keys are the config's (an upsert of one is refused), and one declared while its
+//! task is paused takes the task's pause. Judged by what the handlers themselves recorded.
 
 use crate::common;
 
@@ -13,6 +13,8 @@ use std::time::Duration;
 use chrono::{DateTime, Timelike, Utc};
 use common::*;
 use scheduler::config::{ConfigDocument, InstanceConfig, TaskConfig};
+use scheduler::store::SkipReason;
+use scheduler::testing::operate::{self, Actor};
 use scheduler::testing::reconciler::Reconciler;
 use scheduler::{Error, InstanceRefusal, Schedule, TaskContext, task};
 use serde::Deserialize;
@@ -23,6 +25,7 @@ on_both_backends! {
     declared_instances_run_with_their_arguments_and_reload_in_place,
     an_instance_leaving_the_document_is_disabled_and_a_runtime_one_left_alone,
     bad_instances_are_refused_while_the_rest_applies,
+    an_instance_declared_while_its_task_is_paused_takes_its_pause,
 }
 
 /// A run as the handler saw it: key, tick, tenant.
@@ -291,6 +294,74 @@ async fn an_instance_leaving_the_document_is_disabled_and_a_runtime_one_left_alo
     assert_eq!(
         row(db, "cinst.sync/gone").await,
         Some((every.into(), false))
+    );
+}
+
+/// A task paused, then a document declaring an instance of it applied: the instance the
+/// reconcile creates takes the task's pause, as one made at run time does (see
+/// `instances::an_instance_made_while_its_task_is_paused_takes_its_pause`). Its handler does not
+/// run while the task is paused (by the handler's own record); the task's resume ends its pause
+/// with the task's, the ticks due meanwhile recorded `paused`, and it runs.
+async fn an_instance_declared_while_its_task_is_paused_takes_its_pause(db: &TestDb) {
+    let seen = Arc::new(Seen::default());
+    let every = "* * * * * *";
+    let node = start_node(db, &seen, &text(vec![])).await;
+    wait_until(Duration::from_secs(30), "the task's row", || async {
+        row(db, "cinst.sync").await.is_some()
+    })
+    .await;
+    let ops = Actor::new("ops", "test");
+    assert!(
+        operate::pause(db.api(), "cinst.sync", &ops, "maintenance", None)
+            .await
+            .unwrap()
+    );
+    replace(&node.path, &text(vec![instance("late", every, 3)]));
+    wait_until(Duration::from_secs(30), "the declared row", || async {
+        row(db, "cinst.sync/late").await.is_some()
+    })
+    .await;
+    db.elapse(Duration::from_secs(4)).await;
+    assert!(
+        seen.ticks("late").is_empty(),
+        "it started while its task was paused: {:?}",
+        seen.ticks("late")
+    );
+    let pause = db.task("cinst.sync/late").await.pause;
+    assert_eq!(
+        pause.map(|p| (p.by, p.reason)),
+        Some(("ops".to_owned(), "maintenance".to_owned())),
+        "it holds its task's pause"
+    );
+
+    let resumed_at = db.now();
+    let ended = operate::resume(db.api(), "cinst.sync", &ops).await.unwrap();
+    assert_eq!(ended.map(|p| p.reason), Some("maintenance".to_owned()));
+    wait_stepping(
+        db,
+        Duration::from_secs(60),
+        "two runs after the resume",
+        || async { seen.ticks("late").len() >= 2 },
+    )
+    .await;
+    node.running.stop().await;
+    assert!(
+        seen.ticks("late")
+            .iter()
+            .all(|t| *t >= resumed_at - chrono::Duration::seconds(1)),
+        "no tick of the pause ran: {:?}",
+        seen.ticks("late")
+    );
+    assert!(db.task("cinst.sync/late").await.pause.is_none());
+    let paused: Vec<_> = db
+        .skips("cinst.sync/late")
+        .await
+        .into_iter()
+        .filter(|k| k.reason == SkipReason::Paused)
+        .collect();
+    assert!(
+        paused.iter().map(|k| k.ticks).sum::<i64>() >= 1,
+        "the ticks of the pause recorded `paused`: {paused:?}"
     );
 }
 

@@ -47,6 +47,8 @@ mod instances_api;
 mod instances_read;
 mod isolation;
 mod jitter;
+mod jitter_shown;
+mod jitter_starts;
 mod listen_again;
 mod migrations;
 mod otel;

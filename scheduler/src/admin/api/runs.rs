@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::refusals::{ReadErrors, in_range};
-use super::views::RunView;
+use super::views::{RunView, run_starts};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
 use crate::admin::state::AdminState;
@@ -149,8 +149,13 @@ async fn list_runs(
     let next_cursor = (runs.len() == limit as usize)
         .then(|| runs.last().map(|r| r.id))
         .flatten();
+    // Each run placed at its tick's start, as a task's detail places its runs.
+    let starts = run_starts(&state.engine, &[], &runs).await?;
     Ok(axum::Json(RunPage {
-        runs: runs.into_iter().map(RunView::from).collect(),
+        runs: runs
+            .into_iter()
+            .map(|run| RunView::placed(run, &starts))
+            .collect(),
         next_cursor,
     }))
 }
@@ -200,8 +205,9 @@ async fn get_run(
         lines: chunks.iter().map(|c| i64::from(c.lines)).sum(),
         truncated: chunks.iter().any(|c| c.truncated),
     };
+    let starts = run_starts(&state.engine, &[], std::slice::from_ref(&run)).await?;
     Ok(axum::Json(RunDetail {
-        run: run.into(),
+        run: RunView::placed(run, &starts),
         log,
     }))
 }

@@ -17,7 +17,7 @@ use utoipa_axum::routes;
 use health::{FailedTicks, failed_ticks, timeliness};
 
 use super::refusals::{ReadErrors, in_range};
-use super::views::{PauseView, RunStarts, RunView};
+use super::views::{PauseView, RunView, run_starts};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
 use crate::admin::state::AdminState;
@@ -457,7 +457,7 @@ async fn get_task(
         .store()
         .recent_runs(Some(&name), i64::from(runs))
         .await?;
-    let starts = RunStarts::of(&state.engine, &row.0, &recent).await?;
+    let starts = run_starts(&state.engine, &[&row.0], &recent).await?;
     let recent_runs = recent
         .into_iter()
         .map(|run| RunView::placed(run, &starts))

@@ -1,16 +1,13 @@
 //! The views several resources answer with: a run (placed at its tick's start where its task
-//! is known, [`RunStarts`]), a task's pause.
-
-use std::collections::HashMap;
-use std::time::Duration;
+//! is known, [`run_starts`]), a task's pause.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::engine::EngineView;
-use crate::schedule::ScheduleSpec;
 use crate::store::{Pause, RunRecord, StoreResult, TaskState, Trigger};
+use crate::ticks::starts::RunStarts;
 
 /// One run.
 #[derive(Debug, Serialize, ToSchema)]
@@ -21,11 +18,13 @@ pub(crate) struct RunView {
     task: String,
     /// The tick it serves.
     scheduled_at: DateTime<Utc>,
-    /// When its tick was due to start: the tick shifted by its row's jitter window (the task's,
-    /// or an instance's own else its task's; the tick itself without jitter), what its lateness
-    /// counts from (`started_at - starts_at`). Given for the scheduled runs a task's detail
-    /// lists (`GET /api/tasks/{name}`); left out for retries, manual and backfilled runs, a
-    /// schedule this node cannot read, and in the other routes' runs.
+    /// When its tick was due to start: the tick shifted by its row's jitter window in force now
+    /// (the task's, or an instance's own else its task's; the tick itself without jitter), what
+    /// its lateness counts from (`started_at - starts_at`). Given for the scheduled runs of a
+    /// task's detail (`GET /api/tasks/{name}`), the run history (`GET /api/runs`) and one run
+    /// (`GET /api/runs/{id}`); left out for retries, manual and backfilled runs, a row gone or
+    /// whose schedule this node cannot read, and in the other routes' runs (an instance list's
+    /// latest runs, a cancel's answer).
     #[serde(skip_serializing_if = "Option::is_none")]
     starts_at: Option<DateTime<Utc>>,
     /// When its handler started, on the database's clock (none: it never started, e.g. handed
@@ -128,76 +127,49 @@ impl RunView {
     }
 }
 
-/// What places the ticks of a task's runs at their starts, as the claims shift them (see
-/// `crate::ticks::jitter`): the task's schedule and jitter window, and each instance's schedule
-/// and window (its own, else the task's). The windows are the ones in force now, as the strip's
-/// lateness reads them.
-pub(crate) struct RunStarts {
-    task: String,
-    /// The task's own schedule (none: this node cannot read it).
-    own: Option<ScheduleSpec>,
-    /// The task's window (its config entry's, else its attribute's).
-    window: Duration,
-    /// Each instance's schedule and window, by key (none: gone, or unreadable here).
-    instances: HashMap<String, Option<(ScheduleSpec, Duration)>>,
-}
-
-impl RunStarts {
-    /// For the runs `runs` of `task`: its schedule and window, and the rows of the instances
-    /// they name (each read once).
-    pub(crate) async fn of(
-        engine: &EngineView,
-        task: &TaskState,
-        runs: &[RunRecord],
-    ) -> StoreResult<Self> {
-        let window = engine.task_jitter(&task.name);
-        let own = engine
-            .schedule(&task.cron, &task.timezone, task.calendar.as_deref())
-            .ok();
-        let mut instances = HashMap::new();
-        for key in runs.iter().filter_map(|r| r.instance_key.as_deref()) {
-            if instances.contains_key(key) {
-                continue;
-            }
-            let row = engine.store().instance(&task.name, key).await?;
-            let placed = row.and_then(|i| {
-                let spec = engine.schedule(&i.cron, &i.timezone, None).ok()?;
-                Some((spec, i.jitter.unwrap_or(window)))
-            });
-            instances.insert(key.to_owned(), placed);
+/// The runs `runs` placed at their ticks' starts ([`RunStarts`]): the schedule of each task they
+/// name (the rows in `known`, else read) and its window in force on this node (its config
+/// entry's, else its attribute's), and the rows of the instances they name, each read once.
+pub(crate) async fn run_starts(
+    engine: &EngineView,
+    known: &[&TaskState],
+    runs: &[RunRecord],
+) -> StoreResult<RunStarts> {
+    let mut starts = RunStarts::default();
+    for run in runs.iter().filter(|r| r.trigger == Trigger::Schedule) {
+        let task = run.task_name.as_str();
+        if !starts.knows(task) {
+            let state = match known.iter().find(|s| s.name == task) {
+                Some(state) => Some((*state).clone()),
+                None => engine
+                    .store()
+                    .task_states(Some(task))
+                    .await?
+                    .into_iter()
+                    .next(),
+            };
+            let Some(state) = state else {
+                continue; // a task no longer stored: its runs are not placed
+            };
+            let own = engine
+                .schedule(&state.cron, &state.timezone, state.calendar.as_deref())
+                .ok();
+            starts.task(task, own, engine.task_jitter(task));
         }
-        Ok(Self {
-            task: task.name.clone(),
-            own,
-            window,
-            instances,
-        })
+        let Some(key) = run.instance_key.as_deref() else {
+            continue;
+        };
+        if starts.knows_instance(task, key) {
+            continue;
+        }
+        let row = engine.store().instance(task, key).await?;
+        let placed = row.and_then(|i| {
+            let spec = engine.schedule(&i.cron, &i.timezone, None).ok()?;
+            Some((spec, i.jitter))
+        });
+        starts.instance(task, key, placed);
     }
-
-    /// When `run`'s tick was due to start: a scheduled run's tick shifted by its row's window;
-    /// none for any other run, or a row it cannot place.
-    pub(crate) fn start(&self, run: &RunRecord) -> Option<DateTime<Utc>> {
-        if run.trigger != Trigger::Schedule {
-            return None;
-        }
-        let tick = run.scheduled_at;
-        match &run.instance_key {
-            None => {
-                let spec = self.own.as_ref()?;
-                Some(crate::ticks::jitter::start_of(
-                    &self.task,
-                    spec,
-                    tick,
-                    self.window,
-                ))
-            }
-            Some(key) => {
-                let (spec, window) = self.instances.get(key)?.as_ref()?;
-                let row = crate::instance::row_name(&self.task, key);
-                Some(crate::ticks::jitter::start_of(&row, spec, tick, *window))
-            }
-        }
-    }
+    Ok(starts)
 }
 
 #[cfg(test)]

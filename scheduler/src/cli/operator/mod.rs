@@ -49,7 +49,9 @@ pub enum OpsCommand {
     Status(StatusArgs),
     /// Runs, newest first, filtered by task, status, trigger and start time.
     ///
-    /// `--before ID` continues a listing (the last line says which ID).
+    /// A scheduled run shows its tick and, under `OFFSET`, how long after it the tick was due to
+    /// start (its jitter; `starts_at` with `--json`). `--before ID` continues a listing (the
+    /// last line says which ID).
     Runs(RunsArgs),
     /// What a run's handler logged (the first 500 lines and 256 KiB).
     Logs(LogsArgs),

@@ -3,7 +3,7 @@
 //!
 //! | declared instance | row `task/key` | what happens |
 //! |---|---|---|
-//! | accepted | none | created, the config's (`instance_source = 'config'`), enabled if it and its task are |
+//! | accepted | none | created, the config's (`instance_source = 'config'`), enabled if it and its task are; paused with its task while the task's pause is in force (the store's mark, as an upsert at run time) |
 //! | accepted | the config's | changed in place like a task's row (cron, zone, `enabled`; the next run recomputed after the tick last claimed), its arguments rewritten when they changed |
 //! | accepted | made at run time | refused, with the reason: a reconcile never touches an instance made through `Schedules` or the API |
 //! | accepted | made at run time and removed, its run in flight | taken over: the config's from now on |
