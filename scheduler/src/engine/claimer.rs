@@ -42,6 +42,10 @@ use crate::ticks::missed_by;
 
 /// The smallest batch a fair share caps a claim to.
 const MIN_FAIR_BATCH: usize = 32;
+/// The most rows one claim takes; a tick of more is claimed in turns, at once one after the
+/// other. The claim binds its rows' plans as parameters, and a connection keeps the largest
+/// buffer it ever sent: a claim of 10,000 rows left 7 MB per connection that made one.
+pub(crate) const MAX_CLAIM_ROWS: usize = 2_000;
 /// How far ahead of a tick a node claims it, per row a tick may hold (a registered task or an
 /// instance).
 pub(crate) const CLAIM_AHEAD_PER_TASK: Duration = Duration::from_micros(100);
@@ -80,6 +84,9 @@ pub(crate) struct ClaimPass {
     pub filled: bool,
     /// A fair share was taken with slots to spare: more may be due, after the others' turn.
     pub capped: bool,
+    /// The most rows one claim takes ([`MAX_CLAIM_ROWS`]) were taken, short of the fair share
+    /// and the slots: more is probably due, to claim at once.
+    pub more: bool,
     /// How long the claim transaction took.
     pub took: Duration,
     /// How long until something may be due (`None`: nothing scheduled).
@@ -118,6 +125,9 @@ pub(crate) struct ClaimLoop {
     /// run (that time less the lead): a timer wake on a test's clock is a known due time only
     /// once the clock has come this far (see `pacing::woke`).
     claim_from: Option<chrono::DateTime<chrono::Utc>>,
+    /// Rows taken by the claims in a row that each took [`MAX_CLAIM_ROWS`]: they count against
+    /// the fair share of the claim that follows them.
+    taken_in_turn: usize,
 }
 
 impl ClaimLoop {
@@ -134,6 +144,7 @@ impl ClaimLoop {
             late: false,
             due_instant: None,
             claim_from: None,
+            taken_in_turn: 0,
         }
     }
 
@@ -211,6 +222,7 @@ impl ClaimLoop {
                 if expired && wake_in.is_none() {
                     wake_in = Some(wait);
                 }
+                self.taken_in_turn = 0;
                 return Ok(ClaimPass {
                     wake_in,
                     ..ClaimPass::default()
@@ -230,7 +242,10 @@ impl ClaimLoop {
         let free = if late { 0 } else { shared.slots.free() };
         let room = shared.slots.room(free, !ahead.is_zero());
         let live = shared.live_nodes.load(std::sync::atomic::Ordering::Relaxed);
-        let limit = room.all.min(fair_cap(self.rows(), live));
+        // A fair share taken in several claims (each of at most MAX_CLAIM_ROWS) is one share.
+        let fair = fair_cap(self.rows(), live).saturating_sub(self.taken_in_turn);
+        let share = room.all.min(fair);
+        let limit = share.min(MAX_CLAIM_ROWS);
         let rules = Rules::new(
             &shared.registry,
             &shared.specs,
@@ -395,16 +410,22 @@ impl ClaimLoop {
         // Short of slots, or rows waiting for a share of a limit: a handler's end may let more
         // be claimed, so it wakes this loop.
         shared.slots.want(
-            free == 0 || outcome.no_slot > 0 || n >= limit || !outcome.limit_waiting.is_empty(),
+            free == 0 || outcome.no_slot > 0 || n >= share || !outcome.limit_waiting.is_empty(),
         );
         let contended = !held_full && ((quiet && early.is_none()) || (n == 0 && waiting > 0));
+        self.taken_in_turn = if n == limit && limit < share {
+            self.taken_in_turn + n
+        } else {
+            0
+        };
         Ok(ClaimPass {
             spread_wait: outcome.spread_wait,
             share_held: held_full,
             claimed: n,
             rescued: outcome.rescued.len(),
             filled: outcome.no_slot > 0 || (started_now == free && free > 0),
-            capped: n == limit && limit > 0 && limit < room.all,
+            capped: n == limit && limit == share && share == fair && limit > 0 && fair < room.all,
+            more: n == limit && limit < share,
             took: sent.elapsed(),
             saturated: free == 0,
             late,

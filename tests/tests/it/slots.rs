@@ -18,6 +18,7 @@ on_both_backends!(
     threads = 2;
     a_tick_of_more_rows_than_slots_is_claimed_ahead_whole_and_runs_in_its_slots,
     runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node,
+    a_tick_of_more_rows_than_one_claim_takes_is_claimed_in_turns_each_once,
 );
 
 /// A handler's start: (task, tick, when it started).
@@ -239,5 +240,53 @@ async fn runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node(db: &Te
     }
     for task in hung {
         assert_eq!(rec.starts_of(task), 1, "{task} started once");
+    }
+}
+
+/// 5,000 tasks on one tick, one node with the default slots: more than one claim takes
+/// (`MAX_CLAIM_ROWS`, 2,000), so the tick is claimed in turns, one claim after the other. By
+/// the handlers' own record every task runs each of two ticks once, none before its tick.
+async fn a_tick_of_more_rows_than_one_claim_takes_is_claimed_in_turns_each_once(db: &TestDb) {
+    const TASKS: usize = 5_000;
+    let seen = Arc::new(Seen::default());
+    let registry = tasks_with("turn", TASKS, counted);
+    let config = doc(registry
+        .iter()
+        .map(|d| entry(d.name, "*/5 * * * * *"))
+        .collect());
+    let n = start(
+        node(db, "a", registry)
+            .lock_lifetime(Duration::from_secs(8))
+            .config_document(config)
+            .state(Arc::clone(&seen))
+            .build()
+            .unwrap(),
+    );
+    let ticks = |seen: &Seen| {
+        let starts = seen.starts.lock().unwrap();
+        let mut per_tick: std::collections::BTreeMap<DateTime<Utc>, usize> = Default::default();
+        for (_, tick, _) in starts.iter() {
+            *per_tick.entry(*tick).or_default() += 1;
+        }
+        per_tick
+    };
+    // On the wall clock (the handlers note their start by it): not stepped.
+    wait_until(Duration::from_secs(240), "two whole ticks run", || async {
+        ticks(&seen).values().filter(|n| **n >= TASKS).count() >= 2
+    })
+    .await;
+    n.stop().await;
+    let starts = seen.starts.lock().unwrap().clone();
+    let early: Vec<_> = starts.iter().filter(|(_, tick, at)| at < tick).collect();
+    assert!(
+        early.is_empty(),
+        "runs started before their tick: {early:?}"
+    );
+    let mut once = BTreeSet::new();
+    for (task, tick, _) in &starts {
+        assert!(
+            once.insert((task, tick)),
+            "{task} started its tick {tick} twice"
+        );
     }
 }

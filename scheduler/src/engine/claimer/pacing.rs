@@ -46,6 +46,9 @@ impl Service for ClaimLoop {
             let batch = (self.shared.settings.max_concurrent / 2).max(1);
             self.shared.slots.freed(batch, REFILL_WAIT).await;
             self.known_due = true;
+        } else if pass.more {
+            // More of a large tick is due: claimed next, without asking for the wake time.
+            self.known_due = true;
         }
         Ok(pass)
     }
