@@ -60,6 +60,18 @@ pub struct InstanceConfig {
     /// Whether it runs (default `true`); it runs only while its task is enabled too.
     #[serde(default)]
     pub enabled: Option<bool>,
+    /// Its own owners, which its events carry and its alerts are routed by in place of its
+    /// task's (checked as the entry's `owners`); none: its task's.
+    #[serde(default)]
+    pub owners: Vec<String>,
+    /// Its own labels, over its task's in its events (checked as the entry's `labels`); none:
+    /// none of its own.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// The limit shared by tasks its runs hold in place of its task's: one the document's
+    /// `limits` declares. None: its task's.
+    #[serde(default)]
+    pub limit: Option<String>,
 }
 
 /// An accepted instance of an accepted task.
@@ -73,16 +85,22 @@ pub struct DesiredInstance {
     pub schedule: ScheduleSpec,
     /// Its arguments as compact JSON text, if any.
     pub args: Option<String>,
+    /// Its own owners and labels (empty: its task's).
+    pub tags: crate::store::InstanceTags,
+    /// Its own limit shared by tasks (`None`: its task's).
+    pub limit: Option<String>,
 }
 
 /// The instances of a task's entry checked: the accepted ones by key, and the refused ones as
-/// `(key, why)`.
+/// `(key, why)`. `limit_problem` says what is wrong with a limit an instance names (one the
+/// document does not declare), if anything.
 pub(crate) fn check_instances(
     instances: &[InstanceConfig],
     task_zone: Tz,
     task_enabled: bool,
     sharded: bool,
     specs: &SpecCache,
+    limit_problem: &dyn Fn(&str) -> Option<String>,
 ) -> (BTreeMap<String, DesiredInstance>, Vec<(String, String)>) {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for i in instances {
@@ -139,6 +157,9 @@ pub(crate) fn check_instances(
                 "the arguments take {size} bytes as JSON; the most is {MAX_ARGS_BYTES}"
             ));
         }
+        problems.extend(crate::config::owners_problem(&i.owners));
+        problems.extend(crate::config::labels_problem(&i.labels));
+        problems.extend(i.limit.as_deref().and_then(limit_problem));
         match (problems.is_empty(), schedule) {
             (true, Ok(schedule)) => {
                 accepted.insert(
@@ -148,6 +169,8 @@ pub(crate) fn check_instances(
                         enabled: task_enabled && i.enabled.unwrap_or(true),
                         schedule,
                         args,
+                        tags: crate::store::InstanceTags::new(i.owners.clone(), i.labels.clone()),
+                        limit: i.limit.clone(),
                     },
                 );
             }
@@ -200,6 +223,7 @@ mod tests {
             true,
             false,
             &SpecCache::default(),
+            &|_| None,
         );
         assert_eq!(
             accepted.keys().collect::<Vec<_>>(),
@@ -229,6 +253,7 @@ mod tests {
             true,
             true,
             &SpecCache::default(),
+            &|_| None,
         );
         assert!(accepted.is_empty());
         assert!(refused[0].1.contains("has shards"), "{refused:?}");
@@ -238,6 +263,7 @@ mod tests {
             false,
             false,
             &SpecCache::default(),
+            &|_| None,
         );
         assert!(!accepted["a"].enabled);
     }

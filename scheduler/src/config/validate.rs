@@ -377,6 +377,10 @@ pub(crate) fn validate_with(
             entry.enabled,
             shards > 1 || broadcast,
             specs,
+            &|limit: &str| {
+                (!validated.limits.contains_key(limit))
+                    .then(|| limits::refusal(doc, &validated, limit).to_string())
+            },
         );
         validated
             .refused
@@ -491,6 +495,38 @@ pub(crate) fn owner_problems(owners: &[String]) -> impl Iterator<Item = String> 
         };
         Some(format!("`{}`: {problem}", owner.escape_debug()))
     })
+}
+
+/// What is wrong with `owners` as a config entry's are checked (their count, then each
+/// unusable one), as the entry's refusals say it; `None`: they are usable. An instance's own
+/// owners are checked the same way.
+pub(crate) fn owners_problem(owners: &[String]) -> Option<String> {
+    let count = crate::bounds::TAGS_PER_TASK
+        .check("owners", owners.len())
+        .err();
+    let problems: Vec<String> = count
+        .map(|e| e.to_string())
+        .into_iter()
+        .chain(owner_problems(owners))
+        .map(|p| RefusalReason::InvalidOwner(p).to_string())
+        .collect();
+    (!problems.is_empty()).then(|| problems.join("; "))
+}
+
+/// What is wrong with `labels` as a config entry's are checked (their count, then each unusable
+/// one), as the entry's refusals say it; `None`: they are usable. An instance's own labels are
+/// checked the same way.
+pub(crate) fn labels_problem(labels: &BTreeMap<String, String>) -> Option<String> {
+    let count = crate::bounds::TAGS_PER_TASK
+        .check("labels", labels.len())
+        .err();
+    let problems: Vec<String> = count
+        .map(|e| e.to_string())
+        .into_iter()
+        .chain(label_problems(labels))
+        .map(|p| RefusalReason::InvalidLabel(p).to_string())
+        .collect();
+    (!problems.is_empty()).then(|| problems.join("; "))
 }
 
 /// What is wrong with each unusable label, in key order.

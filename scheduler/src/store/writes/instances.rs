@@ -176,6 +176,7 @@ async fn write_instance_on<D: Dialect>(
         InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
     };
     let row = write.row();
+    let (owners, labels) = write.tags.columns();
     let params = params![
         &row,
         &write.cron,
@@ -192,6 +193,9 @@ async fn write_instance_on<D: Dialect>(
         pause.as_ref().map(|p| p.by.as_str()),
         pause.as_ref().map(|p| p.reason.as_str()),
         pause.as_ref().and_then(|p| p.until),
+        owners.as_deref(),
+        labels.as_deref(),
+        write.limit.as_deref(),
     ];
     let statement = Statement {
         operation,
@@ -232,16 +236,26 @@ pub(crate) async fn remove_instance_on<D: Dialect>(
     Ok(false)
 }
 
-/// Makes the rows `instances` name, `(row, task, key, args)`, the config's instances on `conn`,
-/// in a reconcile's transaction (after its creates and updates wrote their schedules): their task,
-/// key and arguments set, owned by the config, not removed.
+/// Makes the rows `instances` name, `(row, task, key, args, own tags)`, the config's instances
+/// on `conn`, in a reconcile's transaction (after its creates and updates wrote their
+/// schedules): their task, key, arguments and own owners and labels set, owned by the config,
+/// not removed.
 pub(crate) async fn mark_config_instances_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
-    instances: &[(&str, &str, &str, Option<&str>)],
+    instances: &[crate::store::config::ConfigInstanceWrite<'_>],
 ) -> Result<(), sqlx::Error> {
-    for &(row, task, key, args) in instances {
-        let params = params![row, task, key, args, Now];
+    for &(row, task, key, args, tags) in instances {
+        let (owners, labels) = tags.columns();
+        let params = params![
+            row,
+            task,
+            key,
+            args,
+            Now,
+            owners.as_deref(),
+            labels.as_deref()
+        ];
         let statement = Statement {
             operation: "apply_config",
             sql: statement!("instance_config_mark"),
