@@ -85,8 +85,10 @@ pub struct DesiredInstance {
     pub schedule: ScheduleSpec,
     /// Its arguments as compact JSON text, if any.
     pub args: Option<String>,
-    /// Its own owners and labels (empty: its task's).
-    pub tags: crate::store::InstanceTags,
+    /// Its own owners (empty: its task's).
+    pub owners: Vec<String>,
+    /// Its own labels (empty: none over its task's).
+    pub labels: BTreeMap<String, String>,
     /// Its own limit shared by tasks (`None`: its task's).
     pub limit: Option<String>,
 }
@@ -169,7 +171,8 @@ pub(crate) fn check_instances(
                         enabled: task_enabled && i.enabled.unwrap_or(true),
                         schedule,
                         args,
-                        tags: crate::store::InstanceTags::new(i.owners.clone(), i.labels.clone()),
+                        owners: i.owners.clone(),
+                        labels: i.labels.clone(),
                         limit: i.limit.clone(),
                     },
                 );

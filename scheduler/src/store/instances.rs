@@ -35,6 +35,7 @@ impl InstanceTags {
     }
 
     /// Its columns as stored: `owners` and `labels` as JSON text, NULL when empty.
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
     pub(crate) fn columns(&self) -> (Option<String>, Option<String>) {
         let owners = (!self.owners.is_empty())
             .then(|| serde_json::to_string(&self.owners).unwrap_or_default());

@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use super::super::ReconcileReport;
 use super::plan_row;
 use crate::config::{DesiredTask, ValidatedConfig};
-use crate::store::{InstanceSource, TaskChange, TaskRow};
+use crate::store::{InstanceSource, InstanceTags, TaskChange, TaskRow};
 
 /// The changes that bring the config's instances to what `validated` declares.
 pub(super) fn plan_config_instances(
@@ -65,8 +65,8 @@ pub(super) fn plan_config_instances(
                 limit: instance.limit.clone(),
             };
             plan_row(&name, &as_row, row, db_now, changes, report);
-            let args_changed =
-                row.is_some_and(|r| r.args != instance.args || r.tags != instance.tags);
+            let tags = InstanceTags::new(instance.owners.clone(), instance.labels.clone());
+            let args_changed = row.is_some_and(|r| r.args != instance.args || r.tags != tags);
             let owned = row.is_some_and(|r| r.instance_source == InstanceSource::Config);
             if row.is_none() || args_changed || !owned || row.is_some_and(|r| r.removed) {
                 if args_changed && !report.updated.contains(&name) {
@@ -78,7 +78,7 @@ pub(super) fn plan_config_instances(
                     task: desired.name.clone(),
                     key: instance.key.clone(),
                     args: instance.args.clone(),
-                    tags: instance.tags.clone(),
+                    tags,
                 });
             }
         }
