@@ -16,7 +16,8 @@
 //! the engine claims, locks, renews, retries, times out, misfires and records an instance's
 //! runs exactly as it does a task's own row's, with the task's policies (its handler, timeout,
 //! retries, misfire and recovery). Its runs are recorded under the task's name with the
-//! instance's key.
+//! instance's key. It may have owners, labels and a shared limit of its own (columns `owners`,
+//! `labels`, `limit_name` of its row; none: its task's), read with its row by each claim.
 //!
 //! This module is what every layer shares: the row names, the limits and the refusals; the
 //! handle is `schedules.rs`.
