@@ -159,8 +159,8 @@ pub(crate) fn check_instances(
                 "the arguments take {size} bytes as JSON; the most is {MAX_ARGS_BYTES}"
             ));
         }
-        problems.extend(crate::config::owners_problem(&i.owners));
-        problems.extend(crate::config::labels_problem(&i.labels));
+        problems.extend(super::tags::owners_problem(&i.owners));
+        problems.extend(super::tags::labels_problem(&i.labels));
         problems.extend(i.limit.as_deref().and_then(limit_problem));
         match (problems.is_empty(), schedule) {
             (true, Ok(schedule)) => {
@@ -269,5 +269,61 @@ mod tests {
             &|_| None,
         );
         assert!(!accepted["a"].enabled);
+    }
+
+    #[test]
+    fn an_instance_s_own_owners_labels_and_limit_are_checked_as_an_entry_s() {
+        let instances = [
+            InstanceConfig {
+                owners: vec!["alice@example.com".into()],
+                labels: [("tier".to_owned(), "1".to_owned())].into(),
+                limit: Some("declared".into()),
+                ..instance("good", "* * * * * *")
+            },
+            InstanceConfig {
+                owners: vec![String::new()],
+                ..instance("blank-owner", "* * * * * *")
+            },
+            InstanceConfig {
+                labels: [("bad key".to_owned(), "v".to_owned())].into(),
+                ..instance("bad-label", "* * * * * *")
+            },
+            InstanceConfig {
+                limit: Some("nope".into()),
+                ..instance("undeclared", "* * * * * *")
+            },
+        ];
+        let (accepted, refused) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            true,
+            false,
+            &SpecCache::default(),
+            &|limit| (limit != "declared").then(|| format!("limit `{limit}` is not declared")),
+        );
+        let good = &accepted["good"];
+        assert_eq!(good.owners, ["alice@example.com"]);
+        assert_eq!(good.labels["tier"], "1");
+        assert_eq!(good.limit.as_deref(), Some("declared"));
+        assert_eq!(accepted.len(), 1, "{refused:?}");
+        let why = |key: &str| -> String {
+            refused
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|(_, why)| why.clone())
+                .collect()
+        };
+        assert!(
+            why("blank-owner").contains("invalid owner ``: is blank"),
+            "{refused:?}"
+        );
+        assert!(
+            why("bad-label").contains("invalid label `bad key`"),
+            "{refused:?}"
+        );
+        assert!(
+            why("undeclared").contains("limit `nope` is not declared"),
+            "{refused:?}"
+        );
     }
 }
