@@ -25,7 +25,8 @@
 //!
 //! **Every event names who answers for it.** An [`Event`] is the [`SchedulerEvent`] (it derefs to
 //! it) plus its task's [`TaskTags`]: the `owners` and `labels` of the task's config entry (the
-//! node's default owners when the entry names none, or for an event about no task) and its
+//! node's default owners when the entry names none, or for an event about no task; an
+//! instance's own owners in place of its task's, its own labels over its task's) and its
 //! zone, the same values the alert channels and the webhook's `data` carry. They are shared,
 //! not copied, per event:
 //!

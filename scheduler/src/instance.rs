@@ -16,7 +16,8 @@
 //! the engine claims, locks, renews, retries, times out, misfires and records an instance's
 //! runs exactly as it does a task's own row's, with the task's policies (its handler, timeout,
 //! retries, misfire and recovery). Its runs are recorded under the task's name with the
-//! instance's key.
+//! instance's key. It may have owners, labels and a shared limit of its own (columns `owners`,
+//! `labels`, `limit_name` of its row; none: its task's), read with its row by each claim.
 //!
 //! This module is what every layer shares: the row names, the limits and the refusals; the
 //! handle is `schedules.rs`.
@@ -157,6 +158,42 @@ pub enum InstanceRefusal {
     BatchTooLarge {
         /// How many instances the batch had.
         count: usize,
+    },
+    /// Its own owners are unusable, as a config entry's would be: more than 100, or one blank,
+    /// padded with whitespace, holding control characters, longer than 256 characters or
+    /// listed twice.
+    #[error("the owners of instance `{task}/{key}`: {reason}")]
+    BadOwners {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Its own labels are unusable, as a config entry's would be: more than 100, a key that is
+    /// not 1 to 63 of `A-Z a-z 0-9 _ . - /`, or a value holding control characters or longer
+    /// than 256 characters.
+    #[error("the labels of instance `{task}/{key}`: {reason}")]
+    BadLabels {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The name of its own limit is not a limit's name (1 to 64 ASCII letters, digits, `_`,
+    /// `.`, `:` and `-`). A well-formed name no document declares is written: the instance's
+    /// ticks then wait for it (see `docs/shared-limits.md`).
+    #[error("the limit of instance `{task}/{key}`: {reason}")]
+    BadLimit {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// What is wrong.
+        reason: String,
     },
     /// The jitter window is not a duration from `0s` to `1day`.
     #[error("the jitter of instance `{task}/{key}`: {reason}")]

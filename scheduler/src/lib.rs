@@ -236,8 +236,8 @@ pub mod testing {
             IncidentRecord, Snooze,
         };
         pub use crate::store::instances::{
-            InstanceFacts, InstancePlan, InstanceRecord, InstanceTask, InstanceUpsert,
-            InstanceWrite,
+            InstanceFacts, InstancePlan, InstanceRecord, InstanceTags, InstanceTask,
+            InstanceUpsert, InstanceWrite,
         };
         pub use crate::store::layer::StoreLayer;
         pub use crate::store::limits::{LimitHolder, LimitState, LimitWaiter};

@@ -1,7 +1,7 @@
 //! Limits shared by tasks: a named limit lets at most N runs holding it run at once, across the
 //! nodes (`limits: {warehouse-db: 2}` in the config document; a task names one with
 //! `#[task(limit = "warehouse-db")]` or its entry's `limit`; an instance runs under its
-//! task's). See `docs/shared-limits.md`.
+//! task's, unless it names its own with `Schedule::limit`). See `docs/shared-limits.md`.
 //!
 //! **Holders are locks.** A run holds its limit while its row holds the lock its claim took: the
 //! claim writes the limit on the row (`limit_held`) with the lock, so a limit's holders are the

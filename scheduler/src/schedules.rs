@@ -45,6 +45,13 @@ pub struct Instance {
     pub next_tick: Option<DateTime<Utc>>,
     /// Its own jitter window (`None`: its task's).
     pub jitter: Option<Duration>,
+    /// Its own owners (empty: its task's), which its events carry and its alerts are routed
+    /// by.
+    pub owners: Vec<String>,
+    /// Its own labels (empty: none), over its task's in its events.
+    pub labels: std::collections::BTreeMap<String, String>,
+    /// Its own limit shared by tasks (`None`: its task's).
+    pub limit: Option<String>,
 }
 
 impl Instance {
@@ -64,6 +71,9 @@ impl Instance {
             next_tick: record.next_tick.or(record.next_run_at),
             next_run_at: record.next_run_at,
             jitter: record.jitter,
+            owners: record.tags.owners,
+            labels: record.tags.labels,
+            limit: record.limit,
         }
     }
 }
@@ -175,8 +185,10 @@ impl Schedules {
     ///
     /// Refused ([`Error::Instance`](crate::Error::Instance), an [`InstanceRefusal`]) for a task
     /// not registered here or not in the store yet, a task with shards, a key the config
-    /// document declares ([`InstanceRefusal::ConfigOwned`]), a bad key, no cron, or arguments
-    /// that are not JSON or larger than [`Schedule::MAX_ARGS_BYTES`]; a bad cron or zone is
+    /// document declares ([`InstanceRefusal::ConfigOwned`]), a bad key, no cron, arguments
+    /// that are not JSON or larger than [`Schedule::MAX_ARGS_BYTES`], or unusable owners,
+    /// labels or limit name ([`InstanceRefusal::BadOwners`], [`InstanceRefusal::BadLabels`],
+    /// [`InstanceRefusal::BadLimit`]); a bad cron or zone is
     /// [`Error::Schedule`](crate::Error::Schedule).
     pub async fn upsert(&self, schedule: Schedule) -> crate::Result<Instance> {
         let prepared = self.prepare(schedule, None)?;
@@ -280,6 +292,21 @@ impl Schedules {
         }
         if let Some(jitter) = write.jitter {
             detail.push_str(&format!(" jitter {}", humantime::format_duration(jitter)));
+        }
+        if !write.tags.owners.is_empty() {
+            detail.push_str(&format!(" owners {}", write.tags.owners.join(", ")));
+        }
+        if !write.tags.labels.is_empty() {
+            let labels: Vec<String> = write
+                .tags
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            detail.push_str(&format!(" labels {}", labels.join(", ")));
+        }
+        if let Some(limit) = &write.limit {
+            detail.push_str(&format!(" limit {limit}"));
         }
         if let Some(count) = batch {
             detail.push_str(&format!(" in a batch of {count}"));

@@ -42,7 +42,9 @@
 //! routes are configured, at least one route names the channel and matches the event: every
 //! field a route sets must hold (`events`: the event's type is listed; `owners`: the task has one
 //! of them; `labels`: the task has every one of them). The task's owners and labels come from its
-//! config entry (`owners`, `labels`), or the node's default owners.
+//! config entry (`owners`, `labels`), or the node's default owners; an instance's own owners
+//! replace its task's, and its own labels go over its task's (`Schedule::owners`,
+//! `Schedule::label`).
 //!
 //! **Delivery.** Each (event, channel) pair is one row of the durable outbox, delivered at least
 //! once with retries (10 s, 30 s, 90 s, ... at most 6 h, 8 attempts), listed in

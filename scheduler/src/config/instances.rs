@@ -60,6 +60,18 @@ pub struct InstanceConfig {
     /// Whether it runs (default `true`); it runs only while its task is enabled too.
     #[serde(default)]
     pub enabled: Option<bool>,
+    /// Its own owners, which its events carry and its alerts are routed by in place of its
+    /// task's (checked as the entry's `owners`); none: its task's.
+    #[serde(default)]
+    pub owners: Vec<String>,
+    /// Its own labels, over its task's in its events (checked as the entry's `labels`); none:
+    /// none of its own.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// The limit shared by tasks its runs hold in place of its task's: one the document's
+    /// `limits` declares. None: its task's.
+    #[serde(default)]
+    pub limit: Option<String>,
 }
 
 /// An accepted instance of an accepted task.
@@ -73,16 +85,24 @@ pub struct DesiredInstance {
     pub schedule: ScheduleSpec,
     /// Its arguments as compact JSON text, if any.
     pub args: Option<String>,
+    /// Its own owners (empty: its task's).
+    pub owners: Vec<String>,
+    /// Its own labels (empty: none over its task's).
+    pub labels: BTreeMap<String, String>,
+    /// Its own limit shared by tasks (`None`: its task's).
+    pub limit: Option<String>,
 }
 
 /// The instances of a task's entry checked: the accepted ones by key, and the refused ones as
-/// `(key, why)`.
+/// `(key, why)`. `limit_problem` says what is wrong with a limit an instance names (one the
+/// document does not declare), if anything.
 pub(crate) fn check_instances(
     instances: &[InstanceConfig],
     task_zone: Tz,
     task_enabled: bool,
     sharded: bool,
     specs: &SpecCache,
+    limit_problem: &dyn Fn(&str) -> Option<String>,
 ) -> (BTreeMap<String, DesiredInstance>, Vec<(String, String)>) {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for i in instances {
@@ -139,6 +159,9 @@ pub(crate) fn check_instances(
                 "the arguments take {size} bytes as JSON; the most is {MAX_ARGS_BYTES}"
             ));
         }
+        problems.extend(super::tags::owners_problem(&i.owners));
+        problems.extend(super::tags::labels_problem(&i.labels));
+        problems.extend(i.limit.as_deref().and_then(limit_problem));
         match (problems.is_empty(), schedule) {
             (true, Ok(schedule)) => {
                 accepted.insert(
@@ -148,6 +171,9 @@ pub(crate) fn check_instances(
                         enabled: task_enabled && i.enabled.unwrap_or(true),
                         schedule,
                         args,
+                        owners: i.owners.clone(),
+                        labels: i.labels.clone(),
+                        limit: i.limit.clone(),
                     },
                 );
             }
@@ -200,6 +226,7 @@ mod tests {
             true,
             false,
             &SpecCache::default(),
+            &|_| None,
         );
         assert_eq!(
             accepted.keys().collect::<Vec<_>>(),
@@ -229,6 +256,7 @@ mod tests {
             true,
             true,
             &SpecCache::default(),
+            &|_| None,
         );
         assert!(accepted.is_empty());
         assert!(refused[0].1.contains("has shards"), "{refused:?}");
@@ -238,7 +266,64 @@ mod tests {
             false,
             false,
             &SpecCache::default(),
+            &|_| None,
         );
         assert!(!accepted["a"].enabled);
+    }
+
+    #[test]
+    fn an_instance_s_own_owners_labels_and_limit_are_checked_as_an_entry_s() {
+        let instances = [
+            InstanceConfig {
+                owners: vec!["alice@example.com".into()],
+                labels: [("tier".to_owned(), "1".to_owned())].into(),
+                limit: Some("declared".into()),
+                ..instance("good", "* * * * * *")
+            },
+            InstanceConfig {
+                owners: vec![String::new()],
+                ..instance("blank-owner", "* * * * * *")
+            },
+            InstanceConfig {
+                labels: [("bad key".to_owned(), "v".to_owned())].into(),
+                ..instance("bad-label", "* * * * * *")
+            },
+            InstanceConfig {
+                limit: Some("nope".into()),
+                ..instance("undeclared", "* * * * * *")
+            },
+        ];
+        let (accepted, refused) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            true,
+            false,
+            &SpecCache::default(),
+            &|limit| (limit != "declared").then(|| format!("limit `{limit}` is not declared")),
+        );
+        let good = &accepted["good"];
+        assert_eq!(good.owners, ["alice@example.com"]);
+        assert_eq!(good.labels["tier"], "1");
+        assert_eq!(good.limit.as_deref(), Some("declared"));
+        assert_eq!(accepted.len(), 1, "{refused:?}");
+        let why = |key: &str| -> String {
+            refused
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|(_, why)| why.clone())
+                .collect()
+        };
+        assert!(
+            why("blank-owner").contains("invalid owner ``: is blank"),
+            "{refused:?}"
+        );
+        assert!(
+            why("bad-label").contains("invalid label `bad key`"),
+            "{refused:?}"
+        );
+        assert!(
+            why("undeclared").contains("limit `nope` is not declared"),
+            "{refused:?}"
+        );
     }
 }

@@ -47,6 +47,7 @@ pub(crate) mod prescan;
 mod settings;
 mod sla;
 mod source;
+mod tags;
 mod validate;
 mod watcher;
 
@@ -64,6 +65,7 @@ pub use settings::{
 };
 pub use sla::{MIN_REMIND_EVERY, Sla, TaskSla};
 pub use source::{ConfigSource, Fetched, RawConfig};
+pub(crate) use tags::{labels_problem, owners_problem};
 pub use validate::{DesiredTask, Refusal, RefusalReason, ValidatedConfig, validate};
 pub(crate) use validate::{jitter_window, validate_with};
 pub use watcher::{ConfigWatcher, DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, PollOutcome};

@@ -369,14 +369,20 @@ pub(crate) fn validate_with(
         {
             refusals.push(limits::refusal(doc, &validated, limit));
         }
-        refusals.extend(owner_problems(&entry.owners).map(RefusalReason::InvalidOwner));
-        refusals.extend(label_problems(&entry.labels).map(RefusalReason::InvalidLabel));
+        refusals
+            .extend(super::tags::owner_problems(&entry.owners).map(RefusalReason::InvalidOwner));
+        refusals
+            .extend(super::tags::label_problems(&entry.labels).map(RefusalReason::InvalidLabel));
         let (instances, instance_refusals) = super::instances::check_instances(
             &entry.instances,
             zone.unwrap_or(default_tz),
             entry.enabled,
             shards > 1 || broadcast,
             specs,
+            &|limit: &str| {
+                (!validated.limits.contains_key(limit))
+                    .then(|| limits::refusal(doc, &validated, limit).to_string())
+            },
         );
         validated
             .refused
@@ -468,49 +474,6 @@ fn task_calendar(
         .compile(zone)
         .map(Some)
         .map_err(|error| vec![RefusalReason::InvalidCalendar { name: None, error }])
-}
-
-/// Longest owner or label value kept (an address, a handle, a team name).
-const MAX_TAG_LEN: usize = crate::bounds::TAG_LEN.max as usize;
-
-/// What is wrong with each unusable owner, in order.
-pub(crate) fn owner_problems(owners: &[String]) -> impl Iterator<Item = String> + '_ {
-    owners.iter().enumerate().filter_map(|(i, owner)| {
-        let problem = if owner.trim().is_empty() {
-            "is blank"
-        } else if owner.trim() != owner {
-            "has leading or trailing whitespace"
-        } else if owner.chars().any(char::is_control) {
-            "contains control characters"
-        } else if owner.chars().count() > MAX_TAG_LEN {
-            "is longer than 256 characters"
-        } else if owners[..i].contains(owner) {
-            "is listed twice"
-        } else {
-            return None;
-        };
-        Some(format!("`{}`: {problem}", owner.escape_debug()))
-    })
-}
-
-/// What is wrong with each unusable label, in key order.
-fn label_problems(labels: &BTreeMap<String, String>) -> impl Iterator<Item = String> + '_ {
-    labels.iter().filter_map(|(key, value)| {
-        let key_ok = (1..=63).contains(&key.len())
-            && key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/'));
-        let problem = if !key_ok {
-            "the key must be 1 to 63 characters of A-Z, a-z, 0-9, `_`, `.`, `-`, `/`"
-        } else if value.chars().any(char::is_control) {
-            "the value contains control characters"
-        } else if value.chars().count() > MAX_TAG_LEN {
-            "the value is longer than 256 characters"
-        } else {
-            return None;
-        };
-        Some(format!("`{}`: {problem}", key.escape_debug()))
-    })
 }
 
 fn name_problem(name: &str) -> Option<&'static str> {

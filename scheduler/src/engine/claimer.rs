@@ -319,6 +319,8 @@ impl ClaimLoop {
         }
         let mut started_now = 0;
         for run in outcome.claimed {
+            // Its events carry its row's tags as the claim read them (an instance's own).
+            shared.events.note_row(&run.task_name, &run.tags);
             // A run whose start has come takes a free slot now (the claim took no more of them
             // than were free, but a run claimed ahead may have taken one since: then it waits
             // for one, as runs claimed ahead of their tick do).

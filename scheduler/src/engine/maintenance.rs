@@ -136,6 +136,8 @@ impl Maintenance {
         // would otherwise report every task a few seconds late as missed.
         let mut incidents = Vec::new();
         for task in &overdue {
+            // Its `task.missed` carries its row's tags (an instance's own, as read now).
+            parts.events.note_row(&task.name, &task.tags);
             let Ok(spec) =
                 parts
                     .specs
@@ -183,6 +185,10 @@ impl Maintenance {
     async fn reschedule_stuck(&mut self) -> crate::store::StoreResult<()> {
         let parts = &self.parts;
         let (db_now, rows) = parts.store.load_tasks().await?;
+        // Every instance's own tags, for the events of those this node has not claimed.
+        parts
+            .events
+            .set_rows(rows.iter().map(|r| (r.name.as_str(), &r.tags)));
         let mut next_runs = Vec::new();
         for row in rows
             .iter()

@@ -1,5 +1,6 @@
-//! The node's event fan-out: each event tagged with its task's owners, labels and zone, sent to
-//! this node's subscribers and offered to the sinks that forward it.
+//! The node's event fan-out: each event tagged with its task's owners, labels and zone (an
+//! instance's own owners and labels over its task's), sent to this node's subscribers and
+//! offered to the sinks that forward it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,6 +9,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::broadcast;
 
 use super::{EVENT_BUFFER, Event, EventStream, SchedulerEvent, TaskTags};
+use crate::store::InstanceTags;
 
 /// Where [`EventBus::emit`] hands each event besides this node's subscribers, as it is raised:
 /// a durable forwarder (the webhook's alert queue). Handed every event, it picks those it
@@ -20,10 +22,15 @@ pub(crate) trait EventSink: Send + Sync + std::fmt::Debug {
 
 /// Every task's tags by name, as the config document last read gives them, and the defaults
 /// for the rest; replaced whole when a document is read (readers clone an `Arc`, never the
-/// tags).
+/// tags). A row of a task (a shard's, a node's, an instance's) has its task's; an instance with
+/// owners or labels of its own has them over its task's, as its row in the store last said
+/// (read with each claim of it, with its overdue tick, and with every row now and then).
 #[derive(Debug)]
 struct TagBook {
     by_task: HashMap<String, Arc<TaskTags>>,
+    /// The instances with tags of their own, by row: their own tags, and the tags their events
+    /// carry (their task's with theirs over them, made again when a document is read).
+    by_row: HashMap<String, (InstanceTags, Arc<TaskTags>)>,
     fallback: Arc<TaskTags>,
     default_owners: Vec<String>,
     default_zone: String,
@@ -33,16 +40,53 @@ impl TagBook {
     fn new(default_owners: Vec<String>, default_zone: String) -> Self {
         Self {
             by_task: HashMap::new(),
+            by_row: HashMap::new(),
             fallback: Arc::new(TaskTags::defaults(&default_owners, &default_zone)),
             default_owners,
             default_zone,
         }
     }
 
+    /// The tags of events about `task`: a task's, or a row's (an instance with tags of its own
+    /// has them over its task's; any other row has its task's).
     fn of(&self, task: Option<&str>) -> Arc<TaskTags> {
-        task.and_then(|t| self.by_task.get(t))
-            .unwrap_or(&self.fallback)
-            .clone()
+        let Some(row) = task else {
+            return self.fallback.clone();
+        };
+        if let Some((_, tags)) = self.by_row.get(row) {
+            return tags.clone();
+        }
+        self.of_task(crate::shard::split_row(row).0)
+    }
+
+    fn of_task(&self, task: &str) -> Arc<TaskTags> {
+        self.by_task.get(task).unwrap_or(&self.fallback).clone()
+    }
+
+    /// The tags of instance row `row` with its own `own`: its own owners in place of its
+    /// task's, its own labels over its task's (its own win on a key).
+    fn merged(&self, row: &str, own: &InstanceTags) -> Arc<TaskTags> {
+        let mut tags = (*self.of_task(crate::shard::split_row(row).0)).clone();
+        if !own.owners.is_empty() {
+            tags.owners = own.owners.clone();
+            tags.default_owners = false;
+        }
+        tags.labels
+            .extend(own.labels.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Arc::new(tags)
+    }
+
+    /// Notes instance row `row`'s own tags; `false` if they were known already.
+    fn note(&mut self, row: &str, own: &InstanceTags) -> bool {
+        if own.is_empty() {
+            return self.by_row.remove(row).is_some();
+        }
+        if self.by_row.get(row).is_some_and(|(known, _)| known == own) {
+            return false;
+        }
+        let tags = self.merged(row, own);
+        self.by_row.insert(row.to_owned(), (own.clone(), tags));
+        true
     }
 }
 
@@ -117,6 +161,49 @@ impl EventBus {
             })
             .collect();
         book.by_task = by_task;
+        let rows: Vec<(String, InstanceTags)> = book
+            .by_row
+            .drain()
+            .map(|(row, (own, _))| (row, own))
+            .collect();
+        for (row, own) in rows {
+            book.note(&row, &own);
+        }
+    }
+
+    /// Notes instance row `row`'s own owners and labels as its row in the store holds them
+    /// (read with its claim, or its overdue tick): its events carry them from now on, over its
+    /// task's (none: its task's). Any other row is left alone. Takes the write lock only when
+    /// they changed.
+    pub(crate) fn note_row(&self, row: &str, own: &InstanceTags) {
+        if crate::instance::split_row(row).is_none() {
+            return;
+        }
+        let known = {
+            let book = self.tags.read().unwrap_or_else(|p| p.into_inner());
+            match book.by_row.get(row) {
+                Some((known, _)) => known == own,
+                None => own.is_empty(),
+            }
+        };
+        if !known {
+            self.tags
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .note(row, own);
+        }
+    }
+
+    /// Takes every instance's own owners and labels from `rows` (every row of the store, read
+    /// at once), in place of those noted before.
+    pub(crate) fn set_rows<'a>(&self, rows: impl IntoIterator<Item = (&'a str, &'a InstanceTags)>) {
+        let mut book = self.tags.write().unwrap_or_else(|p| p.into_inner());
+        book.by_row.clear();
+        for (row, own) in rows {
+            if crate::instance::split_row(row).is_some() {
+                book.note(row, own);
+            }
+        }
     }
 
     /// The tags events about `task` carry now.

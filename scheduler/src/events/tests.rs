@@ -80,3 +80,44 @@ fn the_json_form_carries_the_type() {
         assert!(SchedulerEvent::KINDS.contains(alert));
     }
 }
+
+#[test]
+fn an_instance_has_its_own_owners_and_its_labels_over_its_task_s_and_its_sibling_the_task_s() {
+    let bus = EventBus::default().with_defaults(vec!["oncall".into()], chrono_tz::UTC);
+    let doc = crate::config::ConfigDocument::parse(
+        r#"{"tasks": [{"name": "t", "enabled": true, "cron": "* * * * *", "owners": ["ann"],
+                       "labels": {"team": "ads", "tier": "2"}}]}"#,
+        crate::config::ConfigFormat::Json,
+        "test",
+    )
+    .unwrap();
+    let own = crate::store::InstanceTags::new(
+        vec!["bob".into()],
+        [("tier".to_owned(), "1".to_owned())].into(),
+    );
+    // Noted before the document is read: made again with it.
+    bus.note_row("t/own", &own);
+    bus.set_document(&doc);
+    let tags = bus.tags_of(Some("t/own"));
+    assert_eq!(tags.owners, ["bob"]);
+    assert!(!tags.default_owners);
+    assert_eq!(tags.labels["team"], "ads", "the task's labels");
+    assert_eq!(tags.labels["tier"], "1", "its own win on a key");
+    for sibling in ["t/plain", "t", "t[2]"] {
+        let tags = bus.tags_of(Some(sibling));
+        assert_eq!(tags.owners, ["ann"], "{sibling}");
+        assert_eq!(tags.labels["tier"], "2", "{sibling}");
+    }
+    // Labels alone: the task's owners, its labels over the task's.
+    let labels_only =
+        crate::store::InstanceTags::new(Vec::new(), [("x".into(), "y".into())].into());
+    bus.note_row("t/labelled", &labels_only);
+    assert_eq!(bus.tags_of(Some("t/labelled")).owners, ["ann"]);
+    assert_eq!(bus.tags_of(Some("t/labelled")).labels["x"], "y");
+    // Its tags removed from its row: its task's again; a full read replaces what was noted.
+    bus.note_row("t/own", &crate::store::InstanceTags::default());
+    assert_eq!(bus.tags_of(Some("t/own")).owners, ["ann"]);
+    bus.set_rows([("t/own", &own)]);
+    assert_eq!(bus.tags_of(Some("t/own")).owners, ["bob"]);
+    assert_eq!(bus.tags_of(Some("t/labelled")).labels.get("x"), None);
+}

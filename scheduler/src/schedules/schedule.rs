@@ -1,6 +1,7 @@
 //! [`Schedule`]: an instance to make or change, as a caller builds it, and its check before
 //! the store sees it.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::ScheduleSpec;
@@ -8,10 +9,11 @@ use crate::instance::{
     ArgsRefusal, InstanceRefusal, MAX_ARGS_BYTES, MAX_KEY_LEN, check_args, check_args_text,
     valid_key,
 };
-use crate::store::InstanceWrite;
+use crate::store::{InstanceTags, InstanceWrite};
 
 /// An instance to make or change with [`Schedules::upsert`](crate::Schedules::upsert): a task,
-/// a key, a cron (required), a zone (UTC unless set) and arguments (none unless set).
+/// a key, a cron (required), a zone (UTC unless set) and arguments (none unless set); its own
+/// owners, labels and shared limit (its task's unless set).
 ///
 /// ```
 /// use scheduler::Schedule;
@@ -20,7 +22,10 @@ use crate::store::InstanceWrite;
 /// let schedule = Schedule::new("syncAdvertiserReport", "tenant-42")
 ///     .cron("0 */5 * * * *")
 ///     .timezone("Asia/Shanghai")
-///     .args(json!({"tenant": 42}));
+///     .args(json!({"tenant": 42}))
+///     .owners(["tenant-42-oncall@example.com"])
+///     .label("tier", "gold")
+///     .limit("warehouse-db");
 /// assert_eq!(schedule.task(), "syncAdvertiserReport");
 /// assert_eq!(schedule.key(), "tenant-42");
 /// ```
@@ -32,6 +37,9 @@ pub struct Schedule {
     timezone: String,
     args: Option<ArgsText>,
     jitter: Option<JitterText>,
+    owners: Vec<String>,
+    labels: BTreeMap<String, String>,
+    limit: Option<String>,
 }
 
 /// A jitter window as given: a duration, or text still to be read as one.
@@ -104,7 +112,85 @@ impl Schedule {
             timezone: "UTC".to_owned(),
             args: None,
             jitter: None,
+            owners: Vec::new(),
+            labels: BTreeMap::new(),
+            limit: None,
         }
+    }
+
+    /// Who answers for it: its events (`run.failed`, `task.missed`, ... and their alerts)
+    /// carry these owners in place of its task's, and the alert channels route them by these
+    /// (`routes` naming `owners`). Checked as a config entry's `owners` are (at most 100, none
+    /// blank, padded, longer than 256 characters or listed twice). Default: none of its own,
+    /// its task's (its config entry's, else the node's default owners).
+    ///
+    /// ```
+    /// use scheduler::Schedule;
+    ///
+    /// let schedule = Schedule::new("syncAdvertiserReport", "tenant-42")
+    ///     .cron("0 */5 * * * *")
+    ///     .owners(["alice@example.com", "13800138000"]);
+    /// # let _ = schedule;
+    /// ```
+    pub fn owners<I, S>(mut self, owners: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.owners = owners.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// One label of its own, `key` = `value`: its events carry its task's labels with its own
+    /// over them (its own win on a key), and the alert channels route by them. Checked as a
+    /// config entry's `labels` are (at most 100; a key of 1 to 63 of `A-Z a-z 0-9 _ . - /`, a
+    /// value of at most 256 characters). Default: none of its own.
+    ///
+    /// ```
+    /// use scheduler::Schedule;
+    ///
+    /// let schedule = Schedule::new("syncAdvertiserReport", "tenant-42")
+    ///     .cron("0 */5 * * * *")
+    ///     .label("tier", "gold")
+    ///     .label("region", "cn-east");
+    /// # let _ = schedule;
+    /// ```
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Its own labels, in place of any set before (see [`label`](Self::label)).
+    pub fn labels<I, K, V>(mut self, labels: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.labels = labels
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        self
+    }
+
+    /// The limit shared by tasks its runs hold, in place of its task's: at most the limit's
+    /// size of the runs naming it run at once, across the nodes (`docs/shared-limits.md`). A
+    /// name of 1 to 64 ASCII letters, digits, `_`, `.`, `:` and `-`; a limit no config
+    /// document declares holds its ticks waiting (never unlimited) until one does. Default:
+    /// its task's (its config entry's `limit`, else its attribute's), if any.
+    ///
+    /// ```
+    /// use scheduler::Schedule;
+    ///
+    /// let schedule = Schedule::new("syncAdvertiserReport", "tenant-42")
+    ///     .cron("0 */5 * * * *")
+    ///     .limit("warehouse-db");
+    /// # let _ = schedule;
+    /// ```
+    pub fn limit(mut self, name: impl Into<String>) -> Self {
+        self.limit = Some(name.into());
+        self
     }
 
     /// The window its ticks start within: each tick starts at a fixed offset after it, given by
@@ -211,8 +297,20 @@ impl Schedule {
                 })?)
             }
         };
-        let write =
-            InstanceWrite::new(task, key, cron, spec.timezone().name(), args).jitter(jitter);
+        if let Some(reason) = crate::config::owners_problem(&self.owners) {
+            return Err(InstanceRefusal::BadOwners { task, key, reason }.into());
+        }
+        if let Some(reason) = crate::config::labels_problem(&self.labels) {
+            return Err(InstanceRefusal::BadLabels { task, key, reason }.into());
+        }
+        if let Some(reason) = self.limit.as_deref().and_then(crate::limits::name_problem) {
+            return Err(InstanceRefusal::BadLimit { task, key, reason }.into());
+        }
+        let tags = InstanceTags::new(self.owners.clone(), self.labels.clone());
+        let write = InstanceWrite::new(task, key, cron, spec.timezone().name(), args)
+            .jitter(jitter)
+            .tags(tags)
+            .limit(self.limit.clone());
         Ok((write, spec))
     }
 }

@@ -43,6 +43,8 @@ fn record(write: &InstanceWrite, next: Option<DateTime<Utc>>) -> InstanceRecord 
         last_scheduled_at: None,
         removed: false,
         source: crate::store::InstanceSource::Runtime,
+        tags: write.tags.clone(),
+        limit: write.limit.clone(),
     }
 }
 

@@ -239,6 +239,8 @@ pub struct DueTask {
     /// The arguments the pending manual run was asked with, in place of the row's own (JSON
     /// text; `None`: the row's own).
     pub manual_args: Option<String>,
+    /// An instance's own owners and labels (empty: its task's), for its events' tags.
+    pub tags: super::InstanceTags,
     /// The limit shared by tasks its runs hold (see `crate::limits`): the row's own, else
     /// (an instance) its task's.
     pub limit: Option<String>,
@@ -436,6 +438,9 @@ pub struct ClaimedRun {
     /// The arguments its handler reads as JSON text: an instance's own, or those a manual run
     /// was asked with in place of its row's own.
     pub args: Option<String>,
+    /// An instance's own owners and labels as its row holds them at the claim (empty: its
+    /// task's): the tags of its run's events, on whichever node runs it.
+    pub tags: super::InstanceTags,
 }
 
 /// A lock released by [`ClaimStore::claim`](super::ClaimStore::claim) per a

@@ -50,6 +50,8 @@ pub struct TaskRow {
     /// task's window as last reconciled (its config entry's, else its attribute's); `None`: none
     /// stored. See `crate::ticks::jitter`.
     pub jitter: Option<std::time::Duration>,
+    /// An instance's own owners and labels (empty: its task's).
+    pub tags: super::InstanceTags,
 }
 
 impl TaskRow {
@@ -73,6 +75,7 @@ impl TaskRow {
             instance_source: super::InstanceSource::Runtime,
             limit: None,
             jitter: None,
+            tags: super::InstanceTags::default(),
         }
     }
 }
@@ -128,8 +131,8 @@ pub enum TaskChange {
         node_pin: Option<String>,
     },
     /// Make a row (created or updated by a change before this one) the config's instance `key`
-    /// of `task`, with `args`: owned by the config, not removed; a row not paused takes its
-    /// task's pause in force, as an instance made at run time does.
+    /// of `task`, with `args` and its own `tags`: owned by the config, not removed; a row not
+    /// paused takes its task's pause in force, as an instance made at run time does.
     ConfigInstance {
         /// The row's name (`task/key`).
         name: String,
@@ -139,6 +142,8 @@ pub enum TaskChange {
         key: String,
         /// Its arguments as JSON text, if any.
         args: Option<String>,
+        /// Its own owners and labels (empty: its task's).
+        tags: super::InstanceTags,
     },
     /// Set the limit shared by tasks a row's runs hold (see `docs/shared-limits.md`).
     Limit {
@@ -281,6 +286,15 @@ pub(crate) struct ShardWrite<'a> {
     pub(crate) node_pin: Option<&'a str>,
 }
 
+/// A config instance's row a reconcile marks: `(row, task, key, args, its own tags)`.
+pub(crate) type ConfigInstanceWrite<'a> = (
+    &'a str,
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    &'a super::InstanceTags,
+);
+
 /// A reconcile's changes by kind, in the order a store writes them: creates, then updates, then
 /// shard rows, then orphan flags (PostgreSQL: one statement per kind), then the config's
 /// instances (one statement each, `writes::mark_config_instances_on`).
@@ -291,8 +305,9 @@ pub(crate) struct ChangesByKind<'a> {
     pub(crate) updates: Vec<TaskWrite<'a>>,
     pub(crate) shards: Vec<ShardWrite<'a>>,
     pub(crate) orphans: Vec<(&'a str, bool)>,
-    /// The config's instances: `(row, task, key, args)`, written after the creates and updates.
-    pub(crate) instances: Vec<(&'a str, &'a str, &'a str, Option<&'a str>)>,
+    /// The config's instances: `(row, task, key, args, own tags)`, written after the creates and
+    /// updates.
+    pub(crate) instances: Vec<ConfigInstanceWrite<'a>>,
     /// Rows and the limit each names (after the creates).
     pub(crate) limits: Vec<(&'a str, Option<&'a str>)>,
     /// Task rows and the jitter window each stores, in whole milliseconds (after the creates).
@@ -358,7 +373,10 @@ impl<'a> ChangesByKind<'a> {
                     task,
                     key,
                     args,
-                } => by_kind.instances.push((name, task, key, args.as_deref())),
+                    tags,
+                } => by_kind
+                    .instances
+                    .push((name, task, key, args.as_deref(), tags)),
                 TaskChange::Limit { name, limit } => by_kind.limits.push((name, limit.as_deref())),
                 TaskChange::Jitter { name, window } => by_kind.jitters.push((
                     name,

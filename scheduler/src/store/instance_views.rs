@@ -127,6 +127,10 @@ pub struct InstanceState {
     pub source: InstanceSource,
     /// Removed, its row kept until the run in flight releases its lock.
     pub removed: bool,
+    /// Its own owners and labels (empty: its task's).
+    pub tags: super::InstanceTags,
+    /// Its own limit shared by tasks (`None`: its task's).
+    pub limit: Option<String>,
     /// The row's state: schedule, next run, lock, last run, pause.
     pub state: TaskState,
 }

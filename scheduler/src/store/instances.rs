@@ -6,7 +6,61 @@
 //! `remove_instance`, written once for both backends (`writes.rs`, `reads.rs`); each backend
 //! only opens their transaction.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
+
+/// An instance's own owners and labels: who answers for it and how its alerts are filed, over
+/// its task's (its own owners, when it has some, in place of the task's; its labels merged
+/// over the task's, its own winning on a key). Stored on its row (`owners`, `labels`: JSON
+/// text, NULL when none), read with the row by the claim.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct InstanceTags {
+    /// Its own owners (empty: its task's).
+    pub owners: Vec<String>,
+    /// Its own labels (empty: none over its task's).
+    pub labels: BTreeMap<String, String>,
+}
+
+impl InstanceTags {
+    /// `owners` and `labels` of an instance, as checked by the caller.
+    pub fn new(owners: Vec<String>, labels: BTreeMap<String, String>) -> Self {
+        Self { owners, labels }
+    }
+
+    /// Whether it names neither owners nor labels (the instance's are its task's).
+    pub fn is_empty(&self) -> bool {
+        self.owners.is_empty() && self.labels.is_empty()
+    }
+
+    /// Its columns as stored: `owners` and `labels` as JSON text, NULL when empty.
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+    pub(crate) fn columns(&self) -> (Option<String>, Option<String>) {
+        let owners = (!self.owners.is_empty())
+            .then(|| serde_json::to_string(&self.owners).unwrap_or_default());
+        let labels = (!self.labels.is_empty())
+            .then(|| serde_json::to_string(&self.labels).unwrap_or_default());
+        (owners, labels)
+    }
+
+    /// The tags the columns `owners` and `labels` hold (NULL: none).
+    pub(crate) fn from_columns(
+        owners: Option<&str>,
+        labels: Option<&str>,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            owners: owners
+                .map(serde_json::from_str)
+                .transpose()?
+                .unwrap_or_default(),
+            labels: labels
+                .map(serde_json::from_str)
+                .transpose()?
+                .unwrap_or_default(),
+        })
+    }
+}
 
 /// An instance to write: its task, key, schedule and arguments, checked by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +78,10 @@ pub struct InstanceWrite {
     pub args: Option<String>,
     /// Its own jitter window (`None`: its task's).
     pub jitter: Option<std::time::Duration>,
+    /// Its own owners and labels (empty: its task's).
+    pub tags: InstanceTags,
+    /// The limit shared by tasks its runs hold (`None`: its task's).
+    pub limit: Option<String>,
 }
 
 impl InstanceWrite {
@@ -43,7 +101,21 @@ impl InstanceWrite {
             timezone: timezone.into(),
             args,
             jitter: None,
+            tags: InstanceTags::default(),
+            limit: None,
         }
+    }
+
+    /// With its own owners and labels `tags` (empty: its task's).
+    pub fn tags(mut self, tags: InstanceTags) -> Self {
+        self.tags = tags;
+        self
+    }
+
+    /// With its own limit `limit` (`None`: its task's), as checked by the caller.
+    pub fn limit(mut self, limit: Option<String>) -> Self {
+        self.limit = limit;
+        self
     }
 
     /// With its own jitter window `window` (`None`: its task's).
@@ -86,6 +158,10 @@ pub struct InstanceRecord {
     pub removed: bool,
     /// Who owns it: the config document, or the run time.
     pub source: super::InstanceSource,
+    /// Its own owners and labels (empty: its task's).
+    pub tags: InstanceTags,
+    /// Its own limit shared by tasks (`None`: its task's).
+    pub limit: Option<String>,
 }
 
 /// The task's own row, as an upsert of one of its instances reads it.
@@ -144,6 +220,9 @@ pub enum InstancePlan {
 /// What [`OperatorStore::upsert_instance`](super::OperatorStore::upsert_instance) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+// One per instance written, moved once to its answer: boxing the record would cost an
+// allocation each, for nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum InstanceUpsert {
     /// Written, as it now is.
     Written(InstanceRecord),

@@ -148,6 +148,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         sqlite: "0021_instance_sources.sql"),
     step!(22, "jitter", postgres: "0022_jitter.sql", sqlite: "0022_jitter.sql"),
     step!(23, "limits", postgres: "0023_limits.sql", sqlite: "0023_limits.sql"),
+    step!(24, "instance tags",
+        postgres: "0024_instance_tags.sql",
+        sqlite: "0024_instance_tags.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

@@ -116,7 +116,7 @@ pub(crate) use incidents::{
 pub(crate) use instance_views::{InstanceQuery, InstanceSource, InstanceState};
 pub(crate) use instances::{
     InstanceBatchPlanner, InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord,
-    InstanceTask, InstanceUpsert, InstanceWrite,
+    InstanceTags, InstanceTask, InstanceUpsert, InstanceWrite,
 };
 pub(crate) use limits::LimitState;
 pub(crate) use nodes::{Heartbeat, NodeInfo, NodeRecord, OverdueTask};

@@ -84,6 +84,8 @@ pub struct OverdueTask {
     /// The store's clock when it found the task overdue: how late the tick is, is measured
     /// against this, never against a node's own wall clock.
     pub checked_at: DateTime<Utc>,
+    /// An instance's own owners and labels (empty: its task's), for its `task.missed`'s tags.
+    pub tags: super::InstanceTags,
 }
 
 /// A node as recorded in the node table, for operators.

@@ -6,9 +6,9 @@ use super::row::{ReadRow, unknown};
 use super::{
     AuditEntry, BackfillProgress, BackfillRecord, BackfillTick, Cancellation, ConfigState,
     DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, InstanceRecord, InstanceSource,
-    InstanceState, InstanceTask, LockKey, LockedRun, LogChunk, NodeRecord, OutboxRow, OverdueTask,
-    Pause, PendingBackfill, PendingManual, PendingRetry, Recovery, RunRecord, RunStatus,
-    SkipReason, SkipRecord, Snooze, TaskRow, TaskState, Trigger,
+    InstanceState, InstanceTags, InstanceTask, LockKey, LockedRun, LogChunk, NodeRecord, OutboxRow,
+    OverdueTask, Pause, PendingBackfill, PendingManual, PendingRetry, Recovery, RunRecord,
+    RunStatus, SkipReason, SkipRecord, Snooze, TaskRow, TaskState, Trigger,
 };
 use crate::shard::ShardFacts;
 
@@ -150,6 +150,7 @@ pub(crate) fn task_row(row: &impl ReadRow) -> Result<TaskRow, sqlx::Error> {
     task.instance_source = InstanceSource::parse(row.text_opt("instance_source")?.as_deref());
     task.limit = row.text_opt("limit_name")?;
     task.jitter = jitter_of(row)?;
+    task.tags = instance_tags(row)?;
     Ok(task)
 }
 
@@ -170,7 +171,18 @@ pub(crate) fn instance_record(row: &impl ReadRow) -> Result<InstanceRecord, sqlx
         last_scheduled_at: row.time_opt("last_scheduled_at")?,
         removed: row.flag("removed")?,
         source: InstanceSource::parse(row.text_opt("instance_source")?.as_deref()),
+        tags: instance_tags(row)?,
+        limit: row.text_opt("limit_name")?,
     })
+}
+
+/// A row's own owners and labels (`owners`, `labels`: JSON text; NULL: none of its own).
+pub(crate) fn instance_tags(row: &impl ReadRow) -> Result<InstanceTags, sqlx::Error> {
+    InstanceTags::from_columns(
+        row.text_opt("owners")?.as_deref(),
+        row.text_opt("labels")?.as_deref(),
+    )
+    .map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
 /// An instance's row with its state (`instance_states.sql`).
@@ -181,6 +193,8 @@ pub(crate) fn instance_state(row: &impl ReadRow) -> Result<InstanceState, sqlx::
         args: row.text_opt("args")?,
         source: InstanceSource::parse(row.text_opt("instance_source")?.as_deref()),
         removed: row.flag("removed")?,
+        tags: instance_tags(row)?,
+        limit: row.text_opt("limit_name")?,
         state: task_state(row)?,
     })
 }
@@ -213,6 +227,7 @@ pub(crate) fn overdue_task(row: &impl ReadRow) -> Result<OverdueTask, sqlx::Erro
         next_run_at: row.time("next_run_at")?,
         last_run_at: row.time_opt("last_run_at")?,
         checked_at: row.time("checked_at")?,
+        tags: instance_tags(row)?,
     })
 }
 
@@ -284,6 +299,7 @@ pub(crate) fn due_task(row: &impl ReadRow) -> Result<DueTask, sqlx::Error> {
         broadcast: None,
         args: row.text_opt("args")?,
         manual_args: row.text_opt("manual_args")?,
+        tags: instance_tags(row)?,
         limit: row.text_opt("limit_name")?,
         limit_waiting_since: row.time_opt("limit_waiting_since")?,
     })

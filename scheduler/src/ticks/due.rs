@@ -213,6 +213,7 @@ mod tests {
             manual_args: None,
             next_tick: None,
             jitter: None,
+            tags: Default::default(),
             limit: None,
             limit_waiting_since: None,
         }

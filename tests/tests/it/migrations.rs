@@ -17,7 +17,7 @@ scheduler_tests::postgres_tests! {
 }
 
 /// The one list, as every database records it from now on.
-const ALIGNED: [(i64, &str); 23] = [
+const ALIGNED: [(i64, &str); 24] = [
     (1, "init"),
     (2, "guarantees"),
     (3, "policies"),
@@ -41,6 +41,7 @@ const ALIGNED: [(i64, &str); 23] = [
     (21, "instance sources"),
     (22, "jitter"),
     (23, "limits"),
+    (24, "instance tags"),
 ];
 
 /// The last step of before the alignment; the steps after it have files numbered alike on both

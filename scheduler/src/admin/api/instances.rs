@@ -75,6 +75,13 @@ pub(crate) struct InstanceView {
     /// Its arguments (JSON `null`: none), as the handler reads them with `ctx.args()`.
     #[schema(value_type = Object)]
     args: serde_json::Value,
+    /// Its own owners, which its events carry and its alerts are routed by in place of its
+    /// task's (empty: its task's).
+    owners: Vec<String>,
+    /// Its own labels, over its task's in its events (empty: none of its own).
+    labels: std::collections::BTreeMap<String, String>,
+    /// The limit shared by tasks its runs hold in place of its task's (none: its task's).
+    limit: Option<String>,
     /// Who owns it: `config` (declared in the config document: the reconciler changes it, an
     /// upsert of its key is refused) or `runtime` (made through `Schedules` or the API).
     source: &'static str,
@@ -136,6 +143,9 @@ impl InstanceView {
             cron: s.cron,
             timezone: s.timezone,
             args: instance_args_view(&args),
+            owners: instance.tags.owners,
+            labels: instance.tags.labels,
+            limit: instance.limit,
             source: instance.source.as_str(),
             enabled: s.enabled,
             paused: pause.is_some(),

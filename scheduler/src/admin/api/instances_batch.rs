@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::instances_write::{refused, schedules, with_zone_and_args};
+use super::instances_write::{InstanceTagsRequest, refused, schedules, with_zone_and_args};
 use super::refusals::MutationErrors;
 use crate::Schedule;
 use crate::admin::auth::Operator;
@@ -37,6 +37,9 @@ struct BatchItemRequest {
     /// Its arguments, any JSON value of at most 64 KiB as text, read by the handler with
     /// `ctx.args()` (none: JSON `null`).
     args: Option<serde_json::Value>,
+    /// Its own owners, labels and limit, as the single `PUT` takes them.
+    #[serde(flatten)]
+    tags: InstanceTagsRequest,
 }
 
 /// An instance of a batch as written.
@@ -52,6 +55,12 @@ struct BatchInstanceView {
     enabled: bool,
     /// When its next scheduled tick starts.
     next_run_at: Option<DateTime<Utc>>,
+    /// Its own owners (empty: its task's).
+    owners: Vec<String>,
+    /// Its own labels (empty: none over its task's).
+    labels: std::collections::BTreeMap<String, String>,
+    /// Its own limit shared by tasks (none: its task's).
+    limit: Option<String>,
 }
 
 /// What became of one instance of a batch.
@@ -116,7 +125,8 @@ async fn upsert_instances(
         if let Some(cron) = item.cron {
             schedule = schedule.cron(cron);
         }
-        with_zone_and_args(schedule, item.timezone, item.args)
+        item.tags
+            .apply(with_zone_and_args(schedule, item.timezone, item.args))
     });
     let answers = schedules(&state, &task, &actor)
         .upsert_many(batch)
@@ -135,6 +145,9 @@ async fn upsert_instances(
                     timezone: written.timezone,
                     enabled: written.enabled,
                     next_run_at: written.next_run_at,
+                    owners: written.owners,
+                    labels: written.labels,
+                    limit: written.limit,
                 }),
                 error: None,
                 message: None,

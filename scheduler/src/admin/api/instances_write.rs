@@ -44,12 +44,50 @@ struct InstanceRequest {
     /// Its arguments, any JSON value of at most 64 KiB as text, read by the handler with
     /// `ctx.args()` (none: JSON `null`).
     args: Option<serde_json::Value>,
+    /// Its own owners, over its task's (see [`InstanceTagsRequest`]).
+    #[serde(flatten)]
+    tags: InstanceTagsRequest,
+}
+
+/// An instance's own owners, labels and limit, as the write routes take them (each absent:
+/// its task's).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub(super) struct InstanceTagsRequest {
+    /// Its own owners, which its events carry and its alerts are routed by in place of its
+    /// task's (checked as a config entry's: at most 100, none blank, padded, over 256
+    /// characters or listed twice). Absent or empty: its task's.
+    owners: Option<Vec<String>>,
+    /// Its own labels, over its task's in its events (its own win on a key; checked as a config
+    /// entry's). Absent or empty: none of its own.
+    labels: Option<std::collections::BTreeMap<String, String>>,
+    /// The limit shared by tasks its runs hold in place of its task's (1 to 64 ASCII letters,
+    /// digits, `_`, `.`, `:`, `-`; one no document declares holds its ticks waiting). Absent:
+    /// its task's.
+    limit: Option<String>,
+}
+
+impl InstanceTagsRequest {
+    /// `schedule` with these owners, labels and limit, where given.
+    pub(super) fn apply(self, mut schedule: Schedule) -> Schedule {
+        if let Some(owners) = self.owners {
+            schedule = schedule.owners(owners);
+        }
+        if let Some(labels) = self.labels {
+            schedule = schedule.labels(labels);
+        }
+        if let Some(limit) = self.limit {
+            schedule = schedule.limit(limit);
+        }
+        schedule
+    }
 }
 
 /// Instance `key` of `task` as `request` asks for it.
 fn schedule_of(task: &str, key: &str, request: InstanceRequest) -> Schedule {
     let schedule = Schedule::new(task, key).cron(request.cron);
-    with_zone_and_args(schedule, request.timezone, request.args)
+    request
+        .tags
+        .apply(with_zone_and_args(schedule, request.timezone, request.args))
 }
 
 /// `schedule` in `zone` with `args`, where given.

@@ -327,12 +327,31 @@ pub struct InstanceUpsertArgs {
     /// Its arguments: JSON of at most 64 KiB, read by the handler with `ctx.args()`.
     #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
+    /// One of its own owners (repeat for more): its events carry them, and its alerts are
+    /// routed by them, in place of its task's. None: its task's.
+    #[arg(long = "owner", value_name = "OWNER")]
+    pub owners: Vec<String>,
+    /// One of its own labels (repeat for more), over its task's in its events. None: none of
+    /// its own.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = label_pair)]
+    pub labels: Vec<(String, String)>,
+    /// The limit shared by tasks its runs hold, in place of its task's. None: its task's.
+    #[arg(long, value_name = "NAME")]
+    pub limit: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub actor: ActorArgs,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub store: StoreArgs,
+}
+
+/// A `--label` as `KEY=VALUE` (the value may be empty, or hold `=`).
+fn label_pair(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) => Ok((key.to_owned(), value.to_owned())),
+        None => Err("write a label as KEY=VALUE".to_owned()),
+    }
 }
 
 /// Arguments of `instances upsert-many`.

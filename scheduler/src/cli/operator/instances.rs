@@ -79,6 +79,7 @@ fn as_json(instance: &Instance, pause: Option<&Pause>) -> Value {
         "timezone": instance.timezone, "args": redact_args(&instance.args),
         "enabled": instance.enabled, "paused": pause.is_some(), "pause": pause,
         "next_run_at": instance.next_run_at, "next_tick": instance.next_tick,
+        "owners": instance.owners, "labels": instance.labels, "limit": instance.limit,
         "removed": false,
     })
 }
@@ -104,8 +105,36 @@ fn describe(instance: &Instance, pause: Option<&Pause>) -> String {
             vec!["state".into(), state(instance, pause)],
             vec!["next run".into(), instant(instance.next_run_at)],
             vec!["args".into(), redact_args(&instance.args).to_string()],
+            vec!["owners".into(), tags_shown(&instance.owners, "its task's")],
+            vec!["labels".into(), labels_shown(instance)],
+            vec![
+                "limit".into(),
+                instance
+                    .limit
+                    .clone()
+                    .unwrap_or_else(|| "its task's".into()),
+            ],
         ],
     )
+}
+
+/// `values` joined, or `none` when there are none.
+fn tags_shown(values: &[String], none: &str) -> String {
+    if values.is_empty() {
+        none.to_owned()
+    } else {
+        values.join(", ")
+    }
+}
+
+/// An instance's own labels as `k=v, ...` (none: `none of its own`).
+fn labels_shown(instance: &Instance) -> String {
+    let labels: Vec<String> = instance
+        .labels
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    tags_shown(&labels, "none of its own")
 }
 
 async fn list(args: &InstanceTaskArgs) -> crate::Result<String> {
@@ -177,6 +206,15 @@ async fn upsert(args: &InstanceUpsertArgs) -> crate::Result<String> {
     if let Some(text) = &args.args {
         schedule = schedule.args_json(text);
     }
+    if !args.owners.is_empty() {
+        schedule = schedule.owners(args.owners.iter().cloned());
+    }
+    if !args.labels.is_empty() {
+        schedule = schedule.labels(args.labels.iter().cloned());
+    }
+    if let Some(limit) = &args.limit {
+        schedule = schedule.limit(limit);
+    }
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
     let written = schedules(&target, &who)
@@ -210,6 +248,9 @@ struct FileItem {
     cron: Option<String>,
     timezone: Option<String>,
     args: Option<Value>,
+    owners: Option<Vec<String>>,
+    labels: Option<std::collections::BTreeMap<String, String>>,
+    limit: Option<String>,
 }
 
 impl FileItem {
@@ -223,6 +264,15 @@ impl FileItem {
         }
         if let Some(args) = &self.args {
             schedule = schedule.args(args.clone());
+        }
+        if let Some(owners) = &self.owners {
+            schedule = schedule.owners(owners.iter().cloned());
+        }
+        if let Some(labels) = &self.labels {
+            schedule = schedule.labels(labels.clone());
+        }
+        if let Some(limit) = &self.limit {
+            schedule = schedule.limit(limit);
         }
         schedule
     }
@@ -239,7 +289,7 @@ fn read_items(path: &std::path::Path) -> crate::Result<Vec<FileItem>> {
     .map_err(|e| fail(format!("cannot read {shown}: {e}")))?;
     serde_json::from_str(&text).map_err(|e| {
         fail(format!(
-            "{shown} is not a JSON list of instances ({{\"key\", \"cron\", \"timezone\", \"args\"}}): {e}"
+            "{shown} is not a JSON list of instances ({{\"key\", \"cron\", \"timezone\", \"args\", \"owners\", \"labels\", \"limit\"}}): {e}"
         ))
     })
 }

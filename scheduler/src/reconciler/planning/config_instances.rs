@@ -4,7 +4,7 @@
 //! | declared instance | row `task/key` | what happens |
 //! |---|---|---|
 //! | accepted | none | created, the config's (`instance_source = 'config'`), enabled if it and its task are; paused with its task while the task's pause is in force (the store's mark, as an upsert at run time) |
-//! | accepted | the config's | changed in place like a task's row (cron, zone, `enabled`; the next run recomputed after the tick last claimed), its arguments rewritten when they changed |
+//! | accepted | the config's | changed in place like a task's row (cron, zone, `enabled`, its own `limit`; the next run recomputed after the tick last claimed), its arguments and own owners and labels rewritten when they changed |
 //! | accepted | made at run time | refused, with the reason: a reconcile never touches an instance made through `Schedules` or the API |
 //! | accepted | made at run time and removed, its run in flight | taken over: the config's from now on |
 //! | refused (bad key, cron, zone, arguments) | any | left as it is (its last good state) |
@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use super::super::ReconcileReport;
 use super::plan_row;
 use crate::config::{DesiredTask, ValidatedConfig};
-use crate::store::{InstanceSource, TaskChange, TaskRow};
+use crate::store::{InstanceSource, InstanceTags, TaskChange, TaskRow};
 
 /// The changes that bring the config's instances to what `validated` declares.
 pub(super) fn plan_config_instances(
@@ -61,11 +61,12 @@ pub(super) fn plan_config_instances(
                 instances: BTreeMap::new(),
                 // Its task's window (a config instance names none of its own).
                 jitter: desired.jitter,
-                // None of its own: its runs hold its task's (the claim reads the task's).
-                limit: None,
+                // Its own, else (none) its task's: the claim reads the task's.
+                limit: instance.limit.clone(),
             };
             plan_row(&name, &as_row, row, db_now, changes, report);
-            let args_changed = row.is_some_and(|r| r.args != instance.args);
+            let tags = InstanceTags::new(instance.owners.clone(), instance.labels.clone());
+            let args_changed = row.is_some_and(|r| r.args != instance.args || r.tags != tags);
             let owned = row.is_some_and(|r| r.instance_source == InstanceSource::Config);
             if row.is_none() || args_changed || !owned || row.is_some_and(|r| r.removed) {
                 if args_changed && !report.updated.contains(&name) {
@@ -77,6 +78,7 @@ pub(super) fn plan_config_instances(
                     task: desired.name.clone(),
                     key: instance.key.clone(),
                     args: instance.args.clone(),
+                    tags,
                 });
             }
         }

@@ -84,6 +84,7 @@ impl ClaimSteps for Recorded {
                     manual_args: None,
                     next_tick: None,
                     jitter: None,
+                    tags: Default::default(),
                     limit: None,
                     limit_waiting_since: None,
                 };
@@ -166,6 +167,7 @@ impl ClaimSteps for Recorded {
                 missed_since: None,
                 shard: crate::Shard::WHOLE,
                 args: None,
+                tags: Default::default(),
             })
             .collect())
     }
@@ -272,6 +274,7 @@ fn broadcast_row(node: Option<&str>, trigger: Trigger) -> (DueTask, ClaimPlan) {
         manual_args: None,
         next_tick: None,
         jitter: None,
+        tags: Default::default(),
         limit: None,
         limit_waiting_since: None,
     };

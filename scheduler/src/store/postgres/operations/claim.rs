@@ -318,6 +318,7 @@ impl ClaimSteps for Steps<'_> {
                     task.name,
                     [task.last_finished_at, task.missed_since, Some(due_at)],
                     args,
+                    task.tags,
                 ),
             );
         }
@@ -328,7 +329,7 @@ impl ClaimSteps for Steps<'_> {
             .iter()
             .map(|row| {
                 let lock_token: Uuid = row.try_get("lock_token")?;
-                let (task_name, [previous_finished_at, missed_since, due_at], args) =
+                let (task_name, [previous_finished_at, missed_since, due_at], args, tags) =
                     seen.remove(&lock_token).ok_or(sqlx::Error::RowNotFound)?;
                 let shard = crate::Shard {
                     index: u32::try_from(row.try_get::<i32, _>("shard_index")?).unwrap_or(0),
@@ -344,6 +345,7 @@ impl ClaimSteps for Steps<'_> {
                     task_name,
                     shard,
                     args,
+                    tags,
                     lock_token,
                     fencing_token: row.try_get("fencing_token")?,
                     scheduled_at: row.try_get("scheduled_at")?,

@@ -345,6 +345,7 @@ impl ClaimSteps for Steps<'_> {
                 missed_since: task.missed_since,
                 shard,
                 args,
+                tags: task.tags,
             });
         }
         Ok(claimed)
