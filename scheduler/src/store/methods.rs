@@ -66,6 +66,8 @@ macro_rules! store_methods {
             // Reads of history.
             HistoryStore {
                 task_states(task: Option<&str>) -> StoreResult<Vec<TaskState>>;
+                task_states_named(tasks: &[String]) -> StoreResult<Vec<TaskState>>,
+                    unless tasks.is_empty();
                 audit_log(limit: u32, before_id: Option<i64>) -> StoreResult<Vec<AuditEntry>>;
                 runs(query: &RunQuery) -> StoreResult<Vec<RunRecord>>;
                 run(run_id: i64) -> StoreResult<Option<RunRecord>>;
@@ -144,6 +146,9 @@ macro_rules! store_methods {
                     planner: &InstanceBatchPlanner<'_>
                 ) -> StoreResult<Vec<InstanceUpsert>>, unless batch.is_empty();
                 instance(task: &str, key: &str) -> StoreResult<Option<InstanceRecord>>;
+                instances_named(
+                    instances: &[(String, String)]
+                ) -> StoreResult<Vec<InstanceRecord>>, unless instances.is_empty();
                 instances(task: &str) -> StoreResult<Vec<InstanceRecord>>;
                 remove_instance(task: &str, key: &str, audit: &AuditEntry) -> StoreResult<bool>;
             }

@@ -271,6 +271,9 @@ pub trait ClaimStore: Send + Sync {
 pub trait HistoryStore: Send + Sync {
     /// Everything about one task's row, or every task's (by name).
     async fn task_states(&self, task: Option<&str>) -> StoreResult<Vec<TaskState>>;
+    /// Everything about the rows named in `tasks` (by name; a name with no row is left out): one
+    /// read for a page of runs of many tasks.
+    async fn task_states_named(&self, tasks: &[String]) -> StoreResult<Vec<TaskState>>;
     /// The newest audit entries, older than `before_id` if given.
     async fn audit_log(&self, limit: u32, before_id: Option<i64>) -> StoreResult<Vec<AuditEntry>>;
     /// Runs matching `query`, newest first.
@@ -443,6 +446,13 @@ pub trait OperatorStore: Send + Sync {
     ) -> StoreResult<Vec<InstanceUpsert>>;
     /// Instance `key` of `task` (a removed one left out), read by its row alone.
     async fn instance(&self, task: &str, key: &str) -> StoreResult<Option<InstanceRecord>>;
+    /// The instances named in `instances`, each a `(task, key)`, as [`instance`](Self::instance)
+    /// reads one (removed ones left out; one with no row is left out), in one read: for a page
+    /// of runs of many instances. In no particular order.
+    async fn instances_named(
+        &self,
+        instances: &[(String, String)],
+    ) -> StoreResult<Vec<InstanceRecord>>;
     /// The instances of `task` (removed ones left out), by key.
     async fn instances(&self, task: &str) -> StoreResult<Vec<InstanceRecord>>;
     /// Removes instance `key` of `task` and records `audit`: its row deleted, or, while a run of

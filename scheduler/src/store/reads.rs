@@ -161,6 +161,16 @@ pub(crate) async fn task_states(
         .await
 }
 
+pub(crate) async fn task_states_named(
+    store: &impl Dialect,
+    tasks: &[String],
+) -> StoreResult<Vec<TaskState>> {
+    let sql = statement!(states "task_states_named");
+    store
+        .fetch_all("task_states_named", sql, &params![tasks], task_state)
+        .await
+}
+
 pub(crate) async fn audit_log(
     store: &impl Dialect,
     limit: u32,
@@ -309,6 +319,30 @@ pub(crate) async fn instance(
     store
         .fetch_optional("instance", sql, &params, instance_record)
         .await
+}
+
+pub(crate) async fn instances_named(
+    store: &impl Dialect,
+    instances: &[(String, String)],
+) -> StoreResult<Vec<InstanceRecord>> {
+    // Read by their rows' names (the primary key), each kept only if its row is the task's
+    // instance of that key, as `instance` reads one.
+    let rows: Vec<String> = instances
+        .iter()
+        .map(|(task, key)| crate::instance::row_name(task, key))
+        .collect();
+    let wanted: std::collections::HashSet<(&str, &str)> = instances
+        .iter()
+        .map(|(task, key)| (task.as_str(), key.as_str()))
+        .collect();
+    let sql = statement!("instances_named");
+    let found = store
+        .fetch_all("instances_named", sql, &params![&rows[..]], instance_record)
+        .await?;
+    Ok(found
+        .into_iter()
+        .filter(|i| wanted.contains(&(i.task.as_str(), i.key.as_str())))
+        .collect())
 }
 
 pub(crate) async fn instance_states(

@@ -571,6 +571,13 @@ async fn panics_and_errors_are_recorded_and_the_node_lives(db: &TestDb) {
         },
     )
     .await;
+    // The failures as the task's row records them, read while the node runs: until it stops,
+    // every run of `fails.task` ends by its handler's own error (the row and the run are
+    // written together, so the two failed runs waited for are on it).
+    let fails = db.task("fails.task").await;
+    assert_eq!(fails.last_status, Some(RunStatus::Failed));
+    assert_eq!(fails.last_error.as_deref(), Some("upstream said no"));
+    assert!(fails.consecutive_failures >= 2);
     n.stop().await;
     let panic_error = db
         .runs(Some("panic.task"))
@@ -583,9 +590,23 @@ async fn panics_and_errors_are_recorded_and_the_node_lives(db: &TestDb) {
         panic_error.contains("handler panicked: boom at an even second"),
         "{panic_error}"
     );
+    // After the stop, the row says how its last run ended: the stop may end one more run, one
+    // claimed (handed back unstarted) or running (its error returned after the node asked it to
+    // stop), and such a run is `interrupted` (`engine::outcome`'s table); the failures counted
+    // stand.
+    let last = db
+        .runs(Some("fails.task"))
+        .await
+        .into_iter()
+        .max_by_key(|r| r.id)
+        .expect("runs of fails.task");
     let fails = db.task("fails.task").await;
-    assert_eq!(fails.last_status, Some(RunStatus::Failed));
-    assert_eq!(fails.last_error.as_deref(), Some("upstream said no"));
+    assert!(
+        matches!(last.status, RunStatus::Failed | RunStatus::Interrupted),
+        "{last:?}"
+    );
+    assert_eq!(fails.last_status, Some(last.status), "{last:?}");
+    assert_eq!(fails.last_error, last.error, "{last:?}");
     assert!(fails.consecutive_failures >= 2);
 }
 

@@ -48,6 +48,7 @@ mod instances_api;
 mod instances_read;
 mod isolation;
 mod jitter;
+mod jitter_pages;
 mod jitter_shown;
 mod jitter_starts;
 mod listen_again;

@@ -12,13 +12,13 @@ use utoipa_axum::routes;
 
 use super::refusals::{ReadErrors, in_range};
 use super::tasks::{health::timeliness, one_state};
-use super::views::{PauseView, RunView};
+use super::views::{PauseView, RunView, run_starts};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
 use crate::admin::state::AdminState;
 use crate::bounds::{API_INSTANCE_RUNS as RUNS, API_INSTANCES_LIMIT as LIMIT};
 use crate::engine::EngineView;
-use crate::store::{InstanceQuery, InstanceState, RunRecord};
+use crate::store::{InstanceQuery, InstanceState, RunRecord, TaskState};
 
 /// Instances per page by default.
 const DEFAULT_LIMIT: u32 = 100;
@@ -193,10 +193,11 @@ struct InstancePage {
     next_cursor: Option<String>,
 }
 
-/// The latest `per_key` runs of each of `instances`, as views by key.
+/// The latest `per_key` runs of each of `instances` of `task`, as views by key, each scheduled
+/// run placed at its tick's start as the run history places it ([`run_starts`]).
 async fn recent_runs(
     engine: &EngineView,
-    task: &str,
+    task: &TaskState,
     instances: &[InstanceState],
     per_key: u32,
 ) -> Result<std::collections::HashMap<String, Vec<RunView>>, ApiError> {
@@ -207,14 +208,18 @@ async fn recent_runs(
     let keys: Vec<String> = instances.iter().map(|i| i.key.clone()).collect();
     let runs: Vec<RunRecord> = engine
         .store()
-        .latest_runs_per_instance(task, &keys, per_key)
+        .latest_runs_per_instance(&task.name, &keys, per_key)
         .await?;
+    let starts = run_starts(engine, &[task], &runs).await?;
     for key in keys {
         by_key.entry(key).or_default();
     }
     for run in runs {
         if let Some(key) = run.instance_key.clone() {
-            by_key.entry(key).or_default().push(RunView::from(run));
+            by_key
+                .entry(key)
+                .or_default()
+                .push(RunView::placed(run, &starts));
         }
     }
     Ok(by_key)
@@ -239,7 +244,7 @@ async fn list_instances(
 ) -> Result<axum::Json<InstancePage>, ApiError> {
     let limit = in_range(LIMIT, "limit", q.limit, DEFAULT_LIMIT)?;
     let runs = in_range(RUNS, "runs", q.runs, 0)?;
-    one_state(&state.engine, &name).await?;
+    let task = one_state(&state.engine, &name).await?;
     let mut query = InstanceQuery::of(&name, limit);
     if let Some(key) = q.key.filter(|k| !k.is_empty()) {
         query = query.key_contains(key);
@@ -251,7 +256,7 @@ async fn list_instances(
     let next_cursor = (instances.len() == limit as usize)
         .then(|| instances.last().map(|i| i.key.clone()))
         .flatten();
-    let mut recent = recent_runs(&state.engine, &name, &instances, runs).await?;
+    let mut recent = recent_runs(&state.engine, &task, &instances, runs).await?;
     let now = Utc::now();
     let instances = instances
         .into_iter()
@@ -296,7 +301,7 @@ async fn get_instance(
     Query(q): Query<InstanceDetailQuery>,
 ) -> Result<axum::Json<InstanceView>, ApiError> {
     let runs = in_range(RUNS, "runs", q.runs, 10)?;
-    one_state(&state.engine, &name).await?;
+    let task = one_state(&state.engine, &name).await?;
     let query = InstanceQuery::of(&name, 1).key(&key);
     let instance = state
         .engine
@@ -313,7 +318,7 @@ async fn get_instance(
             ))
         })?;
     let mut recent =
-        recent_runs(&state.engine, &name, std::slice::from_ref(&instance), runs).await?;
+        recent_runs(&state.engine, &task, std::slice::from_ref(&instance), runs).await?;
     let runs = (runs > 0).then(|| recent.remove(&instance.key).unwrap_or_default());
     Ok(axum::Json(InstanceView::of(
         &state.engine,

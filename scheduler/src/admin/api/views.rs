@@ -1,12 +1,14 @@
 //! The views several resources answer with: a run (placed at its tick's start where its task
 //! is known, [`run_starts`]), a task's pause.
 
+use std::collections::{BTreeSet, HashMap};
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::engine::EngineView;
-use crate::store::{Pause, RunRecord, StoreResult, TaskState, Trigger};
+use crate::store::{InstanceRecord, Pause, RunRecord, StoreResult, TaskState, Trigger};
 use crate::ticks::starts::RunStarts;
 
 /// One run.
@@ -21,10 +23,11 @@ pub(crate) struct RunView {
     /// When its tick was due to start: the tick shifted by its row's jitter window in force now
     /// (the task's, or an instance's own else its task's; the tick itself without jitter), what
     /// its lateness counts from (`started_at - starts_at`). Given for the scheduled runs of a
-    /// task's detail (`GET /api/tasks/{name}`), the run history (`GET /api/runs`) and one run
-    /// (`GET /api/runs/{id}`); left out for retries, manual and backfilled runs, a row gone or
-    /// whose schedule this node cannot read, and in the other routes' runs (an instance list's
-    /// latest runs, a cancel's answer).
+    /// task's detail (`GET /api/tasks/{name}`), the run history (`GET /api/runs`), one run
+    /// (`GET /api/runs/{id}`) and an instance's latest runs (`GET
+    /// /api/tasks/{name}/instances?runs=N` and `.../instances/{key}`); left out for retries,
+    /// manual and backfilled runs, a row gone or whose schedule this node cannot read, and in a
+    /// cancel's answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     starts_at: Option<DateTime<Utc>>,
     /// When its handler started, on the database's clock (none: it never started, e.g. handed
@@ -129,45 +132,56 @@ impl RunView {
 
 /// The runs `runs` placed at their ticks' starts ([`RunStarts`]): the schedule of each task they
 /// name (the rows in `known`, else read) and its window in force on this node (its config
-/// entry's, else its attribute's), and the rows of the instances they name, each read once.
+/// entry's, else its attribute's), and the rows of the instances they name. The rows are read
+/// in at most two reads, whatever the page holds: one of the tasks not in `known`, one of the
+/// instances.
 pub(crate) async fn run_starts(
     engine: &EngineView,
     known: &[&TaskState],
     runs: &[RunRecord],
 ) -> StoreResult<RunStarts> {
+    let scheduled: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.trigger == Trigger::Schedule)
+        .collect();
+    let mut tasks: BTreeSet<&str> = scheduled.iter().map(|r| r.task_name.as_str()).collect();
+    let mut states: Vec<TaskState> = known
+        .iter()
+        .filter(|s| tasks.contains(s.name.as_str()))
+        .map(|s| (*s).clone())
+        .collect();
+    for state in &states {
+        tasks.remove(state.name.as_str());
+    }
+    let unknown: Vec<String> = tasks.into_iter().map(str::to_owned).collect();
+    states.extend(engine.store().task_states_named(&unknown).await?);
     let mut starts = RunStarts::default();
-    for run in runs.iter().filter(|r| r.trigger == Trigger::Schedule) {
-        let task = run.task_name.as_str();
-        if !starts.knows(task) {
-            let state = match known.iter().find(|s| s.name == task) {
-                Some(state) => Some((*state).clone()),
-                None => engine
-                    .store()
-                    .task_states(Some(task))
-                    .await?
-                    .into_iter()
-                    .next(),
-            };
-            let Some(state) = state else {
-                continue; // a task no longer stored: its runs are not placed
-            };
-            let own = engine
-                .schedule(&state.cron, &state.timezone, state.calendar.as_deref())
-                .ok();
-            starts.task(task, own, engine.task_jitter(task));
-        }
-        let Some(key) = run.instance_key.as_deref() else {
-            continue;
-        };
-        if starts.knows_instance(task, key) {
-            continue;
-        }
-        let row = engine.store().instance(task, key).await?;
-        let placed = row.and_then(|i| {
+    for state in &states {
+        let own = engine
+            .schedule(&state.cron, &state.timezone, state.calendar.as_deref())
+            .ok();
+        starts.task(&state.name, own, engine.task_jitter(&state.name));
+    }
+    // The instances of the tasks placed (a task no longer stored: its runs are not placed).
+    let instances: BTreeSet<(String, String)> = scheduled
+        .iter()
+        .filter(|r| starts.knows(&r.task_name))
+        .filter_map(|r| Some((r.task_name.clone(), r.instance_key.clone()?)))
+        .collect();
+    let instances: Vec<(String, String)> = instances.into_iter().collect();
+    let mut rows: HashMap<(String, String), InstanceRecord> = engine
+        .store()
+        .instances_named(&instances)
+        .await?
+        .into_iter()
+        .map(|i| ((i.task.clone(), i.key.clone()), i))
+        .collect();
+    for name in instances {
+        let placed = rows.remove(&name).and_then(|i| {
             let spec = engine.schedule(&i.cron, &i.timezone, None).ok()?;
             Some((spec, i.jitter))
         });
-        starts.instance(task, key, placed);
+        starts.instance(&name.0, &name.1, placed);
     }
     Ok(starts)
 }
