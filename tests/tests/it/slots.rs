@@ -32,6 +32,24 @@ struct Seen {
     starts: std::sync::Mutex<Vec<Start>>,
 }
 
+/// By the handlers' own record: no run started before its tick, and each tick of each task
+/// started once.
+fn each_tick_once_none_early(seen: &Seen) {
+    let starts = seen.starts.lock().unwrap().clone();
+    let early: Vec<_> = starts.iter().filter(|(_, tick, at)| at < tick).collect();
+    assert!(
+        early.is_empty(),
+        "runs started before their tick: {early:?}"
+    );
+    let mut once = BTreeSet::new();
+    for (task, tick, _) in &starts {
+        assert!(
+            once.insert((task, tick)),
+            "{task} started its tick {tick} twice"
+        );
+    }
+}
+
 /// Counts itself out again however the handler ends.
 struct Running(Arc<Seen>);
 
@@ -127,19 +145,7 @@ async fn a_tick_of_more_rows_than_slots_is_claimed_ahead_whole_and_runs_in_its_s
         "handlers running at once, by their own count: {} (slots: {SLOTS})",
         seen.max.load(Ordering::SeqCst)
     );
-    let starts = seen.starts.lock().unwrap().clone();
-    let early: Vec<_> = starts.iter().filter(|(_, tick, at)| at < tick).collect();
-    assert!(
-        early.is_empty(),
-        "runs started before their tick: {early:?}"
-    );
-    let mut once = BTreeSet::new();
-    for (task, tick, _) in &starts {
-        assert!(
-            once.insert((task, tick)),
-            "{task} started its tick {tick} twice"
-        );
-    }
+    each_tick_once_none_early(&seen);
 }
 
 /// `slot.0000` and `slot.0001` hang (until their node stops), the others return at once.
@@ -276,17 +282,5 @@ async fn a_tick_of_more_rows_than_one_claim_takes_is_claimed_in_turns_each_once(
     })
     .await;
     n.stop().await;
-    let starts = seen.starts.lock().unwrap().clone();
-    let early: Vec<_> = starts.iter().filter(|(_, tick, at)| at < tick).collect();
-    assert!(
-        early.is_empty(),
-        "runs started before their tick: {early:?}"
-    );
-    let mut once = BTreeSet::new();
-    for (task, tick, _) in &starts {
-        assert!(
-            once.insert((task, tick)),
-            "{task} started its tick {tick} twice"
-        );
-    }
+    each_tick_once_none_early(&seen);
 }
