@@ -35,6 +35,7 @@ use tokio::time::Instant;
 
 use super::gate::GateState;
 use crate::store::{Cancellation, LockKey, Store};
+use signals::Signals;
 
 /// Why a run's lock can no longer be trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,37 +115,6 @@ struct Held {
     signals: Arc<Signals>,
 }
 
-/// What the watchdog tells a run's lease: its warn deadline (moved by each renewal), whether
-/// its lock was taken over, and an operator's request to cancel it, once known. One small
-/// allocation per run (two watch channels and a cancellation token took about 1 KB, times the
-/// 10,000 runs of a tick claimed ahead).
-struct Signals {
-    state: Mutex<Signal>,
-    /// Told each time the state changes.
-    changed: tokio::sync::Notify,
-}
-
-struct Signal {
-    warn: Instant,
-    taken_over: bool,
-    cancel: Option<Cancellation>,
-}
-
-impl Signals {
-    fn state(&self) -> std::sync::MutexGuard<'_, Signal> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn change(&self, change: impl FnOnce(&mut Signal)) {
-        change(&mut self.state());
-        self.changed.notify_waiters();
-    }
-
-    fn warn(&self) -> Instant {
-        self.state().warn
-    }
-}
-
 /// Renews every lock this node holds.
 pub(crate) struct LockWatchdog {
     store: Arc<dyn Store>,
@@ -204,14 +174,7 @@ impl LockWatchdog {
     ) -> Lease {
         let times = LeaseTimes::for_lifetime(lifetime);
         let gate = GateState::new(times.stop_after(sent));
-        let signals = Arc::new(Signals {
-            state: Mutex::new(Signal {
-                warn: times.warn_after(sent),
-                taken_over: false,
-                cancel: None,
-            }),
-            changed: tokio::sync::Notify::new(),
-        });
+        let signals = Arc::new(Signals::new(times.warn_after(sent)));
         self.held().insert(
             run_id,
             Held {
@@ -524,5 +487,6 @@ impl Drop for Lease {
     }
 }
 
+mod signals;
 #[cfg(test)]
 mod tests;
