@@ -108,7 +108,19 @@ async fn a_long_outage_in_utc_is_counted_exactly(db: &TestDb) {
     assert!(once.iter().all(|k| k.exact), "{once:?}");
     let ticks: i64 = once.iter().map(|k| k.ticks).sum();
     assert!(ticks >= OUTAGE_DAYS * 86_400 - 1, "{once:?}");
-    assert_eq!(db.count_runs("utc.once", RunStatus::Interrupted).await, 0);
+    // The catch-up run kept its lease. A later tick's run may be handed back unstarted by the
+    // stop (claimed ahead of its tick): that one is not the catch-up's.
+    let catch_up: Vec<RunStatus> = db
+        .runs(Some("utc.once"))
+        .await
+        .into_iter()
+        .filter(|r| r.scheduled_at < now)
+        .map(|r| r.status)
+        .collect();
+    assert!(
+        !catch_up.contains(&RunStatus::Interrupted),
+        "the catch-up run was not stopped: {catch_up:?}"
+    );
 }
 
 /// In a zone with daylight saving the ticks are walked one by one, but one claim walks at most
