@@ -20,6 +20,7 @@ use crate::store::{
 mod instances;
 
 pub(crate) use instances::{
+    instances_wake_on,
     mark_config_instances_on, remove_instance_on, upsert_instance_on, upsert_instances_on,
 };
 

@@ -43,6 +43,7 @@ mod harness;
 mod hot_reload;
 mod incidents;
 mod instance_tags;
+mod instance_wakes;
 mod instances;
 mod instances_api;
 mod instances_read;

@@ -103,6 +103,45 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
     Ok(done.into_iter().flatten().collect())
 }
 
+/// Whether the nodes must be told of the instances `upserts` wrote, now, in their transaction:
+/// only when one of them may be due sooner than everything the nodes running its task wait for.
+/// A node running a task wakes for the earliest of its rows (enabled, unpaused, unlocked) and
+/// then reads them all again, so an instance due no sooner than another row of its task is seen
+/// by then without a word; that spares every node a wake (and its store round) per instance when
+/// thousands are made. Told, as before, when none of them is due (disabled, paused or locked:
+/// nothing to compare) or no other row of the task is due after now.
+pub(crate) async fn instances_wake_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    upserts: &[InstanceUpsert],
+) -> Result<bool, sqlx::Error> {
+    let mut by_task: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for upsert in upserts {
+        if let InstanceUpsert::Written(record) = upsert {
+            by_task
+                .entry(record.task.as_str())
+                .or_default()
+                .push(crate::instance::row_name(&record.task, &record.key));
+        }
+    }
+    for (task, names) in &by_task {
+        let statement = Statement {
+            operation: "instance_wake",
+            sql: statement!("instance_wake"),
+            params: &params![*task, &names[..], Now],
+        };
+        let dues = first_on::<D, _>(conn, clock, statement, |r| {
+            Ok((r.time_opt("mine")?, r.time_opt("others")?))
+        })
+        .await?;
+        match dues {
+            Some((Some(mine), Some(others))) if others <= mine => {}
+            _ => return Ok(true),
+        }
+    }
+    Ok(false)
+}
+
 /// The store's clock, read on `conn` for an instance upsert's decision.
 async fn instance_clock_on<D: Dialect>(
     conn: &mut D::Conn,

@@ -18,7 +18,10 @@ pub(super) async fn upsert_instance(
         let upsert = writes::upsert_instance_on::<PgStore>(&mut tx, (), instance, planner).await?;
         if matches!(upsert, InstanceUpsert::Written(_)) {
             insert_audit(&mut tx, audit).await?;
-            // Its first tick may be sooner than what the nodes wait for.
+        }
+        // Its first tick may be sooner than what the nodes wait for.
+        let done = std::slice::from_ref(&upsert);
+        if writes::instances_wake_on::<PgStore>(&mut tx, (), done).await? {
             notify_on(&mut tx, store, "request").await?;
         }
         upsert
@@ -51,7 +54,9 @@ pub(super) async fn upsert_instances(
                 .bind(column(|a| &a.source))
                 .execute(&mut *tx)
                 .await?;
-            // Their first ticks may be sooner than what the nodes wait for.
+        }
+        // Their first ticks may be sooner than what the nodes wait for.
+        if writes::instances_wake_on::<PgStore>(&mut tx, (), &done).await? {
             notify_on(&mut tx, store, "request").await?;
         }
         done

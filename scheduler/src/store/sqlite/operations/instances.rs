@@ -14,15 +14,17 @@ pub(super) async fn upsert_instance(
     audit: &AuditEntry,
     planner: &InstancePlanner<'_>,
 ) -> StoreResult<InstanceUpsert> {
-    let upsert = write_tx!(store, "upsert_instance", |tx, now| {
+    let (upsert, wake) = write_tx!(store, "upsert_instance", |tx, now| {
         let upsert =
             writes::upsert_instance_on::<SqliteStore>(&mut tx, now, instance, planner).await?;
         if matches!(upsert, InstanceUpsert::Written(_)) {
             insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
         }
-        upsert
+        let done = std::slice::from_ref(&upsert);
+        let wake = writes::instances_wake_on::<SqliteStore>(&mut tx, now, done).await?;
+        (upsert, wake)
     })?;
-    if matches!(upsert, InstanceUpsert::Written(_)) {
+    if wake {
         // Its first tick may be sooner than what the nodes wait for.
         store.inner.wake();
     }
@@ -34,16 +36,17 @@ pub(super) async fn upsert_instances(
     batch: &[(InstanceWrite, AuditEntry)],
     planner: &InstanceBatchPlanner<'_>,
 ) -> StoreResult<Vec<InstanceUpsert>> {
-    let done = write_tx!(store, "upsert_instances", |tx, now| {
+    let (done, wake) = write_tx!(store, "upsert_instances", |tx, now| {
         let done = writes::upsert_instances_on::<SqliteStore>(&mut tx, now, batch, planner).await?;
         for ((_, audit), upsert) in batch.iter().zip(&done) {
             if matches!(upsert, InstanceUpsert::Written(_)) {
                 insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
             }
         }
-        done
+        let wake = writes::instances_wake_on::<SqliteStore>(&mut tx, now, &done).await?;
+        (done, wake)
     })?;
-    if done.iter().any(|u| matches!(u, InstanceUpsert::Written(_))) {
+    if wake {
         // Their first ticks may be sooner than what the nodes wait for.
         store.inner.wake();
     }
