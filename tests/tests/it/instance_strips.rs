@@ -14,7 +14,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use common::*;
 use reqwest::StatusCode;
-use scheduler::{Schedule, Schedules, TaskContext, task};
+use scheduler::{Schedule, TaskContext, task};
 use serde_json::Value;
 
 on_both_backends! {
@@ -93,22 +93,14 @@ fn at(tick: &Value) -> DateTime<Utc> {
 /// and its ticks after them are `missed`, with no run.
 async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_missed(db: &TestDb) {
     let ran = Arc::new(Ran::default());
-    let scheduler = node(db, "strips", tasks("istrip."))
-        .config_document(doc(vec![entry("istrip.sync", "0 0 0 1 1 *")]))
-        .poll_interval(Duration::from_millis(500))
-        .admin_addr("127.0.0.1:0".parse().unwrap())
-        .state(Arc::clone(&ran))
-        .build()
-        .unwrap();
-    let addr = scheduler.admin_addr().unwrap();
-    let schedules: Schedules = scheduler.schedules();
-    let running = start(scheduler);
-    wait_until(
-        Duration::from_secs(60),
-        "the task's row written",
-        || async { db.try_task("istrip.sync").await.is_some() },
-    )
-    .await;
+    let config = doc(vec![entry("istrip.sync", "0 0 0 1 1 *")]);
+    let builder = node_with(db, "strips", tasks("istrip."), config, &ran)
+        .poll_interval(Duration::from_millis(500));
+    let AdminNode {
+        running,
+        addr,
+        schedules,
+    } = admin_node(db, builder, &["istrip.sync"]).await;
     let http = reqwest::Client::new();
     schedules
         .upsert(every_two_seconds("ran").jitter("1500ms"))
