@@ -213,5 +213,16 @@ async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_missed(db: 
     // Without `ticks`, no strip.
     let plain = get(&http, addr, "/api/tasks/istrip.sync/instances").await;
     assert!(instance(&plain, "held").get("ticks").is_none(), "{plain}");
+    // The dashboard asks for the strips and draws each instance's ticks as a task's.
+    let script = http
+        .get(format!("http://{addr}/assets/instances.js"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(script.contains("ticks: String("), "asks for the strips");
+    assert!(script.contains("tickStrip(i.ticks"), "draws them");
     running.stop().await;
 }
