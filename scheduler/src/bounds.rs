@@ -274,6 +274,8 @@ pub(crate) const API_TASK_DETAIL: CountRange = CountRange::new(1, 100);
 pub(crate) const API_INSTANCES_LIMIT: CountRange = CountRange::new(1, 1_000);
 /// `runs` of `GET /api/tasks/{name}/instances` and `.../instances/{key}`.
 pub(crate) const API_INSTANCE_RUNS: CountRange = CountRange::new(0, 30);
+/// `ticks` (each instance's strip) of `GET /api/tasks/{name}/instances` and `.../instances/{key}`.
+pub(crate) const API_INSTANCE_TICKS: CountRange = CountRange::new(0, 30);
 
 /// The node's lock lifetime (`lock_lifetime`, `SCHEDULER_LOCK_LIFETIME`, a task's
 /// `lock_lifetime`).
@@ -405,6 +407,10 @@ pub(crate) const ALL: &[(&str, Range)] = &[
     (
         "`runs` of GET /api/tasks/{name}/instances, .../instances/{key}",
         Range::Count(API_INSTANCE_RUNS),
+    ),
+    (
+        "`ticks` of GET /api/tasks/{name}/instances, .../instances/{key}",
+        Range::Count(API_INSTANCE_TICKS),
     ),
     ("lock_lifetime", Range::Duration(LOCK_LIFETIME)),
     ("max_concurrent", Range::Count(MAX_CONCURRENT)),

@@ -15,7 +15,7 @@
 //   legend's geometry) and screenshots under simulated colour-vision deficiencies;
 // - a sharded task is one row whose ticks are one mark each, folded from the shards, and a mark
 //   opens the list of that tick's shard runs; a broadcast's tick counts its nodes ("1/1 nodes ran");
-// - a task's instances (declared in the demo's config): each with its strip of latest runs, its
+// - a task's instances (declared in the demo's config): each with its strip of expected ticks, its
 //   next run and arguments, filtered by key; the task's history says which instance each run was;
 // - a node that stops answering (SIGSTOP) greys the page, which says since when, in a named zone;
 // - the token's actions (trigger, pause, resume, cancel, snooze and its lifting, a backfill after

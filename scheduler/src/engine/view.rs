@@ -9,7 +9,7 @@
 //! | whether the node prepared the store, whether it drains, its config as last read and applied | `/readyz`, `/api/config`, `/api/tasks` |
 //! | the states of its background services (see `health`) | `/readyz`, `/api/nodes` |
 //! | a task's settings (its attribute over the node's defaults), and its descriptor | `/api/tasks` |
-//! | the node's missed grace, and the compiled schedules | `/api/ticks` |
+//! | the node's missed grace and clock, and the compiled schedules | `/api/ticks`, the strips of instances |
 //!
 //! It asks nothing of the engine: the admin API's mutations (trigger, pause, resume) go through
 //! the store ([`crate::operate`]) and are audited there; every node, this one included, learns
@@ -111,6 +111,12 @@ impl EngineView {
     #[cfg_attr(not(feature = "admin"), allow(dead_code))]
     pub(crate) fn default_owners(&self) -> &[String] {
         &self.0.settings.default_owners
+    }
+
+    /// The time by the node's clock: the system clock, or the test clock the node was built
+    /// with (which its claims and missed-run checks decide by too).
+    pub(crate) fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.0.settings.clock.now()
     }
 
     /// The node's missed grace, if it sets one (`None`: from each task's interval; see

@@ -131,6 +131,8 @@ pub struct InstanceState {
     pub tags: super::InstanceTags,
     /// Its own limit shared by tasks (`None`: its task's).
     pub limit: Option<String>,
+    /// Its own jitter window (`None`: its task's).
+    pub jitter: Option<std::time::Duration>,
     /// The row's state: schedule, next run, lock, last run, pause.
     pub state: TaskState,
 }

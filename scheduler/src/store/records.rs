@@ -195,6 +195,7 @@ pub(crate) fn instance_state(row: &impl ReadRow) -> Result<InstanceState, sqlx::
         removed: row.flag("removed")?,
         tags: instance_tags(row)?,
         limit: row.text_opt("limit_name")?,
+        jitter: jitter_of(row)?,
         state: task_state(row)?,
     })
 }

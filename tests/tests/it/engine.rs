@@ -194,9 +194,7 @@ async fn every_tick_runs_exactly_once_across_three_nodes(db: &TestDb) {
         .iter()
         .map(|id| {
             start(
-                node(db, id, tasks("once."))
-                    .config_document(config.clone())
-                    .state(Arc::clone(&rec))
+                node_with(db, id, tasks("once."), config.clone(), &rec)
                     .build()
                     .unwrap(),
             )
@@ -301,11 +299,9 @@ async fn ticks_claimed_ahead_start_on_their_tick_and_never_before(db: &TestDb) {
         })
         .collect());
     let n = start(
-        node(db, "a", registry)
+        node_with(db, "a", registry, config, &starts)
             // The lead is bounded by a quarter of the lock lifetime: 1 s needs 4 s.
             .lock_lifetime(Duration::from_secs(8))
-            .config_document(config)
-            .state(Arc::clone(&starts))
             .build()
             .unwrap(),
     );
@@ -385,12 +381,11 @@ async fn the_history_records_when_handlers_started_and_nothing_for_runs_never_st
             entry(&name, cron)
         })
         .collect());
+    let registry = recording_tasks("lead", REGISTERED);
     let n = start(
-        node(db, "a", recording_tasks("lead", REGISTERED))
+        node_with(db, "a", registry, config, &starts)
             // The lead is bounded by a quarter of the lock lifetime: 1 s needs 4 s.
             .lock_lifetime(Duration::from_secs(8))
-            .config_document(config)
-            .state(Arc::clone(&starts))
             .build()
             .unwrap(),
     );
@@ -468,12 +463,10 @@ async fn long_handler_is_renewed_and_never_started_twice(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let config = doc(vec![entry("long.renewed", "* * * * * *")]);
     let build = |id: &str| {
-        node(db, id, tasks("long."))
+        node_with(db, id, tasks("long."), config.clone(), &rec)
             .lock_lifetime(Duration::from_secs(1))
             .lock_renew_interval(Duration::from_millis(250))
             .poll_interval(Duration::from_millis(200))
-            .config_document(config.clone())
-            .state(Arc::clone(&rec))
             .build()
             .unwrap()
     };
@@ -507,10 +500,9 @@ async fn long_handler_is_renewed_and_never_started_twice(db: &TestDb) {
 /// the skipped ticks counted.
 async fn overrunning_handler_runs_once_after_finishing(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
+    let config = doc(vec![entry("overrun.task", "* * * * * *")]);
     let n = start(
-        node(db, "a", tasks("overrun."))
-            .config_document(doc(vec![entry("overrun.task", "* * * * * *")]))
-            .state(Arc::clone(&rec))
+        node_with(db, "a", tasks("overrun."), config, &rec)
             .build()
             .unwrap(),
     );
@@ -548,16 +540,11 @@ async fn panics_and_errors_are_recorded_and_the_node_lives(db: &TestDb) {
     let registry = scheduler::TaskRegistry::collect()
         .unwrap()
         .retain(|n| n == "panic.task" || n == "fails.task");
-    let n = start(
-        node(db, "a", registry)
-            .config_document(doc(vec![
-                entry("panic.task", "* * * * * *"),
-                entry("fails.task", "* * * * * *"),
-            ]))
-            .state(Arc::clone(&rec))
-            .build()
-            .unwrap(),
-    );
+    let config = doc(vec![
+        entry("panic.task", "* * * * * *"),
+        entry("fails.task", "* * * * * *"),
+    ]);
+    let n = start(node_with(db, "a", registry, config, &rec).build().unwrap());
     wait_stepping(
         db,
         Duration::from_secs(30),
@@ -620,10 +607,8 @@ async fn graceful_shutdown_drains_and_hands_over(db: &TestDb) {
         entry("drain.stubborn", "0 0 1 1 *"),
     ]);
     let a = start(
-        node(db, "a", tasks("drain."))
+        node_with(db, "a", tasks("drain."), config.clone(), &rec)
             .shutdown_timeout(Duration::from_millis(500))
-            .config_document(config.clone())
-            .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
@@ -647,10 +632,8 @@ async fn graceful_shutdown_drains_and_hands_over(db: &TestDb) {
     );
 
     let b = start(
-        node(db, "b", tasks("drain."))
+        node_with(db, "b", tasks("drain."), config, &rec)
             .shutdown_timeout(Duration::from_millis(200))
-            .config_document(config)
-            .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
@@ -691,9 +674,7 @@ async fn a_node_claims_only_registered_tasks(db: &TestDb) {
         .unwrap()
         .retain(|n| n == "deploy.old");
     let a = start(
-        node(db, "old", old)
-            .config_document(config.clone())
-            .state(Arc::clone(&rec))
+        node_with(db, "old", old, config.clone(), &rec)
             .build()
             .unwrap(),
     );
@@ -710,9 +691,7 @@ async fn a_node_claims_only_registered_tasks(db: &TestDb) {
         "old node never runs a task it does not have"
     );
     let b = start(
-        node(db, "new", tasks("deploy."))
-            .config_document(config)
-            .state(Arc::clone(&rec))
+        node_with(db, "new", tasks("deploy."), config, &rec)
             .build()
             .unwrap(),
     );
@@ -758,10 +737,9 @@ async fn overdue_task_runs_once_after_downtime(db: &TestDb) {
     // may begin while the test runs) is on time and runs in its own right.
     let back_at = db.now();
     // Re-registration with the same config must not overwrite the overdue next run.
+    let config = doc(vec![entry("overdue.task", "* * * * *")]);
     let n = start(
-        node(db, "a", tasks("overdue."))
-            .config_document(doc(vec![entry("overdue.task", "* * * * *")]))
-            .state(Arc::clone(&rec))
+        node_with(db, "a", tasks("overdue."), config, &rec)
             .build()
             .unwrap(),
     );
@@ -837,12 +815,11 @@ async fn expired_lock_on_a_future_task_is_released(db: &TestDb) {
 /// recorded `interrupted`, and the new holder's lock is left alone.
 async fn a_stolen_lock_stops_the_handler_and_records_the_run_lost(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
+    let config = doc(vec![entry("steal.task", "0 0 1 1 *")]);
     let n = start(
-        node(db, "a", tasks("steal."))
+        node_with(db, "a", tasks("steal."), config, &rec)
             .lock_lifetime(Duration::from_secs(1))
             .lock_renew_interval(Duration::from_millis(250))
-            .config_document(doc(vec![entry("steal.task", "0 0 1 1 *")]))
-            .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
@@ -948,9 +925,7 @@ async fn the_config_is_applied_before_anything_is_claimed(db: &TestDb) {
         entry("order.running", "* * * * * *"),
     ]);
     let n = start(
-        node(db, "a", tasks("order."))
-            .config_document(config)
-            .state(Arc::clone(&rec))
+        node_with(db, "a", tasks("order."), config, &rec)
             .build()
             .unwrap(),
     );
@@ -984,10 +959,8 @@ async fn a_node_runs_at_most_max_concurrent_handlers_and_refills_every_slot(db: 
         .map(|d| entry(d.name, "* * * * * *"))
         .collect());
     let n = start(
-        node(db, "a", registry)
+        node_with(db, "a", registry, config, &seen)
             .max_concurrent(SLOTS)
-            .config_document(config)
-            .state(Arc::clone(&seen))
             .build()
             .unwrap(),
     );

@@ -152,28 +152,25 @@ struct Node {
 }
 
 impl Node {
+    /// Running `prefix`'s tasks by `entries`, once the store has every row of `rows`.
     async fn start(
         db: &TestDb,
         prefix: &str,
         entries: Vec<TaskConfig>,
         state: Arc<Switches>,
+        rows: &[&str],
     ) -> Self {
         let (url, got, server) = receiver().await;
         let webhook = scheduler::webhook::WebhookSettings::new(&url, SECRET).unwrap();
-        let scheduler = node(db, "a", tasks(prefix))
-            .config_document(doc(entries))
+        let builder = node_with(db, "a", tasks(prefix), doc(entries), &state)
             .webhook(webhook)
             // No missed-run alerts in these tests: their ticks are late on purpose.
             .missed_grace(Duration::from_secs(3600))
-            .admin_addr("127.0.0.1:0".parse().unwrap())
-            .admin_token(TOKEN)
-            .state(state)
-            .build()
-            .unwrap();
-        let admin = scheduler.admin_addr().unwrap();
+            .admin_token(TOKEN);
+        let started = admin_node(db, builder, rows).await;
         Self {
-            node: start(scheduler),
-            admin,
+            node: started.running,
+            admin: started.addr,
             http: reqwest::Client::new(),
             got,
             server,
@@ -239,6 +236,7 @@ async fn a_failing_task_opens_one_incident_is_reminded_and_resolves_once(db: &Te
             json!({"remind_every": "2s"}),
         )],
         Arc::clone(&state),
+        &[],
     )
     .await;
     wait_until(
@@ -310,6 +308,7 @@ async fn fewer_failures_in_a_row_than_the_threshold_send_nothing(db: &TestDb) {
             json!({"alert_after_failures": 3}),
         )],
         Arc::clone(&state),
+        &[],
     )
     .await;
     wait_stepping(
@@ -363,6 +362,7 @@ async fn a_snooze_holds_the_alerts_back_and_lifting_it_resumes_them(db: &TestDb)
         "inc.flaky",
         vec![entry("inc.flaky", "* * * * * *")],
         Arc::clone(&state),
+        &[],
     )
     .await;
     wait_until(Duration::from_secs(60), "a success", || async {
@@ -489,6 +489,7 @@ async fn a_start_deadline_fires_once_when_broken_and_not_when_kept(db: &TestDb) 
             with_sla("inc.waiting", YEARLY, json!({"start_within": "10s"})),
         ],
         Arc::new(Switches::default()),
+        &[],
     )
     .await;
     wait_until(
@@ -529,12 +530,9 @@ async fn a_run_time_warning_fires_once_per_slow_run_and_does_not_stop_it(db: &Te
             with_sla("inc.quick", YEARLY, json!({"warn_after": "10s"})),
         ],
         Arc::new(Switches::default()),
+        // Only these two rows: the registry has every `inc.` task, the config names two.
+        &["inc.slow", "inc.quick"],
     )
-    .await;
-    // Only these two rows: the registry has every `inc.` task, the config names two.
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("inc.slow").await.is_some() && db.try_task("inc.quick").await.is_some()
-    })
     .await;
     db.set_next_run(Some("inc.slow"), Some(Utc::now())).await;
     db.set_next_run(Some("inc.quick"), Some(Utc::now())).await;
@@ -573,11 +571,8 @@ async fn a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept(db: &Tes
             with_sla("inc.report_missed", YEARLY, json!({"succeed_by": at})),
         ],
         Arc::new(Switches::default()),
+        &["inc.report_kept"],
     )
-    .await;
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("inc.report_kept").await.is_some()
-    })
     .await;
     db.set_next_run(Some("inc.report_kept"), Some(db.now()))
         .await;

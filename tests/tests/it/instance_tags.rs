@@ -1,28 +1,25 @@
 //! An instance's own owners, labels and shared limit (`Schedule::owners`, `::label`,
 //! `::limit`; the same fields in the admin API, the command line and the config file): its
 //! alerts carry its own owners (else its task's) and its labels over its task's, and are routed
-//! by them, on a node that did not make it (the tags come from its row in the store); its runs
-//! hold its own limit (else its task's), judged by the handlers' own record of their starts and
-//! ends; unusable owners, labels or limit names are refused with the reason; every way of
-//! writing an instance shows them back.
+//! by them, on a node that did not make it (the tags come from its row in the store); unusable
+//! owners, labels or limit names are refused with the reason; every way of writing an instance
+//! shows them back. (Its runs holding its own limit: `instance_limits`.)
 
 use crate::common;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use reqwest::StatusCode;
 use scheduler::channels::{Channel, ChannelKind, Channels, Route};
 use scheduler::config::{InstanceConfig, TaskConfig};
-use scheduler::{Schedule, Schedules, TaskContext, task};
+use scheduler::{Schedule, Schedules, task};
 use serde_json::{Value, json};
 
 on_both_backends! {
     threads = 2;
     an_instance_s_own_owners_route_its_alert_and_its_sibling_s_go_by_the_task_s,
-    an_instance_s_own_limit_keeps_its_holders_apart_and_a_sibling_holds_its_task_s,
     unusable_owners_labels_and_limit_names_are_refused_with_the_reason,
     the_api_the_command_line_and_the_config_write_and_show_owners_labels_and_limit,
 }
@@ -34,57 +31,6 @@ const WHSEC: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 #[task(name = "itag.fails")]
 async fn itag_fails() -> Result<(), std::io::Error> {
     Err(std::io::Error::other("the upstream refused"))
-}
-
-/// One run as its handler saw it: its key, its start and end on this process's clock.
-type Span = (String, Instant, Option<Instant>);
-
-struct WorkLog {
-    work: Duration,
-    spans: Mutex<Vec<Span>>,
-}
-
-impl WorkLog {
-    fn of(&self, keys: &[&str]) -> Vec<Span> {
-        let spans = self.spans.lock().unwrap();
-        spans
-            .iter()
-            .filter(|s| keys.contains(&s.0.as_str()))
-            .cloned()
-            .collect()
-    }
-}
-
-/// Works a while, recording its start and end.
-#[task(name = "itag.work", limit = "task-solo")]
-async fn itag_work(ctx: TaskContext) {
-    let log = Arc::clone(ctx.state::<Arc<WorkLog>>().unwrap());
-    let key = ctx.key().unwrap_or("").to_owned();
-    let i = {
-        let mut spans = log.spans.lock().unwrap();
-        spans.push((key, Instant::now(), None));
-        spans.len() - 1
-    };
-    tokio::time::sleep(log.work).await;
-    log.spans.lock().unwrap()[i].2 = Some(Instant::now());
-}
-
-/// The most handlers running at once among `spans`, by their own record.
-fn most_at_once(spans: &[Span]) -> usize {
-    let far = Instant::now() + Duration::from_secs(3600);
-    let mut events: Vec<(Instant, i32)> = Vec::new();
-    for s in spans {
-        events.push((s.1, 1));
-        events.push((s.2.unwrap_or(far), -1));
-    }
-    // An end and a start at the same instant: the end first.
-    events.sort();
-    let (mut now, mut most) = (0i32, 0i32);
-    for (_, d) in events {
-        now += d;
-        most = most.max(now);
-    }
-    usize::try_from(most).unwrap_or(0)
 }
 
 /// What a webhook receiver on 127.0.0.1 took: each request's JSON body.
@@ -167,18 +113,11 @@ async fn an_instance_s_own_owners_route_its_alert_and_its_sibling_s_go_by_the_ta
             .into(),
         ..entry("itag.fails", "0 0 0 1 1 *")
     }]);
-    let n = start(
-        node(db, "a", tasks("itag.fails"))
-            .config_document(config)
-            .poll_interval(Duration::from_millis(500))
-            .channels(channels)
-            .build()
-            .unwrap(),
-    );
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("itag.fails").await.is_some()
-    })
-    .await;
+    let builder = node(db, "a", tasks("itag.fails"))
+        .config_document(config)
+        .poll_interval(Duration::from_millis(500))
+        .channels(channels);
+    let n = started(db, builder, &["itag.fails"]).await;
     let schedules = Schedules::new(db.node_store(2), &tasks("itag.fails"), "test");
     let yearly = |key: &str| Schedule::new("itag.fails", key).cron("0 0 0 1 1 *");
     let own = schedules
@@ -229,108 +168,12 @@ async fn an_instance_s_own_owners_route_its_alert_and_its_sibling_s_go_by_the_ta
     s2.abort();
 }
 
-/// `itag.work` names `task-solo: 1` (its attribute). Instances `a` and `b` name `inst-solo: 1`
-/// of their own, `c` and `d` none, all every second, each run working a while. By the handlers'
-/// own record `a` and `b` never ran at once, nor did `c` and `d` (under their task's limit);
-/// the store showed only `a` or `b` holding `inst-solo`, only `c` or `d` holding `task-solo`.
-async fn an_instance_s_own_limit_keeps_its_holders_apart_and_a_sibling_holds_its_task_s(
-    db: &TestDb,
-) {
-    let log = Arc::new(WorkLog {
-        work: if db.is_sqlite() {
-            Duration::from_millis(150)
-        } else {
-            Duration::from_millis(1200)
-        },
-        spans: Mutex::new(Vec::new()),
-    });
-    let mut config = doc(vec![entry("itag.work", "0 0 0 1 1 *")]);
-    config.limits = [("inst-solo".to_owned(), 1), ("task-solo".to_owned(), 1)].into();
-    let scheduler = node(db, "a", tasks("itag.work"))
-        .config_document(config)
-        .poll_interval(Duration::from_millis(500))
-        .state(Arc::clone(&log))
-        .build()
-        .unwrap();
-    let running = start(scheduler);
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("itag.work").await.is_some()
-    })
-    .await;
-    let schedules = Schedules::new(db.node_store(2), &tasks("itag.work"), "test");
-    let every_second = |key: &str| Schedule::new("itag.work", key).cron("* * * * * *");
-    for key in ["a", "b"] {
-        let made = schedules
-            .upsert(every_second(key).limit("inst-solo"))
-            .await
-            .unwrap();
-        assert_eq!(made.limit.as_deref(), Some("inst-solo"));
-    }
-    for key in ["c", "d"] {
-        assert_eq!(
-            schedules.upsert(every_second(key)).await.unwrap().limit,
-            None
-        );
-    }
-    let holders: Mutex<BTreeMap<String, Vec<String>>> = Mutex::default();
-    wait_stepping(
-        db,
-        Duration::from_secs(180),
-        "three runs of each instance, each limit seen held",
-        || async {
-            for limit in db.api().limits().await.unwrap() {
-                let mut seen = holders.lock().unwrap();
-                let rows = seen.entry(limit.name.clone()).or_default();
-                rows.extend(limit.holders.iter().map(|h| h.row.clone()));
-            }
-            let seen = holders.lock().unwrap();
-            ["a", "b", "c", "d"]
-                .iter()
-                .all(|k| log.of(&[k]).iter().filter(|s| s.2.is_some()).count() >= 3)
-                && ["inst-solo", "task-solo"]
-                    .iter()
-                    .all(|l| seen.get(*l).is_some_and(|rows| !rows.is_empty()))
-        },
-    )
-    .await;
-    running.stop().await;
-
-    assert_eq!(
-        most_at_once(&log.of(&["a", "b"])),
-        1,
-        "a and b share inst-solo: 1"
-    );
-    assert_eq!(
-        most_at_once(&log.of(&["c", "d"])),
-        1,
-        "c and d share task-solo: 1"
-    );
-    let seen = holders.into_inner().unwrap();
-    for (limit, rows) in [
-        ("inst-solo", ["itag.work/a", "itag.work/b"]),
-        ("task-solo", ["itag.work/c", "itag.work/d"]),
-    ] {
-        let held = &seen[limit];
-        assert!(
-            held.iter().all(|r| rows.contains(&r.as_str())),
-            "{limit} held by {held:?}"
-        );
-    }
-}
-
 /// Owners, labels and limit names are checked as a config entry's are, each refusal naming the
 /// instance and what is wrong; nothing is written.
 async fn unusable_owners_labels_and_limit_names_are_refused_with_the_reason(db: &TestDb) {
-    let n = start(
-        node(db, "a", tasks("itag.fails"))
-            .config_document(doc(vec![entry("itag.fails", "0 0 0 1 1 *")]))
-            .build()
-            .unwrap(),
-    );
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("itag.fails").await.is_some()
-    })
-    .await;
+    let config = doc(vec![entry("itag.fails", "0 0 0 1 1 *")]);
+    let builder = node(db, "a", tasks("itag.fails")).config_document(config);
+    let n = started(db, builder, &["itag.fails"]).await;
     let schedules = Schedules::new(db.node_store(2), &tasks("itag.fails"), "test");
     let yearly = || Schedule::new("itag.fails", "k").cron("0 0 0 1 1 *");
     for (schedule, variant, says) in [
@@ -384,21 +227,12 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
         ..entry("itag.fails", "0 0 0 1 1 *")
     }]);
     config.limits = [("cfg-limit".to_owned(), 2)].into();
-    let scheduler = node(db, "a", tasks("itag.fails"))
+    let builder = node(db, "a", tasks("itag.fails"))
         .config_document(config)
-        .admin_addr("127.0.0.1:0".parse().unwrap())
-        .admin_token(TOKEN)
-        .build()
-        .unwrap();
-    let base = format!(
-        "http://{}/api/tasks/itag.fails/instances",
-        scheduler.admin_addr().unwrap()
-    );
-    let n = start(scheduler);
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("itag.fails/cfg").await.is_some()
-    })
-    .await;
+        .admin_token(TOKEN);
+    let node = admin_node(db, builder, &["itag.fails/cfg"]).await;
+    let base = node.url("/api/tasks/itag.fails/instances");
+    let n = node.running;
     let client = reqwest::Client::new();
     let call = |method: reqwest::Method, url: String, body: Option<Value>| {
         let mut request = client.request(method, url).bearer_auth(TOKEN);

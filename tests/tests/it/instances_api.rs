@@ -79,32 +79,20 @@ fn config() -> ConfigDocument {
 
 /// A node running `iapi.*` with its admin server on 127.0.0.1 (with the operator token
 /// `token`), once the tasks' rows are in the store; and its address.
-async fn admin_node(
+async fn iapi_node(
     db: &TestDb,
     id: &str,
     token: Option<&str>,
     log: &Arc<Log>,
 ) -> (RunningNode, String) {
-    let mut builder = node(db, id, tasks("iapi."))
-        .config_document(config())
-        .poll_interval(Duration::from_millis(500))
-        .admin_addr("127.0.0.1:0".parse().unwrap())
-        .state(Arc::clone(log));
+    let mut builder =
+        node_with(db, id, tasks("iapi."), config(), log).poll_interval(Duration::from_millis(500));
     if let Some(token) = token {
         builder = builder.admin_token(token);
     }
-    let scheduler = builder.build().unwrap();
-    let base = format!("http://{}", scheduler.admin_addr().unwrap());
-    let running = start(scheduler);
-    wait_until(
-        Duration::from_secs(60),
-        "the tasks' rows written",
-        || async {
-            db.try_task("iapi.sync").await.is_some() && db.try_task("iapi.sharded").await.is_some()
-        },
-    )
-    .await;
-    (running, base)
+    let node = admin_node(db, builder, &["iapi.sync", "iapi.sharded"]).await;
+    let base = node.url("");
+    (node.running, base)
 }
 
 /// A request to the admin API as the operator `alice` (`token`: none sends none).
@@ -177,7 +165,7 @@ fn every_second(tenant: u64) -> Value {
 /// the audit trail hide the secret.
 async fn instances_are_made_changed_paused_resumed_and_removed_through_the_api(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (running, base) = admin_node(db, "a", Some(TOKEN), &log).await;
+    let (running, base) = iapi_node(db, "a", Some(TOKEN), &log).await;
     let path = "/api/tasks/iapi.sync/instances/t1";
 
     let (status, made) = put(&base, path, every_second(1)).await;
@@ -300,7 +288,7 @@ async fn instances_are_made_changed_paused_resumed_and_removed_through_the_api(d
 /// row takes an override too.
 async fn a_manual_run_with_other_arguments_runs_once_with_them(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (running, base) = admin_node(db, "a", Some(TOKEN), &log).await;
+    let (running, base) = iapi_node(db, "a", Some(TOKEN), &log).await;
     let (status, made) = put(
         &base,
         "/api/tasks/iapi.sync/instances/m",
@@ -415,12 +403,12 @@ async fn a_manual_run_with_other_arguments_runs_once_with_them(db: &TestDb) {
 async fn what_the_api_refuses_it_says_why(db: &TestDb) {
     let log = Arc::new(Log::default());
     // A node without an operator token refuses every mutation.
-    let (running, base) = admin_node(db, "open", None, &log).await;
+    let (running, base) = iapi_node(db, "open", None, &log).await;
     let (status, body) = put(&base, "/api/tasks/iapi.sync/instances/k", every_second(1)).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     running.stop().await;
 
-    let (running, base) = admin_node(db, "a", Some(TOKEN), &log).await;
+    let (running, base) = iapi_node(db, "a", Some(TOKEN), &log).await;
     let url = format!("{base}/api/tasks/iapi.sync/instances/k");
     let (status, body) = call(reqwest::Method::PUT, &url, None, Some(every_second(1))).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
@@ -553,12 +541,12 @@ async fn a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_rea
     let log = Arc::new(Log::default());
     let path = "/api/tasks/iapi.sync/instances";
     // A node without an operator token refuses the batch.
-    let (running, base) = admin_node(db, "open", None, &log).await;
+    let (running, base) = iapi_node(db, "open", None, &log).await;
     let (status, body) = put(&base, path, json!([{"key": "b1", "cron": "* * * * *"}])).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     running.stop().await;
 
-    let (running, base) = admin_node(db, "a", Some(TOKEN), &log).await;
+    let (running, base) = iapi_node(db, "a", Some(TOKEN), &log).await;
     let url = format!("{base}{path}");
     let batch = json!([{"key": "b1", "cron": "* * * * *"}]);
     let (status, body) = call(reqwest::Method::PUT, &url, None, Some(batch)).await;
@@ -690,7 +678,7 @@ async fn a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_rea
 /// what they print hides the secret.
 async fn the_instances_commands_write_and_run_instances(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (running, _) = admin_node(db, "a", Some(TOKEN), &log).await;
+    let (running, _) = iapi_node(db, "a", Some(TOKEN), &log).await;
     let cli = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
             .args(args)
@@ -868,7 +856,7 @@ fn run_cli(db: &TestDb, args: &[&str]) -> (i32, String, String) {
 /// not such a list: refused whole, nothing written, exit status 1.
 async fn the_upsert_many_command_writes_a_file_in_batches_and_lists_each_refusal(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (running, _) = admin_node(db, "a", Some(TOKEN), &log).await;
+    let (running, _) = iapi_node(db, "a", Some(TOKEN), &log).await;
     let dir = tempfile::tempdir().unwrap();
     let mut items: Vec<Value> = (0..1_200)
         .map(|i| json!({"key": format!("f-{i:04}"), "cron": "0 0 0 1 1 *"}))

@@ -58,22 +58,14 @@ struct Node {
 
 impl Node {
     async fn start(db: &TestDb, ran: &Arc<Ran>) -> Self {
-        let scheduler = node(db, "reader", tasks("iread."))
-            .config_document(doc(vec![entry("iread.sync", "0 0 0 1 1 *")]))
-            .poll_interval(Duration::from_millis(500))
-            .admin_addr("127.0.0.1:0".parse().unwrap())
-            .state(Arc::clone(ran))
-            .build()
-            .unwrap();
-        let addr = scheduler.admin_addr().unwrap();
-        let schedules = scheduler.schedules();
-        let running = start(scheduler);
-        wait_until(
-            Duration::from_secs(60),
-            "the task's row written",
-            || async { db.try_task("iread.sync").await.is_some() },
-        )
-        .await;
+        let config = doc(vec![entry("iread.sync", "0 0 0 1 1 *")]);
+        let builder = node_with(db, "reader", tasks("iread."), config, ran)
+            .poll_interval(Duration::from_millis(500));
+        let AdminNode {
+            running,
+            addr,
+            schedules,
+        } = admin_node(db, builder, &["iread.sync"]).await;
         Node {
             running,
             addr,

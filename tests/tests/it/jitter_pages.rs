@@ -3,7 +3,8 @@
 //! tick's start, and so do the latest runs of the instance list (`GET
 //! /api/tasks/{task}/instances?runs=N`) and of one instance (`.../instances/{key}`); the rows
 //! that place a page are read in a bounded number of store reads, whatever the page holds (not
-//! one per task and one per instance). The reads are counted by a layer over the node's real
+//! one per task and one per instance), and so are the runs and skip records of the instances'
+//! strips (`?ticks=N`). The reads are counted by a layer over the node's real
 //! store (`StoreLayer::observe`); the runs are those the handlers themselves recorded.
 
 use crate::common;
@@ -65,6 +66,9 @@ async fn jpage_sync(ctx: TaskContext) {
 struct RowReads {
     inner: Arc<dyn Store>,
     reads: Mutex<BTreeMap<&'static str, u64>>,
+    /// The reads of runs and skip records the instances' strips make (the node's own loops
+    /// make none of them either).
+    strip_reads: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl RowReads {
@@ -73,6 +77,7 @@ impl RowReads {
     }
     fn reset(&self) {
         self.reads.lock().unwrap().clear();
+        self.strip_reads.lock().unwrap().clear();
     }
 }
 
@@ -88,6 +93,17 @@ impl StoreLayer for RowReads {
         );
         if row_read {
             *self.reads.lock().unwrap().entry(operation).or_default() += 1;
+        }
+        if matches!(
+            operation,
+            "latest_runs_per_instance" | "latest_skips_per_task"
+        ) {
+            *self
+                .strip_reads
+                .lock()
+                .unwrap()
+                .entry(operation)
+                .or_default() += 1;
         }
     }
 }
@@ -132,23 +148,18 @@ async fn a_page_of_many_instances_is_placed_in_a_bounded_number_of_reads(db: &Te
     let store = Arc::new(RowReads {
         inner: db.node_store(4),
         reads: Mutex::default(),
+        strip_reads: Mutex::default(),
     });
-    let scheduler = node(db, "a", tasks("jpage."))
+    // The task's own schedule: yearly (its instances are what runs).
+    let config = doc(vec![entry("jpage.sync", "0 0 0 1 1 *")]);
+    let builder = node_with(db, "a", tasks("jpage."), config, &ran)
         .store(Arc::clone(&store) as Arc<dyn Store>)
-        // The task's own schedule: yearly (its instances are what runs).
-        .config_document(doc(vec![entry("jpage.sync", "0 0 0 1 1 *")]))
-        .max_concurrent(INSTANCES)
-        .admin_addr("127.0.0.1:0".parse().unwrap())
-        .state(Arc::clone(&ran))
-        .build()
-        .unwrap();
-    let addr = scheduler.admin_addr().unwrap();
-    let schedules = scheduler.schedules();
-    let running = start(scheduler);
-    wait_until(Duration::from_secs(60), "the task's row", || async {
-        db.try_task("jpage.sync").await.is_some()
-    })
-    .await;
+        .max_concurrent(INSTANCES);
+    let AdminNode {
+        running,
+        addr,
+        schedules,
+    } = admin_node(db, builder, &["jpage.sync"]).await;
     let mut windows = BTreeMap::new();
     let batch = (0..INSTANCES).map(|i| {
         let schedule = Schedule::new("jpage.sync", key(i)).cron(CRON);
@@ -212,6 +223,28 @@ async fn a_page_of_many_instances_is_placed_in_a_bounded_number_of_reads(db: &Te
         "{reads} reads of rows for {listed} runs: {:?}",
         store.reads.lock().unwrap()
     );
+
+    // Every instance's strip of expected ticks, each with its runs: one read of their runs and
+    // one of their skip records (one cron, one class of window), whatever their number.
+    store.reset();
+    let list = get(addr, "/api/tasks/jpage.sync/instances?ticks=10&limit=1000").await;
+    let instances = list["instances"].as_array().unwrap();
+    assert_eq!(instances.len(), INSTANCES);
+    for instance in instances {
+        let ticks = instance["ticks"].as_array().unwrap();
+        let ran = ticks.iter().filter(|t| t["run_id"].is_i64()).count();
+        assert!(ran >= 2, "{instance}");
+    }
+    let reads = store.strip_reads.lock().unwrap().clone();
+    assert_eq!(
+        reads,
+        BTreeMap::from([
+            ("latest_runs_per_instance", 1),
+            ("latest_skips_per_task", 1)
+        ]),
+        "the strips of {INSTANCES} instances"
+    );
+    assert!(store.total() <= READS, "{:?}", store.reads.lock().unwrap());
 
     // One instance's latest runs.
     for i in 0..3 {

@@ -128,19 +128,13 @@ fn check_starts(runs: &[Value], source: &str) -> (BTreeSet<String>, usize) {
 /// not, and one run alone) and the command line's; the manual run has none.
 async fn the_run_history_gives_each_scheduled_run_its_start(db: &TestDb) {
     let ran = Arc::new(Ran::default());
-    let scheduler = node(db, "a", tasks("jshow."))
-        .config_document(doc(vec![entry("jshow.sync", CRON)]))
-        .admin_addr("127.0.0.1:0".parse().unwrap())
-        .state(Arc::clone(&ran))
-        .build()
-        .unwrap();
-    let addr = scheduler.admin_addr().unwrap();
-    let schedules = scheduler.schedules();
-    let running = start(scheduler);
-    wait_until(Duration::from_secs(60), "the task's row", || async {
-        db.try_task("jshow.sync").await.is_some()
-    })
-    .await;
+    let config = doc(vec![entry("jshow.sync", CRON)]);
+    let builder = node_with(db, "a", tasks("jshow."), config, &ran);
+    let AdminNode {
+        running,
+        addr,
+        schedules,
+    } = admin_node(db, builder, &["jshow.sync"]).await;
     schedules
         .upsert(
             Schedule::new("jshow.sync", "own")

@@ -42,6 +42,8 @@ mod handlers;
 mod harness;
 mod hot_reload;
 mod incidents;
+mod instance_limits;
+mod instance_strips;
 mod instance_tags;
 mod instance_wakes;
 mod instances;

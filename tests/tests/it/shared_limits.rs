@@ -273,21 +273,10 @@ async fn a_waiting_tick_is_visible_and_skipped_naming_the_limit(db: &TestDb) {
         ]),
         &[("solo", 1)],
     );
-    let scheduler = node(
-        db,
-        "a",
-        tasks("sl.").retain(|n| n == "sl.hold" || n == "sl.late"),
-    )
-    .config_document(config)
-    .poll_interval(Duration::from_millis(500))
-    .state(Arc::clone(&log))
-    .build()
-    .unwrap();
-    let running = start(scheduler);
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("sl.hold").await.is_some()
-    })
-    .await;
+    let registry = tasks("sl.").retain(|n| n == "sl.hold" || n == "sl.late");
+    let builder =
+        node_with(db, "a", registry, config, &log).poll_interval(Duration::from_millis(500));
+    let running = started(db, builder, &["sl.hold"]).await;
     // Run the holder now, unless `sl.late` took the share first: then wait for it to end.
     db.set_next_run(Some("sl.hold"), Some(db.now())).await;
     db.api().notify().await.unwrap();

@@ -106,12 +106,10 @@ async fn a_tick_of_more_rows_than_slots_is_claimed_ahead_whole_and_runs_in_its_s
         })
         .collect());
     let n = start(
-        node(db, "a", registry)
+        node_with(db, "a", registry, config, &seen)
             .max_concurrent(SLOTS)
             // The lead is bounded by a quarter of the lock lifetime: 1 s needs 4 s.
             .lock_lifetime(Duration::from_secs(8))
-            .config_document(config)
-            .state(Arc::clone(&seen))
             .build()
             .unwrap(),
     );
@@ -177,11 +175,9 @@ async fn runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node(db: &Te
         .map(|d| entry(d.name, "0 0 0 1 1 *"))
         .collect());
     let a = start(
-        node(db, "a", registry())
+        node_with(db, "a", registry(), config.clone(), &rec)
             .max_concurrent(2)
             .lock_lifetime(Duration::from_secs(8))
-            .config_document(config.clone())
-            .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
@@ -211,10 +207,8 @@ async fn runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node(db: &Te
     )
     .await;
     let b = start(
-        node(db, "b", registry())
+        node_with(db, "b", registry(), config, &rec)
             .lock_lifetime(Duration::from_secs(8))
-            .config_document(config)
-            .state(Arc::clone(&rec))
             .build()
             .unwrap(),
     );
@@ -261,10 +255,8 @@ async fn a_tick_of_more_rows_than_one_claim_takes_is_claimed_in_turns_each_once(
         .map(|d| entry(d.name, "*/5 * * * * *"))
         .collect());
     let n = start(
-        node(db, "a", registry)
+        node_with(db, "a", registry, config, &seen)
             .lock_lifetime(Duration::from_secs(8))
-            .config_document(config)
-            .state(Arc::clone(&seen))
             .build()
             .unwrap(),
     );

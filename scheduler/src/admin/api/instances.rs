@@ -1,7 +1,8 @@
 //! The instances of a task (`crate::instance`), read: a page of them, filtered by key, and one
-//! of them, each with its row's state and, on request, its latest runs (the dashboard's strip
-//! of an instance). What an instance is shown as ([`InstanceView`]) is shared with the routes
-//! that change instances; its arguments go through [`instance_args_view`] wherever shown.
+//! of them, each with its row's state and, on request, its latest runs and its strip of expected
+//! ticks (the dashboard's strip of an instance, [`super::instance_ticks`]). What an instance is
+//! shown as ([`InstanceView`]) is shared with the routes that change instances; its arguments
+//! go through [`instance_args_view`] wherever shown.
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
@@ -10,13 +11,17 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::instance_ticks::{InstanceStrip, instance_strips};
 use super::refusals::{ReadErrors, in_range};
 use super::tasks::{health::timeliness, one_state};
+use super::ticks::TickView;
 use super::views::{PauseView, RunView, run_starts};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
 use crate::admin::state::AdminState;
-use crate::bounds::{API_INSTANCE_RUNS as RUNS, API_INSTANCES_LIMIT as LIMIT};
+use crate::bounds::{
+    API_INSTANCE_RUNS as RUNS, API_INSTANCE_TICKS as TICKS, API_INSTANCES_LIMIT as LIMIT,
+};
 use crate::engine::EngineView;
 use crate::store::{InstanceQuery, InstanceState, RunRecord, TaskState};
 
@@ -111,6 +116,17 @@ pub(crate) struct InstanceView {
     /// Its latest runs, newest first, when asked for (`runs`).
     #[serde(skip_serializing_if = "Option::is_none")]
     recent_runs: Option<Vec<RunView>>,
+    /// Its strip, when asked for (`ticks`): its latest expected ticks by its own schedule (and
+    /// manual runs), oldest first, each with what became of it, as a task's strip
+    /// (`GET /api/ticks`): its run and outcome, a skip and its reason, `missed` (no run later
+    /// than its grace) or `due`. A tick's lateness counts from its start (shifted by its
+    /// jitter).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ticks: Option<Vec<TickView>>,
+    /// With `ticks`: false when older ticks are left out because the runs read did not reach
+    /// back so far (or its schedule cannot be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ticks_complete: Option<bool>,
 }
 
 impl InstanceView {
@@ -162,6 +178,20 @@ impl InstanceView {
             manual_at: s.manual_at,
             removed: instance.removed,
             recent_runs,
+            ticks: None,
+            ticks_complete: None,
+        }
+    }
+
+    /// With its strip of expected ticks.
+    fn with_strip(self, strip: Option<InstanceStrip>) -> Self {
+        match strip {
+            Some(strip) => Self {
+                ticks: Some(strip.ticks),
+                ticks_complete: Some(strip.complete),
+                ..self
+            },
+            None => self,
         }
     }
 }
@@ -180,6 +210,9 @@ struct InstancesQuery {
     /// The latest runs to list with each instance, 0 to 30 (default 0: none).
     #[param(minimum = 0, maximum = 30)]
     runs: Option<u32>,
+    /// The latest expected ticks to give each instance's strip, 0 to 30 (default 0: none).
+    #[param(minimum = 0, maximum = 30)]
+    ticks: Option<u32>,
 }
 
 /// A page of a task's instances, by key.
@@ -244,6 +277,7 @@ async fn list_instances(
 ) -> Result<axum::Json<InstancePage>, ApiError> {
     let limit = in_range(LIMIT, "limit", q.limit, DEFAULT_LIMIT)?;
     let runs = in_range(RUNS, "runs", q.runs, 0)?;
+    let ticks = in_range(TICKS, "ticks", q.ticks, 0)?;
     let task = one_state(&state.engine, &name).await?;
     let mut query = InstanceQuery::of(&name, limit);
     if let Some(key) = q.key.filter(|k| !k.is_empty()) {
@@ -257,12 +291,14 @@ async fn list_instances(
         .then(|| instances.last().map(|i| i.key.clone()))
         .flatten();
     let mut recent = recent_runs(&state.engine, &task, &instances, runs).await?;
-    let now = Utc::now();
+    let now = state.engine.now();
+    let mut strips = instance_strips(&state.engine, &name, &instances, ticks, now).await?;
     let instances = instances
         .into_iter()
         .map(|i| {
             let runs = (runs > 0).then(|| recent.remove(&i.key).unwrap_or_default());
-            InstanceView::of(&state.engine, i, runs, now)
+            let strip = strips.remove(&i.key);
+            InstanceView::of(&state.engine, i, runs, now).with_strip(strip)
         })
         .collect();
     Ok(axum::Json(InstancePage {
@@ -272,13 +308,16 @@ async fn list_instances(
     }))
 }
 
-/// How many of an instance's latest runs to show.
+/// How many of an instance's latest runs and expected ticks to show.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct InstanceDetailQuery {
     /// The latest runs to list, 0 to 30 (default 10).
     #[param(minimum = 0, maximum = 30)]
     runs: Option<u32>,
+    /// The latest expected ticks to give its strip, 0 to 30 (default 0: none).
+    #[param(minimum = 0, maximum = 30)]
+    ticks: Option<u32>,
 }
 
 /// One instance of a task with its state and latest runs.
@@ -301,6 +340,7 @@ async fn get_instance(
     Query(q): Query<InstanceDetailQuery>,
 ) -> Result<axum::Json<InstanceView>, ApiError> {
     let runs = in_range(RUNS, "runs", q.runs, 10)?;
+    let ticks = in_range(TICKS, "ticks", q.ticks, 0)?;
     let task = one_state(&state.engine, &name).await?;
     let query = InstanceQuery::of(&name, 1).key(&key);
     let instance = state
@@ -320,10 +360,17 @@ async fn get_instance(
     let mut recent =
         recent_runs(&state.engine, &task, std::slice::from_ref(&instance), runs).await?;
     let runs = (runs > 0).then(|| recent.remove(&instance.key).unwrap_or_default());
-    Ok(axum::Json(InstanceView::of(
+    let now = state.engine.now();
+    let mut strips = instance_strips(
         &state.engine,
-        instance,
-        runs,
-        Utc::now(),
-    )))
+        &name,
+        std::slice::from_ref(&instance),
+        ticks,
+        now,
+    )
+    .await?;
+    let strip = strips.remove(&instance.key);
+    Ok(axum::Json(
+        InstanceView::of(&state.engine, instance, runs, now).with_strip(strip),
+    ))
 }

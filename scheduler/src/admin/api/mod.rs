@@ -7,6 +7,7 @@ mod backfills;
 mod cluster;
 mod config;
 mod incidents;
+mod instance_ticks;
 mod instances;
 mod instances_batch;
 mod instances_write;

@@ -35,7 +35,7 @@ const RUNS_PER_TASK: u32 = 400;
 /// Runs read per sharded task at most (a tick is a run per shard: 50 ticks of 100 shards).
 const RUNS_PER_SHARDED_TASK: u32 = 5_000;
 /// Skip records read per task beyond its count of ticks (each record stands for one or more).
-const EXTRA_SKIPS: u32 = 10;
+pub(super) const EXTRA_SKIPS: u32 = 10;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new().routes(routes!(list_ticks))
@@ -263,7 +263,7 @@ async fn list_ticks(
         states.retain(|s| crate::shard::is_task_row(&s.name));
     }
     states.sort_by(|a, b| a.name.cmp(&b.name));
-    let now = Utc::now();
+    let now = state.engine.now();
     let grace = state.engine.missed_grace();
     // Walking schedules (a dense cron over a long window is many thousands of steps per task)
     // happens on a blocking thread, never on the async threads the engine's timers share.
@@ -361,7 +361,7 @@ async fn read_sharded_further(
 
 /// A window's class of length (up to an hour, a day, a month, a year, longer): windows of one
 /// class share a read.
-fn window_class(span: TimeDelta) -> usize {
+pub(super) fn window_class(span: TimeDelta) -> usize {
     [
         TimeDelta::hours(1),
         TimeDelta::days(1),
@@ -374,7 +374,7 @@ fn window_class(span: TimeDelta) -> usize {
 }
 
 /// Runs `work` on tokio's blocking threads.
-async fn off_the_runtime<T: Send + 'static>(
+pub(super) async fn off_the_runtime<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {
     tokio::task::spawn_blocking(work)

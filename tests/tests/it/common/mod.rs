@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 #[macro_use]
 mod db;
+mod nodes;
 pub use db::TestDb;
+pub use nodes::{AdminNode, admin_node, node_with, started};
 
 /// What handlers saw, shared with them as scheduler state.
 #[derive(Default)]

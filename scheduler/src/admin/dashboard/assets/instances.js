@@ -1,22 +1,23 @@
 // A task's instances on its page (`GET /api/tasks/NAME/instances`): each with its key, who owns
-// it (config or run time), its schedule, state, next run, last result and its strip of latest
-// runs (oldest left, like the task's own strip), filterable by a part of the key (kept in the
-// page's address, `?key=`) and paged by key (`?after=`). One request per refresh for the page
-// shown, whatever the number of instances.
+// it (config or run time), its schedule, state, next run, last result and its strip of expected
+// ticks (`ticks`, by its own schedule, each with its run or `missed`: drawn as the task's own
+// strip), filterable by a part of the key (kept in the page's address, `?key=`) and paged by
+// key (`?after=`). One request per refresh for the page shown, whatever the number of
+// instances.
 
 import { get, task as enc } from "./api.js";
 import { h, section, table } from "./dom.js";
 import { tickStrip } from "./charts.js";
-import { inZone, outcomeClass, outcomeText, relative, runSeconds } from "./format.js";
+import { inZone, outcomeClass, outcomeText, relative } from "./format.js";
 
 /** Instances per page. */
 export const INSTANCE_PAGE = 50;
-/** Latest runs on each instance's strip. */
-export const INSTANCE_RUNS = 20;
+/** Latest expected ticks on each instance's strip. */
+export const INSTANCE_TICKS = 20;
 
 /** The read of one page of `name`'s instances, filtered by `key`, after key `after`. */
 export function instancesPath(name, key, after) {
-  const p = new URLSearchParams({ limit: String(INSTANCE_PAGE), runs: String(INSTANCE_RUNS) });
+  const p = new URLSearchParams({ limit: String(INSTANCE_PAGE), ticks: String(INSTANCE_TICKS) });
   if (key) p.set("key", key);
   if (after) p.set("cursor", after);
   return `/api/tasks/${enc(name)}/instances?${p}`;
@@ -25,18 +26,6 @@ export function instancesPath(name, key, after) {
 /** Reads the page; a node without the read (an older one) shows none. */
 export async function readInstances(name, key, after) {
   return get(instancesPath(name, key, after));
-}
-
-/** A run as a mark on a strip: its tick and its ending. */
-function markOf(r) {
-  return {
-    at: r.scheduled_at,
-    outcome: r.status,
-    run_id: r.id,
-    attempts: r.attempt,
-    trigger: r.trigger,
-    duration_seconds: r.started_at ? runSeconds(r) : null,
-  };
 }
 
 function stateWords(i) {
@@ -50,12 +39,12 @@ function stateWords(i) {
 
 function row(i, runsOf) {
   const [state, words] = stateWords(i);
-  const runs = (i.recent_runs ?? []).slice().reverse().map(markOf);
   return h("tr", { dataset: { instance: i.key, state, source: i.source, key: `instance-${i.key}` } },
     h("td", { class: "instance-key" }, h("a", { href: runsOf(i.key), title: "this instance's runs" }, h("code", {}, i.key)),
       i.source === "config" ? h("div", { class: "small muted" }, "from the config") : null),
     h("td", {}, h("span", { class: `badge s-${state}`, title: words }, state)),
-    h("td", { class: "strip-cell" }, tickStrip(runs, i.timezone, INSTANCE_RUNS)),
+    h("td", { class: "strip-cell" }, tickStrip(i.ticks ?? [], i.timezone, INSTANCE_TICKS),
+      i.ticks_complete === false ? h("span", { class: "small muted", title: "older ticks are beyond what one read returns" }, " …") : null),
     h("td", {}, h("code", {}, i.cron), h("div", { class: "small muted" }, i.timezone)),
     h("td", { class: "next-run" }, i.enabled && !i.paused && i.next_run_at
       ? [inZone(i.next_run_at, i.timezone), h("div", { class: "small muted" }, relative(i.next_run_at))]
@@ -86,7 +75,7 @@ export function instancesCard(t, page, { key, after, onFilter, hashOf, runsOf })
       }))),
     instances.length === 0
       ? h("p", { class: "muted", id: "no-instances" }, key ? `No instance's key contains “${key}”.` : "No instances.")
-      : table(["Key", "State", `Last ${INSTANCE_RUNS} runs`, "Schedule", "Next run", "Last run", "Arguments"],
+      : table(["Key", "State", `Last ${INSTANCE_TICKS} expected ticks`, "Schedule", "Next run", "Last run", "Arguments"],
         instances.map((i) => row(i, runsOf)), { class: "runs instances", id: "instances" }),
     h("p", { class: "pager" },
       after ? h("a", { href: hashOf(null), id: "first-instances" }, "← first") : null,

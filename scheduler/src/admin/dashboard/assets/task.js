@@ -1,5 +1,5 @@
 // One task: state and actions, its strip, its instances (`instances.js`: filtered by key, each
-// with its strip of latest runs), its runs (filtered by status and by instance key, paged, each
+// with its strip of expected ticks), its runs (filtered by status and by instance key, paged, each
 // with a permalink and its log opened in place), lateness and duration charts, next fire times with
 // DST changes marked, the config entry and its origin, the policies. Every refresh patches what
 // changed only: a selected error message or an open log stays as it is.
