@@ -8,6 +8,18 @@ use crate::store::{
     AuditEntry, InstanceBatchPlanner, InstancePlanner, InstanceUpsert, InstanceWrite, StoreResult,
 };
 
+/// Plans this transaction's statements for their parameters and the table as it is now, not
+/// with a plan cached on the connection: instances are made in bulk, often right after the
+/// schema, and a plan the connection cached while `scheduler_tasks` held a few rows (a scan of
+/// the table) stays until its statistics are next gathered (the autovacuum's analyze, a minute
+/// or more later), making each write read the whole table: 3.5 ms per instance at 10,000.
+async fn custom_plans(tx: &mut sqlx::PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query("SET LOCAL plan_cache_mode = force_custom_plan")
+        .execute(tx)
+        .await
+        .map(drop)
+}
+
 pub(super) async fn upsert_instance(
     store: &PgStore,
     instance: &InstanceWrite,
@@ -15,6 +27,7 @@ pub(super) async fn upsert_instance(
     planner: &InstancePlanner<'_>,
 ) -> StoreResult<InstanceUpsert> {
     write_tx!(store, "upsert_instance", |tx, ()| {
+        custom_plans(&mut tx).await?;
         let upsert = writes::upsert_instance_on::<PgStore>(&mut tx, (), instance, planner).await?;
         if matches!(upsert, InstanceUpsert::Written(_)) {
             insert_audit(&mut tx, audit).await?;
@@ -34,6 +47,7 @@ pub(super) async fn upsert_instances(
     planner: &InstanceBatchPlanner<'_>,
 ) -> StoreResult<Vec<InstanceUpsert>> {
     write_tx!(store, "upsert_instances", |tx, ()| {
+        custom_plans(&mut tx).await?;
         let done = writes::upsert_instances_on::<PgStore>(&mut tx, (), batch, planner).await?;
         let audits: Vec<&AuditEntry> = batch
             .iter()
