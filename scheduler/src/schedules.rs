@@ -52,6 +52,8 @@ pub struct Instance {
     pub labels: std::collections::BTreeMap<String, String>,
     /// Its own limit shared by tasks (`None`: its task's).
     pub limit: Option<String>,
+    /// Its own service levels (`None`: its task's).
+    pub sla: Option<crate::config::TaskSla>,
 }
 
 impl Instance {
@@ -71,6 +73,11 @@ impl Instance {
             next_tick: record.next_tick.or(record.next_run_at),
             next_run_at: record.next_run_at,
             jitter: record.jitter,
+            sla: record
+                .tags
+                .sla
+                .as_deref()
+                .and_then(crate::config::TaskSla::from_stored),
             owners: record.tags.owners,
             labels: record.tags.labels,
             limit: record.limit,
@@ -307,6 +314,9 @@ impl Schedules {
         }
         if let Some(limit) = &write.limit {
             detail.push_str(&format!(" limit {limit}"));
+        }
+        if let Some(sla) = &write.tags.sla {
+            detail.push_str(&format!(" sla {sla}"));
         }
         if let Some(count) = batch {
             detail.push_str(&format!(" in a batch of {count}"));

@@ -72,6 +72,10 @@ pub struct InstanceConfig {
     /// `limits` declares. None: its task's.
     #[serde(default)]
     pub limit: Option<String>,
+    /// Its own service levels in place of the entry's: the shape of the entry's `sla` block,
+    /// checked as it is (its `succeed_by` read in the instance's zone). None: the entry's.
+    #[serde(default)]
+    pub sla: Option<super::TaskSla>,
 }
 
 /// An accepted instance of an accepted task.
@@ -91,6 +95,8 @@ pub struct DesiredInstance {
     pub labels: BTreeMap<String, String>,
     /// Its own limit shared by tasks (`None`: its task's).
     pub limit: Option<String>,
+    /// Its own service levels, the `sla` block as JSON text (`None`: its task's).
+    pub sla: Option<String>,
 }
 
 /// The instances of a task's entry checked: the accepted ones by key, and the refused ones as
@@ -162,6 +168,9 @@ pub(crate) fn check_instances(
         problems.extend(super::tags::owners_problem(&i.owners));
         problems.extend(super::tags::labels_problem(&i.labels));
         problems.extend(i.limit.as_deref().and_then(limit_problem));
+        if let Some(Err(sla)) = i.sla.as_ref().map(super::TaskSla::check) {
+            problems.extend(sla);
+        }
         match (problems.is_empty(), schedule) {
             (true, Ok(schedule)) => {
                 accepted.insert(
@@ -174,6 +183,7 @@ pub(crate) fn check_instances(
                         owners: i.owners.clone(),
                         labels: i.labels.clone(),
                         limit: i.limit.clone(),
+                        sla: i.sla.as_ref().map(super::TaskSla::stored),
                     },
                 );
             }

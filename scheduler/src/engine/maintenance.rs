@@ -60,6 +60,8 @@ pub(crate) struct HeartbeatParts {
     pub(crate) specs: Arc<SpecCache>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) events: Arc<EventBus>,
+    /// Where the instances' own service levels are kept (see `levels::RowLevels`).
+    pub(crate) config_view: Arc<std::sync::RwLock<super::config_sync::ConfigView>>,
 }
 
 pub(crate) struct Maintenance {
@@ -138,6 +140,13 @@ impl Maintenance {
         for task in &overdue {
             // Its `task.missed` carries its row's tags (an instance's own, as read now).
             parts.events.note_row(&task.name, &task.tags);
+            super::config_sync::note_row_levels(
+                &parts.config_view,
+                &task.name,
+                task.tags.sla.as_deref(),
+                &task.timezone,
+                true,
+            );
             let Ok(spec) =
                 parts
                     .specs
@@ -189,6 +198,18 @@ impl Maintenance {
         parts
             .events
             .set_rows(rows.iter().map(|r| (r.name.as_str(), &r.tags)));
+        // And their own service levels, for the deadlines of those this node has not claimed.
+        super::config_sync::set_row_levels(
+            &parts.config_view,
+            rows.iter().map(|r| {
+                (
+                    r.name.as_str(),
+                    r.tags.sla.as_deref(),
+                    r.timezone.as_str(),
+                    r.enabled && !r.removed,
+                )
+            }),
+        );
         let mut next_runs = Vec::new();
         for row in rows
             .iter()

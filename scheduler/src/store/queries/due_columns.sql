@@ -5,7 +5,7 @@
      WHERE bt.backfill_id = task.backfill_id AND bt.run_id IS NULL) AS backfill_tick,
     (SELECT b.requested_by FROM scheduler_backfills AS b
      WHERE b.id = task.backfill_id) AS backfill_by,
-    shards, node_pin, args, manual_args, next_tick, jitter_ms, limit_waiting_since, owners, labels,
+    shards, node_pin, args, manual_args, next_tick, jitter_ms, limit_waiting_since, owners, labels, sla,
     -- The limit its runs hold: the row's own, else (an instance) its task's.
     coalesce(task.limit_name,
              CASE WHEN task.instance_of IS NOT NULL

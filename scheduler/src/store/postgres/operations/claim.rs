@@ -319,6 +319,7 @@ impl ClaimSteps for Steps<'_> {
                     [task.last_finished_at, task.missed_since, Some(due_at)],
                     args,
                     task.tags,
+                    task.timezone,
                 ),
             );
         }
@@ -329,7 +330,7 @@ impl ClaimSteps for Steps<'_> {
             .iter()
             .map(|row| {
                 let lock_token: Uuid = row.try_get("lock_token")?;
-                let (task_name, [previous_finished_at, missed_since, due_at], args, tags) =
+                let (task_name, [previous_finished_at, missed_since, due_at], args, tags, timezone) =
                     seen.remove(&lock_token).ok_or(sqlx::Error::RowNotFound)?;
                 let shard = crate::Shard {
                     index: u32::try_from(row.try_get::<i32, _>("shard_index")?).unwrap_or(0),
@@ -346,6 +347,7 @@ impl ClaimSteps for Steps<'_> {
                     shard,
                     args,
                     tags,
+                    timezone,
                     lock_token,
                     fencing_token: row.try_get("fencing_token")?,
                     scheduled_at: row.try_get("scheduled_at")?,
