@@ -320,7 +320,9 @@ impl ClaimLoop {
         let mut started_now = 0;
         for run in outcome.claimed {
             // Its events carry its row's tags as the claim read them (an instance's own).
-            shared.events.note_row(&run.task_name, &run.tags);
+            shared
+                .events
+                .note_row(&run.task_name, &run.tags, &run.timezone);
             // Its service levels too (an instance's own, else its task's).
             super::config_sync::note_row_levels(
                 &shared.config_view,

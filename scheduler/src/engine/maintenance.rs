@@ -139,7 +139,9 @@ impl Maintenance {
         let mut incidents = Vec::new();
         for task in &overdue {
             // Its `task.missed` carries its row's tags (an instance's own, as read now).
-            parts.events.note_row(&task.name, &task.tags);
+            parts
+                .events
+                .note_row(&task.name, &task.tags, &task.timezone);
             super::config_sync::note_row_levels(
                 &parts.config_view,
                 &task.name,
@@ -197,7 +199,7 @@ impl Maintenance {
         // Every instance's own tags, for the events of those this node has not claimed.
         parts
             .events
-            .set_rows(rows.iter().map(|r| (r.name.as_str(), &r.tags)));
+            .set_rows(rows.iter().map(|r| (r.name.as_str(), &r.tags, r.timezone.as_str())));
         // And their own service levels, for the deadlines of those this node has not claimed.
         super::config_sync::set_row_levels(
             &parts.config_view,

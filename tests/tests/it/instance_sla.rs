@@ -117,7 +117,8 @@ async fn delivered(db: &TestDb) {
 /// `isla.strict`'s entry warns after 1 s, `isla.calm`'s names no levels; every run works 3 s.
 /// Made by a handle of the store (not the running node): `isla.strict/plain` (none of its own)
 /// raises `task.slow` by its task's 1 s, `isla.strict/lenient` (its own: 1 h) none;
-/// `isla.calm/own` (its own: 1 s) raises it, `isla.calm/plain` none. All four succeed.
+/// `isla.calm/own` (its own: 1 s) raises it, `isla.calm/plain` none. All four succeed. Each
+/// event carries its instance's own zone (`isla.calm/own` is in Shanghai), not its task's.
 async fn an_instance_s_own_warn_after_judges_its_runs_and_a_sibling_takes_its_task_s(
     db: &TestDb,
 ) {
@@ -141,7 +142,11 @@ async fn an_instance_s_own_warn_after_judges_its_runs_and_a_sibling_takes_its_ta
         Some("1h")
     );
     schedules
-        .upsert(yearly("isla.calm", "own").sla(sla(json!({"warn_after": "1s"}))))
+        .upsert(
+            yearly("isla.calm", "own")
+                .timezone("Asia/Shanghai")
+                .sla(sla(json!({"warn_after": "1s"}))),
+        )
         .await
         .unwrap();
     schedules.upsert(yearly("isla.calm", "plain")).await.unwrap();
@@ -182,6 +187,8 @@ async fn an_instance_s_own_warn_after_judges_its_runs_and_a_sibling_takes_its_ta
     let own = of(&got, "task.slow", "isla.calm/own");
     assert_eq!(own.len(), 1, "its own warning, once: {own:?}");
     assert_eq!(own[0]["data"]["warn_after_ms"], 1_000);
+    assert_eq!(own[0]["data"]["timezone"], "Asia/Shanghai", "its own zone");
+    assert_eq!(plain[0]["data"]["timezone"], "UTC", "its own zone, its task's too");
     assert!(
         of(&got, "task.slow", "isla.strict/lenient").is_empty(),
         "its own hour, not its task's second"
