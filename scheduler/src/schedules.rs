@@ -437,6 +437,14 @@ pub(crate) fn plan_upsert(
         None => task.jitter.unwrap_or(window),
     };
     let row = write.row();
+    // Its task's calendar, read in its zone (the claim reads it so after this first tick).
+    let with_calendar = task
+        .calendar
+        .as_deref()
+        .and_then(|stored| crate::schedule::TaskCalendar::from_stored(stored).ok())
+        .and_then(|calendar| calendar.compile(spec.timezone()).ok())
+        .map(|calendar| spec.clone().with_calendar(calendar));
+    let spec = with_calendar.as_ref().unwrap_or(spec);
     let next = |floor: Option<DateTime<Utc>>| {
         let floor = floor.map_or(now, |claimed| claimed.max(now));
         let tick = if enabled {

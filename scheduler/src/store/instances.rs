@@ -195,6 +195,9 @@ pub struct InstanceTask {
     /// The task's jitter window as last reconciled (its config entry's, else its attribute's;
     /// `None`: none stored), for an instance without a window of its own.
     pub jitter: Option<std::time::Duration>,
+    /// The task's calendar as stored (`TaskCalendar`'s form), which its instances keep (the
+    /// claim reads it with an instance's row); `None`: none.
+    pub calendar: Option<String>,
     /// The task's pause, if it is paused: an instance not paused takes it when written.
     pub pause: Option<super::Pause>,
 }

@@ -208,6 +208,7 @@ pub(crate) fn instance_task(row: &impl ReadRow) -> Result<InstanceTask, sqlx::Er
         shards: u32::try_from(row.int("shards")?).unwrap_or(1),
         node_pin: row.text_opt("node_pin")?,
         jitter: jitter_of(row)?,
+        calendar: row.text_opt("calendar")?,
         pause: pause_of(row)?,
     })
 }

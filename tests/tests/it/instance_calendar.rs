@@ -48,7 +48,8 @@ async fn ical_held(ctx: TaskContext) {
 /// instances every second: `ical.open/own` names `blackout`, `ical.open/plain` none;
 /// `ical.held/free` names `far` (one day in 2099), `ical.held/inherits` none; `ical.held/lost`
 /// names `nope`, which the document does not have. By the handlers' record, `plain` and `free`
-/// ran, `own` and `inherits` never did; `lost` was refused, its siblings applied.
+/// ran, `own` and `inherits` never did; `lost` was refused, its siblings applied. Made at run
+/// time (`Schedules`), `ical.open/rt` ran and `ical.held/rt` never did (its task's calendar).
 async fn an_instance_s_ticks_follow_its_own_calendar_else_its_task_s(db: &TestDb) {
     let rfc = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
     let (from, to) = (db.now() - TimeDelta::hours(1), db.now() + TimeDelta::hours(1));
@@ -76,17 +77,33 @@ async fn an_instance_s_ticks_follow_its_own_calendar_else_its_task_s(db: &TestDb
             .build()
             .unwrap(),
     );
+    wait_until(Duration::from_secs(60), "the config applied", || async {
+        db.try_task("ical.held").await.is_some() && db.try_task("ical.open").await.is_some()
+    })
+    .await;
+    let schedules = scheduler::Schedules::new(db.node_store(2), &tasks("ical."), "test");
+    for task in ["ical.open", "ical.held"] {
+        schedules
+            .upsert(scheduler::Schedule::new(task, "rt").cron("* * * * * *"))
+            .await
+            .unwrap();
+    }
     wait_stepping(
         db,
         Duration::from_secs(120),
         "three runs of each instance the calendars allow",
-        || async { ran.of("ical.open/plain") >= 3 && ran.of("ical.held/free") >= 3 },
+        || async {
+            ran.of("ical.open/plain") >= 3
+                && ran.of("ical.held/free") >= 3
+                && ran.of("ical.open/rt") >= 3
+        },
     )
     .await;
     n.stop().await;
 
     assert_eq!(ran.of("ical.open/own"), 0, "its own calendar blocks it");
     assert_eq!(ran.of("ical.held/inherits"), 0, "its task's calendar blocks it");
+    assert_eq!(ran.of("ical.held/rt"), 0, "its task's calendar blocks it too");
     assert!(
         db.try_task("ical.held/lost").await.is_none(),
         "an unknown calendar refuses the instance"

@@ -1,4 +1,10 @@
-    name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, last_finished_at,
+    name, cron, timezone,
+    -- Its calendar: the row's own, else (an instance) its task's.
+    coalesce(task.calendar,
+             CASE WHEN task.instance_of IS NOT NULL
+                  THEN (SELECT o.calendar FROM scheduler_tasks AS o
+                        WHERE o.name = task.instance_of) END) AS calendar,
+    enabled, next_run_at, last_scheduled_at, last_finished_at,
     retry_at, retry_tick, retry_attempt, manual_at, manual_by,
     paused_at, paused_by, pause_reason, pause_until, missed_since, backfill_id, backfill_at,
     (SELECT min(bt.tick) FROM scheduler_backfill_ticks AS bt
