@@ -100,11 +100,7 @@ pub(crate) struct InstanceCalendars<'a> {
 impl InstanceCalendars<'_> {
     /// The calendar of an instance naming `own` (`None`: its task's), read in `zone`; why not,
     /// if it cannot be.
-    fn of(
-        &self,
-        own: Option<&str>,
-        zone: Tz,
-    ) -> Result<Option<crate::schedule::Calendar>, String> {
+    fn of(&self, own: Option<&str>, zone: Tz) -> Result<Option<crate::schedule::Calendar>, String> {
         let calendar = match own {
             Some(name) => {
                 let Some(rules) = self.named.and_then(|named| named.get(name)) else {
@@ -408,7 +404,8 @@ mod tests {
     }
 
     #[test]
-    fn an_instance_s_calendar_is_its_own_named_one_else_its_task_s_and_an_unknown_name_is_refused() {
+    fn an_instance_s_calendar_is_its_own_named_one_else_its_task_s_and_an_unknown_name_is_refused()
+    {
         let named: BTreeMap<String, CalendarRules> = [(
             "holidays".to_owned(),
             CalendarRules {
@@ -454,13 +451,19 @@ mod tests {
         );
         let own = accepted["own"].schedule.calendar().expect("its own");
         assert_eq!(own.names(), ["holidays"]);
-        assert_eq!(own.zone(), chrono_tz::Asia::Shanghai, "read in its own zone");
+        assert_eq!(
+            own.zone(),
+            chrono_tz::Asia::Shanghai,
+            "read in its own zone"
+        );
         let plain = accepted["plain"].schedule.calendar().expect("its task's");
         assert_eq!(plain.names(), ["weekends"]);
         assert!(!accepted.contains_key("lost"));
         assert_eq!(refused.len(), 1, "{refused:?}");
         assert!(
-            refused[0].1.contains("calendar `nope` is not in the document's `calendars`")
+            refused[0]
+                .1
+                .contains("calendar `nope` is not in the document's `calendars`")
                 && refused[0].1.contains("holidays"),
             "{refused:?}"
         );

@@ -74,11 +74,13 @@ impl RowLevels {
     /// Notes instance row `row`'s own levels as stored (`None`: its task's); any other row, or
     /// levels that do not read (written by a newer node), are left out.
     pub(crate) fn note(&mut self, row: &str, stored: Option<&str>, zone: &str, enabled: bool) {
-        let own = stored.filter(|_| crate::instance::split_row(row).is_some()).and_then(|text| {
-            let sla = crate::config::TaskSla::from_stored(text)?.check().ok()?;
-            let zone = crate::schedule::parse_timezone(zone).ok()?;
-            Some((text.to_owned(), TaskLevels { sla, zone, enabled }))
-        });
+        let own = stored
+            .filter(|_| crate::instance::split_row(row).is_some())
+            .and_then(|text| {
+                let sla = crate::config::TaskSla::from_stored(text)?.check().ok()?;
+                let zone = crate::schedule::parse_timezone(zone).ok()?;
+                Some((text.to_owned(), TaskLevels { sla, zone, enabled }))
+            });
         match own {
             Some(own) => {
                 self.by_row.insert(row.to_owned(), own);

@@ -197,9 +197,10 @@ impl Maintenance {
         let parts = &self.parts;
         let (db_now, rows) = parts.store.load_tasks().await?;
         // Every instance's own tags, for the events of those this node has not claimed.
-        parts
-            .events
-            .set_rows(rows.iter().map(|r| (r.name.as_str(), &r.tags, r.timezone.as_str())));
+        parts.events.set_rows(
+            rows.iter()
+                .map(|r| (r.name.as_str(), &r.tags, r.timezone.as_str())),
+        );
         // And their own service levels, for the deadlines of those this node has not claimed.
         super::config_sync::set_row_levels(
             &parts.config_view,

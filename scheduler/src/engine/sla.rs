@@ -100,7 +100,8 @@ impl SlaWatch {
                 .and_then(crate::config::TaskSla::from_stored)
                 .and_then(|sla| sla.check().ok());
             let of_task = || {
-                let name = crate::instance::split_row(&task.name).map_or(task.name.as_str(), |(t, _)| t);
+                let name =
+                    crate::instance::split_row(&task.name).map_or(task.name.as_str(), |(t, _)| t);
                 levels.get(name).map(|l| l.sla)
             };
             let Some(within) = own.or_else(of_task).and_then(|sla| sla.start_within) else {

@@ -101,10 +101,7 @@ impl TagBook {
     fn knows(&self, row: &str, own: &InstanceTags, zone: &str) -> bool {
         match self.by_row.get(row) {
             Some((known, known_zone, _)) => known == own && known_zone == zone,
-            None => {
-                own.is_empty()
-                    && self.of_task(crate::shard::split_row(row).0).timezone == zone
-            }
+            None => own.is_empty() && self.of_task(crate::shard::split_row(row).0).timezone == zone,
         }
     }
 

@@ -140,7 +140,11 @@ fn an_instance_s_events_carry_its_own_zone_and_its_sibling_s_its_task_s() {
     let own = crate::store::InstanceTags::new(vec!["bob".into()], Default::default());
     bus.note_row("t/bob", &own, "America/New_York");
     assert_eq!(bus.tags_of(Some("t/sh")).timezone, "Asia/Shanghai");
-    assert_eq!(bus.tags_of(Some("t/sh")).owners, ["ann"], "its task's owners");
+    assert_eq!(
+        bus.tags_of(Some("t/sh")).owners,
+        ["ann"],
+        "its task's owners"
+    );
     assert!(
         Arc::ptr_eq(&bus.tags_of(Some("t/sh")), &bus.tags_of(Some("t/sh2"))),
         "instances in one zone share their tags"
@@ -148,12 +152,19 @@ fn an_instance_s_events_carry_its_own_zone_and_its_sibling_s_its_task_s() {
     assert_eq!(bus.tags_of(Some("t/paris")).timezone, "Europe/Paris");
     assert_eq!(bus.tags_of(Some("t/bob")).timezone, "America/New_York");
     assert_eq!(bus.tags_of(Some("t/bob")).owners, ["bob"]);
-    assert_eq!(bus.tags_of(Some("t")).timezone, "Europe/Paris", "the task's own");
+    assert_eq!(
+        bus.tags_of(Some("t")).timezone,
+        "Europe/Paris",
+        "the task's own"
+    );
     // A document read again keeps each instance's zone.
     bus.set_document(&doc);
     assert_eq!(bus.tags_of(Some("t/sh")).timezone, "Asia/Shanghai");
     assert_eq!(bus.tags_of(Some("t/bob")).timezone, "America/New_York");
     // Moved back to its task's zone: its task's tags.
     bus.note_row("t/sh", &none, "Europe/Paris");
-    assert!(Arc::ptr_eq(&bus.tags_of(Some("t/sh")), &bus.tags_of(Some("t"))));
+    assert!(Arc::ptr_eq(
+        &bus.tags_of(Some("t/sh")),
+        &bus.tags_of(Some("t"))
+    ));
 }

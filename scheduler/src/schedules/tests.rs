@@ -365,7 +365,11 @@ fn an_upsert_s_first_run_skips_the_ticks_its_task_s_calendar_blocks() {
     };
     match plan_upsert(&write, &spec, Duration::ZERO, &facts, now) {
         InstancePlan::Write { next_run_at, .. } => {
-            assert_eq!(next_run_at, Some(at("2026-12-26T00:00:00Z")), "the 25th is blocked");
+            assert_eq!(
+                next_run_at,
+                Some(at("2026-12-26T00:00:00Z")),
+                "the 25th is blocked"
+            );
         }
         other => panic!("not written: {other:?}"),
     }

@@ -52,7 +52,10 @@ async fn ical_held(ctx: TaskContext) {
 /// time (`Schedules`), `ical.open/rt` ran and `ical.held/rt` never did (its task's calendar).
 async fn an_instance_s_ticks_follow_its_own_calendar_else_its_task_s(db: &TestDb) {
     let rfc = |t: DateTime<Utc>| t.to_rfc3339_opts(SecondsFormat::AutoSi, true);
-    let (from, to) = (db.now() - TimeDelta::hours(1), db.now() + TimeDelta::hours(1));
+    let (from, to) = (
+        db.now() - TimeDelta::hours(1),
+        db.now() + TimeDelta::hours(1),
+    );
     let text = format!(
         r#"{{"calendars": {{"blackout": {{"ranges": [{{"from": "{}", "to": "{}"}}]}},
                             "far": {{"dates": ["2099-01-01"]}}}},
@@ -102,8 +105,16 @@ async fn an_instance_s_ticks_follow_its_own_calendar_else_its_task_s(db: &TestDb
     n.stop().await;
 
     assert_eq!(ran.of("ical.open/own"), 0, "its own calendar blocks it");
-    assert_eq!(ran.of("ical.held/inherits"), 0, "its task's calendar blocks it");
-    assert_eq!(ran.of("ical.held/rt"), 0, "its task's calendar blocks it too");
+    assert_eq!(
+        ran.of("ical.held/inherits"),
+        0,
+        "its task's calendar blocks it"
+    );
+    assert_eq!(
+        ran.of("ical.held/rt"),
+        0,
+        "its task's calendar blocks it too"
+    );
     assert!(
         db.try_task("ical.held/lost").await.is_none(),
         "an unknown calendar refuses the instance"

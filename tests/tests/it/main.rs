@@ -44,6 +44,7 @@ mod hot_reload;
 mod incidents;
 mod instance_calendar;
 mod instance_sla;
+mod instance_sla_api;
 mod instance_tags;
 mod instances;
 mod instances_api;
