@@ -195,6 +195,17 @@ pub enum InstanceRefusal {
         /// What is wrong.
         reason: String,
     },
+    /// Its own service levels are unusable, as a config entry's `sla` block would be (each
+    /// problem naming its field: `sla.start_within`, `sla.succeed_by`, ...).
+    #[error("the service levels of instance `{task}/{key}`: {reason}")]
+    BadSla {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The jitter window is not a duration from `0s` to `1day`.
     #[error("the jitter of instance `{task}/{key}`: {reason}")]
     BadJitter {

@@ -52,6 +52,8 @@ pub struct Instance {
     pub labels: std::collections::BTreeMap<String, String>,
     /// Its own limit shared by tasks (`None`: its task's).
     pub limit: Option<String>,
+    /// Its own service levels (`None`: its task's).
+    pub sla: Option<crate::config::TaskSla>,
 }
 
 impl Instance {
@@ -71,6 +73,11 @@ impl Instance {
             next_tick: record.next_tick.or(record.next_run_at),
             next_run_at: record.next_run_at,
             jitter: record.jitter,
+            sla: record
+                .tags
+                .sla
+                .as_deref()
+                .and_then(crate::config::TaskSla::from_stored),
             owners: record.tags.owners,
             labels: record.tags.labels,
             limit: record.limit,
@@ -308,6 +315,9 @@ impl Schedules {
         if let Some(limit) = &write.limit {
             detail.push_str(&format!(" limit {limit}"));
         }
+        if let Some(sla) = &write.tags.sla {
+            detail.push_str(&format!(" sla {sla}"));
+        }
         if let Some(count) = batch {
             detail.push_str(&format!(" in a batch of {count}"));
         }
@@ -427,6 +437,14 @@ pub(crate) fn plan_upsert(
         None => task.jitter.unwrap_or(window),
     };
     let row = write.row();
+    // Its task's calendar, read in its zone (the claim reads it so after this first tick).
+    let with_calendar = task
+        .calendar
+        .as_deref()
+        .and_then(|stored| crate::schedule::TaskCalendar::from_stored(stored).ok())
+        .and_then(|calendar| calendar.compile(spec.timezone()).ok())
+        .map(|calendar| spec.clone().with_calendar(calendar));
+    let spec = with_calendar.as_ref().unwrap_or(spec);
     let next = |floor: Option<DateTime<Utc>>| {
         let floor = floor.map_or(now, |claimed| claimed.max(now));
         let tick = if enabled {

@@ -25,7 +25,9 @@ use chrono_tz::Tz;
 use serde::Deserialize;
 
 use crate::instance::{MAX_ARGS_BYTES, MAX_KEY_LEN, valid_key};
-use crate::schedule::{ScheduleSpec, SpecCache, parse_timezone};
+use crate::schedule::{
+    CalendarRules, OnBlocked, ScheduleSpec, SpecCache, TaskCalendar, parse_timezone,
+};
 
 /// One instance of a task as its config entry declares it.
 ///
@@ -72,6 +74,62 @@ pub struct InstanceConfig {
     /// `limits` declares. None: its task's.
     #[serde(default)]
     pub limit: Option<String>,
+    /// Its own service levels in place of the entry's: the shape of the entry's `sla` block,
+    /// checked as it is (its `succeed_by` read in the instance's zone). None: the entry's.
+    #[serde(default)]
+    pub sla: Option<super::TaskSla>,
+    /// Its own calendar in place of the entry's: the name of one of the document's
+    /// `calendars`, read in the instance's zone, its blocked ticks handled as the entry's
+    /// `on_blocked` says. None: the entry's `calendar`, if any.
+    #[serde(default)]
+    pub calendar: Option<String>,
+}
+
+/// What the calendars of a task entry's instances are made of: the document's named calendars,
+/// the entry's own calendar (stored form), and what its blocked ticks become.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct InstanceCalendars<'a> {
+    /// The document's `calendars` (`None`: none).
+    pub(crate) named: Option<&'a BTreeMap<String, CalendarRules>>,
+    /// The entry's calendar as stored (`TaskCalendar`'s form), if it has one.
+    pub(crate) task: Option<&'a str>,
+    /// The entry's `on_blocked`.
+    pub(crate) on_blocked: OnBlocked,
+}
+
+impl InstanceCalendars<'_> {
+    /// The calendar of an instance naming `own` (`None`: its task's), read in `zone`; why not,
+    /// if it cannot be.
+    fn of(&self, own: Option<&str>, zone: Tz) -> Result<Option<crate::schedule::Calendar>, String> {
+        let calendar = match own {
+            Some(name) => {
+                let Some(rules) = self.named.and_then(|named| named.get(name)) else {
+                    let known: Vec<&str> = self
+                        .named
+                        .map(|named| named.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "calendar `{}` is not in the document's `calendars`{}",
+                        crate::bounds::printable(name),
+                        if known.is_empty() {
+                            "; the document has no `calendars`".to_owned()
+                        } else {
+                            format!(" (it has: {})", known.join(", "))
+                        }
+                    ));
+                };
+                TaskCalendar::new(vec![name.to_owned()], self.on_blocked, rules.clone())
+            }
+            None => match self.task {
+                Some(stored) => TaskCalendar::from_stored(stored).map_err(|e| e.to_string())?,
+                None => return Ok(None),
+            },
+        };
+        calendar
+            .compile(zone)
+            .map(Some)
+            .map_err(|e| format!("calendar: {e}"))
+    }
 }
 
 /// An accepted instance of an accepted task.
@@ -91,6 +149,8 @@ pub struct DesiredInstance {
     pub labels: BTreeMap<String, String>,
     /// Its own limit shared by tasks (`None`: its task's).
     pub limit: Option<String>,
+    /// Its own service levels, the `sla` block as JSON text (`None`: its task's).
+    pub sla: Option<String>,
 }
 
 /// The instances of a task's entry checked: the accepted ones by key, and the refused ones as
@@ -102,6 +162,7 @@ pub(crate) fn check_instances(
     task_enabled: bool,
     sharded: bool,
     specs: &SpecCache,
+    calendars: &InstanceCalendars<'_>,
     limit_problem: &dyn Fn(&str) -> Option<String>,
 ) -> (BTreeMap<String, DesiredInstance>, Vec<(String, String)>) {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -146,9 +207,16 @@ pub(crate) fn check_instances(
                 task_zone
             }),
         };
+        let calendar = calendars
+            .of(i.calendar.as_deref(), zone)
+            .map_err(|e| problems.push(e));
         let schedule = specs
             .get(&i.cron, zone)
-            .map_err(|e| problems.push(e.to_string()));
+            .map_err(|e| problems.push(e.to_string()))
+            .map(|spec| match calendar {
+                Ok(Some(calendar)) => spec.with_calendar(calendar),
+                _ => spec,
+            });
         let args = i.args.as_ref().map(serde_json::Value::to_string);
         if let Some(size) = args
             .as_ref()
@@ -162,6 +230,9 @@ pub(crate) fn check_instances(
         problems.extend(super::tags::owners_problem(&i.owners));
         problems.extend(super::tags::labels_problem(&i.labels));
         problems.extend(i.limit.as_deref().and_then(limit_problem));
+        if let Some(Err(sla)) = i.sla.as_ref().map(super::TaskSla::check) {
+            problems.extend(sla);
+        }
         match (problems.is_empty(), schedule) {
             (true, Ok(schedule)) => {
                 accepted.insert(
@@ -174,6 +245,7 @@ pub(crate) fn check_instances(
                         owners: i.owners.clone(),
                         labels: i.labels.clone(),
                         limit: i.limit.clone(),
+                        sla: i.sla.as_ref().map(super::TaskSla::stored),
                     },
                 );
             }
@@ -226,6 +298,7 @@ mod tests {
             true,
             false,
             &SpecCache::default(),
+            &InstanceCalendars::default(),
             &|_| None,
         );
         assert_eq!(
@@ -256,6 +329,7 @@ mod tests {
             true,
             true,
             &SpecCache::default(),
+            &InstanceCalendars::default(),
             &|_| None,
         );
         assert!(accepted.is_empty());
@@ -266,6 +340,7 @@ mod tests {
             false,
             false,
             &SpecCache::default(),
+            &InstanceCalendars::default(),
             &|_| None,
         );
         assert!(!accepted["a"].enabled);
@@ -299,6 +374,7 @@ mod tests {
             true,
             false,
             &SpecCache::default(),
+            &InstanceCalendars::default(),
             &|limit| (limit != "declared").then(|| format!("limit `{limit}` is not declared")),
         );
         let good = &accepted["good"];
@@ -323,6 +399,72 @@ mod tests {
         );
         assert!(
             why("undeclared").contains("limit `nope` is not declared"),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn an_instance_s_calendar_is_its_own_named_one_else_its_task_s_and_an_unknown_name_is_refused()
+    {
+        let named: BTreeMap<String, CalendarRules> = [(
+            "holidays".to_owned(),
+            CalendarRules {
+                dates: vec!["2026-10-01".into()],
+                ..Default::default()
+            },
+        )]
+        .into();
+        let task = TaskCalendar::new(
+            vec!["weekends".into()],
+            OnBlocked::Skip,
+            CalendarRules {
+                dates: vec!["2026-12-25".into()],
+                ..Default::default()
+            },
+        );
+        let stored = task.to_stored();
+        let calendars = InstanceCalendars {
+            named: Some(&named),
+            task: Some(&stored),
+            on_blocked: OnBlocked::Skip,
+        };
+        let instances = vec![
+            InstanceConfig {
+                calendar: Some("holidays".into()),
+                timezone: Some("Asia/Shanghai".into()),
+                ..instance("own", "0 0 * * * *")
+            },
+            instance("plain", "0 0 * * * *"),
+            InstanceConfig {
+                calendar: Some("nope".into()),
+                ..instance("lost", "0 0 * * * *")
+            },
+        ];
+        let (accepted, refused) = check_instances(
+            &instances,
+            chrono_tz::UTC,
+            true,
+            false,
+            &SpecCache::default(),
+            &calendars,
+            &|_| None,
+        );
+        let own = accepted["own"].schedule.calendar().expect("its own");
+        assert_eq!(own.names(), ["holidays"]);
+        assert_eq!(
+            own.zone(),
+            chrono_tz::Asia::Shanghai,
+            "read in its own zone"
+        );
+        let plain = accepted["plain"].schedule.calendar().expect("its task's");
+        assert_eq!(plain.names(), ["weekends"]);
+        assert!(!accepted.contains_key("lost"));
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(
+            refused[0]
+                .1
+                .contains("calendar `nope` is not in the document's `calendars`")
+                && refused[0].1.contains("holidays"),
             "{refused:?}"
         );
     }

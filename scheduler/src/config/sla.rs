@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bounds::{self, DurationRange};
 
@@ -31,28 +31,30 @@ use crate::bounds::{self, DurationRange};
 pub const MIN_REMIND_EVERY: Duration = bounds::SLA_REMIND_EVERY.min;
 
 /// The `sla` block of a config entry, as written (durations in humantime: `30s`, `10m`, `1h`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Default)]
+/// Serialized as written, its absent fields left out (an instance's own levels are stored and
+/// shown so).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct TaskSla {
     /// How late a tick may start before `task.late` is raised (once per tick).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_within: Option<String>,
     /// How long a run may go on before `task.slow` is raised (once per run; the run goes on).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warn_after: Option<String>,
     /// A wall-clock time (`HH:MM` or `HH:MM:SS`, in the task's zone) by which a run must have
     /// succeeded since the same time the day before; `task.deadline_missed` otherwise (once a
     /// day).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub succeed_by: Option<String>,
     /// Failures in a row (attempts) before `run.failed` or `run.timed_out` is sent (default 1:
     /// the first).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alert_after_failures: Option<u32>,
     /// While an incident of the task stays open, its alert is sent again this often (default:
     /// never).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remind_every: Option<String>,
 }
 
@@ -154,6 +156,23 @@ impl TaskSla {
         } else {
             Err(problems)
         }
+    }
+}
+
+impl TaskSla {
+    /// The block as an instance's row stores it: JSON text, its absent fields left out.
+    pub(crate) fn stored(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The block an instance's row stores (`None`: none, or text that is not one).
+    pub(crate) fn from_stored(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+
+    /// The problems of the block, joined into one reason (`None`: usable).
+    pub(crate) fn problem(&self) -> Option<String> {
+        self.check().err().map(|problems| problems.join("; "))
     }
 }
 

@@ -349,6 +349,7 @@ pub(crate) fn validate_with(
                 None
             }
         };
+        let calendar_stored = calendar.as_ref().map(|c| c.stored().to_owned());
         let schedule = schedule.map(|s| match calendar {
             Some(calendar) => s.with_calendar(calendar),
             None => s,
@@ -379,6 +380,11 @@ pub(crate) fn validate_with(
             entry.enabled,
             shards > 1 || broadcast,
             specs,
+            &super::instances::InstanceCalendars {
+                named: Some(&doc.calendars),
+                task: calendar_stored.as_deref(),
+                on_blocked: entry.on_blocked.unwrap_or_default(),
+            },
             &|limit: &str| {
                 (!validated.limits.contains_key(limit))
                     .then(|| limits::refusal(doc, &validated, limit).to_string())

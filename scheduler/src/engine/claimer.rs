@@ -320,7 +320,17 @@ impl ClaimLoop {
         let mut started_now = 0;
         for run in outcome.claimed {
             // Its events carry its row's tags as the claim read them (an instance's own).
-            shared.events.note_row(&run.task_name, &run.tags);
+            shared
+                .events
+                .note_row(&run.task_name, &run.tags, &run.timezone);
+            // Its service levels too (an instance's own, else its task's).
+            super::config_sync::note_row_levels(
+                &shared.config_view,
+                &run.task_name,
+                run.tags.sla.as_deref(),
+                &run.timezone,
+                true,
+            );
             // A run whose start has come takes a free slot now (the claim took no more of them
             // than were free, but a run claimed ahead may have taken one since: then it waits
             // for one, as runs claimed ahead of their tick do).

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::levels::{TaskLevels, levels_of};
+use super::levels::{RowLevels, TaskLevels, levels_of};
 use super::service::{Service, backoff};
 use super::skips::report_skip;
 use crate::config::{ConfigDocument, ConfigWatcher, PollOutcome};
@@ -42,6 +42,9 @@ pub(crate) struct ConfigView {
     pub levels: Arc<BTreeMap<String, TaskLevels>>,
     /// The jitter windows the last good document sets (valid `jitter` entries), by task.
     pub jitter: Arc<BTreeMap<String, Duration>>,
+    /// The instances' own service levels, by row, as their rows last said (not the
+    /// document's: kept when a document is read).
+    pub rows: Arc<RowLevels>,
 }
 
 impl ConfigView {
@@ -96,10 +99,48 @@ pub(crate) struct ConfigSyncParts<'a> {
     pub(crate) metrics: &'a Arc<Metrics>,
 }
 
-/// The service levels of `task` in the config this node applied, if it has any.
+/// The service levels of `task` (a row: an instance's own, else its task's in the config this
+/// node applied), if it has any.
 pub(crate) fn levels(view: &RwLock<ConfigView>, task: &str) -> Option<TaskLevels> {
     let view = view.read().unwrap_or_else(|p| p.into_inner());
+    if let Some(own) = view.rows.get(task) {
+        return Some(own);
+    }
+    let task = crate::instance::split_row(task).map_or(task, |(task, _)| task);
     view.levels.get(task).copied()
+}
+
+/// Notes instance row `row`'s own service levels as its row holds them (`stored`: its `sla`
+/// column; `None`: its task's), in its zone `zone`. Takes the write lock only when they changed.
+pub(crate) fn note_row_levels(
+    view: &RwLock<ConfigView>,
+    row: &str,
+    stored: Option<&str>,
+    zone: &str,
+    enabled: bool,
+) {
+    if crate::instance::split_row(row).is_none() {
+        return;
+    }
+    let known = {
+        let view = view.read().unwrap_or_else(|p| p.into_inner());
+        view.rows.knows(row, stored, zone, enabled)
+    };
+    if !known {
+        let mut view = view.write().unwrap_or_else(|p| p.into_inner());
+        Arc::make_mut(&mut view.rows).note(row, stored, zone, enabled);
+    }
+}
+
+/// Takes every instance's own service levels from `rows` (every row of the store: name, `sla`
+/// column, zone, enabled), in place of those noted before.
+pub(crate) fn set_row_levels<'a>(
+    view: &RwLock<ConfigView>,
+    rows: impl IntoIterator<Item = (&'a str, Option<&'a str>, &'a str, bool)>,
+) {
+    let mut own = RowLevels::default();
+    own.set_rows(rows);
+    view.write().unwrap_or_else(|p| p.into_inner()).rows = Arc::new(own);
 }
 
 /// The jitter windows the config this node applied sets, by task.
@@ -137,6 +178,12 @@ impl AppliedLevels {
     pub(crate) fn all_levels(&self) -> Arc<BTreeMap<String, TaskLevels>> {
         let view = self.0.read().unwrap_or_else(|p| p.into_inner());
         Arc::clone(&view.levels)
+    }
+
+    /// Every instance's own service levels, by row.
+    pub(crate) fn row_levels(&self) -> Arc<RowLevels> {
+        let view = self.0.read().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(&view.rows)
     }
 }
 

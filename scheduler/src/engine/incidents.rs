@@ -437,9 +437,11 @@ impl IncidentKeeper {
     /// How long until reminders may be due: half the shortest reminder interval in this
     /// node's config (at least 1 s), else a minute.
     fn reminder_pause(&self) -> Duration {
+        let rows = self.applied.row_levels();
         self.applied
             .all_levels()
             .values()
+            .chain(rows.iter().map(|(_, l)| l))
             .filter_map(|l| l.sla.remind_every)
             .min()
             .map_or(MAX_PAUSE, |d| {

@@ -60,6 +60,8 @@ pub(crate) struct HeartbeatParts {
     pub(crate) specs: Arc<SpecCache>,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) events: Arc<EventBus>,
+    /// Where the instances' own service levels are kept (see `levels::RowLevels`).
+    pub(crate) config_view: Arc<std::sync::RwLock<super::config_sync::ConfigView>>,
 }
 
 pub(crate) struct Maintenance {
@@ -137,7 +139,16 @@ impl Maintenance {
         let mut incidents = Vec::new();
         for task in &overdue {
             // Its `task.missed` carries its row's tags (an instance's own, as read now).
-            parts.events.note_row(&task.name, &task.tags);
+            parts
+                .events
+                .note_row(&task.name, &task.tags, &task.timezone);
+            super::config_sync::note_row_levels(
+                &parts.config_view,
+                &task.name,
+                task.tags.sla.as_deref(),
+                &task.timezone,
+                true,
+            );
             let Ok(spec) =
                 parts
                     .specs
@@ -186,9 +197,22 @@ impl Maintenance {
         let parts = &self.parts;
         let (db_now, rows) = parts.store.load_tasks().await?;
         // Every instance's own tags, for the events of those this node has not claimed.
-        parts
-            .events
-            .set_rows(rows.iter().map(|r| (r.name.as_str(), &r.tags)));
+        parts.events.set_rows(
+            rows.iter()
+                .map(|r| (r.name.as_str(), &r.tags, r.timezone.as_str())),
+        );
+        // And their own service levels, for the deadlines of those this node has not claimed.
+        super::config_sync::set_row_levels(
+            &parts.config_view,
+            rows.iter().map(|r| {
+                (
+                    r.name.as_str(),
+                    r.tags.sla.as_deref(),
+                    r.timezone.as_str(),
+                    r.enabled && !r.removed,
+                )
+            }),
+        );
         let mut next_runs = Vec::new();
         for row in rows
             .iter()

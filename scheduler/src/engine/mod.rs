@@ -389,6 +389,7 @@ impl Engine {
                 specs: Arc::clone(&shared.specs),
                 metrics: Arc::clone(&shared.metrics),
                 events: Arc::clone(&shared.events),
+                config_view: Arc::clone(&shared.config_view),
             }),
             stop.clone(),
             None,

@@ -4,7 +4,9 @@
 //! (`task.slow`) is judged by the node running the run (`runner`).
 //!
 //! The levels come from the config document this node applied (`ConfigView::levels`): a node
-//! without a config judges none.
+//! without a config judges none of its tasks'. An instance with levels of its own (read from
+//! its row: `ConfigView::rows`, and the overdue row itself) is judged by them, its deadline in
+//! its own zone; any other instance by its task's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use std::time::Duration;
 use chrono::{DateTime, SecondsFormat, Utc};
 
 use super::config_sync::AppliedLevels;
-use super::levels::TaskLevels;
+use super::levels::{RowLevels, TaskLevels};
 use super::service::Service;
 use crate::events::{EventBus, SchedulerEvent};
 use crate::store::{AlertMark, RunQuery, RunStatus, Store, StoreError};
@@ -69,11 +71,16 @@ impl SlaWatch {
         }
     }
 
-    /// Ticks not started within their task's `start_within`, by the store's clock: each raised
-    /// once, by the node that marks it first.
-    async fn check_late(&self, levels: &BTreeMap<String, TaskLevels>) -> Result<usize, StoreError> {
+    /// Ticks not started within their task's `start_within` (an instance's own, else its
+    /// task's), by the store's clock: each raised once, by the node that marks it first.
+    async fn check_late(
+        &self,
+        levels: &BTreeMap<String, TaskLevels>,
+        rows: &RowLevels,
+    ) -> Result<usize, StoreError> {
         let Some(least) = levels
             .values()
+            .chain(rows.iter().map(|(_, l)| l))
             .filter(|l| l.enabled)
             .filter_map(|l| l.sla.start_within)
             .min()
@@ -84,7 +91,20 @@ impl SlaWatch {
         let mut marks = Vec::new();
         let mut late = Vec::new();
         for task in overdue {
-            let Some(within) = levels.get(&task.name).and_then(|l| l.sla.start_within) else {
+            // The row's own levels as read now, else its task's.
+            let own = task
+                .tags
+                .sla
+                .as_deref()
+                .filter(|_| crate::instance::split_row(&task.name).is_some())
+                .and_then(crate::config::TaskSla::from_stored)
+                .and_then(|sla| sla.check().ok());
+            let of_task = || {
+                let name =
+                    crate::instance::split_row(&task.name).map_or(task.name.as_str(), |(t, _)| t);
+                levels.get(name).map(|l| l.sla)
+            };
+            let Some(within) = own.or_else(of_task).and_then(|sla| sla.start_within) else {
                 continue;
             };
             let allowed = chrono::TimeDelta::from_std(within).unwrap_or(chrono::TimeDelta::MAX);
@@ -119,16 +139,21 @@ impl SlaWatch {
         Ok(raised)
     }
 
-    /// Wall-clock deadlines passed since they were last judged: a task with no run that
-    /// succeeded after the previous deadline and by this one raises `task.deadline_missed`,
-    /// once per deadline, by the node that marks it first.
+    /// Wall-clock deadlines passed since they were last judged: a task (or an instance with
+    /// levels of its own) with no run that succeeded after the previous deadline and by this
+    /// one raises `task.deadline_missed`, once per deadline, by the node that marks it first.
     async fn check_deadlines(
         &mut self,
         levels: &BTreeMap<String, TaskLevels>,
+        rows: &RowLevels,
     ) -> Result<usize, StoreError> {
         let now = self.clock.now();
         let mut raised = 0;
-        for (task, level) in levels.iter().filter(|(_, l)| l.enabled) {
+        let watched = levels
+            .iter()
+            .chain(rows.iter())
+            .filter(|(_, l)| l.enabled && l.sla.succeed_by.is_some());
+        for (task, level) in watched {
             let Some((since, by)) = level.sla.deadline_period(level.zone, now) else {
                 continue;
             };
@@ -143,9 +168,12 @@ impl SlaWatch {
             {
                 continue; // passed before this node watched it
             }
-            let mut query = RunQuery::latest(100)
-                .task(task.clone())
-                .status(RunStatus::Succeeded);
+            let mut query = match crate::instance::split_row(task) {
+                // An instance's own deadline: its own runs.
+                Some((of, key)) => RunQuery::latest(100).task(of).key(key),
+                None => RunQuery::latest(100).task(task.clone()),
+            }
+            .status(RunStatus::Succeeded);
             query.since = Some(since);
             query.until = Some(by);
             let kept = self
@@ -185,14 +213,16 @@ impl SlaWatch {
     /// One pass: start deadlines, then wall-clock deadlines.
     pub(crate) async fn check(&mut self) -> Result<SlaPass, StoreError> {
         let levels = self.applied.all_levels();
+        let rows = self.applied.row_levels();
         let watching = levels
             .values()
+            .chain(rows.iter().map(|(_, l)| l))
             .any(|l| l.enabled && (l.sla.start_within.is_some() || l.sla.succeed_by.is_some()));
         if !watching {
             return Ok(SlaPass::default());
         }
-        let late = self.check_late(&levels).await?;
-        let deadlines = self.check_deadlines(&levels).await?;
+        let late = self.check_late(&levels, &rows).await?;
+        let deadlines = self.check_deadlines(&levels, &rows).await?;
         Ok(SlaPass {
             late,
             deadlines,

@@ -1,6 +1,6 @@
 //! The node's event fan-out: each event tagged with its task's owners, labels and zone (an
-//! instance's own owners and labels over its task's), sent to this node's subscribers and
-//! offered to the sinks that forward it.
+//! instance's own owners and labels over its task's, and its own zone), sent to this node's
+//! subscribers and offered to the sinks that forward it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,14 +23,19 @@ pub(crate) trait EventSink: Send + Sync + std::fmt::Debug {
 /// Every task's tags by name, as the config document last read gives them, and the defaults
 /// for the rest; replaced whole when a document is read (readers clone an `Arc`, never the
 /// tags). A row of a task (a shard's, a node's, an instance's) has its task's; an instance with
-/// owners or labels of its own has them over its task's, as its row in the store last said
-/// (read with each claim of it, with its overdue tick, and with every row now and then).
+/// owners or labels of its own has them over its task's, and its own zone, as its row in the
+/// store last said (read with each claim of it, with its overdue tick, and with every row now
+/// and then).
 #[derive(Debug)]
 struct TagBook {
     by_task: HashMap<String, Arc<TaskTags>>,
-    /// The instances with tags of their own, by row: their own tags, and the tags their events
-    /// carry (their task's with theirs over them, made again when a document is read).
-    by_row: HashMap<String, (InstanceTags, Arc<TaskTags>)>,
+    /// The instances with tags of their own or a zone other than their task's, by row: their
+    /// own tags and zone, and the tags their events carry (their task's with theirs over them,
+    /// made again when a document is read).
+    by_row: HashMap<String, (InstanceTags, String, Arc<TaskTags>)>,
+    /// A task's tags in another zone, by task and zone: shared by its instances in that zone
+    /// without tags of their own (10,000 tenants in a few zones hold a few copies, not 10,000).
+    zoned: HashMap<(String, String), Arc<TaskTags>>,
     fallback: Arc<TaskTags>,
     default_owners: Vec<String>,
     default_zone: String,
@@ -41,6 +46,7 @@ impl TagBook {
         Self {
             by_task: HashMap::new(),
             by_row: HashMap::new(),
+            zoned: HashMap::new(),
             fallback: Arc::new(TaskTags::defaults(&default_owners, &default_zone)),
             default_owners,
             default_zone,
@@ -53,7 +59,7 @@ impl TagBook {
         let Some(row) = task else {
             return self.fallback.clone();
         };
-        if let Some((_, tags)) = self.by_row.get(row) {
+        if let Some((_, _, tags)) = self.by_row.get(row) {
             return tags.clone();
         }
         self.of_task(crate::shard::split_row(row).0)
@@ -63,10 +69,24 @@ impl TagBook {
         self.by_task.get(task).unwrap_or(&self.fallback).clone()
     }
 
-    /// The tags of instance row `row` with its own `own`: its own owners in place of its
-    /// task's, its own labels over its task's (its own win on a key).
-    fn merged(&self, row: &str, own: &InstanceTags) -> Arc<TaskTags> {
-        let mut tags = (*self.of_task(crate::shard::split_row(row).0)).clone();
+    /// The tags of instance row `row` with its own `own` in `zone`: its own owners in place of
+    /// its task's, its own labels over its task's (its own win on a key), its own zone.
+    fn merged(&mut self, row: &str, own: &InstanceTags, zone: &str) -> Arc<TaskTags> {
+        let task = crate::shard::split_row(row).0;
+        if own.is_empty() {
+            let of_task = self.of_task(task);
+            return self
+                .zoned
+                .entry((task.to_owned(), zone.to_owned()))
+                .or_insert_with(|| {
+                    let mut tags = (*of_task).clone();
+                    zone.clone_into(&mut tags.timezone);
+                    Arc::new(tags)
+                })
+                .clone();
+        }
+        let mut tags = (*self.of_task(task)).clone();
+        zone.clone_into(&mut tags.timezone);
         if !own.owners.is_empty() {
             tags.owners = own.owners.clone();
             tags.default_owners = false;
@@ -76,16 +96,30 @@ impl TagBook {
         Arc::new(tags)
     }
 
-    /// Notes instance row `row`'s own tags; `false` if they were known already.
-    fn note(&mut self, row: &str, own: &InstanceTags) -> bool {
-        if own.is_empty() {
+    /// Whether instance row `row`'s own tags `own` and zone `zone` are those noted (none noted:
+    /// none of its own, in its task's zone).
+    fn knows(&self, row: &str, own: &InstanceTags, zone: &str) -> bool {
+        match self.by_row.get(row) {
+            Some((known, known_zone, _)) => known == own && known_zone == zone,
+            None => own.is_empty() && self.of_task(crate::shard::split_row(row).0).timezone == zone,
+        }
+    }
+
+    /// Notes instance row `row`'s own tags and zone; `false` if they were known already.
+    fn note(&mut self, row: &str, own: &InstanceTags, zone: &str) -> bool {
+        if own.is_empty() && self.of_task(crate::shard::split_row(row).0).timezone == zone {
             return self.by_row.remove(row).is_some();
         }
-        if self.by_row.get(row).is_some_and(|(known, _)| known == own) {
+        if self
+            .by_row
+            .get(row)
+            .is_some_and(|(known, known_zone, _)| known == own && known_zone == zone)
+        {
             return false;
         }
-        let tags = self.merged(row, own);
-        self.by_row.insert(row.to_owned(), (own.clone(), tags));
+        let tags = self.merged(row, own, zone);
+        self.by_row
+            .insert(row.to_owned(), (own.clone(), zone.to_owned(), tags));
         true
     }
 }
@@ -161,47 +195,50 @@ impl EventBus {
             })
             .collect();
         book.by_task = by_task;
-        let rows: Vec<(String, InstanceTags)> = book
+        book.zoned.clear();
+        let rows: Vec<(String, InstanceTags, String)> = book
             .by_row
             .drain()
-            .map(|(row, (own, _))| (row, own))
+            .map(|(row, (own, zone, _))| (row, own, zone))
             .collect();
-        for (row, own) in rows {
-            book.note(&row, &own);
+        for (row, own, zone) in rows {
+            book.note(&row, &own, &zone);
         }
     }
 
-    /// Notes instance row `row`'s own owners and labels as its row in the store holds them
-    /// (read with its claim, or its overdue tick): its events carry them from now on, over its
-    /// task's (none: its task's). Any other row is left alone. Takes the write lock only when
-    /// they changed.
-    pub(crate) fn note_row(&self, row: &str, own: &InstanceTags) {
+    /// Notes instance row `row`'s own owners and labels and its zone as its row in the store
+    /// holds them (read with its claim, or its overdue tick): its events carry them from now
+    /// on, over its task's (none: its task's). Any other row is left alone. Takes the write
+    /// lock only when they changed.
+    pub(crate) fn note_row(&self, row: &str, own: &InstanceTags, zone: &str) {
         if crate::instance::split_row(row).is_none() {
             return;
         }
-        let known = {
-            let book = self.tags.read().unwrap_or_else(|p| p.into_inner());
-            match book.by_row.get(row) {
-                Some((known, _)) => known == own,
-                None => own.is_empty(),
-            }
-        };
+        let known = self
+            .tags
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .knows(row, own, zone);
         if !known {
             self.tags
                 .write()
                 .unwrap_or_else(|p| p.into_inner())
-                .note(row, own);
+                .note(row, own, zone);
         }
     }
 
-    /// Takes every instance's own owners and labels from `rows` (every row of the store, read
-    /// at once), in place of those noted before.
-    pub(crate) fn set_rows<'a>(&self, rows: impl IntoIterator<Item = (&'a str, &'a InstanceTags)>) {
+    /// Takes every instance's own owners, labels and zone from `rows` (every row of the store,
+    /// read at once: name, own tags, zone), in place of those noted before.
+    pub(crate) fn set_rows<'a>(
+        &self,
+        rows: impl IntoIterator<Item = (&'a str, &'a InstanceTags, &'a str)>,
+    ) {
         let mut book = self.tags.write().unwrap_or_else(|p| p.into_inner());
         book.by_row.clear();
-        for (row, own) in rows {
+        book.zoned.clear();
+        for (row, own, zone) in rows {
             if crate::instance::split_row(row).is_some() {
-                book.note(row, own);
+                book.note(row, own, zone);
             }
         }
     }

@@ -96,7 +96,7 @@ fn an_instance_has_its_own_owners_and_its_labels_over_its_task_s_and_its_sibling
         [("tier".to_owned(), "1".to_owned())].into(),
     );
     // Noted before the document is read: made again with it.
-    bus.note_row("t/own", &own);
+    bus.note_row("t/own", &own, "UTC");
     bus.set_document(&doc);
     let tags = bus.tags_of(Some("t/own"));
     assert_eq!(tags.owners, ["bob"]);
@@ -111,13 +111,60 @@ fn an_instance_has_its_own_owners_and_its_labels_over_its_task_s_and_its_sibling
     // Labels alone: the task's owners, its labels over the task's.
     let labels_only =
         crate::store::InstanceTags::new(Vec::new(), [("x".into(), "y".into())].into());
-    bus.note_row("t/labelled", &labels_only);
+    bus.note_row("t/labelled", &labels_only, "UTC");
     assert_eq!(bus.tags_of(Some("t/labelled")).owners, ["ann"]);
     assert_eq!(bus.tags_of(Some("t/labelled")).labels["x"], "y");
     // Its tags removed from its row: its task's again; a full read replaces what was noted.
-    bus.note_row("t/own", &crate::store::InstanceTags::default());
+    bus.note_row("t/own", &crate::store::InstanceTags::default(), "UTC");
     assert_eq!(bus.tags_of(Some("t/own")).owners, ["ann"]);
-    bus.set_rows([("t/own", &own)]);
+    bus.set_rows([("t/own", &own, "UTC")]);
     assert_eq!(bus.tags_of(Some("t/own")).owners, ["bob"]);
     assert_eq!(bus.tags_of(Some("t/labelled")).labels.get("x"), None);
+}
+
+#[test]
+fn an_instance_s_events_carry_its_own_zone_and_its_sibling_s_its_task_s() {
+    let bus = EventBus::default().with_defaults(Vec::new(), chrono_tz::UTC);
+    let doc = crate::config::ConfigDocument::parse(
+        r#"{"tasks": [{"name": "t", "enabled": true, "cron": "* * * * *", "owners": ["ann"],
+                       "timezone": "Europe/Paris"}]}"#,
+        crate::config::ConfigFormat::Json,
+        "test",
+    )
+    .unwrap();
+    bus.set_document(&doc);
+    let none = crate::store::InstanceTags::default();
+    bus.note_row("t/sh", &none, "Asia/Shanghai");
+    bus.note_row("t/sh2", &none, "Asia/Shanghai");
+    bus.note_row("t/paris", &none, "Europe/Paris");
+    let own = crate::store::InstanceTags::new(vec!["bob".into()], Default::default());
+    bus.note_row("t/bob", &own, "America/New_York");
+    assert_eq!(bus.tags_of(Some("t/sh")).timezone, "Asia/Shanghai");
+    assert_eq!(
+        bus.tags_of(Some("t/sh")).owners,
+        ["ann"],
+        "its task's owners"
+    );
+    assert!(
+        Arc::ptr_eq(&bus.tags_of(Some("t/sh")), &bus.tags_of(Some("t/sh2"))),
+        "instances in one zone share their tags"
+    );
+    assert_eq!(bus.tags_of(Some("t/paris")).timezone, "Europe/Paris");
+    assert_eq!(bus.tags_of(Some("t/bob")).timezone, "America/New_York");
+    assert_eq!(bus.tags_of(Some("t/bob")).owners, ["bob"]);
+    assert_eq!(
+        bus.tags_of(Some("t")).timezone,
+        "Europe/Paris",
+        "the task's own"
+    );
+    // A document read again keeps each instance's zone.
+    bus.set_document(&doc);
+    assert_eq!(bus.tags_of(Some("t/sh")).timezone, "Asia/Shanghai");
+    assert_eq!(bus.tags_of(Some("t/bob")).timezone, "America/New_York");
+    // Moved back to its task's zone: its task's tags.
+    bus.note_row("t/sh", &none, "Europe/Paris");
+    assert!(Arc::ptr_eq(
+        &bus.tags_of(Some("t/sh")),
+        &bus.tags_of(Some("t"))
+    ));
 }

@@ -40,6 +40,7 @@ pub struct Schedule {
     owners: Vec<String>,
     labels: BTreeMap<String, String>,
     limit: Option<String>,
+    sla: Option<crate::config::TaskSla>,
 }
 
 /// A jitter window as given: a duration, or text still to be read as one.
@@ -115,7 +116,32 @@ impl Schedule {
             owners: Vec::new(),
             labels: BTreeMap::new(),
             limit: None,
+            sla: None,
         }
+    }
+
+    /// Its own service levels, in place of its task's: the shape of a config entry's `sla`
+    /// block (`start_within`, `warn_after`, `succeed_by` in its own zone,
+    /// `alert_after_failures`, `remind_every`), checked as that block is. Its breaches
+    /// (`task.late`, `task.slow`, `task.deadline_missed`) and the folding and reminders of its
+    /// alerts are judged by these, on whichever node runs or watches it. Default: its task's
+    /// (its config entry's `sla`), if any.
+    ///
+    /// ```
+    /// use scheduler::Schedule;
+    /// use scheduler::config::TaskSla;
+    ///
+    /// let mut sla = TaskSla::default();
+    /// sla.start_within = Some("30s".into());
+    /// sla.succeed_by = Some("08:00".into());
+    /// let schedule = Schedule::new("syncAdvertiserReport", "tenant-42")
+    ///     .cron("0 */5 * * * *")
+    ///     .sla(sla);
+    /// # let _ = schedule;
+    /// ```
+    pub fn sla(mut self, sla: crate::config::TaskSla) -> Self {
+        self.sla = Some(sla);
+        self
     }
 
     /// Who answers for it: its events (`run.failed`, `task.missed`, ... and their alerts)
@@ -306,7 +332,11 @@ impl Schedule {
         if let Some(reason) = self.limit.as_deref().and_then(crate::limits::name_problem) {
             return Err(InstanceRefusal::BadLimit { task, key, reason }.into());
         }
-        let tags = InstanceTags::new(self.owners.clone(), self.labels.clone());
+        if let Some(reason) = self.sla.as_ref().and_then(crate::config::TaskSla::problem) {
+            return Err(InstanceRefusal::BadSla { task, key, reason }.into());
+        }
+        let tags = InstanceTags::new(self.owners.clone(), self.labels.clone())
+            .with_sla(self.sla.as_ref().map(crate::config::TaskSla::stored));
         let write = InstanceWrite::new(task, key, cron, spec.timezone().name(), args)
             .jitter(jitter)
             .tags(tags)

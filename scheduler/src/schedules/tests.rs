@@ -14,6 +14,7 @@ fn task(enabled: bool) -> InstanceTask {
         shards: 1,
         node_pin: None,
         jitter: None,
+        calendar: None,
         pause: None,
     }
 }
@@ -341,4 +342,45 @@ fn an_upsert_takes_the_pause_of_its_task_in_force() {
     let ended = crate::store::Pause::new(since, "ops", "over", Some(now));
     assert_eq!(plan(Some(ended)), None);
     assert_eq!(plan(None), None);
+}
+
+#[test]
+fn an_upsert_s_first_run_skips_the_ticks_its_task_s_calendar_blocks() {
+    let now = at("2026-12-24T23:59:00Z");
+    let calendar = crate::schedule::TaskCalendar::new(
+        vec!["christmas".into()],
+        crate::schedule::OnBlocked::Skip,
+        crate::schedule::CalendarRules {
+            dates: vec!["2026-12-25".into()],
+            ..Default::default()
+        },
+    );
+    let (write, spec) = checked(Schedule::new("t", "k").cron("0 0 * * * *"));
+    let facts = InstanceFacts {
+        task: Some(InstanceTask {
+            calendar: Some(calendar.to_stored()),
+            ..task(true)
+        }),
+        existing: None,
+    };
+    match plan_upsert(&write, &spec, Duration::ZERO, &facts, now) {
+        InstancePlan::Write { next_run_at, .. } => {
+            assert_eq!(
+                next_run_at,
+                Some(at("2026-12-26T00:00:00Z")),
+                "the 25th is blocked"
+            );
+        }
+        other => panic!("not written: {other:?}"),
+    }
+    let facts = InstanceFacts {
+        task: Some(task(true)),
+        existing: None,
+    };
+    match plan_upsert(&write, &spec, Duration::ZERO, &facts, now) {
+        InstancePlan::Write { next_run_at, .. } => {
+            assert_eq!(next_run_at, Some(at("2026-12-25T00:00:00Z")), "no calendar");
+        }
+        other => panic!("not written: {other:?}"),
+    }
 }

@@ -441,6 +441,8 @@ pub struct ClaimedRun {
     /// An instance's own owners and labels as its row holds them at the claim (empty: its
     /// task's): the tags of its run's events, on whichever node runs it.
     pub tags: super::InstanceTags,
+    /// Its row's zone (an instance's own), which its events carry.
+    pub timezone: String,
 }
 
 /// A lock released by [`ClaimStore::claim`](super::ClaimStore::claim) per a

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-/// An instance's own owners and labels: who answers for it and how its alerts are filed, over
-/// its task's (its own owners, when it has some, in place of the task's; its labels merged
-/// over the task's, its own winning on a key). Stored on its row (`owners`, `labels`: JSON
-/// text, NULL when none), read with the row by the claim.
+/// An instance's own owners, labels and service levels: who answers for it, how its alerts are
+/// filed and by which levels its breaches are judged, over its task's (its own owners, when it
+/// has some, in place of the task's; its labels merged over the task's, its own winning on a
+/// key; its own levels, when it has them, in place of its task's). Stored on its row (`owners`,
+/// `labels`, `sla`: JSON text, NULL when none), read with the row by the claim.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct InstanceTags {
@@ -21,15 +22,30 @@ pub struct InstanceTags {
     pub owners: Vec<String>,
     /// Its own labels (empty: none over its task's).
     pub labels: BTreeMap<String, String>,
+    /// Its own service levels: the `sla` block of a config entry as JSON text, checked by the
+    /// caller (`None`: its task's).
+    pub sla: Option<String>,
 }
 
 impl InstanceTags {
     /// `owners` and `labels` of an instance, as checked by the caller.
     pub fn new(owners: Vec<String>, labels: BTreeMap<String, String>) -> Self {
-        Self { owners, labels }
+        Self {
+            owners,
+            labels,
+            sla: None,
+        }
     }
 
-    /// Whether it names neither owners nor labels (the instance's are its task's).
+    /// With its own service levels `sla` (the `sla` block of a config entry as JSON text,
+    /// checked by the caller; `None`: its task's).
+    pub fn with_sla(mut self, sla: Option<String>) -> Self {
+        self.sla = sla;
+        self
+    }
+
+    /// Whether it names neither owners nor labels (the instance's are its task's; its own
+    /// service levels are not tags).
     pub fn is_empty(&self) -> bool {
         self.owners.is_empty() && self.labels.is_empty()
     }
@@ -44,10 +60,11 @@ impl InstanceTags {
         (owners, labels)
     }
 
-    /// The tags the columns `owners` and `labels` hold (NULL: none).
+    /// The tags the columns `owners`, `labels` and `sla` hold (NULL: none).
     pub(crate) fn from_columns(
         owners: Option<&str>,
         labels: Option<&str>,
+        sla: Option<String>,
     ) -> Result<Self, serde_json::Error> {
         Ok(Self {
             owners: owners
@@ -58,6 +75,7 @@ impl InstanceTags {
                 .map(serde_json::from_str)
                 .transpose()?
                 .unwrap_or_default(),
+            sla,
         })
     }
 }
@@ -177,6 +195,9 @@ pub struct InstanceTask {
     /// The task's jitter window as last reconciled (its config entry's, else its attribute's;
     /// `None`: none stored), for an instance without a window of its own.
     pub jitter: Option<std::time::Duration>,
+    /// The task's calendar as stored (`TaskCalendar`'s form), which its instances keep (the
+    /// claim reads it with an instance's row); `None`: none.
+    pub calendar: Option<String>,
     /// The task's pause, if it is paused: an instance not paused takes it when written.
     pub pause: Option<super::Pause>,
 }

@@ -151,6 +151,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     step!(24, "instance tags",
         postgres: "0024_instance_tags.sql",
         sqlite: "0024_instance_tags.sql"),
+    step!(25, "instance sla calendar",
+        postgres: "0025_instance_sla_calendar.sql",
+        sqlite: "0025_instance_sla_calendar.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

@@ -176,11 +176,13 @@ pub(crate) fn instance_record(row: &impl ReadRow) -> Result<InstanceRecord, sqlx
     })
 }
 
-/// A row's own owners and labels (`owners`, `labels`: JSON text; NULL: none of its own).
+/// A row's own owners, labels and service levels (`owners`, `labels`, `sla`: JSON text; NULL:
+/// none of its own).
 pub(crate) fn instance_tags(row: &impl ReadRow) -> Result<InstanceTags, sqlx::Error> {
     InstanceTags::from_columns(
         row.text_opt("owners")?.as_deref(),
         row.text_opt("labels")?.as_deref(),
+        row.text_opt("sla")?,
     )
     .map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
@@ -207,6 +209,7 @@ pub(crate) fn instance_task(row: &impl ReadRow) -> Result<InstanceTask, sqlx::Er
         shards: u32::try_from(row.int("shards")?).unwrap_or(1),
         node_pin: row.text_opt("node_pin")?,
         jitter: jitter_of(row)?,
+        calendar: row.text_opt("calendar")?,
         pause: pause_of(row)?,
     })
 }

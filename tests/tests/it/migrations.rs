@@ -17,7 +17,7 @@ scheduler_tests::postgres_tests! {
 }
 
 /// The one list, as every database records it from now on.
-const ALIGNED: [(i64, &str); 24] = [
+const ALIGNED: [(i64, &str); 25] = [
     (1, "init"),
     (2, "guarantees"),
     (3, "policies"),
@@ -42,6 +42,7 @@ const ALIGNED: [(i64, &str); 24] = [
     (22, "jitter"),
     (23, "limits"),
     (24, "instance tags"),
+    (25, "instance sla calendar"),
 ];
 
 /// The last step of before the alignment; the steps after it have files numbered alike on both

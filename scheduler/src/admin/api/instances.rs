@@ -87,6 +87,10 @@ pub(crate) struct InstanceView {
     labels: std::collections::BTreeMap<String, String>,
     /// The limit shared by tasks its runs hold in place of its task's (none: its task's).
     limit: Option<String>,
+    /// Its own service levels, the shape of a config entry's `sla` block, by which its
+    /// breaches are judged in place of its task's (`null`: its task's).
+    #[schema(value_type = Option<Object>)]
+    sla: Option<serde_json::Value>,
     /// Who owns it: `config` (declared in the config document: the reconciler changes it, an
     /// upsert of its key is refused) or `runtime` (made through `Schedules` or the API).
     source: &'static str,
@@ -159,6 +163,7 @@ impl InstanceView {
             cron: s.cron,
             timezone: s.timezone,
             args: instance_args_view(&args),
+            sla: instance.tags.sla.as_deref().and_then(sla_view),
             owners: instance.tags.owners,
             labels: instance.tags.labels,
             limit: instance.limit,
@@ -373,4 +378,10 @@ async fn get_instance(
     Ok(axum::Json(
         InstanceView::of(&state.engine, instance, runs, now).with_strip(strip),
     ))
+}
+
+/// An instance's own service levels as its row stores them (the `sla` block as JSON text), as
+/// the answers show them: the block as written.
+pub(super) fn sla_view(stored: &str) -> Option<serde_json::Value> {
+    serde_json::from_str(stored).ok()
 }

@@ -61,6 +61,9 @@ struct BatchInstanceView {
     labels: std::collections::BTreeMap<String, String>,
     /// Its own limit shared by tasks (none: its task's).
     limit: Option<String>,
+    /// Its own service levels, the `sla` block as written (`null`: its task's).
+    #[schema(value_type = Option<Object>)]
+    sla: Option<crate::config::TaskSla>,
 }
 
 /// What became of one instance of a batch.
@@ -148,6 +151,7 @@ async fn upsert_instances(
                     owners: written.owners,
                     labels: written.labels,
                     limit: written.limit,
+                    sla: written.sla,
                 }),
                 error: None,
                 message: None,

@@ -64,6 +64,11 @@ pub(super) struct InstanceTagsRequest {
     /// digits, `_`, `.`, `:`, `-`; one no document declares holds its ticks waiting). Absent:
     /// its task's.
     limit: Option<String>,
+    /// Its own service levels in place of its task's: the shape of a config entry's `sla`
+    /// block (`start_within`, `warn_after`, `succeed_by`, `alert_after_failures`,
+    /// `remind_every`), checked as it is. Absent: its task's.
+    #[schema(value_type = Option<Object>)]
+    sla: Option<crate::config::TaskSla>,
 }
 
 impl InstanceTagsRequest {
@@ -77,6 +82,9 @@ impl InstanceTagsRequest {
         }
         if let Some(limit) = self.limit {
             schedule = schedule.limit(limit);
+        }
+        if let Some(sla) = self.sla {
+            schedule = schedule.sla(sla);
         }
         schedule
     }

@@ -338,6 +338,10 @@ pub struct InstanceUpsertArgs {
     /// The limit shared by tasks its runs hold, in place of its task's. None: its task's.
     #[arg(long, value_name = "NAME")]
     pub limit: Option<String>,
+    /// Its own service levels, in place of its task's: a config entry's `sla` block as JSON
+    /// (`{"start_within": "30s", "succeed_by": "08:00"}`). None: its task's.
+    #[arg(long, value_name = "JSON")]
+    pub sla: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub actor: ActorArgs,

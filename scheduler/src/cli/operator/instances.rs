@@ -80,6 +80,7 @@ fn as_json(instance: &Instance, pause: Option<&Pause>) -> Value {
         "enabled": instance.enabled, "paused": pause.is_some(), "pause": pause,
         "next_run_at": instance.next_run_at, "next_tick": instance.next_tick,
         "owners": instance.owners, "labels": instance.labels, "limit": instance.limit,
+        "sla": instance.sla,
         "removed": false,
     })
 }
@@ -113,6 +114,13 @@ fn describe(instance: &Instance, pause: Option<&Pause>) -> String {
                     .limit
                     .clone()
                     .unwrap_or_else(|| "its task's".into()),
+            ],
+            vec![
+                "sla".into(),
+                instance.sla.as_ref().map_or_else(
+                    || "its task's".into(),
+                    |sla| serde_json::to_string(sla).unwrap_or_default(),
+                ),
             ],
         ],
     )
@@ -215,6 +223,14 @@ async fn upsert(args: &InstanceUpsertArgs) -> crate::Result<String> {
     if let Some(limit) = &args.limit {
         schedule = schedule.limit(limit);
     }
+    if let Some(text) = &args.sla {
+        let sla: crate::config::TaskSla = serde_json::from_str(text).map_err(|e| {
+            fail(format!(
+                "--sla is not a service-level block ({{\"start_within\", \"warn_after\", \"succeed_by\", \"alert_after_failures\", \"remind_every\"}}): {e}"
+            ))
+        })?;
+        schedule = schedule.sla(sla);
+    }
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
     let written = schedules(&target, &who)
@@ -251,6 +267,7 @@ struct FileItem {
     owners: Option<Vec<String>>,
     labels: Option<std::collections::BTreeMap<String, String>>,
     limit: Option<String>,
+    sla: Option<crate::config::TaskSla>,
 }
 
 impl FileItem {
@@ -274,6 +291,9 @@ impl FileItem {
         if let Some(limit) = &self.limit {
             schedule = schedule.limit(limit);
         }
+        if let Some(sla) = &self.sla {
+            schedule = schedule.sla(sla.clone());
+        }
         schedule
     }
 }
@@ -289,7 +309,7 @@ fn read_items(path: &std::path::Path) -> crate::Result<Vec<FileItem>> {
     .map_err(|e| fail(format!("cannot read {shown}: {e}")))?;
     serde_json::from_str(&text).map_err(|e| {
         fail(format!(
-            "{shown} is not a JSON list of instances ({{\"key\", \"cron\", \"timezone\", \"args\", \"owners\", \"labels\", \"limit\"}}): {e}"
+            "{shown} is not a JSON list of instances ({{\"key\", \"cron\", \"timezone\", \"args\", \"owners\", \"labels\", \"limit\", \"sla\"}}): {e}"
         ))
     })
 }

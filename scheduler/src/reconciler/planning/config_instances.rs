@@ -4,7 +4,7 @@
 //! | declared instance | row `task/key` | what happens |
 //! |---|---|---|
 //! | accepted | none | created, the config's (`instance_source = 'config'`), enabled if it and its task are; paused with its task while the task's pause is in force (the store's mark, as an upsert at run time) |
-//! | accepted | the config's | changed in place like a task's row (cron, zone, `enabled`, its own `limit`; the next run recomputed after the tick last claimed), its arguments and own owners and labels rewritten when they changed |
+//! | accepted | the config's | changed in place like a task's row (cron, zone, `enabled`, its own `limit`; the next run recomputed after the tick last claimed), its arguments and own owners, labels and `sla` rewritten when they changed |
 //! | accepted | made at run time | refused, with the reason: a reconcile never touches an instance made through `Schedules` or the API |
 //! | accepted | made at run time and removed, its run in flight | taken over: the config's from now on |
 //! | refused (bad key, cron, zone, arguments) | any | left as it is (its last good state) |
@@ -65,7 +65,8 @@ pub(super) fn plan_config_instances(
                 limit: instance.limit.clone(),
             };
             plan_row(&name, &as_row, row, db_now, changes, report);
-            let tags = InstanceTags::new(instance.owners.clone(), instance.labels.clone());
+            let tags = InstanceTags::new(instance.owners.clone(), instance.labels.clone())
+                .with_sla(instance.sla.clone());
             let args_changed = row.is_some_and(|r| r.args != instance.args || r.tags != tags);
             let owned = row.is_some_and(|r| r.instance_source == InstanceSource::Config);
             if row.is_none() || args_changed || !owned || row.is_some_and(|r| r.removed) {

@@ -168,6 +168,7 @@ impl ClaimSteps for Recorded {
                 shard: crate::Shard::WHOLE,
                 args: None,
                 tags: Default::default(),
+                timezone: "UTC".into(),
             })
             .collect())
     }

@@ -235,6 +235,7 @@ async fn write_instance_on<D: Dialect>(
         owners.as_deref(),
         labels.as_deref(),
         write.limit.as_deref(),
+        write.tags.sla.as_deref(),
     ];
     let statement = Statement {
         operation,
@@ -293,7 +294,8 @@ pub(crate) async fn mark_config_instances_on<D: Dialect>(
             args,
             Now,
             owners.as_deref(),
-            labels.as_deref()
+            labels.as_deref(),
+            tags.sla.as_deref()
         ];
         let statement = Statement {
             operation: "apply_config",

@@ -319,44 +319,51 @@ impl ClaimSteps for Steps<'_> {
                     [task.last_finished_at, task.missed_since, Some(due_at)],
                     args,
                     task.tags,
+                    task.timezone,
                 ),
             );
         }
-        let claimed: Vec<ClaimedRun> = plan
-            .bind(sqlx::query(query!("claim_apply")).bind(node_id))
-            .fetch_all(&mut *self.tx)
-            .await?
-            .iter()
-            .map(|row| {
-                let lock_token: Uuid = row.try_get("lock_token")?;
-                let (task_name, [previous_finished_at, missed_since, due_at], args, tags) =
-                    seen.remove(&lock_token).ok_or(sqlx::Error::RowNotFound)?;
-                let shard = crate::Shard {
-                    index: u32::try_from(row.try_get::<i32, _>("shard_index")?).unwrap_or(0),
-                    total: u32::try_from(row.try_get::<i32, _>("shard_total")?).unwrap_or(1),
-                };
-                let started_at: DateTime<Utc> = row.try_get("started_at")?;
-                let written_at: DateTime<Utc> = row.try_get("written_at")?;
-                Ok(ClaimedRun {
-                    starts_in: (started_at - written_at).to_std().unwrap_or(Duration::ZERO),
-                    run_id: row.try_get("id")?,
-                    previous_finished_at,
-                    missed_since,
-                    task_name,
-                    shard,
-                    args,
-                    tags,
-                    lock_token,
-                    fencing_token: row.try_get("fencing_token")?,
-                    scheduled_at: row.try_get("scheduled_at")?,
-                    due_at: due_at.ok_or(sqlx::Error::RowNotFound)?,
-                    claimed_at,
-                    attempt: row.try_get("attempt")?,
-                    trigger: parse_trigger(row.try_get("trigger")?)?,
-                    triggered_by: row.try_get("triggered_by")?,
+        let claimed: Vec<ClaimedRun> =
+            plan.bind(sqlx::query(query!("claim_apply")).bind(node_id))
+                .fetch_all(&mut *self.tx)
+                .await?
+                .iter()
+                .map(|row| {
+                    let lock_token: Uuid = row.try_get("lock_token")?;
+                    let (
+                        task_name,
+                        [previous_finished_at, missed_since, due_at],
+                        args,
+                        tags,
+                        timezone,
+                    ) = seen.remove(&lock_token).ok_or(sqlx::Error::RowNotFound)?;
+                    let shard = crate::Shard {
+                        index: u32::try_from(row.try_get::<i32, _>("shard_index")?).unwrap_or(0),
+                        total: u32::try_from(row.try_get::<i32, _>("shard_total")?).unwrap_or(1),
+                    };
+                    let started_at: DateTime<Utc> = row.try_get("started_at")?;
+                    let written_at: DateTime<Utc> = row.try_get("written_at")?;
+                    Ok(ClaimedRun {
+                        starts_in: (started_at - written_at).to_std().unwrap_or(Duration::ZERO),
+                        run_id: row.try_get("id")?,
+                        previous_finished_at,
+                        missed_since,
+                        task_name,
+                        shard,
+                        args,
+                        tags,
+                        timezone,
+                        lock_token,
+                        fencing_token: row.try_get("fencing_token")?,
+                        scheduled_at: row.try_get("scheduled_at")?,
+                        due_at: due_at.ok_or(sqlx::Error::RowNotFound)?,
+                        claimed_at,
+                        attempt: row.try_get("attempt")?,
+                        trigger: parse_trigger(row.try_get("trigger")?)?,
+                        triggered_by: row.try_get("triggered_by")?,
+                    })
                 })
-            })
-            .collect::<Result<_, sqlx::Error>>()?;
+                .collect::<Result<_, sqlx::Error>>()?;
         if !backfills.is_empty() {
             backfill_claimed(&mut *self.tx, &claimed, &backfills).await?;
         }

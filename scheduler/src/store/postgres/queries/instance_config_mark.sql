@@ -1,5 +1,5 @@
 -- Make row $1 (just created or updated by the reconcile) the config's instance $3 of task $2,
--- with arguments $4 and its own owners $5 and labels $6 (JSON text; NULL: its task's): owned by
+-- with arguments $4 and its own owners $5 and labels $6 and levels $7 (JSON text; NULL: its task's): owned by
 -- the config, not removed. A row not paused takes its task's pause in force (its `until` not
 -- passed), as an instance made at run time takes it (instance_upsert.sql) and as pausing the
 -- task gives it (pause_instances.sql): the task's resume ends it with the task's own. A row
@@ -11,7 +11,7 @@ WITH task AS (
       AND (pause_until IS NULL OR pause_until > now())
 )
 UPDATE scheduler_tasks AS i
-SET instance_of = $2, instance_key = $3, args = $4, owners = $5, labels = $6,
+SET instance_of = $2, instance_key = $3, args = $4, owners = $5, labels = $6, sla = $7,
     instance_source = 'config', removed_at = NULL,
     paused_at = CASE WHEN i.paused_at IS NULL THEN (SELECT paused_at FROM task)
                      ELSE i.paused_at END,

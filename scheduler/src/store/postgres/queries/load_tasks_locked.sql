@@ -3,7 +3,7 @@
 -- config-state lock.
 SELECT name, cron, timezone, calendar, enabled, next_run_at, last_scheduled_at, orphaned_since,
        disabled_at, paused_at IS NOT NULL AS paused, shards, node_pin, limit_name,
-       removed_at IS NOT NULL AS removed, args, instance_source, jitter_ms, owners, labels,
+       removed_at IS NOT NULL AS removed, args, instance_source, jitter_ms, owners, labels, sla,
        clock_timestamp() AS db_now
 FROM scheduler_tasks
 ORDER BY name

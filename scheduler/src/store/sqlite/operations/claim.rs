@@ -330,6 +330,7 @@ impl ClaimSteps for Steps<'_> {
             }
             claimed.push(ClaimedRun {
                 run_id,
+                timezone: task.timezone,
                 task_name: task.name,
                 lock_token,
                 fencing_token,

@@ -4,7 +4,7 @@
 SELECT
 -- @include task_state_columns.sql
        , instance_of AS task, instance_key AS key, args, instance_source,
-       removed_at IS NOT NULL AS removed, owners, labels, limit_name, jitter_ms
+       removed_at IS NOT NULL AS removed, owners, labels, sla, limit_name, jitter_ms
 FROM scheduler_tasks
 WHERE instance_of = ?1
   AND lower(instance_key) LIKE ?2 ESCAPE '\'

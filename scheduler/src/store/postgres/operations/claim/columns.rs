@@ -137,12 +137,13 @@ impl Plan {
 }
 
 /// A lock a claim takes: its task's row, when the row's previous run ended, its open missed
-/// incident, when its run is due to start, and an instance's arguments and own tags.
+/// incident, when its run is due to start, and an instance's arguments, own tags and zone.
 pub(super) type Claimed = (
     String,
     [Option<DateTime<Utc>>; 3],
     Option<String>,
     crate::store::InstanceTags,
+    String,
 );
 
 /// Parallel arrays for claim_skip.
