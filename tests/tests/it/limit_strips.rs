@@ -34,7 +34,12 @@ struct Seen {
 
 impl Seen {
     fn runs_of(&self, row: &str) -> BTreeMap<i64, DateTime<Utc>> {
-        self.runs.lock().unwrap().get(row).cloned().unwrap_or_default()
+        self.runs
+            .lock()
+            .unwrap()
+            .get(row)
+            .cloned()
+            .unwrap_or_default()
     }
 }
 
@@ -103,9 +108,7 @@ fn names_the_holder(tick: &Value) -> bool {
 /// (its own cron, its task's limit) wait for it. Both strips show their due tick `waiting`,
 /// naming the limit and its holder, and no tick from it on `missed`; nothing ran it. Once the
 /// holder ends, the handler runs that very tick, and the strips show it with that run.
-async fn a_tick_waiting_for_its_limit_is_waiting_with_the_holders_then_shows_its_run(
-    db: &TestDb,
-) {
+async fn a_tick_waiting_for_its_limit_is_waiting_with_the_holders_then_shows_its_run(db: &TestDb) {
     let seen = Arc::new(Seen::default());
     let mut config = doc(vec![
         entry("lstrip.hold", "0 0 0 1 1 *"),
@@ -148,10 +151,7 @@ async fn a_tick_waiting_for_its_limit_is_waiting_with_the_holders_then_shows_its
             first["run_id"].is_null() && first["attempts"] == 0,
             "{first}"
         );
-        assert!(
-            first["waiting"]["since"].is_string(),
-            "since when: {first}"
-        );
+        assert!(first["waiting"]["since"].is_string(), "since when: {first}");
         for t in strip.iter().filter(|t| at(t) >= w) {
             assert_ne!(t["outcome"], "missed", "{row}: a waiting tick: {t}");
         }
@@ -173,8 +173,7 @@ async fn a_tick_waiting_for_its_limit_is_waiting_with_the_holders_then_shows_its
                 .iter()
                 .zip([task, instance])
                 .all(|((row, w), strip)| {
-                    let Some((id, _)) = seen.runs_of(row).into_iter().find(|(_, t)| t == w)
-                    else {
+                    let Some((id, _)) = seen.runs_of(row).into_iter().find(|(_, t)| t == w) else {
                         return false;
                     };
                     strip.iter().any(|t| {

@@ -227,7 +227,9 @@ pub(super) fn tick_views(marks: &[Mark], wait: Option<&WaitingView>) -> Vec<Tick
     marks
         .iter()
         .map(|mark| TickView {
-            waiting: (mark.fate == Fate::Waiting).then(|| wait.cloned()).flatten(),
+            waiting: (mark.fate == Fate::Waiting)
+                .then(|| wait.cloned())
+                .flatten(),
             ..TickView::from(mark)
         })
         .collect()
