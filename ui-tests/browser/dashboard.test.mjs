@@ -544,7 +544,7 @@ test("the strip and its legend read without colour: every state has its own shap
     return { state: li.dataset.state, shape, text: li.textContent };
   }));
   const states = legend.map((l) => l.state);
-  for (const s of ["succeeded", "running", "failed", "timed_out", "interrupted", "lost", "missed", "cancelled", "due",
+  for (const s of ["succeeded", "running", "failed", "timed_out", "interrupted", "lost", "missed", "cancelled", "due", "waiting",
     "skipped:overlap", "skipped:misfire", "skipped:paused", "skipped:disabled", "skipped:retry_gave_way", "skipped:invalid_schedule", "manual"]) {
     assert.ok(states.includes(s), `${s} is in the legend`);
   }

@@ -1,6 +1,8 @@
 //! What became of each expected tick, as the dashboard draws it (a strip per task): for every
 //! tick the schedule says should have fired lately, the run that served it and its outcome, the
-//! skip record and its reason, or nothing (missed, or due within its grace).
+//! skip record and its reason, or nothing (missed, or due within its grace), or waiting: the
+//! row's due tick, and the ticks after it, while the row waits for a share of its limit shared
+//! by tasks ([`crate::limits`]).
 //!
 //! Pure: the admin API reads the runs and skip records of every task at once and hands each
 //! task's share here ([`Facts`]); [`strip`] says what became of each tick.
@@ -76,16 +78,21 @@ pub(crate) enum Fate {
     Due,
     /// Not started, and later than its missed grace.
     Missed,
+    /// Not started: its row waits for a share of its limit shared by tasks (the tick it waits
+    /// to run, or one that came while it waits).
+    Waiting,
 }
 
 impl Fate {
-    /// The outcome as the admin API names it: a run's status, `skipped`, `due` or `missed`.
+    /// The outcome as the admin API names it: a run's status, `skipped`, `due`, `missed` or
+    /// `waiting`.
     pub(crate) fn outcome(&self) -> &'static str {
         match self {
             Fate::Ran { status, .. } => status.as_str(),
             Fate::Skipped { .. } => "skipped",
             Fate::Due => "due",
             Fate::Missed => "missed",
+            Fate::Waiting => "waiting",
         }
     }
 }
@@ -248,6 +255,9 @@ pub(crate) struct Facts<'a> {
     /// The task's jitter window: a tick's lateness and its missed grace count from its start
     /// (see `crate::ticks::jitter`), not from the tick.
     pub jitter: Duration,
+    /// The row waits for a share of its limit shared by tasks: the tick it waits to run (its
+    /// due tick). That tick and the later ones with nothing else to show are waiting.
+    pub waiting: Option<DateTime<Utc>>,
 }
 
 /// Where a strip of `count` ticks ending at `now` starts: a little before the `count`-th last
@@ -322,6 +332,7 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
         .chain(f.state.missed_since)
         .chain(f.state.pause.as_ref().map(|p| p.at))
         .chain(f.state.disabled_at)
+        .chain(f.waiting)
         .min();
     let running = f
         .runs
@@ -400,6 +411,10 @@ fn marks(spec: Option<&ScheduleSpec>, f: &Facts<'_>, since: DateTime<Utc>) -> Ve
             } else if running.is_some_and(|r| r < at) {
                 // Due while a run of an earlier tick runs: that run will stand for it.
                 skipped(SkipReason::Overlap)
+            } else if f.waiting.is_some_and(|w| w <= at) {
+                // Not missed: it starts late, or is skipped by its misfire rule, once a share
+                // of its limit is free.
+                Fate::Waiting
             } else if first_known.is_none_or(|first| at < first) {
                 return None;
             } else if f.now - start(at) < grace(at) {

@@ -1,6 +1,7 @@
 //! The strip of an instance, as the admin API gives it to the dashboard (`?ticks=` on the list
 //! of a task's instances and on one instance): its latest expected ticks by its own schedule and
-//! jitter, each with the run that served it or `missed`, as a task's strip (`GET /api/ticks`).
+//! jitter, each with the run that served it or, while it waits for its limit, `waiting`, as a
+//! task's strip (`GET /api/ticks`).
 //! Over real HTTP from a real node; what the strips say ran is judged against what the handler
 //! itself recorded.
 
@@ -19,7 +20,7 @@ use serde_json::Value;
 
 on_both_backends! {
     threads = 2;
-    an_instances_strip_shows_each_expected_tick_with_its_run_or_missed,
+    an_instances_strip_shows_each_expected_tick_with_its_run_or_waiting,
 }
 
 /// The runs the handler saw, by key: run id -> the tick it served.
@@ -90,8 +91,8 @@ fn at(tick: &Value) -> DateTime<Utc> {
 /// page of instances and alone) is its expected ticks by its own cron, oldest first: `ran`'s
 /// are runs its handler made for those very ticks, each as late as its run started after its
 /// tick's start (the tick shifted by its jitter), none missed; `held`'s runs are its handler's,
-/// and its ticks after them are `missed`, with no run.
-async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_missed(db: &TestDb) {
+/// and its ticks after them are `waiting` for that limit (not declared: no size), with no run.
+async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_waiting(db: &TestDb) {
     let ran = Arc::new(Ran::default());
     let config = doc(vec![entry("istrip.sync", "0 0 0 1 1 *")]);
     let builder = node_with(db, "strips", tasks("istrip."), config, &ran)
@@ -111,7 +112,7 @@ async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_missed(db: 
         ran.of("ran").len() >= 2 && !ran.of("held").is_empty()
     })
     .await;
-    // `held` waits for a limit no document declares: its ticks get no run.
+    // `held` waits for a limit no document declares: its ticks get no run, they wait.
     schedules
         .upsert(every_two_seconds("held").limit("istrip-undeclared"))
         .await
@@ -120,10 +121,10 @@ async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_missed(db: 
     wait_stepping(
         db,
         Duration::from_secs(120),
-        "held's ticks missed, ran's run",
+        "held's ticks waiting, ran's run",
         || async {
             let page = get(&http, addr, path).await;
-            outcomes(&ticks(instance(&page, "held")), "missed") >= 2
+            outcomes(&ticks(instance(&page, "held")), "waiting") >= 2
                 && outcomes(&ticks(instance(&page, "ran")), "succeeded") >= 3
         },
     )
@@ -175,7 +176,8 @@ async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_missed(db: 
     }
     assert!(placed >= 3, "{ran_view}");
 
-    // `held`: its runs are its handler's; the ticks after the last are missed, with no run.
+    // `held`: its runs are its handler's; the ticks after the last wait, with no run, naming
+    // the limit (undeclared: no size), none missed.
     let held = instance(&page, "held");
     let strip = ticks(held);
     let handled = ran.of("held");
@@ -188,15 +190,18 @@ async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_missed(db: 
             at(t)
         })
         .max();
-    let missed: Vec<&Value> = strip.iter().filter(|t| t["outcome"] == "missed").collect();
-    assert!(missed.len() >= 2, "{held}");
-    for t in &missed {
+    assert_eq!(outcomes(&strip, "missed"), 0, "{held}");
+    let waiting: Vec<&Value> = strip.iter().filter(|t| t["outcome"] == "waiting").collect();
+    assert!(waiting.len() >= 2, "{held}");
+    for t in &waiting {
         assert!(t["run_id"].is_null() && t["attempts"] == 0, "{t}");
+        assert_eq!(t["waiting"]["limit"], "istrip-undeclared", "{t}");
+        assert!(t["waiting"]["size"].is_null(), "{t}");
         assert!(at(t).timestamp() % 2 == 0, "its own cron: {t}");
         assert!(last_run.is_none_or(|last| at(t) > last), "{held}");
         assert!(
             !handled.values().any(|tick| *tick == at(t)),
-            "no run of a missed tick: {t}"
+            "no run of a waiting tick: {t}"
         );
     }
 
@@ -208,7 +213,7 @@ async fn an_instances_strip_shows_each_expected_tick_with_its_run_or_missed(db: 
     )
     .await;
     let alone = ticks(&one);
-    assert!(outcomes(&alone, "missed") >= missed.len(), "{one}");
+    assert!(outcomes(&alone, "waiting") >= waiting.len(), "{one}");
     assert_eq!(one["ticks_complete"], true, "{one}");
     // Without `ticks`, no strip.
     let plain = get(&http, addr, "/api/tasks/istrip.sync/instances").await;

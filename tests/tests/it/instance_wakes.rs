@@ -97,7 +97,9 @@ async fn an_instance_made_while_the_node_sleeps_runs_from_its_first_tick(db: &Te
     .await;
 
     // Due at one second five to six seconds on: after `soon`'s next tick, at most two away.
-    let at = (db.now() + chrono::TimeDelta::seconds(6)).with_nanosecond(0).unwrap();
+    let at = (db.now() + chrono::TimeDelta::seconds(6))
+        .with_nanosecond(0)
+        .unwrap();
     let later = schedules
         .upsert(Schedule::new("wake.sync", "later").cron(format!("{} * * * * *", at.second())))
         .await
@@ -130,7 +132,9 @@ async fn told_only_when_sooner(db: &TestDb) {
     };
     let seen = Arc::new(Seen::default());
     let (schedules, running) = sleepy_node(db, Duration::from_secs(60), &seen).await;
-    let mut listener = sqlx::postgres::PgListener::connect(&schema.url).await.unwrap();
+    let mut listener = sqlx::postgres::PgListener::connect(&schema.url)
+        .await
+        .unwrap();
     listener.listen(store.notify_channel()).await.unwrap();
     for key in ["far1", "far2", "far3"] {
         schedules

@@ -57,6 +57,7 @@ mod jitter;
 mod jitter_pages;
 mod jitter_shown;
 mod jitter_starts;
+mod limit_strips;
 mod listen_again;
 mod migrations;
 mod otel;

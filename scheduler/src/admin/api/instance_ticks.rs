@@ -2,21 +2,24 @@
 //! each instance): an instance's latest expected ticks by its own schedule (its cron, zone and
 //! its row's calendar, as the claims read them) and its jitter window (its own, else its
 //! task's), each with what became of it: the run that served it, the skip record and its
-//! reason, or nothing (`missed`, or `due` within its grace). The tick rules say it, as for a
-//! task's strip ([`super::ticks`], [`crate::ticks`]'s `strip`).
+//! reason, `waiting` while its row waits for its limit shared by tasks, or nothing (`missed`, or
+//! `due` within its grace). The tick rules say it, as for a task's strip ([`super::ticks`],
+//! [`crate::ticks`]'s `strip`).
 //!
 //! A page of instances costs a fixed number of reads, whatever the number of instances: one
 //! read of their latest runs (each instance's latest `count x (retries + 2)`, at most
 //! [`RUNS_PER_INSTANCE`]) and one read of skip records per class of window length (at most
-//! five, each instance's latest `count + 10` reaching back only as far as its group's windows),
-//! never a read per instance.
+//! five, each instance's latest `count + 10` reaching back only as far as its group's windows)
+//! and one read of the rows waiting for their limits ([`super::tick_waits`]), never a read per
+//! instance.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::ticks::{EXTRA_SKIPS, TickView, off_the_runtime, window_class};
+use super::tick_waits::Waits;
+use super::ticks::{EXTRA_SKIPS, TickView, off_the_runtime, tick_views, window_class};
 use crate::admin::error::ApiError;
 use crate::engine::EngineView;
 use crate::schedule::ScheduleSpec;
@@ -91,9 +94,10 @@ pub(super) async fn instance_strips(
                 .await?,
         );
     }
+    let waits = Waits::read(store.as_ref()).await?;
     let grace = engine.missed_grace();
     let count = count as usize;
-    off_the_runtime(move || strips(&plans, &runs, &skips, need, now, grace, count)).await
+    off_the_runtime(move || strips(&plans, &runs, &skips, &waits, need, now, grace, count)).await
 }
 
 /// Each instance with its schedule and where its window starts (a walk back over `count`
@@ -125,11 +129,13 @@ fn plan(
         .collect()
 }
 
-/// Every instance's strip from the runs and skips read.
+/// Every instance's strip from the runs, skips and waiting rows read.
+#[allow(clippy::too_many_arguments)]
 fn strips(
     plans: &[Plan],
     runs: &[RunRecord],
     skips: &[SkipRecord],
+    waits: &Waits,
     need: u32,
     now: DateTime<Utc>,
     grace: Option<Duration>,
@@ -158,9 +164,10 @@ fn strips(
                 since: p.since,
                 missed_grace: grace,
                 jitter: p.jitter,
+                waiting: waits.tick(&p.state),
             };
             let strip = strip::strip(p.spec.as_ref(), &facts, count);
-            let ticks = strip.marks.iter().map(TickView::from).collect();
+            let ticks = tick_views(&strip.marks, waits.view(&p.state.name));
             (
                 p.key.clone(),
                 InstanceStrip {

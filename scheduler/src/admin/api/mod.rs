@@ -15,6 +15,7 @@ mod limits;
 mod refusals;
 mod runs;
 mod tasks;
+mod tick_waits;
 mod ticks;
 mod views;
 

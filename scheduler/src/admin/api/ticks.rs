@@ -1,5 +1,6 @@
 //! Expected ticks: for every task, the ticks its schedule says should have fired lately and what
-//! became of each (a run and its outcome, a skip record and its reason, or nothing: missed).
+//! became of each (a run and its outcome, a skip record and its reason, waiting for its limit
+//! shared by tasks, or nothing: missed).
 //! Read here in one request for every task, so a dashboard can draw a strip per task without
 //! asking per task; what became of each tick is the tick rules' to say ([`crate::ticks`]'s
 //! `strip`).
@@ -9,7 +10,8 @@
 //! task states, then reads of runs and skip records per group of tasks (by retry policy and
 //! by class of window length: at most a few reads), each task's latest `count x (retries + 2)`
 //! runs (`RUNS_PER_TASK` at most) and `count + 10` skip records, whatever the number of tasks,
-//! and each read reaching back only as far as its group's windows.
+//! and each read reaching back only as far as its group's windows; and one read of the rows
+//! waiting for their limits ([`super::tick_waits`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -21,6 +23,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::refusals::{ReadErrors, in_range};
+use super::tick_waits::{WaitingView, Waits};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Query};
 use crate::admin::state::AdminState;
@@ -60,7 +63,9 @@ pub(crate) struct TickView {
     at: DateTime<Utc>,
     /// `succeeded`, `failed`, `timed_out`, `interrupted`, `lost`, `cancelled`, `running` (a
     /// run's status), `skipped` (see `reason`), `missed` (no run, no skip, later than its
-    /// grace), or `due` (not started yet, within its grace).
+    /// grace), `due` (not started yet, within its grace), or `waiting` (not started: its row
+    /// waits for a share of its limit shared by tasks, see `waiting`; the tick it waits to run
+    /// and those that came meanwhile).
     outcome: &'static str,
     /// Why it was skipped: `overlap`, `misfire`, `invalid_schedule`, `disabled`, `paused`,
     /// `retry_gave_way`, `calendar`.
@@ -94,6 +99,9 @@ pub(crate) struct TickView {
     /// done without it (its outcome is then its runs' fold).
     #[serde(skip_serializing_if = "Option::is_none")]
     shards: Option<ShardsView>,
+    /// A `waiting` tick: the limit its row waits for, since when, and the runs holding it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waiting: Option<WaitingView>,
 }
 
 /// The shards of a sharded tick.
@@ -184,6 +192,7 @@ impl From<&Mark> for TickView {
             duration_seconds: None,
             late_seconds: None,
             shards: None,
+            waiting: None,
         };
         match &mark.fate {
             Fate::Ran {
@@ -208,9 +217,22 @@ impl From<&Mark> for TickView {
                 run_id: *run_id,
                 ..view
             },
-            Fate::Due | Fate::Missed => view,
+            Fate::Due | Fate::Missed | Fate::Waiting => view,
         }
     }
+}
+
+/// A strip's marks as the API shows them, a waiting one with what its row (`wait`) waits for.
+pub(super) fn tick_views(marks: &[Mark], wait: Option<&WaitingView>) -> Vec<TickView> {
+    marks
+        .iter()
+        .map(|mark| TickView {
+            waiting: (mark.fate == Fate::Waiting)
+                .then(|| wait.cloned())
+                .flatten(),
+            ..TickView::from(mark)
+        })
+        .collect()
 }
 
 /// A task's strip.
@@ -317,9 +339,11 @@ async fn list_ticks(
                 .await?,
         );
     }
-    let tasks =
-        off_the_runtime(move || strips(&plans, &runs, &skips, &per_task, now, grace, count))
-            .await?;
+    let waits = Waits::read(store.as_ref()).await?;
+    let tasks = off_the_runtime(move || {
+        strips(&plans, &runs, &skips, &waits, &per_task, now, grace, count)
+    })
+    .await?;
     Ok(axum::Json(TickList { at: now, tasks }))
 }
 
@@ -412,11 +436,13 @@ fn plan(
         .collect()
 }
 
-/// Every task's strip from the runs and skips read.
+/// Every task's strip from the runs, skips and waiting rows read.
+#[allow(clippy::too_many_arguments)]
 fn strips(
     plans: &[Plan],
     runs: &[RunRecord],
     skips: &[SkipRecord],
+    waits: &Waits,
     per_task: &HashMap<String, u32>,
     now: DateTime<Utc>,
     grace: Option<std::time::Duration>,
@@ -445,11 +471,12 @@ fn strips(
                 since: *since,
                 missed_grace: grace,
                 jitter: *jitter,
+                waiting: waits.tick(s),
             };
             let strip = strip::strip(spec.as_ref(), &facts, count);
             TaskTicks {
                 task: s.name.clone(),
-                ticks: strip.marks.iter().map(TickView::from).collect(),
+                ticks: tick_views(&strip.marks, waits.view(&s.name)),
                 complete: strip.complete,
             }
         })

@@ -36,6 +36,7 @@ fn facts<'a>(
         since: at(0),
         missed_grace: None,
         jitter: Duration::ZERO,
+        waiting: None,
     }
 }
 
@@ -219,6 +220,47 @@ fn a_tick_is_due_within_its_missed_grace_and_missed_after_it() {
 }
 
 #[test]
+fn a_tick_its_row_waits_to_run_for_a_limit_is_waiting_and_so_are_the_ticks_after_it() {
+    let spec = every_ten_seconds();
+    let runs = [run(1, 10, 10, Some(1), RunStatus::Succeeded)];
+    let runs: Vec<&RunRecord> = runs.iter().collect();
+    let state = state();
+    // It waits to run the tick at 20 (past its grace), and 30 and 40 came meanwhile.
+    let waiting = Facts {
+        waiting: Some(at(20)),
+        ..facts(&state, &runs, &[], 41)
+    };
+    assert_eq!(
+        outcomes(&strip(Some(&spec), &waiting, 100).marks),
+        [
+            (10, "succeeded", None),
+            (20, "waiting", None),
+            (30, "waiting", None),
+            (40, "waiting", None),
+        ]
+    );
+    // Not waiting: the same ticks are missed, the latest due.
+    assert_eq!(
+        outcomes(&strip(Some(&spec), &facts(&state, &runs, &[], 41), 100).marks),
+        [
+            (10, "succeeded", None),
+            (20, "missed", None),
+            (30, "missed", None),
+            (40, "due", None),
+        ]
+    );
+    // A row that never ran nor skipped shows the tick it waits for, not the ones before.
+    let fresh = Facts {
+        waiting: Some(at(20)),
+        ..facts(&state, &[], &[], 31)
+    };
+    assert_eq!(
+        outcomes(&strip(Some(&spec), &fresh, 100).marks),
+        [(20, "waiting", None), (30, "waiting", None)]
+    );
+}
+
+#[test]
 fn a_skip_record_names_the_run_that_stands_for_its_ticks() {
     let spec = every_ten_seconds();
     let runs = [run(7, 10, 45, Some(1), RunStatus::Succeeded)];
@@ -328,6 +370,7 @@ fn a_daily_strip_shows_its_last_30_ticks_from_the_stored_history() {
         since: window_start(&spec, now, 30),
         missed_grace: None,
         jitter: Duration::ZERO,
+        waiting: None,
     };
     let strip = strip(Some(&spec), &facts, 30);
     assert_eq!(strip.marks.len(), 30);

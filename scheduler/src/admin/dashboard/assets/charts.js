@@ -4,7 +4,7 @@
 // that did its work (solid) or is doing it (hollow); below the line, a tick that went wrong
 // (failed: solid, timed out: broken, interrupted: short, lost: hollow, missed: a cross); on the
 // line, a tick with no run of its own (skipped, each reason its own small sign; cancelled: a
-// slash; due: a ring). A manual run carries a dot on top. Colour (Okabe-Ito's palette, safe for
+// slash; due: a ring; waiting for its limit shared by tasks: an hourglass). A manual run carries a dot on top. Colour (Okabe-Ito's palette, safe for
 // the common colour-vision deficiencies) only repeats what the shape says. Marks are all the
 // same size: a tick's duration is in its tooltip, not its height.
 
@@ -30,6 +30,7 @@ function glyph(outcome, reason, x) {
     case "missed": return ["down-cross", [s("path", { d: `M${x + 1.5} ${MID + 2.5}l6 8M${x + 7.5} ${MID + 2.5}l-6 8`, class: "g-line thick" })]];
     case "cancelled": return ["slash", [s("path", { d: `M${x + 1.5} ${MID + 5}l6 -10`, class: "g-line thick" })]];
     case "due": return ["ring", [s("circle", { cx, cy: MID, r: 2.6, class: "g-line" })]];
+    case "waiting": return ["hourglass", [s("path", { d: `M${x + 1.5} ${MID - 4}h6l-6 8h6z`, class: "g-line" })]];
     case "skipped":
       switch (reason) {
         case "paused": return ["pause-bars", [s("rect", { x: x + 2, y: MID - 3.5, width: 2, height: 7, class: "g-fill" }), s("rect", { x: x + 5, y: MID - 3.5, width: 2, height: 7, class: "g-fill" })]];
@@ -67,10 +68,22 @@ export function shardWords(sh) {
     .filter(Boolean).join(", ");
 }
 
+/**
+ * What a waiting tick waits for: "limit warehouse-db (2 of 2 held: syncOrders on node-a,
+ * rebuildCubes on node-b) since ...".
+ */
+function waitWords(w, zone) {
+  const size = w.size === null || w.size === undefined ? "not declared" : `${w.held} of ${w.size} held`;
+  const named = w.holders.map((x) => `${x.row} on ${x.node}`);
+  if (w.held > named.length) named.push(`${w.held - named.length} more`);
+  return `limit ${w.limit} (${size}${named.length ? `: ${named.join(", ")}` : ""}) since ${inZone(w.since, zone)}`;
+}
+
 /** What a tick's tooltip says. */
 function tickWords(t, zone) {
   const words = [inZone(t.at, zone), outcomeText(t.outcome, t.reason)];
   if (t.shards) words.push(shardWords(t.shards));
+  if (t.waiting) words.push(waitWords(t.waiting, zone));
   if (t.duration_seconds !== null && t.duration_seconds !== undefined) {
     words.push(`${t.outcome === "running" ? "running for" : "took"} ${duration(t.duration_seconds)}`);
   }
@@ -124,7 +137,7 @@ function summary(ticks) {
 /** Every state a strip can show, in the legend's order. */
 export const STATES = [
   ["succeeded"], ["running"], ["failed"], ["timed_out"], ["interrupted"], ["lost"], ["missed"],
-  ["cancelled"], ["due"], ["skipped", "overlap"], ["skipped", "misfire"], ["skipped", "paused"],
+  ["cancelled"], ["due"], ["waiting"], ["skipped", "overlap"], ["skipped", "misfire"], ["skipped", "paused"],
   ["skipped", "disabled"], ["skipped", "retry_gave_way"], ["skipped", "invalid_schedule"],
   ["skipped", "calendar"],
 ];

@@ -110,7 +110,7 @@ export function outcomeText(outcome, reason) {
   const words = {
     succeeded: "succeeded", failed: "failed", timed_out: "timed out", interrupted: "interrupted",
     lost: "lost", cancelled: "cancelled", running: "running", missed: "missed", due: "due",
-    skipped: "skipped",
+    waiting: "waiting for its limit", skipped: "skipped",
   };
   const w = words[outcome] ?? outcome;
   return reason ? `${w} (${reason.replaceAll("_", " ")})` : w;

@@ -1,7 +1,7 @@
 // A task's instances on its page (`GET /api/tasks/NAME/instances`): each with its key, who owns
 // it (config or run time), its schedule, state, next run, last result and its strip of expected
-// ticks (`ticks`, by its own schedule, each with its run or `missed`: drawn as the task's own
-// strip), filterable by a part of the key (kept in the page's address, `?key=`) and paged by
+// ticks (`ticks`, by its own schedule, each with its run, `waiting` or `missed`: drawn as the
+// task's own strip), filterable by a part of the key (kept in the page's address, `?key=`) and paged by
 // key (`?after=`). One request per refresh for the page shown, whatever the number of
 // instances.
 
