@@ -71,9 +71,18 @@ pub fn row_name(task: &str, key: &str) -> String {
     format!("{task}{SEPARATOR}{key}")
 }
 
-/// The task and key of an instance's row ([`row_name`]'s inverse); `None` for any other row.
+/// The task and key of an instance's row ([`row_name`]'s inverse), or of one of its shard rows
+/// (`task/key[i]`, see `crate::shard`); `None` for any other row.
+///
+/// ```
+/// use scheduler::testing::instance::split_row;
+///
+/// assert_eq!(split_row("report/tenant-42[2]"), Some(("report", "tenant-42")));
+/// ```
 pub fn split_row(row: &str) -> Option<(&str, &str)> {
     let (task, key) = row.split_once(SEPARATOR)?;
+    // Keys cannot hold `[`: what follows one is a shard's suffix.
+    let key = key.split_once('[').map_or(key, |(key, _)| key);
     (!task.is_empty() && !key.is_empty()).then_some((task, key))
 }
 

@@ -64,6 +64,11 @@ pub(super) struct ShardTick<'a> {
     pub(super) row: &'a str,
     /// Its task.
     pub(super) task: &'a str,
+    /// The row its shards group under ([`crate::shard::group_row`]): the task's own row, or an
+    /// instance's (`task/key`).
+    pub(super) group: &'a str,
+    /// The instance's key, if the shard is an instance's: its runs are recorded with it.
+    pub(super) key: Option<&'a str>,
     /// The tick.
     pub(super) tick: DateTime<Utc>,
 }
@@ -337,6 +342,8 @@ async fn spread<S: ClaimSteps>(
         .map(|(task, plan)| ShardTick {
             row: &task.name,
             task: crate::shard::split_row(&task.name).0,
+            group: crate::shard::group_row(&task.name),
+            key: crate::instance::split_row(&task.name).map(|(_, key)| key),
             tick: plan.scheduled_at,
         })
         .collect();
@@ -361,7 +368,8 @@ async fn spread<S: ClaimSteps>(
         });
         facts.tick_age = (now - plan.starts_at).to_std().unwrap_or(Duration::ZERO);
         facts.total = task.shards;
-        let of = crate::shard::split_row(&task.name).0.to_owned();
+        // An instance's shards are a tick of their own, apart from their task's.
+        let of = crate::shard::group_row(&task.name).to_owned();
         let taken = taken.entry((of.clone(), plan.scheduled_at)).or_default();
         if may_take(&facts, *taken) {
             *taken += 1;

@@ -97,6 +97,8 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
                 .await?;
         if let InstanceUpsert::Written(record) = &upsert {
             rows.insert(name.clone(), record.clone());
+            let plan = |facts: &InstanceFacts| planner(index, facts, now);
+            write_shards_on::<D>(conn, clock, OPERATION, write, facts.task.as_ref(), plan).await?;
         }
         done[index] = Some(upsert);
     }
@@ -135,14 +137,14 @@ async fn instance_task_on<D: Dialect>(
 }
 
 /// Reads `write`'s row (held for the transaction), offers it with its task's row `task` to
-/// `plan`, and writes what it decided.
+/// `plan`, and writes what it decided; with its shard rows, for a task with shards.
 async fn plan_instance_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
     operation: &'static str,
     write: &InstanceWrite,
     task: Option<InstanceTask>,
-    plan: impl FnOnce(&InstanceFacts) -> InstancePlan,
+    plan: impl Fn(&InstanceFacts) -> InstancePlan,
 ) -> Result<InstanceUpsert, sqlx::Error> {
     let row = write.row();
     let statement = Statement {
@@ -152,7 +154,11 @@ async fn plan_instance_on<D: Dialect>(
     };
     let existing = first_on::<D, _>(conn, clock, statement, instance_record).await?;
     let facts = InstanceFacts { task, existing };
-    write_instance_on::<D>(conn, clock, operation, write, plan(&facts)).await
+    let upsert = write_instance_on::<D>(conn, clock, operation, write, plan(&facts)).await?;
+    if matches!(upsert, InstanceUpsert::Written(_)) {
+        write_shards_on::<D>(conn, clock, operation, write, facts.task.as_ref(), plan).await?;
+    }
+    Ok(upsert)
 }
 
 /// Applies `plan` to `write`'s row: written as decided (the row as written returned), or
@@ -161,6 +167,85 @@ async fn write_instance_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
     operation: &'static str,
+    write: &InstanceWrite,
+    plan: InstancePlan,
+) -> Result<InstanceUpsert, sqlx::Error> {
+    write_row_on::<D>(conn, clock, operation, &write.row(), write, plan).await
+}
+
+/// The shard rows of an instance of a task with shards (`task/key[i]` for shard `i >= 1`, see
+/// `crate::shard`), after its own row (shard 0) was written: each read (held for the
+/// transaction), offered to `plan` on its own as the instance's row was (a row whose schedule
+/// did not change keeps its next run: a shard behind on a tick still runs it), and written with
+/// the instance's cron, zone, arguments and tags; then every row of the instance carries the
+/// task's shard count and each shard row names the instance's row as the row it groups under
+/// (`shard_of`), so that the claim's spread and overlap rules, a pause, a resume and a removal
+/// of the instance reach them. Nothing for a task without shards. Rows of shards the task no
+/// longer has are left to the reconcile, which disables them as it does a task's.
+async fn write_shards_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    write: &InstanceWrite,
+    task: Option<&InstanceTask>,
+    plan: impl Fn(&InstanceFacts) -> InstancePlan,
+) -> Result<(), sqlx::Error> {
+    let Some(task) = task.filter(|t| t.shards > 1) else {
+        return Ok(());
+    };
+    let own = write.row();
+    let names: Vec<String> = (1..task.shards)
+        .map(|index| crate::shard::row_name(&own, index))
+        .collect();
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_rows"),
+        params: &params![&names[..]],
+    };
+    let fetched = D::run(conn, clock, statement, Fetch::All).await?.rows;
+    let mut rows: std::collections::HashMap<String, InstanceRecord> = Default::default();
+    for row in &fetched {
+        rows.insert(row.text("name")?, instance_record(row)?);
+    }
+    let shards = i64::from(task.shards);
+    set_shard_on::<D>(conn, clock, operation, &own, shards, None).await?;
+    for name in &names {
+        let facts = InstanceFacts {
+            task: Some(task.clone()),
+            existing: rows.remove(name),
+        };
+        write_row_on::<D>(conn, clock, operation, name, write, plan(&facts)).await?;
+        set_shard_on::<D>(conn, clock, operation, name, shards, Some(&own)).await?;
+    }
+    Ok(())
+}
+
+/// Marks instance row `row` a row of `shards` shards, grouped under row `of` (`None`: it is
+/// the instance's own row, shard 0).
+async fn set_shard_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    row: &str,
+    shards: i64,
+    of: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_shard_set"),
+        params: &params![row, shards, of],
+    };
+    D::execute_on(conn, clock, statement).await?;
+    Ok(())
+}
+
+/// Applies `plan` to row `row` of `write` (its own, or one of its shards'): written as decided
+/// (the row as written returned), or nothing for a refusal.
+async fn write_row_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    row: &str,
     write: &InstanceWrite,
     plan: InstancePlan,
 ) -> Result<InstanceUpsert, sqlx::Error> {
@@ -175,10 +260,9 @@ async fn write_instance_on<D: Dialect>(
         InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
         InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
     };
-    let row = write.row();
     let (owners, labels) = write.tags.columns();
     let params = params![
-        &row,
+        row,
         &write.cron,
         &write.timezone,
         enabled,
@@ -208,10 +292,11 @@ async fn write_instance_on<D: Dialect>(
     Ok(InstanceUpsert::Written(written))
 }
 
-/// Removes instance `key` of `task` on `conn`, in the removal's transaction: its row is deleted,
-/// or, while a run of it holds its lock, marked removed (nothing of it is due again; the row
-/// goes once the lock is released, by `prune_history`). `false`: no such instance.
-/// The audit entry is the backend's to write, for a removal.
+/// Removes instance `key` of `task` on `conn`, in the removal's transaction: its row (and each
+/// of its shard rows, `task/key[i]`) is deleted, or, while a run of it holds its lock, marked
+/// removed (nothing of it is due again; the row goes once the lock is released, by
+/// `prune_history`). `false`: no such instance. The audit entry is the backend's to write, for
+/// a removal.
 pub(crate) async fn remove_instance_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
@@ -220,6 +305,8 @@ pub(crate) async fn remove_instance_on<D: Dialect>(
 ) -> Result<bool, sqlx::Error> {
     let row = crate::instance::row_name(task, key);
     let params = params![&row, Now];
+    // The rows without a run in flight deleted, then those left (held by a run) marked.
+    let mut removed = 0;
     for (sql, params) in [
         (statement!("instance_delete"), &params[..1]),
         (statement!("instance_mark_removed"), &params[..]),
@@ -229,11 +316,9 @@ pub(crate) async fn remove_instance_on<D: Dialect>(
             sql,
             params,
         };
-        if D::execute_on(conn, clock, statement).await? > 0 {
-            return Ok(true);
-        }
+        removed += D::execute_on(conn, clock, statement).await?;
     }
-    Ok(false)
+    Ok(removed > 0)
 }
 
 /// Makes the rows `instances` name, `(row, task, key, args, own tags)`, the config's instances

@@ -186,12 +186,16 @@ impl ClaimSteps for Steps<'_> {
         let rows: Vec<&str> = shards.iter().map(|s| s.row).collect();
         let tasks: Vec<&str> = shards.iter().map(|s| s.task).collect();
         let ticks: Vec<DateTime<Utc>> = shards.iter().map(|s| s.tick).collect();
+        let groups: Vec<&str> = shards.iter().map(|s| s.group).collect();
+        let keys: Vec<Option<&str>> = shards.iter().map(|s| s.key).collect();
         sqlx::query(query!("shard_facts"))
             .bind(&rows)
             .bind(&tasks)
             .bind(&ticks)
             .bind(node_id)
             .bind(millis(live_window))
+            .bind(&groups)
+            .bind(&keys)
             .fetch_all(&mut *self.tx)
             .await?
             .iter()

@@ -169,6 +169,8 @@ impl ClaimSteps for Steps<'_> {
                 .bind(micros(shard.tick))
                 .bind(node_id)
                 .bind(live_since)
+                .bind(shard.group)
+                .bind(shard.key)
                 .fetch_one(&mut *self.tx)
                 .await?;
             all.push(shard_facts(&row)?);
