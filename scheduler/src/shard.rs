@@ -25,6 +25,13 @@
 //!   busy, or dead and not yet known to be) goes out an even share of it per claim pass. A
 //!   node alone takes them all. See [`may_take`].
 //!
+//! **Instances.** An instance of a sharded task (`task/key`, see `crate::instance`) has N rows
+//! too: its own (shard 0) and `task/key[i]`, written, paused, resumed and removed with it. Its
+//! shards group under its own row ([`group_row`]), not its task's: the overlap and spread rules
+//! apply to the instance's shards among themselves (its runs told apart from the task's and
+//! the other instances' by the key they record), and [`split_row`] gives its task and the
+//! shard's index.
+//!
 //! # Broadcast tasks (`shards = "nodes"`)
 //!
 //! A broadcast task runs each tick once on every node alive at the tick: work that is per node

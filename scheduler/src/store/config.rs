@@ -359,11 +359,12 @@ impl<'a> ChangesByKind<'a> {
                     shards,
                     node_pin,
                 } => {
-                    let task = crate::shard::split_row(name).0;
+                    // The row its shards group under: its task's, or an instance's own.
+                    let group = crate::shard::group_row(name);
                     by_kind.shards.push(ShardWrite {
                         row: name,
                         shards: *shards,
-                        shard_of: (task != name).then_some(task),
+                        shard_of: (group != name).then_some(group),
                         node_pin: node_pin.as_deref(),
                     });
                 }

@@ -211,7 +211,7 @@ pub enum InstancePlan {
     },
     /// Refused: the task has no row.
     NoTask,
-    /// Refused: the task has shards or is a broadcast task.
+    /// Refused: the task is a broadcast task (a task with shards has instances).
     Sharded,
     /// Refused: the config document owns the instance.
     ConfigOwned,
@@ -228,7 +228,7 @@ pub enum InstanceUpsert {
     Written(InstanceRecord),
     /// Refused: the task has no row.
     NoTask,
-    /// Refused: the task has shards or is a broadcast task.
+    /// Refused: the task is a broadcast task (a task with shards has instances).
     Sharded,
     /// Refused: the config document owns the instance.
     ConfigOwned,

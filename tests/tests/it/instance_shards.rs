@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use common::*;
-use scheduler::config::ConfigDocument;
+use scheduler::config::{ConfigDocument, ShardsEntry, TaskConfig};
 use scheduler::testing::operate::{self, Actor};
 use scheduler::testing::store::RunStatus;
 use scheduler::{Schedule, Schedules, Shard, TaskContext, task};
@@ -26,6 +26,7 @@ on_both_backends! {
     every_shard_of_every_tick_of_an_instance_runs_once_spread_over_two_nodes,
     a_removed_instance_runs_no_more_shards_and_its_runs_in_flight_finish,
     changing_or_pausing_an_instance_moves_or_holds_every_shard_row,
+    an_instance_follows_its_task_down_to_fewer_shards,
 }
 
 /// The shards of `ishard.work`.
@@ -363,4 +364,66 @@ async fn changing_or_pausing_an_instance_moves_or_holds_every_shard_row(db: &Tes
         n.stop().await;
     }
     each_shard_once_in_tick_order(&log);
+}
+
+/// A node runs an instance of the task's 3 shards; restarted with a document giving the task 2,
+/// its reconcile disables the instance's third shard row and brings the count of the other two
+/// down: every tick after the restart is 2 runs, shards 0 and 1 of 2 (by the handlers' own
+/// record), and the rows say so.
+async fn an_instance_follows_its_task_down_to_fewer_shards(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let (schedules, running) = nodes(db, &["a"], &log).await;
+    schedules.upsert(every_second("t1", 1)).await.unwrap();
+    wait_until(Duration::from_secs(60), "a whole tick of 3 shards", || async {
+        log.whole_ticks("t1") >= 1
+    })
+    .await;
+    for n in running {
+        n.stop().await;
+    }
+    let before = log.events.lock().unwrap().len();
+    let two = doc(vec![TaskConfig {
+        shards: Some(ShardsEntry::Count(2)),
+        ..entry("ishard.work", "0 0 0 1 1 *")
+    }]);
+    let running = start(
+        node(db, "a", tasks("ishard."))
+            .config_document(two)
+            .poll_interval(Duration::from_millis(500))
+            .state(Arc::clone(&log))
+            .build()
+            .unwrap(),
+    );
+    let after = |log: &Log| -> Vec<(bool, Run)> { log.events.lock().unwrap()[before..].to_vec() };
+    let whole_of_two = |log: &Log| {
+        let mut ended: BTreeMap<DateTime<Utc>, BTreeSet<u32>> = BTreeMap::new();
+        for (start, r) in after(log) {
+            if !start {
+                ended.entry(r.tick).or_default().insert(r.shard.index);
+            }
+        }
+        ended.values().filter(|s| s.len() == 2).count()
+    };
+    wait_until(
+        Duration::from_secs(60),
+        "three whole ticks of 2 shards after the restart",
+        || async { whole_of_two(&log) >= 3 },
+    )
+    .await;
+    running.stop().await;
+    let runs = after(&log);
+    assert!(
+        runs.iter()
+            .all(|(_, r)| r.shard.total == 2 && r.shard.index < 2),
+        "every run after the restart is shard 0 or 1 of 2: {runs:?}"
+    );
+    let rows = rows_of(db, "t1").await;
+    for row in &rows {
+        if row.name.ends_with("[2]") {
+            assert!(!row.enabled, "the third shard's row disabled: {row:?}");
+        } else {
+            assert_eq!(row.shards, 2, "{row:?}");
+        }
+    }
+    assert_eq!(rows.len(), 3, "{rows:?}");
 }

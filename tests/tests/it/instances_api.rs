@@ -66,14 +66,14 @@ async fn iapi_sync(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
     Ok(())
 }
 
-/// A task with shards: it has no instances.
-#[task(name = "iapi.sharded", shards = 2)]
-async fn iapi_sharded(_ctx: TaskContext) {}
+/// A broadcast task: it has no instances.
+#[task(name = "iapi.broadcast", shards = "nodes")]
+async fn iapi_broadcast(_ctx: TaskContext) {}
 
 fn config() -> ConfigDocument {
     doc(vec![
         entry("iapi.sync", "0 0 0 1 1 *"),
-        entry("iapi.sharded", "0 0 0 1 1 *"),
+        entry("iapi.broadcast", "0 0 0 1 1 *"),
     ])
 }
 
@@ -100,7 +100,7 @@ async fn admin_node(
         Duration::from_secs(60),
         "the tasks' rows written",
         || async {
-            db.try_task("iapi.sync").await.is_some() && db.try_task("iapi.sharded").await.is_some()
+            db.try_task("iapi.sync").await.is_some() && db.try_task("iapi.broadcast").await.is_some()
         },
     )
     .await;
@@ -465,7 +465,7 @@ async fn what_the_api_refuses_it_says_why(db: &TestDb) {
             "iapi.nope",
         ),
         (
-            "/api/tasks/iapi.sharded/instances/k",
+            "/api/tasks/iapi.broadcast/instances/k",
             every_second(1),
             409,
             "shards",
@@ -632,7 +632,7 @@ async fn a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_rea
 
     // A task refused as a whole is refused for each instance, with its status.
     for (task, code, says) in [
-        ("iapi.sharded", 409, "shards"),
+        ("iapi.broadcast", 409, "shards"),
         ("iapi.nope", 404, "iapi.nope"),
     ] {
         let batch = json!([{"key": "x1", "cron": yearly}, {"key": "x2", "cron": yearly}]);

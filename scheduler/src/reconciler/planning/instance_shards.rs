@@ -1,0 +1,59 @@
+//! The changes to the shard rows of instances (`task/key[i]`, see `crate::shard`) when their
+//! task's shard count drops: an instance's upsert writes its rows for the task's count at the
+//! time; a reconcile that finds the task with fewer shards disables the rows past the count (as
+//! it does a task's own, in `plan`) and brings the count the others carry down to it, so that
+//! each tick of the instance is the task's count of runs, each told its `total` right. A count
+//! that grows reaches an instance at its next upsert (which writes the rows it lacks).
+
+use std::collections::BTreeMap;
+
+use super::super::ReconcileReport;
+use crate::config::ValidatedConfig;
+use crate::store::{InstanceSource, TaskChange, TaskRow};
+
+/// The shard count of `task`'s instances as the document has it: its fixed count (1: none);
+/// `None` for a task the document does not accept, and for a broadcast task (no instances).
+fn wanted(validated: &ValidatedConfig, task: &str) -> Option<u32> {
+    let desired = validated.desired.get(task)?;
+    (!desired.broadcast).then_some(desired.shards.max(1))
+}
+
+/// Whether `row` is an instance's shard row past its task's shard count (disabled by the
+/// reconcile, never enabled again by it).
+pub(super) fn past_count(validated: &ValidatedConfig, row: &str) -> bool {
+    if crate::instance::split_row(row).is_none() {
+        return false;
+    }
+    let (task, index) = crate::shard::split_row(row);
+    index > 0 && wanted(validated, task).is_some_and(|wanted| index >= wanted)
+}
+
+/// The count changes: each row of an instance made at run time (not removed) within its task's
+/// shard count that carries a larger count takes the task's.
+pub(super) fn plan_instance_shards(
+    validated: &ValidatedConfig,
+    rows: &BTreeMap<&str, &TaskRow>,
+    changes: &mut Vec<TaskChange>,
+    report: &mut ReconcileReport,
+) {
+    for row in rows.values() {
+        if row.removed || row.instance_source == InstanceSource::Config {
+            continue;
+        }
+        if crate::instance::split_row(&row.name).is_none() {
+            continue;
+        }
+        let (task, index) = crate::shard::split_row(&row.name);
+        let Some(wanted) = wanted(validated, task) else {
+            continue;
+        };
+        if index < wanted && row.shards > wanted {
+            changes.push(TaskChange::Shards {
+                name: row.name.clone(),
+                shards: wanted,
+                node_pin: None,
+            });
+            report.updated.push(row.name.clone());
+        }
+    }
+}
