@@ -25,10 +25,11 @@
 //! **The rules.**
 //!
 //! - An instance belongs to a task registered in the process that makes it, and whose row is
-//!   in the store (a node has started with it); a broadcast task has no instances (not in this
-//!   version). An instance of a task with N shards has N rows, `task/key` and `task/key[i]`
-//!   (see `crate::shard`): its ticks run as its task's do, N shard runs each, its shards
-//!   grouped under its own row, apart from its task's and the other instances'.
+//!   in the store (a node has started with it). An instance of a task with N shards has N
+//!   rows, `task/key` and `task/key[i]`; an instance of a broadcast task has its own row
+//!   (never run) and one per node, `task/key[@node]` (see `crate::shard`): its ticks run as its
+//!   task's do, its rows grouped under its own row, apart from its task's and the other
+//!   instances'.
 //! - The config file never disables nor deletes an instance made at run time: a document that
 //!   does not name it leaves it alone. Disabling the task in config disables its instances;
 //!   enabling the task enables them again, each from its next tick after now (the ticks in
@@ -107,11 +108,9 @@ pub enum InstanceRefusal {
         /// The task asked for.
         task: String,
     },
-    /// The task is a broadcast task (`shards = "nodes"`): it has no instances (not in this
-    /// version). A task with a fixed number of shards has instances, each of as many shards.
-    #[error(
-        "task `{task}` runs on every node (`shards = \"nodes\"`): a broadcast task has no instances"
-    )]
+    /// Not returned any more: tasks with shards and broadcast tasks have instances (see
+    /// `crate::shard`). Kept for the code that matches on it.
+    #[error("task `{task}` has shards or runs on every node: such a task has no instances")]
     Sharded {
         /// The task asked for.
         task: String,

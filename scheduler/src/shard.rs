@@ -30,7 +30,10 @@
 //! shards group under its own row ([`group_row`]), not its task's: the overlap and spread rules
 //! apply to the instance's shards among themselves (its runs told apart from the task's and
 //! the other instances' by the key they record), and [`split_row`] gives its task and the
-//! shard's index.
+//! shard's index. An instance of a broadcast task has its own row (pinned to no node, never
+//! run) and a row per node, `task/key[@node]`, written by its upsert for the nodes registering
+//! the task then and by a later node's own reconcile; the nodes alive at its ticks are
+//! recorded per instance (the record's key is its row, `task/key`).
 //!
 //! # Broadcast tasks (`shards = "nodes"`)
 //!

@@ -50,8 +50,9 @@ pub fn plan(
                 plan_row(&mine, desired, None, db_now, &mut changes, &mut report);
             }
             for row in rows.values() {
+                // The task's node rows (an instance's follow its own schedule).
                 if crate::shard::row_node(&row.name).is_some()
-                    && crate::shard::split_row(&row.name).0 == desired.name
+                    && crate::shard::group_row(&row.name) == desired.name
                 {
                     plan_row(
                         &row.name,
@@ -84,8 +85,7 @@ pub fn plan(
         if index == 0 || !row.enabled {
             continue;
         }
-        if crate::instance::split_row(&row.name).is_some()
-            && !validated.desired.contains_key(task)
+        if crate::instance::split_row(&row.name).is_some() && !validated.desired.contains_key(task)
         {
             continue;
         }
@@ -98,6 +98,14 @@ pub fn plan(
     plan_task_windows(validated, &rows, &mut changes, &mut report);
     plan_instances(validated, &rows, db_now, &mut changes, &mut report);
     instance_shards::plan_instance_shards(validated, &rows, &mut changes, &mut report);
+    instance_shards::plan_instance_nodes(
+        validated,
+        &rows,
+        db_now,
+        node_id,
+        &mut changes,
+        &mut report,
+    );
     config_instances::plan_config_instances(validated, &rows, db_now, &mut changes, &mut report);
 
     for name in &validated.absent {

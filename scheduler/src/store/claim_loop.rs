@@ -52,8 +52,11 @@ pub(super) struct TaskSkip {
 /// [`ClaimSteps::broadcast_nodes`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct BroadcastTick {
-    /// The task.
+    /// The task (the nodes registering it are the ones that may run the tick).
     pub(super) task: String,
+    /// The row its node rows group under ([`crate::shard::group_row`]): the task's own, or an
+    /// instance's (`task/key`, its rows `task/key[@node]`). The tick's record is the group's.
+    pub(super) group: String,
     /// The tick (a manual run: when it was asked for).
     pub(super) tick: DateTime<Utc>,
 }
@@ -260,6 +263,7 @@ async fn broadcast<S: ClaimSteps>(
 ) -> Result<Vec<(DueTask, ClaimPlan)>, S::Error> {
     let key = |task: &DueTask, plan: &ClaimPlan| BroadcastTick {
         task: crate::shard::split_row(&task.name).0.to_owned(),
+        group: crate::shard::group_row(&task.name).to_owned(),
         tick: plan.scheduled_at,
     };
     let mut ticks: Vec<BroadcastTick> = Vec::new();

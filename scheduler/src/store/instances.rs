@@ -211,7 +211,7 @@ pub enum InstancePlan {
     },
     /// Refused: the task has no row.
     NoTask,
-    /// Refused: the task is a broadcast task (a task with shards has instances).
+    /// Refused: not decided any more (tasks with shards and broadcast tasks have instances).
     Sharded,
     /// Refused: the config document owns the instance.
     ConfigOwned,
@@ -228,7 +228,7 @@ pub enum InstanceUpsert {
     Written(InstanceRecord),
     /// Refused: the task has no row.
     NoTask,
-    /// Refused: the task is a broadcast task (a task with shards has instances).
+    /// Refused: not decided any more (tasks with shards and broadcast tasks have instances).
     Sharded,
     /// Refused: the config document owns the instance.
     ConfigOwned,

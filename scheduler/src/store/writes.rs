@@ -20,7 +20,8 @@ use crate::store::{
 mod instances;
 
 pub(crate) use instances::{
-    mark_config_instances_on, remove_instance_on, upsert_instance_on, upsert_instances_on,
+    copy_instance_nodes_on, mark_config_instances_on, remove_instance_on, upsert_instance_on,
+    upsert_instances_on,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).

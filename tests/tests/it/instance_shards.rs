@@ -79,7 +79,10 @@ impl Log {
                 ended.entry(r.tick).or_default().insert(r.shard.index);
             }
         }
-        ended.values().filter(|s| s.len() == SHARDS as usize).count()
+        ended
+            .values()
+            .filter(|s| s.len() == SHARDS as usize)
+            .count()
     }
 }
 
@@ -247,11 +250,9 @@ async fn a_removed_instance_runs_no_more_shards_and_its_runs_in_flight_finish(db
     let (schedules, running) = nodes(db, &["a"], &log).await;
     schedules.upsert(every_second("hold", 7)).await.unwrap();
     assert_eq!(rows_of(db, "hold").await.len(), SHARDS as usize);
-    wait_until(
-        Duration::from_secs(60),
-        "a held run started",
-        || async { !log.starts("hold").is_empty() },
-    )
+    wait_until(Duration::from_secs(60), "a held run started", || async {
+        !log.starts("hold").is_empty()
+    })
     .await;
     assert!(schedules.remove("ishard.work", "hold").await.unwrap());
     assert_eq!(schedules.get("ishard.work", "hold").await.unwrap(), None);
@@ -261,14 +262,18 @@ async fn a_removed_instance_runs_no_more_shards_and_its_runs_in_flight_finish(db
     );
     let in_flight = log.starts("hold").len();
     log.release.send_replace(true);
-    wait_until(Duration::from_secs(60), "the held runs recorded", || async {
-        let runs = db.runs(Some("ishard.work")).await;
-        runs.iter()
-            .filter(|r| r.instance_key.as_deref() == Some("hold"))
-            .filter(|r| r.status == RunStatus::Succeeded)
-            .count()
-            >= in_flight
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "the held runs recorded",
+        || async {
+            let runs = db.runs(Some("ishard.work")).await;
+            runs.iter()
+                .filter(|r| r.instance_key.as_deref() == Some("hold"))
+                .filter(|r| r.status == RunStatus::Succeeded)
+                .count()
+                >= in_flight
+        },
+    )
     .await;
     // Another instance's ticks go on: three whole ticks of it after the held runs ended.
     schedules.upsert(every_second("other", 8)).await.unwrap();
@@ -313,7 +318,11 @@ async fn changing_or_pausing_an_instance_moves_or_holds_every_shard_row(db: &Tes
     let (schedules, running) = nodes(db, &["a"], &log).await;
     // Yearly, then every second: the change moves every row to the next second.
     schedules
-        .upsert(Schedule::new("ishard.work", "t1").cron("0 0 0 1 1 *").args(json!({"tenant": 1})))
+        .upsert(
+            Schedule::new("ishard.work", "t1")
+                .cron("0 0 0 1 1 *")
+                .args(json!({"tenant": 1})),
+        )
         .await
         .unwrap();
     let rows = rows_of(db, "t1").await;
@@ -345,14 +354,21 @@ async fn changing_or_pausing_an_instance_moves_or_holds_every_shard_row(db: &Tes
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = log.starts("t1").len();
     tokio::time::sleep(Duration::from_secs(3)).await;
-    assert_eq!(log.starts("t1").len(), before, "no shard started while paused");
+    assert_eq!(
+        log.starts("t1").len(),
+        before,
+        "no shard started while paused"
+    );
 
     operate::resume(db.api(), "ishard.work/t1", &ops)
         .await
         .unwrap()
         .expect("its pause ended");
     let rows = rows_of(db, "t1").await;
-    assert!(rows.iter().all(|r| !r.paused), "every row resumed: {rows:?}");
+    assert!(
+        rows.iter().all(|r| !r.paused),
+        "every row resumed: {rows:?}"
+    );
     let whole = log.whole_ticks("t1");
     wait_until(
         Duration::from_secs(60),
@@ -374,9 +390,11 @@ async fn an_instance_follows_its_task_down_to_fewer_shards(db: &TestDb) {
     let log = Arc::new(Log::default());
     let (schedules, running) = nodes(db, &["a"], &log).await;
     schedules.upsert(every_second("t1", 1)).await.unwrap();
-    wait_until(Duration::from_secs(60), "a whole tick of 3 shards", || async {
-        log.whole_ticks("t1") >= 1
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "a whole tick of 3 shards",
+        || async { log.whole_ticks("t1") >= 1 },
+    )
     .await;
     for n in running {
         n.stop().await;

@@ -66,15 +66,8 @@ async fn iapi_sync(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
     Ok(())
 }
 
-/// A broadcast task: it has no instances.
-#[task(name = "iapi.broadcast", shards = "nodes")]
-async fn iapi_broadcast(_ctx: TaskContext) {}
-
 fn config() -> ConfigDocument {
-    doc(vec![
-        entry("iapi.sync", "0 0 0 1 1 *"),
-        entry("iapi.broadcast", "0 0 0 1 1 *"),
-    ])
+    doc(vec![entry("iapi.sync", "0 0 0 1 1 *")])
 }
 
 /// A node running `iapi.*` with its admin server on 127.0.0.1 (with the operator token
@@ -99,9 +92,7 @@ async fn admin_node(
     wait_until(
         Duration::from_secs(60),
         "the tasks' rows written",
-        || async {
-            db.try_task("iapi.sync").await.is_some() && db.try_task("iapi.broadcast").await.is_some()
-        },
+        || async { db.try_task("iapi.sync").await.is_some() },
     )
     .await;
     (running, base)
@@ -464,12 +455,6 @@ async fn what_the_api_refuses_it_says_why(db: &TestDb) {
             404,
             "iapi.nope",
         ),
-        (
-            "/api/tasks/iapi.broadcast/instances/k",
-            every_second(1),
-            409,
-            "shards",
-        ),
     ];
     for (path, body, code, says) in refusals {
         let (status, answer) = put(&base, path, body).await;
@@ -631,10 +616,7 @@ async fn a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_rea
     assert_eq!(log.of(Some("b1"))[0].args["db"]["password"], SECRET);
 
     // A task refused as a whole is refused for each instance, with its status.
-    for (task, code, says) in [
-        ("iapi.broadcast", 409, "shards"),
-        ("iapi.nope", 404, "iapi.nope"),
-    ] {
+    for (task, code, says) in [("iapi.nope", 404, "iapi.nope")] {
         let batch = json!([{"key": "x1", "cron": yearly}, {"key": "x2", "cron": yearly}]);
         let (status, answer) = put(&base, &format!("/api/tasks/{task}/instances"), batch).await;
         assert_eq!(status, StatusCode::OK, "{answer}");

@@ -42,6 +42,7 @@ mod handlers;
 mod harness;
 mod hot_reload;
 mod incidents;
+mod instance_broadcast;
 mod instance_shards;
 mod instance_tags;
 mod instances;

@@ -175,7 +175,7 @@ fn no_instance(task: &str, key: &str) -> ApiError {
     request_body = InstanceRequest,
     responses(
         (status = 200, description = "The instance as written", body = InstanceView),
-        (status = 409, description = "The task runs on every node (a broadcast task)", body = ErrorBody),
+        (status = 409, description = "The task has shards or runs on every node", body = ErrorBody),
         MutationErrors,
     ))]
 async fn upsert_instance(

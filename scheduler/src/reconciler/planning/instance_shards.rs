@@ -4,8 +4,15 @@
 //! it does a task's own, in `plan`) and brings the count the others carry down to it, so that
 //! each tick of the instance is the task's count of runs, each told its `total` right. A count
 //! that grows reaches an instance at its next upsert (which writes the rows it lacks).
+//!
+//! A broadcast task's instance (`task/key`, pinned to no node) has a row per node,
+//! `task/key[@node]`: its upsert writes one for each node registering the task then; a node
+//! that registers the task later makes its own here, in its reconcile, as it makes its row of
+//! the task.
 
 use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
 
 use super::super::ReconcileReport;
 use crate::config::ValidatedConfig;
@@ -55,5 +62,66 @@ pub(super) fn plan_instance_shards(
             });
             report.updated.push(row.name.clone());
         }
+    }
+}
+
+/// The node rows this node (`node_id`) lacks of the broadcast instances made at run time (not
+/// removed) of its broadcast tasks: created on the instance's schedule (its next tick after
+/// now, at its offset in its window), pinned to this node, grouped under the instance's row and
+/// made the instance's (its task, key, arguments and own tags copied).
+pub(super) fn plan_instance_nodes(
+    validated: &ValidatedConfig,
+    rows: &BTreeMap<&str, &TaskRow>,
+    db_now: DateTime<Utc>,
+    node_id: &str,
+    changes: &mut Vec<TaskChange>,
+    report: &mut ReconcileReport,
+) {
+    for row in rows.values() {
+        let Some((task, _)) = crate::instance::split_row(&row.name) else {
+            continue;
+        };
+        if row.removed
+            || row.instance_source == InstanceSource::Config
+            || row.node_pin.as_deref() != Some("")
+            || crate::shard::group_row(&row.name) != row.name
+        {
+            continue;
+        }
+        let Some(desired) = validated.desired.get(task).filter(|d| d.broadcast) else {
+            continue;
+        };
+        let mine = crate::shard::node_row(&row.name, node_id);
+        if rows.contains_key(mine.as_str()) {
+            continue;
+        }
+        let (next_run_at, next_tick) = match crate::ScheduleSpec::parse(&row.cron, &row.timezone) {
+            Ok(spec) if row.enabled => {
+                let window = row.jitter.unwrap_or(desired.jitter);
+                crate::ticks::jitter::next_run(&row.name, &spec, spec.next_after(db_now), window)
+                    .columns()
+                    .unwrap_or_default()
+            }
+            _ => (None, None),
+        };
+        changes.push(TaskChange::Create {
+            name: mine.clone(),
+            cron: row.cron.clone(),
+            timezone: row.timezone.clone(),
+            calendar: row.calendar.clone(),
+            enabled: row.enabled,
+            next_run_at,
+            next_tick,
+        });
+        changes.push(TaskChange::Shards {
+            name: mine.clone(),
+            shards: 1,
+            node_pin: Some(node_id.to_owned()),
+        });
+        changes.push(TaskChange::InstanceNode {
+            name: mine.clone(),
+            of: row.name.clone(),
+        });
+        report.created.push(mine);
     }
 }

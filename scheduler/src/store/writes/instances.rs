@@ -190,13 +190,32 @@ async fn write_shards_on<D: Dialect>(
     task: Option<&InstanceTask>,
     plan: impl Fn(&InstanceFacts) -> InstancePlan,
 ) -> Result<(), sqlx::Error> {
-    let Some(task) = task.filter(|t| t.shards > 1) else {
+    let Some(task) = task.filter(|t| t.shards > 1 || t.node_pin.is_some()) else {
         return Ok(());
     };
     let own = write.row();
-    let names: Vec<String> = (1..task.shards)
-        .map(|index| crate::shard::row_name(&own, index))
-        .collect();
+    // A broadcast instance's rows: one per node registering the task (and not stopped), each
+    // pinned to its node; a node that starts later has its reconcile make its own.
+    let (names, pins): (Vec<String>, Vec<Option<String>>) = if task.node_pin.is_some() {
+        let statement = Statement {
+            operation,
+            sql: statement!("instance_nodes"),
+            params: &params![&write.task],
+        };
+        let nodes = D::run(conn, clock, statement, Fetch::All).await?.rows;
+        let mut pins = Vec::with_capacity(nodes.len());
+        for node in &nodes {
+            pins.push(node.text("node_id")?);
+        }
+        pins.sort();
+        pins.into_iter()
+            .map(|node| (crate::shard::node_row(&own, &node), Some(node)))
+            .unzip()
+    } else {
+        (1..task.shards)
+            .map(|index| (crate::shard::row_name(&own, index), None))
+            .unzip()
+    };
     let statement = Statement {
         operation,
         sql: statement!("instance_rows"),
@@ -207,21 +226,25 @@ async fn write_shards_on<D: Dialect>(
     for row in &fetched {
         rows.insert(row.text("name")?, instance_record(row)?);
     }
-    let shards = i64::from(task.shards);
-    set_shard_on::<D>(conn, clock, operation, &own, shards, None).await?;
-    for name in &names {
+    let shards = i64::from(task.shards.max(1));
+    // A broadcast instance's own row is pinned to no node: never run, it holds the instance.
+    let own_pin = task.node_pin.as_ref().map(|_| "");
+    set_shard_on::<D>(conn, clock, operation, &own, shards, None, own_pin).await?;
+    for (name, pin) in names.iter().zip(&pins) {
         let facts = InstanceFacts {
             task: Some(task.clone()),
             existing: rows.remove(name),
         };
         write_row_on::<D>(conn, clock, operation, name, write, plan(&facts)).await?;
-        set_shard_on::<D>(conn, clock, operation, name, shards, Some(&own)).await?;
+        let pin = pin.as_deref();
+        set_shard_on::<D>(conn, clock, operation, name, shards, Some(&own), pin).await?;
     }
     Ok(())
 }
 
 /// Marks instance row `row` a row of `shards` shards, grouped under row `of` (`None`: it is
-/// the instance's own row, shard 0).
+/// the instance's own row, shard 0), pinned to node `pin` (a broadcast instance's rows: `""`
+/// for its own row; `None`: any node).
 async fn set_shard_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
@@ -229,11 +252,12 @@ async fn set_shard_on<D: Dialect>(
     row: &str,
     shards: i64,
     of: Option<&str>,
+    pin: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     let statement = Statement {
         operation,
         sql: statement!("instance_shard_set"),
-        params: &params![row, shards, of],
+        params: &params![row, shards, of, pin],
     };
     D::execute_on(conn, clock, statement).await?;
     Ok(())
@@ -345,6 +369,26 @@ pub(crate) async fn mark_config_instances_on<D: Dialect>(
             operation: "apply_config",
             sql: statement!("instance_config_mark"),
             params: &params,
+        };
+        D::execute_on(conn, clock, statement).await?;
+    }
+    Ok(())
+}
+
+/// Makes each created row of `rows`, `(row, instance)`, a node row of a broadcast instance
+/// (`task/key[@node]`, see `crate::shard`) on `conn`, in a reconcile's transaction (after its
+/// creates): the instance's task, key, arguments, own owners, labels, limit and jitter window
+/// copied from the instance's own row.
+pub(crate) async fn copy_instance_nodes_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    rows: &[(&str, &str)],
+) -> Result<(), sqlx::Error> {
+    for &(row, of) in rows {
+        let statement = Statement {
+            operation: "apply_config",
+            sql: statement!("instance_node_copy"),
+            params: &params![row, of],
         };
         D::execute_on(conn, clock, statement).await?;
     }
