@@ -97,15 +97,11 @@ pub fn plan(
 
     plan_task_windows(validated, &rows, &mut changes, &mut report);
     plan_instances(validated, &rows, db_now, &mut changes, &mut report);
-    instance_shards::plan_instance_shards(validated, &rows, &mut changes, &mut report);
-    instance_shards::plan_instance_nodes(
-        validated,
-        &rows,
-        db_now,
-        node_id,
-        &mut changes,
-        &mut report,
-    );
+    let resharded = instance_shards::plan_instance_shards(validated, &rows, &mut changes);
+    report.updated.extend(resharded);
+    let mine =
+        instance_shards::plan_instance_nodes(validated, &rows, db_now, node_id, &mut changes);
+    report.created.extend(mine);
     config_instances::plan_config_instances(validated, &rows, db_now, &mut changes, &mut report);
 
     for name in &validated.absent {

@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use super::super::ReconcileReport;
 use crate::config::ValidatedConfig;
 use crate::store::{InstanceSource, TaskChange, TaskRow};
 
@@ -36,13 +35,13 @@ pub(super) fn past_count(validated: &ValidatedConfig, row: &str) -> bool {
 }
 
 /// The count changes: each row of an instance made at run time (not removed) within its task's
-/// shard count that carries a larger count takes the task's.
+/// shard count that carries a larger count takes the task's. Returns the rows changed.
 pub(super) fn plan_instance_shards(
     validated: &ValidatedConfig,
     rows: &BTreeMap<&str, &TaskRow>,
     changes: &mut Vec<TaskChange>,
-    report: &mut ReconcileReport,
-) {
+) -> Vec<String> {
+    let mut updated = Vec::new();
     for row in rows.values() {
         if row.removed || row.instance_source == InstanceSource::Config {
             continue;
@@ -60,23 +59,24 @@ pub(super) fn plan_instance_shards(
                 shards: wanted,
                 node_pin: None,
             });
-            report.updated.push(row.name.clone());
+            updated.push(row.name.clone());
         }
     }
+    updated
 }
 
 /// The node rows this node (`node_id`) lacks of the broadcast instances made at run time (not
 /// removed) of its broadcast tasks: created on the instance's schedule (its next tick after
 /// now, at its offset in its window), pinned to this node, grouped under the instance's row and
-/// made the instance's (its task, key, arguments and own tags copied).
+/// made the instance's (its task, key, arguments and own tags copied). Returns the rows created.
 pub(super) fn plan_instance_nodes(
     validated: &ValidatedConfig,
     rows: &BTreeMap<&str, &TaskRow>,
     db_now: DateTime<Utc>,
     node_id: &str,
     changes: &mut Vec<TaskChange>,
-    report: &mut ReconcileReport,
-) {
+) -> Vec<String> {
+    let mut created = Vec::new();
     for row in rows.values() {
         let Some((task, _)) = crate::instance::split_row(&row.name) else {
             continue;
@@ -122,6 +122,7 @@ pub(super) fn plan_instance_nodes(
             name: mine.clone(),
             of: row.name.clone(),
         });
-        report.created.push(mine);
+        created.push(mine);
     }
+    created
 }
