@@ -173,15 +173,17 @@ async fn write_instance_on<D: Dialect>(
     write_row_on::<D>(conn, clock, operation, &write.row(), write, plan).await
 }
 
-/// The shard rows of an instance of a task with shards (`task/key[i]` for shard `i >= 1`, see
-/// `crate::shard`), after its own row (shard 0) was written: each read (held for the
-/// transaction), offered to `plan` on its own as the instance's row was (a row whose schedule
-/// did not change keeps its next run: a shard behind on a tick still runs it), and written with
-/// the instance's cron, zone, arguments and tags; then every row of the instance carries the
-/// task's shard count and each shard row names the instance's row as the row it groups under
-/// (`shard_of`), so that the claim's spread and overlap rules, a pause, a resume and a removal
-/// of the instance reach them. Nothing for a task without shards. Rows of shards the task no
-/// longer has are left to the reconcile, which disables them as it does a task's.
+/// The other rows of an instance of a task with shards (`task/key[i]` for shard `i >= 1`) or of
+/// a broadcast task (`task/key[@node]` for each node registering the task, or with a row of
+/// the instance already; see `crate::shard`), after its own row was written: each read (held
+/// for the transaction), offered to `plan` on its own as the instance's row was (a row whose
+/// schedule did not change keeps its next run: a shard behind on a tick still runs it), and
+/// written with the instance's cron, zone, arguments and tags; then every row of the instance
+/// carries the task's shard count, each of the other rows names the instance's row as the row
+/// it groups under (`shard_of`) and a broadcast's are pinned (its own row to no node, `''`), so
+/// that the claim's spread, overlap and broadcast rules, a pause, a resume and a removal of the
+/// instance reach them. Nothing for any other task. Rows of shards the task no longer has are
+/// left to the reconcile, which disables them as it does a task's.
 async fn write_shards_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
@@ -200,7 +202,7 @@ async fn write_shards_on<D: Dialect>(
         let statement = Statement {
             operation,
             sql: statement!("instance_nodes"),
-            params: &params![&write.task],
+            params: &params![&write.task, &own],
         };
         let nodes = D::run(conn, clock, statement, Fetch::All).await?.rows;
         let mut pins = Vec::with_capacity(nodes.len());
