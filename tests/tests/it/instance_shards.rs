@@ -27,6 +27,7 @@ on_both_backends! {
     a_removed_instance_runs_no_more_shards_and_its_runs_in_flight_finish,
     changing_or_pausing_an_instance_moves_or_holds_every_shard_row,
     an_instance_follows_its_task_down_to_fewer_shards,
+    a_batch_writes_every_shard_row_of_each_instance,
 }
 
 /// The shards of `ishard.work`.
@@ -444,4 +445,47 @@ async fn an_instance_follows_its_task_down_to_fewer_shards(db: &TestDb) {
         }
     }
     assert_eq!(rows.len(), 3, "{rows:?}");
+}
+
+/// `upsert_many` writes every shard row of each instance of the batch, each grouped under its
+/// own instance and carrying the task's count, and the list shows one entry per instance.
+async fn a_batch_writes_every_shard_row_of_each_instance(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let (schedules, running) = nodes(db, &["a"], &log).await;
+    let yearly = |key: &str| {
+        Schedule::new("ishard.work", key)
+            .cron("0 0 0 1 1 *")
+            .args(json!({"tenant": 1}))
+    };
+    let answers = schedules
+        .upsert_many([yearly("b1"), yearly("b2")])
+        .await
+        .unwrap();
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    for key in ["b1", "b2"] {
+        let rows = rows_of(db, key).await;
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        let own = format!("ishard.work/{key}");
+        assert_eq!(
+            names,
+            [own.clone(), format!("{own}[1]"), format!("{own}[2]")],
+            "{rows:?}"
+        );
+        assert!(
+            rows.iter()
+                .all(|r| r.shards == SHARDS && r.enabled && r.next_run_at == rows[0].next_run_at),
+            "{rows:?}"
+        );
+    }
+    let keys: Vec<String> = schedules
+        .list("ishard.work")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.key)
+        .collect();
+    assert_eq!(keys, ["b1", "b2"]);
+    for n in running {
+        n.stop().await;
+    }
 }
