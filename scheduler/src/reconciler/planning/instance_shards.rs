@@ -18,7 +18,8 @@ use crate::config::ValidatedConfig;
 use crate::store::{InstanceSource, TaskChange, TaskRow};
 
 /// The shard count of `task`'s instances as the document has it: its fixed count (1: none);
-/// `None` for a task the document does not accept, and for a broadcast task (no instances).
+/// `None` for a task the document does not accept, and for a broadcast task (its instances'
+/// rows are one per node, not per shard).
 fn wanted(validated: &ValidatedConfig, task: &str) -> Option<u32> {
     let desired = validated.desired.get(task)?;
     (!desired.broadcast).then_some(desired.shards.max(1))
