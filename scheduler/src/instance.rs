@@ -25,8 +25,11 @@
 //! **The rules.**
 //!
 //! - An instance belongs to a task registered in the process that makes it, and whose row is
-//!   in the store (a node has started with it); a task with shards or a broadcast task has no
-//!   instances (not in this version).
+//!   in the store (a node has started with it). An instance of a task with N shards has N
+//!   rows, `task/key` and `task/key[i]`; an instance of a broadcast task has its own row
+//!   (never run) and one per node, `task/key[@node]` (see `crate::shard`): its ticks run as its
+//!   task's do, its rows grouped under its own row, apart from its task's and the other
+//!   instances'.
 //! - The config file never disables nor deletes an instance made at run time: a document that
 //!   does not name it leaves it alone. Disabling the task in config disables its instances;
 //!   enabling the task enables them again, each from its next tick after now (the ticks in
@@ -71,9 +74,18 @@ pub fn row_name(task: &str, key: &str) -> String {
     format!("{task}{SEPARATOR}{key}")
 }
 
-/// The task and key of an instance's row ([`row_name`]'s inverse); `None` for any other row.
+/// The task and key of an instance's row ([`row_name`]'s inverse), or of one of its shard rows
+/// (`task/key[i]`, see `crate::shard`); `None` for any other row.
+///
+/// ```
+/// use scheduler::testing::instance::split_row;
+///
+/// assert_eq!(split_row("report/tenant-42[2]"), Some(("report", "tenant-42")));
+/// ```
 pub fn split_row(row: &str) -> Option<(&str, &str)> {
     let (task, key) = row.split_once(SEPARATOR)?;
+    // Keys cannot hold `[`: what follows one is a shard's suffix.
+    let key = key.split_once('[').map_or(key, |(key, _)| key);
     (!task.is_empty() && !key.is_empty()).then_some((task, key))
 }
 
@@ -96,7 +108,8 @@ pub enum InstanceRefusal {
         /// The task asked for.
         task: String,
     },
-    /// The task has shards or is a broadcast task.
+    /// Not returned any more: tasks with shards and broadcast tasks have instances (see
+    /// `crate::shard`). Kept for the code that matches on it.
     #[error("task `{task}` has shards or runs on every node: such a task has no instances")]
     Sharded {
         /// The task asked for.

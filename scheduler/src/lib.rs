@@ -208,8 +208,8 @@ pub mod testing {
     /// Sharding's rules.
     pub mod shard {
         pub use crate::shard::{
-            SPREAD_GRACE, ShardFacts, broadcast_shard, is_task_row, may_take, node_row, row_name,
-            row_node, split_row,
+            SPREAD_GRACE, ShardFacts, broadcast_shard, group_row, is_task_row, may_take, node_row,
+            row_name, row_node, split_row,
         };
     }
 

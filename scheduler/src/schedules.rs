@@ -191,7 +191,7 @@ impl Schedules {
     /// now). Returns the instance as written.
     ///
     /// Refused ([`Error::Instance`](crate::Error::Instance), an [`InstanceRefusal`]) for a task
-    /// not registered here or not in the store yet, a task with shards, a key the config
+    /// not registered here or not in the store yet, a key the config
     /// document declares ([`InstanceRefusal::ConfigOwned`]), a bad key, no cron, arguments
     /// that are not JSON or larger than [`Schedule::MAX_ARGS_BYTES`], or unusable owners,
     /// labels or limit name ([`InstanceRefusal::BadOwners`], [`InstanceRefusal::BadLabels`],
@@ -403,8 +403,9 @@ impl Prepared {
     }
 }
 
-/// The upsert's decision on the rows it read: refused without the task's own row, for a task
-/// with shards, or for an instance the config document owns; else the instance is enabled with
+/// The upsert's decision on the rows it read (an instance's own row, or one of its shard or
+/// node rows): refused without the task's own row, or for an instance the config document
+/// owns; else the instance is enabled with
 /// its task, and its next run is kept unless the schedule or its own jitter changed, the
 /// instance is new or comes back after its removal, or it had none (then the schedule's first
 /// tick after now, and after the last tick claimed, starting at its offset in `window`, see
@@ -420,9 +421,6 @@ pub(crate) fn plan_upsert(
     let Some(task) = &facts.task else {
         return InstancePlan::NoTask;
     };
-    if task.shards > 1 || task.node_pin.is_some() {
-        return InstancePlan::Sharded;
-    }
     if facts
         .existing
         .as_ref()

@@ -25,6 +25,16 @@
 //!   busy, or dead and not yet known to be) goes out an even share of it per claim pass. A
 //!   node alone takes them all. See [`may_take`].
 //!
+//! **Instances.** An instance of a sharded task (`task/key`, see `crate::instance`) has N rows
+//! too: its own (shard 0) and `task/key[i]`, written, paused, resumed and removed with it. Its
+//! shards group under its own row ([`group_row`]), not its task's: the overlap and spread rules
+//! apply to the instance's shards among themselves (its runs told apart from the task's and
+//! the other instances' by the key they record), and [`split_row`] gives its task and the
+//! shard's index. An instance of a broadcast task has its own row (pinned to no node, never
+//! run) and a row per node, `task/key[@node]`, written by its upsert for the nodes registering
+//! the task then and by a later node's own reconcile; the nodes alive at its ticks are
+//! recorded per instance (the record's key is its row, `task/key`).
+//!
 //! # Broadcast tasks (`shards = "nodes"`)
 //!
 //! A broadcast task runs each tick once on every node alive at the tick: work that is per node
@@ -231,11 +241,42 @@ pub fn is_task_row(row: &str) -> bool {
 /// The task and shard index of a store row ([`row_name`]'s inverse); a name that is not a
 /// shard row is its own task's shard 0. A broadcast task's node row ([`node_row`]) is its
 /// task's, with index 0 (its index is decided per tick), and so is an instance's row (`task/key`,
-/// see `crate::instance`).
+/// see `crate::instance`); an instance's shard row `task/key[i]` is its task's shard `i`.
+///
+/// ```
+/// use scheduler::testing::shard::split_row;
+///
+/// assert_eq!(split_row("report/tenant-42"), ("report", 0));
+/// assert_eq!(split_row("report/tenant-42[2]"), ("report", 2));
+/// ```
 pub fn split_row(row: &str) -> (&str, u32) {
-    if let Some((task, _)) = crate::instance::split_row(row) {
-        return (task, 0);
+    let (group, index) = split_group(row);
+    match crate::instance::split_row(group) {
+        Some((task, _)) => (task, index),
+        None => (group, index),
     }
+}
+
+/// The row that stands for a shard row's group and its index: the rows whose shards make one
+/// tick together (the overlap and spread rules' unit). A task's shard `task[i]` and node row
+/// `task[@node]` group under `task`; an instance's shard `task/key[i]` under its own row
+/// `task/key`, not under its task.
+///
+/// ```
+/// use scheduler::testing::shard::group_row;
+///
+/// assert_eq!(group_row("report[3]"), "report");
+/// assert_eq!(group_row("report[@web-1]"), "report");
+/// assert_eq!(group_row("report/tenant-42[2]"), "report/tenant-42");
+/// assert_eq!(group_row("report/tenant-42"), "report/tenant-42");
+/// assert_eq!(group_row("report"), "report");
+/// ```
+pub fn group_row(row: &str) -> &str {
+    split_group(row).0
+}
+
+/// [`group_row`] and the row's shard index (0 for a group's own row and for a node row).
+fn split_group(row: &str) -> (&str, u32) {
     if row_node(row).is_some()
         && let Some(open) = row.find("[@")
     {

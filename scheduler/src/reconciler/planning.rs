@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 mod config_instances;
+mod instance_shards;
 
 use super::ReconcileReport;
 use crate::TaskRegistry;
@@ -49,8 +50,9 @@ pub fn plan(
                 plan_row(&mine, desired, None, db_now, &mut changes, &mut report);
             }
             for row in rows.values() {
+                // The task's node rows (an instance's follow its own schedule).
                 if crate::shard::row_node(&row.name).is_some()
-                    && crate::shard::split_row(&row.name).0 == desired.name
+                    && crate::shard::group_row(&row.name) == desired.name
                 {
                     plan_row(
                         &row.name,
@@ -75,10 +77,16 @@ pub fn plan(
             disable_kept(row, &mut changes, &mut report);
         }
     }
-    // Shards of a task that has fewer now (or is absent from the config): disabled, kept.
+    // Shards of a task that has fewer now (or is absent from the config): disabled, kept. An
+    // instance's shards (`task/key[i]`) too, while its task is in the document (else
+    // `plan_instances` decides for all its rows).
     for row in rows.values() {
         let (task, index) = crate::shard::split_row(&row.name);
         if index == 0 || !row.enabled {
+            continue;
+        }
+        if crate::instance::split_row(&row.name).is_some() && !validated.desired.contains_key(task)
+        {
             continue;
         }
         let wanted = validated.desired.get(task).map_or(0, |d| d.shards);
@@ -89,6 +97,11 @@ pub fn plan(
 
     plan_task_windows(validated, &rows, &mut changes, &mut report);
     plan_instances(validated, &rows, db_now, &mut changes, &mut report);
+    let resharded = instance_shards::plan_instance_shards(validated, &rows, &mut changes);
+    report.updated.extend(resharded);
+    let mine =
+        instance_shards::plan_instance_nodes(validated, &rows, db_now, node_id, &mut changes);
+    report.created.extend(mine);
     config_instances::plan_config_instances(validated, &rows, db_now, &mut changes, &mut report);
 
     for name in &validated.absent {
@@ -193,7 +206,7 @@ fn plan_instances(
             None if validated.absent.iter().any(|a| a == task) => false,
             None => continue,
         };
-        if enabled == row.enabled {
+        if enabled == row.enabled || instance_shards::past_count(validated, &row.name) {
             continue;
         }
         let (next_run_at, next_tick) = match crate::ScheduleSpec::parse(&row.cron, &row.timezone) {

@@ -52,8 +52,11 @@ pub(super) struct TaskSkip {
 /// [`ClaimSteps::broadcast_nodes`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct BroadcastTick {
-    /// The task.
+    /// The task (the nodes registering it are the ones that may run the tick).
     pub(super) task: String,
+    /// The row its node rows group under ([`crate::shard::group_row`]): the task's own, or an
+    /// instance's (`task/key`, its rows `task/key[@node]`). The tick's record is the group's.
+    pub(super) group: String,
     /// The tick (a manual run: when it was asked for).
     pub(super) tick: DateTime<Utc>,
 }
@@ -64,6 +67,11 @@ pub(super) struct ShardTick<'a> {
     pub(super) row: &'a str,
     /// Its task.
     pub(super) task: &'a str,
+    /// The row its shards group under ([`crate::shard::group_row`]): the task's own row, or an
+    /// instance's (`task/key`).
+    pub(super) group: &'a str,
+    /// The instance's key, if the shard is an instance's: its runs are recorded with it.
+    pub(super) key: Option<&'a str>,
     /// The tick.
     pub(super) tick: DateTime<Utc>,
 }
@@ -255,6 +263,7 @@ async fn broadcast<S: ClaimSteps>(
 ) -> Result<Vec<(DueTask, ClaimPlan)>, S::Error> {
     let key = |task: &DueTask, plan: &ClaimPlan| BroadcastTick {
         task: crate::shard::split_row(&task.name).0.to_owned(),
+        group: crate::shard::group_row(&task.name).to_owned(),
         tick: plan.scheduled_at,
     };
     let mut ticks: Vec<BroadcastTick> = Vec::new();
@@ -337,6 +346,8 @@ async fn spread<S: ClaimSteps>(
         .map(|(task, plan)| ShardTick {
             row: &task.name,
             task: crate::shard::split_row(&task.name).0,
+            group: crate::shard::group_row(&task.name),
+            key: crate::instance::split_row(&task.name).map(|(_, key)| key),
             tick: plan.scheduled_at,
         })
         .collect();
@@ -361,7 +372,8 @@ async fn spread<S: ClaimSteps>(
         });
         facts.tick_age = (now - plan.starts_at).to_std().unwrap_or(Duration::ZERO);
         facts.total = task.shards;
-        let of = crate::shard::split_row(&task.name).0.to_owned();
+        // An instance's shards are a tick of their own, apart from their task's.
+        let of = crate::shard::group_row(&task.name).to_owned();
         let taken = taken.entry((of.clone(), plan.scheduled_at)).or_default();
         if may_take(&facts, *taken) {
             *taken += 1;

@@ -161,6 +161,15 @@ pub enum TaskChange {
         /// The window (`None`: none).
         window: Option<std::time::Duration>,
     },
+    /// Make a created row (a broadcast instance's node row, `task/key[@node]`) a row of the
+    /// instance `of` (`task/key`): its task, key, arguments, own owners, labels, limit and
+    /// jitter window copied from the instance's row.
+    InstanceNode {
+        /// The row's name.
+        name: String,
+        /// The instance's own row.
+        of: String,
+    },
     /// Mark or clear the orphan flag of a row.
     Orphaned {
         /// Task name.
@@ -312,6 +321,8 @@ pub(crate) struct ChangesByKind<'a> {
     pub(crate) limits: Vec<(&'a str, Option<&'a str>)>,
     /// Task rows and the jitter window each stores, in whole milliseconds (after the creates).
     pub(crate) jitters: Vec<(&'a str, Option<i64>)>,
+    /// Broadcast instances' node rows and the instance row each copies (after the creates).
+    pub(crate) instance_nodes: Vec<(&'a str, &'a str)>,
 }
 
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
@@ -359,15 +370,17 @@ impl<'a> ChangesByKind<'a> {
                     shards,
                     node_pin,
                 } => {
-                    let task = crate::shard::split_row(name).0;
+                    // The row its shards group under: its task's, or an instance's own.
+                    let group = crate::shard::group_row(name);
                     by_kind.shards.push(ShardWrite {
                         row: name,
                         shards: *shards,
-                        shard_of: (task != name).then_some(task),
+                        shard_of: (group != name).then_some(group),
                         node_pin: node_pin.as_deref(),
                     });
                 }
                 TaskChange::Orphaned { name, orphaned } => by_kind.orphans.push((name, *orphaned)),
+                TaskChange::InstanceNode { name, of } => by_kind.instance_nodes.push((name, of)),
                 TaskChange::ConfigInstance {
                     name,
                     task,

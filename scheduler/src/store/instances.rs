@@ -232,7 +232,7 @@ pub enum InstancePlan {
     },
     /// Refused: the task has no row.
     NoTask,
-    /// Refused: the task has shards or is a broadcast task.
+    /// Refused: not decided any more (tasks with shards and broadcast tasks have instances).
     Sharded,
     /// Refused: the config document owns the instance.
     ConfigOwned,
@@ -249,7 +249,7 @@ pub enum InstanceUpsert {
     Written(InstanceRecord),
     /// Refused: the task has no row.
     NoTask,
-    /// Refused: the task has shards or is a broadcast task.
+    /// Refused: not decided any more (tasks with shards and broadcast tasks have instances).
     Sharded,
     /// Refused: the config document owns the instance.
     ConfigOwned,

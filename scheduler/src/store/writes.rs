@@ -20,7 +20,8 @@ use crate::store::{
 mod instances;
 
 pub(crate) use instances::{
-    instances_wake_on, mark_config_instances_on, remove_instance_on, upsert_instance_on,
+    copy_instance_nodes_on, instances_wake_on, mark_config_instances_on, remove_instance_on,
+    upsert_instance_on,
     upsert_instances_on,
 };
 

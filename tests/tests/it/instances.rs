@@ -79,9 +79,9 @@ async fn inst_sync(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
     Ok(())
 }
 
-/// A task with shards: it has no instances.
-#[task(name = "inst.sharded", shards = 2)]
-async fn inst_sharded(_ctx: TaskContext) {}
+/// A broadcast task: its instances run on every node.
+#[task(name = "inst.broadcast", shards = "nodes")]
+async fn inst_broadcast(_ctx: TaskContext) {}
 
 /// Nodes `ids` running `inst.*` (the handles to make instances with, from the first), started,
 /// once the task's row is in the store.
@@ -111,7 +111,7 @@ async fn nodes(db: &TestDb, ids: &[&str], log: &Arc<InstanceLog>) -> (Schedules,
 fn config() -> ConfigDocument {
     doc(vec![
         entry("inst.sync", "0 0 0 1 1 *"),
-        entry("inst.sharded", "0 0 0 1 1 *"),
+        entry("inst.broadcast", "0 0 0 1 1 *"),
     ])
 }
 
@@ -480,7 +480,8 @@ async fn what_is_refused_says_why(db: &TestDb) {
         Duration::from_secs(60),
         "the task's row written",
         || async {
-            db.try_task("inst.sync").await.is_some() && db.try_task("inst.sharded").await.is_some()
+            db.try_task("inst.sync").await.is_some()
+                && db.try_task("inst.broadcast").await.is_some()
         },
     )
     .await;
@@ -500,11 +501,6 @@ async fn what_is_refused_says_why(db: &TestDb) {
         refusal(unknown),
         InstanceRefusal::UnknownTask { .. }
     ));
-    let sharded = schedules
-        .upsert(Schedule::new("inst.sharded", "k").cron("* * * * * *"))
-        .await
-        .unwrap_err();
-    assert!(matches!(refusal(sharded), InstanceRefusal::Sharded { .. }));
     for key in ["", "a/b", "a[1]", "a@b", "with space", &"k".repeat(129)] {
         let e = schedules.upsert(every_second(key, 1)).await.unwrap_err();
         assert!(
@@ -578,7 +574,7 @@ async fn a_document_leaves_instances_alone_but_disabling_the_task_disables_them(
     // Another document (another version of the task's schedule): the instance is untouched.
     let other = doc(vec![
         entry("inst.sync", "0 0 0 2 1 *"),
-        entry("inst.sharded", "0 0 0 1 1 *"),
+        entry("inst.broadcast", "0 0 0 1 1 *"),
     ]);
     node_on(db, other, &log).await.stop().await;
     assert_eq!(
@@ -592,7 +588,7 @@ async fn a_document_leaves_instances_alone_but_disabling_the_task_disables_them(
             enabled: false,
             ..entry("inst.sync", "0 0 0 1 1 *")
         },
-        entry("inst.sharded", "0 0 0 1 1 *"),
+        entry("inst.broadcast", "0 0 0 1 1 *"),
     ]);
     let running = node_on(db, disabled, &log).await;
     wait_until(Duration::from_secs(60), "the instance disabled", || async {
@@ -635,7 +631,7 @@ async fn a_batch_answers_each_instance_in_order_and_refuses_only_the_bad_ones(db
         .upsert_many([
             yearly("b1").args(json!({"tenant": 1})),
             yearly("bad key"),
-            Schedule::new("inst.sharded", "b2").cron("0 0 0 1 1 *"),
+            Schedule::new("inst.broadcast", "b2").cron("0 0 0 1 1 *"),
             Schedule::new("inst.sync", "b3"),
             yearly("b4").timezone("Mars/Olympus"),
             yearly("b5"),
@@ -651,7 +647,8 @@ async fn a_batch_answers_each_instance_in_order_and_refuses_only_the_bad_ones(db
     };
     assert_eq!(answers[0].as_ref().unwrap().args, json!({"tenant": 1}));
     assert!(matches!(refusal(1), InstanceRefusal::BadKey { .. }));
-    assert!(matches!(refusal(2), InstanceRefusal::Sharded { .. }));
+    // A broadcast task has instances (see instance_broadcast.rs).
+    assert_eq!(answers[2].as_ref().unwrap().key, "b2");
     assert!(matches!(refusal(3), InstanceRefusal::NoCron { .. }));
     assert!(
         matches!(answers[4], Err(Error::Schedule(_))),

@@ -66,15 +66,8 @@ async fn iapi_sync(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
     Ok(())
 }
 
-/// A task with shards: it has no instances.
-#[task(name = "iapi.sharded", shards = 2)]
-async fn iapi_sharded(_ctx: TaskContext) {}
-
 fn config() -> ConfigDocument {
-    doc(vec![
-        entry("iapi.sync", "0 0 0 1 1 *"),
-        entry("iapi.sharded", "0 0 0 1 1 *"),
-    ])
+    doc(vec![entry("iapi.sync", "0 0 0 1 1 *")])
 }
 
 /// A node running `iapi.*` with its admin server on 127.0.0.1 (with the operator token
@@ -452,12 +445,6 @@ async fn what_the_api_refuses_it_says_why(db: &TestDb) {
             404,
             "iapi.nope",
         ),
-        (
-            "/api/tasks/iapi.sharded/instances/k",
-            every_second(1),
-            409,
-            "shards",
-        ),
     ];
     for (path, body, code, says) in refusals {
         let (status, answer) = put(&base, path, body).await;
@@ -619,10 +606,7 @@ async fn a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_rea
     assert_eq!(log.of(Some("b1"))[0].args["db"]["password"], SECRET);
 
     // A task refused as a whole is refused for each instance, with its status.
-    for (task, code, says) in [
-        ("iapi.sharded", 409, "shards"),
-        ("iapi.nope", 404, "iapi.nope"),
-    ] {
+    for (task, code, says) in [("iapi.nope", 404, "iapi.nope")] {
         let batch = json!([{"key": "x1", "cron": yearly}, {"key": "x2", "cron": yearly}]);
         let (status, answer) = put(&base, &format!("/api/tasks/{task}/instances"), batch).await;
         assert_eq!(status, StatusCode::OK, "{answer}");

@@ -97,6 +97,8 @@ pub(crate) async fn upsert_instances_on<D: Dialect>(
                 .await?;
         if let InstanceUpsert::Written(record) = &upsert {
             rows.insert(name.clone(), record.clone());
+            let plan = |facts: &InstanceFacts| planner(index, facts, now);
+            write_shards_on::<D>(conn, clock, OPERATION, write, facts.task.as_ref(), plan).await?;
         }
         done[index] = Some(upsert);
     }
@@ -174,14 +176,14 @@ async fn instance_task_on<D: Dialect>(
 }
 
 /// Reads `write`'s row (held for the transaction), offers it with its task's row `task` to
-/// `plan`, and writes what it decided.
+/// `plan`, and writes what it decided; with its shard rows, for a task with shards.
 async fn plan_instance_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
     operation: &'static str,
     write: &InstanceWrite,
     task: Option<InstanceTask>,
-    plan: impl FnOnce(&InstanceFacts) -> InstancePlan,
+    plan: impl Fn(&InstanceFacts) -> InstancePlan,
 ) -> Result<InstanceUpsert, sqlx::Error> {
     let row = write.row();
     let statement = Statement {
@@ -191,7 +193,11 @@ async fn plan_instance_on<D: Dialect>(
     };
     let existing = first_on::<D, _>(conn, clock, statement, instance_record).await?;
     let facts = InstanceFacts { task, existing };
-    write_instance_on::<D>(conn, clock, operation, write, plan(&facts)).await
+    let upsert = write_instance_on::<D>(conn, clock, operation, write, plan(&facts)).await?;
+    if matches!(upsert, InstanceUpsert::Written(_)) {
+        write_shards_on::<D>(conn, clock, operation, write, facts.task.as_ref(), plan).await?;
+    }
+    Ok(upsert)
 }
 
 /// Applies `plan` to `write`'s row: written as decided (the row as written returned), or
@@ -200,6 +206,111 @@ async fn write_instance_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
     operation: &'static str,
+    write: &InstanceWrite,
+    plan: InstancePlan,
+) -> Result<InstanceUpsert, sqlx::Error> {
+    write_row_on::<D>(conn, clock, operation, &write.row(), write, plan).await
+}
+
+/// The other rows of an instance of a task with shards (`task/key[i]` for shard `i >= 1`) or of
+/// a broadcast task (`task/key[@node]` for each node registering the task, or with a row of
+/// the instance already; see `crate::shard`), after its own row was written: each read (held
+/// for the transaction), offered to `plan` on its own as the instance's row was (a row whose
+/// schedule did not change keeps its next run: a shard behind on a tick still runs it), and
+/// written with the instance's cron, zone, arguments and tags; then every row of the instance
+/// carries the task's shard count, each of the other rows names the instance's row as the row
+/// it groups under (`shard_of`) and a broadcast's are pinned (its own row to no node, `''`), so
+/// that the claim's spread, overlap and broadcast rules, a pause, a resume and a removal of the
+/// instance reach them. Nothing for any other task. Rows of shards the task no longer has are
+/// left to the reconcile, which disables them as it does a task's.
+async fn write_shards_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    write: &InstanceWrite,
+    task: Option<&InstanceTask>,
+    plan: impl Fn(&InstanceFacts) -> InstancePlan,
+) -> Result<(), sqlx::Error> {
+    let Some(task) = task.filter(|t| t.shards > 1 || t.node_pin.is_some()) else {
+        return Ok(());
+    };
+    let own = write.row();
+    // A broadcast instance's rows: one per node registering the task (and not stopped), each
+    // pinned to its node; a node that starts later has its reconcile make its own.
+    let (names, pins): (Vec<String>, Vec<Option<String>>) = if task.node_pin.is_some() {
+        let statement = Statement {
+            operation,
+            sql: statement!("instance_nodes"),
+            params: &params![&write.task, &own],
+        };
+        let nodes = D::run(conn, clock, statement, Fetch::All).await?.rows;
+        let mut pins = Vec::with_capacity(nodes.len());
+        for node in &nodes {
+            pins.push(node.text("node_id")?);
+        }
+        pins.sort();
+        pins.into_iter()
+            .map(|node| (crate::shard::node_row(&own, &node), Some(node)))
+            .unzip()
+    } else {
+        (1..task.shards)
+            .map(|index| (crate::shard::row_name(&own, index), None))
+            .unzip()
+    };
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_rows"),
+        params: &params![&names[..]],
+    };
+    let fetched = D::run(conn, clock, statement, Fetch::All).await?.rows;
+    let mut rows: std::collections::HashMap<String, InstanceRecord> = Default::default();
+    for row in &fetched {
+        rows.insert(row.text("name")?, instance_record(row)?);
+    }
+    let shards = i64::from(task.shards.max(1));
+    // A broadcast instance's own row is pinned to no node: never run, it holds the instance.
+    let own_pin = task.node_pin.as_ref().map(|_| "");
+    set_shard_on::<D>(conn, clock, operation, &own, shards, None, own_pin).await?;
+    for (name, pin) in names.iter().zip(&pins) {
+        let facts = InstanceFacts {
+            task: Some(task.clone()),
+            existing: rows.remove(name),
+        };
+        write_row_on::<D>(conn, clock, operation, name, write, plan(&facts)).await?;
+        let pin = pin.as_deref();
+        set_shard_on::<D>(conn, clock, operation, name, shards, Some(&own), pin).await?;
+    }
+    Ok(())
+}
+
+/// Marks instance row `row` a row of `shards` shards, grouped under row `of` (`None`: it is
+/// the instance's own row, shard 0), pinned to node `pin` (a broadcast instance's rows: `""`
+/// for its own row; `None`: any node).
+async fn set_shard_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    row: &str,
+    shards: i64,
+    of: Option<&str>,
+    pin: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    let statement = Statement {
+        operation,
+        sql: statement!("instance_shard_set"),
+        params: &params![row, shards, of, pin],
+    };
+    D::execute_on(conn, clock, statement).await?;
+    Ok(())
+}
+
+/// Applies `plan` to row `row` of `write` (its own, or one of its shards'): written as decided
+/// (the row as written returned), or nothing for a refusal.
+async fn write_row_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    operation: &'static str,
+    row: &str,
     write: &InstanceWrite,
     plan: InstancePlan,
 ) -> Result<InstanceUpsert, sqlx::Error> {
@@ -214,10 +325,9 @@ async fn write_instance_on<D: Dialect>(
         InstancePlan::Sharded => return Ok(InstanceUpsert::Sharded),
         InstancePlan::ConfigOwned => return Ok(InstanceUpsert::ConfigOwned),
     };
-    let row = write.row();
     let (owners, labels) = write.tags.columns();
     let params = params![
-        &row,
+        row,
         &write.cron,
         &write.timezone,
         enabled,
@@ -248,10 +358,11 @@ async fn write_instance_on<D: Dialect>(
     Ok(InstanceUpsert::Written(written))
 }
 
-/// Removes instance `key` of `task` on `conn`, in the removal's transaction: its row is deleted,
-/// or, while a run of it holds its lock, marked removed (nothing of it is due again; the row
-/// goes once the lock is released, by `prune_history`). `false`: no such instance.
-/// The audit entry is the backend's to write, for a removal.
+/// Removes instance `key` of `task` on `conn`, in the removal's transaction: its row (and each
+/// of its shard rows, `task/key[i]`) is deleted, or, while a run of it holds its lock, marked
+/// removed (nothing of it is due again; the row goes once the lock is released, by
+/// `prune_history`). `false`: no such instance. The audit entry is the backend's to write, for
+/// a removal.
 pub(crate) async fn remove_instance_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
@@ -260,6 +371,8 @@ pub(crate) async fn remove_instance_on<D: Dialect>(
 ) -> Result<bool, sqlx::Error> {
     let row = crate::instance::row_name(task, key);
     let params = params![&row, Now];
+    // The rows without a run in flight deleted, then those left (held by a run) marked.
+    let mut removed = 0;
     for (sql, params) in [
         (statement!("instance_delete"), &params[..1]),
         (statement!("instance_mark_removed"), &params[..]),
@@ -269,11 +382,9 @@ pub(crate) async fn remove_instance_on<D: Dialect>(
             sql,
             params,
         };
-        if D::execute_on(conn, clock, statement).await? > 0 {
-            return Ok(true);
-        }
+        removed += D::execute_on(conn, clock, statement).await?;
     }
-    Ok(false)
+    Ok(removed > 0)
 }
 
 /// Makes the rows `instances` name, `(row, task, key, args, own tags)`, the config's instances
@@ -301,6 +412,26 @@ pub(crate) async fn mark_config_instances_on<D: Dialect>(
             operation: "apply_config",
             sql: statement!("instance_config_mark"),
             params: &params,
+        };
+        D::execute_on(conn, clock, statement).await?;
+    }
+    Ok(())
+}
+
+/// Makes each created row of `rows`, `(row, instance)`, a node row of a broadcast instance
+/// (`task/key[@node]`, see `crate::shard`) on `conn`, in a reconcile's transaction (after its
+/// creates): the instance's task, key, arguments, own owners, labels, limit and jitter window
+/// copied from the instance's own row.
+pub(crate) async fn copy_instance_nodes_on<D: Dialect>(
+    conn: &mut D::Conn,
+    clock: D::Clock,
+    rows: &[(&str, &str)],
+) -> Result<(), sqlx::Error> {
+    for &(row, of) in rows {
+        let statement = Statement {
+            operation: "apply_config",
+            sql: statement!("instance_node_copy"),
+            params: &params![row, of],
         };
         D::execute_on(conn, clock, statement).await?;
     }

@@ -186,12 +186,16 @@ impl ClaimSteps for Steps<'_> {
         let rows: Vec<&str> = shards.iter().map(|s| s.row).collect();
         let tasks: Vec<&str> = shards.iter().map(|s| s.task).collect();
         let ticks: Vec<DateTime<Utc>> = shards.iter().map(|s| s.tick).collect();
+        let groups: Vec<&str> = shards.iter().map(|s| s.group).collect();
+        let keys: Vec<Option<&str>> = shards.iter().map(|s| s.key).collect();
         sqlx::query(query!("shard_facts"))
             .bind(&rows)
             .bind(&tasks)
             .bind(&ticks)
             .bind(node_id)
             .bind(millis(live_window))
+            .bind(&groups)
+            .bind(&keys)
             .fetch_all(&mut *self.tx)
             .await?
             .iter()
@@ -204,16 +208,18 @@ impl ClaimSteps for Steps<'_> {
         live_window: Duration,
         ticks: &[BroadcastTick],
     ) -> Result<Vec<Vec<String>>, sqlx::Error> {
+        let groups: Vec<&str> = ticks.iter().map(|t| t.group.as_str()).collect();
         let tasks: Vec<&str> = ticks.iter().map(|t| t.task.as_str()).collect();
         let at: Vec<DateTime<Utc>> = ticks.iter().map(|t| t.tick).collect();
         sqlx::query(query!("broadcast_nodes"))
-            .bind(&tasks)
+            .bind(&groups)
             .bind(&at)
             .bind(millis(live_window))
+            .bind(&tasks)
             .execute(&mut *self.tx)
             .await?;
         let rows = sqlx::query(query!("broadcast_nodes_read"))
-            .bind(&tasks)
+            .bind(&groups)
             .bind(&at)
             .fetch_all(&mut *self.tx)
             .await?;
@@ -225,7 +231,7 @@ impl ClaimSteps for Steps<'_> {
         }
         Ok(ticks
             .iter()
-            .map(|t| nodes.remove(&(t.task.clone(), t.tick)).unwrap_or_default())
+            .map(|t| nodes.remove(&(t.group.clone(), t.tick)).unwrap_or_default())
             .collect())
     }
 

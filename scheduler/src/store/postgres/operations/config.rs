@@ -8,7 +8,7 @@ use super::exec::notify_on;
 use crate::store::config::{ChangesByKind, TaskWrite};
 use crate::store::postgres::PgStore;
 use crate::store::records::{config_state_of, task_row};
-use crate::store::writes::{mark_config_instances_on, save_config_state};
+use crate::store::writes::{copy_instance_nodes_on, mark_config_instances_on, save_config_state};
 use crate::store::{ConfigPlan, ConfigPlanner, ConfigSnapshot, StoreResult, TaskRow};
 
 pub(super) async fn load_tasks(store: &PgStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
@@ -109,6 +109,7 @@ pub(super) async fn apply_config(
                 .await?;
         }
         mark_config_instances_on::<PgStore>(&mut tx, (), &by_kind.instances).await?;
+        copy_instance_nodes_on::<PgStore>(&mut tx, (), &by_kind.instance_nodes).await?;
         SkipColumns::collect(skips.iter()).insert(&mut tx).await?;
         save_config_state::<PgStore>(&mut tx, (), state).await?;
         notify_on(&mut tx, store, "config").await?;

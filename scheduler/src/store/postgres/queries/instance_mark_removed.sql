@@ -1,8 +1,8 @@
--- Mark instance row $1 (never one the config owns), whose run in flight holds its lock, removed: nothing of it is due again
+-- Mark instance row $1 and its shard rows (`$1[i]`; never one the config owns) whose run in flight holds its lock removed: nothing of it is due again
 -- (disabled, no next run, retry or manual request); the row goes once the lock is released.
 UPDATE scheduler_tasks
 SET removed_at = now(), enabled = false, disabled_at = coalesce(disabled_at, now()),
     next_run_at = NULL, next_tick = NULL, retry_at = NULL, retry_tick = NULL, retry_attempt = NULL,
     manual_at = NULL, manual_by = NULL, updated_at = now()
-WHERE name = $1 AND instance_of IS NOT NULL AND coalesce(instance_source, 'runtime') <> 'config'
+WHERE (name = $1 OR shard_of = $1) AND instance_of IS NOT NULL AND coalesce(instance_source, 'runtime') <> 'config'
   AND removed_at IS NULL

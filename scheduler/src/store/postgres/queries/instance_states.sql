@@ -6,7 +6,7 @@ SELECT
        , instance_of AS task, instance_key AS key, args, instance_source,
        removed_at IS NOT NULL AS removed, owners, labels, sla, limit_name, jitter_ms
 FROM scheduler_tasks
-WHERE instance_of = $1
+WHERE instance_of = $1 AND shard_of IS NULL
   AND lower(instance_key) LIKE $2 ESCAPE '\'
   AND ($3::text IS NULL OR instance_key = $3)
   AND ($4::text IS NULL OR instance_key > $4)

@@ -169,6 +169,8 @@ impl ClaimSteps for Steps<'_> {
                 .bind(micros(shard.tick))
                 .bind(node_id)
                 .bind(live_since)
+                .bind(shard.group)
+                .bind(shard.key)
                 .fetch_one(&mut *self.tx)
                 .await?;
             all.push(shard_facts(&row)?);
@@ -186,14 +188,15 @@ impl ClaimSteps for Steps<'_> {
         let mut all = Vec::with_capacity(ticks.len());
         for tick in ticks {
             sqlx::query(query!("broadcast_nodes"))
-                .bind(&tick.task)
+                .bind(&tick.group)
                 .bind(micros(tick.tick))
                 .bind(micros(self.now))
                 .bind(live_since)
+                .bind(&tick.task)
                 .execute(&mut *self.tx)
                 .await?;
             let nodes: Option<String> = sqlx::query_scalar(query!("broadcast_nodes_read"))
-                .bind(&tick.task)
+                .bind(&tick.group)
                 .bind(micros(tick.tick))
                 .fetch_optional(&mut *self.tx)
                 .await?;

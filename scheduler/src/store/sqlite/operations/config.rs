@@ -7,7 +7,7 @@ use super::writes::insert_skips;
 use crate::store::config::ChangesByKind;
 use crate::store::records::{config_state_of, task_row};
 use crate::store::sqlite::SqliteStore;
-use crate::store::writes::{mark_config_instances_on, save_config_state};
+use crate::store::writes::{copy_instance_nodes_on, mark_config_instances_on, save_config_state};
 use crate::store::{ConfigPlan, ConfigPlanner, ConfigSnapshot, StoreResult, TaskRow};
 
 pub(super) async fn load_tasks(store: &SqliteStore) -> StoreResult<(DateTime<Utc>, Vec<TaskRow>)> {
@@ -96,6 +96,7 @@ pub(super) async fn apply_config(
                 .await?;
         }
         mark_config_instances_on::<SqliteStore>(&mut tx, now, &by_kind.instances).await?;
+        copy_instance_nodes_on::<SqliteStore>(&mut tx, now, &by_kind.instance_nodes).await?;
         insert_skips(&mut tx, skips, now).await?;
         save_config_state::<SqliteStore>(&mut tx, now, state).await?;
         plan
