@@ -15,7 +15,8 @@ use scheduler::{Schedule, Schedules, TaskContext, task};
 
 on_both_backends! {
     threads = 2;
-    an_instance_made_while_the_node_sleeps_runs_from_its_first_tick;
+    an_instance_made_while_the_node_sleeps_runs_from_its_first_tick,
+    every_shard_of_a_sharded_instance_made_while_the_node_sleeps_runs_its_first_tick;
     postgres_only: instances_due_no_sooner_than_a_sibling_wake_no_node,
 }
 
@@ -48,6 +49,14 @@ async fn requests(listener: &mut sqlx::postgres::PgListener, within: Duration) -
     got
 }
 
+/// Records each shard's run as `key#index`.
+#[task(name = "wake.sharded", shards = 2)]
+async fn wake_sharded(ctx: TaskContext) {
+    let seen = ctx.state::<Arc<Seen>>().unwrap();
+    let key = format!("{}#{}", ctx.key().unwrap_or_default(), ctx.shard().index);
+    seen.0.lock().unwrap().push((key, ctx.scheduled_at()));
+}
+
 const YEARLY: &str = "0 0 0 1 1 *";
 
 /// A node running `wake.*` that polls only every `poll` (so that what it runs on time, it ran
@@ -55,7 +64,10 @@ const YEARLY: &str = "0 0 0 1 1 *";
 /// the store; the handle to make instances with.
 async fn sleepy_node(db: &TestDb, poll: Duration, seen: &Arc<Seen>) -> (Schedules, RunningNode) {
     let scheduler = node(db, "a", tasks("wake."))
-        .config_document(doc(vec![entry("wake.sync", YEARLY)]))
+        .config_document(doc(vec![
+            entry("wake.sync", YEARLY),
+            entry("wake.sharded", YEARLY),
+        ]))
         .poll_interval(poll)
         .state(Arc::clone(seen))
         .build()
@@ -65,7 +77,9 @@ async fn sleepy_node(db: &TestDb, poll: Duration, seen: &Arc<Seen>) -> (Schedule
     wait_until(
         Duration::from_secs(60),
         "the task's row written",
-        || async { db.try_task("wake.sync").await.is_some() },
+        || async {
+            db.try_task("wake.sync").await.is_some() && db.try_task("wake.sharded").await.is_some()
+        },
     )
     .await;
     (schedules, running)
@@ -165,6 +179,29 @@ async fn told_only_when_sooner(db: &TestDb) {
         Duration::from_secs(20),
         "the first tick of `soon` (the poll is a minute away)",
         || async { !seen.ticks_of("soon").is_empty() },
+    )
+    .await;
+    running.stop().await;
+}
+
+/// A node polling once a minute: an instance of a task with two shards, every two seconds,
+/// made while the node sleeps, runs both shards of its first tick (its shard rows, written with
+/// it, are not "another row of its task" the node would wake for).
+async fn every_shard_of_a_sharded_instance_made_while_the_node_sleeps_runs_its_first_tick(
+    db: &TestDb,
+) {
+    let seen = Arc::new(Seen::default());
+    let (schedules, running) = sleepy_node(db, Duration::from_secs(60), &seen).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let made = schedules
+        .upsert(Schedule::new("wake.sharded", "s").cron("*/2 * * * * *"))
+        .await
+        .unwrap();
+    let first = made.next_run_at.expect("a next run");
+    wait_until(
+        Duration::from_secs(20),
+        "both shards of the instance's first tick (the poll is a minute away)",
+        || async { seen.ticks_of("s#0").contains(&first) && seen.ticks_of("s#1").contains(&first) },
     )
     .await;
     running.stop().await;

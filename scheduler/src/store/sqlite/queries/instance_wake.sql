@@ -1,13 +1,15 @@
--- Instance rows ?2 (a JSON array) of task ?1 were just written (crate::store::writes): `mine`,
--- the earliest of them a node would wake for (enabled, unpaused, unlocked), and `others`, the
--- earliest of the task's other rows that every node running the task waits for (the same, due
--- after the store's clock ?3 and no later than `mine`, pinned to no node), looked for among the
--- 100 rows due next only (a bounded read however many rows the table holds; none found there
--- reads as none). The engine decides from the two whether the nodes must be told now.
+-- Instance rows ?2 (a JSON array) of task ?1 were just written, with their shard or node rows
+-- (`shard_of`; crate::store::writes): `mine`, the earliest of them a node would wake for
+-- (enabled, unpaused, unlocked), and `others`, the earliest of the task's other rows that every
+-- node running the task waits for (the same, due after the store's clock ?3 and no later than
+-- `mine`, pinned to no node), looked for among the 100 rows due next only (a bounded read
+-- however many rows the table holds; none found there reads as none). The engine decides from
+-- the two whether the nodes must be told now.
 WITH mine AS (
     SELECT min(next_run_at) AS due FROM scheduler_tasks
-    WHERE name IN (SELECT value FROM json_each(?2)) AND enabled = 1 AND paused_at IS NULL
-      AND lock_token IS NULL
+    WHERE (name IN (SELECT value FROM json_each(?2))
+           OR shard_of IN (SELECT value FROM json_each(?2)))
+      AND enabled = 1 AND paused_at IS NULL AND lock_token IS NULL
 ), nearest AS (
     SELECT name, instance_of, shard_of, node_pin, next_run_at, paused_at, lock_token
     FROM scheduler_tasks
@@ -19,5 +21,6 @@ SELECT (SELECT due FROM mine) AS mine,
         WHERE paused_at IS NULL AND lock_token IS NULL
           AND (instance_of = ?1 OR name = ?1 OR shard_of = ?1)
           AND name NOT IN (SELECT value FROM json_each(?2))
+          AND (shard_of IS NULL OR shard_of NOT IN (SELECT value FROM json_each(?2)))
           AND (node_pin IS NULL OR node_pin = '')
           AND next_run_at <= (SELECT due FROM mine)) AS others
