@@ -21,8 +21,7 @@ mod instances;
 
 pub(crate) use instances::{
     copy_instance_nodes_on, instances_wake_on, mark_config_instances_on, remove_instance_on,
-    upsert_instance_on,
-    upsert_instances_on,
+    upsert_instance_on, upsert_instances_on,
 };
 
 /// Records an audit entry on `conn`, at the store's clock (whatever the entry's own `at` says).
