@@ -83,7 +83,7 @@ async fn iapi_node(
     if let Some(token) = token {
         builder = builder.admin_token(token);
     }
-    let node = admin_node(db, builder, &["iapi.sync", "iapi.sharded"]).await;
+    let node = admin_node(db, builder, &["iapi.sync"]).await;
     let base = node.url("");
     (node.running, base)
 }
