@@ -32,6 +32,7 @@ mod channels;
 mod commit_outcome;
 mod config_instances;
 mod connecting;
+mod connections;
 mod dashboard;
 mod engine;
 mod failover;
