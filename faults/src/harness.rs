@@ -66,6 +66,8 @@ pub struct NodeSpec {
     pub config: String,
     /// A skewed wall clock.
     pub skew: Option<Skew>,
+    /// More environment for this node alone (its admin server's address).
+    pub env: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,6 +230,7 @@ impl Fleet {
             .env("FAULT_RECORD_DIR", &self.record_dir)
             .env("RUST_LOG", "warn")
             .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
+            .envs(slot.spec.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
@@ -646,6 +649,7 @@ impl Scenario {
             id: id.to_owned(),
             config: self.config_path.to_string_lossy().into_owned(),
             skew,
+            env: Vec::new(),
         })
     }
 

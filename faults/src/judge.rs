@@ -186,6 +186,9 @@ pub struct Verdict {
     /// Invariant, set by scenarios that watch alerts: missed-run incidents opened for a task
     /// that was never late past its grace by the database's clock.
     pub false_alarms: Vec<String>,
+    /// Invariant, set by the `instances` scenario: starts of an instance for a tick after its
+    /// removal had been answered (and before it was made again).
+    pub ran_after_removal: Vec<String>,
 }
 
 impl Verdict {
@@ -197,6 +200,7 @@ impl Verdict {
             + self.unaccounted.len()
             + self.bad_exits.len()
             + self.false_alarms.len()
+            + self.ran_after_removal.len()
     }
 }
 

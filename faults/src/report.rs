@@ -231,6 +231,9 @@ pub fn render(rows: &[Row], command: &str, master_seed: u64) -> String {
         for e in &v.false_alarms {
             let _ = writeln!(s, "- **false alarm**: {e}");
         }
+        for e in &v.ran_after_removal {
+            let _ = writeln!(s, "- **ran after its removal**: {e}");
+        }
     }
     s
 }

@@ -33,9 +33,14 @@ impl Recorder {
     }
 
     fn write(&self, ctx: &TaskContext, ev: Ev, ok: Option<bool>, cancelled: Option<bool>) {
+        // An instance's runs are judged as its own schedule: by its row's name, `task/key`.
+        let task = match ctx.key() {
+            Some(key) => format!("{}/{key}", ctx.task_name()),
+            None => ctx.task_name().to_owned(),
+        };
         let record = Record {
             ev,
-            task: ctx.task_name().to_owned(),
+            task,
             tick: ctx.scheduled_at(),
             run_id: ctx.run_id(),
             node: ctx.node_id().to_owned(),
@@ -142,6 +147,12 @@ quick_tasks! {
     tick_40 = "f.tick.40", tick_41 = "f.tick.41", tick_42 = "f.tick.42", tick_43 = "f.tick.43",
     tick_44 = "f.tick.44", tick_45 = "f.tick.45", tick_46 = "f.tick.46", tick_47 = "f.tick.47",
     tick_48 = "f.tick.48", tick_49 = "f.tick.49",
+}
+
+/// The task whose instances the `instances` scenario makes and removes while nodes die.
+#[task(name = "f.inst")]
+async fn inst(ctx: TaskContext) -> Outcome {
+    quick(ctx).await
 }
 
 /// Works 1 s, then succeeds: the harness stops the database while its outcome is being written.

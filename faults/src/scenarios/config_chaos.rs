@@ -36,6 +36,7 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
         id: "c-http".into(),
         config: server.url(),
         skew: None,
+        env: Vec::new(),
     });
     sc.start_all()?;
     sc.idle(Duration::from_secs(6)).await;

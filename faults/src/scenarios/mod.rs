@@ -7,6 +7,7 @@ mod config_chaos;
 mod config_race;
 mod db;
 mod handlers;
+mod instances;
 mod kill;
 mod rolling;
 mod sigstop;
@@ -24,6 +25,7 @@ pub const ALL: &[&str] = &[
     "config-race",
     "config-chaos",
     "handlers",
+    "instances",
     "autofailover",
     "autofailover-defaults",
 ];
@@ -39,6 +41,7 @@ pub async fn run(name: &str, opts: &Options) -> Result<Outcome> {
         "config-race" => config_race::run(opts).await,
         "config-chaos" => config_chaos::run(opts).await,
         "handlers" => handlers::run(opts).await,
+        "instances" => instances::run(opts).await,
         "autofailover" => autofailover::run(opts, "autofailover", Timings::shortened()).await,
         "autofailover-defaults" => {
             autofailover::run(opts, "autofailover-defaults", Timings::defaults()).await
