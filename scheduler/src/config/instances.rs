@@ -97,7 +97,27 @@ pub(crate) struct InstanceCalendars<'a> {
     pub(crate) on_blocked: OnBlocked,
 }
 
-impl InstanceCalendars<'_> {
+impl<'a> InstanceCalendars<'a> {
+    /// What an instance of task `task` made at run time may name: the calendars of `doc`, the
+    /// document its node applied, their blocked ticks handled as the task's entry's
+    /// `on_blocked` says (skipped without one). Its task's own calendar is not needed: an
+    /// instance naming none keeps its task's, read by the claim from the task's row.
+    pub(crate) fn of_document(doc: &'a super::ConfigDocument, task: &str) -> Self {
+        let entry = doc.tasks.iter().find(|entry| entry.name == task);
+        Self {
+            named: Some(&doc.calendars),
+            task: None,
+            on_blocked: entry.and_then(|e| e.on_blocked).unwrap_or_default(),
+        }
+    }
+
+    /// The calendar named `name`, read in `zone`, as a config instance naming it has it; why
+    /// not (the name unknown, listing those the document has), if it cannot be.
+    pub(crate) fn named(&self, name: &str, zone: Tz) -> Result<crate::schedule::Calendar, String> {
+        self.of(Some(name), zone)?
+            .ok_or_else(|| format!("calendar `{}` is not known", crate::bounds::printable(name)))
+    }
+
     /// The calendar of an instance naming `own` (`None`: its task's), read in `zone`; why not,
     /// if it cannot be.
     fn of(&self, own: Option<&str>, zone: Tz) -> Result<Option<crate::schedule::Calendar>, String> {
