@@ -12,8 +12,9 @@
 //! refusals, `check-config` lists it) while the task and its other instances apply: a key that
 //! is empty, too long or holds a character keys may not ([`MAX_KEY_LEN`], the characters of
 //! `Schedule`'s keys), a key listed twice in the entry (every one of them refused), a bad cron
-//! or zone, arguments over [`MAX_ARGS_BYTES`] as JSON text, or any instance of a task with
-//! shards or of a broadcast task. The instances of an entry refused as a whole (an unknown task,
+//! or zone, or arguments over [`MAX_ARGS_BYTES`] as JSON text. An instance of a task with
+//! shards has a row per shard, one of a broadcast task a row per node, as one made at run time
+//! (`crate::shard`). The instances of an entry refused as a whole (an unknown task,
 //! a bad cron) are not applied either: the reconciler keeps what they were.
 //!
 //! What the reconciler does with them (creates, changes in place, disables when they leave the
@@ -180,7 +181,6 @@ pub(crate) fn check_instances(
     instances: &[InstanceConfig],
     task_zone: Tz,
     task_enabled: bool,
-    sharded: bool,
     specs: &SpecCache,
     calendars: &InstanceCalendars<'_>,
     limit_problem: &dyn Fn(&str) -> Option<String>,
@@ -210,13 +210,6 @@ pub(crate) fn check_instances(
                     format!("listed {count} times in the entry; keep exactly one (all are ignored until then)"),
                 ));
             }
-            continue;
-        }
-        if sharded {
-            refused.push((
-                key,
-                "the task has shards or runs on every node: such a task has no instances".into(),
-            ));
             continue;
         }
         let mut problems = Vec::new();
@@ -316,7 +309,6 @@ mod tests {
             &instances,
             chrono_tz::UTC,
             true,
-            false,
             &SpecCache::default(),
             &InstanceCalendars::default(),
             &|_| None,
@@ -341,23 +333,11 @@ mod tests {
     }
 
     #[test]
-    fn a_sharded_task_has_no_instances_and_a_disabled_task_none_enabled() {
+    fn a_disabled_task_has_no_instance_enabled() {
         let instances = [instance("a", "* * * * * *")];
-        let (accepted, refused) = check_instances(
-            &instances,
-            chrono_tz::UTC,
-            true,
-            true,
-            &SpecCache::default(),
-            &InstanceCalendars::default(),
-            &|_| None,
-        );
-        assert!(accepted.is_empty());
-        assert!(refused[0].1.contains("has shards"), "{refused:?}");
         let (accepted, _) = check_instances(
             &instances,
             chrono_tz::UTC,
-            false,
             false,
             &SpecCache::default(),
             &InstanceCalendars::default(),
@@ -392,7 +372,6 @@ mod tests {
             &instances,
             chrono_tz::UTC,
             true,
-            false,
             &SpecCache::default(),
             &InstanceCalendars::default(),
             &|limit| (limit != "declared").then(|| format!("limit `{limit}` is not declared")),
@@ -464,7 +443,6 @@ mod tests {
             &instances,
             chrono_tz::UTC,
             true,
-            false,
             &SpecCache::default(),
             &calendars,
             &|_| None,
