@@ -18,7 +18,9 @@ use crate::store::{
 mod calendar;
 mod schedule;
 
-pub(crate) use calendar::{Documents, shown as shown_calendar};
+pub(crate) use calendar::Documents;
+#[cfg(feature = "admin")]
+pub(crate) use calendar::shown as shown_calendar;
 pub use schedule::{JitterWindow, Schedule};
 
 /// The jitter window of a task (its config entry's, else its attribute's), as the process

@@ -99,16 +99,18 @@ pub(crate) struct InstanceCalendars<'a> {
 }
 
 impl<'a> InstanceCalendars<'a> {
-    /// What an instance of task `task` made at run time may name: the calendars of `doc`, the
-    /// document its node applied, their blocked ticks handled as the task's entry's
-    /// `on_blocked` says (skipped without one). Its task's own calendar is not needed: an
-    /// instance naming none keeps its task's, read by the claim from the task's row.
-    pub(crate) fn of_document(doc: &'a super::ConfigDocument, task: &str) -> Self {
-        let entry = doc.tasks.iter().find(|entry| entry.name == task);
+    /// What an instance made at run time may name: a document's calendars `named`, their
+    /// blocked ticks handled as `on_blocked` says (its task's entry's). Its task's own calendar
+    /// is not needed: an instance naming none keeps its task's, read by the claim from the
+    /// task's row.
+    pub(crate) fn of_named(
+        named: &'a BTreeMap<String, CalendarRules>,
+        on_blocked: OnBlocked,
+    ) -> Self {
         Self {
-            named: Some(&doc.calendars),
+            named: Some(named),
             task: None,
-            on_blocked: entry.and_then(|e| e.on_blocked).unwrap_or_default(),
+            on_blocked,
         }
     }
 

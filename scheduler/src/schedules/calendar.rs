@@ -46,7 +46,14 @@ pub(super) fn with_calendar(
             crate::bounds::printable(name)
         )));
     };
-    let calendar = InstanceCalendars::of_document(&doc, &write.task)
+    // Its blocked ticks as its task's entry says (skipped without one).
+    let on_blocked = doc
+        .tasks
+        .iter()
+        .find(|entry| entry.name == write.task)
+        .and_then(|entry| entry.on_blocked)
+        .unwrap_or_default();
+    let calendar = InstanceCalendars::of_named(&doc.calendars, on_blocked)
         .named(name, spec.timezone())
         .map_err(refuse)?;
     write.calendar = Some(calendar.stored().to_owned());
