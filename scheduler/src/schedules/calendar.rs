@@ -70,3 +70,98 @@ pub(crate) fn shown(stored: Option<&str>) -> Option<String> {
         calendar.names.join("+")
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::store::{InstanceFacts, InstancePlan, InstanceTask};
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    /// `christmas` (the 25th) and `boxing` (the 26th), as a node's document declares them.
+    fn documents() -> Documents {
+        let doc = ConfigDocument::from_json(
+            r#"{"calendars": {"christmas": {"dates": ["2026-12-25"]},
+                              "boxing": {"dates": ["2026-12-26"]}},
+                "tasks": []}"#,
+        )
+        .unwrap();
+        fixed(Arc::new(doc))
+    }
+
+    fn hourly() -> (InstanceWrite, ScheduleSpec) {
+        crate::Schedule::new("t", "k")
+            .cron("0 0 * * * *")
+            .check(true)
+            .unwrap()
+    }
+
+    fn first_run(write: &InstanceWrite, spec: &ScheduleSpec, task: Option<&str>) -> String {
+        let facts = InstanceFacts {
+            task: Some(InstanceTask {
+                enabled: true,
+                shards: 1,
+                node_pin: None,
+                jitter: None,
+                calendar: task.map(str::to_owned),
+                pause: None,
+            }),
+            existing: None,
+        };
+        let now = at("2026-12-24T23:59:00Z");
+        match super::super::plan_upsert(write, spec, std::time::Duration::ZERO, &facts, now) {
+            InstancePlan::Write { next_run_at, .. } => next_run_at.unwrap().to_rfc3339(),
+            other => panic!("not written: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_instance_s_own_calendar_is_the_document_s_and_wins_over_its_task_s() {
+        let (mut write, spec) = hourly();
+        let spec = with_calendar(&documents(), "boxing", &mut write, spec).unwrap();
+        assert_eq!(shown(write.calendar.as_deref()).as_deref(), Some("boxing"));
+        // Its task's blocks the 25th; its own, the 26th only.
+        let christmas = crate::schedule::TaskCalendar::new(
+            vec!["christmas".into()],
+            crate::schedule::OnBlocked::Skip,
+            crate::schedule::CalendarRules {
+                dates: vec!["2026-12-25".into()],
+                ..Default::default()
+            },
+        )
+        .to_stored();
+        assert_eq!(
+            first_run(&write, &spec, Some(&christmas)),
+            "2026-12-25T00:00:00+00:00"
+        );
+        let (plain, spec) = hourly();
+        assert_eq!(
+            first_run(&plain, &spec, Some(&christmas)),
+            "2026-12-26T00:00:00+00:00",
+            "without its own: its task's"
+        );
+    }
+
+    #[test]
+    fn an_unknown_name_or_no_document_is_refused_naming_the_calendar() {
+        let (mut write, spec) = hourly();
+        let refused = with_calendar(&documents(), "nope", &mut write, spec.clone()).unwrap_err();
+        let message = refused.to_string();
+        assert!(matches!(refused, InstanceRefusal::BadCalendar { .. }));
+        assert!(
+            message.contains("`nope`") && message.contains("t/k"),
+            "{message}"
+        );
+        assert!(message.contains("boxing, christmas"), "{message}");
+        let refused = with_calendar(&no_document(), "boxing", &mut write, spec).unwrap_err();
+        assert!(
+            refused.to_string().contains("no config document"),
+            "{refused}"
+        );
+        assert_eq!(write.calendar, None, "nothing set");
+    }
+}
