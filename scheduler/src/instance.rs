@@ -219,6 +219,18 @@ pub enum InstanceRefusal {
         /// What is wrong.
         reason: String,
     },
+    /// Its own calendar cannot be had: the name is not one of the `calendars` of the config
+    /// document the handle reads (the reason names it and lists those the document has), or
+    /// the handle has no document.
+    #[error("the calendar of instance `{task}/{key}`: {reason}")]
+    BadCalendar {
+        /// The task.
+        task: String,
+        /// The key.
+        key: String,
+        /// What is wrong, naming the calendar.
+        reason: String,
+    },
     /// The jitter window is not a duration from `0s` to `1day`.
     #[error("the jitter of instance `{task}/{key}`: {reason}")]
     BadJitter {

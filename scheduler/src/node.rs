@@ -96,7 +96,8 @@ impl Scheduler {
     /// The handle that makes, changes, reads and removes instances of this node's tasks at run
     /// time (see [`Schedules`](crate::Schedules)). Take it before
     /// [`run_until`](Self::run_until); it is cheap to clone and works as long as the store does,
-    /// audited as by this node.
+    /// audited as by this node. The calendars its instances name are those of the config
+    /// document the node applied last.
     pub fn schedules(&self) -> crate::Schedules {
         crate::Schedules::of(
             self.engine.store(),
@@ -104,6 +105,7 @@ impl Scheduler {
             self.engine.node_id(),
             self.engine.task_jitter(),
         )
+        .with_documents(self.engine.config_documents())
     }
 
     /// This node's id.

@@ -15,8 +15,12 @@ use crate::store::{
     AuditEntry, InstancePlan, InstanceRecord, InstanceUpsert, InstanceWrite, Store,
 };
 
+mod calendar;
 mod schedule;
 
+pub(crate) use calendar::Documents;
+#[cfg(feature = "admin")]
+pub(crate) use calendar::shown as shown_calendar;
 pub use schedule::{JitterWindow, Schedule};
 
 /// The jitter window of a task (its config entry's, else its attribute's), as the process
@@ -54,6 +58,11 @@ pub struct Instance {
     pub limit: Option<String>,
     /// Its own service levels (`None`: its task's).
     pub sla: Option<crate::config::TaskSla>,
+    /// The calendar its row holds, by the names of the document's `calendars` it was made of
+    /// (joined by `+`; `inline`: rules written on a task entry): its own, or for an instance the
+    /// config declares its own else its task's as the document had it. `None`: its task's, if
+    /// any, read at each claim from the task's row.
+    pub calendar: Option<String>,
 }
 
 impl Instance {
@@ -81,6 +90,7 @@ impl Instance {
             owners: record.tags.owners,
             labels: record.tags.labels,
             limit: record.limit,
+            calendar: calendar::shown(record.calendar.as_deref()),
         }
     }
 }
@@ -120,6 +130,8 @@ pub struct Schedules {
     source: Arc<str>,
     /// The jitter window of each task, for an instance without its own.
     windows: TaskWindow,
+    /// The config document whose `calendars` an instance may name.
+    documents: Documents,
 }
 
 impl std::fmt::Debug for Schedules {
@@ -150,6 +162,20 @@ impl Schedules {
         )
     }
 
+    /// With the config document `doc`, whose `calendars` its schedules may name
+    /// ([`Schedule::calendar`]), in place of the one it reads (a node's handle reads the
+    /// document the node applied; one made with [`new`](Self::new) has none).
+    pub fn with_config(mut self, doc: impl Into<Arc<crate::config::ConfigDocument>>) -> Self {
+        self.documents = calendar::fixed(doc.into());
+        self
+    }
+
+    /// Reading the config document from `documents` (a node's: the one it applied).
+    pub(crate) fn with_documents(mut self, documents: Documents) -> Self {
+        self.documents = documents;
+        self
+    }
+
     /// The instances of `tasks` (the names a node registers) in `store`, audited as by `actor`,
     /// each task's jitter window read from `windows`.
     pub(crate) fn of(
@@ -164,6 +190,7 @@ impl Schedules {
             actor: Arc::from(actor),
             source: Arc::from("Schedules"),
             windows,
+            documents: calendar::no_document(),
         }
     }
 
@@ -183,6 +210,7 @@ impl Schedules {
             // No config nor attributes here: an instance without its own window takes its
             // task's as the reconcile stored it on the task's row (`plan_upsert`).
             windows: Arc::new(|_: &str| Duration::ZERO),
+            documents: calendar::no_document(),
         }
     }
 
@@ -290,7 +318,10 @@ impl Schedules {
             .tasks
             .as_ref()
             .is_none_or(|tasks| tasks.iter().any(|t| t == schedule.task()));
-        let (write, spec) = schedule.check(registered)?;
+        let (mut write, mut spec) = schedule.check(registered)?;
+        if let Some(name) = schedule.calendar_name() {
+            spec = calendar::with_calendar(&self.documents, name, &mut write, spec)?;
+        }
         let mut detail = format!("{} cron `{}` in {}", write.key, write.cron, write.timezone);
         if let Some(args) = &write.args {
             // Audited as every view shows arguments: their secrets hidden.
@@ -317,6 +348,9 @@ impl Schedules {
         }
         if let Some(sla) = &write.tags.sla {
             detail.push_str(&format!(" sla {sla}"));
+        }
+        if let Some(name) = schedule.calendar_name() {
+            detail.push_str(&format!(" calendar {name}"));
         }
         if let Some(count) = batch {
             detail.push_str(&format!(" in a batch of {count}"));
@@ -435,10 +469,12 @@ pub(crate) fn plan_upsert(
         None => task.jitter.unwrap_or(window),
     };
     let row = write.row();
-    // Its task's calendar, read in its zone (the claim reads it so after this first tick).
+    // Its own calendar (already on `spec`), else its task's, read in its zone (the claim reads
+    // it so after this first tick).
     let with_calendar = task
         .calendar
         .as_deref()
+        .filter(|_| write.calendar.is_none())
         .and_then(|stored| crate::schedule::TaskCalendar::from_stored(stored).ok())
         .and_then(|calendar| calendar.compile(spec.timezone()).ok())
         .map(|calendar| spec.clone().with_calendar(calendar));
@@ -460,6 +496,7 @@ pub(crate) fn plan_upsert(
                 && row.cron == write.cron
                 && row.timezone == write.timezone
                 && row.jitter == write.jitter
+                && row.calendar == write.calendar
                 && row.enabled == enabled
                 && (row.next_run_at.is_some() || !enabled) =>
         {

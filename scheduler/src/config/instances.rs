@@ -12,8 +12,9 @@
 //! refusals, `check-config` lists it) while the task and its other instances apply: a key that
 //! is empty, too long or holds a character keys may not ([`MAX_KEY_LEN`], the characters of
 //! `Schedule`'s keys), a key listed twice in the entry (every one of them refused), a bad cron
-//! or zone, arguments over [`MAX_ARGS_BYTES`] as JSON text, or any instance of a task with
-//! shards or of a broadcast task. The instances of an entry refused as a whole (an unknown task,
+//! or zone, or arguments over [`MAX_ARGS_BYTES`] as JSON text. An instance of a task with
+//! shards has a row per shard, one of a broadcast task a row per node, as one made at run time
+//! (`crate::shard`). The instances of an entry refused as a whole (an unknown task,
 //! a bad cron) are not applied either: the reconciler keeps what they were.
 //!
 //! What the reconciler does with them (creates, changes in place, disables when they leave the
@@ -97,7 +98,29 @@ pub(crate) struct InstanceCalendars<'a> {
     pub(crate) on_blocked: OnBlocked,
 }
 
-impl InstanceCalendars<'_> {
+impl<'a> InstanceCalendars<'a> {
+    /// What an instance made at run time may name: a document's calendars `named`, their
+    /// blocked ticks handled as `on_blocked` says (its task's entry's). Its task's own calendar
+    /// is not needed: an instance naming none keeps its task's, read by the claim from the
+    /// task's row.
+    pub(crate) fn of_named(
+        named: &'a BTreeMap<String, CalendarRules>,
+        on_blocked: OnBlocked,
+    ) -> Self {
+        Self {
+            named: Some(named),
+            task: None,
+            on_blocked,
+        }
+    }
+
+    /// The calendar named `name`, read in `zone`, as a config instance naming it has it; why
+    /// not (the name unknown, listing those the document has), if it cannot be.
+    pub(crate) fn named(&self, name: &str, zone: Tz) -> Result<crate::schedule::Calendar, String> {
+        self.of(Some(name), zone)?
+            .ok_or_else(|| format!("calendar `{}` is not known", crate::bounds::printable(name)))
+    }
+
     /// The calendar of an instance naming `own` (`None`: its task's), read in `zone`; why not,
     /// if it cannot be.
     fn of(&self, own: Option<&str>, zone: Tz) -> Result<Option<crate::schedule::Calendar>, String> {
@@ -160,7 +183,6 @@ pub(crate) fn check_instances(
     instances: &[InstanceConfig],
     task_zone: Tz,
     task_enabled: bool,
-    sharded: bool,
     specs: &SpecCache,
     calendars: &InstanceCalendars<'_>,
     limit_problem: &dyn Fn(&str) -> Option<String>,
@@ -190,13 +212,6 @@ pub(crate) fn check_instances(
                     format!("listed {count} times in the entry; keep exactly one (all are ignored until then)"),
                 ));
             }
-            continue;
-        }
-        if sharded {
-            refused.push((
-                key,
-                "the task has shards or runs on every node: such a task has no instances".into(),
-            ));
             continue;
         }
         let mut problems = Vec::new();
@@ -296,7 +311,6 @@ mod tests {
             &instances,
             chrono_tz::UTC,
             true,
-            false,
             &SpecCache::default(),
             &InstanceCalendars::default(),
             &|_| None,
@@ -321,23 +335,11 @@ mod tests {
     }
 
     #[test]
-    fn a_sharded_task_has_no_instances_and_a_disabled_task_none_enabled() {
+    fn a_disabled_task_has_no_instance_enabled() {
         let instances = [instance("a", "* * * * * *")];
-        let (accepted, refused) = check_instances(
-            &instances,
-            chrono_tz::UTC,
-            true,
-            true,
-            &SpecCache::default(),
-            &InstanceCalendars::default(),
-            &|_| None,
-        );
-        assert!(accepted.is_empty());
-        assert!(refused[0].1.contains("has shards"), "{refused:?}");
         let (accepted, _) = check_instances(
             &instances,
             chrono_tz::UTC,
-            false,
             false,
             &SpecCache::default(),
             &InstanceCalendars::default(),
@@ -372,7 +374,6 @@ mod tests {
             &instances,
             chrono_tz::UTC,
             true,
-            false,
             &SpecCache::default(),
             &InstanceCalendars::default(),
             &|limit| (limit != "declared").then(|| format!("limit `{limit}` is not declared")),
@@ -444,7 +445,6 @@ mod tests {
             &instances,
             chrono_tz::UTC,
             true,
-            false,
             &SpecCache::default(),
             &calendars,
             &|_| None,

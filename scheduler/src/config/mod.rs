@@ -58,6 +58,7 @@ pub use error::ConfigError;
 pub use file::FileSource;
 #[cfg(feature = "http-config")]
 pub use http::{HttpSource, HttpSourceBuilder};
+pub(crate) use instances::InstanceCalendars;
 pub use instances::{DesiredInstance, InstanceConfig};
 pub use settings::{
     ConfigSettings, DEFAULT_HTTP_TIMEOUT, ENV_CONFIG, ENV_CONFIG_HEADERS, ENV_CONFIG_POLL_INTERVAL,

@@ -378,7 +378,6 @@ pub(crate) fn validate_with(
             &entry.instances,
             zone.unwrap_or(default_tz),
             entry.enabled,
-            shards > 1 || broadcast,
             specs,
             &super::instances::InstanceCalendars {
                 named: Some(&doc.calendars),

@@ -163,6 +163,16 @@ pub(crate) fn task_window(
     })
 }
 
+/// The last good config document the `view` holds, as a [`Schedules`](crate::Schedules)
+/// handle reads the calendars its instances name from.
+pub(crate) fn documents(view: &Arc<RwLock<ConfigView>>) -> crate::schedules::Documents {
+    let view = Arc::clone(view);
+    Arc::new(move || {
+        let view = view.read().unwrap_or_else(|p| p.into_inner());
+        view.document.as_ref().map(|(doc, _)| Arc::clone(doc))
+    })
+}
+
 /// The service levels of the config this node applied, as the services that judge them read
 /// them.
 #[derive(Clone)]

@@ -254,6 +254,11 @@ impl Engine {
         config_sync::task_window(&self.shared.config_view, &self.shared.registry)
     }
 
+    /// The config document this node applied last, read at each call.
+    pub(crate) fn config_documents(&self) -> crate::schedules::Documents {
+        config_sync::documents(&self.shared.config_view)
+    }
+
     /// Runs until `shutdown` completes, then drains: stops claiming, tells handlers to stop
     /// through their context, waits up to the shutdown timeout, stops what is left and hands
     /// its ticks over to other nodes, and returns.

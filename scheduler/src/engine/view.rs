@@ -131,6 +131,12 @@ impl EngineView {
         super::config_sync::task_window(&self.0.config_view, &self.0.registry)(task)
     }
 
+    /// The config document this node applied last, read at each call.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    pub(crate) fn config_documents(&self) -> crate::schedules::Documents {
+        super::config_sync::documents(&self.0.config_view)
+    }
+
     /// A stored schedule, compiled (and kept compiled, as the engine's claims use it).
     pub(crate) fn schedule(
         &self,

@@ -102,7 +102,14 @@ pub fn plan(
     let mine =
         instance_shards::plan_instance_nodes(validated, &rows, db_now, node_id, &mut changes);
     report.created.extend(mine);
-    config_instances::plan_config_instances(validated, &rows, db_now, &mut changes, &mut report);
+    config_instances::plan_config_instances(
+        validated,
+        &rows,
+        db_now,
+        node_id,
+        &mut changes,
+        &mut report,
+    );
 
     for name in &validated.absent {
         report.absent.push(name.clone());

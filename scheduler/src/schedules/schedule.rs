@@ -13,7 +13,7 @@ use crate::store::{InstanceTags, InstanceWrite};
 
 /// An instance to make or change with [`Schedules::upsert`](crate::Schedules::upsert): a task,
 /// a key, a cron (required), a zone (UTC unless set) and arguments (none unless set); its own
-/// owners, labels and shared limit (its task's unless set).
+/// owners, labels, shared limit, service levels and calendar (its task's unless set).
 ///
 /// ```
 /// use scheduler::Schedule;
@@ -41,6 +41,7 @@ pub struct Schedule {
     labels: BTreeMap<String, String>,
     limit: Option<String>,
     sla: Option<crate::config::TaskSla>,
+    calendar: Option<String>,
 }
 
 /// A jitter window as given: a duration, or text still to be read as one.
@@ -117,7 +118,37 @@ impl Schedule {
             labels: BTreeMap::new(),
             limit: None,
             sla: None,
+            calendar: None,
         }
+    }
+
+    /// Its own calendar, in place of its task's: the name of one of the `calendars` of the
+    /// config document the node applied, read in the instance's zone, its blocked ticks handled
+    /// as its task's entry's `on_blocked` says (skipped without one), as a config instance's
+    /// `calendar` is. Its rules are written with the instance: a later change of the document's
+    /// calendar reaches it at its next upsert. A name the document does not have is refused
+    /// ([`InstanceRefusal::BadCalendar`](crate::InstanceRefusal::BadCalendar)), nothing written;
+    /// a handle without a document ([`Schedules::new`](crate::Schedules::new) unless given one
+    /// with [`Schedules::with_config`](crate::Schedules::with_config)) knows no calendar.
+    /// Default: its task's (its config entry's `calendar`), if any.
+    ///
+    /// ```
+    /// use scheduler::Schedule;
+    ///
+    /// let schedule = Schedule::new("syncAdvertiserReport", "tenant-42")
+    ///     .cron("0 0 9 * * *")
+    ///     .timezone("Asia/Shanghai")
+    ///     .calendar("cn-holidays");
+    /// assert_eq!(schedule.calendar_name(), Some("cn-holidays"));
+    /// ```
+    pub fn calendar(mut self, name: impl Into<String>) -> Self {
+        self.calendar = Some(name.into());
+        self
+    }
+
+    /// The name of its own calendar, if it names one ([`calendar`](Self::calendar)).
+    pub fn calendar_name(&self) -> Option<&str> {
+        self.calendar.as_deref()
     }
 
     /// Its own service levels, in place of its task's: the shape of a config entry's `sla`

@@ -46,6 +46,7 @@ fn record(write: &InstanceWrite, next: Option<DateTime<Utc>>) -> InstanceRecord 
         source: crate::store::InstanceSource::Runtime,
         tags: write.tags.clone(),
         limit: write.limit.clone(),
+        calendar: write.calendar.clone(),
     }
 }
 

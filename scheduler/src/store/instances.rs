@@ -100,6 +100,9 @@ pub struct InstanceWrite {
     pub tags: InstanceTags,
     /// The limit shared by tasks its runs hold (`None`: its task's).
     pub limit: Option<String>,
+    /// Its own calendar, stored form (`TaskCalendar`'s; `None`: its task's, read by the claim
+    /// from the task's row).
+    pub calendar: Option<String>,
 }
 
 impl InstanceWrite {
@@ -121,7 +124,15 @@ impl InstanceWrite {
             jitter: None,
             tags: InstanceTags::default(),
             limit: None,
+            calendar: None,
         }
+    }
+
+    /// With its own calendar `calendar` (stored form; `None`: its task's), as resolved by the
+    /// caller.
+    pub fn calendar(mut self, calendar: Option<String>) -> Self {
+        self.calendar = calendar;
+        self
     }
 
     /// With its own owners and labels `tags` (empty: its task's).
@@ -180,6 +191,9 @@ pub struct InstanceRecord {
     pub tags: InstanceTags,
     /// Its own limit shared by tasks (`None`: its task's).
     pub limit: Option<String>,
+    /// The calendar its row holds, stored form: its own (a config instance's: its own, else its
+    /// task's as the document had it); `None`: its task's, read by the claim.
+    pub calendar: Option<String>,
 }
 
 /// The task's own row, as an upsert of one of its instances reads it.

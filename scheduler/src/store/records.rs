@@ -173,6 +173,7 @@ pub(crate) fn instance_record(row: &impl ReadRow) -> Result<InstanceRecord, sqlx
         source: InstanceSource::parse(row.text_opt("instance_source")?.as_deref()),
         tags: instance_tags(row)?,
         limit: row.text_opt("limit_name")?,
+        calendar: row.text_opt("calendar")?,
     })
 }
 

@@ -30,6 +30,7 @@ mod cancel;
 mod catch_up;
 mod channels;
 mod commit_outcome;
+mod config_instance_shards;
 mod config_instances;
 mod connecting;
 mod connections;

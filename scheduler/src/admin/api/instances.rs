@@ -91,6 +91,11 @@ pub(crate) struct InstanceView {
     /// breaches are judged in place of its task's (`null`: its task's).
     #[schema(value_type = Option<Object>)]
     sla: Option<serde_json::Value>,
+    /// The calendar its row holds, by the names of the config document's `calendars` it was
+    /// made of (joined by `+`; `inline`: rules written on a task entry): its own, or for one the
+    /// config declares its own else its task's as the document had it. `null`: its task's, if
+    /// any, read at each claim.
+    calendar: Option<String>,
     /// Who owns it: `config` (declared in the config document: the reconciler changes it, an
     /// upsert of its key is refused) or `runtime` (made through `Schedules` or the API).
     source: &'static str,
@@ -167,6 +172,7 @@ impl InstanceView {
             owners: instance.tags.owners,
             labels: instance.tags.labels,
             limit: instance.limit,
+            calendar: crate::schedules::shown_calendar(s.calendar.as_deref()),
             source: instance.source.as_str(),
             enabled: s.enabled,
             paused: pause.is_some(),

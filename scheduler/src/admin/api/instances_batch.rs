@@ -64,6 +64,8 @@ struct BatchInstanceView {
     /// Its own service levels, the `sla` block as written (`null`: its task's).
     #[schema(value_type = Option<Object>)]
     sla: Option<crate::config::TaskSla>,
+    /// Its own calendar, by the name of the document's calendar (`null`: its task's).
+    calendar: Option<String>,
 }
 
 /// What became of one instance of a batch.
@@ -99,8 +101,8 @@ struct BatchResult {
 
 /// Makes or changes a batch of the task's instances, each as `PUT
 /// /api/tasks/{name}/instances/{key}` does one, in one transaction of the store: a list of at
-/// most 1,000 (`{"key": ..., "cron": ..., "timezone": ..., "args": ...}`, the body at most
-/// 2 MiB). Each instance is answered on its own, in order: written (`status` 200, the instance),
+/// most 1,000 (`{"key": ..., "cron": ..., "timezone": ..., "args": ..., "calendar": ...}`, the
+/// body at most 2 MiB). Each instance is answered on its own, in order: written (`status` 200, the instance),
 /// or refused with the status and reason its single `PUT` would have had (a bad key, cron or
 /// zone, arguments over 64 KiB: 400; a task this node does not register or the store does not
 /// have: 404; a task with shards, a key the config declares: 409); a refusal refuses that
@@ -152,6 +154,7 @@ async fn upsert_instances(
                     labels: written.labels,
                     limit: written.limit,
                     sla: written.sla,
+                    calendar: written.calendar,
                 }),
                 error: None,
                 message: None,

@@ -69,6 +69,10 @@ pub(super) struct InstanceTagsRequest {
     /// `remind_every`), checked as it is. Absent: its task's.
     #[schema(value_type = Option<Object>)]
     sla: Option<crate::config::TaskSla>,
+    /// Its own calendar in place of its task's: the name of one of the `calendars` of the config
+    /// document this node applied (its rules written with it; a name the document does not
+    /// have is a 400 naming it). Absent: its task's.
+    calendar: Option<String>,
 }
 
 impl InstanceTagsRequest {
@@ -85,6 +89,9 @@ impl InstanceTagsRequest {
         }
         if let Some(sla) = self.sla {
             schedule = schedule.sla(sla);
+        }
+        if let Some(calendar) = self.calendar {
+            schedule = schedule.calendar(calendar);
         }
         schedule
     }
@@ -120,6 +127,7 @@ pub(super) fn schedules(state: &AdminState, task: &str, actor: &Actor) -> Schedu
         None => std::sync::Arc::from(Vec::new()),
     };
     Schedules::for_operator(state.engine.store().clone(), Some(registered), actor)
+        .with_documents(state.engine.config_documents())
 }
 
 /// An instance refused, as an answer: what was asked cannot be (400), the task is not known

@@ -268,8 +268,8 @@ pub enum InstancesAction {
     /// Make or change many instances of a task from a JSON file, in batches of at most 1,000.
     ///
     /// The file is a JSON list of the admin API's batch items (`PUT /api/tasks/{name}/instances`):
-    /// `[{"key": .., "cron": .., "timezone": .., "args": ..}, ...]`, `timezone` (default `UTC`)
-    /// and `args` optional; `-` reads it from stdin. Each batch is one transaction; each instance
+    /// `[{"key": .., "cron": .., "timezone": .., "args": .., "calendar": ..}, ...]`, `timezone`
+    /// (default `UTC`) and the rest optional; `-` reads it from stdin. Each batch is one transaction; each instance
     /// is written or refused alone, as `upsert` would, and audited on its own. Prints how many
     /// were written and each refusal (its place in the file, its key, why); exit status 0 once
     /// the file is written, refusals or not (`--json`: `refused` lists them), 1 when the file
@@ -342,6 +342,14 @@ pub struct InstanceUpsertArgs {
     /// (`{"start_within": "30s", "succeed_by": "08:00"}`). None: its task's.
     #[arg(long, value_name = "JSON")]
     pub sla: Option<String>,
+    /// Its own calendar, in place of its task's: the name of one of the config document's
+    /// `calendars` (the document read from --config). None: its task's.
+    #[arg(long, value_name = "NAME")]
+    pub calendar: Option<String>,
+    /// Where the config document whose `calendars` --calendar names is: a path or an
+    /// http(s):// URL [default: SCHEDULER_CONFIG]. Read only when a calendar is named.
+    #[arg(long, value_name = "LOCATION")]
+    pub config: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub actor: ActorArgs,
@@ -366,6 +374,10 @@ pub struct InstanceUpsertManyArgs {
     /// The JSON file of instances (`-`: stdin).
     #[arg(long, value_name = "FILE")]
     pub file: std::path::PathBuf,
+    /// Where the config document whose `calendars` the file's `calendar` names is: a path or
+    /// an http(s):// URL [default: SCHEDULER_CONFIG]. Read only when a calendar is named.
+    #[arg(long, value_name = "LOCATION")]
+    pub config: Option<String>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub actor: ActorArgs,

@@ -39,6 +39,21 @@ fn schedules(target: &Target, who: &Actor) -> Schedules {
     Schedules::for_operator(target.store.clone(), None, who)
 }
 
+/// The handle that writes instances as `who`, with the config document at `config` (else
+/// `SCHEDULER_CONFIG`'s) for their calendars when `named` (one of them names a calendar).
+async fn writer(
+    target: &Target,
+    who: &Actor,
+    named: bool,
+    config: Option<&str>,
+) -> crate::Result<Schedules> {
+    let writer = schedules(target, who);
+    if !named {
+        return Ok(writer);
+    }
+    Ok(writer.with_config(super::calendars::document(config).await?))
+}
+
 /// A refusal of [`Schedules`], or the store's error, as the command's error.
 fn refused(target: &Target, e: crate::Error) -> crate::Error {
     match e {
@@ -80,7 +95,7 @@ fn as_json(instance: &Instance, pause: Option<&Pause>) -> Value {
         "enabled": instance.enabled, "paused": pause.is_some(), "pause": pause,
         "next_run_at": instance.next_run_at, "next_tick": instance.next_tick,
         "owners": instance.owners, "labels": instance.labels, "limit": instance.limit,
-        "sla": instance.sla,
+        "sla": instance.sla, "calendar": instance.calendar,
         "removed": false,
     })
 }
@@ -112,6 +127,13 @@ fn describe(instance: &Instance, pause: Option<&Pause>) -> String {
                 "limit".into(),
                 instance
                     .limit
+                    .clone()
+                    .unwrap_or_else(|| "its task's".into()),
+            ],
+            vec![
+                "calendar".into(),
+                instance
+                    .calendar
                     .clone()
                     .unwrap_or_else(|| "its task's".into()),
             ],
@@ -231,9 +253,19 @@ async fn upsert(args: &InstanceUpsertArgs) -> crate::Result<String> {
         })?;
         schedule = schedule.sla(sla);
     }
+    if let Some(calendar) = &args.calendar {
+        schedule = schedule.calendar(calendar);
+    }
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
-    let written = schedules(&target, &who)
+    let writer = writer(
+        &target,
+        &who,
+        args.calendar.is_some(),
+        args.config.as_deref(),
+    )
+    .await?;
+    let written = writer
         .upsert(schedule)
         .await
         .map_err(|e| refused(&target, e))?;
@@ -268,6 +300,7 @@ struct FileItem {
     labels: Option<std::collections::BTreeMap<String, String>>,
     limit: Option<String>,
     sla: Option<crate::config::TaskSla>,
+    calendar: Option<String>,
 }
 
 impl FileItem {
@@ -294,6 +327,9 @@ impl FileItem {
         if let Some(sla) = &self.sla {
             schedule = schedule.sla(sla.clone());
         }
+        if let Some(calendar) = &self.calendar {
+            schedule = schedule.calendar(calendar);
+        }
         schedule
     }
 }
@@ -309,7 +345,7 @@ fn read_items(path: &std::path::Path) -> crate::Result<Vec<FileItem>> {
     .map_err(|e| fail(format!("cannot read {shown}: {e}")))?;
     serde_json::from_str(&text).map_err(|e| {
         fail(format!(
-            "{shown} is not a JSON list of instances ({{\"key\", \"cron\", \"timezone\", \"args\", \"owners\", \"labels\", \"limit\", \"sla\"}}): {e}"
+            "{shown} is not a JSON list of instances ({{\"key\", \"cron\", \"timezone\", \"args\", \"owners\", \"labels\", \"limit\", \"sla\", \"calendar\"}}): {e}"
         ))
     })
 }
@@ -330,7 +366,8 @@ async fn upsert_many(args: &InstanceUpsertManyArgs) -> crate::Result<String> {
         return Err(target.unknown_task(&args.task).await);
     }
     let who = actor(&args.actor);
-    let writer = schedules(&target, &who);
+    let named = items.iter().any(|item| item.calendar.is_some());
+    let writer = writer(&target, &who, named, args.config.as_deref()).await?;
     let total = items.len();
     let (mut written, mut batches, mut refusals) = (0, 0, Vec::new());
     for (n, chunk) in items.chunks(Schedules::MAX_BATCH).enumerate() {

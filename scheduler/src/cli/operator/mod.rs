@@ -16,12 +16,13 @@
 //!
 //! Files: `args.rs` the commands' arguments, `target.rs` opening the store and what every
 //! command shares, `status.rs`,
-//! `history.rs` (`runs`, `logs`), `instances.rs` (`instances ...`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`),
+//! `history.rs` (`runs`, `logs`), `instances.rs` (`instances ...`, the calendars they name read by `calendars.rs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`),
 //! `backfill.rs` (`backfill`, `backfill status`, `backfill cancel`).
 
 mod actions;
 mod args;
 mod backfill;
+mod calendars;
 mod history;
 mod instances;
 mod status;

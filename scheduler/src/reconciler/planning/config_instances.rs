@@ -11,6 +11,12 @@
 //! | no longer declared, its task's entry accepted | the config's | disabled, never deleted |
 //! | its task absent from the document | any | disabled with its task (`plan_instances`) |
 //! | its task's entry refused | any | left as it is |
+//!
+//! Each row above is every row of the instance: of a task with shards, its own and one per
+//! shard (`task/key[i]`); of a broadcast task, its own (pinned to no node, never run) and one
+//! per node (`task/key[@node]`, each node's made by that node's reconcile), as an instance made
+//! at run time has them (`crate::shard`). A shard past its task's count is disabled, kept, as a
+//! task's is (`plan`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +32,7 @@ pub(super) fn plan_config_instances(
     validated: &ValidatedConfig,
     rows: &BTreeMap<&str, &TaskRow>,
     db_now: DateTime<Utc>,
+    node_id: &str,
     changes: &mut Vec<TaskChange>,
     report: &mut ReconcileReport,
 ) {
@@ -48,39 +55,43 @@ pub(super) fn plan_config_instances(
                 ));
                 continue;
             }
-            // The instance as a row of its own, planned as a task's row is.
-            let as_row = DesiredTask {
+            // The instance as a task of its own, each of its rows planned as a task's row is:
+            // with its task's shards, or a row per node for a broadcast task.
+            let as_task = DesiredTask {
                 name: name.clone(),
                 enabled: instance.enabled,
                 schedule: instance.schedule.clone(),
                 sla: None,
                 owners: Vec::new(),
                 labels: BTreeMap::new(),
-                shards: 1,
-                broadcast: false,
+                shards: desired.shards,
+                broadcast: desired.broadcast,
                 instances: BTreeMap::new(),
                 // Its task's window (a config instance names none of its own).
                 jitter: desired.jitter,
                 // Its own, else (none) its task's: the claim reads the task's.
                 limit: instance.limit.clone(),
             };
-            plan_row(&name, &as_row, row, db_now, changes, report);
             let tags = InstanceTags::new(instance.owners.clone(), instance.labels.clone())
                 .with_sla(instance.sla.clone());
-            let args_changed = row.is_some_and(|r| r.args != instance.args || r.tags != tags);
-            let owned = row.is_some_and(|r| r.instance_source == InstanceSource::Config);
-            if row.is_none() || args_changed || !owned || row.is_some_and(|r| r.removed) {
-                if args_changed && !report.updated.contains(&name) {
-                    report.updated.push(name.clone());
-                    report.unchanged = report.unchanged.saturating_sub(1);
+            for row_name in instance_rows(&as_task, rows, node_id) {
+                let row = rows.get(row_name.as_str()).copied();
+                plan_row(&row_name, &as_task, row, db_now, changes, report);
+                let args_changed = row.is_some_and(|r| r.args != instance.args || r.tags != tags);
+                let owned = row.is_some_and(|r| r.instance_source == InstanceSource::Config);
+                if row.is_none() || args_changed || !owned || row.is_some_and(|r| r.removed) {
+                    if args_changed && !report.updated.contains(&row_name) {
+                        report.updated.push(row_name.clone());
+                        report.unchanged = report.unchanged.saturating_sub(1);
+                    }
+                    changes.push(TaskChange::ConfigInstance {
+                        name: row_name,
+                        task: desired.name.clone(),
+                        key: instance.key.clone(),
+                        args: instance.args.clone(),
+                        tags: tags.clone(),
+                    });
                 }
-                changes.push(TaskChange::ConfigInstance {
-                    name,
-                    task: desired.name.clone(),
-                    key: instance.key.clone(),
-                    args: instance.args.clone(),
-                    tags,
-                });
             }
         }
     }
@@ -101,4 +112,31 @@ pub(super) fn plan_config_instances(
         }
         super::disable_kept(row, changes, report);
     }
+}
+
+/// The rows of a config instance planned as the task `instance` (named `task/key`, with its
+/// task's shards and broadcast): its own row (shard 0; a broadcast's, pinned to no node, never
+/// run), each shard's (`task/key[i]`), and for a broadcast task this node's (`task/key[@node]`,
+/// made by this node's reconcile, as its row of the task is) and every other node's it has.
+/// The rows an instance made at run time has (`crate::shard`), planned as its task's are.
+fn instance_rows(
+    instance: &DesiredTask,
+    rows: &BTreeMap<&str, &TaskRow>,
+    node_id: &str,
+) -> Vec<String> {
+    let mut names: Vec<String> = (0..instance.shards.max(1))
+        .map(|index| crate::shard::row_name(&instance.name, index))
+        .collect();
+    if instance.broadcast {
+        names.push(crate::shard::node_row(&instance.name, node_id));
+        for row in rows.values() {
+            if crate::shard::row_node(&row.name).is_some()
+                && crate::shard::group_row(&row.name) == instance.name
+                && !names.contains(&row.name)
+            {
+                names.push(row.name.clone());
+            }
+        }
+    }
+    names
 }

@@ -346,6 +346,7 @@ async fn write_row_on<D: Dialect>(
         labels.as_deref(),
         write.limit.as_deref(),
         write.tags.sla.as_deref(),
+        write.calendar.as_deref(),
     ];
     let statement = Statement {
         operation,

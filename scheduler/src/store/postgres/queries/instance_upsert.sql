@@ -5,13 +5,14 @@
 -- for $13, until $14; NULL: none) is taken by a row not paused, as pause_instances.sql gives it;
 -- a row paused keeps its pause. Its own owners $15 and labels $16 (JSON text; NULL: its task's)
 -- and its own limit $17 (NULL: its task's) and its own levels $18 (the `sla`
--- block as JSON text; NULL: its task's) are written as given. Returns the row as written.
+-- block as JSON text; NULL: its task's) are written as given, and its own calendar $19 (stored
+-- form; NULL: its task's, read by the claim). Returns the row as written.
 INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at, disabled_at,
                              instance_of, instance_key, args, next_tick, jitter_ms,
                              paused_at, paused_by, pause_reason, pause_until, owners, labels,
-                             limit_name, sla)
+                             limit_name, sla, calendar)
 VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 THEN NULL ELSE now() END, $6, $7, $8, $9, $10,
-        $11, $12, $13, $14, $15, $16, $17, $18)
+        $11, $12, $13, $14, $15, $16, $17, $18, $19)
 ON CONFLICT (name) DO UPDATE
 SET cron = excluded.cron,
     timezone = excluded.timezone,
@@ -26,6 +27,7 @@ SET cron = excluded.cron,
     labels = excluded.labels,
     limit_name = excluded.limit_name,
     sla = excluded.sla,
+    calendar = excluded.calendar,
     removed_at = NULL,
     paused_at = coalesce(scheduler_tasks.paused_at, excluded.paused_at),
     paused_by = CASE WHEN scheduler_tasks.paused_at IS NULL THEN excluded.paused_by
@@ -37,4 +39,4 @@ SET cron = excluded.cron,
     updated_at = now()
 RETURNING instance_of AS task, instance_key AS key, cron, timezone, args, enabled, next_run_at,
        next_tick, jitter_ms, last_scheduled_at, removed_at IS NOT NULL AS removed, instance_source,
-       owners, labels, sla, limit_name
+       owners, labels, sla, limit_name, calendar

@@ -1,6 +1,6 @@
 -- Instance row ?1 (task ?2, key ?3), removed ones left out: read by its name alone.
 SELECT instance_of AS task, instance_key AS key, cron, timezone, args, enabled, next_run_at,
        next_tick, jitter_ms, last_scheduled_at, removed_at IS NOT NULL AS removed, instance_source,
-       owners, labels, sla, limit_name
+       owners, labels, sla, limit_name, calendar
 FROM scheduler_tasks
 WHERE name = ?1 AND instance_of = ?2 AND instance_key = ?3 AND removed_at IS NULL

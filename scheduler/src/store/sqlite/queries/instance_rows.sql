@@ -1,6 +1,6 @@
 -- Instance rows named in ?1 (a JSON array; removed ones too); the write transaction holds them.
 SELECT name, instance_of AS task, instance_key AS key, cron, timezone, args, enabled, next_run_at,
        next_tick, jitter_ms, last_scheduled_at, removed_at IS NOT NULL AS removed, instance_source,
-       owners, labels, sla, limit_name
+       owners, labels, sla, limit_name, calendar
 FROM scheduler_tasks
 WHERE name IN (SELECT value FROM json_each(?1)) AND instance_of IS NOT NULL

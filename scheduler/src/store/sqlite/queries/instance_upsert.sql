@@ -6,13 +6,14 @@
 -- pause_instances.sql gives it; a row paused keeps its pause. Its own owners ?16 and labels ?17
 -- (JSON text; NULL: its task's) and its own limit ?18 (NULL: its task's) and its own levels ?19 (the `sla`
 -- block as JSON text; NULL: its task's) are written as given.
+-- Its own calendar ?20 (stored form; NULL: its task's, read by the claim) likewise.
 -- Returns the row as written.
 INSERT INTO scheduler_tasks (name, cron, timezone, enabled, next_run_at, disabled_at, created_at,
                              updated_at, instance_of, instance_key, args, next_tick, jitter_ms,
                              paused_at, paused_by, pause_reason, pause_until, owners, labels,
-                             limit_name, sla)
+                             limit_name, sla, calendar)
 VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?4 THEN NULL ELSE ?9 END, ?9, ?9, ?6, ?7, ?8, ?10, ?11,
-        ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)
+        ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)
 ON CONFLICT (name) DO UPDATE
 SET cron = excluded.cron,
     timezone = excluded.timezone,
@@ -27,6 +28,7 @@ SET cron = excluded.cron,
     labels = excluded.labels,
     limit_name = excluded.limit_name,
     sla = excluded.sla,
+    calendar = excluded.calendar,
     removed_at = NULL,
     paused_at = coalesce(scheduler_tasks.paused_at, excluded.paused_at),
     paused_by = CASE WHEN scheduler_tasks.paused_at IS NULL THEN excluded.paused_by
@@ -38,4 +40,4 @@ SET cron = excluded.cron,
     updated_at = ?9
 RETURNING instance_of AS task, instance_key AS key, cron, timezone, args, enabled, next_run_at,
        next_tick, jitter_ms, last_scheduled_at, removed_at IS NOT NULL AS removed, instance_source,
-       owners, labels, sla, limit_name
+       owners, labels, sla, limit_name, calendar
