@@ -619,11 +619,10 @@ async fn failures_on_two_nodes_fold_into_one_incident_and_one_alert(db: &TestDb)
     state.failing.store(true, Ordering::SeqCst);
     let start_node = |id: &str| {
         let webhook = scheduler::webhook::WebhookSettings::new(&url, SECRET).unwrap();
+        let config = doc(vec![entry("inc.flaky", "* * * * * *")]);
         start(
-            node(db, id, tasks("inc.flaky"))
-                .config_document(doc(vec![entry("inc.flaky", "* * * * * *")]))
+            node_with(db, id, tasks("inc.flaky"), config, &state)
                 .webhook(webhook)
-                .state(Arc::clone(&state))
                 .build()
                 .unwrap(),
         )
@@ -662,17 +661,10 @@ async fn failures_on_two_nodes_fold_into_one_incident_and_one_alert(db: &TestDb)
 /// what it lifted, lifting again changes nothing, an unknown task is an error, and a snooze
 /// without an end is refused.
 async fn the_snooze_and_pause_commands_set_and_lift_what_they_name(db: &TestDb) {
-    let n = start(
-        node(db, "a", tasks("inc.flaky"))
-            .config_document(doc(vec![entry("inc.flaky", YEARLY)]))
-            .state(Arc::new(Switches::default()))
-            .build()
-            .unwrap(),
-    );
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.tasks().await.len() == 1
-    })
-    .await;
+    let config = doc(vec![entry("inc.flaky", YEARLY)]);
+    let state = Arc::new(Switches::default());
+    let builder = node_with(db, "a", tasks("inc.flaky"), config, &state);
+    let n = started(db, builder, &["inc.flaky"]).await;
     n.stop().await;
     let cli = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))

@@ -83,20 +83,13 @@ async fn alerting_node(
 ) -> (RunningNode, Got, tokio::task::JoinHandle<()>) {
     let (url, got, server) = receiver().await;
     let webhook = scheduler::webhook::WebhookSettings::new(&url, WHSEC).unwrap();
-    let n = start(
-        node(db, "a", tasks("isla."))
-            .config_document(config)
-            .poll_interval(Duration::from_millis(500))
-            .webhook(webhook)
-            // No missed-run alerts: the ticks here are late on purpose.
-            .missed_grace(Duration::from_secs(3600))
-            .build()
-            .unwrap(),
-    );
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("isla.strict").await.is_some() && db.try_task("isla.calm").await.is_some()
-    })
-    .await;
+    let builder = node(db, "a", tasks("isla."))
+        .config_document(config)
+        .poll_interval(Duration::from_millis(500))
+        .webhook(webhook)
+        // No missed-run alerts: the ticks here are late on purpose.
+        .missed_grace(Duration::from_secs(3600));
+    let n = started(db, builder, &["isla.strict", "isla.calm"]).await;
     (n, got, server)
 }
 

@@ -308,17 +308,10 @@ async fn a_resume_starts_the_next_tick_at_its_offset(db: &TestDb) {
         runs: Mutex::default(),
         clock: db.clock().cloned(),
     });
-    let scheduler = node(db, "a", tasks("jitresume."))
-        .config_document(doc(vec![entry("jitresume.task", CRON)]))
-        .state(Arc::clone(&log))
-        .build()
-        .unwrap();
-    let schedules = scheduler.schedules();
-    let running = start(scheduler);
-    wait_until(Duration::from_secs(60), "the task's row", || async {
-        db.try_task("jitresume.task").await.is_some()
-    })
-    .await;
+    let config = doc(vec![entry("jitresume.task", CRON)]);
+    let builder = node_with(db, "a", tasks("jitresume."), config, &log);
+    let running = started(db, builder, &["jitresume.task"]).await;
+    let schedules = running.schedules.clone();
     for schedule in [
         Schedule::new("jitresume.task", "i-1").cron(CRON),
         Schedule::new("jitresume.task", "i-2")

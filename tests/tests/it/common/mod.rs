@@ -12,7 +12,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use scheduler::config::{ConfigDocument, TaskConfig};
 use scheduler::store::Store;
-use scheduler::{Scheduler, SchedulerBuilder, TaskContext, TaskRegistry};
+use scheduler::{Scheduler, SchedulerBuilder, Schedules, TaskContext, TaskRegistry};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 mod db;
 mod nodes;
 pub use db::TestDb;
-pub use nodes::{AdminNode, admin_node, node_with, started};
+pub use nodes::{AdminNode, admin_node, node_with, rows_written, started, started_all};
 
 /// What handlers saw, shared with them as scheduler state.
 #[derive(Default)]
@@ -192,6 +192,8 @@ pub fn node(db: &TestDb, id: &str, registry: TaskRegistry) -> SchedulerBuilder {
 pub struct RunningNode {
     pub stop: CancellationToken,
     pub handle: JoinHandle<scheduler::Result<()>>,
+    /// Its handle on the instances of its tasks (`Scheduler::schedules`, audited as by it).
+    pub schedules: Schedules,
 }
 
 impl RunningNode {
@@ -208,8 +210,13 @@ impl RunningNode {
 pub fn start(scheduler: Scheduler) -> RunningNode {
     let stop = CancellationToken::new();
     let s = stop.clone();
+    let schedules = scheduler.schedules();
     let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
-    RunningNode { stop, handle }
+    RunningNode {
+        stop,
+        handle,
+        schedules,
+    }
 }
 
 pub use scheduler_tests::wait_until;
