@@ -666,21 +666,7 @@ async fn the_snooze_and_pause_commands_set_and_lift_what_they_name(db: &TestDb) 
     let builder = node_with(db, "a", tasks("inc.flaky"), config, &state);
     let n = started(db, builder, &["inc.flaky"]).await;
     n.stop().await;
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-            .args(args)
-            .args(["--actor", "ops-bob"])
-            .args(db.cli_store_args())
-            .env_remove("DATABASE_URL")
-            .env_remove("SCHEDULER_DATABASE_URL")
-            .env_remove("SCHEDULER_SCHEMA")
-            .output()
-            .expect("run the application binary");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap(),
-        )
-    };
+    let cli = |args: &[&str]| run_app(db, &[args, &["--actor", "ops-bob"]].concat());
 
     let (code, out) = cli(&[
         "snooze",

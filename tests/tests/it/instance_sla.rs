@@ -5,12 +5,10 @@
 
 use crate::common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::TimeDelta;
 use common::*;
-use reqwest::StatusCode;
 use scheduler::config::{TaskConfig, TaskSla};
 use scheduler::{Schedule, Schedules, task};
 use serde_json::{Value, json};
@@ -37,32 +35,8 @@ async fn isla_calm() {
     tokio::time::sleep(Duration::from_secs(3)).await;
 }
 
-/// What a webhook receiver on 127.0.0.1 took: each request's JSON body.
-type Got = Arc<Mutex<Vec<Value>>>;
-
-/// A webhook receiver on a free port of 127.0.0.1 that takes everything.
-async fn receiver() -> (String, Got, tokio::task::JoinHandle<()>) {
-    let got: Got = Arc::default();
-    let sink = Arc::clone(&got);
-    let app = axum::Router::new().fallback(move |body: String| {
-        let sink = Arc::clone(&sink);
-        async move {
-            sink.lock()
-                .unwrap()
-                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-            StatusCode::NO_CONTENT
-        }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let handle = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    (url, got, handle)
-}
-
 /// The events of type `kind` about row `row` the receiver took.
-fn of(got: &Got, kind: &str, row: &str) -> Vec<Value> {
+fn of(got: &Bodies, kind: &str, row: &str) -> Vec<Value> {
     got.lock()
         .unwrap()
         .iter()
@@ -80,8 +54,8 @@ fn sla(levels: Value) -> TaskSla {
 async fn alerting_node(
     db: &TestDb,
     config: scheduler::config::ConfigDocument,
-) -> (RunningNode, Got, tokio::task::JoinHandle<()>) {
-    let (url, got, server) = receiver().await;
+) -> (RunningNode, Bodies, tokio::task::JoinHandle<()>) {
+    let (url, got, server) = webhook_receiver().await;
     let webhook = scheduler::webhook::WebhookSettings::new(&url, WHSEC).unwrap();
     let builder = node(db, "a", tasks("isla."))
         .config_document(config)

@@ -165,20 +165,7 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
     assert!(got.to_string().contains("sla.succeed_by"), "{got}");
 
     // The command line.
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-            .args(args)
-            .args(db.cli_store_args())
-            .env_remove("DATABASE_URL")
-            .env_remove("SCHEDULER_DATABASE_URL")
-            .env_remove("SCHEDULER_SCHEMA")
-            .output()
-            .expect("run the application binary");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap(),
-        )
-    };
+    let cli = |args: &[&str]| run_app(db, args);
     let (code, out) = cli(&[
         "instances",
         "upsert",

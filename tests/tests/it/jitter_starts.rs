@@ -122,14 +122,7 @@ async fn starts_at_its_offset(
 
 /// The application binary's `instances upsert`, as an operator runs it (no registry, no config).
 fn cli_upsert(db: &TestDb, task: &str, key: &str, cron: &str) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-        .args(["instances", "upsert", task, key, "--cron", cron])
-        .args(db.cli_store_args())
-        .env_remove("DATABASE_URL")
-        .env_remove("SCHEDULER_DATABASE_URL")
-        .env_remove("SCHEDULER_SCHEMA")
-        .output()
-        .expect("run the application binary");
+    let out = app_output(db, &["instances", "upsert", task, key, "--cron", cron]);
     assert!(
         out.status.success(),
         "{}{}",

@@ -146,20 +146,7 @@ fn with_limits(mut doc: ConfigDocument, limits: &[(&str, i64)]) -> ConfigDocumen
 
 /// The most handlers running at once among `spans` (of any task), by their own record.
 fn most_at_once(spans: &[Span]) -> usize {
-    let far = Instant::now() + Duration::from_secs(3600);
-    let mut events: Vec<(Instant, i32)> = Vec::new();
-    for s in spans {
-        events.push((s.3, 1));
-        events.push((s.4.unwrap_or(far), -1));
-    }
-    // An end and a start at the same instant: the end first.
-    events.sort();
-    let (mut now, mut most) = (0i32, 0i32);
-    for (_, d) in events {
-        now += d;
-        most = most.max(now);
-    }
-    usize::try_from(most).unwrap_or(0)
+    common::most_at_once(spans.iter().map(|s| (s.3, s.4)))
 }
 
 /// Every tick of `task` (an every-second cron) from its first run's to its last run's either
