@@ -67,17 +67,6 @@ async fn alerting_node(
     (n, got, server)
 }
 
-/// Waits until every alert written to the outbox was delivered.
-async fn delivered(db: &TestDb) {
-    wait_until(Duration::from_secs(60), "the outbox delivered", || async {
-        db.outbox()
-            .await
-            .iter()
-            .all(|(_, state)| state != "pending")
-    })
-    .await;
-}
-
 /// `isla.strict`'s entry warns after 1 s, `isla.calm`'s names no levels; every run works 3 s.
 /// Made by a handle of the store (not the running node): `isla.strict/plain` (none of its own)
 /// raises `task.slow` by its task's 1 s, `isla.strict/lenient` (its own: 1 h) none;
@@ -157,7 +146,7 @@ async fn an_instance_s_own_warn_after_judges_its_runs_and_a_sibling_takes_its_ta
         },
     )
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     n.stop().await;
 
     let plain = of(&got, "task.slow", "isla.strict/plain");
@@ -216,7 +205,7 @@ async fn an_instance_s_own_start_within_raises_its_late_tick(db: &TestDb) {
     .await;
     // The watch keeps judging: a few more passes.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     n.stop().await;
 
     let late = of(&got, "task.late", "isla.calm/late");
@@ -287,7 +276,7 @@ async fn an_instance_s_own_deadline_is_read_in_its_own_zone_and_met_by_its_own_r
         || async { !of(&got, "task.deadline_missed", "isla.calm/report").is_empty() },
     )
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     n.stop().await;
 
     let kept = db.runs(Some("isla.calm")).await;

@@ -24,7 +24,7 @@ mod webhook;
 pub use cli::{app_output, run_app};
 pub use db::TestDb;
 pub use nodes::{AdminNode, admin_node, node_with, rows_written, started, started_all};
-pub use webhook::{Bodies, webhook_receiver};
+pub use webhook::{Bodies, outbox_delivered, webhook_receiver};
 
 /// What handlers saw, shared with them as scheduler state.
 #[derive(Default)]

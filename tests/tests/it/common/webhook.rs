@@ -1,10 +1,13 @@
 //! A webhook receiver on a free port of 127.0.0.1 that takes everything, for a test that judges
-//! the alerts a node sent by what the receiver took.
+//! the alerts a node sent by what the receiver took, and the wait for them to be sent.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::task::JoinHandle;
+
+use super::{TestDb, wait_until};
 
 /// What a receiver took: each request's JSON body (`null` for a body that is not JSON).
 pub type Bodies = Arc<Mutex<Vec<Value>>>;
@@ -29,4 +32,15 @@ pub async fn webhook_receiver() -> (String, Bodies, JoinHandle<()>) {
         axum::serve(listener, app).await.unwrap();
     });
     (url, got, handle)
+}
+
+/// Waits until every alert written to the outbox was delivered (none is pending).
+pub async fn outbox_delivered(db: &TestDb) {
+    wait_until(Duration::from_secs(60), "the outbox delivered", || async {
+        db.outbox()
+            .await
+            .iter()
+            .all(|(_, state)| state != "pending")
+    })
+    .await;
 }
