@@ -2,68 +2,20 @@
 //!
 //! The context never exposes the lock: renewing it is the watchdog's job (see [`crate::engine`]).
 
-use std::any::{Any, TypeId, type_name};
-use std::collections::HashMap;
+use std::any::type_name;
 use std::fmt;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
-/// Typed application state shared with every handler (database pools, HTTP clients, ...).
-///
-/// Filled through [`SchedulerBuilder::state`](crate::SchedulerBuilder::state) and read with
-/// [`TaskContext::state`].
-#[derive(Clone, Default)]
-pub(crate) struct StateMap {
-    values: Arc<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
-}
+mod args;
+mod state;
 
-impl StateMap {
-    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
-        Arc::make_mut(&mut self.values).insert(TypeId::of::<T>(), Arc::new(value));
-    }
-
-    fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.values.get(&TypeId::of::<T>())?.downcast_ref::<T>()
-    }
-}
-
-impl fmt::Debug for StateMap {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StateMap")
-            .field("len", &self.values.len())
-            .finish()
-    }
-}
-
-/// The state a handler asked for is not there: it was never registered with the scheduler, or
-/// the task runs with `isolation = "process"`, in a child process that holds no shared state.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{}", self.message())]
-pub struct MissingState {
-    type_name: &'static str,
-    /// The name of the task, when it runs in a child process of its own.
-    isolated_task: Option<Arc<str>>,
-}
-
-impl MissingState {
-    fn message(&self) -> String {
-        let type_name = self.type_name;
-        match &self.isolated_task {
-            None => format!(
-                "no shared state of type `{type_name}` was registered; add it with \
-                 `Scheduler::builder().state(value)`"
-            ),
-            Some(task) => format!(
-                "shared state (`{type_name}`) is not available to task `{task}`: it runs with \
-                 `isolation = \"process\"`, in a child process that does not share the node's \
-                 memory; build what the handler needs inside the handler, or run the task \
-                 in-process to use shared state"
-            ),
-        }
-    }
-}
+pub use args::ArgsError;
+use args::RunInstance;
+pub use state::MissingState;
+pub(crate) use state::StateMap;
 
 /// A handler stopped before finishing its work because it was asked to (the node is shutting
 /// down, or the run's lock could not be kept).
@@ -84,29 +36,6 @@ impl Interrupted {
             reason: reason.into(),
         }
     }
-}
-
-/// Arguments of an instance that do not decode as the type a handler asked for
-/// ([`TaskContext::args`]): returned with `?`, the run is recorded failed with this message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the arguments of {} do not decode as `{type_name}`: {reason}",
-    match key { Some(key) => format!("instance `{task}/{key}`"), None => format!("task `{task}` (a run without arguments reads JSON `null`)") }
-)]
-pub struct ArgsError {
-    task: String,
-    key: Option<String>,
-    type_name: &'static str,
-    reason: String,
-}
-
-/// The instance a run serves (its key; `None`: the task's own row) and the arguments it reads
-/// as JSON text: the instance's own, or those a manual run was asked with (see
-/// [`Schedules`](crate::Schedules)).
-#[derive(Debug)]
-struct RunInstance {
-    key: Option<String>,
-    args: Option<String>,
 }
 
 /// Everything a task handler knows about the run it serves.
@@ -186,28 +115,17 @@ impl TaskContext {
 
     /// Marks the run as instance `key`'s, with its arguments as JSON text (from its claim).
     pub(crate) fn with_instance(mut self, key: &str, args: Option<String>) -> Self {
-        self.instance = Some(Arc::new(RunInstance {
-            key: Some(key.to_owned()),
-            args,
-        }));
+        self.instance = Some(Arc::new(RunInstance::keyed(key, args)));
         self
     }
 
     /// The run of the row `row` (a task's own, a shard's, or an instance's `task/key`) with the
     /// arguments its claim gave it (an instance's own, or a manual run's override).
-    pub(crate) fn with_row_args(self, row: &str, args: Option<String>) -> Self {
-        match (crate::instance::split_row(row), args) {
-            (Some((_, key)), args) => self.with_instance(key, args),
-            (None, Some(args)) => {
-                let mut ctx = self;
-                ctx.instance = Some(Arc::new(RunInstance {
-                    key: None,
-                    args: Some(args),
-                }));
-                ctx
-            }
-            (None, None) => self,
+    pub(crate) fn with_row_args(mut self, row: &str, args: Option<String>) -> Self {
+        if let Some(instance) = RunInstance::of_row(row, args) {
+            self.instance = Some(Arc::new(instance));
         }
+        self
     }
 
     /// Sets the run's fencing token (from its claim).
@@ -348,7 +266,7 @@ impl TaskContext {
     /// assert_eq!(ctx.key(), Some("tenant-42"));
     /// ```
     pub fn key(&self) -> Option<&str> {
-        self.instance.as_ref().and_then(|i| i.key.as_deref())
+        self.instance.as_deref().and_then(RunInstance::key)
     }
 
     /// The arguments of the instance this run serves, decoded as `T` (through serde, from the
@@ -382,18 +300,7 @@ impl TaskContext {
     /// assert!(bad.args::<Tenant>().unwrap_err().to_string().contains("invalid type"));
     /// ```
     pub fn args<T: serde::de::DeserializeOwned>(&self) -> Result<T, ArgsError> {
-        let text = self
-            .instance
-            .as_ref()
-            .and_then(|i| i.args.as_deref())
-            .unwrap_or("null");
-        serde_json::from_str(text).map_err(|e| ArgsError {
-            task: self.task_name.to_string(),
-            key: self.key().map(str::to_owned),
-            type_name: std::any::type_name::<T>(),
-            // serde quotes the value it could not read: a secret's, perhaps.
-            reason: crate::redact::hide_secret_values(text, &e.to_string()),
-        })
+        RunInstance::decode(self.instance.as_deref(), &self.task_name)
     }
 
     /// The id of the node running this handler.
@@ -489,63 +396,5 @@ impl fmt::Debug for TaskContext {
             .field("cancelled", &self.is_cancelled())
             .field("isolated", &self.isolated)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn state_is_found_by_type() {
-        let mut state = StateMap::default();
-        state.insert(42_u32);
-        let ctx = TaskContext::standalone("demo").with_state(state);
-        assert_eq!(ctx.state::<u32>().unwrap(), &42);
-        assert!(ctx.state::<String>().is_err());
-    }
-
-    #[test]
-    fn an_isolated_handler_is_told_why_it_has_no_state() {
-        let ctx = TaskContext::isolated(
-            Arc::from("parseUploads"),
-            7,
-            Utc::now(),
-            Arc::from("node-a"),
-            CancellationToken::new(),
-        );
-        let message = ctx.state::<u32>().unwrap_err().to_string();
-        assert!(message.contains("`u32`"), "{message}");
-        assert!(message.contains("task `parseUploads`"), "{message}");
-        assert!(message.contains("isolation = \"process\""), "{message}");
-        let standalone = TaskContext::standalone("demo").state::<u32>().unwrap_err();
-        assert!(standalone.to_string().contains("was registered"));
-    }
-
-    #[test]
-    fn a_rows_arguments_are_read_and_their_secrets_kept_out_of_the_error() {
-        #[derive(Debug, serde::Deserialize)]
-        #[allow(dead_code)]
-        struct Tenant {
-            tenant: u64,
-            token: u64,
-        }
-        let args = Some(r#"{"tenant": 1, "token": "s3cr3t-value"}"#.to_owned());
-        // The task's own row with a manual run's arguments: no key, the arguments read.
-        let own = TaskContext::standalone("report").with_row_args("report", args.clone());
-        assert_eq!(own.key(), None);
-        assert_eq!(own.args::<serde_json::Value>().unwrap()["tenant"], 1);
-        let error = own.args::<Tenant>().unwrap_err().to_string();
-        assert!(!error.contains("s3cr3t-value"), "{error}");
-        assert!(error.contains(r#""***""#), "{error}");
-        // An instance's row: its key and arguments.
-        let instance = TaskContext::standalone("report").with_row_args("report/t-1", args);
-        assert_eq!(instance.key(), Some("t-1"));
-        let error = instance.args::<Tenant>().unwrap_err().to_string();
-        assert!(error.contains("instance `report/t-1`"), "{error}");
-        assert!(!error.contains("s3cr3t-value"), "{error}");
-        // No arguments: JSON null.
-        let none = TaskContext::standalone("report").with_row_args("report", None);
-        assert_eq!(none.args::<Option<u64>>().unwrap(), None);
     }
 }

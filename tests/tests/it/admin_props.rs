@@ -7,6 +7,8 @@
 //! own counter). Fixed regression cases beside: a query number too big for `u32` and a 10 MiB
 //! body.
 
+use crate::common;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +20,6 @@ use scheduler::config::{ConfigDocument, TaskConfig};
 use scheduler::store::SqliteStore;
 use scheduler::{Scheduler, TaskRegistry, task};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "props-operator-token-0123456789";
 /// Cases per property: enough to meet each endpoint many times, few enough for a debug build.
@@ -38,8 +39,7 @@ async fn props_target() {}
 
 struct Node {
     addr: SocketAddr,
-    stop: CancellationToken,
-    handle: tokio::task::JoinHandle<scheduler::Result<()>>,
+    running: common::RunningNode,
     _dir: tempfile::TempDir,
 }
 
@@ -77,25 +77,16 @@ fn start() -> Node {
         .build()
         .unwrap();
     let addr = scheduler.admin_addr().unwrap();
-    let stop = CancellationToken::new();
-    let s = stop.clone();
-    let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
     Node {
         addr,
-        stop,
-        handle,
+        running: common::start(scheduler),
         _dir: dir,
     }
 }
 
 impl Node {
     async fn stop(self) {
-        self.stop.cancel();
-        tokio::time::timeout(Duration::from_secs(60), self.handle)
-            .await
-            .expect("node stops within a minute")
-            .unwrap()
-            .expect("node ran without error");
+        self.running.stop().await;
     }
 }
 

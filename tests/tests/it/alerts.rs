@@ -189,13 +189,7 @@ async fn a_document_whose_only_news_is_a_refused_entry_reaches_the_webhook(db: &
         || async { db.task("alerts.kept").await.cron == "0 0 2 1 *" },
     )
     .await;
-    wait_until(Duration::from_secs(60), "the outbox delivered", || async {
-        db.outbox()
-            .await
-            .iter()
-            .all(|(_, state)| state != "pending")
-    })
-    .await;
+    outbox_delivered(db).await;
     n.stop().await;
     server.abort();
     let refused = got.of("config.refused");
@@ -251,13 +245,7 @@ async fn a_task_removed_from_the_config_reaches_the_webhook_once(db: &TestDb) {
         || async { db.task("alerts.kept").await.cron == "0 0 3 1 *" },
     )
     .await;
-    wait_until(Duration::from_secs(60), "the outbox delivered", || async {
-        db.outbox()
-            .await
-            .iter()
-            .all(|(_, state)| state != "pending")
-    })
-    .await;
+    outbox_delivered(db).await;
     n.stop().await;
     m.stop().await;
     server.abort();

@@ -261,23 +261,22 @@ async fn a_backfill_runs_the_missing_ticks_once_each_and_never_overlaps(db: &Tes
     running.stop().await;
 }
 
-/// A node with the admin server on a free port, with `token` if given.
-fn admin_node(
+/// A node with the admin server on a free port, with `token` if given, once the task's row is
+/// in the store; and its address.
+async fn backfill_node(
     db: &TestDb,
     id: &str,
     token: Option<&str>,
     rec: &Arc<Recorder>,
 ) -> (RunningNode, String) {
-    let mut builder = node(db, id, tasks("backfill."))
-        .config_document(doc(vec![entry(TASK, "0 * * * *")]))
-        .state(Arc::clone(rec))
-        .admin_addr("127.0.0.1:0".parse().unwrap());
+    let config = doc(vec![entry(TASK, "0 * * * *")]);
+    let mut builder = node_with(db, id, tasks("backfill."), config, rec);
     if let Some(token) = token {
         builder = builder.admin_token(token);
     }
-    let scheduler = builder.build().unwrap();
-    let addr = scheduler.admin_addr().unwrap();
-    (start(scheduler), format!("http://{addr}"))
+    let node = admin_node(db, builder, &[TASK]).await;
+    let base = node.url("");
+    (node.running, base)
 }
 
 /// The OpenAPI document's path template of `url`'s path.
@@ -343,11 +342,7 @@ async fn get(http: &reqwest::Client, url: String) -> (StatusCode, Value) {
 async fn the_admin_api_backfills_behind_the_token(db: &TestDb) {
     let t = ticks();
     let rec = Arc::new(Recorder::default());
-    let (a, base) = admin_node(db, "a", Some(TOKEN), &rec);
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task(TASK).await.is_some()
-    })
-    .await;
+    let (a, base) = backfill_node(db, "a", Some(TOKEN), &rec).await;
     let http = reqwest::Client::new();
     let url = format!("{base}/api/tasks/{TASK}/backfill");
     let range = json!({"from": t[0].to_rfc3339(), "to": t[3].to_rfc3339(), "pace_ms": 0});
@@ -363,7 +358,7 @@ async fn the_admin_api_backfills_behind_the_token(db: &TestDb) {
     )
     .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (b, tokenless) = admin_node(db, "b", None, &rec);
+    let (b, tokenless) = backfill_node(db, "b", None, &rec).await;
     let (status, body) = post(
         &http,
         format!("{tokenless}/api/tasks/{TASK}/backfill"),

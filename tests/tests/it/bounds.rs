@@ -64,18 +64,14 @@ async fn a_hostile_backfill_pace_is_refused_and_a_stored_one_stops_no_claim(db: 
         .await;
 
     let rec = Arc::new(Recorder::default());
-    let scheduler = node(db, "a", tasks("bounds."))
-        .config_document(doc(vec![
-            entry(EVERY_SECOND, "* * * * * *"),
-            entry(HOURLY, "0 * * * *"),
-        ]))
-        .state(Arc::clone(&rec))
-        .admin_addr("127.0.0.1:0".parse().unwrap())
-        .admin_token(TOKEN)
-        .build()
-        .unwrap();
-    let base = format!("http://{}", scheduler.admin_addr().unwrap());
-    let running = start(scheduler);
+    let config = doc(vec![
+        entry(EVERY_SECOND, "* * * * * *"),
+        entry(HOURLY, "0 * * * *"),
+    ]);
+    let builder = node_with(db, "a", tasks("bounds."), config, &rec).admin_token(TOKEN);
+    let node = admin_node(db, builder, &[]).await;
+    let base = node.url("");
+    let running = node.running;
 
     // The API refuses the value, naming the field and its range.
     let http = reqwest::Client::new();

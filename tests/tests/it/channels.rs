@@ -675,24 +675,16 @@ async fn owners_route_a_failure_to_two_channels_and_a_recovering_endpoint_gets_e
     // Retries in test time: the same backoff (times 3 each), from 200 ms.
     channels.retry_base = Duration::from_millis(200);
 
-    let n = start(
-        node(db, "a", tasks("chan."))
-            .config_document(doc(vec![
-                owned_entry(),
-                scheduler::config::TaskConfig {
-                    owners: vec!["bob@example.com".into()],
-                    ..entry("chan.other", "0 0 1 1 *")
-                },
-            ]))
-            .channels(channels)
-            .state(Arc::new(Recorder::default()))
-            .build()
-            .unwrap(),
-    );
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.tasks().await.len() == 2
-    })
-    .await;
+    let config = doc(vec![
+        owned_entry(),
+        scheduler::config::TaskConfig {
+            owners: vec!["bob@example.com".into()],
+            ..entry("chan.other", "0 0 1 1 *")
+        },
+    ]);
+    let rec = Arc::new(Recorder::default());
+    let builder = node_with(db, "a", tasks("chan."), config, &rec).channels(channels);
+    let n = started(db, builder, &["chan.fails", "chan.other"]).await;
     // Three failures, one after another.
     for i in 1..=3usize {
         db.set_next_run(Some("chan.fails"), Some(chrono::Utc::now()))

@@ -5,6 +5,8 @@
 //! that nightly and yearly tasks show their last 30 ticks from the stored history.
 //! The page itself is tested in a browser by `scripts/dashboard-test`.
 
+use crate::common;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -12,8 +14,6 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use scheduler::{Scheduler, TaskRegistry, task};
 use serde_json::{Value, json};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 const TOKEN: &str = "dashboard-test-token-0123456789";
 
@@ -38,8 +38,7 @@ async fn sharded(ctx: scheduler::TaskContext) -> Result<(), std::io::Error> {
 }
 
 struct Node {
-    stop: CancellationToken,
-    handle: JoinHandle<scheduler::Result<()>>,
+    running: common::RunningNode,
     addr: SocketAddr,
     http: reqwest::Client,
     _dir: tempfile::TempDir,
@@ -74,12 +73,8 @@ impl Node {
             .build()
             .unwrap();
         let addr = scheduler.admin_addr().unwrap();
-        let stop = CancellationToken::new();
-        let s = stop.clone();
-        let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
         Node {
-            stop,
-            handle,
+            running: common::start(scheduler),
             addr,
             http: reqwest::Client::new(),
             _dir: dir,
@@ -120,12 +115,7 @@ impl Node {
     }
 
     async fn stop(self) {
-        self.stop.cancel();
-        tokio::time::timeout(Duration::from_secs(60), self.handle)
-            .await
-            .expect("node stops within a minute")
-            .unwrap()
-            .expect("node ran without error");
+        self.running.stop().await;
     }
 }
 
@@ -532,12 +522,8 @@ async fn nightly_and_yearly_strips_show_their_last_30_ticks_from_the_stored_hist
         .build()
         .unwrap();
     let addr = scheduler.admin_addr().unwrap();
-    let stop = CancellationToken::new();
-    let s = stop.clone();
-    let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
     let node = Node {
-        stop,
-        handle,
+        running: common::start(scheduler),
         addr,
         http: reqwest::Client::new(),
         _dir: dir,

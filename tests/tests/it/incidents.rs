@@ -210,17 +210,6 @@ impl Node {
     }
 }
 
-/// Waits until every alert written to the outbox was delivered.
-async fn delivered(db: &TestDb) {
-    wait_until(Duration::from_secs(60), "the outbox delivered", || async {
-        db.outbox()
-            .await
-            .iter()
-            .all(|(_, state)| state != "pending")
-    })
-    .await;
-}
-
 /// A task failing every second: one incident, one `run.failed` sent however often it fails,
 /// reminders while it stays open (at the 2 s interval: at least one arrives), and one
 /// `incident.resolved` once it succeeds (later successes send nothing).
@@ -268,7 +257,7 @@ async fn a_failing_task_opens_one_incident_is_reminded_and_resolves_once(db: &Te
         db.count_runs("inc.flaky", RunStatus::Succeeded).await >= succeeded + 3
     })
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     let failed_runs = db.count_runs("inc.flaky", RunStatus::Failed).await;
     assert!(failed_runs >= 3, "staged: {failed_runs} failed runs");
     assert_eq!(
@@ -335,7 +324,7 @@ async fn fewer_failures_in_a_row_than_the_threshold_send_nothing(db: &TestDb) {
     let held = n.incidents("inc.twice").await;
     assert_eq!(held[0]["count"], 2, "{held:?}");
     assert!(held[0]["notified_at"].is_null(), "never sent: {held:?}");
-    delivered(db).await;
+    outbox_delivered(db).await;
     assert_eq!(n.got.count("run.failed", "inc.twice"), 0);
     assert_eq!(n.got.count("incident.resolved", "inc.twice"), 0);
 
@@ -348,7 +337,7 @@ async fn fewer_failures_in_a_row_than_the_threshold_send_nothing(db: &TestDb) {
     let open = n.incidents("inc.twice").await;
     assert_eq!(open[0]["state"], "open", "{open:?}");
     assert!(open[0]["count"].as_i64().unwrap() >= 3, "{open:?}");
-    delivered(db).await;
+    outbox_delivered(db).await;
     assert_eq!(n.got.count("run.failed", "inc.twice"), 1);
     n.stop().await;
 }
@@ -431,7 +420,7 @@ async fn a_snooze_holds_the_alerts_back_and_lifting_it_resumes_them(db: &TestDb)
         .call(reqwest::Method::GET, "/api/incidents?state=open", None)
         .await;
     assert_eq!(listed["snoozes"][0]["task"], "inc.flaky", "{listed}");
-    delivered(db).await;
+    outbox_delivered(db).await;
     assert_eq!(
         n.got.count("run.failed", "inc.flaky"),
         0,
@@ -462,7 +451,7 @@ async fn a_snooze_holds_the_alerts_back_and_lifting_it_resumes_them(db: &TestDb)
             "{action} audited: {audit:?}"
         );
     }
-    delivered(db).await;
+    outbox_delivered(db).await;
     assert_eq!(
         n.got.count("run.failed", "inc.flaky"),
         1,
@@ -507,7 +496,7 @@ async fn a_start_deadline_fires_once_when_broken_and_not_when_kept(db: &TestDb) 
         || async { db.count_runs("inc.ontime", RunStatus::Succeeded).await >= ran + 3 },
     )
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     let late = n.got.of("task.late", "inc.waiting");
     assert_eq!(late.len(), 1, "once per tick: {late:?}");
     assert_eq!(late[0]["data"]["start_within_ms"], 10_000);
@@ -546,7 +535,7 @@ async fn a_run_time_warning_fires_once_per_slow_run_and_does_not_stop_it(db: &Te
         n.got.count("task.slow", "inc.slow") >= 1
     })
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     let slow = n.got.of("task.slow", "inc.slow");
     assert_eq!(slow.len(), 1, "once per run: {slow:?}");
     assert_eq!(slow[0]["data"]["warn_after_ms"], 1_000);
@@ -595,7 +584,7 @@ async fn a_wall_clock_deadline_fires_once_when_broken_and_not_when_kept(db: &Tes
         || async { n.got.count("task.deadline_missed", "inc.report_missed") >= 1 },
     )
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     let missed = n.got.of("task.deadline_missed", "inc.report_missed");
     assert_eq!(missed.len(), 1, "once: {missed:?}");
     assert_eq!(missed[0]["data"]["succeed_by"], at);
@@ -619,11 +608,10 @@ async fn failures_on_two_nodes_fold_into_one_incident_and_one_alert(db: &TestDb)
     state.failing.store(true, Ordering::SeqCst);
     let start_node = |id: &str| {
         let webhook = scheduler::webhook::WebhookSettings::new(&url, SECRET).unwrap();
+        let config = doc(vec![entry("inc.flaky", "* * * * * *")]);
         start(
-            node(db, id, tasks("inc.flaky"))
-                .config_document(doc(vec![entry("inc.flaky", "* * * * * *")]))
+            node_with(db, id, tasks("inc.flaky"), config, &state)
                 .webhook(webhook)
-                .state(Arc::clone(&state))
                 .build()
                 .unwrap(),
         )
@@ -643,7 +631,7 @@ async fn failures_on_two_nodes_fold_into_one_incident_and_one_alert(db: &TestDb)
         },
     )
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     a.stop().await;
     b.stop().await;
     server.abort();
@@ -662,33 +650,12 @@ async fn failures_on_two_nodes_fold_into_one_incident_and_one_alert(db: &TestDb)
 /// what it lifted, lifting again changes nothing, an unknown task is an error, and a snooze
 /// without an end is refused.
 async fn the_snooze_and_pause_commands_set_and_lift_what_they_name(db: &TestDb) {
-    let n = start(
-        node(db, "a", tasks("inc.flaky"))
-            .config_document(doc(vec![entry("inc.flaky", YEARLY)]))
-            .state(Arc::new(Switches::default()))
-            .build()
-            .unwrap(),
-    );
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.tasks().await.len() == 1
-    })
-    .await;
+    let config = doc(vec![entry("inc.flaky", YEARLY)]);
+    let state = Arc::new(Switches::default());
+    let builder = node_with(db, "a", tasks("inc.flaky"), config, &state);
+    let n = started(db, builder, &["inc.flaky"]).await;
     n.stop().await;
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-            .args(args)
-            .args(["--actor", "ops-bob"])
-            .args(db.cli_store_args())
-            .env_remove("DATABASE_URL")
-            .env_remove("SCHEDULER_DATABASE_URL")
-            .env_remove("SCHEDULER_SCHEMA")
-            .output()
-            .expect("run the application binary");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap(),
-        )
-    };
+    let cli = |args: &[&str]| run_app(db, &[args, &["--actor", "ops-bob"]].concat());
 
     let (code, out) = cli(&[
         "snooze",

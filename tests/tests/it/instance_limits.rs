@@ -52,20 +52,7 @@ async fn itag_work(ctx: TaskContext) {
 
 /// The most handlers running at once among `spans`, by their own record.
 fn most_at_once(spans: &[Span]) -> usize {
-    let far = Instant::now() + Duration::from_secs(3600);
-    let mut events: Vec<(Instant, i32)> = Vec::new();
-    for s in spans {
-        events.push((s.1, 1));
-        events.push((s.2.unwrap_or(far), -1));
-    }
-    // An end and a start at the same instant: the end first.
-    events.sort();
-    let (mut now, mut most) = (0i32, 0i32);
-    for (_, d) in events {
-        now += d;
-        most = most.max(now);
-    }
-    usize::try_from(most).unwrap_or(0)
+    common::most_at_once(spans.iter().map(|s| (s.1, s.2)))
 }
 
 /// `itag.work` names `task-solo: 1` (its attribute). Instances `a` and `b` name `inst-solo: 1`

@@ -5,12 +5,10 @@
 
 use crate::common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::TimeDelta;
 use common::*;
-use reqwest::StatusCode;
 use scheduler::config::{TaskConfig, TaskSla};
 use scheduler::{Schedule, Schedules, task};
 use serde_json::{Value, json};
@@ -37,32 +35,8 @@ async fn isla_calm() {
     tokio::time::sleep(Duration::from_secs(3)).await;
 }
 
-/// What a webhook receiver on 127.0.0.1 took: each request's JSON body.
-type Got = Arc<Mutex<Vec<Value>>>;
-
-/// A webhook receiver on a free port of 127.0.0.1 that takes everything.
-async fn receiver() -> (String, Got, tokio::task::JoinHandle<()>) {
-    let got: Got = Arc::default();
-    let sink = Arc::clone(&got);
-    let app = axum::Router::new().fallback(move |body: String| {
-        let sink = Arc::clone(&sink);
-        async move {
-            sink.lock()
-                .unwrap()
-                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-            StatusCode::NO_CONTENT
-        }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let handle = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    (url, got, handle)
-}
-
 /// The events of type `kind` about row `row` the receiver took.
-fn of(got: &Got, kind: &str, row: &str) -> Vec<Value> {
+fn of(got: &Bodies, kind: &str, row: &str) -> Vec<Value> {
     got.lock()
         .unwrap()
         .iter()
@@ -80,35 +54,17 @@ fn sla(levels: Value) -> TaskSla {
 async fn alerting_node(
     db: &TestDb,
     config: scheduler::config::ConfigDocument,
-) -> (RunningNode, Got, tokio::task::JoinHandle<()>) {
-    let (url, got, server) = receiver().await;
+) -> (RunningNode, Bodies, tokio::task::JoinHandle<()>) {
+    let (url, got, server) = webhook_receiver().await;
     let webhook = scheduler::webhook::WebhookSettings::new(&url, WHSEC).unwrap();
-    let n = start(
-        node(db, "a", tasks("isla."))
-            .config_document(config)
-            .poll_interval(Duration::from_millis(500))
-            .webhook(webhook)
-            // No missed-run alerts: the ticks here are late on purpose.
-            .missed_grace(Duration::from_secs(3600))
-            .build()
-            .unwrap(),
-    );
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("isla.strict").await.is_some() && db.try_task("isla.calm").await.is_some()
-    })
-    .await;
+    let builder = node(db, "a", tasks("isla."))
+        .config_document(config)
+        .poll_interval(Duration::from_millis(500))
+        .webhook(webhook)
+        // No missed-run alerts: the ticks here are late on purpose.
+        .missed_grace(Duration::from_secs(3600));
+    let n = started(db, builder, &["isla.strict", "isla.calm"]).await;
     (n, got, server)
-}
-
-/// Waits until every alert written to the outbox was delivered.
-async fn delivered(db: &TestDb) {
-    wait_until(Duration::from_secs(60), "the outbox delivered", || async {
-        db.outbox()
-            .await
-            .iter()
-            .all(|(_, state)| state != "pending")
-    })
-    .await;
 }
 
 /// `isla.strict`'s entry warns after 1 s, `isla.calm`'s names no levels; every run works 3 s.
@@ -190,7 +146,7 @@ async fn an_instance_s_own_warn_after_judges_its_runs_and_a_sibling_takes_its_ta
         },
     )
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     n.stop().await;
 
     let plain = of(&got, "task.slow", "isla.strict/plain");
@@ -249,7 +205,7 @@ async fn an_instance_s_own_start_within_raises_its_late_tick(db: &TestDb) {
     .await;
     // The watch keeps judging: a few more passes.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     n.stop().await;
 
     let late = of(&got, "task.late", "isla.calm/late");
@@ -320,7 +276,7 @@ async fn an_instance_s_own_deadline_is_read_in_its_own_zone_and_met_by_its_own_r
         || async { !of(&got, "task.deadline_missed", "isla.calm/report").is_empty() },
     )
     .await;
-    delivered(db).await;
+    outbox_delivered(db).await;
     n.stop().await;
 
     let kept = db.runs(Some("isla.calm")).await;

@@ -5,8 +5,6 @@
 
 use crate::common;
 
-use std::time::Duration;
-
 use common::*;
 use reqwest::StatusCode;
 use scheduler::config::{InstanceConfig, TaskConfig, TaskSla};
@@ -29,16 +27,9 @@ fn sla(levels: Value) -> TaskSla {
 /// Levels are checked as a config entry's `sla` is, the refusal naming the instance and the
 /// field; nothing is written.
 async fn unusable_levels_are_refused_with_the_reason(db: &TestDb) {
-    let n = start(
-        node(db, "a", tasks("isla."))
-            .config_document(doc(vec![entry("isla.calm", YEARLY)]))
-            .build()
-            .unwrap(),
-    );
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("isla.calm").await.is_some()
-    })
-    .await;
+    let builder =
+        node(db, "a", tasks("isla.")).config_document(doc(vec![entry("isla.calm", YEARLY)]));
+    let n = started(db, builder, &["isla.calm"]).await;
     let schedules = Schedules::new(db.node_store(2), &tasks("isla."), "test");
     for (levels, says) in [
         (json!({"start_within": "soon"}), "sla.start_within"),
@@ -86,19 +77,13 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
         ],
         ..entry("isla.calm", YEARLY)
     }]);
-    let scheduler = node(db, "a", tasks("isla."))
+    let builder = node(db, "a", tasks("isla."))
         .config_document(config)
-        .admin_addr("127.0.0.1:0".parse().unwrap())
-        .admin_token(TOKEN)
-        .build()
-        .unwrap();
-    let admin = scheduler.admin_addr().unwrap();
-    let base = format!("http://{admin}/api/tasks/isla.calm/instances");
-    let n = start(scheduler);
-    wait_until(Duration::from_secs(60), "the config applied", || async {
-        db.try_task("isla.calm/cfg").await.is_some()
-    })
-    .await;
+        .admin_token(TOKEN);
+    let node = admin_node(db, builder, &["isla.calm/cfg"]).await;
+    let base = node.url("/api/tasks/isla.calm/instances");
+    let config_url = node.url("/api/config");
+    let n = node.running;
     assert!(
         db.try_task("isla.calm/cfg-bad").await.is_none(),
         "unusable levels refuse the instance"
@@ -118,12 +103,7 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
             )
         }
     };
-    let (status, report) = call(
-        reqwest::Method::GET,
-        format!("http://{admin}/api/config"),
-        None,
-    )
-    .await;
+    let (status, report) = call(reqwest::Method::GET, config_url, None).await;
     assert_eq!(status, StatusCode::OK, "{report}");
     assert!(
         report.to_string().contains("isla.calm/cfg-bad")
@@ -185,20 +165,7 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
     assert!(got.to_string().contains("sla.succeed_by"), "{got}");
 
     // The command line.
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-            .args(args)
-            .args(db.cli_store_args())
-            .env_remove("DATABASE_URL")
-            .env_remove("SCHEDULER_DATABASE_URL")
-            .env_remove("SCHEDULER_SCHEMA")
-            .output()
-            .expect("run the application binary");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap(),
-        )
-    };
+    let cli = |args: &[&str]| run_app(db, args);
     let (code, out) = cli(&[
         "instances",
         "upsert",

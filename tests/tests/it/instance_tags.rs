@@ -7,7 +7,6 @@
 
 use crate::common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
@@ -33,30 +32,6 @@ async fn itag_fails() -> Result<(), std::io::Error> {
     Err(std::io::Error::other("the upstream refused"))
 }
 
-/// What a webhook receiver on 127.0.0.1 took: each request's JSON body.
-type Got = Arc<Mutex<Vec<Value>>>;
-
-/// A Standard Webhooks receiver on a free port of 127.0.0.1 that takes everything.
-async fn receiver() -> (String, Got, tokio::task::JoinHandle<()>) {
-    let got: Got = Arc::default();
-    let sink = Arc::clone(&got);
-    let app = axum::Router::new().fallback(move |body: String| {
-        let sink = Arc::clone(&sink);
-        async move {
-            sink.lock()
-                .unwrap()
-                .push(serde_json::from_str(&body).unwrap_or(Value::Null));
-            StatusCode::OK
-        }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let handle = tokio::spawn(async move {
-        axum::serve(listener, app).await.unwrap();
-    });
-    (url, got, handle)
-}
-
 fn webhook_channel(name: &str, url: &str) -> Channel {
     let settings = scheduler::webhook::WebhookSettings::new(url, WHSEC).unwrap();
     let ChannelKind::Webhook { secret, .. } = Channel::webhook(&settings).kind else {
@@ -79,7 +54,7 @@ fn route(owner: &str, channel: &str) -> Route {
 }
 
 /// The `run.failed` alerts a receiver took, by the row they are about.
-fn failures(got: &Got) -> Vec<Value> {
+fn failures(got: &Bodies) -> Vec<Value> {
     got.lock()
         .unwrap()
         .iter()
@@ -94,8 +69,8 @@ fn failures(got: &Got) -> Vec<Value> {
 /// only, with her as owner and the labels merged (its `tier` winning); the team's channel takes
 /// `plain`'s only, with the task's owners and labels.
 async fn an_instance_s_own_owners_route_its_alert_and_its_sibling_s_go_by_the_task_s(db: &TestDb) {
-    let (alice_url, alice, s1) = receiver().await;
-    let (team_url, team, s2) = receiver().await;
+    let (alice_url, alice, s1) = webhook_receiver().await;
+    let (team_url, team, s2) = webhook_receiver().await;
     let mut channels = Channels::new()
         .with(webhook_channel("alice-hook", &alice_url))
         .unwrap()
@@ -313,20 +288,7 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
     assert!(got.to_string().contains("invalid label"), "{got}");
 
     // The command line.
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-            .args(args)
-            .args(db.cli_store_args())
-            .env_remove("DATABASE_URL")
-            .env_remove("SCHEDULER_DATABASE_URL")
-            .env_remove("SCHEDULER_SCHEMA")
-            .output()
-            .expect("run the application binary");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap(),
-        )
-    };
+    let cli = |args: &[&str]| run_app(db, args);
     let (code, out) = cli(&[
         "instances",
         "upsert",

@@ -63,26 +63,13 @@ const YEARLY: &str = "0 0 0 1 1 *";
 /// because it was woken or because it woke for another row), started once its task's row is in
 /// the store; the handle to make instances with.
 async fn sleepy_node(db: &TestDb, poll: Duration, seen: &Arc<Seen>) -> (Schedules, RunningNode) {
-    let scheduler = node(db, "a", tasks("wake."))
-        .config_document(doc(vec![
-            entry("wake.sync", YEARLY),
-            entry("wake.sharded", YEARLY),
-        ]))
-        .poll_interval(poll)
-        .state(Arc::clone(seen))
-        .build()
-        .unwrap();
-    let schedules = scheduler.schedules();
-    let running = start(scheduler);
-    wait_until(
-        Duration::from_secs(60),
-        "the task's row written",
-        || async {
-            db.try_task("wake.sync").await.is_some() && db.try_task("wake.sharded").await.is_some()
-        },
-    )
-    .await;
-    (schedules, running)
+    let config = doc(vec![
+        entry("wake.sync", YEARLY),
+        entry("wake.sharded", YEARLY),
+    ]);
+    let builder = node_with(db, "a", tasks("wake."), config, seen).poll_interval(poll);
+    let running = started(db, builder, &["wake.sync", "wake.sharded"]).await;
+    (running.schedules.clone(), running)
 }
 
 /// A node polling once a minute, its task yearly: an instance every two seconds, made while it

@@ -86,25 +86,11 @@ async fn inst_broadcast(_ctx: TaskContext) {}
 /// Nodes `ids` running `inst.*` (the handles to make instances with, from the first), started,
 /// once the task's row is in the store.
 async fn nodes(db: &TestDb, ids: &[&str], log: &Arc<InstanceLog>) -> (Schedules, Vec<RunningNode>) {
-    let mut schedules = None;
-    let mut running = Vec::new();
-    for id in ids {
-        let scheduler = node(db, id, tasks("inst."))
-            .config_document(config())
-            .poll_interval(Duration::from_millis(500))
-            .state(Arc::clone(log))
-            .build()
-            .unwrap();
-        schedules.get_or_insert_with(|| scheduler.schedules());
-        running.push(start(scheduler));
-    }
-    wait_until(
-        Duration::from_secs(60),
-        "the task's row written",
-        || async { db.try_task("inst.sync").await.is_some() },
-    )
-    .await;
-    (schedules.unwrap(), running)
+    let builders = ids.iter().map(|id| {
+        node_with(db, id, tasks("inst."), config(), log).poll_interval(Duration::from_millis(500))
+    });
+    let running = started_all(db, builders, &["inst.sync"]).await;
+    (running[0].schedules.clone(), running)
 }
 
 /// The tasks' own schedules: yearly (their instances are what runs).
@@ -460,9 +446,7 @@ async fn arguments_that_do_not_decode_fail_the_run_with_the_reason(db: &TestDb) 
 /// Every refusal, each saying why, and nothing written for any.
 async fn what_is_refused_says_why(db: &TestDb) {
     let log = Arc::new(InstanceLog::default());
-    let scheduler = node(db, "a", tasks("inst."))
-        .config_document(config())
-        .state(Arc::clone(&log))
+    let scheduler = node_with(db, "a", tasks("inst."), config(), &log)
         .build()
         .unwrap();
     let schedules = scheduler.schedules();
@@ -476,15 +460,7 @@ async fn what_is_refused_says_why(db: &TestDb) {
         "{refused}"
     );
     let running = start(scheduler);
-    wait_until(
-        Duration::from_secs(60),
-        "the task's row written",
-        || async {
-            db.try_task("inst.sync").await.is_some()
-                && db.try_task("inst.broadcast").await.is_some()
-        },
-    )
-    .await;
+    rows_written(db, &["inst.sync", "inst.broadcast"]).await;
     let refusal = |e: Error| match e {
         Error::Instance(r) => r,
         other => panic!("not a refusal: {other}"),
@@ -543,20 +519,12 @@ async fn what_is_refused_says_why(db: &TestDb) {
 
 /// A node on `config`, started, once its reconcile has written the task's row.
 async fn node_on(db: &TestDb, config: ConfigDocument, log: &Arc<InstanceLog>) -> RunningNode {
-    let running = start(
-        node(db, "a", tasks("inst."))
-            .config_document(config)
-            .state(Arc::clone(log))
-            .build()
-            .unwrap(),
-    );
-    wait_until(
-        Duration::from_secs(60),
-        "the task's row written",
-        || async { db.try_task("inst.sync").await.is_some() },
+    started(
+        db,
+        node_with(db, "a", tasks("inst."), config, log),
+        &["inst.sync"],
     )
-    .await;
-    running
+    .await
 }
 
 /// Documents never name instances: one applied after an instance was made leaves it as it was.

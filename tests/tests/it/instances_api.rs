@@ -663,20 +663,7 @@ async fn a_batch_writes_the_good_instances_and_refuses_each_bad_one_with_its_rea
 async fn the_instances_commands_write_and_run_instances(db: &TestDb) {
     let log = Arc::new(Log::default());
     let (running, _) = iapi_node(db, "a", Some(TOKEN), &log).await;
-    let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-            .args(args)
-            .args(db.cli_store_args())
-            .env_remove("DATABASE_URL")
-            .env_remove("SCHEDULER_DATABASE_URL")
-            .env_remove("SCHEDULER_SCHEMA")
-            .output()
-            .expect("run the application binary");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8(out.stdout).unwrap() + &String::from_utf8(out.stderr).unwrap(),
-        )
-    };
+    let cli = |args: &[&str]| run_app(db, args);
     let args = format!(r#"{{"tenant": 11, "dsn": "postgres://app:{SECRET}@db/x"}}"#);
     let (code, out) = cli(&[
         "instances",
@@ -818,14 +805,7 @@ async fn the_instances_commands_write_and_run_instances(db: &TestDb) {
 /// The application binary with `args` against `db`: its exit code and its output (stdout, then
 /// stderr).
 fn run_cli(db: &TestDb, args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-        .args(args)
-        .args(db.cli_store_args())
-        .env_remove("DATABASE_URL")
-        .env_remove("SCHEDULER_DATABASE_URL")
-        .env_remove("SCHEDULER_SCHEMA")
-        .output()
-        .expect("run the application binary");
+    let out = app_output(db, args);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),

@@ -90,23 +90,10 @@ async fn spread(db: &TestDb, n: usize) {
         runs: Mutex::default(),
         clock: db.clock().cloned(),
     });
-    let mut schedules = None;
-    let mut running = Vec::new();
-    for id in ["a", "b"] {
-        let scheduler = node(db, id, tasks("jit."))
-            .config_document(config())
-            .max_concurrent(n)
-            .state(Arc::clone(&log))
-            .build()
-            .unwrap();
-        schedules.get_or_insert_with(|| scheduler.schedules());
-        running.push(start(scheduler));
-    }
-    let schedules = schedules.unwrap();
-    wait_until(Duration::from_secs(60), "the task's row", || async {
-        db.try_task("jit.sync").await.is_some()
-    })
-    .await;
+    let builders =
+        ["a", "b"].map(|id| node_with(db, id, tasks("jit."), config(), &log).max_concurrent(n));
+    let running = started_all(db, builders, &["jit.sync"]).await;
+    let schedules = running[0].schedules.clone();
     let spec = ScheduleSpec::parse(CRON, "UTC").unwrap();
     let key = |i: usize| format!("tenant-{i:04}");
     let mut windows = BTreeMap::new();

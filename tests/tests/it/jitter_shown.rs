@@ -67,14 +67,7 @@ fn cli_runs(db: &TestDb, json: bool) -> String {
     if json {
         args.push("--json");
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-        .args(args)
-        .args(db.cli_store_args())
-        .env_remove("DATABASE_URL")
-        .env_remove("SCHEDULER_DATABASE_URL")
-        .env_remove("SCHEDULER_SCHEMA")
-        .output()
-        .expect("run the application binary");
+    let out = app_output(db, &args);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),

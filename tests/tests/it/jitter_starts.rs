@@ -122,14 +122,7 @@ async fn starts_at_its_offset(
 
 /// The application binary's `instances upsert`, as an operator runs it (no registry, no config).
 fn cli_upsert(db: &TestDb, task: &str, key: &str, cron: &str) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_test_node"))
-        .args(["instances", "upsert", task, key, "--cron", cron])
-        .args(db.cli_store_args())
-        .env_remove("DATABASE_URL")
-        .env_remove("SCHEDULER_DATABASE_URL")
-        .env_remove("SCHEDULER_SCHEMA")
-        .output()
-        .expect("run the application binary");
+    let out = app_output(db, &["instances", "upsert", task, key, "--cron", cron]);
     assert!(
         out.status.success(),
         "{}{}",
@@ -308,17 +301,10 @@ async fn a_resume_starts_the_next_tick_at_its_offset(db: &TestDb) {
         runs: Mutex::default(),
         clock: db.clock().cloned(),
     });
-    let scheduler = node(db, "a", tasks("jitresume."))
-        .config_document(doc(vec![entry("jitresume.task", CRON)]))
-        .state(Arc::clone(&log))
-        .build()
-        .unwrap();
-    let schedules = scheduler.schedules();
-    let running = start(scheduler);
-    wait_until(Duration::from_secs(60), "the task's row", || async {
-        db.try_task("jitresume.task").await.is_some()
-    })
-    .await;
+    let config = doc(vec![entry("jitresume.task", CRON)]);
+    let builder = node_with(db, "a", tasks("jitresume."), config, &log);
+    let running = started(db, builder, &["jitresume.task"]).await;
+    let schedules = running.schedules.clone();
     for schedule in [
         Schedule::new("jitresume.task", "i-1").cron(CRON),
         Schedule::new("jitresume.task", "i-2")

@@ -146,20 +146,7 @@ fn with_limits(mut doc: ConfigDocument, limits: &[(&str, i64)]) -> ConfigDocumen
 
 /// The most handlers running at once among `spans` (of any task), by their own record.
 fn most_at_once(spans: &[Span]) -> usize {
-    let far = Instant::now() + Duration::from_secs(3600);
-    let mut events: Vec<(Instant, i32)> = Vec::new();
-    for s in spans {
-        events.push((s.3, 1));
-        events.push((s.4.unwrap_or(far), -1));
-    }
-    // An end and a start at the same instant: the end first.
-    events.sort();
-    let (mut now, mut most) = (0i32, 0i32);
-    for (_, d) in events {
-        now += d;
-        most = most.max(now);
-    }
-    usize::try_from(most).unwrap_or(0)
+    common::most_at_once(spans.iter().map(|s| (s.3, s.4)))
 }
 
 /// Every tick of `task` (an every-second cron) from its first run's to its last run's either
@@ -199,17 +186,11 @@ async fn six_tasks_share_a_limit_of_two_across_two_nodes(db: &TestDb) {
         doc(names.iter().map(|n| entry(n, "* * * * * *")).collect()),
         &[("warehouse-db", 2)],
     );
-    let mut running = Vec::new();
-    for id in ["a", "b"] {
-        running.push(start(
-            node(db, id, tasks("sl.share."))
-                .config_document(config.clone())
-                .poll_interval(Duration::from_millis(500))
-                .state(Arc::clone(&log))
-                .build()
-                .unwrap(),
-        ));
-    }
+    let builders = ["a", "b"].map(|id| {
+        node_with(db, id, tasks("sl.share."), config.clone(), &log)
+            .poll_interval(Duration::from_millis(500))
+    });
+    let running = started_all(db, builders, &[]).await;
     let most_holders = std::sync::atomic::AtomicUsize::new(0);
     let saw_waiting = std::sync::atomic::AtomicBool::new(false);
     wait_stepping(
@@ -451,13 +432,10 @@ async fn a_killed_holders_share_comes_back_with_its_lock() {
     .await;
 
     let log = LimitLog::new(Duration::from_millis(100));
+    let config = ConfigDocument::parse(text, scheduler::config::ConfigFormat::Json, "t").unwrap();
     let survivor = start(
-        node(&db, "survivor", tasks("limit.kill."))
-            .config_document(
-                ConfigDocument::parse(text, scheduler::config::ConfigFormat::Json, "t").unwrap(),
-            )
+        node_with(&db, "survivor", tasks("limit.kill."), config, &log)
             .poll_interval(Duration::from_millis(500))
-            .state(Arc::clone(&log))
             .build()
             .unwrap(),
     );

@@ -7,20 +7,24 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use scheduler::config::{ConfigDocument, TaskConfig};
 use scheduler::store::Store;
-use scheduler::{Scheduler, SchedulerBuilder, TaskContext, TaskRegistry};
+use scheduler::{Scheduler, SchedulerBuilder, Schedules, TaskContext, TaskRegistry};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod cli;
 #[macro_use]
 mod db;
 mod nodes;
+mod webhook;
+pub use cli::{app_output, run_app};
 pub use db::TestDb;
-pub use nodes::{AdminNode, admin_node, node_with, started};
+pub use nodes::{AdminNode, admin_node, node_with, rows_written, started, started_all};
+pub use webhook::{Bodies, outbox_delivered, webhook_receiver};
 
 /// What handlers saw, shared with them as scheduler state.
 #[derive(Default)]
@@ -108,6 +112,25 @@ impl Drop for RunGuard<'_> {
     }
 }
 
+/// The most handlers running at once among `spans` (each a start and, unless it still runs, an
+/// end, on this process's clock), by their own record.
+pub fn most_at_once(spans: impl IntoIterator<Item = (Instant, Option<Instant>)>) -> usize {
+    let far = Instant::now() + Duration::from_secs(3600);
+    let mut events: Vec<(Instant, i32)> = Vec::new();
+    for (start, end) in spans {
+        events.push((start, 1));
+        events.push((end.unwrap_or(far), -1));
+    }
+    // An end and a start at the same instant: the end first.
+    events.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, d) in events {
+        now += d;
+        most = most.max(now);
+    }
+    usize::try_from(most).unwrap_or(0)
+}
+
 /// Tasks that record their start with [`recorder`] and return at once:
 /// `fn_name = "task.name"`, options for `#[task]` in parentheses after it if any.
 #[macro_export]
@@ -192,6 +215,8 @@ pub fn node(db: &TestDb, id: &str, registry: TaskRegistry) -> SchedulerBuilder {
 pub struct RunningNode {
     pub stop: CancellationToken,
     pub handle: JoinHandle<scheduler::Result<()>>,
+    /// Its handle on the instances of its tasks (`Scheduler::schedules`, audited as by it).
+    pub schedules: Schedules,
 }
 
 impl RunningNode {
@@ -208,8 +233,13 @@ impl RunningNode {
 pub fn start(scheduler: Scheduler) -> RunningNode {
     let stop = CancellationToken::new();
     let s = stop.clone();
+    let schedules = scheduler.schedules();
     let handle = tokio::spawn(async move { scheduler.run_until(s.cancelled_owned()).await });
-    RunningNode { stop, handle }
+    RunningNode {
+        stop,
+        handle,
+        schedules,
+    }
 }
 
 pub use scheduler_tests::wait_until;

@@ -1,7 +1,8 @@
 //! A test's node set up as most tests set it up: [`node`](super::node) on the test's database
 //! running a config document, its handlers sharing the test's state ([`node_with`]), built and
-//! started once the store has the rows the test needs ([`started`]), with its admin server on a
-//! free loopback port when the test reads the admin API ([`admin_node`]).
+//! started once the store has the rows the test needs ([`started`]; several nodes at once:
+//! [`started_all`]), with its admin server on a free loopback port when the test reads the
+//! admin API ([`admin_node`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -50,8 +51,8 @@ pub async fn admin_node(db: &TestDb, builder: SchedulerBuilder, rows: &[&str]) -
         .build()
         .unwrap();
     let addr = scheduler.admin_addr().unwrap();
-    let schedules = scheduler.schedules();
     let running = start(scheduler);
+    let schedules = running.schedules.clone();
     rows_written(db, rows).await;
     AdminNode {
         running,
@@ -68,7 +69,23 @@ pub async fn started(db: &TestDb, builder: SchedulerBuilder, rows: &[&str]) -> R
     running
 }
 
-async fn rows_written(db: &TestDb, rows: &[&str]) {
+/// Builds and starts every node of `builders` (each starts before any waits); returns them, in
+/// their order, once the store has every row of `rows`.
+pub async fn started_all(
+    db: &TestDb,
+    builders: impl IntoIterator<Item = SchedulerBuilder>,
+    rows: &[&str],
+) -> Vec<RunningNode> {
+    let running = builders
+        .into_iter()
+        .map(|builder| start(builder.build().unwrap()))
+        .collect();
+    rows_written(db, rows).await;
+    running
+}
+
+/// Returns once the store has every row of `rows`.
+pub async fn rows_written(db: &TestDb, rows: &[&str]) {
     for row in rows {
         wait_until(
             Duration::from_secs(60),
