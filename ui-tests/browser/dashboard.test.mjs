@@ -23,7 +23,8 @@
 // - a node that stops answering (SIGSTOP) greys the page, which says since when, in a named zone;
 // - the token's actions (trigger, pause, resume, cancel, snooze and its lifting, a backfill after
 //   its dry run) and the audit trail, read-only without it;
-// - at 390 px (a phone) no element is wider than the screen, on every page.
+// - at 390 px (a phone) no element is wider than the screen, on every page, and in a stacked table
+//   every value (each of its lines) starts beside its column's name, never under it.
 // Screenshots of each page (light, dark, phone, colour-vision simulations) go to SCREENSHOTS.
 //
 // ASSETS_FROM=<dir> serves the page's assets from that folder instead of the node's binary
