@@ -84,7 +84,6 @@ async fn times_out(ctx: TaskContext) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Scheduled once a year: run it from the dashboard.
 /// A tenant's sync: the task's instances (one per tenant, declared in `dashboard_demo.json`)
 /// each read their tenant from their arguments.
 #[task(name = "demo.tenants")]
@@ -94,6 +93,7 @@ async fn tenants(ctx: TaskContext) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Scheduled once a year: run it from the dashboard.
 #[task(name = "demo.on_demand")]
 async fn on_demand(ctx: TaskContext) -> anyhow::Result<()> {
     tracing::info!(run = ctx.run_id(), "on-demand cleanup ran");
