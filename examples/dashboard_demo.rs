@@ -1,9 +1,11 @@
 //! A node for looking at the dashboard: tasks that succeed, fail now and then, fail every time
 //! (each tick retried twice), overrun their interval (so ticks are skipped), time out, run
 //! nightly or monthly, one split into shards, one run on every node (a broadcast), one that
-//! runs only when triggered, and one with instances declared in the config (a schedule per
-//! tenant, each with its arguments). The admin
-//! server serves the dashboard at `/`.
+//! runs only when triggered, one with instances declared in the config (a schedule per
+//! tenant, each with its arguments), one whose instances are made at run time from Rust (a
+//! schedule per advertiser, `Scheduler::schedules`), and two sharing a limit of one run at a
+//! time (the long warehouse load holds it: the report's ticks wait, an hourglass on its strip).
+//! The admin server serves the dashboard at `/`.
 //!
 //! ```sh
 //! SCHEDULER_DATABASE_URL=sqlite:///tmp/demo.db SCHEDULER_ADMIN_ADDR=127.0.0.1:9870 \
@@ -18,7 +20,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use scheduler::{SchedulerBuilder, TaskContext, task};
+use scheduler::{Schedule, SchedulerBuilder, Schedules, TaskContext, task};
+use serde_json::json;
 
 /// Counts runs, so the flaky task fails every other time.
 #[derive(Default)]
@@ -81,7 +84,6 @@ async fn times_out(ctx: TaskContext) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Scheduled once a year: run it from the dashboard.
 /// A tenant's sync: the task's instances (one per tenant, declared in `dashboard_demo.json`)
 /// each read their tenant from their arguments.
 #[task(name = "demo.tenants")]
@@ -91,6 +93,7 @@ async fn tenants(ctx: TaskContext) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Scheduled once a year: run it from the dashboard.
 #[task(name = "demo.on_demand")]
 async fn on_demand(ctx: TaskContext) -> anyhow::Result<()> {
     tracing::info!(run = ctx.run_id(), "on-demand cleanup ran");
@@ -121,16 +124,79 @@ async fn monthly() {
     tracing::info!("monthly invoice run");
 }
 
+/// An advertiser's report: one instance per advertiser, made at run time by
+/// [`make_advertisers`], each with its own schedule and arguments.
+#[task(name = "demo.advertisers")]
+async fn advertisers(ctx: TaskContext) -> anyhow::Result<()> {
+    let advertiser: serde_json::Value = ctx.args()?;
+    tracing::info!(key = ?ctx.key(), %advertiser, "advertiser report pulled");
+    Ok(())
+}
+
+/// Loads the warehouse for 8 s every 10 s, holding the limit `warehouse-db` (one run at a time
+/// across tasks and nodes: `limits` in `dashboard_demo.json`).
+#[task(name = "demo.warehouse_load", limit = "warehouse-db")]
+async fn warehouse_load(ctx: TaskContext) -> anyhow::Result<()> {
+    tracing::info!("loading the warehouse");
+    tokio::select! {
+        _ = ctx.cancelled() => return Err(ctx.interrupted().into()),
+        _ = tokio::time::sleep(Duration::from_secs(8)) => {}
+    }
+    Ok(())
+}
+
+/// Quick, but shares `warehouse-db` with the load: while the load holds it, its ticks wait
+/// (`waiting`, naming the limit and its holder) and start late.
+#[task(name = "demo.warehouse_report", limit = "warehouse-db")]
+async fn warehouse_report() {
+    tracing::info!("warehouse report written");
+}
+
+/// The advertisers' instances, made from Rust once the node has written its task's row (its
+/// first reconcile, shortly after start).
+async fn make_advertisers(schedules: Schedules) -> scheduler::Result<()> {
+    let advertisers = [
+        ("adv-101", "*/2 * * * * *", "UTC"),
+        ("adv-102", "*/3 * * * * *", "Europe/Berlin"),
+        ("brand-7", "*/4 * * * * *", "UTC"),
+    ];
+    for (key, cron, zone) in advertisers {
+        let schedule = Schedule::new("demo.advertisers", key)
+            .cron(cron)
+            .timezone(zone)
+            .args(json!({"advertiser": key}));
+        let mut tries = 0;
+        loop {
+            match schedules.upsert(schedule.clone()).await {
+                Ok(_) => break,
+                // Not in the store yet (or its tables not made yet): the node is starting.
+                Err(_) if tries < 120 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    tracing::info!("advertisers' instances made");
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     scheduler::init_tracing();
     let config = std::env::var("SCHEDULER_CONFIG")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/dashboard_demo.json").to_owned());
-    SchedulerBuilder::from_env()?
+    let scheduler = SchedulerBuilder::from_env()?
         .config(config)
         .state(Counter::default())
-        .build()?
-        .run_until(scheduler::shutdown_signal())
-        .await?;
+        .build()?;
+    let schedules = scheduler.schedules();
+    tokio::spawn(async move {
+        if let Err(e) = make_advertisers(schedules).await {
+            tracing::error!(%e, "the advertisers' instances were not made");
+        }
+    });
+    scheduler.run_until(scheduler::shutdown_signal()).await?;
     Ok(())
 }

@@ -15,12 +15,16 @@
 //   legend's geometry) and screenshots under simulated colour-vision deficiencies;
 // - a sharded task is one row whose ticks are one mark each, folded from the shards, and a mark
 //   opens the list of that tick's shard runs; a broadcast's tick counts its nodes ("1/1 nodes ran");
-// - a task's instances (declared in the demo's config): each with its strip of expected ticks, its
-//   next run and arguments, filtered by key; the task's history says which instance each run was;
+// - a task's instances (declared in the demo's config, or made at run time from Rust): each with
+//   its strip of expected ticks, its next run and arguments, filtered by key (kept in the address);
+//   the task's history says which instance each run was;
+// - a tick waiting for a limit shared by tasks: an hourglass whose tooltip names the limit, how
+//   full it is and its holder, and the task's page says it in words;
 // - a node that stops answering (SIGSTOP) greys the page, which says since when, in a named zone;
 // - the token's actions (trigger, pause, resume, cancel, snooze and its lifting, a backfill after
 //   its dry run) and the audit trail, read-only without it;
-// - at 390 px (a phone) no element is wider than the screen, on every page.
+// - at 390 px (a phone) no element is wider than the screen, on every page, and in a stacked table
+//   every value (each of its lines) starts beside its column's name, never under it.
 // Screenshots of each page (light, dark, phone, colour-vision simulations) go to SCREENSHOTS.
 //
 // ASSETS_FROM=<dir> serves the page's assets from that folder instead of the node's binary
@@ -348,6 +352,94 @@ test("a task's instances: each with its strip and next run, filtered by key; the
   assert.deepEqual(problems, []);
 });
 
+test("instances made at run time from Rust: each listed with its strip of runs, filtered by key, the filter kept in the address", async () => {
+  // demo.advertisers' three instances are made by the demo's own code (`Schedules::upsert`) once
+  // the node has started: none is declared in the config.
+  await page.goto(`${base}/#/task/demo.advertisers`);
+  const card = page.locator("#instances-card");
+  const keys = () => card.locator("#instances td.instance-key a").allTextContents();
+  // A row found by its key's link, as a reader finds it.
+  const instance = (key) => card.getByRole("row").filter({ has: page.getByRole("link", { name: key, exact: true }) });
+  await eventually("three instances, each with a run on its strip", async () => {
+    if ((await keys()).join(" ") !== "adv-101 adv-102 brand-7") return false;
+    for (const key of ["adv-101", "adv-102", "brand-7"]) {
+      // The strip is an image whose name counts its ticks by outcome.
+      const strip = instance(key).getByRole("img", { name: /recent ticks/ });
+      if (!/\b\d+ succeeded\b/.test(await strip.getAttribute("aria-label", { timeout: 1000 }))) return false;
+      if ((await instance(key).locator('.mark[data-outcome="succeeded"]').count()) < 1) return false;
+    }
+    return true;
+  });
+  assert.equal(await card.getByRole("heading").textContent(), "Instances (3)");
+  const first = instance("adv-101");
+  assert.equal(await first.locator("td[data-label=Schedule] code").textContent(), "*/2 * * * * *");
+  assert.equal(await first.locator("td[data-label=Arguments]").textContent(), '{"advertiser":"adv-101"}');
+  assert.doesNotMatch(await first.textContent(), /from the config/, "made at run time, not declared");
+  assert.match(await instance("adv-102").locator("td[data-label=Schedule]").textContent(), /Europe\/Berlin/);
+  assert.match(await first.locator("td[data-label=\"Last run\"]").textContent(), /succeeded/);
+  await shoot("task-runtime-instances");
+
+  // The filter narrows the list to the keys containing it, and lives in the address: a reload
+  // keeps it, in the box and in the list.
+  const filter = page.getByRole("searchbox", { name: "filter instances by key" });
+  await filter.fill("adv");
+  await filter.press("Enter");
+  await eventually("only the adv- instances", async () => (await keys()).join(" ") === "adv-101 adv-102");
+  assert.match(page.url(), /[?&]key=adv(&|$)/);
+  await page.reload();
+  await page.waitForSelector("body[data-loaded=true]");
+  await eventually("still filtered after a reload", async () => (await keys()).join(" ") === "adv-101 adv-102");
+  assert.equal(await filter.inputValue(), "adv");
+  await shoot("task-runtime-instances-filtered");
+  // A filter nothing matches says so; the count is still the task's.
+  await filter.fill("nobody");
+  await filter.press("Enter");
+  await eventually("no instance", async () => (await card.locator("#no-instances").count()) === 1);
+  assert.equal(await card.locator("#no-instances").textContent(), "No instance's key contains “nobody”.");
+  assert.equal(await card.getByRole("heading").textContent(), "Instances (3)");
+  assert.deepEqual(problems, []);
+});
+
+test("a tick waiting for a shared limit: an hourglass naming the limit, its size and its holder", async () => {
+  // demo.warehouse_load holds warehouse-db (a limit of 1) for 8 s every 10 s; demo.warehouse_report
+  // shares it, so its ticks wait most of the time. Read while one waits, whenever that is.
+  await page.goto(`${base}/#/`);
+  await row("demo.warehouse_report").waitFor();
+  const waiting = marks("demo.warehouse_report", "waiting");
+  let title = null;
+  let glyph = null;
+  let label = null;
+  await eventually("a waiting tick on demo.warehouse_report's strip", async () => {
+    glyph = await waiting.last().getAttribute("data-glyph", { timeout: 1000 });
+    title = await waiting.last().locator("title").textContent({ timeout: 1000 });
+    label = await row("demo.warehouse_report").getByRole("img", { name: /recent ticks/ }).getAttribute("aria-label", { timeout: 1000 });
+    return true;
+  });
+  assert.equal(glyph, "hourglass");
+  // Its tooltip (the mark's accessible name): waiting, for which limit, how full, held by whom.
+  assert.match(title, /waiting for its limit · limit warehouse-db \(1 of 1 held: demo\.warehouse_load on dashboard-demo\) since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+  assert.match(label, /\d+ waiting for its limit/);
+  await shoot("overview-waiting");
+
+  // The task's page says it in words, with the holder; the holder's page says it holds it.
+  await page.goto(`${base}/#/task/demo.warehouse_report`);
+  const notice = page.locator(".task-head").getByText(/is waiting for limit warehouse-db/);
+  let words = null;
+  await eventually("the waiting notice", async () => {
+    words = await notice.first().textContent({ timeout: 1000 });
+    return true;
+  });
+  // Since a time, then how long ago (not "since 7 s ago").
+  assert.match(words, /^demo\.warehouse_report is waiting for limit warehouse-db \(1 of 1 held: demo\.warehouse_load on dashboard-demo\) since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \((now|\d+ s ago)\)/);
+  await eventually("an hourglass on the task's own strip", async () =>
+    (await page.locator('.card .strip .mark[data-outcome="waiting"][data-glyph="hourglass"]').count()) >= 1);
+  await shoot("task-waiting");
+  await page.goto(`${base}/#/task/demo.warehouse_load`);
+  await eventually("the holder's share", async () =>
+    (await page.locator(".task-head").getByText("Holds 1 share of limit warehouse-db (1 of 1 held).", { exact: true }).count()) === 1);
+  assert.deepEqual(problems, []);
+});
+
 test("recent failed runs of every task, on one page", async () => {
   await page.goto(`${base}/#/failures`);
   await page.waitForSelector("#failures table.runs tr[data-run]");
@@ -624,9 +716,62 @@ test("dark mode", async () => {
   await page.goto(`${base}/#/task/demo.flaky`);
   await page.waitForSelector("table.runs tr[data-run]");
   await shoot("task-dark");
+  await page.goto(`${base}/#/task/demo.advertisers`);
+  await page.waitForSelector("#instances tr[data-instance]");
+  await shoot("task-runtime-instances-dark");
+  await page.goto(`${base}/#/task/demo.warehouse_report`);
+  await page.waitForSelector("[data-limit-waiting=warehouse-db]");
+  await shoot("task-waiting-dark");
   await page.emulateMedia({ colorScheme: "light" });
   assert.deepEqual(problems, []);
 });
+
+/**
+ * A table stacked on a phone (one card per row, each cell's column name beside its value): in a
+ * row every value starts at one x, and no line of a value (a zone under a cron, "2 s ago" under a
+ * time, a wrapped error) starts left of it, under the column's name, where it reads as part of
+ * the name.
+ * A name wider than its place pushes its value right: such a cell is left out.
+ */
+function stackedMisalignments(p) {
+  return p.evaluate(() => {
+    const measure = document.createElement("canvas").getContext("2d");
+    // Where a part starts: an inline element's box (a badge's border), a block's or a text's first
+    // character.
+    const rangeOf = (node) => {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      return range;
+    };
+    const left = (node) => (node.nodeType === 1 && getComputedStyle(node).display !== "block" ? node : rangeOf(node)).getClientRects()[0]?.left ?? null;
+    const out = [];
+    for (const tr of document.querySelectorAll("table.stack tbody tr")) {
+      let x = null;
+      for (const td of tr.querySelectorAll(":scope > td[data-label]")) {
+        if (td.classList.contains("strip-cell")) continue;
+        const name = getComputedStyle(td, "::before");
+        measure.font = `${name.fontWeight} ${name.fontSize} ${name.fontFamily}`;
+        if (measure.measureText(td.dataset.label).width > parseFloat(name.minWidth)) continue;
+        const parts = [...td.childNodes].filter((n) => (n.nodeType === 1 ? n.getClientRects().length > 0 : n.textContent.trim() !== ""));
+        if (parts.length === 0 || left(parts[0]) === null) continue;
+        const where = `${tr.closest("table").id || tr.closest("table").className} "${td.dataset.label}"`;
+        const first = left(parts[0]);
+        x ??= first;
+        if (Math.abs(first - x) > 1.5) out.push(`${where}: value at ${Math.round(first)}, the row's others at ${Math.round(x)}`);
+        // No line of it (a wrapped error, a second line) starts left of where its value starts.
+        for (const n of parts) {
+          const lines = n.nodeType === 1 && getComputedStyle(n).display !== "block" ? n.getClientRects() : rangeOf(n).getClientRects();
+          for (const line of lines) {
+            if (line.width > 0 && line.left < first - 1.5) {
+              out.push(`${where}: a line of "${n.textContent.slice(0, 40)}" at ${Math.round(line.left)}, left of its value at ${Math.round(first)}`);
+            }
+          }
+        }
+      }
+    }
+    return [...new Set(out)].slice(0, 8);
+  });
+}
 
 test("at 390 px (a phone) every page fits the screen: no element is wider than the viewport", async () => {
   const phone = await newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
@@ -638,6 +783,8 @@ test("at 390 px (a phone) every page fits the screen: no element is wider than t
     ["task", "#/task/demo.flaky", "table.runs tr[data-run]"],
     ["task-paused-monthly", "#/task/demo.monthly", "ol.times li"],
     ["task-instances", "#/task/demo.tenants", "#instances tr[data-instance]"],
+    ["task-runtime-instances", "#/task/demo.advertisers", "#instances tr[data-instance]"],
+    ["task-waiting", "#/task/demo.warehouse_report", "[data-limit-waiting=warehouse-db]"],
     ["failures", "#/failures", "#failures tr[data-run]"],
     ["cluster", "#/cluster", "#nodes tr[data-node]"],
     ["audit", "#/audit", "#audit tr[data-action]"],
@@ -664,6 +811,7 @@ test("at 390 px (a phone) every page fits the screen: no element is wider than t
     });
     assert.equal(wide.width, 390, name);
     assert.ok(wide.scroll <= wide.width && wide.out.length === 0, `${name} at 390 px: ${JSON.stringify(wide)}`);
+    assert.deepEqual(await stackedMisalignments(p), [], `${name} at 390 px: a table's values line up beside their names`);
     await shoot(`phone-${name}`, p);
     // What the phone shows first, without scrolling.
     await p.screenshot({ path: `${shots}/phone-${name}-screen.png` });

@@ -284,7 +284,7 @@ function limitNotes(limits, name, zone) {
   for (const l of limits) {
     for (const w of l.waiting.filter((x) => x.task === name)) {
       notes.push(h("p", { class: "notice", dataset: { limitWaiting: l.name } },
-        `${w.row} is waiting for limit ${l.name} (${size(l)}: ${holders(l)}) since ${relative(w.since)}`,
+        `${w.row} is waiting for limit ${l.name} (${size(l)}: ${holders(l)}) since ${inZone(w.since, zone)} (${relative(w.since)})`,
         w.due_at ? `; its tick of ${inZone(w.due_at, zone)} starts late or is skipped by its misfire rule.` : "."));
     }
     const mine = l.holders.filter((x) => x.task === name);
