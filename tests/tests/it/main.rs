@@ -45,6 +45,7 @@ mod incidents;
 mod instance_broadcast;
 mod instance_calendar;
 mod instance_limits;
+mod instance_reshard;
 mod instance_shards;
 mod instance_sla;
 mod instance_sla_api;
