@@ -22,6 +22,7 @@ on_both_backends! {
     threads = 2;
     every_instance_follows_its_task_up_to_more_shards,
     a_plain_task_made_sharded_shards_its_instances,
+    an_instance_follows_its_task_to_a_broadcast_and_back,
 }
 
 /// How many yearly instances the growth reaches besides the running ones: more than a batch of
@@ -34,6 +35,7 @@ struct Run {
     key: String,
     tick: DateTime<Utc>,
     shard: Shard,
+    broadcast: bool,
     tenant: u64,
 }
 
@@ -76,6 +78,7 @@ async fn ireshard_work(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
         key: ctx.key().unwrap_or_default().to_owned(),
         tick: ctx.scheduled_at(),
         shard: ctx.shard(),
+        broadcast: ctx.is_broadcast(),
         tenant,
     };
     let log = ctx.state::<Arc<Log>>().unwrap();
@@ -87,8 +90,12 @@ async fn ireshard_work(ctx: TaskContext) -> Result<(), scheduler::ArgsError> {
 
 /// The document giving `ireshard.work` `shards` shards (yearly: its instances are what runs).
 fn with_shards(shards: i64) -> ConfigDocument {
+    sharded(ShardsEntry::Count(shards))
+}
+
+fn sharded(shards: ShardsEntry) -> ConfigDocument {
     doc(vec![TaskConfig {
-        shards: Some(ShardsEntry::Count(shards)),
+        shards: Some(shards),
         ..entry("ireshard.work", "0 0 0 1 1 *")
     }])
 }
@@ -262,4 +269,79 @@ async fn a_plain_task_made_sharded_shards_its_instances(db: &TestDb) {
     let rows = rows_of(db, "p1").await;
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert!(rows.iter().all(|r| r.shards == 3 && r.enabled), "{rows:?}");
+}
+
+/// An instance made while its task had 2 shards: a document making the task a broadcast makes
+/// the instance one at the reconcile (its own row held, never run; this node's row made; its
+/// shard row disabled), every tick after it one run on the lone node, 0 of 1; a document giving
+/// the task 3 shards again makes it a sharded instance of 3 (its node row disabled), each shard
+/// of each tick once. By the handlers' own record.
+async fn an_instance_follows_its_task_to_a_broadcast_and_back(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let tenants = BTreeMap::from([("b1", 6)]);
+    let (schedules, running) = node_a(db, with_shards(2), &log).await;
+    schedules
+        .upsert(instance("b1", "* * * * * *", 6))
+        .await
+        .unwrap();
+    wait_until(
+        Duration::from_secs(60),
+        "a whole tick of 2 shards",
+        || async { log.whole_ticks(0, "b1", 2) >= 1 },
+    )
+    .await;
+    running.stop().await;
+
+    let before = log.len();
+    let nodes = ShardsEntry::Word("nodes".into());
+    let (_, running) = node_a(db, sharded(nodes), &log).await;
+    wait_until(
+        Duration::from_secs(90),
+        "three broadcast ticks after the restart",
+        || async { log.whole_ticks(before, "b1", 1) >= 3 },
+    )
+    .await;
+    running.stop().await;
+    each_shard_once(&log, before, 1, &tenants);
+    assert!(
+        log.since(before).iter().all(|(_, r)| r.broadcast),
+        "{:?}",
+        log.since(before)
+    );
+    let rows = rows_of(db, "b1").await;
+    let row = |name: &str| rows.iter().find(|r| r.name == name).expect(name);
+    assert_eq!(
+        row("ireshard.work/b1").node_pin.as_deref(),
+        Some(""),
+        "{rows:?}"
+    );
+    assert_eq!(
+        row("ireshard.work/b1[@a]").node_pin.as_deref(),
+        Some("a"),
+        "{rows:?}"
+    );
+    assert!(!row("ireshard.work/b1[1]").enabled, "{rows:?}");
+
+    let back = log.len();
+    let (_, running) = node_a(db, with_shards(3), &log).await;
+    wait_until(
+        Duration::from_secs(90),
+        "three whole ticks of 3 shards after the second restart",
+        || async { log.whole_ticks(back, "b1", 3) >= 3 },
+    )
+    .await;
+    running.stop().await;
+    each_shard_once(&log, back, 3, &tenants);
+    assert!(log.since(back).iter().all(|(_, r)| !r.broadcast));
+    let rows = rows_of(db, "b1").await;
+    for row in &rows {
+        if row.name.ends_with("[@a]") {
+            assert!(!row.enabled, "the node row disabled: {row:?}");
+        } else {
+            assert!(
+                row.enabled && row.shards == 3 && row.node_pin.is_none(),
+                "{row:?}"
+            );
+        }
+    }
 }
