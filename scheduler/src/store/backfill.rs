@@ -31,6 +31,22 @@ pub struct NewBackfill {
     pub requested_by: String,
     /// The ticks to run, in order (at least one).
     pub ticks: Vec<DateTime<Utc>>,
+    /// The rows that run each tick, once each: the task's (or instance's) own row and, for a
+    /// task with shards, each of its shard rows (`task[i]`, `task/key[i]`; see
+    /// [`crate::shard`]); those that exist take part. Empty: the task's own row alone.
+    pub rows: Vec<String>,
+}
+
+impl NewBackfill {
+    /// The rows that run each tick ([`NewBackfill::rows`], else the task's own row).
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+    pub(crate) fn run_rows(&self) -> Vec<String> {
+        if self.rows.is_empty() {
+            vec![self.task_name.clone()]
+        } else {
+            self.rows.clone()
+        }
+    }
 }
 
 /// A pending backfill tick offered with a due task (see

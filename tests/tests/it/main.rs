@@ -42,6 +42,7 @@ mod handlers;
 mod harness;
 mod hot_reload;
 mod incidents;
+mod instance_backfill;
 mod instance_broadcast;
 mod instance_calendar;
 mod instance_limits;
