@@ -76,7 +76,8 @@ pub enum BackfillCreate {
     Busy(i64),
 }
 
-/// How far a backfill got, counted over its ticks by their runs' statuses.
+/// How far a backfill got, counted over its ticks by their runs' statuses (a task with N
+/// shards: each tick counted once per shard, as it runs once on each).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct BackfillProgress {
@@ -139,7 +140,8 @@ impl BackfillRecord {
     }
 }
 
-/// One tick of a backfill and the run that served it, if one did.
+/// One tick of a backfill and the run that served it, if one did (a task with N shards: N
+/// entries per tick, one per shard, in the order of their rows).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct BackfillTick {

@@ -24,9 +24,12 @@ on_both_backends! {
     a_backfill_of_a_broadcast_instance_runs_each_tick_once,
 }
 
-/// What the handlers recorded: `(task, key, tick, shard index, shard total)` per start.
+/// One start: `(task, key, tick, shard index, shard total)`.
+type Start = (String, Option<String>, DateTime<Utc>, u32, u32);
+
+/// What the handlers recorded, a start each.
 #[derive(Default)]
-struct Log(Mutex<Vec<(String, Option<String>, DateTime<Utc>, u32, u32)>>);
+struct Log(Mutex<Vec<Start>>);
 
 impl Log {
     fn push(&self, ctx: &TaskContext) {
