@@ -23,6 +23,7 @@ on_both_backends! {
     every_instance_follows_its_task_up_to_more_shards,
     a_plain_task_made_sharded_shards_its_instances,
     an_instance_follows_its_task_to_a_broadcast_and_back,
+    a_task_enabled_with_more_shards_runs_every_shard_of_its_instances,
 }
 
 /// How many yearly instances the growth reaches besides the running ones: more than a batch of
@@ -344,4 +345,37 @@ async fn an_instance_follows_its_task_to_a_broadcast_and_back(db: &TestDb) {
             );
         }
     }
+}
+
+/// An instance made while its task was disabled with 2 shards: a document enabling the task with
+/// 3 enables every row of the instance, its new one too, and every tick after it is shards 0, 1
+/// and 2 of 3, each once.
+async fn a_task_enabled_with_more_shards_runs_every_shard_of_its_instances(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let mut disabled = with_shards(2);
+    disabled.tasks[0].enabled = false;
+    let (schedules, running) = node_a(db, disabled, &log).await;
+    schedules
+        .upsert(instance("e1", "* * * * * *", 3))
+        .await
+        .unwrap();
+    let rows = rows_of(db, "e1").await;
+    assert!(
+        rows.len() == 2 && rows.iter().all(|r| !r.enabled),
+        "{rows:?}"
+    );
+    running.stop().await;
+
+    let (_, running) = node_a(db, with_shards(3), &log).await;
+    wait_until(
+        Duration::from_secs(90),
+        "three whole ticks of 3 shards once enabled",
+        || async { log.whole_ticks(0, "e1", 3) >= 3 },
+    )
+    .await;
+    running.stop().await;
+    each_shard_once(&log, 0, 3, &BTreeMap::from([("e1", 3)]));
+    let rows = rows_of(db, "e1").await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows.iter().all(|r| r.shards == 3 && r.enabled), "{rows:?}");
 }

@@ -83,7 +83,7 @@ pub(super) fn plan_instance_shards(
 
 /// The shard rows `1..wanted` that instance row `own` (`task/key`) lacks: each created on the
 /// instance's schedule (its next tick after now and after the tick it last claimed, at its
-/// offset in its window, as `plan_instance_nodes` makes a node's row), enabled as it is, of
+/// offset in its window, as `plan_instance_nodes` makes a node's row), enabled with its task, of
 /// `wanted` shards grouped under it (its pause taken), and made the instance's (its task, key,
 /// arguments, tags, limit and window copied). Returns the rows created.
 fn plan_missing_shards(
@@ -101,12 +101,14 @@ fn plan_missing_shards(
     if missing.is_empty() {
         return missing;
     }
+    let desired = validated.desired.get(crate::shard::split_row(&own.name).0);
+    // Enabled with its task, as `plan_instances` leaves the instance's other rows.
+    let enabled = desired.is_some_and(|d| d.enabled);
     let (next_run_at, next_tick) = match crate::ScheduleSpec::parse(&own.cron, &own.timezone) {
-        Ok(spec) if own.enabled => {
+        Ok(spec) if enabled => {
             let floor = own
                 .last_scheduled_at
                 .map_or(db_now, |claimed| claimed.max(db_now));
-            let desired = validated.desired.get(crate::shard::split_row(&own.name).0);
             let window = own
                 .jitter
                 .or_else(|| desired.map(|d| d.jitter))
@@ -135,7 +137,7 @@ fn plan_missing_shards(
             cron: own.cron.clone(),
             timezone: own.timezone.clone(),
             calendar: own.calendar.clone(),
-            enabled: own.enabled,
+            enabled,
             next_run_at,
             next_tick,
         });
