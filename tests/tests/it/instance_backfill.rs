@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use common::*;
-use scheduler::testing::backfill::BackfillRequest;
+use scheduler::testing::backfill::{BackfillRefusal, BackfillRequest};
 use scheduler::testing::operate::{self, Actor};
-use scheduler::testing::store::BackfillRecord;
+use scheduler::testing::store::{BackfillCancel, BackfillRecord};
 use scheduler::{Schedule, TaskContext, task};
 use serde_json::json;
 
@@ -22,6 +22,7 @@ on_both_backends! {
     threads = 2;
     a_backfill_of_a_sharded_instance_or_task_runs_every_shard_of_each_tick_once,
     a_backfill_of_a_broadcast_instance_runs_each_tick_once,
+    a_cancelled_backfill_of_a_sharded_instance_frees_every_shard_row,
 }
 
 /// One start: `(task, key, tick, shard index, shard total)`.
@@ -194,5 +195,58 @@ async fn a_backfill_of_a_broadcast_instance_runs_each_tick_once(db: &TestDb) {
     let done = backfill(db, "ibackfill.each", &t).await;
     assert_eq!(log.starts("ibackfill.each", None, &t), once);
     assert_eq!((done.progress.total, done.progress.succeeded), (3, 3));
+    running.stop().await;
+}
+
+/// A backfill of an instance of 3 shards paced an hour apart: each shard runs the first tick
+/// (each shard row paces its own), the rest wait; another backfill of the instance is refused
+/// while any of its rows waits; a cancel drops the 6 runs left and frees every row, so the next
+/// backfill is taken and runs every shard of its tick.
+async fn a_cancelled_backfill_of_a_sharded_instance_frees_every_shard_row(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let (schedules, running) = node_a(db, &log).await;
+    schedules
+        .upsert(
+            Schedule::new("ibackfill.work", "c1")
+                .cron("0 * * * *")
+                .args(json!({})),
+        )
+        .await
+        .unwrap();
+    let t = ticks();
+    let who = Actor::new("alice", "test");
+    let slow = BackfillRequest::new("ibackfill.work/c1", t[0], t[2])
+        .all(true)
+        .pace(Duration::from_secs(3600));
+    let slow = operate::backfill(db.api(), &slow, &who)
+        .await
+        .unwrap()
+        .expect("accepted")
+        .id
+        .unwrap();
+    let first = every_shard_once(&t[..1]);
+    wait_until(
+        Duration::from_secs(60),
+        "each shard ran the first tick",
+        || async { log.starts("ibackfill.work", Some("c1"), &t) == first },
+    )
+    .await;
+    let again = BackfillRequest::new("ibackfill.work/c1", t[0], t[0]).all(true);
+    assert_eq!(
+        operate::backfill(db.api(), &again, &who).await.unwrap(),
+        Err(BackfillRefusal::Busy(slow))
+    );
+    let cancelled = operate::cancel_backfill(db.api(), slow, &who)
+        .await
+        .unwrap();
+    let BackfillCancel::Cancelled { dropped, .. } = cancelled else {
+        panic!("cancelled: {cancelled:?}");
+    };
+    assert_eq!(dropped, 6);
+    let done = backfill(db, "ibackfill.work/c1", &t[1..2]).await;
+    assert_eq!((done.progress.total, done.progress.succeeded), (3, 3));
+    let mut expected = first;
+    expected.extend(every_shard_once(&t[1..2]));
+    assert_eq!(log.starts("ibackfill.work", Some("c1"), &t), expected);
     running.stop().await;
 }
