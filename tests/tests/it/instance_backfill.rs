@@ -127,6 +127,14 @@ async fn backfill(db: &TestDb, task: &str, ticks: &[DateTime<Utc>]) -> BackfillR
     record().await
 }
 
+/// The ticks of `[ticks[0], last]` a default backfill of `task` would run (a dry run).
+async fn dry_run(db: &TestDb, task: &str, ticks: &[DateTime<Utc>]) -> Vec<DateTime<Utc>> {
+    let request = BackfillRequest::new(task, ticks[0], ticks[ticks.len() - 1]).dry_run(true);
+    let who = Actor::new("alice", "test");
+    let plan = operate::backfill(db.api(), &request, &who).await.unwrap();
+    plan.expect("accepted").ticks
+}
+
 /// Every shard of each tick of the range, once: `(tick, shard, 3) -> 1` for each of them.
 fn every_shard_once(ticks: &[DateTime<Utc>]) -> BTreeMap<(DateTime<Utc>, u32, u32), usize> {
     ticks
@@ -160,7 +168,12 @@ async fn a_backfill_of_a_sharded_instance_or_task_runs_every_shard_of_each_tick_
         (9, 9),
         "{done:?}"
     );
+    // By default a backfill leaves out the ticks every shard of which succeeded, its own: the
+    // instance's (not its task's), the task's (not its instances').
+    assert!(dry_run(db, "ibackfill.work/t1", &t).await.is_empty());
+    assert_eq!(dry_run(db, "ibackfill.work", &t).await, t);
     let done = backfill(db, "ibackfill.work", &t).await;
+    assert!(dry_run(db, "ibackfill.work", &t).await.is_empty());
     assert_eq!(
         log.starts("ibackfill.work", None, &t),
         every_shard_once(&t),
