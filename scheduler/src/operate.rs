@@ -387,6 +387,11 @@ pub async fn backfill(
         pace: request.pace,
         requested_by: actor.name.clone(),
         ticks: plan.ticks.clone(),
+        // Each tick runs on each of the task's shard rows, as the tick itself did (a broadcast
+        // counts 1: its tick runs once, on its own row).
+        rows: (0..state.shards.max(1))
+            .map(|index| crate::shard::row_name(&request.task, index))
+            .collect(),
     };
     match store.create_backfill(&record, &audit).await? {
         BackfillCreate::Created(id) => plan.id = Some(id),

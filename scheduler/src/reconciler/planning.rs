@@ -97,8 +97,10 @@ pub fn plan(
 
     plan_task_windows(validated, &rows, &mut changes, &mut report);
     plan_instances(validated, &rows, db_now, &mut changes, &mut report);
-    let resharded = instance_shards::plan_instance_shards(validated, &rows, &mut changes);
+    let (resharded, grown) =
+        instance_shards::plan_instance_shards(validated, &rows, db_now, &mut changes);
     report.updated.extend(resharded);
+    report.created.extend(grown);
     let mine =
         instance_shards::plan_instance_nodes(validated, &rows, db_now, node_id, &mut changes);
     report.created.extend(mine);

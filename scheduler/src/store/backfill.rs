@@ -31,6 +31,22 @@ pub struct NewBackfill {
     pub requested_by: String,
     /// The ticks to run, in order (at least one).
     pub ticks: Vec<DateTime<Utc>>,
+    /// The rows that run each tick, once each: the task's (or instance's) own row and, for a
+    /// task with shards, each of its shard rows (`task[i]`, `task/key[i]`; see
+    /// [`crate::shard`]); those that exist take part. Empty: the task's own row alone.
+    pub rows: Vec<String>,
+}
+
+impl NewBackfill {
+    /// The rows that run each tick ([`NewBackfill::rows`], else the task's own row).
+    #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+    pub(crate) fn run_rows(&self) -> Vec<String> {
+        if self.rows.is_empty() {
+            vec![self.task_name.clone()]
+        } else {
+            self.rows.clone()
+        }
+    }
 }
 
 /// A pending backfill tick offered with a due task (see
@@ -60,7 +76,8 @@ pub enum BackfillCreate {
     Busy(i64),
 }
 
-/// How far a backfill got, counted over its ticks by their runs' statuses.
+/// How far a backfill got, counted over its ticks by their runs' statuses (a task with N
+/// shards: each tick counted once per shard, as it runs once on each).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct BackfillProgress {
@@ -123,7 +140,8 @@ impl BackfillRecord {
     }
 }
 
-/// One tick of a backfill and the run that served it, if one did.
+/// One tick of a backfill and the run that served it, if one did (a task with N shards: N
+/// entries per tick, one per shard, in the order of their rows).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct BackfillTick {

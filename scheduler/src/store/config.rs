@@ -304,6 +304,13 @@ pub(crate) type ConfigInstanceWrite<'a> = (
     &'a super::InstanceTags,
 );
 
+/// The most rows one statement of a reconcile writes (PostgreSQL's `unnest` lists, the copy of
+/// instances' rows): a change that reaches 10,000 instances (a task's shard count that grows
+/// gives each its new rows) is written in statements of this many, in the reconcile's one
+/// transaction.
+#[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
+pub(crate) const RECONCILE_BATCH: usize = 1_000;
+
 /// A reconcile's changes by kind, in the order a store writes them: creates, then updates, then
 /// shard rows, then orphan flags (PostgreSQL: one statement per kind), then the config's
 /// instances (one statement each, `writes::mark_config_instances_on`).

@@ -154,6 +154,9 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     step!(25, "instance sla calendar",
         postgres: "0025_instance_sla_calendar.sql",
         sqlite: "0025_instance_sla_calendar.sql"),
+    step!(26, "backfill rows",
+        postgres: "0026_backfill_rows.sql",
+        sqlite: "0026_backfill_rows.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

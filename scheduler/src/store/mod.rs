@@ -309,7 +309,8 @@ pub trait HistoryStore: Send + Sync {
     /// A run's log chunks, in order.
     async fn run_log(&self, run_id: i64) -> StoreResult<Vec<LogChunk>>;
     /// The distinct ticks in `[from, to]` that `task_name` has a succeeded run of (any trigger),
-    /// in order.
+    /// in order: of each of its shards, for a task with shards; an instance's (`task/key`) own,
+    /// a task's without its instances'.
     async fn succeeded_ticks(
         &self,
         task_name: &str,

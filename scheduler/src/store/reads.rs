@@ -257,11 +257,16 @@ pub(crate) async fn succeeded_ticks(
     to: DateTime<Utc>,
 ) -> StoreResult<Vec<DateTime<Utc>>> {
     let sql = Sql::shared(shared_query!("backfill_succeeded"));
+    // An instance's (`task/key`) runs are recorded under its task with its key.
+    let (task, key) = match crate::instance::split_row(task_name) {
+        Some((task, key)) => (task, Some(key)),
+        None => (task_name, None),
+    };
     store
         .fetch_all(
             "succeeded_ticks",
             sql,
-            &params![task_name, from, to],
+            &params![task, from, to, key],
             |row| row.time("scheduled_at"),
         )
         .await

@@ -419,20 +419,26 @@ pub(crate) async fn mark_config_instances_on<D: Dialect>(
     Ok(())
 }
 
-/// Makes each created row of `rows`, `(row, instance)`, a node row of a broadcast instance
-/// (`task/key[@node]`, see `crate::shard`) on `conn`, in a reconcile's transaction (after its
-/// creates): the instance's task, key, arguments, own owners, labels, limit and jitter window
-/// copied from the instance's own row.
+/// Makes each created row of `rows`, `(row, instance)`, a row of an instance made at run time
+/// (a broadcast instance's node row `task/key[@node]`, or a shard row `task/key[i]` its task's
+/// grown count adds; see `crate::shard`) on `conn`, in a reconcile's transaction (after its
+/// creates): the instance's task, key, arguments, own owners, labels, service levels, limit
+/// and jitter window copied from the instance's own row. A statement per
+/// [`RECONCILE_BATCH`](crate::store::config::RECONCILE_BATCH) rows.
 pub(crate) async fn copy_instance_nodes_on<D: Dialect>(
     conn: &mut D::Conn,
     clock: D::Clock,
     rows: &[(&str, &str)],
 ) -> Result<(), sqlx::Error> {
-    for &(row, of) in rows {
+    for batch in rows.chunks(crate::store::config::RECONCILE_BATCH) {
+        let (names, of): (Vec<String>, Vec<String>) = batch
+            .iter()
+            .map(|&(row, of)| (row.to_owned(), of.to_owned()))
+            .unzip();
         let statement = Statement {
             operation: "apply_config",
             sql: statement!("instance_node_copy"),
-            params: &params![row, of],
+            params: &params![&names[..], &of[..]],
         };
         D::execute_on(conn, clock, statement).await?;
     }

@@ -29,6 +29,7 @@ pub(super) async fn create_backfill(
             .bind(crate::bounds::BACKFILL_PACE.capped_millis(backfill.pace))
             .bind(&backfill.requested_by)
             .bind(&backfill.ticks)
+            .bind(backfill.run_rows())
             .fetch_optional(&mut *tx)
             .await?
         else {

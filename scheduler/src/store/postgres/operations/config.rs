@@ -5,7 +5,7 @@ use sqlx::{Postgres, Row};
 
 use super::columns::SkipColumns;
 use super::exec::notify_on;
-use crate::store::config::{ChangesByKind, TaskWrite};
+use crate::store::config::{ChangesByKind, RECONCILE_BATCH, TaskWrite};
 use crate::store::postgres::PgStore;
 use crate::store::records::{config_state_of, task_row};
 use crate::store::writes::{copy_instance_nodes_on, mark_config_instances_on, save_config_state};
@@ -54,19 +54,19 @@ pub(super) async fn apply_config(
             return Ok(plan);
         };
         let by_kind = ChangesByKind::of(changes);
+        // Each kind in statements of at most RECONCILE_BATCH rows.
         for (tasks, sql) in [
             (&by_kind.creates, query!("tasks_create")),
             (&by_kind.updates, query!("tasks_update")),
         ] {
-            if !tasks.is_empty() {
-                TaskColumns::of(tasks)
+            for batch in tasks.chunks(RECONCILE_BATCH) {
+                TaskColumns::of(batch)
                     .bind(sqlx::query(sql))
                     .execute(&mut *tx)
                     .await?;
             }
         }
-        if !by_kind.shards.is_empty() {
-            let shards = &by_kind.shards;
+        for shards in by_kind.shards.chunks(RECONCILE_BATCH) {
             let rows: Vec<&str> = shards.iter().map(|s| s.row).collect();
             let counts: Vec<i32> = shards
                 .iter()
@@ -82,26 +82,24 @@ pub(super) async fn apply_config(
                 .execute(&mut *tx)
                 .await?;
         }
-        if !by_kind.limits.is_empty() {
-            let (names, limits): (Vec<&str>, Vec<Option<&str>>) =
-                by_kind.limits.iter().copied().unzip();
+        for limits in by_kind.limits.chunks(RECONCILE_BATCH) {
+            let (names, limits): (Vec<&str>, Vec<Option<&str>>) = limits.iter().copied().unzip();
             sqlx::query(query!("tasks_limit"))
                 .bind(&names)
                 .bind(&limits)
                 .execute(&mut *tx)
                 .await?;
         }
-        if !by_kind.jitters.is_empty() {
-            let (names, windows): (Vec<&str>, Vec<Option<i64>>) =
-                by_kind.jitters.iter().copied().unzip();
+        for jitters in by_kind.jitters.chunks(RECONCILE_BATCH) {
+            let (names, windows): (Vec<&str>, Vec<Option<i64>>) = jitters.iter().copied().unzip();
             sqlx::query(query!("tasks_jitter"))
                 .bind(&names)
                 .bind(&windows)
                 .execute(&mut *tx)
                 .await?;
         }
-        if !by_kind.orphans.is_empty() {
-            let (names, flags): (Vec<&str>, Vec<bool>) = by_kind.orphans.iter().copied().unzip();
+        for orphans in by_kind.orphans.chunks(RECONCILE_BATCH) {
+            let (names, flags): (Vec<&str>, Vec<bool>) = orphans.iter().copied().unzip();
             sqlx::query(query!("tasks_orphaned"))
                 .bind(&names)
                 .bind(&flags)

@@ -1,5 +1,5 @@
 -- Cancel backfill $1 by $2, unless it was cancelled already or has no tick left to run; its
--- task stops waiting for it. Returns its task, how many ticks will not run, and its runs still
+-- task's rows stop waiting for it. Returns its task, how many ticks will not run, and its runs still
 -- running (no row: nothing cancelled).
 WITH cancelled AS (
     UPDATE scheduler_backfills
@@ -11,7 +11,7 @@ WITH cancelled AS (
     UPDATE scheduler_tasks AS t
     SET backfill_id = NULL, backfill_at = NULL, updated_at = now()
     FROM cancelled
-    WHERE t.name = cancelled.task_name AND t.backfill_id = $1
+    WHERE t.backfill_id = $1
 )
 SELECT task_name,
        (SELECT count(*) FROM scheduler_backfill_ticks

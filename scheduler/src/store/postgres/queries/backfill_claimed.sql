@@ -1,5 +1,5 @@
--- Backfill ticks just claimed (same transaction as claim_apply): each tick is served by its run,
--- and its task's backfill is due again at now() plus the backfill's pace if a tick is left to
+-- Backfill ticks just claimed (same transaction as claim_apply): each tick of a row is served by
+-- its run there, and the row's backfill is due again at now() plus the backfill's pace if a tick of the row is left to
 -- run and the backfill was not cancelled; otherwise the task has no backfill waiting.
 -- $1.. parallel arrays: task, backfill id, tick, run id. The pace is capped at
 -- bounds::BACKFILL_PACE's maximum (1 day, 86400000 ms) so that no stored row can overflow.
@@ -10,14 +10,14 @@ WITH c AS (
     UPDATE scheduler_backfill_ticks AS bt
     SET run_id = c.run_id
     FROM c
-    WHERE bt.backfill_id = c.backfill_id AND bt.tick = c.tick
+    WHERE bt.backfill_id = c.backfill_id AND bt.row_name = c.name AND bt.tick = c.tick
     RETURNING bt.backfill_id
 ), next AS (
     SELECT c.name, c.backfill_id,
            b.cancelled_at IS NULL
            AND EXISTS (SELECT 1 FROM scheduler_backfill_ticks AS bt
-                       WHERE bt.backfill_id = c.backfill_id AND bt.run_id IS NULL
-                         AND bt.tick <> c.tick) AS left,
+                       WHERE bt.backfill_id = c.backfill_id AND bt.row_name = c.name
+                         AND bt.run_id IS NULL AND bt.tick <> c.tick) AS left,
            b.pace_ms
     FROM c JOIN scheduler_backfills AS b ON b.id = c.backfill_id
 )

@@ -25,6 +25,20 @@ pub(super) async fn create_backfill(
         if let Some(busy) = row.try_get::<Option<i64>, _>("backfill_id")? {
             return Ok(BackfillCreate::Busy(busy));
         }
+        // The rows that run each tick: those of `backfill.rows` that exist, none still waiting
+        // on another backfill.
+        let mut rows = Vec::new();
+        for name in backfill.run_rows() {
+            let row = sqlx::query(query!("backfill_task"))
+                .bind(&name)
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some(row) = row else { continue };
+            if let Some(busy) = row.try_get::<Option<i64>, _>("backfill_id")? {
+                return Ok(BackfillCreate::Busy(busy));
+            }
+            rows.push(name);
+        }
         let id: i64 = sqlx::query_scalar(query!("backfill_insert"))
             .bind(&backfill.task_name)
             .bind(micros(backfill.from))
@@ -37,20 +51,23 @@ pub(super) async fn create_backfill(
             .bind(micros(now))
             .fetch_one(&mut *tx)
             .await?;
-        for tick in &backfill.ticks {
-            sqlx::query(query!("backfill_tick_insert"))
-                .bind(id)
-                .bind(micros(*tick))
-                .execute(&mut *tx)
-                .await?;
-        }
-        if !backfill.ticks.is_empty() {
-            sqlx::query(query!("backfill_start"))
-                .bind(&backfill.task_name)
-                .bind(id)
-                .bind(micros(now))
-                .execute(&mut *tx)
-                .await?;
+        for name in &rows {
+            for tick in &backfill.ticks {
+                sqlx::query(query!("backfill_tick_insert"))
+                    .bind(id)
+                    .bind(micros(*tick))
+                    .bind(name)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            if !backfill.ticks.is_empty() {
+                sqlx::query(query!("backfill_start"))
+                    .bind(name)
+                    .bind(id)
+                    .bind(micros(now))
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
         insert_audit(&mut tx, audit, now, &store.inner.own_audits).await?;
         BackfillCreate::Created(id)

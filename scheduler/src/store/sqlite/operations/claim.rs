@@ -323,6 +323,7 @@ impl ClaimSteps for Steps<'_> {
                     .bind(backfill_id)
                     .bind(micros(plan.scheduled_at))
                     .bind(run_id)
+                    .bind(&task.name)
                     .execute(&mut *self.tx)
                     .await?;
                 sqlx::query(query!("backfill_next"))

@@ -1,7 +1,11 @@
--- Make row ?1 (a broadcast instance's node row, just created by a reconcile) a row of instance
--- row ?2: its task, key, arguments, own owners, labels, limit and jitter window copied.
-UPDATE scheduler_tasks
-SET (instance_of, instance_key, args, owners, labels, limit_name, jitter_ms) =
-    (SELECT o.instance_of, o.instance_key, o.args, o.owners, o.labels, o.limit_name, o.jitter_ms
-     FROM scheduler_tasks AS o WHERE o.name = ?2)
-WHERE name = ?1 AND EXISTS (SELECT 1 FROM scheduler_tasks AS o WHERE o.name = ?2)
+-- Make each row of ?1 (a JSON array: an instance's node or shard row, just created by a
+-- reconcile) a row of the instance row at the same place in ?2 (a JSON array): its task, key,
+-- arguments, own owners, labels, service levels, limit and jitter window copied.
+UPDATE scheduler_tasks AS t
+SET instance_of = o.instance_of, instance_key = o.instance_key, args = o.args,
+    owners = o.owners, labels = o.labels, sla = o.sla, limit_name = o.limit_name,
+    jitter_ms = o.jitter_ms
+FROM (SELECT a.value AS name, b.value AS of
+      FROM json_each(?1) AS a JOIN json_each(?2) AS b ON b.key = a.key) AS c
+JOIN scheduler_tasks AS o ON o.name = c.of
+WHERE t.name = c.name

@@ -1,0 +1,265 @@
+//! Backfills of sharded and broadcast work: a backfill of a task with shards, or of an instance
+//! of one, runs every shard of each tick of the range once (as the tick itself would have run);
+//! a backfill of an instance of a broadcast task runs each tick once, 0 of 1, as its task's
+//! backfill does (no record says which nodes were alive at a past tick). Judged by what the
+//! handlers themselves recorded.
+
+use crate::common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use common::*;
+use scheduler::testing::backfill::{BackfillRefusal, BackfillRequest};
+use scheduler::testing::operate::{self, Actor};
+use scheduler::testing::store::{BackfillCancel, BackfillRecord};
+use scheduler::{Schedule, TaskContext, task};
+use serde_json::json;
+
+on_both_backends! {
+    threads = 2;
+    a_backfill_of_a_sharded_instance_or_task_runs_every_shard_of_each_tick_once,
+    a_backfill_of_a_broadcast_instance_runs_each_tick_once,
+    a_cancelled_backfill_of_a_sharded_instance_frees_every_shard_row,
+}
+
+/// One start: `(task, key, tick, shard index, shard total)`.
+type Start = (String, Option<String>, DateTime<Utc>, u32, u32);
+
+/// What the handlers recorded, a start each.
+#[derive(Default)]
+struct Log(Mutex<Vec<Start>>);
+
+impl Log {
+    fn push(&self, ctx: &TaskContext) {
+        let shard = ctx.shard();
+        self.0.lock().unwrap().push((
+            ctx.task_name().to_owned(),
+            ctx.key().map(str::to_owned),
+            ctx.scheduled_at(),
+            shard.index,
+            shard.total,
+        ));
+    }
+
+    /// How often each `(tick, shard, total)` of `task` (instance `key`) started, over `ticks`.
+    fn starts(
+        &self,
+        task: &str,
+        key: Option<&str>,
+        ticks: &[DateTime<Utc>],
+    ) -> BTreeMap<(DateTime<Utc>, u32, u32), usize> {
+        let mut starts = BTreeMap::new();
+        for (t, k, tick, index, total) in self.0.lock().unwrap().iter() {
+            if t == task && k.as_deref() == key && ticks.contains(tick) {
+                *starts.entry((*tick, *index, *total)).or_default() += 1;
+            }
+        }
+        starts
+    }
+}
+
+#[task(name = "ibackfill.work", shards = 3)]
+async fn ibackfill_work(ctx: TaskContext) {
+    ctx.state::<Arc<Log>>().unwrap().push(&ctx);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+}
+
+#[task(name = "ibackfill.each", shards = "nodes")]
+async fn ibackfill_each(ctx: TaskContext) {
+    ctx.state::<Arc<Log>>().unwrap().push(&ctx);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+}
+
+/// Three hourly ticks two days ago.
+fn ticks() -> Vec<DateTime<Utc>> {
+    let base = (Utc::now() - TimeDelta::days(2))
+        .duration_trunc(TimeDelta::days(1))
+        .unwrap();
+    (0..3).map(|h| base + TimeDelta::hours(h)).collect()
+}
+
+/// Node `a` running `ibackfill.*` (both tasks hourly), started once their rows are written.
+async fn node_a(db: &TestDb, log: &Arc<Log>) -> (scheduler::Schedules, RunningNode) {
+    let scheduler = node(db, "a", tasks("ibackfill."))
+        .config_document(doc(vec![
+            entry("ibackfill.work", "0 * * * *"),
+            entry("ibackfill.each", "0 * * * *"),
+        ]))
+        .poll_interval(Duration::from_millis(500))
+        .state(Arc::clone(log))
+        .build()
+        .unwrap();
+    let schedules = scheduler.schedules();
+    let running = start(scheduler);
+    wait_until(
+        Duration::from_secs(60),
+        "the tasks' rows written",
+        || async {
+            db.try_task("ibackfill.work").await.is_some()
+                && db.try_task("ibackfill.each").await.is_some()
+        },
+    )
+    .await;
+    (schedules, running)
+}
+
+/// Backfills every tick of `ticks` of `task` (a task or an instance `task/key`), unpaced, and
+/// waits for it to be done.
+async fn backfill(db: &TestDb, task: &str, ticks: &[DateTime<Utc>]) -> BackfillRecord {
+    let request = BackfillRequest::new(task, ticks[0], ticks[ticks.len() - 1])
+        .all(true)
+        .pace(Duration::ZERO);
+    let who = Actor::new("alice", "test");
+    let plan = operate::backfill(db.api(), &request, &who)
+        .await
+        .unwrap()
+        .expect("accepted");
+    assert_eq!(plan.ticks, ticks, "{plan:?}");
+    let id = plan.id.expect("recorded");
+    let record = || async { db.api().backfill(id).await.unwrap().expect("recorded").0 };
+    wait_until(Duration::from_secs(60), "the backfill is done", || async {
+        record().await.state() == "done"
+    })
+    .await;
+    record().await
+}
+
+/// The ticks of `[ticks[0], last]` a default backfill of `task` would run (a dry run).
+async fn dry_run(db: &TestDb, task: &str, ticks: &[DateTime<Utc>]) -> Vec<DateTime<Utc>> {
+    let request = BackfillRequest::new(task, ticks[0], ticks[ticks.len() - 1]).dry_run(true);
+    let who = Actor::new("alice", "test");
+    let plan = operate::backfill(db.api(), &request, &who).await.unwrap();
+    plan.expect("accepted").ticks
+}
+
+/// Every shard of each tick of the range, once: `(tick, shard, 3) -> 1` for each of them.
+fn every_shard_once(ticks: &[DateTime<Utc>]) -> BTreeMap<(DateTime<Utc>, u32, u32), usize> {
+    ticks
+        .iter()
+        .flat_map(|tick| (0..3).map(move |index| ((*tick, index, 3), 1)))
+        .collect()
+}
+
+/// A backfill of an instance of a task of 3 shards runs shards 0, 1 and 2 of each tick of its
+/// range once each, with the instance's key; so does a backfill of the task itself, with none.
+async fn a_backfill_of_a_sharded_instance_or_task_runs_every_shard_of_each_tick_once(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let (schedules, running) = node_a(db, &log).await;
+    schedules
+        .upsert(
+            Schedule::new("ibackfill.work", "t1")
+                .cron("0 * * * *")
+                .args(json!({})),
+        )
+        .await
+        .unwrap();
+    let t = ticks();
+    let done = backfill(db, "ibackfill.work/t1", &t).await;
+    assert_eq!(
+        log.starts("ibackfill.work", Some("t1"), &t),
+        every_shard_once(&t),
+        "the instance's shards of each tick"
+    );
+    assert_eq!(
+        (done.progress.total, done.progress.succeeded),
+        (9, 9),
+        "{done:?}"
+    );
+    // By default a backfill leaves out the ticks every shard of which succeeded, its own: the
+    // instance's (not its task's), the task's (not its instances').
+    assert!(dry_run(db, "ibackfill.work/t1", &t).await.is_empty());
+    assert_eq!(dry_run(db, "ibackfill.work", &t).await, t);
+    let done = backfill(db, "ibackfill.work", &t).await;
+    assert!(dry_run(db, "ibackfill.work", &t).await.is_empty());
+    assert_eq!(
+        log.starts("ibackfill.work", None, &t),
+        every_shard_once(&t),
+        "the task's shards of each tick"
+    );
+    assert_eq!(
+        (done.progress.total, done.progress.succeeded),
+        (9, 9),
+        "{done:?}"
+    );
+    running.stop().await;
+}
+
+/// A backfill of an instance of a broadcast task runs each tick of its range once, 0 of 1, with
+/// the instance's key, as a backfill of the task does.
+async fn a_backfill_of_a_broadcast_instance_runs_each_tick_once(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let (schedules, running) = node_a(db, &log).await;
+    schedules
+        .upsert(
+            Schedule::new("ibackfill.each", "b1")
+                .cron("0 * * * *")
+                .args(json!({})),
+        )
+        .await
+        .unwrap();
+    let t = ticks();
+    let once: BTreeMap<_, usize> = t.iter().map(|tick| ((*tick, 0, 1), 1)).collect();
+    let done = backfill(db, "ibackfill.each/b1", &t).await;
+    assert_eq!(log.starts("ibackfill.each", Some("b1"), &t), once);
+    assert_eq!((done.progress.total, done.progress.succeeded), (3, 3));
+    let done = backfill(db, "ibackfill.each", &t).await;
+    assert_eq!(log.starts("ibackfill.each", None, &t), once);
+    assert_eq!((done.progress.total, done.progress.succeeded), (3, 3));
+    running.stop().await;
+}
+
+/// A backfill of an instance of 3 shards paced an hour apart: each shard runs the first tick
+/// (each shard row paces its own), the rest wait; another backfill of the instance is refused
+/// while any of its rows waits; a cancel drops the 6 runs left and frees every row, so the next
+/// backfill is taken and runs every shard of its tick.
+async fn a_cancelled_backfill_of_a_sharded_instance_frees_every_shard_row(db: &TestDb) {
+    let log = Arc::new(Log::default());
+    let (schedules, running) = node_a(db, &log).await;
+    schedules
+        .upsert(
+            Schedule::new("ibackfill.work", "c1")
+                .cron("0 * * * *")
+                .args(json!({})),
+        )
+        .await
+        .unwrap();
+    let t = ticks();
+    let who = Actor::new("alice", "test");
+    let slow = BackfillRequest::new("ibackfill.work/c1", t[0], t[2])
+        .all(true)
+        .pace(Duration::from_secs(3600));
+    let slow = operate::backfill(db.api(), &slow, &who)
+        .await
+        .unwrap()
+        .expect("accepted")
+        .id
+        .unwrap();
+    let first = every_shard_once(&t[..1]);
+    wait_until(
+        Duration::from_secs(60),
+        "each shard ran the first tick",
+        || async { log.starts("ibackfill.work", Some("c1"), &t) == first },
+    )
+    .await;
+    let again = BackfillRequest::new("ibackfill.work/c1", t[0], t[0]).all(true);
+    assert_eq!(
+        operate::backfill(db.api(), &again, &who).await.unwrap(),
+        Err(BackfillRefusal::Busy(slow))
+    );
+    let cancelled = operate::cancel_backfill(db.api(), slow, &who)
+        .await
+        .unwrap();
+    let BackfillCancel::Cancelled { dropped, .. } = cancelled else {
+        panic!("cancelled: {cancelled:?}");
+    };
+    assert_eq!(dropped, 6);
+    let done = backfill(db, "ibackfill.work/c1", &t[1..2]).await;
+    assert_eq!((done.progress.total, done.progress.succeeded), (3, 3));
+    let mut expected = first;
+    expected.extend(every_shard_once(&t[1..2]));
+    assert_eq!(log.starts("ibackfill.work", Some("c1"), &t), expected);
+    running.stop().await;
+}
