@@ -11,15 +11,15 @@ use chrono::{DateTime, Utc};
 use crate::store::dialect::{Dialect, Now, Sql};
 use crate::store::records::{
     audit_entry, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
-    incident, instance_record, instance_state, log_chunk, node_record, overdue_task, run_record,
-    skip_record, snooze, task_state,
+    incident, instance_record, instance_state, instance_summary, log_chunk, node_record,
+    overdue_task, run_record, skip_record, snooze, task_state,
 };
 use crate::store::row::ReadRow;
 use crate::store::{
     AuditEntry, BackfillRecord, BackfillTick, Cancellation, ConfigState, DeliveryRecord,
-    IncidentQuery, IncidentRecord, InstanceQuery, InstanceRecord, InstanceState, LogChunk,
-    NodeRecord, OverdueTask, RunQuery, RunRecord, SkipRecord, Snooze, StoreError, StoreResult,
-    TaskState,
+    IncidentQuery, IncidentRecord, InstanceQuery, InstanceRecord, InstanceState, InstanceSummary,
+    LogChunk, NodeRecord, OverdueTask, RunQuery, RunRecord, SkipRecord, Snooze, StoreError,
+    StoreResult, TaskState,
 };
 
 /// The most runs one query returns.
@@ -394,15 +394,10 @@ pub(crate) async fn instance_states(
         .await
 }
 
-pub(crate) async fn instance_counts(store: &impl Dialect) -> StoreResult<Vec<(String, u64)>> {
-    let sql = Sql::shared(shared_query!("instance_counts"));
+pub(crate) async fn instance_summaries(store: &impl Dialect) -> StoreResult<Vec<InstanceSummary>> {
+    let sql = Sql::shared(shared_query!("instance_summaries"));
     store
-        .fetch_all("instance_counts", sql, &[], |row| {
-            Ok((
-                row.text("task")?,
-                u64::try_from(row.int("instances")?).unwrap_or(0),
-            ))
-        })
+        .fetch_all("instance_summaries", sql, &[], instance_summary)
         .await
 }
 

@@ -65,6 +65,7 @@ mod limit_strips;
 mod listen_again;
 mod migrations;
 mod otel;
+mod overview_rows;
 mod pgbouncer;
 mod policies;
 mod reconcile;
