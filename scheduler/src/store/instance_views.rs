@@ -152,6 +152,8 @@ pub struct InstanceSummary {
     pub failing: u64,
     /// How many of them ever ran.
     pub ran: u64,
+    /// The earliest next run among them, of those enabled and not paused.
+    pub next_run_at: Option<chrono::DateTime<chrono::Utc>>,
     /// The instance whose run started last (`None`: none ran).
     pub latest: Option<LatestInstanceRun>,
 }

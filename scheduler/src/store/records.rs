@@ -213,6 +213,7 @@ pub(crate) fn instance_summary(row: &impl ReadRow) -> Result<InstanceSummary, sq
         running: count("running")?,
         failing: count("failing")?,
         ran: count("ran")?,
+        next_run_at: row.time_opt("next_run_at")?,
         latest,
     })
 }

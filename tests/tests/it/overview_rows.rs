@@ -150,6 +150,11 @@ async fn a_task_run_only_through_its_instances_says_how_they_run(db: &TestDb) {
     assert_eq!(summary["running"], 0, "{fleet}");
     assert_eq!(summary["failing"], 1, "{fleet}");
     assert_eq!(summary["ran"], 2, "{fleet}");
+    // Every instance has the task's yearly cron: their next run is its.
+    assert_eq!(
+        summary["next_run_at"], fleet["state"]["next_run_at"],
+        "{fleet}"
+    );
     let latest = &summary["latest"];
     assert_eq!(latest["key"], "bad", "{fleet}");
     assert_eq!(latest["result"], "failed", "{fleet}");

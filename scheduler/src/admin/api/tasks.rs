@@ -177,6 +177,9 @@ struct InstanceRunsView {
     failing: u64,
     /// How many of them ever ran.
     ran: u64,
+    /// The earliest next run among them (of those enabled and not paused; none: no such
+    /// instance has a next run).
+    next_run_at: Option<DateTime<Utc>>,
     /// The run that started last among them (none: none ran).
     latest: Option<LatestInstanceRunView>,
 }
@@ -220,6 +223,7 @@ impl Instances {
             running: s.running,
             failing: s.failing,
             ran: s.ran,
+            next_run_at: s.next_run_at,
             latest: s.latest.as_ref().map(|l| LatestInstanceRunView {
                 key: l.key.clone(),
                 started_at: l.started_at,
