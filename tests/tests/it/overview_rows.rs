@@ -4,6 +4,7 @@
 //! named, with its holders). Over real HTTP from a real node; the runs are judged by the
 //! handlers' own record.
 
+use crate::admin_support;
 use crate::common;
 
 use std::collections::BTreeMap;
@@ -83,6 +84,14 @@ async fn get(http: &reqwest::Client, url: String) -> Value {
     let r = http.get(&url).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK, "{url}");
     r.json().await.unwrap()
+}
+
+/// The task list, checked against its documented shape (`/openapi.json`).
+async fn documented_list(http: &reqwest::Client, node: &AdminNode) -> Value {
+    let doc = get(http, node.url("/openapi.json")).await;
+    let list = get(http, node.url("/api/tasks")).await;
+    admin_support::assert_documented(&doc, "get", "/api/tasks", StatusCode::OK, &list);
+    list
 }
 
 /// Task `name`'s row in the task list.
@@ -167,6 +176,7 @@ async fn a_task_run_only_through_its_instances_says_how_they_run(db: &TestDb) {
     );
     assert!(time(&latest["finished_at"]) >= started, "{fleet}");
 
+    documented_list(&http, &node).await;
     let hold = task_row(&http, &node, "ovr.hold").await;
     assert_eq!(hold["instances"], 0, "{hold}");
     assert!(hold.get("instance_runs").is_none(), "{hold}");
@@ -212,7 +222,14 @@ async fn a_task_waiting_for_its_limit_names_it_in_the_task_list(db: &TestDb) {
         },
     )
     .await;
-    let row = task_row(&http, &node, "ovr.wait").await;
+    let list = documented_list(&http, &node).await;
+    let row = list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ovr.wait")
+        .unwrap()
+        .clone();
     let waiting = &row["state"]["waiting"];
     assert_eq!(waiting["size"], 1, "{row}");
     assert_eq!(waiting["held"], 1, "{row}");
