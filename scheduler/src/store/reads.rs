@@ -396,9 +396,18 @@ pub(crate) async fn instance_states(
 
 pub(crate) async fn instance_summaries(store: &impl Dialect) -> StoreResult<Vec<InstanceSummary>> {
     let sql = Sql::shared(shared_query!("instance_summaries"));
-    store
+    let mut rows = store
         .fetch_all("instance_summaries", sql, &[], instance_summary)
-        .await
+        .await?;
+    one_latest_per_task(&mut rows);
+    Ok(rows)
+}
+
+/// Keeps one row per task: of the rows tied on a task's latest start, the one of the first key.
+fn one_latest_per_task(rows: &mut Vec<InstanceSummary>) {
+    let key = |s: &InstanceSummary| s.latest.as_ref().map(|l| l.key.clone());
+    rows.sort_by(|a, b| a.task.cmp(&b.task).then_with(|| key(a).cmp(&key(b))));
+    rows.dedup_by(|later, first| later.task == first.task);
 }
 
 pub(crate) async fn latest_runs_per_instance(
@@ -413,4 +422,43 @@ pub(crate) async fn latest_runs_per_instance(
     store
         .fetch_all("latest_runs_per_instance", sql, &params, run_record)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::LatestInstanceRun;
+
+    fn summary(task: &str, key: Option<&str>) -> InstanceSummary {
+        InstanceSummary {
+            task: task.to_owned(),
+            instances: 2,
+            running: 0,
+            failing: 0,
+            ran: 2,
+            next_run_at: None,
+            latest: key.map(|key| LatestInstanceRun {
+                key: key.to_owned(),
+                started_at: DateTime::<Utc>::UNIX_EPOCH,
+                finished_at: None,
+                status: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn rows_tied_on_a_tasks_latest_start_keep_the_first_key() {
+        let mut rows = vec![
+            summary("b", Some("z")),
+            summary("a", Some("y")),
+            summary("b", Some("x")),
+            summary("c", None),
+        ];
+        one_latest_per_task(&mut rows);
+        let kept: Vec<(&str, Option<&str>)> = rows
+            .iter()
+            .map(|s| (s.task.as_str(), s.latest.as_ref().map(|l| l.key.as_str())))
+            .collect();
+        assert_eq!(kept, [("a", Some("y")), ("b", Some("x")), ("c", None)]);
+    }
 }
