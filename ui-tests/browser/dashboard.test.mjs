@@ -400,6 +400,33 @@ test("instances made at run time from Rust: each listed with its strip of runs, 
   assert.deepEqual(problems, []);
 });
 
+test("on the overview, a task run only through its instances says how many, the latest run among them and when, and links to its page", async () => {
+  // demo.advertisers (instances made from Rust) and demo.tenants (declared in the config) never
+  // run themselves: their instances run every few seconds.
+  await page.goto(`${base}/#/`);
+  for (const name of ["demo.advertisers", "demo.tenants"]) {
+    await row(name).waitFor();
+    const latest = row(name).locator("td.last-result .instance-latest");
+    let words = null;
+    await eventually(`${name}'s latest instance run`, async () => {
+      words = (await latest.textContent({ timeout: 1000 })).trim();
+      return true;
+    });
+    const keys = name === "demo.tenants" ? "tenant-1|tenant-2|acme" : "adv-101|adv-102|brand-7";
+    assert.match(words, new RegExp(`^(succeeded|running) (now|\\d+ s ago) · instance (${keys})$`), name);
+    assert.doesNotMatch(await row(name).textContent(), /never ran/, name);
+    assert.match(await row(name).locator(".instance-count").textContent(), /^3 instances\b/, name);
+    // Its next run is its instances' next (seconds away), not its own yearly tick.
+    assert.match(await row(name).locator(".next-run").textContent(), /^(due now|now|in \d+ s)its instances' next tick, /, name);
+    assert.equal(await row(name).locator(".instance-count a").getAttribute("href"), `#/task/${name}`);
+  }
+  await shoot("overview-instances");
+  await row("demo.advertisers").locator(".instance-count a").click();
+  await page.waitForSelector("#instances tr[data-instance]");
+  assert.equal(new URL(page.url()).hash, "#/task/demo.advertisers");
+  assert.deepEqual(problems, []);
+});
+
 test("a tick waiting for a shared limit: an hourglass naming the limit, its size and its holder", async () => {
   // demo.warehouse_load holds warehouse-db (a limit of 1) for 8 s every 10 s; demo.warehouse_report
   // shares it, so its ticks wait most of the time. Read while one waits, whenever that is.
@@ -419,6 +446,13 @@ test("a tick waiting for a shared limit: an hourglass naming the limit, its size
   // Its tooltip (the mark's accessible name): waiting, for which limit, how full, held by whom.
   assert.match(title, /waiting for its limit · limit warehouse-db \(1 of 1 held: demo\.warehouse_load on dashboard-demo\) since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
   assert.match(label, /\d+ waiting for its limit/);
+  // Its row says what it waits for, not only how late it is.
+  let next = null;
+  await eventually("demo.warehouse_report's row names its limit", async () => {
+    next = await row("demo.warehouse_report").locator(".next-run").textContent({ timeout: 1000 });
+    return /^waits for its limit/.test(next);
+  });
+  assert.match(next, /^waits for its limit warehouse-db1 of 1 held: demo\.warehouse_load on dashboard-demo; its tick was due (now|\d+ s ago)$/);
   await shoot("overview-waiting");
 
   // The task's page says it in words, with the holder; the holder's page says it holds it.

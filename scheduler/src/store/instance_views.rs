@@ -1,8 +1,8 @@
 //! What the operator surfaces read of a task's instances (`crate::instance`): a page of them
-//! with each row's state ([`InstanceQuery`], [`InstanceState`]), how many each task has, and
-//! an instance's latest runs. The reads are [`HistoryStore`](super::HistoryStore)'s
-//! `instance_states`, `instance_counts` and `latest_runs_per_instance`, written once for both
-//! backends (`reads.rs`).
+//! with each row's state ([`InstanceQuery`], [`InstanceState`]), each task's instances at a
+//! glance ([`InstanceSummary`]), and an instance's latest runs. The reads are
+//! [`HistoryStore`](super::HistoryStore)'s `instance_states`, `instance_summaries` and
+//! `latest_runs_per_instance`, written once for both backends (`reads.rs`).
 
 use super::TaskState;
 
@@ -135,6 +135,41 @@ pub struct InstanceState {
     pub jitter: Option<std::time::Duration>,
     /// The row's state: schedule, next run, lock, last run, pause.
     pub state: TaskState,
+}
+
+/// A task's instances at a glance (removed ones left out), read for every task at once: how
+/// many it has, how many run now or failed their last run, and the latest run among them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InstanceSummary {
+    /// The task.
+    pub task: String,
+    /// How many instances it has.
+    pub instances: u64,
+    /// How many of them run now (their row locked).
+    pub running: u64,
+    /// How many of them failed their last run (`consecutive_failures > 0`).
+    pub failing: u64,
+    /// How many of them ever ran.
+    pub ran: u64,
+    /// The earliest next run among them, of those enabled and not paused.
+    pub next_run_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The instance whose run started last (`None`: none ran).
+    pub latest: Option<LatestInstanceRun>,
+}
+
+/// The run that started last among a task's instances, as its instance's row records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LatestInstanceRun {
+    /// Its instance's key.
+    pub key: String,
+    /// When it started.
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    /// When it ended (`None` while it runs).
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// How it ended (`None` while it runs).
+    pub status: Option<super::RunStatus>,
 }
 
 #[cfg(test)]

@@ -113,7 +113,9 @@ pub(crate) use incidents::{
     AlertFold, AlertMark, FoldDecision, FoldInput, Folded, IncidentClose, IncidentQuery,
     IncidentRecord, IncidentRule, Snooze,
 };
-pub(crate) use instance_views::{InstanceQuery, InstanceSource, InstanceState};
+pub(crate) use instance_views::{
+    InstanceQuery, InstanceSource, InstanceState, InstanceSummary, LatestInstanceRun,
+};
 pub(crate) use instances::{
     InstanceBatchPlanner, InstanceFacts, InstancePlan, InstancePlanner, InstanceRecord,
     InstanceTags, InstanceTask, InstanceUpsert, InstanceWrite,
@@ -328,8 +330,9 @@ pub trait HistoryStore: Send + Sync {
     async fn backfill(&self, id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
     /// A page of a task's instances, by key, each with its row's state.
     async fn instance_states(&self, query: &InstanceQuery) -> StoreResult<Vec<InstanceState>>;
-    /// How many instances each task has (removed ones left out), by task.
-    async fn instance_counts(&self) -> StoreResult<Vec<(String, u64)>>;
+    /// Each task's instances at a glance (removed ones left out), for every task that has any:
+    /// how many, how many run or fail, the latest run among them. One read for all tasks.
+    async fn instance_summaries(&self) -> StoreResult<Vec<InstanceSummary>>;
     /// The latest `per_key` (1 to 1,000) runs of each instance of `task` named in `keys`,
     /// newest first.
     async fn latest_runs_per_instance(

@@ -11,15 +11,15 @@ use chrono::{DateTime, Utc};
 use crate::store::dialect::{Dialect, Now, Sql};
 use crate::store::records::{
     audit_entry, backfill_record, backfill_tick, cancellation, config_state_of, delivery_record,
-    incident, instance_record, instance_state, log_chunk, node_record, overdue_task, run_record,
-    skip_record, snooze, task_state,
+    incident, instance_record, instance_state, instance_summary, log_chunk, node_record,
+    overdue_task, run_record, skip_record, snooze, task_state,
 };
 use crate::store::row::ReadRow;
 use crate::store::{
     AuditEntry, BackfillRecord, BackfillTick, Cancellation, ConfigState, DeliveryRecord,
-    IncidentQuery, IncidentRecord, InstanceQuery, InstanceRecord, InstanceState, LogChunk,
-    NodeRecord, OverdueTask, RunQuery, RunRecord, SkipRecord, Snooze, StoreError, StoreResult,
-    TaskState,
+    IncidentQuery, IncidentRecord, InstanceQuery, InstanceRecord, InstanceState, InstanceSummary,
+    LogChunk, NodeRecord, OverdueTask, RunQuery, RunRecord, SkipRecord, Snooze, StoreError,
+    StoreResult, TaskState,
 };
 
 /// The most runs one query returns.
@@ -399,16 +399,20 @@ pub(crate) async fn instance_states(
         .await
 }
 
-pub(crate) async fn instance_counts(store: &impl Dialect) -> StoreResult<Vec<(String, u64)>> {
-    let sql = Sql::shared(shared_query!("instance_counts"));
-    store
-        .fetch_all("instance_counts", sql, &[], |row| {
-            Ok((
-                row.text("task")?,
-                u64::try_from(row.int("instances")?).unwrap_or(0),
-            ))
-        })
-        .await
+pub(crate) async fn instance_summaries(store: &impl Dialect) -> StoreResult<Vec<InstanceSummary>> {
+    let sql = Sql::shared(shared_query!("instance_summaries"));
+    let mut rows = store
+        .fetch_all("instance_summaries", sql, &[], instance_summary)
+        .await?;
+    one_latest_per_task(&mut rows);
+    Ok(rows)
+}
+
+/// Keeps one row per task: of the rows tied on a task's latest start, the one of the first key.
+fn one_latest_per_task(rows: &mut Vec<InstanceSummary>) {
+    let key = |s: &InstanceSummary| s.latest.as_ref().map(|l| l.key.clone());
+    rows.sort_by(|a, b| a.task.cmp(&b.task).then_with(|| key(a).cmp(&key(b))));
+    rows.dedup_by(|later, first| later.task == first.task);
 }
 
 pub(crate) async fn latest_runs_per_instance(
@@ -423,4 +427,43 @@ pub(crate) async fn latest_runs_per_instance(
     store
         .fetch_all("latest_runs_per_instance", sql, &params, run_record)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::LatestInstanceRun;
+
+    fn summary(task: &str, key: Option<&str>) -> InstanceSummary {
+        InstanceSummary {
+            task: task.to_owned(),
+            instances: 2,
+            running: 0,
+            failing: 0,
+            ran: 2,
+            next_run_at: None,
+            latest: key.map(|key| LatestInstanceRun {
+                key: key.to_owned(),
+                started_at: DateTime::<Utc>::UNIX_EPOCH,
+                finished_at: None,
+                status: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn rows_tied_on_a_tasks_latest_start_keep_the_first_key() {
+        let mut rows = vec![
+            summary("b", Some("z")),
+            summary("a", Some("y")),
+            summary("b", Some("x")),
+            summary("c", None),
+        ];
+        one_latest_per_task(&mut rows);
+        let kept: Vec<(&str, Option<&str>)> = rows
+            .iter()
+            .map(|s| (s.task.as_str(), s.latest.as_ref().map(|l| l.key.as_str())))
+            .collect();
+        assert_eq!(kept, [("a", Some("y")), ("b", Some("x")), ("c", None)]);
+    }
 }

@@ -6,9 +6,10 @@ use super::row::{ReadRow, unknown};
 use super::{
     AuditEntry, BackfillProgress, BackfillRecord, BackfillTick, Cancellation, ConfigState,
     DeliveryRecord, DueTask, ExpiredLock, IncidentRecord, InstanceRecord, InstanceSource,
-    InstanceState, InstanceTags, InstanceTask, LockKey, LockedRun, LogChunk, NodeRecord, OutboxRow,
-    OverdueTask, Pause, PendingBackfill, PendingManual, PendingRetry, Recovery, RunRecord,
-    RunStatus, SkipReason, SkipRecord, Snooze, TaskRow, TaskState, Trigger,
+    InstanceState, InstanceSummary, InstanceTags, InstanceTask, LatestInstanceRun, LockKey,
+    LockedRun, LogChunk, NodeRecord, OutboxRow, OverdueTask, Pause, PendingBackfill, PendingManual,
+    PendingRetry, Recovery, RunRecord, RunStatus, SkipReason, SkipRecord, Snooze, TaskRow,
+    TaskState, Trigger,
 };
 use crate::shard::ShardFacts;
 
@@ -189,6 +190,34 @@ pub(crate) fn instance_tags(row: &impl ReadRow) -> Result<InstanceTags, sqlx::Er
 }
 
 /// An instance's row with its state (`instance_states.sql`).
+/// A task's instances at a glance (`instance_summaries.sql`).
+pub(crate) fn instance_summary(row: &impl ReadRow) -> Result<InstanceSummary, sqlx::Error> {
+    let count =
+        |column| -> Result<u64, sqlx::Error> { Ok(u64::try_from(row.int(column)?).unwrap_or(0)) };
+    let latest = match row.time_opt("last_run_at")? {
+        Some(started_at) => Some(LatestInstanceRun {
+            key: row.text("key")?,
+            started_at,
+            finished_at: row.time_opt("last_finished_at")?,
+            status: row
+                .text_opt("last_status")?
+                .as_deref()
+                .map(parse_status)
+                .transpose()?,
+        }),
+        None => None,
+    };
+    Ok(InstanceSummary {
+        task: row.text("task")?,
+        instances: count("instances")?,
+        running: count("running")?,
+        failing: count("failing")?,
+        ran: count("ran")?,
+        next_run_at: row.time_opt("next_run_at")?,
+        latest,
+    })
+}
+
 pub(crate) fn instance_state(row: &impl ReadRow) -> Result<InstanceState, sqlx::Error> {
     Ok(InstanceState {
         task: row.text("task")?,

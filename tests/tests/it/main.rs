@@ -67,6 +67,7 @@ mod limit_strips;
 mod listen_again;
 mod migrations;
 mod otel;
+mod overview_rows;
 mod pgbouncer;
 mod policies;
 mod reconcile;

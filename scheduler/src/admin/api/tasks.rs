@@ -17,6 +17,7 @@ use utoipa_axum::routes;
 use health::{FailedTicks, failed_ticks, timeliness};
 
 use super::refusals::{ReadErrors, in_range};
+use super::tick_waits::{WaitingView, Waits};
 use super::views::{PauseView, RunView, run_starts};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
@@ -24,7 +25,7 @@ use crate::admin::state::AdminState;
 use crate::bounds;
 use crate::engine::EngineView;
 use crate::schedule::ScheduleSpec;
-use crate::store::TaskState;
+use crate::store::{InstanceSummary, TaskState};
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -91,6 +92,11 @@ struct StateView {
     timeliness: &'static str,
     /// How long past its tick it is, in seconds, for `due`, `late` and `waiting`.
     overdue_seconds: Option<f64>,
+    /// What its due tick waits for, while its row waits for a share of its limit shared by
+    /// tasks (left out otherwise): the limit, its size, since when, and the runs holding it.
+    /// Its `timeliness` stays what its tick's lateness says (`due`, `late`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waiting: Option<WaitingView>,
     /// The operator's pause, if in force.
     pause: Option<PauseView>,
     /// A retry waiting to run.
@@ -154,6 +160,79 @@ struct TaskView {
     policy: Option<PolicyView>,
     /// How many instances it has (`GET /api/tasks/{name}/instances`).
     instances: u64,
+    /// Its instances' runs at a glance, when it has instances (left out otherwise): how many
+    /// run now or failed their last run, and the latest run among them. A task run only
+    /// through its instances has no run of its own (`state.last_result` null): this says it
+    /// runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instance_runs: Option<InstanceRunsView>,
+}
+
+/// A task's instances' runs at a glance (`GET /api/tasks/{name}/instances` lists them).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+struct InstanceRunsView {
+    /// How many of its instances run now.
+    running: u64,
+    /// How many of them failed their last run.
+    failing: u64,
+    /// How many of them ever ran.
+    ran: u64,
+    /// The earliest next run among them (of those enabled and not paused; none: no such
+    /// instance has a next run).
+    next_run_at: Option<DateTime<Utc>>,
+    /// The run that started last among them (none: none ran).
+    latest: Option<LatestInstanceRunView>,
+}
+
+/// The run that started last among a task's instances.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+struct LatestInstanceRunView {
+    /// Its instance's key.
+    key: String,
+    /// When it started.
+    started_at: DateTime<Utc>,
+    /// When it ended (none while it runs).
+    finished_at: Option<DateTime<Utc>>,
+    /// How it ended (`succeeded`, `failed`, ...; none while it runs).
+    result: Option<String>,
+}
+
+/// Each task's instances at a glance, read once for every task.
+#[derive(Default)]
+struct Instances(std::collections::HashMap<String, InstanceSummary>);
+
+impl Instances {
+    async fn read(engine: &EngineView) -> Result<Self, ApiError> {
+        Ok(Self(
+            engine
+                .store()
+                .instance_summaries()
+                .await?
+                .into_iter()
+                .map(|s| (s.task.clone(), s))
+                .collect(),
+        ))
+    }
+
+    /// How many instances `task` has, and its instances' runs (none without instances).
+    fn of(&self, task: &str) -> (u64, Option<InstanceRunsView>) {
+        let Some(s) = self.0.get(task).filter(|s| s.instances > 0) else {
+            return (0, None);
+        };
+        let runs = InstanceRunsView {
+            running: s.running,
+            failing: s.failing,
+            ran: s.ran,
+            next_run_at: s.next_run_at,
+            latest: s.latest.as_ref().map(|l| LatestInstanceRunView {
+                key: l.key.clone(),
+                started_at: l.started_at,
+                finished_at: l.finished_at,
+                result: l.status.map(|st| st.as_str().to_owned()),
+            }),
+        };
+        (s.instances, Some(runs))
+    }
 }
 
 /// Every task.
@@ -283,14 +362,28 @@ fn task_rows(states: Vec<TaskState>) -> Vec<(TaskState, u32)> {
         .collect()
 }
 
+/// What a task's view is made of besides its row, read once per request for every task.
+struct Reads {
+    entries: Entries,
+    failed: FailedTicks,
+    instances: Instances,
+    waits: Waits,
+}
+
 fn task_view(
     engine: &EngineView,
-    entries: &Entries,
-    failed: &FailedTicks,
+    reads: &Reads,
     (s, locked_rows): (TaskState, u32),
-    instances: u64,
     now: DateTime<Utc>,
 ) -> TaskView {
+    let Reads {
+        entries,
+        failed,
+        instances,
+        waits,
+    } = reads;
+    let (instances, instance_runs) = instances.of(&s.name);
+    let waiting = waits.view(&s.name).cloned();
     let origin = entries.origin(&s);
     let (owners, default_owners, labels) = entries.tags(&s.name);
     let (timeliness, overdue_seconds) = timeliness(engine, &s, now);
@@ -337,6 +430,7 @@ fn task_view(
             failed_ticks_more,
             timeliness,
             overdue_seconds,
+            waiting,
             pause: s.pause.filter(|p| p.in_force(now)).map(PauseView::from),
             retry_at: s.retry_at,
             manual_at: s.manual_at,
@@ -349,19 +443,8 @@ fn task_view(
         timezone: s.timezone,
         enabled: s.enabled,
         instances,
+        instance_runs,
     }
-}
-
-/// How many instances each task has.
-async fn instance_counts(
-    engine: &EngineView,
-) -> Result<std::collections::HashMap<String, u64>, ApiError> {
-    Ok(engine
-        .store()
-        .instance_counts()
-        .await?
-        .into_iter()
-        .collect())
 }
 
 pub(super) async fn one_state(engine: &EngineView, name: &str) -> Result<TaskState, ApiError> {
@@ -390,15 +473,16 @@ async fn list_tasks(
     // rows runs), its ticks' runs are on its strip (`/api/ticks`).
     let rows = task_rows(states);
     let task_states: Vec<TaskState> = rows.iter().map(|(s, _)| s.clone()).collect();
-    let failed = failed_ticks(&state.engine, &task_states).await?;
-    let counts = instance_counts(&state.engine).await?;
+    let reads = Reads {
+        entries,
+        failed: failed_ticks(&state.engine, &task_states).await?,
+        instances: Instances::read(&state.engine).await?,
+        waits: Waits::read(state.engine.store().as_ref()).await?,
+    };
     let now = Utc::now();
     let mut tasks: Vec<TaskView> = rows
         .into_iter()
-        .map(|row| {
-            let instances = counts.get(&row.0.name).copied().unwrap_or(0);
-            task_view(&state.engine, &entries, &failed, row, instances, now)
-        })
+        .map(|row| task_view(&state.engine, &reads, row, now))
         .collect();
     tasks.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(axum::Json(TaskList { at: now, tasks }))
@@ -462,20 +546,14 @@ async fn get_task(
         .into_iter()
         .map(|run| RunView::placed(run, &starts))
         .collect();
-    let instances = instance_counts(&state.engine)
-        .await?
-        .get(&name)
-        .copied()
-        .unwrap_or(0);
+    let reads = Reads {
+        entries: Entries::of(&state.engine),
+        failed,
+        instances: Instances::read(&state.engine).await?,
+        waits: Waits::read(state.engine.store().as_ref()).await?,
+    };
     Ok(axum::Json(TaskDetail {
-        task: task_view(
-            &state.engine,
-            &Entries::of(&state.engine),
-            &failed,
-            row,
-            instances,
-            Utc::now(),
-        ),
+        task: task_view(&state.engine, &reads, row, Utc::now()),
         recent_runs,
         next_fire_times,
     }))

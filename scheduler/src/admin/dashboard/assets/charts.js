@@ -68,15 +68,20 @@ export function shardWords(sh) {
     .filter(Boolean).join(", ");
 }
 
+/** How full a waited-for limit is, and by whom: "2 of 2 held: syncOrders on node-a, rebuildCubes on node-b". */
+export function heldWords(w) {
+  const size = w.size === null || w.size === undefined ? "not declared" : `${w.held} of ${w.size} held`;
+  const named = w.holders.map((x) => `${x.row} on ${x.node}`);
+  if (w.held > named.length) named.push(`${w.held - named.length} more`);
+  return `${size}${named.length ? `: ${named.join(", ")}` : ""}`;
+}
+
 /**
  * What a waiting tick waits for: "limit warehouse-db (2 of 2 held: syncOrders on node-a,
  * rebuildCubes on node-b) since ...".
  */
 function waitWords(w, zone) {
-  const size = w.size === null || w.size === undefined ? "not declared" : `${w.held} of ${w.size} held`;
-  const named = w.holders.map((x) => `${x.row} on ${x.node}`);
-  if (w.held > named.length) named.push(`${w.held - named.length} more`);
-  return `limit ${w.limit} (${size}${named.length ? `: ${named.join(", ")}` : ""}) since ${inZone(w.since, zone)}`;
+  return `limit ${w.limit} (${heldWords(w)}) since ${inZone(w.since, zone)}`;
 }
 
 /** What a tick's tooltip says. */

@@ -1,12 +1,14 @@
 // Every task at a glance, health first: counts of failing, late, paused, refused and running
 // tasks (each a filter), the open alerts (open incidents, refused config entries, overdue tasks), then the tasks
-// sorted by what needs attention, each with its state, last result, whether it is on time now,
-// its schedule and its strip of expected ticks. Three requests per refresh (`/api/tasks`,
+// sorted by what needs attention, each with its state, last result, whether it is on time now
+// (or which limit its tick waits for), its schedule and its strip of expected ticks. A task with
+// instances says how many (running, failing), the latest run among them, and links to its page,
+// which lists them with their strips. Three requests per refresh (`/api/tasks`,
 // `/api/ticks`, `/api/config`) whatever the number of tasks; only what changed is redrawn.
 
 import { get } from "./api.js";
 import { h, patch, put } from "./dom.js";
-import { legend, shardWords, tickStrip } from "./charts.js";
+import { heldWords, legend, shardWords, tickStrip } from "./charts.js";
 import { FAILED, inZone, learnClock, nodeNow, outcomeClass, outcomeText, relative, span } from "./format.js";
 
 export const STRIP = 30;
@@ -105,6 +107,20 @@ export function failedTicks(t) {
 export function nextRun(t) {
   const st = t.state;
   const zone = t.timezone;
+  // Its due tick waits for a share of its limit shared by tasks: say which, and who holds it.
+  if (st.waiting && st.timeliness !== "paused") {
+    return {
+      text: `waits for its limit ${st.waiting.limit}`,
+      detail: `${heldWords(st.waiting)}; its tick was due ${relative(st.next_run_at)}`,
+      bad: st.timeliness === "late",
+    };
+  }
+  // A task run through its instances: the next of theirs, when it comes before its own.
+  const inst = t.instance_runs?.next_run_at;
+  if (inst && st.timeliness === "on_time" && Date.parse(inst) < Date.parse(st.next_run_at)) {
+    const due = Date.parse(inst) <= nodeNow();
+    return { text: due ? "due now" : relative(inst), detail: `its instances' next tick, ${inZone(inst, zone)}` };
+  }
   switch (st.timeliness) {
     case "paused":
       return { text: "none while paused", detail: st.pause?.until ? `pause ends ${inZone(st.pause.until, zone)}` : "until resumed" };
@@ -119,6 +135,31 @@ export function nextRun(t) {
     default:
       return { text: "—", detail: !t.enabled ? "disabled" : t.origin.kind === "not_in_config" ? "not in the config" : "no next tick" };
   }
+}
+
+/** How a task's instances run: how many, running and failing (a link to its page, which lists them). */
+function instanceCount(t) {
+  const r = t.instance_runs;
+  const words = [`${t.instances} instance${t.instances === 1 ? "" : "s"}`];
+  if (r?.running) words.push(`${r.running} running`);
+  return h("div", { class: "small instance-count" },
+    h("a", { href: `#/task/${encodeURIComponent(t.name)}`, title: "its instances, on its page" }, words.join(", ")),
+    r?.failing ? h("span", { class: "bad instance-failing" }, `, ${r.failing} failing`) : null);
+}
+
+/**
+ * The run that started last among a task's instances: how it ended, when, and which instance.
+ * Inline in place of the task's own last result, a line of its own (`prefix`) under it.
+ */
+function instanceLatest(t, prefix) {
+  const l = t.instance_runs?.latest;
+  if (!l) return null;
+  const outcome = l.result ?? "running";
+  return h(prefix ? "div" : "span", { class: "instance-latest", dataset: { instanceKey: l.key } },
+    prefix ? h("span", { class: "small muted" }, prefix) : null,
+    h("span", { class: `result ${outcomeClass(outcome)}` }, outcomeText(outcome)),
+    h("span", { class: "small muted" }, ` ${relative(l.finished_at ?? l.started_at)} · instance `),
+    h("code", { class: "small" }, l.key));
 }
 
 /** Where a sharded tick's shards are listed: its task's page, that tick selected. */
@@ -277,21 +318,24 @@ export class Overview {
     const bad = FAILED.includes(t.state.last_result);
     return h("tr", { dataset: { task: t.name, state: st, key: t.name } },
       h("td", { "data-label": "Task" }, h("a", { href: `#/task/${encodeURIComponent(t.name)}`, class: "task-name" }, t.name),
-        t.instances > 0 ? h("div", { class: "small muted instance-count" }, `${t.instances} instance${t.instances === 1 ? "" : "s"}`) : null,
+        t.instances > 0 ? instanceCount(t) : null,
         t.origin.refused ? h("div", { class: "bad small", title: t.origin.refused }, "config entry refused") : null),
       h("td", { "data-label": "State" }, h("span", { class: `badge s-${st.replace(" ", "-")}` }, st),
         t.state.pause ? h("div", { class: "small muted" }, `“${t.state.pause.reason}”`) : null),
-      h("td", { "data-label": "Last result" }, t.state.last_result
+      h("td", { "data-label": "Last result", class: "last-result" }, t.state.last_result
         ? [h("span", { class: `result ${outcomeClass(t.state.last_result)}` }, outcomeText(t.state.last_result)),
           h("span", { class: "small muted" }, ` ${relative(t.state.last_finished_at ?? t.state.last_started_at)}`),
           failed && t.state.consecutive_failures > 0 ? h("div", { class: "small bad failed-ticks" }, failed) : null,
-          bad && t.state.last_error ? h("div", { class: "small error clamp", title: t.state.last_error }, t.state.last_error) : null]
-        : h("span", { class: "muted" }, "never ran")),
+          bad && t.state.last_error ? h("div", { class: "small error clamp", title: t.state.last_error }, t.state.last_error) : null,
+          instanceLatest(t, "its instances: ")]
+        : instanceLatest(t) ?? h("span", { class: "muted" }, t.instances > 0 ? "no instance ran yet" : "never ran")),
       h("td", { "data-label": "Next run", class: "next-run" }, h("div", { class: next.bad ? "bad" : "" }, next.text),
         h("div", { class: "small muted" }, next.detail)),
       h("td", { "data-label": "Schedule" }, h("div", {}, t.cron_in_words), h("code", { class: "small" }, t.cron), h("span", { class: "small muted" }, ` ${t.timezone}`)),
       h("td", { class: "strip-cell", "data-label": `Last ${STRIP} ticks` }, tickStrip(ticks, t.timezone, STRIP, { shardLink: shardLink(t.name) }),
         strip && !strip.complete ? h("span", { class: "small muted", title: "older ticks are beyond what one read returns" }, " …") : null,
-        latestShards(t.name, ticks)));
+        latestShards(t.name, ticks),
+        t.instances > 0 ? h("div", { class: "small instance-strips" },
+          h("a", { href: `#/task/${encodeURIComponent(t.name)}` }, `its ${t.instances} instance${t.instances === 1 ? "'s strip" : "s' strips"} on its page`)) : null));
   }
 }
