@@ -717,6 +717,24 @@ impl Scenario {
         }
     }
 
+    /// Waits until 20-130 ms after the next whole second: just after a tick, while that
+    /// second's quick runs are in flight.
+    pub async fn idle_until_just_after_a_tick(&mut self) {
+        let strike = (now_ms() / 1000 + 1) * 1000 + self.rng.range(20, 131) as i64;
+        self.idle(Duration::from_millis((strike - now_ms()).max(0) as u64))
+            .await;
+    }
+
+    /// SIGKILLs node `victim` and records it as a fault of that node. Returns its pid.
+    pub fn sigkill(&mut self, victim: usize) -> u32 {
+        let t = now_ms();
+        let node = self.fleet.id(victim).to_owned();
+        let pid = self.fleet.pid(victim).unwrap_or_default();
+        self.fleet.kill(victim, &mut self.timeline);
+        self.node_fault(format!("SIGKILL {node}"), t, t, Victim { node, pid });
+        pid
+    }
+
     /// Waits until the wall clock reads `at` (harness clock).
     pub async fn idle_until_wall(&mut self, at: DateTime<Utc>) {
         let left = (at - Utc::now()).to_std().unwrap_or(Duration::ZERO);

@@ -208,9 +208,7 @@ pub(super) async fn run(opts: &Options, name: &'static str, timings: Timings) ->
     sc.idle(Duration::from_secs(5)).await;
     let (from, to) = roles(&mut sc).await?;
     let victim = index_of(&mut sc, &from)?;
-    let strike = (now_ms() / 1000 + 1) * 1000 + sc.rng.range(20, 131) as i64;
-    sc.idle(Duration::from_millis((strike - now_ms()).max(0) as u64))
-        .await;
+    sc.idle_until_just_after_a_tick().await;
     let t0 = now_ms();
     let killed = sc.formation()?.crash(victim);
     let timeout = Duration::from_secs(300);

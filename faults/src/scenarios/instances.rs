@@ -23,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::harness::{NodeSpec, Options, Outcome, Result, Scenario};
 use crate::record::Ev;
-use crate::timeline::{Victim, now_ms};
+use crate::timeline::now_ms;
 
 /// The task whose instances are made (`fault_node` registers it; so must the harness).
 pub const TASK: &str = "f.inst";
@@ -104,16 +104,10 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
             restart = None;
         }
         if restart.is_none() && Instant::now() >= next_kill {
-            let strike = (now_ms() / 1000 + 1) * 1000 + sc.rng.range(20, 131) as i64;
-            sc.idle(Duration::from_millis((strike - now_ms()).max(0) as u64))
-                .await;
+            sc.idle_until_just_after_a_tick().await;
             let up = sc.fleet.up();
             if let Some(&victim) = sc.rng.pick(&up) {
-                let t = now_ms();
-                let id = sc.fleet.id(victim).to_owned();
-                let pid = sc.fleet.pid(victim).unwrap_or_default();
-                sc.fleet.kill(victim, &mut sc.timeline);
-                sc.node_fault(format!("SIGKILL {id}"), t, t, Victim { node: id, pid });
+                let pid = sc.sigkill(victim);
                 kills += 1;
                 // The instances whose runs died with it are left alone until they are taken
                 // over (the takeover time is then theirs, not a removal's).

@@ -6,7 +6,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::harness::{Entry, Options, Outcome, Result, Scenario, tick_names};
-use crate::timeline::{Victim, now_ms};
 
 pub(super) async fn run(opts: &Options) -> Result<Outcome> {
     let mut sc = Scenario::new("kill", opts).await?;
@@ -29,10 +28,7 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
         }
         // Strike 20-130 ms after a tick, while that second's quick runs are in flight; half
         // the time at a node whose records show a run in flight, else at any node.
-        let offset = sc.rng.range(20, 131) as i64;
-        let strike = (now_ms() / 1000 + 1) * 1000 + offset;
-        sc.idle(Duration::from_millis((strike - now_ms()).max(0) as u64))
-            .await;
+        sc.idle_until_just_after_a_tick().await;
         let mid = sc.nodes_mid_run();
         let up = sc.fleet.up();
         let aimed = !mid.is_empty() && sc.rng.chance(0.5);
@@ -40,11 +36,7 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
             sc.start_all()?;
             continue;
         };
-        let t = now_ms();
-        let id = sc.fleet.id(victim).to_owned();
-        let pid = sc.fleet.pid(victim).unwrap_or_default();
-        sc.fleet.kill(victim, &mut sc.timeline);
-        sc.node_fault(format!("SIGKILL {id}"), t, t, Victim { node: id, pid });
+        sc.sigkill(victim);
         kills += 1;
         aimed_kills += usize::from(aimed);
         let down = Duration::from_millis(sc.rng.range(1_000, 3_001));
