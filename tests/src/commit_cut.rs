@@ -13,6 +13,13 @@
 //! flushes only at the end of the query), swallows them and closes both connections. Every
 //! arming cuts once.
 //!
+//! It can also **hang** a connection, as a frozen server process or a partition that keeps TCP
+//! up does: from the armed message on, nothing more is relayed either way, and both sockets stay
+//! open until the client closes its own. [`CommitCut::hang_release_checks`] hangs the next
+//! connections that send a bare `Sync` (sqlx's check of a connection handed back to its pool: a
+//! `Sync` with no statement before it), [`CommitCut::hang_statements`] the next that run a
+//! statement containing a marker (`UNLISTEN`, say).
+//!
 //! ```no_run
 //! # async fn example() {
 //! let target = "127.0.0.1:5432".parse().unwrap();
@@ -40,10 +47,27 @@ enum Arm {
     Statement(String),
 }
 
+/// What one client message does to its connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+enum Act {
+    /// Relayed.
+    #[default]
+    Pass,
+    /// The server's reply swallowed, both connections closed.
+    Cut,
+    /// Nothing more relayed; the connection stays open.
+    Hang,
+}
+
 #[derive(Debug, Default)]
 struct Shared {
     armed: Mutex<Option<Arm>>,
     cuts: AtomicUsize,
+    /// Bare `Sync`s still to hang.
+    hang_syncs: AtomicUsize,
+    /// A statement's text to hang at, and how many more times.
+    hang_marker: Mutex<Option<(String, usize)>>,
+    hung: AtomicUsize,
 }
 
 impl Shared {
@@ -58,6 +82,25 @@ impl Shared {
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .is_some()
+    }
+
+    /// Takes one of the bare `Sync`s to hang, if any are left.
+    fn take_hang_sync(&self) -> bool {
+        self.hang_syncs
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    /// Whether `text` is a statement to hang at (and takes one of its times).
+    fn take_hang_statement(&self, text: &str) -> bool {
+        let mut marker = self.hang_marker.lock().unwrap_or_else(|e| e.into_inner());
+        match marker.as_mut() {
+            Some((wanted, left)) if *left > 0 && text.contains(wanted.as_str()) => {
+                *left -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -115,6 +158,26 @@ impl CommitCut {
         self.shared.armed().is_some()
     }
 
+    /// Hangs the next `n` connections that send a bare `Sync`: sqlx's check of a connection
+    /// handed back to its pool, never answered.
+    pub fn hang_release_checks(&self, n: usize) {
+        self.shared.hang_syncs.store(n, Ordering::SeqCst);
+    }
+
+    /// Hangs the next `n` connections that run a statement containing `marker`.
+    pub fn hang_statements(&self, marker: &str, n: usize) {
+        *self
+            .shared
+            .hang_marker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some((marker.to_owned(), n));
+    }
+
+    /// How many connections were hung so far.
+    pub fn hung(&self) -> usize {
+        self.shared.hung.load(Ordering::SeqCst)
+    }
+
     /// How many replies were swallowed so far.
     pub fn cuts(&self) -> usize {
         self.shared.cuts.load(Ordering::SeqCst)
@@ -128,13 +191,15 @@ impl Drop for CommitCut {
     }
 }
 
-/// Relays one connection until either side closes or a cut ends it.
+/// Relays one connection until either side closes or a cut ends it; a hung one relays
+/// nothing more until the client closes.
 async fn relay(client: TcpStream, server: TcpStream, shared: &Shared) {
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let cut = AtomicBool::new(false);
+    let hung = AtomicBool::new(false);
     let upstream = async {
         let mut reader = Reader::default();
         let mut buf = vec![0u8; 64 * 1024];
@@ -143,9 +208,18 @@ async fn relay(client: TcpStream, server: TcpStream, shared: &Shared) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
+            if hung.load(Ordering::SeqCst) {
+                continue;
+            }
             // Decided before the bytes go on, so the reply cannot come before the flag is up.
-            if reader.feed(&buf[..n], shared) {
-                cut.store(true, Ordering::SeqCst);
+            match reader.feed(&buf[..n], shared) {
+                Act::Pass => {}
+                Act::Cut => cut.store(true, Ordering::SeqCst),
+                Act::Hang => {
+                    hung.store(true, Ordering::SeqCst);
+                    shared.hung.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                }
             }
             if server_write.write_all(&buf[..n]).await.is_err() {
                 return;
@@ -159,6 +233,9 @@ async fn relay(client: TcpStream, server: TcpStream, shared: &Shared) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
+            if hung.load(Ordering::SeqCst) {
+                continue;
+            }
             if cut.load(Ordering::SeqCst) {
                 shared.cuts.fetch_add(1, Ordering::SeqCst);
                 return;
@@ -185,15 +262,18 @@ struct Reader {
     statements: HashMap<String, String>,
     /// The texts run since the current transaction began.
     in_transaction: Vec<String>,
-    /// An execution to cut was bound: the cut comes at its `Sync`.
-    cut_at_sync: bool,
+    /// What the `Sync` ending the bound executions does (a cut or hang comes at it).
+    at_sync: Act,
+    /// An extended-protocol message came since the last `Sync` (a `Sync` without one is bare).
+    extended: bool,
 }
 
 impl Reader {
-    /// Takes in bytes from the client; whether a message among them is to be cut.
-    fn feed(&mut self, bytes: &[u8], shared: &Shared) -> bool {
+    /// Takes in bytes from the client; what they do to the connection (the strongest act of a
+    /// message among them).
+    fn feed(&mut self, bytes: &[u8], shared: &Shared) -> Act {
         self.pending.extend_from_slice(bytes);
-        let mut cut = false;
+        let mut act = Act::Pass;
         loop {
             let header = if self.started { 5 } else { 4 };
             if self.pending.len() < header {
@@ -212,17 +292,17 @@ impl Reader {
             }
             let message: Vec<u8> = self.pending.drain(..total).collect();
             if self.started {
-                cut |= self.message(message[0], &message[5..], shared);
+                act = act.max(self.message(message[0], &message[5..], shared));
             } else if message.len() >= 8 && message[4..8] == [0, 3, 0, 0] {
                 // The startup message (protocol 3.0); SSL and GSS requests come before it.
                 self.started = true;
             }
         }
-        cut
+        act
     }
 
-    /// One typed message; whether it is to be cut.
-    fn message(&mut self, kind: u8, body: &[u8], shared: &Shared) -> bool {
+    /// One typed message: what it does to the connection.
+    fn message(&mut self, kind: u8, body: &[u8], shared: &Shared) -> Act {
         let mut fields = body.split(|b| *b == 0).map(String::from_utf8_lossy);
         match kind {
             b'Q' => {
@@ -230,28 +310,40 @@ impl Reader {
                 self.executed(text, shared, true)
             }
             b'P' => {
+                self.extended = true;
                 let name = fields.next().unwrap_or_default().into_owned();
                 let text = fields.next().unwrap_or_default().into_owned();
                 self.statements.insert(name, text);
-                false
+                Act::Pass
             }
             b'B' => {
+                self.extended = true;
                 let _portal = fields.next();
                 let name = fields.next().unwrap_or_default().into_owned();
                 let text = self.statements.get(&name).cloned().unwrap_or_default();
-                if self.executed(text, shared, false) {
-                    self.cut_at_sync = true;
-                }
-                false
+                let act = self.executed(text, shared, false);
+                self.at_sync = self.at_sync.max(act);
+                Act::Pass
             }
-            b'S' => std::mem::take(&mut self.cut_at_sync),
-            _ => false,
+            b'S' => {
+                let bare = !std::mem::take(&mut self.extended);
+                let act = std::mem::replace(&mut self.at_sync, Act::Pass);
+                if bare && shared.take_hang_sync() {
+                    Act::Hang
+                } else {
+                    act
+                }
+            }
+            _ => {
+                self.extended = true;
+                Act::Pass
+            }
         }
     }
 
-    /// A statement run (a simple query is run at once, an extended one at its `Sync`): whether
-    /// the arming asks for it to be cut (and takes the arming).
-    fn executed(&mut self, text: String, shared: &Shared, simple: bool) -> bool {
+    /// A statement run (a simple query is run at once, an extended one at its `Sync`): what the
+    /// armings ask of it (a cut takes its arming, a hang one of its times).
+    fn executed(&mut self, text: String, shared: &Shared, simple: bool) -> Act {
         let word = text
             .trim()
             .trim_end_matches(';')
@@ -267,12 +359,19 @@ impl Reader {
             Some(Arm::Statement(marker)) => text.contains(&marker),
             None => false,
         };
+        let hang = shared.take_hang_statement(&text);
         if ends || word.starts_with("BEGIN") {
             self.in_transaction.clear();
         } else {
             self.in_transaction.push(text);
         }
-        wanted && shared.take()
+        if hang {
+            Act::Hang
+        } else if wanted && shared.take() {
+            Act::Cut
+        } else {
+            Act::Pass
+        }
     }
 }
 
@@ -301,25 +400,24 @@ mod tests {
     fn the_commit_after_the_marked_statement_is_cut_once() {
         let shared = Shared::default();
         let mut reader = Reader::default();
-        assert!(!reader.feed(&startup(), &shared));
+        assert_eq!(reader.feed(&startup(), &shared), Act::Pass);
         *shared.armed.lock().unwrap() = Some(Arm::CommitAfter("INSERT INTO ledger".into()));
-        assert!(!reader.feed(&typed(b'Q', b"BEGIN\0"), &shared));
-        assert!(
-            !reader.feed(&typed(b'Q', b"COMMIT\0"), &shared),
+        assert_eq!(reader.feed(&typed(b'Q', b"BEGIN\0"), &shared), Act::Pass);
+        assert_eq!(reader.feed(&typed(b'Q', b"COMMIT\0"), &shared), Act::Pass,
             "not marked"
         );
         let mut batch = typed(b'P', b"s1\0INSERT INTO ledger VALUES ($1)\0\0\0");
         batch.extend(typed(b'S', b""));
-        assert!(!reader.feed(&batch, &shared));
-        assert!(!reader.feed(&typed(b'Q', b"BEGIN\0"), &shared));
+        assert_eq!(reader.feed(&batch, &shared), Act::Pass);
+        assert_eq!(reader.feed(&typed(b'Q', b"BEGIN\0"), &shared), Act::Pass);
         let mut run = typed(b'B', b"\0s1\0\0\0\0\0");
         run.extend(typed(b'E', b"\0\0\0\0\0"));
         run.extend(typed(b'S', b""));
-        assert!(!reader.feed(&run, &shared));
+        assert_eq!(reader.feed(&run, &shared), Act::Pass);
         let commit = typed(b'Q', b"COMMIT\0");
         // Split across reads, the message is still found.
-        assert!(!reader.feed(&commit[..3], &shared));
-        assert!(reader.feed(&commit[3..], &shared));
+        assert_eq!(reader.feed(&commit[..3], &shared), Act::Pass);
+        assert_eq!(reader.feed(&commit[3..], &shared), Act::Cut);
         assert!(shared.armed().is_none(), "one cut per arming");
     }
 
@@ -327,10 +425,41 @@ mod tests {
     fn an_execution_of_the_marked_statement_is_cut_at_its_sync() {
         let shared = Shared::default();
         let mut reader = Reader::default();
-        assert!(!reader.feed(&startup(), &shared));
+        assert_eq!(reader.feed(&startup(), &shared), Act::Pass);
         *shared.armed.lock().unwrap() = Some(Arm::Statement("UPDATE leases".into()));
-        assert!(!reader.feed(&typed(b'P', b"\0UPDATE leases SET x = 1\0\0\0"), &shared));
-        assert!(!reader.feed(&typed(b'B', b"\0\0\0\0\0\0"), &shared));
-        assert!(reader.feed(&typed(b'S', b""), &shared));
+        assert_eq!(reader.feed(&typed(b'P', b"\0UPDATE leases SET x = 1\0\0\0"), &shared), Act::Pass);
+        assert_eq!(reader.feed(&typed(b'B', b"\0\0\0\0\0\0"), &shared), Act::Pass);
+        assert_eq!(reader.feed(&typed(b'S', b""), &shared), Act::Cut);
+    }
+
+    #[test]
+    fn a_bare_sync_hangs_and_a_statement_s_sync_does_not() {
+        let shared = Shared::default();
+        let mut reader = Reader::default();
+        assert_eq!(reader.feed(&startup(), &shared), Act::Pass);
+        shared.hang_syncs.store(1, Ordering::SeqCst);
+        let mut run = typed(b'P', b"\0SELECT 1\0\0\0");
+        run.extend(typed(b'B', b"\0\0\0\0\0\0"));
+        run.extend(typed(b'E', b"\0\0\0\0\0"));
+        run.extend(typed(b'S', b""));
+        assert_eq!(reader.feed(&run, &shared), Act::Pass, "a statement's Sync");
+        assert_eq!(reader.feed(&typed(b'S', b""), &shared), Act::Hang);
+        assert_eq!(
+            reader.feed(&typed(b'S', b""), &shared),
+            Act::Pass,
+            "one hang armed"
+        );
+    }
+
+    #[test]
+    fn a_marked_statement_hangs_as_many_times_as_armed() {
+        let shared = Shared::default();
+        let mut reader = Reader::default();
+        assert_eq!(reader.feed(&startup(), &shared), Act::Pass);
+        *shared.hang_marker.lock().unwrap() = Some(("UNLISTEN".into(), 2));
+        assert_eq!(reader.feed(&typed(b'Q', b"LISTEN x\0"), &shared), Act::Pass);
+        assert_eq!(reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared), Act::Hang);
+        assert_eq!(reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared), Act::Hang);
+        assert_eq!(reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared), Act::Pass);
     }
 }
