@@ -403,7 +403,9 @@ mod tests {
         assert_eq!(reader.feed(&startup(), &shared), Act::Pass);
         *shared.armed.lock().unwrap() = Some(Arm::CommitAfter("INSERT INTO ledger".into()));
         assert_eq!(reader.feed(&typed(b'Q', b"BEGIN\0"), &shared), Act::Pass);
-        assert_eq!(reader.feed(&typed(b'Q', b"COMMIT\0"), &shared), Act::Pass,
+        assert_eq!(
+            reader.feed(&typed(b'Q', b"COMMIT\0"), &shared),
+            Act::Pass,
             "not marked"
         );
         let mut batch = typed(b'P', b"s1\0INSERT INTO ledger VALUES ($1)\0\0\0");
@@ -427,8 +429,14 @@ mod tests {
         let mut reader = Reader::default();
         assert_eq!(reader.feed(&startup(), &shared), Act::Pass);
         *shared.armed.lock().unwrap() = Some(Arm::Statement("UPDATE leases".into()));
-        assert_eq!(reader.feed(&typed(b'P', b"\0UPDATE leases SET x = 1\0\0\0"), &shared), Act::Pass);
-        assert_eq!(reader.feed(&typed(b'B', b"\0\0\0\0\0\0"), &shared), Act::Pass);
+        assert_eq!(
+            reader.feed(&typed(b'P', b"\0UPDATE leases SET x = 1\0\0\0"), &shared),
+            Act::Pass
+        );
+        assert_eq!(
+            reader.feed(&typed(b'B', b"\0\0\0\0\0\0"), &shared),
+            Act::Pass
+        );
         assert_eq!(reader.feed(&typed(b'S', b""), &shared), Act::Cut);
     }
 
@@ -458,8 +466,17 @@ mod tests {
         assert_eq!(reader.feed(&startup(), &shared), Act::Pass);
         *shared.hang_marker.lock().unwrap() = Some(("UNLISTEN".into(), 2));
         assert_eq!(reader.feed(&typed(b'Q', b"LISTEN x\0"), &shared), Act::Pass);
-        assert_eq!(reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared), Act::Hang);
-        assert_eq!(reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared), Act::Hang);
-        assert_eq!(reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared), Act::Pass);
+        assert_eq!(
+            reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared),
+            Act::Hang
+        );
+        assert_eq!(
+            reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared),
+            Act::Hang
+        );
+        assert_eq!(
+            reader.feed(&typed(b'Q', b"UNLISTEN *\0"), &shared),
+            Act::Pass
+        );
     }
 }

@@ -8,18 +8,34 @@ use tokio::time::error::Elapsed;
 
 use crate::store::{StoreError, StoreResult};
 
+/// The longest a connection handed back to the pool may take to answer the pool's check of it
+/// (one round trip) before it is dropped instead and its place freed.
+const RELEASE_CHECK_LIMIT: Duration = Duration::from_secs(2);
+
 /// A pooled connection while an operation uses it. If the operation's future is dropped before
 /// it is [`done`](InUse::done) (a node stopping in the middle of a prune, an HTTP client that
 /// went away), the connection is closed, not handed back to the pool in the middle of a
 /// statement or a transaction for the next operation to wait behind.
+///
+/// A connection handed back is checked by sqlx with a round trip that has no timeout of its
+/// own: a server that stops answering just then (a frozen server process, a partition that
+/// keeps TCP up) would hold the pool's place until it answers again, and a few such places are
+/// the whole pool. The check runs here, within [`RELEASE_CHECK_LIMIT`]; past it the connection
+/// is dropped and its place freed.
 pub(crate) struct InUse<DB: Database> {
     pub(crate) conn: PoolConnection<DB>,
     done: bool,
+    /// The operation closes the connection rather than hand it back.
+    close: bool,
 }
 
 impl<DB: Database> InUse<DB> {
     pub(crate) fn new(conn: PoolConnection<DB>) -> Self {
-        Self { conn, done: false }
+        Self {
+            conn,
+            done: false,
+            close: false,
+        }
     }
 
     /// The operation has its answer (or its error): the connection may go back to the pool,
@@ -44,17 +60,15 @@ impl<DB: Database> InUse<DB> {
         broken: impl FnOnce(&sqlx::Error) -> bool,
         classify: fn(&'static str, sqlx::Error) -> StoreError,
     ) -> StoreResult<T> {
-        let conn = self.done();
+        self.done = true;
         match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => {
-                if broken(&e) {
-                    conn.close_on_drop();
-                }
+                self.close = broken(&e);
                 Err(classify(operation, e))
             }
             Err(_) => {
-                conn.close_on_drop();
+                self.close = true;
                 Err(StoreError::Timeout {
                     operation,
                     timeout: limit,
@@ -66,8 +80,28 @@ impl<DB: Database> InUse<DB> {
 
 impl<DB: Database> Drop for InUse<DB> {
     fn drop(&mut self) {
-        if !self.done {
+        if !self.done || self.close {
+            // Closed without waiting for an answer (sqlx bounds the goodbye itself).
             self.conn.close_on_drop();
+            return;
         }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return; // sqlx's own hand-back, unbounded: only outside a runtime, at exit
+        };
+        // `return_to_pool` is what sqlx's drop would spawn (the check, then back to the idle
+        // connections); it takes the connection out now, so that drop does nothing more. Dropped
+        // past the limit, it drops the connection and frees its place in the pool.
+        let release = self.conn.return_to_pool();
+        runtime.spawn(async move {
+            if tokio::time::timeout(RELEASE_CHECK_LIMIT, release)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    limit = ?RELEASE_CHECK_LIMIT,
+                    "a connection handed back to the pool did not answer its check in time: dropped"
+                );
+            }
+        });
     }
 }

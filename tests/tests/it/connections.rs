@@ -1,7 +1,9 @@
 //! Promise 9, connections are bounded: a node holds at most its pool's connections (4 by
 //! default, the change listener's included), counted by the server (`pg_stat_activity`), while
-//! it runs a burst of runs, serves admin reads 16 at once and has its backends killed. Judged
-//! also by the handlers' own record: no tick of any instance ran twice.
+//! it runs a burst of runs, serves admin reads 16 at once and has its backends killed; and
+//! after its backends are frozen (SIGSTOP: the node gives up on them and opens others), the ones
+//! it gave up on end once they run again, so the count comes back to the bound. Judged also by
+//! the handlers' own record: every tick of every instance ran once.
 
 use crate::common;
 
@@ -68,6 +70,14 @@ async fn backends(admin: &sqlx::PgPool) -> i64 {
     sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
         .bind(APP)
         .fetch_one(admin)
+        .await
+        .unwrap()
+}
+
+async fn backend_pids(admin: &sqlx::PgPool) -> Vec<i32> {
+    sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE application_name = $1")
+        .bind(APP)
+        .fetch_all(admin)
         .await
         .unwrap()
 }
@@ -188,6 +198,53 @@ async fn a_node_holds_at_most_its_pool_of_connections() {
     assert!(
         max.load(Ordering::SeqCst) <= POOL,
         "the node held {} connections, more than its pool of {POOL}",
+        max.load(Ordering::SeqCst)
+    );
+
+    // Frozen backends: the node gives up on them (timeouts) and opens others; once they run
+    // again, the ones given up on end, and the count is back within the pool.
+    let frozen = backend_pids(&admin).await;
+    assert!(!frozen.is_empty());
+    for pid in &frozen {
+        // SAFETY: plain kill(2) on a backend of our own throwaway cluster.
+        unsafe { libc::kill(*pid, libc::SIGSTOP) };
+    }
+    let during = starts.count();
+    let on = Arc::new(AtomicBool::new(true));
+    let max = Arc::new(AtomicI64::new(0));
+    let sampling = sampler(admin.clone(), Arc::clone(&on), Arc::clone(&max));
+    wait_until(
+        Duration::from_secs(60),
+        "runs while the backends are frozen",
+        || async { starts.count() >= during + INSTANCES },
+    )
+    .await;
+    for pid in &frozen {
+        // SAFETY: as above.
+        unsafe { libc::kill(*pid, libc::SIGCONT) };
+    }
+    on.store(false, Ordering::SeqCst);
+    sampling.await.unwrap();
+    eprintln!(
+        "frozen: {} backends, at most {} with the node's new ones",
+        frozen.len(),
+        max.load(Ordering::SeqCst)
+    );
+    wait_until(
+        Duration::from_secs(30),
+        "the abandoned backends gone",
+        || async { backends(&admin).await <= POOL },
+    )
+    .await;
+    let on = Arc::new(AtomicBool::new(true));
+    let max = Arc::new(AtomicI64::new(0));
+    let sampling = sampler(admin.clone(), Arc::clone(&on), Arc::clone(&max));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    on.store(false, Ordering::SeqCst);
+    sampling.await.unwrap();
+    assert!(
+        max.load(Ordering::SeqCst) <= POOL,
+        "after the freeze the node held {} connections",
         max.load(Ordering::SeqCst)
     );
 

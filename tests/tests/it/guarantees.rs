@@ -30,20 +30,8 @@ on_both_backends!(
     a_locked_due_row_is_retried_with_backoff,
     a_mixed_case_non_ascii_schema_works,
     a_stop_during_a_prune_backlog_does_not_wait_for_it,
+    hung_connections_time_out_and_scheduling_goes_on,
 );
-
-/// Not run by default: a node can stall for as long as its server processes stay frozen
-/// (RELIABILITY.md, promise 9, "Found, not fixed"): connections handed back to the pool at the
-/// freeze wait in sqlx's release check, the listener being replaced in its `UNLISTEN *`. Two
-/// fresh-clone CI runs of 2026-12-07 met it (here and in `connections`). Run it with
-/// `--run-ignored all` once that is fixed.
-mod on_postgres_known_stall {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[ignore = "a node can stall while its server processes are frozen (RELIABILITY.md, promise 9): not fixed"]
-    async fn hung_connections_time_out_and_scheduling_goes_on() {
-        super::hung_connections_time_out_and_scheduling_goes_on().await;
-    }
-}
 
 /// Works one second, then returns `Ok`.
 #[task(name = "outage.finish")]

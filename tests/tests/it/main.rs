@@ -43,6 +43,7 @@ mod guarantees;
 mod handlers;
 mod harness;
 mod hot_reload;
+mod hung_release;
 mod incidents;
 mod instance_backfill;
 mod instance_broadcast;

@@ -78,7 +78,9 @@ impl PgStoreBuilder {
         self
     }
 
-    /// Connections in the pool, the change listener's included. Default 4; at least 2.
+    /// Connections to the database, the change listener's included (it has a pool of its own,
+    /// the store's [`pool`](PgStore::pool) the others; with a [`listen_url`](Self::listen_url)
+    /// the listener's connection is one more, there). Default 4; at least 2.
     pub fn max_connections(mut self, n: u32) -> Self {
         self.max_connections = n;
         self
@@ -142,22 +144,23 @@ impl PgStoreBuilder {
                 let options = default_application_name(options, "scheduler listener");
                 let servers =
                     servers_for(&options, &info, "the listen URL (SCHEDULER_LISTEN_URL)")?;
-                let pool = pool_with(
-                    PgPoolOptions::new()
-                        .max_connections(1)
-                        .acquire_timeout(self.acquire_timeout)
-                        .test_before_acquire(false),
+                // Never connects: its options follow the listen URL's choice of server, and
+                // each LISTEN connection gets a pool of its own made from them.
+                let options_pool = pool_with(
+                    PgPoolOptions::new().max_connections(1),
                     options,
                     servers.as_ref(),
                 );
-                Listen::Direct(Box::new((pool, servers)))
+                Listen::Direct(Box::new((options_pool, servers)))
             }
             None if prepared.pgbouncer => Listen::Unavailable,
             None => Listen::Pool,
         };
+        // On the store's server, the listener's connection is one of `max_connections`.
+        let listener_place = u32::from(matches!(listen, Listen::Pool));
         let pool = pool_with(
             PgPoolOptions::new()
-                .max_connections(self.max_connections)
+                .max_connections(self.max_connections - listener_place)
                 // No connection is kept open on its own (that would need a runtime to build the
                 // store); the node's regular queries keep one warm.
                 .acquire_timeout(self.acquire_timeout)
@@ -360,16 +363,27 @@ fn servers_for(
     ))))
 }
 
-/// A lazy pool on `options`, or, with `servers`, on the server they choose: every new
-/// connection's session is checked (one that fails is replaced by a connection to the server
-/// that passes now), and a connection opened before the last choice is not handed out again.
+/// A lazy pool on `options`, or, with `servers`, on the server they choose (starting with the
+/// first host): every new connection's session is checked (one that fails is replaced by a
+/// connection to the server that passes now), and a connection opened before the last choice
+/// is not handed out again.
 fn pool_with(
     pool: PgPoolOptions,
     options: PgConnectOptions,
     servers: Option<&Arc<Servers>>,
 ) -> sqlx::PgPool {
+    let start = servers.map_or(options, |s| s.first_options());
+    pool_starting_at(pool, start, servers)
+}
+
+/// [`pool_with`], its first connections on `start` (the server chosen so far).
+pub(super) fn pool_starting_at(
+    pool: PgPoolOptions,
+    start: PgConnectOptions,
+    servers: Option<&Arc<Servers>>,
+) -> sqlx::PgPool {
     let Some(servers) = servers else {
-        return pool.connect_lazy_with(options);
+        return pool.connect_lazy_with(start);
     };
     let on_connect = Arc::clone(servers);
     let on_acquire = Arc::clone(servers);
@@ -393,7 +407,7 @@ fn pool_with(
         let fresh = on_acquire.fresh(meta.age);
         Box::pin(async move { Ok(fresh) })
     })
-    .connect_lazy_with(servers.first_options())
+    .connect_lazy_with(start)
 }
 
 /// sqlx's options for `url`, and its `pgbouncer` parameter: libpq's TLS rules applied (see

@@ -15,6 +15,12 @@
 //! on any of its connections), the listener leaves its connection, listens on a new one and
 //! returns [`Change::Unknown`].
 //!
+//! Each LISTEN connection has a pool of its own, made when the listener connects. A listener
+//! that leaves its connection sends `UNLISTEN *` on it (sqlx does, with no timeout) before the
+//! connection goes: on a server that stopped answering (a frozen server process, a partition
+//! that keeps TCP up) that waits until the server answers, and it waits holding only its own
+//! pool, not a place of the store's pool nor of the next LISTEN connection.
+//!
 //! A LISTEN connection that silently died (a dead network gives no error) would only cost
 //! early wake-ups, since the claim loop polls anyway; still, the connection is checked with a
 //! cheap round trip after a long silence, so a dead one is replaced.
@@ -29,7 +35,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::PgPool;
-use sqlx::postgres::PgListener;
+use sqlx::postgres::{PgListener, PgPoolOptions};
 
 use std::sync::Arc;
 
@@ -45,11 +51,11 @@ const CHECK_AFTER_SILENCE: Duration = Duration::from_secs(300);
 impl PgStore {
     /// The change listener for this store's [`Listen`] setting.
     pub(super) fn change_listener(&self) -> Box<dyn ChangeListener> {
-        let (pool, servers, own_servers) = match &self.listen {
+        let (options_pool, servers, own_servers) = match &self.listen {
             Listen::Pool => (self.pool.clone(), self.servers.clone(), false),
             Listen::Direct(direct) => {
-                let (pool, servers) = direct.as_ref().clone();
-                (pool, servers, true)
+                let (options_pool, servers) = direct.as_ref().clone();
+                (options_pool, servers, true)
             }
             Listen::Unavailable => {
                 tracing::info!(
@@ -62,12 +68,13 @@ impl PgStore {
         };
         let store_moves = self.servers.as_ref().map(|s| s.searches());
         Box::new(PgChangeListener::new(
-            pool,
+            options_pool,
             servers,
             own_servers,
             store_moves,
             self.channel.clone(),
             self.op_timeout,
+            self.acquire_timeout,
         ))
     }
 }
@@ -83,8 +90,10 @@ impl ChangeListener for NoListener {
 }
 
 pub(super) struct PgChangeListener {
-    pool: PgPool,
-    /// The choice of server of the listener's pool (several hosts or a session check).
+    /// The pool whose options say where LISTEN connections go (the store's, or the listen
+    /// URL's): its choice of server sets them.
+    options_pool: PgPool,
+    /// The choice of server the LISTEN connections follow (several hosts or a session check).
     servers: Option<Arc<Servers>>,
     /// Whether `servers` are the listener's own (a direct listen URL), not the store's.
     own_servers: bool,
@@ -92,25 +101,28 @@ pub(super) struct PgChangeListener {
     store_moves: Option<watch::Receiver<u64>>,
     channel: String,
     timeout: Duration,
+    acquire_timeout: Duration,
     listener: Option<PgListener>,
 }
 
 impl PgChangeListener {
     pub(super) fn new(
-        pool: PgPool,
+        options_pool: PgPool,
         servers: Option<Arc<Servers>>,
         own_servers: bool,
         store_moves: Option<watch::Receiver<u64>>,
         channel: String,
         timeout: Duration,
+        acquire_timeout: Duration,
     ) -> Self {
         Self {
-            pool,
+            options_pool,
             servers,
             own_servers,
             store_moves,
             channel,
             timeout,
+            acquire_timeout,
             listener: None,
         }
     }
@@ -119,11 +131,24 @@ impl PgChangeListener {
         let connect = async {
             if let Some(servers) = &self.servers {
                 servers
-                    .ensure(&self.pool)
+                    .ensure(&self.options_pool)
                     .await
                     .map_err(sqlx::Error::Protocol)?;
             }
-            let mut listener = PgListener::connect_with(&self.pool).await?;
+            // A pool of its own for this connection (see the module's docs), on the server
+            // chosen so far.
+            let pool = super::builder::pool_starting_at(
+                PgPoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(self.acquire_timeout)
+                    .test_before_acquire(false)
+                    // The listener holds its connection: nothing to reap, no upkeep task.
+                    .idle_timeout(None)
+                    .max_lifetime(None),
+                (*self.options_pool.connect_options()).clone(),
+                self.servers.as_ref(),
+            );
+            let mut listener = PgListener::connect_with(&pool).await?;
             // A lost connection is replaced here, through the choice of server, not by sqlx
             // (which would reconnect to whichever host the pool pointed at).
             listener.eager_reconnect(false);

@@ -8,7 +8,11 @@
 //! little); a connection whose operation timed out is closed, not reused, because a half-read
 //! reply would poison the next query. Connections carry `lock_timeout` (a row held by a stuck
 //! transaction fails the waiter instead of freezing it), `idle_in_transaction_session_timeout`
-//! (a node that died mid-transaction frees its row locks) and server-side TCP keepalives.
+//! (a node that died mid-transaction frees its row locks) and server-side TCP keepalives. A
+//! connection handed back to the pool answers the pool's check within a bound too
+//! (`store/in_use.rs`), and the change listener's connections have pools of their own
+//! (`listener.rs`): a server that stops answering between statements holds no place of the
+//! pool for long.
 
 mod builder;
 mod conninfo;
@@ -94,13 +98,14 @@ fn notify_channel(schema: &str) -> String {
     }
 }
 
-/// Where the change listener's `LISTEN` connection comes from.
+/// Where the change listener's `LISTEN` connections go. Each has a pool of its own (see
+/// `listener.rs`), made from the options of the pool named here.
 #[derive(Debug, Clone)]
 enum Listen {
-    /// A connection of the store's pool.
+    /// The store's server, as the store's pool chose it: one of `max_connections`.
     Pool,
-    /// A pool of its own, on a direct URL (`SCHEDULER_LISTEN_URL`), and its choice of server
-    /// (boxed: the store stays small).
+    /// A direct URL (`SCHEDULER_LISTEN_URL`): a pool that never connects, whose options follow
+    /// the URL's choice of server, and that choice (boxed: the store stays small).
     Direct(Box<(PgPool, Option<std::sync::Arc<servers::Servers>>)>),
     /// Through a transaction-mode pooler without a direct URL: no listener.
     Unavailable,

@@ -57,8 +57,13 @@ fn describe(store: &PgStore) -> String {
 }
 
 async fn migrate(store: &PgStore) -> StoreResult<()> {
-    let mut conn = store.acquire("migrate").await?;
-    super::migrate::run(&mut conn, &store.schema, store.transaction_begin()).await
+    let mut guard = crate::store::in_use::InUse::new(store.acquire("migrate").await?);
+    let result =
+        super::migrate::run(&mut guard.conn, &store.schema, store.transaction_begin()).await;
+    if result.is_ok() {
+        guard.done();
+    }
+    result
 }
 
 async fn listener(store: &PgStore) -> StoreResult<Box<dyn ChangeListener>> {
