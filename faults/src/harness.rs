@@ -982,6 +982,40 @@ pub async fn terminate_backends(sc: &Scenario) -> Result<(i64, &'static str)> {
     Ok((n, "every client backend but the harness's"))
 }
 
+/// Freezes every server process of the scheduler's connections (SIGSTOP) for `span`, then lets
+/// them run again: a server that stops answering on connections whose TCP stays up (as a
+/// partition that keeps TCP up would). How many were frozen. They run again even if the wait
+/// is cut short.
+pub async fn freeze_backends(sc: &mut Scenario, span: Duration) -> Result<usize> {
+    let mut conn = sc.connect().await?;
+    let pids: Vec<i32> = sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity \
+         WHERE application_name = 'scheduler' AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&mut conn)
+    .await?;
+    conn.close().await?;
+    let frozen = Frozen(pids);
+    for pid in &frozen.0 {
+        // SAFETY: kill(2) has no memory-safety preconditions; a backend of our own cluster.
+        unsafe { libc::kill(*pid, libc::SIGSTOP) };
+    }
+    sc.idle(span).await;
+    Ok(frozen.0.len())
+}
+
+/// Server processes frozen by [`freeze_backends`]: they run again when this is dropped.
+struct Frozen(Vec<i32>);
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            // SAFETY: as in `freeze_backends`.
+            unsafe { libc::kill(*pid, libc::SIGCONT) };
+        }
+    }
+}
+
 /// libfaketime, installing the `faketime` package first when it is missing and this process
 /// may (root, apt-get available). Fails with a clear message otherwise.
 pub fn faketime_library() -> Result<PathBuf> {

@@ -4,13 +4,18 @@
 //!   lifetime): the run's outcome is written while the database is down;
 //! - (b) stopped right at a tick boundary (x.000 s) for 1.5 s, while nodes claim;
 //! - (c) the scheduler's connections killed with `pg_terminate_backend`, several times;
-//! - (d) restarted during an `f.slow` run.
+//! - (d) restarted during an `f.slow` run;
+//! - (e) the scheduler's server processes frozen (SIGSTOP) for 3-6 s twice, then for 14-16 s
+//!   (past the operation timeout: the nodes give up on those connections and open others): the
+//!   connections stay up and nothing answers on them (as behind a partition that keeps TCP up).
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::harness::{Entry, Options, Outcome, Result, Scenario, terminate_backends, tick_names};
+use crate::harness::{
+    Entry, Options, Outcome, Result, Scenario, freeze_backends, terminate_backends, tick_names,
+};
 use crate::record::{Ev, Record};
 use crate::timeline::now_ms;
 
@@ -137,5 +142,22 @@ pub(super) async fn run(opts: &Options) -> Result<Outcome> {
     sc.idle(Duration::from_secs(14)).await;
     let d = fate(&sc, "f.slow", run.tick);
     sc.notes.push(format!("(d) the interrupted tick: {d}"));
+
+    // (e) Server processes frozen.
+    let mut frozen = Vec::new();
+    for (from, to) in [(3_000, 6_001), (3_000, 6_001), (14_000, 16_001)] {
+        let span = Duration::from_millis(sc.rng.range(from, to));
+        let t = now_ms();
+        let n = freeze_backends(&mut sc, span).await?;
+        sc.fault(format!("(e) {n} backends frozen for {span:?}"), t, now_ms());
+        frozen.push(format!("{n} for {:.1} s", span.as_secs_f64()));
+        let pause = Duration::from_millis(sc.rng.range(3_000, 5_001));
+        sc.idle(pause).await;
+    }
+    sc.note(format!(
+        "(e) froze the scheduler's backends 3 times: {}",
+        frozen.join(", ")
+    ));
+    sc.idle(Duration::from_secs(10)).await;
     sc.finish().await
 }
