@@ -178,17 +178,13 @@ impl Node {
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut r = self
-            .http
-            .request(method, format!("http://{}{path}", self.admin))
-            .bearer_auth(TOKEN)
-            .header("X-Scheduler-Actor", "alice");
-        if let Some(body) = body {
-            r = r.json(&body);
-        }
-        let r = r.send().await.unwrap();
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        let alice = AdminClient {
+            token: Some(TOKEN),
+            actor: Some("alice"),
+        };
+        let url = format!("http://{}{path}", self.admin);
+        let (status, body) = alice.call(method, url, body).await;
+        (status.as_u16(), body)
     }
 
     /// The incidents the admin API shows for `task` (newest first).

@@ -82,28 +82,14 @@ fn ticks() -> Vec<DateTime<Utc>> {
 }
 
 /// Node `a` running `ibackfill.*` (both tasks hourly), started once their rows are written.
-async fn node_a(db: &TestDb, log: &Arc<Log>) -> (scheduler::Schedules, RunningNode) {
-    let scheduler = node(db, "a", tasks("ibackfill."))
-        .config_document(doc(vec![
-            entry("ibackfill.work", "0 * * * *"),
-            entry("ibackfill.each", "0 * * * *"),
-        ]))
-        .poll_interval(Duration::from_millis(500))
-        .state(Arc::clone(log))
-        .build()
-        .unwrap();
-    let schedules = scheduler.schedules();
-    let running = start(scheduler);
-    wait_until(
-        Duration::from_secs(60),
-        "the tasks' rows written",
-        || async {
-            db.try_task("ibackfill.work").await.is_some()
-                && db.try_task("ibackfill.each").await.is_some()
-        },
-    )
-    .await;
-    (schedules, running)
+async fn node_a(db: &TestDb, log: &Arc<Log>) -> RunningNode {
+    let config = doc(vec![
+        entry("ibackfill.work", "0 * * * *"),
+        entry("ibackfill.each", "0 * * * *"),
+    ]);
+    let builder = node_with(db, "a", tasks("ibackfill."), config, log)
+        .poll_interval(Duration::from_millis(500));
+    started(db, builder, &["ibackfill.work", "ibackfill.each"]).await
 }
 
 /// Backfills every tick of `ticks` of `task` (a task or an instance `task/key`), unpaced, and
@@ -147,8 +133,9 @@ fn every_shard_once(ticks: &[DateTime<Utc>]) -> BTreeMap<(DateTime<Utc>, u32, u3
 /// range once each, with the instance's key; so does a backfill of the task itself, with none.
 async fn a_backfill_of_a_sharded_instance_or_task_runs_every_shard_of_each_tick_once(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = node_a(db, &log).await;
-    schedules
+    let running = node_a(db, &log).await;
+    running
+        .schedules
         .upsert(
             Schedule::new("ibackfill.work", "t1")
                 .cron("0 * * * *")
@@ -191,8 +178,9 @@ async fn a_backfill_of_a_sharded_instance_or_task_runs_every_shard_of_each_tick_
 /// the instance's key, as a backfill of the task does.
 async fn a_backfill_of_a_broadcast_instance_runs_each_tick_once(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = node_a(db, &log).await;
-    schedules
+    let running = node_a(db, &log).await;
+    running
+        .schedules
         .upsert(
             Schedule::new("ibackfill.each", "b1")
                 .cron("0 * * * *")
@@ -217,8 +205,9 @@ async fn a_backfill_of_a_broadcast_instance_runs_each_tick_once(db: &TestDb) {
 /// backfill is taken and runs every shard of its tick.
 async fn a_cancelled_backfill_of_a_sharded_instance_frees_every_shard_row(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = node_a(db, &log).await;
-    schedules
+    let running = node_a(db, &log).await;
+    running
+        .schedules
         .upsert(
             Schedule::new("ibackfill.work", "c1")
                 .cron("0 * * * *")

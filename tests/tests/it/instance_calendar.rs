@@ -215,42 +215,38 @@ async fn the_api_and_the_command_line_write_show_and_refuse_an_instance_s_calend
         .admin_token(TOKEN);
     let admin = admin_node(db, builder, &["ical.open"]).await;
     let base = admin.url("/api/tasks/ical.open/instances");
-    let client = reqwest::Client::new();
-    let call = |method: reqwest::Method, url: String, body: Option<Value>| {
-        let mut request = client.request(method, url).bearer_auth(TOKEN);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
+    let admin_api = AdminClient::with_token(TOKEN);
     let put = reqwest::Method::PUT;
     let body = json!({"cron": YEARLY, "calendar": "blackout"});
-    let (status, got) = call(put.clone(), format!("{base}/one"), Some(body)).await;
+    let (status, got) = admin_api
+        .call(put.clone(), format!("{base}/one"), Some(body))
+        .await;
     assert_eq!(
-        (status, &got["calendar"]),
+        (status.as_u16(), &got["calendar"]),
         (200, &json!("blackout")),
         "{got}"
     );
-    let (_, got) = call(reqwest::Method::GET, format!("{base}/one"), None).await;
+    let (_, got) = admin_api
+        .call(reqwest::Method::GET, format!("{base}/one"), None)
+        .await;
     assert_eq!(got["calendar"], "blackout", "{got}");
-    let (_, list) = call(reqwest::Method::GET, base.clone(), None).await;
+    let (_, list) = admin_api
+        .call(reqwest::Method::GET, base.clone(), None)
+        .await;
     assert_eq!(list["instances"][0]["calendar"], "blackout", "{list}");
     let body = json!({"cron": YEARLY, "calendar": "nope"});
-    let (status, got) = call(put.clone(), format!("{base}/bad"), Some(body)).await;
+    let (status, got) = admin_api
+        .call(put.clone(), format!("{base}/bad"), Some(body))
+        .await;
     assert_eq!(status, 400, "{got}");
     assert!(got.to_string().contains("`nope`"), "{got}");
-    let (status, got) = call(reqwest::Method::GET, format!("{base}/bad"), None).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::GET, format!("{base}/bad"), None)
+        .await;
     assert_eq!(status, 404, "nothing written: {got}");
     let body = json!([{"key": "l1", "cron": YEARLY, "calendar": "far"},
                       {"key": "l2", "cron": YEARLY, "calendar": "nope"}]);
-    let (status, got) = call(put, base.clone(), Some(body)).await;
+    let (status, got) = admin_api.call(put, base.clone(), Some(body)).await;
     assert_eq!(status, 200, "{got}");
     assert_eq!(got["results"][0]["instance"]["calendar"], "far", "{got}");
     assert_eq!(got["results"][1]["status"], 400, "{got}");

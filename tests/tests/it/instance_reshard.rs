@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use common::*;
 use scheduler::config::{ConfigDocument, ShardsEntry, TaskConfig};
 use scheduler::testing::operate::{self, Actor};
-use scheduler::{Schedule, Schedules, Shard, TaskContext, task};
+use scheduler::{Schedule, Shard, TaskContext, task};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -108,22 +108,43 @@ fn instance(key: &str, cron: &str, tenant: u64) -> Schedule {
 }
 
 /// Node `a` running `ireshard.*` under `document`, started once the task's row is in the store.
-async fn node_a(db: &TestDb, document: ConfigDocument, log: &Arc<Log>) -> (Schedules, RunningNode) {
-    let scheduler = node(db, "a", tasks("ireshard."))
-        .config_document(document)
-        .poll_interval(Duration::from_millis(500))
-        .state(Arc::clone(log))
-        .build()
-        .unwrap();
-    let schedules = scheduler.schedules();
-    let running = start(scheduler);
+async fn node_a(db: &TestDb, document: ConfigDocument, log: &Arc<Log>) -> RunningNode {
+    let builder = node_with(db, "a", tasks("ireshard."), document, log)
+        .poll_interval(Duration::from_millis(500));
+    started(db, builder, &["ireshard.work"]).await
+}
+
+/// Waits until every instance of `keys` has had `ticks` whole ticks of `total` shards from
+/// event `from` on, by the handlers' own record.
+async fn wait_whole_ticks(log: &Log, from: usize, keys: &[&str], total: u32, ticks: usize) {
     wait_until(
-        Duration::from_secs(60),
-        "the task's row written",
-        || async { db.try_task("ireshard.work").await.is_some() },
+        Duration::from_secs(90),
+        &format!("{ticks} whole tick(s) of {total} shards of each of {keys:?} from event {from}"),
+        || async {
+            keys.iter()
+                .all(|key| log.whole_ticks(from, key, total) >= ticks)
+        },
     )
     .await;
-    (schedules, running)
+}
+
+/// Restarts node `a` under `document` and stops it after three whole ticks of `total` shards of
+/// each instance of `tenants`; every run from the restart on is checked by [`each_shard_once`].
+/// Returns the event the restart's runs start at.
+async fn three_ticks_after_restart(
+    db: &TestDb,
+    document: ConfigDocument,
+    log: &Arc<Log>,
+    total: u32,
+    tenants: &BTreeMap<&str, u64>,
+) -> usize {
+    let from = log.len();
+    let running = node_a(db, document, log).await;
+    let keys: Vec<&str> = tenants.keys().copied().collect();
+    wait_whole_ticks(log, from, &keys, total, 3).await;
+    running.stop().await;
+    each_shard_once(log, from, total, tenants);
+    from
 }
 
 /// The store rows of instance `key` (its shards' too), by name.
@@ -164,7 +185,8 @@ fn each_shard_once(log: &Log, from: usize, total: u32, tenants: &BTreeMap<&str, 
 /// shards 0, 1 and 2 of 3, each once, by the handlers' own record.
 async fn every_instance_follows_its_task_up_to_more_shards(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = node_a(db, with_shards(2), &log).await;
+    let running = node_a(db, with_shards(2), &log).await;
+    let schedules = &running.schedules;
     let yearly: Vec<Schedule> = (0..YEARLY)
         .map(|i| instance(&format!("y{i:04}"), "0 0 0 1 1 *", 9))
         .collect();
@@ -189,25 +211,11 @@ async fn every_instance_follows_its_task_up_to_more_shards(db: &TestDb) {
             .unwrap();
     }
     assert_eq!(rows_of(db, "g1").await.len(), 2);
-    wait_until(
-        Duration::from_secs(60),
-        "a whole tick of 2 shards each",
-        || async { log.whole_ticks(0, "g1", 2) >= 1 && log.whole_ticks(0, "g2", 2) >= 1 },
-    )
-    .await;
+    wait_whole_ticks(&log, 0, &["g1", "g2"], 2, 1).await;
     running.stop().await;
 
-    let before = log.len();
-    let (_, running) = node_a(db, with_shards(3), &log).await;
-    wait_until(
-        Duration::from_secs(90),
-        "three whole ticks of 3 shards of each instance after the restart",
-        || async { log.whole_ticks(before, "g1", 3) >= 3 && log.whole_ticks(before, "g2", 3) >= 3 },
-    )
-    .await;
-    running.stop().await;
     let tenants = BTreeMap::from([("g1", 1), ("g2", 2)]);
-    each_shard_once(&log, before, 3, &tenants);
+    three_ticks_after_restart(db, with_shards(3), &log, 3, &tenants).await;
 
     // Every instance has its three rows, each of 3 shards, on its schedule; the paused one's
     // new row is paused with it.
@@ -243,30 +251,18 @@ async fn every_instance_follows_its_task_up_to_more_shards(db: &TestDb) {
 /// shards 0, 1 and 2 of 3, each once.
 async fn a_plain_task_made_sharded_shards_its_instances(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = node_a(db, with_shards(1), &log).await;
-    schedules
+    let running = node_a(db, with_shards(1), &log).await;
+    running
+        .schedules
         .upsert(instance("p1", "* * * * * *", 4))
         .await
         .unwrap();
     assert_eq!(rows_of(db, "p1").await.len(), 1);
-    wait_until(
-        Duration::from_secs(60),
-        "a tick of the plain instance",
-        || async { log.whole_ticks(0, "p1", 1) >= 1 },
-    )
-    .await;
+    wait_whole_ticks(&log, 0, &["p1"], 1, 1).await;
     running.stop().await;
 
-    let before = log.len();
-    let (_, running) = node_a(db, with_shards(3), &log).await;
-    wait_until(
-        Duration::from_secs(90),
-        "three whole ticks of 3 shards after the restart",
-        || async { log.whole_ticks(before, "p1", 3) >= 3 },
-    )
-    .await;
-    running.stop().await;
-    each_shard_once(&log, before, 3, &BTreeMap::from([("p1", 4)]));
+    let tenants = BTreeMap::from([("p1", 4)]);
+    three_ticks_after_restart(db, with_shards(3), &log, 3, &tenants).await;
     let rows = rows_of(db, "p1").await;
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert!(rows.iter().all(|r| r.shards == 3 && r.enabled), "{rows:?}");
@@ -280,30 +276,17 @@ async fn a_plain_task_made_sharded_shards_its_instances(db: &TestDb) {
 async fn an_instance_follows_its_task_to_a_broadcast_and_back(db: &TestDb) {
     let log = Arc::new(Log::default());
     let tenants = BTreeMap::from([("b1", 6)]);
-    let (schedules, running) = node_a(db, with_shards(2), &log).await;
-    schedules
+    let running = node_a(db, with_shards(2), &log).await;
+    running
+        .schedules
         .upsert(instance("b1", "* * * * * *", 6))
         .await
         .unwrap();
-    wait_until(
-        Duration::from_secs(60),
-        "a whole tick of 2 shards",
-        || async { log.whole_ticks(0, "b1", 2) >= 1 },
-    )
-    .await;
+    wait_whole_ticks(&log, 0, &["b1"], 2, 1).await;
     running.stop().await;
 
-    let before = log.len();
     let nodes = ShardsEntry::Word("nodes".into());
-    let (_, running) = node_a(db, sharded(nodes), &log).await;
-    wait_until(
-        Duration::from_secs(90),
-        "three broadcast ticks after the restart",
-        || async { log.whole_ticks(before, "b1", 1) >= 3 },
-    )
-    .await;
-    running.stop().await;
-    each_shard_once(&log, before, 1, &tenants);
+    let before = three_ticks_after_restart(db, sharded(nodes), &log, 1, &tenants).await;
     assert!(
         log.since(before).iter().all(|(_, r)| r.broadcast),
         "{:?}",
@@ -323,16 +306,7 @@ async fn an_instance_follows_its_task_to_a_broadcast_and_back(db: &TestDb) {
     );
     assert!(!row("ireshard.work/b1[1]").enabled, "{rows:?}");
 
-    let back = log.len();
-    let (_, running) = node_a(db, with_shards(3), &log).await;
-    wait_until(
-        Duration::from_secs(90),
-        "three whole ticks of 3 shards after the second restart",
-        || async { log.whole_ticks(back, "b1", 3) >= 3 },
-    )
-    .await;
-    running.stop().await;
-    each_shard_once(&log, back, 3, &tenants);
+    let back = three_ticks_after_restart(db, with_shards(3), &log, 3, &tenants).await;
     assert!(log.since(back).iter().all(|(_, r)| !r.broadcast));
     let rows = rows_of(db, "b1").await;
     for row in &rows {
@@ -354,8 +328,9 @@ async fn a_task_enabled_with_more_shards_runs_every_shard_of_its_instances(db: &
     let log = Arc::new(Log::default());
     let mut disabled = with_shards(2);
     disabled.tasks[0].enabled = false;
-    let (schedules, running) = node_a(db, disabled, &log).await;
-    schedules
+    let running = node_a(db, disabled, &log).await;
+    running
+        .schedules
         .upsert(instance("e1", "* * * * * *", 3))
         .await
         .unwrap();
@@ -365,16 +340,9 @@ async fn a_task_enabled_with_more_shards_runs_every_shard_of_its_instances(db: &
         "{rows:?}"
     );
     running.stop().await;
+    assert_eq!(log.len(), 0, "nothing ran while the task was disabled");
 
-    let (_, running) = node_a(db, with_shards(3), &log).await;
-    wait_until(
-        Duration::from_secs(90),
-        "three whole ticks of 3 shards once enabled",
-        || async { log.whole_ticks(0, "e1", 3) >= 3 },
-    )
-    .await;
-    running.stop().await;
-    each_shard_once(&log, 0, 3, &BTreeMap::from([("e1", 3)]));
+    three_ticks_after_restart(db, with_shards(3), &log, 3, &BTreeMap::from([("e1", 3)])).await;
     let rows = rows_of(db, "e1").await;
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert!(rows.iter().all(|r| r.shards == 3 && r.enabled), "{rows:?}");

@@ -17,7 +17,7 @@ use common::*;
 use scheduler::config::{ConfigDocument, ShardsEntry, TaskConfig};
 use scheduler::testing::operate::{self, Actor};
 use scheduler::testing::store::RunStatus;
-use scheduler::{Schedule, Schedules, Shard, TaskContext, task};
+use scheduler::{Schedule, SchedulerBuilder, Shard, TaskContext, task};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -128,28 +128,19 @@ fn every_second(key: &str, tenant: u64) -> Schedule {
         .args(json!({ "tenant": tenant }))
 }
 
-/// Nodes `ids` running `ishard.*` (the handle to make instances with, from the first), started,
-/// once the task's row is in the store.
-async fn nodes(db: &TestDb, ids: &[&str], log: &Arc<Log>) -> (Schedules, Vec<RunningNode>) {
-    let mut schedules = None;
-    let mut running = Vec::new();
-    for id in ids {
-        let scheduler = node(db, id, tasks("ishard."))
-            .config_document(config())
-            .poll_interval(Duration::from_millis(500))
-            .state(Arc::clone(log))
-            .build()
-            .unwrap();
-        schedules.get_or_insert_with(|| scheduler.schedules());
-        running.push(start(scheduler));
-    }
-    wait_until(
-        Duration::from_secs(60),
-        "the task's row written",
-        || async { db.try_task("ishard.work").await.is_some() },
-    )
-    .await;
-    (schedules.unwrap(), running)
+/// Node `id` running `ishard.*` under `document`, its handlers sharing `log`.
+fn ishard_node(
+    db: &TestDb,
+    id: &str,
+    document: ConfigDocument,
+    log: &Arc<Log>,
+) -> SchedulerBuilder {
+    node_with(db, id, tasks("ishard."), document, log).poll_interval(Duration::from_millis(500))
+}
+
+/// Node `a` running `ishard.*` by [`config`], started once the task's row is in the store.
+async fn node_a(db: &TestDb, log: &Arc<Log>) -> RunningNode {
+    started(db, ishard_node(db, "a", config(), log), &["ishard.work"]).await
 }
 
 /// The store rows of instance `key` (its shards' too), by name.
@@ -197,7 +188,9 @@ fn each_shard_once_in_tick_order(log: &Log) {
 /// with the instance's key and its shard.
 async fn every_shard_of_every_tick_of_an_instance_runs_once_spread_over_two_nodes(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = nodes(db, &["a", "b"], &log).await;
+    let builders = ["a", "b"].map(|id| ishard_node(db, id, config(), &log));
+    let running = started_all(db, builders, &["ishard.work"]).await;
+    let schedules = running[0].schedules.clone();
     let written = schedules.upsert(every_second("t1", 1)).await.unwrap();
     assert_eq!(written.key, "t1");
     let both = |log: &Log| {
@@ -248,7 +241,8 @@ async fn every_shard_of_every_tick_of_an_instance_runs_once_spread_over_two_node
 /// on ticking), and its rows are gone.
 async fn a_removed_instance_runs_no_more_shards_and_its_runs_in_flight_finish(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = nodes(db, &["a"], &log).await;
+    let running = node_a(db, &log).await;
+    let schedules = running.schedules.clone();
     schedules.upsert(every_second("hold", 7)).await.unwrap();
     assert_eq!(rows_of(db, "hold").await.len(), SHARDS as usize);
     wait_until(Duration::from_secs(60), "a held run started", || async {
@@ -284,9 +278,7 @@ async fn a_removed_instance_runs_no_more_shards_and_its_runs_in_flight_finish(db
         || async { log.whole_ticks("other") >= 3 },
     )
     .await;
-    for n in running {
-        n.stop().await;
-    }
+    running.stop().await;
     each_shard_once_in_tick_order(&log);
     let held = log.starts("hold");
     assert_eq!(held.len(), in_flight, "no shard started after the removal");
@@ -316,7 +308,8 @@ async fn a_removed_instance_runs_no_more_shards_and_its_runs_in_flight_finish(db
 /// handlers' own record), and resuming it resumes every one.
 async fn changing_or_pausing_an_instance_moves_or_holds_every_shard_row(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = nodes(db, &["a"], &log).await;
+    let running = node_a(db, &log).await;
+    let schedules = running.schedules.clone();
     // Yearly, then every second: the change moves every row to the next second.
     schedules
         .upsert(
@@ -377,9 +370,7 @@ async fn changing_or_pausing_an_instance_moves_or_holds_every_shard_row(db: &Tes
         || async { log.whole_ticks("t1") >= whole + 2 },
     )
     .await;
-    for n in running {
-        n.stop().await;
-    }
+    running.stop().await;
     each_shard_once_in_tick_order(&log);
 }
 
@@ -389,7 +380,8 @@ async fn changing_or_pausing_an_instance_moves_or_holds_every_shard_row(db: &Tes
 /// record), and the rows say so.
 async fn an_instance_follows_its_task_down_to_fewer_shards(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = nodes(db, &["a"], &log).await;
+    let running = node_a(db, &log).await;
+    let schedules = running.schedules.clone();
     schedules.upsert(every_second("t1", 1)).await.unwrap();
     wait_until(
         Duration::from_secs(60),
@@ -397,22 +389,13 @@ async fn an_instance_follows_its_task_down_to_fewer_shards(db: &TestDb) {
         || async { log.whole_ticks("t1") >= 1 },
     )
     .await;
-    for n in running {
-        n.stop().await;
-    }
+    running.stop().await;
     let before = log.events.lock().unwrap().len();
     let two = doc(vec![TaskConfig {
         shards: Some(ShardsEntry::Count(2)),
         ..entry("ishard.work", "0 0 0 1 1 *")
     }]);
-    let running = start(
-        node(db, "a", tasks("ishard."))
-            .config_document(two)
-            .poll_interval(Duration::from_millis(500))
-            .state(Arc::clone(&log))
-            .build()
-            .unwrap(),
-    );
+    let running = start(ishard_node(db, "a", two, &log).build().unwrap());
     let after = |log: &Log| -> Vec<(bool, Run)> { log.events.lock().unwrap()[before..].to_vec() };
     let whole_of_two = |log: &Log| {
         let mut ended: BTreeMap<DateTime<Utc>, BTreeSet<u32>> = BTreeMap::new();
@@ -451,7 +434,8 @@ async fn an_instance_follows_its_task_down_to_fewer_shards(db: &TestDb) {
 /// own instance and carrying the task's count, and the list shows one entry per instance.
 async fn a_batch_writes_every_shard_row_of_each_instance(db: &TestDb) {
     let log = Arc::new(Log::default());
-    let (schedules, running) = nodes(db, &["a"], &log).await;
+    let running = node_a(db, &log).await;
+    let schedules = running.schedules.clone();
     let yearly = |key: &str| {
         Schedule::new("ishard.work", key)
             .cron("0 0 0 1 1 *")
@@ -485,7 +469,5 @@ async fn a_batch_writes_every_shard_row_of_each_instance(db: &TestDb) {
         .map(|i| i.key)
         .collect();
     assert_eq!(keys, ["b1", "b2"]);
-    for n in running {
-        n.stop().await;
-    }
+    running.stop().await;
 }

@@ -88,22 +88,8 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
         db.try_task("isla.calm/cfg-bad").await.is_none(),
         "unusable levels refuse the instance"
     );
-    let client = reqwest::Client::new();
-    let call = |method: reqwest::Method, url: String, body: Option<Value>| {
-        let mut request = client.request(method, url).bearer_auth(TOKEN);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
-    let (status, report) = call(reqwest::Method::GET, config_url, None).await;
+    let admin_api = AdminClient::with_token(TOKEN);
+    let (status, report) = admin_api.call(reqwest::Method::GET, config_url, None).await;
     assert_eq!(status, StatusCode::OK, "{report}");
     assert!(
         report.to_string().contains("isla.calm/cfg-bad")
@@ -112,7 +98,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
     );
 
     // The config's instance.
-    let (status, got) = call(reqwest::Method::GET, format!("{base}/cfg"), None).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::GET, format!("{base}/cfg"), None)
+        .await;
     assert_eq!(status, StatusCode::OK, "{got}");
     assert_eq!(
         got["sla"],
@@ -122,13 +110,19 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
 
     // One PUT, then GET.
     let body = json!({"cron": YEARLY, "sla": {"start_within": "30s", "succeed_by": "08:00"}});
-    let (status, got) = call(reqwest::Method::PUT, format!("{base}/one"), Some(body)).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::PUT, format!("{base}/one"), Some(body))
+        .await;
     assert_eq!(status, StatusCode::OK, "{got}");
     let levels = json!({"start_within": "30s", "succeed_by": "08:00"});
     assert_eq!(got["sla"], levels, "{got}");
-    let (_, got) = call(reqwest::Method::GET, format!("{base}/one"), None).await;
+    let (_, got) = admin_api
+        .call(reqwest::Method::GET, format!("{base}/one"), None)
+        .await;
     assert_eq!(got["sla"], levels, "{got}");
-    let (_, list) = call(reqwest::Method::GET, base.clone(), None).await;
+    let (_, list) = admin_api
+        .call(reqwest::Method::GET, base.clone(), None)
+        .await;
     let one = list["instances"]
         .as_array()
         .and_then(|all| all.iter().find(|i| i["key"] == "one"))
@@ -137,7 +131,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
     assert_eq!(one["sla"], levels, "{list}");
     // Written again without it: its task's again.
     let body = json!({"cron": YEARLY});
-    let (_, got) = call(reqwest::Method::PUT, format!("{base}/one"), Some(body)).await;
+    let (_, got) = admin_api
+        .call(reqwest::Method::PUT, format!("{base}/one"), Some(body))
+        .await;
     assert_eq!(got["sla"], Value::Null, "{got}");
 
     // The list PUT: each item's own, unusable levels refused alone.
@@ -145,7 +141,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
         {"key": "l1", "cron": YEARLY, "sla": {"remind_every": "1h"}},
         {"key": "l2", "cron": YEARLY, "sla": {"warn_after": "0s"}},
     ]);
-    let (status, got) = call(reqwest::Method::PUT, base.clone(), Some(body)).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::PUT, base.clone(), Some(body))
+        .await;
     assert_eq!(status, StatusCode::OK, "{got}");
     assert_eq!(
         got["results"][0]["instance"]["sla"],
@@ -160,7 +158,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_an_instance_s_sl
         "{got}"
     );
     let body = json!({"cron": YEARLY, "sla": {"succeed_by": "noon"}});
-    let (status, got) = call(reqwest::Method::PUT, format!("{base}/bad"), Some(body)).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::PUT, format!("{base}/bad"), Some(body))
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{got}");
     assert!(got.to_string().contains("sla.succeed_by"), "{got}");
 

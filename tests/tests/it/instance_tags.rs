@@ -208,21 +208,7 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
     let node = admin_node(db, builder, &["itag.fails/cfg"]).await;
     let base = node.url("/api/tasks/itag.fails/instances");
     let n = node.running;
-    let client = reqwest::Client::new();
-    let call = |method: reqwest::Method, url: String, body: Option<Value>| {
-        let mut request = client.request(method, url).bearer_auth(TOKEN);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
+    let admin_api = AdminClient::with_token(TOKEN);
     let shows = |v: &Value, owners: Value, labels: Value, limit: Value| {
         assert_eq!(v["owners"], owners, "{v}");
         assert_eq!(v["labels"], labels, "{v}");
@@ -230,7 +216,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
     };
 
     // The config's instance.
-    let (status, got) = call(reqwest::Method::GET, format!("{base}/cfg"), None).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::GET, format!("{base}/cfg"), None)
+        .await;
     assert_eq!(status, StatusCode::OK, "{got}");
     shows(
         &got,
@@ -242,7 +230,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
     // One PUT, then GET.
     let body = json!({"cron": "0 0 0 1 1 *", "owners": ["alice@example.com"],
                       "labels": {"tier": "1"}, "limit": "warehouse-db"});
-    let (status, got) = call(reqwest::Method::PUT, format!("{base}/one"), Some(body)).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::PUT, format!("{base}/one"), Some(body))
+        .await;
     assert_eq!(status, StatusCode::OK, "{got}");
     shows(
         &got,
@@ -250,7 +240,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
         json!({"tier": "1"}),
         json!("warehouse-db"),
     );
-    let (_, got) = call(reqwest::Method::GET, format!("{base}/one"), None).await;
+    let (_, got) = admin_api
+        .call(reqwest::Method::GET, format!("{base}/one"), None)
+        .await;
     shows(
         &got,
         json!(["alice@example.com"]),
@@ -259,7 +251,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
     );
     // Written again without them: its task's again.
     let body = json!({"cron": "0 0 0 1 1 *"});
-    let (_, got) = call(reqwest::Method::PUT, format!("{base}/one"), Some(body)).await;
+    let (_, got) = admin_api
+        .call(reqwest::Method::PUT, format!("{base}/one"), Some(body))
+        .await;
     shows(&got, json!([]), json!({}), Value::Null);
 
     // The list PUT: each item's own, a bad owner refused alone.
@@ -267,7 +261,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
         {"key": "l1", "cron": "0 0 0 1 1 *", "owners": ["bob@example.com"], "limit": "x"},
         {"key": "l2", "cron": "0 0 0 1 1 *", "owners": [""]},
     ]);
-    let (status, got) = call(reqwest::Method::PUT, base.clone(), Some(body)).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::PUT, base.clone(), Some(body))
+        .await;
     assert_eq!(status, StatusCode::OK, "{got}");
     shows(
         &got["results"][0]["instance"],
@@ -283,7 +279,9 @@ async fn the_api_the_command_line_and_the_config_write_and_show_owners_labels_an
         "{got}"
     );
     let body = json!({"cron": "0 0 0 1 1 *", "labels": {"bad key": "v"}});
-    let (status, got) = call(reqwest::Method::PUT, format!("{base}/bad"), Some(body)).await;
+    let (status, got) = admin_api
+        .call(reqwest::Method::PUT, format!("{base}/bad"), Some(body))
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{got}");
     assert!(got.to_string().contains("invalid label"), "{got}");
 

@@ -95,18 +95,11 @@ async fn call(
     token: Option<&str>,
     body: Option<Value>,
 ) -> (StatusCode, Value) {
-    let mut request = reqwest::Client::new()
-        .request(method, url)
-        .header("X-Scheduler-Actor", "alice");
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
+    let alice = AdminClient {
+        token,
+        actor: Some("alice"),
+    };
+    alice.call(method, url, body).await
 }
 
 async fn put(base: &str, path: &str, body: Value) -> (StatusCode, Value) {

@@ -3,10 +3,10 @@
 //! changed and read from the command line, through [`Schedules`](crate::Schedules) and
 //! [`operate`](crate::operate), so each change is audited as one made through the admin API.
 //! The command registers no task: an instance is made of any task the database has a row of (a
-//! node has started with it). Arguments are printed with their secrets hidden.
+//! node has started with it). Arguments are printed with their secrets hidden. `upsert-many`'s
+//! file is read and checked by `instance_file.rs`.
 
 use chrono::Utc;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::super::table::{instant, table};
@@ -15,6 +15,7 @@ use super::args::{
     InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs,
     InstanceUpsertManyArgs, InstancesAction, InstancesArgs,
 };
+use super::instance_file::read_items;
 use super::target::{Target, actor, fail, to_json};
 use crate::instance::row_name;
 use crate::operate::{self, Actor};
@@ -283,70 +284,6 @@ async fn upsert(args: &InstanceUpsertArgs) -> crate::Result<String> {
             instant(written.next_run_at),
             redact_args(&written.args)
         )
-    })
-}
-
-/// One instance of `upsert-many`'s file: an item of the admin API's batch route
-/// (`PUT /api/tasks/{name}/instances`), the same fields, no others.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileItem {
-    key: String,
-    /// Required; an item without one is refused alone, as the API refuses it.
-    cron: Option<String>,
-    timezone: Option<String>,
-    args: Option<Value>,
-    owners: Option<Vec<String>>,
-    labels: Option<std::collections::BTreeMap<String, String>>,
-    limit: Option<String>,
-    sla: Option<crate::config::TaskSla>,
-    calendar: Option<String>,
-}
-
-impl FileItem {
-    fn schedule(&self, task: &str) -> Schedule {
-        let mut schedule = Schedule::new(task, &self.key);
-        if let Some(cron) = &self.cron {
-            schedule = schedule.cron(cron);
-        }
-        if let Some(zone) = &self.timezone {
-            schedule = schedule.timezone(zone);
-        }
-        if let Some(args) = &self.args {
-            schedule = schedule.args(args.clone());
-        }
-        if let Some(owners) = &self.owners {
-            schedule = schedule.owners(owners.iter().cloned());
-        }
-        if let Some(labels) = &self.labels {
-            schedule = schedule.labels(labels.clone());
-        }
-        if let Some(limit) = &self.limit {
-            schedule = schedule.limit(limit);
-        }
-        if let Some(sla) = &self.sla {
-            schedule = schedule.sla(sla.clone());
-        }
-        if let Some(calendar) = &self.calendar {
-            schedule = schedule.calendar(calendar);
-        }
-        schedule
-    }
-}
-
-/// The items of the file at `path` (`-`: stdin), or why it cannot be read.
-fn read_items(path: &std::path::Path) -> crate::Result<Vec<FileItem>> {
-    let shown = path.display();
-    let text = if path.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin())
-    } else {
-        std::fs::read_to_string(path)
-    }
-    .map_err(|e| fail(format!("cannot read {shown}: {e}")))?;
-    serde_json::from_str(&text).map_err(|e| {
-        fail(format!(
-            "{shown} is not a JSON list of instances ({{\"key\", \"cron\", \"timezone\", \"args\", \"owners\", \"labels\", \"limit\", \"sla\", \"calendar\"}}): {e}"
-        ))
     })
 }
 

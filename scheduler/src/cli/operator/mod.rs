@@ -16,7 +16,7 @@
 //!
 //! Files: `args.rs` the commands' arguments, `target.rs` opening the store and what every
 //! command shares, `status.rs`,
-//! `history.rs` (`runs`, `logs`), `instances.rs` (`instances ...`, the calendars they name read by `calendars.rs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`),
+//! `history.rs` (`runs`, `logs`), `instances.rs` (`instances ...`, the calendars they name read by `calendars.rs`, `upsert-many`'s file by `instance_file.rs`), `actions.rs` (`trigger`, `pause`, `resume`, `cancel`, `snooze`, `unsnooze`),
 //! `backfill.rs` (`backfill`, `backfill status`, `backfill cancel`).
 
 mod actions;
@@ -24,6 +24,7 @@ mod args;
 mod backfill;
 mod calendars;
 mod history;
+mod instance_file;
 mod instances;
 mod status;
 mod target;

@@ -16,11 +16,13 @@ use scheduler::{Scheduler, SchedulerBuilder, Schedules, TaskContext, TaskRegistr
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+mod admin_client;
 mod cli;
 #[macro_use]
 mod db;
 mod nodes;
 mod webhook;
+pub use admin_client::AdminClient;
 pub use cli::{app_output, run_app};
 pub use db::TestDb;
 pub use nodes::{AdminNode, admin_node, node_with, rows_written, started, started_all};
