@@ -91,3 +91,10 @@ pub(crate) fn with_task_state_columns(statement: &str) -> String {
         shared_query!("task_state_columns"),
     )
 }
+
+/// `instance_summaries.sql` for one task (`$1`): its `-- @include one_task` line made a
+/// condition on `instance_of`, so the read finds that task's instances by their index instead
+/// of grouping every task's.
+pub(crate) fn one_task_instance_summaries(statement: &str) -> String {
+    include(statement, "one_task", "      AND instance_of = $1\n")
+}

@@ -206,7 +206,7 @@ impl Instances {
         Ok(Self(
             engine
                 .store()
-                .instance_summaries()
+                .instance_summaries(None)
                 .await?
                 .into_iter()
                 .map(|s| (s.task.clone(), s))
