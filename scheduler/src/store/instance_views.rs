@@ -137,8 +137,9 @@ pub struct InstanceState {
     pub state: TaskState,
 }
 
-/// A task's instances at a glance (removed ones left out), read for every task at once: how
-/// many it has, how many run now or failed their last run, and the latest run among them.
+/// A task's instances at a glance (removed ones left out), read for every task at once (or for
+/// one task alone): how many it has, how many run now or failed their last run, and the latest
+/// run among them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct InstanceSummary {

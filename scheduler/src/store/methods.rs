@@ -93,7 +93,7 @@ macro_rules! store_methods {
                 backfills(task_name: Option<&str>, limit: u32) -> StoreResult<Vec<BackfillRecord>>;
                 backfill(id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
                 instance_states(query: &InstanceQuery) -> StoreResult<Vec<InstanceState>>;
-                instance_summaries() -> StoreResult<Vec<InstanceSummary>>;
+                instance_summaries(task: Option<&str>) -> StoreResult<Vec<InstanceSummary>>;
                 latest_runs_per_instance(
                     task: &str,
                     keys: &[String],

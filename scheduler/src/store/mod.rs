@@ -330,9 +330,11 @@ pub trait HistoryStore: Send + Sync {
     async fn backfill(&self, id: i64) -> StoreResult<Option<(BackfillRecord, Vec<BackfillTick>)>>;
     /// A page of a task's instances, by key, each with its row's state.
     async fn instance_states(&self, query: &InstanceQuery) -> StoreResult<Vec<InstanceState>>;
-    /// Each task's instances at a glance (removed ones left out), for every task that has any:
-    /// how many, how many run or fail, the latest run among them. One read for all tasks.
-    async fn instance_summaries(&self) -> StoreResult<Vec<InstanceSummary>>;
+    /// Each task's instances at a glance (removed ones left out), for every task that has any
+    /// (`None`), or for `task` alone (none when it has no instances): how many, how many run or
+    /// fail, the latest run among them. One read, for all tasks or for one (which reads only
+    /// that task's instances).
+    async fn instance_summaries(&self, task: Option<&str>) -> StoreResult<Vec<InstanceSummary>>;
     /// The latest `per_key` (1 to 1,000) runs of each instance of `task` named in `keys`,
     /// newest first.
     async fn latest_runs_per_instance(

@@ -91,3 +91,11 @@ pub(crate) fn with_task_state_columns(statement: &str) -> String {
         shared_query!("task_state_columns"),
     )
 }
+
+/// `instance_summaries.sql` for one task (`$1`): its `-- @include one_task` and
+/// `one_task_latest` lines made conditions on `instance_of`, so the read finds that task's
+/// instances, and its latest one, by their index instead of reading every task's.
+pub(crate) fn one_task_instance_summaries(statement: &str) -> String {
+    let grouped = include(statement, "one_task", "      AND instance_of = $1\n");
+    include(&grouped, "one_task_latest", " AND t.instance_of = $1\n")
+}

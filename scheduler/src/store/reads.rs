@@ -399,11 +399,28 @@ pub(crate) async fn instance_states(
         .await
 }
 
-pub(crate) async fn instance_summaries(store: &impl Dialect) -> StoreResult<Vec<InstanceSummary>> {
-    let sql = Sql::shared(shared_query!("instance_summaries"));
-    let mut rows = store
-        .fetch_all("instance_summaries", sql, &[], instance_summary)
-        .await?;
+pub(crate) async fn instance_summaries(
+    store: &impl Dialect,
+    task: Option<&str>,
+) -> StoreResult<Vec<InstanceSummary>> {
+    let mut rows = match task {
+        None => {
+            let sql = Sql::shared(shared_query!("instance_summaries"));
+            store
+                .fetch_all("instance_summaries", sql, &[], instance_summary)
+                .await?
+        }
+        Some(task) => {
+            let sql = Sql::shared(assembled_query!(
+                crate::store::queries::one_task_instance_summaries,
+                shared_query!("instance_summaries")
+            ));
+            let params = params![task];
+            store
+                .fetch_all("instance_summaries", sql, &params, instance_summary)
+                .await?
+        }
+    };
     one_latest_per_task(&mut rows);
     Ok(rows)
 }

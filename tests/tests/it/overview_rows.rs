@@ -1,7 +1,9 @@
 //! What the task list (`GET /api/tasks`, the dashboard's overview rows) says of a task that
-//! runs only through its instances (how many there are, how many run or fail, and the latest
-//! run among them) and of a task whose due tick waits for its limit shared by tasks (the limit
-//! named, with its holders). Over real HTTP from a real node; the runs are judged by the
+//! runs only through its instances (how many there are, how many run or fail, the latest run
+//! among them, and that it fails when one of them does) and of a task whose due tick, or one
+//! of whose instances' due tick, waits for its limit shared by tasks (the limit named, with its
+//! holders); one task's answer (`GET /api/tasks/{name}`) says the same of it, from a read of
+//! its own instances alone. Over real HTTP from a real node; the runs are judged by the
 //! handlers' own record.
 
 use crate::admin_support;
@@ -22,6 +24,7 @@ on_both_backends! {
     threads = 2;
     a_task_run_only_through_its_instances_says_how_they_run,
     a_task_waiting_for_its_limit_names_it_in_the_task_list,
+    a_task_whose_instance_waits_for_its_limit_says_so_in_its_row,
 }
 
 /// What the handlers recorded.
@@ -35,6 +38,8 @@ struct Seen {
     release: Notify,
     /// `ovr.wait`'s run ids.
     waited: Mutex<Vec<i64>>,
+    /// `ovr.iwait`'s runs: (key, run id).
+    iwaited: Mutex<Vec<(String, i64)>>,
 }
 
 impl Seen {
@@ -80,6 +85,18 @@ async fn ovr_wait(ctx: TaskContext) {
     seen.waited.lock().unwrap().push(ctx.run_id());
 }
 
+/// Never runs in these tests: its instances are only counted.
+#[task(name = "ovr.many")]
+async fn ovr_many() {}
+
+/// Under `ovr-solo`, run through its instances.
+#[task(name = "ovr.iwait", limit = "ovr-solo")]
+async fn ovr_iwait(ctx: TaskContext) {
+    let seen = ctx.state::<Arc<Seen>>().unwrap();
+    let key = ctx.key().unwrap_or("").to_owned();
+    seen.iwaited.lock().unwrap().push((key, ctx.run_id()));
+}
+
 async fn get(http: &reqwest::Client, url: String) -> Value {
     let r = http.get(&url).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK, "{url}");
@@ -110,18 +127,22 @@ async fn task_row(http: &reqwest::Client, node: &AdminNode, name: &str) -> Value
 /// is made due and runs (succeeds), then `bad` (fails); `idle` never runs. The task's row says
 /// it has 3 instances, none running, 1 failing, 2 that ran, and its latest instance run is
 /// `bad`'s, failed, started (claimed) between that run's tick and its handler's start (the run
-/// its handler made); the task's own last result stays
-/// empty. A task without instances says nothing of them.
+/// its handler made); the task's own last result stays empty, and the task fails (`failing`:
+/// one of its instances failed its last run). A task without instances says nothing of them
+/// and does not fail. One task's answer says what its entry in the list says of its
+/// instances, read from its own instances alone: the store's read for `ovr.fleet` has its 3,
+/// for `ovr.many` (5 instances, none ran) its 5, for `ovr.hold` (none) nothing.
 async fn a_task_run_only_through_its_instances_says_how_they_run(db: &TestDb) {
     let seen = Arc::new(Seen::default());
     let mut config = doc(vec![
         entry("ovr.fleet", "0 0 0 1 1 *"),
         entry("ovr.hold", "0 0 0 1 1 *"),
+        entry("ovr.many", "0 0 0 1 1 *"),
     ]);
     config.limits = [("ovr-solo".to_owned(), 1)].into();
     let builder =
         node_with(db, "a", tasks("ovr."), config, &seen).poll_interval(Duration::from_millis(500));
-    let node = admin_node(db, builder, &["ovr.fleet", "ovr.hold"]).await;
+    let node = admin_node(db, builder, &["ovr.fleet", "ovr.hold", "ovr.many"]).await;
     let http = reqwest::Client::new();
     for key in ["a", "bad", "idle"] {
         node.schedules
@@ -129,7 +150,15 @@ async fn a_task_run_only_through_its_instances_says_how_they_run(db: &TestDb) {
             .await
             .unwrap();
     }
+    let many: Vec<String> = (0..5).map(|i| format!("m{i}")).collect();
+    for key in &many {
+        node.schedules
+            .upsert(Schedule::new("ovr.many", key.as_str()).cron("0 0 0 1 1 *"))
+            .await
+            .unwrap();
+    }
     rows_written(db, &["ovr.fleet/a", "ovr.fleet/bad", "ovr.fleet/idle"]).await;
+    rows_written(db, &["ovr.many/m4"]).await;
 
     for key in ["a", "bad"] {
         let row = format!("ovr.fleet/{key}");
@@ -176,15 +205,45 @@ async fn a_task_run_only_through_its_instances_says_how_they_run(db: &TestDb) {
     );
     assert!(time(&latest["finished_at"]) >= started, "{fleet}");
 
+    // Its own row never ran, yet one of its instances failed its last run: it fails.
+    assert_eq!(fleet["failing"], true, "{fleet}");
+
     documented_list(&http, &node).await;
     let hold = task_row(&http, &node, "ovr.hold").await;
     assert_eq!(hold["instances"], 0, "{hold}");
     assert!(hold.get("instance_runs").is_none(), "{hold}");
+    assert_eq!(hold["failing"], false, "{hold}");
 
-    let one = get(&http, node.url("/api/tasks/ovr.fleet")).await;
-    assert_eq!(
-        one["task"]["instance_runs"], fleet["instance_runs"],
-        "{one}"
+    // One task's answer says what its entry in the list says of its instances.
+    for name in ["ovr.fleet", "ovr.hold", "ovr.many"] {
+        let listed = task_row(&http, &node, name).await;
+        let one = get(&http, node.url(&format!("/api/tasks/{name}"))).await["task"].clone();
+        for field in ["instances", "instance_runs", "failing"] {
+            assert_eq!(one.get(field), listed.get(field), "{name}.{field}: {one}");
+        }
+    }
+    assert_eq!(task_row(&http, &node, "ovr.many").await["instances"], 5);
+
+    // The read behind it is scoped to the task: its own instances' summary, nothing of the
+    // others'; the same as its entry in the read for every task.
+    let store = db.api();
+    let every = store.instance_summaries(None).await.unwrap();
+    let tasks_read: Vec<&str> = every.iter().map(|s| s.task.as_str()).collect();
+    assert_eq!(tasks_read, ["ovr.fleet", "ovr.many"], "{every:?}");
+    for s in &every {
+        let one = store
+            .instance_summaries(Some(s.task.as_str()))
+            .await
+            .unwrap();
+        assert_eq!(one, std::slice::from_ref(s), "{}", s.task);
+    }
+    assert_eq!(every[1].instances, 5, "{every:?}");
+    assert!(
+        store
+            .instance_summaries(Some("ovr.hold"))
+            .await
+            .unwrap()
+            .is_empty()
     );
     node.running.stop().await;
 }
@@ -256,6 +315,94 @@ async fn a_task_waiting_for_its_limit_names_it_in_the_task_list(db: &TestDb) {
         || async {
             let ran = seen.waited.lock().unwrap().len() > ran_before;
             ran && task_row(&http, &node, "ovr.wait").await["state"]
+                .get("waiting")
+                .is_none()
+        },
+    )
+    .await;
+    node.running.stop().await;
+}
+
+/// `ovr.hold` holds `ovr-solo: 1`; `ovr.iwait` (yearly, under `ovr-solo`) has an instance `k`
+/// every two seconds, under its task's limit. The task's own row never waits, yet its row in
+/// the task list says it waits: the limit, its size, its holder, the row that waits
+/// (`ovr.iwait/k`) and how many of its rows wait (1), while nothing ran `k`; one task's answer
+/// says the same. Once the holder ends, `k` runs and the row no longer says it waits.
+async fn a_task_whose_instance_waits_for_its_limit_says_so_in_its_row(db: &TestDb) {
+    let seen = Arc::new(Seen::default());
+    let mut config = doc(vec![
+        entry("ovr.hold", "0 0 0 1 1 *"),
+        entry("ovr.iwait", "0 0 0 1 1 *"),
+    ]);
+    config.limits = [("ovr-solo".to_owned(), 1)].into();
+    let builder =
+        node_with(db, "a", tasks("ovr."), config, &seen).poll_interval(Duration::from_millis(500));
+    let node = admin_node(db, builder, &["ovr.hold", "ovr.iwait"]).await;
+    let http = reqwest::Client::new();
+    db.set_next_run(Some("ovr.hold"), Some(db.now())).await;
+    db.api().notify().await.unwrap();
+    wait_stepping(db, Duration::from_secs(60), "the holder runs", || async {
+        *seen.holding.lock().unwrap()
+    })
+    .await;
+    node.schedules
+        .upsert(Schedule::new("ovr.iwait", "k").cron("*/2 * * * * *"))
+        .await
+        .unwrap();
+
+    wait_stepping(
+        db,
+        Duration::from_secs(90),
+        "ovr.iwait's row names the limit its instance waits for",
+        || async {
+            let row = task_row(&http, &node, "ovr.iwait").await;
+            row["state"]["waiting"]["limit"] == "ovr-solo"
+        },
+    )
+    .await;
+    let list = documented_list(&http, &node).await;
+    let row = list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ovr.iwait")
+        .unwrap()
+        .clone();
+    let waiting = &row["state"]["waiting"];
+    assert_eq!(waiting["row"], "ovr.iwait/k", "{row}");
+    assert_eq!(waiting["rows"], 1, "{row}");
+    assert_eq!(waiting["size"], 1, "{row}");
+    assert_eq!(waiting["held"], 1, "{row}");
+    assert!(waiting["since"].is_string(), "{row}");
+    assert!(
+        waiting["holders"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h["row"] == "ovr.hold")),
+        "{row}"
+    );
+    assert!(
+        db.try_task("ovr.iwait")
+            .await
+            .is_some_and(|t| t.last_run_at.is_none()),
+        "the task's own row never ran"
+    );
+    assert!(
+        seen.iwaited.lock().unwrap().is_empty(),
+        "nothing ran ovr.iwait/k while it waited"
+    );
+    let one = get(&http, node.url("/api/tasks/ovr.iwait")).await;
+    assert_eq!(one["task"]["state"]["waiting"], *waiting, "{one}");
+    let hold = task_row(&http, &node, "ovr.hold").await;
+    assert!(hold["state"].get("waiting").is_none(), "{hold}");
+
+    seen.release.notify_one();
+    wait_stepping(
+        db,
+        Duration::from_secs(90),
+        "ovr.iwait/k runs, and its task's row no longer says it waits",
+        || async {
+            let ran = seen.iwaited.lock().unwrap().iter().any(|(k, _)| k == "k");
+            ran && task_row(&http, &node, "ovr.iwait").await["state"]
                 .get("waiting")
                 .is_none()
         },

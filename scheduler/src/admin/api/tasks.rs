@@ -1,11 +1,14 @@
 //! Tasks: config, state and policies; one task with its recent runs and next fire times.
 //!
 //! Besides the stored row, each task says what an operator asks first: is it on time now
-//! (`timeliness`, judged by the missed grace of [`crate::ticks`]) and how many ticks in a row
+//! (`timeliness`, judged by the missed grace of [`crate::ticks`]), how many ticks in a row
 //! failed (`failed_ticks_in_a_row`: retries of one tick count once, where the row's
-//! `consecutive_failures` counts attempts).
+//! `consecutive_failures` counts attempts), and whether it fails, its instances' last runs
+//! included (`failing`). What it says of its instances and of its rows' limit waits is read in
+//! `summaries`.
 
 pub(super) mod health;
+mod summaries;
 
 use axum::extract::State;
 use chrono::{DateTime, Utc};
@@ -15,9 +18,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use health::{FailedTicks, failed_ticks, timeliness};
+use summaries::{InstanceRunsView, Instances, TaskWaitingView, TaskWaits, task_rows};
 
 use super::refusals::{ReadErrors, in_range};
-use super::tick_waits::{WaitingView, Waits};
 use super::views::{PauseView, RunView, run_starts};
 use crate::admin::auth::Reader;
 use crate::admin::error::{ApiError, ErrorBody, Path, Query};
@@ -25,7 +28,7 @@ use crate::admin::state::AdminState;
 use crate::bounds;
 use crate::engine::EngineView;
 use crate::schedule::ScheduleSpec;
-use crate::store::{InstanceSummary, TaskState};
+use crate::store::TaskState;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -92,11 +95,14 @@ struct StateView {
     timeliness: &'static str,
     /// How long past its tick it is, in seconds, for `due`, `late` and `waiting`.
     overdue_seconds: Option<f64>,
-    /// What its due tick waits for, while its row waits for a share of its limit shared by
-    /// tasks (left out otherwise): the limit, its size, since when, and the runs holding it.
-    /// Its `timeliness` stays what its tick's lateness says (`due`, `late`).
+    /// What it waits for, while one of its rows waits for a share of its limit shared by tasks
+    /// (left out otherwise): its own row's due tick, else a shard's, a broadcast node's or an
+    /// instance's (the one waiting longest). The limit, its size, since when, the runs holding
+    /// it, the row that waits (`row`) and how many of its rows wait (`rows`). Its `timeliness`
+    /// stays what its own tick's lateness says (`due`, `late`, or `on_time` while only other
+    /// rows wait).
     #[serde(skip_serializing_if = "Option::is_none")]
-    waiting: Option<WaitingView>,
+    waiting: Option<TaskWaitingView>,
     /// The operator's pause, if in force.
     pause: Option<PauseView>,
     /// A retry waiting to run.
@@ -166,73 +172,10 @@ struct TaskView {
     /// runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     instance_runs: Option<InstanceRunsView>,
-}
-
-/// A task's instances' runs at a glance (`GET /api/tasks/{name}/instances` lists them).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-struct InstanceRunsView {
-    /// How many of its instances run now.
-    running: u64,
-    /// How many of them failed their last run.
-    failing: u64,
-    /// How many of them ever ran.
-    ran: u64,
-    /// The earliest next run among them (of those enabled and not paused; none: no such
-    /// instance has a next run).
-    next_run_at: Option<DateTime<Utc>>,
-    /// The run that started last among them (none: none ran).
-    latest: Option<LatestInstanceRunView>,
-}
-
-/// The run that started last among a task's instances.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-struct LatestInstanceRunView {
-    /// Its instance's key.
-    key: String,
-    /// When it started.
-    started_at: DateTime<Utc>,
-    /// When it ended (none while it runs).
-    finished_at: Option<DateTime<Utc>>,
-    /// How it ended (`succeeded`, `failed`, ...; none while it runs).
-    result: Option<String>,
-}
-
-/// Each task's instances at a glance, read once for every task.
-#[derive(Default)]
-struct Instances(std::collections::HashMap<String, InstanceSummary>);
-
-impl Instances {
-    async fn read(engine: &EngineView) -> Result<Self, ApiError> {
-        Ok(Self(
-            engine
-                .store()
-                .instance_summaries()
-                .await?
-                .into_iter()
-                .map(|s| (s.task.clone(), s))
-                .collect(),
-        ))
-    }
-
-    /// How many instances `task` has, and its instances' runs (none without instances).
-    fn of(&self, task: &str) -> (u64, Option<InstanceRunsView>) {
-        let Some(s) = self.0.get(task).filter(|s| s.instances > 0) else {
-            return (0, None);
-        };
-        let runs = InstanceRunsView {
-            running: s.running,
-            failing: s.failing,
-            ran: s.ran,
-            next_run_at: s.next_run_at,
-            latest: s.latest.as_ref().map(|l| LatestInstanceRunView {
-                key: l.key.clone(),
-                started_at: l.started_at,
-                finished_at: l.finished_at,
-                result: l.status.map(|st| st.as_str().to_owned()),
-            }),
-        };
-        (s.instances, Some(runs))
-    }
+    /// Whether it fails now: its own last tick failed (`state.consecutive_failures` above 0)
+    /// or one of its instances failed its last run (`instance_runs.failing` above 0). The
+    /// dashboard's overview counts, badges and sorts a task as failing by this.
+    failing: bool,
 }
 
 /// Every task.
@@ -330,44 +273,12 @@ impl Entries {
     }
 }
 
-/// The task rows among `states` (in their order), each with how many of its rows are locked:
-/// a sharded task's shards' rows (`name[i]`) and a broadcast's nodes' rows (`name[@node]`, see
-/// [`crate::shard`]) are folded into their task's, which shows the lock of its own row, else of
-/// the first of its other rows that is locked. (A broadcast's own row is never run, and a
-/// sharded task's shard 0 may be idle while other shards run.)
-fn task_rows(states: Vec<TaskState>) -> Vec<(TaskState, u32)> {
-    let mut others: std::collections::HashMap<String, Vec<TaskState>> = Default::default();
-    let mut tasks = Vec::new();
-    for s in states {
-        if crate::shard::is_task_row(&s.name) {
-            tasks.push(s);
-        } else if s.lock_owner.is_some() {
-            let task = crate::shard::split_row(&s.name).0.to_owned();
-            others.entry(task).or_default().push(s);
-        }
-    }
-    tasks
-        .into_iter()
-        .map(|mut task| {
-            let locked = others.remove(&task.name).unwrap_or_default();
-            let count = u32::from(task.lock_owner.is_some()) + locked.len() as u32;
-            if task.lock_owner.is_none()
-                && let Some(row) = locked.into_iter().next()
-            {
-                task.lock_owner = row.lock_owner;
-                task.lock_expires_at = row.lock_expires_at;
-            }
-            (task, count)
-        })
-        .collect()
-}
-
 /// What a task's view is made of besides its row, read once per request for every task.
 struct Reads {
     entries: Entries,
     failed: FailedTicks,
     instances: Instances,
-    waits: Waits,
+    waits: TaskWaits,
 }
 
 fn task_view(
@@ -383,7 +294,9 @@ fn task_view(
         waits,
     } = reads;
     let (instances, instance_runs) = instances.of(&s.name);
-    let waiting = waits.view(&s.name).cloned();
+    let waiting = waits.of(&s.name).cloned();
+    let failing =
+        s.consecutive_failures > 0 || instance_runs.as_ref().is_some_and(|r| r.failing > 0);
     let origin = entries.origin(&s);
     let (owners, default_owners, labels) = entries.tags(&s.name);
     let (timeliness, overdue_seconds) = timeliness(engine, &s, now);
@@ -444,6 +357,7 @@ fn task_view(
         enabled: s.enabled,
         instances,
         instance_runs,
+        failing,
     }
 }
 
@@ -458,7 +372,9 @@ pub(super) async fn one_state(engine: &EngineView, name: &str) -> Result<TaskSta
 }
 
 /// Every task: config, state, policies. A sharded task is listed once (its shards' rows are
-/// not tasks; its ticks' shards are in `GET /api/ticks`).
+/// not tasks; its ticks' shards are in `GET /api/ticks`). A task `failing` is one whose own
+/// last tick or one of whose instances' last runs failed; its `state.waiting` says when any of
+/// its rows (its own, a shard's, a node's, an instance's) waits for its limit.
 #[utoipa::path(get, path = "/api/tasks", tag = "tasks",
     security((), ("bearer" = [])),
     responses((status = 200, description = "The tasks", body = TaskList), ReadErrors))]
@@ -476,8 +392,8 @@ async fn list_tasks(
     let reads = Reads {
         entries,
         failed: failed_ticks(&state.engine, &task_states).await?,
-        instances: Instances::read(&state.engine).await?,
-        waits: Waits::read(state.engine.store().as_ref()).await?,
+        instances: Instances::read(&state.engine, None).await?,
+        waits: TaskWaits::read(&state.engine).await?,
     };
     let now = Utc::now();
     let mut tasks: Vec<TaskView> = rows
@@ -549,8 +465,8 @@ async fn get_task(
     let reads = Reads {
         entries: Entries::of(&state.engine),
         failed,
-        instances: Instances::read(&state.engine).await?,
-        waits: Waits::read(state.engine.store().as_ref()).await?,
+        instances: Instances::read(&state.engine, Some(&row.0.name)).await?,
+        waits: TaskWaits::read(&state.engine).await?,
     };
     Ok(axum::Json(TaskDetail {
         task: task_view(&state.engine, &reads, row, Utc::now()),

@@ -22,16 +22,16 @@ const HOLDERS_SHOWN: usize = 5;
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub(crate) struct WaitingView {
     /// The limit shared by tasks it waits for (see `GET /api/limits`).
-    limit: String,
+    pub(super) limit: String,
     /// How many runs may hold it at once; `null`: no config declares it (it waits until one
     /// does).
-    size: Option<u32>,
+    pub(super) size: Option<u32>,
     /// Its row has waited since.
-    since: DateTime<Utc>,
+    pub(super) since: DateTime<Utc>,
     /// How many runs hold it now.
-    held: u32,
+    pub(super) held: u32,
     /// The runs holding it (at most 5 named; `held` counts them all).
-    holders: Vec<WaitHolderView>,
+    pub(super) holders: Vec<WaitHolderView>,
 }
 
 /// A run holding the limit a tick waits for.
@@ -90,5 +90,36 @@ impl Waits {
     /// What `row` waits for, if it waits.
     pub(super) fn view(&self, row: &str) -> Option<&WaitingView> {
         self.by_row.get(row).map(|(_, view)| view)
+    }
+
+    /// Every waiting row with what it waits for, in no order.
+    pub(super) fn rows(&self) -> impl Iterator<Item = (&str, &WaitingView)> {
+        self.by_row
+            .iter()
+            .map(|(row, (_, view))| (row.as_str(), view))
+    }
+
+    /// The waits of `rows`, each without its due tick.
+    #[cfg(test)]
+    pub(super) fn of_rows(rows: impl IntoIterator<Item = (String, WaitingView)>) -> Self {
+        let by_row = rows
+            .into_iter()
+            .map(|(row, view)| (row, (None, view)))
+            .collect();
+        Waits { by_row }
+    }
+}
+
+#[cfg(test)]
+impl WaitingView {
+    /// A wait for `limit` (size 1, held by one unnamed run) since `since`.
+    pub(super) fn test(limit: &str, since: DateTime<Utc>) -> Self {
+        Self {
+            limit: limit.to_owned(),
+            size: Some(1),
+            since,
+            held: 1,
+            holders: Vec::new(),
+        }
     }
 }

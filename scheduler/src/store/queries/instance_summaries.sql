@@ -4,6 +4,11 @@
 -- (its key, start, end and how it ended; rows tied on that start each come, the caller keeps
 -- one). One pass grouping the rows, then the latest ones found by the index on `instance_of`
 -- (a window ranking every row cost 3 to 6 times as much at 100,000 instances).
+-- One task's alone ($1): the `@include` lines below become `AND instance_of = $1` and
+-- `AND t.instance_of = $1` (`queries::one_task_instance_summaries`), so both its grouping and
+-- its latest row are found by the index on `instance_of` (PostgreSQL does not use that
+-- partial index for the join's condition alone: it read every row, 100,000 instances of other
+-- tasks included); every task's: the statement as it is (those lines comments).
 SELECT p.task, p.instances, p.running, p.failing, p.ran, p.next_run_at,
        t.instance_key AS key, t.last_run_at, t.last_finished_at, t.last_status
 FROM (
@@ -15,8 +20,10 @@ FROM (
            max(last_run_at) AS latest_at
     FROM scheduler_tasks
     WHERE instance_of IS NOT NULL AND removed_at IS NULL AND shard_of IS NULL
+      -- @include one_task
     GROUP BY instance_of
 ) AS p
 LEFT JOIN scheduler_tasks AS t
   ON t.instance_of = p.task AND t.last_run_at = p.latest_at
  AND t.removed_at IS NULL AND t.shard_of IS NULL
+ -- @include one_task_latest

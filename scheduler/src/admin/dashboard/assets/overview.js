@@ -1,9 +1,10 @@
 // Every task at a glance, health first: counts of failing, late, paused, refused and running
 // tasks (each a filter), the open alerts (open incidents, refused config entries, overdue tasks), then the tasks
 // sorted by what needs attention, each with its state, last result, whether it is on time now
-// (or which limit its tick waits for), its schedule and its strip of expected ticks. A task with
-// instances says how many (running, failing), the latest run among them, and links to its page,
-// which lists them with their strips. Three requests per refresh (`/api/tasks`,
+// (or which limit its tick, or a shard's or instance's, waits for), its schedule and its strip of
+// expected ticks. A task with instances says how many (running, failing), the latest run among
+// them, and links to its page, which lists them with their strips; it counts as failing when one
+// of them failed its last run. Three requests per refresh (`/api/tasks`,
 // `/api/ticks`, `/api/config`) whatever the number of tasks; only what changed is redrawn.
 
 import { get } from "./api.js";
@@ -15,10 +16,10 @@ export const STRIP = 30;
 const MANY = 200;
 const SLOW_STRIPS_MS = 15000;
 
-/** What needs an operator, by task. */
+/** What needs an operator, by task. Failing: its own last tick or one of its instances' last runs failed (the API's `failing`). */
 export function health(t) {
   return {
-    failing: t.state.consecutive_failures > 0,
+    failing: t.failing,
     late: t.state.timeliness === "late" || Boolean(t.state.missed_since),
     paused: Boolean(t.state.pause),
     refused: Boolean(t.origin.refused),
@@ -107,12 +108,17 @@ export function failedTicks(t) {
 export function nextRun(t) {
   const st = t.state;
   const zone = t.timezone;
-  // Its due tick waits for a share of its limit shared by tasks: say which, and who holds it.
-  if (st.waiting && st.timeliness !== "paused") {
+  // Its due tick, or one of its shards' or instances' (unless its own is late), waits for a
+  // share of its limit shared by tasks: say which, and who holds it.
+  const w = st.waiting;
+  const own = w?.row === t.name;
+  if (w && st.timeliness !== "paused" && (own || st.timeliness !== "late")) {
+    const others = w.rows > 1 ? ` and ${w.rows - 1} more of its rows` : "";
     return {
-      text: `waits for its limit ${st.waiting.limit}`,
-      detail: `${heldWords(st.waiting)}; its tick was due ${relative(st.next_run_at)}`,
-      bad: st.timeliness === "late",
+      text: `waits for its limit ${w.limit}`,
+      detail: own ? `${heldWords(w)}; its tick was due ${relative(st.next_run_at)}`
+        : `${w.row}${others} since ${relative(w.since)}; ${heldWords(w)}`,
+      bad: own && st.timeliness === "late",
     };
   }
   // A task run through its instances: the next of theirs, when it comes before its own.
