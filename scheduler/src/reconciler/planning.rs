@@ -98,7 +98,14 @@ pub fn plan(
 
     plan_task_windows(validated, &rows, &mut changes, &mut report);
     let calendars = instance_calendars::RuntimeCalendars::new(doc, validated);
-    plan_instances(validated, &calendars, &rows, db_now, &mut changes, &mut report);
+    plan_instances(
+        validated,
+        &calendars,
+        &rows,
+        db_now,
+        &mut changes,
+        &mut report,
+    );
     let (resharded, grown) =
         instance_shards::plan_instance_shards(validated, &calendars, &rows, db_now, &mut changes);
     report.updated.extend(resharded);

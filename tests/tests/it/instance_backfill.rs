@@ -295,9 +295,7 @@ async fn a_sharded_backfill_s_cap_counts_runs_and_its_ticks_name_their_shard(db:
             .dry_run(true)
             .max_runs(cap)
     };
-    let refused = operate::backfill(db.api(), &capped(8), &who)
-        .await
-        .unwrap();
+    let refused = operate::backfill(db.api(), &capped(8), &who).await.unwrap();
     assert!(
         matches!(refused, Err(BackfillRefusal::OverCap { max_runs: 8, .. })),
         "{refused:?}"

@@ -29,7 +29,12 @@ struct Ran(Mutex<Vec<(String, DateTime<Utc>)>>);
 
 impl Ran {
     fn of(&self, key: &str) -> usize {
-        self.0.lock().unwrap().iter().filter(|(k, _)| k == key).count()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k == key)
+            .count()
     }
 
     /// The ticks of `key`'s runs after `after`.

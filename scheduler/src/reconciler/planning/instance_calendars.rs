@@ -180,7 +180,10 @@ fn next_run(
     let task = crate::instance::split_row(&row.name).map(|(task, _)| task);
     let window = row
         .jitter
-        .or_else(|| task.and_then(|t| validated.desired.get(t)).map(|d| d.jitter))
+        .or_else(|| {
+            task.and_then(|t| validated.desired.get(t))
+                .map(|d| d.jitter)
+        })
         .unwrap_or_default();
     crate::ticks::jitter::next_run(&row.name, &spec, spec.next_after(floor), window)
         .columns()
