@@ -16,7 +16,9 @@
 //! Owns nothing else: the enabling and disabling of instances is `plan_instances`', their shard
 //! and node rows `instance_shards`', the config's own instances `config_instances`'.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -25,16 +27,26 @@ use crate::config::{ConfigDocument, InstanceCalendars, ValidatedConfig};
 use crate::schedule::{OnBlocked, TaskCalendar};
 use crate::store::{InstanceSource, TaskChange, TaskRow};
 
+/// The key of a memo: three texts of a row.
+type Triple = (String, String, String);
+
 /// What the document makes of the calendars that rows of instances made at run time name.
+/// Each distinct calendar (by task, zone and stored rules) is resolved once, and each distinct
+/// schedule under new rules read once: 10,000 instances naming one calendar cost one
+/// resolution, not 10,000.
 pub(super) struct RuntimeCalendars<'a> {
     doc: &'a ConfigDocument,
     validated: &'a ValidatedConfig,
     /// The entries' `on_blocked`, by task.
     on_blocked: HashMap<&'a str, OnBlocked>,
+    /// Resolutions made, by `(task, zone, stored calendar)`.
+    resolved: RefCell<HashMap<Triple, Resolved>>,
+    /// Schedules read under new rules, by `(cron, zone, stored calendar)` (`None`: unreadable).
+    specs: RefCell<HashMap<Triple, Option<Rc<crate::ScheduleSpec>>>>,
 }
 
 /// What becomes of one row's calendar.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Resolved {
     /// Not a calendar of the document named at run time, or one whose rules did not change.
     Same,
@@ -55,6 +67,8 @@ impl<'a> RuntimeCalendars<'a> {
             doc,
             validated,
             on_blocked,
+            resolved: RefCell::default(),
+            specs: RefCell::default(),
         }
     }
 
@@ -72,6 +86,17 @@ impl<'a> RuntimeCalendars<'a> {
         {
             return Resolved::Same;
         }
+        let key = (task.to_owned(), row.timezone.clone(), stored.to_owned());
+        if let Some(resolved) = self.resolved.borrow().get(&key) {
+            return resolved.clone();
+        }
+        let resolved = self.resolve_anew(task, &row.timezone, stored);
+        self.resolved.borrow_mut().insert(key, resolved.clone());
+        resolved
+    }
+
+    /// What the document makes of the calendar `stored` of an instance of `task` in `zone`.
+    fn resolve_anew(&self, task: &str, zone: &str, stored: &str) -> Resolved {
         // An instance made at run time names one calendar of the document; a stored calendar
         // naming none or several (rules written inline on a task entry) is not one of these.
         let Ok(calendar) = TaskCalendar::from_stored(stored) else {
@@ -80,7 +105,7 @@ impl<'a> RuntimeCalendars<'a> {
         let [name] = calendar.names.as_slice() else {
             return Resolved::Same;
         };
-        let Ok(zone) = row.timezone.parse::<Tz>() else {
+        let Ok(zone) = zone.parse::<Tz>() else {
             return Resolved::Same;
         };
         let on_blocked = self.on_blocked.get(task).copied().unwrap_or_default();
@@ -102,6 +127,24 @@ impl<'a> RuntimeCalendars<'a> {
             Resolved::Rewritten(stored) => Some(stored),
             Resolved::Same | Resolved::Kept { .. } => row.calendar.clone(),
         }
+    }
+
+    /// `row`'s schedule under `calendar` (stored form); `None` when it cannot be read.
+    fn spec(&self, row: &TaskRow, calendar: &str) -> Option<Rc<crate::ScheduleSpec>> {
+        let key = (row.cron.clone(), row.timezone.clone(), calendar.to_owned());
+        if let Some(spec) = self.specs.borrow().get(&key) {
+            return spec.clone();
+        }
+        let spec = crate::ScheduleSpec::parse(&row.cron, &row.timezone)
+            .ok()
+            .and_then(|spec| {
+                let calendar = TaskCalendar::from_stored(calendar)
+                    .and_then(|c| c.compile(spec.timezone()))
+                    .ok()?;
+                Some(Rc::new(spec.with_calendar(calendar)))
+            });
+        self.specs.borrow_mut().insert(key, spec.clone());
+        spec
     }
 }
 
@@ -139,7 +182,7 @@ pub(super) fn plan_instance_calendars(
         }
         let never_run = row.node_pin.as_deref() == Some("");
         let (next_run_at, next_tick) = if row.enabled && !never_run {
-            next_run(calendars.validated, row, &calendar, db_now)
+            next_run(calendars, row, &calendar, db_now)
         } else {
             (None, None)
         };
@@ -161,19 +204,15 @@ pub(super) fn plan_instance_calendars(
 /// it last claimed, at its offset in its window (its own, else its task's). `(None, None)`
 /// (keep the stored one) when its schedule cannot be read.
 fn next_run(
-    validated: &ValidatedConfig,
+    calendars: &RuntimeCalendars<'_>,
     row: &TaskRow,
     calendar: &str,
     db_now: DateTime<Utc>,
 ) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
-    let Ok(spec) = crate::ScheduleSpec::parse(&row.cron, &row.timezone) else {
+    let Some(spec) = calendars.spec(row, calendar) else {
         return (None, None);
     };
-    let Ok(calendar) = TaskCalendar::from_stored(calendar).and_then(|c| c.compile(spec.timezone()))
-    else {
-        return (None, None);
-    };
-    let spec = spec.with_calendar(calendar);
+    let validated = calendars.validated;
     let floor = row
         .last_scheduled_at
         .map_or(db_now, |claimed| claimed.max(db_now));
