@@ -6,7 +6,8 @@
 //! `[from, to]` (computed in the task's own zone, so a DST change or a zone's offset is honoured
 //! as the schedule honours it, and with the task's calendar, if it has one), up to now (later ticks are the schedule's), by default only
 //! those without a succeeded run (of any trigger), every one with [`BackfillRequest::all`].
-//! Refused: an empty range, more runs than the cap ([`DEFAULT_MAX_RUNS`] unless raised), a
+//! Refused: an empty range, more runs than the cap ([`DEFAULT_MAX_RUNS`] unless raised; the cap
+//! counts runs, not ticks: a tick of a task with N shards is N runs, [`RunCap`]), a
 //! concurrency above 1 (a task never overlaps itself: its runs share one lock). This module
 //! decides; the store records ([`crate::store::OperatorStore::create_backfill`]) and the engine
 //! claims the ticks one at a time through the task's lock, paced, with trigger `backfill`.
@@ -18,7 +19,7 @@ use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use crate::schedule::ScheduleSpec;
 
 /// The most runs one backfill makes unless the request raises it
-/// ([`BackfillRequest::max_runs`]).
+/// ([`BackfillRequest::max_runs`]): runs, each shard's counted (see [`RunCap`]).
 pub const DEFAULT_MAX_RUNS: u32 = 1_000;
 /// The least time between the starts of two runs of one backfill unless the request says
 /// otherwise ([`BackfillRequest::pace`]): a backfill never floods the task's downstream.
@@ -44,7 +45,8 @@ pub struct BackfillRequest {
     pub all: bool,
     /// List what would run; write nothing.
     pub dry_run: bool,
-    /// Refuse a backfill of more runs than this.
+    /// Refuse a backfill of more runs than this: runs, not ticks (a tick of a task with N
+    /// shards is N runs, one per shard).
     pub max_runs: u32,
     /// How many runs at once (only 1 is allowed).
     pub concurrency: u32,
@@ -90,7 +92,7 @@ impl BackfillRequest {
         self
     }
 
-    /// The cap on runs (default [`DEFAULT_MAX_RUNS`]).
+    /// The cap on runs, each shard's run counted (default [`DEFAULT_MAX_RUNS`]).
     pub fn max_runs(mut self, max_runs: u32) -> Self {
         self.max_runs = max_runs;
         self
@@ -214,29 +216,74 @@ pub struct BackfillPlan {
     pub already_succeeded: usize,
     /// The ticks to run, in order.
     pub ticks: Vec<DateTime<Utc>>,
+    /// The runs they make: each tick once per shard (a task with N shards, or an instance of
+    /// one: N runs a tick; otherwise one). What the cap counts.
+    pub runs: usize,
     /// Whether nothing was written.
     pub dry_run: bool,
     /// The backfill recorded (`None`: a dry run, or nothing to run).
     pub id: Option<i64>,
 }
 
+/// The cap on a backfill's runs and how many runs each of its ticks makes: the cap counts runs,
+/// not ticks, so a backfill of a task with 4 shards under a cap of 1,000 makes at most 1,000
+/// runs (250 ticks), never 4,000.
+///
+/// ```
+/// use scheduler::testing::backfill::RunCap;
+///
+/// let cap = RunCap::new(1_000).per_tick(4);
+/// assert_eq!(cap.runs(250), 1_000);
+/// assert!(cap.runs(251) > 1_000);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunCap {
+    /// The most runs.
+    pub max_runs: u32,
+    /// The runs each tick makes (a task with N shards, or an instance of one: N; at least 1).
+    pub runs_per_tick: u32,
+}
+
+impl RunCap {
+    /// At most `max_runs` runs, one a tick.
+    pub fn new(max_runs: u32) -> Self {
+        Self {
+            max_runs,
+            runs_per_tick: 1,
+        }
+    }
+
+    /// Each tick makes `runs` runs (its shards; 0 is read as 1).
+    pub fn per_tick(mut self, runs: u32) -> Self {
+        self.runs_per_tick = runs.max(1);
+        self
+    }
+
+    /// The runs `ticks` ticks make.
+    pub fn runs(&self, ticks: usize) -> usize {
+        ticks.saturating_mul(usize::try_from(self.runs_per_tick).unwrap_or(usize::MAX))
+    }
+}
+
 /// The ticks a backfill of `spec` over `[from, min(to, now)]` runs: every fire instant, less
-/// those in `succeeded` unless `all`. Refused over `max_runs`, or over [`MAX_TICKS_WALKED`]
-/// ticks walked. Returns `(ticks in range, ticks to run)`.
+/// those in `succeeded` unless `all`. Refused when they would make more runs than `cap` allows
+/// (each tick `cap.runs_per_tick` runs), or over [`MAX_TICKS_WALKED`] ticks walked. Returns
+/// `(ticks in range, ticks to run)`.
 ///
 /// ```
 /// use scheduler::ScheduleSpec;
-/// use scheduler::testing::backfill::plan_ticks;
+/// use scheduler::testing::backfill::{BackfillRefusal, RunCap, plan_ticks};
 ///
 /// let spec = ScheduleSpec::parse("0 * * * *", "UTC").unwrap();
 /// let at = |s: &str| s.parse().unwrap();
 /// let done = [at("2026-03-01T01:00:00Z")];
-/// let (in_range, ticks) = plan_ticks(
-///     &spec, at("2026-03-01T00:00:00Z"), at("2026-03-01T03:00:00Z"), at("2026-03-05T00:00:00Z"),
-///     &done, false, 10,
-/// ).unwrap();
+/// let (from, to, now) = (at("2026-03-01T00:00:00Z"), at("2026-03-01T03:00:00Z"), at("2026-03-05T00:00:00Z"));
+/// let (in_range, ticks) = plan_ticks(&spec, from, to, now, &done, false, RunCap::new(10)).unwrap();
 /// assert_eq!(in_range, 4);
 /// assert_eq!(ticks, [at("2026-03-01T00:00:00Z"), at("2026-03-01T02:00:00Z"), at("2026-03-01T03:00:00Z")]);
+/// // 3 ticks of a task with 4 shards are 12 runs: over a cap of 10.
+/// let sharded = plan_ticks(&spec, from, to, now, &done, false, RunCap::new(10).per_tick(4));
+/// assert!(matches!(sharded, Err(BackfillRefusal::OverCap { runs: 12, .. })));
 /// ```
 pub fn plan_ticks(
     spec: &ScheduleSpec,
@@ -245,8 +292,9 @@ pub fn plan_ticks(
     now: DateTime<Utc>,
     succeeded: &[DateTime<Utc>],
     all: bool,
-    max_runs: u32,
+    cap: RunCap,
 ) -> Result<(usize, Vec<DateTime<Utc>>), BackfillRefusal> {
+    let max_runs = cap.max_runs;
     if max_runs == 0 {
         return Err(BackfillRefusal::ZeroCap);
     }
@@ -254,7 +302,7 @@ pub fn plan_ticks(
         return Err(BackfillRefusal::EmptyRange { from, to });
     }
     let end = to.min(now);
-    let cap = usize::try_from(max_runs).unwrap_or(usize::MAX);
+    let most = usize::try_from(max_runs).unwrap_or(usize::MAX);
     let mut in_range = 0;
     let mut ticks = Vec::new();
     let start = from - chrono::TimeDelta::microseconds(1);
@@ -265,9 +313,9 @@ pub fn plan_ticks(
         }
         if all || succeeded.binary_search(&tick).is_err() {
             ticks.push(tick);
-            if ticks.len() > cap {
+            if cap.runs(ticks.len()) > most {
                 return Err(BackfillRefusal::OverCap {
-                    runs: ticks.len(),
+                    runs: cap.runs(ticks.len()),
                     walked_all: false,
                     max_runs,
                 });
@@ -335,7 +383,7 @@ mod tests {
             at("2026-03-01T02:30:00Z"),
             &done,
             true,
-            10,
+            RunCap::new(10),
         )
         .unwrap();
         assert_eq!(in_range, 3);
@@ -353,7 +401,7 @@ mod tests {
             now,
             &[],
             false,
-            100,
+            RunCap::new(100),
         );
         assert!(matches!(
             over,
@@ -366,7 +414,7 @@ mod tests {
             now,
             &[],
             false,
-            100,
+            RunCap::new(100),
         );
         assert!(matches!(empty, Err(BackfillRefusal::EmptyRange { .. })));
     }
@@ -383,7 +431,7 @@ mod tests {
             at("2026-05-01T00:00:00Z"),
             &[],
             false,
-            10,
+            RunCap::new(10),
         )
         .unwrap();
         // 02:30 CET is 01:30Z; after the change 02:30 CEST is 00:30Z.

@@ -151,7 +151,7 @@ pub mod testing {
     /// The internal backfill planning.
     pub mod backfill {
         pub use crate::backfill::{
-            BackfillRefusal, BackfillRequest, DEFAULT_MAX_RUNS, parse_bound, plan_ticks,
+            BackfillRefusal, BackfillRequest, DEFAULT_MAX_RUNS, RunCap, parse_bound, plan_ticks,
         };
     }
 

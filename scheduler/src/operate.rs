@@ -18,7 +18,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::Result;
-use crate::backfill::{BackfillPlan, BackfillRefusal, BackfillRequest, plan_ticks};
+use crate::backfill::{BackfillPlan, BackfillRefusal, BackfillRequest, RunCap, plan_ticks};
 use crate::schedule::ScheduleSpec;
 #[cfg(any(feature = "admin", feature = "cli"))]
 use crate::store::Snooze;
@@ -331,6 +331,12 @@ pub async fn backfill(
             .succeeded_ticks(&request.task, request.from, request.to)
             .await?
     };
+    // Each tick runs on each of the task's shard rows, as the tick itself did (a broadcast
+    // counts 1: its tick runs once, on its own row); the cap counts those runs.
+    let rows: Vec<String> = (0..state.shards.max(1))
+        .map(|index| crate::shard::row_name(&request.task, index))
+        .collect();
+    let cap = RunCap::new(request.max_runs).per_tick(state.shards);
     let now = Utc::now();
     let (in_range, ticks) = match plan_ticks(
         &spec,
@@ -339,7 +345,7 @@ pub async fn backfill(
         now,
         &succeeded,
         request.all,
-        request.max_runs,
+        cap,
     ) {
         Ok(planned) => planned,
         Err(refusal) => return Ok(Err(refusal)),
@@ -351,6 +357,7 @@ pub async fn backfill(
         to: request.to,
         ticks_in_range: in_range,
         already_succeeded: in_range - ticks.len(),
+        runs: cap.runs(ticks.len()),
         ticks,
         dry_run: request.dry_run,
         id: None,
@@ -359,9 +366,10 @@ pub async fn backfill(
         return Ok(Ok(plan));
     }
     let detail = format!(
-        "{} to {}: {} runs ({}), pace {} ms",
+        "{} to {}: {} runs of {} ticks ({}), pace {} ms",
         request.from.to_rfc3339(),
         request.to.to_rfc3339(),
+        plan.runs,
         plan.ticks.len(),
         if request.all {
             "every tick"
@@ -387,11 +395,7 @@ pub async fn backfill(
         pace: request.pace,
         requested_by: actor.name.clone(),
         ticks: plan.ticks.clone(),
-        // Each tick runs on each of the task's shard rows, as the tick itself did (a broadcast
-        // counts 1: its tick runs once, on its own row).
-        rows: (0..state.shards.max(1))
-            .map(|index| crate::shard::row_name(&request.task, index))
-            .collect(),
+        rows,
     };
     match store.create_backfill(&record, &audit).await? {
         BackfillCreate::Created(id) => plan.id = Some(id),

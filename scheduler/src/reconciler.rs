@@ -17,6 +17,7 @@
 //! | `shards: N` | rows `name[1]`..`name[N-1]` | created (or enabled) beside the task's row; rows past N disabled, kept |
 //! | `shards: nodes` (broadcast) | this node's row `name[@node]` | created by this node's reconcile, pinned to it, taking the task's pause; every node's row follows the task's cron, zone, calendar and `enabled`; the task's own row is pinned to no node (never run) |
 //! | no longer `shards: nodes` | node rows | disabled, kept; the task's row unpinned |
+//! | a named calendar's rules changed | rows of instances made at run time naming it | their rules rewritten, next run recomputed (a calendar the document no longer has: kept, with a warning) |
 //!
 //! **No tick runs twice because of a reconcile.** A reconcile is planned twice: once on an
 //! unlocked read (an unchanged document writes nothing and takes no lock), and again inside the
@@ -77,6 +78,10 @@ pub struct ReconcileReport {
     pub repaired: Vec<String>,
     /// Rows an operator paused: kept paused (a reconcile never ends a pause).
     pub paused: Vec<String>,
+    /// Calendars that instances made at run time name and the document cannot give them (it
+    /// no longer has them, or their rules cannot be read), with why: those instances keep the
+    /// rules they hold (see `docs/instances.md`).
+    pub kept_calendars: Vec<(String, String)>,
     /// Ticks of tasks enabled again that were due while they were disabled (recorded).
     pub disabled_ticks: Vec<SkipRecord>,
     /// Whether this reconcile recorded the document (false: nothing to write, or another node
@@ -268,6 +273,9 @@ impl Reconciler {
         }
         for name in &report.orphaned {
             tracing::warn!(task = %name, "task row is known to neither the config nor this binary: kept, flagged orphaned");
+        }
+        for (calendar, reason) in &report.kept_calendars {
+            tracing::warn!(%calendar, %reason, "instances made at run time name a calendar the document cannot give them: they keep its last rules");
         }
         if changes.is_empty() && report.refused.is_empty() {
             tracing::debug!(%report, "config reconciled: nothing to change");

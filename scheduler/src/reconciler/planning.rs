@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 mod config_instances;
+mod instance_calendars;
 mod instance_shards;
 
 use super::ReconcileReport;
@@ -96,14 +97,32 @@ pub fn plan(
     }
 
     plan_task_windows(validated, &rows, &mut changes, &mut report);
-    plan_instances(validated, &rows, db_now, &mut changes, &mut report);
+    let calendars = instance_calendars::RuntimeCalendars::new(doc, validated);
+    plan_instances(
+        validated,
+        &calendars,
+        &rows,
+        db_now,
+        &mut changes,
+        &mut report,
+    );
     let (resharded, grown) =
-        instance_shards::plan_instance_shards(validated, &rows, db_now, &mut changes);
+        instance_shards::plan_instance_shards(validated, &calendars, &rows, db_now, &mut changes);
     report.updated.extend(resharded);
     report.created.extend(grown);
-    let mine =
-        instance_shards::plan_instance_nodes(validated, &rows, db_now, node_id, &mut changes);
+    let mine = instance_shards::plan_instance_nodes(
+        validated,
+        &calendars,
+        &rows,
+        db_now,
+        node_id,
+        &mut changes,
+    );
     report.created.extend(mine);
+    let (rewritten, kept) =
+        instance_calendars::plan_instance_calendars(&calendars, &rows, db_now, &mut changes);
+    report.updated.extend(rewritten);
+    report.kept_calendars = kept;
     config_instances::plan_config_instances(
         validated,
         &rows,
@@ -190,9 +209,11 @@ fn plan_task_windows(
 /// with it; one of a task the document enables is enabled with it, from its schedule's first
 /// tick after now (and after the tick last claimed), the ticks in between not run, as for a
 /// task enabled again. Instances of a task the document says nothing of, and removed ones, are
-/// left as they are.
+/// left as they are. A row enabled or disabled takes the rules the document now gives the
+/// calendar it names, if it names one (`instance_calendars`).
 fn plan_instances(
     validated: &ValidatedConfig,
+    calendars: &instance_calendars::RuntimeCalendars<'_>,
     rows: &BTreeMap<&str, &TaskRow>,
     db_now: DateTime<Utc>,
     changes: &mut Vec<TaskChange>,
@@ -218,6 +239,7 @@ fn plan_instances(
         if enabled == row.enabled || instance_shards::past_count(validated, &row.name) {
             continue;
         }
+        let calendar = calendars.of(row);
         let (next_run_at, next_tick) = match crate::ScheduleSpec::parse(&row.cron, &row.timezone) {
             Ok(spec) if enabled => {
                 let floor = row
@@ -238,7 +260,7 @@ fn plan_instances(
             name: row.name.clone(),
             cron: row.cron.clone(),
             timezone: row.timezone.clone(),
-            calendar: row.calendar.clone(),
+            calendar,
             enabled,
             next_run_at,
             next_tick,

@@ -125,8 +125,10 @@ impl Schedule {
     /// Its own calendar, in place of its task's: the name of one of the `calendars` of the
     /// config document the node applied, read in the instance's zone, its blocked ticks handled
     /// as its task's entry's `on_blocked` says (skipped without one), as a config instance's
-    /// `calendar` is. Its rules are written with the instance: a later change of the document's
-    /// calendar reaches it at its next upsert. A name the document does not have is refused
+    /// `calendar` is. Its rules are written with the instance, under the calendar's name: a
+    /// later change of the document's calendar reaches it at the reconcile applying that
+    /// document (a calendar the document no longer has leaves it its last rules, with a
+    /// warning). A name the document does not have is refused
     /// ([`InstanceRefusal::BadCalendar`](crate::InstanceRefusal::BadCalendar)), nothing written;
     /// a handle without a document ([`Schedules::new`](crate::Schedules::new) unless given one
     /// with [`Schedules::with_config`](crate::Schedules::with_config)) knows no calendar.

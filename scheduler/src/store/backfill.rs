@@ -141,12 +141,18 @@ impl BackfillRecord {
 }
 
 /// One tick of a backfill and the run that served it, if one did (a task with N shards: N
-/// entries per tick, one per shard, in the order of their rows).
+/// entries per tick, one per shard, by shard).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct BackfillTick {
     /// The tick (what the handler's `ctx.scheduled_at()` says).
     pub tick: DateTime<Utc>,
+    /// The shard of the tick this entry runs, `0..shard_total` (what the handler's
+    /// `ctx.shard().index` says; 0 for a task without shards).
+    pub shard_index: u32,
+    /// How many runs each tick of the backfill makes: the task's shards (1 without shards,
+    /// and for a broadcast task, whose backfill runs each tick once).
+    pub shard_total: u32,
     /// The run that served it.
     pub run_id: Option<i64>,
     /// That run's status (`None`: not run).

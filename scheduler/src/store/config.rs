@@ -311,8 +311,8 @@ pub(crate) type ConfigInstanceWrite<'a> = (
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
 pub(crate) const RECONCILE_BATCH: usize = 1_000;
 
-/// A reconcile's changes by kind, in the order a store writes them: creates, then updates, then
-/// shard rows, then orphan flags (PostgreSQL: one statement per kind), then the config's
+/// A reconcile's changes by kind, in the order a store writes them: creates, then updates (a row
+/// once, as its last update says), then shard rows, then orphan flags (PostgreSQL: one statement per kind), then the config's
 /// instances (one statement each, `writes::mark_config_instances_on`).
 #[derive(Default)]
 #[cfg_attr(not(any(feature = "postgres", feature = "sqlite")), allow(dead_code))]
@@ -404,6 +404,12 @@ impl<'a> ChangesByKind<'a> {
                 )),
             }
         }
+        // One statement cannot update a row twice: a row two changes of a plan update is
+        // written once, as the last of them says.
+        let mut seen = std::collections::HashSet::new();
+        by_kind.updates.reverse();
+        by_kind.updates.retain(|write| seen.insert(write.name));
+        by_kind.updates.reverse();
         by_kind
     }
 }

@@ -297,9 +297,17 @@ pub(crate) async fn backfill(
         return Ok(None);
     };
     let sql = Sql::shared(shared_query!("backfill_ticks"));
-    let ticks = store
+    let mut ticks = store
         .fetch_all("backfill", sql, &params![id], backfill_tick)
         .await?;
+    // Every tick runs on each of the backfill's rows: its shards.
+    let shards: std::collections::BTreeSet<u32> = ticks.iter().map(|t| t.shard_index).collect();
+    let total = u32::try_from(shards.len()).unwrap_or(u32::MAX).max(1);
+    for tick in &mut ticks {
+        tick.shard_total = total;
+    }
+    // By tick, then by shard (the rows' names sort `t[10]` before `t[2]`).
+    ticks.sort_by_key(|t| (t.tick, t.shard_index));
     Ok(Some((record, ticks)))
 }
 

@@ -414,8 +414,13 @@ pub(crate) fn backfill_record(row: &impl ReadRow) -> Result<BackfillRecord, sqlx
 }
 
 pub(crate) fn backfill_tick(row: &impl ReadRow) -> Result<BackfillTick, sqlx::Error> {
+    // Its row's shard (`task[i]`, `task/key[i]`); the total is the backfill's rows, counted by
+    // the caller over every entry.
+    let row_name = row.text("row_name")?;
     Ok(BackfillTick {
         tick: row.time("tick")?,
+        shard_index: crate::shard::split_row(&row_name).1,
+        shard_total: 1,
         run_id: row.int_opt("run_id")?,
         run_status: row
             .text_opt("status")?

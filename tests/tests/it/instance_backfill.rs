@@ -23,6 +23,7 @@ on_both_backends! {
     a_backfill_of_a_sharded_instance_or_task_runs_every_shard_of_each_tick_once,
     a_backfill_of_a_broadcast_instance_runs_each_tick_once,
     a_cancelled_backfill_of_a_sharded_instance_frees_every_shard_row,
+    a_sharded_backfill_s_cap_counts_runs_and_its_ticks_name_their_shard,
 }
 
 /// One start: `(task, key, tick, shard index, shard total)`.
@@ -81,15 +82,23 @@ fn ticks() -> Vec<DateTime<Utc>> {
     (0..3).map(|h| base + TimeDelta::hours(h)).collect()
 }
 
-/// Node `a` running `ibackfill.*` (both tasks hourly), started once their rows are written.
-async fn node_a(db: &TestDb, log: &Arc<Log>) -> RunningNode {
+/// Node `a`'s builder: `ibackfill.*` (both tasks hourly), handlers recording to `log`.
+fn builder_a(db: &TestDb, log: &Arc<Log>) -> scheduler::SchedulerBuilder {
     let config = doc(vec![
         entry("ibackfill.work", "0 * * * *"),
         entry("ibackfill.each", "0 * * * *"),
     ]);
-    let builder = node_with(db, "a", tasks("ibackfill."), config, log)
-        .poll_interval(Duration::from_millis(500));
-    started(db, builder, &["ibackfill.work", "ibackfill.each"]).await
+    node_with(db, "a", tasks("ibackfill."), config, log).poll_interval(Duration::from_millis(500))
+}
+
+/// Node `a` running `ibackfill.*` (both tasks hourly), started once their rows are written.
+async fn node_a(db: &TestDb, log: &Arc<Log>) -> RunningNode {
+    started(
+        db,
+        builder_a(db, log),
+        &["ibackfill.work", "ibackfill.each"],
+    )
+    .await
 }
 
 /// Backfills every tick of `ticks` of `task` (a task or an instance `task/key`), unpaced, and
@@ -251,4 +260,89 @@ async fn a_cancelled_backfill_of_a_sharded_instance_frees_every_shard_row(db: &T
     expected.extend(every_shard_once(&t[1..2]));
     assert_eq!(log.starts("ibackfill.work", Some("c1"), &t), expected);
     running.stop().await;
+}
+
+/// The cap counts runs, each shard's: the 3 ticks of an instance of a task of 3 shards are 9
+/// runs, refused under a cap of 8 and taken under a cap of 9. Through the admin API the same for
+/// the task itself, its plan saying 9 runs; the API's entries of the backfill's ticks name each
+/// one's shard: by the handlers' record, every shard of each tick ran once, each entry's run
+/// being the run of its shard.
+async fn a_sharded_backfill_s_cap_counts_runs_and_its_ticks_name_their_shard(db: &TestDb) {
+    const TOKEN: &str = "instance-backfill-admin-token-0123";
+    let log = Arc::new(Log::default());
+    let builder = builder_a(db, &log).admin_token(TOKEN);
+    let admin = admin_node(db, builder, &["ibackfill.work", "ibackfill.each"]).await;
+    admin
+        .schedules
+        .upsert(
+            Schedule::new("ibackfill.work", "m1")
+                .cron("0 * * * *")
+                .args(json!({})),
+        )
+        .await
+        .unwrap();
+    let t = ticks();
+    let who = Actor::new("alice", "test");
+    let capped = |cap: u32| {
+        BackfillRequest::new("ibackfill.work/m1", t[0], t[2])
+            .all(true)
+            .dry_run(true)
+            .max_runs(cap)
+    };
+    let refused = operate::backfill(db.api(), &capped(8), &who).await.unwrap();
+    assert!(
+        matches!(refused, Err(BackfillRefusal::OverCap { max_runs: 8, .. })),
+        "{refused:?}"
+    );
+    let taken = operate::backfill(db.api(), &capped(9), &who).await.unwrap();
+    assert_eq!(taken.expect("within the cap").ticks, t);
+
+    let client = reqwest::Client::new();
+    let url = admin.url("/api/tasks/ibackfill.work/backfill");
+    let ask = |cap: u32| {
+        let body = json!({"from": t[0], "to": t[2], "all": true, "max_runs": cap, "pace_ms": 0});
+        let request = client.post(url.clone()).bearer_auth(TOKEN).json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let (status, body) = ask(8).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("cap of 8"), "{body}");
+    let (status, plan) = ask(9).await;
+    assert_eq!((status, &plan["runs"]), (201, &json!(9)), "{plan}");
+    let id = plan["id"].as_i64().unwrap();
+    let detail = || async {
+        let url = admin.url(&format!("/api/backfills/{id}"));
+        let response = client.get(url).send().await.unwrap();
+        response.json::<serde_json::Value>().await.unwrap()
+    };
+    wait_until(Duration::from_secs(60), "the backfill is done", || async {
+        detail().await["backfill"]["state"] == "done"
+    })
+    .await;
+    assert_eq!(
+        log.starts("ibackfill.work", None, &t),
+        every_shard_once(&t),
+        "the handlers ran every shard of each tick once"
+    );
+    let detail = detail().await;
+    let mut named = BTreeMap::new();
+    for entry in detail["ticks"].as_array().unwrap() {
+        let tick: DateTime<Utc> = serde_json::from_value(entry["tick"].clone()).unwrap();
+        let index = entry["shard_index"].as_u64().expect("its shard") as u32;
+        let total = entry["shard_total"].as_u64().expect("its shard count") as u32;
+        *named.entry((tick, index, total)).or_insert(0) += 1;
+        let run = entry["run_id"].as_i64().expect("run");
+        let run = db.api().run(run).await.unwrap().expect("recorded");
+        assert_eq!(
+            (run.scheduled_at, run.shard_index, run.shard_total),
+            (tick, index, total),
+            "{entry}"
+        );
+    }
+    assert_eq!(named, every_shard_once(&t), "{detail}");
+    admin.running.stop().await;
 }

@@ -48,6 +48,7 @@ mod incidents;
 mod instance_backfill;
 mod instance_broadcast;
 mod instance_calendar;
+mod instance_calendar_reload;
 mod instance_limits;
 mod instance_reshard;
 mod instance_shards;

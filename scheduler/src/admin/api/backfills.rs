@@ -40,7 +40,8 @@ struct BackfillBody {
     /// List what would run; write nothing (default false).
     #[serde(default)]
     dry_run: bool,
-    /// Refuse a backfill of more runs than this (default 1000; 1 to 1000000).
+    /// Refuse a backfill of more runs than this (default 1000; 1 to 1000000). Runs, not ticks:
+    /// a tick of a task with N shards (or of an instance of one) is N runs, one per shard.
     #[schema(minimum = 1, maximum = 1_000_000)]
     max_runs: Option<u32>,
     /// Runs at once: 1 (the default and only value allowed: a task never overlaps itself).
@@ -71,16 +72,17 @@ struct BackfillPlanView {
     ticks_in_range: usize,
     /// Of those, ticks left out: they already have a succeeded run (0 with `all`).
     already_succeeded: usize,
-    /// How many runs: the ticks listed.
+    /// How many runs: the ticks listed, each once per shard (a task with N shards, or an
+    /// instance of one: N runs a tick). What `max_runs` counts.
     runs: usize,
     /// The ticks to run, in order (each handler's `ctx.scheduled_at()`).
     ticks: Vec<DateTime<Utc>>,
 }
 
-/// Ticks of a backfill, counted by state.
+/// The runs of a backfill (each tick once per shard), counted by state.
 #[derive(Debug, Serialize, ToSchema)]
 struct ProgressView {
-    /// Ticks in the backfill.
+    /// Runs in the backfill: its ticks, each once per shard.
     total: i64,
     /// Not run yet.
     pending: i64,
@@ -157,11 +159,18 @@ impl From<BackfillRecord> for BackfillView {
     }
 }
 
-/// One tick of a backfill.
+/// One tick of a backfill, on one shard: a task with N shards (or an instance of one) has N
+/// entries for each tick, one per shard.
 #[derive(Debug, Serialize, ToSchema)]
 struct BackfillTickView {
     /// The tick.
     tick: DateTime<Utc>,
+    /// The shard of the tick this entry runs, `0..shard_total` (as the run's `shard_index`; 0
+    /// for a task without shards).
+    shard_index: u32,
+    /// The runs each tick of the backfill makes: the task's shards (1 without shards, and for
+    /// a broadcast task, whose backfill runs each tick once).
+    shard_total: u32,
     /// The run that served it (none: not run).
     run_id: Option<i64>,
     /// That run's status.
@@ -172,6 +181,8 @@ impl From<BackfillTick> for BackfillTickView {
     fn from(t: BackfillTick) -> Self {
         BackfillTickView {
             tick: t.tick,
+            shard_index: t.shard_index,
+            shard_total: t.shard_total,
             run_id: t.run_id,
             run_status: t.run_status.map(|s| s.as_str().to_owned()),
         }
@@ -248,7 +259,7 @@ async fn backfill_task(
         Err(refusal) => return Err(ApiError::bad_request(refusal.to_string())),
     };
     if let Some(id) = plan.id {
-        tracing::info!(task = %name, backfill = id, runs = plan.ticks.len(), actor = %actor.name, source = %actor.source, "backfill asked for through the admin API");
+        tracing::info!(task = %name, backfill = id, runs = plan.runs, actor = %actor.name, source = %actor.source, "backfill asked for through the admin API");
     }
     let status = if plan.id.is_some() {
         StatusCode::CREATED
@@ -266,7 +277,7 @@ async fn backfill_task(
             dry_run: plan.dry_run,
             ticks_in_range: plan.ticks_in_range,
             already_succeeded: plan.already_succeeded,
-            runs: plan.ticks.len(),
+            runs: plan.runs,
             ticks: plan.ticks,
         }),
     ))

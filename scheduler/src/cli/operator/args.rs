@@ -32,7 +32,8 @@ pub struct BackfillArgs {
     /// List what would run; write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Refuse a backfill of more runs than this.
+    /// Refuse a backfill of more runs than this. Runs, not ticks: a tick of a task with N shards
+    /// (or of an instance of one) is N runs, one per shard.
     #[arg(long, value_name = "N", default_value_t = crate::backfill::DEFAULT_MAX_RUNS,
           value_parser = parse_max_runs)]
     pub max_runs: u32,

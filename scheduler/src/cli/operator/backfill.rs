@@ -52,7 +52,7 @@ pub(super) async fn backfill(args: &BackfillArgs) -> crate::Result<String> {
         return Ok(to_json(&json!({
             "id": plan.id, "task": plan.task, "timezone": plan.timezone, "from": plan.from,
             "to": plan.to, "dry_run": plan.dry_run, "ticks_in_range": plan.ticks_in_range,
-            "already_succeeded": plan.already_succeeded, "runs": plan.ticks.len(),
+            "already_succeeded": plan.already_succeeded, "runs": plan.runs,
             "ticks": plan.ticks, "actor": who.name,
         })));
     }
@@ -62,8 +62,12 @@ pub(super) async fn backfill(args: &BackfillArgs) -> crate::Result<String> {
         (false, Some(_)) => "backfill recorded: will run",
         (false, None) => "nothing to run:",
     };
+    let shards = match plan.runs / plan.ticks.len().max(1) {
+        0 | 1 => String::new(),
+        each => format!(", {} runs: {each} shards each", plan.runs),
+    };
     out.push_str(&format!(
-        "{head} {} of the {} ticks of {} in {} .. {} ({}; {} already succeeded)\n",
+        "{head} {} of the {} ticks of {} in {} .. {} ({}; {} already succeeded{shards})\n",
         plan.ticks.len(),
         plan.ticks_in_range,
         plan.task,
@@ -120,7 +124,7 @@ async fn status(args: &BackfillStatusArgs) -> crate::Result<String> {
             doc["ticks"] = json!(
                 ticks
                     .iter()
-                    .map(|t| json!({"tick": t.tick, "run_id": t.run_id, "run_status": t.run_status.map(|s| s.as_str())}))
+                    .map(|t| json!({"tick": t.tick, "shard_index": t.shard_index, "shard_total": t.shard_total, "run_id": t.run_id, "run_status": t.run_status.map(|s| s.as_str())}))
                     .collect::<Vec<_>>()
             );
             return Ok(to_json(&doc));
@@ -131,6 +135,7 @@ async fn status(args: &BackfillStatusArgs) -> crate::Result<String> {
             .map(|t| {
                 vec![
                     instant(Some(t.tick)),
+                    format!("{} of {}", t.shard_index, t.shard_total),
                     t.run_id.map_or("-".into(), |id| id.to_string()),
                     match (t.run_status, cancelled) {
                         (Some(s), _) => s.as_str().to_owned(),
@@ -154,7 +159,7 @@ async fn status(args: &BackfillStatusArgs) -> crate::Result<String> {
                 _ => String::new(),
             },
             progress_line(&record),
-            table(&["TICK", "RUN", "STATUS"], &rows)
+            table(&["TICK", "SHARD", "RUN", "STATUS"], &rows)
         ));
     }
     let list = target.check(

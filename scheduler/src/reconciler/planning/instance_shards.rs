@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+use super::instance_calendars::RuntimeCalendars;
 use crate::config::ValidatedConfig;
 use crate::store::{InstanceSource, TaskChange, TaskRow};
 
@@ -46,6 +47,7 @@ pub(super) fn past_count(validated: &ValidatedConfig, row: &str) -> bool {
 /// made the instance's). Returns the rows changed and the rows created.
 pub(super) fn plan_instance_shards(
     validated: &ValidatedConfig,
+    calendars: &RuntimeCalendars<'_>,
     rows: &BTreeMap<&str, &TaskRow>,
     db_now: DateTime<Utc>,
     changes: &mut Vec<TaskChange>,
@@ -74,7 +76,7 @@ pub(super) fn plan_instance_shards(
         }
         if index == 0 {
             created.extend(plan_missing_shards(
-                validated, rows, row, wanted, db_now, changes,
+                validated, calendars, rows, row, wanted, db_now, changes,
             ));
         }
     }
@@ -88,6 +90,7 @@ pub(super) fn plan_instance_shards(
 /// arguments, tags, limit and window copied). Returns the rows created.
 fn plan_missing_shards(
     validated: &ValidatedConfig,
+    calendars: &RuntimeCalendars<'_>,
     rows: &BTreeMap<&str, &TaskRow>,
     own: &TaskRow,
     wanted: u32,
@@ -102,6 +105,8 @@ fn plan_missing_shards(
         return missing;
     }
     let desired = validated.desired.get(crate::shard::split_row(&own.name).0);
+    // Its own calendar as the document has it now (`instance_calendars`).
+    let own_calendar = calendars.of(own);
     // Enabled with its task, as `plan_instances` leaves the instance's other rows.
     let enabled = desired.is_some_and(|d| d.enabled);
     let (next_run_at, next_tick) = match crate::ScheduleSpec::parse(&own.cron, &own.timezone) {
@@ -114,7 +119,7 @@ fn plan_missing_shards(
                 .or_else(|| desired.map(|d| d.jitter))
                 .unwrap_or_default();
             // Its own calendar, else its task's, as the upsert and the claim read them.
-            let stored = own.calendar.clone().or_else(|| {
+            let stored = own_calendar.clone().or_else(|| {
                 let calendar = desired.and_then(|d| d.schedule.calendar());
                 calendar.map(|c| c.stored().to_owned())
             });
@@ -136,7 +141,7 @@ fn plan_missing_shards(
             name: name.clone(),
             cron: own.cron.clone(),
             timezone: own.timezone.clone(),
-            calendar: own.calendar.clone(),
+            calendar: own_calendar.clone(),
             enabled,
             next_run_at,
             next_tick,
@@ -161,6 +166,7 @@ fn plan_missing_shards(
 /// made the instance's (its task, key, arguments and own tags copied). Returns the rows created.
 pub(super) fn plan_instance_nodes(
     validated: &ValidatedConfig,
+    calendars: &RuntimeCalendars<'_>,
     rows: &BTreeMap<&str, &TaskRow>,
     db_now: DateTime<Utc>,
     node_id: &str,
@@ -206,7 +212,7 @@ pub(super) fn plan_instance_nodes(
             name: mine.clone(),
             cron: row.cron.clone(),
             timezone: row.timezone.clone(),
-            calendar: row.calendar.clone(),
+            calendar: calendars.of(row),
             enabled: row.enabled,
             next_run_at,
             next_tick,

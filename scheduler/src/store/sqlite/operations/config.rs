@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::bind::micros;
 use super::writes::insert_skips;
-use crate::store::config::ChangesByKind;
+use crate::store::config::{ChangesByKind, RECONCILE_BATCH, TaskWrite};
 use crate::store::records::{config_state_of, task_row};
 use crate::store::sqlite::SqliteStore;
 use crate::store::writes::{copy_instance_nodes_on, mark_config_instances_on, save_config_state};
@@ -43,23 +43,27 @@ pub(super) async fn apply_config(
             return Ok(plan);
         };
         let by_kind = ChangesByKind::of(changes);
-        for (tasks, sql) in [
-            (&by_kind.creates, query!("tasks_create")),
-            (&by_kind.updates, query!("tasks_update")),
-        ] {
-            for task in tasks {
-                sqlx::query(sql)
-                    .bind(task.name)
-                    .bind(task.cron)
-                    .bind(task.timezone)
-                    .bind(task.enabled)
-                    .bind(task.next_run_at.map(micros))
-                    .bind(micros(now))
-                    .bind(task.calendar)
-                    .bind(task.next_tick.map(micros))
-                    .execute(&mut *tx)
-                    .await?;
-            }
+        for task in &by_kind.creates {
+            sqlx::query(query!("tasks_create"))
+                .bind(task.name)
+                .bind(task.cron)
+                .bind(task.timezone)
+                .bind(task.enabled)
+                .bind(task.next_run_at.map(micros))
+                .bind(micros(now))
+                .bind(task.calendar)
+                .bind(task.next_tick.map(micros))
+                .execute(&mut *tx)
+                .await?;
+        }
+        // The updates in statements of at most RECONCILE_BATCH rows: a change reaching every
+        // instance of a task (a calendar its instances name) is a few statements.
+        for batch in by_kind.updates.chunks(RECONCILE_BATCH) {
+            sqlx::query(query!("tasks_update"))
+                .bind(updates_json(batch))
+                .bind(micros(now))
+                .execute(&mut *tx)
+                .await?;
         }
         for shard in &by_kind.shards {
             sqlx::query(query!("tasks_shards"))
@@ -105,4 +109,24 @@ pub(super) async fn apply_config(
         store.inner.wake();
     }
     Ok(plan)
+}
+
+/// `tasks`, the list `tasks_update` reads: `{name, cron, timezone, enabled, next_run_at,
+/// calendar, next_tick}` each, times in microseconds.
+fn updates_json(tasks: &[TaskWrite<'_>]) -> String {
+    let list: Vec<serde_json::Value> = tasks
+        .iter()
+        .map(|task| {
+            serde_json::json!({
+                "name": task.name,
+                "cron": task.cron,
+                "timezone": task.timezone,
+                "enabled": task.enabled,
+                "next_run_at": task.next_run_at.map(micros),
+                "calendar": task.calendar,
+                "next_tick": task.next_tick.map(micros),
+            })
+        })
+        .collect();
+    serde_json::Value::Array(list).to_string()
 }
