@@ -221,7 +221,7 @@ pub mod testing {
         pub use crate::store::backfill::{BackfillCancel, BackfillRecord};
         pub use crate::store::claim::{
             ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
-            ExpiredLock, FailureCount, LockKey, NextRun, Requeue, RescueDecision, RunEnd,
+            ExpiredLock, FailureCount, LastRun, LockKey, NextRun, Requeue, RescueDecision, RunEnd,
             RunFinish, WakeInfo,
         };
         pub use crate::store::config::{

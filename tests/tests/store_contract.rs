@@ -24,9 +24,9 @@ use scheduler::testing::store::{
 use scheduler::testing::store::{
     AuditEntry, CancelRequest, ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun,
     ConfigPlan, ConfigSnapshot, ConfigState, Delivery, DeliveryNext, DueDecision, DueTask,
-    ExpiredLock, FailureCount, LockKey, LogChunk, NewEvent, NextRun, NodeInfo, Pause, Requeue,
-    RescueDecision, ResumePlan, RunEnd, RunFinish, RunQuery, RunRecord, RunRequest, RunStatus,
-    SkipRecord, TaskChange, TaskRow, TaskState, Trigger,
+    ExpiredLock, FailureCount, LastRun, LockKey, LogChunk, NewEvent, NextRun, NodeInfo, Pause,
+    Requeue, RescueDecision, ResumePlan, RunEnd, RunFinish, RunQuery, RunRecord, RunRequest,
+    RunStatus, SkipRecord, TaskChange, TaskRow, TaskState, Trigger,
 };
 use scheduler::testing::store::{
     InstanceFacts, InstancePlan, InstanceRecord, InstanceUpsert, InstanceWrite,
@@ -415,6 +415,7 @@ contract![
     renewal_extends_only_locks_held_under_owner_and_token_also_after_expiry,
     a_finish_records_the_outcome_and_releases_only_its_own_lock,
     a_hand_over_makes_the_tick_due_at_once,
+    a_run_that_is_not_the_rows_last_run_leaves_its_last_run_as_it_was,
     failure_counts_reset_increment_and_keep,
     a_late_finish_over_a_lost_run_records_the_real_outcome,
     a_finish_stores_its_skips_and_sums_their_ticks,
@@ -1679,6 +1680,62 @@ async fn a_hand_over_makes_the_tick_due_at_once(s: &dyn Store, _: &Arrange) {
     assert_eq!(ra.status, RunStatus::Interrupted);
     let again = claim_one(s, "a", &Rules::hourly()).await;
     assert_eq!(again.scheduled_at, t, "the same tick runs again");
+}
+
+/// A run handed back before it started ([`LastRun::Keep`]) gets its own record and releases
+/// its lock with its requeue, and leaves the row's last status, error and end as the run before
+/// left them; a run finished in the same batch is its row's last run as usual.
+async fn a_run_that_is_not_the_rows_last_run_leaves_its_last_run_as_it_was(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t), ("b", t)]).await;
+    let rules = Rules::hourly().plan(stay_due);
+    let first = claim_one(s, "a", &rules).await;
+    assert!(
+        finish_one(
+            s,
+            finish(
+                &first,
+                RunStatus::Failed,
+                Some("boom"),
+                FailureCount::Increment
+            )
+        )
+        .await
+    );
+    let before = task_state(s, "a").await;
+    assert_eq!(before.last_status, Some(RunStatus::Failed));
+
+    let out = claim(s, &["a", "b"], 2, &rules).await;
+    let (a, b) = (claimed(&out, "a"), claimed(&out, "b"));
+    let mut handed_back = finish(
+        a,
+        RunStatus::Interrupted,
+        Some("handed over before starting"),
+        FailureCount::Keep,
+    );
+    handed_back.started_at = None;
+    handed_back.last_run = LastRun::Keep;
+    handed_back.requeue = Some(Requeue::Tick(a.scheduled_at));
+    let ended = finish(b, RunStatus::Succeeded, None, FailureCount::Reset);
+    let results = s.finish_runs(&[handed_back, ended]).await.unwrap();
+    assert!(results.iter().all(|r| r.lock_held), "{results:?}");
+
+    let ra = run(s, a.run_id).await;
+    assert_eq!(ra.status, RunStatus::Interrupted, "its own record");
+    assert_eq!(ra.started_at, None);
+    let after = task_state(s, "a").await;
+    assert_eq!(after.lock_owner, None, "released");
+    assert_eq!(after.next_run_at, Some(a.scheduled_at), "due again");
+    assert_eq!(after.last_status, Some(RunStatus::Failed), "{after:?}");
+    assert_eq!(after.last_error.as_deref(), Some("boom"));
+    assert_eq!(after.last_finished_at, before.last_finished_at);
+    assert_eq!(after.consecutive_failures, 1);
+    let other = task_state(s, "b").await;
+    assert_eq!(other.last_status, Some(RunStatus::Succeeded), "{other:?}");
+    assert!(other.last_finished_at.is_some());
 }
 
 async fn failure_counts_reset_increment_and_keep(s: &dyn Store, arrange: &Arrange) {

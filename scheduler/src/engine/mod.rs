@@ -5,7 +5,8 @@
 //! run, and releases the lock. The store's clock decides what is due and what has expired. The
 //! node's own services run on a runtime of their own, so no handler can hold them up.
 //!
-//! This module keeps the node's lifecycle (start, run, drain); each concern lives in its own:
+//! This module keeps the node's lifecycle (start, run, drain: `life` holds both ends); each
+//! concern lives in its own:
 //!
 //! | concern | where |
 //! |---|---|
@@ -19,6 +20,7 @@
 //! | polling a handler only while its lock is trusted | `gate` |
 //! | lock renewal (one write for all held locks) and loss; cancel requests reaching a run | `watchdog` |
 //! | recording outcomes in batches | `completer` |
+//! | which background services a node runs, with what parts, in which group | `roster` |
 //! | heartbeat, pruning, rescheduling, change notifications | `maintenance` |
 //! | a task's service levels, as read from the applied config | `levels` |
 //! | service levels: late ticks, missed wall-clock deadlines | `sla` |
@@ -52,6 +54,7 @@ mod life;
 mod maintenance;
 mod outcome;
 mod reporter;
+mod roster;
 mod rules;
 mod runner;
 mod runtime;
@@ -67,7 +70,6 @@ mod watchdog;
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -93,21 +95,6 @@ use crate::store::Store;
 use crate::{Error, Result, TaskRegistry};
 use config_sync::ConfigSync;
 use shared::Shared;
-
-/// A node's background service: its name, what wakes it early (if anything), and what it is.
-type WakeOf = fn(&Shared) -> &Notify;
-
-/// Runs `service` as the node's service `name` until `stop` (see `service::run`).
-async fn supervise<S: service::Service>(
-    shared: Arc<Shared>,
-    name: &'static str,
-    service: S,
-    stop: CancellationToken,
-    wake: Option<WakeOf>,
-) {
-    let wake = wake.map(|wake| wake(&shared));
-    service::run(service, stop, wake, &shared.care(name)).await;
-}
 
 /// One node's engine, assembled and ready to [`run_until`](Engine::run_until) a shutdown
 /// signal; the public [`Scheduler`](crate::Scheduler) runs it beside the admin server.
@@ -340,173 +327,19 @@ impl Engine {
             }
         }
 
-        let completer_stop = CancellationToken::new();
-        let completer = tokio::spawn({
-            let completer = completer::Completer {
-                store: Arc::clone(&shared.store),
-                watchdog: Arc::clone(&shared.watchdog),
-                wake: Arc::clone(&shared.wake),
-                flush_deadline: shared.flush_deadline.clone(),
-            };
-            let queue = self
-                .completions
+        let run_path = roster::RunPath::start(
+            &shared,
+            self.completions
                 .take()
-                .expect("run_until consumes the scheduler");
-            let stop = completer_stop.clone();
-            let shared = Arc::clone(&shared);
-            async move { completer::run(completer, queue, stop, &shared.care("completer")).await }
-        });
-        let watchdog = tokio::spawn(supervise(
-            Arc::clone(&shared),
-            "renewer",
-            watchdog::Renewer(Arc::clone(&shared.watchdog), Arc::clone(&shared.metrics)),
-            completer_stop.clone(),
-            None,
-        ));
-        // Cancel requests are looked for as long as runs may be going (the drain included).
-        let cancels = tokio::spawn(supervise(
-            Arc::clone(&shared),
-            "cancels",
-            watchdog::CancelCheck(Arc::clone(&shared.watchdog)),
-            completer_stop.clone(),
-            Some(|shared| shared.watchdog.cancel_wake()),
-        ));
-        let workers = TaskTracker::new();
-        workers.spawn(supervise(
-            Arc::clone(&shared),
-            "claimer",
-            claimer::ClaimLoop::new(Arc::clone(&shared)),
-            stop.clone(),
-            Some(|shared| &shared.wake),
-        ));
-        workers.spawn(supervise(
-            Arc::clone(&shared),
-            "heartbeat",
-            maintenance::Maintenance::new(maintenance::HeartbeatParts {
-                store: Arc::clone(&shared.store),
-                node_id: Arc::clone(&shared.node_id),
-                names: Arc::clone(&shared.names),
-                registry: shared.registry.clone(),
-                heartbeat_interval: shared.settings.heartbeat_interval,
-                missed_grace: shared.settings.missed_grace,
-                live_nodes: Arc::clone(&shared.live_nodes),
-                instances: Arc::clone(&shared.instances),
-                specs: Arc::clone(&shared.specs),
-                metrics: Arc::clone(&shared.metrics),
-                events: Arc::clone(&shared.events),
-                config_view: Arc::clone(&shared.config_view),
-            }),
-            stop.clone(),
-            None,
-        ));
-        workers.spawn(supervise(
-            Arc::clone(&shared),
-            "pruner",
-            maintenance::Pruner {
-                store: Arc::clone(&shared.store),
-                retention: shared.settings.run_retention,
-                heartbeat_interval: shared.settings.heartbeat_interval,
-            },
-            stop.clone(),
-            None,
-        ));
-        workers.spawn(supervise(
-            Arc::clone(&shared),
-            "listener",
-            maintenance::Listener::new(
-                Arc::clone(&shared.store),
-                Arc::clone(&shared.wake),
-                Arc::clone(&shared.watchdog),
-            ),
-            stop.clone(),
-            None,
-        ));
-        if let Some(config) = config {
-            workers.spawn(supervise(
-                Arc::clone(&shared),
-                "config",
-                config,
-                stop.clone(),
-                None,
-            ));
-        }
-        workers.spawn(supervise(
-            Arc::clone(&shared),
-            "sla",
-            sla::SlaWatch::new(
-                Arc::clone(&shared.store),
-                Arc::clone(&shared.events),
-                config_sync::AppliedLevels(Arc::clone(&shared.config_view)),
-                shared.settings.clock.clone(),
-            ),
-            stop.clone(),
-            None,
-        ));
-        workers.spawn(supervise(
-            Arc::clone(&shared),
-            "incidents",
-            incidents::IncidentKeeper::new(
-                Arc::clone(&shared.store),
-                Arc::clone(&shared.events),
-                config_sync::AppliedLevels(Arc::clone(&shared.config_view)),
-                Arc::clone(&shared.incidents),
-                shared.settings.clock.clone(),
-            ),
-            stop.clone(),
-            Some(|shared| &shared.incidents.wake),
-        ));
-        workers.spawn(supervise(
-            Arc::clone(&shared),
-            "database",
-            database::DatabaseWatch::new(
-                Arc::clone(&shared.store),
-                Arc::clone(&shared.events),
-                Arc::clone(&shared.metrics),
-                Arc::clone(&shared.node_id),
-                shared.settings.accept_async_replication,
-                shared.settings.heartbeat_interval,
-            ),
-            stop.clone(),
-            None,
-        ));
-        workers.spawn(supervise(
-            Arc::clone(&shared),
-            "reporter",
-            reporter::Reporter::new(
-                Arc::clone(&shared.health),
-                Arc::clone(&shared.store),
-                Arc::clone(&shared.node_id),
-                shared.settings.heartbeat_interval,
-            ),
-            stop.clone(),
-            Some(|shared| reporter::Reporter::wake(&shared.health)),
-        ));
-        #[cfg(feature = "webhook")]
-        if let Some(sink) = shared.alerts.clone() {
-            workers.spawn(supervise(
-                Arc::clone(&shared),
-                "delivery",
-                delivery::Deliverer::new(
-                    Arc::clone(&shared.store),
-                    Arc::clone(&shared.metrics),
-                    Arc::clone(&shared.node_id),
-                    shared.settings.public_url.clone(),
-                    sink,
-                ),
-                stop.clone(),
-                Some(|shared| shared.alerts.as_ref().map_or(&shared.wake, |a| &a.wake)),
-            ));
-        }
-        workers.close();
+                .expect("run_until consumes the scheduler"),
+        );
+        let workers = roster::start_workers(&shared, config, &stop);
         tracing::info!(node = %shared.node_id, "scheduler running");
 
         shutdown.await;
         self.drain(&shared, stop, workers).await;
         // Every runner has had its outcome recorded (or given up on) by now.
-        completer_stop.cancel();
-        let _ = completer.await;
-        let _ = watchdog.await;
-        let _ = cancels.await;
+        run_path.stop().await;
         // A handler that could not be stopped is not renewed any more: if it still runs when its
         // lock could expire, the process stops (its runner sees to that, see `failstop`).
         shared.watchdog.stop();

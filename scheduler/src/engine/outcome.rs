@@ -12,7 +12,7 @@
 //! | panicked | yes | `failed` | `rerun`: per the task's retries; `never`: not run again |
 //! | isolated run's process crashed, aborted, ran out of memory or exited early (no verdict) | no | `failed` (with the signal or exit code) | per the task's retries |
 //! | the same | yes | `failed` | `rerun`: per the task's retries; `never`: not run again |
-//! | never started (claimed as the node began to drain) | yes | `interrupted` | handed over (both) |
+//! | never started (claimed as the node began to drain, or no handler slot came free) | yes | `interrupted` | handed over (both) |
 //! | unknown (its node stopped renewing the lock) | — | `lost` | per the task's [`Recovery`]: `rerun` makes it due again, `never` does not |
 //! | returned an error | yes (cancelled by an operator) | `cancelled` | not run again (both) |
 //! | stopped by the engine (did not return within [`CANCEL_GRACE`](crate::operate::CANCEL_GRACE); an isolated run's process killed) | yes (cancelled) | `cancelled` | not run again (both) |
@@ -27,6 +27,11 @@
 //! for it not to run. A cancel outranks every other request to stop (it may come after a
 //! shutdown began, or past a timeout); a handler that returns `Ok` after any of them finished
 //! its work, and is `succeeded`.
+//!
+//! A run that never started and is handed over is history, not the task's last run: the
+//! task's last status, error and end stay those of the run that last ran (no handler ran, and
+//! its tick runs again at once). Every other ending, a cancelled run that never started
+//! included (its tick is not run again), is the task's last run.
 //!
 //! A shard's run (a task with `shards = N`, see [`crate::shard`]) ends by this same table: each
 //! shard has its own lock and row, so "its tick" above is that shard's share of the tick (a lost
@@ -43,7 +48,8 @@ use super::watchdog::LockLoss;
 use crate::causes::error_chain;
 use crate::registry::TaskError;
 use crate::store::{
-    ExpiredLock, FailureCount, Recovery, Requeue, RescueDecision, RunEnd, RunStatus, Trigger,
+    ExpiredLock, FailureCount, LastRun, Recovery, Requeue, RescueDecision, RunEnd, RunStatus,
+    Trigger,
 };
 
 /// Error texts are stored at most this long (bytes), then cut with a marker.
@@ -110,6 +116,8 @@ pub(crate) struct Decision {
     /// The task's retries may run the tick again (a failure or timeout with retries left).
     pub may_retry: bool,
     pub failures: FailureCount,
+    /// Whether it becomes the task's last run.
+    pub last_run: LastRun,
 }
 
 /// The rule for a run that ended on this node; `recovery` is its task's.
@@ -143,6 +151,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             hand_over: false,
             may_retry: false,
             failures: FailureCount::Reset,
+            last_run: LastRun::Record,
         },
         (ending, Some(reason @ StopReason::Cancelled(_))) => {
             let what = match ending {
@@ -166,6 +175,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
                 hand_over: false,
                 may_retry: false,
                 failures: FailureCount::Keep,
+                last_run: LastRun::Record,
             }
         }
         (Ending::Returned(Err(e)), None) => Decision {
@@ -173,6 +183,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             hand_over: false,
             may_retry: true,
             failures: FailureCount::Increment,
+            last_run: LastRun::Record,
         },
         (ending @ (Ending::Panicked(_) | Ending::Crashed(_)), stop) => {
             let what = match ending {
@@ -194,6 +205,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
                 hand_over: false,
                 may_retry: stop.is_none() || rerun,
                 failures: FailureCount::Increment,
+                last_run: LastRun::Record,
             }
         }
         (Ending::Returned(Err(e)), Some(reason @ StopReason::Timeout(_))) => Decision {
@@ -212,6 +224,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             hand_over: false,
             may_retry: rerun,
             failures: FailureCount::Increment,
+            last_run: LastRun::Record,
         },
         (Ending::Stopped(how), Some(reason @ StopReason::Timeout(_))) => Decision {
             end: end(
@@ -230,6 +243,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             hand_over: false,
             may_retry: rerun,
             failures: FailureCount::Increment,
+            last_run: LastRun::Record,
         },
         (Ending::Returned(Err(e)), Some(reason)) => Decision {
             end: end(
@@ -244,6 +258,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             hand_over: rerun,
             may_retry: false,
             failures: FailureCount::Keep,
+            last_run: LastRun::Record,
         },
         (Ending::Stopped(how), reason) => Decision {
             end: end(
@@ -258,6 +273,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             hand_over: rerun,
             may_retry: false,
             failures: FailureCount::Keep,
+            last_run: LastRun::Record,
         },
         (Ending::NotStarted, stop) => Decision {
             end: end(
@@ -273,6 +289,7 @@ pub(crate) fn decide(ending: Ending, stop: Option<&StopReason>, recovery: Recove
             hand_over: true,
             may_retry: false,
             failures: FailureCount::Keep,
+            last_run: LastRun::Keep,
         },
     }
 }

@@ -239,6 +239,7 @@ async fn after_start(
         decision.end.clone(),
         decision.failures,
     );
+    finish.last_run = decision.last_run;
     let now = db_clock(&claimed, claim_sent);
     if decision.hand_over {
         // The same run again at once; the run that serves it accounts for later ticks.

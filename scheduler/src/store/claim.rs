@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::{Pause, PendingBackfill, SkipRecord, Trigger};
 use crate::policy::Recovery;
-pub use finish::{FailureCount, FinishResult, Requeue, RunEnd, RunFinish};
+pub use finish::{FailureCount, FinishResult, LastRun, Requeue, RunEnd, RunFinish};
 
 /// A lock, named by its task and fencing token.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -397,9 +397,10 @@ async fn drainclaim_task(ctx: TaskContext) {
 }
 
 /// A store whose claims take a second, so a shutdown can begin while one is in flight.
-struct SlowClaims {
-    inner: Arc<dyn Store>,
-    claiming: tokio::sync::Notify,
+pub(crate) struct SlowClaims {
+    pub(crate) inner: Arc<dyn Store>,
+    /// Notified as each claim begins.
+    pub(crate) claiming: tokio::sync::Notify,
 }
 
 use scheduler::store::{Store, StoreResult};

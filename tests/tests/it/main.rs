@@ -40,6 +40,7 @@ mod failover;
 mod failover_visible;
 mod faults;
 mod guarantees;
+mod handed_back;
 mod handlers;
 mod harness;
 mod hot_reload;

@@ -53,6 +53,38 @@ fn stopped_and_never_started_runs_are_interrupted_and_handed_over() {
 }
 
 #[test]
+fn only_a_run_handed_over_unstarted_leaves_the_tasks_last_run() {
+    let slot = StopReason::NoSlot(std::time::Duration::from_secs(60));
+    for (stop, recovery) in [
+        (&StopReason::Shutdown, Recovery::Rerun),
+        (&StopReason::Shutdown, Recovery::Never),
+        (&slot, Recovery::Rerun),
+    ] {
+        let d = decide(Ending::NotStarted, Some(stop), recovery);
+        assert!(d.hand_over, "{stop:?} {recovery:?}");
+        assert_eq!(d.last_run, LastRun::Keep, "{stop:?} {recovery:?}");
+    }
+    // A run that started is the task's last run however it ended; so is a cancelled run that
+    // never started (its tick is not run again).
+    let cancel = StopReason::Cancelled("alice".into());
+    for (ending, stop) in [
+        (Ending::Returned(Ok(())), None),
+        (Ending::Returned(Err(err("no"))), None),
+        (
+            Ending::Returned(Err(err("cut"))),
+            Some(&StopReason::Shutdown),
+        ),
+        (Ending::Stopped(None), Some(&StopReason::Shutdown)),
+        (Ending::Panicked("boom".into()), None),
+        (Ending::NotStarted, Some(&cancel)),
+    ] {
+        let label = format!("{ending:?} {stop:?}");
+        let d = decide(ending, stop, Recovery::Rerun);
+        assert_eq!(d.last_run, LastRun::Record, "{label}");
+    }
+}
+
+#[test]
 fn past_its_timeout_a_run_is_timed_out_unless_it_finished() {
     let t = StopReason::Timeout(std::time::Duration::from_secs(30));
     for ending in [

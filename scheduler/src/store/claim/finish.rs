@@ -47,6 +47,19 @@ impl FailureCount {
     }
 }
 
+/// Whether a finished run becomes its task row's last run: the status, error and end the row
+/// shows (the overview, the API, an instance's summary) until the next run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LastRun {
+    /// It is the row's last run now.
+    Record,
+    /// The row's last run stays as it was: no handler ran (a run handed back before it
+    /// started, whose tick runs again elsewhere). The run's own history row is written all
+    /// the same.
+    Keep,
+}
+
 /// Something to run again, decided by the engine when a run ends (or is found lost).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -90,6 +103,8 @@ pub struct RunFinish {
     pub requeue: Option<Requeue>,
     /// What it does to the task's failure count.
     pub failures: FailureCount,
+    /// Whether it becomes the task row's last run ([`LastRun::Record`] unless set).
+    pub last_run: LastRun,
     /// Ticks this run accounts for without having run them.
     pub skips: Vec<SkipRecord>,
 }
@@ -119,6 +134,7 @@ impl RunFinish {
             end,
             requeue: None,
             failures,
+            last_run: LastRun::Record,
             skips: Vec::new(),
         }
     }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::columns::{RequeueColumns, SkipColumns};
 use super::commit::{Written, commit, written};
 use crate::store::postgres::PgStore;
-use crate::store::{FinishResult, RunFinish, SkipRecord, StoreResult};
+use crate::store::{FinishResult, LastRun, RunFinish, SkipRecord, StoreResult};
 
 pub(super) async fn finish_runs(
     store: &PgStore,
@@ -27,6 +27,10 @@ pub(super) async fn finish_runs(
     let errors: Vec<Option<&str>> = finishes.iter().map(|f| f.end.error.as_deref()).collect();
     let failures: Vec<&str> = finishes.iter().map(|f| f.failures.as_str()).collect();
     let started: Vec<Option<DateTime<Utc>>> = finishes.iter().map(|f| f.started_at).collect();
+    let last_run: Vec<bool> = finishes
+        .iter()
+        .map(|f| f.last_run == LastRun::Record)
+        .collect();
     let collapsed: Vec<i32> = finishes.iter().map(|f| f.collapsed_ticks()).collect();
     let mut requeue = RequeueColumns::default();
     for f in &finishes {
@@ -51,6 +55,7 @@ pub(super) async fn finish_runs(
             .bind(&requeue.by)
             .bind(&store.channel)
             .bind(&started)
+            .bind(&last_run)
             .fetch_all(&mut *tx)
             .await?
             .iter()

@@ -12,15 +12,16 @@
 -- $1.. parallel arrays: run id, task, token, status, error, failure count action, ticks
 -- collapsed, requeue kind ('tick' | 'retry' | 'manual' | NULL), requeue tick, requeue attempt,
 -- requeue due time, requeue asker; $13 notify channel; $14 when each handler started (NULL:
--- never; it replaces the start the claim planned). Returns each run written and whether its
--- lock was held.
+-- never; it replaces the start the claim planned); $15 whether each run becomes its task row's
+-- last run (false: a run handed back before it started, the row's last run is left as it was).
+-- Returns each run written and whether its lock was held.
 WITH outcome AS (
     SELECT *
     FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[],
                 $7::int4[], $8::text[], $9::timestamptz[], $10::int4[], $11::timestamptz[],
-                $12::text[], $14::timestamptz[])
+                $12::text[], $14::timestamptz[], $15::bool[])
          AS o(run_id, task_name, token, status, error, failures, collapsed, rq_kind, rq_tick,
-              rq_attempt, rq_at, rq_by, started_at)
+              rq_attempt, rq_at, rq_by, started_at, last_run)
 ), run AS (
     UPDATE scheduler_runs AS r
     SET status = o.status,
@@ -41,7 +42,10 @@ WITH outcome AS (
 ), released AS (
     UPDATE scheduler_tasks AS t
     -- @include release_requeue.sql
-    FROM outcome AS d
+    -- (A run that is not the row's last run is given to it without a status.)
+    FROM (SELECT run_id, task_name, token, CASE WHEN last_run THEN status END AS status, error,
+                 failures, rq_kind, rq_tick, rq_attempt, rq_at, rq_by
+          FROM outcome) AS d
     WHERE t.name = d.task_name AND t.lock_token = d.token
     RETURNING d.run_id, t.limit_held IS NOT NULL AS held_limit,
               CASE WHEN t.paused_at IS NOT NULL THEN t.pause_until

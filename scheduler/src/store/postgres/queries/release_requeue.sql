@@ -1,8 +1,9 @@
 -- The release of a lock and the requeue the engine decided, written once: spliced into every
 -- statement that releases a lock (release_locks.sql, a rescue; finish_runs.sql, the end of a
 -- run) where it says `-- @include release_requeue.sql`, as the SET and FROM of their
--- `UPDATE scheduler_tasks AS t`. From the decision row `d`: run_id (the run that ended; NULL:
--- none, and the row's last run is left as it was), status, error, failures ('reset' |
+-- `UPDATE scheduler_tasks AS t`. From the decision row `d`: run_id (the run that ended, if
+-- any), status (how it ended; NULL: no run ended, or one that is not the row's last run, and the
+-- row's last run is left as it was), error, failures ('reset' |
 -- 'increment' | 'keep'), rq_kind ('tick' | 'retry' | 'manual' | NULL), rq_tick, rq_attempt,
 -- rq_at, rq_by. A requeued tick becomes the earlier of it and the stored next run (when it is,
 -- it is its own start: no jitter shifts a tick run again, and `next_tick` is cleared).
@@ -23,10 +24,10 @@ SET lock_owner = NULL,
     manual_args = CASE WHEN d.rq_kind = 'manual'
                        THEN (SELECT r.args_override FROM scheduler_runs AS r WHERE r.id = d.run_id)
                        ELSE t.manual_args END,
-    last_finished_at = CASE WHEN d.run_id IS NULL THEN t.last_finished_at
+    last_finished_at = CASE WHEN d.status IS NULL THEN t.last_finished_at
                             ELSE clock_timestamp() END,
     last_status = COALESCE(d.status, t.last_status),
-    last_error = CASE WHEN d.run_id IS NULL THEN t.last_error ELSE d.error END,
+    last_error = CASE WHEN d.status IS NULL THEN t.last_error ELSE d.error END,
     consecutive_failures = CASE d.failures WHEN 'reset' THEN 0
                                            WHEN 'increment' THEN t.consecutive_failures + 1
                                            ELSE t.consecutive_failures END,

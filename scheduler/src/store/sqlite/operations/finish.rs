@@ -8,12 +8,13 @@ use super::bind::{micros, token};
 use super::writes::insert_skips;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
-    FailureCount, FinishResult, LockKey, Requeue, RunEnd, RunFinish, SkipRecord, StoreResult,
+    FailureCount, FinishResult, LastRun, LockKey, Requeue, RunEnd, RunFinish, SkipRecord,
+    StoreResult,
 };
 
 /// Releases `lock` if it still has its token (and, with `expired_only`, only if it expired
 /// before `now`), records on the task row how run `run_id` ended (`end`; the row's last run is
-/// left as it was without a run), counts `failures`, and applies `requeue`: the one place a
+/// left as it was without one), counts `failures`, and applies `requeue`: the one place a
 /// released lock's row is written (queries/release_lock.sql), for a rescue and for the end of a
 /// run alike. Returns whether the lock was released.
 #[allow(clippy::too_many_arguments)]
@@ -81,7 +82,7 @@ pub(super) async fn finish_runs(
                 &mut tx,
                 &f.lock,
                 Some(f.run_id),
-                Some(&f.end),
+                (f.last_run == LastRun::Record).then_some(&f.end),
                 f.failures,
                 f.requeue.as_ref(),
                 now,

@@ -3,8 +3,9 @@
 -- requeue what the engine decided. The one place a released lock's row is written: a rescue
 -- (claim) and the end of a run (finish_runs) both release through it. Returns the task when
 -- released.
--- ?3 the run that ended (NULL: none, the row's last run is left as it was), ?4 its status, ?5
--- its error, ?6 failure count action ('reset' | 'increment' | 'keep'); ?7 requeue kind ('tick'
+-- ?3 the run that ended, if any, ?4 its status (NULL: no run ended, or one that is not the
+-- row's last run, and the row's last run is left as it was), ?5 its error, ?6 failure count
+-- action ('reset' | 'increment' | 'keep'); ?7 requeue kind ('tick'
 -- | 'retry' | 'manual' | NULL), ?8 requeue tick, ?9 requeue attempt, ?10 requeue due time, ?11
 -- requeue asker. A requeued tick becomes the earlier of it and the stored next run (a missing
 -- next run counts as later, like PostgreSQL's LEAST); when it is, it is its own start (no jitter
@@ -26,9 +27,9 @@ SET lock_owner = NULL,
     manual_args = CASE WHEN ?7 = 'manual'
                        THEN (SELECT r.args_override FROM scheduler_runs AS r WHERE r.id = ?3)
                        ELSE manual_args END,
-    last_finished_at = CASE WHEN ?3 IS NULL THEN last_finished_at ELSE ?12 END,
+    last_finished_at = CASE WHEN ?4 IS NULL THEN last_finished_at ELSE ?12 END,
     last_status = COALESCE(?4, last_status),
-    last_error = CASE WHEN ?3 IS NULL THEN last_error ELSE ?5 END,
+    last_error = CASE WHEN ?4 IS NULL THEN last_error ELSE ?5 END,
     consecutive_failures = CASE ?6 WHEN 'reset' THEN 0
                                    WHEN 'increment' THEN consecutive_failures + 1
                                    ELSE consecutive_failures END,
