@@ -40,6 +40,7 @@ impl<DB: Database> InUse<DB> {
 
     /// The operation has its answer (or its error): the connection may go back to the pool,
     /// unless the operation closes it.
+    #[cfg(feature = "postgres")]
     pub(crate) fn done(&mut self) -> &mut PoolConnection<DB> {
         self.done = true;
         &mut self.conn
