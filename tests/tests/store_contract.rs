@@ -13,11 +13,14 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, DurationRound, SubsecRound, Utc};
 use scheduler::Recovery;
 use scheduler::store::{
     Change, ChangeListener, PgStore, SkipReason, SqliteStore, Store, StoreError,
 };
+use scheduler::testing::backfill::BackfillRequest;
+use scheduler::testing::operate::{self, Actor};
+use scheduler::testing::store::BackfillCancel;
 use scheduler::testing::store::{
     AlertFold, AlertMark, FoldDecision, FoldInput, IncidentClose, IncidentQuery, Snooze,
 };
@@ -416,6 +419,7 @@ contract![
     a_finish_records_the_outcome_and_releases_only_its_own_lock,
     a_hand_over_makes_the_tick_due_at_once,
     a_run_that_is_not_the_rows_last_run_leaves_its_last_run_as_it_was,
+    a_backfill_tick_handed_back_is_pending_again_unless_the_backfill_was_cancelled,
     failure_counts_reset_increment_and_keep,
     a_late_finish_over_a_lost_run_records_the_real_outcome,
     a_finish_stores_its_skips_and_sums_their_ticks,
@@ -1736,6 +1740,122 @@ async fn a_run_that_is_not_the_rows_last_run_leaves_its_last_run_as_it_was(
     let other = task_state(s, "b").await;
     assert_eq!(other.last_status, Some(RunStatus::Succeeded), "{other:?}");
     assert!(other.last_finished_at.is_some());
+}
+
+/// Runs the due backfill tick of a task, as the engine plans it.
+fn backfill_plan(task: &DueTask) -> DueDecision {
+    match &task.backfill {
+        Some(b) => {
+            let mut plan = scheduled(b.tick, None, Recovery::Rerun);
+            plan.trigger = Trigger::Backfill;
+            plan.next_run_at = NextRun::Keep;
+            plan.backfill_id = Some(b.id);
+            DueDecision::Run(plan)
+        }
+        None => DueDecision::Leave,
+    }
+}
+
+/// A backfill's run handed back before it started, with [`Requeue::Backfill`]: its tick is
+/// pending again and the row's backfill due again at once, so the next claim serves the same
+/// tick; once the backfill is cancelled, a tick handed back is left unrun (the cancel's) and
+/// the row waits for no backfill.
+async fn a_backfill_tick_handed_back_is_pending_again_unless_the_backfill_was_cancelled(
+    s: &dyn Store,
+    _: &Arrange,
+) {
+    let base = Utc::now().duration_trunc(HOUR).unwrap() - HOUR * 5;
+    seed(s, &[("a", base + HOUR * 30)]).await;
+    let request = BackfillRequest::new("a", base, base + HOUR).pace(Duration::ZERO);
+    let actor = Actor::new("tester", "contract");
+    let id = operate::backfill(s, &request, &actor)
+        .await
+        .unwrap()
+        .expect("accepted")
+        .id
+        .expect("recorded");
+    let rules = Rules::hourly().plan(backfill_plan);
+    let hand_back = |run: &ClaimedRun| {
+        let mut f = finish(
+            run,
+            RunStatus::Interrupted,
+            Some("handed over before starting"),
+            FailureCount::Keep,
+        );
+        f.started_at = None;
+        f.last_run = LastRun::Keep;
+        f.requeue = Some(Requeue::Backfill(run.scheduled_at));
+        f
+    };
+
+    let first = claim_one(s, "a", &rules).await;
+    assert_eq!(
+        (first.trigger, first.scheduled_at),
+        (Trigger::Backfill, base)
+    );
+    assert!(finish_one(s, hand_back(&first)).await);
+    let (record, _) = s.backfill(id).await.unwrap().unwrap();
+    assert_eq!(record.progress.pending, 2, "{record:?}");
+    let again = claim_one(s, "a", &rules).await;
+    assert_eq!(again.scheduled_at, base, "the same tick, due again at once");
+    assert!(
+        finish_one(
+            s,
+            finish(&again, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+
+    // The last tick: its claim leaves the row waiting for no backfill; a hand-back makes it wait
+    // again.
+    let last = claim_one(s, "a", &rules).await;
+    assert_eq!(last.scheduled_at, base + HOUR);
+    assert!(finish_one(s, hand_back(&last)).await);
+    let last_again = claim_one(s, "a", &rules).await;
+    assert_eq!(last_again.scheduled_at, base + HOUR, "due again");
+    assert!(
+        finish_one(
+            s,
+            finish(&last_again, RunStatus::Succeeded, None, FailureCount::Reset)
+        )
+        .await
+    );
+    let (record, _) = s.backfill(id).await.unwrap().unwrap();
+    assert_eq!(record.state(), "done");
+    assert_eq!((record.progress.total, record.progress.succeeded), (2, 2));
+
+    // Another backfill, cancelled while its first run is claimed: the tick handed back is not
+    // run again.
+    let request = BackfillRequest::new("a", base + HOUR * 2, base + HOUR * 3).pace(Duration::ZERO);
+    let id = operate::backfill(s, &request, &actor)
+        .await
+        .unwrap()
+        .expect("accepted")
+        .id
+        .expect("recorded");
+    let claimed_run = claim_one(s, "a", &rules).await;
+    let cancel = s
+        .cancel_backfill(id, "tester", &audit("backfill.cancel", "a"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(cancel, BackfillCancel::Cancelled { dropped: 1, .. }),
+        "{cancel:?}"
+    );
+    assert!(finish_one(s, hand_back(&claimed_run)).await);
+    let out = claim(s, &["a"], 1, &rules).await;
+    assert!(out.claimed.is_empty(), "no backfill waits: {out:?}");
+    let (record, _) = s.backfill(id).await.unwrap().unwrap();
+    assert_eq!(record.state(), "cancelled");
+    assert_eq!(
+        (
+            record.progress.succeeded,
+            record.progress.cancelled,
+            record.progress.failed
+        ),
+        (0, 2, 0),
+        "the tick handed back is left unrun: {record:?}"
+    );
 }
 
 async fn failure_counts_reset_increment_and_keep(s: &dyn Store, arrange: &Arrange) {

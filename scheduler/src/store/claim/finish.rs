@@ -83,6 +83,11 @@ pub enum Requeue {
         /// Who asked.
         by: Option<String>,
     },
+    /// A backfill's tick, served by the run that ended, is pending again: the run was handed
+    /// back before it started. The row's backfill is due again at once, unless the backfill
+    /// was cancelled (the tick is then left unrun) or the row waits for another backfill by now
+    /// (the tick then stays served by the run, as ended).
+    Backfill(DateTime<Utc>),
 }
 
 /// The end of a run, as recorded by

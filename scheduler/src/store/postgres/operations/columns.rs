@@ -32,6 +32,7 @@ impl RequeueColumns {
                 (Some("retry"), Some(*tick), Some(*attempt), Some(*at), None)
             }
             Some(Requeue::Manual { at, by }) => (Some("manual"), None, None, Some(*at), by.clone()),
+            Some(Requeue::Backfill(tick)) => (Some("backfill"), Some(*tick), None, None, None),
         };
         self.kind.push(kind);
         self.tick.push(tick);

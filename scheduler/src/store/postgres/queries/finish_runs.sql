@@ -1,6 +1,7 @@
 -- Record the end of a batch of runs as the engine decided it, and for each lock that is still
 -- ours (token fence) release it and requeue what the engine decided (a tick due again, a retry,
--- a manual run: release_requeue.sql). A run another node already marked `lost` still gets its real outcome.
+-- a manual run, a backfill's tick handed back before it started: release_requeue.sql). A run
+-- another node already marked `lost` still gets its real outcome.
 -- Wakes the other nodes (one NOTIFY per batch) only when a released task becomes due sooner than
 -- every other unlocked task due later than now: only then may they sleep past it. (The engine
 -- that finished the batch wakes itself, so it always sees its released tasks; another node
@@ -10,7 +11,7 @@
 -- make the minimum later, so it may notify more, never less. A released run that held a limit
 -- shared by tasks always notifies: ticks on other nodes may wait for its share.
 -- $1.. parallel arrays: run id, task, token, status, error, failure count action, ticks
--- collapsed, requeue kind ('tick' | 'retry' | 'manual' | NULL), requeue tick, requeue attempt,
+-- collapsed, requeue kind ('tick' | 'retry' | 'manual' | 'backfill' | NULL), requeue tick, requeue attempt,
 -- requeue due time, requeue asker; $13 notify channel; $14 when each handler started (NULL:
 -- never; it replaces the start the claim planned); $15 whether each run becomes its task row's
 -- last run (false: a run handed back before it started, the row's last run is left as it was).
@@ -44,13 +45,35 @@ WITH outcome AS (
     -- @include release_requeue.sql
     -- (A run that is not the row's last run is given to it without a status.)
     FROM (SELECT run_id, task_name, token, CASE WHEN last_run THEN status END AS status, error,
-                 failures, rq_kind, rq_tick, rq_attempt, rq_at, rq_by
-          FROM outcome) AS d
+                 failures, rq_kind, rq_tick, rq_attempt, rq_at, rq_by,
+                 CASE WHEN rq_kind = 'backfill' THEN
+                     (SELECT bt.backfill_id FROM scheduler_backfill_ticks AS bt
+                      WHERE bt.run_id = o.run_id AND bt.row_name = o.task_name
+                        AND bt.tick = o.rq_tick) END AS rq_backfill,
+                 CASE WHEN rq_kind = 'backfill' THEN
+                     (SELECT b.cancelled_at IS NULL FROM scheduler_backfill_ticks AS bt
+                      JOIN scheduler_backfills AS b ON b.id = bt.backfill_id
+                      WHERE bt.run_id = o.run_id AND bt.row_name = o.task_name
+                        AND bt.tick = o.rq_tick) END AS rq_backfill_due
+          FROM outcome AS o) AS d
     WHERE t.name = d.task_name AND t.lock_token = d.token
     RETURNING d.run_id, t.limit_held IS NOT NULL AS held_limit,
               CASE WHEN t.paused_at IS NOT NULL THEN t.pause_until
                    ELSE LEAST(CASE WHEN t.enabled THEN t.next_run_at END,
-                              CASE WHEN t.enabled THEN t.retry_at END, t.manual_at) END AS due_at
+                              CASE WHEN t.enabled THEN t.retry_at END, t.manual_at,
+                              CASE WHEN t.enabled THEN t.backfill_at END) END AS due_at,
+              -- A backfill's tick goes back unless the row waits for another backfill by now.
+              d.rq_backfill IS NOT NULL
+              AND (t.backfill_id IS NULL OR t.backfill_id = d.rq_backfill) AS tick_back,
+              d.rq_backfill, d.task_name, d.rq_tick
+), tick_back AS (
+    -- A backfill's tick handed back before its run started is pending again (claimed later as
+    -- if it had never been); with its backfill cancelled, it is one the cancel left unrun.
+    UPDATE scheduler_backfill_ticks AS bt
+    SET run_id = NULL
+    FROM released AS rl
+    WHERE rl.tick_back AND bt.backfill_id = rl.rq_backfill AND bt.row_name = rl.task_name
+      AND bt.tick = rl.rq_tick AND bt.run_id = rl.run_id
 ), sooner AS MATERIALIZED (
     -- Two one-row aggregates, each computed once (a join would rescan the second per released
     -- row). In the statement's snapshot the rows released above are still locked.

@@ -1,10 +1,10 @@
 -- Apply the engine's rescue decisions: release each lock that still has the decided token and
 -- is still expired (its owner did not renew it meanwhile), end its run as decided, and requeue
--- what the engine decided (a tick due again, a retry, a manual run: release_requeue.sql).
--- Returns the locks released.
+-- what the engine decided (a tick due again, a retry, a manual run, a backfill's tick:
+-- release_requeue.sql). Returns the locks released.
 -- $1.. parallel arrays: task, token, run id, run status, run error, failure count action
--- ('reset' | 'increment' | 'keep'), requeue kind ('tick' | 'retry' | 'manual' | NULL), requeue
--- tick, requeue attempt, requeue due time, requeue asker.
+-- ('reset' | 'increment' | 'keep'), requeue kind ('tick' | 'retry' | 'manual' | 'backfill' |
+-- NULL), requeue tick, requeue attempt, requeue due time, requeue asker.
 WITH decision AS (
     SELECT *
     FROM unnest($1::text[], $2::uuid[], $3::int8[], $4::text[], $5::text[], $6::text[],
@@ -14,9 +14,29 @@ WITH decision AS (
 ), released AS (
     UPDATE scheduler_tasks AS t
     -- @include release_requeue.sql
-    FROM decision AS d
+    FROM (SELECT x.*,
+                 CASE WHEN rq_kind = 'backfill' THEN
+                     (SELECT bt.backfill_id FROM scheduler_backfill_ticks AS bt
+                      WHERE bt.run_id = x.run_id AND bt.row_name = x.name
+                        AND bt.tick = x.rq_tick) END AS rq_backfill,
+                 CASE WHEN rq_kind = 'backfill' THEN
+                     (SELECT b.cancelled_at IS NULL FROM scheduler_backfill_ticks AS bt
+                      JOIN scheduler_backfills AS b ON b.id = bt.backfill_id
+                      WHERE bt.run_id = x.run_id AND bt.row_name = x.name
+                        AND bt.tick = x.rq_tick) END AS rq_backfill_due
+          FROM decision AS x) AS d
     WHERE t.name = d.name AND t.lock_token = d.token AND t.lock_expires_at < now()
-    RETURNING t.name, d.token, d.run_id
+    RETURNING t.name, d.token, d.run_id, d.rq_backfill, d.rq_tick,
+              -- A backfill's tick goes back unless the row waits for another backfill by now.
+              d.rq_backfill IS NOT NULL
+              AND (t.backfill_id IS NULL OR t.backfill_id = d.rq_backfill) AS tick_back
+), tick_back AS (
+    -- A backfill's tick handed back is pending again (see finish_runs.sql).
+    UPDATE scheduler_backfill_ticks AS bt
+    SET run_id = NULL
+    FROM released AS rl
+    WHERE rl.tick_back AND bt.backfill_id = rl.rq_backfill AND bt.row_name = rl.name
+      AND bt.tick = rl.rq_tick AND bt.run_id = rl.run_id
 ), ended AS (
     UPDATE scheduler_runs AS r
     SET status = d.status, finished_at = clock_timestamp(), error = d.error

@@ -4,9 +4,14 @@
 -- `UPDATE scheduler_tasks AS t`. From the decision row `d`: run_id (the run that ended, if
 -- any), status (how it ended; NULL: no run ended, or one that is not the row's last run, and the
 -- row's last run is left as it was), error, failures ('reset' |
--- 'increment' | 'keep'), rq_kind ('tick' | 'retry' | 'manual' | NULL), rq_tick, rq_attempt,
--- rq_at, rq_by. A requeued tick becomes the earlier of it and the stored next run (when it is,
--- it is its own start: no jitter shifts a tick run again, and `next_tick` is cleared).
+-- 'increment' | 'keep'), rq_kind ('tick' | 'retry' | 'manual' | 'backfill' | NULL), rq_tick,
+-- rq_attempt, rq_at, rq_by, rq_backfill (for 'backfill': the backfill whose tick `rq_tick` the
+-- run served, else NULL), rq_backfill_due (whether that backfill was not cancelled). A requeued
+-- tick becomes the earlier of it and the stored next run (when it is, it is its own start: no
+-- jitter shifts a tick run again, and `next_tick` is cleared). A backfill's tick handed back
+-- makes the row's backfill due again at once, unless it was cancelled or the row waits for
+-- another backfill by now (the includer puts the tick itself back, and reads rq_backfill and
+-- rq_backfill_due only for 'backfill', which is rare: no index serves a tick by its run).
 SET lock_owner = NULL,
     lock_token = NULL,
     lock_expires_at = NULL,
@@ -18,6 +23,11 @@ SET lock_owner = NULL,
     retry_at = CASE WHEN d.rq_kind = 'retry' THEN d.rq_at ELSE t.retry_at END,
     retry_tick = CASE WHEN d.rq_kind = 'retry' THEN d.rq_tick ELSE t.retry_tick END,
     retry_attempt = CASE WHEN d.rq_kind = 'retry' THEN d.rq_attempt ELSE t.retry_attempt END,
+    backfill_id = CASE WHEN d.rq_backfill_due AND t.backfill_id IS NULL THEN d.rq_backfill
+                       ELSE t.backfill_id END,
+    backfill_at = CASE WHEN d.rq_backfill_due
+                            AND (t.backfill_id IS NULL OR t.backfill_id = d.rq_backfill) THEN now()
+                       ELSE t.backfill_at END,
     manual_at = CASE WHEN d.rq_kind = 'manual' THEN d.rq_at ELSE t.manual_at END,
     manual_by = CASE WHEN d.rq_kind = 'manual' THEN d.rq_by ELSE t.manual_by END,
     -- A manual run requeued is the same request: with the arguments its run was given.

@@ -41,6 +41,7 @@ pub(super) async fn release_lock(
         Some(Requeue::Manual { at, by }) => {
             (Some("manual"), None, None, Some(micros(*at)), by.as_deref())
         }
+        Some(Requeue::Backfill(tick)) => (Some("backfill"), Some(micros(*tick)), None, None, None),
     };
     let released: Option<String> = sqlx::query_scalar(query!("release_lock"))
         .bind(&lock.task_name)
@@ -56,8 +57,16 @@ pub(super) async fn release_lock(
         .bind(by)
         .bind(micros(now))
         .bind(expired_only)
-        .fetch_optional(conn)
+        .fetch_optional(&mut *conn)
         .await?;
+    if let (Some(_), Some(Requeue::Backfill(tick)), Some(run_id)) = (&released, requeue, run_id) {
+        sqlx::query(query!("backfill_tick_back"))
+            .bind(run_id)
+            .bind(&lock.task_name)
+            .bind(micros(*tick))
+            .execute(conn)
+            .await?;
+    }
     Ok(released.is_some())
 }
 

@@ -6,10 +6,12 @@
 -- ?3 the run that ended, if any, ?4 its status (NULL: no run ended, or one that is not the
 -- row's last run, and the row's last run is left as it was), ?5 its error, ?6 failure count
 -- action ('reset' | 'increment' | 'keep'); ?7 requeue kind ('tick'
--- | 'retry' | 'manual' | NULL), ?8 requeue tick, ?9 requeue attempt, ?10 requeue due time, ?11
--- requeue asker. A requeued tick becomes the earlier of it and the stored next run (a missing
--- next run counts as later, like PostgreSQL's LEAST); when it is, it is its own start (no jitter
--- shifts a tick run again: `next_tick` is cleared).
+-- | 'retry' | 'manual' | 'backfill' | NULL), ?8 requeue tick, ?9 requeue attempt, ?10 requeue
+-- due time, ?11 requeue asker. A requeued tick becomes the earlier of it and the stored next run
+-- (a missing next run counts as later, like PostgreSQL's LEAST); when it is, it is its own
+-- start (no jitter shifts a tick run again: `next_tick` is cleared). A backfill's tick ?8 handed
+-- back by run ?3 makes the row's backfill due again at once, unless it was cancelled or the row
+-- waits for another backfill by now (the tick itself goes back with backfill_tick_back.sql).
 UPDATE scheduler_tasks
 SET lock_owner = NULL,
     lock_token = NULL,
@@ -21,6 +23,21 @@ SET lock_owner = NULL,
     retry_at = CASE WHEN ?7 = 'retry' THEN ?10 ELSE retry_at END,
     retry_tick = CASE WHEN ?7 = 'retry' THEN ?8 ELSE retry_tick END,
     retry_attempt = CASE WHEN ?7 = 'retry' THEN ?9 ELSE retry_attempt END,
+    backfill_id = CASE WHEN ?7 = 'backfill' AND backfill_id IS NULL THEN
+                           (SELECT bt.backfill_id FROM scheduler_backfill_ticks AS bt
+                            JOIN scheduler_backfills AS b ON b.id = bt.backfill_id
+                            WHERE bt.run_id = ?3 AND bt.row_name = ?1 AND bt.tick = ?8
+                              AND b.cancelled_at IS NULL)
+                       ELSE backfill_id END,
+    backfill_at = CASE WHEN ?7 = 'backfill' THEN
+                           CASE WHEN EXISTS (SELECT 1 FROM scheduler_backfill_ticks AS bt
+                                             JOIN scheduler_backfills AS b ON b.id = bt.backfill_id
+                                             WHERE bt.run_id = ?3 AND bt.row_name = ?1
+                                               AND bt.tick = ?8 AND b.cancelled_at IS NULL
+                                               AND (scheduler_tasks.backfill_id IS NULL
+                                                    OR scheduler_tasks.backfill_id = bt.backfill_id))
+                                THEN ?12 ELSE backfill_at END
+                       ELSE backfill_at END,
     manual_at = CASE WHEN ?7 = 'manual' THEN ?10 ELSE manual_at END,
     manual_by = CASE WHEN ?7 = 'manual' THEN ?11 ELSE manual_by END,
     -- A manual run requeued is the same request: with the arguments its run was given.
