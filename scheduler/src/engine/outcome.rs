@@ -12,7 +12,7 @@
 //! | panicked | yes | `failed` | `rerun`: per the task's retries; `never`: not run again |
 //! | isolated run's process crashed, aborted, ran out of memory or exited early (no verdict) | no | `failed` (with the signal or exit code) | per the task's retries |
 //! | the same | yes | `failed` | `rerun`: per the task's retries; `never`: not run again |
-//! | never started (claimed as the node began to drain, or no handler slot came free) | yes | `interrupted` | handed over (both) |
+//! | never started (claimed as the node began to drain, or no handler slot came free) | yes | `interrupted` | handed over (both); a backfill's tick goes back to its backfill |
 //! | unknown (its node stopped renewing the lock) | — | `lost` | per the task's [`Recovery`]: `rerun` makes it due again, `never` does not |
 //! | returned an error | yes (cancelled by an operator) | `cancelled` | not run again (both) |
 //! | stopped by the engine (did not return within [`CANCEL_GRACE`](crate::operate::CANCEL_GRACE); an isolated run's process killed) | yes (cancelled) | `cancelled` | not run again (both) |
@@ -353,6 +353,8 @@ pub(crate) fn unknown(lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecisi
                 run.attempt,
                 run.triggered_by.clone(),
                 db_now,
+                // (Its node may have started it: its outcome is unknown.)
+                true,
             )
         })
         .flatten();
@@ -376,16 +378,20 @@ pub(crate) fn unknown(lock: &ExpiredLock, db_now: DateTime<Utc>) -> RescueDecisi
 }
 
 /// The same run again, as soon as possible (`now`): the tick of a scheduled run, the same
-/// attempt of a retry, the manual request of a manual run. A backfill's run is not run again:
-/// its tick shows in the backfill's progress as the run ended (interrupted, lost), and a second
+/// attempt of a retry, the manual request of a manual run, the backfill's tick of a backfill's
+/// run handed back before it `started` (no handler ran: the backfill runs its tick later, as if
+/// it had never been claimed). A backfill's run that may have started is not run again: its
+/// tick shows in the backfill's progress as the run ended (interrupted, lost), and a second
 /// backfill of the range (which by default runs only the ticks without a successful run) runs
-/// it again. Requeueing it as a tick would make a past tick the schedule's next run.
+/// it again. Requeueing a backfill's tick as a tick would make a past tick the schedule's next
+/// run.
 pub(crate) fn requeue_of(
     trigger: Trigger,
     scheduled_at: DateTime<Utc>,
     attempt: i32,
     triggered_by: Option<String>,
     now: DateTime<Utc>,
+    started: bool,
 ) -> Option<Requeue> {
     Some(match trigger {
         Trigger::Retry => Requeue::Retry {
@@ -397,6 +403,7 @@ pub(crate) fn requeue_of(
             at: scheduled_at,
             by: triggered_by,
         },
+        Trigger::Backfill if !started => Requeue::Backfill(scheduled_at),
         Trigger::Backfill => return None,
         _ => Requeue::Tick(scheduled_at),
     })

@@ -249,6 +249,7 @@ async fn after_start(
             claimed.attempt,
             claimed.triggered_by.clone(),
             now,
+            was_started,
         );
     } else if let Some(spec) = spec {
         if claimed.trigger == Trigger::Schedule {

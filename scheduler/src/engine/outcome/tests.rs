@@ -344,3 +344,29 @@ fn a_killed_child_says_how_it_was_stopped() {
     assert!(d.end.error.as_deref().unwrap().contains("SIGKILL"));
     assert!(d.end.error.as_deref().unwrap().contains(NOT_RUN_AGAIN));
 }
+
+#[test]
+fn a_backfill_run_handed_back_unstarted_puts_its_tick_back_a_started_one_does_not() {
+    let tick = Utc::now() - chrono::TimeDelta::days(2);
+    let now = Utc::now();
+    let d = decide(
+        Ending::NotStarted,
+        Some(&StopReason::Shutdown),
+        Recovery::Never,
+    );
+    assert!(d.hand_over && d.last_run == LastRun::Keep, "{d:?}");
+    assert_eq!(
+        requeue_of(Trigger::Backfill, tick, 1, None, now, false),
+        Some(Requeue::Backfill(tick)),
+        "no handler ran: the backfill runs its tick again"
+    );
+    assert_eq!(
+        requeue_of(Trigger::Backfill, tick, 1, None, now, true),
+        None,
+        "a started run's tick ends with it"
+    );
+    assert_eq!(
+        requeue_of(Trigger::Schedule, tick, 1, None, now, false),
+        Some(Requeue::Tick(tick))
+    );
+}
