@@ -119,6 +119,24 @@ impl Arrange {
         }
     }
 
+    /// Holds `task`'s row from a transaction of the test's own, as a statement of its owner's
+    /// stuck or frozen mid-write would (PostgreSQL: `FOR NO KEY UPDATE`, what an `UPDATE`
+    /// takes); `None` on SQLite, which has no row locks (a claim holds the whole file).
+    async fn hold_row(&self, task: &str) -> Option<sqlx::Transaction<'static, sqlx::Postgres>> {
+        match self {
+            Arrange::Postgres { db, .. } => {
+                let mut tx = db.pool.begin().await.unwrap();
+                sqlx::query("SELECT 1 FROM scheduler_tasks WHERE name = $1 FOR NO KEY UPDATE")
+                    .bind(task)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                Some(tx)
+            }
+            Arrange::Sqlite { .. } => None,
+        }
+    }
+
     /// Moves `task`'s lock expiry a minute into the past (its owner stopped renewing).
     async fn expire_lock(&self, task: &str) {
         let past = Utc::now() - chrono::Duration::minutes(1);
@@ -414,6 +432,7 @@ contract![
     a_rescued_tick_is_claimed_in_the_same_claim,
     fencing_tokens_rise_with_every_claim_of_a_task_on_any_node,
     a_lock_renewed_during_its_rescue_is_not_released,
+    a_lock_whose_row_another_transaction_holds_is_offered_busy_and_never_released,
     a_lock_without_a_running_run_is_released_without_touching_runs,
     renewal_extends_only_locks_held_under_owner_and_token_also_after_expiry,
     a_finish_records_the_outcome_and_releases_only_its_own_lock,
@@ -1409,6 +1428,53 @@ async fn fencing_tokens_rise_with_every_claim_of_a_task_on_any_node(s: &dyn Stor
 /// nothing, or the release lands first and the renewal fails; never both. (PostgreSQL lets the
 /// renewal in beside the claim; SQLite's claim holds the write lock, so the renewal waits, gives
 /// up here, and fails afterwards.)
+/// A lock whose row another transaction holds (a statement of its owner's, stuck or frozen
+/// mid-write: the owner may be alive, its renewals queued behind that statement) is offered
+/// busy and is never released, whatever the rules decide: the claim neither waits behind the
+/// row nor takes the lock. Once the row is free it is offered as any expired lock. SQLite has
+/// no row locks, so no lock is ever busy there.
+async fn a_lock_whose_row_another_transaction_holds_is_offered_busy_and_never_released(
+    s: &dyn Store,
+    arrange: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t)]).await;
+    let run = claim_one(s, "a", &Rules::hourly()).await;
+    arrange.expire_lock("a").await;
+    let lost =
+        || Rules::hourly().rescue(|_| release(RunStatus::Lost, None, None, FailureCount::Keep));
+    if let Some(holder) = arrange.hold_row("a").await {
+        let rules = lost();
+        let tasks = names(&["a"]);
+        let out = tokio::time::timeout(
+            Duration::from_secs(30),
+            s.claim(ClaimRequest::new(NODE, &tasks, 1), &rules),
+        )
+        .await
+        .expect("the claim returns while the row is held")
+        .expect("the claim does not wait behind the held row");
+        assert!(out.rescued.is_empty() && out.claimed.is_empty(), "{out:?}");
+        assert_eq!(out.waiting.len(), 1, "{out:?}");
+        assert!(out.waiting[0].busy, "offered busy: {:?}", out.waiting[0]);
+        assert_eq!(out.waiting[0].key, key(&run));
+        assert!(rules.expired().iter().all(|l| l.busy));
+        holder.rollback().await.unwrap();
+        assert_eq!(self::run(s, run.run_id).await.status, RunStatus::Running);
+    }
+    let rules = lost();
+    let out = claim(s, &["a"], 0, &rules).await;
+    assert!(
+        rules.expired().iter().all(|l| !l.busy),
+        "a row nobody holds is not busy"
+    );
+    assert_eq!(
+        out.rescued.len(),
+        1,
+        "released as decided once free: {out:?}"
+    );
+    assert_eq!(self::run(s, run.run_id).await.status, RunStatus::Lost);
+}
+
 async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange: &Arrange) {
     let t = now_s() - HOUR;
     seed(s, &[("a", t)]).await;
@@ -1417,7 +1483,8 @@ async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange
     let renewed_inside = AtomicBool::new(false);
     let rules = Rules::hourly().rescue(|lock| {
         // The owner renews while the rescuer decides (the rules must not do I/O; this test
-        // breaks the rule on purpose to stand in for a concurrent node).
+        // breaks the rule on purpose to stand in for a concurrent node). The claim holds the
+        // row (PostgreSQL) or the file (SQLite) meanwhile, so the renewal waits and gives up.
         let renewed = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(async {
                 tokio::time::timeout(

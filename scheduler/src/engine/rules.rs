@@ -12,6 +12,13 @@
 //! off, and already stopped its handler (it does so before the lock can expire). A database
 //! outage that every node saw does not count: the watching starts when this node is back, and
 //! the owner is back too. This node never releases a lock it holds itself.
+//!
+//! A lock whose row another transaction holds (the store says `busy`) is not evidence: the
+//! holder may be the owner's own write, stuck or frozen mid-statement, with the owner alive and
+//! its renewals queued behind it. Its watch starts again each time the row is found held, and
+//! such a watch is looked at four times as often, so the watch that ends in a release starts
+//! within a quarter wait of the row's last hold: the owner, retrying every quarter interval,
+//! renews well before it ends.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,30 +40,69 @@ use crate::ticks::{claim_tick_cap, decide_due, plan_without_schedule};
 /// Expired locks being watched before release.
 #[derive(Debug, Default)]
 pub(crate) struct Takeover {
-    /// When each expired lock was first seen expired (local monotonic clock).
-    watched: Mutex<HashMap<LockKey, Instant>>,
+    watched: Mutex<HashMap<LockKey, Watch>>,
+}
+
+/// One expired lock's watch.
+#[derive(Debug, Clone, Copy)]
+struct Watch {
+    /// When it was first seen expired, or last seen with its row held (local monotonic clock).
+    since: Instant,
+    /// Its row was held when last seen: look again after a quarter wait, not a whole one.
+    busy: bool,
+}
+
+impl Watch {
+    fn at(since: Instant, busy: bool) -> Self {
+        Self { since, busy }
+    }
+
+    /// When this watch is next looked at.
+    fn next_look(&self, wait: Duration) -> Instant {
+        self.since + if self.busy { wait / 4 } else { wait }
+    }
 }
 
 impl Takeover {
-    fn watched(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, Instant>> {
+    fn watched(&self) -> std::sync::MutexGuard<'_, HashMap<LockKey, Watch>> {
         self.watched.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// After a pass: forget locks no longer expired (renewed or released) and report when the
-    /// next watched one is due for a decision.
+    /// next watched one is due for a look.
     pub(crate) fn retain_waiting(
         &self,
         waiting: &[ExpiredLock],
         wait: Duration,
     ) -> Option<Instant> {
-        let mut watched = self.watched();
-        watched.retain(|k, _| waiting.iter().any(|l| &l.key == k));
-        watched.values().map(|seen| *seen + wait).min()
+        self.watched()
+            .retain(|k, _| waiting.iter().any(|l| &l.key == k));
+        self.next_decision(wait)
     }
 
-    /// When the next watched lock is due for a decision, if any is watched.
+    /// When the next watched lock is due for a look, if any is watched.
     pub(crate) fn next_decision(&self, wait: Duration) -> Option<Instant> {
-        self.watched().values().map(|seen| *seen + wait).min()
+        self.watched().values().map(|w| w.next_look(wait)).min()
+    }
+
+    /// Whether `lock` has been watched, expired with its row free since, for `wait`; starts
+    /// or restarts its watch as what is seen now says.
+    fn watched_for(&self, lock: &ExpiredLock, wait: Duration) -> bool {
+        let now = Instant::now();
+        let mut watched = self.watched();
+        if lock.busy {
+            watched.insert(lock.key.clone(), Watch::at(now, true));
+            return false;
+        }
+        let watch = watched
+            .entry(lock.key.clone())
+            .or_insert(Watch::at(now, false));
+        watch.busy = false;
+        if now.saturating_duration_since(watch.since) < wait {
+            return false;
+        }
+        watched.remove(&lock.key);
+        true
     }
 
     /// Forgets everything seen: after a failure to reach the store, watching starts over.
@@ -180,15 +226,12 @@ impl ClaimRules for Rules<'_> {
             // Ours: the run is going, or its outcome is on its way. Look again later.
             self.takeover
                 .watched()
-                .insert(lock.key.clone(), Instant::now());
+                .insert(lock.key.clone(), Watch::at(Instant::now(), false));
             return RescueDecision::Wait;
         }
-        let mut watched = self.takeover.watched();
-        let seen = *watched.entry(lock.key.clone()).or_insert_with(Instant::now);
-        if seen.elapsed() < self.takeover_wait {
+        if !self.takeover.watched_for(lock, self.takeover_wait) {
             return RescueDecision::Wait;
         }
-        watched.remove(&lock.key);
         outcome::unknown(lock, db_now)
     }
 
@@ -235,5 +278,72 @@ impl ClaimRules for Rules<'_> {
             self.remember(&task.name, spec, next);
         }
         decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WAIT: Duration = Duration::from_secs(1);
+
+    fn lock(busy: bool) -> ExpiredLock {
+        ExpiredLock {
+            key: LockKey::new("t", uuid::Uuid::nil()),
+            owner: "other".into(),
+            expired_at: "2026-01-01T00:00:00Z".parse().unwrap(),
+            run: None,
+            busy,
+        }
+    }
+
+    async fn after(ms: u64) {
+        tokio::time::advance(Duration::from_millis(ms)).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lock_seen_expired_for_the_whole_wait_may_be_released() {
+        let takeover = Takeover::default();
+        assert!(!takeover.watched_for(&lock(false), WAIT), "watch starts");
+        assert_eq!(takeover.next_decision(WAIT), Some(Instant::now() + WAIT));
+        after(999).await;
+        assert!(!takeover.watched_for(&lock(false), WAIT));
+        after(1).await;
+        assert!(takeover.watched_for(&lock(false), WAIT));
+        assert_eq!(
+            takeover.next_decision(WAIT),
+            None,
+            "a decided lock is forgotten"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_row_restarts_the_watch_and_is_looked_at_four_times_as_often() {
+        let takeover = Takeover::default();
+        assert!(!takeover.watched_for(&lock(false), WAIT));
+        after(900).await;
+        // The row is held: what was watched so far counts for nothing.
+        assert!(!takeover.watched_for(&lock(true), WAIT));
+        let held_at = Instant::now();
+        assert_eq!(takeover.next_decision(WAIT), Some(held_at + WAIT / 4));
+        after(250).await;
+        // Free again: the watch runs from the last time the row was seen held.
+        assert!(!takeover.watched_for(&lock(false), WAIT));
+        assert_eq!(takeover.next_decision(WAIT), Some(held_at + WAIT));
+        after(749).await;
+        assert!(!takeover.watched_for(&lock(false), WAIT));
+        after(1).await;
+        assert!(takeover.watched_for(&lock(false), WAIT));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn locks_no_longer_expired_are_forgotten() {
+        let takeover = Takeover::default();
+        assert!(!takeover.watched_for(&lock(true), WAIT));
+        assert_eq!(
+            takeover.retain_waiting(&[lock(false)], WAIT),
+            Some(Instant::now() + WAIT / 4)
+        );
+        assert_eq!(takeover.retain_waiting(&[], WAIT), None);
     }
 }

@@ -126,6 +126,11 @@ pub struct ExpiredLock {
     pub expired_at: DateTime<Utc>,
     /// The run it protects, if one is recorded running.
     pub run: Option<LockedRun>,
+    /// Another transaction holds the lock's row (a statement of its owner's, stuck or frozen
+    /// mid-write: the owner may be alive, its renewals waiting behind that statement). Such a
+    /// lock is never released by this claim, whatever the rules decide. Always `false` on
+    /// SQLite, which has no row locks.
+    pub busy: bool,
 }
 
 /// The running run under an expired lock.

@@ -150,9 +150,9 @@ pub(super) trait ClaimSteps {
 }
 
 /// One claim ([`ClaimStore::claim`](super::ClaimStore::claim)) over a backend's steps: expired
-/// locks offered to `rules.rescue` and released as decided; then the due tasks offered to
-/// `rules.plan`, every decision taken before any is written; then the skips, their records and
-/// the runs, in that order.
+/// locks offered to `rules.rescue` and released as decided (a busy one never); then the due
+/// tasks offered to `rules.plan`, every decision taken before any is written; then the skips,
+/// their records and the runs, in that order.
 pub(super) async fn claim<S: ClaimSteps>(
     steps: &mut S,
     request: &ClaimRequest<'_>,
@@ -164,6 +164,11 @@ pub(super) async fn claim<S: ClaimSteps>(
     let mut releases = Vec::new();
     for (lock, now) in steps.expired_locks(MAX_EXPIRED_PER_CLAIM).await? {
         match rules.rescue(&lock, now) {
+            // A row another transaction holds is never released here, whatever the rules say:
+            // the release would wait behind the holder, which may be the owner's own write.
+            RescueDecision::Wait | RescueDecision::Release { .. } if lock.busy => {
+                outcome.waiting.push(lock)
+            }
             RescueDecision::Wait => outcome.waiting.push(lock),
             RescueDecision::Release {
                 run_end,

@@ -362,6 +362,7 @@ pub(crate) fn expired_lock(row: &impl ReadRow) -> Result<ExpiredLock, sqlx::Erro
         owner: row.text("lock_owner")?,
         expired_at: row.time("lock_expires_at")?,
         run,
+        busy: row.flag("row_busy")?,
     })
 }
 

@@ -43,6 +43,7 @@ mod guarantees;
 mod handed_back;
 mod handlers;
 mod harness;
+mod held_row;
 mod hot_reload;
 mod hung_release;
 mod incidents;

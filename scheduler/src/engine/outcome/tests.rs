@@ -185,6 +185,7 @@ fn expired(recovery: Recovery) -> ExpiredLock {
             triggered_by: None,
             cancel_requested_by: None,
         }),
+        busy: false,
     }
 }
 

@@ -29,7 +29,7 @@ impl ClaimSteps for Recorded {
         limit: i64,
     ) -> Result<Vec<(ExpiredLock, DateTime<Utc>)>, Self::Error> {
         self.calls.push(format!("expired_locks {limit}"));
-        Ok(["wait", "release", "renewed"]
+        Ok(["wait", "release", "renewed", "busy"]
             .into_iter()
             .map(|name| {
                 let lock = ExpiredLock {
@@ -37,6 +37,7 @@ impl ClaimSteps for Recorded {
                     owner: "other".into(),
                     expired_at: at(0),
                     run: None,
+                    busy: name == "busy",
                 };
                 (lock, at(1))
             })
@@ -174,7 +175,7 @@ impl ClaimSteps for Recorded {
     }
 }
 
-/// Waits for the lock named `wait`, releases the others; runs `run`, skips `skip` (one
+/// Waits for the lock named `wait`, releases the others (`busy` too: the claim must not); runs `run`, skips `skip` (one
 /// skipped tick), leaves `leave`.
 struct Rules;
 
@@ -223,7 +224,7 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 #[test]
-fn decisions_are_applied_in_one_order_and_a_renewed_lock_is_not_rescued() {
+fn decisions_are_applied_in_one_order_and_neither_a_renewed_nor_a_busy_lock_is_rescued() {
     let mut steps = Recorded {
         renewed: vec!["renewed"],
         ..Recorded::default()
@@ -243,7 +244,11 @@ fn decisions_are_applied_in_one_order_and_a_renewed_lock_is_not_rescued() {
         ]
     );
     let waiting: Vec<&str> = outcome.waiting.iter().map(|l| &*l.key.task_name).collect();
-    assert_eq!(waiting, ["wait"]);
+    assert_eq!(
+        waiting,
+        ["wait", "busy"],
+        "the rules release `busy`; its row is held"
+    );
     let rescued: Vec<&str> = outcome.rescued.iter().map(|r| &*r.task_name).collect();
     assert_eq!(rescued, ["release"]);
     assert_eq!(outcome.left, ["leave"]);
