@@ -19,6 +19,12 @@
 //! run out spuriously. It serves unit tests of pure waiting (`engine::gate`, `engine::service`),
 //! not a node.
 //!
+//! Nor does a run claimed ahead wait for its tick on this clock: the claim gives it the clock's
+//! distance to the tick, and it waits that long on the handler pool's timer (Tokio's clock),
+//! then for a handler slot, giving up after a lock lifetime of Tokio's clock too. A move while
+//! it waits brings neither nearer, so a run claimed after a step past its tick can start at
+//! once, before a run of an earlier tick claimed ahead before the step.
+//!
 //! The test clock never moves backwards, and moves forwards only by [`TestClock::advance`] or
 //! [`TestClock::step`]; between them it either flows with the wall clock (shifted by what was
 //! skipped, [`TestClock::new`]) or stands still ([`TestClock::frozen_at`]). A step waits for every

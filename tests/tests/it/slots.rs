@@ -20,12 +20,7 @@ on_both_backends!(
     a_tick_of_more_rows_than_one_claim_takes_is_claimed_in_turns_each_once,
 );
 
-/// `runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node` on both stores; on SQLite
-/// not run by default: the second fresh-clone CI run of 2026-12-07 evening failed it, and by
-/// hand it failed 5 runs of 8 in a row on an idle machine (one of the waiting runs started on
-/// node `a` at its tick, with both of `a`'s slots held by the hanging handlers, in 3.7 s of the
-/// test's stepped clock), then passed; the cause is not found yet. Run it with
-/// `--run-ignored all`.
+/// `runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node` on both stores.
 mod hung_slots {
     mod on_postgres {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -39,7 +34,6 @@ mod hung_slots {
 
     mod on_sqlite {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        #[ignore = "flaky on SQLite since 2026-12-07 (a waiting run started on the node whose slots were held): cause not found"]
         async fn runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node() {
             let db = crate::common::TestDb::sqlite("runs_waiting_for_slots_held_by_hung").await;
             super::super::runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node(&db)
@@ -194,6 +188,13 @@ fn hangs_or_returns(ctx: TaskContext) -> scheduler::__private::TaskFuture {
 /// finds no slot come free within a lock lifetime is handed back unstarted, recorded
 /// `interrupted` with why, and `b` runs it: by the handlers' own record each of the four ticks
 /// starts once, on `b`.
+///
+/// On the wall clock on both stores, never stepped: a run claimed ahead waits for its tick on
+/// Tokio's clock (the handler pool's timer, set at the claim to the test clock's distance to
+/// the tick), so a step between the two claims reorders the starts. Stepped, `a` claimed the
+/// hanging two 0.6 s ahead, the next step carried the clock past the four's tick, and `a`
+/// claimed them as due at once: they took the two free slots there and then, while the hanging
+/// two still waited 0.4 s of wall time for their timers (5 failures in 8 runs, 2026-12-07).
 async fn runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node(db: &TestDb) {
     const REGISTERED: usize = 10_000;
     let rec = Arc::new(Recorder::default());
@@ -227,21 +228,34 @@ async fn runs_waiting_for_slots_held_by_hung_handlers_go_to_another_node(db: &Te
         db.set_next_run(Some(task), Some(later)).await;
     }
     db.api().notify().await.unwrap();
-    wait_stepping(
-        db,
+    wait_until(
         Duration::from_secs(60),
         "both hanging handlers started",
         || async { hung.iter().all(|t| rec.starts_of(t) == 1) },
     )
     .await;
+    // What the test is about: the four were claimed ahead by `a` (its slots free then), and
+    // find both slots held on their tick.
+    for task in waiting {
+        assert_eq!(
+            rec.starts_of(task),
+            0,
+            "{task} had not started when both slots were taken"
+        );
+        let runs = db.runs(Some(task)).await;
+        assert!(
+            runs.iter()
+                .any(|r| r.status == RunStatus::Running && r.node_id == "a"),
+            "{task} was claimed ahead by a: {runs:?}"
+        );
+    }
     let b = start(
         node_with(db, "b", registry(), config, &rec)
             .lock_lifetime(Duration::from_secs(8))
             .build()
             .unwrap(),
     );
-    wait_stepping(
-        db,
+    wait_until(
         Duration::from_secs(90),
         "each of the four waiting runs started on b",
         || async { waiting.iter().all(|t| rec.starts_of(t) >= 1) },
