@@ -1736,7 +1736,10 @@ async fn a_run_that_is_not_the_rows_last_run_leaves_its_last_run_as_it_was(
     assert_eq!(after.next_run_at, Some(a.scheduled_at), "due again");
     assert_eq!(after.last_status, Some(RunStatus::Failed), "{after:?}");
     assert_eq!(after.last_error.as_deref(), Some("boom"));
-    assert_eq!(after.last_run_at, before.last_run_at, "its start is the run's before");
+    assert_eq!(
+        after.last_run_at, before.last_run_at,
+        "its start is the run's before"
+    );
     assert_eq!(after.last_finished_at, before.last_finished_at);
     assert_eq!(after.consecutive_failures, 1);
     let other = task_state(s, "b").await;

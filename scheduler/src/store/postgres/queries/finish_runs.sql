@@ -14,7 +14,8 @@
 -- collapsed, requeue kind ('tick' | 'retry' | 'manual' | 'backfill' | NULL), requeue tick, requeue attempt,
 -- requeue due time, requeue asker; $13 notify channel; $14 when each handler started (NULL:
 -- never; it replaces the start the claim planned); $15 whether each run becomes its task row's
--- last run (false: a run handed back before it started, the row's last run is left as it was).
+-- last run (false: a run handed back before it started, the row's last run is left as it was,
+-- its start as before the claim).
 -- Returns each run written and whether its lock was held.
 WITH outcome AS (
     SELECT *
@@ -44,8 +45,8 @@ WITH outcome AS (
     UPDATE scheduler_tasks AS t
     -- @include release_requeue.sql
     -- (A run that is not the row's last run is given to it without a status.)
-    FROM (SELECT run_id, task_name, token, CASE WHEN last_run THEN status END AS status, error,
-                 failures, rq_kind, rq_tick, rq_attempt, rq_at, rq_by,
+    FROM (SELECT run_id, task_name, token, CASE WHEN last_run THEN status END AS status,
+                 last_run, error, failures, rq_kind, rq_tick, rq_attempt, rq_at, rq_by,
                  CASE WHEN rq_kind = 'backfill' THEN
                      (SELECT bt.backfill_id FROM scheduler_backfill_ticks AS bt
                       WHERE bt.run_id = o.run_id AND bt.row_name = o.task_name

@@ -14,7 +14,7 @@ WITH decision AS (
 ), released AS (
     UPDATE scheduler_tasks AS t
     -- @include release_requeue.sql
-    FROM (SELECT x.*,
+    FROM (SELECT x.*, true AS last_run,
                  CASE WHEN rq_kind = 'backfill' THEN
                      (SELECT bt.backfill_id FROM scheduler_backfill_ticks AS bt
                       WHERE bt.run_id = x.run_id AND bt.row_name = x.name
