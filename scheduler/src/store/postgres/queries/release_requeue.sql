@@ -11,9 +11,8 @@
 -- backfill was not cancelled). A requeued tick becomes the earlier of it and the stored next
 -- run (when it is, it is its own start: no jitter shifts a tick run again, and `next_tick` is
 -- cleared). A backfill's tick handed back makes the row's backfill due again at once, unless it
--- was cancelled or the row waits for another backfill by now (the includer puts the tick itself
--- back, and reads rq_backfill and rq_backfill_due only for 'backfill', which is rare: no index
--- serves a tick by its run).
+-- was cancelled or the row waits for another backfill by now (the includer finds rq_backfill
+-- and rq_backfill_due with release_backfill.sql, and puts the tick itself back).
 SET lock_owner = NULL,
     lock_token = NULL,
     lock_expires_at = NULL,
