@@ -1754,8 +1754,9 @@ async fn a_hand_over_makes_the_tick_due_at_once(s: &dyn Store, _: &Arrange) {
 }
 
 /// A run handed back before it started ([`LastRun::Keep`]) gets its own record and releases
-/// its lock with its requeue, and leaves the row's last status, error and end as the run before
-/// left them; a run finished in the same batch is its row's last run as usual.
+/// its lock with its requeue, and leaves the row's last start (which its claim wrote), status,
+/// error and end as the run before left them; a run finished in the same batch is its row's
+/// last run as usual.
 async fn a_run_that_is_not_the_rows_last_run_leaves_its_last_run_as_it_was(
     s: &dyn Store,
     _: &Arrange,
@@ -1802,6 +1803,10 @@ async fn a_run_that_is_not_the_rows_last_run_leaves_its_last_run_as_it_was(
     assert_eq!(after.next_run_at, Some(a.scheduled_at), "due again");
     assert_eq!(after.last_status, Some(RunStatus::Failed), "{after:?}");
     assert_eq!(after.last_error.as_deref(), Some("boom"));
+    assert_eq!(
+        after.last_run_at, before.last_run_at,
+        "its start is the run's before"
+    );
     assert_eq!(after.last_finished_at, before.last_finished_at);
     assert_eq!(after.consecutive_failures, 1);
     let other = task_state(s, "b").await;

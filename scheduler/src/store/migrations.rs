@@ -157,6 +157,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     step!(26, "backfill rows",
         postgres: "0026_backfill_rows.sql",
         sqlite: "0026_backfill_rows.sql"),
+    step!(27, "prior run", postgres: "0027_prior_run.sql", sqlite: "0027_prior_run.sql"),
 ];
 
 /// The SQLite numbering before the alignment, as its databases recorded it: `(version,

@@ -1,8 +1,8 @@
 //! A run handed back before it started (claimed as its node began to drain) is history, not
-//! the task's last run: the task's last status, error, end and failure streak stay those of
-//! the run that last ran, and the tick is due again at once. A backfill's run handed back so
-//! puts its tick back: the backfill runs it later (here on another node), and the run is
-//! `run.interrupted`, not `run.abandoned` (no alert: no handler ran).
+//! the task's last run: the task's last start, status, error, end and failure streak stay
+//! those of the run that last ran, and the tick is due again at once. A backfill's run handed
+//! back so puts its tick back: the backfill runs it later (here on another node), and the run
+//! is `run.interrupted`, not `run.abandoned` (no alert: no handler ran).
 
 use crate::common;
 
@@ -34,7 +34,7 @@ async fn handback_task(ctx: TaskContext) {
 
 /// The task runs once (`succeeded`); its tick is due again and claimed by a node that begins
 /// to stop during the claim: that run is handed back unstarted and recorded `interrupted` in
-/// the history, while the task's row still tells of the run that succeeded.
+/// the history, while the task's row still tells of the run that succeeded, its start included.
 async fn a_run_handed_back_unstarted_leaves_the_tasks_last_run_as_it_was(db: &TestDb) {
     let rec = Arc::new(Recorder::default());
     let setup = start(
@@ -106,6 +106,10 @@ async fn a_run_handed_back_unstarted_leaves_the_tasks_last_run_as_it_was(db: &Te
         "the last run is the one that ran: {task:?}"
     );
     assert_eq!(task.last_error, before.last_error);
+    assert_eq!(
+        task.last_run_at, before.last_run_at,
+        "the last start is the run that started, not the start planned for the one handed back"
+    );
     assert_eq!(task.last_finished_at, before.last_finished_at);
     assert_eq!(task.consecutive_failures, before.consecutive_failures);
 }

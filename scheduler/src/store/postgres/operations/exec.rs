@@ -26,8 +26,9 @@ macro_rules! query {
 }
 
 /// A statement that releases locks (`release_locks`, `finish_runs`), with its
-/// `-- @include release_requeue.sql` line replaced by that file: the one place the release of a
-/// lock and the requeue the engine decided are written.
+/// `-- @include release_requeue.sql` and `-- @include release_backfill.sql` lines replaced by
+/// those files: the one place the release of a lock and the requeue the engine decided are
+/// written, and the one place the backfill of a backfill's tick handed back is found.
 macro_rules! releasing_query {
     ($file:literal) => {
         assembled_query!(
@@ -149,9 +150,12 @@ impl PgStore {
     }
 }
 
-/// `statement` with its `-- @include release_requeue.sql` line replaced by that file.
+/// `statement` with its `-- @include release_requeue.sql` and
+/// `-- @include release_backfill.sql` lines replaced by those files.
 pub(super) fn include_release(statement: &str) -> String {
-    crate::store::queries::include(statement, "release_requeue.sql", query!("release_requeue"))
+    use crate::store::queries::include;
+    let requeue = include(statement, "release_requeue.sql", query!("release_requeue"));
+    include(&requeue, "release_backfill.sql", query!("release_backfill"))
 }
 
 /// Records an audit entry on `conn` (`store/writes.rs`), in the operation's transaction.

@@ -1,10 +1,12 @@
 -- Take the locks planned for the rows selected by claim_select (same transaction), move each
 -- row's schedule as planned, clear what the run serves (its retry, its manual request, an open
--- missed-run incident), and record one running run per task. A run whose tick was claimed
--- ahead starts on its tick (a jittered tick: on its start): that is its start; the store's clock at the end is returned so the
--- node can tell how long until then. Each lock taken moves the task's fence on by one: the run's
--- fencing token. An instance's run (row `task/key`) records the row's key; a manual run records
--- the arguments it was asked with in place of its row's own (taken with the manual request).
+-- missed-run incident), make the run's start the row's last start (keeping the one it replaces
+-- for a run handed back before it started: release_requeue.sql), and record one running run per
+-- task. A run whose tick was claimed ahead starts on its tick (a jittered tick: on its start):
+-- that is its start; the store's clock at the end is returned so the node can tell how long
+-- until then. Each lock taken moves the task's fence on by one: the run's fencing token. An
+-- instance's run (row `task/key`) records the row's key; a manual run records the arguments it
+-- was asked with in place of its row's own (taken with the manual request).
 -- $1 node id; $2.. parallel arrays: name, token, scheduled_at, set next run?, next_run_at,
 -- recovery, lock lifetime in ms, trigger, attempt, triggered_by, clear retry?, the task (a
 -- shard's run is recorded under its task's name), shard index, shard total, args override,
@@ -39,6 +41,7 @@ WITH plan AS (
         limit_held = p.limit_held,
         limit_waiting_since = NULL,
         fence = t.fence + 1,
+        prior_run_at = t.last_run_at,
         last_run_at = GREATEST(clock_timestamp(), p.starts_at),
         updated_at = now()
     FROM plan AS p

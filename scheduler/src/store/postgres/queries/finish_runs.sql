@@ -1,7 +1,8 @@
 -- Record the end of a batch of runs as the engine decided it, and for each lock that is still
 -- ours (token fence) release it and requeue what the engine decided (a tick due again, a retry,
--- a manual run, a backfill's tick handed back before it started: release_requeue.sql). A run
--- another node already marked `lost` still gets its real outcome.
+-- a manual run, a backfill's tick handed back before it started: release_requeue.sql, its
+-- backfill found by release_backfill.sql). A run another node already marked `lost` still gets
+-- its real outcome.
 -- Wakes the other nodes (one NOTIFY per batch) only when a released task becomes due sooner than
 -- every other unlocked task due later than now: only then may they sleep past it. (The engine
 -- that finished the batch wakes itself, so it always sees its released tasks; another node
@@ -14,7 +15,8 @@
 -- collapsed, requeue kind ('tick' | 'retry' | 'manual' | 'backfill' | NULL), requeue tick, requeue attempt,
 -- requeue due time, requeue asker; $13 notify channel; $14 when each handler started (NULL:
 -- never; it replaces the start the claim planned); $15 whether each run becomes its task row's
--- last run (false: a run handed back before it started, the row's last run is left as it was).
+-- last run (false: a run handed back before it started, the row's last run is left as it was,
+-- its start as before the claim).
 -- Returns each run written and whether its lock was held.
 WITH outcome AS (
     SELECT *
@@ -44,18 +46,12 @@ WITH outcome AS (
     UPDATE scheduler_tasks AS t
     -- @include release_requeue.sql
     -- (A run that is not the row's last run is given to it without a status.)
-    FROM (SELECT run_id, task_name, token, CASE WHEN last_run THEN status END AS status, error,
-                 failures, rq_kind, rq_tick, rq_attempt, rq_at, rq_by,
-                 CASE WHEN rq_kind = 'backfill' THEN
-                     (SELECT bt.backfill_id FROM scheduler_backfill_ticks AS bt
-                      WHERE bt.run_id = o.run_id AND bt.row_name = o.task_name
-                        AND bt.tick = o.rq_tick) END AS rq_backfill,
-                 CASE WHEN rq_kind = 'backfill' THEN
-                     (SELECT b.cancelled_at IS NULL FROM scheduler_backfill_ticks AS bt
-                      JOIN scheduler_backfills AS b ON b.id = bt.backfill_id
-                      WHERE bt.run_id = o.run_id AND bt.row_name = o.task_name
-                        AND bt.tick = o.rq_tick) END AS rq_backfill_due
-          FROM outcome AS o) AS d
+    FROM (SELECT run_id, task_name, token, CASE WHEN last_run THEN status END AS status,
+                 last_run, error, failures, rq_kind, rq_tick, rq_attempt, rq_at, rq_by,
+                 bf.rq_backfill, bf.rq_backfill_due
+          FROM outcome AS x
+          -- @include release_backfill.sql
+         ) AS d
     WHERE t.name = d.task_name AND t.lock_token = d.token
     RETURNING d.run_id, t.limit_held IS NOT NULL AS held_limit,
               CASE WHEN t.paused_at IS NOT NULL THEN t.pause_until

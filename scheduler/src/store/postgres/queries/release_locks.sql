@@ -1,7 +1,7 @@
 -- Apply the engine's rescue decisions: release each lock that still has the decided token and
 -- is still expired (its owner did not renew it meanwhile), end its run as decided, and requeue
 -- what the engine decided (a tick due again, a retry, a manual run, a backfill's tick:
--- release_requeue.sql). Returns the locks released.
+-- release_requeue.sql, its backfill found by release_backfill.sql). Returns the locks released.
 -- $1.. parallel arrays: task, token, run id, run status, run error, failure count action
 -- ('reset' | 'increment' | 'keep'), requeue kind ('tick' | 'retry' | 'manual' | 'backfill' |
 -- NULL), requeue tick, requeue attempt, requeue due time, requeue asker.
@@ -9,23 +9,16 @@ WITH decision AS (
     SELECT *
     FROM unnest($1::text[], $2::uuid[], $3::int8[], $4::text[], $5::text[], $6::text[],
                 $7::text[], $8::timestamptz[], $9::int4[], $10::timestamptz[], $11::text[])
-         AS d(name, token, run_id, status, error, failures, rq_kind, rq_tick, rq_attempt,
+         AS d(task_name, token, run_id, status, error, failures, rq_kind, rq_tick, rq_attempt,
               rq_at, rq_by)
 ), released AS (
     UPDATE scheduler_tasks AS t
     -- @include release_requeue.sql
-    FROM (SELECT x.*,
-                 CASE WHEN rq_kind = 'backfill' THEN
-                     (SELECT bt.backfill_id FROM scheduler_backfill_ticks AS bt
-                      WHERE bt.run_id = x.run_id AND bt.row_name = x.name
-                        AND bt.tick = x.rq_tick) END AS rq_backfill,
-                 CASE WHEN rq_kind = 'backfill' THEN
-                     (SELECT b.cancelled_at IS NULL FROM scheduler_backfill_ticks AS bt
-                      JOIN scheduler_backfills AS b ON b.id = bt.backfill_id
-                      WHERE bt.run_id = x.run_id AND bt.row_name = x.name
-                        AND bt.tick = x.rq_tick) END AS rq_backfill_due
-          FROM decision AS x) AS d
-    WHERE t.name = d.name AND t.lock_token = d.token AND t.lock_expires_at < now()
+    FROM (SELECT x.*, true AS last_run, bf.rq_backfill, bf.rq_backfill_due
+          FROM decision AS x
+          -- @include release_backfill.sql
+         ) AS d
+    WHERE t.name = d.task_name AND t.lock_token = d.token AND t.lock_expires_at < now()
     RETURNING t.name, d.token, d.run_id, d.rq_backfill, d.rq_tick,
               -- A backfill's tick goes back unless the row waits for another backfill by now.
               d.rq_backfill IS NOT NULL
@@ -41,7 +34,7 @@ WITH decision AS (
     UPDATE scheduler_runs AS r
     SET status = d.status, finished_at = clock_timestamp(), error = d.error
     FROM released AS rl
-    JOIN decision AS d ON d.name = rl.name
+    JOIN decision AS d ON d.task_name = rl.name
     WHERE r.id = rl.run_id AND r.lock_token = rl.token AND r.status = 'running'
     RETURNING r.id
 )

@@ -3,15 +3,16 @@
 -- run) where it says `-- @include release_requeue.sql`, as the SET and FROM of their
 -- `UPDATE scheduler_tasks AS t`. From the decision row `d`: run_id (the run that ended, if
 -- any), status (how it ended; NULL: no run ended, or one that is not the row's last run, and the
--- row's last run is left as it was), error, failures ('reset' |
--- 'increment' | 'keep'), rq_kind ('tick' | 'retry' | 'manual' | 'backfill' | NULL), rq_tick,
--- rq_attempt, rq_at, rq_by, rq_backfill (for 'backfill': the backfill whose tick `rq_tick` the
--- run served, else NULL), rq_backfill_due (whether that backfill was not cancelled). A requeued
--- tick becomes the earlier of it and the stored next run (when it is, it is its own start: no
--- jitter shifts a tick run again, and `next_tick` is cleared). A backfill's tick handed back
--- makes the row's backfill due again at once, unless it was cancelled or the row waits for
--- another backfill by now (the includer puts the tick itself back, and reads rq_backfill and
--- rq_backfill_due only for 'backfill', which is rare: no index serves a tick by its run).
+-- row's last run is left as it was), last_run (false: the run that ended was handed back before
+-- it started, and the row's last start goes back to the one its claim replaced, `prior_run_at`),
+-- error, failures ('reset' | 'increment' | 'keep'), rq_kind ('tick' | 'retry' | 'manual' |
+-- 'backfill' | NULL), rq_tick, rq_attempt, rq_at, rq_by, rq_backfill (for 'backfill': the
+-- backfill whose tick `rq_tick` the run served, else NULL), rq_backfill_due (whether that
+-- backfill was not cancelled). A requeued tick becomes the earlier of it and the stored next
+-- run (when it is, it is its own start: no jitter shifts a tick run again, and `next_tick` is
+-- cleared). A backfill's tick handed back makes the row's backfill due again at once, unless it
+-- was cancelled or the row waits for another backfill by now (the includer finds rq_backfill
+-- and rq_backfill_due with release_backfill.sql, and puts the tick itself back).
 SET lock_owner = NULL,
     lock_token = NULL,
     lock_expires_at = NULL,
@@ -34,6 +35,7 @@ SET lock_owner = NULL,
     manual_args = CASE WHEN d.rq_kind = 'manual'
                        THEN (SELECT r.args_override FROM scheduler_runs AS r WHERE r.id = d.run_id)
                        ELSE t.manual_args END,
+    last_run_at = CASE WHEN d.last_run THEN t.last_run_at ELSE t.prior_run_at END,
     last_finished_at = CASE WHEN d.status IS NULL THEN t.last_finished_at
                             ELSE clock_timestamp() END,
     last_status = COALESCE(d.status, t.last_status),

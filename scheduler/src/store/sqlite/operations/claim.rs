@@ -17,8 +17,8 @@ use crate::store::records::{due_task, expired_lock, shard_facts};
 use crate::store::row::ReadRow;
 use crate::store::sqlite::SqliteStore;
 use crate::store::{
-    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, NextRun,
-    SkipRecord, StoreResult, WakeInfo,
+    ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueTask, ExpiredLock, LastRun,
+    NextRun, SkipRecord, StoreResult, WakeInfo,
 };
 
 /// `(set the next run?, the next run, its tick when jitter shifted it)` as bound.
@@ -112,7 +112,7 @@ impl ClaimSteps for Steps<'_> {
             let error = r.run_end.as_ref().and_then(|e| e.error.as_deref());
             // Fenced by token and expiry like PostgreSQL's release_locks; in this transaction
             // nobody can have renewed the lock since it was read, so this always holds.
-            let end = r.run_end.as_ref();
+            let end = r.run_end.as_ref().map(|e| (e, LastRun::Record));
             let requeue = r.requeue.as_ref();
             if !release_lock(
                 self.tx, &lock.key, run_id, end, r.failures, requeue, now, true,

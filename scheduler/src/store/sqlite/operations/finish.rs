@@ -13,16 +13,17 @@ use crate::store::{
 };
 
 /// Releases `lock` if it still has its token (and, with `expired_only`, only if it expired
-/// before `now`), records on the task row how run `run_id` ended (`end`; the row's last run is
-/// left as it was without one), counts `failures`, and applies `requeue`: the one place a
-/// released lock's row is written (queries/release_lock.sql), for a rescue and for the end of a
-/// run alike. Returns whether the lock was released.
+/// before `now`), records on the task row how run `run_id` ended (`end`, when it is the row's
+/// [`LastRun::Record`]; the row's last run is left as it was without one, and as it was before
+/// the run's claim, its start included, for [`LastRun::Keep`]), counts `failures`, and applies
+/// `requeue`: the one place a released lock's row is written (queries/release_lock.sql), for a
+/// rescue and for the end of a run alike. Returns whether the lock was released.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn release_lock(
     conn: &mut SqliteConnection,
     lock: &LockKey,
     run_id: Option<i64>,
-    end: Option<&RunEnd>,
+    end: Option<(&RunEnd, LastRun)>,
     failures: FailureCount,
     requeue: Option<&Requeue>,
     now: DateTime<Utc>,
@@ -43,6 +44,8 @@ pub(super) async fn release_lock(
         }
         Some(Requeue::Backfill(tick)) => (Some("backfill"), Some(micros(*tick)), None, None, None),
     };
+    let last_run = end.is_none_or(|(_, last)| last == LastRun::Record);
+    let end = end.and_then(|(end, last)| (last == LastRun::Record).then_some(end));
     let released: Option<String> = sqlx::query_scalar(query!("release_lock"))
         .bind(&lock.task_name)
         .bind(token(lock.token))
@@ -57,6 +60,7 @@ pub(super) async fn release_lock(
         .bind(by)
         .bind(micros(now))
         .bind(expired_only)
+        .bind(last_run)
         .fetch_optional(&mut *conn)
         .await?;
     if let (Some(_), Some(Requeue::Backfill(tick)), Some(run_id)) = (&released, requeue, run_id) {
@@ -91,7 +95,7 @@ pub(super) async fn finish_runs(
                 &mut tx,
                 &f.lock,
                 Some(f.run_id),
-                (f.last_run == LastRun::Record).then_some(&f.end),
+                Some((&f.end, f.last_run)),
                 f.failures,
                 f.requeue.as_ref(),
                 now,

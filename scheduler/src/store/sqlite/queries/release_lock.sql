@@ -4,14 +4,16 @@
 -- (claim) and the end of a run (finish_runs) both release through it. Returns the task when
 -- released.
 -- ?3 the run that ended, if any, ?4 its status (NULL: no run ended, or one that is not the
--- row's last run, and the row's last run is left as it was), ?5 its error, ?6 failure count
--- action ('reset' | 'increment' | 'keep'); ?7 requeue kind ('tick'
--- | 'retry' | 'manual' | 'backfill' | NULL), ?8 requeue tick, ?9 requeue attempt, ?10 requeue
--- due time, ?11 requeue asker. A requeued tick becomes the earlier of it and the stored next run
--- (a missing next run counts as later, like PostgreSQL's LEAST); when it is, it is its own
--- start (no jitter shifts a tick run again: `next_tick` is cleared). A backfill's tick ?8 handed
--- back by run ?3 makes the row's backfill due again at once, unless it was cancelled or the row
--- waits for another backfill by now (the tick itself goes back with backfill_tick_back.sql).
+-- row's last run, and the row's last run is left as it was), ?14 false when the run that ended
+-- was handed back before it started (the row's last start goes back to the one its claim
+-- replaced, `prior_run_at`), ?5 its error, ?6 failure count action ('reset' | 'increment' |
+-- 'keep'); ?7 requeue kind ('tick' | 'retry' | 'manual' | 'backfill' | NULL), ?8 requeue tick,
+-- ?9 requeue attempt, ?10 requeue due time, ?11 requeue asker. A requeued tick becomes the
+-- earlier of it and the stored next run (a missing next run counts as later, like PostgreSQL's
+-- LEAST); when it is, it is its own start (no jitter shifts a tick run again: `next_tick` is
+-- cleared). A backfill's tick ?8 handed back by run ?3 makes the row's backfill due again at
+-- once, unless it was cancelled or the row waits for another backfill by now (the tick itself
+-- goes back with backfill_tick_back.sql).
 UPDATE scheduler_tasks
 SET lock_owner = NULL,
     lock_token = NULL,
@@ -44,6 +46,7 @@ SET lock_owner = NULL,
     manual_args = CASE WHEN ?7 = 'manual'
                        THEN (SELECT r.args_override FROM scheduler_runs AS r WHERE r.id = ?3)
                        ELSE manual_args END,
+    last_run_at = CASE WHEN ?14 THEN last_run_at ELSE prior_run_at END,
     last_finished_at = CASE WHEN ?4 IS NULL THEN last_finished_at ELSE ?12 END,
     last_status = COALESCE(?4, last_status),
     last_error = CASE WHEN ?4 IS NULL THEN last_error ELSE ?5 END,

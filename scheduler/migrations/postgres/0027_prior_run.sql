@@ -1,0 +1,6 @@
+-- A run's claim writes its row's `last_run_at` (its planned start) before the run starts; the
+-- start it replaces is kept in `prior_run_at`, so a run handed back before it started (no
+-- handler ran) puts the row's last start back as it was (release_requeue.sql). Read only then.
+-- A column without a default changes only the catalog (no rewrite).
+-- Never edit a migration after it has landed.
+ALTER TABLE scheduler_tasks ADD COLUMN prior_run_at timestamptz;
