@@ -6,11 +6,10 @@
 //! node has started with it). Arguments are printed with their secrets hidden. `upsert-many`'s
 //! file is read and checked by `instance_file.rs`.
 
-use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::super::table::{instant, table};
-use super::actions::end_at;
+use super::actions::pause_end;
 use super::args::{
     InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs,
     InstanceUpsertManyArgs, InstancesAction, InstancesArgs,
@@ -387,27 +386,16 @@ async fn remove(args: &InstanceKeyArgs) -> crate::Result<String> {
 }
 
 async fn pause(args: &InstancePauseArgs) -> crate::Result<String> {
-    let until = end_at(args.until, args.for_, Utc::now())?;
-    match operate::check_pause(&args.reason, until, Utc::now()) {
-        Ok(()) => {}
-        Err(operate::PauseRefusal::UntilPast) => {
-            return Err(fail(format!("--until {} is already past", instant(until))));
-        }
-        Err(_) => return Err(fail("a pause needs a reason: --reason 'why'")),
-    }
+    let until = pause_end(&args.reason, args.until, args.for_)?;
     let target = Target::open(&args.store).await?;
     existing(&target, &args.task, &args.key).await?;
     let who = actor(&args.actor);
     let row = row_name(&args.task, &args.key);
     let paused = operate::pause(target.store.as_ref(), &row, &who, args.reason.trim(), until).await;
-    match paused {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        Ok(false) => {
-            return existing(&target, &args.task, &args.key)
-                .await
-                .map(|_| String::new());
-        }
-        other => other.map(drop)?,
+    if !target.check_operation(paused)? {
+        return existing(&target, &args.task, &args.key)
+            .await
+            .map(|_| String::new());
     }
     Ok(if args.store.json {
         to_json(&json!({
@@ -431,10 +419,7 @@ async fn resume(args: &InstanceKeyArgs) -> crate::Result<String> {
     existing(&target, &args.task, &args.key).await?;
     let who = actor(&args.actor);
     let row = row_name(&args.task, &args.key);
-    let ended = match operate::resume(target.store.as_ref(), &row, &who).await {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let ended = target.check_operation(operate::resume(target.store.as_ref(), &row, &who).await)?;
     Ok(if args.store.json {
         to_json(&json!({
             "task": args.task, "key": args.key, "resumed": ended.is_some(), "pause": ended,
