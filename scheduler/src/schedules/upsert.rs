@@ -145,13 +145,8 @@ pub(super) fn audit_detail(
         detail.push_str(&format!(" owners {}", write.tags.owners.join(", ")));
     }
     if !write.tags.labels.is_empty() {
-        let labels: Vec<String> = write
-            .tags
-            .labels
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        detail.push_str(&format!(" labels {}", labels.join(", ")));
+        let labels = crate::config::labels_text(&write.tags.labels);
+        detail.push_str(&format!(" labels {labels}"));
     }
     if let Some(limit) = &write.limit {
         detail.push_str(&format!(" limit {limit}"));

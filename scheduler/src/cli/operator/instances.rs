@@ -16,6 +16,7 @@ use super::args::{
 };
 use super::instance_file::read_items;
 use super::target::{Target, actor, fail, to_json};
+use crate::config::labels_text;
 use crate::instance::row_name;
 use crate::operate::{self, Actor};
 use crate::redact::redact_args;
@@ -121,8 +122,14 @@ fn describe(instance: &Instance, pause: Option<&Pause>) -> String {
             vec!["state".into(), state(instance, pause)],
             vec!["next run".into(), instant(instance.next_run_at)],
             vec!["args".into(), redact_args(&instance.args).to_string()],
-            vec!["owners".into(), tags_shown(&instance.owners, "its task's")],
-            vec!["labels".into(), labels_shown(instance)],
+            vec![
+                "owners".into(),
+                tags_shown(instance.owners.join(", "), "its task's"),
+            ],
+            vec![
+                "labels".into(),
+                tags_shown(labels_text(&instance.labels), "none of its own"),
+            ],
             vec![
                 "limit".into(),
                 instance
@@ -148,23 +155,13 @@ fn describe(instance: &Instance, pause: Option<&Pause>) -> String {
     )
 }
 
-/// `values` joined, or `none` when there are none.
-fn tags_shown(values: &[String], none: &str) -> String {
-    if values.is_empty() {
+/// `text`, or `none` when it is empty.
+fn tags_shown(text: String, none: &str) -> String {
+    if text.is_empty() {
         none.to_owned()
     } else {
-        values.join(", ")
+        text
     }
-}
-
-/// An instance's own labels as `k=v, ...` (none: `none of its own`).
-fn labels_shown(instance: &Instance) -> String {
-    let labels: Vec<String> = instance
-        .labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    tags_shown(&labels, "none of its own")
 }
 
 async fn list(args: &InstanceTaskArgs) -> crate::Result<String> {
