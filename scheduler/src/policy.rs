@@ -96,6 +96,31 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// A policy's `Display` and `FromStr`, both by its name (its `as_str`); `$kind` names the policy
+/// in a [`ParsePolicyError`], `$names` lists its names for the docs.
+macro_rules! by_name {
+    ($policy:ident, $kind:literal, $names:literal) => {
+        impl fmt::Display for $policy {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $policy {
+            type Err = ParsePolicyError;
+
+            #[doc = concat!("Parses a policy name exactly as [`", stringify!($policy),
+                        "::as_str`] writes it (", $names, ").")]
+            fn from_str(value: &str) -> Result<Self, Self::Err> {
+                Self::ALL
+                    .into_iter()
+                    .find(|policy| policy.as_str() == value)
+                    .ok_or_else(|| ParsePolicyError::new($kind, value, &Self::NAMES))
+            }
+        }
+    };
+}
+
 /// What to do with ticks missed while no node could run the task. See the
 /// [module docs](crate::policy#misfire-ticks-missed-while-no-node-could-run-the-task).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -122,23 +147,7 @@ impl Misfire {
     }
 }
 
-impl fmt::Display for Misfire {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Misfire {
-    type Err = ParsePolicyError;
-
-    /// Parses a policy name exactly as [`Misfire::as_str`] writes it (`once`, `skip`).
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|policy| policy.as_str() == value)
-            .ok_or_else(|| ParsePolicyError::new("misfire", value, &Self::NAMES))
-    }
-}
+by_name!(Misfire, "misfire", "`once`, `skip`");
 
 /// What to do with a run whose outcome is unknown because its node crashed or lost its lock
 /// mid-run. See the [module docs](crate::policy#recovery-runs-whose-outcome-is-unknown).
@@ -166,23 +175,7 @@ impl Recovery {
     }
 }
 
-impl fmt::Display for Recovery {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Recovery {
-    type Err = ParsePolicyError;
-
-    /// Parses a policy name exactly as [`Recovery::as_str`] writes it (`rerun`, `never`).
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|policy| policy.as_str() == value)
-            .ok_or_else(|| ParsePolicyError::new("recovery", value, &Self::NAMES))
-    }
-}
+by_name!(Recovery, "recovery", "`rerun`, `never`");
 
 /// Where a task's handler runs. See the [module docs](crate::policy#isolation-where-a-handler-runs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -209,24 +202,7 @@ impl Isolation {
     }
 }
 
-impl fmt::Display for Isolation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Isolation {
-    type Err = ParsePolicyError;
-
-    /// Parses a policy name exactly as [`Isolation::as_str`] writes it (`in-process`,
-    /// `process`).
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|policy| policy.as_str() == value)
-            .ok_or_else(|| ParsePolicyError::new("isolation", value, &Self::NAMES))
-    }
-}
+by_name!(Isolation, "isolation", "`in-process`, `process`");
 
 /// A policy name that is not one of the allowed values; the message lists them.
 ///

@@ -343,12 +343,8 @@ impl fmt::Display for CheckReport {
                 writeln!(f, "    owners: {}", shown(&task.owners.join(", ")))?;
             }
             if !task.labels.is_empty() {
-                let labels: Vec<String> = task
-                    .labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                writeln!(f, "    labels: {}", shown(&labels.join(", ")))?;
+                let labels = super::labels_text(&task.labels);
+                writeln!(f, "    labels: {}", shown(&labels))?;
             }
             if task.next_fire_times.is_empty() {
                 writeln!(f, "    never fires after now")?;

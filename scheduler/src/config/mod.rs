@@ -66,7 +66,7 @@ pub use settings::{
 };
 pub use sla::{MIN_REMIND_EVERY, Sla, TaskSla};
 pub use source::{ConfigSource, Fetched, RawConfig};
-pub(crate) use tags::{labels_problem, owners_problem};
+pub(crate) use tags::{labels_problem, labels_text, owners_problem};
 pub use validate::{DesiredTask, Refusal, RefusalReason, ValidatedConfig, validate};
 pub(crate) use validate::{jitter_window, validate_with};
 pub use watcher::{ConfigWatcher, DEFAULT_POLL_INTERVAL, MIN_POLL_INTERVAL, PollOutcome};

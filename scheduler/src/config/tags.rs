@@ -8,6 +8,13 @@ use std::collections::BTreeMap;
 /// Longest owner or label value kept (an address, a handle, a team name).
 const MAX_TAG_LEN: usize = crate::bounds::TAG_LEN.max as usize;
 
+/// `labels` as `key=value, ...`, in key order (empty: none), as the audit log, `check` and the
+/// command line show them.
+pub(crate) fn labels_text(labels: &BTreeMap<String, String>) -> String {
+    let pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    pairs.join(", ")
+}
+
 /// What is wrong with each unusable owner, in order.
 pub(crate) fn owner_problems(owners: &[String]) -> impl Iterator<Item = String> + '_ {
     owners.iter().enumerate().filter_map(|(i, owner)| {

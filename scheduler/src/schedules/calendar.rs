@@ -113,7 +113,8 @@ mod tests {
             existing: None,
         };
         let now = at("2026-12-24T23:59:00Z");
-        match super::super::plan_upsert(write, spec, std::time::Duration::ZERO, &facts, now) {
+        match super::super::upsert::plan_upsert(write, spec, std::time::Duration::ZERO, &facts, now)
+        {
             InstancePlan::Write { next_run_at, .. } => next_run_at.unwrap().to_rfc3339(),
             other => panic!("not written: {other:?}"),
         }

@@ -1,8 +1,10 @@
 use chrono::{DateTime, Utc};
 
+use super::upsert::plan_upsert;
 use super::*;
+use crate::ScheduleSpec;
 use crate::instance::MAX_ARGS_BYTES;
-use crate::store::{InstanceFacts, InstanceTask};
+use crate::store::{InstanceFacts, InstancePlan, InstanceTask};
 
 fn at(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()

@@ -10,7 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::instances_write::{TriggerRequest, TriggerResult, queue_run};
-use super::refusals::MutationErrors;
+use super::refusals::{MutationErrors, pause_reason};
 use super::tasks::one_state;
 use super::views::{PauseView, RunView};
 use crate::admin::auth::Operator;
@@ -18,8 +18,6 @@ use crate::admin::error::{ApiError, ErrorBody, Json, MaybeJson, Path};
 use crate::admin::state::AdminState;
 use crate::operate;
 use crate::store::CancelRequest;
-
-const MAX_REASON: usize = 500;
 
 pub(super) fn router() -> OpenApiRouter<AdminState> {
     OpenApiRouter::new()
@@ -89,21 +87,7 @@ async fn pause_task(
     Path(name): Path<String>,
     Json(body): Json<PauseRequest>,
 ) -> Result<axum::Json<PauseResult>, ApiError> {
-    let reason = body.reason.trim();
-    let too_long =
-        || ApiError::bad_request(format!("`reason` must be 1 to {MAX_REASON} characters"));
-    if reason.chars().count() > MAX_REASON {
-        return Err(too_long());
-    }
-    match operate::check_pause(reason, body.until, Utc::now()) {
-        Ok(()) => {}
-        Err(operate::PauseRefusal::UntilPast) => {
-            return Err(ApiError::conflict(
-                "`until` is already past: the pause would end at once",
-            ));
-        }
-        Err(_) => return Err(too_long()),
-    }
+    let reason = pause_reason(&body.reason, body.until)?;
     if !operate::pause(
         state.engine.store().as_ref(),
         &name,

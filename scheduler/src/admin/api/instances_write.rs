@@ -14,7 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::instances::InstanceView;
-use super::refusals::MutationErrors;
+use super::refusals::{MutationErrors, pause_reason};
 use crate::admin::auth::Operator;
 use crate::admin::error::{ApiError, ErrorBody, Json, MaybeJson, Path};
 use crate::admin::state::AdminState;
@@ -277,27 +277,7 @@ async fn pause_instance(
     Path((task, key)): Path<(String, String)>,
     Json(body): Json<InstancePauseRequest>,
 ) -> Result<axum::Json<InstanceView>, ApiError> {
-    let reason = body.reason.trim();
-    match operate::check_pause(reason, body.until, Utc::now()) {
-        _ if reason.chars().count() > operate::MAX_REASON => {
-            return Err(ApiError::bad_request(format!(
-                "`reason` must be 1 to {} characters",
-                operate::MAX_REASON
-            )));
-        }
-        Ok(()) => {}
-        Err(operate::PauseRefusal::UntilPast) => {
-            return Err(ApiError::conflict(
-                "`until` is already past: the pause would end at once",
-            ));
-        }
-        Err(_) => {
-            return Err(ApiError::bad_request(format!(
-                "`reason` must be 1 to {} characters",
-                operate::MAX_REASON
-            )));
-        }
-    }
+    let reason = pause_reason(&body.reason, body.until)?;
     existing(&state, &task, &key).await?;
     let row = row_name(&task, &key);
     if !operate::pause(

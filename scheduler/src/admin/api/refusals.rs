@@ -1,7 +1,34 @@
 //! The refusals shared by the resources: the error answers every read or mutation documents,
-//! and the range check of a count parameter.
+//! the range check of a count parameter, and the check of a pause request (a task's or an
+//! instance's).
+
+use chrono::{DateTime, Utc};
 
 use crate::admin::error::{ApiError, ErrorBody};
+use crate::operate;
+
+/// A pause request's `reason`, trimmed, checked with its `until` as
+/// [`operate::check_pause`] checks them, and no longer than [`operate::MAX_REASON`]: a `400`
+/// for a reason blank or too long, a `409` for an `until` already past.
+pub(crate) fn pause_reason(reason: &str, until: Option<DateTime<Utc>>) -> Result<&str, ApiError> {
+    let reason = reason.trim();
+    let bad_reason = || {
+        ApiError::bad_request(format!(
+            "`reason` must be 1 to {} characters",
+            operate::MAX_REASON
+        ))
+    };
+    if reason.chars().count() > operate::MAX_REASON {
+        return Err(bad_reason());
+    }
+    match operate::check_pause(reason, until, Utc::now()) {
+        Ok(()) => Ok(reason),
+        Err(operate::PauseRefusal::UntilPast) => Err(ApiError::conflict(
+            "`until` is already past: the pause would end at once",
+        )),
+        Err(_) => Err(bad_reason()),
+    }
+}
 
 /// `value` (or `default` when absent) checked against `range`: a `400` naming `field` and the
 /// range otherwise.

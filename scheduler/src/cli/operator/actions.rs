@@ -38,10 +38,7 @@ pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
     };
     let result =
         operate::trigger_with(target.store.as_ref(), &row, override_args.as_deref(), &who).await;
-    let result = match result {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let result = target.check_operation(result)?;
     let shown = override_args
         .as_deref()
         .map(crate::redact::redact_args_text);
@@ -100,7 +97,7 @@ pub(super) async fn trigger(args: &TriggerArgs) -> crate::Result<String> {
 }
 
 /// When a pause or a snooze given `--until` or `--for` (from `now`) ends; `None` without either.
-pub(super) fn end_at(
+fn end_at(
     until: Option<DateTime<Utc>>,
     length: Option<Duration>,
     now: DateTime<Utc>,
@@ -124,10 +121,7 @@ async fn lift<T>(
 ) -> crate::Result<(Option<T>, Actor)> {
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
-    let ended = match lift(target.store.as_ref(), &args.task, &who).await {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let ended = target.check_operation(lift(target.store.as_ref(), &args.task, &who).await)?;
     if ended.is_none() {
         let known = target.check(target.store.task_states(Some(&args.task)).await)?;
         if known.is_empty() {
@@ -137,15 +131,25 @@ async fn lift<T>(
     Ok((ended, who))
 }
 
-pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
-    let until = end_at(args.until, args.for_, Utc::now())?;
-    match operate::check_pause(&args.reason, until, Utc::now()) {
-        Ok(()) => {}
+/// When a pause given `--reason`, `--until` or `--for` ends (`None`: when resumed), the
+/// request checked as [`operate::check_pause`] checks it.
+pub(super) fn pause_end(
+    reason: &str,
+    until: Option<DateTime<Utc>>,
+    length: Option<Duration>,
+) -> crate::Result<Option<DateTime<Utc>>> {
+    let until = end_at(until, length, Utc::now())?;
+    match operate::check_pause(reason, until, Utc::now()) {
+        Ok(()) => Ok(until),
         Err(operate::PauseRefusal::UntilPast) => {
-            return Err(fail(format!("--until {} is already past", instant(until))));
+            Err(fail(format!("--until {} is already past", instant(until))))
         }
-        Err(_) => return Err(fail("a pause needs a reason: --reason 'why'")),
+        Err(_) => Err(fail("a pause needs a reason: --reason 'why'")),
     }
+}
+
+pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
+    let until = pause_end(&args.reason, args.until, args.for_)?;
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
     let paused = operate::pause(
@@ -156,10 +160,7 @@ pub(super) async fn pause(args: &PauseArgs) -> crate::Result<String> {
         until,
     )
     .await;
-    let paused = match paused {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let paused = target.check_operation(paused)?;
     if !paused {
         return Err(target.unknown_task(&args.task).await);
     }
@@ -204,10 +205,7 @@ pub(super) async fn cancel(args: &CancelArgs) -> crate::Result<String> {
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
     let asked = operate::cancel(target.store.as_ref(), args.run_id, &who).await;
-    let asked = match asked {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let asked = target.check_operation(asked)?;
     let grace = humantime::format_duration(operate::CANCEL_GRACE);
     let (word, run) = match asked {
         CancelRequest::Requested(run) => ("requested", run),
@@ -276,10 +274,7 @@ pub(super) async fn snooze(args: &SnoozeArgs) -> crate::Result<String> {
     let who = actor(&args.actor);
     let snoozed =
         operate::snooze(target.store.as_ref(), &args.task, &who, &args.reason, until).await;
-    let snoozed = match snoozed {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let snoozed = target.check_operation(snoozed)?;
     if !snoozed {
         return Err(target.unknown_task(&args.task).await);
     }

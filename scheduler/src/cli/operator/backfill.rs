@@ -39,10 +39,8 @@ pub(super) async fn backfill(args: &BackfillArgs) -> crate::Result<String> {
         .concurrency(args.concurrency)
         .pace(args.pace);
     let who = actor(&args.actor);
-    let plan = match operate::backfill(target.store.as_ref(), &request, &who).await {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let plan =
+        target.check_operation(operate::backfill(target.store.as_ref(), &request, &who).await)?;
     let plan = match plan {
         Ok(plan) => plan,
         Err(BackfillRefusal::UnknownTask(_)) => return Err(target.unknown_task(task).await),
@@ -204,10 +202,8 @@ async fn status(args: &BackfillStatusArgs) -> crate::Result<String> {
 async fn cancel(args: &BackfillCancelArgs) -> crate::Result<String> {
     let target = Target::open(&args.store).await?;
     let who = actor(&args.actor);
-    let result = match operate::cancel_backfill(target.store.as_ref(), args.id, &who).await {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let result = target
+        .check_operation(operate::cancel_backfill(target.store.as_ref(), args.id, &who).await)?;
     let (word, dropped, running) = match result {
         BackfillCancel::Cancelled { dropped, running } => ("cancelled", dropped, running),
         BackfillCancel::AlreadyOver => ("already_over", 0, Vec::new()),

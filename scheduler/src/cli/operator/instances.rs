@@ -6,17 +6,17 @@
 //! node has started with it). Arguments are printed with their secrets hidden. `upsert-many`'s
 //! file is read and checked by `instance_file.rs`.
 
-use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::super::table::{instant, table};
-use super::actions::end_at;
+use super::actions::pause_end;
 use super::args::{
     InstanceKeyArgs, InstancePauseArgs, InstanceTaskArgs, InstanceUpsertArgs,
     InstanceUpsertManyArgs, InstancesAction, InstancesArgs,
 };
 use super::instance_file::read_items;
 use super::target::{Target, actor, fail, to_json};
+use crate::config::labels_text;
 use crate::instance::row_name;
 use crate::operate::{self, Actor};
 use crate::redact::redact_args;
@@ -122,8 +122,14 @@ fn describe(instance: &Instance, pause: Option<&Pause>) -> String {
             vec!["state".into(), state(instance, pause)],
             vec!["next run".into(), instant(instance.next_run_at)],
             vec!["args".into(), redact_args(&instance.args).to_string()],
-            vec!["owners".into(), tags_shown(&instance.owners, "its task's")],
-            vec!["labels".into(), labels_shown(instance)],
+            vec![
+                "owners".into(),
+                tags_shown(instance.owners.join(", "), "its task's"),
+            ],
+            vec![
+                "labels".into(),
+                tags_shown(labels_text(&instance.labels), "none of its own"),
+            ],
             vec![
                 "limit".into(),
                 instance
@@ -149,23 +155,13 @@ fn describe(instance: &Instance, pause: Option<&Pause>) -> String {
     )
 }
 
-/// `values` joined, or `none` when there are none.
-fn tags_shown(values: &[String], none: &str) -> String {
-    if values.is_empty() {
+/// `text`, or `none` when it is empty.
+fn tags_shown(text: String, none: &str) -> String {
+    if text.is_empty() {
         none.to_owned()
     } else {
-        values.join(", ")
+        text
     }
-}
-
-/// An instance's own labels as `k=v, ...` (none: `none of its own`).
-fn labels_shown(instance: &Instance) -> String {
-    let labels: Vec<String> = instance
-        .labels
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    tags_shown(&labels, "none of its own")
 }
 
 async fn list(args: &InstanceTaskArgs) -> crate::Result<String> {
@@ -387,27 +383,16 @@ async fn remove(args: &InstanceKeyArgs) -> crate::Result<String> {
 }
 
 async fn pause(args: &InstancePauseArgs) -> crate::Result<String> {
-    let until = end_at(args.until, args.for_, Utc::now())?;
-    match operate::check_pause(&args.reason, until, Utc::now()) {
-        Ok(()) => {}
-        Err(operate::PauseRefusal::UntilPast) => {
-            return Err(fail(format!("--until {} is already past", instant(until))));
-        }
-        Err(_) => return Err(fail("a pause needs a reason: --reason 'why'")),
-    }
+    let until = pause_end(&args.reason, args.until, args.for_)?;
     let target = Target::open(&args.store).await?;
     existing(&target, &args.task, &args.key).await?;
     let who = actor(&args.actor);
     let row = row_name(&args.task, &args.key);
     let paused = operate::pause(target.store.as_ref(), &row, &who, args.reason.trim(), until).await;
-    match paused {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        Ok(false) => {
-            return existing(&target, &args.task, &args.key)
-                .await
-                .map(|_| String::new());
-        }
-        other => other.map(drop)?,
+    if !target.check_operation(paused)? {
+        return existing(&target, &args.task, &args.key)
+            .await
+            .map(|_| String::new());
     }
     Ok(if args.store.json {
         to_json(&json!({
@@ -431,10 +416,7 @@ async fn resume(args: &InstanceKeyArgs) -> crate::Result<String> {
     existing(&target, &args.task, &args.key).await?;
     let who = actor(&args.actor);
     let row = row_name(&args.task, &args.key);
-    let ended = match operate::resume(target.store.as_ref(), &row, &who).await {
-        Err(crate::Error::Store(e)) => return target.check(Err(e)),
-        other => other?,
-    };
+    let ended = target.check_operation(operate::resume(target.store.as_ref(), &row, &who).await)?;
     Ok(if args.store.json {
         to_json(&json!({
             "task": args.task, "key": args.key, "resumed": ended.is_some(), "pause": ended,

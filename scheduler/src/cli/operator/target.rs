@@ -93,6 +93,15 @@ impl Target {
         })
     }
 
+    /// An operation's result as the command's: a store error worded as [`check`](Self::check)
+    /// words it.
+    pub(super) fn check_operation<T>(&self, result: crate::Result<T>) -> crate::Result<T> {
+        match result {
+            Err(crate::Error::Store(e)) => self.check(Err(e)),
+            other => other,
+        }
+    }
+
     /// The error for a task the database does not know, with the names near it.
     pub(super) async fn unknown_task(&self, task: &str) -> crate::Error {
         let states = self.store.task_states(None).await.unwrap_or_default();
