@@ -514,6 +514,22 @@ contract![
     an_undeclared_limit_admits_nothing_and_a_skip_ends_the_wait,
 ];
 
+/// Behaviours of PostgreSQL's row locks (SQLite has none: a claim holds the whole file).
+mod row_locks {
+    mod on_postgres {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn another_claim_going_on_does_not_make_an_expired_lock_busy() {
+            let arrange = super::super::Arrange::postgres("claim_beside_claim").await;
+            super::super::another_claim_going_on_does_not_make_an_expired_lock_busy(
+                arrange.store(),
+                &arrange,
+            )
+            .await;
+            arrange.cleanup().await;
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Helpers written against the API only.
 // ---------------------------------------------------------------------------------------------
@@ -1423,11 +1439,6 @@ async fn fencing_tokens_rise_with_every_claim_of_a_task_on_any_node(s: &dyn Stor
     assert_eq!(b.fencing_token, 1, "another task counts its own");
 }
 
-/// The release is fenced by token and expiry: an owner that renews its lock while another node
-/// is deciding to rescue it keeps it. Either the renewal lands first and the release does
-/// nothing, or the release lands first and the renewal fails; never both. (PostgreSQL lets the
-/// renewal in beside the claim; SQLite's claim holds the write lock, so the renewal waits, gives
-/// up here, and fails afterwards.)
 /// A lock whose row another transaction holds (a statement of its owner's, stuck or frozen
 /// mid-write: the owner may be alive, its renewals queued behind that statement) is offered
 /// busy and is never released, whatever the rules decide: the claim neither waits behind the
@@ -1475,6 +1486,47 @@ async fn a_lock_whose_row_another_transaction_holds_is_offered_busy_and_never_re
     assert_eq!(self::run(s, run.run_id).await.status, RunStatus::Lost);
 }
 
+/// Another claim going on (another node's, deciding on the same expired locks) does not make
+/// an expired lock busy: a claim holds no expired row while its rules decide. (PostgreSQL
+/// only: SQLite's claim holds the whole file, so no second claim goes on beside it.)
+async fn another_claim_going_on_does_not_make_an_expired_lock_busy(
+    s: &dyn Store,
+    arrange: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t)]).await;
+    claim_one(s, "a", &Rules::hourly()).await;
+    arrange.expire_lock("a").await;
+    let inner = Rules::hourly();
+    let tasks = names(&["a"]);
+    let outer = Rules::hourly().rescue(|_| {
+        // The rules must not do I/O; this test breaks the rule on purpose to stand in for a
+        // second node claiming while this one decides.
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(tokio::time::timeout(
+                Duration::from_secs(10),
+                s.claim(ClaimRequest::new("node-b", &tasks, 0), &inner),
+            ))
+        })
+        .expect("the second claim does not wait for the first")
+        .expect("the second claim");
+        RescueDecision::Wait
+    });
+    claim(s, &["a"], 0, &outer).await;
+    assert_eq!(inner.expired().len(), 1);
+    assert!(outer.expired().iter().all(|l| !l.busy));
+    assert!(
+        inner.expired().iter().all(|l| !l.busy),
+        "{:?}",
+        inner.expired()
+    );
+}
+
+/// The release is fenced by token and expiry: an owner that renews its lock while another node
+/// is deciding to rescue it keeps it. Either the renewal lands first and the release does
+/// nothing, or the release lands first and the renewal fails; never both. (PostgreSQL lets the
+/// renewal in beside the claim; SQLite's claim holds the write lock, so the renewal waits, gives
+/// up here, and fails afterwards.)
 async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange: &Arrange) {
     let t = now_s() - HOUR;
     seed(s, &[("a", t)]).await;
@@ -1483,8 +1535,7 @@ async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange
     let renewed_inside = AtomicBool::new(false);
     let rules = Rules::hourly().rescue(|lock| {
         // The owner renews while the rescuer decides (the rules must not do I/O; this test
-        // breaks the rule on purpose to stand in for a concurrent node). The claim holds the
-        // row (PostgreSQL) or the file (SQLite) meanwhile, so the renewal waits and gives up.
+        // breaks the rule on purpose to stand in for a concurrent node).
         let renewed = tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(async {
                 tokio::time::timeout(

@@ -15,10 +15,13 @@
 //!
 //! A lock whose row another transaction holds (the store says `busy`) is not evidence: the
 //! holder may be the owner's own write, stuck or frozen mid-statement, with the owner alive and
-//! its renewals queued behind it. Its watch starts again each time the row is found held, and
-//! such a watch is looked at four times as often, so the watch that ends in a release starts
-//! within a quarter wait of the row's last hold: the owner, retrying every quarter interval,
-//! renews well before it ends.
+//! its renewals queued behind it. So a watch is looked at every quarter wait and counts only
+//! while every look finds the row free: it starts again when the row is seen held, at the
+//! first look that finds it free again, and after a gap of more than half a wait between looks
+//! (the claim loop was held up; a hold could hide in it). A release therefore comes a whole
+//! wait after the row was last seen held, and a hold of the row that lasts longer than a
+//! quarter wait is seen; the owner, retrying every quarter interval, renews once it is let go.
+//! The release itself never waits for a row either: the store skips a row held at that moment.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -46,20 +49,33 @@ pub(crate) struct Takeover {
 /// One expired lock's watch.
 #[derive(Debug, Clone, Copy)]
 struct Watch {
-    /// When it was first seen expired, or last seen with its row held (local monotonic clock).
+    /// Since when the lock has been seen expired with its row free at every look (local
+    /// monotonic clock).
     since: Instant,
-    /// Its row was held when last seen: look again after a quarter wait, not a whole one.
+    /// When it was last looked at.
+    looked: Instant,
+    /// Its row was held at the last look.
     busy: bool,
 }
 
 impl Watch {
-    fn at(since: Instant, busy: bool) -> Self {
-        Self { since, busy }
+    fn new(now: Instant, busy: bool) -> Self {
+        Self {
+            since: now,
+            looked: now,
+            busy,
+        }
     }
 
-    /// When this watch is next looked at.
+    /// When this watch is next looked at: every quarter wait, so that a hold of its row that
+    /// lasts longer is seen.
     fn next_look(&self, wait: Duration) -> Instant {
-        self.since + if self.busy { wait / 4 } else { wait }
+        let look = self.looked + wait / 4;
+        if self.busy {
+            look
+        } else {
+            look.min(self.since + wait)
+        }
     }
 }
 
@@ -85,19 +101,21 @@ impl Takeover {
         self.watched().values().map(|w| w.next_look(wait)).min()
     }
 
-    /// Whether `lock` has been watched, expired with its row free since, for `wait`; starts
-    /// or restarts its watch as what is seen now says.
+    /// Whether `lock` has been seen expired, its row free at every look, for `wait`, looked at
+    /// no more than half a wait apart (a longer gap could hide a hold); starts or restarts its
+    /// watch as what is seen now says. A watch restarts when its row is seen held, at the first
+    /// look that finds it free again, and after a gap.
     fn watched_for(&self, lock: &ExpiredLock, wait: Duration) -> bool {
         let now = Instant::now();
         let mut watched = self.watched();
-        if lock.busy {
-            watched.insert(lock.key.clone(), Watch::at(now, true));
-            return false;
-        }
         let watch = watched
             .entry(lock.key.clone())
-            .or_insert(Watch::at(now, false));
-        watch.busy = false;
+            .or_insert(Watch::new(now, lock.busy));
+        if lock.busy || watch.busy || now.saturating_duration_since(watch.looked) > wait / 2 {
+            *watch = Watch::new(now, lock.busy);
+            return false;
+        }
+        watch.looked = now;
         if now.saturating_duration_since(watch.since) < wait {
             return false;
         }
@@ -226,7 +244,7 @@ impl ClaimRules for Rules<'_> {
             // Ours: the run is going, or its outcome is on its way. Look again later.
             self.takeover
                 .watched()
-                .insert(lock.key.clone(), Watch::at(Instant::now(), false));
+                .insert(lock.key.clone(), Watch::new(Instant::now(), false));
             return RescueDecision::Wait;
         }
         if !self.takeover.watched_for(lock, self.takeover_wait) {
@@ -301,14 +319,28 @@ mod tests {
         tokio::time::advance(Duration::from_millis(ms)).await;
     }
 
+    /// Looks at a free row every quarter wait, `n` times; none of them may release.
+    async fn free_looks(takeover: &Takeover, n: usize) {
+        for _ in 0..n {
+            after(250).await;
+            assert!(!takeover.watched_for(&lock(false), WAIT));
+        }
+    }
+
     #[tokio::test(start_paused = true)]
-    async fn a_lock_seen_expired_for_the_whole_wait_may_be_released() {
+    async fn a_lock_seen_expired_and_free_at_every_look_for_the_wait_may_be_released() {
         let takeover = Takeover::default();
         assert!(!takeover.watched_for(&lock(false), WAIT), "watch starts");
-        assert_eq!(takeover.next_decision(WAIT), Some(Instant::now() + WAIT));
-        after(999).await;
-        assert!(!takeover.watched_for(&lock(false), WAIT));
-        after(1).await;
+        assert_eq!(
+            takeover.next_decision(WAIT),
+            Some(Instant::now() + WAIT / 4)
+        );
+        free_looks(&takeover, 3).await;
+        assert_eq!(
+            takeover.next_decision(WAIT),
+            Some(Instant::now() + WAIT / 4)
+        );
+        after(250).await;
         assert!(takeover.watched_for(&lock(false), WAIT));
         assert_eq!(
             takeover.next_decision(WAIT),
@@ -318,22 +350,56 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_held_row_restarts_the_watch_and_is_looked_at_four_times_as_often() {
+    async fn a_gap_between_looks_restarts_the_watch() {
         let takeover = Takeover::default();
         assert!(!takeover.watched_for(&lock(false), WAIT));
-        after(900).await;
+        after(1000).await;
+        assert!(
+            !takeover.watched_for(&lock(false), WAIT),
+            "a hold could hide in a whole wait without a look"
+        );
+        free_looks(&takeover, 3).await;
+        after(250).await;
+        assert!(takeover.watched_for(&lock(false), WAIT));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_row_restarts_the_watch_until_a_wait_after_it_is_seen_free() {
+        let takeover = Takeover::default();
+        assert!(!takeover.watched_for(&lock(false), WAIT));
+        free_looks(&takeover, 3).await;
+        after(150).await;
         // The row is held: what was watched so far counts for nothing.
         assert!(!takeover.watched_for(&lock(true), WAIT));
-        let held_at = Instant::now();
-        assert_eq!(takeover.next_decision(WAIT), Some(held_at + WAIT / 4));
+        assert_eq!(
+            takeover.next_decision(WAIT),
+            Some(Instant::now() + WAIT / 4)
+        );
         after(250).await;
-        // Free again: the watch runs from the last time the row was seen held.
+        // Free again: the watch starts from here.
         assert!(!takeover.watched_for(&lock(false), WAIT));
-        assert_eq!(takeover.next_decision(WAIT), Some(held_at + WAIT));
-        after(749).await;
-        assert!(!takeover.watched_for(&lock(false), WAIT));
-        after(1).await;
+        free_looks(&takeover, 3).await;
+        after(250).await;
         assert!(takeover.watched_for(&lock(false), WAIT));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_free_look_a_wait_after_a_held_one_does_not_release() {
+        let takeover = Takeover::default();
+        assert!(!takeover.watched_for(&lock(true), WAIT));
+        after(1000).await;
+        assert!(!takeover.watched_for(&lock(false), WAIT));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hold_between_sparse_looks_cannot_lead_to_a_release() {
+        let takeover = Takeover::default();
+        assert!(!takeover.watched_for(&lock(true), WAIT));
+        after(250).await;
+        assert!(!takeover.watched_for(&lock(false), WAIT));
+        // An unseen hold from 300 to 990 ms; the next look comes at 1000 ms.
+        after(750).await;
+        assert!(!takeover.watched_for(&lock(false), WAIT));
     }
 
     #[tokio::test(start_paused = true)]

@@ -362,7 +362,9 @@ pub(crate) fn expired_lock(row: &impl ReadRow) -> Result<ExpiredLock, sqlx::Erro
         owner: row.text("lock_owner")?,
         expired_at: row.time("lock_expires_at")?,
         run,
-        busy: row.flag("row_busy")?,
+        // Whether another transaction holds the row is the claim's to find out (PostgreSQL:
+        // claim_expired_free.sql); SQLite has no row locks.
+        busy: false,
     })
 }
 

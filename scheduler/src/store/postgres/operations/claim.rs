@@ -143,13 +143,35 @@ impl ClaimSteps for Steps<'_> {
         &mut self,
         limit: i64,
     ) -> Result<Vec<(ExpiredLock, DateTime<Utc>)>, sqlx::Error> {
-        sqlx::query(query!("claim_expired"))
+        let mut locks = sqlx::query(query!("claim_expired"))
             .bind(limit)
             .fetch_all(&mut *self.tx)
             .await?
             .iter()
             .map(|row| Ok((expired_lock(row)?, row.try_get("db_now")?)))
-            .collect()
+            .collect::<Result<Vec<(ExpiredLock, DateTime<Utc>)>, sqlx::Error>>()?;
+        if locks.is_empty() {
+            return Ok(locks);
+        }
+        // Which rows another transaction holds: looked at under a savepoint rolled back at
+        // once, so this claim holds none of them while the engine decides.
+        let names: Vec<&str> = locks.iter().map(|(l, _)| &*l.key.task_name).collect();
+        sqlx::query("SAVEPOINT expired_rows")
+            .execute(&mut *self.tx)
+            .await?;
+        let free: HashSet<String> = sqlx::query_scalar(query!("claim_expired_free"))
+            .bind(&names)
+            .fetch_all(&mut *self.tx)
+            .await?
+            .into_iter()
+            .collect();
+        sqlx::query("ROLLBACK TO SAVEPOINT expired_rows")
+            .execute(&mut *self.tx)
+            .await?;
+        for (lock, _) in &mut locks {
+            lock.busy = !free.contains(&lock.key.task_name);
+        }
+        Ok(locks)
     }
 
     async fn release(&mut self, releases: &[LockRelease]) -> Result<Vec<String>, sqlx::Error> {

@@ -1,7 +1,9 @@
 -- Apply the engine's rescue decisions: release each lock that still has the decided token and
 -- is still expired (its owner did not renew it meanwhile), end its run as decided, and requeue
 -- what the engine decided (a tick due again, a retry, a manual run, a backfill's tick:
--- release_requeue.sql, its backfill found by release_backfill.sql). Returns the locks released.
+-- release_requeue.sql, its backfill found by release_backfill.sql). A row another transaction
+-- holds at this moment is skipped, never waited for (the holder may be the owner's own write,
+-- stuck: see claim_expired_free.sql). Returns the locks released.
 -- $1.. parallel arrays: task, token, run id, run status, run error, failure count action
 -- ('reset' | 'increment' | 'keep'), requeue kind ('tick' | 'retry' | 'manual' | 'backfill' |
 -- NULL), requeue tick, requeue attempt, requeue due time, requeue asker.
@@ -11,6 +13,11 @@ WITH decision AS (
                 $7::text[], $8::timestamptz[], $9::int4[], $10::timestamptz[], $11::text[])
          AS d(task_name, token, run_id, status, error, failures, rq_kind, rq_tick, rq_attempt,
               rq_at, rq_by)
+), free AS MATERIALIZED (
+    SELECT t.name
+    FROM scheduler_tasks AS t
+    WHERE t.name IN (SELECT task_name FROM decision)
+    FOR NO KEY UPDATE SKIP LOCKED
 ), released AS (
     UPDATE scheduler_tasks AS t
     -- @include release_requeue.sql
@@ -19,6 +26,7 @@ WITH decision AS (
           -- @include release_backfill.sql
          ) AS d
     WHERE t.name = d.task_name AND t.lock_token = d.token AND t.lock_expires_at < now()
+      AND t.name IN (SELECT name FROM free)
     RETURNING t.name, d.token, d.run_id, d.rq_backfill, d.rq_tick,
               -- A backfill's tick goes back unless the row waits for another backfill by now.
               d.rq_backfill IS NOT NULL
