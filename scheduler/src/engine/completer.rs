@@ -13,9 +13,11 @@
 //!   that is refused. One poisoned outcome never holds back the others.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::health::CatchUnwind;
@@ -34,6 +36,7 @@ pub(crate) struct Completion {
 }
 
 /// What the completer works with.
+#[derive(Clone)]
 pub(crate) struct Completer {
     pub(crate) store: Arc<dyn Store>,
     /// Renews the locks of the runs whose outcomes wait, and is told which are being written.
@@ -74,13 +77,19 @@ async fn complete(
     mut queue: mpsc::UnboundedReceiver<Completion>,
     stop: CancellationToken,
 ) {
+    let written = Arc::new(AtomicU64::new(0));
+    let mut retries: JoinSet<Vec<Unwritten>> = JoinSet::new();
     loop {
         let first = tokio::select! {
             next = queue.recv() => match next {
                 Some(c) => c,
-                None => return,
+                None => break,
             },
-            _ = stop.cancelled() => return,
+            Some(ended) = retries.join_next() => {
+                retry_ended(completer, &written, &mut retries, ended);
+                continue;
+            }
+            _ = stop.cancelled() => break,
         };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -90,68 +99,155 @@ async fn complete(
             }
         }
         super::health::injected_panic("completer");
-        record(completer, &mut batch).await;
-        for c in batch {
-            drop(c.lease);
-            let _ = c.recorded.send(());
+        for unwritten in record(completer, &written, batch).await {
+            tracing::warn!(error = %unwritten.error, runs = unwritten.group.len(), "could not record the end of runs; retrying while their locks are kept alive");
+            retries.spawn(retry(completer.clone(), Arc::clone(&written), unwritten));
         }
         completer.wake.notify_one();
     }
+    // Every runner has had its outcome acknowledged by now (see `run`), so no retry is left;
+    // one that were would end at the flush deadline.
+    while let Some(ended) = retries.join_next().await {
+        retry_ended(completer, &written, &mut retries, ended);
+    }
 }
 
-/// Writes `batch`, splitting it around rejected outcomes and retrying through outages until the
-/// flush deadline of a shutdown.
-async fn record(completer: &Completer, batch: &mut [Completion]) {
-    let mut pending: Vec<(usize, usize)> = vec![(0, batch.len())];
-    let mut failures = 0u32;
-    while let Some((from, to)) = pending.pop() {
-        let finishes: Vec<RunFinish> = batch[from..to].iter().map(|c| c.finish.clone()).collect();
+/// Outcomes a transient failure left unwritten, and that failure.
+struct Unwritten {
+    group: Vec<Completion>,
+    /// The failure, in words.
+    error: String,
+    /// Whether it said a row the write needs is locked by another transaction.
+    locked: bool,
+}
+
+/// A retry ended: the parts it split off are retried each on its own; its panic is the
+/// completer's (see `run`).
+fn retry_ended(
+    completer: &Completer,
+    written: &Arc<AtomicU64>,
+    retries: &mut JoinSet<Vec<Unwritten>>,
+    ended: Result<Vec<Unwritten>, tokio::task::JoinError>,
+) {
+    match ended {
+        Ok(parts) => {
+            for part in parts {
+                retries.spawn(retry(completer.clone(), Arc::clone(written), part));
+            }
+        }
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => {} // cancelled: only when the set is dropped
+    }
+}
+
+/// Writes `batch`, split in halves around outcomes the store rejects; acknowledges each outcome
+/// written (or dropped as refused), counts the writes in `written`, and returns the parts a
+/// transient failure left unwritten.
+async fn record(
+    completer: &Completer,
+    written: &AtomicU64,
+    batch: Vec<Completion>,
+) -> Vec<Unwritten> {
+    let mut unwritten = Vec::new();
+    let mut pending = vec![batch];
+    while let Some(mut group) = pending.pop() {
+        let finishes: Vec<RunFinish> = group.iter().map(|c| c.finish.clone()).collect();
         let runs = || finishes.iter().map(|f| f.run_id);
         completer.watchdog.writing(runs(), true);
-        let written = completer.store.finish_runs(&finishes).await;
-        if written.is_err() {
+        let result = completer.store.finish_runs(&finishes).await;
+        if result.is_err() {
             completer.watchdog.writing(runs(), false);
         }
-        match written {
+        match result {
             Ok(results) => {
-                if failures > 0 {
-                    tracing::info!(
-                        runs = finishes.len(),
-                        "recorded the end of runs after retrying"
-                    );
-                    failures = 0;
-                }
+                written.fetch_add(1, Ordering::SeqCst);
                 for r in results.iter().filter(|r| !r.lock_held) {
                     tracing::warn!(
                         run_id = r.run_id,
                         "another node had released the lock when the run's end was recorded"
                     );
                 }
+                acknowledge(group);
             }
-            Err(e) if e.is_transient() => {
-                if completer.flush_deadline.is_cancelled() {
-                    tracing::error!(error = %e, runs = to - from, "gave up recording the end of runs at shutdown; other nodes will find their locks expired and treat the runs as lost");
-                    continue;
-                }
-                if failures == 0 {
-                    tracing::warn!(error = %e, runs = to - from, "could not record the end of runs; retrying while their locks are kept alive");
-                }
-                failures += 1;
-                pending.push((from, to));
-                tokio::select! {
-                    _ = tokio::time::sleep(completer.watchdog.retry_pause()) => {}
-                    _ = completer.flush_deadline.cancelled() => {}
-                }
-            }
+            Err(error) if error.is_transient() => unwritten.push(Unwritten {
+                group,
+                locked: matches!(error, StoreError::Conflict { .. }),
+                error: error.to_string(),
+            }),
             Err(e) => {
-                if to - from > 1 {
-                    let middle = from + (to - from) / 2;
-                    pending.push((middle, to));
-                    pending.push((from, middle));
+                if group.len() > 1 {
+                    let back = group.split_off(group.len() / 2);
+                    pending.push(back);
+                    pending.push(group);
                 } else {
-                    rescue_rejected(completer, &mut batch[from], e).await;
+                    rescue_rejected(completer, &mut group[0], e).await;
+                    acknowledge(group);
                 }
             }
+        }
+    }
+    unwritten
+}
+
+/// Tells the runners their outcomes are recorded (or will never be), and lets their leases go.
+fn acknowledge(group: Vec<Completion>) {
+    for c in group {
+        drop(c.lease);
+        let _ = c.recorded.send(());
+    }
+}
+
+/// Writes `unwritten` again every retry pause until it is written or the flush deadline of a
+/// shutdown passes, while newer outcomes are written beside it. A group of several that fails
+/// again while another write succeeded meanwhile (the store works; something in this group
+/// does not), or because a row it needs is locked, is split in halves, each retried on its own
+/// (returned to the caller): a row held by a transaction that does not end (a server process
+/// frozen inside it) then holds back no outcome but the one that needs it.
+async fn retry(
+    completer: Completer,
+    written: Arc<AtomicU64>,
+    mut unwritten: Unwritten,
+) -> Vec<Unwritten> {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(completer.watchdog.retry_pause()) => {}
+            _ = completer.flush_deadline.cancelled() => {}
+        }
+        if completer.flush_deadline.is_cancelled() {
+            tracing::error!(error = %unwritten.error, runs = unwritten.group.len(), "gave up recording the end of runs at shutdown; other nodes will find their locks expired and treat the runs as lost");
+            acknowledge(unwritten.group);
+            return Vec::new();
+        }
+        let before = written.load(Ordering::SeqCst);
+        let runs = unwritten.group.len();
+        let mut left = record(&completer, &written, unwritten.group).await;
+        let Some(again) = left.pop() else {
+            tracing::info!(runs, "recorded the end of runs after retrying");
+            completer.wake.notify_one();
+            return Vec::new();
+        };
+        if !left.is_empty() {
+            // Split around a rejected outcome, and more than one part failed: each on its own.
+            left.push(again);
+            return left;
+        }
+        unwritten = again;
+        let others_wrote = written.load(Ordering::SeqCst) != before;
+        if unwritten.group.len() > 1 && (others_wrote || unwritten.locked) {
+            let back = unwritten.group.split_off(unwritten.group.len() / 2);
+            tracing::debug!(
+                runs,
+                error = %unwritten.error,
+                "the end of runs still not recorded while the store works: retried in halves"
+            );
+            return vec![
+                Unwritten {
+                    group: back,
+                    error: unwritten.error.clone(),
+                    locked: unwritten.locked,
+                },
+                unwritten,
+            ];
         }
     }
 }

@@ -28,24 +28,10 @@ on_both_backends!(
     a_tick_whose_handler_finished_during_an_outage_is_not_run_again,
     a_cron_change_racing_a_tick_does_not_run_it_twice,
     a_locked_due_row_is_retried_with_backoff,
+    frozen_server_processes_hold_back_only_the_task_whose_row_they_hold,
     a_mixed_case_non_ascii_schema_works,
     a_stop_during_a_prune_backlog_does_not_wait_for_it,
 );
-
-/// Not run by default: the third fresh-clone CI run of 2026-12-07 evening failed it (no run
-/// within 30 s of freezing every backend of the node) after the release-check and listener
-/// stalls were fixed and it had passed in the two before and 3 runs by hand. Not verified why;
-/// the likely cause is a frozen backend caught inside a transaction that holds the task's row
-/// (RELIABILITY.md, promise 2's "Found, not fixed"): no client can free that lock until the
-/// process runs again. `hung_release::*` shows the pool no longer stalls, deterministically.
-/// Run it with `--run-ignored all`.
-mod on_postgres_frozen_row {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[ignore = "flaky in CI: a frozen backend may hold the task's row (RELIABILITY.md, promise 7); cause not verified"]
-    async fn hung_connections_time_out_and_scheduling_goes_on() {
-        super::hung_connections_time_out_and_scheduling_goes_on().await;
-    }
-}
 
 /// Works one second, then returns `Ok`.
 #[task(name = "outage.finish")]
@@ -278,15 +264,53 @@ async fn a_poisoned_outcome_holds_back_nothing(db: &TestDb) {
     );
 }
 
-#[task(name = "hung.tick")]
-async fn hung_tick(ctx: TaskContext) {
+#[task(name = "frozen.held")]
+async fn frozen_held(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+}
+
+#[task(name = "frozen.free")]
+async fn frozen_free(ctx: TaskContext) {
     let _guard = recorder(&ctx).enter(&ctx);
 }
 
-/// Every backend serving the node is frozen (SIGSTOP: its connections hang without an error, as
-/// behind a dead network). Every store call has a timeout and a timed-out connection is closed,
-/// so the node opens fresh connections and keeps scheduling while the old ones stay frozen.
-async fn hung_connections_time_out_and_scheduling_goes_on() {
+/// Sends `signal` to each of `pids`: PostgreSQL server processes of our own throwaway cluster.
+fn signal_all(pids: &[i32], signal: libc::c_int) {
+    for pid in pids {
+        // SAFETY: plain kill(2) on a server process of our own throwaway cluster.
+        unsafe { libc::kill(*pid, signal) };
+    }
+}
+
+/// Whether `task`'s row can be locked at least once in `tries` tries 100 ms apart: a row a
+/// frozen server process holds never can, one a live transaction holds soon can.
+async fn row_lockable(admin: &sqlx::PgPool, task: &str, tries: usize) -> bool {
+    for _ in 0..tries {
+        let mut tx = admin.begin().await.unwrap();
+        let locked = sqlx::query("SELECT 1 FROM scheduler_tasks WHERE name = $1 FOR UPDATE NOWAIT")
+            .bind(task)
+            .execute(&mut *tx)
+            .await
+            .is_ok();
+        tx.rollback().await.unwrap();
+        if locked {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Every server process serving the node is frozen (SIGSTOP: its connections hang without an
+/// error, as behind a dead network), and so is one holding `frozen.held`'s row in an open
+/// transaction while that task's run works (as when the node's own outcome write, claim or
+/// renewal is frozen inside its transaction: nothing a client does frees a row a stopped process
+/// holds). Every store call has a timeout and a timed-out connection is closed, so the node opens
+/// fresh connections; the held task's outcome cannot be written until the process runs again,
+/// and it holds back nothing else: `frozen.free` goes on running. Once the processes run again,
+/// the held task's outcome is recorded and it runs again; no tick of either runs twice.
+async fn frozen_server_processes_hold_back_only_the_task_whose_row_they_hold() {
     scheduler_tests::init_tracing();
     let cluster = TempCluster::start().await.expect("a throwaway cluster");
     let rec = Arc::new(Recorder::default());
@@ -296,45 +320,104 @@ async fn hung_connections_time_out_and_scheduling_goes_on() {
         .connect_lazy()
         .unwrap();
     let n = start(
-        cluster_node(&cluster, "n1", "hung.tick", "* * * * * *", &rec)
+        scheduler::Scheduler::builder()
+            .database_url(cluster.url())
+            .node_id("n1")
+            .registry(tasks("frozen."))
+            .poll_interval(Duration::from_millis(500))
+            .heartbeat_interval(Duration::from_millis(500))
+            .config_document(doc(vec![
+                entry("frozen.held", "* * * * * *"),
+                entry("frozen.free", "* * * * * *"),
+            ]))
+            .state(Arc::clone(&rec))
             .store(Arc::new(store))
             .build()
             .unwrap(),
     );
-    wait_until(Duration::from_secs(60), "runs", || async {
-        rec.starts_of("hung.tick") >= 2
-    })
-    .await;
     let admin = sqlx::PgPool::connect(&cluster.url()).await.unwrap();
-    let pids: Vec<i32> =
-        sqlx::query_scalar("SELECT pid FROM pg_stat_activity WHERE application_name = 'scheduler'")
-            .fetch_all(&admin)
+    let mut staged = false;
+    for attempt in 1..=5 {
+        // A run of the held task has started, and goes on for two seconds.
+        let held_before = rec.starts_of("frozen.held");
+        wait_until(
+            Duration::from_secs(60),
+            "a run of the held task",
+            || async {
+                rec.starts_of("frozen.held") > held_before && rec.starts_of("frozen.free") >= 2
+            },
+        )
+        .await;
+        use sqlx::Connection as _;
+        let mut holder = sqlx::PgConnection::connect(&cluster.url()).await.unwrap();
+        let holder_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+            .fetch_one(&mut holder)
             .await
             .unwrap();
-    assert!(!pids.is_empty());
-    for pid in &pids {
-        // SAFETY: plain kill(2) on a PostgreSQL backend of our own throwaway cluster.
-        unsafe { libc::kill(*pid, libc::SIGSTOP) };
-    }
-    let frozen_at = Instant::now();
-    let before = rec.starts_of("hung.tick");
-    wait_until(
-        Duration::from_secs(30),
-        "runs while the old connections hang",
-        || async { rec.starts_of("hung.tick") >= before + 3 },
-    )
-    .await;
-    eprintln!(
-        "scheduling resumed {:?} after the freeze",
-        frozen_at.elapsed()
-    );
-    for pid in &pids {
-        // SAFETY: as above.
-        unsafe { libc::kill(*pid, libc::SIGCONT) };
+        sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+        sqlx::query("SELECT 1 FROM scheduler_tasks WHERE name = 'frozen.held' FOR UPDATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+        let pids: Vec<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'scheduler'",
+        )
+        .fetch_all(&admin)
+        .await
+        .unwrap();
+        assert!(!pids.is_empty());
+        let frozen: Vec<i32> = pids.iter().copied().chain([holder_pid]).collect();
+        signal_all(&frozen, libc::SIGSTOP);
+        let frozen_at = Instant::now();
+        // The node's own processes froze at a moment of their choosing: one may hold the free
+        // task's row too (its claim or its outcome write). Then the scenario is staged again.
+        if !row_lockable(&admin, "frozen.free", 5).await {
+            eprintln!(
+                "attempt {attempt}: a frozen process of the node holds the free task's row too"
+            );
+            signal_all(&frozen, libc::SIGCONT);
+            sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+            continue;
+        }
+        let (held, free) = (rec.starts_of("frozen.held"), rec.starts_of("frozen.free"));
+        wait_until(
+            Duration::from_secs(30),
+            "runs of the free task while the processes are frozen",
+            || async { rec.starts_of("frozen.free") >= free + 3 },
+        )
+        .await;
+        eprintln!(
+            "the free task ran 3 times {:?} after the freeze",
+            frozen_at.elapsed()
+        );
+        assert_eq!(
+            rec.starts_of("frozen.held"),
+            held,
+            "the held task did not run while a frozen process held its row"
+        );
+        assert!(
+            !row_lockable(&admin, "frozen.held", 1).await,
+            "its row is still held"
+        );
+        signal_all(&frozen, libc::SIGCONT);
+        sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+        wait_until(
+            Duration::from_secs(30),
+            "runs of the held task once the processes run again",
+            || async { rec.starts_of("frozen.held") >= held + 2 },
+        )
+        .await;
+        staged = true;
+        break;
     }
     n.stop().await;
-    assert_eq!(rec.ticks_started_twice("hung.tick"), []);
     admin.close().await;
+    assert!(
+        staged,
+        "in 5 attempts, the node's frozen processes held the free task's row each time"
+    );
+    assert_eq!(rec.ticks_started_twice("frozen.held"), []);
+    assert_eq!(rec.ticks_started_twice("frozen.free"), []);
 }
 
 #[task(name = "contended.tick")]
