@@ -18,6 +18,10 @@
 // - a task's instances (declared in the demo's config, or made at run time from Rust): each with
 //   its strip of expected ticks, its next run and arguments, filtered by key (kept in the address);
 //   the task's history says which instance each run was;
+// - a task failing through one of its instances alone (made at run time; its own runs succeed):
+//   counted, badged and sorted as failing on the overview and in the needs-attention line; the
+//   instance's open alert opens its task's page filtered to it, and the page lists it failing,
+//   with its failed runs;
 // - a tick waiting for a limit shared by tasks: an hourglass whose tooltip names the limit, how
 //   full it is and its holder, and the task's page says it in words;
 // - a node that stops answering (SIGSTOP) greys the page, which says since when, in a named zone;
