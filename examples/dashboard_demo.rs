@@ -3,7 +3,8 @@
 //! nightly or monthly, one split into shards, one run on every node (a broadcast), one that
 //! runs only when triggered, one with instances declared in the config (a schedule per
 //! tenant, each with its arguments), one whose instances are made at run time from Rust (a
-//! schedule per advertiser, `Scheduler::schedules`), and two sharing a limit of one run at a
+//! schedule per advertiser, `Scheduler::schedules`), one whose own ticks succeed while one
+//! of its instances made at run time fails every run (so the task is failing), and two sharing a limit of one run at a
 //! time (the long warehouse load holds it: the report's ticks wait, an hourglass on its strip).
 //! The admin server serves the dashboard at `/`.
 //!
@@ -125,11 +126,31 @@ async fn monthly() {
 }
 
 /// An advertiser's report: one instance per advertiser, made at run time by
-/// [`make_advertisers`], each with its own schedule and arguments.
+/// [`make_instances`], each with its own schedule and arguments.
 #[task(name = "demo.advertisers")]
 async fn advertisers(ctx: TaskContext) -> anyhow::Result<()> {
     let advertiser: serde_json::Value = ctx.args()?;
     tracing::info!(key = ?ctx.key(), %advertiser, "advertiser report pulled");
+    Ok(())
+}
+
+/// Mirrors the catalogue: its own ticks to our bucket, its instances (one per partner, made at
+/// run time by [`make_instances`]) to the partner's bucket named in their arguments. Partner
+/// `globex` revoked our access key: its runs fail every time, while the task's own runs and
+/// `initech`'s succeed; the task fails through that instance alone.
+#[task(name = "demo.mirrors")]
+async fn mirrors(ctx: TaskContext) -> anyhow::Result<()> {
+    let bucket = match ctx.key() {
+        None => "our-catalogue".to_owned(),
+        Some(_) => ctx.args::<serde_json::Value>()?["bucket"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    tracing::info!(key = ?ctx.key(), %bucket, "mirroring the catalogue");
+    if ctx.key() == Some("globex") {
+        anyhow::bail!("403 Forbidden from {bucket}: our access key AKIA-DEMO was revoked");
+    }
     Ok(())
 }
 
@@ -152,19 +173,30 @@ async fn warehouse_report() {
     tracing::info!("warehouse report written");
 }
 
-/// The advertisers' instances, made from Rust once the node has written its task's row (its
-/// first reconcile, shortly after start).
-async fn make_advertisers(schedules: Schedules) -> scheduler::Result<()> {
+/// The advertisers' and the mirrors' instances, made from Rust once the node has written their
+/// task's row (its first reconcile, shortly after start).
+async fn make_instances(schedules: Schedules) -> scheduler::Result<()> {
     let advertisers = [
         ("adv-101", "*/2 * * * * *", "UTC"),
         ("adv-102", "*/3 * * * * *", "Europe/Berlin"),
         ("brand-7", "*/4 * * * * *", "UTC"),
-    ];
-    for (key, cron, zone) in advertisers {
-        let schedule = Schedule::new("demo.advertisers", key)
+    ]
+    .map(|(key, cron, zone)| {
+        Schedule::new("demo.advertisers", key)
             .cron(cron)
             .timezone(zone)
-            .args(json!({"advertiser": key}));
+            .args(json!({"advertiser": key}))
+    });
+    let mirrors = [
+        ("initech", "*/3 * * * * *", "initech-catalogue"),
+        ("globex", "*/4 * * * * *", "globex-catalogue"),
+    ]
+    .map(|(key, cron, bucket)| {
+        Schedule::new("demo.mirrors", key)
+            .cron(cron)
+            .args(json!({"bucket": bucket}))
+    });
+    for schedule in advertisers.into_iter().chain(mirrors) {
         let mut tries = 0;
         loop {
             match schedules.upsert(schedule.clone()).await {
@@ -178,7 +210,7 @@ async fn make_advertisers(schedules: Schedules) -> scheduler::Result<()> {
             }
         }
     }
-    tracing::info!("advertisers' instances made");
+    tracing::info!("advertisers' and mirrors' instances made");
     Ok(())
 }
 
@@ -193,8 +225,8 @@ async fn main() -> anyhow::Result<()> {
         .build()?;
     let schedules = scheduler.schedules();
     tokio::spawn(async move {
-        if let Err(e) = make_advertisers(schedules).await {
-            tracing::error!(%e, "the advertisers' instances were not made");
+        if let Err(e) = make_instances(schedules).await {
+            tracing::error!(%e, "the instances made at run time were not made");
         }
     });
     scheduler.run_until(scheduler::shutdown_signal()).await?;

@@ -123,3 +123,22 @@ export function outcomeClass(outcome, reason) {
 
 /** Run statuses that mean the work did not get done. */
 export const FAILED = ["failed", "timed_out", "lost"];
+
+/**
+ * The task of a row named in an alert, and its instance's key: an instance's row `task/key`
+ * (or its shard's `task/key[i]`) is `{task, key}`; a shard's or a node's row (`task[i]`,
+ * `task[@node]`) and a task's own are `{task, key: null}` (as the node's `shard::split_row`).
+ */
+export function splitRow(row) {
+  const slash = row.indexOf("/");
+  const key = slash > 0 ? row.slice(slash + 1).split("[")[0] : "";
+  if (key) return { task: row.slice(0, slash), key };
+  const bracket = row.indexOf("[");
+  return { task: bracket > 0 ? row.slice(0, bracket) : row, key: null };
+}
+
+/** The page of a row named in an alert: its task's, filtered to its instance if it is one's. */
+export function rowHash(row) {
+  const { task, key } = splitRow(row);
+  return `#/task/${encodeURIComponent(task)}${key ? `?key=${encodeURIComponent(key)}` : ""}`;
+}

@@ -10,7 +10,7 @@
 import { get } from "./api.js";
 import { h, patch, put } from "./dom.js";
 import { heldWords, legend, shardWords, tickStrip } from "./charts.js";
-import { FAILED, inZone, learnClock, nodeNow, outcomeClass, outcomeText, relative, span } from "./format.js";
+import { FAILED, inZone, learnClock, nodeNow, outcomeClass, outcomeText, relative, rowHash, span, splitRow } from "./format.js";
 
 export const STRIP = 30;
 const MANY = 200;
@@ -287,10 +287,11 @@ export class Overview {
     const items = [];
     const snoozed = new Map((incidents?.snoozes ?? []).map((s) => [s.task, s]));
     for (const i of incidents?.incidents ?? []) {
-      const zone = tasks.find((t) => t.name === i.task)?.timezone ?? "UTC";
+      // An instance's incident names its row (`task/key`): its link opens its task's page on it.
+      const zone = tasks.find((t) => t.name === splitRow(i.task).task)?.timezone ?? "UTC";
       const snooze = snoozed.get(i.task);
       items.push(h("li", { "data-key": `incident:${i.id}`, dataset: { alert: "incident", incident: i.id } },
-        h("strong", { class: "bad" }, `${i.kind}: `), h("a", { href: `#/task/${encodeURIComponent(i.task)}` }, i.task),
+        h("strong", { class: "bad" }, `${i.kind}: `), h("a", { href: rowHash(i.task) }, i.task),
         ` ${i.count} time${i.count > 1 ? "s" : ""} since ${inZone(i.opened_at, zone)} (last ${relative(i.last_seen_at)}; `,
         i.notified_at ? `alert sent${i.reminders ? `, ${i.reminders} reminder${i.reminders > 1 ? "s" : ""}` : ""})` : "held back)",
         snooze ? h("span", { class: "muted" }, ` — snoozed until ${inZone(snooze.until, zone)}: “${snooze.reason}”`) : null));

@@ -7,7 +7,7 @@
 import { get, task as enc } from "./api.js";
 import { h, patch, put, section, table } from "./dom.js";
 import { legend, lineChart, shardWords, tickStrip } from "./charts.js";
-import { duration, inZone, offset, outcomeClass, outcomeText, relative, runSeconds } from "./format.js";
+import { duration, inZone, offset, outcomeClass, outcomeText, relative, runSeconds, splitRow } from "./format.js";
 import { actionBar, backfillCancel } from "./actions.js";
 
 /** The snooze in force for `name` in an `/api/incidents` answer, if any. */
@@ -70,13 +70,15 @@ export class TaskPage {
       get(`/api/ticks?task=${n}&count=${STRIP}`),
       get("/api/config"),
       get(`/api/runs?task=${n}&limit=${PAGE}${filter}`),
-      get(`/api/incidents?state=open&task=${n}`),
+      // Its instances' incidents too (named by their rows, `task/key`): the read's task filter
+      // matches one row's name exactly.
+      get("/api/incidents?state=open&limit=1000"),
       get(`/api/backfills?task=${n}&limit=3`),
       readInstances(this.name, this.key, this.after),
       get("/api/limits").catch(() => null),
     ]);
     this.limits = limits?.limits ?? [];
-    this.incidents = incidents;
+    this.incidents = { ...incidents, incidents: incidents.incidents.filter((i) => splitRow(i.task).task === this.name) };
     this.backfills = backfills;
     this.instances = instances;
     this.draw(detail, ticks.tasks[0], config, runs);
@@ -103,7 +105,7 @@ export class TaskPage {
         t.state.pause.until ? ` — until ${inZone(t.state.pause.until, zone)} (${relative(t.state.pause.until)})` : " — until resumed") : null,
       t.state.missed_since ? h("p", { class: "notice bad" }, `Overdue since ${inZone(t.state.missed_since, zone)}: no run started in time (open missed-run alert).`) : null,
       ...(this.incidents?.incidents ?? []).map((i) => h("p", { class: "notice bad", dataset: { incident: i.id } },
-        `Open incident: ${i.kind}, ${i.count} alert${i.count > 1 ? "s" : ""} since ${inZone(i.opened_at, zone)} (last ${relative(i.last_seen_at)}; `,
+        `Open incident${splitRow(i.task).key ? ` of instance ${splitRow(i.task).key}` : ""}: ${i.kind}, ${i.count} alert${i.count > 1 ? "s" : ""} since ${inZone(i.opened_at, zone)} (last ${relative(i.last_seen_at)}; `,
         i.notified_at ? `sent ${relative(i.notified_at)}${i.reminders ? `, ${i.reminders} reminder${i.reminders > 1 ? "s" : ""}` : ""})` : "held back, not sent)")),
       snoozeOf(this.incidents, t.name) ? h("p", { class: "notice", id: "snooze-notice" },
         `Alerts snoozed by ${snoozeOf(this.incidents, t.name).by} until ${inZone(snoozeOf(this.incidents, t.name).until, zone)}: “${snoozeOf(this.incidents, t.name).reason}” (the task keeps running)`) : null,
