@@ -221,8 +221,8 @@ pub mod testing {
         pub use crate::store::backfill::{BackfillCancel, BackfillRecord};
         pub use crate::store::claim::{
             ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
-            ExpiredLock, FailureCount, LastRun, LockKey, NextRun, Requeue, RescueDecision, RunEnd,
-            RunFinish, WakeInfo,
+            ExpiredLock, FailureCount, LastRun, LockKey, NextRun, Renewal, Requeue, RescueDecision,
+            RunEnd, RunFinish, WakeInfo,
         };
         pub use crate::store::config::{
             ConfigPlan, ConfigSnapshot, ConfigState, TaskChange, TaskRow,

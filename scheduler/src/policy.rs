@@ -110,7 +110,7 @@ macro_rules! by_name {
             type Err = ParsePolicyError;
 
             #[doc = concat!("Parses a policy name exactly as [`", stringify!($policy),
-                                                "::as_str`] writes it (", $names, ").")]
+                                                        "::as_str`] writes it (", $names, ").")]
             fn from_str(value: &str) -> Result<Self, Self::Err> {
                 Self::ALL
                     .into_iter()

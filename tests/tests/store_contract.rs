@@ -433,6 +433,7 @@ contract![
     fencing_tokens_rise_with_every_claim_of_a_task_on_any_node,
     a_lock_renewed_during_its_rescue_is_not_released,
     a_lock_whose_row_another_transaction_holds_is_offered_busy_and_never_released,
+    a_renewal_skips_a_row_another_transaction_holds_and_extends_the_others,
     a_lock_without_a_running_run_is_released_without_touching_runs,
     renewal_extends_only_locks_held_under_owner_and_token_also_after_expiry,
     a_finish_records_the_outcome_and_releases_only_its_own_lock,
@@ -719,6 +720,17 @@ fn scheduled(served: DateTime<Utc>, next: Option<DateTime<Utc>>, recovery: Recov
 /// `keys`, each to be renewed for the suite's lock lifetime.
 fn held(keys: &[LockKey]) -> Vec<(LockKey, Duration)> {
     keys.iter().map(|k| (k.clone(), LIFETIME)).collect()
+}
+
+/// A renewal of locks no other transaction holds: what it extended.
+async fn renew(
+    s: &dyn Store,
+    node: &str,
+    held: &[(LockKey, Duration)],
+) -> Result<Vec<LockKey>, StoreError> {
+    let renewal = s.renew_locks(node, held).await?;
+    assert!(renewal.busy.is_empty(), "no row is held: {renewal:?}");
+    Ok(renewal.renewed)
 }
 
 async fn claim_as(
@@ -1283,7 +1295,7 @@ async fn an_expired_lock_the_rules_wait_for_is_left_alone(s: &dyn Store, arrange
     let record = self::run(s, run.run_id).await;
     assert_eq!(record.status, RunStatus::Running);
     assert_eq!(
-        s.renew_locks(NODE, &held(&[key(&run)])).await.unwrap(),
+        renew(s, NODE, &held(&[key(&run)])).await.unwrap(),
         [key(&run)],
         "the lock is still its owner's"
     );
@@ -1368,7 +1380,7 @@ async fn a_released_lock_ends_its_run_as_decided_and_makes_the_tick_due_again(
 
     // The old tokens are worth nothing now.
     let old: Vec<LockKey> = runs.values().map(key).collect();
-    assert!(s.renew_locks(NODE, &held(&old)).await.unwrap().is_empty());
+    assert!(renew(s, NODE, &held(&old)).await.unwrap().is_empty());
     // The tick made due again is claimed again, under a new token.
     let again = claim_one(s, "a", &Rules::hourly()).await;
     assert_eq!(again.scheduled_at, t);
@@ -1486,6 +1498,36 @@ async fn a_lock_whose_row_another_transaction_holds_is_offered_busy_and_never_re
     assert_eq!(self::run(s, run.run_id).await.status, RunStatus::Lost);
 }
 
+/// A renewal does not wait for a row another transaction holds (a statement of the node's own,
+/// stuck: every other lock's renewal would wait with it): that lock comes back busy, still the
+/// node's, and the others are extended. SQLite has no row locks: nothing is busy there.
+async fn a_renewal_skips_a_row_another_transaction_holds_and_extends_the_others(
+    s: &dyn Store,
+    arrange: &Arrange,
+) {
+    let t = now_s() - HOUR;
+    seed(s, &[("a", t), ("b", t)]).await;
+    let out = claim_as(s, NODE, &["a", "b"], 2, &Rules::hourly()).await;
+    let keys: Vec<LockKey> = ["a", "b"].map(|n| key(claimed(&out, n))).to_vec();
+    if let Some(holder) = arrange.hold_row("a").await {
+        let renewal =
+            tokio::time::timeout(Duration::from_secs(30), s.renew_locks(NODE, &held(&keys)))
+                .await
+                .expect("the renewal returns while the row is held")
+                .expect("the renewal does not wait behind the held row");
+        assert_eq!(renewal.renewed, [keys[1].clone()]);
+        assert_eq!(
+            renewal.busy,
+            [keys[0].clone()],
+            "still the node's, not extended"
+        );
+        holder.rollback().await.unwrap();
+    }
+    let mut renewed = renew(s, NODE, &held(&keys)).await.unwrap();
+    renewed.sort_by(|x, y| x.task_name.cmp(&y.task_name));
+    assert_eq!(renewed, keys, "both extended once the row is free");
+}
+
 /// Another claim going on (another node's, deciding on the same expired locks) does not make
 /// an expired lock busy: a claim holds no expired row while its rules decide. (PostgreSQL
 /// only: SQLite's claim holds the whole file, so no second claim goes on beside it.)
@@ -1540,7 +1582,7 @@ async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange
             tokio::runtime::Handle::current().block_on(async {
                 tokio::time::timeout(
                     Duration::from_secs(1),
-                    s.renew_locks(NODE, &held(std::slice::from_ref(&lock.key))),
+                    renew(s, NODE, &held(std::slice::from_ref(&lock.key))),
                 )
                 .await
             })
@@ -1561,6 +1603,7 @@ async fn a_lock_renewed_during_its_rescue_is_not_released(s: &dyn Store, arrange
         .renew_locks(NODE, &held(&[key(&run)]))
         .await
         .unwrap()
+        .renewed
         .is_empty();
     assert_eq!(
         renewed_after, !released,
@@ -1649,9 +1692,9 @@ async fn renewal_extends_only_locks_held_under_owner_and_token_also_after_expiry
         (LockKey::new("mine", Uuid::new_v4()), hour),
         (LockKey::new("missing", Uuid::new_v4()), hour),
     ];
-    let renewed = s.renew_locks("me", &keys).await.unwrap();
+    let renewed = renew(s, "me", &keys).await.unwrap();
     assert_eq!(renewed, [key(&mine)], "expired but not released: renewed");
-    assert!(s.renew_locks("me", &[]).await.unwrap().is_empty());
+    assert!(renew(s, "me", &[]).await.unwrap().is_empty());
 
     // "mine" is no longer expired; "stolen" kept the thief's (shorter) expiry.
     let rules = Rules::hourly();
@@ -1731,16 +1774,8 @@ async fn a_finish_records_the_outcome_and_releases_only_its_own_lock(
         Some(t + HOUR),
         "a is unlocked with its planned next run"
     );
-    assert_eq!(
-        s.renew_locks(NODE, &held(&[key(&b)])).await.unwrap(),
-        [key(&b)]
-    );
-    assert!(
-        s.renew_locks(NODE, &held(&[key(&a)]))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(renew(s, NODE, &held(&[key(&b)])).await.unwrap(), [key(&b)]);
+    assert!(renew(s, NODE, &held(&[key(&a)])).await.unwrap().is_empty());
 
     assert!(
         finish_one(
@@ -2063,7 +2098,7 @@ async fn a_late_finish_over_a_lost_run_records_the_real_outcome(s: &dyn Store, a
 
     // The new holder is undisturbed.
     assert_eq!(
-        s.renew_locks("node-b", &held(&[key(&a2)])).await.unwrap(),
+        renew(s, "node-b", &held(&[key(&a2)])).await.unwrap(),
         [key(&a2)]
     );
     assert_eq!(run(s, a2.run_id).await.status, RunStatus::Running);
@@ -2547,7 +2582,7 @@ async fn apply_config_creates_without_overwriting_and_updates_in_place(s: &dyn S
     let run = claim_one(s, "a", &Rules::hourly()).await;
     apply(s, vec![update("a", Some(t + HOUR * 9))]).await;
     assert_eq!(
-        s.renew_locks(NODE, &held(&[key(&run)])).await.unwrap(),
+        renew(s, NODE, &held(&[key(&run)])).await.unwrap(),
         [key(&run)]
     );
 
@@ -3576,7 +3611,7 @@ async fn each_lock_lives_as_long_as_its_plan_or_renewal_says(s: &dyn Store, _: &
         .await
         .unwrap();
     let after = Utc::now();
-    let mut renewed: Vec<String> = renewed.into_iter().map(|k| k.task_name).collect();
+    let mut renewed: Vec<String> = renewed.renewed.into_iter().map(|k| k.task_name).collect();
     renewed.sort();
     assert_eq!(renewed, ["long", "short"]);
     assert_expires(
@@ -6170,13 +6205,7 @@ async fn a_removed_instance_goes_at_once_or_once_its_run_releases_its_lock(
         Some(t + HOUR * 10)
     );
     // Its run still renews, ends and is recorded.
-    assert_eq!(
-        s.renew_locks(NODE, &held(&[key(&run)]))
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(renew(s, NODE, &held(&[key(&run)])).await.unwrap().len(), 1);
     assert!(
         finish_one(
             s,

@@ -2,6 +2,7 @@
 //! transaction ([`ClaimRules`]), and what a finished run records ([`RunFinish`]).
 
 mod finish;
+mod renewal;
 
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use uuid::Uuid;
 use super::{Pause, PendingBackfill, SkipRecord, Trigger};
 use crate::policy::Recovery;
 pub use finish::{FailureCount, FinishResult, LastRun, Requeue, RunEnd, RunFinish};
+pub use renewal::Renewal;
 
 /// A lock, named by its task and fencing token.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

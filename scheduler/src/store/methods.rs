@@ -49,7 +49,7 @@ macro_rules! store_methods {
                 renew_locks(
                     node_id: &str,
                     held: &[(LockKey, Duration)]
-                ) -> StoreResult<Vec<LockKey>>, unless held.is_empty();
+                ) -> StoreResult<Renewal>, unless held.is_empty();
                 cancel_requests(run_ids: &[i64]) -> StoreResult<Vec<Cancellation>>,
                     unless run_ids.is_empty();
                 finish_runs(finishes: &[RunFinish]) -> StoreResult<Vec<FinishResult>>,

@@ -98,7 +98,7 @@ pub(crate) use backfill::{
 pub(crate) use claim::{
     ClaimOutcome, ClaimPlan, ClaimRequest, ClaimRules, ClaimedRun, DueDecision, DueTask,
     ExpiredLock, FailureCount, FinishResult, LastRun, LockKey, LockedRun, NextRun, PendingManual,
-    PendingRetry, Requeue, RescueDecision, RunEnd, RunFinish, WakeInfo,
+    PendingRetry, Renewal, Requeue, RescueDecision, RunEnd, RunFinish, WakeInfo,
 };
 pub(crate) use config::{
     ConfigPlan, ConfigPlanner, ConfigSnapshot, ConfigState, TaskChange, TaskRow,

@@ -14,8 +14,8 @@ use super::{
     IncidentQuery, IncidentRecord, IncidentRule, InstanceBatchPlanner, InstancePlanner,
     InstanceQuery, InstanceRecord, InstanceState, InstanceSummary, InstanceUpsert, InstanceWrite,
     LimitState, LockKey, LogChunk, NewBackfill, NewEvent, NodeInfo, NodeRecord, OutboxRow,
-    OverdueTask, Pause, ResumePlanner, RunFinish, RunQuery, RunRecord, RunRequest, SkipRecord,
-    Snooze, StoreResult, TaskRow, TaskState, WakeInfo,
+    OverdueTask, Pause, Renewal, ResumePlanner, RunFinish, RunQuery, RunRecord, RunRequest,
+    SkipRecord, Snooze, StoreResult, TaskRow, TaskState, WakeInfo,
 };
 
 /// The cluster's membership: the engine registers its node, beats its heart, reports what it
@@ -75,13 +75,14 @@ pub trait ClaimStore: Send + Sync {
         rules: &dyn ClaimRules,
     ) -> StoreResult<ClaimOutcome>;
     /// Extends the locks `node_id` holds, in one write, each by its own lifetime. Fenced by
-    /// owner and token, not by expiry: an expired lock nobody released is extended again.
-    /// Returns the locks extended; any other was taken over.
+    /// owner and token, not by expiry: an expired lock nobody released is extended again. A
+    /// lock whose row another transaction holds is not waited for: it comes back busy. Returns
+    /// the locks extended and those busy; any other was taken over.
     async fn renew_locks(
         &self,
         node_id: &str,
         held: &[(LockKey, Duration)],
-    ) -> StoreResult<Vec<LockKey>>;
+    ) -> StoreResult<Renewal>;
     /// The cancel requests recorded for any of `run_ids` (runs the caller is running), in no
     /// particular order. Cheap when there are none: the engine asks after each lock renewal.
     async fn cancel_requests(&self, run_ids: &[i64]) -> StoreResult<Vec<Cancellation>>;

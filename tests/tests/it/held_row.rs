@@ -9,6 +9,7 @@
 use crate::common;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::*;
@@ -19,7 +20,8 @@ use sqlx::Row;
 
 scheduler_tests::postgres_tests! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    a_lock_whose_row_is_held_past_its_lifetime_is_not_taken_over;
+    a_lock_whose_row_is_held_past_its_lifetime_is_not_taken_over,
+    a_held_row_holds_back_only_its_own_locks_renewal;
 }
 
 #[task(name = "held.slow")]
@@ -29,6 +31,22 @@ async fn held_slow(ctx: TaskContext) {
 }
 
 const TASK: &str = "held.slow";
+
+/// How many `renew.long` handlers ran to their end (the handler's own record).
+static LONG_ENDED: AtomicUsize = AtomicUsize::new(0);
+
+#[task(name = "renew.long")]
+async fn renew_long(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    LONG_ENDED.fetch_add(1, Ordering::SeqCst);
+}
+
+#[task(name = "renew.stuck")]
+async fn renew_stuck(ctx: TaskContext) {
+    let _guard = recorder(&ctx).enter(&ctx);
+    tokio::time::sleep(Duration::from_secs(8)).await;
+}
 
 /// A node running the task on a yearly schedule (the test triggers it), with the suite's
 /// intervals: a 3 s lock lifetime, renewed every 600 ms, a 600 ms takeover wait.
@@ -134,5 +152,56 @@ async fn a_lock_whose_row_is_held_past_its_lifetime_is_not_taken_over() {
         [("owner".to_owned(), "succeeded".to_owned())],
         "one run, the owner's, succeeded"
     );
+    db.cleanup().await;
+}
+
+/// A row held by another transaction (here the test's, standing in for a statement of the
+/// node's own stuck in a frozen server process) holds back the renewal of that row's lock only:
+/// the node's other runs keep their locks renewed and finish. Judged by the handlers' record.
+async fn a_held_row_holds_back_only_its_own_locks_renewal() {
+    scheduler_tests::init_tracing();
+    let db = TestDb::postgres("held_renewal").await;
+    let rec = Arc::new(Recorder::default());
+    let n = start(
+        node(&db, "n1", tasks("renew."))
+            .poll_interval(Duration::from_millis(500))
+            .config_document(doc(vec![
+                entry("renew.long", "0 0 1 1 *"),
+                entry("renew.stuck", "0 0 1 1 *"),
+            ]))
+            .state(Arc::clone(&rec))
+            .build()
+            .unwrap(),
+    );
+    trigger_all_now(&db, 2).await;
+    wait_until(Duration::from_secs(30), "both run", || async {
+        rec.starts_of("renew.long") == 1 && rec.starts_of("renew.stuck") == 1
+    })
+    .await;
+    // Hold the stuck task's row for longer than a lock lifetime (3 s).
+    let mut holder = db.pg().pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM scheduler_tasks WHERE name = 'renew.stuck' FOR NO KEY UPDATE")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    holder.rollback().await.unwrap();
+    wait_until(
+        Duration::from_secs(30),
+        "both runs' outcomes written",
+        || async {
+            db.count_runs("renew.long", RunStatus::Running).await == 0
+                && db.count_runs("renew.stuck", RunStatus::Running).await == 0
+        },
+    )
+    .await;
+    n.stop().await;
+    assert_eq!(
+        LONG_ENDED.load(Ordering::SeqCst),
+        1,
+        "the other task's handler ran to its end"
+    );
+    assert_eq!(rec.starts_of("renew.long"), 1, "and was not started again");
+    assert_eq!(db.count_runs("renew.long", RunStatus::Succeeded).await, 1);
     db.cleanup().await;
 }

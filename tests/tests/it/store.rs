@@ -125,7 +125,8 @@ async fn renewal_extends_only_locks_still_held() {
         (LockKey::new("retokened", token(3)), minute),
     ];
     let renewed = s.renew_locks("me", &held).await.unwrap();
-    assert_eq!(renewed, [LockKey::new("mine", token(1))]);
+    assert_eq!(renewed.renewed, [LockKey::new("mine", token(1))]);
+    assert!(renewed.busy.is_empty(), "a lock taken over is not busy");
     let extended: Vec<String> = sqlx::query_scalar(
         "SELECT name FROM scheduler_tasks WHERE lock_expires_at > now() + interval '50 seconds'",
     )

@@ -6,22 +6,23 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use sqlx::Row;
 use uuid::Uuid;
 
 use super::columns::millis;
 use super::commit::sending;
 use crate::store::postgres::PgStore;
 use crate::store::records::lock_key;
-use crate::store::{LockKey, StoreResult};
+use crate::store::{LockKey, Renewal, StoreResult};
 
 pub(super) async fn renew_locks(
     store: &PgStore,
     node_id: &str,
     held: &[(LockKey, Duration)],
-) -> StoreResult<Vec<LockKey>> {
-    // Task rows are updated in name order, as by finish_runs: a renewal and an outcome batch
-    // of the same node touch the same rows, and in different orders they deadlocked (one
-    // waited out `deadlock_timeout`, then failed).
+) -> StoreResult<Renewal> {
+    // Task rows are locked in name order, as by finish_runs (a renewal and an outcome batch of
+    // the same node touch the same rows; in different orders they deadlocked), and a row
+    // another transaction holds is skipped rather than waited for (renew_locks.sql).
     let mut held: Vec<&(LockKey, Duration)> = held.iter().collect();
     held.sort_unstable_by(|a, b| a.0.task_name.cmp(&b.0.task_name));
     let names: Vec<&str> = held.iter().map(|(k, _)| k.task_name.as_str()).collect();
@@ -38,19 +39,25 @@ pub(super) async fn renew_locks(
             .bind(&lifetimes)
             .fetch_all(&mut *conn);
         let rows = sending(&mut sent, (), renewed).await?;
-        rows.iter()
-            .map(lock_key)
-            .collect::<Result<Vec<_>, sqlx::Error>>()
+        let mut renewal = Renewal::default();
+        for row in &rows {
+            let key = lock_key(row)?;
+            if row.try_get::<bool, _>("busy")? {
+                renewal.busy.push(key);
+            } else {
+                renewal.renewed.push(key);
+            }
+        }
+        Ok::<_, sqlx::Error>(renewal)
     });
     match (result, sent) {
         (Ok(renewed), _) => Ok(renewed),
-        (Err(error), Some(())) => {
-            store
-                .read_back("renew_locks", error, store.op_timeout, || {
-                    read_back_renewal(store, node_id, &held, began)
-                })
-                .await
-        }
+        (Err(error), Some(())) => store
+            .read_back("renew_locks", error, store.op_timeout, || {
+                read_back_renewal(store, node_id, &held, began)
+            })
+            .await
+            .map(Renewal::renewed),
         (Err(error), None) => Err(error),
     }
 }

@@ -7,13 +7,14 @@ use std::time::Duration;
 use super::bind::{later, token};
 use crate::store::records::lock_key;
 use crate::store::sqlite::SqliteStore;
-use crate::store::{LockKey, StoreResult};
+use crate::store::{LockKey, Renewal, StoreResult};
 
 pub(super) async fn renew_locks(
     store: &SqliteStore,
     node_id: &str,
     held: &[(LockKey, Duration)],
-) -> StoreResult<Vec<LockKey>> {
+) -> StoreResult<Renewal> {
+    // No row is ever busy: SQLite has no row locks (the write holds the whole file).
     write_tx!(store, "renew_locks", |tx, now| {
         let mut seen = HashSet::new();
         let mut renewed = Vec::new();
@@ -34,6 +35,6 @@ pub(super) async fn renew_locks(
                 renewed.push(lock_key(&row)?);
             }
         }
-        renewed
+        Renewal::renewed(renewed)
     })
 }
