@@ -17,10 +17,11 @@
 //! holder may be the owner's own write, stuck or frozen mid-statement, with the owner alive and
 //! its renewals queued behind it. So a watch is looked at every quarter wait and counts only
 //! while every look finds the row free: it starts again when the row is seen held, at the
-//! first look that finds it free again, and after a gap of more than half a wait between looks
-//! (the claim loop was held up; a hold could hide in it). A release therefore comes a whole
-//! wait after the row was last seen held, and a hold of the row that lasts longer than a
-//! quarter wait is seen; the owner, retrying every quarter interval, renews once it is let go.
+//! first look that finds it free again. A release therefore comes a whole wait after the row
+//! was last seen held, and a hold of the row that lasts longer than a quarter wait is seen
+//! while the claim loop keeps its looks (a loop held up longer, e.g. backing off from rows
+//! other claims hold, can miss a hold between two looks); the owner, retrying every quarter
+//! interval, renews once it is let go.
 //! The release itself never waits for a row either: the store skips a row held at that moment.
 
 use std::collections::HashMap;
@@ -101,17 +102,16 @@ impl Takeover {
         self.watched().values().map(|w| w.next_look(wait)).min()
     }
 
-    /// Whether `lock` has been seen expired, its row free at every look, for `wait`, looked at
-    /// no more than half a wait apart (a longer gap could hide a hold); starts or restarts its
-    /// watch as what is seen now says. A watch restarts when its row is seen held, at the first
-    /// look that finds it free again, and after a gap.
+    /// Whether `lock` has been seen expired, its row free at every look, for `wait`; starts or
+    /// restarts its watch as what is seen now says. A watch restarts when its row is seen held
+    /// and at the first look that finds it free again.
     fn watched_for(&self, lock: &ExpiredLock, wait: Duration) -> bool {
         let now = Instant::now();
         let mut watched = self.watched();
         let watch = watched
             .entry(lock.key.clone())
             .or_insert(Watch::new(now, lock.busy));
-        if lock.busy || watch.busy || now.saturating_duration_since(watch.looked) > wait / 2 {
+        if lock.busy || watch.busy {
             *watch = Watch::new(now, lock.busy);
             return false;
         }
@@ -350,20 +350,6 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_gap_between_looks_restarts_the_watch() {
-        let takeover = Takeover::default();
-        assert!(!takeover.watched_for(&lock(false), WAIT));
-        after(1000).await;
-        assert!(
-            !takeover.watched_for(&lock(false), WAIT),
-            "a hold could hide in a whole wait without a look"
-        );
-        free_looks(&takeover, 3).await;
-        after(250).await;
-        assert!(takeover.watched_for(&lock(false), WAIT));
-    }
-
-    #[tokio::test(start_paused = true)]
     async fn a_held_row_restarts_the_watch_until_a_wait_after_it_is_seen_free() {
         let takeover = Takeover::default();
         assert!(!takeover.watched_for(&lock(false), WAIT));
@@ -388,17 +374,6 @@ mod tests {
         let takeover = Takeover::default();
         assert!(!takeover.watched_for(&lock(true), WAIT));
         after(1000).await;
-        assert!(!takeover.watched_for(&lock(false), WAIT));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_hold_between_sparse_looks_cannot_lead_to_a_release() {
-        let takeover = Takeover::default();
-        assert!(!takeover.watched_for(&lock(true), WAIT));
-        after(250).await;
-        assert!(!takeover.watched_for(&lock(false), WAIT));
-        // An unseen hold from 300 to 990 ms; the next look comes at 1000 ms.
-        after(750).await;
         assert!(!takeover.watched_for(&lock(false), WAIT));
     }
 
