@@ -16,7 +16,7 @@
 //! A lock whose row another transaction holds (the store says `busy`) is not evidence: the
 //! holder may be the owner's own write, stuck or frozen mid-statement, with the owner alive and
 //! its renewals queued behind it. So a watch is looked at every quarter wait and counts only
-//! while every look finds the row free: it starts again when the row is seen held, at the
+//! while every look finds the row free: it starts again when the row is seen held and at the
 //! first look that finds it free again. A release therefore comes a whole wait after the row
 //! was last seen held, and a hold of the row that lasts longer than a quarter wait is seen
 //! while the claim loop keeps its looks (a loop held up longer, e.g. backing off from rows
